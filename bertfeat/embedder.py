@@ -1,0 +1,324 @@
+"""``BertEmbedder``: a scikit-learn transformer that turns text columns into frozen BERT-family features."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from bertfeat import recipe as rcp
+from bertfeat.exceptions import TruncationWarning
+
+logger = logging.getLogger("bertfeat")
+
+
+class BertEmbedder(TransformerMixin, BaseEstimator):
+    """Frozen embeddings of one or more text columns from a BERT-family model.
+
+    Nothing is trained: ``fit`` only checks the parameters and reads the model's shape. The model loads lazily on
+    the first ``transform`` that needs it, once per process, and is never pickled.
+
+    Parameters
+    ----------
+    model : str, default="default"
+        ``"default"`` is the bundled all-MiniLM-L6-v2 (no network needed). Anything else is a Hugging Face model
+        name or a local directory holding config.json, the tokenizer and ``model.safetensors``.
+    columns : str or list of str, default=None
+        With DataFrame input, the text columns to embed; None embeds every column.
+    pooling : str or list of str, default="mean"
+        ``"cls"``, ``"mean"``, ``"max"``, or a ``+``-joined combination such as ``"cls+mean"`` (concatenated).
+    layers : int or list of int, default=-1
+        Hidden layers to read: 0 is the embedding output, 1..L the transformer layers, negatives count from the
+        last (-1 is the last layer).
+    layer_agg : {"mean", "concat"}, default="mean"
+        How several layers combine: their pooled vectors averaged, or concatenated.
+    max_length : int, default=None
+        Tokens per window, special tokens included; None is the model's own limit.
+    long_text : {"truncate", "chunk"}, default="truncate"
+        ``"truncate"`` keeps the first ``max_length`` tokens and warns with the count of truncated texts;
+        ``"chunk"`` embeds overlapping windows and averages them weighted by token count (max pooling takes the
+        max over windows).
+    stride : int, default=None
+        Tokens shared by consecutive windows in chunk mode; None is a quarter of the window.
+    normalize : bool, default=False
+        L2-normalize each pooled block (each pooling, and each layer under ``layer_agg="concat"``).
+    batch_tokens : int, default=None
+        Token budget of one forward pass (rows x padded length); None picks one for the device.
+    device : str, default="auto"
+        ``"auto"`` (cuda, then mps, then cpu), ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"mps"``.
+    dtype : {"auto", "float32", "bfloat16", "float16"}, default="auto"
+        ``"auto"`` is bfloat16 (or float16) on GPU and float32 on CPU. bfloat16 on CPU is allowed and is faster on
+        CPUs with AVX512-BF16 or AMX. It is fixed at ``fit``, so a fitted pipeline gives the same features anywhere.
+    missing : {"error", "zero", "nan"}, default="error"
+        What a missing text (None, NaN, pd.NA) gets: an error naming the row, a zero vector, or a row of NaN.
+        The default is an error so that no missing value is embedded silently.
+    cache_dir : str, default=None
+        Directory of a persistent embedding cache shared by runs, CV folds, the CLI and R.
+    progress : bool, default=False
+        Show a progress bar while embedding.
+    trust_remote_code : bool, default=False
+        Allow models that ship their own modelling code. Weights always load from safetensors.
+
+    Attributes
+    ----------
+    recipe_ : bertfeat.recipe.Recipe
+        Everything that decides the numbers, with the model's content hashes.
+    text_columns_ : list of str
+        Names of the embedded columns (``"text"`` for unnamed 1-D input).
+    n_features_in_ : int
+        Number of text columns seen in ``fit``.
+    feature_names_in_ : ndarray of str
+        Column names seen in ``fit``, when the input was a DataFrame.
+    stats_ : bertfeat.encode.EncodeStats
+        Counts of the last ``transform``: rows, distinct texts, cache hits/misses, truncated, chunked, missing.
+
+    Examples
+    --------
+    >>> from bertfeat import BertEmbedder
+    >>> X = BertEmbedder(pooling="cls+mean").fit_transform(["A cat sat.", "A dog ran."])
+    >>> X.shape, X.dtype
+    ((2, 768), dtype('float32'))
+    """
+
+    def __init__(
+        self,
+        model="default",
+        *,
+        columns=None,
+        pooling="mean",
+        layers=-1,
+        layer_agg="mean",
+        max_length=None,
+        long_text="truncate",
+        stride=None,
+        normalize=False,
+        batch_tokens=None,
+        device="auto",
+        dtype="auto",
+        missing="error",
+        cache_dir=None,
+        progress=False,
+        trust_remote_code=False,
+    ):
+        self.model = model
+        self.columns = columns
+        self.pooling = pooling
+        self.layers = layers
+        self.layer_agg = layer_agg
+        self.max_length = max_length
+        self.long_text = long_text
+        self.stride = stride
+        self.normalize = normalize
+        self.batch_tokens = batch_tokens
+        self.device = device
+        self.dtype = dtype
+        self.missing = missing
+        self.cache_dir = cache_dir
+        self.progress = progress
+        self.trust_remote_code = trust_remote_code
+
+    # -- scikit-learn API -------------------------------------------------------------------------------------
+
+    def fit(self, X, y=None):
+        """Check parameters and input, and read the model's shape. Trains nothing; returns self."""
+        from bertfeat.inputs import text_columns
+
+        self._check_runtime_params()
+        self.recipe_ = self._build_recipe()
+        names, values, all_columns = text_columns(X, self.columns)
+        if not values or len(values[0]) == 0:
+            raise ValueError(f"Found array with 0 sample(s) while a minimum of 1 is required by {type(self).__name__}.")
+        self.text_columns_ = names
+        self.n_features_in_ = len(all_columns) if all_columns is not None else len(names)
+        if all_columns is not None and all(isinstance(c, str) for c in all_columns):
+            self.feature_names_in_ = np.asarray(all_columns, dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        return self
+
+    def transform(self, X):
+        """Embed every text column of ``X``: returns a float32 array (n_rows, n_columns x features per column)."""
+        from bertfeat.encode import encode
+        from bertfeat.inputs import text_columns
+
+        check_is_fitted(self, "recipe_")
+        self._check_runtime_params()
+        names, values, all_columns = text_columns(X, self.columns)
+        self._check_same_columns(names, all_columns)
+        n_rows = len(values[0]) if values else 0
+        flat = [v for col in values for v in col]
+        row_name = _row_namer(names, n_rows, X)
+        out, stats = encode(
+            flat, self.recipe_, self._backend_loader(), cache=self._cache(), batch_tokens=self.batch_tokens,
+            missing=self.missing, row_name=row_name, progress=bool(self.progress),
+        )
+        self.stats_ = stats
+        if stats.truncated:
+            warnings.warn(
+                f"{stats.truncated} of {stats.rows - stats.missing} texts were longer than max_length="
+                f"{self.recipe_.max_length} tokens and were truncated. Pass long_text='chunk' to embed them in "
+                "full, or a larger max_length (up to the model's limit).",
+                TruncationWarning,
+                stacklevel=2,
+            )
+        if self.cache_dir is not None:
+            logger.info("bertfeat cache: %d hits, %d misses, %d new rows", stats.cache_hits, stats.cache_misses,
+                        stats.cache_new)
+        # columns side by side: (n_columns * n_rows, F) -> (n_rows, n_columns * F)
+        f = self.recipe_.n_features
+        return out.reshape(len(names), n_rows, f).transpose(1, 0, 2).reshape(n_rows, len(names) * f)
+
+    def fit_transform(self, X, y=None, **fit_params):
+        return self.fit(X, y).transform(X)
+
+    def get_feature_names_out(self, input_features=None):
+        """Names ``{column}_{pooling}_{index}`` (``_l{layer}`` added under ``layer_agg="concat"``), zero-padded."""
+        check_is_fitted(self, "recipe_")
+        columns = self.text_columns_
+        if input_features is not None:
+            input_features = [str(c) for c in input_features]
+            expected = getattr(self, "feature_names_in_", None)
+            if (expected is not None and input_features != list(expected)) or len(input_features) != self.n_features_in_:
+                raise ValueError(
+                    f"input_features={input_features!r} does not match the input seen in fit "
+                    f"({list(expected) if expected is not None else self.n_features_in_})."
+                )
+            if self.columns is None:  # every input column is a text column: name the features after input_features
+                columns = input_features
+        return np.asarray([n for c in columns for n in self.recipe_.feature_names(c)], dtype=object)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.string = True
+        tags.input_tags.one_d_array = True
+        tags.input_tags.two_d_array = True
+        tags.input_tags.allow_nan = self.missing != "error"
+        tags.transformer_tags.preserves_dtype = []
+        tags.requires_fit = True
+        tags.non_deterministic = False
+        return tags
+
+    # -- helpers ------------------------------------------------------------------------------------------------
+
+    def _check_runtime_params(self):
+        rcp.check_choice("missing", self.missing, rcp.MISSING_POLICIES)
+        if self.batch_tokens is not None and (not rcp._is_int(self.batch_tokens) or self.batch_tokens < 1):
+            raise ValueError(f"batch_tokens={self.batch_tokens!r} is not valid: expected a positive int or None.")
+        if self.cache_dir is not None and not isinstance(self.cache_dir, (str, bytes)) and not hasattr(
+            self.cache_dir, "__fspath__"
+        ):
+            raise ValueError(f"cache_dir={self.cache_dir!r} is not valid: expected a directory path or None.")
+
+    def _build_recipe(self) -> rcp.Recipe:
+        from bertfeat.models import resolve_model
+
+        pooling = rcp.parse_pooling(self.pooling)
+        layer_agg = rcp.check_choice("layer_agg", self.layer_agg, rcp.LAYER_AGGS)
+        long_text = rcp.check_choice("long_text", self.long_text, rcp.LONG_TEXT_MODES)
+        dtype = rcp.check_choice("dtype", self.dtype, rcp.DTYPES)
+        if not isinstance(self.normalize, (bool, np.bool_)):
+            raise ValueError(f"normalize={self.normalize!r} is not valid: expected True or False.")
+        spec = resolve_model(self.model, trust_remote_code=self.trust_remote_code)
+        layers = rcp.parse_layers(self.layers, spec.num_layers, layer_agg)
+        max_length = spec.max_length if self.max_length is None else self.max_length
+        if not rcp._is_int(max_length) or not 4 <= max_length <= spec.max_length:
+            raise ValueError(
+                f"max_length={self.max_length!r} is not valid: expected an int from 4 to the model's limit of "
+                f"{spec.max_length} tokens, or None for that limit."
+            )
+        window = max_length - 2  # room for [CLS]/[SEP]; the stride must leave each window some new tokens
+        stride = max(0, window // 4) if self.stride is None else self.stride
+        if not rcp._is_int(stride) or not 0 <= stride < window:
+            raise ValueError(
+                f"stride={self.stride!r} is not valid: expected an int from 0 to {window - 1} (tokens shared by "
+                f"consecutive windows of max_length={max_length}), or None for a quarter of the window."
+            )
+        if dtype == "auto":
+            from bertfeat.backend import resolve_device, resolve_dtype
+
+            dtype = resolve_dtype("auto", resolve_device(self.device))
+        return rcp.Recipe(
+            model=spec.label,
+            weights_sha256=spec.weights_sha256,
+            tokenizer_sha256=spec.tokenizer_sha256,
+            config_sha256=spec.config_sha256,
+            hidden_size=spec.hidden_size,
+            num_layers=spec.num_layers,
+            pooling=pooling,
+            layers=layers,
+            layer_agg=layer_agg,
+            max_length=int(max_length),
+            long_text=long_text,
+            stride=int(stride) if long_text == "chunk" else 0,
+            normalize=bool(self.normalize),
+            dtype=dtype,
+        )
+
+    def _check_same_columns(self, names, all_columns):
+        fitted = getattr(self, "feature_names_in_", None)
+        if fitted is not None and all_columns is not None and list(all_columns) != list(fitted):
+            raise ValueError(
+                f"The columns of X ({list(all_columns)}) differ from those seen in fit ({list(fitted)}); pass the "
+                "same columns in the same order."
+            )
+        if fitted is not None and all_columns is None:
+            warnings.warn(
+                f"X has no column names, but {type(self).__name__} was fitted with columns {list(fitted)}.",
+                UserWarning, stacklevel=3,
+            )
+        n_in = len(all_columns) if all_columns is not None else len(names)
+        if n_in != self.n_features_in_ or len(names) != len(self.text_columns_):
+            raise ValueError(
+                f"X has {n_in} columns, but {type(self).__name__} is expecting {self.n_features_in_} columns as input."
+            )
+
+    def _backend_loader(self):
+        """A callable that loads (or reuses) the model, checking it is still the one the recipe was fitted with."""
+        recipe, model, device, trust = self.recipe_, self.model, self.device, self.trust_remote_code
+
+        def load():
+            from bertfeat.backend import get_backend, resolve_device
+            from bertfeat.models import resolve_model
+
+            spec = resolve_model(model, trust_remote_code=trust)
+            if (spec.weights_sha256, spec.tokenizer_sha256, spec.config_sha256) != (
+                recipe.weights_sha256, recipe.tokenizer_sha256, recipe.config_sha256
+            ):
+                raise ValueError(
+                    f"model={model!r} now resolves to different files ({spec.path}) than when this BertEmbedder was "
+                    "fitted, so its features would not match. Refit, or point model= at the original files."
+                )
+            return get_backend(spec, resolve_device(device), recipe.dtype, trust)
+
+        return load
+
+    def _cache(self):
+        if self.cache_dir is None:
+            return None
+        from bertfeat.cache import open_cache
+
+        return open_cache(self.cache_dir)
+
+
+def _row_namer(names, n_rows, X):
+    index = getattr(X, "index", None)
+    show_index = index is not None and not (
+        hasattr(index, "equals") and len(index) == n_rows and _is_default_index(index)
+    )
+
+    def row_name(i: int) -> str:
+        col, row = names[i // n_rows], i % n_rows
+        where = f"row {row}" + (f" (index {index[row]!r})" if show_index else "")
+        return f"{where} of column {col!r}" if len(names) > 1 or col != "text" else where
+
+    return row_name
+
+
+def _is_default_index(index) -> bool:
+    try:
+        return bool((np.asarray(index) == np.arange(len(index))).all())
+    except Exception:
+        return False

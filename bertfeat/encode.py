@@ -1,0 +1,204 @@
+"""The one data path every feature takes: texts -> float32 matrix, for one recipe.
+
+validate + missing policy -> dedup -> cache lookup -> tokenize misses -> plan batches -> forward + pool ->
+combine long-text windows -> normalize -> cache write -> reassemble in input order.
+
+The estimator, the CLI, the R package and the distributed runner all call :func:`encode`. The model is reached
+through a zero-argument callable, so a run answered entirely from the cache never loads it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, fields
+
+import numpy as np
+
+from bertfeat.batching import make_units, plan_batches, restore_order, unique_strings
+from bertfeat.pooling import combine_windows, l2_normalize
+from bertfeat.recipe import Recipe
+
+
+@dataclass
+class EncodeStats:
+    """What one or more :func:`encode` calls did. ``truncated`` and ``chunked`` count rows, not distinct texts."""
+
+    rows: int = 0
+    missing: int = 0
+    unique: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
+    cache_new: int = 0
+    truncated: int = 0
+    chunked: int = 0
+    tokens: int = 0
+    padded_tokens: int = 0
+    batches: int = 0
+    seconds: float = 0.0
+
+    def __iadd__(self, other: "EncodeStats") -> "EncodeStats":
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+        return self
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def text_key(text: str) -> bytes:
+    """The cache key of a text: the first 16 bytes of the sha256 of its UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).digest()[:16]
+
+
+def _is_missing(value) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, float):
+        return math.isnan(value)
+    import pandas as pd
+
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):  # array-likes: not a scalar, so not a missing marker
+        return False
+
+
+def _describe_value(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def split_missing(texts: Sequence, missing: str, row_name: Callable[[int], str]) -> tuple[list[str], np.ndarray]:
+    """Check every value is a string or a missing marker (None, NaN, pd.NA); apply the ``missing="error"`` policy.
+
+    Returns the present texts and a boolean mask of the missing rows.
+    """
+    present: list[str] = []
+    is_missing = np.zeros(len(texts), dtype=bool)
+    for i, value in enumerate(texts):
+        if isinstance(value, str):
+            present.append(value)
+            continue
+        if isinstance(value, (bytes, bytearray)):
+            raise TypeError(f"{row_name(i)} holds bytes, not a string: decode it first (for example b.decode('utf-8')).")
+        if not _is_missing(value):
+            raise TypeError(
+                f"{row_name(i)} holds {type(value).__name__} {_describe_value(value)}, not a string: bertfeat embeds "
+                "text. Convert the column to strings first (for example df[col].astype(str)) if that is what you mean."
+            )
+        if missing == "error":
+            raise ValueError(
+                f"{row_name(i)} is missing ({_describe_value(value)}) and missing='error'. Pass missing='zero' for a "
+                "zero vector, missing='nan' for a row of NaN, or fill the missing texts first."
+            )
+        is_missing[i] = True
+    return present, is_missing
+
+
+def encode(
+    texts: Sequence,
+    recipe: Recipe,
+    backend: Callable[[], object],
+    *,
+    cache=None,
+    batch_tokens: int | None = None,
+    missing: str = "error",
+    row_name: Callable[[int], str] | None = None,
+    progress: bool = False,
+) -> tuple[np.ndarray, EncodeStats]:
+    """Embed ``texts`` with ``recipe``: returns a (len(texts), recipe.n_features) float32 array and its stats.
+
+    ``backend`` is called (at most once) only when some text is not in ``cache``. A cache is any object with
+    ``lookup(recipe, keys) -> (found_mask, vectors, n_tokens)`` and ``store(recipe, keys, vectors, n_tokens) -> int``,
+    where ``n_tokens`` is each text's full token count, special tokens included.
+    """
+    t0 = time.perf_counter()
+    row_name = row_name or (lambda i: f"row {i}")
+    stats = EncodeStats(rows=len(texts))
+    present, is_missing = split_missing(texts, missing, row_name)
+    stats.missing = int(is_missing.sum())
+    uniques, inverse = unique_strings(present)
+    stats.unique = len(uniques)
+
+    n_features = recipe.n_features
+    vectors = np.empty((len(uniques), n_features), dtype=np.float32)
+    n_tokens = np.zeros(len(uniques), dtype=np.int64)
+    todo = np.arange(len(uniques))
+    keys: list[bytes] = []
+    if uniques:
+        present_rows = np.flatnonzero(~is_missing)
+        keys = []
+        for j, text in enumerate(uniques):
+            try:
+                keys.append(text_key(text))
+            except UnicodeEncodeError as exc:
+                row = present_rows[int(np.argmax(inverse == j))]
+                raise ValueError(
+                    f"{row_name(int(row))} is not valid Unicode ({exc.reason} at position {exc.start}), so it cannot "
+                    "be tokenized; it usually comes from bytes decoded with the wrong codec. Clean it first, for "
+                    "example s.encode('utf-8', 'replace').decode('utf-8')."
+                ) from None
+    if cache is not None and uniques:
+        found, cached_vectors, cached_tokens = cache.lookup(recipe, keys)
+        vectors[found] = cached_vectors
+        n_tokens[found] = cached_tokens
+        todo = np.flatnonzero(~found)
+        stats.cache_hits = int(found.sum())
+        stats.cache_misses = len(todo)
+
+    if len(todo):
+        model = backend()
+        new_vectors, new_tokens, run = _run_model(
+            [uniques[j] for j in todo], recipe, model, batch_tokens or model.default_batch_tokens, progress
+        )
+        vectors[todo] = new_vectors
+        n_tokens[todo] = new_tokens
+        stats.tokens, stats.padded_tokens, stats.batches = run
+        if cache is not None:
+            stats.cache_new = cache.store(recipe, [keys[j] for j in todo], new_vectors, new_tokens)
+
+    # n_tokens counts special tokens too, so "too long" needs no model to judge (cache hits included).
+    long_rows = int((n_tokens[inverse] > recipe.max_length).sum())
+    if recipe.long_text == "chunk":
+        stats.chunked = long_rows
+    else:
+        stats.truncated = long_rows
+
+    out = np.empty((len(texts), n_features), dtype=np.float32)
+    out[~is_missing] = vectors[inverse]
+    out[is_missing] = 0.0 if missing == "zero" else np.nan
+    stats.seconds = time.perf_counter() - t0
+    return out, stats
+
+
+def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progress: bool):
+    """Tokenize, window, batch by token budget, run, pool and combine: the part that needs the model."""
+    window = recipe.max_length - model.n_special
+    token_ids = model.tokenize(texts)
+    units = make_units(token_ids, window, recipe.long_text, recipe.stride)
+    lengths = np.fromiter((len(u) + model.n_special for u in units.ids), dtype=np.int64, count=len(units.ids))
+    batches = plan_batches(lengths, batch_tokens)
+    results = []
+    padded = 0
+    bar = _progress_bar(len(units.ids), progress)
+    for batch in batches:
+        results.append(model.forward([units.ids[k] for k in batch], recipe.pooling, recipe.layer_groups))
+        padded += len(batch) * int(lengths[batch].max())
+        bar.update(len(batch))
+    bar.close()
+    pooled = restore_order(batches, results)
+    per_text = combine_windows(pooled, units.starts, lengths, recipe.pooling)
+    if recipe.normalize:
+        per_text = l2_normalize(per_text)
+    full_tokens = np.fromiter((len(t) + model.n_special for t in token_ids), dtype=np.int64, count=len(token_ids))
+    return (per_text.reshape(len(texts), -1).astype(np.float32, copy=False), full_tokens,
+            (int(lengths.sum()), padded, len(batches)))
+
+
+def _progress_bar(total: int, enabled: bool):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="seq", desc="bertfeat", disable=not enabled, leave=False)

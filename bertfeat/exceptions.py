@@ -1,0 +1,13 @@
+"""Warnings and errors that bertfeat raises on purpose, so callers can filter or catch them by class."""
+
+
+class TruncationWarning(UserWarning):
+    """Some texts were longer than ``max_length`` tokens and were cut (``long_text="truncate"``)."""
+
+
+class ModelNotAvailableError(ValueError):
+    """The requested model is neither a local directory nor reachable (offline, or not on the hub)."""
+
+
+class CacheError(RuntimeError):
+    """The embedding cache cannot be used as configured (for example its directory is unusable)."""

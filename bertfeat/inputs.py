@@ -1,0 +1,102 @@
+"""Turning what users pass (lists, arrays, pandas/polars Series and DataFrames) into named text columns.
+
+Only the container is checked here; :func:`bertfeat.encode.split_missing` checks each value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+_DEFAULT_NAME = "text"
+
+
+def text_columns(X, columns=None) -> tuple[list[str], list[list], list[str] | None]:
+    """Return ``(names, values, all_columns)``: the embedded columns' names and values, and X's columns.
+
+    ``all_columns`` is None unless X is a DataFrame; then it is every column of X, as scikit-learn records it.
+    """
+    if isinstance(X, (str, bytes)):
+        raise TypeError("Iterable over raw text documents expected, string object received.")
+    kind = type(X).__module__.split(".")[0]
+    if kind == "pandas" and hasattr(X, "columns"):
+        return _pandas_frame(X, columns)
+    if kind == "polars" and hasattr(X, "columns"):
+        return _polars_frame(X, columns)
+    if columns is not None:
+        raise ValueError(
+            f"columns={columns!r} selects DataFrame columns, but X is a {type(X).__name__}; pass a DataFrame, "
+            "or leave columns=None for 1-D text input."
+        )
+    if kind in ("pandas", "polars") and hasattr(X, "name"):  # a Series
+        name = X.name if X.name not in (None, "") else _DEFAULT_NAME
+        return [str(name)], [X.to_list()], None
+    if isinstance(X, np.ndarray):
+        if X.ndim == 1:
+            return [_DEFAULT_NAME], [X.tolist()], None
+        if X.ndim == 2:
+            return [f"x{j}" for j in range(X.shape[1])], [X[:, j].tolist() for j in range(X.shape[1])], None
+        raise ValueError(f"Expected 1-D or 2-D text input, got an array with shape {X.shape}.")
+    if isinstance(X, (set, frozenset, dict)):
+        raise TypeError(
+            f"X is a {type(X).__name__}, which has no row order; pass a list, an array, a Series or a DataFrame."
+        )
+    if isinstance(X, Iterable):
+        return [_DEFAULT_NAME], [list(X)], None
+    raise TypeError(
+        f"X is a {type(X).__name__}; expected an iterable of texts (list, numpy array, pandas or polars Series) or "
+        "a DataFrame of text columns."
+    )
+
+
+def _selected(all_columns: list, columns) -> list:
+    if columns is None:
+        return list(all_columns)
+    wanted = [columns] if isinstance(columns, str) else list(columns)
+    missing = [c for c in wanted if c not in all_columns]
+    if missing or not wanted:
+        raise ValueError(
+            f"columns={columns!r}: {'no column given' if not wanted else f'column(s) {missing} not found'}; "
+            f"the DataFrame has columns {list(all_columns)}."
+        )
+    return wanted
+
+
+def _pandas_frame(X, columns):
+    import pandas as pd
+
+    cols = _selected(list(X.columns), columns)
+    names, values = [], []
+    for c in cols:
+        s = X[c]
+        if isinstance(s, pd.DataFrame):
+            raise ValueError(f"column {c!r} appears more than once in the DataFrame; give each column a unique name.")
+        dtype = s.dtype
+        if (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_datetime64_any_dtype(dtype)) and not s.isna().all():
+            raise TypeError(
+                f"column {c!r} holds {dtype} values, not text. Embed text columns only (select them with "
+                "columns=, or a ColumnTransformer), or convert with df[col].astype(str) if the values are labels."
+            )
+        names.append(str(c))
+        values.append(s.to_list())
+    return names, values, list(X.columns)
+
+
+def _polars_frame(X, columns):
+    import polars as pl
+
+    cols = _selected(list(X.columns), columns)
+    names, values = [], []
+    for c in cols:
+        s = X[c]
+        if s.dtype not in (pl.String, pl.Categorical, pl.Null) and not isinstance(s.dtype, pl.Enum) and (
+            s.null_count() < len(s)
+        ):
+            raise TypeError(
+                f"column {c!r} holds {s.dtype} values, not text. Embed text columns only (select them with "
+                "columns=), or cast with pl.col(col).cast(pl.String) if the values are labels."
+            )
+        names.append(str(c))
+        values.append(s.to_list())
+    return names, values, list(X.columns)

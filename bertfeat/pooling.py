@@ -1,0 +1,75 @@
+"""Pooling as pure functions: token vectors -> one vector per sequence, layers -> blocks, windows -> texts.
+
+The torch functions take ``(hidden_states, attention_mask)`` and never write into their inputs; they compute in
+float32 whatever the model's dtype. The numpy functions combine long-text windows and normalize, after the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def pool_tokens(hidden, mask, how: str):
+    """Pool one layer's ``hidden`` (batch, tokens, dim) over the tokens where ``mask`` (batch, tokens) is 1.
+
+    ``"cls"`` is the first token; ``"mean"`` the masked mean (sum over mask / clamp(count, 1e-9)); ``"max"`` the
+    masked elementwise max.
+    """
+    if how == "cls":
+        return hidden[:, 0].float()
+    m = mask.unsqueeze(-1).float()
+    if how == "mean":
+        return (hidden.float() * m).sum(dim=1) / m.sum(dim=1).clamp(min=1e-9)
+    if how == "max":
+        return hidden.float().masked_fill(m == 0, float("-inf")).amax(dim=1)
+    raise ValueError(f"unknown pooling {how!r}")
+
+
+def pool_blocks(hidden_states: Sequence, mask, pooling: Sequence[str], layer_groups: Sequence[Sequence[int]]):
+    """Pool every (pooling, layer group) block: returns (batch, n_blocks, dim) float32, pooling-major.
+
+    A group of several layers is the mean of each layer's pooled vector.
+    """
+    import torch
+
+    blocks = []
+    for how in pooling:
+        for group in layer_groups:
+            pooled = [pool_tokens(hidden_states[layer], mask, how) for layer in group]
+            blocks.append(pooled[0] if len(pooled) == 1 else torch.stack(pooled).mean(dim=0))
+    return torch.stack(blocks, dim=1)
+
+
+def combine_windows(vectors: np.ndarray, starts: np.ndarray, weights: np.ndarray, pooling: Sequence[str]) -> np.ndarray:
+    """Combine per-window block vectors (units, blocks, dim) into per-text vectors (texts, blocks, dim).
+
+    Text ``i`` owns windows ``starts[i]:starts[i+1]``. CLS and mean blocks are averaged across windows weighted by
+    ``weights`` (each window's token count); max blocks take the elementwise max. A text with one window keeps it
+    bit for bit.
+    """
+    counts = np.diff(starts)
+    if (counts == 1).all():
+        return vectors
+    out = vectors[starts[:-1]].copy()
+    multi = np.flatnonzero(counts > 1)
+    n_blocks = vectors.shape[1]
+    per_pool = n_blocks // len(pooling)
+    w = weights.astype(np.float64)[:, None]
+    for b in range(n_blocks):
+        how = pooling[b // per_pool]
+        col = vectors[:, b, :]
+        if how == "max":
+            red = np.maximum.reduceat(col, starts[:-1], axis=0)
+        else:
+            red = np.add.reduceat(col.astype(np.float64) * w, starts[:-1], axis=0)
+            red /= np.add.reduceat(w, starts[:-1], axis=0)
+        out[multi, b, :] = red[multi]
+    return out
+
+
+def l2_normalize(vectors: np.ndarray) -> np.ndarray:
+    """L2-normalize along the last axis (each block separately), leaving all-zero vectors at zero."""
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)

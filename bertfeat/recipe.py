@@ -1,0 +1,154 @@
+"""The frozen description of an embedding recipe, its parsing from user parameters, and its fingerprint.
+
+A :class:`Recipe` says everything that decides the numbers in an embedding: the model's content (weights, tokenizer
+and config hashes), pooling, layers, layer aggregation, window length, long-text handling, normalization, dtype and
+bertfeat's embedding-format version. Its :meth:`Recipe.fingerprint` keys the cache and is written into provenance.
+Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import numbers
+from dataclasses import asdict, dataclass, field
+
+POOLINGS = ("cls", "mean", "max")
+LAYER_AGGS = ("mean", "concat")
+LONG_TEXT_MODES = ("truncate", "chunk")
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+MISSING_POLICIES = ("error", "zero", "nan")
+
+# Bump when a code change alters the vectors produced for an unchanged recipe, so old cache rows are never reused.
+FORMAT_VERSION = 1
+
+
+def parse_pooling(pooling) -> tuple[str, ...]:
+    """Parse ``"mean"``, ``"cls+mean"`` or ``["cls", "mean"]`` into a tuple of pooling names, in the given order."""
+    if isinstance(pooling, str):
+        parts = [p.strip() for p in pooling.split("+")]
+    elif isinstance(pooling, (list, tuple)) and all(isinstance(p, str) for p in pooling):
+        parts = [p.strip() for p in pooling]
+    else:
+        raise ValueError(
+            f"pooling={pooling!r} is not valid: expected one of {list(POOLINGS)} or a '+'-joined combination "
+            "such as 'cls+mean'."
+        )
+    bad = [p for p in parts if p not in POOLINGS]
+    if not parts or bad:
+        raise ValueError(
+            f"pooling={pooling!r} is not valid: unknown pooling {bad or parts!r}; valid choices are "
+            f"{list(POOLINGS)}, alone or joined with '+' (for example 'cls+mean')."
+        )
+    if len(set(parts)) != len(parts):
+        raise ValueError(f"pooling={pooling!r} names a pooling twice; name each of {list(POOLINGS)} at most once.")
+    return tuple(parts)
+
+
+def parse_layers(layers, num_layers: int, layer_agg: str = "mean") -> tuple[int, ...]:
+    """Turn ``layers`` (an int or a list of ints, negative counting from the last) into absolute indices.
+
+    Index 0 is the embedding output and ``num_layers`` the last transformer layer, as in Hugging Face's
+    ``hidden_states``. With ``layer_agg="mean"`` the order does not matter and the result is sorted, so equal
+    recipes have equal fingerprints; with ``"concat"`` the user's order is kept (it orders the features).
+    """
+    valid = f"valid indices are 0..{num_layers} (0 is the embedding output) or -{num_layers + 1}..-1"
+    items = [layers] if _is_int(layers) else layers
+    if isinstance(layers, str) or not isinstance(items, (list, tuple, range)) or not all(_is_int(i) for i in items):
+        raise ValueError(f"layers={layers!r} is not valid: expected an int or a list of ints; {valid}.")
+    if len(items) == 0:
+        raise ValueError(f"layers={layers!r} is empty: name at least one layer; {valid}.")
+    out = []
+    for i in items:
+        i = int(i)
+        if not -(num_layers + 1) <= i <= num_layers:
+            raise ValueError(f"layers={layers!r}: layer {i} is out of range; the model has {num_layers} layers, so {valid}.")
+        out.append(i % (num_layers + 1))
+    if len(set(out)) != len(out):
+        raise ValueError(f"layers={layers!r} names the same layer twice (as {out}); name each layer once.")
+    return tuple(sorted(out)) if layer_agg == "mean" else tuple(out)
+
+
+def check_choice(name: str, value, choices) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name}={value!r} is not valid: expected one of {list(choices)}.")
+    return value
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """Everything that decides an embedding's numbers. Hashable, picklable, and torch-free.
+
+    ``model`` is for people (the name or path as given); the cache key uses the content hashes instead, so the
+    same weights reached from two virtualenvs (say Python and R) share one cache.
+    """
+
+    model: str
+    weights_sha256: str
+    tokenizer_sha256: str
+    config_sha256: str
+    hidden_size: int
+    num_layers: int
+    pooling: tuple[str, ...]
+    layers: tuple[int, ...]
+    layer_agg: str
+    max_length: int
+    long_text: str
+    stride: int
+    normalize: bool
+    dtype: str
+    format_version: int = FORMAT_VERSION
+    _fingerprint: str = field(default="", init=False, repr=False, compare=False)
+
+    @property
+    def layer_groups(self) -> tuple[tuple[int, ...], ...]:
+        """Layers pooled into one block each: all together for ``"mean"``, one each for ``"concat"``."""
+        if self.layer_agg == "mean":
+            return (self.layers,)
+        return tuple((layer,) for layer in self.layers)
+
+    @property
+    def n_blocks(self) -> int:
+        return len(self.pooling) * len(self.layer_groups)
+
+    @property
+    def n_features(self) -> int:
+        return self.n_blocks * self.hidden_size
+
+    def key_dict(self) -> dict:
+        """The fields that decide the vectors: the model's display name is left out on purpose."""
+        d = asdict(self)
+        d.pop("model")
+        d.pop("_fingerprint")
+        d["pooling"] = list(self.pooling)
+        d["layers"] = list(self.layers)
+        return d
+
+    def fingerprint(self) -> str:
+        if not self._fingerprint:
+            blob = json.dumps(self.key_dict(), sort_keys=True, separators=(",", ":")).encode()
+            object.__setattr__(self, "_fingerprint", hashlib.sha256(blob).hexdigest()[:32])
+        return self._fingerprint
+
+    def to_dict(self) -> dict:
+        d = self.key_dict()
+        d["model"] = self.model
+        d["fingerprint"] = self.fingerprint()
+        return d
+
+    def feature_names(self, column: str) -> list[str]:
+        """Stable, sortable names: ``{column}_{pooling}_{index}``, plus ``_l{layer}`` when layers are concatenated.
+
+        The index is zero-padded to the width of the largest index, so names sort in feature order.
+        """
+        width = len(str(self.hidden_size - 1))
+        names = []
+        for pool in self.pooling:
+            for group in self.layer_groups:
+                tag = f"{pool}_l{group[0]}" if self.layer_agg == "concat" else pool
+                names.extend(f"{column}_{tag}_{i:0{width}d}" for i in range(self.hidden_size))
+        return names

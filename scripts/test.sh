@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The whole test suite, Python and R, offline. Does the set-up first (idempotent).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+bash scripts/setup.sh
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+"$ROOT/.venv/bin/python" -m pytest "$@"
+if [ "${BERTFEAT_SKIP_R:-0}" != 1 ] && [ -d r-bridge/tests ]; then
+  echo "== R tests (r-bridge) =="
+  RETICULATE_PYTHON="$ROOT/.venv/bin/python" R_LIBS="$ROOT/.rlib" \
+    Rscript -e 'res <- testthat::test_dir("r-bridge/tests/testthat", package = "bertfeat", load_package = "installed", reporter = "summary", stop_on_failure = TRUE)'
+fi
