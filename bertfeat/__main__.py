@@ -1,0 +1,5 @@
+import sys
+
+from bertfeat.cli import main
+
+sys.exit(main())

@@ -1,0 +1,55 @@
+"""The ``bertfeat`` command line: one module per command, each a thin layer over the public API.
+
+Each command module defines ``add_parser(subparsers)`` (its options and ``--help`` text with examples) and
+``run(args) -> int``. User mistakes raise :class:`UsageError` (or a ValueError/TypeError/FileNotFoundError from the
+API) and become a one-line message and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# command name -> module under bertfeat.cli; imported only when that command runs (keeps --help fast)
+COMMANDS = {}
+
+
+class UsageError(Exception):
+    """A mistake in how the command was called: printed as one line, exit code 2."""
+
+
+def register(name: str, module: str) -> None:
+    COMMANDS[name] = module
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from bertfeat import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="bertfeat",
+        description="Frozen BERT-family text embeddings as features for statistical models.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"bertfeat {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name, module in COMMANDS.items():
+        importlib.import_module(f"bertfeat.cli.{module}").add_parser(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except UsageError as exc:
+        print(f"bertfeat {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except (ValueError, TypeError, FileNotFoundError, FileExistsError, PermissionError) as exc:
+        print(f"bertfeat {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"bertfeat {args.command}: interrupted", file=sys.stderr)
+        return 130
