@@ -2,25 +2,22 @@
 
 Each command module defines ``add_parser(subparsers)`` (its options and ``--help`` text with examples) and
 ``run(args) -> int``. User mistakes raise :class:`UsageError` (or a ValueError/TypeError/FileNotFoundError from the
-API) and become a one-line message and exit code 2, never a traceback.
+API) and become a one-line message and exit code 2, never a traceback (set BERTFEAT_DEBUG=1 to see one).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
-# command name -> module under bertfeat.cli; imported only when that command runs (keeps --help fast)
-COMMANDS = {}
+# command name -> module under bertfeat.cli that defines add_parser() and run()
+COMMANDS: dict[str, str] = {}
 
 
 class UsageError(Exception):
     """A mistake in how the command was called: printed as one line, exit code 2."""
-
-
-def register(name: str, module: str) -> None:
-    COMMANDS[name] = module
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,6 +45,8 @@ def main(argv=None) -> int:
         print(f"bertfeat {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except (ValueError, TypeError, FileNotFoundError, FileExistsError, PermissionError) as exc:
+        if os.environ.get("BERTFEAT_DEBUG"):
+            raise
         print(f"bertfeat {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
