@@ -1,14 +1,18 @@
-"""Torch-free planning: dedup, long-text windows, token-length sort and token-budget batches, order restore.
+"""Torch-free planning: dedup, long-text windows, token-length sort and token-budget batches, order restore, and
+a prefetching iterator that overlaps planning with the model.
 
 Every function here works on plain lists and numpy arrays, so it is tested without a model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
+
+T = TypeVar("T")
 
 
 def unique_strings(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
@@ -121,3 +125,51 @@ def restore_order(batches: Sequence[np.ndarray], results: Sequence[np.ndarray]) 
     out = np.empty_like(stacked)
     out[perm] = stacked
     return out
+
+
+def prefetched(items: Iterable[T], depth: int = 1) -> Iterator[T]:
+    """Yield ``items`` in order while a background thread computes up to ``depth`` of them ahead.
+
+    For overlapping torch-free work (tokenizing and planning the next chunk of texts) with the model running the
+    current one: the tokenizer and torch both release the GIL. An exception in the producer is raised here, at the
+    item where it happened; closing the generator early stops the producer.
+    """
+    import queue
+    import threading
+
+    done = object()
+    ready: queue.Queue = queue.Queue(maxsize=max(1, depth))
+    stop = threading.Event()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce():
+        try:
+            for item in items:
+                if not put((item, None)):
+                    return
+        except BaseException as exc:  # handed to the consumer, which re-raises it
+            put((done, exc))
+            return
+        put((done, None))
+
+    worker = threading.Thread(target=produce, name="bertfeat-prefetch", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item, exc = ready.get()
+            if item is done:
+                if exc is not None:
+                    raise exc
+                return
+            yield item
+    finally:
+        stop.set()
+        worker.join()

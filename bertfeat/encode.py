@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
-from bertfeat.batching import make_units, plan_batches, restore_order, unique_strings
+from bertfeat.batching import make_units, plan_batches, prefetched, restore_order, unique_strings
 from bertfeat.pooling import combine_windows, l2_normalize
 from bertfeat.recipe import Recipe
 
@@ -175,27 +175,58 @@ def encode(
 
 
 def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progress: bool):
-    """Tokenize, window, batch by token budget, run, pool and combine: the part that needs the model."""
+    """Tokenize, window, batch by token budget, run, pool and combine: the part that needs the model.
+
+    Texts go in chunks of ``model.chunk_texts`` (default: all at once, the least padding). With ``model.prefetch``
+    a background thread tokenizes and plans the next chunk while the model runs this one, which keeps a GPU busy.
+    Every text's vector is the same whatever the chunking, prefetching or number of batches in flight.
+    """
     window = recipe.max_length - model.n_special
-    token_ids = model.tokenize(texts)
-    units = make_units(token_ids, window, recipe.long_text, recipe.stride)
-    lengths = np.fromiter((len(u) + model.n_special for u in units.ids), dtype=np.int64, count=len(units.ids))
-    batches = plan_batches(lengths, batch_tokens)
-    results = []
-    padded = 0
-    bar = _progress_bar(len(units.ids), progress)
-    for batch in batches:
-        results.append(model.forward([units.ids[k] for k in batch], recipe.pooling, recipe.layer_groups))
-        padded += len(batch) * int(lengths[batch].max())
-        bar.update(len(batch))
-    bar.close()
-    pooled = restore_order(batches, results)
-    per_text = combine_windows(pooled, units.starts, lengths, recipe.pooling)
+    chunk = int(getattr(model, "chunk_texts", 0) or 0) or max(1, len(texts))
+
+    def plans():
+        for lo in range(0, len(texts), chunk):
+            token_ids = model.tokenize(texts[lo:lo + chunk])
+            units = make_units(token_ids, window, recipe.long_text, recipe.stride)
+            lengths = np.fromiter((len(u) + model.n_special for u in units.ids), dtype=np.int64, count=len(units.ids))
+            full = np.fromiter((len(t) + model.n_special for t in token_ids), dtype=np.int64, count=len(token_ids))
+            yield units, lengths, plan_batches(lengths, batch_tokens), full
+
+    steps = prefetched(plans()) if getattr(model, "prefetch", False) else plans()
+    # a backend may run several batches at once (forward_batches); a plain one runs them in turn
+    run = getattr(model, "forward_batches", None) or (
+        lambda sequences, pooling, groups: (model.forward(units, pooling, groups) for units in sequences)
+    )
+    per_text, full_tokens = [], []
+    tokens = padded = n_batches = 0
+    bar = _progress_bar(0, progress)
+    try:
+        for units, lengths, batches, full in steps:
+            bar.total += len(units.ids)  # sequences sent to the model, known one chunk at a time
+            bar.refresh()
+            results = []
+            outputs = run(([units.ids[k] for k in batch] for batch in batches), recipe.pooling, recipe.layer_groups)
+            try:
+                for batch, result in zip(batches, outputs):
+                    results.append(result)
+                    padded += len(batch) * int(lengths[batch].max())
+                    bar.update(len(batch))
+            finally:
+                outputs.close()
+            pooled = restore_order(batches, results)
+            per_text.append(combine_windows(pooled, units.starts, lengths, recipe.pooling))
+            full_tokens.append(full)
+            tokens += int(lengths.sum())
+            n_batches += len(batches)
+    finally:
+        bar.close()
+        if hasattr(steps, "close"):
+            steps.close()
+    vectors = np.concatenate(per_text)
     if recipe.normalize:
-        per_text = l2_normalize(per_text)
-    full_tokens = np.fromiter((len(t) + model.n_special for t in token_ids), dtype=np.int64, count=len(token_ids))
-    return (per_text.reshape(len(texts), -1).astype(np.float32, copy=False), full_tokens,
-            (int(lengths.sum()), padded, len(batches)))
+        vectors = l2_normalize(vectors)
+    return (vectors.reshape(len(texts), -1).astype(np.float32, copy=False), np.concatenate(full_tokens),
+            (tokens, padded, n_batches))
 
 
 def _progress_bar(total: int, enabled: bool):
