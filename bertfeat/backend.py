@@ -150,8 +150,13 @@ class TorchBackend:
         self.prefix, self.suffix = _special_tokens_around(self.tokenizer)
         pad = self.tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else 0)
+        self.config = config
         self.fast = _FastBert.build_checked(model, self.torch_dtype, self._probe_ids()) if fast else None
-        if fast and self.fast is None and load_dtype != self.torch_dtype:
+        if self.fast is not None:
+            # The fast path holds its own (packed) copies of the layer weights and shares the embeddings and norms:
+            # dropping the transformers module frees the originals.
+            self.model = None
+        elif fast and load_dtype != self.torch_dtype:
             self.model = model.to(self.torch_dtype)
         # Batches in flight at once. On CPU each worker runs its own batch on its share of the cores, so small ops
         # (layer norm, attention) never wait on each other's threads and a core taken by another process delays
@@ -455,12 +460,10 @@ class _FastBert:
     def _weights(self, weight, bias):
         import torch
 
-        if not self.low:
-            return weight.detach(), bias.detach()
-        weight = weight.detach().to(self.dtype).contiguous()
-        if self.onednn:  # oneDNN's blocked layout for low-precision weights, packed once instead of every call
+        weight, bias = weight.detach().to(self.dtype).contiguous(), bias.detach().to(self.dtype)
+        if self.onednn:  # packed once into oneDNN's blocked layout, not reordered on every call (-6% CPU time)
             weight = torch.ops.mkldnn._reorder_linear_weight(weight, None)
-        return weight, bias.detach().to(self.dtype)
+        return weight, bias
 
     def _linear(self, x, wb, gelu: bool = False):
         import torch
