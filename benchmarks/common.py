@@ -1,0 +1,230 @@
+"""Shared pieces of the benchmarks: real texts, token and FLOP counts, matmul rates, peak memory, tables.
+
+Nothing here writes into the repository; nothing reaches the network.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+AUSTEN = REPO / "data" / "austen.csv.gz"
+
+
+# -- data ------------------------------------------------------------------------------------------------------
+
+
+def austen_texts(n: int, dup_frac: float = 0.0, seed: int = 0) -> list[str]:
+    """``n`` Jane Austen paragraphs in random order, ``dup_frac`` of them repeats of the others.
+
+    Without duplicates every text is distinct: the 9,747 distinct paragraphs are sampled without replacement, and
+    past that they come round again with a ``" (k)"`` suffix, so the length distribution stays Austen's. Repeats
+    are drawn uniformly from the distinct texts, so their lengths follow the same distribution.
+    """
+    import pandas as pd
+
+    pool = pd.read_csv(AUSTEN)["text"].drop_duplicates().tolist()
+    rng = np.random.default_rng(seed)
+    n_unique = n - int(round(n * dup_frac))
+    order = rng.permutation(len(pool))
+    unique = []
+    for k in range(n_unique):
+        text = pool[order[k % len(pool)]]
+        unique.append(text if k < len(pool) else f"{text} ({k // len(pool)})")
+    repeats = [unique[i] for i in rng.integers(0, n_unique, n - n_unique)]
+    texts = unique + repeats
+    return [texts[i] for i in rng.permutation(len(texts))]
+
+
+def token_lengths(tokenizer, texts: list[str], max_length: int) -> np.ndarray:
+    """Real tokens per text as the model sees it: content tokens plus [CLS]/[SEP], truncated to ``max_length``."""
+    ids = tokenizer(texts, add_special_tokens=True, truncation=True, max_length=max_length)["input_ids"]
+    return np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
+
+
+def bert_flops(lengths: np.ndarray, hidden: int, intermediate: int, layers: int) -> float:
+    """FLOPs of a BERT encoder forward over sequences of ``lengths`` real tokens (no padding counted).
+
+    Per layer and token: ``2 * (4 h^2 + 2 h i)`` for the Q/K/V/output and feed-forward products; per layer and
+    sequence of ``n`` tokens: ``4 n^2 h`` for the attention scores and their weighted sum.
+    """
+    n = lengths.astype(np.float64)
+    per_layer = 2.0 * n.sum() * (4 * hidden * hidden + 2 * hidden * intermediate) + 4.0 * hidden * (n * n).sum()
+    return layers * per_layer
+
+
+# -- machine ---------------------------------------------------------------------------------------------------
+
+
+def matmul_rate(dtype: str, device: str = "cpu", size: int | None = None, repeats: int = 5,
+                clock=time.perf_counter) -> float:
+    """Measured FLOP/s of one square ``torch.matmul`` in ``dtype`` (median of ``repeats`` after a warm-up)."""
+    import torch
+
+    size = size or (2048 if device == "cpu" else 8192)
+    dt = getattr(torch, dtype)
+    a = torch.randn(size, size, device=device).to(dt)
+    b = torch.randn(size, size, device=device).to(dt)
+    times = []
+    for i in range(repeats + 1):
+        _sync(device)
+        t0 = clock()
+        a @ b
+        _sync(device)
+        if i:
+            times.append(clock() - t0)
+    return 2.0 * size**3 / statistics.median(times)
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def machine_summary(device: str) -> dict:
+    import platform
+
+    import torch
+
+    info = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "cpu": _cpu_model(),
+        "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+    }
+    for name in ("transformers", "sentence_transformers", "numpy"):
+        try:
+            info[name] = __import__(name).__version__
+        except ImportError:
+            info[name] = "missing"
+    if device.startswith("cuda"):
+        info["gpu"] = torch.cuda.get_device_name(torch.device(device))
+    return info
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    name = line.split(":", 1)[1].strip()
+                    flags = open("/proc/cpuinfo").read()
+                    extra = [f for f in ("avx512_bf16", "amx_bf16") if f in flags]
+                    return name + (f" ({', '.join(extra)})" if extra else "")
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or "unknown"
+
+
+def loadavg() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "n/a"
+
+
+# -- timing ----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Timing:
+    seconds: list
+    loads: list
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+
+def timed(fn, *args, clock=time.perf_counter):
+    """Run ``fn(*args)``; return its result, the seconds on ``clock`` and the 1-minute load average around it.
+
+    ``time.process_time`` as the clock counts CPU seconds of this process only, which other processes on a busy
+    machine do not inflate; it is a fair measure of work only with one thread (an idle OpenMP thread spins).
+    """
+    load0 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    t0 = clock()
+    out = fn(*args)
+    seconds = clock() - t0
+    load1 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return out, seconds, (load0 + load1) / 2
+
+
+def min_cosine(a: np.ndarray, b: np.ndarray) -> float:
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    a = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
+    b = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
+    return float((a * b).sum(axis=1).min())
+
+
+# -- peak memory, one system per child process -------------------------------------------------------------------
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident set size so far, in MiB.
+
+    On Linux this is ``VmHWM`` from /proc/self/status: ``ru_maxrss`` survives ``exec``, so a child started from a
+    big parent would report the parent's size. Elsewhere ``ru_maxrss`` (KiB on Linux, bytes on macOS).
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 1024 / (1024 if sys.platform == "darwin" else 1)
+
+
+def child_peak_rss(module: str, system: str, texts: list[str], options: dict) -> dict:
+    """Run ``system`` once on ``texts`` in a fresh interpreter and return its peak RSS (and after-import RSS).
+
+    A child per system keeps the figures honest: one process's ``ru_maxrss`` only ever grows, so systems measured
+    in turn inside the parent would each inherit the peak of the ones before.
+    """
+    with tempfile.TemporaryDirectory(prefix="bertfeat-bench-") as tmp:
+        path = Path(tmp) / "job.json"
+        path.write_text(json.dumps({"system": system, "texts": texts, "options": options}))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+        proc = subprocess.run(
+            [sys.executable, "-m", module, "--child", str(path)], capture_output=True, text=True, env=env, cwd=REPO
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(f"child for {system} failed:\n{proc.stderr[-3000:]}")
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# -- output ----------------------------------------------------------------------------------------------------
+
+
+def markdown_table(header: list[str], rows: list[list]) -> str:
+    def cell(x):
+        if isinstance(x, float):
+            if x != x:
+                return "n/a"
+            if x == 0:
+                return "0"
+            return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}" if abs(x) >= 0.01 else f"{x:.2e}"
+        return str(x)
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(cell(x) for x in row) + " |" for row in rows]
+    return "\n".join(lines)
