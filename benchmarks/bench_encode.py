@@ -83,7 +83,9 @@ class Bertfeat:
 
         self.dtype = dtype
         model = "default" if path == default_model_path() else path
-        self.embedder = BertEmbedder(model=model, max_length=max_length, device=device, dtype=dtype).fit(["warm"])
+        # the peer's recipe: mean of the last layer (the peer also L2-normalizes; cosines do not see that)
+        self.embedder = BertEmbedder(model=model, pooling="mean", layers=-1, max_length=max_length, device=device,
+                                     dtype=dtype).fit(["warm"])
 
     def __call__(self, texts):
         import warnings

