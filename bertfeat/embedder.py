@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+from collections.abc import Iterator
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -172,6 +173,9 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         return out.reshape(len(names), n_rows, f).transpose(1, 0, 2).reshape(n_rows, len(names) * f)
 
     def fit_transform(self, X, y=None, **fit_params):
+        """``fit(X).transform(X)``, reading a one-pass iterator (e.g. a generator of texts) only once."""
+        if isinstance(X, Iterator):
+            X = list(X)
         return self.fit(X, y).transform(X)
 
     def get_feature_names_out(self, input_features=None):
