@@ -403,17 +403,19 @@ class _Namespace:
                 self.refresh()
                 if not len(todo) or not len(self.keys):
                     break
-                pos = np.searchsorted(self.keys, q[todo])
-                hit = pos < len(self.keys)
-                hit[hit] = self.keys[pos[hit]] == q[todo[hit]]
+                # A snapshot: dropping a failed shard below replaces the index arrays.
+                keys, shard_of, row_of, shards = self.keys, self.shard_of, self.row_of, dict(self.shards)
+                pos = np.searchsorted(keys, q[todo])
+                hit = pos < len(keys)
+                hit[hit] = keys[pos[hit]] == q[todo[hit]]
                 todo, pos = todo[hit], pos[hit]
-                sids = self.shard_of[pos]
+                sids = shard_of[pos]
                 failed = []
                 for sid in np.unique(sids):
                     sel = sids == sid
-                    shard = self.shards[int(sid)]
+                    shard = shards[int(sid)]
                     try:
-                        vecs, toks = self._read_rows(shard, self.row_of[pos[sel]])
+                        vecs, toks = self._read_rows(shard, row_of[pos[sel]])
                     except FileNotFoundError:
                         self._forget([int(sid)])
                         failed.append(todo[sel])
