@@ -537,7 +537,7 @@ class _Namespace:
             keep_sid, keep_row = keep_sid[by_shard], keep_row[by_shard]
             with _TempShard(self.dir) as tmp:
                 writer = _RowGroupWriter(tmp.path, self.fingerprint, self.n_features,
-                                         _row_group_rows(self.n_features, self.row_group_rows))
+                                         _row_group_rows(self.n_features, self.row_group_rows)) if old else None
                 for sid, shard in sorted(old.items()):
                     keep = np.zeros(int(shard.rg_starts[-1]), dtype=bool)
                     lo, hi = np.searchsorted(keep_sid, [sid, sid + 1])
@@ -548,9 +548,11 @@ class _Namespace:
                         raise CacheError(f"{shard.path} vanished during compaction; run compact again.") from None
                     except (OSError, pa.ArrowException, ValueError) as exc:
                         self._mark_bad(shard.name, exc)
-                writer.close()
-                rows = writer.n_rows
-                _fsync_file(tmp.path)
+                rows = 0
+                if writer is not None:
+                    writer.close()
+                    rows = writer.n_rows
+                    _fsync_file(tmp.path)
                 bad = self._present_bad()
                 dead = [s.name for s in old.values() if s.name not in self.bad] + bad
                 with _flock(os.path.join(self.dir, _LOCK_FILE), exclusive=True):
