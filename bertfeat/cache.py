@@ -170,7 +170,7 @@ class Cache:
     # -- the interface of bertfeat.encode.encode ------------------------------------------------------------------
 
     def lookup(self, recipe, keys) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Find ``keys`` under ``recipe``: returns (found mask, float32 vectors of the found keys in order, n_tokens)."""
+        """Find ``keys`` under ``recipe``: (found mask, float32 vectors of the found keys in order, their n_tokens)."""
         q = _key_array(keys)
         return self._namespace(recipe.fingerprint(), recipe.n_features).lookup(q)
 

@@ -1,4 +1,4 @@
-"""The cache through BertEmbedder with a real (tiny) BERT: warm runs never load the model, estimators share the cache."""
+"""The cache through BertEmbedder and a real (tiny) BERT: warm runs never load the model; estimators share the cache."""
 
 from __future__ import annotations
 

@@ -37,7 +37,8 @@ def add_parser(subparsers) -> None:
     compact = actions.add_parser("compact", help="merge each namespace's shards into one", epilog=EXAMPLES,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     compact.add_argument("dir", metavar="DIR", help="the cache directory")
-    compact.add_argument("--namespace", metavar="FINGERPRINT", help="compact only this recipe (a unique prefix will do)")
+    compact.add_argument("--namespace", metavar="FINGERPRINT",
+                         help="compact only this recipe (a unique prefix will do)")
     clear = actions.add_parser("clear", help="delete cached vectors (all, or one namespace)", epilog=EXAMPLES,
                                formatter_class=argparse.RawDescriptionHelpFormatter)
     clear.add_argument("dir", metavar="DIR", help="the cache directory")
