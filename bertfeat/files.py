@@ -431,6 +431,10 @@ def embed_file(
         raise FileExistsError(f"output {out!r} exists; pass --overwrite (overwrite=True) to replace it.")
     if paths.out.parent and not paths.out.parent.exists():
         raise FileNotFoundError(f"the folder of --out {out!r} does not exist; create it first.")
+    user_cache = params.get("cache_dir")
+    if user_cache is None:
+        # a run-private cache: texts repeated across chunks are embedded once, and it goes with the .partial folder
+        params = {**params, "cache_dir": str(paths.partial / "cache")}
     featurizer = ArrowFeaturizer(text_cols, keep_cols, layout=layout, **params)
     featurizer.check_schema(reader.schema)
     schema = featurizer.output_schema(reader.schema)
@@ -469,7 +473,7 @@ def embed_file(
     if n_parts == 0:
         shutil.rmtree(paths.partial, ignore_errors=True)
         raise ValueError(f"input {input!r} has no rows to embed.")
-    manifest = _finish(paths, n_parts, schema, featurizer, state, resumed_rows, t0)
+    manifest = _finish(paths, n_parts, schema, featurizer, state, resumed_rows, t0, user_cache)
     if not quiet:
         c = manifest["counts"]
         print(
@@ -520,7 +524,7 @@ def _write_part(path: Path, batch: pa.RecordBatch) -> None:
 
 
 def _finish(paths: _Paths, n_parts: int, schema: pa.Schema, featurizer, state: dict, resumed_rows: int,
-            t0: float) -> dict:
+            t0: float, cache_dir) -> dict:
     totals = EncodeStats()
     counter = DistinctCounter()
     tmp = paths.out.with_name(f".{paths.out.name}.tmp-{os.getpid()}")
@@ -551,6 +555,7 @@ def _finish(paths: _Paths, n_parts: int, schema: pa.Schema, featurizer, state: d
         },
         "timing": {"seconds": round(time.perf_counter() - t0, 3), "embed_seconds": round(totals.seconds, 3)},
         "chunk_rows": state["chunk_rows"],
+        "cache_dir": None if cache_dir is None else str(cache_dir),
     }
     with open(tmp, "rb") as fh:
         os.fsync(fh.fileno())

@@ -210,3 +210,33 @@ def test_module_entry_point_and_help():
     proc = _run_cli(["embed", "--help"])
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0 and "examples:" in out and "--text-col" in out
+
+
+def test_texts_repeated_across_chunks_are_embedded_once(tiny_bert, tmp_path):
+    from bertfeat.files import embed_file
+
+    df = make_frame(40)
+    df = pd.concat([df, df, df], ignore_index=True)  # every text three times, in different chunks
+    src = tmp_path / "dup.parquet"
+    df.to_parquet(src)
+    manifest = embed_file(str(src), str(tmp_path / "o.parquet"), "review", chunk_rows=40, model=tiny_bert, quiet=True)
+    counts = manifest["counts"]
+    assert counts["rows"] == 120 and counts["unique_texts"] == df["review"].nunique()
+    assert counts["embedded"] == df["review"].nunique()  # later chunks are answered by the run's own cache
+    assert manifest["cache_dir"] is None and not (tmp_path / "o.parquet.partial").exists()
+
+
+def test_user_cache_makes_a_rerun_embed_nothing(tiny_bert, csv_file, tmp_path, monkeypatch):
+    from bertfeat.files import embed_file
+
+    cache = tmp_path / "cache"
+    first = embed_file(str(csv_file), str(tmp_path / "a.parquet"), "review", model=tiny_bert, quiet=True,
+                       cache_dir=str(cache))
+    assert first["counts"]["embedded"] > 0
+    import bertfeat.backend
+
+    monkeypatch.setattr(bertfeat.backend, "get_backend", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
+    second = embed_file(str(csv_file), str(tmp_path / "b.parquet"), "review", model=tiny_bert, quiet=True,
+                        cache_dir=str(cache))
+    assert second["counts"]["embedded"] == 0 and second["counts"]["cache_hits"] == first["counts"]["embedded"]
+    assert pq.read_table(tmp_path / "a.parquet").equals(pq.read_table(tmp_path / "b.parquet"))
