@@ -5,6 +5,15 @@
 
 from bertfeat._version import __version__
 from bertfeat.embedder import BertEmbedder
-from bertfeat.exceptions import CacheError, ModelNotAvailableError, TruncationWarning
+from bertfeat.exceptions import CacheError, CacheWarning, ModelNotAvailableError, TruncationWarning
 
-__all__ = ["BertEmbedder", "CacheError", "ModelNotAvailableError", "TruncationWarning", "__version__"]
+
+def probe(texts, y, **kwargs):
+    """Score every pooling x layer choice with one embedding pass; see :func:`bertfeat.probe.probe`."""
+    from bertfeat.probe import probe as _probe
+
+    return _probe(texts, y, **kwargs)
+
+
+__all__ = ["BertEmbedder", "CacheError", "CacheWarning", "ModelNotAvailableError", "TruncationWarning", "probe",
+           "__version__"]
