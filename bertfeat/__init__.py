@@ -6,14 +6,7 @@
 from bertfeat._version import __version__
 from bertfeat.embedder import BertEmbedder
 from bertfeat.exceptions import CacheError, CacheWarning, ModelNotAvailableError, TruncationWarning
-
-
-def probe(texts, y, **kwargs):
-    """Score every pooling x layer choice with one embedding pass; see :func:`bertfeat.probe.probe`."""
-    from bertfeat.probe import probe as _probe
-
-    return _probe(texts, y, **kwargs)
-
+from bertfeat.probe import probe  # binds bertfeat.probe to the function, not the module of the same name
 
 __all__ = ["BertEmbedder", "CacheError", "CacheWarning", "ModelNotAvailableError", "TruncationWarning", "probe",
            "__version__"]

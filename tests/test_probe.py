@@ -103,3 +103,12 @@ def test_probe_command(tiny_bert, tmp_path, capsys):
     assert main(["probe", str(tmp_path / "d.csv"), "--text-col", "text", "--label-col", "nope",
                  "--model", tiny_bert]) == 2
     assert "column(s) ['nope'] not found" in capsys.readouterr().err
+
+
+def test_bertfeat_probe_is_the_function_even_after_importing_the_module():
+    import importlib
+
+    import bertfeat
+
+    importlib.import_module("bertfeat.probe")
+    assert callable(bertfeat.probe) and bertfeat.probe.__name__ == "probe"
