@@ -16,8 +16,11 @@ def test_readme_has_python_examples():
 
 
 @pytest.mark.parametrize("block", README_BLOCKS, ids=[f"readme-{i}" for i in range(len(README_BLOCKS))])
-def test_readme_python_block_runs(block, capsys):
-    """Run the block; where a print line carries its output in a comment, the output must match."""
+def test_readme_python_block_runs(block, capsys, tmp_path, monkeypatch):
+    """Run the block in a fresh folder (with data/); where a print line carries its output in a comment, the
+    output must match."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").symlink_to(ROOT / "data")
     exec(compile(block, "README.md", "exec"), {})
     printed = capsys.readouterr().out.splitlines()
     shown = [c.split(":")[0] if c.startswith("(") else c

@@ -48,3 +48,17 @@ def test_cli_featurize_script(tmp_path):
                          capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "25 rows x 386 columns: ['id', 'score', 'review_mean_000']" in res.stdout
+
+
+def test_austen_logreg_on_cli_features(tiny_bert, tmp_path):
+    """The main job's path: sample CSV -> bertfeat embed -> CV from the parquet file."""
+    import austen_logreg
+
+    from bertfeat.cli import main
+
+    sample = tmp_path / "s.csv"
+    austen_logreg.main(["--per-book", "10", "--sample-csv", str(sample)])
+    assert main(["embed", str(sample), "--text-col", "text", "--keep-col", "id", "--keep-col", "book",
+                 "--model", tiny_bert, "--out", str(tmp_path / "f.parquet"), "--quiet", "--long-text", "chunk"]) == 0
+    accuracy = austen_logreg.main(["--features", str(tmp_path / "f.parquet"), "--folds", "2"])
+    assert 0 <= accuracy <= 1
