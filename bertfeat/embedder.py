@@ -163,7 +163,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
                 f"{self.recipe_.max_length} tokens and were truncated. Pass long_text='chunk' to embed them in "
                 "full, or a larger max_length (up to the model's limit).",
                 TruncationWarning,
-                stacklevel=2,
+                stacklevel=_user_stacklevel(),
             )
         if self.cache_dir is not None:
             logger.info("bertfeat cache: %d hits, %d misses, %d new rows", stats.cache_hits, stats.cache_misses,
@@ -305,6 +305,18 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         from bertfeat.cache import open_cache
 
         return open_cache(self.cache_dir)
+
+
+def _user_stacklevel() -> int:
+    """The stacklevel of the first caller outside bertfeat and scikit-learn, so a warning points at user code
+    (transform is often reached through set_output's wrapper or a Pipeline)."""
+    import sys
+
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] in ("bertfeat", "sklearn"):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 def _row_namer(names, n_rows, X):

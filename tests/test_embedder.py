@@ -318,3 +318,15 @@ def test_sklearn_checks_by_name(check, tiny_bert):
     import sklearn.utils.estimator_checks as checks
 
     getattr(checks, check)("BertEmbedder", BertEmbedder(tiny_bert))
+
+
+def test_truncation_warning_points_at_the_callers_line(tiny_bert):
+    from sklearn.pipeline import make_pipeline
+
+    long = " ".join(["the quick brown fox jumps over the lazy dog"] * 5)
+    pipe = make_pipeline(BertEmbedder(tiny_bert, max_length=16))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pipe.fit_transform([long])
+    mine = [w for w in caught if issubclass(w.category, TruncationWarning)]
+    assert mine and mine[0].filename == __file__
