@@ -97,3 +97,8 @@ def test_config_reports_versions():
     assert info["bertfeat_version"] == __import__("bertfeat").__version__
     assert info["torch_version"] and info["device"] == "cpu" and info["error"] is None
 
+
+def test_missing_in_a_plain_list_names_the_row(tiny_bert):
+    # regression: a list's .index method was taken for a pandas index, turning this error into a TypeError
+    with pytest.raises(ValueError, match=r"^row 1 is missing \(None\) and missing='error'"):
+        BertEmbedder(model=tiny_bert).fit_transform(["a cat", None])
