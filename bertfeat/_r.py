@@ -5,15 +5,44 @@ matrices, so the features leave as a ``bytearray`` of little-endian float32 in c
 reticulate turns a bytearray into an R raw vector, which R reads with ``readBin``). An ``NA`` in an R character
 vector arrives as the string ``"NA"``, so R sends each column with an explicit missing mask and the texts under
 the mask are replaced by None here: a missing value is never embedded as the text "NA".
+
+A third trap is R's own BLAS. torch's CPU wheels export the BLAS symbols of their bundled MKL (``sgemm_``...), and
+inside an R process the copies in R's libblas, loaded first, take precedence: on Debian that is the reference BLAS,
+and every matrix product runs several times slower. Inside R, torch is therefore imported with RTLD_DEEPBIND, so
+it binds to its own symbols first.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 
 import numpy as np
 
 from bertfeat.embedder import BertEmbedder
+
+
+# How torch was imported in this process: "deepbind" (by this module, inside R), "plain", or None (not yet).
+torch_import = None
+
+
+def _import_torch() -> None:
+    """Import torch; inside an R process (reticulate's rpytools is loaded) with RTLD_DEEPBIND where it exists."""
+    global torch_import
+    if torch_import is not None:
+        return
+    if "torch" in sys.modules or "rpytools" not in sys.modules or not hasattr(os, "RTLD_DEEPBIND"):
+        torch_import = "plain"
+        import torch  # noqa: F401
+        return
+    flags = sys.getdlopenflags()
+    sys.setdlopenflags(flags | os.RTLD_DEEPBIND)
+    try:
+        import torch  # noqa: F401
+    finally:
+        sys.setdlopenflags(flags)
+    torch_import = "deepbind"
 
 
 def _as_list(value) -> list:
@@ -89,6 +118,7 @@ def embed(texts, missing_masks, column_names=None, params=None):
     (3, 384, 'text_mean_000', 1)
     """
     X = _build_input(texts, missing_masks, column_names)
+    _import_torch()
     embedder = BertEmbedder(**dict(params or {}))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -112,13 +142,13 @@ def describe(column_names=None, params=None):
     names = None if column_names is None else [str(n) for n in _as_list(column_names)]
     n_cols = 1 if names is None else len(names)
     X = _build_input([[""]] * n_cols, [[False]] * n_cols, names)
+    _import_torch()  # fit resolves dtype="auto" through the device, which needs torch
     embedder = BertEmbedder(**dict(params or {})).fit(X)
     return [str(f) for f in embedder.get_feature_names_out()], embedder.recipe_.fingerprint()
 
 
 def config() -> dict:
-    """What the R package is using: Python, bertfeat, torch and the device ``"auto"`` resolves to."""
-    import sys
+    """What the R package is using: Python, bertfeat, torch (and how it was imported), the ``"auto"`` device."""
     from importlib import metadata
 
     import bertfeat
@@ -131,10 +161,13 @@ def config() -> dict:
         "numpy_version": np.__version__,
         "torch_version": None,
         "device": None,
+        "torch_import": None,
         "error": None,
     }
     try:
         info["torch_version"] = metadata.version("torch")
+        _import_torch()
+        info["torch_import"] = torch_import
         from bertfeat.backend import resolve_device
 
         info["device"] = resolve_device("auto")

@@ -1,5 +1,8 @@
 """bertfeat._r, the Python end of the R package: the byte payload, the missing mask, and one call per request."""
 
+import os
+import sys
+
 import numpy as np
 import pytest
 
@@ -96,6 +99,19 @@ def test_config_reports_versions():
     info = _r.config()
     assert info["bertfeat_version"] == __import__("bertfeat").__version__
     assert info["torch_version"] and info["device"] == "cpu" and info["error"] is None
+    assert info["torch_import"] == "plain"  # outside R torch is imported as usual
+
+
+def test_torch_is_imported_with_deepbind_only_inside_r():
+    import subprocess
+
+    code = (
+        "import sys, types; sys.modules['rpytools'] = types.ModuleType('rpytools'); "  # what reticulate loads
+        "from bertfeat import _r; _r._import_torch(); print(_r.torch_import)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    expected = "deepbind" if hasattr(os, "RTLD_DEEPBIND") else "plain"
+    assert out.stdout.strip() == expected
 
 
 def test_missing_in_a_plain_list_names_the_row(tiny_bert):
