@@ -196,7 +196,6 @@ print.step_bert_embed <- function(x, width = max(20, options()$width - 30), ...)
 }
 
 #' @rdname step_bert_embed
-#' @param x A `step_bert_embed` object.
 #' @usage NULL
 #' @export
 tidy.step_bert_embed <- function(x, ...) {
