@@ -321,6 +321,8 @@ def _user_stacklevel() -> int:
 
 def _row_namer(names, n_rows, X):
     index = getattr(X, "index", None)
+    if callable(index):  # list.index and tuple.index are methods, not row labels
+        index = None
     show_index = index is not None and not (
         hasattr(index, "equals") and len(index) == n_rows and _is_default_index(index)
     )
