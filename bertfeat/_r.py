@@ -174,3 +174,46 @@ def config() -> dict:
     except Exception as exc:  # a broken torch is exactly what bf_config() is asked to show
         info["error"] = f"{type(exc).__name__}: {exc}"
     return info
+
+
+class _Tee:
+    """Writes to a buffer and to the process's own stream, so R shows progress live and gets the text back."""
+
+    def __init__(self, mirror):
+        import io
+
+        self.buffer = io.StringIO()
+        self.mirror = mirror
+
+    def write(self, text):
+        self.buffer.write(text)
+        if self.mirror is not None:
+            self.mirror.write(text)
+            self.mirror.flush()
+        return len(text)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return False
+
+
+def run_cli(args) -> tuple[int, str, str]:
+    """Run ``bertfeat <args>`` in this process: ``(exit status, stdout, stderr)``.
+
+    In-process rather than a child process: R's LD_LIBRARY_PATH (Debian's libpython first) breaks a child Python
+    built elsewhere, and the child would not share this session's loaded model.
+    """
+    import contextlib
+
+    from bertfeat.cli import main
+
+    out, err = _Tee(sys.__stdout__), _Tee(sys.__stderr__)
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        _import_torch()
+        try:
+            status = main([str(a) for a in _as_list(args)])
+        except SystemExit as exc:  # argparse's usage errors
+            status = exc.code if isinstance(exc.code, int) else 2
+    return int(status), out.buffer.getvalue(), err.buffer.getvalue()

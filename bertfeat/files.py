@@ -30,6 +30,7 @@ from bertfeat.exceptions import TruncationWarning
 CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.zst", ".tsv", ".tsv.gz")
 PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
 STATE_VERSION = 1
+CSV_NULLS = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None", "<NA>"]
 
 
 # -- input ------------------------------------------------------------------------------------------------------
@@ -141,10 +142,13 @@ class InputReader:
         delimiter = "\t" if ".tsv" in self.files[0].name.lower() else ","
         read = pcsv.ReadOptions(block_size=1 << 20)
         parse = pcsv.ParseOptions(delimiter=delimiter, newlines_in_values=True)
-        # text columns are read as text whatever they look like (a column of "1", "2" is still text to embed)
+        # Text columns are read as text whatever they look like (a column of "1", "2" is still text to embed).
+        # Missing: an unquoted empty field or NA marker (as pandas and R write them); a quoted value is always text,
+        # so R's write.csv keeps the string "NA" (quoted) apart from a missing NA (unquoted).
         convert = pcsv.ConvertOptions(include_columns=self.columns,
                                       column_types={c: pa.string() for c in self.text_cols},
-                                      strings_can_be_null=True)
+                                      null_values=CSV_NULLS, strings_can_be_null=True,
+                                      quoted_strings_can_be_null=False)
         return read, parse, convert
 
     def _open_csv(self):

@@ -301,14 +301,13 @@ bf_embed_file <- function(input, output, text_col, model = "default", pooling = 
     abort_bf(sprintf("`input` file \"%s\" does not exist.", input), "file")
   }
   args <- c(
-    "-m", "bertfeat", "embed", path.expand(input), "--text-col", text_col, "--out", path.expand(output),
+    "embed", path.expand(input), "--text-col", text_col, "--out", path.expand(output),
     "--model", model, "--pooling", paste(pooling, collapse = "+"),
     if (!is.null(cache_dir)) c("--cache-dir", path.expand(cache_dir)),
     if (overwrite) "--overwrite",
     cli_options(list(...))
   )
-  python_module() # the same Python as bf_embed(), with the same error when it is missing
-  run_cli(reticulate::py_exe(), args)
+  run_cli(python_module(), args) # the same Python as bf_embed(), with the same error when it is missing
   invisible(output)
 }
 
@@ -337,24 +336,21 @@ cli_options <- function(options, call = rlang::caller_env()) {
   }))
 }
 
-run_cli <- function(python, args, call = rlang::caller_env()) {
-  out <- tempfile("bertfeat-cli-", fileext = ".out")
-  err <- tempfile("bertfeat-cli-", fileext = ".err")
-  on.exit(unlink(c(out, err)), add = TRUE)
-  status <- system2(python, shQuote(args), stdout = out, stderr = err)
-  stdout <- if (file.exists(out)) readLines(out, warn = FALSE, encoding = "UTF-8") else character()
-  stderr <- if (file.exists(err)) readLines(err, warn = FALSE, encoding = "UTF-8") else character()
+# The command line runs inside this R session's Python (bertfeat._r.run_cli), not as a child process: R's
+# LD_LIBRARY_PATH puts Debian's libpython first, which breaks a child Python built elsewhere.
+run_cli <- function(module, args, call = rlang::caller_env()) {
+  res <- with_python_errors(module$run_cli(as.list(args)), call = call)
+  status <- res[[1]]
+  split_lines <- function(text) if (nzchar(text)) strsplit(text, "\n", fixed = TRUE)[[1]] else character()
+  stderr <- split_lines(res[[3]])
   if (!identical(as.integer(status), 0L)) {
     shown <- utils::tail(stderr[nzchar(trimws(stderr))], 8L)
     abort_bf(
       c(sprintf("`bertfeat embed` failed (exit status %s).", status),
         stats::setNames(if (length(shown)) shown else "(nothing on stderr)", rep(" ", max(1L, length(shown)))),
-        i = sprintf("Command: %s %s", python, paste(shQuote(args), collapse = " "))),
+        i = sprintf("Command: bertfeat %s", paste(shQuote(args), collapse = " "))),
       "cli", status = status, stderr = paste(stderr, collapse = "\n"), call = call
     )
-  }
-  if (length(stdout) && any(nzchar(stdout))) {
-    message(paste(stdout, collapse = "\n"))
   }
   invisible(status)
 }

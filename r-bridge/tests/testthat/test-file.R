@@ -4,12 +4,6 @@ csv_with_text <- function(texts) {
   path
 }
 
-cli_embed_available <- function() {
-  python <- reticulate::py_exe()
-  status <- suppressWarnings(system2(python, c("-m", "bertfeat", "embed", "--help"), stdout = FALSE, stderr = FALSE))
-  identical(as.integer(status), 0L)
-}
-
 test_that("bf_embed_file() checks its input before running anything", {
   expect_error(bf_embed_file(tempfile(), tempfile(), "review"), class = "bertfeat_error_file")
   expect_error(bf_embed_file(csv_with_text("a"), tempfile(), text_col = 1), class = "bertfeat_error_argument")
@@ -29,7 +23,6 @@ test_that("a failing command line is a classed error carrying its stderr", {
 })
 
 test_that("bf_embed_file() writes the features bf_embed() gives", {
-  skip_if_not(cli_embed_available(), "`python -m bertfeat embed` is not available yet (the CLI issue)")
   texts <- c("a cat sat", "NA", "stocks fell")
   input <- csv_with_text(texts)
   output <- tempfile("bertfeat-out-", fileext = ".parquet")
