@@ -479,15 +479,20 @@ def embed_file(
         raise ValueError(f"input {input!r} has no rows to embed.")
     manifest = _finish(paths, n_parts, schema, featurizer, state, resumed_rows, t0, user_cache)
     if not quiet:
-        c = manifest["counts"]
-        print(
-            f"bertfeat embed: wrote {paths.out} ({c['rows']:,} rows x {manifest['provenance']['dims']} dims per "
-            f"text column) in {_duration(manifest['timing']['seconds'])}; {c['embedded']:,} texts embedded, "
-            f"{c['cache_hits']:,} from cache, {resumed_rows:,} rows resumed, {c['truncated']:,} truncated, "
-            f"{c['missing']:,} missing",
-            file=sys.stderr,
-        )
+        print_summary(manifest)
     return manifest
+
+
+def print_summary(manifest: dict, stream=None) -> None:
+    """The one-line summary of a finished job, on stderr."""
+    c = manifest["counts"]
+    print(
+        f"bertfeat embed: wrote {manifest['output']} ({c['rows']:,} rows x {manifest['provenance']['dims']} dims per "
+        f"text column) in {_duration(manifest['timing']['seconds'])}; {c['embedded']:,} texts embedded, "
+        f"{c['cache_hits']:,} from cache, {c['rows_resumed']:,} rows resumed, {c['truncated']:,} truncated, "
+        f"{c['missing']:,} missing",
+        file=stream or sys.stderr,
+    )
 
 
 def _prepare_partial(paths: _Paths, state: dict) -> set[int]:
@@ -527,6 +532,26 @@ def _write_part(path: Path, batch: pa.RecordBatch) -> None:
     os.replace(tmp, path)
 
 
+def job_counts(totals: EncodeStats, distinct: DistinctCounter, n_text_cols: int, rows_resumed: int,
+               chunks: int) -> dict:
+    """The manifest's counts from the summed per-chunk stats and the distinct-text counter of a whole job."""
+    unique, exact = distinct.count()
+    return {
+        "rows": totals.rows // max(1, n_text_cols),
+        "texts": totals.rows,
+        "unique_texts": unique,
+        "unique_texts_exact": exact,
+        "embedded": totals.unique - totals.cache_hits,
+        "cache_hits": totals.cache_hits,
+        "truncated": totals.truncated,
+        "chunked": totals.chunked,
+        "missing": totals.missing,
+        "tokens": totals.tokens,
+        "rows_resumed": rows_resumed,
+        "chunks": chunks,
+    }
+
+
 def _finish(paths: _Paths, n_parts: int, schema: pa.Schema, featurizer, state: dict, resumed_rows: int,
             t0: float, cache_dir) -> dict:
     totals = EncodeStats()
@@ -538,25 +563,12 @@ def _finish(paths: _Paths, n_parts: int, schema: pa.Schema, featurizer, state: d
             writer.write_table(part.replace_schema_metadata(schema.metadata), row_group_size=max(1, part.num_rows))
             totals += EncodeStats(**json.loads(paths.part_stats(k).read_text()))
             counter.add(np.load(paths.part_hashes(k)))
-    unique, exact = counter.count()
     manifest = {
         "output": str(paths.out),
+        "engine": "local",
         "input": state["input"],
         "provenance": featurizer.provenance(),
-        "counts": {
-            "rows": totals.rows // max(1, len(featurizer.text_cols)),
-            "texts": totals.rows,
-            "unique_texts": unique,
-            "unique_texts_exact": exact,
-            "embedded": totals.unique - totals.cache_hits,
-            "cache_hits": totals.cache_hits,
-            "truncated": totals.truncated,
-            "chunked": totals.chunked,
-            "missing": totals.missing,
-            "tokens": totals.tokens,
-            "rows_resumed": resumed_rows,
-            "chunks": n_parts,
-        },
+        "counts": job_counts(totals, counter, len(featurizer.text_cols), resumed_rows, n_parts),
         "timing": {"seconds": round(time.perf_counter() - t0, 3), "embed_seconds": round(totals.seconds, 3)},
         "chunk_rows": state["chunk_rows"],
         "cache_dir": None if cache_dir is None else str(cache_dir),
