@@ -48,7 +48,7 @@ def make_input(path: Path, rows: int, kind: str) -> None:
     writer = None
     for start in range(0, rows, 100_000):
         n = min(100_000, rows - start)
-        lengths = rng.integers(3, 40, n)
+        lengths = rng.integers(3, 16, n)
         picks = rng.integers(0, len(words), lengths.sum())
         texts = [" ".join(words[picks[a:b]]) for a, b in zip(np.r_[0, lengths.cumsum()[:-1]], lengths.cumsum())]
         table = pa.table({"id": np.arange(start, start + n), "text": texts})
