@@ -435,10 +435,9 @@ def embed_file(
         raise FileExistsError(f"output {out!r} exists; pass --overwrite (overwrite=True) to replace it.")
     if paths.out.parent and not paths.out.parent.exists():
         raise FileNotFoundError(f"the folder of --out {out!r} does not exist; create it first.")
+    # No run-private cache here: its index grows with the input (about 24 bytes a distinct text), and memory must
+    # stay bounded by one chunk. Texts repeated across chunks are embedded once per chunk unless --cache-dir is given.
     user_cache = params.get("cache_dir")
-    if user_cache is None:
-        # a run-private cache: texts repeated across chunks are embedded once, and it goes with the .partial folder
-        params = {**params, "cache_dir": str(paths.partial / "cache")}
     featurizer = ArrowFeaturizer(text_cols, keep_cols, layout=layout, **params)
     featurizer.check_schema(reader.schema)
     schema = featurizer.output_schema(reader.schema)

@@ -212,18 +212,21 @@ def test_module_entry_point_and_help():
     assert proc.returncode == 0 and "examples:" in out and "--text-col" in out
 
 
-def test_texts_repeated_across_chunks_are_embedded_once(tiny_bert, tmp_path):
+def test_texts_repeated_across_chunks_are_embedded_once_with_a_cache(tiny_bert, tmp_path):
     from bertfeat.files import embed_file
 
     df = make_frame(40)
     df = pd.concat([df, df, df], ignore_index=True)  # every text three times, in different chunks
     src = tmp_path / "dup.parquet"
     df.to_parquet(src)
-    manifest = embed_file(str(src), str(tmp_path / "o.parquet"), "review", chunk_rows=40, model=tiny_bert, quiet=True)
-    counts = manifest["counts"]
-    assert counts["rows"] == 120 and counts["unique_texts"] == df["review"].nunique()
-    assert counts["embedded"] == df["review"].nunique()  # later chunks are answered by the run's own cache
-    assert manifest["cache_dir"] is None and not (tmp_path / "o.parquet.partial").exists()
+    distinct = df["review"].nunique()
+    plain = embed_file(str(src), str(tmp_path / "o.parquet"), "review", chunk_rows=40, model=tiny_bert, quiet=True)
+    assert plain["counts"]["rows"] == 120 and plain["counts"]["unique_texts"] == distinct
+    assert plain["counts"]["embedded"] == 3 * distinct  # dedup is per chunk without a cache: memory stays bounded
+    cached = embed_file(str(src), str(tmp_path / "c.parquet"), "review", chunk_rows=40, model=tiny_bert, quiet=True,
+                        cache_dir=str(tmp_path / "cache"))
+    assert cached["counts"]["embedded"] == distinct and cached["counts"]["cache_hits"] == 2 * distinct
+    assert plain["cache_dir"] is None and not (tmp_path / "o.parquet.partial").exists()
 
 
 def test_user_cache_makes_a_rerun_embed_nothing(tiny_bert, csv_file, tmp_path, monkeypatch):
