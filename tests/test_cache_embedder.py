@@ -77,7 +77,7 @@ def test_warm_transform_in_a_fresh_process_never_imports_torch(tiny_bert, tmp_pa
     env = dict(os.environ, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[] (11, 32)"
+    assert done.stdout.strip() == "[] (11, 64)"  # default cls+mean: 2 x 32
 
 
 def test_clone_and_pickle_keep_using_the_cache(tiny_bert, tmp_path, monkeypatch):
@@ -111,7 +111,7 @@ def test_grid_search_over_poolings_hits_the_cache_on_the_second_fit(tiny_bert, t
 def test_pickled_pipeline_creates_a_missing_cache_dir_when_it_can(tiny_bert, tmp_path):
     est = BertEmbedder(tiny_bert, cache_dir=tmp_path / "elsewhere" / "cache", dtype="float32").fit(TEXTS)
     restored = pickle.loads(pickle.dumps(est))
-    assert restored.transform(TEXTS[:3]).shape == (3, 32)
+    assert restored.transform(TEXTS[:3]).shape == (3, 64)
     assert restored.stats_.cache_new == 3
     assert (tmp_path / "elsewhere" / "cache").is_dir()
 
@@ -123,4 +123,4 @@ def test_pickled_pipeline_with_an_unusable_cache_dir_says_what_to_do(tiny_bert, 
     with pytest.raises(CacheError, match=r"home/alice/cache.*cannot be created.*pickled pipeline.*set_params"):
         restored.transform(TEXTS)
     restored.set_params(cache_dir=tmp_path / "here")
-    assert restored.transform(TEXTS).shape == (11, 32)
+    assert restored.transform(TEXTS).shape == (11, 64)

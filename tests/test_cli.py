@@ -78,7 +78,7 @@ def test_parquet_directory_glob_and_list_layout(tiny_bert, tmp_path):
     assert outs[0].equals(outs[1])
     t = outs[0]
     assert t.column_names == ["id", "stars", "review_embedding", "title_embedding"]
-    assert t.schema.field("review_embedding").type == pa.list_(pa.float32(), 32)
+    assert t.schema.field("review_embedding").type == pa.list_(pa.float32(), 64)
     want = BertEmbedder(tiny_bert).fit_transform(df[["review", "title"]])
     got = np.hstack([np.stack(t.column(c).to_numpy(zero_copy_only=False)) for c in ("review_embedding",
                                                                                      "title_embedding")])
@@ -200,7 +200,7 @@ def test_info_describes_the_model(tiny_bert, capsys):
     assert main(["info", tiny_bert, "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert (info["layers"], info["hidden_size"], info["max_length"]) == (3, 32, 64)
-    assert info["default_recipe"]["pooling"] == ["mean"]
+    assert info["default_recipe"]["pooling"] == ["cls", "mean"] and info["default_recipe"]["layers"] == [1, 2, 3]
     assert main(["info"]) == 0
     text = capsys.readouterr().out
     assert "6 layers, hidden size 384, max length 512" in text and "own pooling:  mean, normalize=True" in text

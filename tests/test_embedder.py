@@ -24,9 +24,11 @@ def emb(tiny_bert):
 
 def test_output_is_float32_with_one_row_per_text(emb):
     X = emb.fit_transform(TEXTS)
-    assert X.dtype == np.float32 and X.shape == (4, 32)
+    assert X.dtype == np.float32 and X.shape == (4, 64)  # default: CLS and mean of the last four layers
     assert np.isfinite(X).all()
-    assert emb.get_feature_names_out().tolist()[:2] == ["text_mean_00", "text_mean_01"]
+    names = emb.get_feature_names_out().tolist()
+    assert names[:2] == ["text_cls_00", "text_cls_01"] and names[32] == "text_mean_00"
+    assert emb.recipe_.layers == (1, 2, 3) and emb.recipe_.pooling == ("cls", "mean")
 
 
 def test_fit_transform_equals_fit_then_transform(tiny_bert):
@@ -86,23 +88,23 @@ def test_dataframe_columns_are_embedded_side_by_side(tiny_bert):
     import polars as pl
 
     df = pd.DataFrame({"title": TEXTS, "body": TEXTS[::-1]})
-    est = BertEmbedder(tiny_bert)
+    est = BertEmbedder(tiny_bert, pooling="mean")
     X = est.fit_transform(df)
-    single = BertEmbedder(tiny_bert).fit_transform(TEXTS)
+    single = BertEmbedder(tiny_bert, pooling="mean").fit_transform(TEXTS)
     np.testing.assert_array_equal(X[:, :32], single)
     np.testing.assert_array_equal(X[:, 32:], single[::-1])
     names = est.get_feature_names_out()
     assert names[0] == "title_mean_00" and names[32] == "body_mean_00" and len(names) == 64
     assert est.n_features_in_ == 2 and est.feature_names_in_.tolist() == ["title", "body"]
-    np.testing.assert_array_equal(BertEmbedder(tiny_bert).fit_transform(pl.from_pandas(df)), X)
+    np.testing.assert_array_equal(BertEmbedder(tiny_bert, pooling="mean").fit_transform(pl.from_pandas(df)), X)
 
 
 def test_columns_selects_text_columns(tiny_bert):
     df = pd.DataFrame({"id": [1, 2, 3, 4], "review": TEXTS})
     est = BertEmbedder(tiny_bert, columns="review")
     X = est.fit_transform(df)
-    assert X.shape == (4, 32) and est.text_columns_ == ["review"]
-    assert est.get_feature_names_out()[0] == "review_mean_00"
+    assert X.shape == (4, 64) and est.text_columns_ == ["review"]
+    assert est.get_feature_names_out()[0] == "review_cls_00"
     with pytest.raises(ValueError, match=r"columns='nope'.*not found.*\['id', 'review'\]"):
         BertEmbedder(tiny_bert, columns="nope").fit(df)
 
@@ -258,7 +260,7 @@ def test_set_output_pandas_and_polars(tiny_bert):
     s = pd.Series(TEXTS, index=[10, 11, 12, 13], name="review")
     out = BertEmbedder(tiny_bert).set_output(transform="pandas").fit_transform(s)
     assert isinstance(out, pd.DataFrame) and out.index.tolist() == [10, 11, 12, 13]
-    assert out.columns[0] == "review_mean_00" and out.dtypes.iloc[0] == np.float32
+    assert out.columns[0] == "review_cls_00" and out.dtypes.iloc[0] == np.float32
     pout = BertEmbedder(tiny_bert).set_output(transform="polars").fit_transform(s)
     assert isinstance(pout, pl.DataFrame) and pout.columns == out.columns.tolist()
     np.testing.assert_array_equal(pout.to_numpy(), out.to_numpy())
@@ -286,7 +288,8 @@ def test_pickle_round_trip_is_small_and_gives_the_same_features(tiny_bert):
 def test_pipeline_and_column_transformer(tiny_bert):
     df = pd.DataFrame({"review": TEXTS * 5, "stars": np.arange(20.0)})
     y = np.array([0, 1] * 10)
-    ct = ColumnTransformer([("bert", BertEmbedder(tiny_bert), "review"), ("num", "passthrough", ["stars"])])
+    ct = ColumnTransformer([("bert", BertEmbedder(tiny_bert, pooling="mean"), "review"),
+                            ("num", "passthrough", ["stars"])])
     pipe = make_pipeline(ct, LogisticRegression(max_iter=500)).fit(df, y)
     assert pipe.predict(df).shape == (20,)
     names = ct.get_feature_names_out()

@@ -47,7 +47,7 @@ def test_cli_featurize_script(tmp_path):
     res = subprocess.run(["bash", str(ROOT / "examples" / "cli_featurize.sh"), "25", str(out)], env=env,
                          capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
-    assert "25 rows x 386 columns: ['id', 'score', 'review_mean_000']" in res.stdout
+    assert "25 rows x 770 columns: ['id', 'score', 'review_cls_000']" in res.stdout
 
 
 def test_austen_logreg_on_cli_features(tiny_bert, tmp_path):

@@ -72,7 +72,8 @@ def test_chunked_long_text_is_the_token_weighted_mean_of_its_windows(tiny_bert, 
         if end == len(content):
             break
         start = end - stride
-    est = BertEmbedder(tiny_bert, pooling="cls+mean+max", max_length=max_length, long_text="chunk", stride=stride)
+    est = BertEmbedder(tiny_bert, pooling="cls+mean+max", layers=-1, max_length=max_length, long_text="chunk",
+                       stride=stride)
     got = est.fit_transform([text, "dog"])[0]
     per_window = [states([cls_id] + w + [sep_id])[-1] for w in spans]
     weights = np.array([len(w) + 2 for w in spans], dtype=np.float64)

@@ -33,6 +33,12 @@ def test_parse_layers(given, agg, expected):
     assert parse_layers(given, 6, agg) == expected
 
 
+def test_none_is_the_last_four_layers_or_all_of_fewer():
+    assert parse_layers(None, 6) == (3, 4, 5, 6)
+    assert parse_layers(None, 12) == (9, 10, 11, 12)
+    assert parse_layers(None, 2) == (1, 2)
+
+
 def test_parse_layers_out_of_range_says_how_many_layers():
     with pytest.raises(ValueError, match=r"layer 7 is out of range; the model has 6 layers, so valid indices are 0..6"):
         parse_layers(7, 6)
@@ -40,7 +46,7 @@ def test_parse_layers_out_of_range_says_how_many_layers():
         parse_layers([-8], 6)
 
 
-@pytest.mark.parametrize("bad", ["last", 1.5, True, [], [1, 1], [-1, 6], None])
+@pytest.mark.parametrize("bad", ["last", 1.5, True, [], [1, 1], [-1, 6], {1}])
 def test_parse_layers_rejects(bad):
     with pytest.raises(ValueError, match="layers="):
         parse_layers(bad, 6)

@@ -32,9 +32,11 @@ def add_recipe_options(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("embedding recipe (as in BertEmbedder)")
     g.add_argument("--model", default="default",
                    help="'default' (bundled all-MiniLM-L6-v2), a Hugging Face name, or a local directory")
-    g.add_argument("--pooling", default="mean", help=f"{', '.join(POOLINGS)} or a combination like cls+mean")
-    g.add_argument("--layers", type=int_list, default=-1, metavar="L[,L...]",
-                   help="layer index or comma list; 0 = embeddings, -1 = last (write --layers=-4,-3,-2,-1)")
+    g.add_argument("--pooling", default="cls+mean",
+                   help=f"{', '.join(POOLINGS)} or a combination like cls+mean (default: cls+mean)")
+    g.add_argument("--layers", type=int_list, default=None, metavar="L[,L...]",
+                   help="layer index or comma list; 0 = embeddings, -1 = last (write --layers=-1 or "
+                        "--layers=-2,-1); default: the last four layers")
     g.add_argument("--layer-agg", choices=LAYER_AGGS, default="mean")
     g.add_argument("--max-length", type=positive_int, default=None, help="tokens per window (default: model limit)")
     g.add_argument("--long-text", choices=LONG_TEXT_MODES, default="truncate")

@@ -5,7 +5,7 @@
 #' checks the columns and records the feature names and the recipe's fingerprint, and `bake()` embeds (training
 #' or new data) in one Python call per step, sharing the cache in `cache_dir` with every other bertfeat run.
 #'
-#' The new columns are named as in Python, `{column}_{pooling}_{index}` (for example `review_mean_000`), and
+#' The new columns are named as in Python, `{column}_{pooling}_{index}` (for example `review_cls_000`), and
 #' take the role given by `role`.
 #'
 #' # Tidying
@@ -41,12 +41,12 @@
 #' rec <- recipe(score ~ review, data = train) |>
 #'   step_bert_embed(review, cache_dir = "~/.cache/bertfeat") |>
 #'   prep()
-#' bake(rec, new_data = test) # score, review_mean_000, ..., review_mean_383
+#' bake(rec, new_data = test) # score, review_cls_000, ..., review_mean_383
 #' tidy(rec, number = 1)
 #' }
 #' @export
 step_bert_embed <- function(recipe, ..., role = "predictor", trained = FALSE, columns = NULL,
-                            model = "default", pooling = "mean", layers = -1L, options = list(),
+                            model = "default", pooling = "cls+mean", layers = NULL, options = list(),
                             missing = "error", cache_dir = NULL, keep_original_cols = FALSE, features = NULL,
                             fingerprint = NULL, skip = FALSE, id = recipes::rand_id("bert_embed")) {
   # the parameters are checked now, so a mistake shows where the recipe is written rather than at prep()
@@ -204,7 +204,7 @@ tidy.step_bert_embed <- function(x, ...) {
     terms = terms,
     model = x$model,
     pooling = paste(x$pooling, collapse = "+"),
-    layers = paste(x$layers, collapse = ","),
+    layers = if (is.null(x$layers)) "default (last 4)" else paste(x$layers, collapse = ","),
     n_features = if (recipes::is_trained(x)) length(x$features) %/% max(1L, length(x$columns)) else NA_integer_,
     id = x$id
   )

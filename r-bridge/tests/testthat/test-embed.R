@@ -4,7 +4,7 @@ test_that("bf_embed() equals the Python BertEmbedder on the same texts", {
   m <- bf_embed(texts)
   expect_true(is.matrix(m) && is.double(m))
   expect_identical(unname(m), python_reference(as.list(unname(texts))))
-  expect_identical(colnames(m), sprintf("text_mean_%03d", 0:383))
+  expect_identical(colnames(m), c(sprintf("text_cls_%03d", 0:383), sprintf("text_mean_%03d", 0:383)))
   expect_identical(rownames(m), names(texts))
   expect_identical(m[1, ], m[3, ])
   expect_false(identical(m[1, ], m[2, ]))
@@ -28,14 +28,14 @@ test_that("pooling, layers and the other BertEmbedder parameters reach Python", 
 
 test_that("a data frame embeds its columns side by side, named like Python", {
   df <- data.frame(title = c("Great", "Meh"), body = c("Loved it.", "Too long."), row.names = c("r1", "r2"))
-  m <- bf_embed(df)
+  m <- bf_embed(df, pooling = "mean")
   expect_identical(colnames(m)[c(1, 384, 385, 768)],
                    c("title_mean_000", "title_mean_383", "body_mean_000", "body_mean_383"))
   expect_identical(rownames(m), c("r1", "r2"))
   # another request batches the texts differently, which moves float32 results in the last digits
-  expect_equal(unname(m[, 385:768]), unname(bf_embed(df$body)), tolerance = 1e-5)
-  expect_equal(bf_embed(df, columns = "body"), m[, 385:768], tolerance = 1e-5)
-  ref <- python_reference(as.list(df$title))
+  expect_equal(unname(m[, 385:768]), unname(bf_embed(df$body, pooling = "mean")), tolerance = 1e-5)
+  expect_equal(bf_embed(df, columns = "body", pooling = "mean"), m[, 385:768], tolerance = 1e-5)
+  ref <- python_reference(as.list(df$title), pooling = "mean")
   expect_identical(unname(m[, 1:384]), ref)
 })
 
@@ -58,13 +58,13 @@ test_that("bf_embed() sends the whole input in one Python call", {
   # one encode() saw all 7 rows and embedded the 3 distinct texts once
   expect_identical(res$stats$rows, 7L)
   expect_identical(res$stats$unique, 3L)
-  expect_identical(dim(res$matrix), c(7L, 384L))
+  expect_identical(dim(res$matrix), c(7L, 768L))
 })
 
 test_that("Python warnings come back as classed R warnings", {
   long <- paste(rep("word", 100), collapse = " ")
   expect_warning(m <- bf_embed(c(long, "short"), max_length = 16), class = "bertfeat_warning_truncation")
-  expect_identical(dim(m), c(2L, 384L))
+  expect_identical(dim(m), c(2L, 768L))
 })
 
 test_that("the byte payload keeps orientation, float32 values and NaN", {

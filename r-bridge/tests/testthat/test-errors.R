@@ -26,7 +26,7 @@ test_that("input that is not text is a classed error", {
   expect_error(bf_embed(data.frame(t = "a", n = 1)), class = "bertfeat_error_input")
   bad <- "caf\xe9"
   Encoding(bad) <- "latin1"
-  expect_identical(dim(bf_embed(bad)), c(1L, 384L)) # marked latin1: converted, not an error
+  expect_identical(dim(bf_embed(bad)), c(1L, 768L)) # marked latin1: converted, not an error
   Encoding(bad) <- "bytes"
   expect_error(bf_embed(bad), class = "bertfeat_error_input")
 })

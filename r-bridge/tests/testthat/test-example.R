@@ -13,6 +13,6 @@ test_that("examples/austen_glmnet.R embeds, fits cv.glmnet and beats the majorit
   accuracy <- numbers[1]
   majority <- numbers[2]
   expect_gt(accuracy, majority + 0.1)
-  expect_true(any(grepl("^texts: 120 paragraphs of 6 novels; features: 384", out)))
+  expect_true(any(grepl("^texts: 120 paragraphs of 6 novels; features: 768", out)))
   expect_false(any(grepl("dangerous ground", out, fixed = TRUE))) # enough paragraphs per class and fold
 })

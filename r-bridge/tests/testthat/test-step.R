@@ -11,7 +11,7 @@ test_that("prep() then bake() on new data gives bf_embed()'s features in place o
   rec <- recipe(score ~ review + n, data = train) |> step_bert_embed(review)
   prepped <- prep(rec)
   baked <- bake(prepped, new_data = test)
-  features <- sprintf("review_mean_%03d", 0:383)
+  features <- c(sprintf("review_cls_%03d", 0:383), sprintf("review_mean_%03d", 0:383))
   expect_identical(names(baked), c("n", "score", features))
   expect_equal(unname(as.matrix(baked[features])), unname(bf_embed(test$review)), tolerance = 1e-5)
   expect_true(all(vapply(baked[features], is.double, logical(1))))
@@ -48,7 +48,7 @@ test_that("print() and tidy() describe the step before and after prep()", {
   expect_output(print(prepped), "of:? review.*[Tt]rained")
   trained <- tidy(prepped, number = 1)
   expect_identical(trained[c("terms", "model", "pooling", "layers", "n_features")],
-                   tibble::tibble(terms = "review", model = "default", pooling = "cls+mean", layers = "-1",
+                   tibble::tibble(terms = "review", model = "default", pooling = "cls+mean", layers = "default (last 4)",
                                   n_features = 768L))
   expect_identical(required_pkgs(prepped$steps[[1]]), "bertfeat")
   expect_true("bertfeat" %in% required_pkgs(prepped))
