@@ -263,13 +263,13 @@ def _as_batch(table: pa.Table) -> pa.RecordBatch:
 class DistinctCounter:
     """Count distinct 64-bit text hashes: exact up to ``exact_limit``, then a HyperLogLog estimate.
 
-    Memory stays bounded: at most ``exact_limit`` hashes (8 MB by default), then 2**14 one-byte registers
+    Memory stays bounded: at most ``exact_limit`` hashes (2 MB by default), then 2**14 one-byte registers
     (standard error about 0.8%).
     """
 
     P = 14
 
-    def __init__(self, exact_limit: int = 1_000_000):
+    def __init__(self, exact_limit: int = 250_000):
         self.exact_limit = exact_limit
         self.exact: np.ndarray | None = np.empty(0, dtype=np.uint64)
         self.registers = np.zeros(1 << self.P, dtype=np.uint8)
