@@ -233,9 +233,11 @@ class InputReader:
     def _raw_batches(self):
         if self.kind == "parquet":
             for f in self.files:
-                pf = pq.ParquetFile(f)
-                yield from (b.select(self.columns) for b in
-                            pf.iter_batches(batch_size=min(self.chunk_rows, 65536), columns=self.columns))
+                # pre_buffer (pyarrow's default) keeps whole column chunks cached while iterating, so memory would
+                # grow with the file; a small read buffer streams it instead.
+                with pq.ParquetFile(f, pre_buffer=False, buffer_size=1 << 20) as pf:
+                    yield from (b.select(self.columns) for b in
+                                pf.iter_batches(batch_size=min(self.chunk_rows, 65536), columns=self.columns))
             return
         reader = self._open_csv()
         try:

@@ -255,3 +255,24 @@ def test_csv_missing_markers_unquoted_are_missing_quoted_are_text(tiny_bert, tmp
     assert not X[0].any() and not X[2].any()          # unquoted NA and empty field: missing
     assert X[1].any() and X[3].any() and X[4].any()  # quoted "NA" and quoted "" are texts
     np.testing.assert_allclose(X[1], BertEmbedder(tiny_bert).fit_transform(["NA"])[0], atol=1e-5)
+
+
+def test_reading_parquet_streams_with_bounded_arrow_memory(tmp_path):
+    """Arrow memory while reading stays near one chunk, whatever the file size (pyarrow's pre_buffer would cache
+    every column chunk read so far)."""
+    from bertfeat.files import InputReader
+
+    rng = np.random.default_rng(0)
+    words = np.array(WORDS)
+    src = tmp_path / "big.parquet"
+    with pq.ParquetWriter(src, pa.schema([("id", pa.int64()), ("text", pa.string())])) as writer:
+        for start in range(0, 600_000, 200_000):
+            texts = [" ".join(words[rng.integers(0, len(words), 8)]) for _ in range(200_000)]
+            writer.write_table(pa.table({"id": np.arange(start, start + 200_000), "text": texts}))
+    base = pa.total_allocated_bytes()
+    peak, rows = 0, 0
+    for batch in InputReader(str(src), ["id", "text"], 10_000, ["text"]).batches():
+        peak = max(peak, pa.total_allocated_bytes() - base)
+        rows += batch.num_rows
+    assert rows == 600_000
+    assert peak < 16 * 2**20, f"{peak / 2**20:.0f} MB of Arrow memory held while streaming 600,000 rows"
