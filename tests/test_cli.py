@@ -275,4 +275,5 @@ def test_reading_parquet_streams_with_bounded_arrow_memory(tmp_path):
         peak = max(peak, pa.total_allocated_bytes() - base)
         rows += batch.num_rows
     assert rows == 600_000
-    assert peak < 16 * 2**20, f"{peak / 2**20:.0f} MB of Arrow memory held while streaming 600,000 rows"
+    # streaming holds about 7.5 MB here; pyarrow's pre_buffer held 18 MB, growing with the file
+    assert peak < 12 * 2**20, f"{peak / 2**20:.0f} MB of Arrow memory held while streaming 600,000 rows"
