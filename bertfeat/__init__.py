@@ -5,6 +5,8 @@
 
 from bertfeat._version import __version__
 from bertfeat.embedder import BertEmbedder
-from bertfeat.exceptions import CacheError, ModelNotAvailableError, TruncationWarning
+from bertfeat.exceptions import CacheError, CacheWarning, ModelNotAvailableError, TruncationWarning
+from bertfeat.probe import probe  # binds bertfeat.probe to the function, not the module of the same name
 
-__all__ = ["BertEmbedder", "CacheError", "ModelNotAvailableError", "TruncationWarning", "__version__"]
+__all__ = ["BertEmbedder", "CacheError", "CacheWarning", "ModelNotAvailableError", "TruncationWarning", "probe",
+           "__version__"]

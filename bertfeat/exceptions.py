@@ -11,3 +11,7 @@ class ModelNotAvailableError(ValueError):
 
 class CacheError(RuntimeError):
     """The embedding cache cannot be used as configured (for example its directory is unusable)."""
+
+
+class CacheWarning(UserWarning):
+    """A cache shard could not be read (it is ignored and its texts recomputed) or new rows could not be written."""

@@ -45,17 +45,31 @@ def parse_pooling(pooling) -> tuple[str, ...]:
     return tuple(parts)
 
 
+DEFAULT_LAST_LAYERS = 4
+
+
+def default_layers(num_layers: int) -> tuple[int, ...]:
+    """The evidence-based default (docs/defaults.md): the last four transformer layers, or all of them if fewer."""
+    return tuple(range(max(1, num_layers - DEFAULT_LAST_LAYERS + 1), num_layers + 1))
+
+
 def parse_layers(layers, num_layers: int, layer_agg: str = "mean") -> tuple[int, ...]:
     """Turn ``layers`` (an int or a list of ints, negative counting from the last) into absolute indices.
 
     Index 0 is the embedding output and ``num_layers`` the last transformer layer, as in Hugging Face's
-    ``hidden_states``. With ``layer_agg="mean"`` the order does not matter and the result is sorted, so equal
-    recipes have equal fingerprints; with ``"concat"`` the user's order is kept (it orders the features).
+    ``hidden_states``. ``None`` is :func:`default_layers`. With ``layer_agg="mean"`` the order does not matter and
+    the result is sorted, so equal recipes have equal fingerprints; with ``"concat"`` the user's order is kept (it
+    orders the features).
     """
+    if layers is None:
+        return default_layers(num_layers)
     valid = f"valid indices are 0..{num_layers} (0 is the embedding output) or -{num_layers + 1}..-1"
     items = [layers] if _is_int(layers) else layers
     if isinstance(layers, str) or not isinstance(items, (list, tuple, range)) or not all(_is_int(i) for i in items):
-        raise ValueError(f"layers={layers!r} is not valid: expected an int or a list of ints; {valid}.")
+        raise ValueError(
+            f"layers={layers!r} is not valid: expected an int, a list of ints, or None (the last four layers); "
+            f"{valid}."
+        )
     if len(items) == 0:
         raise ValueError(f"layers={layers!r} is empty: name at least one layer; {valid}.")
     out = []

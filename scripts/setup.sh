@@ -9,7 +9,8 @@ VENV=${BERTFEAT_VENV:-$ROOT/.venv}
 PY=${PYTHON:-python3}
 
 # --- R (Debian packages; CRAN is not reachable from these machines) -------------------------------------------
-R_PKGS="r-base-core r-cran-reticulate r-cran-testthat r-cran-glmnet r-cran-recipes r-cran-tibble r-cran-janeaustenr"
+R_PKGS="r-base-core r-cran-reticulate r-cran-testthat r-cran-glmnet r-cran-recipes r-cran-tibble r-cran-rlang
+  r-cran-generics r-cran-withr r-cran-janeaustenr"
 if [ "${BERTFEAT_SKIP_R:-0}" != 1 ]; then
   need=""
   for p in $R_PKGS; do dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"; done

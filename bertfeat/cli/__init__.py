@@ -13,7 +13,7 @@ import os
 import sys
 
 # command name -> module under bertfeat.cli that defines add_parser() and run()
-COMMANDS: dict[str, str] = {}
+COMMANDS: dict[str, str] = {"embed": "embed", "info": "info", "cache": "cache", "probe": "probe"}
 
 
 class UsageError(Exception):

@@ -1,0 +1,219 @@
+"""The Python end of the R package: one call in, one contiguous buffer out.
+
+Two traps of reticulate (seen with 1.28 and numpy 2) shape this module. numpy arrays do not convert to R
+matrices, so the features leave as a ``bytearray`` of little-endian float32 in column-major order (every
+reticulate turns a bytearray into an R raw vector, which R reads with ``readBin``). An ``NA`` in an R character
+vector arrives as the string ``"NA"``, so R sends each column with an explicit missing mask and the texts under
+the mask are replaced by None here: a missing value is never embedded as the text "NA".
+
+A third trap is R's own BLAS. torch's CPU wheels export the BLAS symbols of their bundled MKL (``sgemm_``...), and
+inside an R process the copies in R's libblas, loaded first, take precedence: on Debian that is the reference BLAS,
+and every matrix product runs several times slower. Inside R, torch is therefore imported with RTLD_DEEPBIND, so
+it binds to its own symbols first.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+
+import numpy as np
+
+from bertfeat.embedder import BertEmbedder
+
+
+# How torch was imported in this process: "deepbind" (by this module, inside R), "plain", or None (not yet).
+torch_import = None
+
+
+def _import_torch() -> None:
+    """Import torch; inside an R process (reticulate's rpytools is loaded) with RTLD_DEEPBIND where it exists."""
+    global torch_import
+    if torch_import is not None:
+        return
+    if "torch" in sys.modules or "rpytools" not in sys.modules or not hasattr(os, "RTLD_DEEPBIND"):
+        torch_import = "plain"
+        import torch  # noqa: F401
+        return
+    flags = sys.getdlopenflags()
+    sys.setdlopenflags(flags | os.RTLD_DEEPBIND)
+    try:
+        import torch  # noqa: F401
+    finally:
+        sys.setdlopenflags(flags)
+    torch_import = "deepbind"
+
+
+def _as_list(value) -> list:
+    # reticulate turns a length-1 R vector into a Python scalar and a length-0 one into an empty list.
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _build_input(texts, missing_masks, column_names):
+    columns = [_as_list(c) for c in _as_list(texts)]
+    masks = [_as_list(m) for m in _as_list(missing_masks)]
+    names = None if column_names is None else [str(n) for n in _as_list(column_names)]
+    if len(masks) != len(columns) or (names is not None and len(names) != len(columns)):
+        raise ValueError(
+            f"got {len(columns)} text columns, {len(masks)} missing masks and "
+            f"{'no' if names is None else len(names)} column names; expected one mask (and one name) per column."
+        )
+    values = []
+    for j, (col, mask) in enumerate(zip(columns, masks)):
+        if len(mask) != len(col):
+            raise ValueError(f"column {j}: {len(col)} texts but a missing mask of length {len(mask)}.")
+        values.append([None if m else t for t, m in zip(col, mask)])
+    if names is None:
+        if len(values) != 1:
+            raise ValueError(f"without column names, pass exactly one text column (got {len(values)}).")
+        return values[0]
+    import pandas as pd
+
+    # object dtype: keep None as the missing marker rather than let pandas infer a string dtype.
+    return pd.DataFrame({n: pd.Series(v, dtype=object) for n, v in zip(names, values)})
+
+
+def matrix_payload(X) -> tuple[bytearray, int, int]:
+    """``(buffer, n_rows, n_cols)``: ``X`` as little-endian float32 bytes in column-major (R's) order.
+
+    Examples
+    --------
+    >>> buf, n, d = matrix_payload(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    >>> np.frombuffer(bytes(buf), dtype="<f4").tolist(), n, d
+    ([1.0, 3.0, 2.0, 4.0], 2, 2)
+    """
+    X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"expected a 2-D array, got shape {X.shape}.")
+    # The transpose of a C-contiguous copy is column-major, so R fills its matrix without a transpose.
+    return bytearray(np.ascontiguousarray(X.T, dtype="<f4")), int(X.shape[0]), int(X.shape[1])
+
+
+def embed(texts, missing_masks, column_names=None, params=None):
+    """Embed text columns for R in one :class:`BertEmbedder` call.
+
+    Parameters
+    ----------
+    texts : list of list of str
+        One list per column; texts under the mask are ignored (R sends "" there).
+    missing_masks : list of list of bool
+        True where R had ``NA``.
+    column_names : list of str, default=None
+        Names of the columns (a DataFrame is embedded); None embeds one unnamed column (features ``text_...``).
+    params : dict, default=None
+        Keyword arguments of :class:`BertEmbedder`.
+
+    Returns
+    -------
+    tuple
+        ``(buffer, n_rows, n_cols, feature_names, fingerprint, stats, warnings)``, where ``warnings`` is a list of
+        ``(category name, message)`` raised while embedding, for R to re-issue as R warnings.
+
+    Examples
+    --------
+    >>> buf, n, d, names, fp, stats, warns = embed([["a cat", "NA", ""]], [[False, False, True]],
+    ...                                            params={"missing": "zero"})
+    >>> n, d, names[0], stats["missing"]
+    (3, 384, 'text_mean_000', 1)
+    """
+    X = _build_input(texts, missing_masks, column_names)
+    _import_torch()
+    embedder = BertEmbedder(**dict(params or {}))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = embedder.fit_transform(X)
+    buf, n, d = matrix_payload(out)
+    return (
+        buf, n, d, [str(f) for f in embedder.get_feature_names_out()], embedder.recipe_.fingerprint(),
+        embedder.stats_.to_dict(), [(w.category.__name__, str(w.message)) for w in caught],
+    )
+
+
+def describe(column_names=None, params=None):
+    """``(feature_names, fingerprint)`` of a recipe, without loading the model or embedding anything.
+
+    Examples
+    --------
+    >>> names, fp = describe(["review"], {"pooling": "cls+mean"})
+    >>> len(names), names[0], names[-1]
+    (768, 'review_cls_000', 'review_mean_383')
+    """
+    names = None if column_names is None else [str(n) for n in _as_list(column_names)]
+    n_cols = 1 if names is None else len(names)
+    X = _build_input([[""]] * n_cols, [[False]] * n_cols, names)
+    _import_torch()  # fit resolves dtype="auto" through the device, which needs torch
+    embedder = BertEmbedder(**dict(params or {})).fit(X)
+    return [str(f) for f in embedder.get_feature_names_out()], embedder.recipe_.fingerprint()
+
+
+def config() -> dict:
+    """What the R package is using: Python, bertfeat, torch (and how it was imported), the ``"auto"`` device."""
+    from importlib import metadata
+
+    import bertfeat
+
+    info = {
+        "python": sys.executable,
+        "python_version": sys.version.split()[0],
+        "bertfeat_version": bertfeat.__version__,
+        "bertfeat_path": bertfeat.__path__[0],
+        "numpy_version": np.__version__,
+        "torch_version": None,
+        "device": None,
+        "torch_import": None,
+        "error": None,
+    }
+    try:
+        info["torch_version"] = metadata.version("torch")
+        _import_torch()
+        info["torch_import"] = torch_import
+        from bertfeat.backend import resolve_device
+
+        info["device"] = resolve_device("auto")
+    except Exception as exc:  # a broken torch is exactly what bf_config() is asked to show
+        info["error"] = f"{type(exc).__name__}: {exc}"
+    return info
+
+
+class _Tee:
+    """Writes to a buffer and to the process's own stream, so R shows progress live and gets the text back."""
+
+    def __init__(self, mirror):
+        import io
+
+        self.buffer = io.StringIO()
+        self.mirror = mirror
+
+    def write(self, text):
+        self.buffer.write(text)
+        if self.mirror is not None:
+            self.mirror.write(text)
+            self.mirror.flush()
+        return len(text)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return False
+
+
+def run_cli(args) -> tuple[int, str, str]:
+    """Run ``bertfeat <args>`` in this process: ``(exit status, stdout, stderr)``.
+
+    In-process rather than a child process: R's LD_LIBRARY_PATH (Debian's libpython first) breaks a child Python
+    built elsewhere, and the child would not share this session's loaded model.
+    """
+    import contextlib
+
+    from bertfeat.cli import main
+
+    out, err = _Tee(sys.__stdout__), _Tee(sys.__stderr__)
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        _import_torch()
+        try:
+            status = main([str(a) for a in _as_list(args)])
+        except SystemExit as exc:  # argparse's usage errors
+            status = exc.code if isinstance(exc.code, int) else 2
+    return int(status), out.buffer.getvalue(), err.buffer.getvalue()

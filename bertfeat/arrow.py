@@ -1,0 +1,151 @@
+"""The per-batch core over Arrow data: a record batch of text columns in, a record batch of features out.
+
+:class:`ArrowFeaturizer` is what the CLI calls per chunk of a file and what a distributed engine calls per
+partition (it is a plain callable class, so Ray Data's ``map_batches`` can hold one per actor). It wraps a fitted
+:class:`~bertfeat.BertEmbedder`, so every caller shares the estimator's data path, cache and feature names.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+
+from bertfeat._version import __version__
+from bertfeat.encode import EncodeStats
+
+LAYOUTS = ("columns", "list")
+_TEXT_TYPES = (pa.types.is_string, pa.types.is_large_string, pa.types.is_null)
+if hasattr(pa.types, "is_string_view"):
+    _TEXT_TYPES += (pa.types.is_string_view,)
+
+
+def is_text_type(t: pa.DataType) -> bool:
+    if pa.types.is_dictionary(t):
+        return is_text_type(t.value_type)
+    return any(check(t) for check in _TEXT_TYPES)
+
+
+class ArrowFeaturizer:
+    """Callable: Arrow table or record batch -> record batch of kept columns followed by the features.
+
+    Parameters
+    ----------
+    text_cols : list of str
+        Text columns to embed (features of each, side by side).
+    keep_cols : list of str
+        Columns copied through unchanged, before the features (ids, labels).
+    layout : {"columns", "list"}
+        One float32 column per feature (named like ``get_feature_names_out``), or one
+        ``fixed_size_list<float32>`` column per text column named ``{column}_embedding``.
+    **params
+        Any :class:`~bertfeat.BertEmbedder` parameter (model, pooling, layers, cache_dir, ...).
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> f = ArrowFeaturizer(["review"], keep_cols=["id"])
+    >>> out = f(pa.table({"id": [1, 2], "review": ["Lovely.", "Dull."]}))
+    >>> out.num_rows, out.schema.names[:2], out.schema.field(1).type
+    (2, ['id', 'review_mean_000'], DataType(float))
+    """
+
+    def __init__(self, text_cols, keep_cols=(), layout: str = "columns", **params):
+        from bertfeat.embedder import BertEmbedder
+
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout={layout!r} is not valid: expected one of {list(LAYOUTS)}.")
+        self.text_cols = list(text_cols)
+        self.keep_cols = list(keep_cols)
+        self.layout = layout
+        self.params = params
+        if not self.text_cols:
+            raise ValueError("name at least one text column to embed.")
+        self.embedder = BertEmbedder(columns=self.text_cols, **params)
+        import pandas as pd
+
+        self.embedder.fit(pd.DataFrame({c: ["fit reads the model's shape only"] for c in self.text_cols}))
+        self.feature_names = [str(n) for n in self.embedder.get_feature_names_out()]
+        clash = sorted(set(self.keep_cols) & set(self.output_feature_columns()))
+        if clash:
+            raise ValueError(f"kept column(s) {clash} would clash with feature column names; rename them first.")
+        self.stats = EncodeStats()
+
+    @property
+    def recipe(self):
+        return self.embedder.recipe_
+
+    def output_feature_columns(self) -> list[str]:
+        if self.layout == "list":
+            return [f"{c}_embedding" for c in self.text_cols]
+        return self.feature_names
+
+    def check_schema(self, schema: pa.Schema) -> None:
+        """Fail before any work if a column is missing or a text column is not text."""
+        names = schema.names
+        absent = [c for c in self.text_cols + self.keep_cols if c not in names]
+        if absent:
+            raise ValueError(f"column(s) {absent} not found; the input has columns {names}.")
+        for c in self.text_cols:
+            t = schema.field(c).type
+            if not is_text_type(t):
+                raise TypeError(
+                    f"text column {c!r} holds {t} values, not text; embed a string column (or cast it to string first)."
+                )
+
+    def output_schema(self, input_schema: pa.Schema) -> pa.Schema:
+        fields = [input_schema.field(c) for c in self.keep_cols]
+        f = self.recipe.n_features
+        if self.layout == "list":
+            fields += [pa.field(n, pa.list_(pa.float32(), f)) for n in self.output_feature_columns()]
+        else:
+            fields += [pa.field(n, pa.float32()) for n in self.feature_names]
+        return pa.schema(fields, metadata={b"bertfeat": json.dumps(self.provenance()).encode()})
+
+    def provenance(self) -> dict:
+        """What the parquet metadata and manifest record: model, hashes, recipe, dims, version, options."""
+        r = self.recipe
+        return {
+            "bertfeat_version": __version__,
+            "model": self.params.get("model", "default"),
+            "model_label": r.model,
+            "weights_sha256": r.weights_sha256,
+            "tokenizer_sha256": r.tokenizer_sha256,
+            "config_sha256": r.config_sha256,
+            "recipe_fingerprint": r.fingerprint(),
+            "pooling": list(r.pooling),
+            "layers": list(r.layers),
+            "layer_agg": r.layer_agg,
+            "max_length": r.max_length,
+            "long_text": r.long_text,
+            "stride": r.stride,
+            "normalize": r.normalize,
+            "dtype": r.dtype,
+            "dims": r.n_features,
+            "text_columns": self.text_cols,
+            "keep_columns": self.keep_cols,
+            "layout": self.layout,
+            "missing": self.embedder.missing,
+        }
+
+    def __call__(self, batch) -> pa.RecordBatch:
+        if isinstance(batch, pa.Table):
+            batch = batch.combine_chunks().to_batches()[0] if batch.num_rows else pa.RecordBatch.from_pylist(
+                [], schema=batch.schema)
+        self.check_schema(batch.schema)
+        frame = {c: batch.column(c).to_pylist() for c in self.text_cols}
+        import pandas as pd
+
+        features = self.embedder.transform(pd.DataFrame(frame, dtype=object))
+        self.stats += self.embedder.stats_
+        arrays = [batch.column(c) for c in self.keep_cols]
+        f = self.recipe.n_features
+        if self.layout == "list":
+            for j in range(len(self.text_cols)):
+                block = np.ascontiguousarray(features[:, j * f:(j + 1) * f]).ravel()
+                arrays.append(pa.FixedSizeListArray.from_arrays(pa.array(block, pa.float32()), f))
+        else:
+            columns_first = np.ascontiguousarray(features.T)
+            arrays.extend(pa.array(columns_first[k], pa.float32()) for k in range(columns_first.shape[0]))
+        return pa.RecordBatch.from_arrays(arrays, schema=self.output_schema(batch.schema))

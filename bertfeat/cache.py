@@ -1,0 +1,769 @@
+"""The persistent embedding cache: append-only parquet shards per recipe, found through a compact key index.
+
+Layout of a cache directory::
+
+    DIR/bertfeat-cache.json                      marks DIR as a bertfeat cache (and its format version)
+    DIR/<fingerprint>/recipe.json                the recipe of this namespace, in human terms
+    DIR/<fingerprint>/shard-<time>-<id>.parquet  immutable shards: key (16 bytes), n_tokens, vector (float32[F])
+    DIR/<fingerprint>/.tmp-<host>-<pid>-<id>.parquet   a shard being written (never read)
+    DIR/<fingerprint>/.lock, .compact.lock       advisory lock files (flock)
+
+A namespace is a :meth:`Recipe.fingerprint`, so rows of one recipe can never answer for another. A text's key is
+:func:`bertfeat.encode.text_key`. Writers never modify a file: each ``store`` writes a new shard to a temporary name
+and renames it into place, so readers see whole shards or nothing, and several processes can share one cache.
+Each process keeps, per namespace, a sorted array of keys with the (shard, row) holding each one; it reads only
+the key column of a shard it has not seen, and a lookup reads only the row groups holding the keys it found.
+A shard that cannot be read is reported with a :class:`~bertfeat.exceptions.CacheWarning` naming the file and
+ignored, so its texts are recomputed; ``compact`` removes it. See docs/cache.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import socket
+import threading
+import time
+import uuid
+import warnings
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from bertfeat.exceptions import CacheError, CacheWarning
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; docs/cache.md says to compact or clear only while no job uses the cache
+    fcntl = None
+
+CACHE_FORMAT = 1
+MARKER = "bertfeat-cache.json"
+RECIPE_FILE = "recipe.json"
+KEY_BYTES = 16
+_LOCK_FILE = ".lock"
+_COMPACT_LOCK_FILE = ".compact.lock"
+_SHARD_RE = re.compile(r"^shard-\d{20}-[0-9a-f]{12}\.parquet$")
+_TMP_RE = re.compile(r"^\.tmp-(?P<host>.*)-(?P<pid>\d+)-[0-9a-f]{12}\.parquet$")
+_NAMESPACE_RE = re.compile(r"^[0-9a-f]{32}$")
+# Row groups are the unit a lookup reads, so they are kept small: about 256 KiB of vectors (170 rows at 384 floats).
+_ROW_GROUP_BYTES = 256 * 1024
+# A temporary shard older than this is a dead writer's leftover even when its owner cannot be checked (other host).
+_STALE_TMP_SECONDS = 3600
+_WRITE_OPTIONS = dict(
+    compression={"key": "none", "n_tokens": "zstd", "vector": "none"},  # random bytes and floats barely compress
+    use_dictionary=False,
+    write_statistics=False,  # min/max of hashes prune nothing; the key index does that
+    write_page_checksum=True,  # so a flipped bit in a data page is caught on read, not returned as a vector
+)
+_HOST = re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname()) or "host"
+
+
+def open_cache(path, *, create: bool = True) -> "Cache":
+    """The cache in directory ``path``, shared by every caller in this process.
+
+    With ``create=True`` (what ``BertEmbedder(cache_dir=...)`` uses) a missing directory is created, parents
+    included; if that is impossible, for example because a pickled pipeline names a path of another machine, a
+    :class:`~bertfeat.exceptions.CacheError` says which path and what to do. With ``create=False`` (the CLI) the
+    directory must already be a bertfeat cache.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> cache = open_cache(tempfile.mkdtemp())
+    >>> cache.info()
+    []
+    """
+    shown = os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else path
+    root = os.path.abspath(os.path.expanduser(os.fsdecode(path)))
+    what_to_do = ("Pass a writable directory on this machine (est.set_params(cache_dir=...), or "
+                  "<step>__cache_dir=... for a Pipeline), or cache_dir=None to run without a cache.")
+    if not os.path.isdir(root):
+        if os.path.lexists(root):
+            raise CacheError(f"cache_dir={shown!r} ({root}) exists but is not a directory. {what_to_do}")
+        if not create:
+            raise CacheError(f"{root} does not exist, so it holds no bertfeat cache.")
+        try:
+            os.makedirs(root, exist_ok=True)
+        except OSError as exc:
+            raise CacheError(
+                f"cache_dir={shown!r} ({root}) does not exist and cannot be created ({exc.strerror or exc}). A "
+                f"pickled pipeline keeps the cache path of the machine it was fitted on. {what_to_do}"
+            ) from None
+    marker = os.path.join(root, MARKER)
+    if create:
+        if not os.access(root, os.W_OK | os.X_OK):
+            raise CacheError(f"cache_dir={shown!r} ({root}) is not writable by this user. {what_to_do}")
+        if not os.path.exists(marker):
+            _write_atomic(marker, json.dumps({"bertfeat_cache_format": CACHE_FORMAT}) + "\n")
+    elif not os.path.exists(marker):
+        raise CacheError(f"{root} is not a bertfeat cache (it has no {MARKER}); point at the cache_dir you used.")
+    with _OPEN_LOCK:
+        if _OPEN.get("pid") != os.getpid():  # a forked child must not share the parent's thread locks
+            _OPEN.clear()
+            _OPEN["pid"] = os.getpid()
+        cache = _OPEN.get(root)
+        if cache is None:
+            cache = _OPEN[root] = Cache(root)
+    return cache
+
+
+_OPEN: dict = {}
+_OPEN_LOCK = threading.Lock()
+
+
+@dataclass
+class NamespaceInfo:
+    """What one recipe's namespace holds. ``rows`` counts distinct texts; ``stored_rows`` includes duplicates."""
+
+    fingerprint: str
+    recipe: dict | None
+    n_features: int | None
+    rows: int
+    stored_rows: int
+    shards: int
+    bytes: int
+    corrupt: list[str] = field(default_factory=list)
+    temp_files: int = 0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class CompactResult:
+    """What :meth:`Cache.compact` did to one namespace."""
+
+    fingerprint: str
+    shards_before: int
+    shards_after: int
+    rows: int
+    duplicates_dropped: int
+    corrupt_removed: list[str]
+    temp_removed: int
+    bytes_before: int
+    bytes_after: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Cache:
+    """A cache directory: one :class:`_Namespace` per recipe fingerprint. Get one with :func:`open_cache`.
+
+    ``row_group_rows`` overrides the rows per parquet row group of new shards (tests use it to make many groups).
+    """
+
+    def __init__(self, root, *, row_group_rows: int | None = None):
+        self.root = os.path.abspath(os.fsdecode(root))
+        self.row_group_rows = row_group_rows
+        self._namespaces: dict[str, _Namespace] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"Cache({self.root!r})"
+
+    # -- the interface of bertfeat.encode.encode ------------------------------------------------------------------
+
+    def lookup(self, recipe, keys) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Find ``keys`` under ``recipe``: (found mask, float32 vectors of the found keys in order, their n_tokens)."""
+        q = _key_array(keys)
+        return self._namespace(recipe.fingerprint(), recipe.n_features).lookup(q)
+
+    def store(self, recipe, keys, vectors, n_tokens) -> int:
+        """Append the rows whose keys are not stored yet; returns how many rows were written."""
+        q = _key_array(keys)
+        vectors = np.asarray(vectors)
+        n_tokens = np.asarray(n_tokens)
+        n_features = recipe.n_features
+        if vectors.dtype != np.float32 or vectors.shape != (len(q), n_features):
+            raise ValueError(
+                f"vectors must be float32 of shape ({len(q)}, {n_features}) for this recipe; got {vectors.dtype} "
+                f"{vectors.shape}."
+            )
+        if n_tokens.shape != (len(q),) or n_tokens.dtype.kind not in "iu":
+            raise ValueError(f"n_tokens must be {len(q)} integers; got {n_tokens.dtype} {n_tokens.shape}.")
+        if not len(q):
+            return 0
+        ns = self._namespace(recipe.fingerprint(), n_features)
+        try:
+            return ns.store(q, vectors, n_tokens.astype(np.int64, copy=False), recipe)
+        except OSError as exc:  # the vectors are already computed: a failed cache write must not lose them
+            warnings.warn(
+                f"bertfeat cache: could not write new rows to {ns.dir} ({exc}); they are not cached. Check the free "
+                "space and permissions of the cache directory.",
+                CacheWarning, stacklevel=3,
+            )
+            return 0
+
+    # -- maintenance (the `bertfeat cache` command) ---------------------------------------------------------------
+
+    def fingerprints(self) -> list[str]:
+        """The namespaces present on disk, sorted."""
+        try:
+            names = os.listdir(self.root)
+        except FileNotFoundError:
+            return []
+        return sorted(n for n in names if _NAMESPACE_RE.match(n) and os.path.isdir(os.path.join(self.root, n)))
+
+    def resolve(self, prefix: str) -> str:
+        """The one fingerprint starting with ``prefix`` (at least 6 characters), or a CacheError."""
+        matches = [fp for fp in self.fingerprints() if fp.startswith(prefix.lower())]
+        if len(prefix) < 6 or len(matches) != 1:
+            why = ("is too short (give at least 6 characters)" if len(prefix) < 6
+                   else "matches no namespace" if not matches else f"matches {len(matches)} namespaces")
+            raise CacheError(
+                f"fingerprint {prefix!r} {why} in {self.root}; `bertfeat cache info {self.root}` lists them."
+            )
+        return matches[0]
+
+    def info(self) -> list[NamespaceInfo]:
+        """One :class:`NamespaceInfo` per namespace (this reads every shard's key column)."""
+        return [self._namespace(fp).info() for fp in self.fingerprints()]
+
+    def compact(self, fingerprint: str | None = None) -> list[CompactResult]:
+        """Merge each namespace's shards into one, dropping duplicates, corrupt shards and dead writers' temp files.
+
+        Safe while other processes read and write: new shards that appear meanwhile are left alone, and the swap
+        of old shards for the merged one happens under a short exclusive lock.
+        """
+        fps = [fingerprint] if fingerprint else self.fingerprints()
+        return [self._namespace(fp).compact() for fp in fps]
+
+    def clear(self, fingerprint: str | None = None) -> list[str]:
+        """Delete one namespace, or all of them; returns the fingerprints deleted. The directory stays a cache."""
+        fps = [fingerprint] if fingerprint else self.fingerprints()
+        for fp in fps:
+            self._namespace(fp).clear()
+            with self._lock:
+                self._namespaces.pop(fp, None)
+        return fps
+
+    # -- internals ------------------------------------------------------------------------------------------------
+
+    def _namespace(self, fingerprint: str, n_features: int | None = None) -> "_Namespace":
+        with self._lock:
+            ns = self._namespaces.get(fingerprint)
+            if ns is None:
+                ns = self._namespaces[fingerprint] = _Namespace(self.root, fingerprint, n_features)
+            elif ns.n_features is None and n_features is not None:
+                ns.n_features = n_features
+            ns.row_group_rows = self.row_group_rows
+            return ns
+
+
+@dataclass
+class _Shard:
+    name: str
+    path: str
+    metadata: object  # pyarrow FileMetaData, kept so a lookup does not parse the footer again
+    rg_starts: np.ndarray  # first row of each row group, plus the row count at the end
+
+
+class _Namespace:
+    """One recipe's shards and the in-memory index over them: sorted keys -> (shard id, row).
+
+    The index keeps every stored copy of a key (sorted stably, older shards first), so dropping a shard that was
+    compacted away or found corrupt never hides a copy held by another shard.
+    """
+
+    def __init__(self, root: str, fingerprint: str, n_features: int | None):
+        self.root = root
+        self.fingerprint = fingerprint
+        self.dir = os.path.join(root, fingerprint)
+        self.n_features = n_features
+        self.row_group_rows: int | None = None
+        self.shards: dict[int, _Shard] = {}
+        self.ids: dict[str, int] = {}
+        self.bad: set[str] = set()
+        self._warned: set[str] = set()
+        self._next_id = 0
+        self.keys = np.empty(0, dtype=f"S{KEY_BYTES}")
+        self.shard_of = np.empty(0, dtype=np.int32)
+        self.row_of = np.empty(0, dtype=np.int32)
+        self._lock = threading.RLock()
+
+    # -- index ------------------------------------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Bring the index up to date with the shards on disk: read new shards' keys, forget vanished ones."""
+        with self._lock:
+            names = self._list_shards()
+            gone = [name for name in self.ids if name not in names]
+            if gone:
+                self._forget([self.ids[name] for name in gone])
+            opened = [self._open(name) for name in sorted(names) if name not in self.ids and name not in self.bad]
+            self._register([shard for shard in opened if shard is not None])
+
+    def _list_shards(self) -> set[str]:
+        # The shared lock only spans the listing, so that compaction's swap (new shard in, old ones out) is seen
+        # whole; compaction holds the exclusive lock for a rename and a few unlinks.
+        if not os.path.isdir(self.dir):
+            return set()
+        with _flock(os.path.join(self.dir, _LOCK_FILE), exclusive=False):
+            try:
+                return {name for name in os.listdir(self.dir) if _SHARD_RE.match(name)}
+            except FileNotFoundError:
+                return set()
+
+    def _open(self, name: str):
+        """Read a shard's footer and key column: returns (_Shard, keys), or None if it is gone or unreadable."""
+        path = os.path.join(self.dir, name)
+        try:
+            with pq.ParquetFile(path, page_checksum_verification=True) as pf:
+                self._check_schema(pf.schema_arrow)
+                metadata = pf.metadata
+                keys = _keys_from_column(pf.read(columns=["key"], use_threads=False).column(0))
+            if len(keys) != metadata.num_rows:
+                raise ValueError(f"{len(keys)} keys for {metadata.num_rows} rows")
+        except FileNotFoundError:  # compacted or cleared since the listing
+            return None
+        except (OSError, pa.ArrowException, ValueError) as exc:
+            self._mark_bad(name, exc)
+            return None
+        counts = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
+        rg_starts = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
+        return _Shard(name, path, metadata, rg_starts), keys
+
+    def _check_schema(self, schema: pa.Schema) -> None:
+        meta = schema.metadata or {}
+        fingerprint = meta.get(b"bertfeat.fingerprint", b"").decode()
+        if fingerprint != self.fingerprint:
+            raise ValueError(f"it belongs to recipe {fingerprint or '(none)'!r}, not to {self.fingerprint!r}")
+        names = schema.names
+        if names != ["key", "n_tokens", "vector"]:
+            raise ValueError(f"unexpected columns {names}")
+        vector = schema.field("vector").type
+        if (schema.field("key").type != pa.binary(KEY_BYTES) or schema.field("n_tokens").type != pa.int64()
+                or not pa.types.is_fixed_size_list(vector) or vector.value_type != pa.float32()):
+            raise ValueError(f"unexpected column types {schema.types}")
+        if self.n_features is None:
+            self.n_features = vector.list_size
+        elif vector.list_size != self.n_features:
+            raise ValueError(f"vectors of {vector.list_size} floats where the recipe has {self.n_features}")
+
+    def _register(self, opened: list) -> None:
+        """Add shards to the index in one merge (one pass over the index however many shards are new)."""
+        if not opened:
+            return
+        new_keys, new_sids, new_rows = [], [], []
+        for shard, keys in opened:
+            sid = self._next_id
+            self._next_id += 1
+            self.shards[sid] = shard
+            self.ids[shard.name] = sid
+            new_keys.append(keys)
+            new_sids.append(np.full(len(keys), sid, dtype=np.int32))
+            new_rows.append(np.arange(len(keys), dtype=np.int32))
+        keys = np.concatenate(new_keys)
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        # side="right" puts new copies after existing ones, so older shards answer first.
+        at = np.searchsorted(self.keys, keys, side="right")
+        self.keys = np.insert(self.keys, at, keys)
+        self.shard_of = np.insert(self.shard_of, at, np.concatenate(new_sids)[order])
+        self.row_of = np.insert(self.row_of, at, np.concatenate(new_rows)[order])
+
+    def _forget(self, sids) -> None:
+        sids = list(sids)
+        keep = ~np.isin(self.shard_of, sids)
+        self.keys, self.shard_of, self.row_of = self.keys[keep], self.shard_of[keep], self.row_of[keep]
+        for sid in sids:
+            shard = self.shards.pop(sid)
+            self.ids.pop(shard.name, None)
+
+    def _mark_bad(self, name: str, exc: BaseException) -> None:
+        self.bad.add(name)
+        if name in self.ids:
+            self._forget([self.ids[name]])
+        if name not in self._warned:
+            self._warned.add(name)
+            warnings.warn(
+                f"bertfeat cache: ignoring unreadable shard {os.path.join(self.dir, name)} ({type(exc).__name__}: "
+                f"{exc}); its texts will be recomputed. `bertfeat cache compact {self.root}` removes it.",
+                CacheWarning, stacklevel=5,
+            )
+
+    # -- lookup and store ---------------------------------------------------------------------------------------
+
+    def lookup(self, q: np.ndarray):
+        n_features = self.n_features
+        found = np.zeros(len(q), dtype=bool)
+        vectors = np.empty((len(q), n_features), dtype=np.float32)
+        n_tokens = np.zeros(len(q), dtype=np.int64)
+        with self._lock:
+            todo = np.arange(len(q))
+            # A shard can vanish (compaction) or prove corrupt between the index and the read; the keys it held
+            # are then looked up again, in the shards that remain.
+            for _ in range(4):
+                self.refresh()
+                if not len(todo) or not len(self.keys):
+                    break
+                # A snapshot: dropping a failed shard below replaces the index arrays.
+                keys, shard_of, row_of, shards = self.keys, self.shard_of, self.row_of, dict(self.shards)
+                pos = np.searchsorted(keys, q[todo])
+                hit = pos < len(keys)
+                hit[hit] = keys[pos[hit]] == q[todo[hit]]
+                todo, pos = todo[hit], pos[hit]
+                sids = shard_of[pos]
+                failed = []
+                for sid in np.unique(sids):
+                    sel = sids == sid
+                    shard = shards[int(sid)]
+                    try:
+                        vecs, toks = self._read_rows(shard, row_of[pos[sel]])
+                    except FileNotFoundError:
+                        self._forget([int(sid)])
+                        failed.append(todo[sel])
+                    except (OSError, pa.ArrowException, ValueError) as exc:
+                        self._mark_bad(shard.name, exc)
+                        failed.append(todo[sel])
+                    else:
+                        vectors[todo[sel]] = vecs
+                        n_tokens[todo[sel]] = toks
+                        found[todo[sel]] = True
+                if not failed:
+                    break
+                todo = np.concatenate(failed)
+        return found, vectors[found], n_tokens[found]
+
+    def _read_rows(self, shard: _Shard, rows: np.ndarray):
+        """Read the vectors and token counts of ``rows``: only the row groups that hold them are read."""
+        groups_of_rows = np.searchsorted(shard.rg_starts, rows, side="right") - 1
+        groups = np.unique(groups_of_rows)
+        with pq.ParquetFile(shard.path, metadata=shard.metadata, page_checksum_verification=True) as pf:
+            table = pf.read_row_groups(groups.tolist(), columns=["n_tokens", "vector"], use_threads=False)
+        sizes = shard.rg_starts[groups + 1] - shard.rg_starts[groups]
+        first_in_table = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        local = first_in_table[np.searchsorted(groups, groups_of_rows)] + rows - shard.rg_starts[groups_of_rows]
+        vectors = _vectors_from_column(table.column("vector"), self.n_features)
+        return vectors[local], table.column("n_tokens").to_numpy()[local]
+
+    def store(self, q: np.ndarray, vectors: np.ndarray, n_tokens: np.ndarray, recipe) -> int:
+        with self._lock:
+            self.refresh()
+            _, first = np.unique(q, return_index=True)
+            first.sort()
+            pos = np.searchsorted(self.keys, q[first])
+            stored = pos < len(self.keys)
+            stored[stored] = self.keys[pos[stored]] == q[first][stored]
+            new = first[~stored]
+            if not len(new):
+                return 0
+            table = _shard_table(q[new], vectors[new], n_tokens[new], self.fingerprint)
+            try:
+                self._write(table, recipe)
+            except FileNotFoundError:  # the namespace was cleared while writing: recreate it, once
+                self._write(table, recipe)
+            # The next refresh indexes the new shard (reading its key column), like any other writer's.
+            return len(new)
+
+    def _write(self, table: pa.Table, recipe) -> str:
+        os.makedirs(self.dir, exist_ok=True)
+        recipe_path = os.path.join(self.dir, RECIPE_FILE)
+        if not os.path.exists(recipe_path):
+            d = recipe.to_dict()
+            d["n_features"] = recipe.n_features
+            _write_atomic(recipe_path, json.dumps(d, indent=2, sort_keys=True) + "\n")
+        with _TempShard(self.dir) as tmp:
+            pq.write_table(table, tmp.path, row_group_size=_row_group_rows(self.n_features, self.row_group_rows),
+                           **_WRITE_OPTIONS)
+            _fsync_file(tmp.path)
+            return tmp.commit()
+
+    # -- maintenance --------------------------------------------------------------------------------------------
+
+    def _temp_files(self) -> list[str]:
+        try:
+            return [n for n in os.listdir(self.dir) if n.startswith(".tmp-")]
+        except FileNotFoundError:
+            return []
+
+    def _read_recipe(self) -> dict | None:
+        try:
+            with open(os.path.join(self.dir, RECIPE_FILE), encoding="utf-8") as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
+
+    def _present_bad(self) -> list[str]:
+        return sorted(n for n in self.bad if os.path.exists(os.path.join(self.dir, n)))
+
+    def _bytes(self, names) -> int:
+        total = 0
+        for name in names:
+            with contextlib.suppress(FileNotFoundError):
+                total += os.path.getsize(os.path.join(self.dir, name))
+        return total
+
+    def info(self) -> NamespaceInfo:
+        recipe = self._read_recipe()
+        if self.n_features is None and recipe and isinstance(recipe.get("n_features"), int):
+            self.n_features = recipe["n_features"]
+        with self._lock:
+            self.refresh()
+            distinct = int(np.count_nonzero(self.keys[1:] != self.keys[:-1])) + 1 if len(self.keys) else 0
+            names = [s.name for s in self.shards.values()]
+            return NamespaceInfo(
+                fingerprint=self.fingerprint, recipe=recipe, n_features=self.n_features, rows=distinct,
+                stored_rows=len(self.keys), shards=len(names), bytes=self._bytes(names + self._present_bad()),
+                corrupt=self._present_bad(), temp_files=len(self._temp_files()),
+            )
+
+    def compact(self) -> CompactResult:
+        with _flock(os.path.join(self.dir, _COMPACT_LOCK_FILE), exclusive=True), self._lock:
+            temp_removed = self._remove_stale_temp_files()
+            self.bad.clear()  # look again: a shard is only deleted as corrupt if it still cannot be read
+            self.refresh()
+            old = dict(self.shards)
+            bad = self._present_bad()
+            bytes_before = self._bytes([s.name for s in old.values()] + bad)
+            result = dict(fingerprint=self.fingerprint, shards_before=len(old) + len(bad), temp_removed=temp_removed,
+                          bytes_before=bytes_before)
+            canonical = np.ones(len(self.keys), dtype=bool)
+            canonical[1:] = self.keys[1:] != self.keys[:-1]
+            duplicates = int(len(self.keys) - canonical.sum())
+            if len(old) <= 1 and not duplicates and not bad:
+                return CompactResult(**result, shards_after=len(old), rows=len(self.keys), duplicates_dropped=0,
+                                     corrupt_removed=[], bytes_after=bytes_before)
+            # The first copy of each key (older shards first) is kept; shards are copied in age order, rows in
+            # their order, so texts written together stay together and lookups keep reading few row groups.
+            keep_sid, keep_row = self.shard_of[canonical], self.row_of[canonical]
+            by_shard = np.argsort(keep_sid, kind="stable")
+            keep_sid, keep_row = keep_sid[by_shard], keep_row[by_shard]
+            with _TempShard(self.dir) as tmp:
+                writer = _RowGroupWriter(tmp.path, self.fingerprint, self.n_features,
+                                         _row_group_rows(self.n_features, self.row_group_rows)) if old else None
+                for sid, shard in sorted(old.items()):
+                    keep = np.zeros(int(shard.rg_starts[-1]), dtype=bool)
+                    lo, hi = np.searchsorted(keep_sid, [sid, sid + 1])
+                    keep[keep_row[lo:hi]] = True
+                    try:
+                        self._copy_rows(shard, keep, writer)
+                    except FileNotFoundError:  # cannot happen while we hold the compaction lock; be safe anyway
+                        raise CacheError(f"{shard.path} vanished during compaction; run compact again.") from None
+                    except (OSError, pa.ArrowException, ValueError) as exc:
+                        self._mark_bad(shard.name, exc)
+                rows = 0
+                if writer is not None:
+                    writer.close()
+                    rows = writer.n_rows
+                    _fsync_file(tmp.path)
+                bad = self._present_bad()
+                dead = [s.name for s in old.values() if s.name not in self.bad] + bad
+                with _flock(os.path.join(self.dir, _LOCK_FILE), exclusive=True):
+                    if rows:
+                        tmp.commit()
+                    for n in dead:
+                        with contextlib.suppress(FileNotFoundError):
+                            os.unlink(os.path.join(self.dir, n))
+            self._forget([sid for sid in old if sid in self.shards])
+            self.bad.difference_update(bad)
+            self.refresh()
+            return CompactResult(
+                **result, shards_after=len(self.shards), rows=rows, duplicates_dropped=duplicates,
+                corrupt_removed=bad, bytes_after=self._bytes([s.name for s in self.shards.values()]),
+            )
+
+    def _copy_rows(self, shard: _Shard, keep: np.ndarray, writer: "_RowGroupWriter") -> None:
+        """Copy the kept rows of a shard, one row group at a time (checksums verified, so copied rows are sound)."""
+        with pq.ParquetFile(shard.path, metadata=shard.metadata, page_checksum_verification=True) as pf:
+            for g in range(shard.metadata.num_row_groups):
+                mask = keep[shard.rg_starts[g]: shard.rg_starts[g + 1]]
+                if mask.any():
+                    writer.write(pf.read_row_group(g, use_threads=False).filter(pa.array(mask)))
+
+    def _remove_stale_temp_files(self) -> int:
+        removed = 0
+        now = time.time()
+        for name in self._temp_files():
+            path = os.path.join(self.dir, name)
+            m = _TMP_RE.match(name)
+            try:
+                old = now - os.path.getmtime(path) > _STALE_TMP_SECONDS
+            except FileNotFoundError:
+                continue
+            dead_here = m is not None and m["host"] == _HOST and not _pid_alive(int(m["pid"]))
+            if old or dead_here:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+                    removed += 1
+        return removed
+
+    def clear(self) -> None:
+        if not os.path.isdir(self.dir):
+            return
+        with _flock(os.path.join(self.dir, _COMPACT_LOCK_FILE), exclusive=True), self._lock:
+            with _flock(os.path.join(self.dir, _LOCK_FILE), exclusive=True):
+                for name in os.listdir(self.dir):
+                    if _SHARD_RE.match(name) or name.startswith(".tmp-") or name == RECIPE_FILE:
+                        with contextlib.suppress(FileNotFoundError):
+                            os.unlink(os.path.join(self.dir, name))
+            self._forget(list(self.shards))
+            self.bad.clear()
+        for name in (_LOCK_FILE, _COMPACT_LOCK_FILE):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(self.dir, name))
+        with contextlib.suppress(OSError):  # left in place if something else was put there
+            os.rmdir(self.dir)
+
+
+# -- shard files ------------------------------------------------------------------------------------------------
+
+
+def _row_group_rows(n_features: int, override: int | None) -> int:
+    if override:
+        return int(override)
+    return int(min(65536, max(16, _ROW_GROUP_BYTES // (4 * max(1, n_features)))))
+
+
+def _schema(fingerprint: str, n_features: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("key", pa.binary(KEY_BYTES), nullable=False),
+            pa.field("n_tokens", pa.int64(), nullable=False),
+            pa.field("vector", pa.list_(pa.float32(), n_features), nullable=False),
+        ],
+        metadata={"bertfeat.fingerprint": fingerprint, "bertfeat.cache_format": str(CACHE_FORMAT)},
+    )
+
+
+def _shard_table(keys: np.ndarray, vectors: np.ndarray, n_tokens: np.ndarray, fingerprint: str) -> pa.Table:
+    n, n_features = vectors.shape
+    key_array = pa.FixedSizeBinaryArray.from_buffers(pa.binary(KEY_BYTES), n, [None, pa.py_buffer(keys.tobytes())])
+    vector_array = pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(vectors).reshape(-1)), n_features)
+    return pa.Table.from_arrays([key_array, pa.array(n_tokens, pa.int64()), vector_array],
+                                schema=_schema(fingerprint, n_features))
+
+
+def _key_array(keys) -> np.ndarray:
+    keys = list(keys)
+    bad = next((k for k in keys if not isinstance(k, bytes) or len(k) != KEY_BYTES), None)
+    if bad is not None:
+        raise ValueError(f"cache keys must be {KEY_BYTES} bytes (bertfeat.encode.text_key); got {bad!r}.")
+    return np.frombuffer(b"".join(keys), dtype=f"S{KEY_BYTES}").copy() if keys else np.empty(0, f"S{KEY_BYTES}")
+
+
+def _keys_from_column(column) -> np.ndarray:
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if arr.null_count:
+        raise ValueError("null keys")
+    buf = arr.buffers()[1]
+    return np.frombuffer(buf, dtype=f"S{KEY_BYTES}", count=len(arr), offset=arr.offset * KEY_BYTES).copy()
+
+
+def _vectors_from_column(column, n_features: int) -> np.ndarray:
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    values = arr.flatten().to_numpy(zero_copy_only=False)
+    return values.reshape(len(arr), n_features)
+
+
+class _RowGroupWriter:
+    """Writes tables of any size as row groups of exactly ``rows`` rows (the last one excepted)."""
+
+    def __init__(self, sink, fingerprint: str, n_features: int, rows: int):
+        self.rows = rows
+        self.pending: list[pa.Table] = []
+        self.n_pending = 0
+        self.n_rows = 0
+        self.writer = pq.ParquetWriter(sink, _schema(fingerprint, n_features), **_WRITE_OPTIONS)
+
+    def write(self, table: pa.Table) -> None:
+        self.n_rows += table.num_rows
+        self.pending.append(table)
+        self.n_pending += table.num_rows
+        if self.n_pending >= self.rows:
+            merged = pa.concat_tables(self.pending)
+            full = (merged.num_rows // self.rows) * self.rows
+            self.writer.write_table(merged.slice(0, full), row_group_size=self.rows)
+            rest = merged.slice(full)
+            self.pending, self.n_pending = [rest], rest.num_rows
+
+    def close(self) -> None:
+        if self.n_pending:
+            self.writer.write_table(pa.concat_tables(self.pending), row_group_size=self.rows)
+        self.writer.close()
+
+
+class _TempShard:
+    """A temporary shard file in ``directory``, renamed into place by :meth:`commit` or removed on exit."""
+
+    def __init__(self, directory: str):
+        self.dir = directory
+        self.path = os.path.join(directory, f".tmp-{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:12]}.parquet")
+        self.committed = False
+
+    def __enter__(self) -> "_TempShard":
+        return self
+
+    def commit(self) -> str:
+        name = f"shard-{time.time_ns():020d}-{uuid.uuid4().hex[:12]}.parquet"
+        os.replace(self.path, os.path.join(self.dir, name))  # atomic: readers see the whole shard or none of it
+        self.committed = True
+        _fsync_dir(self.dir)
+        return name
+
+    def __exit__(self, *exc) -> None:
+        if not self.committed:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+
+
+def _write_atomic(path: str, text: str) -> None:
+    tmp = f"{path}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def _fsync_file(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(path: str) -> None:
+    # Makes the rename durable across a power cut; not every platform can open a directory.
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def _flock(path: str, *, exclusive: bool):
+    """An advisory lock on ``path``; a no-op where flock is missing or the lock file cannot be created."""
+    fd = None
+    if fcntl is not None:
+        with contextlib.suppress(OSError):
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    if fd is None:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)

@@ -1,0 +1,65 @@
+"""Options shared by several commands, defined once: the embedding recipe and the run settings."""
+
+from __future__ import annotations
+
+import argparse
+
+from bertfeat.recipe import DTYPES, LAYER_AGGS, LONG_TEXT_MODES, MISSING_POLICIES, POOLINGS
+
+
+def int_list(text: str):
+    """``"-1"`` -> -1; ``"-4,-3,-2,-1"`` -> [-4, -3, -2, -1]."""
+    try:
+        values = [int(v) for v in text.split(",") if v.strip() != ""]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an int or comma-separated ints such as -4,-3,-2,-1, got {text!r}")
+    if not values:
+        raise argparse.ArgumentTypeError("expected at least one layer index")
+    return values[0] if len(values) == 1 and "," not in text else values
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def add_recipe_options(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("embedding recipe (as in BertEmbedder)")
+    g.add_argument("--model", default="default",
+                   help="'default' (bundled all-MiniLM-L6-v2), a Hugging Face name, or a local directory")
+    g.add_argument("--pooling", default="cls+mean",
+                   help=f"{', '.join(POOLINGS)} or a combination like cls+mean (default: cls+mean)")
+    g.add_argument("--layers", type=int_list, default=None, metavar="L[,L...]",
+                   help="layer index or comma list; 0 = embeddings, -1 = last (write --layers=-1 or "
+                        "--layers=-2,-1); default: the last four layers")
+    g.add_argument("--layer-agg", choices=LAYER_AGGS, default="mean")
+    g.add_argument("--max-length", type=positive_int, default=None, help="tokens per window (default: model limit)")
+    g.add_argument("--long-text", choices=LONG_TEXT_MODES, default="truncate")
+    g.add_argument("--stride", type=int, default=None, help="tokens shared by windows (with --long-text chunk)")
+    g.add_argument("--normalize", action="store_true", help="L2-normalize each pooled block")
+    g.add_argument("--missing", choices=MISSING_POLICIES, default="error",
+                   help="what a missing text gets: an error, a zero vector, or NaN")
+    r = parser.add_argument_group("run settings")
+    r.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
+    r.add_argument("--dtype", choices=DTYPES, default="auto")
+    r.add_argument("--batch-tokens", type=positive_int, default=None, help="token budget of one forward pass")
+    r.add_argument("--cache-dir", default=None, help="persistent embedding cache shared with Python and R")
+
+
+def recipe_params(args: argparse.Namespace) -> dict:
+    """BertEmbedder keyword arguments from the parsed options; rejects combinations that make no sense."""
+    from bertfeat.cli import UsageError
+
+    if args.stride is not None and args.long_text != "chunk":
+        raise UsageError("--stride applies to --long-text chunk only; drop --stride or add --long-text chunk.")
+    return dict(
+        model=args.model, pooling=args.pooling, layers=args.layers, layer_agg=args.layer_agg,
+        max_length=args.max_length, long_text=args.long_text, stride=args.stride, normalize=args.normalize,
+        missing=args.missing, device=args.device, dtype=args.dtype, batch_tokens=args.batch_tokens,
+        cache_dir=args.cache_dir,
+    )

@@ -1,0 +1,112 @@
+"""``bertfeat cache info|compact|clear DIR``: look after an embedding cache directory (see docs/cache.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from bertfeat.cli import UsageError
+
+EXAMPLES = """\
+examples:
+  bertfeat cache info ~/.cache/bertfeat             recipes, rows and bytes per namespace
+  bertfeat cache info ~/.cache/bertfeat --json      the same, as JSON
+  bertfeat cache compact ~/.cache/bertfeat          merge shards, drop duplicates and corrupt shards
+  bertfeat cache clear ~/.cache/bertfeat --yes      delete every cached vector
+  bertfeat cache clear ~/.cache/bertfeat --namespace 3f2a9c1e   delete one recipe's vectors
+
+DIR is the cache_dir given to BertEmbedder (or to bf_embed() in R). compact and clear are safe while other jobs
+use the cache: they read and write whole shards only, and hold a lock for a moment.
+"""
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "cache",
+        help="show, compact or clear an embedding cache directory",
+        description="Show, compact or clear a bertfeat embedding cache directory.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+    info = actions.add_parser("info", help="recipes, rows and bytes per namespace", epilog=EXAMPLES,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    info.add_argument("dir", metavar="DIR", help="the cache directory")
+    info.add_argument("--json", action="store_true", help="print JSON instead of text")
+    compact = actions.add_parser("compact", help="merge each namespace's shards into one", epilog=EXAMPLES,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    compact.add_argument("dir", metavar="DIR", help="the cache directory")
+    compact.add_argument("--namespace", metavar="FINGERPRINT",
+                         help="compact only this recipe (a unique prefix will do)")
+    clear = actions.add_parser("clear", help="delete cached vectors (all, or one namespace)", epilog=EXAMPLES,
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+    clear.add_argument("dir", metavar="DIR", help="the cache directory")
+    clear.add_argument("--namespace", metavar="FINGERPRINT", help="delete only this recipe (a unique prefix will do)")
+    clear.add_argument("--yes", action="store_true", help="confirm deleting every namespace")
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from bertfeat.cache import open_cache
+    from bertfeat.exceptions import CacheError
+
+    try:
+        cache = open_cache(args.dir, create=False)
+        namespace = cache.resolve(args.namespace) if getattr(args, "namespace", None) else None
+        if args.action == "info":
+            infos = cache.info()
+            if args.json:
+                print(json.dumps({"dir": cache.root, "namespaces": [i.to_dict() for i in infos]}, indent=2))
+            else:
+                print(_format_info(cache.root, infos))
+        elif args.action == "compact":
+            for r in cache.compact(namespace):
+                print(f"{r.fingerprint}: {r.shards_before} -> {r.shards_after} shards, {r.rows:,} rows, "
+                      f"{r.duplicates_dropped:,} duplicates dropped, {len(r.corrupt_removed)} corrupt shards removed, "
+                      f"{r.temp_removed} dead temp files removed, {_size(r.bytes_before)} -> {_size(r.bytes_after)}")
+        else:
+            if namespace is None and not args.yes:
+                raise UsageError(f"this deletes every cached vector in {cache.root}; add --yes to confirm, or pass "
+                                 "--namespace FINGERPRINT to delete one recipe's vectors.")
+            removed = cache.clear(namespace)
+            print(f"cleared {len(removed)} namespace{'s' if len(removed) != 1 else ''} in {cache.root}")
+    except CacheError as exc:
+        raise UsageError(str(exc)) from None
+    return 0
+
+
+def _format_info(root: str, infos) -> str:
+    rows = sum(i.rows for i in infos)
+    size = sum(i.bytes for i in infos)
+    lines = [f"{root}: {len(infos)} recipe{'s' if len(infos) != 1 else ''}, {rows:,} rows, {_size(size)}"]
+    for i in infos:
+        r = i.recipe or {}
+        lines.append(f"\n{i.fingerprint}  {r.get('model', '(recipe.json missing)')}")
+        if r:
+            layers = ",".join(str(x) for x in r.get("layers", []))
+            lines.append(
+                f"  pooling {'+'.join(r.get('pooling', []))}, layers {layers} ({r.get('layer_agg')}), "
+                f"{i.n_features} features, max_length {r.get('max_length')}, long_text {r.get('long_text')}"
+                + (f" (stride {r.get('stride')})" if r.get("long_text") == "chunk" else "")
+                + f", normalize {'yes' if r.get('normalize') else 'no'}, dtype {r.get('dtype')}"
+            )
+        dup = i.stored_rows - i.rows
+        lines.append(
+            f"  {i.rows:,} rows in {i.shards} shard{'s' if i.shards != 1 else ''}, {_size(i.bytes)}"
+            + (f"; {dup:,} duplicate rows" if dup else "")
+        )
+        if i.corrupt:
+            lines.append(f"  {len(i.corrupt)} corrupt shard(s), ignored until `compact` removes them: "
+                         + ", ".join(i.corrupt))
+        if i.temp_files:
+            lines.append(f"  {i.temp_files} temporary file(s) from writers running now or killed")
+    return "\n".join(lines)
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024:
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return f"{n:,.1f} TiB"

@@ -1,0 +1,129 @@
+"""``bertfeat embed``: featurize a CSV/parquet file (or a directory/glob of parquet) into a parquet file.
+
+``--engine ray`` runs the same per-batch core on a Ray cluster (bertfeat.ray) and writes a directory of parquet.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from bertfeat.cli._options import add_recipe_options, positive_int, recipe_params
+
+ENGINES = ("local", "ray")
+RAY_FLAGS = (("num_workers", "--num-workers"), ("gpus_per_worker", "--gpus-per-worker"),
+             ("cpus_per_worker", "--cpus-per-worker"))
+
+EXAMPLES = """
+examples:
+  bertfeat embed reviews.csv --text-col review --id-col id --out features.parquet
+  bertfeat embed data/ --text-col title --text-col body --keep-col label --out f.parquet --pooling cls+mean
+  bertfeat embed 'shards/*.parquet' --text-col text --out f.parquet --long-text chunk --cache-dir ~/.bertfeat
+  bertfeat embed 'shards/*.parquet' --text-col text --id-col id --out features/ --engine ray --gpus-per-worker 1
+
+A killed run resumes where it stopped when the same command is run again; the output appears at --out only when
+complete, with a provenance manifest beside it (<out>.manifest.json).
+
+--engine ray runs on the Ray cluster this machine belongs to (RAY_ADDRESS, or the one `ray start` made here; else
+a local one on this machine's cores), reads parquet only, and writes --out as a directory of parquet files with the
+same columns and metadata. See docs/ray.md.
+"""
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "embed", help="featurize a CSV/parquet file into a parquet file of embeddings",
+        description=__doc__.splitlines()[0].split(": ", 1)[1], epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("input", metavar="INPUT", help="a CSV file, a parquet file, or a directory or glob of parquet")
+    p.add_argument("--text-col", action="append", required=True, metavar="COL",
+                   help="text column to embed (repeat for several)")
+    p.add_argument("--out", required=True, metavar="PATH",
+                   help="output parquet file (with --engine ray: a directory of parquet files)")
+    keep = p.add_mutually_exclusive_group()
+    keep.add_argument("--id-col", metavar="COL", help="an id column to copy into the output")
+    keep.add_argument("--keep-col", action="append", default=[], metavar="COL",
+                      help="a column to copy into the output (repeat for several)")
+    add_recipe_options(p)
+    o = p.add_argument_group("output")
+    o.add_argument("--layout", choices=("columns", "list"), default="columns",
+                   help="one float32 column per dimension, or one fixed-size-list column per text column")
+    o.add_argument("--chunk-rows", type=positive_int, default=10_000,
+                   help="rows per chunk (memory bound, resume unit and output row group; with --engine ray, rows "
+                        "per batch sent to a worker)")
+    o.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
+    o.add_argument("--quiet", action="store_true", help="no progress and no summary")
+    e = p.add_argument_group("engine")
+    e.add_argument("--engine", choices=ENGINES, default="local",
+                   help="local: this process; ray: a pool of Ray workers across a cluster (needs bertfeat[ray])")
+    e.add_argument("--num-workers", type=positive_int, default=None, metavar="N",
+                   help="Ray workers, each holding one model (default: one per GPU, or one per node without GPUs)")
+    e.add_argument("--gpus-per-worker", type=non_negative_float, default=None, metavar="G",
+                   help="GPUs per Ray worker (1 = one worker per GPU; default 0 = CPU workers)")
+    e.add_argument("--cpus-per-worker", type=positive_float, default=None, metavar="C",
+                   help="CPUs per Ray worker, and its torch threads (default: 1 with GPUs; else the cluster's CPUs "
+                        "less one per node, shared among the workers)")
+    p.set_defaults(func=run)
+
+
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = non_negative_float(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    from bertfeat.cli import UsageError
+    from bertfeat.files import embed_file
+
+    keep = [args.id_col] if args.id_col else list(args.keep_col)
+    if len(set(args.text_col)) != len(args.text_col):
+        raise UsageError(f"--text-col names a column twice: {args.text_col}.")
+    if len(set(keep)) != len(keep):
+        raise UsageError(f"--keep-col names a column twice: {keep}.")
+    params = recipe_params(args)
+    if args.engine == "ray":
+        return _run_ray(args, keep, params)
+    given = [flag for name, flag in RAY_FLAGS if getattr(args, name) is not None]
+    if given:
+        raise UsageError(f"{given[0]} applies to --engine ray only; add --engine ray or drop {given[0]}.")
+    embed_file(
+        args.input, args.out, args.text_col, keep_cols=keep, layout=args.layout, overwrite=args.overwrite,
+        chunk_rows=args.chunk_rows, quiet=args.quiet, **params,
+    )
+    return 0
+
+
+def _run_ray(args: argparse.Namespace, keep: list, params: dict) -> int:
+    from bertfeat.cli import UsageError
+    from bertfeat.files import resolve_input
+
+    kind, _ = resolve_input(args.input)
+    if kind != "parquet":
+        raise UsageError(f"--engine ray reads parquet input only, and {args.input!r} is CSV; convert it to parquet "
+                         "first, or drop --engine ray.")
+    from bertfeat.ray import embed_parquet, require_ray, worker_device
+
+    gpus = args.gpus_per_worker or 0
+    try:
+        worker_device(params["device"], gpus)
+        require_ray()
+    except (ValueError, ImportError) as exc:
+        raise UsageError(str(exc)) from None
+    embed_parquet(
+        args.input, args.out, args.text_col, keep_cols=keep, layout=args.layout, overwrite=args.overwrite,
+        batch_rows=args.chunk_rows, quiet=args.quiet, num_workers=args.num_workers, gpus_per_worker=gpus,
+        cpus_per_worker=args.cpus_per_worker, **params,
+    )
+    return 0

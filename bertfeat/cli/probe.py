@@ -1,0 +1,75 @@
+"""``bertfeat probe``: score every pooling x layer choice on a labelled file and recommend BertEmbedder settings."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from bertfeat.cli._options import positive_int
+
+EXAMPLES = """
+examples:
+  bertfeat probe reviews.csv --text-col review --label-col stars --plot probe.png
+  bertfeat probe data.parquet --text-col text --label-col y --task regression --cv 10 --json probe.json
+"""
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("probe", help="choose pooling and layers by cross-validated evidence",
+                       description=__doc__.splitlines()[0].split(": ", 1)[1], epilog=EXAMPLES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("input", metavar="INPUT", help="a CSV file, a parquet file, or a directory or glob of parquet")
+    p.add_argument("--text-col", required=True, metavar="COL")
+    p.add_argument("--label-col", required=True, metavar="COL", help="classes (logistic) or numbers (ridge)")
+    p.add_argument("--model", default="default")
+    p.add_argument("--task", choices=("auto", "classification", "regression"), default="auto")
+    p.add_argument("--cv", type=positive_int, default=5, help="cross-validation folds")
+    p.add_argument("--max-length", type=positive_int, default=None)
+    p.add_argument("--long-text", choices=("truncate", "chunk"), default="truncate")
+    p.add_argument("--normalize", action="store_true")
+    p.add_argument("--missing", choices=("error", "zero", "nan"), default="error")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--dtype", default="auto")
+    p.add_argument("--cache-dir", default=None)
+    p.add_argument("--no-baseline", action="store_true", help="skip the TF-IDF baseline")
+    p.add_argument("--plot", metavar="PNG", help="save the score-by-layer plot here")
+    p.add_argument("--json", metavar="PATH", help="save the full table and recommendation as JSON")
+    p.add_argument("--top", type=positive_int, default=15, help="rows of the table to print")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from bertfeat.files import InputReader
+    from bertfeat.probe import probe
+
+    reader = InputReader(args.input, [args.text_col, args.label_col], 100_000, [args.text_col])
+    import pyarrow as pa
+
+    table = pa.Table.from_batches(list(reader.batches()), schema=reader.schema)
+    if table.num_rows == 0:
+        raise ValueError(f"input {args.input!r} has no rows.")
+    result = probe(
+        table.column(args.text_col).to_pylist(), table.column(args.label_col).to_numpy(zero_copy_only=False),
+        model=args.model, task=args.task, cv=args.cv, max_length=args.max_length, long_text=args.long_text,
+        normalize=args.normalize, missing=args.missing, device=args.device, dtype=args.dtype,
+        cache_dir=args.cache_dir, baseline=not args.no_baseline, plot=args.plot,
+    )
+    t = result.table
+    print(f"bertfeat probe: {table.num_rows} texts, {result.task}, {args.cv}-fold cross-validated {result.metric} "
+          f"(embedding {result.seconds['embed']:.0f} s, fits {result.seconds['fits']:.0f} s)")
+    print(t[["rank", "candidate", "n_features", "score", "std_err"]].head(args.top).to_string(index=False,
+                                                                                             float_format="%.4f"))
+    if result.baseline:
+        print(f"{result.baseline['name']}: {result.baseline['score']:.4f} +/- {result.baseline['std_err']:.4f}")
+    rec = result.recommended
+    print(f"recommended: BertEmbedder(pooling={rec['pooling']!r}, layers={rec['layers']!r}, "
+          f"layer_agg={rec['layer_agg']!r})  (fewest features within one standard error of the best)")
+    if args.plot:
+        print(f"plot: {args.plot}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"task": result.task, "metric": result.metric, "recommended": rec, "best": result.best,
+                       "baseline": result.baseline, "seconds": result.seconds,
+                       "table": t.drop(columns=["params"]).assign(params=t["params"].map(json.dumps))
+                       .to_dict(orient="records")}, fh, indent=2, default=str)
+    return 0

@@ -1,0 +1,491 @@
+"""The Ray Data runner: the per-batch core on a pool of actors, one model per actor, over a cluster's CPUs or GPUs.
+
+:func:`embed_dataset` adds the featurization to a Ray Dataset (lazily, like any Ray Data transform);
+:func:`embed_parquet` runs a whole job, parquet in and a directory of parquet out, with the same schema, metadata
+and manifest as the single-machine ``bertfeat embed``. Each actor holds one :class:`~bertfeat.arrow.ArrowFeaturizer`
+(so one model load), sets its torch thread count from its CPU allotment, and reads and writes the shared cache, so
+a rerun or a resumed job embeds only the texts no earlier run finished. See docs/ray.md.
+
+This is the only module that imports Ray, and only when one of its functions is called: ``import bertfeat``
+never does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import shutil
+import socket
+import time
+import warnings
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from bertfeat.encode import EncodeStats
+from bertfeat.exceptions import TruncationWarning
+from bertfeat.files import (
+    PARQUET_SUFFIXES, DistinctCounter, InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary, text_hashes,
+)
+from bertfeat.recipe import _is_int
+
+INSTALL_HINT = "pip install 'bertfeat[ray]'"
+
+
+def require_ray():
+    """Import and return ``ray`` (with Ray Data), or say how to install it."""
+    try:
+        import ray
+        import ray.data  # noqa: F401
+    except ImportError as exc:
+        raise ImportError(
+            f"the Ray engine needs Ray Data, which cannot be imported here ({exc}). Install it with {INSTALL_HINT} "
+            "(or pip install 'ray[data]'), or use the local engine."
+        ) from exc
+    return ray
+
+
+# -- how many workers, and what each gets ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WorkerPlan:
+    """The actor pool: its size, each actor's Ray resources, torch threads and device."""
+
+    num_workers: int
+    cpus: float
+    gpus: float
+    threads: int
+    device: str
+
+
+def plan_workers(node_cpus, node_gpus, num_workers=None, gpus_per_worker=0, cpus_per_worker=None,
+                 device: str = "auto") -> WorkerPlan:
+    """Size the actor pool from the cluster's nodes (their CPU and GPU counts) and the user's choices.
+
+    With GPUs: one actor per ``gpus_per_worker`` GPUs in the cluster, one CPU each unless told otherwise. Without:
+    one actor per node, and the cluster's CPUs less one per node (left to Ray Data's read and write tasks, which
+    would otherwise starve and stall the job) shared among the actors, whole CPUs where there are enough.
+    """
+    if num_workers is not None and (not _is_int(num_workers) or num_workers < 1):
+        raise ValueError(f"num_workers={num_workers!r} is not valid: expected a positive int, or None for the default.")
+    if not _is_number(gpus_per_worker) or gpus_per_worker < 0:
+        raise ValueError(f"gpus_per_worker={gpus_per_worker!r} is not valid: expected a number >= 0 (0 = CPU only).")
+    if cpus_per_worker is not None and (not _is_number(cpus_per_worker) or cpus_per_worker <= 0):
+        raise ValueError(f"cpus_per_worker={cpus_per_worker!r} is not valid: expected a number > 0, or None.")
+    device = worker_device(device, gpus_per_worker)
+    gpus = float(gpus_per_worker)
+    if gpus > 0:
+        if num_workers is None:
+            num_workers = int(sum(node_gpus) // gpus)
+            if num_workers < 1:
+                raise ValueError(
+                    f"gpus_per_worker={gpus_per_worker} but the Ray cluster has {sum(node_gpus):g} GPU(s). Pass "
+                    "num_workers= explicitly (an autoscaling cluster then adds GPU nodes), or gpus_per_worker=0 for "
+                    "CPU workers."
+                )
+        cpus = 1.0 if cpus_per_worker is None else float(cpus_per_worker)
+    else:
+        spare = [c - 1 for c in node_cpus if c >= 2]
+        if num_workers is None:
+            num_workers = max(1, len(spare))
+        if cpus_per_worker is None:
+            if not spare:
+                raise ValueError(
+                    f"the Ray cluster has {sum(node_cpus):g} CPU(s), too few to keep one per node for reading and "
+                    "writing; pass cpus_per_worker= explicitly (a fraction such as 0.5 lets workers share a CPU)."
+                )
+            share = sum(spare) / num_workers
+            cpus = float(min(math.floor(share), max(spare))) if share >= 1 else math.floor(share * 100) / 100
+        else:
+            cpus = float(cpus_per_worker)
+    return WorkerPlan(num_workers=int(num_workers), cpus=cpus, gpus=gpus, threads=max(1, int(cpus)), device=device)
+
+
+def worker_device(device, gpus_per_worker) -> str:
+    """The device each actor uses: the GPU Ray gave it, or the CPU when it asked Ray for none."""
+    if not isinstance(device, str):
+        raise ValueError(f"device={device!r} is not valid: expected 'auto', 'cpu', 'cuda' or 'mps'.")
+    if gpus_per_worker:
+        if device not in ("auto", "cuda"):
+            raise ValueError(
+                f"device={device!r} does not go with gpus_per_worker={gpus_per_worker:g}: Ray gives each worker its "
+                "GPU(s) and hides the others, so leave device='auto' (--device auto)."
+            )
+        return "cuda"
+    if device.startswith("cuda"):
+        raise ValueError(
+            f"device={device!r} needs GPUs from Ray: pass gpus_per_worker=1 (--gpus-per-worker 1), one GPU per worker."
+        )
+    return "cpu" if device == "auto" else device  # a worker that asked Ray for no GPU must not take one
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _cluster_nodes(ray) -> tuple[list[float], list[float]]:
+    alive = [n for n in ray.nodes() if n.get("Alive")]
+    return ([float(n["Resources"].get("CPU", 0)) for n in alive], [float(n["Resources"].get("GPU", 0)) for n in alive])
+
+
+# -- the actor -----------------------------------------------------------------------------------------------------
+
+
+class RayFeaturizer:
+    """What each actor holds: one :class:`~bertfeat.arrow.ArrowFeaturizer`, called on every batch Ray sends it.
+
+    Parameters
+    ----------
+    text_cols, keep_cols, layout, params
+        As for :class:`~bertfeat.arrow.ArrowFeaturizer` (``params`` are BertEmbedder parameters).
+    threads : int
+        torch threads for this actor: Ray starts workers with one, whatever CPUs the actor reserved.
+    collector : ray.actor.ActorHandle, optional
+        A job's :class:`JobCounts` actor, told about this worker and the counts of every batch.
+    """
+
+    def __init__(self, text_cols, keep_cols, layout, threads, params, collector=None):
+        from bertfeat.arrow import ArrowFeaturizer
+        from bertfeat.backend import set_threads
+
+        self.collector = collector
+        self.threads = set_threads(threads)
+        with self._reporting_mistakes():
+            self.featurizer = ArrowFeaturizer(text_cols, keep_cols, layout=layout, **params)
+        self.truncation_warned = False
+        if collector is not None:
+            import ray
+
+            info = {"host": socket.gethostname(), "pid": os.getpid(), "device": params.get("device", "auto"),
+                    "threads": self.threads}
+            ray.get(collector.add_worker.remote(info))
+
+    @contextlib.contextmanager
+    def _reporting_mistakes(self):
+        """Hand a bad-input error to the job as raised: Ray passes on only its text, wrapped in its own errors."""
+        try:
+            yield
+        except (ValueError, TypeError) as exc:
+            if self.collector is not None:
+                import ray
+
+                ray.get(self.collector.add_mistake.remote(exc))
+            raise
+
+    def __call__(self, table: pa.Table) -> pa.Table:
+        with warnings.catch_warnings(record=True) as caught, self._reporting_mistakes():
+            warnings.simplefilter("always", TruncationWarning)
+            batch = self.featurizer(table)
+        truncated = [w for w in caught if issubclass(w.category, TruncationWarning)]
+        for w in caught:
+            if w not in truncated:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if truncated and not self.truncation_warned:
+            # one warning per worker instead of one per batch; the job's manifest has the full count
+            self.truncation_warned = True
+            warnings.warn(f"{truncated[0].message} (warned once per Ray worker)", TruncationWarning, stacklevel=2)
+        if self.collector is not None:
+            import ray
+
+            hashes = np.concatenate([text_hashes(table.column(c).to_pylist()) for c in self.featurizer.text_cols])
+            # waited for, so that every batch is counted before the job reads the totals
+            ray.get(self.collector.add_batch.remote(self.featurizer.embedder.stats_.to_dict(), hashes))
+        return pa.Table.from_batches([batch])
+
+
+class JobCounts:
+    """A job's counts, kept by one small actor (no CPU reserved) that every worker reports to."""
+
+    def __init__(self):
+        self.totals = EncodeStats()
+        self.distinct = DistinctCounter()
+        self.batches = 0
+        self.workers: list[dict] = []
+        self.mistake: Exception | None = None
+
+    def add_worker(self, info: dict) -> None:
+        self.workers.append(info)
+
+    def add_batch(self, stats: dict, hashes: np.ndarray) -> None:
+        self.totals += EncodeStats(**stats)
+        self.distinct.add(hashes)
+        self.batches += 1
+
+    def add_mistake(self, exc: Exception) -> None:
+        if self.mistake is None:
+            self.mistake = exc
+
+    def report(self) -> tuple[EncodeStats, DistinctCounter, int, list[dict]]:
+        return self.totals, self.distinct, self.batches, self.workers
+
+    def first_mistake(self) -> Exception | None:
+        return self.mistake
+
+
+# -- the public API ------------------------------------------------------------------------------------------------
+
+
+def embed_dataset(ds, text_col, keep_cols=(), *, num_workers=None, gpus_per_worker=0, cpus_per_worker=None,
+                  batch_rows: int = 10_000, layout: str = "columns", _collector=None, **params):
+    """Embed the text column(s) of a Ray Dataset: returns a Dataset of the kept columns followed by the features.
+
+    Lazy, like every Ray Data transform: nothing runs until the result is consumed (``write_parquet``,
+    ``iter_batches``, ``materialize``...). The columns, their names and types, and the schema metadata (key
+    ``bertfeat``) are those of the single-machine ``bertfeat embed``. Rows keep their order only when the
+    Dataset's ``DataContext`` has ``execution_options.preserve_order = True``.
+
+    Parameters
+    ----------
+    ds : ray.data.Dataset
+        Input with the text column(s) and any kept columns.
+    text_col : str or list of str
+        Text column(s) to embed (features of each, side by side).
+    keep_cols : str or list of str
+        Columns copied through unchanged, before the features (ids, labels).
+    num_workers : int, optional
+        Actors in the pool, each with its own model. Default: one per ``gpus_per_worker`` GPUs in the cluster, or
+        one per node without GPUs.
+    gpus_per_worker : float, default=0
+        GPUs Ray gives each actor (1 = one actor per GPU; 0 = CPU only).
+    cpus_per_worker : float, optional
+        CPUs Ray reserves for each actor; its torch thread count is the whole part of it (at least 1). Default: 1
+        with GPUs; without, the cluster's CPUs less one per node (for reading and writing), shared among the actors.
+    batch_rows : int, default=10000
+        Rows per call of the per-batch core (the unit of deduplication and of a cache lookup).
+    layout : {"columns", "list"}
+        One float32 column per feature, or one ``fixed_size_list<float32>`` column per text column.
+    **params
+        Any :class:`~bertfeat.BertEmbedder` parameter (model, pooling, layers, cache_dir, batch_tokens, ...). With
+        ``cache_dir`` every actor reads and writes that cache, so a rerun skips the texts already embedded. On a
+        cluster, ``model`` and ``cache_dir`` must be paths every node can read (a shared filesystem).
+
+    Examples
+    --------
+    >>> import ray, bertfeat.ray
+    >>> ds = ray.data.read_parquet("reviews/")  # doctest: +SKIP
+    >>> feats = bertfeat.ray.embed_dataset(ds, "review", keep_cols="id", gpus_per_worker=1)  # doctest: +SKIP
+    >>> feats.write_parquet("s3://bucket/features/")  # doctest: +SKIP
+    """
+    from bertfeat.arrow import ArrowFeaturizer
+
+    ray = require_ray()
+    text_cols = [text_col] if isinstance(text_col, str) else list(text_col)
+    keep_cols = [keep_cols] if isinstance(keep_cols, str) else list(keep_cols)
+    if not _is_int(batch_rows) or batch_rows < 1:
+        raise ValueError(f"batch_rows={batch_rows!r} is not valid: expected a positive number of rows.")
+    if not ray.is_initialized():
+        ray.init()
+    plan = plan_workers(*_cluster_nodes(ray), num_workers, gpus_per_worker, cpus_per_worker,
+                        params.get("device", "auto"))
+    # checked here, before any actor starts: the parameters, the model, the feature names against kept columns,
+    # and the columns when the schema is known without running anything
+    checker = ArrowFeaturizer(text_cols, keep_cols, layout=layout, **{**params, "device": "cpu"})
+    schema = _known_schema(ds)
+    if schema is not None:
+        checker.check_schema(schema)
+    actor_params = _absolute_paths({**params, "device": plan.device})
+    return ds.select_columns(list(dict.fromkeys(keep_cols + text_cols))).map_batches(
+        RayFeaturizer,
+        fn_constructor_kwargs=dict(text_cols=text_cols, keep_cols=keep_cols, layout=layout, threads=plan.threads,
+                                   params=actor_params, collector=_collector),
+        batch_format="pyarrow",
+        batch_size=batch_rows,
+        compute=ray.data.ActorPoolStrategy(size=plan.num_workers),
+        num_cpus=plan.cpus,
+        num_gpus=plan.gpus,
+    )
+
+
+def _absolute_paths(params: dict) -> dict:
+    """Local paths made absolute: an actor on another node starts in another working directory."""
+    out = dict(params)
+    if out.get("cache_dir") is not None:
+        out["cache_dir"] = os.path.abspath(os.path.expanduser(os.fspath(out["cache_dir"])))
+    model = out.get("model", "default")
+    if isinstance(model, (str, os.PathLike)) and os.fspath(model) != "default" and Path(model).expanduser().is_dir():
+        out["model"] = str(Path(model).expanduser().resolve())
+    return out
+
+
+def _known_schema(ds) -> pa.Schema | None:
+    try:
+        schema = ds.schema(fetch_if_missing=False)
+    except TypeError:  # Ray versions without fetch_if_missing
+        return None
+    base = getattr(schema, "base_schema", schema)
+    return base if isinstance(base, pa.Schema) else None
+
+
+def embed_parquet(input, out, text_col, *, keep_cols=(), layout: str = "columns", overwrite: bool = False,
+                  batch_rows: int = 10_000, num_workers=None, gpus_per_worker=0, cpus_per_worker=None,
+                  preserve_order: bool = True, quiet: bool = False, **params) -> dict:
+    """Embed the text columns of parquet input on Ray into a directory of parquet files; returns the manifest.
+
+    ``input`` is a parquet file, a directory or a glob of parquet files (as for ``bertfeat embed``). ``out`` is a
+    directory: it appears only when complete (written as ``<out>.partial/data/``, then renamed), with the manifest
+    beside it in ``<out>.manifest.json``. Rows keep the input order unless ``preserve_order=False`` (which lets a
+    slow batch not hold back the writes of later ones). Without ``cache_dir`` a run-private cache in
+    ``<out>.partial/cache`` deduplicates texts across batches and workers, and is kept by an interrupted run, so
+    running the same command again embeds only what is left. Other parameters as for :func:`embed_dataset`.
+    """
+    ray = require_ray()
+    t0 = time.perf_counter()
+    text_cols = [text_col] if isinstance(text_col, str) else list(text_col)
+    keep_cols = [keep_cols] if isinstance(keep_cols, str) else list(keep_cols)
+    if not _is_int(batch_rows) or batch_rows < 1:
+        raise ValueError(f"batch_rows={batch_rows!r} is not valid: expected a positive number of rows.")
+    paths = _Paths(Path(out))
+    reader = InputReader(str(input), keep_cols + text_cols, batch_rows, text_cols)
+    if reader.kind != "parquet":
+        raise ValueError(
+            f"input {str(input)!r} is CSV: the Ray engine reads parquet only. Convert it to parquet first, or use "
+            "the local engine (bertfeat embed without --engine ray)."
+        )
+    _check_output(paths, reader, overwrite)
+    if not reader.total_rows:
+        raise ValueError(f"input {str(input)!r} has no rows to embed.")
+    worker_device(params.get("device", "auto"), gpus_per_worker)
+    from bertfeat.arrow import ArrowFeaturizer
+
+    # the parameters, the model and the columns are checked before Ray starts or anything is written
+    ArrowFeaturizer(text_cols, keep_cols, layout=layout, **{**params, "device": "cpu"}).check_schema(reader.schema)
+    user_cache = params.get("cache_dir")
+    if user_cache is None:
+        # kept when a run dies, so that a rerun answers finished texts from it (the cache is keyed by recipe, so a
+        # different job's leftovers can never answer for this one)
+        params = {**params, "cache_dir": str(paths.partial / "cache")}
+    data_dir = paths.partial / "data"
+    shutil.rmtree(data_dir, ignore_errors=True)  # files of a dead run: rewritten, their texts come from the cache
+    paths.partial.mkdir(parents=True, exist_ok=True)
+
+    started = not ray.is_initialized()
+    if started:
+        ray.init(logging_level=logging.ERROR if quiet else logging.INFO, log_to_driver=not quiet)
+    try:
+        with _data_context(ray, preserve_order, quiet):
+            plan = plan_workers(*_cluster_nodes(ray), num_workers, gpus_per_worker, cpus_per_worker,
+                                params.get("device", "auto"))
+            collector = ray.remote(num_cpus=0)(JobCounts).remote()
+            # exactly the files the local engine would read: no hive partition columns, every parquet suffix
+            ds = ray.data.read_parquet([str(f.resolve()) for f in reader.files], partitioning=None,
+                                       file_extensions=[s.lstrip(".") for s in PARQUET_SUFFIXES])
+            feats = embed_dataset(ds, text_cols, keep_cols, num_workers=plan.num_workers,
+                                  gpus_per_worker=gpus_per_worker, cpus_per_worker=plan.cpus, batch_rows=batch_rows,
+                                  layout=layout, _collector=collector, **params)
+            try:
+                feats.write_parquet(str(data_dir.resolve()))
+            except Exception:
+                mistake = ray.get(collector.first_mistake.remote())
+                if mistake is None:
+                    raise
+                raise mistake from None  # the user's mistake, as the local engine reports it, not Ray's wrapping
+            totals, distinct, batches, workers = ray.get(collector.report.remote())
+            ray.kill(collector)
+    finally:
+        if started:
+            ray.shutdown()
+
+    files, provenance = _check_written(data_dir, reader.total_rows)
+    _replace(data_dir, paths.out)
+    shutil.rmtree(paths.partial, ignore_errors=True)
+    manifest = {
+        "output": str(paths.out),
+        "engine": "ray",
+        "input": reader.fingerprint(),
+        "provenance": provenance,
+        "counts": job_counts(totals, distinct, len(text_cols), 0, batches),
+        "timing": {"seconds": round(time.perf_counter() - t0, 3), "embed_seconds": round(totals.seconds, 3)},
+        "chunk_rows": batch_rows,
+        "cache_dir": None if user_cache is None else str(user_cache),
+        "ray": {**asdict(plan), "files": len(files), "preserve_order": preserve_order, "workers": workers},
+    }
+    _atomic_write_bytes(paths.manifest, json.dumps(manifest, indent=2).encode())
+    if not quiet:
+        print_summary(manifest)
+    return manifest
+
+
+def _check_output(paths: _Paths, reader: InputReader, overwrite: bool) -> None:
+    out = paths.out.resolve()
+    for f in reader.files:
+        f = f.resolve()
+        if f == out or out in f.parents or paths.partial.resolve() in f.parents:
+            raise ValueError(f"--out {str(paths.out)!r} holds the input file {str(f)!r}; write the features elsewhere.")
+    if not paths.out.parent.exists():
+        raise FileNotFoundError(f"the folder of --out {str(paths.out)!r} does not exist; create it first.")
+    if paths.out.exists():
+        if not overwrite:
+            raise FileExistsError(f"output {str(paths.out)!r} exists; pass --overwrite (overwrite=True) to replace it.")
+        if paths.out.is_dir():
+            others = [p.name for p in paths.out.rglob("*") if p.is_file() and not p.name.endswith(".parquet")]
+            if others:
+                raise FileExistsError(
+                    f"output {str(paths.out)!r} exists and holds files other than parquet ({others[:3]}), so it is "
+                    "not a bertfeat output: bertfeat will not delete it. Choose another --out."
+                )
+
+
+def _check_written(data_dir: Path, expected_rows: int) -> tuple[list[Path], dict]:
+    """The written files and their common provenance; fails loudly rather than leave a wrong output."""
+    files = sorted(data_dir.glob("*.parquet"))
+    metas = {pq.read_schema(f).metadata.get(b"bertfeat") for f in files} if files else set()
+    if len(metas) != 1:
+        raise RuntimeError(
+            f"the Ray workers wrote {len(files)} file(s) with {len(metas)} different recipes in {data_dir}; with "
+            "workers on different GPU types dtype='auto' may differ: pass dtype= (--dtype) explicitly."
+        )
+    rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    if rows != expected_rows:
+        raise RuntimeError(f"the Ray job wrote {rows} rows for {expected_rows} input rows in {data_dir}; not renamed.")
+    return files, json.loads(metas.pop())
+
+
+def _replace(new: Path, out: Path) -> None:
+    """Put ``new`` at ``out``; an old output is moved aside first and removed only once the new one is in place."""
+    old = None
+    if out.exists():
+        old = out.with_name(f".{out.name}.old-{os.getpid()}")
+        os.replace(out, old)
+    os.replace(new, out)
+    if old is not None:
+        if old.is_dir():
+            shutil.rmtree(old)
+        else:
+            old.unlink()
+
+
+class _data_context:
+    """Set Ray Data's order and progress options for one job and put the caller's back after it."""
+
+    def __init__(self, ray, preserve_order: bool, quiet: bool):
+        self.ctx = ray.data.DataContext.get_current()
+        self.preserve_order = preserve_order
+        self.quiet = quiet
+
+    def __enter__(self):
+        opts = self.ctx.execution_options
+        self.saved = (opts.preserve_order, self.ctx.enable_progress_bars,
+                      getattr(self.ctx, "print_on_execution_start", None), logging.getLogger("ray.data").level)
+        opts.preserve_order = self.preserve_order
+        if self.quiet:
+            self.ctx.enable_progress_bars = False
+            if self.saved[2] is not None:
+                self.ctx.print_on_execution_start = False
+            logging.getLogger("ray.data").setLevel(logging.CRITICAL)  # a failed job still raises
+        return self
+
+    def __exit__(self, *exc):
+        order, bars, announce, level = self.saved
+        self.ctx.execution_options.preserve_order = order
+        self.ctx.enable_progress_bars = bars
+        if announce is not None:
+            self.ctx.print_on_execution_start = announce
+        logging.getLogger("ray.data").setLevel(level)
+        return False

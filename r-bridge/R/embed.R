@@ -1,0 +1,357 @@
+#' Embed texts with a frozen BERT-family model
+#'
+#' Turns a character vector, or the text columns of a data frame, into a numeric matrix of embedding features,
+#' in one call to the Python `bertfeat.BertEmbedder` (never one call per text). Repeated texts are embedded once,
+#' texts are batched by length, and with `cache_dir` the vectors are shared with earlier runs, the recipes step,
+#' the Python estimator and the command line.
+#'
+#' @param x A character vector (or factor), or a data frame whose columns are all text (character or factor).
+#' @param model `"default"` is the bundled all-MiniLM-L6-v2 (no network needed). Anything else is a Hugging Face
+#'   model name or a local directory holding `config.json`, the tokenizer and `model.safetensors`.
+#' @param pooling `"cls"`, `"mean"` or `"max"`, or a `"+"`-joined combination such as `"cls+mean"`
+#'   (the pooled vectors are concatenated in that order). The default `"cls+mean"`, with the default layers, is
+#'   the choice that stayed closest to the best on two real labelled datasets (docs/defaults.md).
+#' @param layers Hidden layers to read, as whole numbers: 0 is the embedding output, 1..L the transformer layers,
+#'   negative values count from the last (`-1` is the last layer). Several layers are averaged, or concatenated
+#'   with `layer_agg = "concat"`. `NULL` (the default) is the last four transformer layers, averaged.
+#' @param ... Other parameters of the Python `BertEmbedder`: `max_length`, `long_text` (`"truncate"` or
+#'   `"chunk"`), `stride`, `normalize`, `batch_tokens`, `device`, `dtype`, `progress`, `layer_agg`,
+#'   `trust_remote_code`; and `columns`, the data frame columns to embed (default: all).
+#' @param missing What an `NA` text gets: `"error"` (the default: an error naming the row), `"zero"` (a row of
+#'   zeros) or `"nan"` (a row of `NaN`). The string `"NA"` is text, never missing.
+#' @param cache_dir Directory of the persistent embedding cache, or `NULL` for none.
+#'
+#' @return A numeric matrix with one row per text and one column per feature. Column names are the Python
+#'   feature names, `{column}_{pooling}_{index}` with a zero-padded index (`text_cls_000` for a character
+#'   vector); row names come from `names(x)`, or from the data frame's row names when they are not `1..n`.
+#'
+#' @seealso [step_bert_embed()] for the recipes step, [bf_embed_file()] for files, [bf_config()] for the setup.
+#' @examples
+#' \dontrun{
+#' X <- bf_embed(c(a = "A cat sat on the mat.", b = "Stocks fell sharply."))
+#' dim(X) # 2 x 768: CLS and mean pooling, each 384 wide
+#' X[, 1:3]
+#'
+#' # several text columns, side by side
+#' reviews <- data.frame(title = c("Great", "Meh"), body = c("Loved it.", NA))
+#' X <- bf_embed(reviews, pooling = "cls+mean", missing = "zero")
+#' }
+#' @export
+bf_embed <- function(x, model = "default", pooling = "cls+mean", layers = NULL, ..., missing = "error",
+                     cache_dir = NULL) {
+  embed_request(x, model = model, pooling = pooling, layers = layers, ..., missing = missing,
+                cache_dir = cache_dir)$matrix
+}
+
+# The whole request: the matrix plus what the step and the tests need (fingerprint, stats).
+embed_request <- function(x, model = "default", pooling = "cls+mean", layers = NULL, ..., missing = "error",
+                          cache_dir = NULL, call = rlang::caller_env()) {
+  dots <- list(...)
+  columns <- dots$columns
+  dots$columns <- NULL
+  params <- embedder_params(model, pooling, layers, missing, cache_dir, dots, call = call)
+  input <- text_input(x, columns, call = call)
+  masks <- lapply(input$columns, is.na)
+  if (params$missing == "error") {
+    check_no_missing(masks, input, call = call)
+  }
+  # texts under the mask become "" here and None in Python: an NA is never sent as the string "NA"
+  texts <- Map(function(v, m) {
+    v[m] <- ""
+    v
+  }, input$columns, masks)
+  module <- python_module(call = call)
+  res <- with_python_errors(module$embed(texts, masks, input$names, params), call = call)
+  for (w in res[[7]]) {
+    issue_python_warning(w[[1]], w[[2]])
+  }
+  matrix <- payload_matrix(res[[1]], res[[2]], res[[3]])
+  dimnames(matrix) <- list(input$row_names, unlist(res[[4]]))
+  list(matrix = matrix, feature_names = unlist(res[[4]]), fingerprint = res[[5]], stats = res[[6]])
+}
+
+# One copy across the bridge: Python sends column-major little-endian float32 bytes as a bytearray, which every
+# reticulate turns into an R raw vector (numpy arrays do not convert under reticulate 1.28 with numpy 2).
+payload_matrix <- function(buffer, nrow, ncol) {
+  if (!is.raw(buffer) || length(buffer) != 4 * nrow * ncol) {
+    abort_bf(
+      sprintf("The Python side sent %s where %d x %d float32 values (%d bytes) were expected; is the bertfeat Python package the version this R package was built for?",
+              if (is.raw(buffer)) paste(length(buffer), "bytes") else class(buffer)[1], nrow, ncol,
+              4L * nrow * ncol),
+      "python"
+    )
+  }
+  values <- readBin(buffer, what = "double", n = nrow * ncol, size = 4L, endian = "little")
+  matrix(values, nrow = nrow, ncol = ncol)
+}
+
+# R names of the Python BertEmbedder parameters that `...` may carry (in its documented order), by kind of value.
+DOTS_PARAMS <- c("max_length", "long_text", "stride", "normalize", "batch_tokens", "device", "dtype", "progress",
+                 "layer_agg", "trust_remote_code")
+INTEGER_PARAMS <- c("max_length", "stride", "batch_tokens")
+FLAG_PARAMS <- c("normalize", "progress", "trust_remote_code")
+
+embedder_params <- function(model, pooling, layers, missing, cache_dir, dots, call = rlang::caller_env()) {
+  if (length(dots) && (is.null(names(dots)) || any(!nzchar(names(dots))))) {
+    abort_bf("Arguments in `...` must be named, for example `max_length = 128`.", "argument", call = call)
+  }
+  unknown <- setdiff(names(dots), DOTS_PARAMS)
+  if (length(unknown)) {
+    abort_bf(
+      c(sprintf("Unknown argument%s %s.", if (length(unknown) > 1L) "s" else "",
+                paste0("`", unknown, "`", collapse = ", ")),
+        i = paste0("`...` takes these BertEmbedder parameters: ", paste(DOTS_PARAMS, collapse = ", "),
+                   "; and `columns` for a data frame.")),
+      "argument", call = call
+    )
+  }
+  params <- list(
+    model = check_string(model, "model", call = call),
+    pooling = if (length(check_pooling(pooling, call = call)) == 1L) unname(pooling) else as.list(unname(pooling)),
+    layers = if (!is.null(layers)) check_whole(layers, "layers", call = call),
+    missing = check_choice(missing, "missing", c("error", "zero", "nan"), call = call),
+    cache_dir = if (!is.null(cache_dir)) path.expand(check_string(cache_dir, "cache_dir", call = call))
+  )
+  for (name in names(dots)) {
+    value <- dots[[name]]
+    if (is.null(value)) {
+      next
+    }
+    params[[name]] <- if (name %in% INTEGER_PARAMS) {
+      check_whole(value, name, max_length = 1L, call = call)
+    } else if (name %in% FLAG_PARAMS) {
+      check_flag(value, name, call = call)
+    } else {
+      check_string(value, name, call = call)
+    }
+  }
+  params[!vapply(params, is.null, logical(1))]
+}
+
+# x -> list(columns = list of character vectors, names = column names or NULL, row_names = NULL or character).
+text_input <- function(x, columns = NULL, call = rlang::caller_env()) {
+  if (is.data.frame(x)) {
+    return(frame_input(x, columns, call = call))
+  }
+  if (!is.null(columns)) {
+    abort_bf(
+      sprintf("`columns` selects data frame columns, but `x` is %s; pass a data frame, or drop `columns`.",
+              describe_class(x)),
+      "argument", call = call
+    )
+  }
+  if (is.matrix(x) || !(is.character(x) || is.factor(x))) {
+    abort_bf(
+      c(
+        sprintf("`x` must be a character vector or a data frame of text columns, not %s.", describe_class(x)),
+        i = if (is.numeric(x) || is.logical(x)) "Convert with as.character() if the values are labels."
+      ),
+      "input", call = call
+    )
+  }
+  if (length(x) == 0L) {
+    abort_bf("`x` has no texts to embed: pass at least one.", "input", call = call)
+  }
+  values <- utf8_texts(x, "`x`", names(x), call = call)
+  list(columns = list(values), names = NULL, row_names = names(x))
+}
+
+frame_input <- function(x, columns, call) {
+  if (!is.null(columns)) {
+    if (!is.character(columns) || !length(columns) || anyNA(columns)) {
+      abort_bf(sprintf("`columns` must be a character vector of column names, not %s.", show_value(columns)),
+               "argument", call = call)
+    }
+    absent <- setdiff(columns, names(x))
+    if (length(absent)) {
+      abort_missing_columns(absent, names(x), "`x`", call = call)
+    }
+    x <- x[columns]
+  }
+  if (ncol(x) == 0L || nrow(x) == 0L) {
+    abort_bf(sprintf("`x` has %d rows and %d columns: there are no texts to embed.", nrow(x), ncol(x)), "input",
+             call = call)
+  }
+  col_names <- names(x)
+  if (anyNA(col_names) || any(!nzchar(col_names)) || anyDuplicated(col_names)) {
+    abort_bf("The columns of `x` need unique, non-empty names: they name the features.", "input", call = call)
+  }
+  row_names <- row.names(x)
+  if (identical(row_names, as.character(seq_len(nrow(x))))) {
+    row_names <- NULL
+  }
+  values <- lapply(col_names, function(name) {
+    v <- check_text_column(x[[name]], name, "`x`", call = call)
+    utf8_texts(v, sprintf("column `%s`", name), row_names, call = call)
+  })
+  list(columns = values, names = col_names, row_names = row_names)
+}
+
+check_text_column <- function(v, name, where, call) {
+  # an all-NA column reads as logical (read.csv does that); it holds no text, only missing values
+  if (is.logical(v) && all(is.na(v))) {
+    return(as.character(v))
+  }
+  if (!(is.character(v) || is.factor(v))) {
+    abort_bf(
+      c(sprintf("Column `%s` of %s is %s, not text.", name, where, describe_class(v)),
+        i = "Embed text columns only, or convert with as.character() if the values are labels."),
+      "input", call = call
+    )
+  }
+  v
+}
+
+utf8_texts <- function(v, what, row_names, call) {
+  v <- enc2utf8(as.character(v))
+  bad <- which(!is.na(v) & !validUTF8(v))
+  if (length(bad)) {
+    abort_bf(
+      c(sprintf("%s %s is not valid UTF-8, so it cannot be tokenized.", row_label(bad[1], row_names), what),
+        i = "Fix the encoding first, for example with iconv(x, from = \"latin1\", to = \"UTF-8\")."),
+      "input", call = call
+    )
+  }
+  v
+}
+
+check_no_missing <- function(masks, input, call) {
+  for (j in seq_along(masks)) {
+    rows <- which(masks[[j]])
+    if (length(rows)) {
+      what <- if (is.null(input$names)) "`x`" else sprintf("column `%s`", input$names[j])
+      abort_bf(
+        c(sprintf("%s of %s is missing (NA) and `missing = \"error\"`.", row_label(rows[1], input$row_names),
+                  what),
+          i = sprintf("%d missing in all. Pass `missing = \"zero\"` for a row of zeros, `missing = \"nan\"` for a row of NaN, or fill the missing texts first.",
+                      sum(vapply(masks, sum, integer(1))))),
+        "missing_value", row = rows[1], call = call
+      )
+    }
+  }
+}
+
+abort_missing_columns <- function(absent, present, where, call) {
+  abort_bf(
+    c(sprintf("Column%s %s %s not in %s.", if (length(absent) > 1L) "s" else "",
+              paste0("`", absent, "`", collapse = ", "), if (length(absent) > 1L) "are" else "is", where),
+      i = sprintf("It has: %s.", paste0("`", utils::head(present, 20L), "`", collapse = ", "))),
+    "missing_column", columns = absent, call = call
+  )
+}
+
+row_label <- function(i, row_names) {
+  if (is.null(row_names) || is.na(row_names[i]) || !nzchar(row_names[i])) {
+    sprintf("Row %d", i)
+  } else {
+    sprintf("Row %d (\"%s\")", i, row_names[i])
+  }
+}
+
+describe_class <- function(x) {
+  if (is.null(x)) {
+    "NULL"
+  } else if (is.matrix(x)) {
+    paste("a", typeof(x), "matrix")
+  } else if (is.object(x)) {
+    paste("a", class(x)[1], "object")
+  } else if (is.list(x)) {
+    "a list"
+  } else {
+    type <- if (is.double(x)) "numeric" else typeof(x)
+    paste(if (grepl("^[aeiou]", type)) "an" else "a", type, "vector")
+  }
+}
+
+issue_python_warning <- function(category, message) {
+  class <- if (identical(category, "TruncationWarning")) "bertfeat_warning_truncation" else character()
+  rlang::warn(message, class = c(class, "bertfeat_warning"))
+}
+
+#' Embed a text column of a file with the bertfeat command line
+#'
+#' Runs `python -m bertfeat embed` through the same Python that [bf_embed()] uses, reading a CSV or parquet
+#' file in streaming batches and writing a parquet file with the features (named as in [bf_embed()]) and its
+#' provenance. Use it for files larger than memory; for data already in R, use [bf_embed()].
+#'
+#' @param input Path of the CSV or parquet file to read.
+#' @param output Path of the parquet file to write.
+#' @param text_col Name of the text column in `input`.
+#' @param model,pooling,cache_dir As in [bf_embed()].
+#' @param overwrite Replace `output` if it exists.
+#' @param ... Further options of `bertfeat embed`, as `name = value`: `max_length = 256` becomes
+#'   `--max-length=256`; `TRUE` passes a bare flag and `FALSE` or `NULL` passes nothing.
+#'
+#' @return `output`, invisibly. A non-zero exit of the command is an error of class `bertfeat_error_cli`
+#'   whose `stderr` field holds what the command printed there.
+#' @examples
+#' \dontrun{
+#' bf_embed_file("reviews.csv", "reviews-features.parquet", text_col = "review")
+#' }
+#' @export
+bf_embed_file <- function(input, output, text_col, model = "default", pooling = "cls+mean", cache_dir = NULL,
+                          overwrite = FALSE, ...) {
+  check_string(input, "input")
+  check_string(output, "output")
+  check_string(text_col, "text_col")
+  check_string(model, "model")
+  check_pooling(pooling)
+  check_string(cache_dir, "cache_dir", null_ok = TRUE)
+  check_flag(overwrite, "overwrite")
+  if (!file.exists(input)) {
+    abort_bf(sprintf("`input` file \"%s\" does not exist.", input), "file")
+  }
+  args <- c(
+    "embed", path.expand(input), "--text-col", text_col, "--out", path.expand(output),
+    "--model", model, "--pooling", paste(pooling, collapse = "+"),
+    if (!is.null(cache_dir)) c("--cache-dir", path.expand(cache_dir)),
+    if (overwrite) "--overwrite",
+    cli_options(list(...))
+  )
+  run_cli(python_module(), args) # the same Python as bf_embed(), with the same error when it is missing
+  invisible(output)
+}
+
+cli_options <- function(options, call = rlang::caller_env()) {
+  if (length(options) && (is.null(names(options)) || any(!nzchar(names(options))))) {
+    abort_bf("Options in `...` must be named, for example `max_length = 256`.", "argument", call = call)
+  }
+  unlist(lapply(names(options), function(name) {
+    value <- options[[name]]
+    flag <- paste0("--", gsub("_", "-", name, fixed = TRUE))
+    if (is.null(value) || identical(value, FALSE)) {
+      return(NULL)
+    }
+    if (identical(value, TRUE)) {
+      return(flag)
+    }
+    if (length(value) != 1L || is.na(value)) {
+      abort_bf(
+        sprintf("`%s` must be a single value, not %s; write several values in the command line's own syntax as one string.",
+                name, show_value(value)),
+        "argument", call = call
+      )
+    }
+    # --name=value, so that values starting with "-" (negative layers) are not read as options
+    paste0(flag, "=", format(value, scientific = FALSE, trim = TRUE))
+  }))
+}
+
+# The command line runs inside this R session's Python (bertfeat._r.run_cli), not as a child process: R's
+# LD_LIBRARY_PATH puts Debian's libpython first, which breaks a child Python built elsewhere.
+run_cli <- function(module, args, call = rlang::caller_env()) {
+  res <- with_python_errors(module$run_cli(as.list(args)), call = call)
+  status <- res[[1]]
+  split_lines <- function(text) if (nzchar(text)) strsplit(text, "\n", fixed = TRUE)[[1]] else character()
+  stderr <- split_lines(res[[3]])
+  if (!identical(as.integer(status), 0L)) {
+    shown <- utils::tail(stderr[nzchar(trimws(stderr))], 8L)
+    abort_bf(
+      c(sprintf("`bertfeat embed` failed (exit status %s).", status),
+        stats::setNames(if (length(shown)) shown else "(nothing on stderr)", rep(" ", max(1L, length(shown)))),
+        i = sprintf("Command: bertfeat %s", paste(shQuote(args), collapse = " "))),
+      "cli", status = status, stderr = paste(stderr, collapse = "\n"), call = call
+    )
+  }
+  invisible(status)
+}

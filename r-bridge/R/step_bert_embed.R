@@ -1,0 +1,218 @@
+#' BERT embeddings of text columns, as a recipes step
+#'
+#' `step_bert_embed()` creates a *specification* of a recipe step that replaces text columns by the features of
+#' a frozen BERT-family model, computed by [bf_embed()]. Nothing is learned from the training data: `prep()`
+#' checks the columns and records the feature names and the recipe's fingerprint, and `bake()` embeds (training
+#' or new data) in one Python call per step, sharing the cache in `cache_dir` with every other bertfeat run.
+#'
+#' The new columns are named as in Python, `{column}_{pooling}_{index}` (for example `review_cls_000`), and
+#' take the role given by `role`.
+#'
+#' # Tidying
+#'
+#' When you [`tidy()`][recipes::tidy.recipe()] this step, a tibble is returned with columns `terms` (the
+#' selectors or, once trained, the columns), `model`, `pooling`, `layers` (comma-separated), `n_features` (`NA`
+#' until trained) and `id`.
+#'
+#' @param recipe A recipe object. The step will be added to the sequence of operations for this recipe.
+#' @param ... One or more selector functions to choose which text columns are embedded. See
+#'   [recipes::selections()] for more details.
+#' @param role The role of the new feature columns; by default `"predictor"`.
+#' @param trained A logical to indicate if the step has been trained.
+#' @param columns The names of the selected columns, set by [recipes::prep()].
+#' @param model,pooling,layers,missing,cache_dir As in [bf_embed()].
+#' @param options A named list of further parameters of [bf_embed()], such as
+#'   `list(max_length = 256, long_text = "chunk")`.
+#' @param keep_original_cols A logical to keep the original text columns (by default they are removed).
+#' @param features The feature names, set by [recipes::prep()].
+#' @param fingerprint The fingerprint of the embedding recipe (model content, pooling, layers, ...), set by
+#'   [recipes::prep()]; `bake()` checks the model still resolves to the same files.
+#' @param skip A logical. Should the step be skipped when the recipe is baked by [recipes::bake()]?
+#' @param id A character string that is unique to this step to identify it.
+#'
+#' @return An updated version of `recipe` with the new step added to the sequence of any existing operations.
+#' @seealso [bf_embed()]
+#' @examples
+#' \dontrun{
+#' library(recipes)
+#' train <- data.frame(review = c("Loved it.", "Dreadful.", "Fine."), score = c(5, 1, 3))
+#' test <- data.frame(review = c("Not bad at all."), score = 4)
+#'
+#' rec <- recipe(score ~ review, data = train) |>
+#'   step_bert_embed(review, cache_dir = "~/.cache/bertfeat") |>
+#'   prep()
+#' bake(rec, new_data = test) # score, review_cls_000, ..., review_mean_383
+#' tidy(rec, number = 1)
+#' }
+#' @export
+step_bert_embed <- function(recipe, ..., role = "predictor", trained = FALSE, columns = NULL,
+                            model = "default", pooling = "cls+mean", layers = NULL, options = list(),
+                            missing = "error", cache_dir = NULL, keep_original_cols = FALSE, features = NULL,
+                            fingerprint = NULL, skip = FALSE, id = recipes::rand_id("bert_embed")) {
+  # the parameters are checked now, so a mistake shows where the recipe is written rather than at prep()
+  if (!is.list(options) || (length(options) && (is.null(names(options)) || any(!nzchar(names(options)))))) {
+    abort_bf(sprintf("`options` must be a named list such as list(max_length = 256), not %s.", show_value(options)),
+             "argument")
+  }
+  embedder_params(model, pooling, layers, missing, cache_dir, options[setdiff(names(options), "columns")])
+  if ("columns" %in% names(options)) {
+    abort_bf("Select the columns with the step's selectors, not `options$columns`.", "argument")
+  }
+  check_flag(keep_original_cols, "keep_original_cols")
+
+  recipes::add_step(
+    recipe,
+    step_bert_embed_new(
+      terms = rlang::enquos(...),
+      role = role,
+      trained = trained,
+      columns = columns,
+      model = model,
+      pooling = pooling,
+      layers = layers,
+      options = options,
+      missing = missing,
+      cache_dir = cache_dir,
+      keep_original_cols = keep_original_cols,
+      features = features,
+      fingerprint = fingerprint,
+      skip = skip,
+      id = id
+    )
+  )
+}
+
+step_bert_embed_new <- function(terms, role, trained, columns, model, pooling, layers, options, missing,
+                                cache_dir, keep_original_cols, features, fingerprint, skip, id) {
+  recipes::step(
+    subclass = "bert_embed",
+    terms = terms,
+    role = role,
+    trained = trained,
+    columns = columns,
+    model = model,
+    pooling = pooling,
+    layers = layers,
+    options = options,
+    missing = missing,
+    cache_dir = cache_dir,
+    keep_original_cols = keep_original_cols,
+    features = features,
+    fingerprint = fingerprint,
+    skip = skip,
+    id = id
+  )
+}
+
+#' @export
+prep.step_bert_embed <- function(x, training, info = NULL, ...) {
+  col_names <- recipes::recipes_eval_select(x$terms, training, info)
+  features <- character()
+  fingerprint <- NULL
+  if (length(col_names)) {
+    call <- NULL # recipes already says the error came from step_bert_embed()
+    for (name in col_names) {
+      check_text_column(training[[name]], name, "the training data", call = call)
+    }
+    # the feature names and fingerprint come from the Python recipe, without embedding anything
+    params <- embedder_params(x$model, x$pooling, x$layers, x$missing, x$cache_dir, x$options, call = call)
+    described <- with_python_errors(python_module()$describe(as.list(unname(col_names)), params), call = call)
+    features <- unlist(described[[1]])
+    fingerprint <- described[[2]]
+  }
+  step_bert_embed_new(
+    terms = x$terms,
+    role = x$role,
+    trained = TRUE,
+    columns = col_names,
+    model = x$model,
+    pooling = x$pooling,
+    layers = x$layers,
+    options = x$options,
+    missing = x$missing,
+    cache_dir = x$cache_dir,
+    keep_original_cols = recipes::get_keep_original_cols(x),
+    features = features,
+    fingerprint = fingerprint,
+    skip = x$skip,
+    id = x$id
+  )
+}
+
+#' @export
+bake.step_bert_embed <- function(object, new_data, ...) {
+  col_names <- object$columns
+  if (!length(col_names)) {
+    return(new_data)
+  }
+  call <- rlang::call2("step_bert_embed")
+  absent <- setdiff(col_names, names(new_data))
+  if (length(absent)) {
+    abort_missing_columns(absent, names(new_data), "the data given to bake()", call = call)
+  }
+  clash <- intersect(object$features, setdiff(names(new_data), col_names))
+  if (length(clash)) {
+    abort_bf(
+      c(sprintf("The data given to bake() already has column%s named like the new features: %s.",
+                if (length(clash) > 1L) "s" else "", paste0("`", utils::head(clash, 5L), "`", collapse = ", ")),
+        i = "Rename or remove those columns first."),
+      "argument", call = call
+    )
+  }
+
+  if (nrow(new_data) == 0L) {
+    # bake() on zero rows (as tidymodels does for prototypes) needs no model
+    features <- matrix(numeric(), nrow = 0L, ncol = length(object$features), dimnames = list(NULL, object$features))
+  } else {
+    res <- rlang::exec(
+      embed_request, new_data[col_names], !!!object$options,
+      model = object$model, pooling = object$pooling, layers = object$layers, missing = object$missing,
+      cache_dir = object$cache_dir, call = call
+    )
+    if (!identical(res$fingerprint, object$fingerprint)) {
+      abort_bf(
+        c(sprintf("model = \"%s\" now gives different embeddings than when this step was prepped.", object$model),
+          i = "The model files (or bertfeat's embedding format) changed since prep(); prep the recipe again."),
+        "model_changed", call = call
+      )
+    }
+    features <- res$matrix
+  }
+  features <- tibble::as_tibble(unname_rows(features))
+  keep <- if (recipes::get_keep_original_cols(object)) names(new_data) else setdiff(names(new_data), col_names)
+  tibble::as_tibble(c(as.list(new_data[keep]), as.list(features)))
+}
+
+unname_rows <- function(m) {
+  rownames(m) <- NULL
+  m
+}
+
+#' @export
+print.step_bert_embed <- function(x, width = max(20, options()$width - 30), ...) {
+  title <- sprintf("BERT embeddings (%s, %s pooling) of ", x$model, paste(x$pooling, collapse = "+"))
+  recipes::print_step(x$columns, x$terms, x$trained, title, width)
+  invisible(x)
+}
+
+#' @rdname step_bert_embed
+#' @usage NULL
+#' @export
+tidy.step_bert_embed <- function(x, ...) {
+  terms <- if (recipes::is_trained(x)) unname(x$columns %||% character()) else recipes::sel2char(x$terms)
+  tibble::tibble(
+    terms = terms,
+    model = x$model,
+    pooling = paste(x$pooling, collapse = "+"),
+    layers = if (is.null(x$layers)) "default (last 4)" else paste(x$layers, collapse = ","),
+    n_features = if (recipes::is_trained(x)) length(x$features) %/% max(1L, length(x$columns)) else NA_integer_,
+    id = x$id
+  )
+}
+
+#' @rdname step_bert_embed
+#' @usage NULL
+#' @export
+required_pkgs.step_bert_embed <- function(x, ...) {
+  "bertfeat"
+}

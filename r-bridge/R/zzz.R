@@ -1,0 +1,109 @@
+# The Python module, bound lazily in .onLoad: nothing starts Python until the first embedding, so
+# reticulate::use_virtualenv() and friends still work after library(bertfeat).
+bertfeat_py <- NULL
+
+# Per-session Python handles (the helper module bertfeat._r once it imported).
+.state <- new.env(parent = emptyenv())
+
+.onLoad <- function(libname, pkgname) {
+  # A delay-loaded import is how reticulate learns which module this package needs: its Python discovery then
+  # prefers a Python that can import bertfeat, including the virtualenv "r-bertfeat" made by install_bertfeat().
+  # Deliberately no Config/reticulate in DESCRIPTION and no py_require(): both let reticulate pip-install
+  # bertfeat (and an unpinned, multi-gigabyte torch) on its own, which install_bertfeat() leaves to the user.
+  bertfeat_py <<- reticulate::import(
+    "bertfeat",
+    delay_load = list(on_error = function(e) abort_python_unavailable(e, call = NULL))
+  )
+}
+
+# bertfeat._r, imported on first use; any failure is a classed error naming the Python and the fix.
+python_module <- function(call = rlang::caller_env()) {
+  if (!is.null(.state$r_module)) {
+    return(.state$r_module)
+  }
+  module <- tryCatch(
+    {
+      if (reticulate::py_available(initialize = FALSE)) {
+        # Python is running (maybe after a failed attempt, which leaves the proxy unusable): import directly
+        reticulate::import("bertfeat")
+      } else {
+        reticulate::py_get_attr(bertfeat_py, "__version__") # starts Python through the delay-loaded proxy
+      }
+      module <- reticulate::import("bertfeat._r")
+      # before anything else can: torch imported so that R's libblas cannot shadow its BLAS (see bertfeat/_r.py)
+      module$`_import_torch`()
+      module
+    },
+    error = function(e) e
+  )
+  if (inherits(module, "bertfeat_error")) {
+    stop(module)
+  }
+  if (inherits(module, "error")) {
+    abort_python_unavailable(module, call = call)
+  }
+  .state$r_module <- module
+  module
+}
+
+# Run a call into Python; a Python exception becomes a classed R error with Python's own message.
+with_python_errors <- function(expr, call = rlang::caller_env()) {
+  tryCatch(expr, error = function(e) {
+    if (inherits(e, "bertfeat_error")) {
+      stop(e)
+    }
+    text <- sub("\\s+$", "", conditionMessage(e))
+    type <- regmatches(text, regexpr("^[A-Za-z_][A-Za-z0-9_.]*(Error|Exception|Warning)(?=: )", text, perl = TRUE))
+    type <- if (length(type)) sub(".*\\.", "", type) else "Exception"
+    if (type %in% c("ImportError", "ModuleNotFoundError")) {
+      abort_python_unavailable(e, call = call)
+    }
+    message <- sub("^[A-Za-z_][A-Za-z0-9_.]*: ", "", text)
+    abort_bf(message, "python", python_type = type, call = call)
+  })
+}
+
+# Which Python reticulate is using (or would use), for error messages and bf_config().
+python_in_use <- function() {
+  config <- if (reticulate::py_available(initialize = FALSE)) {
+    reticulate::py_config()
+  } else {
+    tryCatch(reticulate::py_discover_config("bertfeat"), error = function(e) NULL)
+  }
+  requested <- Sys.getenv("RETICULATE_PYTHON", unset = NA)
+  list(
+    python = if (!is.null(config)) config$python else if (!is.na(requested)) requested else NA_character_,
+    version = if (!is.null(config)) as.character(config$version) else NA_character_,
+    forced = if (!is.null(config) && !is.null(config$forced)) config$forced else NA_character_,
+    searched = if (!is.null(config)) unique(config$python_versions) else character(),
+    requested = requested
+  )
+}
+
+abort_python_unavailable <- function(error, call = rlang::caller_env()) {
+  where <- python_in_use()
+  reason <- sub("\\s+$", "", strsplit(conditionMessage(error), "\n", fixed = TRUE)[[1]][1])
+  python <- if (is.na(where$python)) {
+    "reticulate found no Python"
+  } else {
+    sprintf("Python in use: %s%s%s", where$python,
+            if (is.na(where$version)) "" else sprintf(" (%s)", where$version),
+            if (is.na(where$forced)) "" else sprintf(", chosen by %s", where$forced))
+  }
+  searched <- setdiff(where$searched, where$python)
+  abort_bf(
+    c(
+      "The Python side of bertfeat is not available.",
+      x = reason,
+      i = python,
+      i = if (length(searched)) paste("Also searched:", paste(searched, collapse = ", ")),
+      "To fix it, then restart R:",
+      "*" = "run `bertfeat::install_bertfeat()`: it creates the virtualenv \"r-bertfeat\" with bertfeat and torch, which bertfeat then finds by itself; or",
+      "*" = "set the environment variable RETICULATE_PYTHON to a Python where `pip install bertfeat` has been run.",
+      i = "`bertfeat::bf_config()` shows what is in use."
+    ),
+    "python_unavailable",
+    python = where$python,
+    call = call
+  )
+}

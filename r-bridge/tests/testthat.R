@@ -1,0 +1,4 @@
+library(testthat)
+library(bertfeat)
+
+test_check("bertfeat")

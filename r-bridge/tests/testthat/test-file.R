@@ -1,0 +1,40 @@
+csv_with_text <- function(texts) {
+  path <- tempfile("bertfeat-in-", fileext = ".csv")
+  utils::write.csv(data.frame(id = seq_along(texts), review = texts), path, row.names = FALSE)
+  path
+}
+
+test_that("bf_embed_file() checks its input before running anything", {
+  expect_error(bf_embed_file(tempfile(), tempfile(), "review"), class = "bertfeat_error_file")
+  expect_error(bf_embed_file(csv_with_text("a"), tempfile(), text_col = 1), class = "bertfeat_error_argument")
+  expect_error(bf_embed_file(csv_with_text("a"), tempfile(), "review", pooling = "avg"),
+               class = "bertfeat_error_argument")
+  expect_error(bf_embed_file(csv_with_text("a"), tempfile(), "review", layers = c(1, 2)),
+               class = "bertfeat_error_argument")
+})
+
+test_that("a failing command line is a classed error carrying its stderr", {
+  input <- csv_with_text(c("a cat", "a dog"))
+  err <- expect_error(bf_embed_file(input, tempfile(fileext = ".parquet"), "review", no_such_option = 1),
+                      class = "bertfeat_error_cli")
+  expect_identical(as.integer(err$status), 2L)
+  expect_match(err$stderr, "error:", fixed = TRUE) # argparse's own complaint, passed through
+  expect_match(conditionMessage(err), "`bertfeat embed` failed (exit status 2)", fixed = TRUE)
+})
+
+test_that("bf_embed_file() writes the features bf_embed() gives", {
+  texts <- c("a cat sat", "NA", "stocks fell")
+  input <- csv_with_text(texts)
+  output <- tempfile("bertfeat-out-", fileext = ".parquet")
+  expect_identical(bf_embed_file(input, output, "review"), output)
+  expect_true(file.exists(output))
+  expected <- bf_embed(data.frame(review = texts))
+  pd <- reticulate::import("pandas", convert = FALSE)
+  frame <- pd$read_parquet(output)
+  features <- frame[reticulate::r_to_py(as.list(colnames(expected)))]$to_numpy(dtype = "float32")
+  payload <- bertfeat:::python_module()$matrix_payload(features)
+  got <- bertfeat:::payload_matrix(payload[[1]], payload[[2]], payload[[3]])
+  expect_identical(got, unname(expected))
+  expect_error(bf_embed_file(input, output, "review"), class = "bertfeat_error_cli") # exists, no overwrite
+  expect_identical(bf_embed_file(input, output, "review", overwrite = TRUE), output)
+})

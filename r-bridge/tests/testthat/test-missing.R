@@ -1,0 +1,35 @@
+test_that('missing = "error" names the first NA row, before any Python call', {
+  err <- expect_error(bf_embed(c(a = "a cat", b = NA)), class = "bertfeat_error_missing_value")
+  expect_identical(err$row, 2L)
+})
+
+test_that("missing-value errors read well", {
+  expect_snapshot(error = TRUE, {
+    bf_embed(c(a = "a cat", b = NA, c = NA))
+    bf_embed(data.frame(title = c("a", "b"), body = c("x", NA)))
+  })
+})
+
+test_that('missing = "zero": an NA row is all zeros, and the string "NA" is embedded as text', {
+  m <- bf_embed(c("NA", NA, "a cat"), missing = "zero")
+  expect_true(all(m[2, ] == 0))
+  expect_gt(sum(abs(m[1, ])), 1)
+  expect_identical(unname(m), python_reference(list("NA", NULL, "a cat"), missing = "zero"))
+  expect_equal(unname(m[1, ]), unname(bf_embed("NA")[1, ]), tolerance = 1e-5)
+  expect_false(isTRUE(all.equal(m[1, ], m[3, ])))
+})
+
+test_that('missing = "nan": an NA row is NaN, in each column of a data frame on its own', {
+  m <- bf_embed(data.frame(a = c("a cat", NA), b = c(NA, "a dog")), missing = "nan", pooling = "mean")
+  expect_true(all(is.nan(m[2, 1:384])))
+  expect_true(all(is.nan(m[1, 385:768])))
+  expect_false(anyNA(m[1, 1:384]))
+  expect_false(anyNA(m[2, 385:768]))
+  expect_equal(unname(m[2, 385:768]), unname(bf_embed("a dog", pooling = "mean")[1, ]), tolerance = 1e-5)
+})
+
+test_that("an all-NA logical column (as read.csv reads an empty column) holds missing texts", {
+  m <- bf_embed(data.frame(a = c("a cat", "a dog"), b = NA), missing = "zero")
+  expect_true(all(m[, 769:1536] == 0))
+  expect_error(bf_embed(data.frame(a = "a cat", b = NA)), class = "bertfeat_error_missing_value")
+})

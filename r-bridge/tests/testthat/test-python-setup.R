@@ -1,0 +1,55 @@
+# Python binds once per R process, so each case runs in a fresh one.
+probe <- 'res <- tryCatch(bertfeat::bf_embed("a cat"), error = function(e) e)
+cat("CLASS:", class(res), "\n"); cat(conditionMessage(res), "\n")
+cat("CONFIG\n"); bertfeat::bf_config()'
+
+python_without_bertfeat <- function() {
+  dir <- file.path(tempdir(), "venv-without-bertfeat")
+  if (!file.exists(file.path(dir, "bin", "python"))) {
+    base <- reticulate::py_config()$python
+    system2(base, c("-m", "venv", "--without-pip", shQuote(dir)), stdout = FALSE, stderr = FALSE)
+  }
+  file.path(dir, "bin", "python")
+}
+
+test_that("a Python without bertfeat gives a classed error naming that Python and the fix", {
+  python <- python_without_bertfeat()
+  skip_if_not(file.exists(python), "could not create a virtualenv")
+  out <- paste(run_r(probe, env = c(paste0("RETICULATE_PYTHON=", python), "PYTHONPATH=")), collapse = "\n")
+  expect_match(out, "CLASS: bertfeat_error_python_unavailable bertfeat_error", fixed = TRUE)
+  expect_match(out, "The Python side of bertfeat is not available", fixed = TRUE)
+  expect_match(out, "No module named 'bertfeat'", fixed = TRUE)
+  expect_match(out, paste0("Python in use: ", python), fixed = TRUE)
+  expect_match(out, "chosen by RETICULATE_PYTHON", fixed = TRUE)
+  expect_match(out, "bertfeat::install_bertfeat()", fixed = TRUE)
+  expect_match(out, "set the environment variable RETICULATE_PYTHON", fixed = TRUE)
+  # bf_config() shows the same diagnosis instead of failing
+  expect_match(out, "CONFIG\nR package: bertfeat", fixed = TRUE)
+})
+
+test_that("a bertfeat too old for this R package (no bertfeat._r) is reported the same way", {
+  python <- python_without_bertfeat()
+  skip_if_not(file.exists(python), "could not create a virtualenv")
+  old <- file.path(tempdir(), "old-bertfeat")
+  dir.create(file.path(old, "bertfeat"), recursive = TRUE, showWarnings = FALSE)
+  writeLines('__version__ = "0.0.1"', file.path(old, "bertfeat", "__init__.py"))
+  out <- paste(run_r(probe, env = c(paste0("RETICULATE_PYTHON=", python), paste0("PYTHONPATH=", old))),
+               collapse = "\n")
+  expect_match(out, "CLASS: bertfeat_error_python_unavailable", fixed = TRUE)
+  expect_match(out, "No module named 'bertfeat._r'", fixed = TRUE)
+})
+
+test_that("RETICULATE_PYTHON pointing nowhere gives the same classed error", {
+  out <- paste(run_r(probe, env = "RETICULATE_PYTHON=/no/such/python"), collapse = "\n")
+  expect_match(out, "CLASS: bertfeat_error_python_unavailable", fixed = TRUE)
+  expect_match(out, "/no/such/python", fixed = TRUE)
+  expect_match(out, "bertfeat::install_bertfeat()", fixed = TRUE)
+})
+
+test_that("loading the package starts no Python and changes no environment variable", {
+  out <- run_r('before <- Sys.getenv(); loadNamespace("bertfeat")
+cat("PY:", reticulate::py_available(initialize = FALSE), "\n")
+cat("ENV:", identical(before, Sys.getenv()), "\n")')
+  expect_true(any(grepl("PY: FALSE", out, fixed = TRUE)))
+  expect_true(any(grepl("ENV: TRUE", out, fixed = TRUE)))
+})

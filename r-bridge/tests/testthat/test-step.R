@@ -1,0 +1,106 @@
+suppressPackageStartupMessages(library(recipes))
+
+train <- data.frame(
+  review = c("Loved every minute.", "Dreadful and far too long.", "Fine, nothing special."),
+  score = c(5, 1, 3),
+  n = 1:3
+)
+test <- data.frame(review = c("Not bad at all.", "Loved every minute."), score = c(4, 5), n = 4:5)
+
+test_that("prep() then bake() on new data gives bf_embed()'s features in place of the text", {
+  rec <- recipe(score ~ review + n, data = train) |> step_bert_embed(review)
+  prepped <- prep(rec)
+  baked <- bake(prepped, new_data = test)
+  features <- c(sprintf("review_cls_%03d", 0:383), sprintf("review_mean_%03d", 0:383))
+  expect_identical(names(baked), c("n", "score", features))
+  expect_equal(unname(as.matrix(baked[features])), unname(bf_embed(test$review)), tolerance = 1e-5)
+  expect_true(all(vapply(baked[features], is.double, logical(1))))
+  roles <- summary(prepped)
+  expect_identical(sort(unique(roles$role[roles$variable %in% features])), "predictor")
+  expect_false("review" %in% roles$variable)
+  # the training data, baked at prep()
+  expect_equal(unname(as.matrix(bake(prepped, new_data = NULL)[features])), unname(bf_embed(train$review)),
+               tolerance = 1e-5)
+  expect_identical(prepped$steps[[1]]$features, features)
+})
+
+test_that("several columns, options, layers and keep_original_cols reach the embedding", {
+  two <- transform(train, title = c("Yes", "No", "Maybe"))
+  rec <- recipe(score ~ review + title, data = two) |>
+    step_bert_embed(review, title, pooling = "cls", layers = -2, options = list(max_length = 8),
+                    keep_original_cols = TRUE) |>
+    prep()
+  baked <- bake(rec, new_data = two)
+  expect_true(all(c("review", "title") %in% names(baked)))
+  expected <- bf_embed(two[c("review", "title")], pooling = "cls", layers = -2, max_length = 8)
+  expect_identical(unname(as.matrix(baked[colnames(expected)])), unname(expected)) # the same request
+  expect_identical(colnames(expected)[385], "title_cls_000")
+})
+
+test_that("print() and tidy() describe the step before and after prep()", {
+  rec <- recipe(score ~ review, data = train) |> step_bert_embed(review, pooling = "cls+mean", id = "bert")
+  expect_output(print(rec), "BERT embeddings \\(default, cls\\+mean pooling\\) of:? review")
+  untrained <- tidy(rec, number = 1)
+  expect_identical(untrained$terms, "review")
+  expect_identical(untrained$n_features, NA_integer_)
+  expect_identical(untrained$id, "bert")
+  prepped <- prep(rec)
+  expect_output(print(prepped), "of:? review.*[Tt]rained")
+  trained <- tidy(prepped, number = 1)
+  expect_identical(trained[c("terms", "model", "pooling", "layers", "n_features")],
+                   tibble::tibble(terms = "review", model = "default", pooling = "cls+mean", layers = "default (last 4)",
+                                  n_features = 768L))
+  expect_identical(required_pkgs(prepped$steps[[1]]), "bertfeat")
+  expect_true("bertfeat" %in% required_pkgs(prepped))
+})
+
+test_that("bake() of zero rows gives the feature columns without running the model", {
+  prepped <- recipe(score ~ review, data = train) |> step_bert_embed(review) |> prep()
+  empty <- bake(prepped, new_data = test[0, ])
+  expect_identical(nrow(empty), 0L)
+  expect_identical(names(empty), names(bake(prepped, new_data = test)))
+  expect_true(all(vapply(empty[-1], is.double, logical(1))))
+})
+
+test_that("step errors are classed: bad arguments, non-text columns, missing columns, changed model", {
+  expect_error(recipe(score ~ review, data = train) |> step_bert_embed(review, pooling = "avg"),
+               class = "bertfeat_error_argument")
+  expect_error(recipe(score ~ review, data = train) |> step_bert_embed(review, options = list(max_lenght = 3)),
+               class = "bertfeat_error_argument")
+  expect_error(recipe(score ~ ., data = train) |> step_bert_embed(n) |> prep(), class = "bertfeat_error_input")
+  prepped <- recipe(score ~ review, data = train) |> step_bert_embed(review) |> prep()
+  step <- prepped$steps[[1]]
+  expect_error(bake(step, new_data = tibble::tibble(text = "a")), class = "bertfeat_error_missing_column")
+  expect_error(bake(step, new_data = tibble::tibble(review = "a", review_mean_000 = 1)),
+               class = "bertfeat_error_argument")
+  step$fingerprint <- "an older recipe"
+  expect_error(bake(step, new_data = tibble::tibble(review = "a")), class = "bertfeat_error_model_changed")
+})
+
+test_that("step errors read well", {
+  prepped <- recipe(score ~ review, data = train) |> step_bert_embed(review) |> prep()
+  expect_snapshot(error = TRUE, {
+    bake(prepped$steps[[1]], new_data = tibble::tibble(text = "a"))
+    recipe(score ~ ., data = train) |> step_bert_embed(n) |> prep()
+  })
+})
+
+test_that("the NA policy applies in bake()", {
+  prepped <- recipe(score ~ review, data = train) |> step_bert_embed(review, missing = "zero") |> prep()
+  baked <- bake(prepped, new_data = data.frame(review = c(NA, "NA"), score = 1:2))
+  expect_true(all(unlist(baked[1, -1]) == 0))
+  expect_gt(sum(abs(unlist(baked[2, -1]))), 1)
+  strict <- recipe(score ~ review, data = train) |> step_bert_embed(review) |> prep()
+  expect_error(bake(strict, new_data = data.frame(review = NA_character_, score = 1)),
+               class = "bertfeat_error_missing_value")
+})
+
+test_that("the step passes cache_dir to Python, so bf_embed() then reads the step's cache", {
+  skip_if_not(reticulate::py_module_available("bertfeat.cache"), "the cache (bertfeat.cache) is not merged yet")
+  cache <- tempfile("bertfeat-cache-")
+  on.exit(unlink(cache, recursive = TRUE), add = TRUE)
+  prepped <- recipe(score ~ review, data = train) |> step_bert_embed(review, cache_dir = cache) |> prep()
+  res <- bertfeat:::embed_request(train$review, cache_dir = cache)
+  expect_identical(res$stats$cache_hits, 3L)
+  expect_identical(unname(res$matrix), unname(as.matrix(bake(prepped, new_data = NULL)[-1])))
+})

@@ -1,0 +1,55 @@
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bertfeat.batching import make_units, plan_batches, restore_order, split_windows, unique_strings
+
+
+def test_unique_strings_first_seen_order_and_inverse():
+    uniques, inverse = unique_strings(["b", "a", "b", "", "a"])
+    assert uniques == ["b", "a", ""]
+    assert [uniques[i] for i in inverse] == ["b", "a", "b", "", "a"]
+
+
+@given(st.lists(st.integers(0, 600), max_size=200), st.integers(1, 3000), st.one_of(st.none(), st.integers(1, 50)))
+def test_plan_batches_is_a_permutation_within_budget(lengths, budget, max_rows):
+    batches = plan_batches(lengths, budget, max_rows)
+    flat = np.concatenate(batches) if batches else np.array([], dtype=int)
+    assert sorted(flat.tolist()) == list(range(len(lengths)))
+    for b in batches:
+        padded = len(b) * max(1, max(lengths[i] for i in b))
+        assert padded <= budget or len(b) == 1
+        if max_rows:
+            assert len(b) <= max_rows
+    # longest first: batches never get longer
+    longest = [max(lengths[i] for i in b) for b in batches]
+    assert longest == sorted(longest, reverse=True)
+
+
+@given(st.lists(st.integers(0, 100), min_size=1, max_size=100), st.integers(1, 500))
+def test_restore_order_undoes_the_plan(values, budget):
+    batches = plan_batches(values, budget)
+    results = [np.asarray(values)[b][:, None] * 10 for b in batches]
+    assert restore_order(batches, results)[:, 0].tolist() == [v * 10 for v in values]
+
+
+@given(st.integers(0, 500), st.integers(1, 64), st.data())
+def test_windows_cover_every_token_with_the_stride_overlap(n, window, data):
+    stride = data.draw(st.integers(0, window - 1))
+    spans = split_windows(n, window, stride)
+    assert spans[0][0] == 0 and spans[-1][1] == n
+    for (a, b), (c, d) in zip(spans, spans[1:]):
+        assert c == b - stride and d > b
+    assert all(0 <= b - a <= window for a, b in spans)
+
+
+def test_make_units_truncates_or_chunks_and_counts():
+    tokens = [[1, 2, 3], list(range(10)), []]
+    cut = make_units(tokens, window=4, long_text="truncate", stride=0)
+    assert cut.ids == [[1, 2, 3], [0, 1, 2, 3], []]
+    assert (cut.n_truncated, cut.n_chunked) == (1, 0)
+    chunks = make_units(tokens, window=4, long_text="chunk", stride=1)
+    assert chunks.ids == [[1, 2, 3], [0, 1, 2, 3], [3, 4, 5, 6], [6, 7, 8, 9], []]
+    assert chunks.owner.tolist() == [0, 1, 1, 1, 2]
+    assert chunks.starts.tolist() == [0, 1, 4, 5]
+    assert (chunks.n_truncated, chunks.n_chunked) == (0, 1)

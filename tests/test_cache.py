@@ -1,0 +1,459 @@
+"""The parquet cache on its own and through :func:`bertfeat.encode.encode`, with the counting fake backend."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from bertfeat import cache as cache_module
+from bertfeat.cache import Cache, open_cache
+from bertfeat.encode import encode, text_key
+from bertfeat.exceptions import CacheError, CacheWarning
+from tests import _cache_workers as workers
+from tests.conftest import CountingBackend, make_recipe
+
+REPO = Path(__file__).resolve().parents[1]
+TEXTS = [f"text number {i}" for i in range(40)]
+
+
+def no_model():
+    raise AssertionError("the model was asked for, but every text should have come from the cache")
+
+
+def shards_of(root, recipe) -> list[Path]:
+    return sorted((Path(root) / recipe.fingerprint()).glob("shard-*.parquet"))
+
+
+# -- the encode path: hits skip the model, any recipe change misses -----------------------------------------------
+
+
+def test_second_encode_of_same_texts_runs_no_forward_pass(tmp_path):
+    recipe = make_recipe()
+    cache = Cache(tmp_path)
+    backend = CountingBackend()
+    first, stats1 = encode(TEXTS + TEXTS[:5], recipe, lambda: backend, cache=cache)
+    assert (stats1.cache_hits, stats1.cache_misses, stats1.cache_new) == (0, 40, 40)
+    assert backend.rows == 40
+
+    second, stats2 = encode(TEXTS + TEXTS[:5], recipe, no_model, cache=cache)
+    assert (stats2.cache_hits, stats2.cache_misses, stats2.cache_new) == (40, 0, 0)
+    assert second.view(np.uint32).tolist() == first.view(np.uint32).tolist()
+
+
+def test_only_missing_texts_reach_the_model(tmp_path):
+    recipe = make_recipe()
+    cache = Cache(tmp_path)
+    encode(TEXTS[:30], recipe, CountingBackend, cache=cache)
+    backend = CountingBackend()
+    out, stats = encode(TEXTS, recipe, lambda: backend, cache=cache)
+    assert sorted(backend.tokenized) == sorted(TEXTS[30:])
+    assert (stats.cache_hits, stats.cache_misses, stats.cache_new) == (30, 10, 10)
+    fresh, _ = encode(TEXTS, recipe, CountingBackend)
+    np.testing.assert_array_equal(out, fresh)
+
+
+# One changed value per field that goes into the fingerprint; test_every_fingerprint_field_is_covered keeps this
+# list complete when Recipe grows a field.
+RECIPE_CHANGES = {
+    "weights_sha256": "x" * 64,
+    "tokenizer_sha256": "y" * 64,
+    "config_sha256": "z" * 64,
+    "hidden_size": 8,
+    "num_layers": 4,
+    "pooling": ("max",),
+    "layers": (2,),
+    "layer_agg": "concat",
+    "max_length": 17,
+    "long_text": "chunk",
+    "stride": 3,
+    "normalize": True,
+    "dtype": "bfloat16",
+    "format_version": 2,
+}
+
+
+def test_every_fingerprint_field_is_covered():
+    assert set(RECIPE_CHANGES) == set(make_recipe().key_dict())
+
+
+@pytest.mark.parametrize("field", sorted(RECIPE_CHANGES))
+def test_changing_any_recipe_field_misses(tmp_path, field):
+    base = make_recipe()
+    changed = make_recipe(**{field: RECIPE_CHANGES[field]})
+    assert changed.fingerprint() != base.fingerprint()
+    cache = Cache(tmp_path)
+    encode(TEXTS, base, CountingBackend, cache=cache)
+    backend = CountingBackend(hidden_size=changed.hidden_size)
+    _, stats = encode(TEXTS, changed, lambda: backend, cache=cache)
+    assert stats.cache_hits == 0
+    assert backend.rows >= len(TEXTS)
+    # and the original recipe still hits: the new namespace did not disturb it
+    _, again = encode(TEXTS, base, no_model, cache=cache)
+    assert again.cache_hits == len(TEXTS)
+
+
+def test_the_display_name_alone_does_not_split_the_cache(tmp_path):
+    cache = Cache(tmp_path)
+    encode(TEXTS, make_recipe(model="/venv-a/model"), CountingBackend, cache=cache)
+    _, stats = encode(TEXTS, make_recipe(model="/venv-b/model"), no_model, cache=cache)
+    assert stats.cache_hits == len(TEXTS)
+
+
+# -- storage ---------------------------------------------------------------------------------------------------------
+
+
+def test_vectors_come_back_bit_identical_including_special_values(tmp_path):
+    recipe = make_recipe(hidden_size=6)
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((50, 6)).astype(np.float32)
+    vectors[0] = [np.nan, -0.0, np.inf, -np.inf, 1e-45, np.finfo(np.float32).max]
+    keys = [text_key(f"t{i}") for i in range(50)]
+    n_tokens = rng.integers(0, 10_000, 50)
+    cache = Cache(tmp_path, row_group_rows=7)
+    assert cache.store(recipe, keys, vectors, n_tokens) == 50
+
+    order = rng.permutation(50)
+    query = [keys[i] for i in order] + [text_key("absent")]
+    found, got, got_tokens = Cache(tmp_path).lookup(recipe, query)
+    assert found.tolist() == [True] * 50 + [False]
+    assert got.dtype == np.float32
+    assert got.view(np.uint32).tolist() == vectors[order].view(np.uint32).tolist()
+    assert got_tokens.tolist() == n_tokens[order].tolist()
+
+
+def test_store_writes_only_rows_not_yet_stored(tmp_path):
+    recipe = make_recipe(hidden_size=workers.N_FEATURES)
+    cache = Cache(tmp_path)
+    assert cache.store(recipe, *workers.rows(range(10))) == 10
+    assert cache.store(recipe, *workers.rows(range(10))) == 0
+    assert cache.store(recipe, *workers.rows([5, 6, 10, 10, 11])) == 2  # duplicates within a batch count once
+    assert len(shards_of(tmp_path, recipe)) == 2
+    assert cache.info()[0].rows == 12
+
+
+def test_store_rejects_vectors_of_the_wrong_shape(tmp_path):
+    recipe = make_recipe()
+    with pytest.raises(ValueError, match=r"float32 of shape \(2, 4\)"):
+        Cache(tmp_path).store(recipe, [text_key("a"), text_key("b")], np.zeros((2, 5), np.float32), [1, 2])
+    with pytest.raises(ValueError, match="16 bytes"):
+        Cache(tmp_path).lookup(recipe, [b"short"])
+
+
+def test_recipe_is_written_per_namespace_in_human_terms(tmp_path):
+    recipe = make_recipe(pooling=("cls", "mean"))
+    Cache(tmp_path).store(recipe, [text_key("a")], np.ones((1, 8), np.float32), np.array([3]))
+    written = json.loads((tmp_path / recipe.fingerprint() / "recipe.json").read_text())
+    assert written["pooling"] == ["cls", "mean"]
+    assert written["model"] == "counting-fake"
+    assert written["n_features"] == 8
+    assert written["fingerprint"] == recipe.fingerprint()
+
+
+class ReadLog:
+    """Records every parquet read the cache makes: which file, which row groups, which columns."""
+
+    def __init__(self, monkeypatch):
+        self.calls = []
+        real_init = pq.ParquetFile.__init__
+        log = self
+
+        def init(pf, source, *args, **kwargs):
+            pf._logged_source = str(source)
+            real_init(pf, source, *args, **kwargs)
+
+        monkeypatch.setattr(pq.ParquetFile, "__init__", init)
+        for method in ("read", "read_row_groups", "read_row_group", "iter_batches"):
+            real = getattr(pq.ParquetFile, method)
+
+            def wrapped(pf, *args, _real=real, _method=method, **kwargs):
+                groups = args[0] if args and _method.startswith("read_row_group") else None
+                log.calls.append((_method, Path(pf._logged_source).name, groups, kwargs.get("columns")))
+                return _real(pf, *args, **kwargs)
+
+            monkeypatch.setattr(pq.ParquetFile, method, wrapped)
+        monkeypatch.setattr(pq, "read_table", lambda *a, **k: pytest.fail("read_table reads a whole file"))
+
+
+def test_lookup_reads_only_the_row_groups_holding_the_keys(tmp_path, monkeypatch):
+    recipe = make_recipe(hidden_size=workers.N_FEATURES)
+    writer = Cache(tmp_path, row_group_rows=10)
+    for s in range(20):  # 20 shards x 10 row groups x 10 rows
+        writer.store(recipe, *workers.rows(range(s * 100, (s + 1) * 100)))
+    cache = Cache(tmp_path)
+    cache.lookup(recipe, workers.rows([0])[0])  # builds the index
+    names = [p.name for p in shards_of(tmp_path, recipe)]
+
+    log = ReadLog(monkeypatch)
+    wanted = [1234, 1237, 517]  # shard 12 row group 3 (twice), shard 5 row group 1
+    keys = workers.rows(wanted)[0] + [text_key("not cached")]
+    found, got, _ = cache.lookup(recipe, keys)
+    assert found.tolist() == [True, True, True, False]
+    workers.check_found(keys, found, got, _)
+    assert sorted(log.calls) == sorted([
+        ("read_row_groups", names[12], [3], ["n_tokens", "vector"]),
+        ("read_row_groups", names[5], [1], ["n_tokens", "vector"]),
+    ])
+
+    # A new shard is indexed by reading its key column alone.
+    writer.store(recipe, *workers.rows(range(5000, 5100)))
+    log.calls.clear()
+    new_name = (set(p.name for p in shards_of(tmp_path, recipe)) - set(names)).pop()
+    found, got, _ = cache.lookup(recipe, workers.rows([5050])[0])
+    assert found.all()
+    assert log.calls == [("read", new_name, None, ["key"]), ("read_row_groups", new_name, [5], ["n_tokens", "vector"])]
+
+
+def test_open_cache_is_shared_per_directory_and_process(tmp_path):
+    a = open_cache(tmp_path / "c")
+    assert open_cache(str(tmp_path / "c")) is a
+    assert (tmp_path / "c" / cache_module.MARKER).exists()
+
+
+# -- corruption: detected, reported, ignored, recomputed -------------------------------------------------------------
+
+
+def _two_shards(root):
+    recipe = make_recipe()
+    cache = Cache(root, row_group_rows=4)
+    encode(TEXTS[:20], recipe, CountingBackend, cache=cache)
+    encode(TEXTS[20:], recipe, CountingBackend, cache=cache)
+    return recipe, shards_of(root, recipe)
+
+
+def test_truncated_shard_is_reported_ignored_and_its_texts_recomputed(tmp_path):
+    recipe, (first, second) = _two_shards(tmp_path)
+    data = first.read_bytes()
+    first.write_bytes(data[: len(data) // 2])
+
+    backend = CountingBackend()
+    with pytest.warns(CacheWarning, match=first.name):
+        out, stats = encode(TEXTS, recipe, lambda: backend, cache=Cache(tmp_path))
+    assert sorted(backend.tokenized) == sorted(TEXTS[:20])
+    assert (stats.cache_hits, stats.cache_misses, stats.cache_new) == (20, 20, 20)
+    np.testing.assert_array_equal(out, encode(TEXTS, recipe, CountingBackend)[0])
+
+    cache = Cache(tmp_path)
+    with pytest.warns(CacheWarning):
+        info = cache.info()[0]
+    assert info.corrupt == [first.name]
+    assert info.rows == 40
+    result = cache.compact()[0]
+    assert result.corrupt_removed == [first.name]
+    assert not first.exists()
+    _, stats = encode(TEXTS, recipe, no_model, cache=Cache(tmp_path))
+    assert stats.cache_hits == 40
+
+
+def test_flipped_bit_in_a_vector_page_is_caught_not_returned(tmp_path):
+    recipe, (first, _) = _two_shards(tmp_path)
+    meta = pq.read_metadata(first)
+    column = meta.row_group(2).column(2)
+    assert column.path_in_schema.startswith("vector")
+    data = bytearray(first.read_bytes())
+    data[column.data_page_offset + column.total_compressed_size - 3] ^= 0x40  # inside the float values
+    first.write_bytes(bytes(data))
+
+    backend = CountingBackend()
+    with pytest.warns(CacheWarning, match="CRC|checksum"):
+        out, stats = encode(TEXTS, recipe, lambda: backend, cache=Cache(tmp_path))
+    np.testing.assert_array_equal(out, encode(TEXTS, recipe, CountingBackend)[0])
+    assert stats.cache_misses > 0 and backend.rows == stats.cache_misses
+
+
+def test_compact_of_a_namespace_whose_shards_are_all_corrupt_removes_them(tmp_path):
+    recipe, shards = _two_shards(tmp_path)
+    for shard in shards:
+        shard.write_bytes(b"")
+    (tmp_path / recipe.fingerprint() / "recipe.json").unlink()  # nothing left to tell the vector width
+    with pytest.warns(CacheWarning):
+        result = Cache(tmp_path).compact()[0]
+    assert (result.shards_before, result.shards_after, result.rows) == (2, 0, 0)
+    assert sorted(result.corrupt_removed) == [s.name for s in shards]
+    assert not list((tmp_path / recipe.fingerprint()).glob("shard-*"))
+
+
+@pytest.mark.parametrize("kind", ["garbage", "other recipe", "empty"])
+def test_foreign_or_broken_files_named_like_shards_are_ignored(tmp_path, kind):
+    recipe, (first, _) = _two_shards(tmp_path)
+    intruder = first.with_name("shard-00000000000000000001-abcdefabcdef.parquet")
+    if kind == "garbage":
+        intruder.write_bytes(b"PAR1 this is not a parquet file PAR1")
+    elif kind == "empty":
+        intruder.write_bytes(b"")
+    else:
+        other = make_recipe(normalize=True)
+        Cache(tmp_path / "other").store(other, [text_key(TEXTS[0])], np.full((1, 4), 9, np.float32), [1])
+        shutil.copy(shards_of(tmp_path / "other", other)[0], intruder)
+    with pytest.warns(CacheWarning, match=intruder.name):
+        out, stats = encode(TEXTS, recipe, no_model, cache=Cache(tmp_path))
+    assert stats.cache_hits == 40
+    np.testing.assert_array_equal(out, encode(TEXTS, recipe, CountingBackend)[0])
+
+
+def test_temp_files_are_never_read_and_compact_removes_dead_ones(tmp_path):
+    recipe, (first, _) = _two_shards(tmp_path)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    temp = first.with_name(f".tmp-{cache_module._HOST}-{int(dead.stdout)}-0123456789ab.parquet")
+    temp.write_bytes(first.read_bytes()[:100])
+    cache = Cache(tmp_path)
+    _, stats = encode(TEXTS, recipe, no_model, cache=cache)
+    assert stats.cache_hits == 40
+    assert cache.info()[0].temp_files == 1
+    assert cache.compact()[0].temp_removed == 1
+    assert not temp.exists()
+
+
+# -- compaction ------------------------------------------------------------------------------------------------------
+
+
+def test_compact_merges_shards_and_drops_duplicates(tmp_path):
+    recipe = make_recipe(hidden_size=workers.N_FEATURES)
+    cache = Cache(tmp_path, row_group_rows=16)
+    for start in (0, 50, 100):
+        cache.store(recipe, *workers.rows(range(start, start + 50)))
+    # what two writers racing on the same texts leave behind: the same rows in two shards
+    first = shards_of(tmp_path, recipe)[0]
+    shutil.copy(first, first.with_name("shard-99999999999999999999-abcdefabcdef.parquet"))
+    info = cache.info()[0]
+    assert (info.rows, info.stored_rows, info.shards) == (150, 200, 4)
+
+    result = cache.compact()[0]
+    assert (result.shards_before, result.shards_after, result.rows, result.duplicates_dropped) == (4, 1, 150, 50)
+    assert result.bytes_after < result.bytes_before
+    assert len(shards_of(tmp_path, recipe)) == 1
+    keys = workers.rows(range(150))[0]
+    found, got, tokens = Cache(tmp_path).lookup(recipe, keys)
+    assert found.all()
+    workers.check_found(keys, found, got, tokens)
+    assert cache.compact()[0].shards_after == 1  # nothing left to do
+
+
+def test_reader_holding_an_old_index_survives_a_compaction(tmp_path):
+    recipe = make_recipe(hidden_size=workers.N_FEATURES)
+    writer = Cache(tmp_path)
+    for start in range(0, 100, 20):
+        writer.store(recipe, *workers.rows(range(start, start + 20)))
+    reader = Cache(tmp_path)
+    keys = workers.rows(range(100))[0]
+    assert reader.lookup(recipe, keys)[0].all()  # its index now points at five shards...
+    Cache(tmp_path).compact()  # ...which another process merges and deletes
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)  # a compacted shard is not a corrupt one
+        found, got, tokens = reader.lookup(recipe, keys)
+    assert found.all()
+    workers.check_found(keys, found, got, tokens)
+
+
+# -- several processes at once ---------------------------------------------------------------------------------------
+
+
+def test_concurrent_writers_and_a_compactor_lose_and_corrupt_nothing(tmp_path):
+    recipe = make_recipe(hidden_size=workers.N_FEATURES)
+    ctx = multiprocessing.get_context("spawn")
+    n_workers, rounds, batch = 3, 6, 400
+    with ctx.Pool(n_workers + 1) as pool:
+        writes = [pool.apply_async(workers.writer, (str(tmp_path), recipe, w, rounds, batch, 64))
+                  for w in range(n_workers)]
+        compactions = pool.apply_async(workers.compactor, (str(tmp_path), recipe, 5))
+        written = sum(w.get(timeout=120) for w in writes)
+        compactions.get(timeout=120)
+
+    expected = set()
+    for w in range(n_workers):
+        for r in range(rounds):
+            start = w * batch // 2 + r * batch // 4
+            expected.update(range(start, start + batch))
+    assert written >= len(expected)  # racing writers may both write a text; none may be missing
+    keys = workers.rows(sorted(expected))[0]
+    found, got, tokens = Cache(tmp_path).lookup(recipe, keys)
+    assert found.all()
+    workers.check_found(keys, found, got, tokens)
+    info = Cache(tmp_path).info()[0]
+    assert info.rows == len(expected) and not info.corrupt and info.temp_files == 0
+
+
+@pytest.mark.parametrize("mode", ["stall", "loop"])
+def test_writer_killed_mid_write_leaves_a_cache_the_next_run_completes(tmp_path, mode):
+    """SIGKILL a writer (``stall``: after its temp file is written, before the rename; ``loop``: at any moment)."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([sys.executable, "-m", "tests._cache_workers", str(tmp_path), mode], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, text=True)
+    committed = -1
+    try:
+        for line in proc.stdout:
+            if line.startswith("committed"):
+                committed = int(line.split()[1])
+            if line.startswith("stalled") or (mode == "loop" and committed >= 3):
+                break
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert committed >= 2
+    recipe = make_recipe(hidden_size=workers.N_FEATURES)
+    if mode == "stall":
+        assert list((tmp_path / recipe.fingerprint()).glob(".tmp-*"))  # the kill did land inside a write
+
+    # A fresh process reads every committed row intact...
+    cache = Cache(tmp_path)
+    keys, vectors, n_tokens = workers.rows(range((committed + 1) * 2000))
+    found, got, tokens = cache.lookup(recipe, keys)
+    assert found.all()
+    workers.check_found(keys, found, got, tokens)
+    # ...and completes the rest: the next batch is either whole or absent, never partial or wrong.
+    keys, vectors, n_tokens = workers.rows(range(0, (committed + 3) * 2000))
+    found, got, tokens = cache.lookup(recipe, keys)
+    workers.check_found(keys, found, got, tokens)
+    new = cache.store(recipe, keys, vectors, n_tokens)
+    assert new == (~found).sum() > 0
+    found, got, tokens = Cache(tmp_path).lookup(recipe, keys)
+    assert found.all()
+    workers.check_found(keys, found, got, tokens)
+    cache.compact()
+    assert not list((tmp_path / recipe.fingerprint()).glob(".tmp-*"))  # the dead writer's temp file is gone
+
+
+# -- where the cache lives ---------------------------------------------------------------------------------------------
+
+
+def test_missing_directory_is_created_when_possible(tmp_path):
+    cache = open_cache(tmp_path / "new" / "cache")
+    assert (tmp_path / "new" / "cache" / cache_module.MARKER).exists()
+    assert cache.info() == []
+
+
+def test_directory_that_cannot_be_created_raises_cache_error_naming_it(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    with pytest.raises(CacheError, match=r"a-file/cache.*cannot be created.*set_params\(cache_dir=") as err:
+        open_cache(blocker / "cache")
+    assert "cache_dir=None" in str(err.value)
+    with pytest.raises(CacheError, match="exists but is not a directory"):
+        open_cache(blocker)
+
+
+def test_maintenance_never_creates_a_cache(tmp_path):
+    with pytest.raises(CacheError, match="does not exist"):
+        open_cache(tmp_path / "nope", create=False)
+    assert not (tmp_path / "nope").exists()
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(CacheError, match="not a bertfeat cache"):
+        open_cache(tmp_path / "plain", create=False)
+
+
+def test_lookup_in_an_empty_or_vanished_cache_finds_nothing(tmp_path):
+    recipe = make_recipe()
+    cache = Cache(tmp_path / "never-written")
+    found, got, tokens = cache.lookup(recipe, [text_key("a")])
+    assert found.tolist() == [False] and got.shape == (0, 4) and tokens.shape == (0,)
+    assert not (tmp_path / "never-written").exists()

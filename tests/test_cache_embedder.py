@@ -1,0 +1,126 @@
+"""The cache through BertEmbedder and a real (tiny) BERT: warm runs never load the model; estimators share the cache."""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import Pipeline
+
+import bertfeat.backend
+from bertfeat import BertEmbedder
+from bertfeat.cache import open_cache
+from bertfeat.exceptions import CacheError
+from tests.conftest import TINY_SENTENCES
+
+REPO = Path(__file__).resolve().parents[1]
+TEXTS = TINY_SENTENCES + ["the cat ran in the park", "a dog sat on the mat", TINY_SENTENCES[0]]
+
+
+def refuse_model(monkeypatch):
+    """Make loading any model impossible from here on, so a passing run proves every vector came from the cache."""
+    bertfeat.backend.clear_backends()
+    monkeypatch.setattr(bertfeat.backend, "get_backend", lambda *a, **k: pytest.fail("the model was loaded"))
+
+
+def bits(x):
+    return np.ascontiguousarray(x).view(np.uint32)
+
+
+def test_warm_transform_never_loads_the_model_and_matches_bit_for_bit(tiny_bert, tmp_path, monkeypatch, caplog):
+    cold_est = BertEmbedder(tiny_bert, pooling="cls+mean", layers=[1, 3], cache_dir=tmp_path, dtype="float32")
+    with caplog.at_level(logging.INFO, logger="bertfeat"):
+        cold = cold_est.fit_transform(TEXTS)
+    assert (cold_est.stats_.cache_hits, cold_est.stats_.cache_misses, cold_est.stats_.cache_new) == (0, 10, 10)
+    assert "bertfeat cache: 0 hits, 10 misses, 10 new rows" in caplog.messages
+    uncached = BertEmbedder(tiny_bert, pooling="cls+mean", layers=[1, 3], dtype="float32").fit_transform(TEXTS)
+    assert bits(cold).tolist() == bits(uncached).tolist()
+
+    refuse_model(monkeypatch)
+    caplog.clear()
+    warm_est = BertEmbedder(tiny_bert, pooling="cls+mean", layers=[1, 3], cache_dir=tmp_path, dtype="float32")
+    with caplog.at_level(logging.INFO, logger="bertfeat"):
+        warm = warm_est.fit_transform(TEXTS)
+    assert bits(warm).tolist() == bits(cold).tolist()
+    assert (warm_est.stats_.cache_hits, warm_est.stats_.cache_misses, warm_est.stats_.cache_new) == (10, 0, 0)
+    assert "bertfeat cache: 10 hits, 0 misses, 0 new rows" in caplog.messages
+
+
+def test_partly_warm_transform_reports_hits_misses_and_new_rows(tiny_bert, tmp_path, caplog):
+    est = BertEmbedder(tiny_bert, cache_dir=tmp_path, dtype="float32").fit(TEXTS)
+    est.transform(TEXTS[:4])
+    with caplog.at_level(logging.INFO, logger="bertfeat"):
+        est.transform(TEXTS)
+    assert (est.stats_.cache_hits, est.stats_.cache_misses, est.stats_.cache_new) == (4, 6, 6)
+    assert caplog.messages[-1] == "bertfeat cache: 4 hits, 6 misses, 6 new rows"
+
+
+def test_warm_transform_in_a_fresh_process_never_imports_torch(tiny_bert, tmp_path):
+    BertEmbedder(tiny_bert, cache_dir=tmp_path, dtype="float32").fit_transform(TEXTS)
+    script = (
+        "import sys, numpy as np\n"
+        "from bertfeat import BertEmbedder\n"
+        f"est = BertEmbedder({tiny_bert!r}, cache_dir={str(tmp_path)!r}, dtype='float32')\n"
+        f"X = est.fit_transform({TEXTS!r})\n"
+        "assert est.stats_.cache_hits == 10 and est.stats_.cache_misses == 0, est.stats_\n"
+        "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules), X.shape)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[] (11, 64)"  # default cls+mean: 2 x 32
+
+
+def test_clone_and_pickle_keep_using_the_cache(tiny_bert, tmp_path, monkeypatch):
+    est = BertEmbedder(tiny_bert, cache_dir=tmp_path, dtype="float32").fit(TEXTS)
+    cold = est.transform(TEXTS)
+    restored = pickle.loads(pickle.dumps(est))
+    cloned = clone(est).fit(TEXTS)
+    refuse_model(monkeypatch)
+    for other in (restored, cloned):
+        assert bits(other.transform(TEXTS)).tolist() == bits(cold).tolist()
+        assert other.stats_.cache_hits == 10 and other.stats_.cache_misses == 0
+
+
+def test_grid_search_over_poolings_hits_the_cache_on_the_second_fit(tiny_bert, tmp_path, monkeypatch):
+    texts = np.array(TEXTS * 2, dtype=object)
+    y = np.array([0, 1] * 11)
+    pipe = Pipeline([("emb", BertEmbedder(tiny_bert, cache_dir=tmp_path, dtype="float32")),
+                     ("clf", LogisticRegression(max_iter=200))])
+    grid = {"emb__pooling": ["mean", "cls"]}
+    first = GridSearchCV(pipe, grid, cv=2).fit(texts, y)
+    infos = open_cache(tmp_path).info()
+    assert sorted(tuple(i.recipe["pooling"]) for i in infos) == [("cls",), ("mean",)]
+    assert all(i.rows == 10 for i in infos)
+
+    refuse_model(monkeypatch)
+    second = GridSearchCV(pipe, grid, cv=2).fit(texts, y)
+    assert second.best_estimator_.named_steps["emb"].stats_.cache_hits == 10
+    np.testing.assert_array_equal(first.cv_results_["mean_test_score"], second.cv_results_["mean_test_score"])
+
+
+def test_pickled_pipeline_creates_a_missing_cache_dir_when_it_can(tiny_bert, tmp_path):
+    est = BertEmbedder(tiny_bert, cache_dir=tmp_path / "elsewhere" / "cache", dtype="float32").fit(TEXTS)
+    restored = pickle.loads(pickle.dumps(est))
+    assert restored.transform(TEXTS[:3]).shape == (3, 64)
+    assert restored.stats_.cache_new == 3
+    assert (tmp_path / "elsewhere" / "cache").is_dir()
+
+
+def test_pickled_pipeline_with_an_unusable_cache_dir_says_what_to_do(tiny_bert, tmp_path):
+    (tmp_path / "home").write_text("a file where the other machine had a directory")
+    est = BertEmbedder(tiny_bert, cache_dir=str(tmp_path / "home" / "alice" / "cache"), dtype="float32").fit(TEXTS)
+    restored = pickle.loads(pickle.dumps(est))
+    with pytest.raises(CacheError, match=r"home/alice/cache.*cannot be created.*pickled pipeline.*set_params"):
+        restored.transform(TEXTS)
+    restored.set_params(cache_dir=tmp_path / "here")
+    assert restored.transform(TEXTS).shape == (11, 64)

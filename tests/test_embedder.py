@@ -1,0 +1,335 @@
+"""BertEmbedder's contract on the tiny BERT: inputs, outputs, errors, scikit-learn integration."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+from sklearn.compose import ColumnTransformer
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+
+from bertfeat import BertEmbedder, ModelNotAvailableError, TruncationWarning
+
+TEXTS = ["the cat sat on the mat", "a dog ran in the park", "statistics meets text", "glmnet loves features"]
+
+
+@pytest.fixture
+def emb(tiny_bert):
+    return BertEmbedder(tiny_bert)
+
+
+def test_output_is_float32_with_one_row_per_text(emb):
+    X = emb.fit_transform(TEXTS)
+    assert X.dtype == np.float32 and X.shape == (4, 64)  # default: CLS and mean of the last four layers
+    assert np.isfinite(X).all()
+    names = emb.get_feature_names_out().tolist()
+    assert names[:2] == ["text_cls_00", "text_cls_01"] and names[32] == "text_mean_00"
+    assert emb.recipe_.layers == (1, 2, 3) and emb.recipe_.pooling == ("cls", "mean")
+
+
+def test_fit_transform_equals_fit_then_transform(tiny_bert):
+    a = BertEmbedder(tiny_bert, pooling="cls+max").fit_transform(TEXTS)
+    b = BertEmbedder(tiny_bert, pooling="cls+max").fit(TEXTS).transform(TEXTS)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_fit_trains_nothing_and_does_not_load_the_model(tiny_bert, monkeypatch):
+    import bertfeat.backend
+
+    def no_load(*a, **k):
+        raise AssertionError("fit must not load the model")
+
+    monkeypatch.setattr(bertfeat.backend, "get_backend", no_load)
+    est = BertEmbedder(tiny_bert, pooling="mean+max", layers=[1, 2], layer_agg="concat").fit(["anything"])
+    assert est.recipe_.n_features == 4 * 32 and est.recipe_.layers == (1, 2)
+
+
+def test_a_texts_vector_does_not_depend_on_its_batch(tiny_bert):
+    """Padding, batch size and neighbours must not change a text's vector beyond 1e-5 (fp32)."""
+    texts = [
+        "dog", "the quick brown fox jumps over the lazy dog and then the cat sat on the mat", "text",
+        "frozen embeddings for linear models", "emma woodhouse handsome clever and rich",
+    ]
+    for pooling in ("cls", "mean", "max"):
+        alone = np.vstack([BertEmbedder(tiny_bert, pooling=pooling).fit_transform([t]) for t in texts])
+        for budget in (8, 40, 10_000):
+            together = BertEmbedder(tiny_bert, pooling=pooling, batch_tokens=budget).fit_transform(texts)
+            assert np.abs(together - alone).max() <= 1e-5, (pooling, budget)
+
+
+def test_model_is_loaded_once_per_process(tiny_bert):
+    from bertfeat.backend import get_backend
+    from bertfeat.models import resolve_model
+
+    a = BertEmbedder(tiny_bert).fit(TEXTS)
+    b = clone(a).set_params(pooling="cls").fit(TEXTS)
+    a.transform(TEXTS), b.transform(TEXTS)
+    spec = resolve_model(tiny_bert)
+    assert get_backend(spec, "cpu", "float32") is get_backend(spec, "cpu", "float32")
+
+
+# -- inputs ---------------------------------------------------------------------------------------------------
+
+
+def test_every_1d_container_gives_the_same_features(emb):
+    import polars as pl
+
+    want = emb.fit_transform(TEXTS)
+    for X in (tuple(TEXTS), iter(TEXTS), np.array(TEXTS), np.array(TEXTS, dtype=object), pd.Series(TEXTS),
+              pd.Series(TEXTS, dtype="string"), pd.Series(TEXTS, dtype="category"), pl.Series(TEXTS)):
+        np.testing.assert_array_equal(clone(emb).fit_transform(X), want)
+
+
+def test_dataframe_columns_are_embedded_side_by_side(tiny_bert):
+    import polars as pl
+
+    df = pd.DataFrame({"title": TEXTS, "body": TEXTS[::-1]})
+    est = BertEmbedder(tiny_bert, pooling="mean")
+    X = est.fit_transform(df)
+    single = BertEmbedder(tiny_bert, pooling="mean").fit_transform(TEXTS)
+    np.testing.assert_array_equal(X[:, :32], single)
+    np.testing.assert_array_equal(X[:, 32:], single[::-1])
+    names = est.get_feature_names_out()
+    assert names[0] == "title_mean_00" and names[32] == "body_mean_00" and len(names) == 64
+    assert est.n_features_in_ == 2 and est.feature_names_in_.tolist() == ["title", "body"]
+    np.testing.assert_array_equal(BertEmbedder(tiny_bert, pooling="mean").fit_transform(pl.from_pandas(df)), X)
+
+
+def test_columns_selects_text_columns(tiny_bert):
+    df = pd.DataFrame({"id": [1, 2, 3, 4], "review": TEXTS})
+    est = BertEmbedder(tiny_bert, columns="review")
+    X = est.fit_transform(df)
+    assert X.shape == (4, 64) and est.text_columns_ == ["review"]
+    assert est.get_feature_names_out()[0] == "review_cls_00"
+    with pytest.raises(ValueError, match=r"columns='nope'.*not found.*\['id', 'review'\]"):
+        BertEmbedder(tiny_bert, columns="nope").fit(df)
+
+
+def test_named_series_names_the_features(emb):
+    emb.fit(pd.Series(TEXTS, name="review"))
+    assert emb.get_feature_names_out()[-1] == "review_mean_31"
+
+
+def test_bare_string_is_rejected_like_scikit_learn(emb):
+    with pytest.raises(TypeError, match="Iterable over raw text documents expected, string object received."):
+        emb.fit("just one text")
+
+
+def test_numeric_column_is_rejected_by_name(tiny_bert):
+    df = pd.DataFrame({"review": TEXTS, "stars": [1, 2, 3, 4]})
+    with pytest.raises(TypeError, match=r"column 'stars' holds int64 values, not text"):
+        BertEmbedder(tiny_bert).fit(df)
+
+
+def test_non_text_value_names_row_and_column(tiny_bert):
+    df = pd.DataFrame({"a": TEXTS, "b": ["x", "y", 3, "z"]})
+    est = BertEmbedder(tiny_bert).fit(df)
+    with pytest.raises(TypeError, match=r"row 2 of column 'b' holds int 3, not a string"):
+        est.transform(df)
+
+
+def test_transform_checks_the_columns_seen_in_fit(tiny_bert):
+    est = BertEmbedder(tiny_bert).fit(pd.DataFrame({"a": TEXTS}))
+    with pytest.raises(ValueError, match=r"columns of X \(\['b'\]\) differ from those seen in fit \(\['a'\]\)"):
+        est.transform(pd.DataFrame({"b": TEXTS}))
+    with pytest.raises(ValueError, match="X has 2 columns, but BertEmbedder is expecting 1"):
+        BertEmbedder(tiny_bert).fit(TEXTS).transform(np.array([TEXTS, TEXTS]).T)
+
+
+def test_unordered_and_empty_input_are_rejected(emb):
+    with pytest.raises(TypeError, match="no row order"):
+        emb.fit(set(TEXTS))
+    with pytest.raises(ValueError, match="0 sample"):
+        emb.fit([])
+
+
+def test_transform_before_fit_says_fit_first(emb):
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        emb.transform(TEXTS)
+
+
+# -- missing values ---------------------------------------------------------------------------------------------
+
+
+def test_missing_policies(tiny_bert):
+    data = pd.Series(["dog", None, "cat", np.nan], index=["a", "b", "c", "d"])
+    with pytest.raises(ValueError, match=r"row 1 \(index 'b'\) is missing \((None|nan)\) and missing='error'"):
+        BertEmbedder(tiny_bert).fit_transform(data)
+    zero = BertEmbedder(tiny_bert, missing="zero").fit_transform(data)
+    assert not zero[[1, 3]].any() and zero[[0, 2]].all(axis=1).any()
+    nan = BertEmbedder(tiny_bert, missing="nan").fit_transform(data)
+    assert np.isnan(nan[[1, 3]]).all() and np.isfinite(nan[[0, 2]]).all()
+    np.testing.assert_array_equal(nan[[0, 2]], zero[[0, 2]])
+
+
+def test_the_string_NA_is_text_not_missing(tiny_bert):
+    X = BertEmbedder(tiny_bert, missing="zero").fit_transform(["NA", None])
+    assert X[0].any() and not X[1].any()
+
+
+# -- long texts ---------------------------------------------------------------------------------------------------
+
+
+def test_truncation_warns_once_with_the_count(tiny_bert):
+    long = " ".join(["the quick brown fox jumps over the lazy dog"] * 5)
+    est = BertEmbedder(tiny_bert, max_length=16)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit_transform([long, "dog", long + " cat"])
+    mine = [w for w in caught if issubclass(w.category, TruncationWarning)]
+    assert len(mine) == 1
+    assert "2 of 3 texts were longer than max_length=16 tokens and were truncated" in str(mine[0].message)
+    assert est.stats_.truncated == 2
+
+
+def test_no_warning_when_chunking(tiny_bert):
+    long = " ".join(["the quick brown fox jumps over the lazy dog"] * 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TruncationWarning)
+        est = BertEmbedder(tiny_bert, max_length=16, long_text="chunk")
+        est.fit_transform([long])
+    assert est.stats_.chunked == 1
+
+
+# -- parameters and errors ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("params, message", [
+    (dict(pooling="avg"), r"pooling='avg'.*valid choices are \['cls', 'mean', 'max'\]"),
+    (dict(layers=9), r"layer 9 is out of range; the model has 3 layers, so valid indices are 0..3"),
+    (dict(layers="last"), r"layers='last' is not valid"),
+    (dict(layer_agg="sum"), r"layer_agg='sum' is not valid: expected one of \['mean', 'concat'\]"),
+    (dict(long_text="split"), r"long_text='split' is not valid: expected one of \['truncate', 'chunk'\]"),
+    (dict(dtype="int8"), r"dtype='int8' is not valid"),
+    (dict(missing="drop"), r"missing='drop' is not valid: expected one of \['error', 'zero', 'nan'\]"),
+    (dict(max_length=65), r"max_length=65 is not valid: expected an int from 4 to the model's limit of 64"),
+    (dict(max_length=16, long_text="chunk", stride=14), r"stride=14 is not valid: expected an int from 0 to 13"),
+    (dict(batch_tokens=0), r"batch_tokens=0 is not valid"),
+    (dict(normalize="yes"), r"normalize='yes' is not valid"),
+    (dict(device="tpu"), r"device='tpu' is not valid"),
+])
+def test_bad_parameters_name_the_value_and_the_choices(tiny_bert, params, message):
+    with pytest.raises(ValueError, match=message):
+        BertEmbedder(tiny_bert, **params).fit_transform(TEXTS)
+
+
+def test_cuda_without_a_gpu_says_what_to_pass(tiny_bert):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(ValueError, match=r"device='cuda' was asked for, but torch sees no CUDA GPU here; pass device='cpu'"):
+        BertEmbedder(tiny_bert, device="cuda").fit_transform(TEXTS)
+
+
+def test_hub_model_offline_says_so_and_what_to_pass_instead():
+    with pytest.raises(ModelNotAvailableError, match=r"not in the Hugging Face cache.*HF_HUB_OFFLINE.*model='default'"):
+        BertEmbedder("someone/not-a-cached-model").fit(TEXTS)
+
+
+def test_missing_local_directory_is_reported(tmp_path):
+    with pytest.raises(ModelNotAvailableError, match="looks like a local path, but there is no model directory"):
+        BertEmbedder(str(tmp_path / "nope")).fit(TEXTS)
+
+
+def test_bfloat16_on_cpu_is_close_to_float32(tiny_bert):
+    a = BertEmbedder(tiny_bert, dtype="float32").fit_transform(TEXTS)
+    b = BertEmbedder(tiny_bert, dtype="bfloat16").fit_transform(TEXTS)
+    cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    assert b.dtype == np.float32 and cos.min() > 0.99 and not np.array_equal(a, b)
+
+
+def test_normalize_gives_unit_blocks(tiny_bert):
+    X = BertEmbedder(tiny_bert, pooling="cls+mean", normalize=True).fit_transform(TEXTS)
+    np.testing.assert_allclose(np.linalg.norm(X[:, :32], axis=1), 1, atol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(X[:, 32:], axis=1), 1, atol=1e-6)
+
+
+# -- scikit-learn integration -------------------------------------------------------------------------------------
+
+
+def test_set_output_pandas_and_polars(tiny_bert):
+    import polars as pl
+
+    s = pd.Series(TEXTS, index=[10, 11, 12, 13], name="review")
+    out = BertEmbedder(tiny_bert).set_output(transform="pandas").fit_transform(s)
+    assert isinstance(out, pd.DataFrame) and out.index.tolist() == [10, 11, 12, 13]
+    assert out.columns[0] == "review_cls_00" and out.dtypes.iloc[0] == np.float32
+    pout = BertEmbedder(tiny_bert).set_output(transform="polars").fit_transform(s)
+    assert isinstance(pout, pl.DataFrame) and pout.columns == out.columns.tolist()
+    np.testing.assert_array_equal(pout.to_numpy(), out.to_numpy())
+
+
+def test_clone_get_set_params(tiny_bert):
+    est = BertEmbedder(tiny_bert, pooling="cls", layers=[1, 2])
+    params = est.get_params()
+    assert params["pooling"] == "cls" and params["layers"] == [1, 2] and params["model"] == tiny_bert
+    c = clone(est)
+    assert c.get_params() == params and c is not est
+    c.set_params(pooling="max")
+    assert c.pooling == "max" and est.pooling == "cls"
+
+
+def test_pickle_round_trip_is_small_and_gives_the_same_features(tiny_bert):
+    est = BertEmbedder(tiny_bert).fit(TEXTS)
+    before = est.transform(TEXTS)
+    blob = pickle.dumps(est)
+    assert len(blob) < 10_000  # no weights, no tokenizer, no tensors
+    again = pickle.loads(blob)
+    np.testing.assert_array_equal(again.transform(TEXTS), before)
+
+
+def test_pipeline_and_column_transformer(tiny_bert):
+    df = pd.DataFrame({"review": TEXTS * 5, "stars": np.arange(20.0)})
+    y = np.array([0, 1] * 10)
+    ct = ColumnTransformer([("bert", BertEmbedder(tiny_bert, pooling="mean"), "review"),
+                            ("num", "passthrough", ["stars"])])
+    pipe = make_pipeline(ct, LogisticRegression(max_iter=500)).fit(df, y)
+    assert pipe.predict(df).shape == (20,)
+    names = ct.get_feature_names_out()
+    assert names[0] == "bert__review_mean_00" and names[-1] == "num__stars" and len(names) == 33
+
+
+def test_grid_search_over_pooling_and_layers(tiny_bert):
+    X = TEXTS * 4
+    y = [0, 1, 0, 1] * 4
+    pipe = make_pipeline(BertEmbedder(tiny_bert), LogisticRegression(max_iter=200))
+    grid = GridSearchCV(pipe, {"bertembedder__pooling": ["cls", "mean+max"], "bertembedder__layers": [-1, [1, 2]]},
+                        cv=2).fit(X, y)
+    assert len(grid.cv_results_["params"]) == 4
+    best = grid.best_estimator_.named_steps["bertembedder"]
+    assert best.recipe_.n_features in (32, 64)
+
+
+SKLEARN_CHECKS = [
+    "check_no_attributes_set_in_init", "check_parameters_default_constructible", "check_get_params_invariance",
+    "check_set_params", "check_estimator_repr", "check_estimator_cloneable", "check_estimators_unfitted",
+    "check_transformers_unfitted", "check_do_not_raise_errors_in_init_or_set_params", "check_mixin_order",
+    "check_valid_tag_types", "check_estimator_tags_renamed", "check_get_feature_names_out_error",
+]
+
+
+@pytest.mark.parametrize("check", SKLEARN_CHECKS)
+def test_sklearn_checks_by_name(check, tiny_bert):
+    """parametrize_with_checks skips string-input estimators, so the checks that apply are called by name."""
+    import sklearn.utils.estimator_checks as checks
+
+    getattr(checks, check)("BertEmbedder", BertEmbedder(tiny_bert))
+
+
+def test_truncation_warning_points_at_the_callers_line(tiny_bert):
+    from sklearn.pipeline import make_pipeline
+
+    long = " ".join(["the quick brown fox jumps over the lazy dog"] * 5)
+    pipe = make_pipeline(BertEmbedder(tiny_bert, max_length=16))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pipe.fit_transform([long])
+    mine = [w for w in caught if issubclass(w.category, TruncationWarning)]
+    assert mine and mine[0].filename == __file__

@@ -1,0 +1,87 @@
+"""The one data path with the counting fake backend: dedup, order, batching, missing policy, errors."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bertfeat.encode import encode, split_missing
+from tests.conftest import CountingBackend, make_recipe
+
+
+def run(texts, **kw):
+    backend = CountingBackend()
+    recipe = kw.pop("recipe", make_recipe())
+    out, stats = encode(texts, recipe, lambda: backend, **kw)
+    return out, stats, backend
+
+
+def test_identical_texts_are_embedded_once_and_order_is_restored():
+    texts = ["ccc", "a", "bb", "a", "ccc", "dddd"]
+    out, stats, backend = run(texts)
+    assert backend.rows == 4 and stats.unique == 4 and stats.rows == 6
+    alone = {t: run([t])[0][0] for t in set(texts)}
+    for i, t in enumerate(texts):
+        np.testing.assert_array_equal(out[i], alone[t])
+
+
+def test_batches_are_sorted_by_length_and_fit_the_token_budget():
+    texts = ["x" * n for n in (3, 14, 1, 7, 9, 2, 5)]
+    _, stats, backend = run(texts, batch_tokens=24)
+    for lengths in backend.batches:
+        assert len(lengths) * max(lengths) <= 24 or len(lengths) == 1
+    flat = [n for b in backend.batches for n in b]
+    assert flat == sorted(flat, reverse=True)
+    assert stats.batches == len(backend.batches)
+    assert stats.tokens == sum(flat) and stats.padded_tokens >= stats.tokens
+
+
+def test_the_model_is_not_loaded_when_nothing_needs_embedding():
+    def explode():
+        raise AssertionError("model loaded")
+
+    out, stats = encode([None, float("nan")], make_recipe(), explode, missing="zero")
+    assert out.shape == (2, 4) and not out.any()
+    out, _ = encode([], make_recipe(), explode)
+    assert out.shape == (0, 4)
+
+
+@pytest.mark.parametrize("marker", [None, float("nan"), np.nan, pd.NA, pd.NaT, np.float32("nan")])
+def test_missing_zero_and_nan(marker):
+    out, stats, _ = run(["a", marker, "b"], missing="zero")
+    assert not out[1].any() and out[0].any() and stats.missing == 1
+    out, _, _ = run(["a", marker], missing="nan")
+    assert np.isnan(out[1]).all() and np.isfinite(out[0]).all()
+
+
+def test_missing_error_names_the_row():
+    with pytest.raises(ValueError, match=r"row 2 is missing \(None\) and missing='error'.*missing='zero'"):
+        run(["a", "b", None])
+
+
+@pytest.mark.parametrize("value, shown", [(3, "int 3"), (2.5, "float 2.5"), (["a"], "list"), (b"x", "bytes")])
+def test_non_text_values_are_named(value, shown):
+    with pytest.raises(TypeError, match=rf"row 1 holds {shown}"):
+        run(["a", value])
+
+
+def test_invalid_unicode_is_an_error_naming_the_row():
+    with pytest.raises(ValueError, match=r"row 1 is not valid Unicode"):
+        run(["fine", "bad \ud800 surrogate"])
+
+
+def test_truncation_and_chunk_counts_are_rows():
+    long = "y" * 40  # 42 tokens with specials > max_length 16
+    _, stats, _ = run(["short", long, long])
+    assert stats.truncated == 2 and stats.chunked == 0
+    _, stats, backend = run(["short", long], recipe=make_recipe(long_text="chunk", stride=2))
+    assert stats.chunked == 1 and stats.truncated == 0
+    # 40 content tokens in windows of 16 - 2 = 14 sharing 2: [0,14) [12,26) [24,38) [36,40)
+    assert backend.rows == 1 + 4
+    assert sorted(n for b in backend.batches for n in b) == [4 + 2, 5 + 2, 16, 16, 16]
+
+
+def test_split_missing_keeps_present_texts_in_order():
+    present, mask = split_missing(["a", None, "b", math.nan], "zero", lambda i: f"row {i}")
+    assert present == ["a", "b"] and mask.tolist() == [False, True, False, True]

@@ -1,0 +1,64 @@
+"""Every example runs, on a small subset, so none can rot."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples"))
+
+
+def test_austen_logreg_beats_chance():
+    import austen_logreg
+
+    accuracy = austen_logreg.main(["--per-book", "12", "--folds", "3"])
+    assert 1 / 6 < accuracy <= 1
+
+
+def test_pipeline_columntransformer():
+    import pipeline_columntransformer
+
+    auc = pipeline_columntransformer.main(["--n-train", "120", "--n-test", "60"])
+    assert 0.6 < auc <= 1
+
+
+def test_xgboost_features():
+    pytest.importorskip("xgboost")
+    import xgboost_features
+
+    auc = xgboost_features.main(["--n-train", "120", "--n-test", "60"])
+    assert 0.55 < auc <= 1
+
+
+def test_probe_layers(tmp_path):
+    import probe_layers
+
+    result = probe_layers.main(["--n", "90", "--cv", "3", "--plot", str(tmp_path / "p.png")])
+    assert (tmp_path / "p.png").stat().st_size > 10_000
+    assert result.table["score"].iloc[0] > 0.5
+
+
+def test_cli_featurize_script(tmp_path):
+    out = tmp_path / "f.parquet"
+    env = {**os.environ, "PYTHON": sys.executable, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    res = subprocess.run(["bash", str(ROOT / "examples" / "cli_featurize.sh"), "25", str(out)], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "25 rows x 770 columns: ['id', 'score', 'review_cls_000']" in res.stdout
+
+
+def test_austen_logreg_on_cli_features(tiny_bert, tmp_path):
+    """The main job's path: sample CSV -> bertfeat embed -> CV from the parquet file."""
+    import austen_logreg
+
+    from bertfeat.cli import main
+
+    sample = tmp_path / "s.csv"
+    austen_logreg.main(["--per-book", "10", "--sample-csv", str(sample)])
+    assert main(["embed", str(sample), "--text-col", "text", "--keep-col", "id", "--keep-col", "book",
+                 "--model", tiny_bert, "--out", str(tmp_path / "f.parquet"), "--quiet", "--long-text", "chunk"]) == 0
+    accuracy = austen_logreg.main(["--features", str(tmp_path / "f.parquet"), "--folds", "2"])
+    assert 0 <= accuracy <= 1

@@ -1,0 +1,125 @@
+"""Pooling math checked against a hand computation: each text run alone (no padding) through the tiny BERT,
+then CLS / mean / max and layer aggregation computed in numpy, compared with BertEmbedder on mixed batches."""
+
+import numpy as np
+import pytest
+import torch
+
+from bertfeat import BertEmbedder
+from bertfeat.pooling import combine_windows, l2_normalize, pool_blocks, pool_tokens
+
+TEXTS = ["the cat sat on the mat", "dog", "statistics meets text at last and glmnet loves numeric features", ""]
+
+
+@pytest.fixture(scope="module")
+def hand(tiny_bert):
+    """Per text: the hidden states of every layer, from one unpadded forward pass."""
+    from transformers import AutoModel, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_bert)
+    model = AutoModel.from_pretrained(tiny_bert).eval()
+
+    def states(ids):
+        with torch.no_grad():
+            out = model(input_ids=torch.tensor([ids]), output_hidden_states=True)
+        return [h[0].numpy().astype(np.float64) for h in out.hidden_states]
+
+    return tok, states
+
+
+def expected(states, pooling, layers, agg):
+    blocks = []
+    for how in pooling:
+        per_layer = []
+        for layer in layers:
+            h = states[layer]
+            per_layer.append({"cls": h[0], "mean": h.mean(0), "max": h.max(0)}[how])
+        blocks.extend([np.mean(per_layer, axis=0)] if agg == "mean" else per_layer)
+    return np.concatenate(blocks)
+
+
+@pytest.mark.parametrize("pooling, layers, agg", [
+    ("cls", -1, "mean"),
+    ("mean", -1, "mean"),
+    ("max", -1, "mean"),
+    ("cls+mean+max", [0, 2], "mean"),
+    ("mean+max", [-1, 1, 0], "concat"),
+    ("cls", [1, 2, 3], "mean"),
+])
+def test_pooling_matches_hand_computation(tiny_bert, hand, pooling, layers, agg):
+    tok, states = hand
+    est = BertEmbedder(tiny_bert, pooling=pooling, layers=layers, layer_agg=agg, batch_tokens=10_000)
+    got = est.fit_transform(TEXTS)
+    layer_idx = [l % 4 for l in ([layers] if isinstance(layers, int) else layers)]
+    for i, text in enumerate(TEXTS):
+        ids = tok(text)["input_ids"]
+        want = expected(states(ids), pooling.split("+"), layer_idx, agg)
+        np.testing.assert_allclose(got[i], want, atol=1e-5, rtol=0)
+
+
+def test_chunked_long_text_is_the_token_weighted_mean_of_its_windows(tiny_bert, hand):
+    tok, states = hand
+    text = " ".join(["the quick brown fox jumps over the lazy dog"] * 4)
+    content = tok(text, add_special_tokens=False)["input_ids"]
+    cls_id, sep_id = tok.cls_token_id, tok.sep_token_id
+    max_length, stride = 16, 4
+    window = max_length - 2
+    assert len(content) > 2 * window  # really several windows
+    spans, start = [], 0
+    while True:
+        end = min(start + window, len(content))
+        spans.append(content[start:end])
+        if end == len(content):
+            break
+        start = end - stride
+    est = BertEmbedder(tiny_bert, pooling="cls+mean+max", layers=-1, max_length=max_length, long_text="chunk",
+                       stride=stride)
+    got = est.fit_transform([text, "dog"])[0]
+    per_window = [states([cls_id] + w + [sep_id])[-1] for w in spans]
+    weights = np.array([len(w) + 2 for w in spans], dtype=np.float64)
+    cls = np.average([h[0] for h in per_window], axis=0, weights=weights)
+    mean = np.average([h.mean(0) for h in per_window], axis=0, weights=weights)
+    mx = np.max([h.max(0) for h in per_window], axis=0)
+    np.testing.assert_allclose(got, np.concatenate([cls, mean, mx]), atol=1e-5, rtol=0)
+    assert est.stats_.chunked == 1 and est.stats_.truncated == 0
+
+
+def test_chunk_mode_equals_truncate_mode_for_texts_that_fit(tiny_bert):
+    short = ["the cat sat", "a dog ran in the park"]
+    a = BertEmbedder(tiny_bert, long_text="chunk", max_length=32).fit_transform(short)
+    b = BertEmbedder(tiny_bert, long_text="truncate", max_length=32).fit_transform(short)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_pool_functions_do_not_write_into_inputs():
+    torch.manual_seed(1)
+    hidden = torch.randn(2, 5, 3)
+    mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
+    h0, m0 = hidden.clone(), mask.clone()
+    for how in ("cls", "mean", "max"):
+        pool_tokens(hidden, mask, how)
+    pool_blocks([hidden, hidden], mask, ("cls", "mean", "max"), ((0, 1),))
+    assert torch.equal(hidden, h0) and torch.equal(mask, m0)
+
+
+def test_masked_pooling_ignores_padding():
+    hidden = torch.tensor([[[1.0, 2.0], [3.0, 4.0], [100.0, -100.0]]])
+    mask = torch.tensor([[1, 1, 0]])
+    assert pool_tokens(hidden, mask, "mean").tolist() == [[2.0, 3.0]]
+    assert pool_tokens(hidden, mask, "max").tolist() == [[3.0, 4.0]]
+    assert pool_tokens(hidden, mask, "cls").tolist() == [[1.0, 2.0]]
+
+
+def test_combine_windows_weighted_mean_and_max():
+    vectors = np.array([[[1.0, 0.0], [1.0, 5.0]],   # text 0 window 0: mean block, max block
+                        [[3.0, 2.0], [0.0, 9.0]],   # text 0 window 1
+                        [[7.0, 7.0], [7.0, 7.0]]], dtype=np.float32)  # text 1
+    out = combine_windows(vectors, np.array([0, 2, 3]), np.array([1, 3, 5]), ("mean", "max"))
+    np.testing.assert_allclose(out[0, 0], [2.5, 1.5])
+    np.testing.assert_allclose(out[0, 1], [1.0, 9.0])
+    np.testing.assert_array_equal(out[1], vectors[2])
+
+
+def test_l2_normalize_leaves_zero_vectors():
+    v = np.array([[[3.0, 4.0]], [[0.0, 0.0]]], dtype=np.float32)
+    np.testing.assert_allclose(l2_normalize(v), [[[0.6, 0.8]], [[0.0, 0.0]]])

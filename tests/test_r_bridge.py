@@ -1,0 +1,120 @@
+"""bertfeat._r, the Python end of the R package: the byte payload, the missing mask, and one call per request."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from bertfeat import BertEmbedder
+from bertfeat import _r
+
+
+def _unpack(buf, n, d):
+    """What R's readBin(size = 4, endian = "little") + matrix(nrow = n) do with the payload."""
+    return np.frombuffer(bytes(buf), dtype="<f4").reshape(d, n).T
+
+
+def test_matrix_payload_is_column_major_little_endian_float32():
+    X = np.arange(6, dtype=np.float64).reshape(2, 3) / 7
+    buf, n, d = _r.matrix_payload(X)
+    assert isinstance(buf, bytearray) and len(buf) == 6 * 4 and (n, d) == (2, 3)
+    np.testing.assert_array_equal(np.frombuffer(bytes(buf), dtype="<f4")[:2], X[:, 0].astype(np.float32))
+    np.testing.assert_array_equal(_unpack(buf, n, d), X.astype(np.float32))
+
+
+def test_matrix_payload_rejects_non_2d():
+    with pytest.raises(ValueError, match="2-D"):
+        _r.matrix_payload(np.zeros(3))
+
+
+def test_build_input_puts_none_under_the_mask_only():
+    # reticulate sends NA as the string "NA": the mask, not the text, says what is missing
+    out = _r._build_input([["a", "NA", "NA"]], [[False, True, False]], None)
+    assert out == ["a", None, "NA"]
+
+
+def test_build_input_accepts_reticulate_scalars():
+    # a length-1 R vector arrives as a bare str / bool
+    assert _r._build_input("only", True, None) == [None]
+    frame = _r._build_input([["x", "y"], ["u", "v"]], [[False, False], [True, False]], ["a", "b"])
+    assert list(frame.columns) == ["a", "b"] and frame["b"].tolist() == [None, "v"]
+    assert frame["b"].dtype == object
+
+
+def test_build_input_checks_lengths():
+    with pytest.raises(ValueError, match="missing mask of length 1"):
+        _r._build_input([["a", "b"]], [[False]], None)
+    with pytest.raises(ValueError, match="one mask"):
+        _r._build_input([["a"], ["b"]], [[False]], ["x", "y"])
+
+
+def test_embed_matches_bert_embedder_and_keeps_the_na_string(tiny_bert):
+    params = {"model": tiny_bert, "pooling": "cls+mean", "layers": [-1, -2], "missing": "zero"}
+    texts = ["the cat sat", "NA", "", "a dog ran"]
+    mask = [False, False, True, False]
+    buf, n, d, names, fp, stats, warns = _r.embed([texts], [mask], None, params)
+    got = _unpack(buf, n, d)
+    ref_embedder = BertEmbedder(**params)
+    ref = ref_embedder.fit_transform(["the cat sat", "NA", None, "a dog ran"])
+    np.testing.assert_array_equal(got, ref)
+    assert names == list(ref_embedder.get_feature_names_out()) and names[0] == "text_cls_00"
+    assert fp == ref_embedder.recipe_.fingerprint()
+    assert not got[2].any() and got[1].any()  # the NA row is zeros; the text "NA" is embedded
+    assert stats["rows"] == 4 and stats["missing"] == 1 and warns == []
+
+
+def test_embed_data_frame_columns_side_by_side(tiny_bert):
+    params = {"model": tiny_bert, "missing": "nan", "pooling": "mean"}
+    buf, n, d, names, _, stats, _ = _r.embed(
+        [["the cat", "a dog"], ["park", "mat"]], [[False, False], [False, True]], ["title", "body"], params
+    )
+    got = _unpack(buf, n, d)
+    assert (n, d) == (2, 64) and names[0] == "title_mean_00" and names[32] == "body_mean_00"
+    assert np.isnan(got[1, 32:]).all() and not np.isnan(got[1, :32]).any()
+    np.testing.assert_array_equal(got[0, 32:], BertEmbedder(model=tiny_bert, pooling="mean").fit_transform(["park"])[0])
+    assert stats["rows"] == 4  # both columns went through one encode call
+
+
+def test_embed_returns_warnings_for_r(tiny_bert):
+    long = "the quick brown fox jumps over the lazy dog " * 4
+    *_, warns = _r.embed([[long, "a cat"]], [[False, False]], None, {"model": tiny_bert, "max_length": 8})
+    assert [w[0] for w in warns] == ["TruncationWarning"] and "1 of 2 texts" in warns[0][1]
+
+
+def test_embed_reports_missing_under_error_policy(tiny_bert):
+    with pytest.raises(ValueError, match="missing"):
+        _r.embed([["a", "b"]], [[False, True]], None, {"model": tiny_bert})
+
+
+def test_describe_agrees_with_embed(tiny_bert):
+    params = {"model": tiny_bert, "pooling": "max", "layers": [1, 2], "layer_agg": "concat"}
+    names, fp = _r.describe(["review"], params)
+    _, _, d, enames, efp, _, _ = _r.embed([["a cat"]], [[False]], ["review"], params)
+    assert names == enames and fp == efp and len(names) == d == 64
+    assert names[0] == "review_max_l1_00"
+
+
+def test_config_reports_versions():
+    info = _r.config()
+    assert info["bertfeat_version"] == __import__("bertfeat").__version__
+    assert info["torch_version"] and info["device"] == "cpu" and info["error"] is None
+    assert info["torch_import"] == "plain"  # outside R torch is imported as usual
+
+
+def test_torch_is_imported_with_deepbind_only_inside_r():
+    import subprocess
+
+    code = (
+        "import sys, types; sys.modules['rpytools'] = types.ModuleType('rpytools'); "  # what reticulate loads
+        "from bertfeat import _r; _r._import_torch(); print(_r.torch_import)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    expected = "deepbind" if hasattr(os, "RTLD_DEEPBIND") else "plain"
+    assert out.stdout.strip() == expected
+
+
+def test_missing_in_a_plain_list_names_the_row(tiny_bert):
+    # regression: a list's .index method was taken for a pandas index, turning this error into a TypeError
+    with pytest.raises(ValueError, match=r"^row 1 is missing \(None\) and missing='error'"):
+        BertEmbedder(model=tiny_bert).fit_transform(["a cat", None])

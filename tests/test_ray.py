@@ -1,0 +1,152 @@
+"""Real jobs on a local Ray cluster (2 CPUs, started once for this file): the Ray engine's output equals the
+single-machine CLI's, row for row, with the same schema and metadata, and a rerun is answered by the cache.
+"""
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from bertfeat.cli import main
+
+ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'bertfeat[ray]'")
+pytest.importorskip("ray.data", reason="Ray Data is missing: pip install 'ray[data]'")
+
+from tests.test_cli import make_frame  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """One local Ray cluster for this file's tests; its workers import this checkout of bertfeat."""
+    with pytest.MonkeyPatch.context() as mp:
+        # workers inherit the environment of the cluster's start: this checkout, offline
+        mp.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="warning")
+        try:
+            yield ray
+        finally:
+            ray.shutdown()
+
+
+def features(table: pa.Table, skip: int) -> np.ndarray:
+    cols = table.columns[skip:]
+    if pa.types.is_fixed_size_list(cols[0].type):
+        return np.hstack([np.stack(c.to_numpy(zero_copy_only=False)) for c in cols])
+    return np.column_stack([c.to_numpy() for c in cols])
+
+
+def test_cli_ray_engine_matches_the_local_engine_and_a_rerun_hits_the_cache(tiny_bert, ray_cluster, tmp_path):
+    df = make_frame(150, seed=3).drop_duplicates("review").reset_index(drop=True)  # distinct texts: hits == rows
+    (tmp_path / "in").mkdir()
+    half = len(df) // 2
+    df.iloc[:half].to_parquet(tmp_path / "in" / "a.parquet")
+    df.iloc[half:].to_parquet(tmp_path / "in" / "b.parquet")
+    common = [str(tmp_path / "in"), "--text-col", "review", "--id-col", "id", "--model", tiny_bert,
+              "--chunk-rows", "40", "--quiet"]
+    assert main(["embed", *common, "--out", str(tmp_path / "local.parquet")]) == 0
+    ray_args = [*common, "--out", str(tmp_path / "ray_out"), "--engine", "ray", "--cache-dir", str(tmp_path / "c")]
+    assert main(["embed", *ray_args]) == 0
+
+    local = pq.read_table(tmp_path / "local.parquet")
+    out = tmp_path / "ray_out"
+    assert out.is_dir() and not (tmp_path / "ray_out.partial").exists()
+    assert all(f.suffix == ".parquet" for f in out.iterdir())
+    got = pq.read_table(out)
+    assert got.schema.equals(local.schema, check_metadata=True)  # column names, types and the b"bertfeat" metadata
+    assert got.column("id").to_pylist() == local.column("id").to_pylist() == df["id"].tolist()  # input order kept
+    assert np.abs(features(got, 1) - features(local, 1)).max() <= 1e-5
+
+    manifest = json.loads((tmp_path / "ray_out.manifest.json").read_text())
+    local_manifest = json.loads((tmp_path / "local.parquet.manifest.json").read_text())
+    assert manifest["engine"] == "ray" and manifest["provenance"] == local_manifest["provenance"]
+    assert manifest["provenance"] == json.loads(got.schema.metadata[b"bertfeat"])
+    for key in ("rows", "texts", "unique_texts", "embedded", "missing", "truncated", "tokens"):
+        assert manifest["counts"][key] == local_manifest["counts"][key], key
+    assert manifest["counts"]["embedded"] == len(df) and manifest["counts"]["cache_hits"] == 0
+    assert manifest["input"] == local_manifest["input"] and manifest["cache_dir"] == str(tmp_path / "c")
+    workers = manifest["ray"]["workers"]
+    assert len(workers) == manifest["ray"]["num_workers"] == 1  # one actor, constructed (and loading) once
+    assert workers[0]["threads"] == manifest["ray"]["threads"] == 1 and workers[0]["device"] == "cpu"
+
+    # the same command again (replacing the output): every text comes from the shared cache
+    assert main(["embed", *ray_args, "--overwrite"]) == 0
+    again = json.loads((tmp_path / "ray_out.manifest.json").read_text())
+    assert again["counts"]["embedded"] == 0 and again["counts"]["cache_hits"] == again["counts"]["rows"] == len(df)
+    assert pq.read_table(out).equals(got)
+
+
+def test_embed_dataset_on_two_fractional_workers_in_list_layout(tiny_bert, ray_cluster):
+    from bertfeat.arrow import ArrowFeaturizer
+    from bertfeat.ray import embed_dataset
+
+    df = make_frame(90, seed=4)[["id", "review", "title"]]
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    ds = ray.data.from_arrow([table.slice(k, 15) for k in range(0, 90, 15)])  # six blocks for two workers
+    with pytest.raises(ValueError, match=r"column\(s\) \['body'\] not found"):  # checked before any actor starts
+        embed_dataset(ds, "body", model=tiny_bert)
+    # two actors with half a CPU each on the 2-CPU cluster leave a whole CPU to the read tasks
+    feats = embed_dataset(ds, ["review", "title"], keep_cols="id", num_workers=2, batch_rows=16, layout="list",
+                          model=tiny_bert)
+    blocks = [b for b in ray.get(feats.to_arrow_refs()) if b.num_rows]
+    got = pa.concat_tables(blocks).sort_by("id")  # rows may come back in another order: compare by id
+    want = ArrowFeaturizer(["review", "title"], ["id"], layout="list", model=tiny_bert)(table)
+    assert all(b.schema.equals(want.schema, check_metadata=True) for b in blocks)
+    assert got.column("id").to_pylist() == df["id"].tolist()
+    assert np.abs(features(got, 1) - features(pa.Table.from_batches([want]), 1)).max() <= 1e-5
+
+
+def test_a_bad_text_fails_the_job_with_the_local_engines_message(tiny_bert, ray_cluster, tmp_path, capsys):
+    src = tmp_path / "in.parquet"
+    pd.DataFrame({"id": [1, 2, 3], "text": ["fine", None, "also fine"]}).to_parquet(src)
+    args = ["embed", str(src), "--text-col", "text", "--out", str(tmp_path / "o"), "--model", tiny_bert, "--quiet"]
+    assert main(args) == 2
+    local = capsys.readouterr().err.strip().splitlines()
+    assert main([*args, "--engine", "ray"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == local[-1] and "is missing (None) and missing='error'" in err[-1]
+    assert not (tmp_path / "o").exists()
+
+
+def test_ray_job_errors_before_any_work(tiny_bert, ray_cluster, tmp_path):
+    from bertfeat.ray import embed_parquet
+
+    src = tmp_path / "in.parquet"
+    pd.DataFrame({"text": ["a"], "n": [1]}).to_parquet(src)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="pass --overwrite"):
+        embed_parquet(src, tmp_path / "out", "text", model=tiny_bert)
+    with pytest.raises(FileExistsError, match="holds files other than parquet"):
+        embed_parquet(src, tmp_path / "out", "text", model=tiny_bert, overwrite=True)
+    assert (tmp_path / "out" / "notes.txt").read_text() == "mine"
+    with pytest.raises(TypeError, match="text column 'n' holds int64 values"):
+        embed_parquet(src, tmp_path / "o2", "n", model=tiny_bert)
+    pd.DataFrame({"text": pd.Series([], dtype=object)}).to_parquet(tmp_path / "empty.parquet")
+    with pytest.raises(ValueError, match="has no rows to embed"):
+        embed_parquet(tmp_path / "empty.parquet", tmp_path / "o3", "text", model=tiny_bert)
+    assert not any((tmp_path / n).exists() for n in ("o2", "o2.partial", "o3", "o3.partial"))
+
+
+def test_rerun_after_a_killed_job_embeds_only_what_is_left(tiny_bert, ray_cluster, tmp_path):
+    from bertfeat import BertEmbedder
+    from bertfeat.ray import embed_parquet
+
+    df = make_frame(80, seed=5).drop_duplicates("review").reset_index(drop=True)
+    df.to_parquet(tmp_path / "in.parquet")
+    out = tmp_path / "out"
+    # what a killed run leaves: its run-private cache holding the texts it finished, and a half-written data folder
+    BertEmbedder(tiny_bert, cache_dir=tmp_path / "out.partial" / "cache").fit_transform(df["review"][:30])
+    (tmp_path / "out.partial" / "data").mkdir()
+    df.iloc[:5].to_parquet(tmp_path / "out.partial" / "data" / "left-over.parquet")
+    manifest = embed_parquet(tmp_path / "in.parquet", out, "review", keep_cols="id", model=tiny_bert, quiet=True)
+    assert manifest["counts"]["cache_hits"] == 30 and manifest["counts"]["embedded"] == len(df) - 30
+    assert pq.read_table(out).column("id").to_pylist() == df["id"].tolist()  # nothing of the dead run's files
+    assert manifest["cache_dir"] is None and not (tmp_path / "out.partial").exists()

@@ -1,0 +1,121 @@
+"""The Ray engine's parts that need no Ray cluster: the optional import, the worker plan, the actor body, CLI flags.
+
+These run whether or not Ray is installed; tests/test_ray.py runs real jobs on a local cluster.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import bertfeat.ray as bray
+from bertfeat.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_import_bertfeat_never_imports_ray():
+    code = ("import sys, bertfeat, bertfeat.ray, bertfeat.cli, bertfeat.cli.embed; "
+            "print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_missing_ray_says_how_to_install_it(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(sys.modules, "ray", None)  # what an environment without Ray looks like to `import ray`
+    with pytest.raises(ImportError, match=r"pip install 'bertfeat\[ray\]'"):
+        bray.require_ray()
+    with pytest.raises(ImportError, match=r"pip install 'bertfeat\[ray\]'"):
+        bray.embed_dataset(object(), "text")
+    src = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"text": ["a", "b"]}), src)
+    code = main(["embed", str(src), "--text-col", "text", "--out", str(tmp_path / "o"), "--engine", "ray"])
+    err = capsys.readouterr().err
+    assert code == 2 and "pip install 'bertfeat[ray]'" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists() and not (tmp_path / "o.partial").exists()
+
+
+@pytest.mark.parametrize("nodes, gpus, kwargs, expected", [
+    # the 2-core CI machine: one actor on one CPU, the other CPU left to Ray Data's read and write tasks
+    ([2], [0], {}, (1, 1.0, 0.0, 1, "cpu")),
+    # two actors there share the spare CPU instead of starving the reads
+    ([2], [0], {"num_workers": 2}, (2, 0.5, 0.0, 1, "cpu")),
+    ([16, 16], [0, 0], {}, (2, 15.0, 0.0, 15, "cpu")),
+    ([16, 16], [0, 0], {"num_workers": 4}, (4, 7.0, 0.0, 7, "cpu")),
+    ([8, 32], [0, 0], {"num_workers": 1}, (1, 31.0, 0.0, 31, "cpu")),  # no actor bigger than the biggest node
+    ([2], [0], {"cpus_per_worker": 3.5}, (1, 3.5, 0.0, 3, "cpu")),
+    ([16, 16], [4, 4], {"gpus_per_worker": 1}, (8, 1.0, 1.0, 1, "cuda")),
+    ([16], [2], {"gpus_per_worker": 0.5, "cpus_per_worker": 2}, (4, 2.0, 0.5, 2, "cuda")),
+    ([0], [0], {"gpus_per_worker": 1, "num_workers": 3}, (3, 1.0, 1.0, 1, "cuda")),  # GPU nodes yet to be added
+])
+def test_worker_plan(nodes, gpus, kwargs, expected):
+    plan = bray.plan_workers(nodes, gpus, **kwargs)
+    assert (plan.num_workers, plan.cpus, plan.gpus, plan.threads, plan.device) == expected
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"gpus_per_worker": 1}, r"gpus_per_worker=1 but the Ray cluster has 0 GPU\(s\)"),
+    ({"device": "cuda"}, r"device='cuda' needs GPUs from Ray: pass gpus_per_worker=1"),
+    ({"device": "cpu", "gpus_per_worker": 1}, r"device='cpu' does not go with gpus_per_worker=1"),
+    ({"num_workers": 0}, r"num_workers=0 is not valid"),
+    ({"cpus_per_worker": 0}, r"cpus_per_worker=0 is not valid"),
+    ({"gpus_per_worker": -1}, r"gpus_per_worker=-1 is not valid"),
+])
+def test_worker_plan_errors_say_what_to_do(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        bray.plan_workers([8], [0], **kwargs)
+
+
+def test_a_one_cpu_cluster_needs_an_explicit_allotment():
+    with pytest.raises(ValueError, match="pass cpus_per_worker= explicitly"):
+        bray.plan_workers([1], [0])
+
+
+def test_actor_sets_its_threads_and_embeds_like_the_core(tiny_bert, monkeypatch):
+    import torch
+
+    from bertfeat.arrow import ArrowFeaturizer
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # the actor body itself needs no Ray when it reports nowhere
+    before = torch.get_num_threads()
+    table = pa.table({"id": [1, 2, 3], "review": ["the cat sat", "a dog ran", "the cat sat"]})
+    try:
+        actor = bray.RayFeaturizer(["review"], ["id"], "columns", threads=3, params={"model": tiny_bert})
+        assert torch.get_num_threads() == 3 and actor.threads == 3
+        got = actor(table)
+    finally:
+        torch.set_num_threads(before)
+    want = ArrowFeaturizer(["review"], ["id"], model=tiny_bert)(table)
+    assert isinstance(got, pa.Table) and got.schema.equals(want.schema, check_metadata=True)
+    # 3 threads split the matrix products differently from the default: equal within float32 rounding
+    np.testing.assert_allclose(np.column_stack(got.columns[1:]), np.column_stack(want.columns[1:]), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--num-workers", "2"], "--num-workers applies to --engine ray only; add --engine ray or drop --num-workers"),
+    (["--gpus-per-worker", "1", "--engine", "local"], "--gpus-per-worker applies to --engine ray only"),
+    (["--engine", "ray", "--device", "cuda"], "needs GPUs from Ray: pass gpus_per_worker=1"),
+    (["--engine", "ray", "--gpus-per-worker", "1", "--device", "cpu"], "does not go with gpus_per_worker=1"),
+])
+def test_conflicting_engine_flags_are_rejected_before_work(tmp_path, capsys, args, message):
+    src = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"text": ["a", "b"]}), src)
+    code = main(["embed", str(src), "--text-col", "text", "--out", str(tmp_path / "o"), "--model", "nowhere", *args])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+    assert not any(p.name.startswith("o") for p in tmp_path.iterdir())
+
+
+def test_csv_input_with_the_ray_engine_is_a_usage_error(tmp_path, capsys):
+    src = tmp_path / "in.csv"
+    src.write_text("id,text\n1,hello\n")
+    code = main(["embed", str(src), "--text-col", "text", "--out", str(tmp_path / "o"), "--engine", "ray"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--engine ray reads parquet input only" in err and "convert it to parquet" in err

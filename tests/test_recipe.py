@@ -1,0 +1,83 @@
+import dataclasses
+
+import pytest
+
+from bertfeat.recipe import Recipe, parse_layers, parse_pooling
+from tests.conftest import make_recipe
+
+
+@pytest.mark.parametrize("given, expected", [
+    ("mean", ("mean",)),
+    ("cls+mean", ("cls", "mean")),
+    (" max + cls ", ("max", "cls")),
+    (["cls", "max"], ("cls", "max")),
+])
+def test_parse_pooling(given, expected):
+    assert parse_pooling(given) == expected
+
+
+@pytest.mark.parametrize("bad", ["avg", "cls+", "mean+mean", "", 3, ["cls", 1], None])
+def test_parse_pooling_rejects_and_lists_choices(bad):
+    with pytest.raises(ValueError, match=r"pooling=.*(valid choices are \['cls', 'mean', 'max'\]|expected one of|twice)"):
+        parse_pooling(bad)
+
+
+@pytest.mark.parametrize("given, agg, expected", [
+    (-1, "mean", (6,)),
+    (0, "mean", (0,)),
+    ([-1, -2, -3, -4], "mean", (3, 4, 5, 6)),
+    ([6, 1], "concat", (6, 1)),
+    (range(1, 3), "mean", (1, 2)),
+])
+def test_parse_layers(given, agg, expected):
+    assert parse_layers(given, 6, agg) == expected
+
+
+def test_none_is_the_last_four_layers_or_all_of_fewer():
+    assert parse_layers(None, 6) == (3, 4, 5, 6)
+    assert parse_layers(None, 12) == (9, 10, 11, 12)
+    assert parse_layers(None, 2) == (1, 2)
+
+
+def test_parse_layers_out_of_range_says_how_many_layers():
+    with pytest.raises(ValueError, match=r"layer 7 is out of range; the model has 6 layers, so valid indices are 0..6"):
+        parse_layers(7, 6)
+    with pytest.raises(ValueError, match=r"layer -8 is out of range"):
+        parse_layers([-8], 6)
+
+
+@pytest.mark.parametrize("bad", ["last", 1.5, True, [], [1, 1], [-1, 6], {1}])
+def test_parse_layers_rejects(bad):
+    with pytest.raises(ValueError, match="layers="):
+        parse_layers(bad, 6)
+
+
+def test_every_key_field_changes_the_fingerprint():
+    base = make_recipe()
+    changes = dict(
+        weights_sha256="x" * 64, tokenizer_sha256="y" * 64, config_sha256="z" * 64, hidden_size=8, num_layers=4,
+        pooling=("cls",), layers=(2,), layer_agg="concat", max_length=32, long_text="chunk", stride=3,
+        normalize=True, dtype="bfloat16", format_version=99,
+    )
+    key_fields = {f.name for f in dataclasses.fields(Recipe)} - {"model", "_fingerprint"}
+    assert set(changes) == key_fields, "every key field needs a case here"
+    seen = {base.fingerprint()}
+    for name, value in changes.items():
+        fp = dataclasses.replace(base, **{name: value}).fingerprint()
+        assert fp not in seen, name
+        seen.add(fp)
+
+
+def test_display_name_does_not_change_the_fingerprint():
+    assert make_recipe(model="a").fingerprint() == make_recipe(model="/elsewhere/b").fingerprint()
+
+
+def test_feature_names_are_zero_padded_and_carry_column_pooling_and_layer():
+    r = make_recipe(hidden_size=12, pooling=("cls", "mean"))
+    names = r.feature_names("review")
+    assert names[:2] == ["review_cls_00", "review_cls_01"]
+    assert names[-1] == "review_mean_11"
+    assert len(names) == r.n_features == 24
+    concat = make_recipe(layers=(3, 1), layer_agg="concat").feature_names("t")
+    assert concat[0] == "t_mean_l3_0" and concat[4] == "t_mean_l1_0"
+    assert sorted(names) == names[:12] + names[12:]  # sortable within each block
