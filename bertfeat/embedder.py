@@ -60,6 +60,13 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         The default is an error so that no missing value is embedded silently.
     cache_dir : str, default=None
         Directory of a persistent embedding cache shared by runs, CV folds, the CLI and R.
+    cache_all_layers : bool, default=False
+        With ``cache_dir``: cache each text's CLS, mean and max vectors of every layer (one cache entry per text
+        and model/window/dtype) and derive this estimator's features from them. A ``GridSearchCV`` over
+        ``pooling``, ``layers``, ``layer_agg`` and ``normalize`` then runs the model once per distinct text, not
+        once per candidate, and :func:`bertfeat.probe` with the same ``cache_dir`` fills the same entries. The
+        features equal those computed directly up to float rounding (about 1e-7). Costs 3 x (layers + 1) x hidden
+        floats per text in the cache (32 KB for the default model) instead of one recipe's.
     progress : bool, default=False
         Show a progress bar while embedding.
     trust_remote_code : bool, default=False
@@ -105,6 +112,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         dtype="auto",
         missing="error",
         cache_dir=None,
+        cache_all_layers=False,
         progress=False,
         trust_remote_code=False,
     ):
@@ -122,6 +130,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         self.dtype = dtype
         self.missing = missing
         self.cache_dir = cache_dir
+        self.cache_all_layers = cache_all_layers
         self.progress = progress
         self.trust_remote_code = trust_remote_code
 
@@ -159,6 +168,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         out, stats = encode(
             flat, self.recipe_, self._backend_loader(), cache=self._cache(), batch_tokens=self.batch_tokens,
             missing=self.missing, row_name=row_name, progress=bool(self.progress),
+            all_layers=bool(self.cache_all_layers),
         )
         self.stats_ = stats
         if stats.truncated:
@@ -219,6 +229,13 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
             self.cache_dir, "__fspath__"
         ):
             raise ValueError(f"cache_dir={self.cache_dir!r} is not valid: expected a directory path or None.")
+        if not isinstance(self.cache_all_layers, (bool, np.bool_)):
+            raise ValueError(f"cache_all_layers={self.cache_all_layers!r} is not valid: expected True or False.")
+        if self.cache_all_layers and self.cache_dir is None:
+            raise ValueError(
+                "cache_all_layers=True stores every layer in the cache, but cache_dir is None: pass cache_dir= as "
+                "well (without a cache there is nothing to share, and cache_all_layers=False is faster)."
+            )
 
     def _build_recipe(self) -> rcp.Recipe:
         from bertfeat.models import resolve_model

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, fields
 import numpy as np
 
 from bertfeat.batching import make_units, plan_batches, prefetched, restore_order, unique_strings
-from bertfeat.pooling import combine_windows, l2_normalize
+from bertfeat.pooling import average_layers, combine_windows, l2_normalize
 from bertfeat.recipe import Recipe
 
 
@@ -108,13 +108,22 @@ def encode(
     missing: str = "error",
     row_name: Callable[[int], str] | None = None,
     progress: bool = False,
+    all_layers: bool = False,
 ) -> tuple[np.ndarray, EncodeStats]:
     """Embed ``texts`` with ``recipe``: returns a (len(texts), recipe.n_features) float32 array and its stats.
 
     ``backend`` is called (at most once) only when some text is not in ``cache``. A cache is any object with
     ``lookup(recipe, keys) -> (found_mask, vectors, n_tokens)`` and ``store(recipe, keys, vectors, n_tokens) -> int``,
     where ``n_tokens`` is each text's full token count, special tokens included.
+
+    With ``all_layers=True`` the texts are embedded (and cached) under ``recipe.all_layers()`` and this recipe's
+    features are derived from those (:func:`derive`), so every pooling/layers choice shares one forward pass.
     """
+    if all_layers:
+        base = recipe.all_layers()
+        X, stats = encode(texts, base, backend, cache=cache, batch_tokens=batch_tokens, missing=missing,
+                          row_name=row_name, progress=progress)
+        return derive(X, base, recipe), stats
     t0 = time.perf_counter()
     row_name = row_name or (lambda i: f"row {i}")
     stats = EncodeStats(rows=len(texts))
@@ -174,14 +183,51 @@ def encode(
     return out, stats
 
 
+def derive(X: np.ndarray, source: Recipe, recipe: Recipe) -> np.ndarray:
+    """``recipe``'s features from ``source``'s: ``source`` must be ``recipe.all_layers()`` (or any recipe with
+    every pooling and layer ``recipe`` needs, concatenated per layer and unnormalized).
+
+    The result equals embedding with ``recipe`` directly up to float rounding (about 1e-7): layers are averaged
+    after long-text windows are combined, as the direct path does. Missing rows stay zero or NaN.
+    """
+    if source.layer_agg != "concat" or source.normalize:
+        raise ValueError("derive() needs a source recipe with layer_agg='concat' and normalize=False.")
+    if (source.weights_sha256, source.tokenizer_sha256, source.config_sha256, source.max_length, source.long_text,
+            source.stride, source.dtype) != (recipe.weights_sha256, recipe.tokenizer_sha256, recipe.config_sha256,
+                                             recipe.max_length, recipe.long_text, recipe.stride, recipe.dtype):
+        raise ValueError("derive() needs a source recipe with the same model, window, long-text handling and dtype.")
+    missing_pool = [p for p in recipe.pooling if p not in source.pooling]
+    missing_layers = [layer for layer in recipe.layers if layer not in source.layers]
+    if missing_pool or missing_layers:
+        raise ValueError(f"derive(): the source recipe lacks pooling {missing_pool} / layers {missing_layers}.")
+    blocks = X.reshape(len(X), len(source.pooling), len(source.layers), source.hidden_size)
+    out = average_layers(
+        blocks,
+        [source.pooling.index(p) for p in recipe.pooling],
+        [[source.layers.index(layer) for layer in group] for group in recipe.layer_groups],
+    )
+    if recipe.normalize:
+        out = l2_normalize(out)
+    return out.reshape(len(X), recipe.n_features)
+
+
 def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progress: bool):
     """Tokenize, window, batch by token budget, run, pool and combine: the part that needs the model.
 
     Texts go in chunks of ``model.chunk_texts`` (default: all at once, the least padding). With ``model.prefetch``
     a background thread tokenizes and plans the next chunk while the model runs this one, which keeps a GPU busy.
     Every text's vector is the same whatever the chunking, prefetching or number of batches in flight.
+
+    Several layers averaged together are pooled per layer and averaged in the model pass, except under
+    ``long_text="chunk"``, where each layer is combined across windows first and averaged after (so max pooling is
+    the max over all of a text's tokens, per layer, exactly as when derived from the all-layers recipe).
     """
     window = recipe.max_length - model.n_special
+    groups = recipe.layer_groups
+    layer_list: list[int] = []
+    if recipe.long_text == "chunk" and any(len(g) > 1 for g in groups):
+        layer_list = sorted({layer for g in groups for layer in g})
+        groups = tuple((layer,) for layer in layer_list)
     chunk = int(getattr(model, "chunk_texts", 0) or 0) or max(1, len(texts))
 
     def plans():
@@ -205,7 +251,7 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
             bar.total += len(units.ids)  # sequences sent to the model, known one chunk at a time
             bar.refresh()
             results = []
-            outputs = run(([units.ids[k] for k in batch] for batch in batches), recipe.pooling, recipe.layer_groups)
+            outputs = run(([units.ids[k] for k in batch] for batch in batches), recipe.pooling, groups)
             try:
                 for batch, result in zip(batches, outputs):
                     results.append(result)
@@ -214,7 +260,14 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
             finally:
                 outputs.close()
             pooled = restore_order(batches, results)
-            per_text.append(combine_windows(pooled, units.starts, lengths, recipe.pooling))
+            combined = combine_windows(pooled, units.starts, lengths, recipe.pooling)
+            if layer_list:
+                combined = average_layers(
+                    combined.reshape(len(combined), len(recipe.pooling), len(layer_list), -1),
+                    range(len(recipe.pooling)),
+                    [[layer_list.index(layer) for layer in g] for g in recipe.layer_groups],
+                )
+            per_text.append(combined)
             full_tokens.append(full)
             tokens += int(lengths.sum())
             n_batches += len(batches)

@@ -69,6 +69,30 @@ def combine_windows(vectors: np.ndarray, starts: np.ndarray, weights: np.ndarray
     return out
 
 
+def average_layers(blocks: np.ndarray, pool_index: Sequence[int], layer_groups: Sequence[Sequence[int]]) -> np.ndarray:
+    """Per-layer pooled vectors -> blocks: ``blocks`` (n, poolings, layers, dim) -> (n, len(pool_index) *
+    len(layer_groups), dim), pooling-major.
+
+    ``pool_index`` picks poolings and each group in ``layer_groups`` lists indices on the layer axis; a group of
+    several layers is their mean (summed in the group's order in float32, then divided). This is how a recipe's
+    features are derived from the all-layers recipe, and how chunked texts average layers after combining windows,
+    so the two agree.
+    """
+    n, _, _, dim = blocks.shape
+    out = np.empty((n, len(pool_index) * len(layer_groups), dim), dtype=np.float32)
+    b = 0
+    for p in pool_index:
+        for group in layer_groups:
+            acc = blocks[:, p, group[0], :].astype(np.float32, copy=True)
+            for layer in group[1:]:
+                acc += blocks[:, p, layer, :]
+            if len(group) > 1:
+                acc /= np.float32(len(group))
+            out[:, b] = acc
+            b += 1
+    return out
+
+
 def l2_normalize(vectors: np.ndarray) -> np.ndarray:
     """L2-normalize along the last axis (each block separately), leaving all-zero vectors at zero."""
     norms = np.linalg.norm(vectors, axis=-1, keepdims=True)

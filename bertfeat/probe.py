@@ -67,16 +67,10 @@ def default_candidates(num_layers: int, poolings=ALL_POOLINGS) -> list[Candidate
 
 def candidate_features(blocks: np.ndarray, poolings: tuple[str, ...], cand: Candidate, normalize: bool) -> np.ndarray:
     """Features of ``cand`` from ``blocks`` (n, n_poolings, n_layers + 1, dim), as BertEmbedder computes them."""
-    from bertfeat.pooling import l2_normalize
+    from bertfeat.pooling import average_layers, l2_normalize
 
-    parts = []
-    for p in cand.pooling:
-        per_layer = blocks[:, poolings.index(p), list(cand.layers), :]
-        if cand.layer_agg == "mean":
-            parts.append(per_layer.mean(axis=1, keepdims=True, dtype=np.float32))
-        else:
-            parts.append(per_layer)
-    out = np.concatenate(parts, axis=1)
+    groups = [list(cand.layers)] if cand.layer_agg == "mean" else [[layer] for layer in cand.layers]
+    out = average_layers(blocks, [poolings.index(p) for p in cand.pooling], groups)
     if normalize:
         out = l2_normalize(out)
     return out.reshape(len(blocks), -1)

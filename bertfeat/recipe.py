@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import numbers
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 POOLINGS = ("cls", "mean", "max")
 LAYER_AGGS = ("mean", "concat")
@@ -20,7 +20,10 @@ DTYPES = ("auto", "float32", "bfloat16", "float16")
 MISSING_POLICIES = ("error", "zero", "nan")
 
 # Bump when a code change alters the vectors produced for an unchanged recipe, so old cache rows are never reused.
-FORMAT_VERSION = 1
+# 2: under long_text="chunk", several layers averaged (layer_agg="mean") are each combined across windows first and
+#    averaged after, so max pooling is the max over all of a text's tokens per layer, as when derived from the
+#    all-layers recipe (Recipe.all_layers).
+FORMAT_VERSION = 2
 
 
 def parse_pooling(pooling) -> tuple[str, ...]:
@@ -132,6 +135,15 @@ class Recipe:
     @property
     def n_features(self) -> int:
         return self.n_blocks * self.hidden_size
+
+    def all_layers(self) -> "Recipe":
+        """The recipe every pooling/layers/layer_agg/normalize choice can be derived from, with the same model,
+        window, long-text handling and dtype: CLS, mean and max pooling of every layer, concatenated, unnormalized.
+
+        :func:`bertfeat.encode.derive` turns its vectors into this recipe's (see ``BertEmbedder(cache_all_layers=)``).
+        """
+        return replace(self, pooling=POOLINGS, layers=tuple(range(self.num_layers + 1)), layer_agg="concat",
+                       normalize=False)
 
     def key_dict(self) -> dict:
         """The fields that decide the vectors: the model's display name is left out on purpose."""

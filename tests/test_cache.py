@@ -20,6 +20,7 @@ from bertfeat import cache as cache_module
 from bertfeat.cache import Cache, open_cache
 from bertfeat.encode import encode, text_key
 from bertfeat.exceptions import CacheError, CacheWarning
+from bertfeat.recipe import FORMAT_VERSION
 from tests import _cache_workers as workers
 from tests.conftest import CountingBackend, make_recipe
 
@@ -79,7 +80,7 @@ RECIPE_CHANGES = {
     "stride": 3,
     "normalize": True,
     "dtype": "bfloat16",
-    "format_version": 2,
+    "format_version": FORMAT_VERSION + 1,
 }
 
 

@@ -1,4 +1,4 @@
-"""Docs run: every Python block of README.md executes, and the docstring examples pass as doctests."""
+"""Docs run: every Python block of README.md (and of the docs pages in RUNNABLE_DOCS) executes, and the docstring examples pass as doctests."""
 
 import doctest
 import importlib
@@ -8,14 +8,19 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-README_BLOCKS = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
+RUNNABLE_DOCS = ["README.md", "docs/cache.md", "docs/performance.md"]  # docs/ray.md's blocks need a cluster's data
+README_BLOCKS = [
+    (f"{doc}-{i}", block)
+    for doc in RUNNABLE_DOCS
+    for i, block in enumerate(re.findall(r"```python\n(.*?)```", (ROOT / doc).read_text(), flags=re.S))
+]
 
 
 def test_readme_has_python_examples():
     assert len(README_BLOCKS) >= 2
 
 
-@pytest.mark.parametrize("block", README_BLOCKS, ids=[f"readme-{i}" for i in range(len(README_BLOCKS))])
+@pytest.mark.parametrize("block", [b for _, b in README_BLOCKS], ids=[name for name, _ in README_BLOCKS])
 def test_readme_python_block_runs(block, capsys, tmp_path, monkeypatch):
     """Run the block in a fresh folder (with data/); where a print line carries its output in a comment, the
     output must match."""
