@@ -133,6 +133,7 @@ class TorchBackend:
         self.torch_dtype = getattr(torch, dtype)
         device_type = torch.device(device).type
         if device_type == "cpu":
+            _bound_onednn_cache()
             _limit_threads_to_allotted_cores()
         with _quiet_transformers():
             self.tokenizer = AutoTokenizer.from_pretrained(spec.path, trust_remote_code=trust_remote_code)
@@ -363,6 +364,17 @@ def set_threads(n: int | None = None) -> int:
 def _cpu_workers(threads: int) -> int:
     """Batches run side by side on CPU: one per thread up to 4, then threads shared out among 4 workers."""
     return max(1, min(threads, 4))
+
+
+# oneDNN keeps one compiled kernel per matrix shape, up to 1,024 by default. Token-budget batches come in many
+# (rows, length) shapes, so over a long run that cache alone grew the CLI's memory by about 150 MB (1,000,000 rows:
+# 901 MB peak against 746 MB for 100,000); 64 kernels cost no measurable speed on MiniLM (8,074 vs 8,006 tokens/s).
+ONEDNN_CACHE_CAPACITY = 64
+
+
+def _bound_onednn_cache() -> None:
+    """Cap oneDNN's kernel cache (read once, when oneDNN first runs) unless the user has set it."""
+    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(ONEDNN_CACHE_CAPACITY))
 
 
 def _limit_threads_to_allotted_cores() -> None:

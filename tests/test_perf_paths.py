@@ -317,6 +317,28 @@ def test_allotted_cores_is_within_the_affinity():
     assert 1 <= n <= (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
 
 
+@pytest.mark.parametrize("preset, expected", [(None, "64"), ("512", "512")])
+def test_cpu_backend_bounds_onednn_kernel_cache_unless_the_user_set_it(tiny_bert, preset, expected):
+    """oneDNN reads ONEDNN_PRIMITIVE_CACHE_CAPACITY when it first runs, so the backend sets it before loading (a
+    fresh process, as the CLI is); the memory it saves is measured in benchmarks/bench_cli_memory.py."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "ONEDNN_PRIMITIVE_CACHE_CAPACITY"}
+    if preset is not None:
+        env["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] = preset
+    code = (
+        "import os\n"
+        "from bertfeat.backend import get_backend\n"
+        "from bertfeat.models import resolve_model\n"
+        f"get_backend(resolve_model({str(tiny_bert)!r}), 'cpu', 'float32')\n"
+        "print(os.environ['ONEDNN_PRIMITIVE_CACHE_CAPACITY'])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == expected
+
+
 # -- GPU (skipped without CUDA) --------------------------------------------------------------------------------------
 
 
