@@ -156,13 +156,18 @@ def _run_cli(args, **kw):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
-def test_killed_run_resumes_without_redoing_finished_chunks(tiny_bert, tmp_path):
+@pytest.mark.parametrize("with_cache", [False, True], ids=["no-cache", "cache-dir"])
+def test_killed_run_resumes_without_redoing_finished_chunks(tiny_bert, tmp_path, with_cache):
     src = tmp_path / "big.parquet"
     make_frame(2400, seed=1).to_parquet(src)
     args = [src, "--text-col", "review", "--id-col", "id", "--model", tiny_bert, "--chunk-rows", "40", "--quiet",
             "--batch-tokens", "256"]
     reference = tmp_path / "ref.parquet"
-    assert _run_cli(["embed", *args, "--out", reference]).wait(timeout=600) == 0
+    # with a cache, the reference gets a cache of its own, so texts repeated across chunks are deduplicated alike
+    ref_cache = ["--cache-dir", tmp_path / "ref-cache"] if with_cache else []
+    assert _run_cli(["embed", *args, *ref_cache, "--out", reference]).wait(timeout=600) == 0
+    if with_cache:
+        args += ["--cache-dir", tmp_path / "cache"]
 
     out = tmp_path / "out.parquet"
     proc = _run_cli(["embed", *args, "--out", out])
