@@ -380,7 +380,7 @@ def embed_parquet(input, out, text_col, *, keep_cols=(), layout: str = "columns"
                                   gpus_per_worker=gpus_per_worker, cpus_per_worker=plan.cpus, batch_rows=batch_rows,
                                   layout=layout, _collector=collector, **params)
             try:
-                feats.write_parquet(str(data_dir.resolve()))
+                feats.write_datasink(_ordered_parquet_sink(ray, data_dir.resolve()))
             except Exception:
                 mistake = ray.get(collector.first_mistake.remote())
                 if mistake is None:
@@ -430,6 +430,41 @@ def _check_output(paths: _Paths, reader: InputReader, overwrite: bool) -> None:
                     f"output {str(paths.out)!r} exists and holds files other than parquet ({others[:3]}), so it is "
                     "not a bertfeat output: bertfeat will not delete it. Choose another --out."
                 )
+
+
+def _ordered_parquet_sink(ray, directory: Path):
+    """A Ray Data sink that writes each write task's blocks, in the order they come, to one parquet file named by
+    the task's index (``part-000000-<uuid>.parquet``), so sorted file names give the input order.
+
+    Ray's own ``write_parquet`` hands a task's blocks to ``pyarrow.dataset.write_dataset`` with threads on, which
+    does not keep row order: a rerun of the same job could write the same rows in another order.
+    """
+    import uuid
+
+    from ray.data.block import BlockAccessor
+
+    write_id = uuid.uuid4().hex[:12]
+
+    class OrderedParquetSink(ray.data.Datasink):
+        def write(self, blocks, ctx) -> None:
+            path = directory / f"part-{ctx.task_idx:06d}-{write_id}.parquet"
+            writer = None
+            try:
+                for block in blocks:
+                    table = BlockAccessor.for_block(block).to_arrow()
+                    if table.num_rows == 0:
+                        continue
+                    writer = writer or pq.ParquetWriter(path, table.schema)
+                    writer.write_table(table)
+            finally:
+                if writer is not None:
+                    writer.close()
+
+        def get_name(self) -> str:
+            return "BertfeatParquet"
+
+    directory.mkdir(parents=True, exist_ok=True)
+    return OrderedParquetSink()
 
 
 def _check_written(data_dir: Path, expected_rows: int) -> tuple[list[Path], dict]:

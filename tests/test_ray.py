@@ -80,7 +80,9 @@ def test_cli_ray_engine_matches_the_local_engine_and_a_rerun_hits_the_cache(tiny
     assert main(["embed", *ray_args, "--overwrite"]) == 0
     again = json.loads((tmp_path / "ray_out.manifest.json").read_text())
     assert again["counts"]["embedded"] == 0 and again["counts"]["cache_hits"] == again["counts"]["rows"] == len(df)
-    assert pq.read_table(out).equals(got)
+    rerun = pq.read_table(out)
+    assert rerun.column("id").to_pylist() == df["id"].tolist()  # input order kept again
+    assert rerun.equals(got)
 
 
 def test_embed_dataset_on_two_fractional_workers_in_list_layout(tiny_bert, ray_cluster):
