@@ -16,7 +16,9 @@
 #'   with `layer_agg = "concat"`. `NULL` (the default) is the last four transformer layers, averaged.
 #' @param ... Other parameters of the Python `BertEmbedder`: `max_length`, `long_text` (`"truncate"` or
 #'   `"chunk"`), `stride`, `normalize`, `batch_tokens`, `device`, `dtype`, `progress`, `layer_agg`,
-#'   `trust_remote_code`; and `columns`, the data frame columns to embed (default: all).
+#'   `trust_remote_code`, `cache_all_layers` (with `cache_dir`: cache every layer once, so trying other poolings
+#'   and layers on the same texts never runs the model again); and `columns`, the data frame columns to embed
+#'   (default: all).
 #' @param missing What an `NA` text gets: `"error"` (the default: an error naming the row), `"zero"` (a row of
 #'   zeros) or `"nan"` (a row of `NaN`). The string `"NA"` is text, never missing.
 #' @param cache_dir Directory of the persistent embedding cache, or `NULL` for none.
@@ -87,9 +89,9 @@ payload_matrix <- function(buffer, nrow, ncol) {
 
 # R names of the Python BertEmbedder parameters that `...` may carry (in its documented order), by kind of value.
 DOTS_PARAMS <- c("max_length", "long_text", "stride", "normalize", "batch_tokens", "device", "dtype", "progress",
-                 "layer_agg", "trust_remote_code")
+                 "layer_agg", "trust_remote_code", "cache_all_layers")
 INTEGER_PARAMS <- c("max_length", "stride", "batch_tokens")
-FLAG_PARAMS <- c("normalize", "progress", "trust_remote_code")
+FLAG_PARAMS <- c("normalize", "progress", "trust_remote_code", "cache_all_layers")
 
 embedder_params <- function(model, pooling, layers, missing, cache_dir, dots, call = rlang::caller_env()) {
   if (length(dots) && (is.null(names(dots)) || any(!nzchar(names(dots))))) {

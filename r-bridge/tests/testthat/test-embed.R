@@ -76,3 +76,17 @@ test_that("the byte payload keeps orientation, float32 values and NaN", {
   expect_identical(m, matrix(c(1.5, -2, 3, 4, NaN, 0.25), nrow = 2, byrow = TRUE))
   expect_error(bertfeat:::payload_matrix(as.raw(1:7), 1L, 2L), class = "bertfeat_error_python")
 })
+
+test_that("cache_all_layers = TRUE reaches Python: other poolings and layers come from the cache", {
+  dir <- withr::local_tempdir()
+  first <- bf_embed(unname(texts), pooling = "cls", layers = -1, cache_dir = dir, cache_all_layers = TRUE)
+  # a different pooling and layers on the same texts: answered from the all-layers cache entries
+  second <- bertfeat:::embed_request(unname(texts), pooling = "mean", layers = c(-2, -1), cache_dir = dir,
+                                     cache_all_layers = TRUE)
+  expect_identical(second$stats$cache_hits, 2L)
+  expect_identical(second$stats$cache_misses, 0L)
+  direct <- bf_embed(unname(texts), pooling = "mean", layers = c(-2, -1))
+  expect_equal(unname(second$matrix), unname(direct), tolerance = 1e-5)
+  expect_equal(unname(first), unname(bf_embed(unname(texts), pooling = "cls", layers = -1)), tolerance = 1e-5)
+  expect_error(bf_embed("a", cache_all_layers = "yes"), class = "bertfeat_error")
+})
