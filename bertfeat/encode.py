@@ -13,7 +13,7 @@ import hashlib
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 
 import numpy as np
 
@@ -223,11 +223,10 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
     the max over all of a text's tokens, per layer, exactly as when derived from the all-layers recipe).
     """
     window = recipe.max_length - model.n_special
-    groups = recipe.layer_groups
-    layer_list: list[int] = []
-    if recipe.long_text == "chunk" and any(len(g) > 1 for g in groups):
-        layer_list = sorted({layer for g in groups for layer in g})
-        groups = tuple((layer,) for layer in layer_list)
+    per_layer = None  # the recipe the model pass computes when layers are averaged after combining windows
+    if recipe.long_text == "chunk" and recipe.layer_agg == "mean" and len(recipe.layers) > 1:
+        per_layer = replace(recipe, layer_agg="concat", normalize=False)
+    groups = (per_layer or recipe).layer_groups
     chunk = int(getattr(model, "chunk_texts", 0) or 0) or max(1, len(texts))
 
     def plans():
@@ -261,12 +260,9 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
                 outputs.close()
             pooled = restore_order(batches, results)
             combined = combine_windows(pooled, units.starts, lengths, recipe.pooling)
-            if layer_list:
-                combined = average_layers(
-                    combined.reshape(len(combined), len(recipe.pooling), len(layer_list), -1),
-                    range(len(recipe.pooling)),
-                    [[layer_list.index(layer) for layer in g] for g in recipe.layer_groups],
-                )
+            if per_layer is not None:
+                combined = derive(combined.reshape(len(combined), -1), per_layer, replace(recipe, normalize=False))
+                combined = combined.reshape(len(combined), recipe.n_blocks, -1)
             per_text.append(combined)
             full_tokens.append(full)
             tokens += int(lengths.sum())
