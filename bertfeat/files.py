@@ -395,6 +395,22 @@ class _Paths:
         return self.partial / f"part-{k:06d}.hashes.npy"
 
 
+def check_output(paths: _Paths, reader: InputReader, overwrite: bool) -> None:
+    """``--out`` is neither an input file nor a folder holding one, its folder exists, and an existing output is
+    replaced only with ``overwrite`` (both engines)."""
+    out, partial = paths.out.resolve(), paths.partial.resolve()
+    for f in reader.files:
+        f = f.resolve()
+        if f == out:
+            raise ValueError(f"--out {str(paths.out)!r} is the input file; write the features to another path.")
+        if out in f.parents or partial in f.parents:
+            raise ValueError(f"--out {str(paths.out)!r} holds the input file {str(f)!r}; write the features elsewhere.")
+    if not paths.out.parent.exists():
+        raise FileNotFoundError(f"the folder of --out {str(paths.out)!r} does not exist; create it first.")
+    if paths.out.exists() and not overwrite:
+        raise FileExistsError(f"output {str(paths.out)!r} exists; pass --overwrite (overwrite=True) to replace it.")
+
+
 def _atomic_write_bytes(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     with open(tmp, "wb") as fh:
@@ -431,12 +447,7 @@ def embed_file(
         raise ValueError(f"chunk_rows={chunk_rows!r} is not valid: expected a positive number of rows.")
     paths = _Paths(Path(out))
     reader = InputReader(input, keep_cols + text_cols, chunk_rows, text_cols)
-    if reader.files and any(f.resolve() == paths.out.resolve() for f in reader.files):
-        raise ValueError(f"--out {out!r} is the input file; write the features to another path.")
-    if paths.out.exists() and not overwrite:
-        raise FileExistsError(f"output {out!r} exists; pass --overwrite (overwrite=True) to replace it.")
-    if paths.out.parent and not paths.out.parent.exists():
-        raise FileNotFoundError(f"the folder of --out {out!r} does not exist; create it first.")
+    check_output(paths, reader, overwrite)
     # No run-private cache here: its index grows with the input (about 24 bytes a distinct text), and memory must
     # stay bounded by one chunk. Texts repeated across chunks are embedded once per chunk unless --cache-dir is given.
     user_cache = params.get("cache_dir")

@@ -31,7 +31,8 @@ import pyarrow.parquet as pq
 from bertfeat.encode import EncodeStats
 from bertfeat.exceptions import TruncationWarning
 from bertfeat.files import (
-    PARQUET_SUFFIXES, DistinctCounter, InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary, text_hashes,
+    PARQUET_SUFFIXES, DistinctCounter, InputReader, _atomic_write_bytes, _Paths, check_output, job_counts, print_summary,
+    text_hashes,
 )
 from bertfeat.recipe import _is_int
 
@@ -413,23 +414,14 @@ def embed_parquet(input, out, text_col, *, keep_cols=(), layout: str = "columns"
 
 
 def _check_output(paths: _Paths, reader: InputReader, overwrite: bool) -> None:
-    out = paths.out.resolve()
-    for f in reader.files:
-        f = f.resolve()
-        if f == out or out in f.parents or paths.partial.resolve() in f.parents:
-            raise ValueError(f"--out {str(paths.out)!r} holds the input file {str(f)!r}; write the features elsewhere.")
-    if not paths.out.parent.exists():
-        raise FileNotFoundError(f"the folder of --out {str(paths.out)!r} does not exist; create it first.")
-    if paths.out.exists():
-        if not overwrite:
-            raise FileExistsError(f"output {str(paths.out)!r} exists; pass --overwrite (overwrite=True) to replace it.")
-        if paths.out.is_dir():
-            others = [p.name for p in paths.out.rglob("*") if p.is_file() and not p.name.endswith(".parquet")]
-            if others:
-                raise FileExistsError(
-                    f"output {str(paths.out)!r} exists and holds files other than parquet ({others[:3]}), so it is "
-                    "not a bertfeat output: bertfeat will not delete it. Choose another --out."
-                )
+    check_output(paths, reader, overwrite)
+    if overwrite and paths.out.is_dir():
+        others = [p.name for p in paths.out.rglob("*") if p.is_file() and not p.name.endswith(".parquet")]
+        if others:
+            raise FileExistsError(
+                f"output {str(paths.out)!r} exists and holds files other than parquet ({others[:3]}), so it is "
+                "not a bertfeat output: bertfeat will not delete it. Choose another --out."
+            )
 
 
 def _ordered_parquet_sink(ray, directory: Path):
