@@ -245,7 +245,7 @@ class TorchBackend:
             return self._halves(units, pooling, layer_groups)
         try:
             return self._forward(units, pooling, layer_groups)
-        except (torch.cuda.OutOfMemoryError, RuntimeError) as exc:
+        except RuntimeError as exc:  # torch.cuda.OutOfMemoryError included
             if not _is_oom(exc) or len(units) == 1:
                 raise
             if self.device.startswith("cuda"):
