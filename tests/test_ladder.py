@@ -313,3 +313,41 @@ def test_slow_dtype_message_only_when_slower():
     assert hardware.slow_dtype_message("float32", {"float32": 100.0}) is None
     text = hardware.slow_dtype_message("float16", {"float32": 100.0, "float16": 20.0})
     assert "20 GFLOP/s" in text and "100 GFLOP/s" in text and "float16" in text
+
+
+def test_bertfeat_info_reports_this_machine(capsys):
+    import json
+
+    from bertfeat.cli import main
+
+    assert main(["info", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    m = info["machine"]
+    assert m["matmul_shape"] == [256, 384, 1536]  # MiniLM's own feed-forward shape
+    assert m["matmul_gflops"]["float32"] > 0 and set(m["matmul_gflops"]) == {"float32", "bfloat16", "float16"}
+    assert m["flags"] == hardware.cpu_flags() and m["native_dtypes"] == hardware.native_dtypes()
+    assert main(["info"]) == 0
+    text = capsys.readouterr().out
+    assert "native dtypes:" in text and f"fastest here: dtype={m['fastest_dtype']!r}" in text
+    assert main(["info", "--json", "--no-machine"]) == 0
+    assert "machine" not in json.loads(capsys.readouterr().out)
+
+
+def test_cli_prints_a_slow_dtype_warning_as_one_line(tmp_path, monkeypatch, capsys, tiny_bert):
+    from bertfeat.cli import main
+
+    monkeypatch.setattr(hardware, "dtype_rates", lambda h, i, dtypes: {"float32": 120.0, "bfloat16": 14.0})
+    from bertfeat.backend import clear_backends
+
+    clear_backends()
+    (tmp_path / "in.csv").write_text("id,text\n1,hello world\n2,the cat sat\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        rc = main(["embed", str(tmp_path / "in.csv"), "--text-col", "text", "--out", str(tmp_path / "out.parquet"),
+                   "--model", tiny_bert, "--dtype", "bfloat16", "--quiet"])
+    clear_backends()
+    err = capsys.readouterr().err
+    assert rc == 0 and (tmp_path / "out.parquet").exists()
+    warning_lines = [line for line in err.splitlines() if "GFLOP/s" in line]
+    assert len(warning_lines) == 1 and warning_lines[0].startswith("bertfeat embed: warning: dtype='bfloat16'")
+    assert "Traceback" not in err and "SlowDtypeWarning" not in err
