@@ -351,3 +351,37 @@ def test_cli_prints_a_slow_dtype_warning_as_one_line(tmp_path, monkeypatch, caps
     warning_lines = [line for line in err.splitlines() if "GFLOP/s" in line]
     assert len(warning_lines) == 1 and warning_lines[0].startswith("bertfeat embed: warning: dtype='bfloat16'")
     assert "Traceback" not in err and "SlowDtypeWarning" not in err
+
+
+# -- no dtype, device or thread setting ends in a raw error ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", ["meta", "xpu", "tpu", "", "cuda:3", "mps", "ipu"])
+def test_every_device_a_user_can_pass_is_run_or_refused_in_one_line(tiny_bert, device):
+    if device == "cuda:3" and torch.cuda.is_available() or device == "mps" and torch.backends.mps.is_available():
+        pytest.skip("this machine has that device")
+    with pytest.raises(ValueError, match=r"device=.*(expected|pass device='cpu')"):
+        BertEmbedder(model=tiny_bert, device=device).fit_transform(["hello"])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_every_cpu_dtype_runs_and_stays_the_recipe_dtype(tiny_bert, dtype):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SlowDtypeWarning)
+        emb = BertEmbedder(model=tiny_bert, device="cpu", dtype=dtype, pooling="mean", layers=-1)
+        X = emb.fit_transform(TEXTS)
+    assert emb.recipe_.dtype == dtype and X.dtype == np.float32 and np.isfinite(X).all()
+    assert cosines(X, reference(tiny_bert, TEXTS)[:, 32:]).min() >= 0.999
+
+
+def test_omp_threads_set_by_the_user_are_kept(tiny_bert, monkeypatch):
+    from bertfeat.backend import clear_backends
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        clear_backends()  # a new backend, which sets its threads as it loads
+        BertEmbedder(model=tiny_bert, device="cpu", pooling="mean", layers=-1).fit_transform(["hello"])
+        assert torch.get_num_threads() == 1  # a lower count set by the user is left alone
+    finally:
+        torch.set_num_threads(before)
