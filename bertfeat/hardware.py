@@ -95,6 +95,22 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def cpu_id(cpuinfo: str | None = None) -> str | None:
+    """``"<vendor> family F model M"`` from /proc/cpuinfo (x86), which tells CPU generations apart where the
+    marketing name does not (a KVM guest often reports just "AMD EPYC"); None where it is not reported."""
+    text = _cpuinfo_text() if cpuinfo is None else cpuinfo
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        if ":" in line:
+            key, value = (part.strip() for part in line.split(":", 1))
+            fields.setdefault(key, value)
+        elif not line.strip() and fields:
+            break
+    if "cpu family" not in fields:
+        return None
+    return f"{fields.get('vendor_id', 'unknown')} family {fields['cpu family']} model {fields.get('model', '?')}"
+
+
 def _cpuinfo_text() -> str:
     try:
         with open("/proc/cpuinfo") as f:
@@ -189,6 +205,7 @@ def machine_report(hidden: int = 384, intermediate: int = 1536) -> dict:
     fastest = max((d for d in rates if rates[d]), key=lambda d: rates[d])
     return {
         "cpu": cpu_model(),
+        "cpu_id": cpu_id(),
         "arch": platform.machine(),
         "flags": flags,
         "torch_cpu_capability": _torch_capability(),

@@ -298,6 +298,13 @@ def test_cpu_flags_and_native_dtypes(cpuinfo, flags, native):
     assert hardware.native_dtypes(got) == native
 
 
+def test_cpu_id_tells_generations_apart():
+    zen1 = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 23\nmodel\t\t: 1\nmodel name\t: AMD EPYC\n\n" \
+           "processor\t: 1\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n"
+    assert hardware.cpu_id(zen1) == "AuthenticAMD family 23 model 1"  # the first processor's block only
+    assert hardware.cpu_id(GRAVITON3) is None
+
+
 def test_machine_report_has_the_facts_a_bug_report_needs():
     report = hardware.machine_report(32, 37)
     assert report["cpu"] and report["threads"] >= 1 and report["allotted_cores"] >= 1
