@@ -212,7 +212,7 @@ def machine_report(hidden: int = 384, intermediate: int = 1536) -> dict:
         "native_dtypes": native_dtypes(flags),
         "allotted_cores": allotted_cores(),
         "threads": torch.get_num_threads(),
-        "matmul_gflops": {d: (round(r, 1) if r else None) for d, r in rates.items()},
+        "matmul_gflops": {d: (float(f"{r:.3g}") if r else None) for d, r in rates.items()},
         "matmul_shape": [256, hidden, intermediate],
         "fastest_dtype": fastest,
         "torch": torch.__version__,
