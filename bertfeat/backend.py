@@ -150,11 +150,7 @@ class TorchBackend:
             fast = device_type == "cpu" and _FastBert.supports(config)
             # The fast CPU path keeps layer norms and the residual stream in float32, so it loads float32 weights.
             load_dtype = torch.float32 if fast else self.torch_dtype
-            kwargs = dict(dtype=load_dtype, use_safetensors=True, trust_remote_code=trust_remote_code)
-            try:
-                model = AutoModel.from_pretrained(spec.path, attn_implementation="sdpa", **kwargs)
-            except (ValueError, ImportError):  # architectures without an SDPA kernel
-                model = AutoModel.from_pretrained(spec.path, attn_implementation="eager", **kwargs)
+            model = load_checked_model(spec, load_dtype, self.tokenizer, trust_remote_code)
         model.eval().requires_grad_(False)
         self.model = model.to(device)
         self.prefix, self.suffix = _special_tokens_around(self.tokenizer)
@@ -315,6 +311,46 @@ class TorchBackend:
         """Two real token sequences of different lengths, to check the fast path against the model."""
         words = self.tokenize(["a short probe", "a somewhat longer probe sentence, with punctuation and numbers 42"])
         return [self.prefix + w + self.suffix for w in words]
+
+
+def load_checked_model(spec: ModelSpec, dtype, tokenizer, trust_remote_code: bool = False):
+    """The model's encoder from its safetensors weights, refused (naming the weights) if they do not fit its config
+    or the tokenizer; see :func:`bertfeat.models.check_weights_fit`."""
+    from transformers import AutoModel
+
+    from bertfeat.models import check_vocab_fits, check_weights_fit
+
+    # Mis-shaped weights are loaded (as random) and reported rather than raised, so that the one check below names
+    # them along with missing and unused ones; the check refuses the model either way.
+    kwargs = dict(dtype=dtype, use_safetensors=True, trust_remote_code=trust_remote_code, output_loading_info=True,
+                  ignore_mismatched_sizes=True)
+    try:
+        model, info = AutoModel.from_pretrained(spec.path, attn_implementation="sdpa", **kwargs)
+    except (ValueError, ImportError):  # architectures without an SDPA kernel
+        model, info = AutoModel.from_pretrained(spec.path, attn_implementation="eager", **kwargs)
+    encoder = getattr(model, "base_model", model)
+    check_weights_fit(spec.name, spec.path, info.get("missing_keys", ()), info.get("unexpected_keys", ()),
+                      info.get("mismatched_keys", ()), [n for n, _ in encoder.named_children()])
+    embeddings = model.get_input_embeddings()
+    if embeddings is not None and hasattr(embeddings, "num_embeddings"):
+        check_vocab_fits(spec.name, len(tokenizer), embeddings.num_embeddings, getattr(model.config, "vocab_size", None))
+    return model
+
+
+def check_model_files(spec: ModelSpec, trust_remote_code: bool = False) -> dict:
+    """Load the model once on the CPU and check that its weights fit its config and tokenizer (``bertfeat info``).
+
+    Returns the number of weight tensors loaded; raises :class:`~bertfeat.exceptions.ModelNotAvailableError`
+    naming the weights that do not fit.
+    """
+    import torch
+    from transformers import AutoTokenizer
+
+    with _quiet_transformers():
+        tokenizer = AutoTokenizer.from_pretrained(spec.path, trust_remote_code=trust_remote_code)
+        model = load_checked_model(spec, torch.float32, tokenizer, trust_remote_code)
+    return {"tensors": len(model.state_dict()), "tokenizer_tokens": len(tokenizer),
+            "embedding_rows": model.get_input_embeddings().num_embeddings}
 
 
 def _load_config(path: str, trust_remote_code: bool):
