@@ -1,6 +1,7 @@
 """CLI mistakes about the model, the cache directory and the probe's labels: one line on stderr, exit 2 (issue 12)."""
 
 import json
+import os
 import re
 import shutil
 
@@ -49,3 +50,21 @@ def test_embed_refuses_a_model_whose_weights_do_not_fit(layers_mismatch, texts_c
                  "--quiet"])
     _one_line_exit_2(capsys, code, r"do not fit its config.json.*encoder\.layer\.3\.")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["embed", "probe"])
+@pytest.mark.parametrize("setup, pattern", [
+    ("file", r"cache_dir=.*exists but is not a directory"),
+    ("under-file", r"does not exist and cannot be created"),
+    ("empty", r"cache_dir='' is (not valid|empty)"),
+])
+def test_unusable_cache_dir_is_one_line_exit_2(tiny_bert, texts_csv, tmp_path, capsys, monkeypatch, command, setup,
+                                              pattern):
+    monkeypatch.chdir(tmp_path)  # where an empty --cache-dir would put a cache
+    (tmp_path / "afile").write_text("x")
+    cache_dir = {"file": tmp_path / "afile", "under-file": tmp_path / "afile" / "cache", "empty": ""}[setup]
+    out = tmp_path / "o.parquet"
+    args = (["embed", str(texts_csv), "--text-col", "text", "--out", str(out), "--quiet"] if command == "embed" else
+            ["probe", str(texts_csv), "--text-col", "text", "--label-col", "id", "--cv", "2", "--no-baseline"])
+    _one_line_exit_2(capsys, main([*args, "--model", tiny_bert, "--cache-dir", str(cache_dir)]), pattern)
+    assert sorted(os.listdir(tmp_path)) == ["afile", "t.csv"]  # no output, no partial, no cache

@@ -37,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    from bertfeat.exceptions import CacheError  # a --cache-dir that cannot be used is the caller's to fix
+
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -44,7 +46,7 @@ def main(argv=None) -> int:
     except UsageError as exc:
         print(f"bertfeat {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    except (ValueError, TypeError, FileNotFoundError, FileExistsError, PermissionError) as exc:
+    except (ValueError, TypeError, FileNotFoundError, FileExistsError, PermissionError, CacheError) as exc:
         if os.environ.get("BERTFEAT_DEBUG"):
             raise
         print(f"bertfeat {args.command}: error: {exc}", file=sys.stderr)
