@@ -1,4 +1,5 @@
-"""CLI mistakes about the model, the cache directory and the probe's labels: one line on stderr, exit 2 (issue 12)."""
+"""Mistakes about the model, the cache directory and the probe's labels: a clear ValueError/CacheError in Python, one
+line on stderr and exit 2 in the CLI (issue 12)."""
 
 import json
 import os
@@ -31,7 +32,8 @@ def layers_mismatch(tiny_bert, tmp_path):
 @pytest.fixture
 def texts_csv(tmp_path):
     path = tmp_path / "t.csv"
-    pd.DataFrame({"id": range(4), "text": ["a cat", "a dog", "the mat", "the park"]}).to_csv(path, index=False)
+    pd.DataFrame({"id": range(4), "text": ["a cat", "a dog", "the mat", "the park"], "label": list("aabb")}).to_csv(
+        path, index=False)
     return path
 
 
@@ -65,6 +67,49 @@ def test_unusable_cache_dir_is_one_line_exit_2(tiny_bert, texts_csv, tmp_path, c
     cache_dir = {"file": tmp_path / "afile", "under-file": tmp_path / "afile" / "cache", "empty": ""}[setup]
     out = tmp_path / "o.parquet"
     args = (["embed", str(texts_csv), "--text-col", "text", "--out", str(out), "--quiet"] if command == "embed" else
-            ["probe", str(texts_csv), "--text-col", "text", "--label-col", "id", "--cv", "2", "--no-baseline"])
+            ["probe", str(texts_csv), "--text-col", "text", "--label-col", "label", "--cv", "2", "--no-baseline"])
     _one_line_exit_2(capsys, main([*args, "--model", tiny_bert, "--cache-dir", str(cache_dir)]), pattern)
     assert sorted(os.listdir(tmp_path)) == ["afile", "t.csv"]  # no output, no partial, no cache
+
+
+# -- the probe's labels ------------------------------------------------------------------------------------------
+
+PROBE_TEXTS = ["a cat", "a dog", "the mat", "the park", "more text", "less text"]
+
+
+@pytest.mark.parametrize("labels, pattern", [
+    (["x", "x", "x", "y", "x", "x"], r"class\(es\) 'y' \(1\) of the labels y have fewer members than the 2 "
+                                     r"cross-validation folds.*cannot be cross-validated"),
+    (["x", "x", "y", "y", "x", "z"], r"class\(es\) 'z' \(1\)"),
+    (["x", None, "y", "y", "x", "x"], r"labels y have 1 missing value\(s\) \(rows 1\).*drop those rows or fill"),
+    ([1.0, 0.0, float("nan"), 1.0, 0.0, 1.0], r"labels y have 1 missing value\(s\) \(rows 2\)"),
+    ([1, "a", 1, "a", 1, "a"], r"the labels y mix types \(int, str\)"),
+])
+def test_probe_refuses_labels_it_cannot_score_before_embedding(tiny_bert, monkeypatch, labels, pattern):
+    import numpy as np
+
+    import bertfeat.encode
+    from bertfeat import probe
+
+    monkeypatch.setattr(bertfeat.encode, "encode", lambda *a, **k: pytest.fail("embedded before checking labels"))
+    with pytest.raises(ValueError, match=pattern):
+        probe(PROBE_TEXTS, np.asarray(labels, dtype=object), model=tiny_bert, cv=2, baseline=False)
+
+
+def test_probe_suggests_fewer_folds_when_that_would_do(tiny_bert):
+    from bertfeat import probe
+
+    with pytest.raises(ValueError, match=r"'y' \(2\).*lower cv \(--cv\) to at most 2"):
+        probe(PROBE_TEXTS, ["x", "x", "x", "y", "y", "x"], model=tiny_bert, cv=3, baseline=False)
+
+
+@pytest.mark.parametrize("labels, pattern", [
+    (["x", "x", "x", "y", "x", "x"], r"class\(es\) 'y' \(1\)"),
+    (["x", "", "y", "y", "x", "x"], r"1 missing value\(s\) \(rows 1\)"),
+])
+def test_probe_command_label_mistakes_are_one_line_exit_2(tiny_bert, tmp_path, capsys, labels, pattern):
+    path = tmp_path / "l.csv"
+    path.write_text("text,label\n" + "".join(f"{t},{v}\n" for t, v in zip(PROBE_TEXTS, labels)))
+    code = main(["probe", str(path), "--text-col", "text", "--label-col", "label", "--model", tiny_bert, "--cv", "2",
+                 "--no-baseline"])
+    _one_line_exit_2(capsys, code, pattern)
