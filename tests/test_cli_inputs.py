@@ -113,3 +113,32 @@ def test_probe_command_label_mistakes_are_one_line_exit_2(tiny_bert, tmp_path, c
     code = main(["probe", str(path), "--text-col", "text", "--label-col", "label", "--model", tiny_bert, "--cv", "2",
                  "--no-baseline"])
     _one_line_exit_2(capsys, code, pattern)
+
+
+# -- blank texts: the same policy as in Python (issue 12, item 7) ------------------------------------------------
+
+
+def test_blank_csv_fields_are_missing_like_empty_ones(tiny_bert, tmp_path, capsys):
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from bertfeat import BertEmbedder
+
+    src = tmp_path / "b.csv"
+    src.write_text('id,text\n1,a cat\n2,\n3,""\n4, \n5,"\t\n"\n6,\u200b\n7,\ufeff\n8,a dog\n', encoding="utf-8")
+    out = tmp_path / "o.parquet"
+    code = main(["embed", str(src), "--text-col", "text", "--out", str(out), "--model", tiny_bert, "--quiet"])
+    _one_line_exit_2(capsys, code, r"row 1 is missing \(None\)")
+    # without the empty field, the first blank is the error, in the same words as in Python
+    src.write_text('id,text\n1,a cat\n3,""\n4, \n', encoding="utf-8")
+    code = main(["embed", str(src), "--text-col", "text", "--out", str(out), "--model", tiny_bert, "--quiet"])
+    _one_line_exit_2(capsys, code, r"row 1 is blank \(''\): bertfeat treats empty texts")
+    src.write_text('id,text\n1,a cat\n2,\n3,""\n4, \n5,"\t\n"\n6,\u200b\n7,\ufeff\n8,a dog\n', encoding="utf-8")
+    assert main(["embed", str(src), "--text-col", "text", "--out", str(out), "--model", tiny_bert, "--quiet",
+                 "--missing", "zero"]) == 0
+    X = pq.read_table(out).to_pandas().to_numpy()
+    assert not X[1:7].any() and X[0].any() and X[7].any()
+    np.testing.assert_allclose(X, BertEmbedder(tiny_bert, missing="zero").fit_transform(
+        ["a cat", None, "", " ", "\t\n", "\u200b", "\ufeff", "a dog"]), atol=1e-5)
+    manifest = json.loads((tmp_path / "o.parquet.manifest.json").read_text())
+    assert manifest["counts"]["missing"] == 6

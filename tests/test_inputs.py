@@ -71,3 +71,38 @@ def test_ray_runner_keeps_an_empty_cache_dir_refusable():
 
     assert _absolute_paths({"cache_dir": ""})["cache_dir"] == ""  # not the driver's working directory
     assert os.path.isabs(_absolute_paths({"cache_dir": "c"})["cache_dir"])
+
+
+# -- one policy for empty and blank texts (issue 12, item 7) -----------------------------------------------------
+
+BLANKS = ["", " ", "\t\n", "\u200b", "\x00", "\ufeff", "\u00a0\u2003", " \u200b\ufeff\r\n "]
+
+
+@pytest.mark.parametrize("blank", BLANKS)
+def test_blank_texts_are_missing_and_an_error_by_default(tiny_bert, blank):
+    with pytest.raises(ValueError, match=r"row 1 is blank \(.*\): bertfeat treats empty texts and texts of only "
+                                         r"whitespace, control or invisible characters as missing, and missing='error'"):
+        BertEmbedder(tiny_bert).fit_transform(["a cat", blank])
+
+
+def test_blank_texts_follow_the_missing_policy_like_none(tiny_bert):
+    texts = ["a cat", *BLANKS, None, "a dog"]
+    for policy, check in (("zero", lambda r: (r == 0).all()), ("nan", lambda r: np.isnan(r).all())):
+        est = BertEmbedder(tiny_bert, missing=policy)
+        X = est.fit_transform(texts)
+        assert all(check(X[i]) for i in range(1, len(texts) - 1))
+        assert np.isfinite(X[[0, -1]]).all() and X[[0, -1]].any(axis=1).all()
+        assert est.stats_.missing == len(BLANKS) + 1
+
+
+def test_text_with_visible_characters_around_invisible_ones_is_embedded(tiny_bert):
+    X = BertEmbedder(tiny_bert).fit_transform(["\u200bcat\ufeff", " . "])
+    np.testing.assert_allclose(X[0], BertEmbedder(tiny_bert).fit_transform(["cat"])[0], atol=1e-5)
+    assert X[1].any()
+
+
+def test_blank_rows_of_a_dataframe_are_named_by_column(tiny_bert):
+    import pandas as pd
+
+    with pytest.raises(ValueError, match=r"row 1 of column 'body' is blank \(' '\)"):
+        BertEmbedder(tiny_bert).fit_transform(pd.DataFrame({"title": ["a", "b"], "body": ["x", " "]}))
