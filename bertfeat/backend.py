@@ -84,7 +84,8 @@ def resolve_dtype(dtype: str, device: str) -> str:
 
 def get_backend(spec: ModelSpec, device: str, dtype: str, trust_remote_code: bool = False) -> "TorchBackend":
     """The process-wide backend for this model, device and dtype: loaded on first use, then reused."""
-    key = (spec.path, spec.weights_sha256, device, dtype, trust_remote_code)
+    # every file hash: a config or tokenizer edited in place must not reuse the model loaded from the old one
+    key = (spec.path, spec.weights_sha256, spec.config_sha256, spec.tokenizer_sha256, device, dtype, trust_remote_code)
     with _LOCK:
         backend = _REGISTRY.get(key)
         if backend is None:
@@ -330,7 +331,8 @@ def load_checked_model(spec: ModelSpec, dtype, tokenizer, trust_remote_code: boo
         model, info = AutoModel.from_pretrained(spec.path, attn_implementation="eager", **kwargs)
     encoder = getattr(model, "base_model", model)
     check_weights_fit(spec.name, spec.path, info.get("missing_keys", ()), info.get("unexpected_keys", ()),
-                      info.get("mismatched_keys", ()), [n for n, _ in encoder.named_children()])
+                      info.get("mismatched_keys", ()), [n for n, _ in encoder.named_children()],
+                      getattr(model, "base_model_prefix", ""))
     embeddings = model.get_input_embeddings()
     if embeddings is not None and hasattr(embeddings, "num_embeddings"):
         check_vocab_fits(spec.name, len(tokenizer), embeddings.num_embeddings, getattr(model.config, "vocab_size", None))

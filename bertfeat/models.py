@@ -321,15 +321,17 @@ def _sentence_transformers_config(root: Path):
 _UNREAD_MODULES = ("pooler",)
 
 
-def check_weights_fit(name: str, path: str, missing, unexpected, mismatched, encoder_modules) -> None:
+def check_weights_fit(name: str, path: str, missing, unexpected, mismatched, encoder_modules,
+                      prefix: str = "") -> None:
     """Refuse a model whose weights file does not fit its config, naming the weights that do not fit.
 
     transformers loads such a model anyway, filling what is missing or mis-shaped with random numbers, so every
     process would compute different features. ``missing``, ``unexpected`` and ``mismatched`` come from
     ``from_pretrained(..., output_loading_info=True)``; ``encoder_modules`` are the names of the loaded encoder's
-    top-level modules. Unexpected weights outside those modules belong to heads of another task (BERT's ``cls.``,
-    RoBERTa's ``lm_head.``) and are unused by design; unexpected weights inside them (a layer the config does not
-    have) are an error, as are missing weights outside ``pooler``.
+    top-level modules and ``prefix`` the name a task model keeps them under (``"bert"``). Unexpected weights outside
+    those modules belong to heads of another task (BERT's ``cls.``, RoBERTa's ``lm_head.``) and are unused by
+    design; unexpected weights inside them (a layer the config does not have, with or without the prefix) are an
+    error, as are missing weights outside ``pooler``.
 
     Examples
     --------
@@ -341,8 +343,14 @@ def check_weights_fit(name: str, path: str, missing, unexpected, mismatched, enc
     model='m': the weights in /m do not fit its config.json
     """
     top = set(encoder_modules)
-    missing = sorted(k for k in missing if k.split(".", 1)[0] not in _UNREAD_MODULES)
-    unused = sorted(k for k in unexpected if k.split(".", 1)[0] in top)
+
+    def module(key: str) -> str:
+        if prefix and key.startswith(prefix + "."):
+            key = key[len(prefix) + 1:]
+        return key.split(".", 1)[0]
+
+    missing = sorted(k for k in missing if module(k) not in _UNREAD_MODULES)
+    unused = sorted(k for k in unexpected if module(k) in top)
     mismatched = sorted(mismatched)
     if not (missing or unused or mismatched):
         return

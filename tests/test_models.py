@@ -194,3 +194,16 @@ def test_edited_hub_blob_is_noticed_even_with_its_mtime_restored(tiny_bert, tmp_
     blob.write_bytes(bytes(data))
     os.utime(blob, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert resolve_model(str(snap)).weights_sha256 != before.weights_sha256
+
+
+def test_task_model_checkpoint_loads_and_its_extra_layers_are_still_noticed(tiny_bert, tmp_path):
+    """A checkpoint saved from BertForMaskedLM keeps the encoder under 'bert.' beside its 'cls.' head."""
+    from transformers import AutoConfig, BertForMaskedLM
+
+    mlm = shutil.copytree(tiny_bert, tmp_path / "mlm")
+    (mlm / "model.safetensors").unlink()
+    BertForMaskedLM(AutoConfig.from_pretrained(tiny_bert)).save_pretrained(str(mlm))
+    assert _transform(mlm).shape == (2, 64)  # the head's weights are unused by design
+    _edit_config(mlm, num_hidden_layers=2)
+    with pytest.raises(ModelNotAvailableError, match=r"not used by the config \(bert\.encoder\.layer\.2\."):
+        _transform(mlm)
