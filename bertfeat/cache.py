@@ -79,6 +79,9 @@ def open_cache(path, *, create: bool = True) -> "Cache":
     []
     """
     shown = os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else path
+    if isinstance(shown, str) and shown.strip() == "":
+        # abspath("") is the current directory: an empty setting must not turn wherever the job runs into a cache
+        raise CacheError(f"cache_dir={shown!r} is empty; pass a directory path, or cache_dir=None for no cache.")
     root = os.path.abspath(os.path.expanduser(os.fsdecode(path)))
     what_to_do = ("Pass a writable directory on this machine (est.set_params(cache_dir=...), or "
                   "<step>__cache_dir=... for a Pipeline), or cache_dir=None to run without a cache.")
@@ -99,7 +102,11 @@ def open_cache(path, *, create: bool = True) -> "Cache":
         if not os.access(root, os.W_OK | os.X_OK):
             raise CacheError(f"cache_dir={shown!r} ({root}) is not writable by this user. {what_to_do}")
         if not os.path.exists(marker):
-            _write_atomic(marker, json.dumps({"bertfeat_cache_format": CACHE_FORMAT}) + "\n")
+            try:
+                _write_atomic(marker, json.dumps({"bertfeat_cache_format": CACHE_FORMAT}) + "\n")
+            except OSError as exc:  # a read-only filesystem, or a full disk, passes the access check
+                raise CacheError(f"cache_dir={shown!r} ({root}) cannot be written ({exc.strerror or exc}). "
+                                 f"{what_to_do}") from None
     elif not os.path.exists(marker):
         raise CacheError(f"{root} is not a bertfeat cache (it has no {MARKER}); point at the cache_dir you used.")
     with _OPEN_LOCK:

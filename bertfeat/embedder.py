@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 from collections.abc import Iterator
 
@@ -45,7 +46,8 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         ``"chunk"`` embeds overlapping windows and averages them weighted by token count (max pooling takes the
         max over windows).
     stride : int, default=None
-        Tokens shared by consecutive windows in chunk mode; None is a quarter of the window.
+        Tokens shared by consecutive windows in chunk mode; None is a quarter of the window. Setting it without
+        ``long_text="chunk"`` is an error.
     normalize : bool, default=False
         L2-normalize each pooled block (each pooling, and each layer under ``layer_agg="concat"``).
     batch_tokens : int, default=None
@@ -57,9 +59,12 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         CPUs with AVX512-BF16 or AMX. It is fixed at ``fit``, so a fitted pipeline gives the same features anywhere.
     missing : {"error", "zero", "nan"}, default="error"
         What a missing text (None, NaN, pd.NA) gets: an error naming the row, a zero vector, or a row of NaN.
-        The default is an error so that no missing value is embedded silently.
+        Empty and blank texts (only whitespace, control or invisible format characters, which would all get the
+        same vector) are missing too. The default is an error so that no missing value is embedded silently.
     cache_dir : str, default=None
-        Directory of a persistent embedding cache shared by runs, CV folds, the CLI and R.
+        Directory of a persistent embedding cache shared by runs, CV folds, the CLI and R. ``fit`` creates it
+        if needed and raises :class:`~bertfeat.CacheError` if it is a file or cannot be written; an empty path is
+        refused (it would make the current directory a cache).
     cache_all_layers : bool, default=False
         With ``cache_dir``: cache each text's CLS, mean and max vectors of every layer (one cache entry per text
         and model/window/dtype) and derive this estimator's features from them. A ``GridSearchCV`` over
@@ -142,6 +147,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
 
         self._check_runtime_params()
         self.recipe_ = self._build_recipe()
+        self._cache()  # a cache_dir that is a file or unwritable is a CacheError now, before any work
         names, values, all_columns = text_columns(X, self.columns)
         if not values or len(values[0]) == 0:
             raise ValueError(f"Found array with 0 sample(s) while a minimum of 1 is required by {type(self).__name__}.")
@@ -229,6 +235,14 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
             self.cache_dir, "__fspath__"
         ):
             raise ValueError(f"cache_dir={self.cache_dir!r} is not valid: expected a directory path or None.")
+        if isinstance(self.cache_dir, (str, bytes)) and os.fsdecode(self.cache_dir).strip() == "":
+            raise ValueError(
+                f"cache_dir={self.cache_dir!r} is not valid: an empty path would make the current directory a cache. "
+                "Pass a directory path, or cache_dir=None for no cache."
+            )
+        for name in ("progress", "trust_remote_code"):  # a truthy string such as "no" must not mean True
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ValueError(f"{name}={getattr(self, name)!r} is not valid: expected True or False.")
         if not isinstance(self.cache_all_layers, (bool, np.bool_)):
             raise ValueError(f"cache_all_layers={self.cache_all_layers!r} is not valid: expected True or False.")
         if self.cache_all_layers and self.cache_dir is None:
@@ -253,6 +267,11 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
             raise ValueError(
                 f"max_length={self.max_length!r} is not valid: expected an int from 4 to the model's limit of "
                 f"{spec.max_length} tokens, or None for that limit."
+            )
+        if self.stride is not None and long_text != "chunk":
+            raise ValueError(
+                f"stride={self.stride!r} applies to long_text='chunk' only (long_text={long_text!r} embeds one "
+                "window per text); pass long_text='chunk' as well, or leave stride=None."
             )
         window = max_length - 2  # room for [CLS]/[SEP]; the stride must leave each window some new tokens
         stride = max(0, window // 4) if self.stride is None else self.stride

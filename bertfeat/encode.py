@@ -74,13 +74,25 @@ def _describe_value(value) -> str:
 def split_missing(texts: Sequence, missing: str, row_name: Callable[[int], str]) -> tuple[list[str], np.ndarray]:
     """Check every value is a string or a missing marker (None, NaN, pd.NA); apply the ``missing="error"`` policy.
 
-    Returns the present texts and a boolean mask of the missing rows.
+    Empty and blank texts (:func:`bertfeat.inputs.is_blank`: only whitespace, control or invisible format
+    characters) count as missing. Returns the present texts and a boolean mask of the missing rows.
     """
+    from bertfeat.inputs import is_blank
+
     present: list[str] = []
     is_missing = np.zeros(len(texts), dtype=bool)
     for i, value in enumerate(texts):
         if isinstance(value, str):
-            present.append(value)
+            if not is_blank(value):
+                present.append(value)
+                continue
+            if missing == "error":
+                raise ValueError(
+                    f"{row_name(i)} is blank ({_describe_value(value)}): bertfeat treats empty texts and texts of only "
+                    "whitespace, control or invisible characters as missing, and missing='error'. Pass "
+                    "missing='zero' for a zero vector, missing='nan' for a row of NaN, or drop or fill those rows first."
+                )
+            is_missing[i] = True
             continue
         if isinstance(value, (bytes, bytearray)):
             raise TypeError(f"{row_name(i)} holds bytes, not a string: decode it first (for example b.decode('utf-8')).")

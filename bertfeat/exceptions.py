@@ -6,7 +6,9 @@ class TruncationWarning(UserWarning):
 
 
 class ModelNotAvailableError(ValueError):
-    """The requested model is neither a local directory nor reachable (offline, or not on the hub)."""
+    """The requested model cannot be used: it is neither a local directory nor reachable (offline, or not on the
+    hub), or its files do not fit together (weights that are not safetensors, a missing shard, weights missing or
+    left unused by its config, a tokenizer larger than its embedding table)."""
 
 
 class CacheError(RuntimeError):

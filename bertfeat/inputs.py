@@ -1,15 +1,40 @@
-"""Turning what users pass (lists, arrays, pandas/polars Series and DataFrames) into named text columns.
+"""Turning what users pass (lists, arrays, pandas/polars Series and DataFrames) into named text columns, and the
+one rule for what counts as a blank text.
 
 Only the container is checked here; :func:`bertfeat.encode.split_missing` checks each value.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 
 import numpy as np
 
 _DEFAULT_NAME = "text"
+
+# Unicode categories that print nothing: separators (spaces, line and paragraph separators), control characters
+# (tab, newline, NUL) and format characters (zero-width space, zero-width joiner, BOM, soft hyphen).
+_INVISIBLE = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf"})
+_category = unicodedata.category
+
+
+def is_blank(text: str) -> bool:
+    r"""True when ``text`` holds no visible character: empty, or only whitespace, control and format characters.
+
+    A BERT tokenizer drops every such character, so all blank texts would get one and the same ``[CLS] [SEP]``
+    vector, which says nothing about the row; bertfeat treats them as missing instead (the ``missing=`` policy).
+    The R package applies the same rule (``r-bridge/R/embed.R``) and the CLI goes through this function.
+
+    Examples
+    --------
+    >>> [is_blank(t) for t in ["", " ", "\t\n", "\u200b", "\x00", "\ufeff", "a", " . "]]
+    [True, True, True, True, True, True, False, False]
+    """
+    for c in text:  # a plain loop: stops at the first visible character, usually the first (~1 us a text)
+        if _category(c) not in _INVISIBLE:
+            return False
+    return True
 
 
 def text_columns(X, columns=None) -> tuple[list[str], list[list], list[str] | None]:

@@ -161,7 +161,7 @@ def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple
         name=name,
         path=str(root),
         weights_sha256=_hash_files(weights),
-        tokenizer_sha256=_hash_files(tok_files, by_content=True),
+        tokenizer_sha256=_hash_files(tok_files),
         config_sha256=hashlib.sha256(json.dumps(stable_config, sort_keys=True).encode()).hexdigest(),
         num_layers=int(num_layers),
         hidden_size=int(hidden),
@@ -176,9 +176,7 @@ def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple
 
 def _describe(name: str, path: str, trust_remote_code: bool) -> ModelSpec:
     root = Path(path)
-    stamp = tuple(
-        (f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(root.iterdir()) if f.is_file()
-    )
+    stamp = tuple((f.name, *_identity(f)) for f in sorted(root.iterdir()) if f.is_file())
     return _describe_cached(name, path, trust_remote_code, stamp)
 
 
@@ -192,10 +190,25 @@ def _first(config: dict, *keys):
 def _weights_files(root: Path, name: str) -> list[Path]:
     single = root / "model.safetensors"
     if single.is_file():
+        _check_safetensors(single, name)
         return [single]
     index = root / "model.safetensors.index.json"
     if index.is_file():
-        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        try:
+            shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ModelNotAvailableError(
+                f"model={name!r}: {index} is not a valid safetensors index (it needs a 'weight_map' of weight name "
+                f"-> shard file; {type(exc).__name__}: {exc}). Re-save the model with save_pretrained()."
+            ) from None
+        absent = [s for s in shards if not (root / s).is_file()]
+        if absent:
+            raise ModelNotAvailableError(
+                f"model={name!r}: {index.name} lists weight shard(s) {absent} that are not in {root}, so part of the "
+                "model would be random. Copy or download the missing shard(s) (an interrupted download leaves this)."
+            )
+        for s in shards:
+            _check_safetensors(root / s, name)
         return [root / s for s in shards]
     others = sorted(p.name for p in root.glob("*.bin")) + sorted(p.name for p in root.glob("*.pt*"))
     hint = (
@@ -206,25 +219,59 @@ def _weights_files(root: Path, name: str) -> list[Path]:
     raise ModelNotAvailableError(f"model={name!r}: {root} holds no model.safetensors weights.{hint}")
 
 
-def _hash_files(files: list[Path], by_content: bool = False) -> str:
-    """sha256 over the files. Hub blobs are named by their sha256, so those are not re-read."""
+def _check_safetensors(f: Path, name: str) -> None:
+    """Refuse a weights file whose header is not safetensors (a renamed pickle, an HTML error page, a truncated
+    download) here, with its name, rather than as a deserializer message at load time. Reads the header only."""
+    size = f.stat().st_size
+    with open(f, "rb") as fh:
+        head = fh.read(8)
+        n = int.from_bytes(head, "little") if len(head) == 8 else -1
+        problem = None
+        if n <= 1 or 8 + n > size or n > 100 << 20:
+            problem = "its first 8 bytes do not give a header length that fits the file"
+        else:
+            try:
+                header = json.loads(fh.read(n).decode("utf-8"))
+                if not isinstance(header, dict):
+                    problem = "its header is not a JSON object"
+            except (UnicodeDecodeError, ValueError):
+                problem = "its header is not JSON"
+    if problem:
+        raise ModelNotAvailableError(
+            f"model={name!r}: {f} is not a safetensors file ({problem}; {size} bytes). It may be a renamed pickle "
+            "(.bin) file or a damaged download: download it again, or convert once with transformers: "
+            "AutoModel.from_pretrained(dir).save_pretrained(dir, safe_serialization=True)."
+        )
+
+
+def _hash_files(files: list[Path]) -> str:
+    """sha256 over the files' names and contents.
+
+    Every file is read, Hugging Face cache blobs included: a blob's name is the sha256 it had when downloaded, not
+    proof of what it holds now, so trusting the name would let an edited or damaged blob pass as the original.
+    (For an intact blob the two agree, so fingerprints are the same either way.) Within a process a file is re-read
+    only when its identity, size or change time moves.
+    """
     h = hashlib.sha256()
     for f in files:
         h.update(f.name.encode())
-        h.update(_file_sha256(f, by_content).encode())
+        h.update(_file_sha256(f).encode())
     return h.hexdigest()
 
 
-def _file_sha256(f: Path, by_content: bool) -> str:
+def _file_sha256(f: Path) -> str:
     target = f.resolve()
-    if not by_content and f.is_symlink() and re.fullmatch(r"[0-9a-f]{64}", target.name):
-        return target.name
-    st = target.stat()
-    return _sha256_of(str(target), st.st_size, st.st_mtime_ns)
+    return _sha256_of(str(target), *_identity(target))
+
+
+def _identity(f: Path) -> tuple:
+    """What changes when a file's bytes may have: ctime moves on every write and, unlike mtime, cannot be set back."""
+    st = f.stat()
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
 @functools.lru_cache(maxsize=64)
-def _sha256_of(path: str, size: int, mtime_ns: int) -> str:
+def _sha256_of(path: str, ino: int, size: int, mtime_ns: int, ctime_ns: int) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 22), b""):
@@ -267,3 +314,98 @@ def _sentence_transformers_config(root: Path):
         return pooling, normalize, st_max
     except (ValueError, KeyError, TypeError):
         return None, False, None
+
+
+# Parts of an encoder that bertfeat never reads (it pools hidden states): their weights may be absent, as many
+# sentence-transformers saves drop the pooler, without changing any feature.
+_UNREAD_MODULES = ("pooler",)
+
+
+def check_weights_fit(name: str, path: str, missing, unexpected, mismatched, encoder_modules,
+                      prefix: str = "") -> None:
+    """Refuse a model whose weights file does not fit its config, naming the weights that do not fit.
+
+    transformers loads such a model anyway, filling what is missing or mis-shaped with random numbers, so every
+    process would compute different features. ``missing``, ``unexpected`` and ``mismatched`` come from
+    ``from_pretrained(..., output_loading_info=True)``; ``encoder_modules`` are the names of the loaded encoder's
+    top-level modules and ``prefix`` the name a task model keeps them under (``"bert"``). Unexpected weights outside
+    those modules belong to heads of another task (BERT's ``cls.``, RoBERTa's ``lm_head.``) and are unused by
+    design; unexpected weights inside them (a layer the config does not have, with or without the prefix) are an
+    error, as are missing weights outside ``pooler``.
+
+    Examples
+    --------
+    >>> check_weights_fit("m", "/m", [], ["cls.predictions.bias"], [], ["embeddings", "encoder", "pooler"])
+    >>> try:
+    ...     check_weights_fit("m", "/m", ["encoder.layer.3.output.dense.weight"], [], [], ["embeddings", "encoder"])
+    ... except ValueError as exc:
+    ...     print(str(exc)[:55])
+    model='m': the weights in /m do not fit its config.json
+    """
+    top = set(encoder_modules)
+
+    def module(key: str) -> str:
+        if prefix and key.startswith(prefix + "."):
+            key = key[len(prefix) + 1:]
+        return key.split(".", 1)[0]
+
+    missing = sorted(k for k in missing if module(k) not in _UNREAD_MODULES)
+    unused = sorted(k for k in unexpected if module(k) in top)
+    mismatched = sorted(mismatched)
+    if not (missing or unused or mismatched):
+        return
+    parts = []
+    if missing:
+        parts.append(f"{len(missing)} weight(s) the config needs are not in the file ({_some(missing)})")
+    if unused:
+        parts.append(f"{len(unused)} weight(s) in the file are not used by the config ({_some(unused)})")
+    elif unexpected and missing:
+        parts.append(f"the file holds {len(unexpected)} weight(s) under other names ({_some(sorted(unexpected))})")
+    if mismatched:
+        shown = [f"{k[0]} {tuple(k[1])} in the file, {tuple(k[2])} for the config" for k in mismatched[:3]]
+        parts.append(f"{len(mismatched)} weight(s) have another shape than the config says ({'; '.join(shown)}"
+                     f"{', ...' if len(mismatched) > 3 else ''})")
+    hint = _prefix_hint(missing, unexpected) or (
+        "Check config.json (num_hidden_layers, hidden_size, intermediate_size, vocab_size) against the weights, or "
+        "re-save the model with transformers' save_pretrained()."
+    )
+    raise ModelNotAvailableError(
+        f"model={name!r}: the weights in {path} do not fit its config.json, so part of the model would be random "
+        f"and the features meaningless: {'; '.join(parts)}. {hint}"
+    )
+
+
+def _some(keys, n: int = 4) -> str:
+    return ", ".join(keys[:n]) + (f", ... ({len(keys) - n} more)" if len(keys) > n else "")
+
+
+def _prefix_hint(missing, unexpected) -> str | None:
+    """When every weight carries one extra prefix (a wrapper module's name), say which."""
+    if not missing or not unexpected:
+        return None
+    want = missing[0]
+    for key in unexpected:
+        if key.endswith("." + want):
+            prefix = key[: -len(want)]
+            if all(prefix + m in set(unexpected) for m in missing):
+                return (f"Every weight name carries the prefix {prefix!r} (as a wrapper module saves them): re-save "
+                        "the inner model with save_pretrained(), or strip the prefix from the keys of the "
+                        "safetensors file.")
+    return None
+
+
+def check_vocab_fits(name: str, n_tokens: int, n_embeddings: int, vocab_size) -> None:
+    """Refuse a tokenizer that can produce ids past the model's embedding table (an index error mid-run, or a
+    wrong row on some kernels).
+
+    Examples
+    --------
+    >>> check_vocab_fits("m", 30522, 30522, 30522)
+    """
+    if n_tokens > n_embeddings:
+        raise ModelNotAvailableError(
+            f"model={name!r}: the tokenizer has {n_tokens} tokens, but the model's embedding table has "
+            f"{n_embeddings} rows (config.json vocab_size={vocab_size}), so token ids from {n_embeddings} on have no "
+            "embedding. The tokenizer files and the weights come from different models: use the tokenizer saved "
+            "with these weights."
+        )

@@ -171,6 +171,7 @@ def probe(
 
     poolings = tuple(poolings)
     y = np.asarray(y)
+    _check_labels(y, task, cv)  # before the embedding pass, which is the expensive part
     t0 = time.perf_counter()
     spec_est = BertEmbedder(model, pooling="+".join(poolings), layers=0, max_length=max_length,
                             long_text=long_text, stride=stride, device=device, dtype=dtype,
@@ -214,6 +215,40 @@ def probe(
     if plot:
         result.plot(plot)
     return result
+
+
+def _check_labels(y: np.ndarray, task: str, cv: int) -> None:
+    """Every text needs a label, and with classes every class needs a member in each of the ``cv`` folds."""
+    import pandas as pd
+
+    if not isinstance(cv, (int, np.integer)) or isinstance(cv, bool) or cv < 2:
+        raise ValueError(f"cv={cv!r} is not valid: expected an int of at least 2 (cross-validation folds).")
+    missing = np.flatnonzero(pd.isna(y)) if y.ndim == 1 else np.array([], dtype=int)
+    if y.ndim != 1:
+        raise ValueError(f"y has shape {y.shape}; pass one label per text (a 1-D array, list or Series).")
+    if len(missing):
+        rows = ", ".join(map(str, missing[:5])) + (", ..." if len(missing) > 5 else "")
+        raise ValueError(
+            f"the labels y have {len(missing)} missing value(s) (rows {rows}); the probe scores features against a label for "
+            "every text: drop those rows or fill their labels first."
+        )
+    if (_task(y) if task == "auto" else task) != "classification":
+        return
+    try:
+        values, counts = np.unique(y, return_counts=True)
+    except TypeError:
+        kinds = sorted({type(v).__name__ for v in y.tolist()})
+        raise ValueError(f"the labels y mix types ({', '.join(kinds)}); pass labels of one type.") from None
+    rare = [(v, c) for v, c in zip(values.tolist(), counts.tolist()) if c < cv]
+    if len(values) >= 2 and rare:
+        shown = ", ".join(f"{v!r} ({c})" for v, c in rare[:5]) + (", ..." if len(rare) > 5 else "")
+        fewest = int(min(counts))
+        raise ValueError(
+            f"class(es) {shown} of the labels y have fewer members than the {cv} cross-validation folds, so some "
+            "folds would not contain them and their scores would be undefined. Drop or merge the rare classes"
+            + (f", or lower cv (--cv) to at most {fewest}." if fewest >= 2 else
+               " (a class with one member cannot be cross-validated).")
+        )
 
 
 def _task(y: np.ndarray) -> str:

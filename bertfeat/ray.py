@@ -307,7 +307,7 @@ def embed_dataset(ds, text_col, keep_cols=(), *, num_workers=None, gpus_per_work
 def _absolute_paths(params: dict) -> dict:
     """Local paths made absolute: an actor on another node starts in another working directory."""
     out = dict(params)
-    if out.get("cache_dir") is not None:
+    if out.get("cache_dir") is not None and os.fsdecode(os.fspath(out["cache_dir"])).strip():  # "" stays refusable
         out["cache_dir"] = os.path.abspath(os.path.expanduser(os.fspath(out["cache_dir"])))
     model = out.get("model", "default")
     if isinstance(model, (str, os.PathLike)) and os.fspath(model) != "default" and Path(model).expanduser().is_dir():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -110,6 +111,7 @@ def test_grid_search_over_poolings_hits_the_cache_on_the_second_fit(tiny_bert, t
 
 def test_pickled_pipeline_creates_a_missing_cache_dir_when_it_can(tiny_bert, tmp_path):
     est = BertEmbedder(tiny_bert, cache_dir=tmp_path / "elsewhere" / "cache", dtype="float32").fit(TEXTS)
+    shutil.rmtree(tmp_path / "elsewhere")  # fit made it; on the machine the pickle travels to it does not exist
     restored = pickle.loads(pickle.dumps(est))
     assert restored.transform(TEXTS[:3]).shape == (3, 64)
     assert restored.stats_.cache_new == 3
@@ -117,8 +119,9 @@ def test_pickled_pipeline_creates_a_missing_cache_dir_when_it_can(tiny_bert, tmp
 
 
 def test_pickled_pipeline_with_an_unusable_cache_dir_says_what_to_do(tiny_bert, tmp_path):
-    (tmp_path / "home").write_text("a file where the other machine had a directory")
     est = BertEmbedder(tiny_bert, cache_dir=str(tmp_path / "home" / "alice" / "cache"), dtype="float32").fit(TEXTS)
+    shutil.rmtree(tmp_path / "home")
+    (tmp_path / "home").write_text("a file where the other machine had a directory")
     restored = pickle.loads(pickle.dumps(est))
     with pytest.raises(CacheError, match=r"home/alice/cache.*cannot be created.*pickled pipeline.*set_params"):
         restored.transform(TEXTS)

@@ -250,15 +250,16 @@ def test_user_cache_makes_a_rerun_embed_nothing(tiny_bert, csv_file, tmp_path, m
     assert pq.read_table(tmp_path / "a.parquet").equals(pq.read_table(tmp_path / "b.parquet"))
 
 
-def test_csv_missing_markers_unquoted_are_missing_quoted_are_text(tiny_bert, tmp_path):
+def test_csv_missing_markers_unquoted_are_missing_quoted_are_text_unless_blank(tiny_bert, tmp_path):
     from bertfeat.files import embed_file
 
     src = tmp_path / "na.csv"
     src.write_text('id,text\n1,NA\n2,"NA"\n3,\n4,""\n5,hello\n')
     embed_file(str(src), str(tmp_path / "o.parquet"), "text", model=tiny_bert, missing="zero", quiet=True)
     X = pq.read_table(tmp_path / "o.parquet").to_pandas().to_numpy()
-    assert not X[0].any() and not X[2].any()          # unquoted NA and empty field: missing
-    assert X[1].any() and X[3].any() and X[4].any()  # quoted "NA" and quoted "" are texts
+    assert not X[0].any() and not X[2].any()  # unquoted NA and empty field: missing
+    assert not X[3].any()                     # quoted "": an empty text, missing like every blank text
+    assert X[1].any() and X[4].any()          # quoted "NA" is a text
     np.testing.assert_allclose(X[1], BertEmbedder(tiny_bert).fit_transform(["NA"])[0], atol=1e-5)
 
 

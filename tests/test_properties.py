@@ -1,5 +1,5 @@
 """Property-based: whatever unicode comes in (whitespace-only, control characters, very long), finite vectors come
-back, one per text, in input order."""
+back, one per text, in input order; blank texts (only whitespace, control or format characters) are missing."""
 
 import numpy as np
 import pytest
@@ -7,6 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bertfeat import BertEmbedder
+from bertfeat.inputs import is_blank
 
 texts_strategy = st.lists(
     st.one_of(
@@ -23,7 +24,7 @@ texts_strategy = st.lists(
 @pytest.fixture(scope="module")
 def fitted(tiny_bert):
     return {
-        mode: BertEmbedder(tiny_bert, pooling="cls+mean+max", long_text=mode, max_length=32).fit(["x"])
+        mode: BertEmbedder(tiny_bert, pooling="cls+mean+max", long_text=mode, max_length=32, missing="zero").fit(["x"])
         for mode in ("truncate", "chunk")
     }
 
@@ -39,6 +40,8 @@ def test_any_unicode_gives_finite_vectors_in_order(fitted, texts):
             X = est.transform(texts)
         assert X.shape == (len(texts), 96) and X.dtype == np.float32
         assert np.isfinite(X).all()
+        blank = np.array([is_blank(t) for t in texts])
+        assert not X[blank].any() and X[~blank].any(axis=1).all()
         # order: each row is the vector of that text alone
         for i in {0, len(texts) - 1}:
             with warnings.catch_warnings():

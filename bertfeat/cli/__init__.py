@@ -53,6 +53,8 @@ def _one_line_warnings(command: str) -> None:
 
 
 def main(argv=None) -> int:
+    from bertfeat.exceptions import CacheError  # a --cache-dir that cannot be used is the caller's to fix
+
     parser = build_parser()
     args = parser.parse_args(argv)
     _one_line_warnings(args.command)
@@ -61,7 +63,7 @@ def main(argv=None) -> int:
     except UsageError as exc:
         print(f"bertfeat {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    except (ValueError, TypeError, FileNotFoundError, FileExistsError, PermissionError) as exc:
+    except (ValueError, TypeError, FileNotFoundError, FileExistsError, PermissionError, CacheError) as exc:
         if os.environ.get("BERTFEAT_DEBUG"):
             raise
         print(f"bertfeat {args.command}: error: {exc}", file=sys.stderr)

@@ -43,7 +43,7 @@ def add_recipe_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--stride", type=int, default=None, help="tokens shared by windows (with --long-text chunk)")
     g.add_argument("--normalize", action="store_true", help="L2-normalize each pooled block")
     g.add_argument("--missing", choices=MISSING_POLICIES, default="error",
-                   help="what a missing text gets: an error, a zero vector, or NaN")
+                   help="what a missing or blank text gets: an error, a zero vector, or NaN")
     r = parser.add_argument_group("run settings")
     r.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
     r.add_argument("--dtype", choices=DTYPES, default="auto")

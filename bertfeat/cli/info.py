@@ -40,8 +40,12 @@ def describe(model: str = "default", machine: bool = True) -> dict:
     from bertfeat.embedder import BertEmbedder
     from bertfeat.models import resolve_model
 
+    from bertfeat.backend import check_model_files
+
     spec = resolve_model(model)
     recipe = BertEmbedder(model).fit(["x"]).recipe_
+    # Loads the weights once: a model whose weights do not fit its config is an error here, not a normal model.
+    checked = check_model_files(spec)
     return {
         "model": spec.label,
         "path": spec.path,
@@ -50,6 +54,7 @@ def describe(model: str = "default", machine: bool = True) -> dict:
         "hidden_size": spec.hidden_size,
         "max_length": spec.max_length,
         "weights_sha256": spec.weights_sha256,
+        "weights_tensors": checked["tensors"],
         "revision": spec.revision,
         "own_pooling": {
             "pooling": "+".join(spec.st_pooling) if spec.st_pooling else None,
@@ -81,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
         f"type:         {info['model_type']}, {info['layers']} layers, hidden size {info['hidden_size']}, "
         f"max length {info['max_length']} tokens",
         f"weights:      sha256 {info['weights_sha256'][:16]}..." + (f" (revision {info['revision']})"
-                                                                   if info["revision"] else ""),
+                                                                   if info["revision"] else "")
+        + f", {info['weights_tensors']} tensors, all fit config.json and the tokenizer",
         "own pooling:  " + (f"{own['pooling']}, normalize={own['normalize']}, max_seq_length={own['max_seq_length']}"
                             if own["pooling"] else "none declared (not a sentence-transformers model)"),
         f"default recipe: pooling={'+'.join(r['pooling'])} layers={r['layers']} layer_agg={r['layer_agg']} "

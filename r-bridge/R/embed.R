@@ -19,8 +19,10 @@
 #'   `trust_remote_code`, `cache_all_layers` (with `cache_dir`: cache every layer once, so trying other poolings
 #'   and layers on the same texts never runs the model again); and `columns`, the data frame columns to embed
 #'   (default: all).
-#' @param missing What an `NA` text gets: `"error"` (the default: an error naming the row), `"zero"` (a row of
-#'   zeros) or `"nan"` (a row of `NaN`). The string `"NA"` is text, never missing.
+#' @param missing What a missing text gets: `"error"` (the default: an error naming the row), `"zero"` (a row of
+#'   zeros) or `"nan"` (a row of `NaN`). Missing are `NA` and blank texts: `""` and texts of only whitespace,
+#'   control or invisible format characters (zero-width space, BOM), the same rule as in Python and the command
+#'   line. The string `"NA"` is text, never missing.
 #' @param cache_dir Directory of the persistent embedding cache, or `NULL` for none.
 #'
 #' @return A numeric matrix with one row per text and one column per feature. Column names are the Python
@@ -53,7 +55,7 @@ embed_request <- function(x, model = "default", pooling = "cls+mean", layers = N
   dots$columns <- NULL
   params <- embedder_params(model, pooling, layers, missing, cache_dir, dots, call = call)
   input <- text_input(x, columns, call = call)
-  masks <- lapply(input$columns, is.na)
+  masks <- lapply(input$columns, function(v) is.na(v) | is_blank(v))
   if (params$missing == "error") {
     check_no_missing(masks, input, call = call)
   }
@@ -217,14 +219,23 @@ utf8_texts <- function(v, what, row_names, call) {
   v
 }
 
+# The rule of the Python side (bertfeat.inputs.is_blank): a text with no character outside Unicode separators,
+# control and format characters (zero-width space, BOM) is blank, and blank texts count as missing, as NA does.
+is_blank <- function(v) {
+  !is.na(v) & grepl("^[\\p{Z}\\p{Cc}\\p{Cf}]*$", v, perl = TRUE)
+}
+
 check_no_missing <- function(masks, input, call) {
   for (j in seq_along(masks)) {
     rows <- which(masks[[j]])
     if (length(rows)) {
       what <- if (is.null(input$names)) "`x`" else sprintf("column `%s`", input$names[j])
+      value <- input$columns[[j]][rows[1]]
+      problem <- if (is.na(value)) "missing (NA)" else sprintf("blank (%s)", encodeString(value, quote = "\""))
       abort_bf(
-        c(sprintf("%s of %s is missing (NA) and `missing = \"error\"`.", row_label(rows[1], input$row_names),
-                  what),
+        c(sprintf("%s of %s is %s and `missing = \"error\"`.", row_label(rows[1], input$row_names), what,
+                  problem),
+          if (!is.na(value)) c(i = "bertfeat treats empty texts and texts of only whitespace, control or invisible characters as missing."),
           i = sprintf("%d missing in all. Pass `missing = \"zero\"` for a row of zeros, `missing = \"nan\"` for a row of NaN, or fill the missing texts first.",
                       sum(vapply(masks, sum, integer(1))))),
         "missing_value", row = rows[1], call = call

@@ -33,3 +33,24 @@ test_that("an all-NA logical column (as read.csv reads an empty column) holds mi
   expect_true(all(m[, 769:1536] == 0))
   expect_error(bf_embed(data.frame(a = "a cat", b = NA)), class = "bertfeat_error_missing_value")
 })
+
+test_that("blank texts are missing, the same rule as in Python and the command line", {
+  blanks <- c("", " ", "\t\n", "\u200b", "\ufeff", "\u00a0\u2003")
+  for (b in blanks) {
+    err <- expect_error(bf_embed(c("a cat", b)), class = "bertfeat_error_missing_value")
+    expect_identical(err$row, 2L)
+  }
+  m <- bf_embed(c("a cat", blanks, NA, "a dog"), missing = "zero")
+  expect_true(all(m[2:8, ] == 0))
+  expect_gt(sum(abs(m[1, ])), 1)
+  expect_gt(sum(abs(m[9, ])), 1)
+  expect_identical(unname(m), python_reference(list("a cat", "", " ", "\t\n", "\u200b", "\ufeff", "\u00a0\u2003", NULL,
+                                                    "a dog"), missing = "zero"))
+  expect_equal(unname(bf_embed("\u200bcat")[1, ]), unname(bf_embed("cat")[1, ]), tolerance = 1e-5)
+})
+
+test_that("blank-text errors read well", {
+  expect_snapshot(error = TRUE, {
+    bf_embed(c(a = "a cat", b = "  "))
+  })
+})

@@ -1,0 +1,108 @@
+"""What users pass, checked before any work: parameters that do not combine, unusable cache directories, and the
+one policy for empty and blank texts (issue 12, items 7 and 8)."""
+
+import os
+
+import numpy as np
+import pytest
+
+from bertfeat import BertEmbedder, CacheError
+
+TEXTS = ["the cat sat on the mat", "a dog ran in the park"]
+
+
+@pytest.mark.parametrize("params, message", [
+    (dict(stride=8), r"stride=8 applies to long_text='chunk' only.*pass long_text='chunk' as well, or leave stride=None"),
+    (dict(stride=0, long_text="truncate"), r"stride=0 applies to long_text='chunk' only"),
+    (dict(cache_dir=""), r"cache_dir='' is not valid: an empty path would make the current directory a cache"),
+    (dict(cache_dir="  "), r"cache_dir='  ' is not valid: an empty path"),
+    (dict(cache_dir=b""), r"cache_dir=b'' is not valid: an empty path"),
+    (dict(trust_remote_code="no"), r"trust_remote_code='no' is not valid: expected True or False"),
+    (dict(progress="yes"), r"progress='yes' is not valid: expected True or False"),
+])
+def test_parameters_that_would_be_ignored_or_misread_are_refused_at_fit(tiny_bert, tmp_path, monkeypatch, params,
+                                                                        message):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=message):
+        BertEmbedder(tiny_bert, **params).fit(TEXTS)
+    assert os.listdir(tmp_path) == []  # nothing written where the job runs
+
+
+def test_open_cache_refuses_an_empty_path(tmp_path, monkeypatch):
+    from bertfeat.cache import open_cache
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(CacheError, match=r"cache_dir='' is empty"):
+        open_cache("")
+    assert os.listdir(tmp_path) == []
+
+
+def test_cache_dir_that_is_a_file_is_a_cache_error_at_fit(tiny_bert, tmp_path):
+    (tmp_path / "cache").write_text("not a directory")
+    with pytest.raises(CacheError, match=r"cache_dir=.*cache.*exists but is not a directory"):
+        BertEmbedder(tiny_bert, cache_dir=str(tmp_path / "cache")).fit(TEXTS)
+
+
+def test_cache_dir_that_cannot_be_created_is_a_cache_error_at_fit(tiny_bert, tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(CacheError, match=r"file/cache.*does not exist and cannot be created"):
+        BertEmbedder(tiny_bert, cache_dir=str(tmp_path / "file" / "cache")).fit(TEXTS)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root may write anywhere")
+def test_unwritable_cache_dir_is_a_cache_error_at_fit(tiny_bert, tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        with pytest.raises(CacheError, match=r"locked.*not writable"):
+            BertEmbedder(tiny_bert, cache_dir=str(locked)).fit(TEXTS)
+    finally:
+        locked.chmod(0o700)
+
+
+def test_stride_with_chunk_still_works(tiny_bert):
+    X = BertEmbedder(tiny_bert, long_text="chunk", max_length=8, stride=2).fit_transform(TEXTS)
+    assert X.shape == (2, 64) and np.isfinite(X).all()
+
+
+def test_ray_runner_keeps_an_empty_cache_dir_refusable():
+    from bertfeat.ray import _absolute_paths
+
+    assert _absolute_paths({"cache_dir": ""})["cache_dir"] == ""  # not the driver's working directory
+    assert os.path.isabs(_absolute_paths({"cache_dir": "c"})["cache_dir"])
+
+
+# -- one policy for empty and blank texts (issue 12, item 7) -----------------------------------------------------
+
+BLANKS = ["", " ", "\t\n", "\u200b", "\x00", "\ufeff", "\u00a0\u2003", " \u200b\ufeff\r\n "]
+
+
+@pytest.mark.parametrize("blank", BLANKS)
+def test_blank_texts_are_missing_and_an_error_by_default(tiny_bert, blank):
+    with pytest.raises(ValueError, match=r"row 1 is blank \(.*\): bertfeat treats empty texts and texts of only "
+                                         r"whitespace, control or invisible characters as missing, and missing='error'"):
+        BertEmbedder(tiny_bert).fit_transform(["a cat", blank])
+
+
+def test_blank_texts_follow_the_missing_policy_like_none(tiny_bert):
+    texts = ["a cat", *BLANKS, None, "a dog"]
+    for policy, check in (("zero", lambda r: (r == 0).all()), ("nan", lambda r: np.isnan(r).all())):
+        est = BertEmbedder(tiny_bert, missing=policy)
+        X = est.fit_transform(texts)
+        assert all(check(X[i]) for i in range(1, len(texts) - 1))
+        assert np.isfinite(X[[0, -1]]).all() and X[[0, -1]].any(axis=1).all()
+        assert est.stats_.missing == len(BLANKS) + 1
+
+
+def test_text_with_visible_characters_around_invisible_ones_is_embedded(tiny_bert):
+    X = BertEmbedder(tiny_bert).fit_transform(["\u200bcat\ufeff", " . "])
+    np.testing.assert_allclose(X[0], BertEmbedder(tiny_bert).fit_transform(["cat"])[0], atol=1e-5)
+    assert X[1].any()
+
+
+def test_blank_rows_of_a_dataframe_are_named_by_column(tiny_bert):
+    import pandas as pd
+
+    with pytest.raises(ValueError, match=r"row 1 of column 'body' is blank \(' '\)"):
+        BertEmbedder(tiny_bert).fit_transform(pd.DataFrame({"title": ["a", "b"], "body": ["x", " "]}))
