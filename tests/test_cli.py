@@ -282,3 +282,37 @@ def test_reading_parquet_streams_with_bounded_arrow_memory(tmp_path):
     assert rows == 600_000
     # streaming holds about 7.5 MB here; pyarrow's pre_buffer held 18 MB, growing with the file
     assert peak < 12 * 2**20, f"{peak / 2**20:.0f} MB of Arrow memory held while streaming 600,000 rows"
+
+
+def test_batch_tokens_bounds_every_forward_pass_of_the_cli(tiny_bert, tmp_path, monkeypatch):
+    from tests.test_embedder import record_forward_passes
+
+    src = tmp_path / "long.csv"
+    texts = [" ".join(["the cat sat on the mat"] * k) for k in range(1, 9)]  # 8 to 51 tokens
+    pd.DataFrame({"review": texts}).to_csv(src, index=False)
+    passes = record_forward_passes(monkeypatch)
+    assert embed(src, "--text-col", "review", "--out", tmp_path / "big.parquet", "--model", tiny_bert,
+                 "--pooling", "mean", "--batch-tokens", "100000", "--quiet") == 0
+    assert len(passes) == 1
+    passes.clear()
+    assert embed(src, "--text-col", "review", "--out", tmp_path / "small.parquet", "--model", tiny_bert,
+                 "--pooling", "mean", "--batch-tokens", "60", "--quiet") == 0
+    assert len(passes) > 1 and sum(rows for rows, _ in passes) == len(texts)
+    assert all(rows * length <= 60 for rows, length in passes), passes
+    big, small = (pq.read_table(tmp_path / f"{n}.parquet").to_pandas().to_numpy() for n in ("big", "small"))
+    np.testing.assert_allclose(small, big, atol=1e-5)
+
+
+def test_manifest_counts_a_text_of_exactly_max_length_tokens_as_not_truncated(tiny_bert, tmp_path):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_bert)
+    words = "the quick brown fox jumps over the lazy dog the cat sat on the mat a dog ran in the park".split()
+    sizes = {len(tok(" ".join(words[:k]))["input_ids"]): " ".join(words[:k]) for k in range(1, len(words) + 1)}
+    src = tmp_path / "in.csv"
+    pd.DataFrame({"review": [sizes[16], sizes[17], "dog"]}).to_csv(src, index=False)
+    out = tmp_path / "o.parquet"
+    assert embed(src, "--text-col", "review", "--out", out, "--model", tiny_bert, "--max-length", "16",
+                 "--quiet") == 0
+    manifest = json.loads((tmp_path / "o.parquet.manifest.json").read_text())
+    assert manifest["counts"]["truncated"] == 1  # the 17-token text only
