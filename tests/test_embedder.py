@@ -61,13 +61,18 @@ def test_a_texts_vector_does_not_depend_on_its_batch(tiny_bert):
             assert np.abs(together - alone).max() <= 1e-5, (pooling, budget)
 
 
-def test_model_is_loaded_once_per_process(tiny_bert):
-    from bertfeat.backend import get_backend
+def test_model_is_loaded_once_per_process(tiny_bert, monkeypatch):
+    import bertfeat.backend
+    from bertfeat.backend import TorchBackend, clear_backends, get_backend
     from bertfeat.models import resolve_model
 
-    a = BertEmbedder(tiny_bert).fit(TEXTS)
+    loads = []
+    monkeypatch.setattr(bertfeat.backend, "TorchBackend", lambda *a, **k: loads.append(a) or TorchBackend(*a, **k))
+    clear_backends()
+    a = BertEmbedder(tiny_bert, device="cpu", dtype="float32").fit(TEXTS)
     b = clone(a).set_params(pooling="cls").fit(TEXTS)
-    a.transform(TEXTS), b.transform(TEXTS)
+    a.transform(TEXTS), b.transform(TEXTS), a.transform(TEXTS[:1])
+    assert len(loads) == 1  # three transforms by two estimators, one model load
     spec = resolve_model(tiny_bert)
     assert get_backend(spec, "cpu", "float32") is get_backend(spec, "cpu", "float32")
 
@@ -187,8 +192,10 @@ def test_missing_policies(tiny_bert):
 
 
 def test_the_string_NA_is_text_not_missing(tiny_bert):
-    X = BertEmbedder(tiny_bert, missing="zero").fit_transform(["NA", None])
-    assert X[0].any() and not X[1].any()
+    est = BertEmbedder(tiny_bert, missing="zero")
+    X = est.fit_transform(["NA", None])
+    assert not X[1].any() and est.stats_.missing == 1
+    np.testing.assert_array_equal(X[0], est.transform(["NA"])[0])
 
 
 # -- long texts ---------------------------------------------------------------------------------------------------
