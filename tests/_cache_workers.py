@@ -97,5 +97,30 @@ def killed_writer_main(root: str, mode: str) -> None:
         batch += 1
 
 
+def locked_operation_main(root: str, operation: str, n_keys: int) -> None:
+    """Print "ready", run one cache operation that must take a lock, then print "done" and what it saw."""
+    import json
+
+    from bertfeat.cache import Cache
+    from tests.conftest import make_recipe
+
+    recipe = make_recipe(hidden_size=N_FEATURES)
+    cache = Cache(root)
+    print("ready", flush=True)
+    if operation == "lookup":
+        keys = rows(range(n_keys))[0]
+        found, got, got_tokens = cache.lookup(recipe, keys)
+        check_found(keys, found, got, got_tokens)
+        result = {"found": int(found.sum())}
+    elif operation == "compact":
+        result = {"shards_after": [r.shards_after for r in cache.compact()]}
+    else:
+        result = {"cleared": len(cache.clear())}
+    print("done " + json.dumps(result), flush=True)
+
+
 if __name__ == "__main__":
-    killed_writer_main(sys.argv[1], sys.argv[2])
+    if sys.argv[1] == "locked-operation":
+        locked_operation_main(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    else:
+        killed_writer_main(sys.argv[1], sys.argv[2])

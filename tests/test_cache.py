@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
@@ -9,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -382,6 +384,81 @@ def test_concurrent_writers_and_a_compactor_lose_and_corrupt_nothing(tmp_path):
     workers.check_found(keys, found, got, tokens)
     info = Cache(tmp_path).info()[0]
     assert info.rows == len(expected) and not info.corrupt and info.temp_files == 0
+
+
+def flock_waiters(path) -> list[tuple[int, str]]:
+    """(pid, "READ" or "WRITE") of every process blocked waiting for the flock on ``path``, read from /proc/locks."""
+    inode = os.stat(path).st_ino
+    waiters = []
+    with open("/proc/locks") as fh:
+        for line in fh:
+            parts = line.split()
+            if "->" not in parts or "FLOCK" not in parts:
+                continue
+            i = parts.index("FLOCK")  # "7: -> FLOCK  ADVISORY  WRITE 1234 00:2a:5678 0 EOF"
+            if int(parts[i + 4].split(":")[-1]) == inode:
+                waiters.append((int(parts[i + 3]), parts[i + 2]))
+    return waiters
+
+
+@contextlib.contextmanager
+def holding_flock(path, *, exclusive: bool):
+    import fcntl
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/locks"), reason="reads blocked flock waiters from Linux's /proc/locks")
+@pytest.mark.parametrize("operation, lock_file, held, waits_as", [
+    ("lookup", ".lock", "exclusive", "READ"),  # a reader's listing waits for a compaction's swap
+    ("compact", ".lock", "shared", "WRITE"),  # the swap waits for readers' listings
+    ("compact", ".compact.lock", "exclusive", "WRITE"),  # one compaction at a time
+    ("clear", ".compact.lock", "exclusive", "WRITE"),  # no clear under a running compaction
+])
+def test_cache_operations_wait_for_the_advisory_lock(tmp_path, operation, lock_file, held, waits_as):
+    """Deterministic: hold the lock here, and see the other process blocked on it in /proc/locks, rather than
+    hoping two jobs collide. Fails if the operation completes (or never blocks) while the lock is held."""
+    recipe = make_recipe(hidden_size=workers.N_FEATURES)
+    cache = Cache(tmp_path)
+    cache.store(recipe, *workers.rows(range(0, 100)))
+    cache.store(recipe, *workers.rows(range(50, 150)))  # two shards, overlapping: compaction has work to do
+    ns = tmp_path / recipe.fingerprint()
+    # a shard written elsewhere, moved in while the lock is held, as a compaction's swap would
+    other = tmp_path.parent / f"{tmp_path.name}-other"
+    Cache(other).store(recipe, *workers.rows(range(150, 200)))
+    [moved_in] = shards_of(other, recipe)
+
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    with holding_flock(ns / lock_file, exclusive=held == "exclusive"):
+        proc = subprocess.Popen([sys.executable, "-m", "tests._cache_workers", "locked-operation", str(tmp_path),
+                                 operation, "200"], cwd=REPO, env=env, stdout=subprocess.PIPE, text=True)
+        try:
+            assert proc.stdout.readline().strip() == "ready"
+            deadline = time.time() + 120
+            while (proc.pid, waits_as) not in flock_waiters(ns / lock_file):
+                assert proc.poll() is None, f"{operation} finished while {lock_file} was held: it never took the lock"
+                assert time.time() < deadline, f"{operation} neither finished nor waited for {lock_file}"
+                time.sleep(0.01)
+            if operation == "lookup":
+                shutil.move(moved_in, ns / moved_in.name)
+        except BaseException:
+            proc.kill()
+            raise
+    assert proc.wait(timeout=120) == 0
+    done = json.loads(proc.stdout.read().split("done ", 1)[1])
+    if operation == "lookup":  # it listed the shards after the swap, not before
+        assert done == {"found": 200}
+    elif operation == "compact":
+        assert done == {"shards_after": [1]}
+        found, _, _ = Cache(tmp_path).lookup(recipe, workers.rows(range(150))[0])
+        assert found.all()
+    else:
+        assert done == {"cleared": 1} and not ns.exists()
 
 
 @pytest.mark.parametrize("mode", ["stall", "loop"])

@@ -92,7 +92,10 @@ def test_missing_texts_follow_the_policy(tiny_bert, tmp_path):
     assert embed(src, "--text-col", "text", "--out", out, "--model", tiny_bert, "--quiet") == 2
     assert embed(src, "--text-col", "text", "--out", out, "--model", tiny_bert, "--missing", "zero", "--quiet") == 0
     t = pq.read_table(out).to_pandas().to_numpy()
-    assert not t[1].any() and t[0].any() and t[2].any()
+    assert not t[1].any()
+    # the quoted field is one text, comma and newline included, not a split or shifted row
+    want = BertEmbedder(tiny_bert).fit_transform(["hello there", "a, quoted\nmultiline text"])
+    np.testing.assert_allclose(t[[0, 2]], want, atol=1e-5, rtol=0)
     manifest = json.loads((tmp_path / "o.parquet.manifest.json").read_text())
     assert manifest["counts"]["missing"] == 1
 
@@ -260,7 +263,7 @@ def test_csv_missing_markers_unquoted_are_missing_quoted_are_text_unless_blank(t
     assert not X[0].any() and not X[2].any()  # unquoted NA and empty field: missing
     assert not X[3].any()                     # quoted "": an empty text, missing like every blank text
     assert X[1].any() and X[4].any()          # quoted "NA" is a text
-    np.testing.assert_allclose(X[1], BertEmbedder(tiny_bert).fit_transform(["NA"])[0], atol=1e-5)
+    np.testing.assert_allclose(X[[1, 4]], BertEmbedder(tiny_bert).fit_transform(["NA", "hello"]), atol=1e-5)
 
 
 def test_reading_parquet_streams_with_bounded_arrow_memory(tmp_path):
@@ -283,3 +286,37 @@ def test_reading_parquet_streams_with_bounded_arrow_memory(tmp_path):
     assert rows == 600_000
     # streaming holds about 7.5 MB here; pyarrow's pre_buffer held 18 MB, growing with the file
     assert peak < 12 * 2**20, f"{peak / 2**20:.0f} MB of Arrow memory held while streaming 600,000 rows"
+
+
+def test_batch_tokens_bounds_every_forward_pass_of_the_cli(tiny_bert, tmp_path, monkeypatch):
+    from tests.test_embedder import record_forward_passes
+
+    src = tmp_path / "long.csv"
+    texts = [" ".join(["the cat sat on the mat"] * k) for k in range(1, 9)]  # 8 to 51 tokens
+    pd.DataFrame({"review": texts}).to_csv(src, index=False)
+    passes = record_forward_passes(monkeypatch)
+    assert embed(src, "--text-col", "review", "--out", tmp_path / "big.parquet", "--model", tiny_bert,
+                 "--pooling", "mean", "--batch-tokens", "100000", "--quiet") == 0
+    assert len(passes) == 1
+    passes.clear()
+    assert embed(src, "--text-col", "review", "--out", tmp_path / "small.parquet", "--model", tiny_bert,
+                 "--pooling", "mean", "--batch-tokens", "60", "--quiet") == 0
+    assert len(passes) > 1 and sum(rows for rows, _ in passes) == len(texts)
+    assert all(rows * length <= 60 for rows, length in passes), passes
+    big, small = (pq.read_table(tmp_path / f"{n}.parquet").to_pandas().to_numpy() for n in ("big", "small"))
+    np.testing.assert_allclose(small, big, atol=1e-5)
+
+
+def test_manifest_counts_a_text_of_exactly_max_length_tokens_as_not_truncated(tiny_bert, tmp_path):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_bert)
+    words = "the quick brown fox jumps over the lazy dog the cat sat on the mat a dog ran in the park".split()
+    sizes = {len(tok(" ".join(words[:k]))["input_ids"]): " ".join(words[:k]) for k in range(1, len(words) + 1)}
+    src = tmp_path / "in.csv"
+    pd.DataFrame({"review": [sizes[16], sizes[17], "dog"]}).to_csv(src, index=False)
+    out = tmp_path / "o.parquet"
+    assert embed(src, "--text-col", "review", "--out", out, "--model", tiny_bert, "--max-length", "16",
+                 "--quiet") == 0
+    manifest = json.loads((tmp_path / "o.parquet.manifest.json").read_text())
+    assert manifest["counts"]["truncated"] == 1  # the 17-token text only

@@ -61,13 +61,18 @@ def test_a_texts_vector_does_not_depend_on_its_batch(tiny_bert):
             assert np.abs(together - alone).max() <= 1e-5, (pooling, budget)
 
 
-def test_model_is_loaded_once_per_process(tiny_bert):
-    from bertfeat.backend import get_backend
+def test_model_is_loaded_once_per_process(tiny_bert, monkeypatch):
+    import bertfeat.backend
+    from bertfeat.backend import TorchBackend, clear_backends, get_backend
     from bertfeat.models import resolve_model
 
-    a = BertEmbedder(tiny_bert).fit(TEXTS)
+    loads = []
+    monkeypatch.setattr(bertfeat.backend, "TorchBackend", lambda *a, **k: loads.append(a) or TorchBackend(*a, **k))
+    clear_backends()
+    a = BertEmbedder(tiny_bert, device="cpu", dtype="float32").fit(TEXTS)
     b = clone(a).set_params(pooling="cls").fit(TEXTS)
-    a.transform(TEXTS), b.transform(TEXTS)
+    a.transform(TEXTS), b.transform(TEXTS), a.transform(TEXTS[:1])
+    assert len(loads) == 1  # three transforms by two estimators, one model load
     spec = resolve_model(tiny_bert)
     assert get_backend(spec, "cpu", "float32") is get_backend(spec, "cpu", "float32")
 
@@ -140,6 +145,24 @@ def test_transform_checks_the_columns_seen_in_fit(tiny_bert):
         BertEmbedder(tiny_bert).fit(TEXTS).transform(np.array([TEXTS, TEXTS]).T)
 
 
+@pytest.mark.parametrize("names", [("a", "b"), (0, 1)], ids=["str-names", "int-names"])
+def test_reordered_columns_are_refused_never_swapped(tiny_bert, names):
+    """The same columns in another order must not put column a's features under b's names (int names included,
+    which scikit-learn does not record in feature_names_in_)."""
+    first, second = names
+    df = pd.DataFrame({first: TEXTS, second: TEXTS[::-1]})
+    est = BertEmbedder(tiny_bert, pooling="mean", layers=-1).fit(df)
+    expected = est.transform(df)
+    with pytest.raises(ValueError, match=r"are those seen in fit but in another order.*Reorder them first"):
+        est.transform(df[[second, first]])
+    # put back in the fitted order, the frame gives the fitted features, column by column
+    np.testing.assert_array_equal(est.transform(df[[second, first]][[first, second]]), expected)
+    # a selection by name is not affected by the frame's column order
+    sel = BertEmbedder(tiny_bert, columns=[str(second)] if isinstance(second, str) else [second], pooling="mean",
+                       layers=-1).fit(df)
+    np.testing.assert_array_equal(sel.transform(df), expected[:, 32:])
+
+
 def test_unordered_and_empty_input_are_rejected(emb):
     with pytest.raises(TypeError, match="no row order"):
         emb.fit(set(TEXTS))
@@ -169,8 +192,10 @@ def test_missing_policies(tiny_bert):
 
 
 def test_the_string_NA_is_text_not_missing(tiny_bert):
-    X = BertEmbedder(tiny_bert, missing="zero").fit_transform(["NA", None])
-    assert X[0].any() and not X[1].any()
+    est = BertEmbedder(tiny_bert, missing="zero")
+    X = est.fit_transform(["NA", None])
+    assert not X[1].any() and est.stats_.missing == 1
+    np.testing.assert_array_equal(X[0], est.transform(["NA"])[0])
 
 
 # -- long texts ---------------------------------------------------------------------------------------------------
@@ -186,6 +211,26 @@ def test_truncation_warns_once_with_the_count(tiny_bert):
     assert len(mine) == 1
     assert "2 of 3 texts were longer than max_length=16 tokens and were truncated" in str(mine[0].message)
     assert est.stats_.truncated == 2
+
+
+def test_a_text_of_exactly_max_length_tokens_is_not_truncated(tiny_bert):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_bert)
+    words = "the quick brown fox jumps over the lazy dog the cat sat on the mat a dog ran in the park".split()
+    # the shortest prefixes of 16 and 17 tokens, special tokens included
+    sizes = {len(tok(" ".join(words[:k]))["input_ids"]): " ".join(words[:k]) for k in range(1, len(words) + 1)}
+    exact, over = sizes[16], sizes[17]
+    est = BertEmbedder(tiny_bert, max_length=16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TruncationWarning)
+        X = est.fit_transform([exact, "dog"])
+    assert est.stats_.truncated == 0
+    # nothing was cut: the full model pass over the 16 tokens gives the same vector with a larger window
+    np.testing.assert_allclose(X[0], BertEmbedder(tiny_bert, max_length=64).fit_transform([exact])[0], atol=1e-5)
+    with pytest.warns(TruncationWarning, match="1 of 2 texts were longer than max_length=16"):
+        est.transform([over, "dog"])
+    assert est.stats_.truncated == 1
 
 
 def test_no_warning_when_chunking(tiny_bert):
@@ -333,3 +378,33 @@ def test_truncation_warning_points_at_the_callers_line(tiny_bert):
         pipe.fit_transform([long])
     mine = [w for w in caught if issubclass(w.category, TruncationWarning)]
     assert mine and mine[0].filename == __file__
+
+
+# -- the token budget ------------------------------------------------------------------------------------------
+
+
+def record_forward_passes(monkeypatch):
+    """Spy on every model pass: a list of (rows, padded length) per pass, special tokens included."""
+    from bertfeat.backend import TorchBackend
+
+    passes = []
+    real = TorchBackend._forward
+
+    def spy(self, units, pooling, layer_groups):
+        passes.append((len(units), max(len(u) for u in units) + self.n_special))
+        return real(self, units, pooling, layer_groups)
+
+    monkeypatch.setattr(TorchBackend, "_forward", spy)
+    return passes
+
+
+def test_batch_tokens_bounds_every_forward_pass(tiny_bert, monkeypatch):
+    texts = [" ".join(["the cat sat on the mat"] * k) for k in range(1, 9)]  # 8 to 51 tokens
+    passes = record_forward_passes(monkeypatch)
+    big = BertEmbedder(tiny_bert, pooling="mean", batch_tokens=100_000).fit_transform(texts)
+    assert len(passes) == 1  # control: with room for everything, one pass
+    passes.clear()
+    small = BertEmbedder(tiny_bert, pooling="mean", batch_tokens=60).fit_transform(texts)
+    assert len(passes) > 1 and sum(rows for rows, _ in passes) == len(texts)
+    assert all(rows * length <= 60 for rows, length in passes), passes
+    np.testing.assert_allclose(small, big, atol=1e-5)

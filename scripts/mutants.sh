@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Mutation testing with mutmut (not part of CI; see tests/README.md for the scores and how to read them).
+#
+#   scripts/mutants.sh                  list the modules
+#   scripts/mutants.sh pooling recipe   mutation-test those modules, one after the other
+#   scripts/mutants.sh all              every module (hours on 2 cores)
+#
+# Each module is mutated in its own work copy, .mutants/<module>/, against a fast selection of the tests that
+# exercise it (the table below); mutmut runs, for each mutant, only the selected tests that reach the mutated
+# function. A second run of a module only re-tests mutants whose function or tests changed. At the end it prints
+# the score and the surviving mutants; `cd .mutants/<module> && mutmut show <name>` prints a mutant's diff.
+#
+# MUTANTS_JOBS: mutants tested at once (default 1: the machine is usually shared).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+PY=${PYTHON:-$ROOT/.venv/bin/python}
+JOBS=${MUTANTS_JOBS:-1}
+
+# module | files mutated | tests selected (the fast ones that pin its values)
+MODULES="
+pooling  | bertfeat/pooling.py  | tests/test_pooling.py tests/test_all_layers.py
+recipe   | bertfeat/recipe.py   | tests/test_recipe.py tests/test_cache.py tests/test_all_layers.py
+batching | bertfeat/batching.py | tests/test_batching.py tests/test_encode.py
+encode   | bertfeat/encode.py   | tests/test_encode.py tests/test_all_layers.py tests/test_cache_embedder.py
+embedder | bertfeat/embedder.py bertfeat/inputs.py | tests/test_embedder.py
+arrow    | bertfeat/arrow.py    | tests/test_arrow.py
+cache    | bertfeat/cache.py    | tests/test_cache.py tests/test_cli_cache.py
+files    | bertfeat/files.py    | tests/test_cli.py tests/test_arrow.py
+probe    | bertfeat/probe.py    | tests/test_probe.py
+ray      | bertfeat/ray.py      | tests/test_ray.py tests/test_ray_optional.py
+cli      | bertfeat/cli/*.py    | tests/test_cli.py tests/test_cli_cache.py
+"
+
+field() { echo "$MODULES" | awk -F'|' -v m="$1" -v f="$2" '{gsub(/^ +| +$/, "", $1)} $1 == m {gsub(/^ +| +$/, "", $f); print $f}'; }
+names=$(echo "$MODULES" | awk -F'|' 'NF == 3 {gsub(/ /, "", $1); print $1}')
+
+if [ $# -eq 0 ]; then
+  echo "usage: scripts/mutants.sh MODULE... | all"
+  echo "modules: $(echo $names)"
+  exit 2
+fi
+[ "$1" = all ] && set -- $names
+
+if ! "$PY" -c "import mutmut" 2>/dev/null; then
+  echo "mutmut is missing from $PY: install the dev extra (pip install -e '.[dev]')" >&2
+  exit 2
+fi
+
+for module in "$@"; do
+  sources=$(field "$module" 2)
+  tests=$(field "$module" 3)
+  if [ -z "$sources" ]; then
+    echo "unknown module '$module'; modules: $(echo $names)" >&2
+    exit 2
+  fi
+  work="$ROOT/.mutants/$module"
+  mkdir -p "$work"
+  # a fresh copy of the code and tests; mutmut's own state (work/mutants/) is kept, so reruns are incremental
+  rm -rf "$work/bertfeat" "$work/tests"
+  cp -r bertfeat tests pyproject.toml "$work/"
+  {
+    echo "[mutmut]"
+    echo "source_paths = bertfeat"
+    echo "only_mutate ="
+    for s in $sources; do echo "    $s"; done
+    echo "pytest_add_cli_args_test_selection ="
+    for t in $tests; do echo "    $t"; done
+    # -x: one failing test is enough to kill a mutant; no cache provider: the copies would all write one
+    echo "pytest_add_cli_args ="
+    echo "    -x"
+    echo "    -p"
+    echo "    no:cacheprovider"
+    # torch's thread pools are not fork-safe: fork workers from a clean server, not from the process that ran pytest
+    echo "process_isolation = forkserver"
+    echo "use_git_change_detection = false"
+  } > "$work/setup.cfg"
+  echo "== mutants: $module ($sources) against $tests"
+  (
+    cd "$work"
+    env -u PYTHONPATH HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false \
+      OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" "$PY" -m mutmut run --max-children "$JOBS" || true
+    "$PY" -m mutmut export-cicd-stats >/dev/null
+    "$PY" - "$module" <<'EOF'
+import json, sys
+s = json.load(open("mutants/mutmut-cicd-stats.json"))
+tested = s["killed"] + s["survived"] + s["timeout"] + s["suspicious"] + s["segfault"]
+score = 100 * (tested - s["survived"]) / max(1, tested)
+print(f"{sys.argv[1]}: {s['total']} mutants, {s['killed']} killed, {s['timeout']} timed out, {s['survived']} survived, "
+      f"{s['no_tests']} not reached by the selected tests: {score:.1f}% of tested mutants killed")
+EOF
+    "$PY" -m mutmut results 2>/dev/null | grep -v ": killed" || true
+  )
+done

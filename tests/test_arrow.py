@@ -1,0 +1,179 @@
+"""Provenance: every field of the parquet schema metadata and of the manifest, each checked by a test of its own.
+
+One ``embed_file`` job runs once per module with a recipe where no field sits at its default, on a small CSV whose
+counts are known by construction (two chunks, a duplicate within and across chunks, a missing text, a long text,
+two texts already in the cache), so a field that is dropped, swapped with a neighbour or computed from the wrong
+total fails its own test.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+import bertfeat
+from bertfeat import BertEmbedder
+from bertfeat.batching import split_windows
+from bertfeat.files import embed_file
+from bertfeat.models import resolve_model
+
+LONG = " ".join(["the quick brown fox jumps over the lazy dog"] * 3)
+ROWS = [  # id, title, body; chunk_rows=4 cuts after row 3
+    (10, "the cat sat", "a dog ran in the park"),
+    (11, "the cat sat", "glmnet loves features"),  # title repeated within the chunk
+    (12, "statistics", None),  # missing
+    (13, "emma woodhouse", LONG),  # longer than max_length: chunked
+    (14, "the cat sat", "frozen embeddings"),  # repeated across chunks: a cache hit in chunk 2
+    (15, "pride and prejudice", "a dog ran in the park"),  # a cache hit in chunk 2
+    (16, "jane austen", "the quick brown fox"),  # both put in the cache before the job
+]
+PREWARMED = ["jane austen", "the quick brown fox"]
+PARAMS = dict(pooling="mean+max", layers=[1, 2], layer_agg="concat", max_length=16, long_text="chunk", stride=3,
+              normalize=True, missing="zero", dtype="float32", device="cpu")
+
+
+@pytest.fixture(scope="module")
+def job(tiny_bert, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("provenance")
+    src = tmp / "in.csv"
+    pd.DataFrame(ROWS, columns=["id", "title", "body"]).to_csv(src, index=False)
+    cache = tmp / "cache"
+    BertEmbedder(tiny_bert, cache_dir=str(cache), **PARAMS).fit_transform(PREWARMED)
+    out = tmp / "out.parquet"
+    returned = embed_file(str(src), str(out), ["title", "body"], keep_cols=["id"], layout="list", chunk_rows=4,
+                          quiet=True, model=tiny_bert, cache_dir=str(cache), **PARAMS)
+    manifest = json.loads(Path(f"{out}.manifest.json").read_text())
+    metadata = json.loads(pq.read_schema(out).metadata[b"bertfeat"])
+    return dict(src=src, out=out, cache=cache, model=tiny_bert, manifest=manifest, returned=returned,
+                metadata=metadata)
+
+
+def _file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _tokens_sent(model: str, texts: list[str]) -> int:
+    """Tokens the model saw for ``texts``: every chunk window of 14 content tokens (stride 3) plus 2 specials."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(model)
+    n = [len(tok(t, add_special_tokens=False)["input_ids"]) for t in texts]
+    return sum(b - a + 2 for k in n for a, b in split_windows(k, window=14, stride=3))
+
+
+# -- the parquet metadata (the manifest's "provenance" holds the same) ---------------------------------------------
+
+EXPECTED_PROVENANCE = {
+    "bertfeat_version": lambda j: bertfeat.__version__,
+    "model": lambda j: j["model"],
+    "model_label": lambda j: resolve_model(j["model"]).label,
+    # the weights hash is the sha256 over (file name, file sha256), computed here from the file itself
+    "weights_sha256": lambda j: hashlib.sha256(
+        b"model.safetensors" + _file_sha256(Path(j["model"]) / "model.safetensors").encode()).hexdigest(),
+    "tokenizer_sha256": lambda j: resolve_model(j["model"]).tokenizer_sha256,
+    "config_sha256": lambda j: resolve_model(j["model"]).config_sha256,
+    "recipe_fingerprint": lambda j: BertEmbedder(j["model"], **PARAMS).fit(["x"]).recipe_.fingerprint(),
+    "pooling": lambda j: ["mean", "max"],
+    "layers": lambda j: [1, 2],
+    "layer_agg": lambda j: "concat",
+    "max_length": lambda j: 16,
+    "long_text": lambda j: "chunk",
+    "stride": lambda j: 3,
+    "normalize": lambda j: True,
+    "dtype": lambda j: "float32",
+    "dims": lambda j: 2 * 2 * 32,  # poolings x layers (concatenated) x hidden size, per text column
+    "text_columns": lambda j: ["title", "body"],
+    "keep_columns": lambda j: ["id"],
+    "layout": lambda j: "list",
+    "missing": lambda j: "zero",
+}
+
+
+def test_every_provenance_field_has_its_test(job):
+    assert sorted(job["metadata"]) == sorted(EXPECTED_PROVENANCE)
+
+
+@pytest.mark.parametrize("field", sorted(EXPECTED_PROVENANCE))
+def test_provenance_field_in_the_parquet_metadata(job, field):
+    assert job["metadata"][field] == EXPECTED_PROVENANCE[field](job)
+
+
+def test_the_manifest_and_the_returned_manifest_carry_the_same_provenance(job):
+    assert job["manifest"]["provenance"] == job["metadata"]
+    assert job["returned"] == job["manifest"]
+
+
+def test_the_recorded_provenance_reproduces_the_features(job):
+    """The metadata is enough to recompute the output: the recipe it names gives the stored vectors."""
+    import numpy as np
+
+    m = job["metadata"]
+    est = BertEmbedder(m["model"], columns=m["text_columns"], pooling="+".join(m["pooling"]), layers=m["layers"],
+                       layer_agg=m["layer_agg"], max_length=m["max_length"], long_text=m["long_text"],
+                       stride=m["stride"], normalize=m["normalize"], dtype=m["dtype"], missing=m["missing"])
+    frame = pd.DataFrame(ROWS, columns=["id", "title", "body"])
+    expected = est.fit_transform(frame)
+    table = pq.read_table(job["out"])
+    got = np.hstack([np.stack(table.column(f"{c}_embedding").to_pylist()) for c in m["text_columns"]])
+    assert est.recipe_.fingerprint() == m["recipe_fingerprint"] and got.shape[1] == 2 * m["dims"]
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+
+
+# -- the manifest ------------------------------------------------------------------------------------------------
+
+EXPECTED_COUNTS = {
+    "rows": lambda j: 7,
+    "texts": lambda j: 14,
+    "unique_texts": lambda j: 10,  # distinct present texts over the whole job, both columns
+    "unique_texts_exact": lambda j: True,
+    # chunk 1 runs its 6 distinct texts; chunk 2 has 6, of which 4 come from the cache (2 from chunk 1, 2 prewarmed)
+    "embedded": lambda j: 6 + 2,
+    "cache_hits": lambda j: 4,
+    "truncated": lambda j: 0,
+    "chunked": lambda j: 1,
+    "missing": lambda j: 1,
+    "tokens": lambda j: _tokens_sent(j["model"], [
+        "the cat sat", "statistics", "emma woodhouse", "a dog ran in the park", "glmnet loves features", LONG,
+        "pride and prejudice", "frozen embeddings"]),
+    "rows_resumed": lambda j: 0,
+    "chunks": lambda j: 2,
+}
+
+
+def test_every_count_has_its_test(job):
+    assert sorted(job["manifest"]["counts"]) == sorted(EXPECTED_COUNTS)
+
+
+@pytest.mark.parametrize("field", sorted(EXPECTED_COUNTS))
+def test_manifest_count(job, field):
+    assert job["manifest"]["counts"][field] == EXPECTED_COUNTS[field](job)
+
+
+EXPECTED_MANIFEST = {
+    "output": lambda j: str(j["out"]),
+    "engine": lambda j: "local",
+    "input": lambda j: {"path": str(j["src"].resolve()), "files": [
+        [str(j["src"].resolve()), j["src"].stat().st_size, j["src"].stat().st_mtime_ns]]},
+    "chunk_rows": lambda j: 4,
+    "cache_dir": lambda j: str(j["cache"]),
+}
+
+
+def test_every_manifest_field_has_its_test(job):
+    assert sorted(job["manifest"]) == sorted([*EXPECTED_MANIFEST, "provenance", "counts", "timing"])
+
+
+@pytest.mark.parametrize("field", sorted(EXPECTED_MANIFEST))
+def test_manifest_field(job, field):
+    assert job["manifest"][field] == EXPECTED_MANIFEST[field](job)
+
+
+def test_manifest_timing(job):
+    timing = job["manifest"]["timing"]
+    assert sorted(timing) == ["embed_seconds", "seconds"]
+    assert 0 < timing["embed_seconds"] <= timing["seconds"]
