@@ -8,14 +8,15 @@ On CPU, BERT-architecture models run through :class:`_FastBert`, a forward pass 
 bias, GELU and residual adds into oneDNN matrix multiplies, computes Q, K and V in one product, and stops at the
 highest layer asked for. In float32 it matches the transformers forward pass within 1e-5 (measured 3.8e-6 on MiniLM); with
 ``dtype="bfloat16"`` the products run in bfloat16 while layer norms and the residual stream stay in float32.
-Other architectures, and every GPU, use the transformers model itself. The fused pass lives in
+Other architectures, and every GPU, use the transformers model itself, with the same design in low precision:
+float32 weights under autocast (see :meth:`TorchBackend._numerics`). The fused pass lives in
 :mod:`bertfeat.fastbert` and the CPU facts (allotted cores, threads, oneDNN knobs) in :mod:`bertfeat.hardware`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
+import gc
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -30,6 +31,7 @@ from bertfeat.hardware import (  # noqa: F401 (re-exported)
     allotted_cores,
     set_threads,
 )
+from bertfeat.gpu import MAX_GPU_BATCH_TOKENS, MemoryCap, gpu_batch_tokens  # noqa: F401 (re-exported)
 from bertfeat.models import ModelSpec
 
 _REGISTRY: dict[tuple, "TorchBackend"] = {}
@@ -40,7 +42,7 @@ _LOCK = threading.Lock()
 # at the core's full rate; measured on MiniLM, 1024 tokens per thread took 7% less CPU time than 4096 and 24% less
 # than 8192, and sorted lengths keep padding near 1%. On GPU large products are what fill the device;
 # TorchBackend lowers this to fit free memory.
-DEFAULT_BATCH_TOKENS = {"cpu": 1024, "cuda": 32768, "mps": 16384}
+DEFAULT_BATCH_TOKENS = {"cpu": 1024, "cuda": MAX_GPU_BATCH_TOKENS, "mps": 16384}
 
 # Texts tokenized and planned ahead per step when tokenization overlaps the model (GPU); see encode._run_model.
 PREFETCH_CHUNK_TEXTS = 8192
@@ -50,8 +52,10 @@ def resolve_device(device: str = "auto") -> str:
     """``"auto"`` -> ``"cuda"`` if available, then ``"mps"``, then ``"cpu"``; anything else is checked and returned."""
     import torch
 
+    from bertfeat import gpu
+
     if device == "auto":
-        if torch.cuda.is_available():
+        if gpu.cuda_available():
             return "cuda"
         if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
             return "mps"
@@ -62,28 +66,43 @@ def resolve_device(device: str = "auto") -> str:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as exc:
         raise ValueError(f"device={device!r} is not valid: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'.") from exc
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={device!r} was asked for, but torch sees no CUDA GPU here; pass device='cpu' or 'auto'.")
+    if dev.type == "cuda":
+        count = gpu.device_count()  # through NVML: CUDA is not initialised
+        if count == 0:
+            raise ValueError(f"device={device!r} was asked for, but torch sees no CUDA GPU here; pass device='cpu' or 'auto'.")
+        if dev.index is not None and dev.index >= count:
+            raise ValueError(
+                f"device={device!r} was asked for, but torch sees {count} CUDA GPU(s) here (cuda:0 to "
+                f"cuda:{count - 1}); pass one of those, or check CUDA_VISIBLE_DEVICES."
+            )
     if dev.type == "mps" and not torch.backends.mps.is_available():
         raise ValueError(f"device={device!r} was asked for, but MPS is not available here; pass device='cpu' or 'auto'.")
     return device
 
 
 def resolve_dtype(dtype: str, device: str) -> str:
-    """``"auto"`` -> bfloat16 (or float16 where bf16 is unsupported) on GPU, float32 on CPU."""
+    """``"auto"`` -> bfloat16 on GPUs that run it natively (float16 on those that only emulate it: T4, V100), float32
+    on CPU. Asks the GPU named by ``device`` (``cuda:N``), without initialising CUDA."""
     if dtype != "auto":
         return dtype
     if device.startswith("cuda"):
-        import torch
+        from bertfeat import gpu
 
-        return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
+        return gpu.auto_dtype(device)
     if device.startswith("mps"):
         return "float16"
     return "float32"
 
 
 def get_backend(spec: ModelSpec, device: str, dtype: str, trust_remote_code: bool = False) -> "TorchBackend":
-    """The process-wide backend for this model, device and dtype: loaded on first use, then reused."""
+    """The process-wide backend for this model, device and dtype: loaded on first use, then reused.
+
+    ``"cuda"`` is the GPU ``"cuda:N"`` it names, so the two share one copy of the model.
+    """
+    if device.startswith("cuda"):
+        from bertfeat.gpu import device_index
+
+        device = f"cuda:{device_index(device)}"
     key = (spec.path, spec.weights_sha256, device, dtype, trust_remote_code)
     with _LOCK:
         backend = _REGISTRY.get(key)
@@ -148,8 +167,10 @@ class TorchBackend:
             self.tokenizer = AutoTokenizer.from_pretrained(spec.path, trust_remote_code=trust_remote_code)
             config = _load_config(spec.path, trust_remote_code)
             fast = device_type == "cpu" and _FastBert.supports(config)
-            # The fast CPU path keeps layer norms and the residual stream in float32, so it loads float32 weights.
-            load_dtype = torch.float32 if fast else self.torch_dtype
+            # Weights stay float32 on every path: a low dtype runs the products only, with embeddings, layer norms
+            # and the residual stream in float32 (the fast CPU path by construction, the others under autocast), so
+            # a recipe's dtype means one arithmetic on CPU and GPU alike.
+            load_dtype = torch.float32
             kwargs = dict(dtype=load_dtype, use_safetensors=True, trust_remote_code=trust_remote_code)
             try:
                 model = AutoModel.from_pretrained(spec.path, attn_implementation="sdpa", **kwargs)
@@ -166,8 +187,6 @@ class TorchBackend:
             # The fast path holds its own (packed) copies of the layer weights and shares the embeddings and norms:
             # dropping the transformers module frees the originals.
             self.model = None
-        elif fast and load_dtype != self.torch_dtype:
-            self.model = model.to(self.torch_dtype)
         # Batches in flight at once. On CPU each worker runs its own batch on its share of the cores, so small ops
         # (layer norm, attention) never wait on each other's threads and a core taken by another process delays
         # one batch, not every operation. On GPU a second worker pads and launches the next batch while the
@@ -176,13 +195,25 @@ class TorchBackend:
         self.default_batch_tokens = DEFAULT_BATCH_TOKENS.get(device_type, 8192)
         if device_type == "cpu":
             self.default_batch_tokens *= max(1, torch.get_num_threads() // self.workers)
-        if device_type == "cuda":
-            self.default_batch_tokens = gpu_batch_tokens(
-                torch.cuda.mem_get_info(torch.device(device))[0], config, torch.tensor([], dtype=self.torch_dtype).element_size()
-            )
         self.prefetch = device_type == "cuda"
         self.chunk_texts = PREFETCH_CHUNK_TEXTS if self.prefetch else 0
-        self._max_padded_tokens: int | None = None  # lowered after an out-of-memory error
+        self.memory_cap = MemoryCap()  # learned from out-of-memory errors, recovers after successful batches
+
+    @property
+    def default_batch_tokens(self) -> int:
+        """Token budget of one forward pass. On GPU, what fits now in this process's share of the card's memory
+        (free, plus what torch holds unused), sampled again at every call rather than once at load."""
+        if self.device.startswith("cuda"):
+            from bertfeat import gpu
+
+            element_size = 4 if self.dtype == "float32" else 2
+            return gpu.gpu_batch_tokens(gpu.usable_bytes(self.device, gpu.memory_share()), self.config, element_size,
+                                        in_flight=self.workers)
+        return self._default_batch_tokens
+
+    @default_batch_tokens.setter
+    def default_batch_tokens(self, value: int) -> None:
+        self._default_batch_tokens = value
 
     @property
     def n_special(self) -> int:
@@ -216,14 +247,19 @@ class TorchBackend:
             pending: deque = deque()
             try:
                 for units in batches:
-                    pending.append(pool.submit(self.forward, units, pooling, layer_groups))
-                    if len(pending) > self.workers:
+                    while len(pending) >= self._queue_limit():
                         yield pending.popleft().result()
+                    pending.append(pool.submit(self.forward, units, pooling, layer_groups))
                 while pending:
                     yield pending.popleft().result()
             finally:
                 for future in pending:
                     future.cancel()
+
+    def _queue_limit(self) -> int:
+        """Batches submitted and not yet collected: one per worker plus one queued, or a single one while an
+        out-of-memory cap holds (the batch beside it may be what ran out)."""
+        return 1 if self.memory_cap.capped else self.workers + 1
 
     @contextlib.contextmanager
     def _threads_per_worker(self):
@@ -244,24 +280,34 @@ class TorchBackend:
         """Pool a batch of content-token sequences: returns (len(units), n_blocks, hidden) float32.
 
         On an out-of-memory error the batch is halved and retried, down to one sequence, so no row is lost; later
-        batches are split to the size that fitted, so the error is not paid again on every batch.
+        batches are split to the size that fitted (:class:`~bertfeat.gpu.MemoryCap`) until enough batches have
+        succeeded to try larger ones again.
         """
-        import torch
-
-        longest = max(len(u) for u in units) + self.n_special if len(units) else 0
-        cap = self._max_padded_tokens
-        if cap is not None and len(units) > 1 and len(units) * longest > cap:
+        rows = len(units)
+        padded = rows * (max(len(u) for u in units) + self.n_special) if rows else 0
+        if rows > 1 and not self.memory_cap.fits(padded):
             return self._halves(units, pooling, layer_groups)
         try:
-            return self._forward(units, pooling, layer_groups)
+            result = self._forward(units, pooling, layer_groups)
         except RuntimeError as exc:  # torch.cuda.OutOfMemoryError included
-            if not _is_oom(exc) or len(units) == 1:
+            if not _is_oom(exc) or rows == 1:
                 raise
-            if self.device.startswith("cuda"):
-                torch.cuda.empty_cache()
-            fitted = (len(units) // 2) * longest
-            self._max_padded_tokens = fitted if cap is None else min(cap, fitted)
-            return self._halves(units, pooling, layer_groups)
+            # retried below, after this block: inside it the traceback keeps the failed batch's tensors alive, so
+            # emptying the cache would free nothing and the halves would run beside the dead batch
+        else:
+            self.memory_cap.succeeded()
+            return result
+        self.memory_cap.failed(padded, rows)
+        self._release_memory()
+        return self._halves(units, pooling, layer_groups)
+
+    def _release_memory(self) -> None:
+        """Free what a failed batch left: its tensors (cycles included), then the allocator's cached blocks."""
+        gc.collect()
+        if self.device.startswith("cuda"):
+            import torch
+
+            torch.cuda.empty_cache()
 
     def _halves(self, units, pooling, layer_groups) -> np.ndarray:
         half = len(units) // 2
@@ -284,7 +330,7 @@ class TorchBackend:
         input_ids = input_ids.to(self.device, non_blocking=on_gpu)
         attention = attention.to(self.device, non_blocking=on_gpu)
         needed = sorted({layer for group in layer_groups for layer in group})
-        with torch.inference_mode():
+        with torch.inference_mode(), self._numerics():
             if self.fast is not None:
                 hidden = self.fast(input_ids, attention, needed)
             elif needed == [self.spec.num_layers]:
@@ -295,6 +341,32 @@ class TorchBackend:
                 hidden = out.hidden_states
             pooled = pool_blocks(hidden, attention, pooling, layer_groups)
         return pooled.cpu().numpy()
+
+    def _numerics(self):
+        """The arithmetic of a transformers forward pass (the fast CPU path sets its own).
+
+        A low dtype runs as autocast over the float32 weights: products and attention in that dtype, embeddings,
+        layer norms and the residual stream in float32, the design of the fast CPU path, so that one recipe means
+        one arithmetic on every device. On GPU, half precision keeps the flash and cuDNN attention kernels off, so
+        padded and unpadded batches run the same kernel; float32 turns TF32 off while it runs, so a user's TF32
+        setting cannot make it inexact.
+        """
+        import torch
+
+        from bertfeat import gpu
+
+        on_gpu = self.device.startswith("cuda")
+        stack = contextlib.ExitStack()
+        if self.fast is not None:
+            return stack
+        if self.torch_dtype == torch.float32:
+            if on_gpu:
+                stack.enter_context(gpu.held_flag("ieee_float32").held())
+            return stack
+        stack.enter_context(torch.autocast(torch.device(self.device).type, dtype=self.torch_dtype))
+        if on_gpu:
+            stack.enter_context(gpu.held_flag("no_flash_attention").held())
+        return stack
 
     def _pad(self, units) -> tuple[np.ndarray, np.ndarray]:
         """``[prefix] + units + [suffix]``, right-padded to the longest: int64 ids and attention mask."""
@@ -333,16 +405,3 @@ def _special_tokens_around(tokenizer) -> tuple[list[int], list[int]]:
             return list(full[:i]), list(full[i + len(bare):])
     raise RuntimeError(f"cannot tell which special tokens {type(tokenizer).__name__} adds around a text")
 
-
-def gpu_batch_tokens(free_bytes: int, config, element_size: int, ceiling: int = DEFAULT_BATCH_TOKENS["cuda"]) -> int:
-    """Padded tokens per batch that fit in a quarter of ``free_bytes``: a power of two from 1024 to ``ceiling``.
-
-    Per token a layer holds its input, Q/K/V, the attention output and the feed-forward activation, and every
-    hidden state may be kept for layer pooling; a factor of 3 covers the allocator and transient copies.
-    """
-    h = int(config.hidden_size)
-    inter = int(getattr(config, "intermediate_size", 4 * h))
-    layers = int(config.num_hidden_layers)
-    per_token = 3 * element_size * (6 * h + 2 * inter + (layers + 1) * h) + 4 * h
-    fit = max(1, free_bytes // 4 // per_token)
-    return int(min(ceiling, max(1024, 2 ** int(math.log2(fit)))))

@@ -163,6 +163,7 @@ def encode(
         new_vectors, new_tokens, run = _run_model(
             [uniques[j] for j in todo], recipe, model, batch_tokens or model.default_batch_tokens, progress
         )
+        _check_finite(new_vectors, todo, inverse, is_missing, row_name, recipe)
         vectors[todo] = new_vectors
         n_tokens[todo] = new_tokens
         stats.tokens, stats.padded_tokens, stats.batches = run
@@ -181,6 +182,20 @@ def encode(
     out[is_missing] = 0.0 if missing == "zero" else np.nan
     stats.seconds = time.perf_counter() - t0
     return out, stats
+
+
+def _check_finite(vectors: np.ndarray, todo: np.ndarray, inverse: np.ndarray, is_missing: np.ndarray,
+                  row_name: Callable[[int], str], recipe: Recipe) -> None:
+    """Refuse NaN or infinite features (half precision overflowing) before they are cached or returned."""
+    bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1))
+    if not len(bad):
+        return
+    row = int(np.flatnonzero(~is_missing)[int(np.argmax(inverse == todo[bad[0]]))])
+    raise ValueError(
+        f"{row_name(row)} (and {len(bad) - 1} other distinct text(s)) got non-finite features (NaN or inf) in "
+        f"dtype={recipe.dtype!r}: the model's activations left that dtype's range. Nothing was cached. Pass "
+        "dtype='bfloat16' (float32's range, on GPUs from Ampere on) or dtype='float32'."
+    )
 
 
 def derive(X: np.ndarray, source: Recipe, recipe: Recipe) -> np.ndarray:

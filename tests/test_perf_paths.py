@@ -13,6 +13,7 @@ import pytest
 
 from bertfeat import BertEmbedder
 from bertfeat.backend import _FastBert, allotted_cores, clear_backends, get_backend, gpu_batch_tokens
+from bertfeat.gpu import MemoryCap
 from bertfeat.batching import prefetched
 from bertfeat.encode import encode
 from bertfeat.models import resolve_model
@@ -62,7 +63,7 @@ def reference_features(path, texts, layers, max_length=64):
 def tiny_backend(tiny_bert, monkeypatch):
     """The shared tiny backend; whatever a test learns about memory (the OOM cap) is forgotten after it."""
     backend = get_backend(resolve_model(tiny_bert), "cpu", "float32")
-    monkeypatch.setattr(backend, "_max_padded_tokens", None)
+    monkeypatch.setattr(backend, "memory_cap", MemoryCap(patience=10**6))
     return backend
 
 
@@ -265,7 +266,7 @@ def test_oom_backoff_halves_batches_and_loses_no_row(tiny_backend, monkeypatch):
     got, _ = encode(texts, recipe, lambda: tiny_backend, batch_tokens=10_000)
     np.testing.assert_allclose(got, expected, atol=1e-6, rtol=0)
     assert calls["oom"] >= 1 and calls["ok"] >= 2
-    assert tiny_backend._max_padded_tokens <= limit
+    assert tiny_backend.memory_cap.limit <= limit
 
     # the size that fitted is remembered: the next run splits before trying, and never runs out again
     calls.update(ok=0, oom=0)
