@@ -283,8 +283,9 @@ class TorchBackend:
         batches are split to the size that fitted (:class:`~bertfeat.gpu.MemoryCap`) until enough batches have
         succeeded to try larger ones again.
         """
+        units = _as_token_seqs(units)
         rows = len(units)
-        padded = rows * (max(len(u) for u in units) + self.n_special) if rows else 0
+        padded = rows * (int(units.length.max()) + self.n_special) if rows else 0
         if rows > 1 and not self.memory_cap.fits(padded):
             return self._halves(units, pooling, layer_groups)
         try:
@@ -370,23 +371,20 @@ class TorchBackend:
 
     def _pad(self, units) -> tuple[np.ndarray, np.ndarray]:
         """``[prefix] + units + [suffix]``, right-padded to the longest: int64 ids and attention mask."""
-        lengths = [len(u) for u in units]
-        longest = max(1, max(lengths) + self.n_special)
-        ids = np.full((len(units), longest), self.pad_id, dtype=np.int64)
-        mask = np.zeros((len(units), longest), dtype=np.int64)
-        p = len(self.prefix)
-        ids[:, :p] = self.prefix
-        for i, u in enumerate(units):
-            ids[i, p : p + lengths[i]] = u
-            ids[i, p + lengths[i] : p + lengths[i] + len(self.suffix)] = self.suffix
-            mask[i, : lengths[i] + self.n_special] = 1
-        mask[:, 0] = 1  # an empty text with a tokenizer that adds no special tokens still gets one position
-        return ids, mask
+        from bertfeat.batching import pad_batch
+
+        return pad_batch(_as_token_seqs(units), self.prefix, self.suffix, self.pad_id)
 
     def _probe_ids(self) -> list[list[int]]:
         """Two real token sequences of different lengths, to check the fast path against the model."""
         words = self.tokenize(["a short probe", "a somewhat longer probe sentence, with punctuation and numbers 42"])
         return [self.prefix + w + self.suffix for w in words]
+
+
+def _as_token_seqs(units):
+    from bertfeat.batching import TokenSeqs
+
+    return units if isinstance(units, TokenSeqs) else TokenSeqs.from_lists(units)
 
 
 def _load_config(path: str, trust_remote_code: bool):

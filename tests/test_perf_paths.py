@@ -15,7 +15,7 @@ from bertfeat import BertEmbedder
 from bertfeat.backend import _FastBert, allotted_cores, clear_backends, get_backend, gpu_batch_tokens
 from bertfeat.gpu import MemoryCap
 from bertfeat.batching import prefetched
-from bertfeat.encode import encode
+from bertfeat.encode import chunk_bounds, encode
 from bertfeat.models import resolve_model
 from tests.conftest import TINY_SENTENCES, CountingBackend, make_recipe
 
@@ -193,7 +193,7 @@ def test_prefetch_tokenizes_in_a_background_thread_and_changes_nothing(tiny_back
     monkeypatch.setattr(tiny_backend, "prefetch", True)
     monkeypatch.setattr(tiny_backend, "chunk_texts", 3)
     ahead, stats = encode(TEXTS, recipe, lambda: tiny_backend)
-    assert len(threads) == -(-len(TEXTS) // 3)
+    assert len(threads) == len(chunk_bounds(len(TEXTS), 3, first=1))  # a small first chunk, then chunks of 3
     assert all(t is not threading.main_thread() for t in threads)
     np.testing.assert_allclose(ahead, plain, atol=1e-5, rtol=0)
     assert stats.tokens == plain_stats.tokens and stats.unique == plain_stats.unique
