@@ -233,8 +233,9 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
     Texts go in chunks of ``model.chunk_texts`` (default: all at once, the least padding). With ``model.prefetch``
     a background thread tokenizes and plans the next chunks while the model runs, which keeps a GPU busy: the
     first chunk is an eighth of the others, so the model starts early, and the batches of every chunk go to the
-    model as one stream, so the batches in flight never drain at a chunk's end. Every text's vector is the same
-    whatever the chunking, prefetching or number of batches in flight.
+    model as one stream, so the batches in flight never drain at a chunk's end. A text's vector does not depend on
+    the chunking, prefetching or number of batches in flight beyond float rounding (1e-5 in float32; in half
+    precision on a GPU the batch a text shares changes it slightly: docs/performance.md gives the bound).
 
     Several layers averaged together are pooled per layer and averaged in the model pass, except under
     ``long_text="chunk"``, where each layer is combined across windows first and averaged after (so max pooling is

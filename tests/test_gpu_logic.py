@@ -369,3 +369,19 @@ def test_memory_share_is_checked():
     with pytest.raises(ValueError, match="fraction in"):
         gpu.set_memory_share(1.5)
 
+
+
+# -- on a real GPU (skipped without one; benchmarks/gpu_check.py runs these and more) -----------------------------
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_gpu_float32_is_exact_and_half_precision_keeps_float32_weights(tiny_bert):
+    kwargs = dict(model=tiny_bert, pooling="cls+mean", layers=-1)
+    cpu = BertEmbedder(**kwargs, device="cpu", dtype="float32").fit_transform(TINY_SENTENCES)
+    cuda = BertEmbedder(**kwargs, device="cuda", dtype="float32").fit_transform(TINY_SENTENCES)
+    np.testing.assert_allclose(cuda, cpu, atol=1e-5, rtol=0)
+    half = BertEmbedder(**kwargs, device="cuda:0", dtype="float16").fit_transform(TINY_SENTENCES)
+    backend = get_backend(resolve_model(tiny_bert), "cuda", "float16")
+    assert backend.device == "cuda:0" and {p.dtype for p in backend.model.parameters()} == {torch.float32}
+    assert np.isfinite(half).all()
