@@ -8,15 +8,16 @@ On CPU, BERT-architecture models run through :class:`_FastBert`, a forward pass 
 bias, GELU and residual adds into oneDNN matrix multiplies, computes Q, K and V in one product, and stops at the
 highest layer asked for. In float32 it matches the transformers forward pass within 1e-5 (measured 3.8e-6 on MiniLM); with
 ``dtype="bfloat16"`` the products run in bfloat16 while layer norms and the residual stream stay in float32.
-Other architectures, and every GPU, use the transformers model itself. The fused pass lives in
+Other architectures, and every GPU, use the transformers model itself, with the same design in low precision:
+float32 weights under autocast (see :meth:`TorchBackend._numerics`). The fused pass lives in
 :mod:`bertfeat.fastbert` and the CPU facts (allotted cores, threads, oneDNN knobs) in :mod:`bertfeat.hardware`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
-import math
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -31,6 +32,7 @@ from bertfeat.hardware import (  # noqa: F401 (re-exported)
     allotted_cores,
     set_threads,
 )
+from bertfeat.gpu import MAX_GPU_BATCH_TOKENS, MemoryCap, gpu_batch_tokens  # noqa: F401 (re-exported)
 from bertfeat.models import ModelSpec
 
 log = logging.getLogger("bertfeat")
@@ -43,7 +45,7 @@ _LOCK = threading.Lock()
 # at the core's full rate; measured on MiniLM, 1024 tokens per thread took 7% less CPU time than 4096 and 24% less
 # than 8192, and sorted lengths keep padding near 1%. On GPU large products are what fill the device;
 # TorchBackend lowers this to fit free memory.
-DEFAULT_BATCH_TOKENS = {"cpu": 1024, "cuda": 32768, "mps": 16384}
+DEFAULT_BATCH_TOKENS = {"cpu": 1024, "cuda": MAX_GPU_BATCH_TOKENS, "mps": 16384}
 
 # Texts tokenized and planned ahead per step when tokenization overlaps the model (GPU); see encode._run_model.
 PREFETCH_CHUNK_TEXTS = 8192
@@ -53,8 +55,10 @@ def resolve_device(device: str = "auto") -> str:
     """``"auto"`` -> ``"cuda"`` if available, then ``"mps"``, then ``"cpu"``; anything else is checked and returned."""
     import torch
 
+    from bertfeat import gpu
+
     if device == "auto":
-        if torch.cuda.is_available():
+        if gpu.cuda_available():
             return "cuda"
         if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
             return "mps"
@@ -67,28 +71,43 @@ def resolve_device(device: str = "auto") -> str:
         raise ValueError(f"device={device!r} is not valid: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'.") from exc
     if dev.type not in ("cpu", "cuda", "mps"):  # meta, xpu, ...: torch knows them, bertfeat does not run there
         raise ValueError(f"device={device!r} is not supported: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'.")
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={device!r} was asked for, but torch sees no CUDA GPU here; pass device='cpu' or 'auto'.")
+    if dev.type == "cuda":
+        count = gpu.device_count()  # through NVML: CUDA is not initialised
+        if count == 0:
+            raise ValueError(f"device={device!r} was asked for, but torch sees no CUDA GPU here; pass device='cpu' or 'auto'.")
+        if dev.index is not None and dev.index >= count:
+            raise ValueError(
+                f"device={device!r} was asked for, but torch sees {count} CUDA GPU(s) here (cuda:0 to "
+                f"cuda:{count - 1}); pass one of those, or check CUDA_VISIBLE_DEVICES."
+            )
     if dev.type == "mps" and not torch.backends.mps.is_available():
         raise ValueError(f"device={device!r} was asked for, but MPS is not available here; pass device='cpu' or 'auto'.")
     return device
 
 
 def resolve_dtype(dtype: str, device: str) -> str:
-    """``"auto"`` -> bfloat16 (or float16 where bf16 is unsupported) on GPU, float32 on CPU."""
+    """``"auto"`` -> bfloat16 on GPUs that run it natively (float16 on those that only emulate it: T4, V100), float32
+    on CPU. Asks the GPU named by ``device`` (``cuda:N``), without initialising CUDA."""
     if dtype != "auto":
         return dtype
     if device.startswith("cuda"):
-        import torch
+        from bertfeat import gpu
 
-        return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
+        return gpu.auto_dtype(device)
     if device.startswith("mps"):
         return "float16"
     return "float32"
 
 
 def get_backend(spec: ModelSpec, device: str, dtype: str, trust_remote_code: bool = False) -> "TorchBackend":
-    """The process-wide backend for this model, device and dtype: loaded on first use, then reused."""
+    """The process-wide backend for this model, device and dtype: loaded on first use, then reused.
+
+    ``"cuda"`` is the GPU ``"cuda:N"`` it names, so the two share one copy of the model.
+    """
+    if device.startswith("cuda"):
+        from bertfeat.gpu import device_index
+
+        device = f"cuda:{device_index(device)}"
     # every file hash: a config or tokenizer edited in place must not reuse the model loaded from the old one
     key = (spec.path, spec.weights_sha256, spec.config_sha256, spec.tokenizer_sha256, device, dtype, trust_remote_code)
     with _LOCK:
@@ -156,8 +175,10 @@ class TorchBackend:
         self.config = config
         self.trust_remote_code = trust_remote_code
         fast = device_type == "cpu" and _FastBert.supports(config)
-        # The fast CPU path keeps layer norms and the residual stream in float32, so it loads float32 weights.
-        model = self._load_model(torch.float32 if fast else self.torch_dtype)
+        # Weights stay float32 on every path: a low dtype runs the products only, with embeddings, layer norms and
+        # the residual stream in float32 (the fast CPU path by construction, the others under autocast), so a
+        # recipe's dtype means one arithmetic on CPU and GPU alike.
+        model = self._load_model(torch.float32)
         self.model = model.to(device)
         self.prefix, self.suffix = _special_tokens_around(self.tokenizer)
         pad = self.tokenizer.pad_token_id
@@ -169,8 +190,6 @@ class TorchBackend:
             # The fast path holds its own (packed) copies of the layer weights and shares the embeddings and norms:
             # dropping the transformers module frees the originals.
             self.model = None
-        elif fast and self.torch_dtype != torch.float32:
-            self.model = model.to(self.torch_dtype)
         if device_type == "cpu" and dtype != "float32":
             self._check_reduced_precision()
         self._fallback_lock = threading.Lock()
@@ -182,13 +201,25 @@ class TorchBackend:
         self.default_batch_tokens = DEFAULT_BATCH_TOKENS.get(device_type, 8192)
         if device_type == "cpu":
             self.default_batch_tokens *= max(1, torch.get_num_threads() // self.workers)
-        if device_type == "cuda":
-            self.default_batch_tokens = gpu_batch_tokens(
-                torch.cuda.mem_get_info(torch.device(device))[0], config, torch.tensor([], dtype=self.torch_dtype).element_size()
-            )
         self.prefetch = device_type == "cuda"
         self.chunk_texts = PREFETCH_CHUNK_TEXTS if self.prefetch else 0
-        self._max_padded_tokens: int | None = None  # lowered after an out-of-memory error
+        self.memory_cap = MemoryCap()  # learned from out-of-memory errors, recovers after successful batches
+
+    @property
+    def default_batch_tokens(self) -> int:
+        """Token budget of one forward pass. On GPU, what fits now in this process's share of the card's memory
+        (free, plus what torch holds unused), sampled again at every call rather than once at load."""
+        if self.device.startswith("cuda"):
+            from bertfeat import gpu
+
+            element_size = 4 if self.dtype == "float32" else 2
+            return gpu.gpu_batch_tokens(gpu.usable_bytes(self.device, gpu.memory_share()), self.config, element_size,
+                                        in_flight=self.workers)
+        return self._default_batch_tokens
+
+    @default_batch_tokens.setter
+    def default_batch_tokens(self, value: int) -> None:
+        self._default_batch_tokens = value
 
     def _load_model(self, load_dtype):
         """The transformers model in ``load_dtype`` (SDPA attention where the architecture has it), frozen, refused
@@ -210,7 +241,7 @@ class TorchBackend:
         if self.fast is None:  # the transformers forward pass in this dtype is the bottom rung: prove it runs
             ids, mask = self._pad(self.tokenize(["a short probe", "a somewhat longer probe sentence"]))
             try:
-                with torch.inference_mode():
+                with torch.inference_mode(), self._numerics():
                     self.model(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask))
             except RuntimeError as exc:
                 raise ValueError(
@@ -256,14 +287,19 @@ class TorchBackend:
             pending: deque = deque()
             try:
                 for units in batches:
-                    pending.append(pool.submit(self.forward, units, pooling, layer_groups))
-                    if len(pending) > self.workers:
+                    while len(pending) >= self._queue_limit():
                         yield pending.popleft().result()
+                    pending.append(pool.submit(self.forward, units, pooling, layer_groups))
                 while pending:
                     yield pending.popleft().result()
             finally:
                 for future in pending:
                     future.cancel()
+
+    def _queue_limit(self) -> int:
+        """Batches submitted and not yet collected: one per worker plus one queued, or a single one while an
+        out-of-memory cap holds (the batch beside it may be what ran out)."""
+        return 1 if self.memory_cap.capped else self.workers + 1
 
     @contextlib.contextmanager
     def _threads_per_worker(self):
@@ -284,24 +320,35 @@ class TorchBackend:
         """Pool a batch of content-token sequences: returns (len(units), n_blocks, hidden) float32.
 
         On an out-of-memory error the batch is halved and retried, down to one sequence, so no row is lost; later
-        batches are split to the size that fitted, so the error is not paid again on every batch.
+        batches are split to the size that fitted (:class:`~bertfeat.gpu.MemoryCap`) until enough batches have
+        succeeded to try larger ones again.
         """
-        import torch
-
-        longest = max(len(u) for u in units) + self.n_special if len(units) else 0
-        cap = self._max_padded_tokens
-        if cap is not None and len(units) > 1 and len(units) * longest > cap:
+        units = _as_token_seqs(units)
+        rows = len(units)
+        padded = rows * (int(units.length.max()) + self.n_special) if rows else 0
+        if rows > 1 and not self.memory_cap.fits(padded):
             return self._halves(units, pooling, layer_groups)
         try:
-            return self._forward(units, pooling, layer_groups)
+            result = self._forward(units, pooling, layer_groups)
         except RuntimeError as exc:  # torch.cuda.OutOfMemoryError included
-            if not _is_oom(exc) or len(units) == 1:
+            if not _is_oom(exc) or rows == 1:
                 raise
-            if self.device.startswith("cuda"):
-                torch.cuda.empty_cache()
-            fitted = (len(units) // 2) * longest
-            self._max_padded_tokens = fitted if cap is None else min(cap, fitted)
-            return self._halves(units, pooling, layer_groups)
+            # retried below, after this block: inside it the traceback keeps the failed batch's tensors alive, so
+            # emptying the cache would free nothing and the halves would run beside the dead batch
+        else:
+            self.memory_cap.succeeded()
+            return result
+        self.memory_cap.failed(padded, rows)
+        self._release_memory()
+        return self._halves(units, pooling, layer_groups)
+
+    def _release_memory(self) -> None:
+        """Free what a failed batch left: its tensors (cycles included), then the allocator's cached blocks."""
+        gc.collect()
+        if self.device.startswith("cuda"):
+            import torch
+
+            torch.cuda.empty_cache()
 
     def _halves(self, units, pooling, layer_groups) -> np.ndarray:
         half = len(units) // 2
@@ -324,7 +371,7 @@ class TorchBackend:
         input_ids = input_ids.to(self.device, non_blocking=on_gpu)
         attention = attention.to(self.device, non_blocking=on_gpu)
         needed = sorted({layer for group in layer_groups for layer in group})
-        with torch.inference_mode():
+        with torch.inference_mode(), self._numerics():
             fast = self.fast
             failure = None
             if fast is not None:
@@ -358,26 +405,43 @@ class TorchBackend:
                 return
             log.warning("bertfeat: the fast CPU path (%s) failed on a batch (%s); using the transformers forward pass "
                         "from now on", self.rung, failure)
-            self.model = self._load_model(self.torch_dtype).to(self.device)
+            self.model = self._load_model(torch.float32).to(self.device)
             self.fast = None
             self.rung = f"transformers-{self.dtype}"
             if self.torch_dtype != torch.float32:
                 self._check_reduced_precision()
 
+    def _numerics(self):
+        """The arithmetic of a transformers forward pass (the fast CPU path sets its own).
+
+        A low dtype runs as autocast over the float32 weights: products and attention in that dtype, embeddings,
+        layer norms and the residual stream in float32, the design of the fast CPU path, so that one recipe means
+        one arithmetic on every device. On GPU, half precision keeps the flash and cuDNN attention kernels off, so
+        padded and unpadded batches run the same kernel; float32 turns TF32 off while it runs, so a user's TF32
+        setting cannot make it inexact.
+        """
+        import torch
+
+        from bertfeat import gpu
+
+        on_gpu = self.device.startswith("cuda")
+        stack = contextlib.ExitStack()
+        if self.fast is not None:
+            return stack
+        if self.torch_dtype == torch.float32:
+            if on_gpu:
+                stack.enter_context(gpu.held_flag("ieee_float32").held())
+            return stack
+        stack.enter_context(torch.autocast(torch.device(self.device).type, dtype=self.torch_dtype))
+        if on_gpu:
+            stack.enter_context(gpu.held_flag("no_flash_attention").held())
+        return stack
+
     def _pad(self, units) -> tuple[np.ndarray, np.ndarray]:
         """``[prefix] + units + [suffix]``, right-padded to the longest: int64 ids and attention mask."""
-        lengths = [len(u) for u in units]
-        longest = max(1, max(lengths) + self.n_special)
-        ids = np.full((len(units), longest), self.pad_id, dtype=np.int64)
-        mask = np.zeros((len(units), longest), dtype=np.int64)
-        p = len(self.prefix)
-        ids[:, :p] = self.prefix
-        for i, u in enumerate(units):
-            ids[i, p : p + lengths[i]] = u
-            ids[i, p + lengths[i] : p + lengths[i] + len(self.suffix)] = self.suffix
-            mask[i, : lengths[i] + self.n_special] = 1
-        mask[:, 0] = 1  # an empty text with a tokenizer that adds no special tokens still gets one position
-        return ids, mask
+        from bertfeat.batching import pad_batch
+
+        return pad_batch(_as_token_seqs(units), self.prefix, self.suffix, self.pad_id)
 
     def _probe_ids(self) -> list[list[int]]:
         """Two real token sequences of different lengths, to check the fast path against the model."""
@@ -426,6 +490,12 @@ def check_model_files(spec: ModelSpec, trust_remote_code: bool = False) -> dict:
             "embedding_rows": model.get_input_embeddings().num_embeddings}
 
 
+def _as_token_seqs(units):
+    from bertfeat.batching import TokenSeqs
+
+    return units if isinstance(units, TokenSeqs) else TokenSeqs.from_lists(units)
+
+
 def _load_config(path: str, trust_remote_code: bool):
     from transformers import AutoConfig
 
@@ -442,16 +512,3 @@ def _special_tokens_around(tokenizer) -> tuple[list[int], list[int]]:
             return list(full[:i]), list(full[i + len(bare):])
     raise RuntimeError(f"cannot tell which special tokens {type(tokenizer).__name__} adds around a text")
 
-
-def gpu_batch_tokens(free_bytes: int, config, element_size: int, ceiling: int = DEFAULT_BATCH_TOKENS["cuda"]) -> int:
-    """Padded tokens per batch that fit in a quarter of ``free_bytes``: a power of two from 1024 to ``ceiling``.
-
-    Per token a layer holds its input, Q/K/V, the attention output and the feed-forward activation, and every
-    hidden state may be kept for layer pooling; a factor of 3 covers the allocator and transient copies.
-    """
-    h = int(config.hidden_size)
-    inter = int(getattr(config, "intermediate_size", 4 * h))
-    layers = int(config.num_hidden_layers)
-    per_token = 3 * element_size * (6 * h + 2 * inter + (layers + 1) * h) + 4 * h
-    fit = max(1, free_bytes // 4 // per_token)
-    return int(min(ceiling, max(1024, 2 ** int(math.log2(fit)))))

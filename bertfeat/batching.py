@@ -1,7 +1,10 @@
-"""Torch-free planning: dedup, long-text windows, token-length sort and token-budget batches, order restore, and
-a prefetching iterator that overlaps planning with the model.
+"""Torch-free planning: dedup, long-text windows, token-length sort and token-budget batches, padding, order
+restore, and a prefetching iterator that overlaps planning with the model.
 
-Every function here works on plain lists and numpy arrays, so it is tested without a model.
+Token sequences travel as :class:`TokenSeqs`: one flat int32 array and a span per sequence, so that windows,
+batches and padding are numpy slicing and indexing rather than a Python list per token (on a GPU the host side
+would otherwise be the bottleneck). Every function here works on plain lists and numpy arrays, so it is tested
+without a model.
 """
 
 from __future__ import annotations
@@ -53,6 +56,78 @@ def split_windows(n_tokens: int, window: int, stride: int) -> list[tuple[int, in
         start = end - stride
 
 
+class TokenSeqs:
+    """Token id sequences as spans ``[start, start + length)`` of one flat int32 array.
+
+    Windows and batches are new spans over the same array (no copies). Indexing with an int gives that sequence as
+    a list; with a slice or an array of positions, a :class:`TokenSeqs` of those sequences.
+
+    Examples
+    --------
+    >>> seqs = TokenSeqs.from_lists([[7, 8, 9], [], [5]])
+    >>> len(seqs), seqs.length.tolist(), seqs[0], seqs[[2, 0]].tolist()
+    (3, [3, 0, 1], [7, 8, 9], [[5], [7, 8, 9]])
+    """
+
+    __slots__ = ("flat", "start", "length")
+
+    def __init__(self, flat: np.ndarray, start: np.ndarray, length: np.ndarray):
+        self.flat, self.start, self.length = flat, start, length
+
+    @classmethod
+    def from_lists(cls, seqs: Sequence[Sequence[int]]) -> "TokenSeqs":
+        import itertools
+
+        length = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
+        total = int(length.sum())
+        flat = np.fromiter(itertools.chain.from_iterable(seqs), dtype=np.int32, count=total)
+        start = np.zeros(len(seqs), dtype=np.int64)
+        np.cumsum(length[:-1], out=start[1:])
+        return cls(flat, start, length)
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def __getitem__(self, key):
+        if isinstance(key, (int, np.integer)):
+            a = int(self.start[key])
+            return self.flat[a:a + int(self.length[key])].tolist()
+        return TokenSeqs(self.flat, self.start[key], self.length[key])
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def tolist(self) -> list[list[int]]:
+        return list(self)
+
+
+def pad_batch(seqs: TokenSeqs, prefix: Sequence[int], suffix: Sequence[int], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """``[prefix] + seq + [suffix]`` for each sequence, right-padded with ``pad_id`` to the longest: int64 ids and
+    attention mask (n, longest). Position 0 is always attended, so a text with no tokens still has one.
+
+    Examples
+    --------
+    >>> ids, mask = pad_batch(TokenSeqs.from_lists([[7, 8], [9]]), [101], [102], 0)
+    >>> ids.tolist(), mask.tolist()
+    ([[101, 7, 8, 102], [101, 9, 102, 0]], [[1, 1, 1, 1], [1, 1, 1, 0]])
+    """
+    n, p = len(seqs), len(prefix)
+    lengths = seqs.length
+    longest = max(1, int(lengths.max()) + p + len(suffix)) if n else 1
+    cols = np.arange(longest)
+    ids = np.full((n, longest), pad_id, dtype=np.int64)
+    ids[:, :p] = prefix
+    content = (cols >= p) & (cols < (p + lengths)[:, None])
+    ids[content] = seqs.flat[(seqs.start[:, None] + (cols - p))[content]]
+    rows = np.arange(n)
+    for j, token in enumerate(suffix):
+        ids[rows, p + lengths + j] = token
+    mask = (cols < (lengths + p + len(suffix))[:, None]).astype(np.int64)
+    mask[:, 0] = 1
+    return ids, mask
+
+
 @dataclass
 class Units:
     """The token sequences actually sent to the model, and which text each belongs to.
@@ -61,35 +136,38 @@ class Units:
     ``starts[i]:starts[i + 1]``.
     """
 
-    ids: list[list[int]]
+    ids: TokenSeqs
     owner: np.ndarray
     starts: np.ndarray
     n_truncated: int
     n_chunked: int
 
 
-def make_units(token_ids: Sequence[Sequence[int]], window: int, long_text: str, stride: int) -> Units:
-    """Turn each text's content token ids (no special tokens) into one unit (truncate) or its windows (chunk)."""
-    ids: list[list[int]] = []
-    owner: list[int] = []
-    starts = np.empty(len(token_ids) + 1, dtype=np.int64)
-    n_long = 0
-    for i, toks in enumerate(token_ids):
-        starts[i] = len(ids)
-        n = len(toks)
-        if n > window:
-            n_long += 1
-        if long_text == "chunk":
-            for a, b in split_windows(n, window, stride):
-                ids.append(list(toks[a:b]))
-                owner.append(i)
-        else:
-            ids.append(list(toks[:window]))
-            owner.append(i)
-    starts[len(token_ids)] = len(ids)
+def make_units(token_ids: Sequence[Sequence[int]] | TokenSeqs, window: int, long_text: str, stride: int) -> Units:
+    """Turn each text's content token ids (no special tokens) into one unit (truncate) or its windows (chunk).
+
+    Units are spans of the texts' own token array; only texts longer than ``window`` are looked at one by one.
+    """
+    seqs = token_ids if isinstance(token_ids, TokenSeqs) else TokenSeqs.from_lists(token_ids)
+    n = len(seqs)
+    long = np.flatnonzero(seqs.length > window)
     chunk = long_text == "chunk"
-    return Units(ids, np.asarray(owner, dtype=np.int64), starts,
-                 n_truncated=0 if chunk else n_long, n_chunked=n_long if chunk else 0)
+    counts = np.ones(n, dtype=np.int64)
+    spans = {}
+    if chunk:
+        for i in long:
+            spans[i] = np.asarray(split_windows(int(seqs.length[i]), window, stride), dtype=np.int64)
+            counts[i] = len(spans[i])
+    starts = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=starts[1:])
+    start = np.repeat(seqs.start, counts)
+    length = np.repeat(np.minimum(seqs.length, window), counts)
+    for i, ab in spans.items():
+        k = starts[i]
+        start[k:k + len(ab)] = seqs.start[i] + ab[:, 0]
+        length[k:k + len(ab)] = ab[:, 1] - ab[:, 0]
+    return Units(TokenSeqs(seqs.flat, start, length), np.repeat(np.arange(n, dtype=np.int64), counts), starts,
+                 n_truncated=0 if chunk else len(long), n_chunked=len(long) if chunk else 0)
 
 
 def plan_batches(lengths: Sequence[int], token_budget: int, max_batch_size: int | None = None) -> list[np.ndarray]:

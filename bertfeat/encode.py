@@ -13,11 +13,12 @@ import hashlib
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, fields, replace
+from collections import deque
+from dataclasses import asdict, dataclass, field, fields, replace
 
 import numpy as np
 
-from bertfeat.batching import make_units, plan_batches, prefetched, restore_order, unique_strings
+from bertfeat.batching import TokenSeqs, Units, make_units, plan_batches, prefetched, restore_order, unique_strings
 from bertfeat.pooling import average_layers, combine_windows, l2_normalize
 from bertfeat.recipe import Recipe
 
@@ -175,6 +176,7 @@ def encode(
         new_vectors, new_tokens, run = _run_model(
             [uniques[j] for j in todo], recipe, model, batch_tokens or model.default_batch_tokens, progress
         )
+        _check_finite(new_vectors, todo, inverse, is_missing, row_name, recipe)
         vectors[todo] = new_vectors
         n_tokens[todo] = new_tokens
         stats.tokens, stats.padded_tokens, stats.batches = run
@@ -193,6 +195,20 @@ def encode(
     out[is_missing] = 0.0 if missing == "zero" else np.nan
     stats.seconds = time.perf_counter() - t0
     return out, stats
+
+
+def _check_finite(vectors: np.ndarray, todo: np.ndarray, inverse: np.ndarray, is_missing: np.ndarray,
+                  row_name: Callable[[int], str], recipe: Recipe) -> None:
+    """Refuse NaN or infinite features (half precision overflowing) before they are cached or returned."""
+    bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1))
+    if not len(bad):
+        return
+    row = int(np.flatnonzero(~is_missing)[int(np.argmax(inverse == todo[bad[0]]))])
+    raise ValueError(
+        f"{row_name(row)} (and {len(bad) - 1} other distinct text(s)) got non-finite features (NaN or inf) in "
+        f"dtype={recipe.dtype!r}: the model's activations left that dtype's range. Nothing was cached. Pass "
+        "dtype='bfloat16' (float32's range, on GPUs from Ampere on) or dtype='float32'."
+    )
 
 
 def derive(X: np.ndarray, source: Recipe, recipe: Recipe) -> np.ndarray:
@@ -227,8 +243,11 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
     """Tokenize, window, batch by token budget, run, pool and combine: the part that needs the model.
 
     Texts go in chunks of ``model.chunk_texts`` (default: all at once, the least padding). With ``model.prefetch``
-    a background thread tokenizes and plans the next chunk while the model runs this one, which keeps a GPU busy.
-    Every text's vector is the same whatever the chunking, prefetching or number of batches in flight.
+    a background thread tokenizes and plans the next chunks while the model runs, which keeps a GPU busy: the
+    first chunk is an eighth of the others, so the model starts early, and the batches of every chunk go to the
+    model as one stream, so the batches in flight never drain at a chunk's end. A text's vector does not depend on
+    the chunking, prefetching or number of batches in flight beyond float rounding (1e-5 in float32; in half
+    precision on a GPU the batch a text shares changes it slightly: docs/performance.md gives the bound).
 
     Several layers averaged together are pooled per layer and averaged in the model pass, except under
     ``long_text="chunk"``, where each layer is combined across windows first and averaged after (so max pooling is
@@ -239,47 +258,56 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
     if recipe.long_text == "chunk" and recipe.layer_agg == "mean" and len(recipe.layers) > 1:
         per_layer = replace(recipe, layer_agg="concat", normalize=False)
     groups = (per_layer or recipe).layer_groups
+    prefetch = bool(getattr(model, "prefetch", False))
     chunk = int(getattr(model, "chunk_texts", 0) or 0) or max(1, len(texts))
 
     def plans():
-        for lo in range(0, len(texts), chunk):
-            token_ids = model.tokenize(texts[lo:lo + chunk])
-            units = make_units(token_ids, window, recipe.long_text, recipe.stride)
-            lengths = np.fromiter((len(u) + model.n_special for u in units.ids), dtype=np.int64, count=len(units.ids))
-            full = np.fromiter((len(t) + model.n_special for t in token_ids), dtype=np.int64, count=len(token_ids))
-            yield units, lengths, plan_batches(lengths, batch_tokens), full
+        for lo, hi in chunk_bounds(len(texts), chunk, first=max(1, chunk // 8) if prefetch else chunk):
+            seqs = TokenSeqs.from_lists(model.tokenize(texts[lo:hi]))
+            units = make_units(seqs, window, recipe.long_text, recipe.stride)
+            lengths = units.ids.length + model.n_special
+            yield _Step(units, lengths, plan_batches(lengths, batch_tokens), seqs.length + model.n_special)
 
-    steps = prefetched(plans()) if getattr(model, "prefetch", False) else plans()
+    steps = prefetched(plans()) if prefetch else plans()
+    open_steps: deque = deque()  # planned steps whose results are still coming back, oldest first
+    bar = _progress_bar(0, progress)
+
+    def batch_stream():
+        for step in steps:
+            open_steps.append(step)
+            bar.total += len(step.units.ids)  # sequences sent to the model, known one chunk at a time
+            bar.refresh()
+            for batch in step.batches:
+                yield step.units.ids[batch]
+
     # a backend may run several batches at once (forward_batches); a plain one runs them in turn
     run = getattr(model, "forward_batches", None) or (
         lambda sequences, pooling, groups: (model.forward(units, pooling, groups) for units in sequences)
     )
     per_text, full_tokens = [], []
     tokens = padded = n_batches = 0
-    bar = _progress_bar(0, progress)
+    outputs = run(batch_stream(), recipe.pooling, groups)
     try:
-        for units, lengths, batches, full in steps:
-            bar.total += len(units.ids)  # sequences sent to the model, known one chunk at a time
-            bar.refresh()
-            results = []
-            outputs = run(([units.ids[k] for k in batch] for batch in batches), recipe.pooling, groups)
-            try:
-                for batch, result in zip(batches, outputs):
-                    results.append(result)
-                    padded += len(batch) * int(lengths[batch].max())
-                    bar.update(len(batch))
-            finally:
-                outputs.close()
-            pooled = restore_order(batches, results)
-            combined = combine_windows(pooled, units.starts, lengths, recipe.pooling)
+        for result in outputs:
+            step = open_steps[0]
+            batch = step.batches[len(step.results)]
+            step.results.append(result)
+            padded += len(batch) * int(step.lengths[batch].max())
+            bar.update(len(batch))
+            if len(step.results) < len(step.batches):
+                continue
+            open_steps.popleft()
+            pooled = restore_order(step.batches, step.results)
+            combined = combine_windows(pooled, step.units.starts, step.lengths, recipe.pooling)
             if per_layer is not None:
                 combined = derive(combined.reshape(len(combined), -1), per_layer, replace(recipe, normalize=False))
                 combined = combined.reshape(len(combined), recipe.n_blocks, -1)
             per_text.append(combined)
-            full_tokens.append(full)
-            tokens += int(lengths.sum())
-            n_batches += len(batches)
+            full_tokens.append(step.full)
+            tokens += int(step.lengths.sum())
+            n_batches += len(step.batches)
     finally:
+        outputs.close()
         bar.close()
         if hasattr(steps, "close"):
             steps.close()
@@ -288,6 +316,34 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
         vectors = l2_normalize(vectors)
     return (vectors.reshape(len(texts), -1).astype(np.float32, copy=False), np.concatenate(full_tokens),
             (tokens, padded, n_batches))
+
+
+@dataclass
+class _Step:
+    """One chunk of texts, planned: its units, their padded lengths, its batches, and the results so far."""
+
+    units: Units
+    lengths: np.ndarray
+    batches: list
+    full: np.ndarray  # each text's whole token count, special tokens included
+    results: list = field(default_factory=list)
+
+
+def chunk_bounds(n: int, chunk: int, first: int) -> list[tuple[int, int]]:
+    """``[lo, hi)`` bounds of ``n`` texts cut into chunks of ``chunk``, the first one ``first`` long and each next
+    one twice the last up to ``chunk``, so that a prefetching pipeline starts the model after a small first chunk.
+
+    Examples
+    --------
+    >>> chunk_bounds(20, chunk=8, first=2)
+    [(0, 2), (2, 6), (6, 14), (14, 20)]
+    """
+    bounds, lo, size = [], 0, max(1, min(first, chunk))
+    while lo < n:
+        bounds.append((lo, min(n, lo + size)))
+        lo += size
+        size = min(chunk, size * 2)
+    return bounds
 
 
 def _progress_bar(total: int, enabled: bool):

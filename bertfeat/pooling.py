@@ -19,11 +19,13 @@ def pool_tokens(hidden, mask, how: str):
     """
     if how == "cls":
         return hidden[:, 0].float()
-    m = mask.unsqueeze(-1).float()
+    keep = mask.unsqueeze(-1).bool()
     if how == "mean":
-        return (hidden.float() * m).sum(dim=1) / m.sum(dim=1).clamp(min=1e-9)
+        # where, not a product: a padded position that overflowed to inf (float16) times 0 would be NaN
+        total = hidden.float().where(keep, 0.0).sum(dim=1)
+        return total / keep.sum(dim=1).float().clamp(min=1e-9)
     if how == "max":
-        return hidden.float().masked_fill(m == 0, float("-inf")).amax(dim=1)
+        return hidden.float().masked_fill(~keep, float("-inf")).amax(dim=1)
     raise ValueError(f"unknown pooling {how!r}")
 
 

@@ -114,6 +114,12 @@ def worker_device(device, gpus_per_worker) -> str:
     if not isinstance(device, str):
         raise ValueError(f"device={device!r} is not valid: expected 'auto', 'cpu', 'cuda' or 'mps'.")
     if gpus_per_worker:
+        if _is_number(gpus_per_worker) and gpus_per_worker > 1:
+            raise ValueError(
+                f"gpus_per_worker={gpus_per_worker:g} is not supported: a worker runs one model on one GPU, so it "
+                "would leave the others idle. Pass gpus_per_worker=1 (one worker per GPU) or a fraction such as 0.5 "
+                "(workers sharing a GPU)."
+            )
         if device not in ("auto", "cuda"):
             raise ValueError(
                 f"device={device!r} does not go with gpus_per_worker={gpus_per_worker:g}: Ray gives each worker its "
@@ -148,16 +154,22 @@ class RayFeaturizer:
         As for :class:`~bertfeat.arrow.ArrowFeaturizer` (``params`` are BertEmbedder parameters).
     threads : int
         torch threads for this actor: Ray starts workers with one, whatever CPUs the actor reserved.
+    gpu_share : float
+        The fraction of a GPU Ray gave this actor: it sizes its batches for that share of the card's memory, not
+        for what is free when it happens to look (another actor on the card may not have started yet).
     collector : ray.actor.ActorHandle, optional
         A job's :class:`JobCounts` actor, told about this worker and the counts of every batch.
     """
 
-    def __init__(self, text_cols, keep_cols, layout, threads, params, collector=None):
+    def __init__(self, text_cols, keep_cols, layout, threads, params, collector=None, gpu_share=0.0):
+        from bertfeat import gpu
         from bertfeat.arrow import ArrowFeaturizer
         from bertfeat.backend import set_threads
 
         self.collector = collector
         self.threads = set_threads(threads)
+        if 0 < gpu_share < 1:
+            gpu.set_memory_share(gpu_share)
         with self._reporting_mistakes():
             self.featurizer = ArrowFeaturizer(text_cols, keep_cols, layout=layout, **params)
         self.truncation_warned = False
@@ -295,7 +307,7 @@ def embed_dataset(ds, text_col, keep_cols=(), *, num_workers=None, gpus_per_work
     return ds.select_columns(list(dict.fromkeys(keep_cols + text_cols))).map_batches(
         RayFeaturizer,
         fn_constructor_kwargs=dict(text_cols=text_cols, keep_cols=keep_cols, layout=layout, threads=plan.threads,
-                                   params=actor_params, collector=_collector),
+                                   params=actor_params, collector=_collector, gpu_share=plan.gpus),
         batch_format="pyarrow",
         batch_size=batch_rows,
         compute=ray.data.ActorPoolStrategy(size=plan.num_workers),

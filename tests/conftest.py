@@ -59,6 +59,22 @@ def build_tiny_bert(path, num_layers: int = 3, hidden: int = 32, max_positions: 
     return str(path)
 
 
+@pytest.fixture(autouse=True)
+def _cpu_unless_marked_gpu(request, monkeypatch):
+    """Every test not marked ``gpu`` runs on CPU, on any machine: the float32 exactness tests would otherwise move
+    themselves onto a GPU (device="auto") and fail there in half precision.
+
+    In this process bertfeat sees no GPU (all its device decisions go through ``bertfeat.gpu.device_count``);
+    processes a test starts (the CLI, R, Ray's workers) inherit ``CUDA_VISIBLE_DEVICES=""``.
+    """
+    if request.node.get_closest_marker("gpu") is not None:
+        return
+    import bertfeat.gpu
+
+    monkeypatch.setattr(bertfeat.gpu, "device_count", lambda: 0)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+
+
 @pytest.fixture(scope="session")
 def tiny_bert(tmp_path_factory):
     """Path of a tiny random BERT (3 layers, hidden 32, 64 positions) with its own tokenizer."""

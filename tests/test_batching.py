@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -46,10 +47,40 @@ def test_windows_cover_every_token_with_the_stride_overlap(n, window, data):
 def test_make_units_truncates_or_chunks_and_counts():
     tokens = [[1, 2, 3], list(range(10)), []]
     cut = make_units(tokens, window=4, long_text="truncate", stride=0)
-    assert cut.ids == [[1, 2, 3], [0, 1, 2, 3], []]
+    assert cut.ids.tolist() == [[1, 2, 3], [0, 1, 2, 3], []]
     assert (cut.n_truncated, cut.n_chunked) == (1, 0)
     chunks = make_units(tokens, window=4, long_text="chunk", stride=1)
-    assert chunks.ids == [[1, 2, 3], [0, 1, 2, 3], [3, 4, 5, 6], [6, 7, 8, 9], []]
+    assert chunks.ids.tolist() == [[1, 2, 3], [0, 1, 2, 3], [3, 4, 5, 6], [6, 7, 8, 9], []]
     assert chunks.owner.tolist() == [0, 1, 1, 1, 2]
     assert chunks.starts.tolist() == [0, 1, 4, 5]
     assert (chunks.n_truncated, chunks.n_chunked) == (0, 1)
+
+
+def _pad_by_hand(seqs, prefix, suffix, pad_id):
+    longest = max(1, max(len(s) for s in seqs) + len(prefix) + len(suffix))
+    ids = [prefix + s + suffix + [pad_id] * (longest - len(prefix + s + suffix)) for s in seqs]
+    mask = [[1] * max(1, len(prefix + s + suffix)) + [0] * (longest - max(1, len(prefix + s + suffix))) for s in seqs]
+    return ids, mask
+
+
+@pytest.mark.parametrize("prefix, suffix", [([101], [102]), ([], []), ([0], []), ([], [2, 3])])
+def test_pad_batch_matches_padding_by_hand(prefix, suffix):
+    from bertfeat.batching import TokenSeqs, pad_batch
+
+    rng = np.random.default_rng(0)
+    seqs = [rng.integers(5, 1000, size=n).tolist() for n in [0, 3, 17, 1, 0, 9]]
+    units = make_units(seqs, window=8, long_text="chunk", stride=2).ids
+    picked = units[np.array([4, 0, 2, 6])]  # a batch is any subset of spans, in any order
+    ids, mask = pad_batch(picked, prefix, suffix, pad_id=-1)
+    want_ids, want_mask = _pad_by_hand(picked.tolist(), prefix, suffix, -1)
+    assert ids.tolist() == want_ids and mask.tolist() == want_mask
+    assert ids.dtype == np.int64 and TokenSeqs.from_lists(seqs).flat.dtype == np.int32
+
+
+def test_make_units_spans_share_the_texts_token_array():
+    from bertfeat.batching import TokenSeqs
+
+    seqs = TokenSeqs.from_lists([[1, 2, 3, 4, 5, 6], [7]])
+    units = make_units(seqs, window=4, long_text="chunk", stride=1)
+    assert units.ids.flat is seqs.flat  # windows are spans, not copies
+    assert units.ids.tolist() == [[1, 2, 3, 4], [4, 5, 6], [7]]

@@ -85,3 +85,22 @@ def test_truncation_and_chunk_counts_are_rows():
 def test_split_missing_keeps_present_texts_in_order():
     present, mask = split_missing(["a", None, "b", math.nan], "zero", lambda i: f"row {i}")
     assert present == ["a", "b"] and mask.tolist() == [False, True, False, True]
+
+
+def test_every_chunk_goes_to_the_model_as_one_stream_of_batches():
+    """One forward_batches call (one executor, batches in flight across chunk ends) whatever the chunking."""
+    backend = CountingBackend()
+    calls = []
+
+    def forward_batches(batches, pooling, groups):
+        calls.append(1)
+        for units in batches:
+            yield backend.forward(units, pooling, groups)
+
+    backend.forward_batches = forward_batches
+    texts = [f"text {i} " * (i % 4 + 1) for i in range(50)]
+    plain, _ = encode(texts, make_recipe(), lambda: backend)
+    backend.prefetch, backend.chunk_texts = True, 8
+    chunked, stats = encode(texts, make_recipe(), lambda: backend)
+    assert calls == [1, 1] and stats.batches > 4
+    np.testing.assert_array_equal(chunked, plain)

@@ -13,8 +13,9 @@ import pytest
 
 from bertfeat import BertEmbedder
 from bertfeat.backend import _FastBert, allotted_cores, clear_backends, get_backend, gpu_batch_tokens
+from bertfeat.gpu import MemoryCap
 from bertfeat.batching import prefetched
-from bertfeat.encode import encode
+from bertfeat.encode import chunk_bounds, encode
 from bertfeat.models import resolve_model
 from tests.conftest import TINY_SENTENCES, CountingBackend, make_recipe
 
@@ -62,7 +63,7 @@ def reference_features(path, texts, layers, max_length=64):
 def tiny_backend(tiny_bert, monkeypatch):
     """The shared tiny backend; whatever a test learns about memory (the OOM cap) is forgotten after it."""
     backend = get_backend(resolve_model(tiny_bert), "cpu", "float32")
-    monkeypatch.setattr(backend, "_max_padded_tokens", None)
+    monkeypatch.setattr(backend, "memory_cap", MemoryCap(patience=10**6))
     return backend
 
 
@@ -192,7 +193,7 @@ def test_prefetch_tokenizes_in_a_background_thread_and_changes_nothing(tiny_back
     monkeypatch.setattr(tiny_backend, "prefetch", True)
     monkeypatch.setattr(tiny_backend, "chunk_texts", 3)
     ahead, stats = encode(TEXTS, recipe, lambda: tiny_backend)
-    assert len(threads) == -(-len(TEXTS) // 3)
+    assert len(threads) == len(chunk_bounds(len(TEXTS), 3, first=1))  # a small first chunk, then chunks of 3
     assert all(t is not threading.main_thread() for t in threads)
     np.testing.assert_allclose(ahead, plain, atol=1e-5, rtol=0)
     assert stats.tokens == plain_stats.tokens and stats.unique == plain_stats.unique
@@ -265,7 +266,7 @@ def test_oom_backoff_halves_batches_and_loses_no_row(tiny_backend, monkeypatch):
     got, _ = encode(texts, recipe, lambda: tiny_backend, batch_tokens=10_000)
     np.testing.assert_allclose(got, expected, atol=1e-6, rtol=0)
     assert calls["oom"] >= 1 and calls["ok"] >= 2
-    assert tiny_backend._max_padded_tokens <= limit
+    assert tiny_backend.memory_cap.limit <= limit
 
     # the size that fitted is remembered: the next run splits before trying, and never runs out again
     calls.update(ok=0, oom=0)

@@ -29,7 +29,7 @@ def ray_cluster():
         # workers inherit the environment of the cluster's start: this checkout, offline
         mp.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
         mp.setenv("HF_HUB_OFFLINE", "1")
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="warning")
+        ray.init(num_cpus=2, num_gpus=0, include_dashboard=False, log_to_driver=False, logging_level="warning")
         try:
             yield ray
         finally:

@@ -67,6 +67,7 @@ def test_worker_plan(nodes, gpus, kwargs, expected):
     ({"num_workers": 0}, r"num_workers=0 is not valid"),
     ({"cpus_per_worker": 0}, r"cpus_per_worker=0 is not valid"),
     ({"gpus_per_worker": -1}, r"gpus_per_worker=-1 is not valid"),
+    ({"gpus_per_worker": 2}, r"gpus_per_worker=2 is not supported: a worker runs one model on one GPU.*gpus_per_worker=1"),
 ])
 def test_worker_plan_errors_say_what_to_do(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -103,6 +104,7 @@ def test_actor_sets_its_threads_and_embeds_like_the_core(tiny_bert, monkeypatch)
     (["--gpus-per-worker", "1", "--engine", "local"], "--gpus-per-worker applies to --engine ray only"),
     (["--engine", "ray", "--device", "cuda"], "needs GPUs from Ray: pass gpus_per_worker=1"),
     (["--engine", "ray", "--gpus-per-worker", "1", "--device", "cpu"], "does not go with gpus_per_worker=1"),
+    (["--engine", "ray", "--gpus-per-worker", "2"], "gpus_per_worker=2 is not supported"),
 ])
 def test_conflicting_engine_flags_are_rejected_before_work(tmp_path, capsys, args, message):
     src = tmp_path / "in.parquet"
@@ -119,3 +121,18 @@ def test_csv_input_with_the_ray_engine_is_a_usage_error(tmp_path, capsys):
     code = main(["embed", str(src), "--text-col", "text", "--out", str(tmp_path / "o"), "--engine", "ray"])
     err = capsys.readouterr().err
     assert code == 2 and "--engine ray reads parquet input only" in err and "convert it to parquet" in err
+
+
+def test_actor_sharing_a_gpu_budgets_its_share_of_the_card(tiny_bert, monkeypatch):
+    import torch
+
+    from bertfeat import gpu
+
+    monkeypatch.setitem(sys.modules, "ray", None)
+    monkeypatch.setattr(gpu, "_MEMORY_SHARE", 1.0)
+    before = torch.get_num_threads()
+    try:
+        bray.RayFeaturizer(["review"], [], "columns", threads=1, params={"model": tiny_bert}, gpu_share=0.5)
+    finally:
+        torch.set_num_threads(before)
+    assert gpu.memory_share() == 0.5

@@ -1,0 +1,387 @@
+"""The GPU path's logic, checked on CPU: device and dtype choice without CUDA, the out-of-memory retry and its cap,
+batches in flight, process-wide flags, memory sizing, finite output. What needs a real GPU is in
+benchmarks/gpu_check.py and the tests marked ``gpu``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+import types
+import weakref
+
+import numpy as np
+import pytest
+
+from bertfeat import BertEmbedder, gpu
+from bertfeat import backend as backend_mod
+from bertfeat.backend import TorchBackend, get_backend, resolve_device, resolve_dtype
+from bertfeat.encode import encode
+from bertfeat.gpu import HeldFlag, MemoryCap, gpu_batch_tokens
+from bertfeat.models import resolve_model
+from tests.conftest import TINY_SENTENCES, CountingBackend, make_recipe
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture
+def tiny_backend(tiny_bert, monkeypatch):
+    backend = get_backend(resolve_model(tiny_bert), "cpu", "float32")
+    monkeypatch.setattr(backend, "memory_cap", MemoryCap(patience=10**6))
+    return backend
+
+
+@pytest.fixture
+def no_cuda_init(monkeypatch):
+    """Fail the test if anything starts CUDA (or asks torch's emulation-counting bf16 check)."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("CUDA was initialised")
+
+    monkeypatch.setattr(torch.cuda, "_lazy_init", refuse)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", refuse)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", refuse)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+
+
+def two_gpus(monkeypatch, capabilities=((8, 0), (7, 5))):
+    """A machine with an A100-class cuda:0 and a T4-class cuda:1, as bertfeat sees it through NVML."""
+    monkeypatch.setattr(gpu, "device_count", lambda: len(capabilities))
+    monkeypatch.setattr(gpu, "_nvml_capability", lambda index: capabilities[index])
+
+
+# -- item 1: the test suite stays on CPU ------------------------------------------------------------------------
+
+
+def test_tests_not_marked_gpu_run_on_cpu_even_where_torch_sees_a_gpu(tiny_bert, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert resolve_device("auto") == "cpu"
+    assert BertEmbedder(model=tiny_bert).fit(["x"]).recipe_.dtype == "float32"
+    child = subprocess.run([sys.executable, "-c", "import os; print(repr(os.environ['CUDA_VISIBLE_DEVICES']))"],
+                           capture_output=True, text=True, check=True)
+    assert child.stdout.strip() == "''"  # the CLI, R and Ray processes a test starts see no GPU either
+
+
+# -- item 4 and 10: device and dtype --------------------------------------------------------------------------------
+
+
+def test_auto_dtype_is_bf16_only_where_native_and_asks_the_named_gpu(monkeypatch, no_cuda_init):
+    two_gpus(monkeypatch)
+    assert resolve_dtype("auto", "cuda:0") == "bfloat16"
+    assert resolve_dtype("auto", "cuda:1") == "float16"  # T4 / V100 emulate bf16: fp16 there
+    assert resolve_dtype("auto", "cuda") == "bfloat16"  # "cuda" is device 0 before CUDA starts
+    assert resolve_dtype("float32", "cuda:1") == "float32"
+
+
+def test_fit_on_a_named_gpu_resolves_its_dtype_without_starting_cuda(tiny_bert, monkeypatch, no_cuda_init):
+    two_gpus(monkeypatch)
+    assert BertEmbedder(model=tiny_bert, device="cuda:1").fit(["x"]).recipe_.dtype == "float16"
+    assert BertEmbedder(model=tiny_bert, device="cuda:0").fit(["x"]).recipe_.dtype == "bfloat16"
+
+
+def test_compute_capability_comes_from_nvml_before_cuda_starts(monkeypatch, no_cuda_init):
+    monkeypatch.setattr(gpu, "_nvml_capability", lambda index: (7, 0) if index == 3 else None)
+    assert gpu.compute_capability(3) == (7, 0)
+    assert gpu.native_bf16(3) is False
+
+
+def test_cuda_n_is_checked_against_the_device_count(monkeypatch):
+    two_gpus(monkeypatch)
+    assert resolve_device("cuda:1") == "cuda:1"
+    with pytest.raises(ValueError, match=r"device='cuda:2'.*sees 2 CUDA GPU\(s\).*cuda:0 to cuda:1"):
+        resolve_device("cuda:2")
+    monkeypatch.setattr(gpu, "device_count", lambda: 0)
+    with pytest.raises(ValueError, match="no CUDA GPU"):
+        resolve_device("cuda")
+
+
+def test_cuda_and_cuda_0_share_one_loaded_model(monkeypatch):
+    loads = []
+
+    class FakeBackend:
+        def __init__(self, spec, device, dtype, trust):
+            loads.append(device)
+
+    monkeypatch.setattr(backend_mod, "TorchBackend", FakeBackend)
+    monkeypatch.setattr(backend_mod, "_REGISTRY", {})
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+    spec = types.SimpleNamespace(path="/m", weights_sha256="w")
+    assert get_backend(spec, "cuda", "bfloat16") is get_backend(spec, "cuda:0", "bfloat16")
+    assert get_backend(spec, "cuda:1", "bfloat16") is not get_backend(spec, "cuda:0", "bfloat16")
+    assert loads == ["cuda:0", "cuda:1"]
+
+
+# -- item 2 and 3: the out-of-memory retry ----------------------------------------------------------------------------
+
+
+class Activation:
+    """Stands for a failed batch's tensors: alive exactly as long as something refers to it."""
+
+
+def test_oom_retry_runs_after_the_failed_batch_is_released(tiny_backend, monkeypatch):
+    failed: list[weakref.ref] = []
+    alive_at_retry, alive_at_empty_cache = [], []
+
+    def small_gpu(units, pooling, groups):
+        activation = Activation()  # noqa: F841 (held by this frame, as a layer's locals hold its tensors)
+        if len(units) > 2:
+            failed.append(weakref.ref(activation))
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        alive_at_retry.append(any(ref() is not None for ref in failed))
+        return np.zeros((len(units), 1, 32), dtype=np.float32)
+
+    monkeypatch.setattr(tiny_backend, "_forward", small_gpu)
+    monkeypatch.setattr(tiny_backend, "device", "cuda:0")  # so the retry empties the CUDA cache
+    monkeypatch.setattr(torch.cuda, "empty_cache",
+                        lambda: alive_at_empty_cache.append(any(ref() is not None for ref in failed)))
+    units = [[5, 6, 7], [8, 9], [10], [11, 12, 13, 14]]
+    out = tiny_backend.forward(units, ("mean",), ((3,),))
+    assert out.shape == (4, 1, 32)
+    assert failed and alive_at_retry and alive_at_empty_cache
+    assert not any(alive_at_empty_cache), "the cache was emptied while the failed batch was still referenced"
+    assert not any(alive_at_retry), "the halves ran beside the failed batch"
+
+
+def test_memory_cap_halves_then_recovers_after_successful_batches():
+    cap = MemoryCap(patience=3)
+    assert not cap.capped and cap.fits(10**9)
+    cap.failed(padded_tokens=1600, rows=16)  # 16 rows x 100 tokens ran out
+    assert cap.capped and cap.limit == 800 and not cap.fits(801)
+    for _ in range(3):
+        cap.succeeded()
+    assert cap.limit == 1600 or not cap.capped  # doubled back to the failed size: lifted
+    assert not cap.capped and cap.fits(1600)
+    cap.failed(1600, 16)
+    assert cap.patience == 6  # a second error: twice the successes before the next try
+    for _ in range(5):
+        cap.succeeded()
+    assert cap.capped
+    cap.succeeded()
+    assert not cap.capped
+
+
+def test_a_transient_oom_stops_costing_throughput(tiny_backend, monkeypatch):
+    """An error caused by someone else's memory (here: only the first attempt fails) lowers the cap for a while,
+    then the backend runs full batches again, with the same vectors."""
+    recipe = BertEmbedder(model=tiny_backend.spec.path, pooling="mean", layers=-1).fit(["x"]).recipe_
+    texts = [f"dog {i} " * (i % 7 + 1) for i in range(60)]
+    monkeypatch.setattr(tiny_backend, "workers", 1)
+    expected, _ = encode(texts, recipe, lambda: tiny_backend, batch_tokens=64)
+    monkeypatch.setattr(tiny_backend, "memory_cap", MemoryCap(patience=2))
+    real = tiny_backend._forward
+    sizes, errors = [], []
+
+    def flaky(units, pooling, groups):
+        if not errors and len(units) > 1:
+            errors.append(len(units))
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (another process, simulated)")
+        sizes.append(len(units))
+        return real(units, pooling, groups)
+
+    monkeypatch.setattr(tiny_backend, "_forward", flaky)
+    got, stats = encode(texts, recipe, lambda: tiny_backend, batch_tokens=64)
+    np.testing.assert_allclose(got, expected, atol=1e-6, rtol=0)
+    assert errors and not tiny_backend.memory_cap.capped
+    assert max(sizes[-3:]) > errors[0] // 2  # full-size batches again at the end
+
+
+def test_one_batch_in_flight_while_an_oom_cap_holds(tiny_backend, monkeypatch):
+    active, peak = [0], []
+    lock = threading.Lock()
+
+    def slow(units, pooling, groups):
+        with lock:
+            active[0] += 1
+            peak.append(active[0])
+        time.sleep(0.02)
+        with lock:
+            active[0] -= 1
+        return np.zeros((len(units), 1, 32), dtype=np.float32)
+
+    monkeypatch.setattr(tiny_backend, "_forward", slow)
+    monkeypatch.setattr(tiny_backend, "workers", 2)
+    batches = [[[5, 6]] for _ in range(8)]
+    list(tiny_backend.forward_batches(batches, ("mean",), ((3,),)))
+    assert max(peak) == 2
+    peak.clear()
+    tiny_backend.memory_cap.failed(padded_tokens=1000, rows=10)
+    list(tiny_backend.forward_batches(batches, ("mean",), ((3,),)))
+    assert max(peak) == 1
+
+
+# -- item 5, 6 and 10: one arithmetic per dtype -----------------------------------------------------------------------
+
+
+def test_process_wide_flag_is_restored_only_when_the_last_holder_leaves():
+    state = {"v": "user"}
+    flag = HeldFlag(lambda: state["v"], lambda v: state.update(v=v), "ours")
+    seen = []
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+
+    def first():
+        with flag.held():
+            first_in.set()
+            second_in.wait(5)
+        first_out.set()
+
+    def second():
+        first_in.wait(5)
+        with flag.held():
+            second_in.set()
+            first_out.wait(5)
+            seen.append(state["v"])  # the first holder has left; this one still runs with the flag
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert seen == ["ours"] and state["v"] == "user"
+
+
+def _numerics_of(device, dtype):
+    fake = types.SimpleNamespace(fast=None, device=device, torch_dtype=getattr(torch, dtype))
+    return TorchBackend._numerics(fake)
+
+
+def test_gpu_float32_turns_off_a_users_tf32_while_it_runs():
+    matmul = torch.backends.cuda.matmul
+    before = matmul.fp32_precision
+    matmul.fp32_precision = "tf32"
+    try:
+        with _numerics_of("cuda:0", "float32"):
+            assert matmul.fp32_precision == "ieee"
+        assert matmul.fp32_precision == "tf32"
+    finally:
+        matmul.fp32_precision = before
+
+
+def test_gpu_half_precision_runs_autocast_with_one_attention_kernel():
+    import warnings
+
+    cuda = torch.backends.cuda
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a CPU build warns that CUDA autocast is unavailable
+        with _numerics_of("cuda:0", "bfloat16"):
+            assert not cuda.flash_sdp_enabled() and not cuda.cudnn_sdp_enabled()
+    assert cuda.flash_sdp_enabled()
+
+
+def test_low_precision_keeps_float32_weights_norms_and_residuals(tiny_bert, tmp_path):
+    """The transformers path (other architectures; every GPU) in bf16 is autocast over float32 weights, the design
+    of the fast CPU path, not a whole-model conversion."""
+    import json
+    import shutil
+
+    path = tmp_path / "tanh-gelu"
+    shutil.copytree(tiny_bert, path)
+    config = json.loads((path / "config.json").read_text())
+    config["hidden_act"] = "gelu_new"  # not the fast path's architecture
+    (path / "config.json").write_text(json.dumps(config))
+    backend = get_backend(resolve_model(str(path)), "cpu", "bfloat16")
+    assert backend.fast is None
+    assert {p.dtype for p in backend.model.parameters()} == {torch.float32}
+    hidden = {}
+
+    def record(module, args, out):
+        hidden.setdefault("norm", (args[0].dtype, out.dtype))
+
+    handle = backend.model.encoder.layer[0].output.LayerNorm.register_forward_hook(record)
+    try:
+        kwargs = dict(model=str(path), pooling="cls+mean", layers=-1)
+        bf16 = BertEmbedder(**kwargs, dtype="bfloat16").fit_transform(TINY_SENTENCES)
+    finally:
+        handle.remove()
+    assert hidden["norm"] == (torch.float32, torch.float32)  # residual stream and norm in float32
+    fp32 = BertEmbedder(**kwargs, dtype="float32").fit_transform(TINY_SENTENCES)
+    cos = (fp32 * bf16).sum(1) / np.linalg.norm(fp32, axis=1) / np.linalg.norm(bf16, axis=1)
+    assert cos.min() >= 0.999 and not np.array_equal(fp32, bf16)
+
+
+# -- item 7: finite features only ----------------------------------------------------------------------------------
+
+
+def test_mean_pooling_ignores_overflowed_padding():
+    from bertfeat.pooling import pool_tokens
+
+    hidden = torch.tensor([[[1.0, 2.0], [3.0, 4.0], [float("inf"), float("-inf")]]], dtype=torch.float16)
+    mask = torch.tensor([[1, 1, 0]])
+    np.testing.assert_array_equal(pool_tokens(hidden, mask, "mean").numpy(), [[2.0, 3.0]])
+    np.testing.assert_array_equal(pool_tokens(hidden, mask, "max").numpy(), [[3.0, 4.0]])
+
+
+def test_non_finite_vectors_are_refused_before_the_cache(monkeypatch):
+    backend = CountingBackend()
+    forward = backend.forward
+
+    def overflowing(units, pooling, groups):
+        out = forward(units, pooling, groups)
+        out[[len(u) == 3 for u in units]] = np.nan  # the text "bad" overflowed
+        return out
+
+    backend.forward = overflowing
+    stored = []
+    cache = types.SimpleNamespace(
+        lookup=lambda recipe, keys: (np.zeros(len(keys), bool), np.zeros((0, 4), np.float32), np.zeros(0, np.int64)),
+        store=lambda *args: stored.append(args) or 0,
+    )
+    with pytest.raises(ValueError, match=r"row 2 .*non-finite.*dtype='float16'.*bfloat16.*float32"):
+        encode(["fine text", "ok", "bad", "bad"], make_recipe(dtype="float16"), lambda: backend, cache=cache)
+    assert stored == []
+
+
+# -- item 9: sizing -------------------------------------------------------------------------------------------------
+
+
+def test_gpu_budget_counts_batches_in_flight_and_the_processes_share():
+    from transformers import BertConfig
+
+    base = BertConfig()
+    one = gpu_batch_tokens(2**33, base, 2, in_flight=1)
+    two = gpu_batch_tokens(2**33, base, 2, in_flight=2)
+    half_card = gpu_batch_tokens(2**33, base, 2, in_flight=2, share=0.5)
+    assert one == 2 * two and two == 2 * half_card
+    assert gpu_batch_tokens(2**40, base, 2) == gpu.MAX_GPU_BATCH_TOKENS
+
+
+def test_usable_memory_is_free_plus_own_cache_within_the_share(monkeypatch):
+    gib = 2**30
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda dev: (30 * gib, 80 * gib))
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda dev: 2 * gib)
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda dev: 12 * gib)
+    assert gpu.usable_bytes("cuda:0") == 40 * gib  # 30 free + 10 cached by this process
+    assert gpu.usable_bytes("cuda:0", share=0.25) == 18 * gib  # a quarter of the card less what it holds
+
+
+def test_gpu_budget_is_sampled_at_every_call(monkeypatch):
+    from transformers import BertConfig
+
+    free = iter([2**34, 2**31])
+    monkeypatch.setattr(gpu, "usable_bytes", lambda device, share: next(free))
+    fake = types.SimpleNamespace(device="cuda:0", dtype="bfloat16", config=BertConfig(), workers=2)
+    budget = TorchBackend.default_batch_tokens.fget
+    assert budget(fake) > budget(fake)
+
+
+def test_memory_share_is_checked():
+    with pytest.raises(ValueError, match="fraction in"):
+        gpu.set_memory_share(1.5)
+
+
+
+# -- on a real GPU (skipped without one; benchmarks/gpu_check.py runs these and more) -----------------------------
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_gpu_float32_is_exact_and_half_precision_keeps_float32_weights(tiny_bert):
+    kwargs = dict(model=tiny_bert, pooling="cls+mean", layers=-1)
+    cpu = BertEmbedder(**kwargs, device="cpu", dtype="float32").fit_transform(TINY_SENTENCES)
+    cuda = BertEmbedder(**kwargs, device="cuda", dtype="float32").fit_transform(TINY_SENTENCES)
+    np.testing.assert_allclose(cuda, cpu, atol=1e-5, rtol=0)
+    half = BertEmbedder(**kwargs, device="cuda:0", dtype="float16").fit_transform(TINY_SENTENCES)
+    backend = get_backend(resolve_model(tiny_bert), "cuda", "float16")
+    assert backend.device == "cuda:0" and {p.dtype for p in backend.model.parameters()} == {torch.float32}
+    assert np.isfinite(half).all()
