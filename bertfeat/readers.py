@@ -176,8 +176,8 @@ class InputReader:
                 raise ValueError(f"parquet file {f} has columns {other.names}, unlike {self.files[0]} ({first.names}).")
             for c in self.columns:
                 t = other.field(c).type
-                if t == wanted[c] or pa.types.is_null(t):
-                    continue
+                if t == wanted[c] or pa.types.is_null(t) or (_plain_text(t) and _plain_text(wanted[c])):
+                    continue  # a null column, or string vs large_string (pandas versions differ): read as the first
                 if pa.types.is_null(wanted[c]):  # all missing in the files so far: the first typed file decides
                     wanted[c] = t
                     continue
@@ -413,6 +413,11 @@ def _open_quote_line(opener, record_start: int, delimiter: str) -> int:
                 if c == "\n":
                     line += 1
     return opened or record_start + 1
+
+
+def _plain_text(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or getattr(pa.types, "is_string_view",
+                                                                           lambda _: False)(t)
 
 
 def _refuse_duplicates(names: list[str], where: str) -> None:
