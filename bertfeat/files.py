@@ -195,15 +195,7 @@ def _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, pr
             stats = featurizer.embedder.stats_
             this_run += stats
             hashes = np.concatenate([text_hashes(batch.column(c).to_pylist()) for c in text_cols])
-            tmp = paths.part_hashes(k).with_name(f".{paths.part_hashes(k).name}.tmp-{os.getpid()}.npy")
-            try:
-                np.save(tmp, hashes)
-                os.replace(tmp, paths.part_hashes(k))
-            finally:
-                tmp.unlink(missing_ok=True)
-            write_part(paths.part(k), result)
-            # the stats file is written last: its presence marks the part finished (see resume.finished_parts)
-            atomic_write_bytes(paths.part_stats(k), json.dumps(stats.to_dict()).encode())
+            _write_chunk(paths, k, result, hashes, stats)
             progress.update(batch.num_rows, reader.fraction_done())
     finally:
         progress.close()
@@ -211,6 +203,23 @@ def _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, pr
     if n_parts == 0:
         raise ValueError(f"input {reader.path!r} has no rows to embed.")
     return _finish(paths, n_parts, schema, featurizer, state, resumed_rows, len(resumed), this_run, t0, user_cache)
+
+
+def _write_chunk(paths: OutputPaths, k: int, result: pa.RecordBatch, hashes: np.ndarray, stats: EncodeStats):
+    """Write part ``k``: all of it, or (when a write fails or the run is stopped) none of it."""
+    tmp = paths.part_hashes(k).with_name(f".{paths.part_hashes(k).name}.tmp-{os.getpid()}.npy")
+    try:
+        np.save(tmp, hashes)
+        os.replace(tmp, paths.part_hashes(k))
+        write_part(paths.part(k), result)
+        # the stats file is written last: its presence marks the part finished (see resume.finished_parts)
+        atomic_write_bytes(paths.part_stats(k), json.dumps(stats.to_dict()).encode())
+    except BaseException:
+        for f in (paths.part_stats(k), paths.part(k), paths.part_hashes(k)):
+            f.unlink(missing_ok=True)
+        raise
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def print_summary(manifest: dict, stream=None) -> None:
