@@ -264,3 +264,21 @@ def test_resume_with_other_chunking_starts_over_and_rows_line_up(tiny_bert, tmp_
     assert manifest["counts"]["rows_resumed"] == 0
     assert pq.read_table(out).column("id").to_pylist() == df["id"].tolist()
     assert out.read_bytes() == reference.read_bytes()
+
+
+def test_cache_clear_on_a_read_only_filesystem_is_one_line(tiny_bert, tmp_path, capsys, monkeypatch):
+    from bertfeat import BertEmbedder
+
+    BertEmbedder(tiny_bert, cache_dir=tmp_path / "cache").fit_transform(["a cached text"])
+    real_unlink = os.unlink
+
+    def read_only(path, *a, **kw):
+        if str(tmp_path / "cache") in str(path):
+            raise OSError(errno.EROFS, "Read-only file system", str(path))
+        return real_unlink(path, *a, **kw)
+
+    monkeypatch.setattr(os, "unlink", read_only)
+    assert main(["cache", "clear", str(tmp_path / "cache"), "--yes"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bertfeat cache: error: ") and "Read-only file system" in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
