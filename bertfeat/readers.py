@@ -212,7 +212,7 @@ class InputReader:
 
         # The header is read (by Python's csv, BOM skipped) and checked before pyarrow sees the file, so pyarrow is
         # told the names and skips that row: a duplicate name is refused rather than collapsed.
-        read = pcsv.ReadOptions(block_size=block_size, column_names=self.header, skip_rows=1)
+        read = pcsv.ReadOptions(block_size=block_size, column_names=self.header, skip_rows=self.header_lines)
         parse = pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=True)
         # Text columns are read as text whatever they look like (a column of "1", "2" is still text to embed), and so
         # are kept columns unless asked otherwise: an id "007" or a zip code "02134" must come out as written, and a
@@ -257,10 +257,18 @@ class InputReader:
         return io.TextIOWrapper(open_decompressed(self.files[0]), encoding="utf-8-sig", newline="")
 
     def _csv_header(self) -> list[str]:
+        first = None
         try:
             with self._text() as fh:
-                first = next(csv.reader(fh, delimiter=self.delimiter, strict=True), None)
-        except (OSError, UnicodeDecodeError, EOFError, csv.Error, pa.ArrowException) as exc:
+                reader = csv.reader(fh, delimiter=self.delimiter, strict=True)
+                for first in reader:
+                    if first:  # blank lines before the header are skipped, as pyarrow skips them
+                        break
+                # pyarrow's skip_rows counts physical lines, and a quoted header name may span several
+                self.header_lines = reader.line_num
+        except csv.Error as exc:
+            raise ValueError(f"{self.path} has a malformed header: {exc}.") from None
+        except (OSError, UnicodeDecodeError, EOFError, pa.ArrowException) as exc:
             raise ValueError(f"cannot read {self.path} as UTF-8 CSV: {str(exc).splitlines()[0]}") from None
         if not first or not "".join(first).strip():
             raise ValueError(f"{self.path} is empty: no header line.")

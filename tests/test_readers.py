@@ -95,6 +95,14 @@ def test_parquet_files_whose_column_types_differ_are_named_before_any_read(tmp_p
     assert table.column("id").type == pa.int64() and table.column("id").to_pylist() == [1, 2, None, None]
 
 
+def test_a_header_name_spanning_lines_and_crlf_line_ends_read_as_written(tmp_path):
+    src = tmp_path / "h.csv"
+    src.write_bytes(b'\r\nid,"long\r\nname",text\r\n1,a,"b\r\nc"\r\n2,d,e\r\n')
+    table, _ = read(src, ["id", "long\r\nname", "text"])
+    assert table.to_pylist() == [{"id": "1", "long\r\nname": "a", "text": "b\r\nc"},
+                                 {"id": "2", "long\r\nname": "d", "text": "e"}]
+
+
 def test_a_utf8_bom_does_not_hide_the_first_column(tmp_path):
     src = tmp_path / "bom.csv"
     src.write_bytes("\ufeffid,text\n1,hello\n".encode("utf-8"))
@@ -159,7 +167,7 @@ def test_chunks_are_cut_by_text_characters_as_well_as_rows(tmp_path):
 
 cell = st.one_of(
     st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00\r"), max_size=12),
-    st.sampled_from(["007", "0", "-1.5", "NA", "", "a,b", 'say "hi"', "two\nlines", "\ufeffbom", " ", "TRUE"]),
+    st.sampled_from(["007", "0", "-1.5", "NA", "", "a,b", 'say "hi"', "two\nlines", "\ufeffbom", " ", "TRUE", "a\r\nb"]),
 )
 
 
