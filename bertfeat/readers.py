@@ -301,6 +301,9 @@ class InputReader:
             return f"{self.path} is not a readable UTF-8 CSV file: {scan_exc}"
         if exc is None:
             return f"{self.path} is malformed: a quote is left open at the end of the file."
+        if "conversion error" in str(exc):  # only with infer_types: a type guessed from the first block
+            return (f"{self.path}: {str(exc).splitlines()[0]} (a type inferred from the start of the file does not "
+                    "hold further on); drop infer_types (--infer-types) to read kept columns as written, as text.")
         where = f" at line {line}" if line else ""
         return f"{self.path} is malformed{where}: {str(exc).splitlines()[0]}"
 

@@ -63,6 +63,8 @@ def test_a_column_numeric_for_a_megabyte_then_text_reads_whole(tmp_path):
     table, _ = read(src, ["id", "text"], chunk_rows=50_000, infer_types=False)
     ids = table.column("id").to_pylist()
     assert len(ids) == n + 1 and ids[0] == "0" and ids[-1] == "A123"
+    with pytest.raises(ValueError, match=r"invalid value 'A123' .* drop infer_types"):
+        read(src, ["id", "text"], chunk_rows=50_000, infer_types=True)
 
 
 def test_duplicate_column_names_are_refused(tmp_path):
