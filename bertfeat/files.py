@@ -45,6 +45,7 @@ __all__ = [
 # Characters, not measured seconds: chunk boundaries must depend on the input only, so a resumed run's output is
 # byte-identical to an uninterrupted one.
 CHUNK_CHARS = 1_000_000
+SLOW_CHUNK_SECONDS = 120.0
 
 
 # -- progress ----------------------------------------------------------------------------------------------------
@@ -234,20 +235,26 @@ def print_summary(manifest: dict, stream=None) -> None:
         body = (f"this run embedded {run['rows']:,} rows ({run['embedded']:,} texts embedded, {run['cache_hits']:,} "
                 f"from cache) and resumed {run['rows_resumed']:,} rows ({run['chunks_resumed']:,} chunks) from an "
                 "earlier run")
-    print(f"{head}{body}, {c['truncated']:,} truncated, {c['missing']:,} missing", file=stream or sys.stderr)
+    slowest = manifest["timing"].get("slowest_chunk_seconds", 0)
+    hint = (f"; the slowest chunk took {_duration(slowest)}, what a kill can lose: lower --chunk-chars to bound it"
+            if slowest > SLOW_CHUNK_SECONDS else "")
+    print(f"{head}{body}, {c['truncated']:,} truncated, {c['missing']:,} missing{hint}", file=stream or sys.stderr)
 
 
 def _finish(paths: OutputPaths, n_parts: int, schema: pa.Schema, featurizer, state: dict, resumed_rows: int,
             resumed_parts: int, this_run: EncodeStats, t0: float, cache_dir) -> dict:
     totals = EncodeStats()
     counter = DistinctCounter()
+    slowest = 0.0
     tmp = paths.tmp(paths.out)
     try:
         with pq.ParquetWriter(tmp, schema) as writer:
             for k in range(n_parts):
                 part = pq.read_table(paths.part(k), schema=schema.remove_metadata())
                 writer.write_table(part.replace_schema_metadata(schema.metadata), row_group_size=max(1, part.num_rows))
-                totals += EncodeStats(**json.loads(paths.part_stats(k).read_text()))
+                stats = EncodeStats(**json.loads(paths.part_stats(k).read_text()))
+                totals += stats
+                slowest = max(slowest, stats.seconds)
                 counter.add(np.load(paths.part_hashes(k)))
         fsync(tmp)
         n_text = len(featurizer.text_cols)
@@ -260,7 +267,9 @@ def _finish(paths: OutputPaths, n_parts: int, schema: pa.Schema, featurizer, sta
             "this_run": {"rows": this_run.rows // max(1, n_text), "embedded": this_run.unique - this_run.cache_hits,
                          "cache_hits": this_run.cache_hits, "chunks": n_parts - resumed_parts,
                          "rows_resumed": resumed_rows, "chunks_resumed": resumed_parts},
-            "timing": {"seconds": round(time.perf_counter() - t0, 3), "embed_seconds": round(totals.seconds, 3)},
+            # the most work a kill could have lost, measured: the hint to lower --chunk-chars when it is long
+            "timing": {"seconds": round(time.perf_counter() - t0, 3), "embed_seconds": round(totals.seconds, 3),
+                       "slowest_chunk_seconds": round(slowest, 3)},
             "chunk_rows": state["chunk_rows"],
             "chunk_chars": state["chunk_chars"],
             "cache_dir": None if cache_dir is None else str(cache_dir),
