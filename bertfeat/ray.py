@@ -34,6 +34,7 @@ from bertfeat.files import (
     PARQUET_SUFFIXES, DistinctCounter, InputReader, _atomic_write_bytes, _Paths, check_output, job_counts, print_summary,
     text_hashes,
 )
+from bertfeat.output import job_lock
 from bertfeat.recipe import _is_int
 
 INSTALL_HINT = "pip install 'bertfeat[ray]'"
@@ -362,6 +363,13 @@ def embed_parquet(input, out, text_col, *, keep_cols=(), layout: str = "columns"
             "the local engine (bertfeat embed without --engine ray)."
         )
     _check_output(paths, reader, overwrite)
+    with job_lock(paths):  # a second job on the same --out is refused, never interleaved
+        return _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layout, batch_rows, num_workers,
+                                  gpus_per_worker, cpus_per_worker, preserve_order, quiet, params)
+
+
+def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layout, batch_rows, num_workers,
+                       gpus_per_worker, cpus_per_worker, preserve_order, quiet, params) -> dict:
     if not reader.total_rows:
         raise ValueError(f"input {str(input)!r} has no rows to embed.")
     worker_device(params.get("device", "auto"), gpus_per_worker)
@@ -413,7 +421,10 @@ def embed_parquet(input, out, text_col, *, keep_cols=(), layout: str = "columns"
         "engine": "ray",
         "input": reader.fingerprint(),
         "provenance": provenance,
-        "counts": job_counts(totals, distinct, len(text_cols), 0, batches),
+        # rows from the written output, not the workers' reports: Ray retries a failed task, and a retried batch
+        # reports twice (its work counts, embedded and cache hits, do count work done twice)
+        "counts": {**job_counts(totals, distinct, len(text_cols), 0, batches), "rows": reader.total_rows,
+                   "texts": reader.total_rows * len(text_cols)},
         "timing": {"seconds": round(time.perf_counter() - t0, 3), "embed_seconds": round(totals.seconds, 3)},
         "chunk_rows": batch_rows,
         "cache_dir": None if user_cache is None else str(user_cache),

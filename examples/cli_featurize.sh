@@ -16,8 +16,9 @@ df = pd.read_csv('$HERE/data/fine_foods.csv.gz').head($N)
 df[['id', 'score', 'review']].to_csv('$WORK/reviews.csv', index=False)
 "
 
+# --infer-types: the kept score is a number to model (CSV kept columns are otherwise kept as written, as text)
 "$PY" -m bertfeat embed "$WORK/reviews.csv" --text-col review --keep-col id --keep-col score \
-    --out "$OUT" --long-text chunk --overwrite
+    --out "$OUT" --long-text chunk --infer-types --overwrite
 
 "$PY" -c "
 import json, pyarrow.parquet as pq

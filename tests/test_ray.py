@@ -152,3 +152,28 @@ def test_rerun_after_a_killed_job_embeds_only_what_is_left(tiny_bert, ray_cluste
     assert manifest["counts"]["cache_hits"] == 30 and manifest["counts"]["embedded"] == len(df) - 30
     assert pq.read_table(out).column("id").to_pylist() == df["id"].tolist()  # nothing of the dead run's files
     assert manifest["cache_dir"] is None and not (tmp_path / "out.partial").exists()
+
+
+def test_rerun_with_other_batch_rows_after_a_dead_run_lines_up_and_a_second_job_is_refused(tiny_bert, ray_cluster,
+                                                                                            tmp_path):
+    from bertfeat.output import OutputPaths, job_lock
+    from bertfeat.ray import embed_parquet
+
+    df = make_frame(30, seed=7)
+    df.to_parquet(tmp_path / "in.parquet")
+    out = tmp_path / "out"
+    # a dead run with batch_rows=7 left data files whose rows would sit at other offsets under batch_rows=4
+    dead = tmp_path / "out.partial" / "data"
+    dead.mkdir(parents=True)
+    embed_parquet(tmp_path / "in.parquet", tmp_path / "dead", "review", keep_cols="id", model=tiny_bert,
+                  batch_rows=7, quiet=True)
+    for f in sorted((tmp_path / "dead").glob("*.parquet"))[:2]:
+        os.replace(f, dead / f.name)
+    with job_lock(OutputPaths(out)):
+        with pytest.raises(FileExistsError, match=r"another bertfeat job \(pid \d+ .*\) is writing --out"):
+            embed_parquet(tmp_path / "in.parquet", out, "review", keep_cols="id", model=tiny_bert, quiet=True)
+    manifest = embed_parquet(tmp_path / "in.parquet", out, "review", keep_cols="id", model=tiny_bert, batch_rows=4,
+                             quiet=True)
+    assert pq.read_table(out).column("id").to_pylist() == df["id"].tolist()
+    assert manifest["counts"]["rows"] == 30 and manifest["chunk_rows"] == 4
+    assert not (tmp_path / ".out.lock").exists()

@@ -8,8 +8,10 @@ API) and become a one-line message and exit code 2, never a traceback (set BERTF
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import signal
 import sys
 
 # command name -> module under bertfeat.cli that defines add_parser() and run()
@@ -18,6 +20,14 @@ COMMANDS: dict[str, str] = {"embed": "embed", "info": "info", "cache": "cache", 
 
 class UsageError(Exception):
     """A mistake in how the command was called: printed as one line, exit code 2."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (what schedulers and ``kill`` send), handled like Ctrl-C: cleanup runs, then one line."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,16 +68,29 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _one_line_warnings(args.command)
+    previous = None
+    with contextlib.suppress(ValueError):  # only the main thread may set a handler
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return int(args.func(args) or 0)
     except UsageError as exc:
         print(f"bertfeat {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    except (ValueError, TypeError, FileNotFoundError, FileExistsError, PermissionError, CacheError) as exc:
+    except (ValueError, TypeError, OSError, CacheError) as exc:
+        # OSError: besides a missing file or an existing output, a full disk or a read-only filesystem
         if os.environ.get("BERTFEAT_DEBUG"):
             raise
-        print(f"bertfeat {args.command}: error: {exc}", file=sys.stderr)
+        print(f"bertfeat {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"bertfeat {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        how = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+        hint = "; run the same command again to resume" if args.command == "embed" else ""
+        print(f"bertfeat {args.command}: {how}{hint}", file=sys.stderr)
+        return 143 if isinstance(exc, Terminated) else 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__

@@ -44,6 +44,12 @@ def add_parser(sub) -> None:
     keep.add_argument("--id-col", metavar="COL", help="an id column to copy into the output")
     keep.add_argument("--keep-col", action="append", default=[], metavar="COL",
                       help="a column to copy into the output (repeat for several)")
+    c = p.add_argument_group("CSV input")
+    c.add_argument("--delimiter", default=None, metavar="CHAR",
+                   help="field delimiter (default: tab for .tsv, else comma); 'tab' or '\\t' for a tab")
+    c.add_argument("--infer-types", action="store_true",
+                   help="read kept columns as numbers, booleans, ... where they look like it (default: as written, "
+                        "as text, so an id 007 stays 007)")
     add_recipe_options(p)
     o = p.add_argument_group("output")
     o.add_argument("--layout", choices=("columns", "list"), default="columns",
@@ -51,6 +57,8 @@ def add_parser(sub) -> None:
     o.add_argument("--chunk-rows", type=positive_int, default=10_000,
                    help="rows per chunk (memory bound, resume unit and output row group; with --engine ray, rows "
                         "per batch sent to a worker)")
+    o.add_argument("--chunk-chars", type=positive_int, default=None, metavar="N",
+                   help="text characters per chunk at most (default 1,000,000): bounds the work a kill can lose")
     o.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     o.add_argument("--quiet", action="store_true", help="no progress and no summary")
     e = p.add_argument_group("engine")
@@ -85,7 +93,7 @@ def positive_float(text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     from bertfeat.cli import UsageError
-    from bertfeat.files import embed_file
+    from bertfeat.files import embed_file, resolve_input
 
     keep = [args.id_col] if args.id_col else list(args.keep_col)
     if len(set(args.text_col)) != len(args.text_col):
@@ -93,16 +101,33 @@ def run(args: argparse.Namespace) -> int:
     if len(set(keep)) != len(keep):
         raise UsageError(f"--keep-col names a column twice: {keep}.")
     params = recipe_params(args)
+    local_only = [flag for flag, on in (("--chunk-chars", args.chunk_chars is not None),
+                                        ("--delimiter", args.delimiter is not None),
+                                        ("--infer-types", args.infer_types)) if on]
+    if args.engine == "ray" and local_only:
+        raise UsageError(f"{local_only[0]} applies to the local engine only (--engine ray reads parquet in batches of "
+                         f"--chunk-rows rows); drop {local_only[0]}.")
     if args.engine == "ray":
         return _run_ray(args, keep, params)
     given = [flag for name, flag in RAY_FLAGS if getattr(args, name) is not None]
     if given:
         raise UsageError(f"{given[0]} applies to --engine ray only; add --engine ray or drop {given[0]}.")
+    csv_flags = {"--delimiter": args.delimiter is not None, "--infer-types": args.infer_types}
+    kind, _ = resolve_input(args.input)
+    given = [flag for flag, on in csv_flags.items() if on]
+    if kind != "csv" and given:
+        raise UsageError(f"{given[0]} applies to CSV input only, and {args.input!r} is parquet; drop {given[0]}.")
+    extra = {} if args.chunk_chars is None else {"chunk_chars": args.chunk_chars}
     embed_file(
         args.input, args.out, args.text_col, keep_cols=keep, layout=args.layout, overwrite=args.overwrite,
-        chunk_rows=args.chunk_rows, quiet=args.quiet, **params,
+        chunk_rows=args.chunk_rows, quiet=args.quiet, delimiter=_delimiter(args.delimiter),
+        infer_types=args.infer_types, **extra, **params,
     )
     return 0
+
+
+def _delimiter(text):
+    return "\t" if text in ("tab", "\\t") else text
 
 
 def _run_ray(args: argparse.Namespace, keep: list, params: dict) -> int:

@@ -1,0 +1,81 @@
+"""A job's counts: distinct texts in bounded memory, and the manifest's counts from the summed per-chunk stats."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from bertfeat.encode import EncodeStats
+
+class DistinctCounter:
+    """Count distinct 64-bit text hashes: exact up to ``exact_limit``, then a HyperLogLog estimate.
+
+    Memory stays bounded: at most ``exact_limit`` hashes (2 MB by default), then 2**14 one-byte registers
+    (standard error about 0.8%).
+    """
+
+    P = 14
+
+    def __init__(self, exact_limit: int = 250_000):
+        self.exact_limit = exact_limit
+        self.exact: np.ndarray | None = np.empty(0, dtype=np.uint64)
+        self.registers = np.zeros(1 << self.P, dtype=np.uint8)
+
+    def add(self, hashes: np.ndarray) -> None:
+        hashes = np.asarray(hashes, dtype=np.uint64)
+        self._hll_add(hashes)
+        if self.exact is not None:
+            self.exact = np.union1d(self.exact, hashes)
+            if len(self.exact) > self.exact_limit:
+                self.exact = None
+
+    def _hll_add(self, h: np.ndarray) -> None:
+        if not len(h):
+            return
+        idx = (h >> np.uint64(64 - self.P)).astype(np.int64)
+        rest = h & np.uint64((1 << (64 - self.P)) - 1)
+        bits = np.zeros(len(h), dtype=np.int64)
+        nz = rest > 0
+        bits[nz] = np.floor(np.log2(rest[nz].astype(np.float64))).astype(np.int64) + 1
+        rank = (64 - self.P) - bits + 1
+        np.maximum.at(self.registers, idx, rank.astype(np.uint8))
+
+    def count(self) -> tuple[int, bool]:
+        """``(count, exact)``."""
+        if self.exact is not None:
+            return int(len(self.exact)), True
+        m = float(len(self.registers))
+        estimate = 0.7213 / (1 + 1.079 / m) * m * m / np.sum(2.0 ** -self.registers.astype(np.float64))
+        zeros = int((self.registers == 0).sum())
+        if estimate <= 2.5 * m and zeros:
+            estimate = m * np.log(m / zeros)
+        return int(round(estimate)), False
+
+
+def text_hashes(values) -> np.ndarray:
+    """64-bit hashes of the distinct non-missing texts in ``values``."""
+    distinct = {v for v in values if isinstance(v, str)}
+    return np.fromiter(
+        (int.from_bytes(hashlib.blake2b(v.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+         for v in distinct), dtype=np.uint64, count=len(distinct))
+
+
+def job_counts(totals: EncodeStats, distinct: DistinctCounter, n_text_cols: int, rows_resumed: int,
+               chunks: int) -> dict:
+    """The manifest's counts from the summed per-chunk stats and the distinct-text counter of a whole job."""
+    unique, exact = distinct.count()
+    return {
+        "rows": totals.rows // max(1, n_text_cols),
+        "texts": totals.rows,
+        "unique_texts": unique,
+        "unique_texts_exact": exact,
+        "embedded": totals.unique - totals.cache_hits,
+        "cache_hits": totals.cache_hits,
+        "truncated": totals.truncated,
+        "chunked": totals.chunked,
+        "missing": totals.missing,
+        "tokens": totals.tokens,
+        "rows_resumed": rows_resumed,
+        "chunks": chunks,
+    }

@@ -1,0 +1,175 @@
+"""Where a job writes: the output paths, the checks on ``--out`` made before any work, atomic writes that leave
+no temp file behind when they fail, and the lock that keeps two jobs off one output.
+
+A job writing ``<out>`` owns ``<out>.partial/`` (its finished parts, for resume), ``<out>.manifest.json`` and a
+lock file ``.<out>.lock``, held with ``flock`` for the whole job and removed at its end. A second job on the same
+``<out>`` is refused at once with a message naming the lock and the process holding it, so two jobs never
+interleave their parts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; docs/cli.md says so
+    fcntl = None
+
+
+@dataclass
+class OutputPaths:
+    out: Path
+
+    @property
+    def partial(self) -> Path:
+        return self.out.with_name(self.out.name + ".partial")
+
+    @property
+    def manifest(self) -> Path:
+        return self.out.with_name(self.out.name + ".manifest.json")
+
+    @property
+    def lock(self) -> Path:
+        return self.out.with_name(f".{self.out.name}.lock")
+
+    def tmp(self, path: Path) -> Path:
+        return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+
+    def part(self, k: int) -> Path:
+        return self.partial / f"part-{k:06d}.parquet"
+
+    def part_stats(self, k: int) -> Path:
+        return self.partial / f"part-{k:06d}.json"
+
+    def part_hashes(self, k: int) -> Path:
+        return self.partial / f"part-{k:06d}.hashes.npy"
+
+
+_Paths = OutputPaths  # the name ray.py and older callers import
+
+
+def check_output(paths: OutputPaths, reader, overwrite: bool, *, file_output: bool = False) -> None:
+    """``--out`` is neither an input file nor a folder holding one, its folder exists and is writable, and an
+    existing output is replaced only with ``overwrite`` (both engines); with ``file_output`` (the local engine) an
+    existing folder at ``--out`` is refused, since a file cannot replace it."""
+    out, partial = paths.out.resolve(), paths.partial.resolve()
+    for f in reader.files:
+        f = f.resolve()
+        if f == out:
+            raise ValueError(f"--out {str(paths.out)!r} is the input file; write the features to another path.")
+        if out in f.parents or partial in f.parents:
+            raise ValueError(f"--out {str(paths.out)!r} holds the input file {str(f)!r}; write the features elsewhere.")
+    if not paths.out.parent.exists():
+        raise FileNotFoundError(f"the folder of --out {str(paths.out)!r} does not exist; create it first.")
+    if paths.out.exists() and not overwrite:
+        raise FileExistsError(f"output {str(paths.out)!r} exists; pass --overwrite (overwrite=True) to replace it.")
+    if file_output and paths.out.is_dir():
+        raise FileExistsError(
+            f"output {str(paths.out)!r} is a folder and the output is one parquet file: --overwrite replaces files "
+            "only. Choose a file path for --out (or remove the folder yourself)."
+        )
+    if not os.access(paths.out.parent, os.W_OK):
+        raise PermissionError(
+            f"the folder of --out {str(paths.out)!r} is not writable (read-only filesystem or no permission); "
+            "write the features elsewhere."
+        )
+
+
+@contextlib.contextmanager
+def job_lock(paths: OutputPaths):
+    """Hold the output's lock for a job; refuse at once if another process holds it."""
+    if fcntl is None:
+        yield
+        return
+    while True:
+        try:
+            fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as exc:
+            raise os_error_message(exc, f"the lock file of --out {str(paths.out)!r}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 200).decode("utf-8", "replace").strip() or "another process"
+            os.close(fd)
+            raise FileExistsError(
+                f"another bertfeat job ({holder}) is writing --out {str(paths.out)!r} (it holds {str(paths.lock)!r}); "
+                "wait for it to finish, or choose another --out."
+            ) from None
+        # the holder before us may have removed the file after we opened it: then ours is a stale inode
+        try:
+            same = os.stat(paths.lock).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode())
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(paths.lock)
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        _remove(tmp)
+
+
+_atomic_write_bytes = atomic_write_bytes  # the name ray.py imports
+
+
+def write_part(path: Path, batch: pa.RecordBatch) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        pq.write_table(pa.Table.from_batches([batch]), tmp, row_group_size=max(1, batch.num_rows))
+        fsync(tmp)
+        os.replace(tmp, path)
+    finally:
+        _remove(tmp)
+
+
+def fsync(path: Path) -> None:
+    with open(path, "rb") as fh:
+        os.fsync(fh.fileno())
+
+
+def _remove(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+_OS_HINTS = {
+    errno.ENOSPC: "the disk is full: free some space, then run the same command again to resume",
+    errno.EDQUOT: "the disk quota is exceeded: free some space, then run the same command again to resume",
+    errno.EROFS: "the filesystem is read-only: write elsewhere",
+    errno.EACCES: "permission denied: write elsewhere",
+    errno.EPERM: "permission denied: write elsewhere",
+}
+
+
+def os_error_message(exc: OSError, what: str | None = None) -> OSError:
+    """An OSError whose text is one line saying what failed, why, and what to do."""
+    where = what or (repr(exc.filename) if exc.filename else "a file")
+    hint = _OS_HINTS.get(exc.errno, exc.strerror or str(exc))
+    new = OSError(f"cannot write {where}: {hint}.")
+    new.errno = exc.errno
+    return new

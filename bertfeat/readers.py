@@ -1,0 +1,448 @@
+"""Reading input files: CSV/TSV (optionally compressed) and parquet, streamed as record batches of bounded size.
+
+:class:`InputReader` resolves the input (a file, a directory or a glob), checks everything that can be checked
+before any work (header, duplicate or absent columns, parquet schemas that disagree), and yields record batches of
+the needed columns re-cut into chunks of at most ``chunk_rows`` rows and ``chunk_chars`` text characters.
+
+CSV policy (docs/cli.md lists it for users): the delimiter is the one declared (``,``, or tab for ``.tsv``, or
+``delimiter=``); a UTF-8 byte order mark is skipped; every column is read as text unless ``infer_types=True``; an
+unquoted empty field or NA marker is missing, a quoted one is text; a quote left open at the end of the file is an
+error naming the line where it opened.
+"""
+
+from __future__ import annotations
+
+import bz2
+import csv
+import glob
+import gzip
+import io
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+CSV_SUFFIXES = tuple(f"{base}{codec}" for base in (".csv", ".tsv") for codec in ("", ".gz", ".bz2", ".zst"))
+PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
+CSV_NULLS = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None", "<NA>"]
+# pyarrow parses a CSV in blocks and cannot parse a field longer than one block: the block grows and the read
+# restarts (skipping the rows already delivered) until the longest field fits, up to this bound.
+BLOCK_BYTES = 1 << 20
+MAX_BLOCK_BYTES = 1 << 31
+
+
+def resolve_input(path: str) -> tuple[str, list[Path]]:
+    """``("csv" | "parquet", files)`` for a CSV file, a parquet file, or a directory or glob of parquet files."""
+    p = Path(path)
+    if any(ch in path for ch in "*?["):
+        files = sorted(Path(f) for f in glob.glob(path, recursive=True) if Path(f).is_file())
+        if not files:
+            raise FileNotFoundError(f"input {path!r} matches no files.")
+    elif p.is_dir():
+        files = sorted(f for f in p.rglob("*") if f.is_file() and f.name.lower().endswith(PARQUET_SUFFIXES))
+        if not files:
+            raise FileNotFoundError(f"input directory {path!r} holds no parquet files (*.parquet).")
+    elif p.is_file():
+        files = [p]
+    else:
+        raise FileNotFoundError(f"input {path!r} does not exist.")
+    kinds = {_kind(f) for f in files}
+    if kinds == {"csv"} and len(files) == 1:
+        return "csv", files
+    if kinds == {"parquet"}:
+        return "parquet", files
+    raise ValueError(
+        f"input {path!r}: expected one CSV file ({', '.join(CSV_SUFFIXES)}) or parquet files "
+        f"({', '.join(PARQUET_SUFFIXES)}), got {sorted(str(f.name) for f in files)[:5]}."
+    )
+
+
+def _kind(f: Path) -> str | None:
+    name = f.name.lower()
+    if name.endswith(CSV_SUFFIXES):
+        return "csv"
+    if name.endswith(PARQUET_SUFFIXES):
+        return "parquet"
+    return None
+
+
+def _codec(path: Path) -> str | None:
+    name = path.name.lower()
+    for suffix, codec in ((".gz", "gzip"), (".bz2", "bz2"), (".zst", "zstd")):
+        if name.endswith(suffix):
+            return codec
+    return None
+
+
+def open_decompressed(path: Path, raw=None):
+    """A binary file object over the decompressed bytes of ``path`` (gzip, bz2 and zstd by suffix), read from the
+    open file ``raw`` when given."""
+    codec = _codec(path)
+    raw = raw if raw is not None else open(path, "rb")
+    if codec == "gzip":
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if codec == "bz2":
+        return bz2.BZ2File(raw, "rb")
+    if codec == "zstd":  # the standard library has no zstd before Python 3.14; pyarrow has
+        return io.BufferedReader(pa.CompressedInputStream(pa.PythonFile(raw, mode="r"), "zstd"))
+    return raw
+
+
+class _CountingFile:
+    """A read-only file wrapper over the decompressed stream that counts the compressed bytes read (for a progress
+    fraction), whether the stream has ended, and the quote characters seen (an odd count at the end means a quote
+    was left open)."""
+
+    def __init__(self, path: Path):
+        self._raw = open(path, "rb")
+        self.size = os.fstat(self._raw.fileno()).st_size
+        self._fh = open_decompressed(path, self._raw)
+        self.quotes = 0
+        self.eof = False
+        self.closed = False
+
+    @property
+    def read_bytes(self) -> int:
+        try:
+            return self._raw.tell()
+        except (OSError, ValueError):
+            return 0
+
+    def read(self, n=-1):
+        data = self._fh.read(n)
+        if not data:
+            self.eof = True
+        self.quotes += data.count(b'"')
+        return data
+
+    def readable(self):
+        return True
+
+    def seekable(self):
+        return False
+
+    def close(self):
+        self.closed = True
+        self._fh.close()
+        self._raw.close()
+
+
+class InputReader:
+    """Record batches of the needed columns, re-cut into chunks of ``chunk_rows`` rows (the last may be shorter),
+    cut earlier where the chunk's texts would exceed ``chunk_chars`` characters (a bound on a chunk's work)."""
+
+    def __init__(self, path: str, columns: list[str], chunk_rows: int, text_cols: list[str], *,
+                 chunk_chars: int | None = None, delimiter: str | None = None, infer_types: bool = True):
+        self.path = path
+        self.kind, self.files = resolve_input(path)
+        self.columns = list(dict.fromkeys(columns))
+        self.chunk_rows = chunk_rows
+        self.chunk_chars = chunk_chars
+        self.text_cols = text_cols
+        self.infer_types = infer_types
+        self.total_rows: int | None = None
+        self._counting: _CountingFile | None = None
+        if self.kind == "parquet":
+            if delimiter is not None:
+                raise ValueError(f"delimiter={delimiter!r} applies to CSV input only, and {path!r} is parquet.")
+            self.schema = self._parquet_schema()
+            self.total_rows = sum(pq.ParquetFile(f).metadata.num_rows for f in self.files)
+        else:
+            self.delimiter = self._delimiter(delimiter)
+            self.schema = self._csv_schema()
+
+    def fingerprint(self) -> dict:
+        return {"path": str(Path(self.path).resolve()) if not any(c in self.path for c in "*?[") else self.path,
+                "files": [[str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns] for f in self.files]}
+
+    def fraction_done(self) -> float | None:
+        if self._counting is not None and self._counting.size:
+            return min(1.0, self._counting.read_bytes / self._counting.size)
+        return None
+
+    # -- parquet ---------------------------------------------------------------------------------------------------
+
+    def _parquet_schema(self) -> pa.Schema:
+        first = pq.read_schema(self.files[0])
+        _refuse_duplicates(first.names, str(self.files[0]))
+        self._check_columns(first)
+        wanted = {c: first.field(c).type for c in self.columns}
+        for f in self.files[1:]:
+            other = pq.read_schema(f)
+            _refuse_duplicates(other.names, str(f))
+            if other.names != first.names:
+                raise ValueError(f"parquet file {f} has columns {other.names}, unlike {self.files[0]} ({first.names}).")
+            for c in self.columns:
+                t = other.field(c).type
+                if t == wanted[c] or pa.types.is_null(t) or (_plain_text(t) and _plain_text(wanted[c])):
+                    continue  # a null column, or string vs large_string (pandas versions differ): read as the first
+                if pa.types.is_null(wanted[c]):  # all missing in the files so far: the first typed file decides
+                    wanted[c] = t
+                    continue
+                raise ValueError(
+                    f"column {c!r} is {t} in {f} but {wanted[c]} in {self._first_with(c, wanted[c])}; bertfeat will "
+                    "not cast one to the other. Rewrite the files with one type for it."
+                )
+        return pa.schema([pa.field(c, wanted[c]) for c in self.columns])
+
+    def _first_with(self, column: str, type_: pa.DataType) -> Path:
+        return next(f for f in self.files if pq.read_schema(f).field(column).type == type_)
+
+    def _check_columns(self, schema: pa.Schema):
+        absent = [c for c in self.columns if c not in schema.names]
+        if absent:
+            raise ValueError(f"column(s) {absent} not found in {self.path}; it has columns {schema.names}.")
+
+    # -- CSV -------------------------------------------------------------------------------------------------------
+
+    def _delimiter(self, declared: str | None) -> str:
+        if declared is None:
+            name = self.files[0].name.lower()
+            stem = name[:name.rfind(".")] if _codec(self.files[0]) else name
+            return "\t" if stem.endswith(".tsv") else ","
+        if not isinstance(declared, str) or len(declared) != 1 or declared in '"\r\n':
+            raise ValueError(f"delimiter={declared!r} is not valid: expected one character other than a quote or a "
+                             "line break (',' or '\\t' or ';').")
+        return declared
+
+    def _csv_options(self, block_size: int = BLOCK_BYTES):
+        import pyarrow.csv as pcsv
+
+        # The header is read (by Python's csv, BOM skipped) and checked before pyarrow sees the file, so pyarrow is
+        # told the names and skips that row: a duplicate name is refused rather than collapsed.
+        read = pcsv.ReadOptions(block_size=block_size, column_names=self.header, skip_rows=self.header_lines)
+        parse = pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=True)
+        # Text columns are read as text whatever they look like (a column of "1", "2" is still text to embed), and so
+        # are kept columns unless asked otherwise: an id "007" or a zip code "02134" must come out as written, and a
+        # column that looks numeric for a megabyte must not fail when "A123" comes.
+        # Missing: an unquoted empty field or NA marker (as pandas and R write them); a quoted value is always text,
+        # so R's write.csv keeps the string "NA" (quoted) apart from a missing NA (unquoted).
+        as_text = self.text_cols if self.infer_types else self.columns
+        convert = pcsv.ConvertOptions(include_columns=self.columns,
+                                      column_types={c: pa.string() for c in as_text},
+                                      null_values=CSV_NULLS, strings_can_be_null=True,
+                                      quoted_strings_can_be_null=False)
+        return read, parse, convert
+
+    def _open_csv(self, block_size: int = BLOCK_BYTES):
+        import pyarrow.csv as pcsv
+
+        self._counting = _CountingFile(self.files[0])
+        read, parse, convert = self._csv_options(block_size)
+        return pcsv.open_csv(pa.PythonFile(self._counting, mode="r"), read_options=read, parse_options=parse,
+                             convert_options=convert)
+
+    def _csv_schema(self) -> pa.Schema:
+        self.header = self._csv_header()
+        _refuse_duplicates(self.header, self.path)
+        self._check_columns(pa.schema([(c, pa.string()) for c in self.header]))
+        self._quotes_checked = False
+        block = BLOCK_BYTES
+        while True:
+            try:
+                return self._open_csv(block).schema
+            except pa.ArrowInvalid as exc:
+                if "straddl" in str(exc) and block < MAX_BLOCK_BYTES:
+                    block *= 8
+                    continue
+                raise ValueError(self._csv_problem(exc)) from None
+            except UnicodeDecodeError as exc:
+                raise ValueError(self._csv_problem(exc)) from None
+            finally:
+                self._counting.close()
+
+    def _text(self):
+        return io.TextIOWrapper(open_decompressed(self.files[0]), encoding="utf-8-sig", newline="")
+
+    def _csv_header(self) -> list[str]:
+        first = None
+        try:
+            with self._text() as fh:
+                reader = csv.reader(fh, delimiter=self.delimiter, strict=True)
+                for first in reader:
+                    if first:  # blank lines before the header are skipped, as pyarrow skips them
+                        break
+                # pyarrow's skip_rows counts physical lines, and a quoted header name may span several
+                self.header_lines = reader.line_num
+        except csv.Error as exc:
+            raise ValueError(f"{self.path} has a malformed header: {exc}.") from None
+        except (OSError, UnicodeDecodeError, EOFError, pa.ArrowException) as exc:
+            raise ValueError(f"cannot read {self.path} as UTF-8 CSV: {str(exc).splitlines()[0]}") from None
+        if not first or not "".join(first).strip():
+            raise ValueError(f"{self.path} is empty: no header line.")
+        return first
+
+    def _csv_problem(self, exc: Exception | None) -> str:
+        """Find the line of a CSV problem by re-reading with Python's csv module; ``exc`` is pyarrow's error, or None
+        for a quote left open at the end (pyarrow reads that as one last value holding the rest of the file)."""
+        line = None
+        try:
+            with self._text() as fh:
+                reader = csv.reader(fh, delimiter=self.delimiter, strict=True)
+                width, last_end = None, 0
+                try:
+                    for row in reader:
+                        if width is None:
+                            width = len(row)
+                        elif len(row) != width and row:
+                            line = reader.line_num
+                            break
+                        last_end = reader.line_num
+                except csv.Error as scan_exc:
+                    if "end of data" not in str(scan_exc):
+                        return f"{self.path} is malformed at line {reader.line_num}: {scan_exc}."
+                    opened = _open_quote_line(self._text, last_end, self.delimiter)
+                    return (f"{self.path} is malformed: a quote opened at line {opened} is never closed, so the rest "
+                            "of the file would be one value; close the quote (or double it, \"\", inside a quoted "
+                            "value).")
+        except UnicodeDecodeError as scan_exc:
+            return f"{self.path} is not a readable UTF-8 CSV file: {scan_exc}"
+        if exc is None:
+            return f"{self.path} is malformed: a quote is left open at the end of the file."
+        if "conversion error" in str(exc):  # only with infer_types: a type guessed from the first block
+            return (f"{self.path}: {str(exc).splitlines()[0]} (a type inferred from the start of the file does not "
+                    "hold further on); drop infer_types (--infer-types) to read kept columns as written, as text.")
+        where = f" at line {line}" if line else ""
+        return f"{self.path} is malformed{where}: {str(exc).splitlines()[0]}"
+
+    # -- batches ---------------------------------------------------------------------------------------------------
+
+    def batches(self):
+        """Yield record batches of at most ``chunk_rows`` rows and ``chunk_chars`` text characters (a single row
+        longer than ``chunk_chars`` is a chunk of its own)."""
+        pending: list[pa.RecordBatch] = []
+        n_pending = 0
+        for batch in self._raw_batches():
+            pending.append(batch)
+            n_pending += batch.num_rows
+            while True:
+                table = pa.Table.from_batches(pending, schema=self.schema)
+                cut = self._cut(table)
+                if cut is None:
+                    break
+                yield _as_batch(table.slice(0, cut))
+                rest = table.slice(cut)
+                pending, n_pending = rest.to_batches(), rest.num_rows
+        if n_pending:
+            yield _as_batch(pa.Table.from_batches(pending, schema=self.schema))
+
+    def _cut(self, table: pa.Table) -> int | None:
+        """Rows of the next full chunk at the head of ``table``, or None when more rows are needed to decide."""
+        n = table.num_rows
+        cut = self.chunk_rows if n >= self.chunk_rows else None
+        if self.chunk_chars is not None and n:
+            chars = None
+            for c in self.text_cols:
+                lengths = pc.fill_null(pc.utf8_length(table.column(c).cast(pa.string())), 0)
+                chars = lengths if chars is None else pc.add(chars, lengths)
+            total = pc.cumulative_sum(chars).to_numpy(zero_copy_only=False)
+            over = int((total > self.chunk_chars).argmax()) if total[-1] > self.chunk_chars else None
+            if over is not None:
+                by_chars = max(1, over)  # the rows before the one that goes over; at least one row
+                cut = by_chars if cut is None else min(cut, by_chars)
+        return cut
+
+    def _raw_batches(self):
+        if self.kind == "parquet":
+            for f in self.files:
+                # pre_buffer (pyarrow's default) keeps whole column chunks cached while iterating, so memory would
+                # grow with the file; a small read buffer streams it instead.
+                with pq.ParquetFile(f, pre_buffer=False, buffer_size=1 << 20) as pf:
+                    for b in pf.iter_batches(batch_size=min(self.chunk_rows, 65536), columns=self.columns):
+                        b = b.select(self.columns)
+                        yield b if b.schema.equals(self.schema) else b.cast(self.schema)  # only null -> the type
+            return
+        yield from self._csv_batches()
+
+    def _csv_batches(self):
+        delivered, block = 0, BLOCK_BYTES
+        while True:
+            skip = delivered
+            try:
+                reader = self._open_csv(block)
+                while True:
+                    try:
+                        batch = reader.read_next_batch()
+                    except StopIteration:
+                        break
+                    if skip:
+                        if batch.num_rows <= skip:
+                            skip -= batch.num_rows
+                            continue
+                        batch, skip = batch.slice(skip), 0
+                    if self._counting.eof and self._counting.quotes % 2:
+                        self._check_quotes()
+                    delivered += batch.num_rows
+                    yield batch.select(self.columns)
+                if self._counting.quotes % 2:
+                    self._check_quotes()
+                return
+            except pa.ArrowInvalid as exc:
+                if "straddl" in str(exc) and block < MAX_BLOCK_BYTES:
+                    block *= 8
+                    continue
+                raise ValueError(self._csv_problem(exc)) from None
+            except UnicodeDecodeError as exc:
+                raise ValueError(self._csv_problem(exc)) from None
+            finally:
+                if self._counting is not None:
+                    self._counting.close()
+
+    def _check_quotes(self) -> None:
+        """An odd number of quote characters: either a quote left open (an error) or a quote inside an unquoted
+        value (legal): Python's csv module, strict, tells which."""
+        if self._quotes_checked:
+            return
+        self._quotes_checked = True
+        message = self._csv_problem(None)
+        if "never closed" in message:
+            raise ValueError(message)
+
+
+def _open_quote_line(opener, record_start: int, delimiter: str) -> int:
+    """The line where the quote left open in the record after line ``record_start`` opened."""
+    line, at_field_start, in_quote, opened, prev_quote = record_start + 1, True, False, None, False
+    with opener() as fh:
+        for _ in range(record_start):
+            fh.readline()
+        for ch in iter(lambda: fh.read(1 << 16), ""):
+            for c in ch:
+                if in_quote:
+                    if c == '"':
+                        in_quote, prev_quote = False, True
+                    elif c == "\n":
+                        line += 1
+                    continue
+                if c == '"' and (at_field_start or prev_quote):
+                    in_quote, opened = True, line if at_field_start else opened
+                    at_field_start = prev_quote = False
+                    continue
+                prev_quote = False
+                at_field_start = c in (delimiter, "\n", "\r")
+                if c == "\n":
+                    line += 1
+    return opened or record_start + 1
+
+
+def _plain_text(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or getattr(pa.types, "is_string_view",
+                                                                           lambda _: False)(t)
+
+
+def _refuse_duplicates(names: list[str], where: str) -> None:
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        if name in seen:
+            raise ValueError(
+                f"{where} has two columns named {name!r} (columns {seen[name] + 1} and {i + 1}); rename one so "
+                "each column can be told apart."
+            )
+        seen[name] = i
+
+
+def _as_batch(table: pa.Table) -> pa.RecordBatch:
+    table = table.combine_chunks()
+    batches = table.to_batches()
+    return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=table.schema)

@@ -1,0 +1,66 @@
+"""The resume protocol: ``<out>.partial/`` holds the finished parts of a job and a ``state.json`` naming the job.
+
+A job is its input's fingerprint (paths, sizes, mtimes), its chunking and every option. A rerun of the same job
+reuses every part that is complete (its features, stats and text hashes all present and the parquet readable);
+a ``.partial`` folder of any other job (other input, options or chunking) is discarded, so a part is never reused
+at another row offset.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from bertfeat.output import OutputPaths, atomic_write_bytes
+
+STATE_VERSION = 2
+
+
+def prepare_partial(paths: OutputPaths, state: dict, quiet: bool = True) -> set[int]:
+    """The indices of the parts an interrupted run of the same job finished; the folder is (re)started otherwise."""
+    state_file = paths.partial / "state.json"
+    if paths.partial.exists():
+        try:
+            old = json.loads(state_file.read_text())
+        except (OSError, ValueError):
+            old = None
+        if old == json.loads(json.dumps(state)):
+            return finished_parts(paths)
+        if not quiet:
+            print(f"bertfeat embed: {paths.partial} holds parts of another job ({_difference(old, state)}); "
+                  "starting over.", file=sys.stderr)
+        shutil.rmtree(paths.partial)
+    paths.partial.mkdir(parents=True)
+    atomic_write_bytes(state_file, json.dumps(state, indent=1).encode())
+    return set()
+
+
+def finished_parts(paths: OutputPaths) -> set[int]:
+    done = set()
+    for f in paths.partial.glob("part-*.json"):
+        try:
+            k = int(f.name[5:11])
+        except ValueError:
+            continue
+        if paths.part(k).exists() and paths.part_hashes(k).exists() and _readable(paths.part(k)):
+            done.add(k)
+    return done
+
+
+def _difference(old, new: dict) -> str:
+    if not isinstance(old, dict):
+        return "no readable state.json"
+    changed = [k for k in new if old.get(k) != new[k]]
+    return "other " + ", ".join(changed) if changed else "another state version"
+
+
+def _readable(part: Path) -> bool:
+    try:
+        pq.ParquetFile(part).metadata
+        return True
+    except Exception:
+        return False

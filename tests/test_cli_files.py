@@ -1,0 +1,298 @@
+"""``bertfeat embed`` against hostile files, failing disks, signals and a second job: one line, exit 2, nothing
+left behind; resume byte-identical, whatever the chunking."""
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from bertfeat.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+WORDS = "the cat sat on mat a dog ran in park statistics meets text glmnet loves numeric features frozen".split()
+
+
+def frame(n: int, seed: int = 0) -> pd.DataFrame:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    texts = [" ".join(rng.choice(WORDS, size=rng.integers(1, 12))) for _ in range(n)]
+    return pd.DataFrame({"id": [f"{i:04d}" for i in range(n)], "review": texts})
+
+
+def run_cli(*args, **kw):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env.pop("BERTFEAT_DEBUG", None)
+    return subprocess.Popen([sys.executable, "-m", "bertfeat", *map(str, args)], env=env, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def _write(folder: Path, setup: str) -> str:
+    """Make the input of one error case in ``folder``; returns its path."""
+    df = frame(6)
+    if setup == "unclosed":
+        (folder / "in.csv").write_text('id,review\n1,"fine"\n2,"unclosed quote\n3,x,y,z\n')
+    elif setup == "dup":
+        (folder / "in.csv").write_text("id,review,review\n1,a,b\n")
+    elif setup == "types":
+        (folder / "in").mkdir()
+        pd.DataFrame({"id": [1], "review": ["a"]}).to_parquet(folder / "in" / "a.parquet")
+        pd.DataFrame({"id": ["007"], "review": ["b"]}).to_parquet(folder / "in" / "b.parquet")
+        return str(folder / "in")
+    elif setup == "empty":
+        (folder / "in.csv").write_text("id,review\n")
+    elif setup == "late-missing":  # the missing text comes after some chunks were written
+        (folder / "in.csv").write_text("id,review\n" + "".join(f"{i},text {i}\n" for i in range(9)) + "9,\n")
+    elif setup == "parquet":
+        df.to_parquet(folder / "in.parquet")
+        return str(folder / "in.parquet")
+    elif setup == "bad-utf8":
+        (folder / "in.csv").write_bytes(b"id,review\n1,caf\xe9\n")
+    else:
+        df.to_csv(folder / "in.csv", index=False)
+    return str(folder / "in.csv")
+
+
+# (setup, extra arguments, expected message, what --out is before the run)
+ERROR_CASES = [
+    ("csv", ["--text-col", "body"], r"column\(s\) \['body'\] not found", None),
+    ("unclosed", ["--text-col", "review", "--chunk-rows", "1"], r"quote opened at line 3 is never closed", None),
+    ("dup", ["--text-col", "review"], r"two columns named 'review'", None),
+    ("types", ["--text-col", "review", "--id-col", "id"], r"column 'id' is (large_)?string in .*b\.parquet", None),
+    ("empty", ["--text-col", "review"], r"has no rows to embed", None),
+    ("late-missing", ["--text-col", "review", "--chunk-rows", "3"], r"missing", None),
+    ("bad-utf8", ["--text-col", "review"], r"UTF-8", None),
+    ("parquet", ["--text-col", "review", "--delimiter", ";"], r"--delimiter applies to CSV input only", None),
+    ("csv", ["--text-col", "review", "--delimiter", "ab"], r"delimiter='ab' is not valid", None),
+    ("csv", ["--text-col", "review", "--chunk-chars", "9", "--engine", "ray"], r"--chunk-chars applies to the local",
+     None),
+    ("csv", ["--text-col", "review", "--overwrite"], r"is a folder and the output is one parquet file", "dir"),
+    ("csv", ["--text-col", "review"], r"exists; pass --overwrite", "file"),
+    ("csv", ["--text-col", "review", "--out-in-missing-folder"], r"does not exist; create it first", None),
+]
+
+
+@pytest.mark.parametrize("setup, args, message, existing", ERROR_CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(ERROR_CASES)])
+def test_every_embed_error_is_one_line_exit_2_and_leaves_nothing(tiny_bert, tmp_path, setup, args, message,
+                                                                   existing):
+    import re
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "dst").mkdir()
+    source = _write(tmp_path / "src", setup)
+    out = tmp_path / "dst" / "f.parquet"
+    if "--out-in-missing-folder" in args:
+        args = [a for a in args if a != "--out-in-missing-folder"]
+        out = tmp_path / "dst" / "nope" / "f.parquet"
+    if existing == "dir":
+        out.mkdir()
+        (out / "keep.txt").write_text("mine")
+    elif existing == "file":
+        out.write_bytes(b"precious")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    proc = run_cli("embed", source, "--out", out, "--model", tiny_bert, "--quiet", *args)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 2, err
+    assert re.search(message, err), err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    after = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    assert after == before, "a failed run must leave nothing at --out or beside it"
+    if existing == "file":
+        assert out.read_bytes() == b"precious"
+
+
+def test_a_second_job_on_the_same_output_is_refused_while_the_first_holds_the_lock(tiny_bert, tmp_path, capsys):
+    from bertfeat.output import OutputPaths, job_lock
+
+    src = tmp_path / "in.csv"
+    frame(8).to_csv(src, index=False)
+    out = tmp_path / "f.parquet"
+    with job_lock(OutputPaths(out)):  # the first job, holding the lock for as long as the test needs
+        code = main(["embed", str(src), "--text-col", "review", "--out", str(out), "--model", tiny_bert, "--quiet"])
+        err = capsys.readouterr().err
+        assert code == 2 and f"pid {os.getpid()}" in err and ".f.parquet.lock" in err, err
+        assert "wait for it to finish" in err and len(err.strip().splitlines()) == 1
+        assert not out.exists() and not (tmp_path / "f.parquet.partial").exists()
+    assert main(["embed", str(src), "--text-col", "review", "--out", str(out), "--model", tiny_bert, "--quiet"]) == 0
+    assert pq.read_table(out).num_rows == 8
+    assert not (tmp_path / ".f.parquet.lock").exists()
+
+
+def test_a_full_disk_is_one_line_and_leaves_no_temp_file(tiny_bert, tmp_path, capsys, monkeypatch):
+    src = tmp_path / "in.csv"
+    frame(12).to_csv(src, index=False)
+    out = tmp_path / "f.parquet"
+    real = pq.write_table
+    calls = []
+
+    def full_on_the_second_part(table, where, **kw):
+        calls.append(where)
+        if len(calls) == 2:
+            Path(where).write_bytes(b"half a part")  # what a write cut short leaves
+            raise OSError(errno.ENOSPC, "No space left on device", str(where))
+        return real(table, where, **kw)
+
+    monkeypatch.setattr(pq, "write_table", full_on_the_second_part)
+    args = ["embed", str(src), "--text-col", "review", "--out", str(out), "--model", tiny_bert, "--quiet",
+            "--chunk-rows", "4"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "disk is full" in err and "resume" in err and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
+    # the finished part is kept for the resume the message promises; the half-written one is gone
+    partial = tmp_path / "f.parquet.partial"
+    assert sorted(p.name for p in partial.iterdir() if p.name.startswith(("part", "."))) == [
+        "part-000000.hashes.npy", "part-000000.json", "part-000000.parquet"]
+
+    monkeypatch.setattr(pq, "write_table", real)
+    assert main(args) == 0
+    assert pq.read_table(out).num_rows == 12
+    assert "rows_resumed" in json.loads((tmp_path / "f.parquet.manifest.json").read_text())["counts"]
+
+
+def test_a_failed_final_write_leaves_no_temp_file(tiny_bert, tmp_path, capsys, monkeypatch):
+    import bertfeat.files
+
+    src = tmp_path / "in.csv"
+    frame(5).to_csv(src, index=False)
+    out = tmp_path / "f.parquet"
+
+    def full(path):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(bertfeat.files, "fsync", full)
+    assert main(["embed", str(src), "--text-col", "review", "--out", str(out), "--model", tiny_bert, "--quiet"]) == 2
+    assert "disk is full" in capsys.readouterr().err
+    assert not out.exists() and not list(tmp_path.glob(".f.parquet.tmp-*"))
+
+
+def test_a_read_only_output_folder_is_refused_before_any_work(tiny_bert, tmp_path, capsys, monkeypatch):
+    src = tmp_path / "in.csv"
+    frame(5).to_csv(src, index=False)
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if Path(p) == ro else real_access(p, mode, **kw))
+    assert main(["embed", str(src), "--text-col", "review", "--out", str(ro / "f.parquet"), "--model", tiny_bert]) == 2
+    err = capsys.readouterr().err
+    assert "not writable (read-only filesystem or no permission)" in err and len(err.strip().splitlines()) == 1
+    assert list(ro.iterdir()) == []
+
+
+def test_sigterm_is_handled_like_ctrl_c_and_the_resumed_summary_says_what_this_run_did(tiny_bert, tmp_path):
+    src = tmp_path / "in.parquet"
+    frame(1200, seed=3).to_parquet(src)
+    # --chunk-chars, not --chunk-rows, cuts these chunks: the character bound must resume byte-identically too
+    args = [src, "--text-col", "review", "--id-col", "id", "--model", tiny_bert, "--chunk-chars", "1200",
+            "--batch-tokens", "256"]
+    reference = tmp_path / "ref.parquet"
+    ref = run_cli("embed", *args, "--out", reference, "--quiet")
+    assert ref.wait(timeout=600) == 0, ref.stderr.read()
+    assert pq.ParquetFile(reference).metadata.num_row_groups > 20
+
+    out = tmp_path / "f.parquet"
+    proc = run_cli("embed", *args, "--out", out, "--quiet")
+    partial = tmp_path / "f.parquet.partial"
+    deadline = time.time() + 300
+    while not (partial / "part-000002.json").exists():
+        assert proc.poll() is None, "the run finished before it could be stopped"
+        assert time.time() < deadline
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143
+    assert err.strip() == "bertfeat embed: terminated (SIGTERM); run the same command again to resume"
+    assert not out.exists() and not list(tmp_path.glob(".*tmp-*")) and not list(partial.glob(".*tmp-*"))
+    finished = len(list(partial.glob("part-*.json")))
+    assert finished >= 3
+
+    again = run_cli("embed", *args, "--out", out)
+    _, err = again.communicate(timeout=600)
+    assert again.returncode == 0, err
+    assert out.read_bytes() == reference.read_bytes()
+    manifest = json.loads((tmp_path / "f.parquet.manifest.json").read_text())
+    run = manifest["this_run"]
+    assert run["chunks_resumed"] == finished and run["rows"] + run["rows_resumed"] == 1200
+    assert run["chunks"] + finished == manifest["counts"]["chunks"]
+    assert f"this run embedded {run['rows']:,} rows" in err and f"resumed {run['rows_resumed']:,} rows" in err
+
+
+class _Killed(KeyboardInterrupt):
+    pass
+
+
+@pytest.mark.parametrize("kind", ["csv", "parquet"])
+def test_resume_with_other_chunking_starts_over_and_rows_line_up(tiny_bert, tmp_path, kind, monkeypatch, capsys):
+    """Parts written under one --chunk-rows must never be reused at another's row offsets."""
+    from bertfeat.arrow import ArrowFeaturizer
+    from bertfeat.files import embed_file
+
+    df = frame(40, seed=5)
+    src = tmp_path / f"in.{kind}"
+    df.to_csv(src, index=False) if kind == "csv" else df.to_parquet(src)
+    reference = tmp_path / "ref.parquet"
+    embed_file(str(src), str(reference), "review", keep_cols="id", chunk_rows=7, model=tiny_bert, quiet=True)
+
+    real = ArrowFeaturizer.__call__
+    calls = []
+
+    def dies_on_the_third_chunk(self, batch):
+        calls.append(batch.num_rows)
+        if len(calls) == 3:
+            raise _Killed()
+        return real(self, batch)
+
+    out = tmp_path / "f.parquet"
+    monkeypatch.setattr(ArrowFeaturizer, "__call__", dies_on_the_third_chunk)
+    with pytest.raises(_Killed):
+        embed_file(str(src), str(out), "review", keep_cols="id", chunk_rows=10, model=tiny_bert, quiet=True)
+    assert len(list((tmp_path / "f.parquet.partial").glob("part-*.json"))) == 2
+    monkeypatch.setattr(ArrowFeaturizer, "__call__", real)
+
+    manifest = embed_file(str(src), str(out), "review", keep_cols="id", chunk_rows=7, model=tiny_bert)
+    err = capsys.readouterr().err
+    assert "holds parts of another job (other chunk_rows); starting over" in err
+    assert manifest["counts"]["rows_resumed"] == 0
+    assert pq.read_table(out).column("id").to_pylist() == df["id"].tolist()
+    assert out.read_bytes() == reference.read_bytes()
+
+
+def test_cache_clear_on_a_read_only_filesystem_is_one_line(tiny_bert, tmp_path, capsys, monkeypatch):
+    from bertfeat import BertEmbedder
+
+    BertEmbedder(tiny_bert, cache_dir=tmp_path / "cache").fit_transform(["a cached text"])
+    real_unlink = os.unlink
+
+    def read_only(path, *a, **kw):
+        if str(tmp_path / "cache") in str(path):
+            raise OSError(errno.EROFS, "Read-only file system", str(path))
+        return real_unlink(path, *a, **kw)
+
+    monkeypatch.setattr(os, "unlink", read_only)
+    assert main(["cache", "clear", str(tmp_path / "cache"), "--yes"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bertfeat cache: error: ") and "Read-only file system" in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_summary_says_when_chunks_are_slow_enough_to_lower_chunk_chars(capsys):
+    from bertfeat.files import print_summary
+
+    manifest = {"output": "f.parquet", "provenance": {"dims": 4},
+                "counts": {"rows": 10, "embedded": 10, "cache_hits": 0, "truncated": 0, "missing": 0},
+                "timing": {"seconds": 400.0, "slowest_chunk_seconds": 300.0}}
+    print_summary(manifest)
+    assert "the slowest chunk took 5m00s, what a kill can lose: lower --chunk-chars" in capsys.readouterr().err
+    manifest["timing"]["slowest_chunk_seconds"] = 20.0
+    print_summary(manifest)
+    err = capsys.readouterr().err
+    assert "chunk-chars" not in err and len(err.splitlines()) == 1
