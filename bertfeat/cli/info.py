@@ -24,10 +24,9 @@ def add_parser(sub) -> None:
 
 
 def describe(model: str = "default") -> dict:
+    from bertfeat.backend import check_model_files
     from bertfeat.embedder import BertEmbedder
     from bertfeat.models import resolve_model
-
-    from bertfeat.backend import check_model_files
 
     spec = resolve_model(model)
     recipe = BertEmbedder(model).fit(["x"]).recipe_
