@@ -477,8 +477,8 @@ def load_checked_model(spec: ModelSpec, dtype, tokenizer, trust_remote_code: boo
 def check_model_files(spec: ModelSpec, trust_remote_code: bool = False) -> dict:
     """Load the model once on the CPU and check that its weights fit its config and tokenizer (``bertfeat info``).
 
-    Returns the number of weight tensors loaded; raises :class:`~bertfeat.exceptions.ModelNotAvailableError`
-    naming the weights that do not fit.
+    Returns the counts checked (weight tensors, tokenizer tokens, embedding rows); raises
+    :class:`~bertfeat.exceptions.ModelNotAvailableError` naming the weights that do not fit.
     """
     import torch
     from transformers import AutoTokenizer

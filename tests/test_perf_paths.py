@@ -22,7 +22,7 @@ from tests.conftest import TINY_SENTENCES, CountingBackend, make_recipe
 torch = pytest.importorskip("torch")
 
 TEXTS = TINY_SENTENCES + [
-    "\u0301",  # a lone combining accent: visible, so not blank, but the tokenizer keeps no token of it
+    "\u0301",  # no content token ([CLS] [SEP] only): a lone accent, which these tokenizers strip ("" is missing)
     "cat",
     "the lazy dog sat in the park on the mat " * 4,
     "a fox, a dog and a cat: statistics at last!",

@@ -37,10 +37,9 @@ def _intermediate_size(path: str, hidden: int) -> int:
 
 
 def describe(model: str = "default", machine: bool = True) -> dict:
+    from bertfeat.backend import check_model_files
     from bertfeat.embedder import BertEmbedder
     from bertfeat.models import resolve_model
-
-    from bertfeat.backend import check_model_files
 
     spec = resolve_model(model)
     recipe = BertEmbedder(model).fit(["x"]).recipe_
