@@ -169,3 +169,21 @@ def test_supports_only_what_it_reimplements():
     assert not _FastBert.supports(AutoConfig.for_model("roberta-prelayernorm"))  # pre-norm: other math
     for model_type in ("electra", "albert", "deberta-v2", "modernbert"):
         assert not _FastBert.supports(AutoConfig.for_model(model_type))
+
+
+@pytest.mark.parametrize("model_type", ["roberta", "mpnet"])
+def test_length_limit_leaves_room_for_the_position_offset(tiny_encoder, model_type, tmp_path):
+    """Without a tokenizer limit, the model's own limit is its positions minus those reserved below padding_idx + 1
+    (MPNet's padding_idx is fixed at 1): the longest window must not index past the position table."""
+    import json
+    import shutil
+
+    path = tmp_path / model_type
+    shutil.copytree(tiny_encoder(model_type), path)
+    config = json.loads((path / "tokenizer_config.json").read_text())
+    config.pop("model_max_length", None)
+    (path / "tokenizer_config.json").write_text(json.dumps(config))
+    assert resolve_model(str(path)).max_length == json.loads((path / "config.json").read_text())[
+        "max_position_embeddings"] - 2
+    X = BertEmbedder(model=str(path), pooling="mean", long_text="chunk").fit_transform(["the cat sat on the mat " * 20])
+    assert X.shape == (1, 32) and np.isfinite(X).all()
