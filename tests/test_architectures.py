@@ -8,6 +8,8 @@ and is compared, CLS and mean of several layers, truncated and chunked, with the
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -47,6 +49,15 @@ def tiny_encoder(tmp_path_factory):
 
     yield get
     clear_backends()
+    reference_model.cache_clear()
+
+
+@functools.lru_cache(maxsize=None)
+def reference_model(path):
+    """The tokenizer and the transformers model with its plain (eager) attention."""
+    from transformers import AutoModel, AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(path), AutoModel.from_pretrained(path, attn_implementation="eager").eval()
 
 
 def reference_features(path, texts, layers, max_length, long_text="truncate", stride=0):
@@ -56,10 +67,7 @@ def reference_features(path, texts, layers, max_length, long_text="truncate", st
     sharing ``stride`` tokens, each wrapped in the tokenizer's CLS/SEP (or <s>/</s>), and the windows' vectors are
     averaged weighted by their token counts.
     """
-    from transformers import AutoModel, AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(path)
-    model = AutoModel.from_pretrained(path, attn_implementation="eager").eval()
+    tok, model = reference_model(path)
 
     def pooled(ids):
         ids_t = torch.tensor([ids])
@@ -115,13 +123,9 @@ def padded_batch(tok, texts):
 @pytest.mark.parametrize("model_type", FUSED)
 def test_fused_pass_matches_every_hidden_state(tiny_encoder, model_type):
     """Every layer, every real token, padded batch: within 1e-5 of transformers, with and without oneDNN."""
-    from transformers import AutoModel, AutoTokenizer
-
     from bertfeat.fastbert import _onednn_linear_available
 
-    path = tiny_encoder(model_type)
-    tok = AutoTokenizer.from_pretrained(path)
-    model = AutoModel.from_pretrained(path, attn_implementation="eager").eval()
+    tok, model = reference_model(tiny_encoder(model_type))
     ids, mask = padded_batch(tok, [TEXTS[6], TEXTS[0], "cat"])
     # a pad id inside a text: RoBERTa-style models give it the padding position and do not count it
     ids[1, 2] = tok.pad_token_id
@@ -139,11 +143,7 @@ def test_fused_pass_matches_every_hidden_state(tiny_encoder, model_type):
 def test_fused_families_run_in_bfloat16(tiny_encoder, model_type):
     """The low-precision arrangement (plain torch ops: the oneDNN bf16 kernels need AVX512 or AMX) of each family
     stays within a cosine of 0.999 of float32, and really runs in bfloat16."""
-    from transformers import AutoModel, AutoTokenizer
-
-    path = tiny_encoder(model_type)
-    tok = AutoTokenizer.from_pretrained(path)
-    model = AutoModel.from_pretrained(path, attn_implementation="eager").eval()
+    tok, model = reference_model(tiny_encoder(model_type))
     ids, mask = padded_batch(tok, TEXTS[:6])
     with torch.inference_mode():
         fp32 = _FastBert(model, torch.float32, False)(ids, mask, [1, 3])

@@ -76,7 +76,8 @@ def _config(model_type: str, tok):
         return cls[model_type](**{**common, "max_position_embeddings": POSITIONS + 2}, type_vocab_size=1)
     if model_type == "distilbert":
         return tf.DistilBertConfig(vocab_size=len(tok), dim=HIDDEN, n_layers=LAYERS, n_heads=HEADS,
-                                   hidden_dim=INTERMEDIATE, max_position_embeddings=POSITIONS, pad_token_id=tok.pad_token_id)
+                                   hidden_dim=INTERMEDIATE, max_position_embeddings=POSITIONS,
+                                   pad_token_id=tok.pad_token_id)
     if model_type == "mpnet":
         return tf.MPNetConfig(**{**common, "max_position_embeddings": POSITIONS + 2})
     if model_type == "electra":
