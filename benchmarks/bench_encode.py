@@ -15,6 +15,11 @@ GPU, random-weight models of the BERT-base and MiniLM shapes (no download), peer
 
     PYTHONPATH=. python -m benchmarks.bench_encode --device cuda --model bert-base-random,minilm-random --n 50000
 
+CPU, base-size random-weight RoBERTa and MPNet (the fused path's other families) against the peer, exact mode::
+
+    PYTHONPATH=. python -m benchmarks.bench_encode --model roberta-base-random,mpnet-base-random --n 400 \
+        --systems "bertfeat fp32,sentence-transformers" --repeats 3
+
 Nothing is written unless ``--out FILE`` is given (the markdown report).
 """
 
@@ -37,9 +42,13 @@ from benchmarks import common  # noqa: E402
 
 PEER = "sentence-transformers"
 RANDOM_SHAPES = {
-    # BertConfig() defaults: hidden 768, 12 layers, 12 heads, intermediate 3072
-    "bert-base-random": {},
-    "minilm-random": {"hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 1536},
+    # name -> (model_type, config overrides). Each family's config defaults are its base size: hidden 768,
+    # 12 layers, 12 heads, intermediate 3072 (RoBERTa: 514 positions from padding_idx + 1; MPNet: relative bias)
+    "bert-base-random": ("bert", {}),
+    "minilm-random": ("bert", {"hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12,
+                               "intermediate_size": 1536}),
+    "roberta-base-random": ("roberta", {}),
+    "mpnet-base-random": ("mpnet", {}),
 }
 
 
@@ -53,15 +62,19 @@ def default_model_path() -> str:
 
 
 def random_model(name: str, root: Path) -> str:
-    """Save a randomly initialised BERT of a named shape, with the bundled model's tokenizer, under ``root``."""
+    """Save a randomly initialised encoder of a named family and shape, with the bundled model's tokenizer (its
+    [PAD] id is the model's pad_token_id, so RoBERTa's position rule skips padding as in a real checkpoint)."""
     import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
 
     path = root / name
     if not (path / "model.safetensors").exists():
+        tokenizer = AutoTokenizer.from_pretrained(default_model_path())
+        model_type, overrides = RANDOM_SHAPES[name]
+        config = AutoConfig.for_model(model_type, **{"pad_token_id": tokenizer.pad_token_id, **overrides})
         torch.manual_seed(0)
-        BertModel(BertConfig(**RANDOM_SHAPES[name])).save_pretrained(str(path), safe_serialization=True)
-        AutoTokenizer.from_pretrained(default_model_path()).save_pretrained(str(path))
+        AutoModel.from_config(config).save_pretrained(str(path), safe_serialization=True)
+        tokenizer.save_pretrained(str(path))
     return str(path)
 
 
@@ -85,6 +98,11 @@ class Bertfeat:
         # the peer's recipe: mean of the last layer (the peer also L2-normalizes; cosines do not see that)
         self.embedder = BertEmbedder(model=model, pooling="mean", layers=-1, max_length=max_length, device=device,
                                      dtype=dtype).fit(["warm"])
+
+    def forward_pass(self) -> str:
+        """Which forward pass the loaded model runs: bertfeat's fused CPU pass or the transformers model's own."""
+        backend = self.embedder._backend_loader()()
+        return "fused CPU pass" if getattr(backend, "fast", None) is not None else "transformers forward"
 
     def __call__(self, texts):
         import warnings
@@ -265,6 +283,7 @@ def bench_model(name: str, args, root: Path) -> str:
         f"- data: {len(unique):,} distinct Austen paragraphs, {int(lengths.sum()):,} real tokens (mean "
         f"{lengths.mean():.1f}, median {np.median(lengths):.0f}, p90 {np.percentile(lengths, 90):.0f}, "
         f"{int((lengths == args.max_length).sum())} at max_length); {args.repeats} repeats, medians",
+        *[f"- {s}: {runners[s].forward_pass()}" for s in chosen if isinstance(runners[s], Bertfeat)],
         f"- FLOPs of one pass: {flops / 1e12:.2f} TFLOP; measured matmul rate (best over the run): "
         + ", ".join(f"{d} {rates[d] / 1e9:,.0f} GFLOP/s" for d in rate_dtypes),
         "",
@@ -325,8 +344,10 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default cpu)")
     parser.add_argument("--model", default=None,
-                        help="comma-separated: 'default' (bundled MiniLM), 'bert-base-random', 'minilm-random', or "
-                             "a local model directory (default: 'default' on CPU, both random shapes on GPU)")
+                        help="comma-separated: 'default' (bundled MiniLM), "
+                        + ", ".join(f"'{m}'" for m in RANDOM_SHAPES)
+                        + " (random weights), or a local model directory (default: 'default' on CPU, "
+                        "bert-base-random and minilm-random on GPU)")
     parser.add_argument("--n", type=int, default=2000, help="texts per workload (default 2000)")
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats per system (default 3)")
     parser.add_argument("--dup", type=float, default=0.3, help="fraction of repeated texts in the second workload")

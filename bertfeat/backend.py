@@ -4,9 +4,9 @@ A :class:`TorchBackend` tokenizes texts (content tokens, no special tokens) and 
 sequences through the frozen model, returning pooled float32 blocks. Backends are cached once per process and never
 pickled. Device and dtype are resolved here; an out-of-memory error halves the batch and retries.
 
-On CPU, BERT-architecture models run through :class:`_FastBert`, a forward pass over the same weights that fuses
-bias, GELU and residual adds into oneDNN matrix multiplies, computes Q, K and V in one product, and stops at the
-highest layer asked for. In float32 it matches the transformers forward pass within 1e-5 (measured 3.8e-6 on MiniLM); with
+On CPU, BERT, RoBERTa / XLM-RoBERTa / CamemBERT, DistilBERT and MPNet models run through :class:`_FastBert`, a
+forward pass over the same weights that fuses bias, GELU and residual adds into oneDNN matrix multiplies, computes
+Q, K and V in one product, and stops at the highest layer asked for. In float32 it matches the transformers forward pass within 1e-5 (measured 3.8e-6 on MiniLM); with
 ``dtype="bfloat16"`` the products run in bfloat16 while layer norms and the residual stream stay in float32.
 Other architectures, and every GPU, use the transformers model itself, with the same design in low precision:
 float32 weights under autocast (see :meth:`TorchBackend._numerics`). The fused pass lives in

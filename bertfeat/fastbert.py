@@ -1,7 +1,8 @@
-"""The fused CPU forward pass for BERT-architecture encoders (see :class:`_FastBert`).
+"""The fused CPU forward pass for post-norm BERT-family encoders (see :class:`_FastBert`).
 
 Only :mod:`bertfeat.backend` builds it; it runs over the transformers model's own weights and is checked against
-that model at load time before it is used.
+that model at load time before it is used. Which families it covers, and where each keeps its weights, is
+:mod:`bertfeat.architectures`.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from bertfeat import architectures
 
 log = logging.getLogger("bertfeat")
 
@@ -20,11 +23,13 @@ LOW_PRECISION_MIN_COSINE = 0.99
 
 
 class _FastBert:
-    """BERT's forward pass on CPU over the transformers model's own weights, for pooling.
+    """A BERT-family encoder's forward pass on CPU over the transformers model's own weights, for pooling.
 
-    Same math as ``BertModel`` (absolute positions, token type 0, erf GELU, post-norm), arranged for CPU speed:
-    Q/K/V in one product; bias, GELU and the residual add fused into oneDNN's matrix multiply; layers above the
-    highest one asked for skipped; only the asked-for hidden states kept. With a low-precision ``dtype`` the
+    Same math as ``BertModel`` (erf GELU, post-norm) and its relatives in :mod:`bertfeat.architectures`: positions
+    from 0 (BERT, DistilBERT) or from padding_idx + 1 (RoBERTa, XLM-RoBERTa, CamemBERT, MPNet), token type 0 where
+    the family has token types, MPNet's relative-position bias added to the attention scores. Arranged for CPU
+    speed: Q/K/V in one product; bias, GELU and the residual add fused into oneDNN's matrix multiply; layers above
+    the highest one asked for skipped; only the asked-for hidden states kept. With a low-precision ``dtype`` the
     products and attention run in that dtype while embeddings, layer norms and the residual stream stay float32,
     which keeps bfloat16 features within a cosine of 0.9999 of float32 ones.
     """
@@ -35,42 +40,38 @@ class _FastBert:
         import torch
 
         c = model.config
+        w = architectures.encoder_weights(model)
+        if w is None:
+            raise ValueError(f"{type(model).__name__} is not an encoder the fused CPU pass covers")
         self.hidden, self.heads = int(c.hidden_size), int(c.num_attention_heads)
-        self.eps = float(c.layer_norm_eps)
+        self.eps = float(w.eps)
         self.dtype = dtype
         self.low = dtype != torch.float32
         self.onednn = onednn
-        emb = model.embeddings
-        self.word = emb.word_embeddings.weight
-        self.position = emb.position_embeddings.weight
-        self.type0 = emb.token_type_embeddings.weight[0]
-        self.norm0 = (emb.LayerNorm.weight, emb.LayerNorm.bias)
+        self.word = w.word
+        self.position = w.position
+        self.type0 = w.type0
+        self.padding_idx = w.padding_idx
+        self.relative_bias = w.relative_bias
+        self.norm0 = w.embedding_norm
         self.layers = []
-        for layer in model.encoder.layer:
-            att = layer.attention.self
-            qkv_w = torch.cat([att.query.weight, att.key.weight, att.value.weight])
-            qkv_b = torch.cat([att.query.bias, att.key.bias, att.value.bias])
-            out = layer.attention.output
+        for layer in w.layers:
+            qkv_w = torch.cat([layer.query[0], layer.key[0], layer.value[0]])
+            qkv_b = torch.cat([layer.query[1], layer.key[1], layer.value[1]])
             self.layers.append((
                 self._weights(qkv_w, qkv_b),
-                self._weights(out.dense.weight, out.dense.bias),
-                (out.LayerNorm.weight, out.LayerNorm.bias),
-                self._weights(layer.intermediate.dense.weight, layer.intermediate.dense.bias),
-                self._weights(layer.output.dense.weight, layer.output.dense.bias),
-                (layer.output.LayerNorm.weight, layer.output.LayerNorm.bias),
+                self._weights(*layer.attention_out),
+                layer.attention_norm,
+                self._weights(*layer.up),
+                self._weights(*layer.down),
+                layer.output_norm,
             ))
 
     @staticmethod
     def supports(config) -> bool:
-        """A plain BERT encoder: what this class reimplements, and nothing it does not."""
-        return (
-            getattr(config, "model_type", None) == "bert"
-            and getattr(config, "hidden_act", None) == "gelu"
-            and getattr(config, "position_embedding_type", "absolute") == "absolute"
-            and not getattr(config, "is_decoder", False)
-            and not getattr(config, "add_cross_attention", False)
-            and config.hidden_size % config.num_attention_heads == 0
-        )
+        """An encoder of a family this class reimplements (:func:`bertfeat.architectures.supports`), and nothing
+        it does not."""
+        return architectures.supports(config)
 
     @classmethod
     def build_checked(cls, model, dtype, probe_ids: list[list[int]]) -> "_FastBert | None":
@@ -103,21 +104,20 @@ class _FastBert:
 
     def __call__(self, ids, mask, layers: Sequence[int]) -> dict:
         """Hidden states ``{layer: (batch, tokens, hidden) float32}`` for each of ``layers`` (0 = embeddings)."""
-        import torch
         import torch.nn.functional as F
 
         batch, tokens = ids.shape
         h, heads = self.hidden, self.heads
         # key mask only: padded query rows still see the real keys, so no row of the softmax is empty
         keys = None if bool(mask.all()) else mask.bool()[:, None, None, :]
-        x = F.embedding(ids, self.word) + (self.position[:tokens] + self.type0)
-        x = F.layer_norm(x, (h,), *self.norm0, self.eps)
+        scores_mask = self._attention_bias(keys, tokens)
+        x = F.layer_norm(self._embed(ids), (h,), *self.norm0, self.eps)
         wanted = set(layers)
         out = {0: x} if 0 in wanted else {}
         for i, (qkv_wb, out_wb, norm1, up_wb, down_wb, norm2) in enumerate(self.layers[: max(layers)], start=1):
             xin = x.to(self.dtype) if self.low else x
             qkv = self._linear(xin, qkv_wb).view(batch, tokens, 3, heads, h // heads).permute(2, 0, 3, 1, 4)
-            ctx = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], attn_mask=keys)
+            ctx = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], attn_mask=scores_mask)
             ctx = ctx.transpose(1, 2).reshape(batch, tokens, h)
             x = F.layer_norm(self._linear_add(ctx, out_wb, x), (h,), *norm1, self.eps)
             xin = x.to(self.dtype) if self.low else x
@@ -125,6 +125,34 @@ class _FastBert:
             if i in wanted:
                 out[i] = x
         return out
+
+    def _embed(self, ids):
+        """Word + position (+ token type 0) embeddings, before the layer norm."""
+        import torch.nn.functional as F
+
+        if self.padding_idx is None:
+            fixed = self.position[: ids.shape[1]]
+            return F.embedding(ids, self.word) + (fixed if self.type0 is None else fixed + self.type0)
+        # RoBERTa's rule (fairseq's make_positions): pad tokens sit at padding_idx, the others count from past it
+        real = ids.ne(self.padding_idx)
+        x = F.embedding(ids, self.word)
+        if self.type0 is not None:
+            x = x + self.type0
+        return x + F.embedding(real.cumsum(1) * real + self.padding_idx, self.position)
+
+    def _attention_bias(self, keys, tokens: int):
+        """The attention mask as SDPA takes it: the boolean key mask, or MPNet's relative-position bias with the
+        padded keys at -inf (one (batch or 1, heads, tokens, tokens) tensor, shared by every layer)."""
+        import torch
+        import torch.nn.functional as F
+
+        if self.relative_bias is None:
+            return keys
+        buckets = architectures.mpnet_relative_buckets(tokens, device=self.relative_bias.device)
+        bias = F.embedding(buckets, self.relative_bias).permute(2, 0, 1).unsqueeze(0)
+        if keys is not None:
+            bias = torch.where(keys, bias, float("-inf"))
+        return bias.to(self.dtype) if self.low else bias
 
 
 def _onednn_linear_available() -> bool:
@@ -170,8 +198,8 @@ def build_ladder(cls, model, dtype, probe_ids: list[list[int]]) -> Ladder:
     import torch
 
     dtype_name = str(dtype).replace("torch.", "")
-    if not all(hasattr(model, a) for a in ("embeddings", "encoder")):
-        return _chosen(Ladder(None, f"transformers-{dtype_name}", [("fast path", "the model has no BERT layout")]))
+    if architectures.encoder_weights(model) is None:
+        return _chosen(Ladder(None, f"transformers-{dtype_name}", [("fast path", "not a layout bertfeat reimplements")]))
     longest = max(len(p) for p in probe_ids)
     ids = torch.zeros((len(probe_ids), longest), dtype=torch.long)
     mask = torch.zeros_like(ids)

@@ -151,8 +151,7 @@ def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple
         raise ModelNotAvailableError(f"model={name!r}: {root} holds no tokenizer files (tokenizer.json or vocab).")
     st_pooling, st_normalize, st_max = _sentence_transformers_config(root)
     max_pos = _first(config, "max_position_embeddings", "n_positions") or 512
-    # RoBERTa-style models reserve positions for padding, so their usable length is below max_position_embeddings.
-    offset = 2 if config.get("model_type") in {"roberta", "xlm-roberta", "camembert", "longformer"} else 0
+    offset = _position_offset(config)
     tok_max = _tokenizer_max_length(root)
     max_length = min(int(max_pos) - offset, tok_max) if tok_max else int(max_pos) - offset
     stable_config = {k: v for k, v in config.items() if not k.startswith("_") and k not in _VOLATILE_CONFIG_KEYS}
@@ -178,6 +177,23 @@ def _describe(name: str, path: str, trust_remote_code: bool) -> ModelSpec:
     root = Path(path)
     stamp = tuple((f.name, *_identity(f)) for f in sorted(root.iterdir()) if f.is_file())
     return _describe_cached(name, path, trust_remote_code, stamp)
+
+
+# Families whose positions start at padding_idx + 1 (fairseq's make_positions), padding_idx being pad_token_id.
+_PADDING_OFFSET_TYPES = {"roberta", "xlm-roberta", "camembert", "longformer", "roberta-prelayernorm",
+                         "xlm-roberta-xl", "data2vec-text", "ibert"}
+
+
+def _position_offset(config: dict) -> int:
+    """Position embeddings a model reserves below its first token, so its usable length is below
+    max_position_embeddings: padding_idx + 1 for RoBERTa-style models, 2 for MPNet (its padding_idx is fixed at 1)."""
+    model_type = config.get("model_type")
+    if model_type == "mpnet":
+        return 2
+    if model_type in _PADDING_OFFSET_TYPES:
+        pad = config.get("pad_token_id")
+        return (pad if isinstance(pad, int) and pad >= 0 else 1) + 1
+    return 0
 
 
 def _first(config: dict, *keys):

@@ -1,0 +1,189 @@
+"""The compatibility matrix: every encoder family gives what a plain transformers forward pass gives.
+
+For each family a tiny random-weight model (tests/tiny_encoders.py) goes through ``BertEmbedder(device="cpu")``
+and is compared, CLS and mean of several layers, truncated and chunked, with the transformers model run one text
+(or one window) at a time on the tokenizer's own special tokens. The families bertfeat reimplements on CPU
+(:mod:`bertfeat.fastbert`) must take that fused path; the others must keep the transformers one.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from bertfeat import BertEmbedder
+from bertfeat.backend import _FastBert, clear_backends, get_backend
+from bertfeat.models import resolve_model
+from tests.conftest import TINY_SENTENCES
+from tests.tiny_encoders import FAMILIES, build_tiny_encoder
+
+torch = pytest.importorskip("torch")
+
+MAX_LENGTH = 16  # short enough that the long texts below are truncated or cut into several windows
+LAYERS = [0, 1, 3]
+TEXTS = TINY_SENTENCES[:4] + [
+    "",
+    "cat",
+    "It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of "
+    "a wife.",
+    "Emma Woodhouse, handsome, clever, and rich, with a comfortable home and happy disposition, seemed to unite some "
+    "of the best blessings of existence.",
+    "the lazy dog sat in the park on the mat " * 3,
+]
+
+
+@pytest.fixture(scope="module")
+def tiny_encoder(tmp_path_factory):
+    """model_type -> path of its tiny model, built on first use."""
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()
+    built: dict[str, str] = {}
+
+    def get(model_type: str) -> str:
+        if model_type not in built:
+            built[model_type] = build_tiny_encoder(tmp_path_factory.mktemp(model_type), model_type, corpus=TEXTS)
+        return built[model_type]
+
+    yield get
+    clear_backends()
+    reference_model.cache_clear()
+
+
+@functools.lru_cache(maxsize=None)
+def reference_model(path):
+    """The tokenizer and the transformers model with its plain (eager) attention."""
+    from transformers import AutoModel, AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(path), AutoModel.from_pretrained(path, attn_implementation="eager").eval()
+
+
+def reference_features(path, texts, layers, max_length, long_text="truncate", stride=0):
+    """CLS and mean of ``layers`` (pooling-major) from the transformers model, one sequence at a time.
+
+    Truncation is the tokenizer's own; a chunked text is cut into windows of ``max_length - 2`` content tokens
+    sharing ``stride`` tokens, each wrapped in the tokenizer's CLS/SEP (or <s>/</s>), and the windows' vectors are
+    averaged weighted by their token counts.
+    """
+    tok, model = reference_model(path)
+
+    def pooled(ids):
+        ids_t = torch.tensor([ids])
+        hidden = model(input_ids=ids_t, attention_mask=torch.ones_like(ids_t), output_hidden_states=True).hidden_states
+        return torch.cat([hidden[k][0, 0] for k in layers] + [hidden[k][0].mean(dim=0) for k in layers]).double()
+
+    rows = []
+    with torch.inference_mode():
+        for text in texts:
+            if long_text == "truncate":
+                sequences = [tok(text, truncation=True, max_length=max_length)["input_ids"]]
+            else:
+                content, window = tok(text, add_special_tokens=False)["input_ids"], max_length - 2
+                starts = [0]
+                while starts[-1] + window < len(content):
+                    starts.append(starts[-1] + window - stride)
+                sequences = [[tok.cls_token_id] + content[s:s + window] + [tok.sep_token_id] for s in starts]
+            weights = torch.tensor([len(s) for s in sequences], dtype=torch.float64)
+            vectors = torch.stack([pooled(s) for s in sequences])
+            rows.append(((vectors * weights[:, None]).sum(0) / weights.sum()).float().numpy())
+    return np.stack(rows)
+
+
+@pytest.mark.parametrize("model_type", list(FAMILIES))
+def test_family_matches_transformers(tiny_encoder, model_type):
+    path = tiny_encoder(model_type)
+    kwargs = dict(model=path, pooling="cls+mean", layers=LAYERS, layer_agg="concat", max_length=MAX_LENGTH,
+                  device="cpu")
+    with pytest.warns(UserWarning):  # the long texts are truncated, and bertfeat says so
+        truncated = BertEmbedder(**kwargs).fit_transform(TEXTS)
+    np.testing.assert_allclose(truncated, reference_features(path, TEXTS, LAYERS, MAX_LENGTH), atol=1e-5, rtol=0)
+    chunked = BertEmbedder(**kwargs, long_text="chunk", stride=3).fit_transform(TEXTS)
+    np.testing.assert_allclose(chunked, reference_features(path, TEXTS, LAYERS, MAX_LENGTH, "chunk", 3),
+                               atol=1e-5, rtol=0)
+    assert not np.allclose(truncated, chunked)  # the long texts really were windowed
+
+
+@pytest.mark.parametrize("model_type", list(FAMILIES))
+def test_family_takes_the_expected_cpu_path(tiny_encoder, model_type):
+    backend = get_backend(resolve_model(tiny_encoder(model_type)), "cpu", "float32")
+    assert (backend.fast is not None) == FAMILIES[model_type][1]
+    assert (backend.model is None) == FAMILIES[model_type][1]  # the fused path frees the transformers module
+
+
+FUSED = [t for t, (_, fused) in FAMILIES.items() if fused]
+
+
+def padded_batch(tok, texts):
+    enc = tok(texts, padding=True, return_tensors="pt", return_token_type_ids=False)
+    return enc["input_ids"], enc["attention_mask"]
+
+
+@pytest.mark.parametrize("model_type", FUSED)
+def test_fused_pass_matches_every_hidden_state(tiny_encoder, model_type):
+    """Every layer, every real token, padded batch: within 1e-5 of transformers, with and without oneDNN."""
+    from bertfeat.fastbert import _onednn_linear_available
+
+    tok, model = reference_model(tiny_encoder(model_type))
+    ids, mask = padded_batch(tok, [TEXTS[6], TEXTS[0], "cat"])
+    # a pad id inside a text: RoBERTa-style models give it the padding position and do not count it
+    ids[1, 2] = tok.pad_token_id
+    layers = list(range(model.config.num_hidden_layers + 1))
+    with torch.inference_mode():
+        want = model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
+        for onednn in (True, False) if _onednn_linear_available() else (False,):
+            got = _FastBert(model, torch.float32, onednn)(ids, mask, layers)
+            real = mask.bool()
+            for k in layers:
+                assert (got[k][real] - want[k][real]).abs().max().item() <= 1e-5, (model_type, onednn, k)
+
+
+@pytest.mark.parametrize("model_type", FUSED)
+def test_fused_families_run_in_bfloat16(tiny_encoder, model_type):
+    """The low-precision arrangement (plain torch ops: the oneDNN bf16 kernels need AVX512 or AMX) of each family
+    stays within a cosine of 0.999 of float32, and really runs in bfloat16."""
+    tok, model = reference_model(tiny_encoder(model_type))
+    ids, mask = padded_batch(tok, TEXTS[:6])
+    with torch.inference_mode():
+        fp32 = _FastBert(model, torch.float32, False)(ids, mask, [1, 3])
+        bf16 = _FastBert(model, torch.bfloat16, False)(ids, mask, [1, 3])
+    real = mask.bool()
+    for k in (1, 3):
+        a, b = fp32[k][real], bf16[k][real]
+        assert b.dtype == torch.float32 and not torch.equal(a, b)
+        assert torch.nn.functional.cosine_similarity(a, b, dim=-1).min().item() >= 0.999
+
+
+def test_supports_only_what_it_reimplements():
+    from transformers import AutoConfig, DistilBertConfig, MPNetConfig, RobertaConfig
+
+    assert _FastBert.supports(RobertaConfig())
+    assert _FastBert.supports(AutoConfig.for_model("xlm-roberta"))
+    assert _FastBert.supports(DistilBertConfig())
+    assert _FastBert.supports(MPNetConfig())
+    assert not _FastBert.supports(RobertaConfig(hidden_act="relu"))
+    assert not _FastBert.supports(DistilBertConfig(activation="relu"))
+    assert not _FastBert.supports(RobertaConfig(position_embedding_type="relative_key"))
+    assert not _FastBert.supports(RobertaConfig(is_decoder=True))
+    assert not _FastBert.supports(AutoConfig.for_model("roberta-prelayernorm"))  # pre-norm: other math
+    for model_type in ("electra", "albert", "deberta-v2", "modernbert"):
+        assert not _FastBert.supports(AutoConfig.for_model(model_type))
+
+
+@pytest.mark.parametrize("model_type", ["roberta", "mpnet"])
+def test_length_limit_leaves_room_for_the_position_offset(tiny_encoder, model_type, tmp_path):
+    """Without a tokenizer limit, the model's own limit is its positions minus those reserved below padding_idx + 1
+    (MPNet's padding_idx is fixed at 1): the longest window must not index past the position table."""
+    import json
+    import shutil
+
+    path = tmp_path / model_type
+    shutil.copytree(tiny_encoder(model_type), path)
+    config = json.loads((path / "tokenizer_config.json").read_text())
+    config.pop("model_max_length", None)
+    (path / "tokenizer_config.json").write_text(json.dumps(config))
+    assert resolve_model(str(path)).max_length == json.loads((path / "config.json").read_text())[
+        "max_position_embeddings"] - 2
+    X = BertEmbedder(model=str(path), pooling="mean", long_text="chunk").fit_transform(["the cat sat on the mat " * 20])
+    assert X.shape == (1, 32) and np.isfinite(X).all()
