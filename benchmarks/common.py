@@ -94,17 +94,27 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def machine_summary(device: str) -> dict:
+def machine_summary(device: str, hidden: int = 384, intermediate: int = 1536) -> dict:
+    """The machine class a figure belongs to: CPU model and generation, the instruction sets that decide float32 /
+    bfloat16 speed, threads, bertfeat's measured product rates per dtype at the model's shape, and versions."""
     import platform
 
     import torch
 
+    from bertfeat.hardware import machine_report
+
+    m = machine_report(hidden, intermediate)
     info = {
+        "cpu": m["cpu"],
+        "cpu_id": m["cpu_id"],
+        "flags": " ".join(m["flags"]) or "none",
+        "native dtypes": "/".join(m["native_dtypes"]),
+        "matmul GFLOP/s (fp32/bf16/fp16)": "/".join(f"{r:.0f}" if r else "n/a" for r in m["matmul_gflops"].values()),
+        "fastest dtype": m["fastest_dtype"],
+        "threads": torch.get_num_threads(),
+        "cores": m["allotted_cores"],
         "python": platform.python_version(),
         "torch": torch.__version__,
-        "threads": torch.get_num_threads(),
-        "cpu": _cpu_model(),
-        "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
     }
     for name in ("transformers", "sentence_transformers", "numpy"):
         try:
@@ -114,22 +124,6 @@ def machine_summary(device: str) -> dict:
     if device.startswith("cuda"):
         info["gpu"] = torch.cuda.get_device_name(torch.device(device))
     return info
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    name = line.split(":", 1)[1].strip()
-                    flags = open("/proc/cpuinfo").read()
-                    extra = [f for f in ("avx512_bf16", "amx_bf16") if f in flags]
-                    return name + (f" ({', '.join(extra)})" if extra else "")
-    except OSError:
-        pass
-    import platform
-
-    return platform.processor() or "unknown"
 
 
 def loadavg() -> str:

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from bertfeat.fastbert import _FastBert, _onednn_linear_available  # noqa: F401 (re-exported)
+from bertfeat.fastbert import _FastBert, _onednn_linear_available, build_ladder  # noqa: F401 (re-exported)
 from bertfeat.hardware import (  # noqa: F401 (re-exported)
     ONEDNN_CACHE_CAPACITY,
     _bound_onednn_cache,
@@ -33,6 +34,8 @@ from bertfeat.hardware import (  # noqa: F401 (re-exported)
 )
 from bertfeat.gpu import MAX_GPU_BATCH_TOKENS, MemoryCap, gpu_batch_tokens  # noqa: F401 (re-exported)
 from bertfeat.models import ModelSpec
+
+log = logging.getLogger("bertfeat")
 
 _REGISTRY: dict[tuple, "TorchBackend"] = {}
 _LOCK = threading.Lock()
@@ -66,6 +69,8 @@ def resolve_device(device: str = "auto") -> str:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as exc:
         raise ValueError(f"device={device!r} is not valid: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'.") from exc
+    if dev.type not in ("cpu", "cuda", "mps"):  # meta, xpu, ...: torch knows them, bertfeat does not run there
+        raise ValueError(f"device={device!r} is not supported: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'.")
     if dev.type == "cuda":
         count = gpu.device_count()  # through NVML: CUDA is not initialised
         if count == 0:
@@ -153,7 +158,7 @@ class TorchBackend:
 
     def __init__(self, spec: ModelSpec, device: str, dtype: str, trust_remote_code: bool = False):
         import torch
-        from transformers import AutoModel, AutoTokenizer
+        from transformers import AutoTokenizer
 
         self.spec = spec
         self.device = device
@@ -166,27 +171,27 @@ class TorchBackend:
         with _quiet_transformers():
             self.tokenizer = AutoTokenizer.from_pretrained(spec.path, trust_remote_code=trust_remote_code)
             config = _load_config(spec.path, trust_remote_code)
-            fast = device_type == "cpu" and _FastBert.supports(config)
-            # Weights stay float32 on every path: a low dtype runs the products only, with embeddings, layer norms
-            # and the residual stream in float32 (the fast CPU path by construction, the others under autocast), so
-            # a recipe's dtype means one arithmetic on CPU and GPU alike.
-            load_dtype = torch.float32
-            kwargs = dict(dtype=load_dtype, use_safetensors=True, trust_remote_code=trust_remote_code)
-            try:
-                model = AutoModel.from_pretrained(spec.path, attn_implementation="sdpa", **kwargs)
-            except (ValueError, ImportError):  # architectures without an SDPA kernel
-                model = AutoModel.from_pretrained(spec.path, attn_implementation="eager", **kwargs)
-        model.eval().requires_grad_(False)
+        self.config = config
+        self.trust_remote_code = trust_remote_code
+        fast = device_type == "cpu" and _FastBert.supports(config)
+        # Weights stay float32 on every path: a low dtype runs the products only, with embeddings, layer norms and
+        # the residual stream in float32 (the fast CPU path by construction, the others under autocast), so a
+        # recipe's dtype means one arithmetic on CPU and GPU alike.
+        model = self._load_model(torch.float32)
         self.model = model.to(device)
         self.prefix, self.suffix = _special_tokens_around(self.tokenizer)
         pad = self.tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else 0)
-        self.config = config
-        self.fast = _FastBert.build_checked(model, self.torch_dtype, self._probe_ids()) if fast else None
+        self.ladder = build_ladder(_FastBert, model, self.torch_dtype, self._probe_ids()) if fast else None
+        self.fast = self.ladder.fast if self.ladder else None
+        self.rung = self.ladder.rung if self.ladder else f"transformers-{dtype}"
         if self.fast is not None:
             # The fast path holds its own (packed) copies of the layer weights and shares the embeddings and norms:
             # dropping the transformers module frees the originals.
             self.model = None
+        if device_type == "cpu" and dtype != "float32":
+            self._check_reduced_precision()
+        self._fallback_lock = threading.Lock()
         # Batches in flight at once. On CPU each worker runs its own batch on its share of the cores, so small ops
         # (layer norm, attention) never wait on each other's threads and a core taken by another process delays
         # one batch, not every operation. On GPU a second worker pads and launches the next batch while the
@@ -214,6 +219,45 @@ class TorchBackend:
     @default_batch_tokens.setter
     def default_batch_tokens(self, value: int) -> None:
         self._default_batch_tokens = value
+
+    def _load_model(self, load_dtype):
+        """The transformers model in ``load_dtype`` (SDPA attention where the architecture has it), frozen."""
+        from transformers import AutoModel
+
+        kwargs = dict(dtype=load_dtype, use_safetensors=True, trust_remote_code=self.trust_remote_code)
+        with _quiet_transformers():
+            try:
+                model = AutoModel.from_pretrained(self.spec.path, attn_implementation="sdpa", **kwargs)
+            except (ValueError, ImportError):  # architectures without an SDPA kernel
+                model = AutoModel.from_pretrained(self.spec.path, attn_implementation="eager", **kwargs)
+        return model.eval().requires_grad_(False)
+
+    def _check_reduced_precision(self) -> None:
+        """bfloat16 / float16 on CPU: run it once (a CPU that cannot is told so in one line, never a raw crash) and
+        warn, with the measured rates, when it is slower than float32 here. The dtype is never switched."""
+        import warnings
+
+        import torch
+
+        from bertfeat.exceptions import SlowDtypeWarning
+        from bertfeat.hardware import cpu_flags, cpu_model, dtype_rates, slow_dtype_message
+
+        if self.fast is None:  # the transformers forward pass in this dtype is the bottom rung: prove it runs
+            ids, mask = self._pad(self.tokenize(["a short probe", "a somewhat longer probe sentence"]))
+            try:
+                with torch.inference_mode(), self._numerics():
+                    self.model(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask))
+            except RuntimeError as exc:
+                raise ValueError(
+                    f"dtype={self.dtype!r} cannot run on this CPU ({cpu_model()}; instruction sets: "
+                    f"{', '.join(cpu_flags()) or 'none reported'}): {str(exc).splitlines()[0]}. "
+                    "Pass dtype='float32', the fast mode here."
+                ) from None
+        intermediate = int(getattr(self.config, "intermediate_size", 4 * self.spec.hidden_size))
+        rates = dtype_rates(self.spec.hidden_size, intermediate, ("float32", self.dtype))
+        message = slow_dtype_message(self.dtype, rates)
+        if message:
+            warnings.warn(message, SlowDtypeWarning, stacklevel=2)
 
     @property
     def n_special(self) -> int:
@@ -331,19 +375,30 @@ class TorchBackend:
         input_ids = input_ids.to(self.device, non_blocking=on_gpu)
         attention = attention.to(self.device, non_blocking=on_gpu)
         needed = sorted({layer for group in layer_groups for layer in group})
-        with torch.inference_mode(), self._numerics():
-            if self.fast is not None:
-                hidden = self.fast(input_ids, attention, needed)
+        fast = self.fast  # read once: another worker may leave the fast path meanwhile
+        with torch.inference_mode(), self._numerics(fast):
+            failure = None
+            if fast is not None:
+                try:
+                    hidden = fast(input_ids, attention, needed)
+                except RuntimeError as exc:
+                    if _is_oom(exc):
+                        raise
+                    failure = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
             elif needed == [self.spec.num_layers]:
                 out = self.model(input_ids=input_ids, attention_mask=attention)
                 hidden = {self.spec.num_layers: out.last_hidden_state}
             else:
                 out = self.model(input_ids=input_ids, attention_mask=attention, output_hidden_states=True)
                 hidden = out.hidden_states
-            pooled = pool_blocks(hidden, attention, pooling, layer_groups)
+            if failure is None:
+                pooled = pool_blocks(hidden, attention, pooling, layer_groups)
+        if failure is not None:  # outside the except block, so the failed batch's tensors are gone
+            self._leave_fast_path(fast, failure)
+            return self._forward(units, pooling, layer_groups)
         return pooled.cpu().numpy()
 
-    def _numerics(self):
+    def _numerics(self, fast=None):
         """The arithmetic of a transformers forward pass (the fast CPU path sets its own).
 
         A low dtype runs as autocast over the float32 weights: products and attention in that dtype, embeddings,
@@ -358,7 +413,7 @@ class TorchBackend:
 
         on_gpu = self.device.startswith("cuda")
         stack = contextlib.ExitStack()
-        if self.fast is not None:
+        if fast is not None:
             return stack
         if self.torch_dtype == torch.float32:
             if on_gpu:
@@ -368,6 +423,23 @@ class TorchBackend:
         if on_gpu:
             stack.enter_context(gpu.held_flag("no_flash_attention").held())
         return stack
+
+    def _leave_fast_path(self, fast, failure: str) -> None:
+        """The fast path failed on a real batch after passing its load-time check: go to the transformers forward
+        pass for the rest of this backend's life (once; a failure there is raised). The batch is then run again,
+        so no row is lost or repeated."""
+        import torch
+
+        with self._fallback_lock:
+            if self.fast is not fast:  # another worker thread already fell back
+                return
+            log.warning("bertfeat: the fast CPU path (%s) failed on a batch (%s); using the transformers forward pass "
+                        "from now on", self.rung, failure)
+            self.model = self._load_model(torch.float32).to(self.device)  # low dtypes: autocast
+            self.fast = None
+            self.rung = f"transformers-{self.dtype}"
+            if self.torch_dtype != torch.float32:
+                self._check_reduced_precision()
 
     def _pad(self, units) -> tuple[np.ndarray, np.ndarray]:
         """``[prefix] + units + [suffix]``, right-padded to the longest: int64 ids and attention mask."""

@@ -15,3 +15,11 @@ class CacheError(RuntimeError):
 
 class CacheWarning(UserWarning):
     """A cache shard could not be read (it is ignored and its texts recomputed) or new rows could not be written."""
+
+
+class SlowDtypeWarning(UserWarning):
+    """A reduced precision (``dtype="bfloat16"`` or ``"float16"``) runs slower than float32 on this CPU.
+
+    bertfeat keeps the dtype that was asked for (it is part of the recipe and of the cache key); the message gives
+    the two measured rates so the choice can be made with numbers.
+    """

@@ -6,7 +6,17 @@ that model at load time before it is used.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+log = logging.getLogger("bertfeat")
+
+# How close a low-precision arrangement must stay to the float32 transformers forward pass on the probe sequences:
+# the cosine of every real token's hidden state at every layer. bfloat16 keeps about 3 significant digits, which
+# on MiniLM gives cosines above 0.9999; a wrong arrangement (a kernel that mis-computes, NaN, a transposed weight)
+# falls far below.
+LOW_PRECISION_MIN_COSINE = 0.99
 
 
 class _FastBert:
@@ -18,6 +28,8 @@ class _FastBert:
     products and attention run in that dtype while embeddings, layer norms and the residual stream stay float32,
     which keeps bfloat16 features within a cosine of 0.9999 of float32 ones.
     """
+
+    rung = ""  # set by build_ladder: which arrangement this is ("onednn-float32", "torch-bfloat16", ...)
 
     def __init__(self, model, dtype, onednn: bool):
         import torch
@@ -62,35 +74,8 @@ class _FastBert:
 
     @classmethod
     def build_checked(cls, model, dtype, probe_ids: list[list[int]]) -> "_FastBert | None":
-        """Build the fast path, or return None if it does not reproduce ``model`` on the probe sequences.
-
-        The float32 arrangement is compared with the transformers forward pass at every layer (to 1e-4), first with
-        oneDNN's fused kernels and, failing that, with plain torch ops; a model that matches neither keeps the
-        transformers forward pass. The check costs one tiny forward pass at load time.
-        """
-        import torch
-
-        if not all(hasattr(model, a) for a in ("embeddings", "encoder")):
-            return None
-        longest = max(len(p) for p in probe_ids)
-        ids = torch.zeros((len(probe_ids), longest), dtype=torch.long)
-        mask = torch.zeros_like(ids)
-        for i, p in enumerate(probe_ids):
-            ids[i, : len(p)] = torch.tensor(p)
-            mask[i, : len(p)] = 1
-        layers = list(range(model.config.num_hidden_layers + 1))
-        with torch.inference_mode():
-            want = model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
-            for onednn in ((True, False) if _onednn_linear_available() else (False,)):
-                try:
-                    got_fast = cls(model, torch.float32, onednn)
-                    got = got_fast(ids, mask, layers)
-                except RuntimeError:
-                    continue
-                real = mask.bool()
-                if all(torch.allclose(got[k][real], want[k][real], atol=1e-4, rtol=1e-4) for k in layers):
-                    return got_fast if dtype == torch.float32 else cls(model, dtype, onednn)
-        return None
+        """The fast path for ``dtype``, or None when no arrangement of it reproduces ``model`` (see :func:`build_ladder`)."""
+        return build_ladder(cls, model, dtype, probe_ids).fast
 
     def _weights(self, weight, bias):
         import torch
@@ -150,3 +135,103 @@ def _onednn_linear_available() -> bool:
         and hasattr(torch.ops.mkldnn, "_linear_pointwise")
         and hasattr(torch.ops.mkldnn, "_reorder_linear_weight")
     )
+
+
+@dataclass
+class Ladder:
+    """What :func:`build_ladder` chose: the fast path (None: the transformers forward pass), the rung's name, and why
+    each rung above it was passed over."""
+
+    fast: "_FastBert | None"
+    rung: str
+    passed_over: list[tuple[str, str]] = field(default_factory=list)
+
+    def describe(self) -> str:
+        why = "; ".join(f"{name}: {reason}" for name, reason in self.passed_over)
+        return f"{self.rung}" + (f" (passed over {why})" if why else "")
+
+
+def rungs(dtype_name: str, onednn: bool) -> list[tuple[str, bool]]:
+    """The arrangements tried for ``dtype_name``, fastest first: ``[(name, uses_onednn), ...]``."""
+    kinds = ([("onednn", True)] if onednn else []) + [("torch", False)]
+    return [(f"{kind}-{dtype_name}", flag) for kind, flag in kinds]
+
+
+def build_ladder(cls, model, dtype, probe_ids: list[list[int]]) -> Ladder:
+    """Walk the ladder of fast arrangements for ``dtype`` and keep the first that reproduces ``model``.
+
+    Every rung is built and run on the probe sequences inside one guard, then compared with the transformers
+    forward pass in float32 at every layer: float32 rungs to 1e-4, reduced-precision rungs to a per-token cosine of
+    :data:`LOW_PRECISION_MIN_COSINE`. A rung that raises (a private oneDNN op missing, or refusing this CPU, as the
+    bfloat16 weight packing does on AVX2-only machines) or disagrees falls to the next: oneDNN-fused, then plain
+    torch ops, then the transformers forward pass itself (``fast=None``). A reduced precision is only tried once a
+    float32 arrangement has shown the architecture's math is reproduced. One debug line says which rung runs and why.
+    """
+    import torch
+
+    dtype_name = str(dtype).replace("torch.", "")
+    if not all(hasattr(model, a) for a in ("embeddings", "encoder")):
+        return _chosen(Ladder(None, f"transformers-{dtype_name}", [("fast path", "the model has no BERT layout")]))
+    longest = max(len(p) for p in probe_ids)
+    ids = torch.zeros((len(probe_ids), longest), dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for i, p in enumerate(probe_ids):
+        ids[i, : len(p)] = torch.tensor(p)
+        mask[i, : len(p)] = 1
+    layers = list(range(model.config.num_hidden_layers + 1))
+    real = mask.bool()
+    passed: list[tuple[str, str]] = []
+    onednn = _onednn_linear_available()
+    if not onednn:
+        passed.append(("onednn", "torch has no oneDNN linear ops here"))
+    with torch.inference_mode():
+        want = model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
+
+        def attempt(name, rung_dtype, use_onednn):
+            try:
+                fast = cls(model, rung_dtype, use_onednn)
+                got = fast(ids, mask, layers)
+            except (RuntimeError, NotImplementedError, TypeError, AttributeError) as exc:
+                passed.append((name, f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"))
+                return None
+            problem = _disagreement(got, want, layers, real, low=rung_dtype != torch.float32)
+            if problem:
+                passed.append((name, problem))
+                return None
+            fast.rung = name
+            return fast
+
+        math_ok = None
+        for name, use_onednn in rungs("float32", onednn):
+            math_ok = attempt(name, torch.float32, use_onednn)
+            if math_ok is not None:
+                break
+        if math_ok is None or dtype == torch.float32:
+            return _chosen(Ladder(math_ok, math_ok.rung if math_ok else "transformers-float32", passed))
+        for name, use_onednn in rungs(dtype_name, onednn):
+            fast = attempt(name, dtype, use_onednn)
+            if fast is not None:
+                return _chosen(Ladder(fast, name, passed))
+    return _chosen(Ladder(None, f"transformers-{dtype_name}", passed))
+
+
+def _disagreement(got: dict, want, layers, real, low: bool) -> str | None:
+    """Why ``got`` does not reproduce ``want`` at some layer, or None when it does."""
+    import torch
+
+    for k in layers:
+        a, b = got[k][real].float(), want[k][real].float()
+        if not torch.isfinite(a).all():
+            return f"non-finite values at layer {k}"
+        if low:
+            cos = torch.nn.functional.cosine_similarity(a, b, dim=-1).min().item()
+            if cos < LOW_PRECISION_MIN_COSINE:
+                return f"cosine {cos:.4f} with transformers at layer {k}"
+        elif not torch.allclose(a, b, atol=1e-4, rtol=1e-4):
+            return f"max abs diff {(a - b).abs().max().item():.2e} with transformers at layer {k}"
+    return None
+
+
+def _chosen(ladder: Ladder) -> Ladder:
+    log.debug("bertfeat CPU forward pass: %s", ladder.describe())
+    return ladder

@@ -1,12 +1,28 @@
-"""What this machine's CPU gives the model: the cores this process may use, torch's thread count, oneDNN's knobs.
+"""What this machine's CPU gives the model: the cores this process may use, torch's thread count, oneDNN's knobs,
+the instruction sets that decide which precisions run natively, and measured matrix-multiply rates per dtype.
 
 Torch is imported inside the functions that need it, so reading the allotted cores stays cheap.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import os
+import platform
+import time
+
+# Instruction sets that decide how fast float32, bfloat16 and float16 products run (x86 names as in
+# /proc/cpuinfo; ARM names as in its "Features" line).
+X86_FLAGS = ("avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni", "avx512_bf16",
+             "avx512_fp16", "avx_vnni", "avx_ne_convert", "amx_tile", "amx_bf16", "amx_fp16", "amx_int8")
+ARM_FLAGS = ("asimd", "asimdhp", "fphp", "bf16", "i8mm", "sve", "sve2", "sme")
+# A CPU multiplies bfloat16 natively with a bf16 dot-product instruction; float16 with fp16 arithmetic. Without
+# them torch still runs those dtypes, converting to float32 around the products: correct, but slower than float32.
+NATIVE = {
+    "bfloat16": ("avx512_bf16", "amx_bf16", "avx_ne_convert", "bf16"),
+    "float16": ("avx512_fp16", "amx_fp16", "asimdhp", "fphp"),
+}
 
 
 def allotted_cores() -> int:
@@ -55,3 +71,181 @@ def _limit_threads_to_allotted_cores() -> None:
 
     if torch.get_num_threads() > allotted_cores():
         set_threads()
+
+
+def cpu_model() -> str:
+    """The CPU's marketing name, as the OS reports it ("unknown" where it does not)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("model name", "Model name", "Hardware")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    if platform.system() == "Darwin":
+        import subprocess
+
+        try:
+            out = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True,
+                                 timeout=5).stdout.strip()
+            if out:
+                return out
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return platform.processor() or "unknown"
+
+
+def cpu_id(cpuinfo: str | None = None) -> str | None:
+    """``"<vendor> family F model M"`` from /proc/cpuinfo (x86), which tells CPU generations apart where the
+    marketing name does not (a KVM guest often reports just "AMD EPYC"); None where it is not reported."""
+    text = _cpuinfo_text() if cpuinfo is None else cpuinfo
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        if ":" in line:
+            key, value = (part.strip() for part in line.split(":", 1))
+            fields.setdefault(key, value)
+        elif not line.strip() and fields:
+            break
+    if "cpu family" not in fields:
+        return None
+    return f"{fields.get('vendor_id', 'unknown')} family {fields['cpu family']} model {fields.get('model', '?')}"
+
+
+def _cpuinfo_text() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def cpu_flags(cpuinfo: str | None = None) -> list[str]:
+    """The instruction sets in :data:`X86_FLAGS` / :data:`ARM_FLAGS` that this CPU has, in that order.
+
+    Read from /proc/cpuinfo (``cpuinfo`` replaces it, for tests); on Apple silicon, which has no such file, the
+    ARM flags every M-series core has are assumed.
+    """
+    text = _cpuinfo_text() if cpuinfo is None else cpuinfo
+    found: set[str] = set()
+    for line in text.splitlines():
+        if line.startswith(("flags", "Features")):
+            found.update(line.split(":", 1)[1].split())
+    if not text and platform.system() == "Darwin" and platform.machine() == "arm64":
+        found.update(("asimd", "asimdhp", "fphp", "bf16", "i8mm"))
+    return [f for f in X86_FLAGS + ARM_FLAGS if f in found]
+
+
+def native_dtypes(flags: list[str] | None = None) -> list[str]:
+    """The precisions this CPU multiplies natively: always float32, plus bfloat16 / float16 where it has them."""
+    flags = cpu_flags() if flags is None else flags
+    return ["float32"] + [d for d, needs in NATIVE.items() if any(f in flags for f in needs)]
+
+
+@functools.lru_cache(maxsize=64)
+def matmul_rate(dtype: str, hidden: int = 384, intermediate: int = 1536, tokens: int = 256,
+                threads: int | None = None, seconds: float = 0.08) -> float | None:
+    """Measured GFLOP/s of a feed-forward product of the model's own shape ((tokens, hidden) x (hidden,
+    intermediate)) in ``dtype`` on the CPU, with torch's current threads; None if this CPU cannot run it.
+
+    The best of the routes bertfeat's CPU path uses (a plain ``linear`` and, where torch has it, oneDNN's packed
+    weights) after one warm-up call, timed for about ``seconds``. Measured once per process and shape, so a few
+    tenths of a second at most. ``threads`` is part of the cache key only: pass torch's count.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    dt = getattr(torch, dtype)
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(tokens, hidden, generator=gen).to(dt)
+    w = torch.randn(intermediate, hidden, generator=gen).to(dt)
+    b = torch.zeros(intermediate, dtype=dt)
+    routes = [lambda: F.linear(x, w, b)]
+    if hasattr(torch.ops.mkldnn, "_reorder_linear_weight") and torch.backends.mkldnn.is_available():
+        try:
+            packed = torch.ops.mkldnn._reorder_linear_weight(w, None)
+            routes.append(lambda: torch.ops.mkldnn._linear_pointwise(x, packed, b, "none", [], ""))
+        except RuntimeError:  # oneDNN refuses this dtype on this CPU (bf16 without AVX-512/AVX-NE-CONVERT)
+            pass
+    flops = 2.0 * tokens * hidden * intermediate
+    best = None
+    with torch.inference_mode():
+        for run in routes:
+            try:
+                run()
+            except RuntimeError:
+                continue
+            n, start = 0, time.perf_counter()
+            fastest = float("inf")
+            while n < 2 or time.perf_counter() - start < seconds:
+                t = time.perf_counter()
+                run()
+                fastest = min(fastest, time.perf_counter() - t)
+                n += 1
+            rate = flops / fastest / 1e9
+            best = rate if best is None else max(best, rate)
+    return best
+
+
+def dtype_rates(hidden: int = 384, intermediate: int = 1536, dtypes=("float32", "bfloat16")) -> dict[str, float | None]:
+    """:func:`matmul_rate` of each dtype at the current thread count: ``{"float32": GFLOP/s, ...}``."""
+    import torch
+
+    threads = torch.get_num_threads()
+    return {d: matmul_rate(d, hidden, intermediate, threads=threads) for d in dtypes}
+
+
+def machine_report(hidden: int = 384, intermediate: int = 1536) -> dict:
+    """What decides speed here, for ``bertfeat info``, the benchmarks and the CLI manifest: CPU model, instruction
+    sets, cores and threads, measured float32 / bfloat16 / float16 product rates at the model's shapes, and which
+    dtype is fastest on this machine."""
+    import torch
+
+    flags = cpu_flags()
+    rates = dtype_rates(hidden, intermediate, ("float32", "bfloat16", "float16"))
+    fastest = max((d for d in rates if rates[d]), key=lambda d: rates[d])
+    return {
+        "cpu": cpu_model(),
+        "cpu_id": cpu_id(),
+        "arch": platform.machine(),
+        "flags": flags,
+        "torch_cpu_capability": _torch_capability(),
+        "native_dtypes": native_dtypes(flags),
+        "allotted_cores": allotted_cores(),
+        "threads": torch.get_num_threads(),
+        "matmul_gflops": {d: (float(f"{r:.3g}") if r else None) for d, r in rates.items()},
+        "matmul_shape": [256, hidden, intermediate],
+        "fastest_dtype": fastest,
+        "torch": torch.__version__,
+    }
+
+
+def _torch_capability() -> str | None:
+    import torch
+
+    try:
+        return str(torch.backends.cpu.get_cpu_capability())
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def slow_dtype_message(dtype: str, rates: dict[str, float | None]) -> str | None:
+    """The warning for a reduced precision that is slower than float32 here, or None when it is not slower."""
+    low, fp32 = rates.get(dtype), rates.get("float32")
+    if dtype == "float32" or not fp32 or (low is not None and low >= fp32):
+        return None
+    flags = cpu_flags()
+    missing = "/".join(NATIVE.get(dtype, ()))
+    native = "" if any(f in flags for f in NATIVE.get(dtype, ())) else f" (this CPU has none of {missing})"
+    low_text = f"{low:.0f} GFLOP/s" if low else "not runnable"
+    return (
+        f"dtype={dtype!r} runs slower than float32 on this CPU{native}: measured {low_text} against {fp32:.0f} GFLOP/s "
+        f"for float32 on {cpu_model()} with {_threads()} threads. Continuing in {dtype} as asked (the dtype is part "
+        f"of the recipe and the cache key); pass dtype='float32' for the faster mode here. `bertfeat info` shows "
+        "these rates."
+    )
+
+
+def _threads() -> int:
+    import torch
+
+    return torch.get_num_threads()

@@ -36,9 +36,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line_warnings(command: str) -> None:
+    """bertfeat's own warnings (truncation, a dtype slower than float32 here, cache trouble) as one stderr line each,
+    not Python's two-line ``file:line: Category: message`` + source form."""
+    import warnings
+
+    plain = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if category.__module__.startswith("bertfeat"):
+            print(f"bertfeat {command}: warning: {message}", file=file or sys.stderr)
+        else:
+            plain(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    _one_line_warnings(args.command)
     try:
         return int(args.func(args) or 0)
     except UsageError as exc:

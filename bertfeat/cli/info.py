@@ -1,4 +1,5 @@
-"""``bertfeat info``: what a model is (layers, hidden size, max length, its own pooling) and the default recipe."""
+"""``bertfeat info``: what a model is (layers, hidden size, max length, its own pooling), the default recipe, and
+this machine (CPU, instruction sets, threads, measured float32/bfloat16/float16 product rates, the fastest dtype)."""
 
 from __future__ import annotations
 
@@ -20,10 +21,22 @@ def add_parser(sub) -> None:
     p.add_argument("model", nargs="?", default="default", metavar="MODEL",
                    help="'default' (bundled all-MiniLM-L6-v2), a Hugging Face name, or a local directory")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--no-machine", action="store_true",
+                   help="skip the machine report (it measures matrix products for about a second)")
     p.set_defaults(func=run)
 
 
-def describe(model: str = "default") -> dict:
+def _intermediate_size(path: str, hidden: int) -> int:
+    from pathlib import Path
+
+    try:
+        config = json.loads((Path(path) / "config.json").read_text())
+    except (OSError, ValueError):
+        return 4 * hidden
+    return int(config.get("intermediate_size") or config.get("ffn_dim") or config.get("hidden_dim") or 4 * hidden)
+
+
+def describe(model: str = "default", machine: bool = True) -> dict:
     from bertfeat.embedder import BertEmbedder
     from bertfeat.models import resolve_model
 
@@ -44,11 +57,19 @@ def describe(model: str = "default") -> dict:
             "max_seq_length": spec.st_max_seq_length,
         },
         "default_recipe": {k: v for k, v in recipe.to_dict().items() if not k.endswith("sha256")},
+        **({"machine": _machine(spec)} if machine else {}),
     }
 
 
+def _machine(spec) -> dict:
+    from bertfeat.hardware import machine_report, set_threads
+
+    set_threads()  # the count bertfeat's CPU backend runs with
+    return machine_report(spec.hidden_size, _intermediate_size(spec.path, spec.hidden_size))
+
+
 def run(args: argparse.Namespace) -> int:
-    info = describe(args.model)
+    info = describe(args.model, machine=not args.no_machine)
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
@@ -68,5 +89,16 @@ def run(args: argparse.Namespace) -> int:
         f"-> {r['hidden_size'] * len(r['pooling']) * (len(r['layers']) if r['layer_agg'] == 'concat' else 1)} "
         f"features per text column",
     ]
+    m = info.get("machine")
+    if m:
+        rates = ", ".join(f"{d} {r:.0f}" if r else f"{d} n/a" for d, r in m["matmul_gflops"].items())
+        lines += [
+            f"machine:      {m['cpu']} ({m['arch']}), {m['allotted_cores']} cores allotted, {m['threads']} threads, "
+            f"torch {m['torch']} ({m['torch_cpu_capability']})",
+            f"instructions: {' '.join(m['flags']) or 'none of those bertfeat looks for'}",
+            f"native dtypes: {', '.join(m['native_dtypes'])}",
+            f"matmul GFLOP/s at this model's shape {tuple(m['matmul_shape'])}: {rates}; fastest here: "
+            f"dtype={m['fastest_dtype']!r}",
+        ]
     print("\n".join(lines))
     return 0

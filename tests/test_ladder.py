@@ -1,0 +1,400 @@
+"""The guarded ladder of CPU forward passes, on whatever CPU runs the tests.
+
+Each arrangement (oneDNN-fused, plain torch ops, the transformers forward pass) in each dtype is built, run on probe
+sequences and compared with transformers inside one guard; anything that raises or disagrees falls to the next rung.
+The CPU features a rung needs are simulated missing with monkeypatching, so every fallback runs on every machine.
+A reduced precision that is slower than float32 here warns with the measured rates and keeps the dtype.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+import numpy as np
+import pytest
+
+import bertfeat.fastbert as fastbert
+from bertfeat import BertEmbedder
+from bertfeat import hardware
+from bertfeat.backend import TorchBackend, _FastBert, build_ladder
+from bertfeat.exceptions import SlowDtypeWarning
+from bertfeat.models import resolve_model
+from tests.conftest import TINY_SENTENCES
+
+torch = pytest.importorskip("torch")
+
+PROBE = [[2, 10, 11, 12, 3], [2, 13, 14, 3]]
+TEXTS = TINY_SENTENCES + ["cat", "the lazy dog sat in the park on the mat " * 3]
+
+
+def transformers_model(path, dtype=None):
+    from transformers import AutoModel
+
+    return AutoModel.from_pretrained(path, attn_implementation="sdpa").eval()
+
+
+def reference(path, texts, layer=-1):
+    """CLS and mean of one layer from a plain transformers float32 forward pass, one text at a time."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(path)
+    model = transformers_model(path)
+    rows = []
+    with torch.inference_mode():
+        for text in texts:
+            enc = tok([text], return_tensors="pt")
+            h = model(**enc, output_hidden_states=True).hidden_states[layer][0]
+            rows.append(torch.cat([h[0], h.mean(0)]).numpy())
+    return np.stack(rows)
+
+
+def fresh_backend(path, dtype="float32") -> TorchBackend:
+    """A backend of its own (not the process-wide one), so monkeypatched failures stay in the test."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SlowDtypeWarning)
+        return TorchBackend(resolve_model(path), "cpu", dtype)
+
+
+def cosines(a, b):
+    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
+@pytest.fixture
+def packing_refuses_low_precision(monkeypatch):
+    """oneDNN's weight packing raising for bfloat16/float16 exactly as it does on AVX2-only CPUs (Zen 1-3, old Xeons)."""
+    real = torch.ops.mkldnn._reorder_linear_weight
+
+    def reorder(weight, *args):
+        if weight.dtype in (torch.bfloat16, torch.float16):
+            raise RuntimeError("mkldnn_reorder_linear_weight: bf16 path needs the cpu support avx_ne_convert or "
+                               "avx512bw, avx512vl and avx512dq")
+        return real(weight, *args)
+
+    monkeypatch.setattr(torch.ops.mkldnn, "_reorder_linear_weight", reorder)
+
+
+# -- which rung, and why ------------------------------------------------------------------------------------------
+
+
+def test_float32_takes_the_fused_rung_where_onednn_is_there(tiny_bert):
+    ladder = build_ladder(_FastBert, transformers_model(tiny_bert), torch.float32, PROBE)
+    expected = "onednn-float32" if fastbert._onednn_linear_available() else "torch-float32"
+    assert ladder.rung == expected and ladder.fast is not None and ladder.fast.rung == expected
+
+
+def test_bf16_packing_refused_as_on_avx2_falls_to_plain_torch_bf16(tiny_bert, packing_refuses_low_precision, caplog):
+    if not fastbert._onednn_linear_available():
+        pytest.skip("no oneDNN linear ops in this torch build: the rung being refused does not exist here")
+    with caplog.at_level(logging.DEBUG, logger="bertfeat"):
+        ladder = build_ladder(_FastBert, transformers_model(tiny_bert), torch.bfloat16, PROBE)
+    assert ladder.rung == "torch-bfloat16" and ladder.fast.low and not ladder.fast.onednn
+    assert [name for name, _ in ladder.passed_over] == ["onednn-bfloat16"]
+    assert "avx512bw" in ladder.passed_over[0][1]
+    # one debug line says which rung runs and why
+    lines = [r.getMessage() for r in caplog.records if "forward pass" in r.getMessage()]
+    assert len(lines) == 1 and "torch-bfloat16" in lines[0] and "onednn-bfloat16" in lines[0]
+
+
+def test_bf16_on_a_cpu_that_refuses_packing_gives_bf16_features_not_a_crash(tiny_bert, packing_refuses_low_precision):
+    backend = fresh_backend(tiny_bert, "bfloat16")
+    assert backend.rung.endswith("bfloat16") and backend.dtype == "bfloat16"
+    emb = BertEmbedder(model=tiny_bert, pooling="cls+mean", layers=-1, dtype="float32").fit(["x"])
+    from bertfeat.encode import encode
+
+    fp32, _ = encode(TEXTS, emb.recipe_, lambda: fresh_backend(tiny_bert, "float32"))
+    bf16, _ = encode(TEXTS, emb.recipe_, lambda: backend)
+    assert cosines(fp32, bf16).min() >= 0.999 and not np.array_equal(fp32, bf16)
+
+
+def test_without_onednn_ops_every_dtype_uses_plain_torch(tiny_bert, monkeypatch):
+    monkeypatch.setattr(fastbert, "_onednn_linear_available", lambda: False)
+    model = transformers_model(tiny_bert)
+    f32 = build_ladder(_FastBert, model, torch.float32, PROBE)
+    bf16 = build_ladder(_FastBert, model, torch.bfloat16, PROBE)
+    assert (f32.rung, bf16.rung) == ("torch-float32", "torch-bfloat16")
+    assert not f32.fast.onednn and not bf16.fast.onednn
+    backend = fresh_backend(tiny_bert, "float32")
+    assert backend.rung == "torch-float32"
+    X = BertEmbedder(model=tiny_bert, pooling="cls+mean", layers=-1).fit(["x"])
+    from bertfeat.encode import encode
+
+    got, _ = encode(TEXTS, X.recipe_, lambda: backend)
+    np.testing.assert_allclose(got, reference(tiny_bert, TEXTS), atol=1e-5, rtol=0)
+
+
+def test_a_rung_that_disagrees_falls_to_the_next(tiny_bert, monkeypatch):
+    real = _FastBert._linear
+
+    def off_when_fused(self, x, wb, gelu=False):
+        y = real(self, x, wb, gelu)
+        return y * 1.01 if self.onednn else y  # the fused kernel mis-computes by 1%
+
+    monkeypatch.setattr(_FastBert, "_linear", off_when_fused)
+    monkeypatch.setattr(fastbert, "_onednn_linear_available", lambda: True)
+    ladder = build_ladder(_FastBert, transformers_model(tiny_bert), torch.float32, PROBE)
+    assert ladder.rung == "torch-float32"
+    assert ladder.passed_over[0][0] == "onednn-float32" and "max abs diff" in ladder.passed_over[0][1]
+
+
+def test_a_low_precision_rung_that_disagrees_falls_to_the_next(tiny_bert, monkeypatch):
+    real = _FastBert._linear
+
+    def broken_low(self, x, wb, gelu=False):
+        y = real(self, x, wb, gelu)
+        return y.flip(-1) if self.low and self.onednn else y  # a garbled low-precision kernel
+
+    monkeypatch.setattr(_FastBert, "_linear", broken_low)
+    ladder = build_ladder(_FastBert, transformers_model(tiny_bert), torch.bfloat16, PROBE)
+    assert ladder.rung == "torch-bfloat16"
+    if fastbert._onednn_linear_available():
+        assert ladder.passed_over == [] or ladder.passed_over[0][0] == "onednn-bfloat16"
+
+
+def test_when_every_rung_fails_the_transformers_forward_runs(tiny_bert, monkeypatch):
+    def crash(self, *args, **kwargs):
+        raise RuntimeError("simulated: private op missing in this torch release")
+
+    monkeypatch.setattr(_FastBert, "__call__", crash)
+    for dtype in (torch.float32, torch.bfloat16):
+        ladder = build_ladder(_FastBert, transformers_model(tiny_bert), dtype, PROBE)
+        assert ladder.fast is None and ladder.rung == "transformers-float32"  # bf16 needs the float32 math first
+    backend = fresh_backend(tiny_bert, "float32")
+    assert backend.fast is None and backend.model is not None
+    X = BertEmbedder(model=tiny_bert, pooling="cls+mean", layers=-1).fit(["x"])
+    from bertfeat.encode import encode
+
+    got, _ = encode(TEXTS, X.recipe_, lambda: backend)
+    np.testing.assert_allclose(got, reference(tiny_bert, TEXTS), atol=1e-5, rtol=0)
+
+
+# -- a failure at the first real batch ------------------------------------------------------------------------------
+
+
+def test_a_fast_path_failing_at_the_first_batch_falls_back_once_losing_no_row(tiny_bert, monkeypatch, caplog):
+    from bertfeat.encode import encode
+
+    backend = fresh_backend(tiny_bert, "float32")
+    assert backend.fast is not None
+    recipe = BertEmbedder(model=tiny_bert, pooling="cls+mean", layers=-1).fit(["x"]).recipe_
+    monkeypatch.setattr(backend, "workers", 1)
+    calls = []
+
+    def fails_on_real_batches(ids, mask, layers):
+        calls.append(ids.shape[0])
+        raise RuntimeError("could not create a primitive descriptor (simulated oneDNN failure)")
+
+    monkeypatch.setattr(backend, "fast", fails_on_real_batches)
+    rows = []
+    real_forward = backend.forward
+    monkeypatch.setattr(backend, "forward", lambda units, *a: rows.append(len(units)) or real_forward(units, *a))
+    with caplog.at_level(logging.WARNING, logger="bertfeat"):
+        got, stats = encode(TEXTS, recipe, lambda: backend, batch_tokens=40)
+    assert len(calls) == 1  # tried once, then never again
+    assert backend.fast is None and backend.rung == "transformers-float32"
+    assert sum(rows) == len(set(TEXTS))  # every distinct text sent once: none lost, none repeated
+    np.testing.assert_allclose(got, reference(tiny_bert, TEXTS), atol=1e-5, rtol=0)
+    assert any("failed on a batch" in r.getMessage() for r in caplog.records)
+
+
+def test_a_failure_of_the_transformers_path_itself_is_raised(tiny_bert, monkeypatch):
+    backend = fresh_backend(tiny_bert, "float32")
+    monkeypatch.setattr(backend, "fast", lambda *a: (_ for _ in ()).throw(RuntimeError("fast broke")))
+    monkeypatch.setattr(TorchBackend, "_load_model", lambda self, dtype: _Broken())
+    with pytest.raises(RuntimeError, match="transformers broke"):
+        backend.forward([[5, 6, 7], [8]], ("mean",), ((3,),))
+
+
+class _Broken(torch.nn.Module if torch else object):
+    def forward(self, **kwargs):
+        raise RuntimeError("transformers broke")
+
+
+# -- reduced precision is never a trap -----------------------------------------------------------------------------
+
+
+def test_slower_bf16_warns_with_both_measured_rates_and_keeps_the_dtype(tiny_bert, monkeypatch):
+    monkeypatch.setattr(hardware, "dtype_rates", lambda h, i, dtypes: {"float32": 120.0, "bfloat16": 14.0})
+    with pytest.warns(SlowDtypeWarning) as record:
+        backend = TorchBackend(resolve_model(tiny_bert), "cpu", "bfloat16")
+    message = str(record[0].message)
+    assert "14 GFLOP/s" in message and "120 GFLOP/s" in message and "dtype='float32'" in message
+    assert backend.dtype == "bfloat16" and backend.rung.endswith("bfloat16")
+
+
+def test_faster_bf16_does_not_warn(tiny_bert, monkeypatch):
+    monkeypatch.setattr(hardware, "dtype_rates", lambda h, i, dtypes: {"float32": 120.0, "bfloat16": 300.0})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SlowDtypeWarning)
+        TorchBackend(resolve_model(tiny_bert), "cpu", "bfloat16")
+
+
+def test_float32_never_measures_or_warns(tiny_bert, monkeypatch):
+    monkeypatch.setattr(hardware, "dtype_rates", lambda *a: pytest.fail("float32 should not measure rates"))
+    TorchBackend(resolve_model(tiny_bert), "cpu", "float32")
+
+
+def test_bf16_this_cpu_cannot_run_at_all_is_one_clear_error(tiny_bert, tmp_path, monkeypatch):
+    """The bottom rung (transformers in bf16) raising is a ValueError naming the CPU and the fix, not a raw crash."""
+    import json
+    import shutil
+
+    path = tmp_path / "no-fast-path"
+    shutil.copytree(tiny_bert, path)
+    config = json.loads((path / "config.json").read_text())
+    config["hidden_act"] = "gelu_new"  # no fast path: the transformers model runs in bf16 (autocast)
+    (path / "config.json").write_text(json.dumps(config))
+    real_load = TorchBackend._load_model
+
+    def load(self, dtype):
+        model = real_load(self, dtype)
+        forward = model.forward
+
+        def bf16_missing(**kw):
+            if torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") == torch.bfloat16:
+                raise RuntimeError("bf16 kernel missing on this CPU")
+            return forward(**kw)
+
+        model.forward = bf16_missing
+        return model
+
+    monkeypatch.setattr(TorchBackend, "_load_model", load)
+    with pytest.raises(ValueError, match=r"dtype='bfloat16' cannot run on this CPU .*dtype='float32'"):
+        TorchBackend(resolve_model(str(path)), "cpu", "bfloat16")
+
+
+def test_bf16_on_this_cpu_agrees_with_float32_and_warns_only_if_slower(tiny_bert):
+    """Whatever CPU runs this: bf16 features agree with float32, and the warning fires exactly when bf16 measured
+    slower here (on AVX2-only CPUs it always does)."""
+    rates = hardware.dtype_rates(32, 37, ("float32", "bfloat16"))
+    slower = rates["bfloat16"] is None or rates["bfloat16"] < rates["float32"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        backend = TorchBackend(resolve_model(tiny_bert), "cpu", "bfloat16")
+    assert any(issubclass(w.category, SlowDtypeWarning) for w in caught) == slower
+    recipe = BertEmbedder(model=tiny_bert, pooling="cls+mean", layers=-1).fit(["x"]).recipe_
+    from bertfeat.encode import encode
+
+    bf16, _ = encode(TEXTS, recipe, lambda: backend)
+    assert cosines(reference(tiny_bert, TEXTS), bf16).min() >= 0.999
+
+
+# -- the machine report ----------------------------------------------------------------------------------------------
+
+ZEN1 = "processor\t: 0\nmodel name\t: AMD EPYC 7551 32-Core Processor\nflags\t\t: fpu sse2 avx fma f16c avx2\n"
+XEON_BF16 = ("model name\t: Intel(R) Xeon(R) Platinum 8481C\nflags\t\t: avx2 fma f16c avx512f avx512bw avx512vl "
+             "avx512dq avx512_vnni avx512_bf16 avx512_fp16\n")
+SAPPHIRE_AMX = XEON_BF16.replace("avx512_fp16", "avx512_fp16 amx_tile amx_bf16 amx_int8")
+GRAVITON3 = "processor\t: 0\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp sve bf16 i8mm\n"
+
+
+@pytest.mark.parametrize("cpuinfo, flags, native", [
+    (ZEN1, ["avx2", "fma", "f16c"], ["float32"]),
+    (XEON_BF16, ["avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni", "avx512_bf16",
+                 "avx512_fp16"], ["float32", "bfloat16", "float16"]),
+    (SAPPHIRE_AMX, None, ["float32", "bfloat16", "float16"]),
+    (GRAVITON3, ["asimd", "asimdhp", "fphp", "bf16", "i8mm", "sve"], ["float32", "bfloat16", "float16"]),
+])
+def test_cpu_flags_and_native_dtypes(cpuinfo, flags, native):
+    got = hardware.cpu_flags(cpuinfo)
+    if flags is not None:
+        assert got == flags
+    else:
+        assert {"amx_tile", "amx_bf16", "amx_int8"} <= set(got)
+    assert hardware.native_dtypes(got) == native
+
+
+def test_cpu_id_tells_generations_apart():
+    zen1 = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 23\nmodel\t\t: 1\nmodel name\t: AMD EPYC\n\n" \
+           "processor\t: 1\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n"
+    assert hardware.cpu_id(zen1) == "AuthenticAMD family 23 model 1"  # the first processor's block only
+    assert hardware.cpu_id(GRAVITON3) is None
+
+
+def test_machine_report_has_the_facts_a_bug_report_needs():
+    report = hardware.machine_report()  # MiniLM's shapes
+    assert report["cpu"] and report["threads"] >= 1 and report["allotted_cores"] >= 1
+    assert report["matmul_gflops"]["float32"] > 0
+    assert report["fastest_dtype"] in ("float32", "bfloat16", "float16")
+    best = max((d for d, r in report["matmul_gflops"].items() if r), key=lambda d: report["matmul_gflops"][d])
+    assert report["fastest_dtype"] == best
+    assert report["native_dtypes"][0] == "float32"
+
+
+def test_slow_dtype_message_only_when_slower():
+    assert hardware.slow_dtype_message("bfloat16", {"float32": 100.0, "bfloat16": 150.0}) is None
+    assert hardware.slow_dtype_message("float32", {"float32": 100.0}) is None
+    text = hardware.slow_dtype_message("float16", {"float32": 100.0, "float16": 20.0})
+    assert "20 GFLOP/s" in text and "100 GFLOP/s" in text and "float16" in text
+
+
+def test_bertfeat_info_reports_this_machine(capsys):
+    import json
+
+    from bertfeat.cli import main
+
+    assert main(["info", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    m = info["machine"]
+    assert m["matmul_shape"] == [256, 384, 1536]  # MiniLM's own feed-forward shape
+    assert m["matmul_gflops"]["float32"] > 0 and set(m["matmul_gflops"]) == {"float32", "bfloat16", "float16"}
+    assert m["flags"] == hardware.cpu_flags() and m["native_dtypes"] == hardware.native_dtypes()
+    assert main(["info"]) == 0
+    text = capsys.readouterr().out
+    assert "native dtypes:" in text and f"fastest here: dtype={m['fastest_dtype']!r}" in text
+    assert main(["info", "--json", "--no-machine"]) == 0
+    assert "machine" not in json.loads(capsys.readouterr().out)
+
+
+def test_cli_prints_a_slow_dtype_warning_as_one_line(tmp_path, monkeypatch, capsys, tiny_bert):
+    from bertfeat.cli import main
+
+    monkeypatch.setattr(hardware, "dtype_rates", lambda h, i, dtypes: {"float32": 120.0, "bfloat16": 14.0})
+    from bertfeat.backend import clear_backends
+
+    clear_backends()
+    (tmp_path / "in.csv").write_text("id,text\n1,hello world\n2,the cat sat\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        rc = main(["embed", str(tmp_path / "in.csv"), "--text-col", "text", "--out", str(tmp_path / "out.parquet"),
+                   "--model", tiny_bert, "--dtype", "bfloat16", "--quiet"])
+    clear_backends()
+    err = capsys.readouterr().err
+    assert rc == 0 and (tmp_path / "out.parquet").exists()
+    warning_lines = [line for line in err.splitlines() if "GFLOP/s" in line]
+    assert len(warning_lines) == 1 and warning_lines[0].startswith("bertfeat embed: warning: dtype='bfloat16'")
+    assert "Traceback" not in err and "SlowDtypeWarning" not in err
+
+
+# -- no dtype, device or thread setting ends in a raw error ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", ["meta", "xpu", "tpu", "", "cuda:3", "mps", "ipu"])
+def test_every_device_a_user_can_pass_is_run_or_refused_in_one_line(tiny_bert, device):
+    if device == "cuda:3" and torch.cuda.is_available() or device == "mps" and torch.backends.mps.is_available():
+        pytest.skip("this machine has that device")
+    with pytest.raises(ValueError, match=r"device=.*(expected|pass device='cpu')"):
+        BertEmbedder(model=tiny_bert, device=device).fit_transform(["hello"])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_every_cpu_dtype_runs_and_stays_the_recipe_dtype(tiny_bert, dtype):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SlowDtypeWarning)
+        emb = BertEmbedder(model=tiny_bert, device="cpu", dtype=dtype, pooling="mean", layers=-1)
+        X = emb.fit_transform(TEXTS)
+    assert emb.recipe_.dtype == dtype and X.dtype == np.float32 and np.isfinite(X).all()
+    assert cosines(X, reference(tiny_bert, TEXTS)[:, 32:]).min() >= 0.999
+
+
+def test_omp_threads_set_by_the_user_are_kept(tiny_bert, monkeypatch):
+    from bertfeat.backend import clear_backends
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        clear_backends()  # a new backend, which sets its threads as it loads
+        BertEmbedder(model=tiny_bert, device="cpu", pooling="mean", layers=-1).fit_transform(["hello"])
+        assert torch.get_num_threads() == 1  # a lower count set by the user is left alone
+    finally:
+        torch.set_num_threads(before)
