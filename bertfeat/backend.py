@@ -4,9 +4,9 @@ A :class:`TorchBackend` tokenizes texts (content tokens, no special tokens) and 
 sequences through the frozen model, returning pooled float32 blocks. Backends are cached once per process and never
 pickled. Device and dtype are resolved here; an out-of-memory error halves the batch and retries.
 
-On CPU, BERT, RoBERTa / XLM-RoBERTa / CamemBERT, DistilBERT and MPNet models run through :class:`_FastBert`, a
-forward pass over the same weights that fuses bias, GELU and residual adds into oneDNN matrix multiplies, computes
-Q, K and V in one product, and stops at the highest layer asked for. In float32 it matches the transformers forward pass within 1e-5 (measured 3.8e-6 on MiniLM); with
+On CPU, BERT-architecture models run through :class:`_FastBert`, a forward pass over the same weights that fuses
+bias, GELU and residual adds into oneDNN matrix multiplies, computes Q, K and V in one product, and stops at the
+highest layer asked for. In float32 it matches the transformers forward pass within 1e-5 (measured 3.8e-6 on MiniLM); with
 ``dtype="bfloat16"`` the products run in bfloat16 while layer norms and the residual stream stay in float32.
 Other architectures, and every GPU, use the transformers model itself, with the same design in low precision:
 float32 weights under autocast (see :meth:`TorchBackend._numerics`). The fused pass lives in
@@ -108,8 +108,7 @@ def get_backend(spec: ModelSpec, device: str, dtype: str, trust_remote_code: boo
         from bertfeat.gpu import device_index
 
         device = f"cuda:{device_index(device)}"
-    # every file hash: a config or tokenizer edited in place must not reuse the model loaded from the old one
-    key = (spec.path, spec.weights_sha256, spec.config_sha256, spec.tokenizer_sha256, device, dtype, trust_remote_code)
+    key = (spec.path, spec.weights_sha256, device, dtype, trust_remote_code)
     with _LOCK:
         backend = _REGISTRY.get(key)
         if backend is None:
@@ -222,10 +221,15 @@ class TorchBackend:
         self._default_batch_tokens = value
 
     def _load_model(self, load_dtype):
-        """The transformers model in ``load_dtype`` (SDPA attention where the architecture has it), frozen, refused
-        if its weights do not fit its config or tokenizer (:func:`load_checked_model`)."""
+        """The transformers model in ``load_dtype`` (SDPA attention where the architecture has it), frozen."""
+        from transformers import AutoModel
+
+        kwargs = dict(dtype=load_dtype, use_safetensors=True, trust_remote_code=self.trust_remote_code)
         with _quiet_transformers():
-            model = load_checked_model(self.spec, load_dtype, self.tokenizer, self.trust_remote_code)
+            try:
+                model = AutoModel.from_pretrained(self.spec.path, attn_implementation="sdpa", **kwargs)
+            except (ValueError, ImportError):  # architectures without an SDPA kernel
+                model = AutoModel.from_pretrained(self.spec.path, attn_implementation="eager", **kwargs)
         return model.eval().requires_grad_(False)
 
     def _check_reduced_precision(self) -> None:
@@ -371,8 +375,8 @@ class TorchBackend:
         input_ids = input_ids.to(self.device, non_blocking=on_gpu)
         attention = attention.to(self.device, non_blocking=on_gpu)
         needed = sorted({layer for group in layer_groups for layer in group})
-        with torch.inference_mode(), self._numerics():
-            fast = self.fast
+        fast = self.fast  # read once: another worker may leave the fast path meanwhile
+        with torch.inference_mode(), self._numerics(fast):
             failure = None
             if fast is not None:
                 try:
@@ -394,24 +398,7 @@ class TorchBackend:
             return self._forward(units, pooling, layer_groups)
         return pooled.cpu().numpy()
 
-    def _leave_fast_path(self, fast, failure: str) -> None:
-        """The fast path failed on a real batch after passing its load-time check: go to the transformers forward
-        pass for the rest of this backend's life (once; a failure there is raised). The batch is then run again,
-        so no row is lost or repeated."""
-        import torch
-
-        with self._fallback_lock:
-            if self.fast is not fast:  # another worker thread already fell back
-                return
-            log.warning("bertfeat: the fast CPU path (%s) failed on a batch (%s); using the transformers forward pass "
-                        "from now on", self.rung, failure)
-            self.model = self._load_model(torch.float32).to(self.device)
-            self.fast = None
-            self.rung = f"transformers-{self.dtype}"
-            if self.torch_dtype != torch.float32:
-                self._check_reduced_precision()
-
-    def _numerics(self):
+    def _numerics(self, fast=None):
         """The arithmetic of a transformers forward pass (the fast CPU path sets its own).
 
         A low dtype runs as autocast over the float32 weights: products and attention in that dtype, embeddings,
@@ -426,7 +413,7 @@ class TorchBackend:
 
         on_gpu = self.device.startswith("cuda")
         stack = contextlib.ExitStack()
-        if self.fast is not None:
+        if fast is not None:
             return stack
         if self.torch_dtype == torch.float32:
             if on_gpu:
@@ -436,6 +423,23 @@ class TorchBackend:
         if on_gpu:
             stack.enter_context(gpu.held_flag("no_flash_attention").held())
         return stack
+
+    def _leave_fast_path(self, fast, failure: str) -> None:
+        """The fast path failed on a real batch after passing its load-time check: go to the transformers forward
+        pass for the rest of this backend's life (once; a failure there is raised). The batch is then run again,
+        so no row is lost or repeated."""
+        import torch
+
+        with self._fallback_lock:
+            if self.fast is not fast:  # another worker thread already fell back
+                return
+            log.warning("bertfeat: the fast CPU path (%s) failed on a batch (%s); using the transformers forward pass "
+                        "from now on", self.rung, failure)
+            self.model = self._load_model(torch.float32).to(self.device)  # low dtypes: autocast
+            self.fast = None
+            self.rung = f"transformers-{self.dtype}"
+            if self.torch_dtype != torch.float32:
+                self._check_reduced_precision()
 
     def _pad(self, units) -> tuple[np.ndarray, np.ndarray]:
         """``[prefix] + units + [suffix]``, right-padded to the longest: int64 ids and attention mask."""
@@ -447,47 +451,6 @@ class TorchBackend:
         """Two real token sequences of different lengths, to check the fast path against the model."""
         words = self.tokenize(["a short probe", "a somewhat longer probe sentence, with punctuation and numbers 42"])
         return [self.prefix + w + self.suffix for w in words]
-
-
-def load_checked_model(spec: ModelSpec, dtype, tokenizer, trust_remote_code: bool = False):
-    """The model's encoder from its safetensors weights, refused (naming the weights) if they do not fit its config
-    or the tokenizer; see :func:`bertfeat.models.check_weights_fit`."""
-    from transformers import AutoModel
-
-    from bertfeat.models import check_vocab_fits, check_weights_fit
-
-    # Mis-shaped weights are loaded (as random) and reported rather than raised, so that the one check below names
-    # them along with missing and unused ones; the check refuses the model either way.
-    kwargs = dict(dtype=dtype, use_safetensors=True, trust_remote_code=trust_remote_code, output_loading_info=True,
-                  ignore_mismatched_sizes=True)
-    try:
-        model, info = AutoModel.from_pretrained(spec.path, attn_implementation="sdpa", **kwargs)
-    except (ValueError, ImportError):  # architectures without an SDPA kernel
-        model, info = AutoModel.from_pretrained(spec.path, attn_implementation="eager", **kwargs)
-    encoder = getattr(model, "base_model", model)
-    check_weights_fit(spec.name, spec.path, info.get("missing_keys", ()), info.get("unexpected_keys", ()),
-                      info.get("mismatched_keys", ()), [n for n, _ in encoder.named_children()],
-                      getattr(model, "base_model_prefix", ""))
-    embeddings = model.get_input_embeddings()
-    if embeddings is not None and hasattr(embeddings, "num_embeddings"):
-        check_vocab_fits(spec.name, len(tokenizer), embeddings.num_embeddings, getattr(model.config, "vocab_size", None))
-    return model
-
-
-def check_model_files(spec: ModelSpec, trust_remote_code: bool = False) -> dict:
-    """Load the model once on the CPU and check that its weights fit its config and tokenizer (``bertfeat info``).
-
-    Returns the counts checked (weight tensors, tokenizer tokens, embedding rows); raises
-    :class:`~bertfeat.exceptions.ModelNotAvailableError` naming the weights that do not fit.
-    """
-    import torch
-    from transformers import AutoTokenizer
-
-    with _quiet_transformers():
-        tokenizer = AutoTokenizer.from_pretrained(spec.path, trust_remote_code=trust_remote_code)
-        model = load_checked_model(spec, torch.float32, tokenizer, trust_remote_code)
-    return {"tensors": len(model.state_dict()), "tokenizer_tokens": len(tokenizer),
-            "embedding_rows": model.get_input_embeddings().num_embeddings}
 
 
 def _as_token_seqs(units):

@@ -242,20 +242,20 @@ def test_bf16_this_cpu_cannot_run_at_all_is_one_clear_error(tiny_bert, tmp_path,
     path = tmp_path / "no-fast-path"
     shutil.copytree(tiny_bert, path)
     config = json.loads((path / "config.json").read_text())
-    config["hidden_act"] = "gelu_new"  # no fast path: the transformers model runs in bf16
+    config["hidden_act"] = "gelu_new"  # no fast path: the transformers model runs in bf16 (autocast)
     (path / "config.json").write_text(json.dumps(config))
     real_load = TorchBackend._load_model
 
     def load(self, dtype):
         model = real_load(self, dtype)
-        real_forward = model.forward
+        forward = model.forward
 
-        def forward(**kw):  # the bf16 products (autocast over the float32 weights) have no kernel on this "CPU"
-            if torch.is_autocast_enabled("cpu"):
+        def bf16_missing(**kw):
+            if torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") == torch.bfloat16:
                 raise RuntimeError("bf16 kernel missing on this CPU")
-            return real_forward(**kw)
+            return forward(**kw)
 
-        model.forward = forward
+        model.forward = bf16_missing
         return model
 
     monkeypatch.setattr(TorchBackend, "_load_model", load)
