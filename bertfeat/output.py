@@ -161,15 +161,16 @@ _OS_HINTS = {
     errno.ENOSPC: "the disk is full: free some space, then run the same command again to resume",
     errno.EDQUOT: "the disk quota is exceeded: free some space, then run the same command again to resume",
     errno.EROFS: "the filesystem is read-only: write elsewhere",
-    errno.EACCES: "permission denied: write elsewhere",
-    errno.EPERM: "permission denied: write elsewhere",
+    errno.EACCES: "write elsewhere, or fix the permissions",
+    errno.EPERM: "write elsewhere, or fix the permissions",
 }
 
 
 def os_error_message(exc: OSError, what: str | None = None) -> OSError:
-    """An OSError whose text is one line saying what failed, why, and what to do."""
+    """An OSError whose text is one line saying what failed, why, and (for a full disk, a read-only filesystem or
+    missing permission) what to do."""
     where = what or (repr(exc.filename) if exc.filename else "a file")
-    hint = _OS_HINTS.get(exc.errno, exc.strerror or str(exc))
-    new = OSError(f"cannot write {where}: {hint}.")
+    hint = _OS_HINTS.get(exc.errno)
+    new = OSError(f"{where}: {exc.strerror or exc}" + (f"; {hint}." if hint else "."))
     new.errno = exc.errno
     return new

@@ -169,7 +169,8 @@ def test_chunks_are_cut_by_text_characters_as_well_as_rows(tmp_path):
 
 cell = st.one_of(
     st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00\r"), max_size=12),
-    st.sampled_from(["007", "0", "-1.5", "NA", "", "a,b", 'say "hi"', "two\nlines", "\ufeffbom", " ", "TRUE", "a\r\nb"]),
+    st.sampled_from(["007", "0", "-1.5", "NA", "", "a,b", 'say "hi"', "two\nlines", "\ufeffbom", " ", "TRUE",
+                     "a\r\nb"]),
 )
 
 
