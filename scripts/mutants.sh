@@ -20,7 +20,7 @@ JOBS=${MUTANTS_JOBS:-1}
 # module | files mutated | tests selected (the fast ones that pin its values)
 MODULES="
 pooling  | bertfeat/pooling.py  | tests/test_pooling.py tests/test_all_layers.py
-recipe   | bertfeat/recipe.py   | tests/test_recipe.py tests/test_cache.py tests/test_all_layers.py
+recipe   | bertfeat/recipe.py   | tests/test_recipe.py tests/test_encode.py
 batching | bertfeat/batching.py | tests/test_batching.py tests/test_encode.py
 encode   | bertfeat/encode.py   | tests/test_encode.py tests/test_all_layers.py tests/test_cache_embedder.py
 embedder | bertfeat/embedder.py bertfeat/inputs.py | tests/test_embedder.py

@@ -53,3 +53,7 @@ def test_make_units_truncates_or_chunks_and_counts():
     assert chunks.owner.tolist() == [0, 1, 1, 1, 2]
     assert chunks.starts.tolist() == [0, 1, 4, 5]
     assert (chunks.n_truncated, chunks.n_chunked) == (0, 1)
+    exact = make_units([[1, 2, 3, 4]], window=4, long_text="truncate", stride=0)  # exactly the window: whole
+    assert exact.ids == [[1, 2, 3, 4]] and exact.n_truncated == 0
+    exact = make_units([[1, 2, 3, 4]], window=4, long_text="chunk", stride=1)
+    assert exact.ids == [[1, 2, 3, 4]] and exact.n_chunked == 0
