@@ -7,7 +7,7 @@
 #
 # Each module is mutated in its own work copy, .mutants/<module>/, against a fast selection of the tests that
 # exercise it (the table below); mutmut runs, for each mutant, only the selected tests that reach the mutated
-# function. A second run of a module only re-tests mutants whose function or tests changed. At the end it prints
+# function. At the end it prints
 # the score and the surviving mutants; `cd .mutants/<module> && mutmut show <name>` prints a mutant's diff.
 #
 # MUTANTS_JOBS: mutants tested at once (default 1: the machine is usually shared).
@@ -56,8 +56,11 @@ for module in "$@"; do
   fi
   work="$ROOT/.mutants/$module"
   mkdir -p "$work"
-  # a fresh copy of the code and tests; mutmut's own state (work/mutants/) is kept, so reruns are incremental
+  # a fresh copy of the code and tests. mutmut's cached verdicts (work/mutants/) are dropped too: mutmut 3.8 keeps a
+  # survivor's verdict after a new test is added, so a rerun would report mutants the new test kills as surviving.
+  # MUTANTS_KEEP=1 keeps them (quicker when only the source changed).
   rm -rf "$work/bertfeat" "$work/tests"
+  [ "${MUTANTS_KEEP:-0}" = 1 ] || rm -rf "$work/mutants"
   cp -r bertfeat tests pyproject.toml "$work/"
   {
     echo "[mutmut]"
