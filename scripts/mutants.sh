@@ -7,8 +7,8 @@
 #
 # Each module is mutated in its own work copy, .mutants/<module>/, against a fast selection of the tests that
 # exercise it (the table below); mutmut runs, for each mutant, only the selected tests that reach the mutated
-# function. At the end it prints
-# the score and the surviving mutants; `cd .mutants/<module> && mutmut show <name>` prints a mutant's diff.
+# function. At the end it prints the score and the surviving mutants; `cd .mutants/<module> && mutmut show <name>`
+# prints a mutant's diff.
 #
 # MUTANTS_JOBS: mutants tested at once (default 1: the machine is usually shared).
 set -euo pipefail
