@@ -54,6 +54,32 @@ def test_make_units_truncates_or_chunks_and_counts():
     assert chunks.owner.tolist() == [0, 1, 1, 1, 2]
     assert chunks.starts.tolist() == [0, 1, 4, 5]
     assert (chunks.n_truncated, chunks.n_chunked) == (0, 1)
+    exact = make_units([[1, 2, 3, 4]], window=4, long_text="truncate", stride=0)  # exactly the window: whole
+    assert exact.ids.tolist() == [[1, 2, 3, 4]] and exact.n_truncated == 0
+    exact = make_units([[1, 2, 3, 4]], window=4, long_text="chunk", stride=1)
+    assert exact.ids.tolist() == [[1, 2, 3, 4]] and exact.n_chunked == 0
+
+
+@pytest.mark.parametrize("window, stride", [(0, 0), (4, 4), (4, 5), (4, -1)])
+def test_split_windows_rejects_windows_that_would_not_advance(window, stride):
+    with pytest.raises(ValueError, match=rf"need window >= 1 and 0 <= stride < window, got window={window}, "
+                                         rf"stride={stride}"):
+        split_windows(10, window, stride)
+
+
+def test_make_units_counts_every_long_text_and_owner_is_int64_even_when_empty():
+    units = make_units([list(range(9)), [1], list(range(7))], window=4, long_text="truncate", stride=0)
+    assert units.n_truncated == 2 and units.ids.tolist()[2] == [0, 1, 2, 3]
+    chunks = make_units([list(range(9)), [1], list(range(7))], window=4, long_text="chunk", stride=0)
+    assert chunks.n_chunked == 2 and chunks.owner.tolist() == [0, 0, 0, 1, 2, 2]
+    empty = make_units([], window=4, long_text="chunk", stride=0)
+    assert empty.owner.dtype == np.int64 and empty.starts.tolist() == [0] and empty.ids.tolist() == []
+
+
+def test_plan_batches_fills_the_budget_with_one_token_sequences_and_names_a_bad_budget():
+    assert [b.tolist() for b in plan_batches([1, 1, 1, 1, 1], token_budget=4)] == [[0, 1, 2, 3], [4]]
+    with pytest.raises(ValueError, match="token_budget must be a positive number of tokens, got 0"):
+        plan_batches([3], token_budget=0)
 
 
 def _pad_by_hand(seqs, prefix, suffix, pad_id):

@@ -104,3 +104,14 @@ def test_every_chunk_goes_to_the_model_as_one_stream_of_batches():
     chunked, stats = encode(texts, make_recipe(), lambda: backend)
     assert calls == [1, 1] and stats.batches > 4
     np.testing.assert_array_equal(chunked, plain)
+
+
+@pytest.mark.parametrize("long_text", ["truncate", "chunk"])
+def test_a_text_of_exactly_max_length_tokens_is_neither_truncated_nor_chunked(long_text):
+    recipe = make_recipe(long_text=long_text, stride=2 if long_text == "chunk" else 0)  # max_length 16
+    exact, over = "x" * 14, "x" * 15  # 16 and 17 tokens with the 2 specials
+    _, stats, backend = run([exact, over], recipe=recipe)
+    assert (stats.truncated, stats.chunked) == ((1, 0) if long_text == "truncate" else (0, 1))
+    # the exact text went to the model whole, as one unit of 16 tokens; the longer one as 16 (cut) or 16 + 5 (windows)
+    units = sorted(n for b in backend.batches for n in b)
+    assert units == ([16, 16] if long_text == "truncate" else [5, 16, 16])

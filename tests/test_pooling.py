@@ -125,3 +125,11 @@ def test_combine_windows_weighted_mean_and_max():
 def test_l2_normalize_leaves_zero_vectors():
     v = np.array([[[3.0, 4.0]], [[0.0, 0.0]]], dtype=np.float32)
     np.testing.assert_allclose(l2_normalize(v), [[[0.6, 0.8]], [[0.0, 0.0]]])
+
+
+def test_l2_normalize_scales_short_vectors_up_each_block_alone_and_returns_float32():
+    # norms below 1 are divided too (the floor only guards zero), per block, whatever the input dtype
+    v = np.array([[[0.003, 0.004], [30.0, 40.0]], [[0.0, 2.0], [1e-3, 0.0]]], dtype=np.float64)
+    out = l2_normalize(v)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, [[[0.6, 0.8], [0.6, 0.8]], [[0.0, 1.0], [1.0, 0.0]]], rtol=1e-6)
