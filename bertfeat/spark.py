@@ -294,7 +294,8 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
         "chunk_rows": batch_rows,
         "cache_dir": None if user_cache is None else str(user_cache),
         "spark": {"master": master_url, "task_cpus": task_cpus, "partitions": partitions, "files": len(written),
-                  "csv_staged": reader.kind == "csv", "workers": workers},
+                  "csv_staged": reader.kind == "csv", "retried_tasks": sum(s["attempt"] > 0 for s in parts),
+                  "workers": workers},
     }
     _atomic_write_bytes(paths.manifest, json.dumps(manifest, indent=2).encode())
     if not quiet:
@@ -438,7 +439,7 @@ def _write_partition(batches, spec: dict):
     featurizer, info = _worker_featurizer(spec)
     input_schema = pa.ipc.read_schema(pa.py_buffer(spec["input_schema"]))
     final = Path(spec["data_dir"]) / f"part-{part:06d}.parquet"
-    tmp = final.with_name(f".{final.name}.tmp-{attempt}-{os.getpid()}")
+    tmp = final.with_name(f".{final.name}.tmp-{tc.taskAttemptId()}")  # unique to this attempt in the application
     totals = EncodeStats()
     writer = None
     try:
@@ -512,7 +513,7 @@ def _check_written(data_dir: Path, expected_rows: int) -> tuple[list[Path], dict
     """The written part files and their common provenance; fails loudly rather than leave a wrong output."""
     for f in data_dir.iterdir():
         if not (f.name.startswith("part-") and f.name.endswith(".parquet")):
-            f.unlink()  # what a failed attempt may have left (its temp file)
+            shutil.rmtree(f) if f.is_dir() else f.unlink()  # what a killed attempt may have left (its temp file)
     files = sorted(data_dir.glob("part-*.parquet"))
     metas = {pq.read_schema(f).metadata.get(b"bertfeat") for f in files} if files else set()
     if len(metas) != 1:
