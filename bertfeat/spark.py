@@ -262,7 +262,9 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
         shutil.rmtree(paths.partial, ignore_errors=True)
         raise ValueError(f"input {str(input)!r} has no rows to embed.")
 
+    t_start = time.perf_counter()
     spark, started = _session(master, quiet)
+    start_seconds = time.perf_counter() - t_start
     try:
         with _conf(spark, {"spark.sql.execution.arrow.maxRecordsPerBatch": str(batch_rows)}):
             result, partitions = _run_job(spark, files, counts, reader.schema, text_cols, keep_cols, layout,
@@ -290,7 +292,8 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
         "input": reader.fingerprint(),
         "provenance": provenance,
         "counts": job_counts(totals, _Exact(result["distinct"]), len(text_cols), 0, len(parts)),
-        "timing": {"seconds": round(time.perf_counter() - t0, 3), "embed_seconds": round(totals.seconds, 3)},
+        "timing": {"seconds": round(time.perf_counter() - t0, 3), "embed_seconds": round(totals.seconds, 3),
+                   "spark_start_seconds": round(start_seconds, 3)},
         "chunk_rows": batch_rows,
         "cache_dir": None if user_cache is None else str(user_cache),
         "spark": {"master": master_url, "task_cpus": task_cpus, "partitions": partitions, "files": len(written),
