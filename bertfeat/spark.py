@@ -439,7 +439,10 @@ def _write_partition(batches, spec: dict):
 
     tc = TaskContext.get()
     part, attempt = tc.partitionId(), tc.attemptNumber()
-    featurizer, info = _worker_featurizer(spec)
+    try:
+        featurizer, info = _worker_featurizer(spec)
+    except (ValueError, TypeError) as exc:  # a model this executor cannot load, say: the user's to fix
+        raise _marked(exc, np.empty(0, dtype=np.int64)) from None
     input_schema = pa.ipc.read_schema(pa.py_buffer(spec["input_schema"]))
     final = Path(spec["data_dir"]) / f"part-{part:06d}.parquet"
     tmp = final.with_name(f".{final.name}.tmp-{tc.taskAttemptId()}")  # unique to this attempt in the application
