@@ -529,5 +529,6 @@ def _check_written(data_dir: Path, expected_rows: int) -> tuple[list[Path], dict
         )
     rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
     if rows != expected_rows:
-        raise RuntimeError(f"the Spark job wrote {rows} rows for {expected_rows} input rows in {data_dir}; not renamed.")
+        raise RuntimeError(
+            f"the Spark job wrote {rows} rows for {expected_rows} input rows in {data_dir}; not renamed.")
     return files, json.loads(metas.pop())

@@ -83,7 +83,8 @@ def test_a_workers_mistake_names_the_input_row_and_comes_back_as_raised():
     spark_error = RuntimeError(f"An exception was thrown from the Python worker:\nTraceback...\nValueError: {marked}\n"
                                "\tat org.apache.spark...")
     found = bspark._mistake_in(spark_error)
-    assert type(found) is ValueError and str(found) == "row 57 is missing (None) and missing='error'. Pass missing='zero'"
+    assert type(found) is ValueError
+    assert str(found) == "row 57 is missing (None) and missing='error'. Pass missing='zero'"
     found = bspark._mistake_in(RuntimeError(str(bspark._marked(TypeError("row 0 of column 'title' holds int"), rows))))
     assert type(found) is TypeError and str(found) == "row 40 of column 'title' holds int"
     assert bspark._mistake_in(RuntimeError("Python worker exited unexpectedly (crashed)")) is None
