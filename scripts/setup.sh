@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One-time (and idempotent) set-up on a fresh machine: R from Debian's packages, a virtualenv in .venv with
+# One-time (and idempotent) set-up on a fresh machine: R and Java from Debian's packages, a virtualenv in .venv with
 # torch==2.13.0 (a CPU wheel here) installed before everything else, then bertfeat in editable mode with its
 # test extras, and the R package of this checkout. Re-running it only fixes what is missing.
 set -euo pipefail
@@ -20,6 +20,14 @@ if [ "${BERTFEAT_SKIP_R:-0}" != 1 ]; then
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $need >/dev/null
   fi
+fi
+
+# --- Java for the Spark engine's tests (Debian's packages; BERTFEAT_SKIP_SPARK=1 skips it, and the Spark tests) ---
+if [ "${BERTFEAT_SKIP_SPARK:-0}" != 1 ] && ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  echo "setup: installing default-jre-headless (Java for Spark)"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends default-jre-headless >/dev/null
 fi
 
 # --- Python ---------------------------------------------------------------------------------------------------

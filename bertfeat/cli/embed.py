@@ -1,6 +1,7 @@
 """``bertfeat embed``: featurize a CSV/parquet file (or a directory/glob of parquet) into a parquet file.
 
-``--engine ray`` runs the same per-batch core on a Ray cluster (bertfeat.ray) and writes a directory of parquet.
+``--engine ray`` runs the same per-batch core on a Ray cluster (bertfeat.ray) and writes a directory of parquet;
+``--engine spark`` does the same on Spark (bertfeat.spark).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import argparse
 
 from bertfeat.cli._options import add_recipe_options, positive_int, recipe_params
 
-ENGINES = ("local", "ray")
+ENGINES = ("local", "ray", "spark")
 RAY_FLAGS = (("num_workers", "--num-workers"), ("gpus_per_worker", "--gpus-per-worker"),
              ("cpus_per_worker", "--cpus-per-worker"))
 
@@ -19,6 +20,7 @@ examples:
   bertfeat embed data/ --text-col title --text-col body --keep-col label --out f.parquet --pooling cls+mean
   bertfeat embed 'shards/*.parquet' --text-col text --out f.parquet --long-text chunk --cache-dir ~/.bertfeat
   bertfeat embed 'shards/*.parquet' --text-col text --id-col id --out features/ --engine ray --gpus-per-worker 1
+  bertfeat embed reviews.csv --text-col review --id-col id --out features/ --engine spark --master 'local[4]'
 
 A killed run resumes where it stopped when the same command is run again; the output appears at --out only when
 complete, with a provenance manifest beside it (<out>.manifest.json).
@@ -26,6 +28,9 @@ complete, with a provenance manifest beside it (<out>.manifest.json).
 --engine ray runs on the Ray cluster this machine belongs to (RAY_ADDRESS, or the one `ray start` made here; else
 a local one on this machine's cores), reads parquet only, and writes --out as a directory of parquet files with the
 same columns and metadata. See docs/ray.md.
+
+--engine spark runs on Spark (--master URL, or spark-submit's master, or local[*]), reads CSV or parquet, and writes
+--out as a directory of parquet files with the same columns and metadata. See docs/spark.md.
 """
 
 
@@ -39,7 +44,7 @@ def add_parser(sub) -> None:
     p.add_argument("--text-col", action="append", required=True, metavar="COL",
                    help="text column to embed (repeat for several)")
     p.add_argument("--out", required=True, metavar="PATH",
-                   help="output parquet file (with --engine ray: a directory of parquet files)")
+                   help="output parquet file (with --engine ray or spark: a directory of parquet files)")
     keep = p.add_mutually_exclusive_group()
     keep.add_argument("--id-col", metavar="COL", help="an id column to copy into the output")
     keep.add_argument("--keep-col", action="append", default=[], metavar="COL",
@@ -63,7 +68,11 @@ def add_parser(sub) -> None:
     o.add_argument("--quiet", action="store_true", help="no progress and no summary")
     e = p.add_argument_group("engine")
     e.add_argument("--engine", choices=ENGINES, default="local",
-                   help="local: this process; ray: a pool of Ray workers across a cluster (needs bertfeat[ray])")
+                   help="local: this process; ray: a pool of Ray workers across a cluster (needs bertfeat[ray]); "
+                        "spark: Spark tasks on a Spark cluster (needs bertfeat[spark] and Java)")
+    e.add_argument("--master", default=None, metavar="URL",
+                   help="Spark master with --engine spark: local[N], spark://host:7077, yarn, k8s://... (default: "
+                        "the one spark-submit was given, else local[*])")
     e.add_argument("--num-workers", type=positive_int, default=None, metavar="N",
                    help="Ray workers, each holding one model (default: one per GPU, or one per node without GPUs)")
     e.add_argument("--gpus-per-worker", type=non_negative_float, default=None, metavar="G",
@@ -104,14 +113,18 @@ def run(args: argparse.Namespace) -> int:
     local_only = [flag for flag, on in (("--chunk-chars", args.chunk_chars is not None),
                                         ("--delimiter", args.delimiter is not None),
                                         ("--infer-types", args.infer_types)) if on]
-    if args.engine == "ray" and local_only:
-        raise UsageError(f"{local_only[0]} applies to the local engine only (--engine ray reads parquet in batches of "
-                         f"--chunk-rows rows); drop {local_only[0]}.")
+    if args.engine in ("ray", "spark") and local_only:
+        raise UsageError(f"{local_only[0]} applies to the local engine only (--engine {args.engine} reads its input in "
+                         f"batches of --chunk-rows rows); drop {local_only[0]}.")
+    if args.master is not None and args.engine != "spark":
+        raise UsageError("--master applies to --engine spark only; add --engine spark or drop --master.")
     if args.engine == "ray":
         return _run_ray(args, keep, params)
     given = [flag for name, flag in RAY_FLAGS if getattr(args, name) is not None]
     if given:
         raise UsageError(f"{given[0]} applies to --engine ray only; add --engine ray or drop {given[0]}.")
+    if args.engine == "spark":
+        return _run_spark(args, keep, params)
     csv_flags = {"--delimiter": args.delimiter is not None, "--infer-types": args.infer_types}
     kind, _ = resolve_input(args.input)
     given = [flag for flag, on in csv_flags.items() if on]
@@ -150,5 +163,24 @@ def _run_ray(args: argparse.Namespace, keep: list, params: dict) -> int:
         args.input, args.out, args.text_col, keep_cols=keep, layout=args.layout, overwrite=args.overwrite,
         batch_rows=args.chunk_rows, quiet=args.quiet, num_workers=args.num_workers, gpus_per_worker=gpus,
         cpus_per_worker=args.cpus_per_worker, **params,
+    )
+    return 0
+
+
+def _run_spark(args: argparse.Namespace, keep: list, params: dict) -> int:
+    from bertfeat.cli import UsageError
+    from bertfeat.spark import embed_files, require_java, require_spark
+
+    try:
+        require_spark()
+        from pyspark.sql import SparkSession
+
+        if SparkSession.getActiveSession() is None:
+            require_java()
+    except (ImportError, RuntimeError) as exc:
+        raise UsageError(str(exc)) from None
+    embed_files(
+        args.input, args.out, args.text_col, keep_cols=keep, layout=args.layout, overwrite=args.overwrite,
+        batch_rows=args.chunk_rows, master=args.master, quiet=args.quiet, **params,
     )
     return 0

@@ -1,0 +1,534 @@
+"""The Spark engine: the per-batch Arrow core run by Spark's own scheduler, through ``mapInArrow``.
+
+:func:`embed_dataframe` adds the featurization to a Spark DataFrame (lazily, like any Spark transformation);
+:func:`embed_files` runs a whole job, CSV/parquet in and a directory of parquet out, with the same columns, schema
+metadata and manifest as the single-machine ``bertfeat embed``. Every Python worker keeps one
+:class:`~bertfeat.arrow.ArrowFeaturizer` (one model load) for all the batches and tasks it runs, sets its torch
+threads from ``spark.task.cpus``, and reads and writes the shared cache. See docs/spark.md.
+
+This is the only module that imports pyspark, and only when one of its functions is called: ``import bertfeat``
+never does.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import socket
+import sys
+import time
+import warnings
+from functools import partial
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from bertfeat.encode import EncodeStats
+from bertfeat.exceptions import TruncationWarning
+from bertfeat.files import InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary, text_hashes
+from bertfeat.recipe import _is_int
+
+INSTALL_HINT = "pip install 'bertfeat[spark]'"
+JAVA_HINT = "install Java 17 or later (Debian/Ubuntu: apt-get install default-jre-headless) or set JAVA_HOME"
+_ROW = "_bertfeat_row"  # the input row number a job carries through Spark, to restore the input order
+_MISTAKE = "[bertfeat-mistake]"  # marks a user's mistake in a worker's traceback, which is all Spark passes on
+
+
+def require_spark():
+    """Import and return ``pyspark`` (4.x), or say how to install it."""
+    try:
+        import pyspark
+        import pyspark.sql  # noqa: F401
+    except ImportError as exc:
+        raise ImportError(
+            f"the Spark engine needs pyspark 4.x, which cannot be imported here ({exc}). Install it with "
+            f"{INSTALL_HINT} (and a Java runtime), or use the local engine."
+        ) from exc
+    return pyspark
+
+
+def require_java() -> str:
+    """The ``java`` a local Spark driver will start, or an error saying how to get one."""
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    if not java or not os.access(java, os.X_OK):
+        where = f"JAVA_HOME={home!r} has no bin/java" if home else "no JAVA_HOME and no java on PATH"
+        raise RuntimeError(f"the Spark engine needs Java to start Spark, and none was found ({where}): {JAVA_HINT}.")
+    return java
+
+
+# -- what each Python worker keeps -----------------------------------------------------------------------------
+
+_WORKER: dict = {"key": None, "featurizer": None, "loads": 0}
+
+
+def _worker_featurizer(spec: dict):
+    """This worker's featurizer for ``spec``, built once and reused by every later batch and task it runs.
+
+    Spark reuses its Python workers across tasks (``spark.python.worker.reuse``, on by default), so the model is
+    loaded once per worker process, not once per task. One recipe is kept: a job with another replaces it.
+    """
+    from bertfeat.arrow import ArrowFeaturizer
+    from bertfeat.hardware import set_threads
+
+    threads, device = _task_resources(spec["params"].get("device", "auto"))
+    set_threads(threads)
+    key = json.dumps([spec["text_cols"], spec["keep_cols"], spec["layout"], spec["params"], device], sort_keys=True,
+                     default=str)
+    if _WORKER["key"] != key:
+        _WORKER.update(key=None, featurizer=None)
+        _WORKER["featurizer"] = ArrowFeaturizer(spec["text_cols"], spec["keep_cols"], layout=spec["layout"],
+                                                **{**spec["params"], "device": device})
+        _WORKER.update(key=key, loads=_WORKER["loads"] + 1)
+    info = {"host": socket.gethostname(), "pid": os.getpid(), "threads": threads, "device": device,
+            "loads": _WORKER["loads"]}
+    return _WORKER["featurizer"], info
+
+
+def _task_resources(device: str) -> tuple[int, str]:
+    """torch threads from the task's CPUs (``spark.task.cpus``), and the GPU Spark assigned it, if any."""
+    from pyspark import TaskContext
+
+    tc = TaskContext.get()
+    if tc is None:  # not in a Spark task (a direct call): whatever this process has
+        return max(1, os.cpu_count() or 1), "cpu" if device == "auto" else device
+    threads = max(1, int(tc.cpus()))
+    gpus = tc.resources().get("gpu")
+    if device == "auto":
+        # the GPU Spark's resource scheduling gave this task; without one, the CPU, not a GPU another task may hold
+        device = f"cuda:{gpus.addresses[0]}" if gpus is not None and gpus.addresses else "cpu"
+    return threads, device
+
+
+def _for_spark(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """Spark has no fixed-size lists: the list layout's columns go out as variable-size lists of float32."""
+    arrays, fields = [], []
+    for field, col in zip(batch.schema, batch.columns):
+        if pa.types.is_fixed_size_list(field.type):
+            col = col.cast(pa.list_(pa.float32()))
+            field = pa.field(field.name, col.type)
+        arrays.append(col)
+        fields.append(field)
+    return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _embed_partition(batches, spec: dict):
+    featurizer, _ = _worker_featurizer(spec)
+    for batch in batches:
+        yield _for_spark(featurizer(batch))
+
+
+# -- the public API ------------------------------------------------------------------------------------------------
+
+
+def embed_dataframe(sdf, text_cols, *, keep_cols=(), layout: str = "columns", **recipe):
+    """Embed the text column(s) of a Spark DataFrame: returns a DataFrame of the kept columns, then the features.
+
+    Lazy, like any Spark transformation: nothing runs until an action (``write.parquet``, ``count``, ``collect``
+    ...). The feature columns are named as in Python, the CLI and R (``review_mean_000`` ...), float32
+    (``FloatType``), or with ``layout="list"`` one ``array<float>`` column per text column (``review_embedding``).
+    The provenance (model, hashes, recipe fingerprint) is in the field metadata, key ``bertfeat``, of the first
+    feature column (``layout="columns"``) or of each embedding column (``layout="list"``). Rows keep their
+    partitions and their order within them.
+
+    Parameters
+    ----------
+    sdf : pyspark.sql.DataFrame
+        Input with the text column(s) and any kept columns.
+    text_cols : str or list of str
+        Text column(s) to embed (features of each, side by side).
+    keep_cols : str or list of str
+        Columns copied through unchanged, before the features (ids, labels).
+    layout : {"columns", "list"}
+        One float column per feature, or one array column per text column.
+    **recipe
+        Any :class:`~bertfeat.BertEmbedder` parameter (model, pooling, layers, cache_dir, batch_tokens, ...). On a
+        cluster, ``model`` and ``cache_dir`` must be paths every executor can read (a shared filesystem); with
+        ``cache_dir`` every worker reads and writes that cache, so a rerun skips the texts already embedded.
+
+    Each Arrow batch (``spark.sql.execution.arrow.maxRecordsPerBatch`` rows, 10,000 by default) is one call of the
+    per-batch core: the unit of deduplication and of a cache lookup. Each Python worker loads the model once and
+    runs torch with ``spark.task.cpus`` threads; with ``device="auto"`` it uses the GPU Spark assigned the task
+    (``spark.task.resource.gpu.amount``), else the CPU.
+
+    Examples
+    --------
+    >>> from bertfeat.spark import embed_dataframe
+    >>> sdf = spark.read.parquet("reviews/")  # doctest: +SKIP
+    >>> feats = embed_dataframe(sdf, "review", keep_cols="id", pooling="mean")  # doctest: +SKIP
+    >>> feats.write.parquet("features/")  # doctest: +SKIP
+    """
+    require_spark()
+    from pyspark.sql.types import ArrayType, FloatType, StructField, StructType
+
+    text_cols = [text_cols] if isinstance(text_cols, str) else list(text_cols)
+    keep_cols = [keep_cols] if isinstance(keep_cols, str) else list(keep_cols)
+    checker = _checked_featurizer(text_cols, keep_cols, layout, recipe, _arrow_schema(sdf.schema))
+    provenance = {"bertfeat": json.dumps(checker.provenance())}
+    fields = [sdf.schema[c] for c in keep_cols]
+    for k, name in enumerate(checker.output_feature_columns()):
+        meta = provenance if layout == "list" or k == 0 else {}
+        kind = ArrayType(FloatType(), containsNull=False) if layout == "list" else FloatType()
+        fields.append(StructField(name, kind, nullable=True, metadata=meta))
+    spec = {"text_cols": text_cols, "keep_cols": keep_cols, "layout": layout, "params": _absolute_paths(recipe)}
+    return sdf.select(*dict.fromkeys(keep_cols + text_cols)).mapInArrow(partial(_embed_partition, spec=spec),
+                                                                         StructType(fields))
+
+
+def _checked_featurizer(text_cols, keep_cols, layout, params, schema: pa.Schema):
+    """The parameters, the model, the feature names and the columns, checked on the driver before any task runs."""
+    from bertfeat.arrow import ArrowFeaturizer
+
+    checker = ArrowFeaturizer(text_cols, keep_cols, layout=layout, **{**params, "device": "cpu"})
+    checker.check_schema(schema)
+    return checker
+
+
+def _arrow_schema(spark_schema) -> pa.Schema:
+    """The Arrow types Spark hands ``mapInArrow`` for these columns (what the column checks read)."""
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    fields = []
+    for f in spark_schema.fields:
+        try:
+            t = to_arrow_type(f.dataType)
+        except Exception:  # a type Arrow cannot carry: not text, and named by Spark's own name
+            t = pa.binary() if f.dataType.typeName() == "binary" else pa.struct([])
+        fields.append(pa.field(f.name, t))
+    return pa.schema(fields)
+
+
+def _absolute_paths(params: dict) -> dict:
+    from bertfeat.ray import _absolute_paths as absolute  # the same rule for every engine's remote workers
+
+    return absolute(params)
+
+
+# -- a whole job: files in, a directory of parquet out -----------------------------------------------------------
+
+
+def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns", overwrite: bool = False,
+                batch_rows: int = 10_000, master: str | None = None, quiet: bool = False, **params) -> dict:
+    """Embed the text columns of a CSV/parquet input on Spark into a directory of parquet files; returns the manifest.
+
+    ``input`` is a CSV file, a parquet file, or a directory or glob of parquet files (as for ``bertfeat embed``).
+    ``out`` is a directory of ``part-NNNNNN.parquet`` files whose sorted names give the input's row order, with the
+    local engine's columns, types and schema metadata; it appears only when complete (written as
+    ``<out>.partial/data/``, then renamed), with the manifest beside it in ``<out>.manifest.json``.
+
+    Parquet is read by Spark. A CSV file is first streamed by the driver into parquet under ``<out>.partial/input``
+    (bounded memory), so that it is parsed exactly as the local engine parses it (missing markers, quoted text,
+    column types). The rows are then range-partitioned by input row number into at least as many partitions as
+    Spark has cores (and about ``batch_rows`` rows each), each task writes its partition's part file, and the
+    manifest's counts come from the job's results, so a task Spark retries is counted once.
+
+    Without ``cache_dir`` a run-private cache in ``<out>.partial/cache`` deduplicates texts across tasks and is
+    kept by a job that dies, so running the same command again embeds only what is left. ``master`` is a Spark
+    master URL (``local[4]``, ``spark://host:7077``, ``yarn``); without it the active session, or
+    ``spark-submit``'s, or ``local[*]``. Other parameters: any :class:`~bertfeat.BertEmbedder` parameter.
+    """
+    require_spark()
+    t0 = time.perf_counter()
+    text_cols = [text_cols] if isinstance(text_cols, str) else list(text_cols)
+    keep_cols = [keep_cols] if isinstance(keep_cols, str) else list(keep_cols)
+    if not _is_int(batch_rows) or batch_rows < 1:
+        raise ValueError(f"batch_rows={batch_rows!r} is not valid: expected a positive number of rows.")
+    from bertfeat.ray import _check_output
+
+    paths = _Paths(Path(out))
+    reader = InputReader(str(input), keep_cols + text_cols, batch_rows, text_cols)
+    _check_output(paths, reader, overwrite)
+    if reader.kind == "parquet" and not reader.total_rows:
+        raise ValueError(f"input {str(input)!r} has no rows to embed.")
+    _checked_featurizer(text_cols, keep_cols, layout, params, reader.schema)
+    user_cache = params.get("cache_dir")
+    if user_cache is None:
+        # kept when a job dies, so that a rerun answers the finished texts from it (the cache is keyed by recipe,
+        # so another job's leftovers can never answer for this one)
+        params = {**params, "cache_dir": str(paths.partial / "cache")}
+    data_dir, staged = paths.partial / "data", paths.partial / "input"
+    for d in (data_dir, staged):
+        shutil.rmtree(d, ignore_errors=True)  # files of a dead run: rewritten, their texts come from the cache
+    paths.partial.mkdir(parents=True, exist_ok=True)
+    files, counts = _parquet_files(reader, staged)
+    total_rows = int(sum(counts))
+    if not total_rows:
+        shutil.rmtree(paths.partial, ignore_errors=True)
+        raise ValueError(f"input {str(input)!r} has no rows to embed.")
+
+    t_start = time.perf_counter()
+    spark, started = _session(master, quiet)
+    start_seconds = time.perf_counter() - t_start
+    try:
+        with _conf(spark, {"spark.sql.execution.arrow.maxRecordsPerBatch": str(batch_rows)}):
+            result, partitions = _run_job(spark, files, counts, reader.schema, text_cols, keep_cols, layout,
+                                          batch_rows, data_dir, _absolute_paths(params))
+        master_url = spark.sparkContext.master
+        task_cpus = int(spark.conf.get("spark.task.cpus", "1"))
+    finally:
+        if started:
+            spark.stop()
+
+    written, provenance = _check_written(data_dir, total_rows)
+    from bertfeat.ray import _replace
+
+    _replace(data_dir, paths.out)
+    shutil.rmtree(paths.partial, ignore_errors=True)
+    parts = sorted((json.loads(s) for s in result["stats"]), key=lambda s: s["partition"])
+    totals = EncodeStats()
+    for s in parts:
+        totals += EncodeStats(**s["stats"])
+    workers = sorted({(w["host"], w["pid"]): w for w in (s["worker"] for s in parts)}.values(),
+                     key=lambda w: (w["host"], w["pid"]))
+    manifest = {
+        "output": str(paths.out),
+        "engine": "spark",
+        "input": reader.fingerprint(),
+        "provenance": provenance,
+        "counts": job_counts(totals, _Exact(result["distinct"]), len(text_cols), 0, len(parts)),
+        "timing": {"seconds": round(time.perf_counter() - t0, 3), "embed_seconds": round(totals.seconds, 3),
+                   "spark_start_seconds": round(start_seconds, 3)},
+        "chunk_rows": batch_rows,
+        "cache_dir": None if user_cache is None else str(user_cache),
+        "spark": {"master": master_url, "task_cpus": task_cpus, "partitions": partitions, "files": len(written),
+                  "csv_staged": reader.kind == "csv", "retried_tasks": sum(s["attempt"] > 0 for s in parts),
+                  "workers": workers},
+    }
+    _atomic_write_bytes(paths.manifest, json.dumps(manifest, indent=2).encode())
+    if not quiet:
+        print_summary(manifest)
+    return manifest
+
+
+class _Exact:
+    """A distinct-text count Spark computed exactly, in the shape :func:`~bertfeat.files.job_counts` reads."""
+
+    def __init__(self, n: int):
+        self.n = int(n)
+
+    def count(self) -> tuple[int, bool]:
+        return self.n, True
+
+
+def _parquet_files(reader: InputReader, staged: Path) -> tuple[list[Path], list[int]]:
+    """The parquet files Spark reads, in input order, and their row counts: the input's own, or a CSV streamed into
+    one file per ``chunk_rows`` rows by the local engine's reader."""
+    if reader.kind == "parquet":
+        return list(reader.files), [pq.ParquetFile(f).metadata.num_rows for f in reader.files]
+    staged.mkdir(parents=True)
+    files, counts = [], []
+    for k, batch in enumerate(reader.batches()):
+        path = staged / f"rows-{k:06d}.parquet"
+        pq.write_table(pa.Table.from_batches([batch]), path, row_group_size=max(1, batch.num_rows))
+        files.append(path)
+        counts.append(batch.num_rows)
+    return files, counts
+
+
+def _session(master: str | None, quiet: bool):
+    """``(session, started)``: the active Spark session, or a new one this job starts (and stops)."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None and master is None:
+        return active, False
+    if active is not None:
+        if active.sparkContext.master != master:
+            raise ValueError(
+                f"--master {master!r}, but this process already has a Spark session on {active.sparkContext.master!r};"
+                " drop --master to use it, or stop it first."
+            )
+        return active, False
+    require_java()
+    builder = SparkSession.builder.appName("bertfeat embed")
+    if master is not None:
+        builder = builder.master(master)
+    elif "SPARK_MASTER" not in os.environ and not os.environ.get("PYSPARK_SUBMIT_ARGS"):
+        builder = builder.master("local[*]")
+    local = (master or "local").startswith("local")
+    if local and not os.environ.get("PYSPARK_PYTHON"):
+        builder = builder.config("spark.pyspark.python", sys.executable)  # the workers run this environment
+    builder = builder.config("spark.ui.showConsoleProgress", "false" if quiet else "true")
+    spark = builder.getOrCreate()
+    if quiet:
+        spark.sparkContext.setLogLevel("ERROR")
+    return spark, True
+
+
+class _conf:
+    """Set Spark SQL options for one job and put the caller's back after it."""
+
+    def __init__(self, spark, options: dict):
+        self.spark, self.options = spark, options
+
+    def __enter__(self):
+        self.saved = {k: self.spark.conf.get(k, None) for k in self.options}
+        for k, v in self.options.items():
+            self.spark.conf.set(k, v)
+        return self
+
+    def __exit__(self, *exc):
+        for k, v in self.saved.items():
+            if v is None:
+                self.spark.conf.unset(k)
+            else:
+                self.spark.conf.set(k, v)
+        return False
+
+
+def _run_job(spark, files, counts, input_schema, text_cols, keep_cols, layout, batch_rows, data_dir, params):
+    """Read, order, partition, embed and write; returns the collected counts and the number of partitions."""
+    from pyspark.sql import functions as F
+
+    columns = list(dict.fromkeys(keep_cols + text_cols))
+    sdf = spark.read.parquet(*[str(f.resolve()) for f in files]).select(
+        *columns, F.col("_metadata.file_path").alias("_file"), F.col("_metadata.row_index").alias("_index"))
+    offsets = _file_offsets(sdf, files, counts)
+    first_row = F.create_map(*[F.lit(x) for kv in offsets.items() for x in kv])
+    ordered = sdf.select(*columns, (F.element_at(first_row, F.col("_file")) + F.col("_index")).alias(_ROW))
+    total = int(sum(counts))
+    partitions = max(spark.sparkContext.defaultParallelism, math.ceil(total / batch_rows))
+    # range partitions of the row number, sorted within: partition k holds the k-th stretch of the input, so the
+    # part files' names give the input order (an explicit count, which adaptive execution does not coalesce)
+    ordered = ordered.repartitionByRange(partitions, _ROW).sortWithinPartitions(_ROW)
+    spec = {"text_cols": text_cols, "keep_cols": keep_cols, "layout": layout, "params": params,
+            "data_dir": str(data_dir.resolve()), "input_schema": input_schema.serialize().to_pybytes()}
+    data_dir.mkdir(parents=True, exist_ok=True)
+    results = ordered.mapInArrow(partial(_write_partition, spec=spec), "stats string, hash long")
+    # one action: the per-partition counts, and the distinct texts counted by Spark (never gathered on the driver)
+    row = results.agg(F.collect_list("stats").alias("stats"), F.count_distinct("hash").alias("distinct"))
+    try:
+        got = row.collect()[0]
+    except Exception as exc:
+        mistake = _mistake_in(exc)
+        if mistake is None:
+            raise
+        raise mistake from None  # the user's mistake, as the local engine words it, not Spark's wrapping
+    return {"stats": got["stats"], "distinct": got["distinct"]}, partitions
+
+
+def _file_offsets(sdf, files, counts) -> dict:
+    """Spark's name for each input file -> the input row number of its first row."""
+    starts = dict(zip((str(f.resolve()) for f in files), np.concatenate([[0], np.cumsum(counts)[:-1]]).tolist()))
+    names = [r["_file"] for r in sdf.select("_file").distinct().collect()]
+    offsets = {}
+    for name in names:
+        local = unquote(urlparse(name).path)
+        if local not in starts:
+            raise RuntimeError(f"Spark read a file bertfeat did not list: {name!r}; report this as a bug.")
+        offsets[name] = int(starts[local])
+    skipped = set(starts) - {unquote(urlparse(n).path) for n in names} - {
+        str(f.resolve()) for f, n in zip(files, counts) if n == 0}
+    if skipped:
+        raise ValueError(
+            f"Spark skipped input file(s) {sorted(skipped)[:3]} (names starting with '_' or '.' are hidden from "
+            "Spark); rename them, or use the local engine."
+        )
+    return offsets
+
+
+def _write_partition(batches, spec: dict):
+    """One task: embed its partition batch by batch into one part file; yields its counts and its texts' hashes."""
+    from pyspark import TaskContext
+
+    tc = TaskContext.get()
+    part, attempt = tc.partitionId(), tc.attemptNumber()
+    try:
+        featurizer, info = _worker_featurizer(spec)
+    except (ValueError, TypeError) as exc:  # a model this executor cannot load, say: the user's to fix
+        raise _marked(exc, np.empty(0, dtype=np.int64)) from None
+    input_schema = pa.ipc.read_schema(pa.py_buffer(spec["input_schema"]))
+    final = Path(spec["data_dir"]) / f"part-{part:06d}.parquet"
+    tmp = final.with_name(f".{final.name}.tmp-{tc.taskAttemptId()}")  # unique to this attempt in the application
+    totals = EncodeStats()
+    writer = None
+    try:
+        for batch in batches:
+            rows = batch.column(_ROW).to_numpy()
+            batch = _as_input_types(batch, input_schema, featurizer.keep_cols + featurizer.text_cols)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", TruncationWarning)  # counted in the manifest instead
+                    result = featurizer(batch)
+            except (ValueError, TypeError) as exc:
+                raise _marked(exc, rows) from None
+            totals += featurizer.embedder.stats_
+            writer = writer or pq.ParquetWriter(tmp, result.schema)
+            writer.write_batch(result, row_group_size=max(1, result.num_rows))
+            hashes = np.concatenate([text_hashes(batch.column(c).to_pylist()) for c in featurizer.text_cols])
+            yield pa.record_batch([pa.nulls(len(hashes), pa.string()), pa.array(hashes.view(np.int64))],
+                                  names=["stats", "hash"])
+        if writer is not None:
+            writer.close()
+            writer = None
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+            os.replace(tmp, final)  # a retried or speculative attempt writes the same rows under the same name
+    finally:
+        if writer is not None:
+            writer.close()
+        if tmp.exists():
+            tmp.unlink()
+    stats = {"partition": part, "attempt": attempt, "stats": totals.to_dict(), "worker": info}
+    yield pa.record_batch([pa.array([json.dumps(stats)]), pa.nulls(1, pa.int64())], names=["stats", "hash"])
+
+
+def _as_input_types(batch: pa.RecordBatch, input_schema: pa.Schema, columns: list[str]) -> pa.RecordBatch:
+    """The columns back in the input's Arrow types where Spark changed them (int32 ids read as int32, large_string
+    as string...), so the output's kept columns have the local engine's types."""
+    arrays, fields = [], []
+    for name in columns:
+        col, want = batch.column(name), input_schema.field(name)
+        if col.type != want.type:
+            try:
+                col = col.cast(want.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                want = pa.field(name, col.type)  # Spark's type, where the input's cannot be restored
+        arrays.append(col)
+        fields.append(want)
+    return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _marked(exc: Exception, rows: np.ndarray) -> Exception:
+    """The error with its row number made the input's (the core counts rows within its batch), and marked so that
+    the driver can tell it from Spark's own failures and raise it as the local engine does."""
+    message = re.sub(r"^row (\d+)", lambda m: f"row {rows[int(m.group(1))]}" if int(m.group(1)) < len(rows)
+                     else m.group(0), str(exc))
+    return type(exc)(f"{_MISTAKE}{json.dumps({'type': type(exc).__name__, 'message': message})}{_MISTAKE}")
+
+
+def _mistake_in(exc: Exception) -> Exception | None:
+    """The user's mistake a worker raised, from the text of Spark's error, or None for any other failure."""
+    m = re.search(re.escape(_MISTAKE) + r"(.*?)" + re.escape(_MISTAKE), str(exc), re.S)
+    if m is None:
+        return None
+    try:
+        found = json.loads(m.group(1))
+    except ValueError:
+        return None
+    return (TypeError if found.get("type") == "TypeError" else ValueError)(found.get("message", ""))
+
+
+def _check_written(data_dir: Path, expected_rows: int) -> tuple[list[Path], dict]:
+    """The written part files and their common provenance; fails loudly rather than leave a wrong output."""
+    for f in data_dir.iterdir():
+        if not (f.name.startswith("part-") and f.name.endswith(".parquet")):
+            shutil.rmtree(f) if f.is_dir() else f.unlink()  # what a killed attempt may have left (its temp file)
+    files = sorted(data_dir.glob("part-*.parquet"))
+    metas = {pq.read_schema(f).metadata.get(b"bertfeat") for f in files} if files else set()
+    if len(metas) != 1:
+        raise RuntimeError(
+            f"the Spark tasks wrote {len(files)} file(s) with {len(metas)} different recipes in {data_dir}; with "
+            "executors on different GPU types dtype='auto' may differ: pass dtype= (--dtype) explicitly."
+        )
+    rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    if rows != expected_rows:
+        raise RuntimeError(
+            f"the Spark job wrote {rows} rows for {expected_rows} input rows in {data_dir}; not renamed.")
+    return files, json.loads(metas.pop())

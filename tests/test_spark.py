@@ -1,0 +1,194 @@
+"""Real jobs on a local Spark session (local[2], two attempts per task, started once for this file): the Spark
+engine's output equals the single-machine CLI's row for row, with the same schema and metadata, for CSV and parquet
+input and both layouts; a rerun is answered by the shared cache; a retried task is counted once.
+
+Needs pyspark and Java (scripts/setup.sh installs both; BERTFEAT_SKIP_SPARK=1 skips these tests).
+"""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from bertfeat.cli import main
+
+if os.environ.get("BERTFEAT_SKIP_SPARK") == "1":
+    pytest.skip("BERTFEAT_SKIP_SPARK=1: the Spark engine's tests are skipped", allow_module_level=True)
+pytest.importorskip("pyspark", reason="pyspark is an optional extra: pip install 'bertfeat[spark]'")
+
+import bertfeat.spark as bspark  # noqa: E402
+from tests.test_cli import make_frame  # noqa: E402
+
+try:
+    bspark.require_java()
+except RuntimeError as exc:
+    pytest.skip(str(exc), allow_module_level=True)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def spark():
+    """One local Spark session for this file: two cores, and a second attempt for a failed task."""
+    from pyspark.sql import SparkSession
+
+    with pytest.MonkeyPatch.context() as mp:
+        # the Python workers inherit the session's environment: this interpreter, this checkout, offline
+        mp.setenv("PYSPARK_PYTHON", sys.executable)
+        mp.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        session = (SparkSession.builder.master("local[2,2]").appName("bertfeat tests")
+                   .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+                   .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+        session.sparkContext.setLogLevel("ERROR")
+        try:
+            yield session
+        finally:
+            session.stop()
+
+
+def features(table: pa.Table, skip: int) -> np.ndarray:
+    cols = table.columns[skip:]
+    if pa.types.is_fixed_size_list(cols[0].type) or pa.types.is_list(cols[0].type):
+        return np.hstack([np.stack(c.to_numpy(zero_copy_only=False)) for c in cols])
+    return np.column_stack([c.to_numpy() for c in cols])
+
+
+def test_parquet_job_matches_the_local_engine_and_a_rerun_hits_the_cache(tiny_bert, spark, tmp_path):
+    df = make_frame(150, seed=3).drop_duplicates("review").reset_index(drop=True)  # distinct texts: hits == rows
+    (tmp_path / "in").mkdir()
+    df.iloc[:60].to_parquet(tmp_path / "in" / "b.parquet")  # file names sorted, not Spark's largest-first order
+    df.iloc[60:].to_parquet(tmp_path / "in" / "a-0.parquet")
+    common = [str(tmp_path / "in"), "--text-col", "review", "--id-col", "id", "--model", tiny_bert,
+              "--chunk-rows", "40", "--quiet"]
+    assert main(["embed", *common, "--out", str(tmp_path / "local.parquet")]) == 0
+    spark_args = [*common, "--out", str(tmp_path / "spark_out"), "--engine", "spark", "--cache-dir",
+                  str(tmp_path / "c")]
+    assert main(["embed", *spark_args]) == 0
+
+    local = pq.read_table(tmp_path / "local.parquet")
+    out = tmp_path / "spark_out"
+    assert out.is_dir() and not (tmp_path / "spark_out.partial").exists()
+    assert all(f.name.startswith("part-") and f.suffix == ".parquet" for f in out.iterdir())
+    got = pq.read_table(out)
+    assert got.schema.equals(local.schema, check_metadata=True)  # names, types and the b"bertfeat" metadata
+    assert got.column("id").to_pylist() == local.column("id").to_pylist()  # the input's order
+    assert np.abs(features(got, 1) - features(local, 1)).max() <= 1e-5
+
+    manifest = json.loads((tmp_path / "spark_out.manifest.json").read_text())
+    local_manifest = json.loads((tmp_path / "local.parquet.manifest.json").read_text())
+    assert manifest["engine"] == "spark" and manifest["provenance"] == local_manifest["provenance"]
+    assert manifest["provenance"] == json.loads(got.schema.metadata[b"bertfeat"])
+    for key in ("rows", "texts", "unique_texts", "embedded", "missing", "truncated", "tokens"):
+        assert manifest["counts"][key] == local_manifest["counts"][key], key
+    assert manifest["counts"]["embedded"] == len(df) and manifest["counts"]["cache_hits"] == 0
+    assert manifest["input"] == local_manifest["input"] and manifest["cache_dir"] == str(tmp_path / "c")
+    s = manifest["spark"]
+    assert s["partitions"] == 4 == s["files"] and s["task_cpus"] == 1  # 150 rows / 40 a partition
+    assert {w["threads"] for w in s["workers"]} == {1} and {w["device"] for w in s["workers"]} == {"cpu"}
+    assert len(s["workers"]) <= 2 and all(w["loads"] == 1 for w in s["workers"])  # one model load per worker
+
+    # the same command again (replacing the output): every text comes from the shared cache
+    assert main(["embed", *spark_args, "--overwrite"]) == 0
+    again = json.loads((tmp_path / "spark_out.manifest.json").read_text())
+    assert again["counts"]["embedded"] == 0 and again["counts"]["cache_hits"] == again["counts"]["rows"] == len(df)
+    assert pq.read_table(out).equals(got)
+
+
+def test_csv_job_in_list_layout_with_kept_columns_matches_the_local_engine(tiny_bert, spark, tmp_path):
+    df = make_frame(70, seed=4)
+    df.loc[5, "title"] = None  # a missing text, written as an empty field: missing='zero' as locally
+    df.to_csv(tmp_path / "in.csv", index=False)
+    common = ["embed", str(tmp_path / "in.csv"), "--text-col", "review", "--text-col", "title", "--keep-col", "id",
+              "--keep-col", "stars", "--layout", "list", "--missing", "zero", "--model", tiny_bert,
+              "--chunk-rows", "25", "--pooling", "mean", "--quiet"]
+    assert main([*common, "--out", str(tmp_path / "local.parquet")]) == 0
+    assert main([*common, "--out", str(tmp_path / "spark_out"), "--engine", "spark"]) == 0
+    local, got = pq.read_table(tmp_path / "local.parquet"), pq.read_table(tmp_path / "spark_out")
+    assert got.schema.equals(local.schema, check_metadata=True)
+    assert got.select(["id", "stars"]).equals(local.select(["id", "stars"]))
+    assert np.abs(features(got, 2) - features(local, 2)).max() <= 1e-5
+    manifest = json.loads((tmp_path / "spark_out.manifest.json").read_text())
+    assert manifest["counts"]["missing"] == 1 and manifest["spark"]["csv_staged"]
+    assert manifest["cache_dir"] is None and not (tmp_path / "spark_out.partial").exists()
+
+
+def test_embed_dataframe_is_lazy_and_equals_the_core(tiny_bert, spark):
+    from pyspark.sql.types import ArrayType, FloatType
+
+    from bertfeat.arrow import ArrowFeaturizer
+
+    df = make_frame(60, seed=5)[["id", "review", "title"]]
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    sdf = spark.createDataFrame(df).repartition(3)
+    with pytest.raises(ValueError, match=r"column\(s\) \['body'\] not found"):  # checked before any task runs
+        bspark.embed_dataframe(sdf, "body", model=tiny_bert)
+    with pytest.raises(TypeError, match="text column 'id' holds int64 values, not text"):
+        bspark.embed_dataframe(sdf, "id", model=tiny_bert)
+    for layout in ("columns", "list"):
+        feats = bspark.embed_dataframe(sdf, ["review", "title"], keep_cols="id", layout=layout, model=tiny_bert)
+        want = ArrowFeaturizer(["review", "title"], ["id"], layout=layout, model=tiny_bert)(table)
+        assert feats.columns == want.schema.names
+        first = feats.schema[want.schema.names[1]]
+        assert json.loads(first.metadata["bertfeat"]) == json.loads(want.schema.metadata[b"bertfeat"])
+        assert first.dataType == (ArrayType(FloatType(), False) if layout == "list" else FloatType())
+        got = feats.toArrow().sort_by("id")
+        assert got.column("id").to_pylist() == df["id"].tolist()
+        assert np.abs(features(got, 1) - features(pa.Table.from_batches([want]), 1)).max() <= 1e-5
+
+
+def test_a_bad_text_fails_the_job_with_the_local_engines_message(tiny_bert, spark, tmp_path, capsys):
+    src = tmp_path / "bad.parquet"
+    df = pd.DataFrame({"id": range(90), "text": [f"text {i}" for i in range(90)]})
+    df.loc[57, "text"] = None
+    df.to_parquet(src)
+    args = ["embed", str(src), "--text-col", "text", "--out", str(tmp_path / "o"), "--model", tiny_bert, "--quiet"]
+    assert main(args) == 2
+    local = capsys.readouterr().err.strip().splitlines()
+    assert main([*args, "--engine", "spark"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    # one line, word for word the local engine's; the row is the input's, though Spark's second partition (rows
+    # 45-89) holds it as its 13th row
+    assert err == local and err[0].startswith("bertfeat embed: error: row 57 is missing (None) and missing='error'")
+    # the failed job keeps its run-private cache, so that the same command, once the input is fixed, resumes
+    assert not (tmp_path / "o").exists() and (tmp_path / "o.partial" / "cache").is_dir()
+    with pytest.raises(TypeError, match="text column 'id' holds int64 values"):  # before Spark runs anything
+        bspark.embed_files(src, tmp_path / "o2", "id", model=tiny_bert, quiet=True)
+    assert not (tmp_path / "o2").exists() and not (tmp_path / "o2.partial").exists()
+
+
+def test_a_retried_task_is_counted_once(tiny_bert, spark, tmp_path, monkeypatch):
+    real = bspark._write_partition
+
+    def dies_once(batches, spec):
+        """Partition 1's first attempt does all its work, writes its part, then dies before its last result."""
+        from pyspark import TaskContext
+
+        out = list(real(batches, spec))
+        tc = TaskContext.get()
+        yield from out[:-1]
+        if tc.partitionId() == 1 and tc.attemptNumber() == 0:
+            raise RuntimeError("planted: the first attempt of partition 1 dies")
+        yield out[-1]
+
+    monkeypatch.setattr(bspark, "_write_partition", dies_once)
+    df = make_frame(100, seed=6)
+    df.to_parquet(tmp_path / "in.parquet")
+    manifest = bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", keep_cols="id",
+                                  batch_rows=30, model=tiny_bert, quiet=True)
+    assert manifest["spark"]["retried_tasks"] == 1  # the planted failure happened, and Spark ran the task again
+    assert manifest["counts"]["rows"] == manifest["counts"]["texts"] == 100
+    assert manifest["counts"]["unique_texts"] == df["review"].nunique()
+    assert manifest["counts"]["chunks"] == manifest["spark"]["files"] == 4
+    got = pq.read_table(tmp_path / "out")
+    assert got.column("id").to_pylist() == df["id"].tolist()
+    want = bspark._checked_featurizer(["review"], ["id"], "columns", {"model": tiny_bert},
+                                      pa.schema([("id", pa.int64()), ("review", pa.string())]))
+    want = want(pa.Table.from_pandas(df[["id", "review"]], preserve_index=False))
+    assert np.abs(features(got, 1) - features(pa.Table.from_batches([want]), 1)).max() <= 1e-5
