@@ -242,7 +242,8 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
     from bertfeat.ray import _check_output
 
     paths = _Paths(Path(out))
-    reader = InputReader(str(input), keep_cols + text_cols, batch_rows, text_cols)
+    # CSV kept columns as text, as the local engine reads them by default (007 stays 007)
+    reader = InputReader(str(input), keep_cols + text_cols, batch_rows, text_cols, infer_types=False)
     _check_output(paths, reader, overwrite)
     if reader.kind == "parquet" and not reader.total_rows:
         raise ValueError(f"input {str(input)!r} has no rows to embed.")
