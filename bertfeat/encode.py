@@ -193,9 +193,11 @@ def derive(X: np.ndarray, source: Recipe, recipe: Recipe) -> np.ndarray:
     if source.layer_agg != "concat" or source.normalize:
         raise ValueError("derive() needs a source recipe with layer_agg='concat' and normalize=False.")
     if (source.weights_sha256, source.tokenizer_sha256, source.config_sha256, source.max_length, source.long_text,
-            source.stride, source.dtype) != (recipe.weights_sha256, recipe.tokenizer_sha256, recipe.config_sha256,
-                                             recipe.max_length, recipe.long_text, recipe.stride, recipe.dtype):
-        raise ValueError("derive() needs a source recipe with the same model, window, long-text handling and dtype.")
+            source.stride, source.dtype, source.prefix) != (
+                recipe.weights_sha256, recipe.tokenizer_sha256, recipe.config_sha256, recipe.max_length,
+                recipe.long_text, recipe.stride, recipe.dtype, recipe.prefix):
+        raise ValueError("derive() needs a source recipe with the same model, window, long-text handling, dtype and "
+                         "prefix.")
     missing_pool = [p for p in recipe.pooling if p not in source.pooling]
     missing_layers = [layer for layer in recipe.layers if layer not in source.layers]
     if missing_pool or missing_layers:
@@ -222,7 +224,8 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
     ``long_text="chunk"``, where each layer is combined across windows first and averaged after (so max pooling is
     the max over all of a text's tokens, per layer, exactly as when derived from the all-layers recipe).
     """
-    window = recipe.max_length - model.n_special
+    prefix = prefix_tokens(recipe, model)
+    window = recipe.max_length - model.n_special - len(prefix)
     per_layer = None  # the recipe the model pass computes when layers are averaged after combining windows
     if recipe.long_text == "chunk" and recipe.layer_agg == "mean" and len(recipe.layers) > 1:
         per_layer = replace(recipe, layer_agg="concat", normalize=False)
@@ -233,8 +236,11 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
         for lo in range(0, len(texts), chunk):
             token_ids = model.tokenize(texts[lo:lo + chunk])
             units = make_units(token_ids, window, recipe.long_text, recipe.stride)
+            if prefix:  # every unit (every window of a long text) starts with the prefix
+                units.ids = [prefix + u for u in units.ids]
             lengths = np.fromiter((len(u) + model.n_special for u in units.ids), dtype=np.int64, count=len(units.ids))
-            full = np.fromiter((len(t) + model.n_special for t in token_ids), dtype=np.int64, count=len(token_ids))
+            full = np.fromiter((len(t) + len(prefix) + model.n_special for t in token_ids), dtype=np.int64,
+                               count=len(token_ids))
             yield units, lengths, plan_batches(lengths, batch_tokens), full
 
     steps = prefetched(plans()) if getattr(model, "prefetch", False) else plans()
@@ -276,6 +282,26 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
         vectors = l2_normalize(vectors)
     return (vectors.reshape(len(texts), -1).astype(np.float32, copy=False), np.concatenate(full_tokens),
             (tokens, padded, n_batches))
+
+
+def prefix_tokens(recipe: Recipe, model) -> list[int]:
+    """The token ids of ``recipe.prefix``, checked to leave each window room for the text.
+
+    The prefix is tokenized once and put before every window's own tokens. For WordPiece tokenizers (BERT, E5, BGE,
+    GTE, nomic-embed) and a prefix ending in a space or punctuation, that is exactly how ``prefix + text`` tokenizes.
+    """
+    if not recipe.prefix:
+        return []
+    ids = list(model.tokenize([recipe.prefix])[0])
+    window = recipe.max_length - model.n_special - len(ids)
+    if window < 1 or (recipe.long_text == "chunk" and recipe.stride >= window):
+        raise ValueError(
+            f"prefix={recipe.prefix!r} takes {len(ids)} tokens, which leaves {max(window, 0)} of max_length="
+            f"{recipe.max_length} for the text" + (f" (and stride={recipe.stride} must be below that)"
+                                                   if recipe.long_text == "chunk" and window >= 1 else "")
+            + "; pass a larger max_length, a smaller stride, or a shorter prefix."
+        )
+    return ids
 
 
 def _progress_bar(total: int, enabled: bool):

@@ -1,15 +1,18 @@
-"""``bertfeat info``: what a model is (layers, hidden size, max length, its own pooling) and the default recipe."""
+"""``bertfeat info``: what a model is (layers, hidden size, max length, its own pooling and prompts) and the default
+recipe."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import warnings
 
 EXAMPLES = """
 examples:
   bertfeat info
   bertfeat info sentence-transformers/all-mpnet-base-v2
   bertfeat info ./my-model --json
+  bertfeat info intfloat/e5-base-v2          # lists its prompts, for --prompt-name
 """
 
 
@@ -28,7 +31,9 @@ def describe(model: str = "default") -> dict:
     from bertfeat.models import resolve_model
 
     spec = resolve_model(model)
-    recipe = BertEmbedder(model).fit(["x"]).recipe_
+    with warnings.catch_warnings():  # the note about prompts: info lists them below
+        warnings.simplefilter("ignore", UserWarning)
+        recipe = BertEmbedder(model).fit(["x"]).recipe_
     return {
         "model": spec.label,
         "path": spec.path,
@@ -43,6 +48,8 @@ def describe(model: str = "default") -> dict:
             "normalize": spec.st_normalize,
             "max_seq_length": spec.st_max_seq_length,
         },
+        "prompts": dict(spec.prompts),
+        "default_prompt_name": spec.default_prompt_name,
         "default_recipe": {k: v for k, v in recipe.to_dict().items() if not k.endswith("sha256")},
     }
 
@@ -63,6 +70,9 @@ def run(args: argparse.Namespace) -> int:
                                                                    if info["revision"] else ""),
         "own pooling:  " + (f"{own['pooling']}, normalize={own['normalize']}, max_seq_length={own['max_seq_length']}"
                             if own["pooling"] else "none declared (not a sentence-transformers model)"),
+        "prompts:      " + ("; ".join(f"{k} = {v!r}" + (" (the model's default)" if k == info["default_prompt_name"]
+                                                         else "") for k, v in info["prompts"].items())
+                            + "  (use with --prompt-name NAME / prompt_name=)" if info["prompts"] else "none"),
         f"default recipe: pooling={'+'.join(r['pooling'])} layers={r['layers']} layer_agg={r['layer_agg']} "
         f"max_length={r['max_length']} long_text={r['long_text']} normalize={r['normalize']} dtype={r['dtype']} "
         f"-> {r['hidden_size'] * len(r['pooling']) * (len(r['layers']) if r['layer_agg'] == 'concat' else 1)} "
