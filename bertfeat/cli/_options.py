@@ -28,6 +28,16 @@ def positive_int(text: str) -> int:
     return value
 
 
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
 def add_recipe_options(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("embedding recipe (as in BertEmbedder)")
     g.add_argument("--model", default="default",
