@@ -173,7 +173,7 @@ def test_block_scaler_puts_the_block_on_tfidf_footing():
 @pytest.fixture(scope="module")
 def probed(tiny_bert):
     texts, y = labelled(60, seed=2)
-    return texts, y, probe(texts, y, model=tiny_bert, cv=3)
+    return texts, y, probe(texts, y, model=tiny_bert, cv=3, poolings=("mean", "max"))
 
 
 def test_the_ready_estimator_reproduces_the_probe_score(probed):
@@ -228,18 +228,19 @@ def test_two_models_in_one_probe_share_a_cache_and_cost_one_pass_each(tiny_bert,
     monkeypatch.setattr(bertfeat.backend.TorchBackend, "forward", counting)
     texts, y = labelled(45, seed=3)
     cache = str(tmp_path / "cache")
-    result = probe(texts, y, model=[tiny_bert, other], cv=3, cache_dir=cache, unions=1,
+    result = probe(texts, y, model=[tiny_bert, other], cv=3, cache_dir=cache, unions=1, poolings=("mean",),
                    plot=str(tmp_path / "two.png"))
     assert sorted(calls.values()) == [len(set(texts))] * 2  # one pass per model
     t = result.table
     assert set(t["model"].dropna()) == {tiny_bert, other}
-    assert (t[t["model"] == other]["kind"] == "embedding").sum() == len(default_candidates(2))
-    assert (t[t["model"] == tiny_bert]["kind"] == "embedding").sum() == len(default_candidates(3))
+    assert (t[t["model"] == other]["kind"] == "embedding").sum() == len(default_candidates(2, ("mean",)))
+    assert (t[t["model"] == tiny_bert]["kind"] == "embedding").sum() == len(default_candidates(3, ("mean",)))
     assert (t["kind"] == "union").sum() == 2 and (t["kind"] == "tfidf").sum() == 1
     assert t.loc[t["kind"] != "tfidf", "embed_s_per_1k"].gt(0).all()
     assert {info["num_layers"] for info in result.models.values()} == {2, 3}
     calls.clear()
-    again = probe(texts, y, model=[tiny_bert, other], cv=3, cache_dir=cache, unions=1)
+    again = probe(texts, y, model=[tiny_bert, other], cv=3, cache_dir=cache, unions=0, baseline=False,
+                  poolings=("mean",))
     assert calls == {} and all(info["cache_hits"] == len(set(texts)) for info in again.models.values())
     # the recommended estimator carries the cache: its features come from the probe's rows, without the model
     emb_rank = int(t.loc[t["kind"] == "embedding", "rank"].iloc[0])
@@ -249,9 +250,11 @@ def test_two_models_in_one_probe_share_a_cache_and_cost_one_pass_each(tiny_bert,
 
 
 def test_probe_prefix_reaches_the_features_and_the_recommendation(tiny_bert):
-    texts, y = labelled(30, seed=4)
-    plain = probe(texts, y, model=tiny_bert, cv=3, unions=0, baseline=False)
-    prefixed = probe(texts, y, model=tiny_bert, cv=3, unions=0, baseline=False, prefix="statistics ")
+    texts, _ = labelled(30, seed=4)
+    y = np.random.default_rng(99).integers(0, 2, 30)  # labels unrelated to the words: scores move with the features
+    plain = probe(texts, y, model=tiny_bert, cv=3, unions=0, baseline=False, poolings=("mean",))
+    prefixed = probe(texts, y, model=tiny_bert, cv=3, unions=0, baseline=False, poolings=("mean",),
+                     prefix="statistics ")
     assert plain.models[tiny_bert]["fingerprint"] != prefixed.models[tiny_bert]["fingerprint"]
     assert prefixed.recommended["prefix"] == "statistics " and "prefix" not in plain.recommended
     assert not np.allclose(plain.table.sort_values("candidate")["score"],
