@@ -208,7 +208,7 @@ def test_the_estimator_kinds_and_their_code(probed):
         clone(est)
     union = result.estimator(int(t.loc[t["kind"] == "union", "rank"].iloc[0]))
     Z = union.fit_transform(texts)
-    assert Z.shape[0] == len(texts) and Z.shape[1] > BertEmbedder(**result.best or {}).fit(texts).recipe_.hidden_size
+    assert Z.shape[0] == len(texts) and Z.shape[1] > 32  # TF-IDF columns, then the tiny BERT's 32 (mean or max)
     with pytest.raises(ValueError, match="rank=999 is not in the table"):
         result.estimator(999)
 

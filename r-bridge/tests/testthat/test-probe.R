@@ -53,3 +53,11 @@ test_that("bf_probe() checks its arguments", {
   expect_error(bf_probe(c("a", "b"), c(1, NA)), class = "bertfeat_error_missing_value")
   expect_error(bf_probe(c("a", "b"), c(1, 2), colour = "red"), class = "bertfeat_error_argument")
 })
+
+test_that("prefix and prompt_name reach the Python BertEmbedder", {
+  texts <- c("The cat sat on the mat.", "Stocks fell sharply.")
+  m <- bf_embed(texts, prefix = "query: ")
+  expect_identical(unname(m), python_reference(as.list(texts), prefix = "query: "))
+  expect_false(isTRUE(all.equal(m, bf_embed(texts))))
+  expect_error(bf_embed(texts, prefix = "a: ", prompt_name = "query"), class = "bertfeat_error_python")
+})
