@@ -195,7 +195,10 @@ def probe(
 
     A cross-validated linear model (logistic regression for classes, ridge for numbers) scores each candidate;
     the table is sorted by score with standard errors across folds. ``model`` may be a list: every model's
-    candidates go in one table, with each model's embedding time per 1,000 texts. ``baseline`` adds TF-IDF alone
+    candidates go in one table, with each model's embedding time per 1,000 texts (``embed_s_per_1k``, this run's
+    wall time: texts the cache answered cost almost nothing, and ``models[name]["cache_hits"]`` counts them). With
+    ``cache_dir`` the pass fills the entries ``BertEmbedder(cache_all_layers=True)`` reads, so the recommended
+    estimator, which carries that cache, does not run the model again on these texts. ``baseline`` adds TF-IDF alone
     (word 1-2 grams); ``unions`` scores that many of each model's best candidates side by side with the same
     TF-IDF (0 for none), the embedding block scaled inside each fold by :class:`~bertfeat.union.BlockScaler`.
     ``recommended`` applies the one-standard-error rule: the row with the fewest features whose score is within
