@@ -217,3 +217,39 @@ def run_cli(args) -> tuple[int, str, str]:
         except SystemExit as exc:  # argparse's usage errors
             status = exc.code if isinstance(exc.code, int) else 2
     return int(status), out.buffer.getvalue(), err.buffer.getvalue()
+
+
+def probe(texts, missing_mask, y, params=None):
+    """Run :func:`bertfeat.probe` for R's ``bf_probe()``: the table as columns R turns into a tibble.
+
+    Returns ``(columns, recommended, kind, code, metric, task, plot)``: ``columns`` maps each table column to a
+    list of floats (NaN where empty) or strings ("" where empty, NA in R), ``recommended`` the BertEmbedder
+    keyword arguments of the recommended row (None for TF-IDF alone).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.read_csv("data/fine_foods.csv.gz").head(40)
+    >>> cols, rec, kind, code, metric, task, plot = probe(df["review"].tolist(), [False] * 40,
+    ...                                                   df["score"].tolist(), {"cv": 2, "unions": 1, "poolings": ["mean"]})
+    >>> metric, "candidate" in cols, len(cols["score"]) == len(cols["rank"])
+    ('roc_auc', True, True)
+    """
+    from bertfeat.probe import probe as run_probe
+
+    X = _build_input([texts], [missing_mask], None)
+    _import_torch()
+    params = dict(params or {})
+    if "model" in params:
+        params["model"] = _as_list(params["model"])
+    result = run_probe(X, np.asarray(_as_list(y)), **params)
+    columns = {}
+    for name in ["rank", "model", "kind", "candidate", "n_features", "score", "std_err", "embed_s_per_1k", "pooling",
+                 "layers", "layer_agg", "layer", "n_layers"]:
+        values = result.table[name]
+        if name in ("model", "kind", "candidate", "pooling", "layers", "layer_agg"):
+            columns[name] = ["" if v is None or v != v else str(v) for v in values]
+        else:
+            columns[name] = [float("nan") if v is None or v != v else float(v) for v in values]
+    return (columns, result.recommended, result.recommended_kind, result.code(), result.metric, result.task,
+            params.get("plot"))

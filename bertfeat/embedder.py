@@ -50,6 +50,14 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         ``long_text="chunk"`` is an error.
     normalize : bool, default=False
         L2-normalize each pooled block (each pooling, and each layer under ``layer_agg="concat"``).
+    prefix : str, default=None
+        Text put before every text, such as ``"query: "`` for E5 or ``"classification: "`` for nomic-embed. Its
+        tokens count toward ``max_length``, and under ``long_text="chunk"`` every window starts with it. Part of
+        the recipe fingerprint. None (or "") adds nothing.
+    prompt_name : str, default=None
+        The name of a prompt in the model's sentence-transformers config (``config_sentence_transformers.json``
+        "prompts"; ``bertfeat info MODEL`` lists them), used as ``prefix``. Pass one of ``prefix`` and
+        ``prompt_name``. A model that defines prompts, used with neither, gets a one-time note naming them.
     batch_tokens : int, default=None
         Token budget of one forward pass (rows x padded length); None picks one for the device.
     device : str, default="auto"
@@ -112,6 +120,8 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         long_text="truncate",
         stride=None,
         normalize=False,
+        prefix=None,
+        prompt_name=None,
         batch_tokens=None,
         device="auto",
         dtype="auto",
@@ -130,6 +140,8 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         self.long_text = long_text
         self.stride = stride
         self.normalize = normalize
+        self.prefix = prefix
+        self.prompt_name = prompt_name
         self.batch_tokens = batch_tokens
         self.device = device
         self.dtype = dtype
@@ -280,6 +292,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
                 f"stride={self.stride!r} is not valid: expected an int from 0 to {window - 1} (tokens shared by "
                 f"consecutive windows of max_length={max_length}), or None for a quarter of the window."
             )
+        prefix = _resolve_prefix(self.prefix, self.prompt_name, spec)
         if dtype == "auto":
             from bertfeat.backend import resolve_device, resolve_dtype
 
@@ -299,6 +312,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
             stride=int(stride) if long_text == "chunk" else 0,
             normalize=bool(self.normalize),
             dtype=dtype,
+            prefix=prefix,
         )
 
     def _check_same_columns(self, names, all_columns):
@@ -359,6 +373,33 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         from bertfeat.cache import open_cache
 
         return open_cache(self.cache_dir)
+
+
+_PROMPTS_NOTED: set[str] = set()
+
+
+def _resolve_prefix(prefix, prompt_name, spec) -> str:
+    """The text put before every text: ``prefix``, or the model's prompt ``prompt_name``, or ""."""
+    if prefix is not None and not isinstance(prefix, str):
+        raise ValueError(f"prefix={prefix!r} is not valid: expected a string (such as 'query: ') or None.")
+    if prompt_name is not None and (not isinstance(prompt_name, str) or not prompt_name):
+        raise ValueError(f"prompt_name={prompt_name!r} is not valid: expected the name of one of the model's prompts "
+                         "(`bertfeat info MODEL` lists them) or None.")
+    if prefix and prompt_name is not None:
+        raise ValueError(f"prefix={prefix!r} and prompt_name={prompt_name!r} both set the text put before each "
+                         "text; pass only one of them.")
+    if prompt_name is not None:
+        return spec.prompt(prompt_name)
+    if not prefix and spec.prompts and spec.path not in _PROMPTS_NOTED:
+        # once per model and process: a note, not an error, since plain texts are a valid (if weaker) choice
+        _PROMPTS_NOTED.add(spec.path)
+        names = ", ".join(f"{k!r} ({v!r})" for k, v in spec.prompts)
+        warnings.warn(
+            f"model={spec.name!r} defines prompts that its authors put before texts: {names}. Pass prompt_name= "
+            "(or prefix=) to use one; without one, texts are embedded as they are.",
+            UserWarning, stacklevel=_user_stacklevel(),
+        )
+    return prefix or ""
 
 
 def _user_stacklevel() -> int:

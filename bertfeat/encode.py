@@ -221,9 +221,11 @@ def derive(X: np.ndarray, source: Recipe, recipe: Recipe) -> np.ndarray:
     if source.layer_agg != "concat" or source.normalize:
         raise ValueError("derive() needs a source recipe with layer_agg='concat' and normalize=False.")
     if (source.weights_sha256, source.tokenizer_sha256, source.config_sha256, source.max_length, source.long_text,
-            source.stride, source.dtype) != (recipe.weights_sha256, recipe.tokenizer_sha256, recipe.config_sha256,
-                                             recipe.max_length, recipe.long_text, recipe.stride, recipe.dtype):
-        raise ValueError("derive() needs a source recipe with the same model, window, long-text handling and dtype.")
+            source.stride, source.dtype, source.prefix) != (
+                recipe.weights_sha256, recipe.tokenizer_sha256, recipe.config_sha256, recipe.max_length,
+                recipe.long_text, recipe.stride, recipe.dtype, recipe.prefix):
+        raise ValueError("derive() needs a source recipe with the same model, window, long-text handling, dtype and "
+                         "prefix.")
     missing_pool = [p for p in recipe.pooling if p not in source.pooling]
     missing_layers = [layer for layer in recipe.layers if layer not in source.layers]
     if missing_pool or missing_layers:
@@ -253,7 +255,8 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
     ``long_text="chunk"``, where each layer is combined across windows first and averaged after (so max pooling is
     the max over all of a text's tokens, per layer, exactly as when derived from the all-layers recipe).
     """
-    window = recipe.max_length - model.n_special
+    prefix = prefix_tokens(recipe, model)
+    window = recipe.max_length - model.n_special - len(prefix)
     per_layer = None  # the recipe the model pass computes when layers are averaged after combining windows
     if recipe.long_text == "chunk" and recipe.layer_agg == "mean" and len(recipe.layers) > 1:
         per_layer = replace(recipe, layer_agg="concat", normalize=False)
@@ -265,8 +268,10 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
         for lo, hi in chunk_bounds(len(texts), chunk, first=max(1, chunk // 8) if prefetch else chunk):
             seqs = TokenSeqs.from_lists(model.tokenize(texts[lo:hi]))
             units = make_units(seqs, window, recipe.long_text, recipe.stride)
+            if prefix:  # every unit (every window of a long text) starts with the prefix
+                units.ids = TokenSeqs.from_lists([prefix + u for u in units.ids.tolist()])
             lengths = units.ids.length + model.n_special
-            yield _Step(units, lengths, plan_batches(lengths, batch_tokens), seqs.length + model.n_special)
+            yield _Step(units, lengths, plan_batches(lengths, batch_tokens), seqs.length + len(prefix) + model.n_special)
 
     steps = prefetched(plans()) if prefetch else plans()
     open_steps: deque = deque()  # planned steps whose results are still coming back, oldest first
@@ -344,6 +349,26 @@ def chunk_bounds(n: int, chunk: int, first: int) -> list[tuple[int, int]]:
         lo += size
         size = min(chunk, size * 2)
     return bounds
+
+
+def prefix_tokens(recipe: Recipe, model) -> list[int]:
+    """The token ids of ``recipe.prefix``, checked to leave each window room for the text.
+
+    The prefix is tokenized once and put before every window's own tokens. For WordPiece tokenizers (BERT, E5, BGE,
+    GTE, nomic-embed) and a prefix ending in a space or punctuation, that is exactly how ``prefix + text`` tokenizes.
+    """
+    if not recipe.prefix:
+        return []
+    ids = list(model.tokenize([recipe.prefix])[0])
+    window = recipe.max_length - model.n_special - len(ids)
+    if window < 1 or (recipe.long_text == "chunk" and recipe.stride >= window):
+        raise ValueError(
+            f"prefix={recipe.prefix!r} takes {len(ids)} tokens, which leaves {max(window, 0)} of max_length="
+            f"{recipe.max_length} for the text" + (f" (and stride={recipe.stride} must be below that)"
+                                                   if recipe.long_text == "chunk" and window >= 1 else "")
+            + "; pass a larger max_length, a smaller stride, or a shorter prefix."
+        )
+    return ids
 
 
 def _progress_bar(total: int, enabled: bool):

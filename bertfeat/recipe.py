@@ -1,8 +1,8 @@
 """The frozen description of an embedding recipe, its parsing from user parameters, and its fingerprint.
 
 A :class:`Recipe` says everything that decides the numbers in an embedding: the model's content (weights, tokenizer
-and config hashes), pooling, layers, layer aggregation, window length, long-text handling, normalization, dtype and
-bertfeat's embedding-format version. Its :meth:`Recipe.fingerprint` keys the cache and is written into provenance.
+and config hashes), pooling, layers, layer aggregation, window length, long-text handling, normalization, dtype, the
+text prefix (a model prompt such as "query: ") and bertfeat's embedding-format version. Its :meth:`Recipe.fingerprint` keys the cache and is written into provenance.
 Nothing here imports torch.
 """
 
@@ -118,6 +118,10 @@ class Recipe:
     stride: int
     normalize: bool
     dtype: str
+    # Prepended to every text (and every long-text window), its tokens inside max_length: a model prompt such as
+    # "query: ". Resolved from prompt_name= when that was given, so the fingerprint holds the text that decides
+    # the numbers.
+    prefix: str = ""
     format_version: int = FORMAT_VERSION
     _fingerprint: str = field(default="", init=False, repr=False, compare=False)
 
@@ -150,6 +154,8 @@ class Recipe:
         d = asdict(self)
         d.pop("model")
         d.pop("_fingerprint")
+        if not self.prefix:  # recipes without a prefix keep the fingerprints (and cache entries) they always had
+            d.pop("prefix")
         d["pooling"] = list(self.pooling)
         d["layers"] = list(self.layers)
         return d

@@ -1,7 +1,8 @@
-"""Which layer and pooling make the best features for this task? The probe, with its plot.
+"""Which layer and pooling make the best features for this task, and does stacking with TF-IDF pay? The probe.
 
 One embedding pass keeps CLS, mean and max pooling of every layer; cross-validated logistic regression scores each
-choice. Prints the table and the recommended BertEmbedder settings, and saves the plot.
+choice, TF-IDF alone and the best few side by side with TF-IDF. Prints the table and the recommended features as
+Python code, and saves the plot.
 
     python examples/probe_layers.py --n 5000 --plot probe.png
 """
@@ -30,10 +31,11 @@ def main(argv=None):
     df = pd.read_csv(DATA / "fine_foods.csv.gz").head(args.n)
     result = probe(df["review"], df["score"], cv=args.cv, plot=args.plot, cache_dir=args.cache_dir,
                    long_text="chunk")
-    print(result.table[["rank", "candidate", "n_features", "score", "std_err"]].head(12).to_string(index=False))
+    print(result.table[["rank", "kind", "candidate", "n_features", "score", "std_err"]].head(12)
+          .to_string(index=False))
     if result.baseline:
         print(f"{result.baseline['name']}: {result.baseline['score']:.3f}")
-    print(f"recommended: BertEmbedder(**{result.recommended})")
+    print(f"recommended ({result.recommended_kind}):\n{result.code()}")
     print(f"plot saved to {args.plot}")
     return result
 

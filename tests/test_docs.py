@@ -34,7 +34,7 @@ def test_readme_python_block_runs(block, capsys, tmp_path, monkeypatch):
         assert expected in printed, (expected, printed)
 
 
-MODULES = ["bertfeat.batching", "bertfeat.models", "bertfeat.embedder", "bertfeat.encode"]
+MODULES = ["bertfeat.batching", "bertfeat.models", "bertfeat.embedder", "bertfeat.encode", "bertfeat.union"]
 
 
 @pytest.mark.parametrize("name", MODULES)

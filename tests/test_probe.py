@@ -60,13 +60,17 @@ def test_probe_runs_one_embedding_pass_and_ranks_candidates(tiny_bert, monkeypat
     assert sum(calls) == len(set(texts))  # every distinct text through the model once, for all candidates
     t = result.table
     assert list(t["score"]) == sorted(t["score"], reverse=True)
-    assert (t["std_err"] >= 0).all() and len(t) == len(default_candidates(3))
+    assert (t["std_err"] >= 0).all() and len(t) == len(default_candidates(3)) + 3 + 1  # + 3 unions + TF-IDF
+    assert t["kind"].value_counts().to_dict() == {"embedding": len(default_candidates(3)), "union": 3, "tfidf": 1}
     assert result.metric == "roc_auc" and 0.5 < t["score"].iloc[0] <= 1.0
     assert result.baseline["score"] > 0.5
     best = t.iloc[0]
-    assert best["score"] - best["std_err"] <= t.loc[t["params"].map(str) == str(result.recommended), "score"].iloc[0]
-    assert set(result.recommended) == {"pooling", "layers", "layer_agg"}
-    BertEmbedder(tiny_bert, **result.recommended).fit(texts)  # the recommendation is valid as given
+    rec = t[t["rank"] == result.recommended_rank].iloc[0]
+    assert best["score"] - best["std_err"] <= rec["score"] and rec["kind"] == result.recommended_kind
+    assert (t.loc[t["kind"] == "embedding", "n_features"] >= rec["n_features"]).all() or rec["kind"] == "embedding"
+    if result.recommended is not None:
+        assert {"model", "pooling", "layers", "layer_agg"} <= set(result.recommended)
+        BertEmbedder(**result.recommended).fit(texts)  # the recommendation is valid as given
     png = (tmp_path / "probe.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
 
@@ -97,8 +101,9 @@ def test_probe_command(tiny_bert, tmp_path, capsys):
                  "--cv", "3", "--plot", str(tmp_path / "p.png"), "--json", str(tmp_path / "p.json")])
     out = capsys.readouterr().out
     assert code == 0 and "recommended:" in out and "roc_auc" in out
+    assert "features = " in out and "import" in out  # the recommendation as Python code
     report = json.loads((tmp_path / "p.json").read_text())
-    assert report["recommended"] and len(report["table"]) == len(default_candidates(3))
+    assert report["code"] in out and len(report["table"]) == len(default_candidates(3)) + 3 + 1
     assert (tmp_path / "p.png").exists()
     assert main(["probe", str(tmp_path / "d.csv"), "--text-col", "text", "--label-col", "nope",
                  "--model", tiny_bert]) == 2
@@ -112,3 +117,155 @@ def test_bertfeat_probe_is_the_function_even_after_importing_the_module():
 
     importlib.import_module("bertfeat.probe")
     assert callable(bertfeat.probe) and bertfeat.probe.__name__ == "probe"
+
+
+# -- unions, the ready estimator, several models, prefixes --------------------------------------------------------
+
+
+def test_union_scaling_and_tfidf_are_fitted_on_the_training_folds_only(monkeypatch):
+    import bertfeat.union
+    from bertfeat.probe import _scorer, _tfidf_folds, union_scores
+
+    n = 40
+    y = np.arange(n) % 2
+    X = np.column_stack([np.arange(n, dtype=np.float32), np.random.default_rng(0).normal(size=(n, 3))])
+    docs = [f"row{i} {'good' if label else 'bad'} text" for i, label in enumerate(y)]
+    scoring = _scorer("classification", y, 4, 0)
+    folds = list(scoring["splitter"].split(X, y))
+    fitted_rows, fitted_docs = [], []
+    real_fit, real_tfidf = bertfeat.union.BlockScaler.fit, bertfeat.union.tfidf
+
+    def recording_fit(self, Z, y=None):
+        fitted_rows.append(sorted(Z[:, 0].astype(int).tolist()))  # column 0 holds each row's index
+        return real_fit(self, Z, y)
+
+    class RecordingTfidf:
+        def __init__(self):
+            self.vec = real_tfidf()
+
+        def fit_transform(self, d):
+            fitted_docs.append(sorted(int(t.split()[0][3:]) for t in d))
+            return self.vec.fit_transform(d)
+
+        def transform(self, d):
+            return self.vec.transform(d)
+
+    monkeypatch.setattr(bertfeat.union.BlockScaler, "fit", recording_fit)
+    monkeypatch.setattr(bertfeat.union, "tfidf", RecordingTfidf)
+    scores = union_scores(X, y, folds, _tfidf_folds(docs, folds), scoring)
+    train_sets = [sorted(train.tolist()) for train, _ in folds]
+    assert len(scores) == 4 and fitted_rows == train_sets and fitted_docs == train_sets
+
+
+def test_block_scaler_puts_the_block_on_tfidf_footing():
+    from bertfeat.union import BlockScaler, tfidf
+
+    rng = np.random.default_rng(0)
+    E = rng.normal(5.0, 30.0, size=(500, 64)).astype(np.float32)
+    Z = BlockScaler().fit_transform(E)
+    assert Z.dtype == np.float32 and abs(float((Z ** 2).sum(axis=1).mean()) - 1.0) < 1e-3
+    T = tfidf().fit_transform([" ".join(rng.choice(WORDS_POS + WORDS_NEG, 5)) for _ in range(500)])
+    np.testing.assert_allclose(np.asarray(T.multiply(T).sum(axis=1)).ravel(), 1.0, atol=1e-6)
+    scaler = BlockScaler().fit(E[:250])  # learned state comes from fit's rows only
+    np.testing.assert_allclose(scaler.mean_, E[:250].mean(axis=0), rtol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def probed(tiny_bert):
+    texts, y = labelled(60, seed=2)
+    return texts, y, probe(texts, y, model=tiny_bert, cv=3, poolings=("mean", "max"))
+
+
+def test_the_ready_estimator_reproduces_the_probe_score(probed):
+    from sklearn.model_selection import cross_val_score
+
+    texts, y, result = probed
+    t = result.table
+    ranks = {result.recommended_rank, int(t.loc[t["kind"] == "union", "rank"].iloc[0]),
+             int(t.loc[t["kind"] == "embedding", "rank"].iloc[0]), int(t.loc[t["kind"] == "tfidf", "rank"].iloc[0])}
+    for rank in ranks:
+        row = t[t["rank"] == rank].iloc[0]
+        scores = cross_val_score(result.pipeline(rank), texts, y, cv=result.cv, scoring=result.metric)
+        assert abs(scores.mean() - row["score"]) <= max(row["std_err"], 1e-9), (rank, row["candidate"])
+        assert abs(scores.mean() - row["score"]) < 1e-3  # the same features, folds and model, up to float rounding
+
+
+def test_the_estimator_kinds_and_their_code(probed):
+    from sklearn.base import clone
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.pipeline import FeatureUnion
+
+    texts, y, result = probed
+    t = result.table
+    for kind, cls in (("embedding", BertEmbedder), ("union", FeatureUnion), ("tfidf", TfidfVectorizer)):
+        rank = int(t.loc[t["kind"] == kind, "rank"].iloc[0])
+        est = result.estimator(rank)
+        assert isinstance(est, cls) and not hasattr(est, "vocabulary_") and not hasattr(est, "recipe_")
+        namespace = {}
+        exec(result.code(rank), namespace)  # the printed code builds the same estimator
+        assert repr(namespace["features"]) == repr(est) and namespace["features"].get_params().keys() == \
+            est.get_params().keys()
+        clone(est)
+    union = result.estimator(int(t.loc[t["kind"] == "union", "rank"].iloc[0]))
+    Z = union.fit_transform(texts)
+    assert Z.shape[0] == len(texts) and Z.shape[1] > 32  # TF-IDF columns, then the tiny BERT's 32 (mean or max)
+    with pytest.raises(ValueError, match="rank=999 is not in the table"):
+        result.estimator(999)
+
+
+def test_two_models_in_one_probe_share_a_cache_and_cost_one_pass_each(tiny_bert, tmp_path, monkeypatch):
+    import bertfeat.backend
+    from tests.conftest import build_tiny_bert
+
+    other = build_tiny_bert(tmp_path / "other", num_layers=2, seed=1)
+    calls = {}
+    real = bertfeat.backend.TorchBackend.forward
+
+    def counting(self, units, *a, **k):
+        calls[self.spec.path] = calls.get(self.spec.path, 0) + len(units)
+        return real(self, units, *a, **k)
+
+    monkeypatch.setattr(bertfeat.backend.TorchBackend, "forward", counting)
+    texts, y = labelled(45, seed=3)
+    cache = str(tmp_path / "cache")
+    result = probe(texts, y, model=[tiny_bert, other], cv=3, cache_dir=cache, unions=1, poolings=("mean",),
+                   plot=str(tmp_path / "two.png"))
+    assert sorted(calls.values()) == [len(set(texts))] * 2  # one pass per model
+    t = result.table
+    assert set(t["model"].dropna()) == {tiny_bert, other}
+    assert (t[t["model"] == other]["kind"] == "embedding").sum() == len(default_candidates(2, ("mean",)))
+    assert (t[t["model"] == tiny_bert]["kind"] == "embedding").sum() == len(default_candidates(3, ("mean",)))
+    assert (t["kind"] == "union").sum() == 2 and (t["kind"] == "tfidf").sum() == 1
+    assert t.loc[t["kind"] != "tfidf", "embed_s_per_1k"].gt(0).all()
+    assert {info["num_layers"] for info in result.models.values()} == {2, 3}
+    calls.clear()
+    again = probe(texts, y, model=[tiny_bert, other], cv=3, cache_dir=cache, unions=0, baseline=False,
+                  poolings=("mean",))
+    assert calls == {} and all(info["cache_hits"] == len(set(texts)) for info in again.models.values())
+    # the recommended estimator carries the cache: its features come from the probe's rows, without the model
+    emb_rank = int(t.loc[t["kind"] == "embedding", "rank"].iloc[0])
+    result.estimator(emb_rank).fit_transform(texts)
+    assert calls == {}
+    assert (tmp_path / "two.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_probe_prefix_reaches_the_features_and_the_recommendation(tiny_bert):
+    texts, _ = labelled(30, seed=4)
+    y = np.random.default_rng(99).integers(0, 2, 30)  # labels unrelated to the words: scores move with the features
+    plain = probe(texts, y, model=tiny_bert, cv=3, unions=0, baseline=False, poolings=("mean",))
+    prefixed = probe(texts, y, model=tiny_bert, cv=3, unions=0, baseline=False, poolings=("mean",),
+                     prefix="statistics ")
+    assert plain.models[tiny_bert]["fingerprint"] != prefixed.models[tiny_bert]["fingerprint"]
+    assert prefixed.recommended["prefix"] == "statistics " and "prefix" not in plain.recommended
+    assert not np.allclose(plain.table.sort_values("candidate")["score"],
+                           prefixed.table.sort_values("candidate")["score"])
+
+
+def test_probe_argument_errors(tiny_bert):
+    texts, y = labelled(10)
+    with pytest.raises(ValueError, match="unions=-1 is not valid"):
+        probe(texts, y, model=tiny_bert, unions=-1)
+    with pytest.raises(ValueError, match="names a model twice"):
+        probe(texts, y, model=[tiny_bert, tiny_bert])
+    with pytest.raises(ValueError, match="model=3 is not valid"):
+        probe(texts, y, model=3)

@@ -57,7 +57,7 @@ def test_every_key_field_changes_the_fingerprint():
     changes = dict(
         weights_sha256="x" * 64, tokenizer_sha256="y" * 64, config_sha256="z" * 64, hidden_size=8, num_layers=4,
         pooling=("cls",), layers=(2,), layer_agg="concat", max_length=32, long_text="chunk", stride=3,
-        normalize=True, dtype="bfloat16", format_version=99,
+        normalize=True, dtype="bfloat16", prefix="query: ", format_version=99,
     )
     key_fields = {f.name for f in dataclasses.fields(Recipe)} - {"model", "_fingerprint"}
     assert set(changes) == key_fields, "every key field needs a case here"

@@ -28,6 +28,16 @@ def positive_int(text: str) -> int:
     return value
 
 
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
 def add_recipe_options(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("embedding recipe (as in BertEmbedder)")
     g.add_argument("--model", default="default",
@@ -42,6 +52,7 @@ def add_recipe_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--long-text", choices=LONG_TEXT_MODES, default="truncate")
     g.add_argument("--stride", type=int, default=None, help="tokens shared by windows (with --long-text chunk)")
     g.add_argument("--normalize", action="store_true", help="L2-normalize each pooled block")
+    add_prefix_options(g)
     g.add_argument("--missing", choices=MISSING_POLICIES, default="error",
                    help="what a missing or blank text gets: an error, a zero vector, or NaN")
     r = parser.add_argument_group("run settings")
@@ -49,6 +60,22 @@ def add_recipe_options(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--dtype", choices=DTYPES, default="auto")
     r.add_argument("--batch-tokens", type=positive_int, default=None, help="token budget of one forward pass")
     r.add_argument("--cache-dir", default=None, help="persistent embedding cache shared with Python and R")
+
+
+def add_prefix_options(group) -> None:
+    group.add_argument("--prefix", default=None, metavar="TEXT",
+                       help="text put before every text, such as 'query: ' (its tokens count toward --max-length)")
+    group.add_argument("--prompt-name", default=None, metavar="NAME",
+                       help="a prompt from the model's sentence-transformers config, used as --prefix "
+                            "(`bertfeat info MODEL` lists them)")
+
+
+def prefix_params(args: argparse.Namespace) -> dict:
+    from bertfeat.cli import UsageError
+
+    if args.prefix and args.prompt_name:
+        raise UsageError("--prefix and --prompt-name both set the text put before each text; pass only one.")
+    return dict(prefix=args.prefix, prompt_name=args.prompt_name)
 
 
 def recipe_params(args: argparse.Namespace) -> dict:
@@ -61,5 +88,5 @@ def recipe_params(args: argparse.Namespace) -> dict:
         model=args.model, pooling=args.pooling, layers=args.layers, layer_agg=args.layer_agg,
         max_length=args.max_length, long_text=args.long_text, stride=args.stride, normalize=args.normalize,
         missing=args.missing, device=args.device, dtype=args.dtype, batch_tokens=args.batch_tokens,
-        cache_dir=args.cache_dir,
+        cache_dir=args.cache_dir, **prefix_params(args),
     )

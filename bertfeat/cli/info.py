@@ -1,16 +1,19 @@
-"""``bertfeat info``: what a model is (layers, hidden size, max length, its own pooling), the default recipe, and
-this machine (CPU, instruction sets, threads, measured float32/bfloat16/float16 product rates, the fastest dtype)."""
+"""``bertfeat info``: what a model is (layers, hidden size, max length, its own pooling and prompts), the default
+recipe, and this machine (CPU, instruction sets, threads, measured float32/bfloat16/float16 product rates, the fastest
+dtype)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import warnings
 
 EXAMPLES = """
 examples:
   bertfeat info
   bertfeat info sentence-transformers/all-mpnet-base-v2
   bertfeat info ./my-model --json
+  bertfeat info intfloat/e5-base-v2          # lists its prompts, for --prompt-name
 """
 
 
@@ -42,7 +45,9 @@ def describe(model: str = "default", machine: bool = True) -> dict:
     from bertfeat.models import resolve_model
 
     spec = resolve_model(model)
-    recipe = BertEmbedder(model).fit(["x"]).recipe_
+    with warnings.catch_warnings():  # the note about prompts: info lists them below
+        warnings.simplefilter("ignore", UserWarning)
+        recipe = BertEmbedder(model).fit(["x"]).recipe_
     # Loads the weights once: a model whose weights do not fit its config is an error here, not a normal model.
     checked = check_model_files(spec)
     return {
@@ -60,6 +65,8 @@ def describe(model: str = "default", machine: bool = True) -> dict:
             "normalize": spec.st_normalize,
             "max_seq_length": spec.st_max_seq_length,
         },
+        "prompts": dict(spec.prompts),
+        "default_prompt_name": spec.default_prompt_name,
         "default_recipe": {k: v for k, v in recipe.to_dict().items() if not k.endswith("sha256")},
         **({"machine": _machine(spec)} if machine else {}),
     }
@@ -89,6 +96,9 @@ def run(args: argparse.Namespace) -> int:
         + f", {info['weights_tensors']} tensors, all fit config.json and the tokenizer",
         "own pooling:  " + (f"{own['pooling']}, normalize={own['normalize']}, max_seq_length={own['max_seq_length']}"
                             if own["pooling"] else "none declared (not a sentence-transformers model)"),
+        "prompts:      " + ("; ".join(f"{k} = {v!r}" + (" (the model's default)" if k == info["default_prompt_name"]
+                                                         else "") for k, v in info["prompts"].items())
+                            + "  (use with --prompt-name NAME / prompt_name=)" if info["prompts"] else "none"),
         f"default recipe: pooling={'+'.join(r['pooling'])} layers={r['layers']} layer_agg={r['layer_agg']} "
         f"max_length={r['max_length']} long_text={r['long_text']} normalize={r['normalize']} dtype={r['dtype']} "
         f"-> {r['hidden_size'] * len(r['pooling']) * (len(r['layers']) if r['layer_agg'] == 'concat' else 1)} "

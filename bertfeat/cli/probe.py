@@ -1,37 +1,44 @@
-"""``bertfeat probe``: score every pooling x layer choice on a labelled file and recommend BertEmbedder settings."""
+"""``bertfeat probe``: score every pooling x layer choice, alone and beside TF-IDF, on a labelled file and recommend
+the features, printed as Python code."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-from bertfeat.cli._options import positive_int
+from bertfeat.cli._options import add_prefix_options, non_negative_int, positive_int, prefix_params
 
 EXAMPLES = """
 examples:
   bertfeat probe reviews.csv --text-col review --label-col stars --plot probe.png
   bertfeat probe data.parquet --text-col text --label-col y --task regression --cv 10 --json probe.json
+  bertfeat probe reviews.csv --text-col review --label-col stars --model default --model ./e5-small \
+      --prompt-name query --cache-dir ~/.cache/bertfeat
 """
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("probe", help="choose pooling and layers by cross-validated evidence",
-                       description=__doc__.splitlines()[0].split(": ", 1)[1], epilog=EXAMPLES,
+                       description=" ".join(__doc__.split(": ", 1)[1].split()), epilog=EXAMPLES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("input", metavar="INPUT", help="a CSV file, a parquet file, or a directory or glob of parquet")
     p.add_argument("--text-col", required=True, metavar="COL")
     p.add_argument("--label-col", required=True, metavar="COL", help="classes (logistic) or numbers (ridge)")
-    p.add_argument("--model", default="default")
+    p.add_argument("--model", action="append", default=None, metavar="MODEL",
+                   help="'default', a Hugging Face name or a local directory; repeat to compare models in one table")
     p.add_argument("--task", choices=("auto", "classification", "regression"), default="auto")
     p.add_argument("--cv", type=positive_int, default=5, help="cross-validation folds")
     p.add_argument("--max-length", type=positive_int, default=None)
     p.add_argument("--long-text", choices=("truncate", "chunk"), default="truncate")
     p.add_argument("--normalize", action="store_true")
+    add_prefix_options(p)
     p.add_argument("--missing", choices=("error", "zero", "nan"), default="error")
     p.add_argument("--device", default="auto")
     p.add_argument("--dtype", default="auto")
     p.add_argument("--cache-dir", default=None)
-    p.add_argument("--no-baseline", action="store_true", help="skip the TF-IDF baseline")
+    p.add_argument("--no-baseline", action="store_true", help="skip the TF-IDF baseline row")
+    p.add_argument("--unions", type=non_negative_int, default=3, metavar="K",
+                   help="score each model's K best candidates side by side with TF-IDF (default 3; 0 for none)")
     p.add_argument("--plot", metavar="PNG", help="save the score-by-layer plot here")
     p.add_argument("--json", metavar="PATH", help="save the full table and recommendation as JSON")
     p.add_argument("--top", type=positive_int, default=15, help="rows of the table to print")
@@ -50,26 +57,31 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"input {args.input!r} has no rows.")
     result = probe(
         table.column(args.text_col).to_pylist(), table.column(args.label_col).to_numpy(zero_copy_only=False),
-        model=args.model, task=args.task, cv=args.cv, max_length=args.max_length, long_text=args.long_text,
-        normalize=args.normalize, missing=args.missing, device=args.device, dtype=args.dtype,
+        model=args.model or ["default"], task=args.task, cv=args.cv, max_length=args.max_length,
+        long_text=args.long_text, normalize=args.normalize, unions=args.unions, **prefix_params(args), missing=args.missing, device=args.device, dtype=args.dtype,
         cache_dir=args.cache_dir, baseline=not args.no_baseline, plot=args.plot,
     )
     t = result.table
+    embed = ", ".join(f"{name} {info['embed_seconds']:.0f} s ({info['embed_s_per_1k']:.2f} s per 1,000 texts)"
+                      for name, info in result.models.items())
     print(f"bertfeat probe: {table.num_rows} texts, {result.task}, {args.cv}-fold cross-validated {result.metric} "
-          f"(embedding {result.seconds['embed']:.0f} s, fits {result.seconds['fits']:.0f} s)")
-    print(t[["rank", "candidate", "n_features", "score", "std_err"]].head(args.top).to_string(index=False,
-                                                                                             float_format="%.4f"))
+          f"(embedding: {embed}; fits {result.seconds['fits']:.0f} s)")
+    cols = ["rank"] + (["model"] if len(result.models) > 1 else []) + ["kind", "candidate", "n_features", "score",
+                                                                        "std_err"]
+    print(t[cols].head(args.top).to_string(index=False, float_format="%.4f"))
     if result.baseline:
         print(f"{result.baseline['name']}: {result.baseline['score']:.4f} +/- {result.baseline['std_err']:.4f}")
-    rec = result.recommended
-    print(f"recommended: BertEmbedder(pooling={rec['pooling']!r}, layers={rec['layers']!r}, "
-          f"layer_agg={rec['layer_agg']!r})  (fewest features within one standard error of the best)")
+    rec = t[t["rank"] == result.recommended_rank].iloc[0]
+    print(f"recommended: rank {rec['rank']}, {rec['kind']}: {rec['candidate']} (the fewest features within one "
+          "standard error of the best); as Python code:\n")
+    print(result.code())
     if args.plot:
         print(f"plot: {args.plot}")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"task": result.task, "metric": result.metric, "recommended": rec, "best": result.best,
-                       "baseline": result.baseline, "seconds": result.seconds,
+            json.dump({"task": result.task, "metric": result.metric, "recommended": result.recommended,
+                       "recommended_kind": result.recommended_kind, "code": result.code(), "models": result.models,
+                       "best": result.best, "baseline": result.baseline, "seconds": result.seconds,
                        "table": t.drop(columns=["params"]).assign(params=t["params"].map(json.dumps))
                        .to_dict(orient="records")}, fh, indent=2, default=str)
     return 0

@@ -17,7 +17,9 @@
 #' @param ... Other parameters of the Python `BertEmbedder`: `max_length`, `long_text` (`"truncate"` or
 #'   `"chunk"`), `stride`, `normalize`, `batch_tokens`, `device`, `dtype`, `progress`, `layer_agg`,
 #'   `trust_remote_code`, `cache_all_layers` (with `cache_dir`: cache every layer once, so trying other poolings
-#'   and layers on the same texts never runs the model again); and `columns`, the data frame columns to embed
+#'   and layers on the same texts never runs the model again), `prefix` (a text put before every text, such as
+#'   `"query: "` for E5 models; its tokens count toward `max_length`) or `prompt_name` (a prompt from the model's
+#'   sentence-transformers config, used as the prefix); and `columns`, the data frame columns to embed
 #'   (default: all).
 #' @param missing What a missing text gets: `"error"` (the default: an error naming the row), `"zero"` (a row of
 #'   zeros) or `"nan"` (a row of `NaN`). Missing are `NA` and blank texts: `""` and texts of only whitespace,
@@ -91,7 +93,7 @@ payload_matrix <- function(buffer, nrow, ncol) {
 
 # R names of the Python BertEmbedder parameters that `...` may carry (in its documented order), by kind of value.
 DOTS_PARAMS <- c("max_length", "long_text", "stride", "normalize", "batch_tokens", "device", "dtype", "progress",
-                 "layer_agg", "trust_remote_code", "cache_all_layers")
+                 "layer_agg", "trust_remote_code", "cache_all_layers", "prefix", "prompt_name")
 INTEGER_PARAMS <- c("max_length", "stride", "batch_tokens")
 FLAG_PARAMS <- c("normalize", "progress", "trust_remote_code", "cache_all_layers")
 

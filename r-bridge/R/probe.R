@@ -1,0 +1,124 @@
+#' Choose the features by evidence: the bertfeat probe
+#'
+#' Scores every pooling x layer choice of one or several models on labelled texts with a cross-validated linear
+#' model (logistic regression for classes, ridge for numbers), alone and side by side with TF-IDF, in one call to
+#' the Python `bertfeat.probe` (one embedding pass per model). The table is the one Python gives.
+#'
+#' @param x A character vector (or factor) of texts.
+#' @param y The labels, one per text: a factor, character or logical vector (classes) or a numeric vector
+#'   (numbers with more than 10 distinct values are a regression).
+#' @param model One model, or a character vector of several to compare in one table (`"default"` is the
+#'   bundled all-MiniLM-L6-v2; else a Hugging Face name or a local directory).
+#' @param cv Cross-validation folds.
+#' @param unions How many of each model's best candidates to score side by side with TF-IDF (0 for none).
+#' @param baseline Add the TF-IDF row.
+#' @param plot A path for the PNG plot, or `NULL` for none.
+#' @param ... Other parameters of the Python probe: `max_length`, `long_text`, `stride`, `normalize`, `prefix`,
+#'   `prompt_name`, `task` (`"auto"`, `"classification"` or `"regression"`), `random_state`, `device`, `dtype`,
+#'   `missing`.
+#' @param cache_dir As in [bf_embed()]; with a cache, [step_bert_embed()] with the recommended settings reads the
+#'   probe's vectors instead of running the model again.
+#'
+#' @return A list of class `bertfeat_probe`: `table`, a tibble (best first) with `rank`, `model`, `kind`
+#'   (`"embedding"`, `"union"` with TF-IDF, or `"tfidf"`), `candidate`, `n_features`, `score`, `std_err`,
+#'   `embed_s_per_1k` (the model's embedding seconds per 1,000 texts) and the settings; `recommended`, the
+#'   arguments of [step_bert_embed()] for the recommended row (`model`, `pooling`, `layers`, `missing`,
+#'   `cache_dir`, `options`), `NULL` when TF-IDF alone is recommended; `kind`, the recommended row's kind (for
+#'   `"union"`, add a TF-IDF of the same text, for example with textrecipes, beside the step); `code`, the
+#'   Python code of the recommended features; `metric`; `task`; and `plot`, the plot's path.
+#' @examples
+#' \dontrun{
+#' reviews <- read.csv("data/fine_foods.csv.gz")[1:500, ]
+#' p <- bf_probe(reviews$review, reviews$score, plot = "probe.png", cache_dir = "~/.cache/bertfeat")
+#' p$table
+#' rec <- do.call(step_bert_embed, c(list(recipes::recipe(score ~ review, data = reviews), quote(review)),
+#'                                   p$recommended))
+#' }
+#' @export
+bf_probe <- function(x, y, model = "default", cv = 5, unions = 3, baseline = TRUE, plot = NULL, ...,
+                     cache_dir = NULL) {
+  call <- rlang::current_env()
+  dots <- list(...)
+  allowed <- c("max_length", "long_text", "stride", "normalize", "prefix", "prompt_name", "task", "random_state",
+               "device", "dtype", "missing")
+  if (length(dots) && (is.null(names(dots)) || any(!nzchar(names(dots))))) {
+    abort_bf("Arguments in `...` must be named, for example `max_length = 128`.", "argument", call = call)
+  }
+  unknown <- setdiff(names(dots), allowed)
+  if (length(unknown)) {
+    abort_bf(c(sprintf("Unknown argument%s %s.", if (length(unknown) > 1L) "s" else "",
+                       paste0("`", unknown, "`", collapse = ", ")),
+               i = paste0("`...` takes: ", paste(allowed, collapse = ", "), ".")), "argument", call = call)
+  }
+  input <- text_input(x, call = call)
+  texts <- input$columns[[1]]
+  if (length(y) != length(texts) || !(is.numeric(y) || is.factor(y) || is.character(y) || is.logical(y))) {
+    abort_bf(sprintf("`y` must be a vector of %d labels (one per text; factor, character, logical or numeric), not %s of length %d.",
+                     length(texts), describe_class(y), length(y)), "input", call = call)
+  }
+  if (anyNA(y)) {
+    abort_bf(sprintf("`y` has %d missing labels (the first in row %d); drop those rows first.", sum(is.na(y)),
+                     which(is.na(y))[1]), "missing_value", call = call)
+  }
+  if (!is.numeric(y)) {
+    y <- as.character(y)
+  }
+  if (!is.character(model) || !length(model) || anyNA(model) || any(!nzchar(model))) {
+    abort_bf(sprintf("`model` must be a character vector of model names or paths, not %s.", show_value(model)),
+             "argument", call = call)
+  }
+  params <- list(model = as.list(model), cv = check_whole(cv, "cv", max_length = 1L, call = call),
+                 unions = check_whole(unions, "unions", max_length = 1L, call = call),
+                 baseline = check_flag(baseline, "baseline", call = call),
+                 plot = if (!is.null(plot)) path.expand(check_string(plot, "plot", call = call)),
+                 cache_dir = if (!is.null(cache_dir)) path.expand(check_string(cache_dir, "cache_dir", call = call)))
+  for (name in names(dots)) {
+    value <- dots[[name]]
+    params[[name]] <- if (is.null(value)) NULL else if (name %in% c("max_length", "stride", "random_state")) {
+      check_whole(value, name, max_length = 1L, call = call)
+    } else if (name == "normalize") {
+      check_flag(value, name, call = call)
+    } else {
+      check_string(value, name, call = call)
+    }
+  }
+  params <- params[!vapply(params, is.null, logical(1))]
+  mask <- is.na(texts)
+  texts[mask] <- ""
+  res <- with_python_errors(python_module(call = call)$probe(texts, mask, y, params), call = call)
+  columns <- res[[1]]
+  table <- tibble::as_tibble(lapply(columns, function(v) {
+    v <- unlist(v)
+    if (is.character(v)) v[!nzchar(v)] <- NA_character_ else v[is.nan(v)] <- NA_real_
+    v
+  }))
+  for (name in c("rank", "n_features", "layer", "n_layers")) {
+    table[[name]] <- as.integer(table[[name]])
+  }
+  structure(
+    list(table = table, recommended = step_arguments(res[[2]]), kind = res[[3]], code = res[[4]],
+         metric = res[[5]], task = res[[6]], plot = res[[7]]),
+    class = "bertfeat_probe"
+  )
+}
+
+# The recommended BertEmbedder parameters as step_bert_embed() arguments.
+step_arguments <- function(rec) {
+  if (is.null(rec)) {
+    return(NULL)
+  }
+  rec <- lapply(rec, function(v) if (is.list(v)) unlist(v) else v)
+  main <- c("model", "pooling", "layers", "missing", "cache_dir")
+  out <- list(model = rec$model, pooling = rec$pooling, layers = as.integer(rec$layers),
+              missing = rec$missing %||% "error", cache_dir = rec$cache_dir,
+              options = rec[setdiff(names(rec), main)])
+  out[!vapply(out, is.null, logical(1))]
+}
+
+#' @export
+print.bertfeat_probe <- function(x, ...) {
+  cat(sprintf("bertfeat probe: %s, cross-validated %s; recommended (%s):\n", x$task, x$metric, x$kind))
+  cat(x$code, "\n")
+  print(x$table[, c("rank", "model", "kind", "candidate", "n_features", "score", "std_err")], ...)
+  invisible(x)
+}

@@ -1,0 +1,63 @@
+words <- list(pos = c("lovely", "delightful", "wonderful", "charming"), neg = c("dull", "tedious", "awful", "boring"))
+probe_texts <- function(n = 36) {
+  set.seed(1)
+  y <- rep(c("good", "bad"), length.out = n)
+  texts <- vapply(y, function(label) {
+    paste(paste(sample(words[[if (label == "good") "pos" else "neg"]], 3, replace = TRUE), collapse = " "),
+          "the cat sat")
+  }, character(1))
+  list(texts = unname(texts), y = y)
+}
+
+test_that("bf_probe() returns the Python probe's table as a tibble, and settings for step_bert_embed()", {
+  d <- probe_texts()
+  png <- withr::local_tempfile(fileext = ".png")
+  cache <- withr::local_tempdir()
+  p <- bf_probe(d$texts, factor(d$y), cv = 3, unions = 1, plot = png, cache_dir = cache, max_length = 32,
+                long_text = "chunk")
+  expect_s3_class(p, "bertfeat_probe")
+  expect_s3_class(p$table, "tbl_df")
+  expect_identical(p$table$rank, seq_len(nrow(p$table)))
+  expect_setequal(unique(p$table$kind), c("embedding", "union", "tfidf"))
+  expect_identical(p$metric, "roc_auc")
+  expect_true(file.exists(png) && identical(p$plot, png))
+
+  # the same call in Python gives the same table
+  # (lists, not numpy arrays: those do not cross reticulate 1.28 with numpy 2)
+  py <- reticulate::import("bertfeat", convert = FALSE)
+  ref <- py$probe(as.list(d$texts), as.list(d$y), cv = 3L, unions = 1L, cache_dir = cache, max_length = 32L,
+                  long_text = "chunk")
+  column <- function(name) unlist(reticulate::py_to_r(ref$table[[name]]$tolist()))
+  expect_identical(p$table$candidate, column("candidate"))
+  expect_equal(p$table$score, column("score"), tolerance = 1e-12)
+  expect_equal(p$table$std_err, column("std_err"), tolerance = 1e-12)
+  expect_identical(p$kind, reticulate::py_to_r(ref$recommended_kind))
+
+  # the recommendation drops into step_bert_embed() and gives the features the probe scored (embeddings only
+  # here, so that the recommendation is a BertEmbedder; the cache answers the embedding pass)
+  p <- bf_probe(d$texts, d$y, cv = 3, unions = 0, baseline = FALSE, cache_dir = cache, max_length = 32,
+                long_text = "chunk")
+  expect_identical(p$kind, "embedding")
+  expect_identical(p$recommended$options$long_text, "chunk")
+  train <- data.frame(review = d$texts, label = factor(d$y))
+  rec <- do.call(step_bert_embed, c(list(recipes::recipe(label ~ review, data = train), quote(review)),
+                                    p$recommended))
+  baked <- recipes::bake(recipes::prep(rec), new_data = NULL)
+  direct <- do.call(bf_embed, c(list(d$texts, model = p$recommended$model, pooling = p$recommended$pooling,
+                                     layers = p$recommended$layers, cache_dir = cache), p$recommended$options))
+  expect_equal(unname(as.matrix(baked[, -1])), unname(direct), tolerance = 1e-6)
+})
+
+test_that("bf_probe() checks its arguments", {
+  expect_error(bf_probe(c("a", "b"), 1), class = "bertfeat_error_input")
+  expect_error(bf_probe(c("a", "b"), c(1, NA)), class = "bertfeat_error_missing_value")
+  expect_error(bf_probe(c("a", "b"), c(1, 2), colour = "red"), class = "bertfeat_error_argument")
+})
+
+test_that("prefix and prompt_name reach the Python BertEmbedder", {
+  texts <- c("The cat sat on the mat.", "Stocks fell sharply.")
+  m <- bf_embed(texts, prefix = "query: ")
+  expect_identical(unname(m), python_reference(as.list(texts), prefix = "query: "))
+  expect_false(isTRUE(all.equal(m, bf_embed(texts))))
+  expect_error(bf_embed(texts, prefix = "a: ", prompt_name = "query"), class = "bertfeat_error_python")
+})

@@ -1,0 +1,136 @@
+"""prefix= and prompt_name=: part of the recipe, inside max_length, repeated in every chunk window, from ST configs."""
+
+import json
+import shutil
+import warnings
+
+import numpy as np
+import pytest
+
+from bertfeat import BertEmbedder
+from bertfeat.encode import encode
+from tests.conftest import CountingBackend, make_recipe
+
+TEXTS = ["the cat sat on the mat", "a dog ran in the park", "glmnet loves numeric features"]
+
+
+@pytest.fixture
+def prompted_bert(tiny_bert, tmp_path):
+    """The tiny BERT with a sentence-transformers config that defines two prompts."""
+    path = tmp_path / "prompted"
+    shutil.copytree(tiny_bert, path)
+    (path / "config_sentence_transformers.json").write_text(json.dumps(
+        {"prompts": {"query": "query: ", "classification": "classification: "}, "default_prompt_name": None}))
+    return str(path)
+
+
+def test_prefix_is_in_the_fingerprint_and_an_empty_one_changes_nothing():
+    plain = make_recipe()
+    assert make_recipe(prefix="").fingerprint() == plain.fingerprint()
+    assert "prefix" not in plain.key_dict()  # fingerprints of recipes without a prefix are the ones they always had
+    assert make_recipe(prefix="query: ").fingerprint() != plain.fingerprint()
+    assert make_recipe(prefix="query: ").fingerprint() != make_recipe(prefix="passage: ").fingerprint()
+
+
+def test_prefix_features_equal_embedding_the_prefixed_texts(tiny_bert):
+    est = BertEmbedder(tiny_bert, prefix="statistics meets ", pooling="cls+mean+max").fit(TEXTS)
+    got = est.transform(TEXTS)
+    want = BertEmbedder(tiny_bert, pooling="cls+mean+max").fit_transform(["statistics meets " + t for t in TEXTS])
+    np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
+    assert not np.allclose(got, BertEmbedder(tiny_bert, pooling="cls+mean+max").fit_transform(TEXTS), atol=1e-3)
+    assert est.recipe_.prefix == "statistics meets "
+
+
+def test_prefix_tokens_count_toward_max_length(tiny_bert):
+    # "the" is one token of the tiny vocabulary: 6 content tokens + [CLS] [SEP] = 8
+    text = "the the the the the the"
+    assert BertEmbedder(tiny_bert, max_length=8).fit([text]).transform([text]) is not None
+    est = BertEmbedder(tiny_bert, max_length=8)
+    est.fit_transform([text])
+    assert est.stats_.truncated == 0
+    est = BertEmbedder(tiny_bert, max_length=8, prefix="cat ")
+    with pytest.warns(UserWarning, match="truncated"):
+        est.fit_transform([text])
+    assert est.stats_.truncated == 1
+
+
+class RecordingBackend(CountingBackend):
+    def __init__(self):
+        super().__init__()
+        self.units = []
+
+    def forward(self, units, pooling, layer_groups):
+        self.units.extend(list(u) for u in units)
+        return super().forward(units, pooling, layer_groups)
+
+
+def test_every_chunk_window_starts_with_the_prefix():
+    backend = RecordingBackend()
+    prefix_ids = backend.tokenize(["q:"])[0]
+    recipe = make_recipe(prefix="q:", long_text="chunk", max_length=8, stride=1)
+    text = "abcdefghijklmn"  # 14 content tokens; windows of 8 - 2 special - 2 prefix = 4
+    X, stats = encode([text], recipe, lambda: backend)
+    assert len(backend.units) > 3 and stats.chunked == 1
+    ids = backend.tokenize([text])[0]
+    assert all(u[:2] == prefix_ids and 3 <= len(u) <= 6 for u in backend.units)
+    assert [t for u in backend.units for t in u[2:]][:4] == ids[:4]  # the text's own tokens follow the prefix
+    assert max(len(u) for u in backend.units) + backend.n_special == 8
+
+
+def test_a_prefix_that_leaves_no_room_is_an_error():
+    recipe = make_recipe(prefix="0123456789abcdef", max_length=8)
+    with pytest.raises(ValueError, match=r"prefix='0123456789abcdef' takes 16 tokens.*larger max_length"):
+        encode(["x"], recipe, lambda: CountingBackend())
+
+
+def test_prompt_name_from_the_sentence_transformers_config(prompted_bert):
+    by_name = BertEmbedder(prompted_bert, prompt_name="query").fit(TEXTS)
+    by_prefix = BertEmbedder(prompted_bert, prefix="query: ").fit(TEXTS)
+    assert by_name.recipe_.prefix == "query: "
+    assert by_name.recipe_.fingerprint() == by_prefix.recipe_.fingerprint()
+    np.testing.assert_array_equal(by_name.transform(TEXTS), by_prefix.transform(TEXTS))
+    other = BertEmbedder(prompted_bert, prompt_name="classification").fit(TEXTS)
+    assert other.recipe_.fingerprint() != by_name.recipe_.fingerprint()
+    with pytest.raises(ValueError, match=r"prompt_name='passage' is not a prompt.*\['query', 'classification'\]"):
+        BertEmbedder(prompted_bert, prompt_name="passage").fit(TEXTS)
+
+
+def test_prompt_errors(tiny_bert, prompted_bert):
+    with pytest.raises(ValueError, match="defines none"):
+        BertEmbedder(tiny_bert, prompt_name="query").fit(TEXTS)
+    with pytest.raises(ValueError, match="pass only one of them"):
+        BertEmbedder(prompted_bert, prefix="x: ", prompt_name="query").fit(TEXTS)
+    with pytest.raises(ValueError, match="prefix=3 is not valid"):
+        BertEmbedder(tiny_bert, prefix=3).fit(TEXTS)
+
+
+def test_a_model_with_prompts_used_without_one_gets_one_note(prompted_bert):
+    with pytest.warns(UserWarning, match=r"defines prompts.*'query' \('query: '\).*prompt_name="):
+        BertEmbedder(prompted_bert).fit(TEXTS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        BertEmbedder(prompted_bert).fit(TEXTS)  # once per model and process
+        BertEmbedder(prompted_bert, prompt_name="query").fit(TEXTS)
+
+
+def test_cli_prefix_prompt_name_and_info(prompted_bert, tmp_path, capsys):
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from bertfeat.cli import main
+
+    pd.DataFrame({"text": TEXTS}).to_csv(tmp_path / "d.csv", index=False)
+    common = ["embed", str(tmp_path / "d.csv"), "--text-col", "text", "--model", prompted_bert, "--quiet"]
+    assert main(common + ["--out", str(tmp_path / "a.parquet"), "--prompt-name", "query"]) == 0
+    assert main(common + ["--out", str(tmp_path / "b.parquet"), "--prefix", "query: "]) == 0
+    a, b = pq.read_table(tmp_path / "a.parquet").to_pandas(), pq.read_table(tmp_path / "b.parquet").to_pandas()
+    np.testing.assert_array_equal(a.to_numpy(), b.to_numpy())
+    want = BertEmbedder(prompted_bert, prefix="query: ").fit_transform(TEXTS)
+    np.testing.assert_allclose(a.filter(like="text_").to_numpy(dtype=np.float32), want, atol=1e-6)
+    assert main(common + ["--out", str(tmp_path / "c.parquet"), "--prefix", "a", "--prompt-name", "query"]) == 2
+    assert "pass only one" in capsys.readouterr().err
+    assert main(["info", prompted_bert]) == 0
+    out = capsys.readouterr().out
+    assert "prompts:" in out and "query = 'query: '" in out and "classification" in out
+    assert main(["info", prompted_bert, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["prompts"] == {"query": "query: ", "classification": "classification: "}
