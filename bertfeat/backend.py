@@ -108,7 +108,8 @@ def get_backend(spec: ModelSpec, device: str, dtype: str, trust_remote_code: boo
         from bertfeat.gpu import device_index
 
         device = f"cuda:{device_index(device)}"
-    key = (spec.path, spec.weights_sha256, device, dtype, trust_remote_code)
+    # every file hash: a config or tokenizer edited in place must not reuse the model loaded from the old one
+    key = (spec.path, spec.weights_sha256, spec.config_sha256, spec.tokenizer_sha256, device, dtype, trust_remote_code)
     with _LOCK:
         backend = _REGISTRY.get(key)
         if backend is None:
@@ -221,15 +222,10 @@ class TorchBackend:
         self._default_batch_tokens = value
 
     def _load_model(self, load_dtype):
-        """The transformers model in ``load_dtype`` (SDPA attention where the architecture has it), frozen."""
-        from transformers import AutoModel
-
-        kwargs = dict(dtype=load_dtype, use_safetensors=True, trust_remote_code=self.trust_remote_code)
+        """The transformers model in ``load_dtype`` (SDPA attention where the architecture has it), frozen, refused
+        if its weights do not fit its config or tokenizer (:func:`load_checked_model`)."""
         with _quiet_transformers():
-            try:
-                model = AutoModel.from_pretrained(self.spec.path, attn_implementation="sdpa", **kwargs)
-            except (ValueError, ImportError):  # architectures without an SDPA kernel
-                model = AutoModel.from_pretrained(self.spec.path, attn_implementation="eager", **kwargs)
+            model = load_checked_model(self.spec, load_dtype, self.tokenizer, self.trust_remote_code)
         return model.eval().requires_grad_(False)
 
     def _check_reduced_precision(self) -> None:
@@ -457,6 +453,47 @@ def _as_token_seqs(units):
     from bertfeat.batching import TokenSeqs
 
     return units if isinstance(units, TokenSeqs) else TokenSeqs.from_lists(units)
+
+
+def load_checked_model(spec: ModelSpec, dtype, tokenizer, trust_remote_code: bool = False):
+    """The model's encoder from its safetensors weights, refused (naming the weights) if they do not fit its config
+    or the tokenizer; see :func:`bertfeat.models.check_weights_fit`."""
+    from transformers import AutoModel
+
+    from bertfeat.models import check_vocab_fits, check_weights_fit
+
+    # Mis-shaped weights are loaded (as random) and reported rather than raised, so that the one check below names
+    # them along with missing and unused ones; the check refuses the model either way.
+    kwargs = dict(dtype=dtype, use_safetensors=True, trust_remote_code=trust_remote_code, output_loading_info=True,
+                  ignore_mismatched_sizes=True)
+    try:
+        model, info = AutoModel.from_pretrained(spec.path, attn_implementation="sdpa", **kwargs)
+    except (ValueError, ImportError):  # architectures without an SDPA kernel
+        model, info = AutoModel.from_pretrained(spec.path, attn_implementation="eager", **kwargs)
+    encoder = getattr(model, "base_model", model)
+    check_weights_fit(spec.name, spec.path, info.get("missing_keys", ()), info.get("unexpected_keys", ()),
+                      info.get("mismatched_keys", ()), [n for n, _ in encoder.named_children()],
+                      getattr(model, "base_model_prefix", ""))
+    embeddings = model.get_input_embeddings()
+    if embeddings is not None and hasattr(embeddings, "num_embeddings"):
+        check_vocab_fits(spec.name, len(tokenizer), embeddings.num_embeddings, getattr(model.config, "vocab_size", None))
+    return model
+
+
+def check_model_files(spec: ModelSpec, trust_remote_code: bool = False) -> dict:
+    """Load the model once on the CPU and check that its weights fit its config and tokenizer (``bertfeat info``).
+
+    Returns the counts checked (weight tensors, tokenizer tokens, embedding rows); raises
+    :class:`~bertfeat.exceptions.ModelNotAvailableError` naming the weights that do not fit.
+    """
+    import torch
+    from transformers import AutoTokenizer
+
+    with _quiet_transformers():
+        tokenizer = AutoTokenizer.from_pretrained(spec.path, trust_remote_code=trust_remote_code)
+        model = load_checked_model(spec, torch.float32, tokenizer, trust_remote_code)
+    return {"tensors": len(model.state_dict()), "tokenizer_tokens": len(tokenizer),
+            "embedding_rows": model.get_input_embeddings().num_embeddings}
 
 
 def _load_config(path: str, trust_remote_code: bool):
