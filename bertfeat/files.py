@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 from bertfeat.counts import DistinctCounter, job_counts, text_hashes
 from bertfeat.encode import EncodeStats
 from bertfeat.exceptions import TruncationWarning
+from bertfeat.hardware import run_facts
 from bertfeat.output import (
     OutputPaths, _atomic_write_bytes, _Paths, atomic_write_bytes, check_output, fsync, job_lock, os_error_message,
     write_part,
@@ -269,7 +270,9 @@ def _finish(paths: OutputPaths, n_parts: int, schema: pa.Schema, featurizer, sta
                          "rows_resumed": resumed_rows, "chunks_resumed": resumed_parts},
             # the most work a kill could have lost, measured: the hint to lower --chunk-chars when it is long
             "timing": {"seconds": round(time.perf_counter() - t0, 3), "embed_seconds": round(totals.seconds, 3),
-                       "slowest_chunk_seconds": round(slowest, 3)},
+                       "slowest_chunk_seconds": round(slowest, 3),
+                       # what the speed depends on, so a slow run's manifest can go into a bug report as it is
+                       "machine": run_facts(featurizer.recipe.hidden_size)},
             "chunk_rows": state["chunk_rows"],
             "chunk_chars": state["chunk_chars"],
             "cache_dir": None if cache_dir is None else str(cache_dir),

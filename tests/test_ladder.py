@@ -398,3 +398,16 @@ def test_omp_threads_set_by_the_user_are_kept(tiny_bert, monkeypatch):
         assert torch.get_num_threads() == 1  # a lower count set by the user is left alone
     finally:
         torch.set_num_threads(before)
+
+
+def test_the_cli_manifest_records_the_machine_it_ran_on(tmp_path, tiny_bert):
+    import json
+
+    from bertfeat.files import embed_file
+
+    (tmp_path / "in.csv").write_text("id,text\n1,hello world\n2,the cat sat\n")
+    embed_file(str(tmp_path / "in.csv"), str(tmp_path / "o.parquet"), "text", model=tiny_bert, quiet=True)
+    m = json.loads((tmp_path / "o.parquet.manifest.json").read_text())["timing"]["machine"]
+    assert m["flags"] == hardware.cpu_flags() and m["native_dtypes"] == hardware.native_dtypes()
+    assert m["cpu"] == hardware.cpu_model() and m["threads"] >= 1
+    assert set(m["matmul_gflops"]) == {"float32", "bfloat16"} and m["matmul_gflops"]["float32"] > 0
