@@ -81,3 +81,31 @@ def test_feature_names_are_zero_padded_and_carry_column_pooling_and_layer():
     concat = make_recipe(layers=(3, 1), layer_agg="concat").feature_names("t")
     assert concat[0] == "t_mean_l3_0" and concat[4] == "t_mean_l1_0"
     assert sorted(names) == names[:12] + names[12:]  # sortable within each block
+
+
+def test_the_fingerprint_is_pinned_so_caches_survive_upgrades():
+    """A changed fingerprint orphans every user's cache: changing it must be a deliberate act (bump
+    FORMAT_VERSION and update this value), never a side effect of reformatting the key."""
+    import hashlib
+    import json
+
+    recipe = make_recipe()
+    assert recipe.fingerprint() == "1a305d036eb15512d1e9613c1e616549"
+    blob = json.dumps(recipe.key_dict(), sort_keys=True, separators=(",", ":")).encode()
+    assert recipe.fingerprint() == hashlib.sha256(blob).hexdigest()[:32]
+    assert recipe.key_dict()["pooling"] == ["mean"] and recipe.key_dict()["layers"] == [3]
+
+
+def test_parse_layers_bounds_and_default_aggregation():
+    assert parse_layers(-7, 6) == (0,)  # -(L + 1) is the embedding output
+    with pytest.raises(ValueError, match=r"layer -8 is out of range; .* or -7\.\.-1\.$"):
+        parse_layers(-8, 6)
+    assert parse_layers([6, 1], 6) == (1, 6)  # the default layer_agg is "mean": order does not matter
+
+
+def test_parse_pooling_errors_say_exactly_what_is_wrong():
+    with pytest.raises(ValueError, match=r"expected one of \['cls', 'mean', 'max'\] or a '\+'-joined combination "
+                                         r"such as 'cls\+mean'\.$"):
+        parse_pooling(3)
+    with pytest.raises(ValueError, match=r"unknown pooling \['avg'\]; valid"):
+        parse_pooling("cls+avg")
