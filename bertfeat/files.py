@@ -275,6 +275,7 @@ def _finish(paths: OutputPaths, n_parts: int, schema: pa.Schema, featurizer, sta
                        "machine": run_facts(featurizer.recipe.hidden_size)},
             "chunk_rows": state["chunk_rows"],
             "chunk_chars": state["chunk_chars"],
+            "reading": state["reading"],  # how a CSV was parsed (delimiter, kept-column types): part of what was read
             "cache_dir": None if cache_dir is None else str(cache_dir),
         }
         os.replace(tmp, paths.out)

@@ -19,7 +19,8 @@ import pytest
 import bertfeat
 from bertfeat import BertEmbedder
 from bertfeat.batching import split_windows
-from bertfeat.files import embed_file
+from bertfeat.files import CHUNK_CHARS, embed_file
+from bertfeat.hardware import cpu_flags
 from bertfeat.models import resolve_model
 
 LONG = " ".join(["the quick brown fox jumps over the lazy dog"] * 3)
@@ -160,6 +161,11 @@ EXPECTED_MANIFEST = {
     "input": lambda j: {"path": str(j["src"].resolve()), "files": [
         [str(j["src"].resolve()), j["src"].stat().st_size, j["src"].stat().st_mtime_ns]]},
     "chunk_rows": lambda j: 4,
+    "chunk_chars": lambda j: CHUNK_CHARS,  # the default: these rows are far below it, so --chunk-rows cuts
+    "reading": lambda j: {"delimiter": ",", "infer_types": False},  # a .csv, kept columns read as text
+    # no earlier run: this run did the whole job, the same counts as the job's
+    "this_run": lambda j: {"rows": 7, "embedded": 6 + 2, "cache_hits": 4, "chunks": 2, "rows_resumed": 0,
+                           "chunks_resumed": 0},
     "cache_dir": lambda j: str(j["cache"]),
 }
 
@@ -175,5 +181,7 @@ def test_manifest_field(job, field):
 
 def test_manifest_timing(job):
     timing = job["manifest"]["timing"]
-    assert sorted(timing) == ["embed_seconds", "seconds"]
+    assert sorted(timing) == ["embed_seconds", "machine", "seconds", "slowest_chunk_seconds"]
     assert 0 < timing["embed_seconds"] <= timing["seconds"]
+    assert 0 < timing["slowest_chunk_seconds"] <= timing["embed_seconds"]
+    assert timing["machine"]["flags"] == cpu_flags()  # the rest: tests/test_ladder.py
