@@ -234,6 +234,12 @@ def probe(
     if cache_dir is not None:  # the recommended BertEmbedder then derives its features from the probe's cache rows
         shared["cache_all_layers"] = True
 
+    from bertfeat.embedder import BertEmbedder
+
+    for name in models:  # every parameter and the cache directory checked before any work (TF-IDF included)
+        BertEmbedder(name, device=device, batch_tokens=batch_tokens, **{k: v for k, v in shared.items()
+                                                                        if k != "cache_all_layers"}).fit(["x"])
+
     t_fits = 0.0
     need_tfidf = baseline or unions > 0
     t1 = time.perf_counter()

@@ -107,7 +107,7 @@ def test_cuda_and_cuda_0_share_one_loaded_model(monkeypatch):
     monkeypatch.setattr(backend_mod, "TorchBackend", FakeBackend)
     monkeypatch.setattr(backend_mod, "_REGISTRY", {})
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
-    spec = types.SimpleNamespace(path="/m", weights_sha256="w")
+    spec = types.SimpleNamespace(path="/m", weights_sha256="w", config_sha256="c", tokenizer_sha256="t")
     assert get_backend(spec, "cuda", "bfloat16") is get_backend(spec, "cuda:0", "bfloat16")
     assert get_backend(spec, "cuda:1", "bfloat16") is not get_backend(spec, "cuda:0", "bfloat16")
     assert loads == ["cuda:0", "cuda:1"]

@@ -46,20 +46,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _one_line_warnings(command: str) -> None:
+def _one_line_warnings(command: str):
     """bertfeat's own warnings (truncation, a dtype slower than float32 here, cache trouble) as one stderr line each,
-    not Python's two-line ``file:line: Category: message`` + source form."""
+    not Python's two-line ``file:line: Category: message`` + source form. Returns the formatter to restore.
+
+    Only the formatting changes (``warnings.formatwarning``), so filters and callers that record warnings
+    (``warnings.catch_warnings(record=True)``, pytest) see them as before.
+    """
     import warnings
 
-    plain = warnings.showwarning
+    plain = warnings.formatwarning
 
-    def show(message, category, filename, lineno, file=None, line=None):
+    def formatted(message, category, filename, lineno, line=None):
         if category.__module__.startswith("bertfeat"):
-            print(f"bertfeat {command}: warning: {message}", file=file or sys.stderr)
-        else:
-            plain(message, category, filename, lineno, file, line)
+            return f"bertfeat {command}: warning: {message}\n"
+        return plain(message, category, filename, lineno, line)
 
-    warnings.showwarning = show
+    warnings.formatwarning = formatted
+    return plain
 
 
 def main(argv=None) -> int:
@@ -67,7 +71,7 @@ def main(argv=None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
-    _one_line_warnings(args.command)
+    plain_format = _one_line_warnings(args.command)
     previous = None
     with contextlib.suppress(ValueError):  # only the main thread may set a handler
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
@@ -88,6 +92,9 @@ def main(argv=None) -> int:
         print(f"bertfeat {args.command}: {how}{hint}", file=sys.stderr)
         return 143 if isinstance(exc, Terminated) else 130
     finally:
+        import warnings
+
+        warnings.formatwarning = plain_format
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 
