@@ -100,9 +100,11 @@ class Bertfeat:
                                      dtype=dtype).fit(["warm"])
 
     def forward_pass(self) -> str:
-        """Which forward pass the loaded model runs: bertfeat's fused CPU pass or the transformers model's own."""
+        """Which forward pass the loaded model runs: the ladder's rung (bertfeat's own CPU pass, oneDNN-fused or plain
+        torch ops, or the transformers model's own forward)."""
         backend = self.embedder._backend_loader()()
-        return "fused CPU pass" if getattr(backend, "fast", None) is not None else "transformers forward"
+        kind = "bertfeat's CPU pass" if getattr(backend, "fast", None) is not None else "transformers forward"
+        return f"{getattr(backend, 'rung', '?')} ({kind})"
 
     def __call__(self, texts):
         import warnings
