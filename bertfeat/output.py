@@ -174,3 +174,22 @@ def os_error_message(exc: OSError, what: str | None = None) -> OSError:
     new = OSError(f"{where}: {exc.strerror or exc}" + (f"; {hint}." if hint else "."))
     new.errno = exc.errno
     return new
+
+
+def check_written(files: list[Path], data_dir: Path, expected_rows: int, workers: str) -> dict:
+    """The common provenance of the parquet ``files`` a distributed job wrote into ``data_dir``; fails loudly
+    (RuntimeError, nothing renamed) when they disagree on the recipe or do not hold ``expected_rows`` rows.
+    ``workers`` names them in the message ("the Ray workers", "the Spark tasks")."""
+    import json
+
+    metas = {pq.read_schema(f).metadata.get(b"bertfeat") for f in files} if files else set()
+    if len(metas) != 1:
+        raise RuntimeError(
+            f"{workers} wrote {len(files)} file(s) with {len(metas)} different recipes in {data_dir}; with "
+            "workers on different GPU types dtype='auto' may differ: pass dtype= (--dtype) explicitly."
+        )
+    rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    if rows != expected_rows:
+        raise RuntimeError(f"{workers} wrote {rows} rows for {expected_rows} input rows in {data_dir}; not renamed.")
+    return json.loads(metas.pop())
+

@@ -484,17 +484,10 @@ def _ordered_parquet_sink(ray, directory: Path):
 
 def _check_written(data_dir: Path, expected_rows: int) -> tuple[list[Path], dict]:
     """The written files and their common provenance; fails loudly rather than leave a wrong output."""
+    from bertfeat.output import check_written
+
     files = sorted(data_dir.glob("*.parquet"))
-    metas = {pq.read_schema(f).metadata.get(b"bertfeat") for f in files} if files else set()
-    if len(metas) != 1:
-        raise RuntimeError(
-            f"the Ray workers wrote {len(files)} file(s) with {len(metas)} different recipes in {data_dir}; with "
-            "workers on different GPU types dtype='auto' may differ: pass dtype= (--dtype) explicitly."
-        )
-    rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
-    if rows != expected_rows:
-        raise RuntimeError(f"the Ray job wrote {rows} rows for {expected_rows} input rows in {data_dir}; not renamed.")
-    return files, json.loads(metas.pop())
+    return files, check_written(files, data_dir, expected_rows, "the Ray workers")
 
 
 def _replace(new: Path, out: Path) -> None:

@@ -518,18 +518,10 @@ def _mistake_in(exc: Exception) -> Exception | None:
 
 def _check_written(data_dir: Path, expected_rows: int) -> tuple[list[Path], dict]:
     """The written part files and their common provenance; fails loudly rather than leave a wrong output."""
+    from bertfeat.output import check_written
+
     for f in data_dir.iterdir():
         if not (f.name.startswith("part-") and f.name.endswith(".parquet")):
             shutil.rmtree(f) if f.is_dir() else f.unlink()  # what a killed attempt may have left (its temp file)
     files = sorted(data_dir.glob("part-*.parquet"))
-    metas = {pq.read_schema(f).metadata.get(b"bertfeat") for f in files} if files else set()
-    if len(metas) != 1:
-        raise RuntimeError(
-            f"the Spark tasks wrote {len(files)} file(s) with {len(metas)} different recipes in {data_dir}; with "
-            "executors on different GPU types dtype='auto' may differ: pass dtype= (--dtype) explicitly."
-        )
-    rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
-    if rows != expected_rows:
-        raise RuntimeError(
-            f"the Spark job wrote {rows} rows for {expected_rows} input rows in {data_dir}; not renamed.")
-    return files, json.loads(metas.pop())
+    return files, check_written(files, data_dir, expected_rows, "the Spark tasks")
