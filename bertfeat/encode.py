@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass, field, fields, replace
 import numpy as np
 
 from bertfeat.batching import TokenSeqs, Units, make_units, plan_batches, prefetched, restore_order, unique_strings
+from bertfeat.journal import batch_key
+from bertfeat.journal import current as current_journal
 from bertfeat.pooling import average_layers, combine_windows, l2_normalize
 from bertfeat.recipe import Recipe
 
@@ -277,31 +279,33 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
     open_steps: deque = deque()  # planned steps whose results are still coming back, oldest first
     bar = _progress_bar(0, progress)
 
+    journal = current_journal()  # a file job's checkpoints within a chunk (bertfeat.journal), if any
+    running: deque = deque()  # (step, batch index, journal key) of each batch sent to the model, in order
+
     def batch_stream():
         for step in steps:
             open_steps.append(step)
+            step.results = [None] * len(step.batches)
             bar.total += len(step.units.ids)  # sequences sent to the model, known one chunk at a time
             bar.refresh()
-            for batch in step.batches:
-                yield step.units.ids[batch]
+            for i, batch in enumerate(step.batches):
+                ids = step.units.ids[batch]
+                key = batch_key(ids, recipe.pooling, groups) if journal is not None else None
+                saved = journal.get(key) if journal is not None else None
+                if saved is not None:  # finished by a killed run: the same batch, so the same bytes
+                    step.results[i] = saved
+                    step.waiting -= 1
+                    bar.update(len(batch))
+                    continue
+                running.append((step, i, key))
+                yield ids
 
-    # a backend may run several batches at once (forward_batches); a plain one runs them in turn
-    run = getattr(model, "forward_batches", None) or (
-        lambda sequences, pooling, groups: (model.forward(units, pooling, groups) for units in sequences)
-    )
-    per_text, full_tokens = [], []
-    tokens = padded = n_batches = 0
-    outputs = run(batch_stream(), recipe.pooling, groups)
-    try:
-        for result in outputs:
-            step = open_steps[0]
-            batch = step.batches[len(step.results)]
-            step.results.append(result)
-            padded += len(batch) * int(step.lengths[batch].max())
-            bar.update(len(batch))
-            if len(step.results) < len(step.batches):
-                continue
-            open_steps.popleft()
+    def settle():
+        """Pool and combine the oldest steps whose batches have all come back."""
+        while open_steps and open_steps[0].waiting == 0:
+            step = open_steps.popleft()
+            for batch in step.batches:
+                padded_tokens[0] += len(batch) * int(step.lengths[batch].max())
             pooled = restore_order(step.batches, step.results)
             combined = combine_windows(pooled, step.units.starts, step.lengths, recipe.pooling)
             if per_layer is not None:
@@ -309,13 +313,35 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
                 combined = combined.reshape(len(combined), recipe.n_blocks, -1)
             per_text.append(combined)
             full_tokens.append(step.full)
-            tokens += int(step.lengths.sum())
-            n_batches += len(step.batches)
+            counts[0] += int(step.lengths.sum())
+            counts[1] += len(step.batches)
+
+    # a backend may run several batches at once (forward_batches); a plain one runs them in turn
+    run = getattr(model, "forward_batches", None) or (
+        lambda sequences, pooling, groups: (model.forward(units, pooling, groups) for units in sequences)
+    )
+    per_text, full_tokens = [], []
+    counts, padded_tokens = [0, 0], [0]  # tokens and batches; padded tokens
+    outputs = run(batch_stream(), recipe.pooling, groups)
+    try:
+        for result in outputs:
+            step, i, key = running.popleft()
+            step.results[i] = result
+            step.waiting -= 1
+            bar.update(len(step.batches[i]))
+            if journal is not None:
+                journal.put(key, result)
+            settle()
+        settle()  # steps at the end that the journal answered whole
     finally:
         outputs.close()
         bar.close()
         if hasattr(steps, "close"):
             steps.close()
+    if open_steps:
+        raise RuntimeError("bertfeat: the model returned fewer batches than were sent to it.")
+    tokens, n_batches = counts
+    padded = padded_tokens[0]
     vectors = np.concatenate(per_text)
     if recipe.normalize:
         vectors = l2_normalize(vectors)
@@ -331,7 +357,11 @@ class _Step:
     lengths: np.ndarray
     batches: list
     full: np.ndarray  # each text's whole token count, special tokens included
-    results: list = field(default_factory=list)
+    results: list = field(default_factory=list)  # each batch's pooled output, in plan order (None until back)
+    waiting: int = -1  # batches not yet back
+
+    def __post_init__(self):
+        self.waiting = len(self.batches)
 
 
 def chunk_bounds(n: int, chunk: int, first: int) -> list[tuple[int, int]]:

@@ -1,9 +1,10 @@
 """Featurizing files: stream CSV/parquet in bounded chunks, embed each, write parquet with provenance, resume.
 
-``embed_file`` reads the input in chunks (at most ``chunk_rows`` rows and ``chunk_chars`` text characters, so a
-kill loses a bounded amount of work), runs each through an :class:`~bertfeat.arrow.ArrowFeaturizer`, and writes
-each chunk's features as its own parquet part (temp file + atomic rename) in ``<out>.partial/``. A re-run of the
-same command after a crash skips the parts already written (:mod:`bertfeat.resume`). At the end the parts are
+``embed_file`` reads the input in chunks (at most ``chunk_rows`` rows and ``chunk_chars`` text characters, so
+memory stays bounded), runs each through an :class:`~bertfeat.arrow.ArrowFeaturizer`, and writes each chunk's
+features as its own parquet part (temp file + atomic rename) in ``<out>.partial/``. A re-run of the same command
+after a crash skips the parts already written (:mod:`bertfeat.resume`), and within the unfinished chunk the batches
+a checkpoint saved (:mod:`bertfeat.journal`, every ``checkpoint_seconds``). At the end the parts are
 joined, one row group each, into ``<out>`` (written under a temp name, then renamed), and
 ``<out>.manifest.json`` records the provenance, counts and timing. Memory stays bounded by one chunk.
 
@@ -28,6 +29,8 @@ from bertfeat.counts import DistinctCounter, job_counts, text_hashes
 from bertfeat.encode import EncodeStats
 from bertfeat.exceptions import TruncationWarning
 from bertfeat.hardware import run_facts
+from bertfeat.journal import BatchJournal
+from bertfeat.journal import use as use_journal
 from bertfeat.output import (
     OutputPaths, _atomic_write_bytes, _Paths, atomic_write_bytes, check_output, fsync, job_lock, os_error_message,
     write_part,
@@ -36,17 +39,17 @@ from bertfeat.readers import CSV_NULLS, CSV_SUFFIXES, PARQUET_SUFFIXES, InputRea
 from bertfeat.resume import STATE_VERSION, prepare_partial
 
 __all__ = [
-    "CSV_NULLS", "CSV_SUFFIXES", "PARQUET_SUFFIXES", "STATE_VERSION", "DistinctCounter", "InputReader", "Progress",
+    "CHECKPOINT_SECONDS", "CSV_NULLS", "CSV_SUFFIXES", "PARQUET_SUFFIXES", "STATE_VERSION", "DistinctCounter", "InputReader", "Progress",
     "_Paths", "_atomic_write_bytes", "check_output", "embed_file", "job_counts", "print_summary", "resolve_input",
     "text_hashes",
 ]
 
-# A chunk's text characters bound its work, so that a kill loses at most about this much: 1M characters is about
-# 250k tokens, some 30 seconds for the default MiniLM on two CPU cores (lower it for bigger models on a CPU).
-# Characters, not measured seconds: chunk boundaries must depend on the input only, so a resumed run's output is
-# byte-identical to an uninterrupted one.
+# A chunk's text characters (with its rows) bound its memory: 1M characters is about 250k tokens. Characters, not
+# measured seconds: chunk boundaries must depend on the input only, so a resumed run's output is byte-identical to an
+# uninterrupted one. What a kill can lose is bounded in time instead, within a chunk (bertfeat.journal).
 CHUNK_CHARS = 1_000_000
-SLOW_CHUNK_SECONDS = 120.0
+# finished batches of the running chunk are saved this often: about the most work a kill can lose
+CHECKPOINT_SECONDS = 30.0
 
 
 # -- progress ----------------------------------------------------------------------------------------------------
@@ -117,6 +120,7 @@ def embed_file(
     overwrite: bool = False,
     chunk_rows: int = 10_000,
     chunk_chars: int = CHUNK_CHARS,
+    checkpoint_seconds: float = CHECKPOINT_SECONDS,
     delimiter: str | None = None,
     infer_types: bool = False,
     quiet: bool = False,
@@ -126,7 +130,8 @@ def embed_file(
     """Embed the text columns of a CSV/parquet file (or directory/glob of parquet) into a features parquet file.
 
     Returns the manifest (also written to ``<out>.manifest.json``). ``chunk_rows`` and ``chunk_chars`` bound a
-    chunk (the resume unit and output row group). ``delimiter`` overrides the CSV delimiter implied by the suffix;
+    chunk (the resume unit and output row group); within a chunk, finished batches are saved every
+    ``checkpoint_seconds`` of work, so a kill loses about that much. ``delimiter`` overrides the CSV delimiter implied by the suffix;
     CSV kept columns are read as text unless ``infer_types=True``. ``params`` are BertEmbedder parameters
     (model, pooling, layers, cache_dir, ...). See the module docstring for the resume protocol.
     """
@@ -138,6 +143,10 @@ def embed_file(
     for name, value in (("chunk_rows", chunk_rows), ("chunk_chars", chunk_chars)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name}={value!r} is not valid: expected a positive int.")
+    if isinstance(checkpoint_seconds, bool) or not isinstance(checkpoint_seconds, (int, float)) or not (
+            0 <= checkpoint_seconds < float("inf")):
+        raise ValueError(f"checkpoint_seconds={checkpoint_seconds!r} is not valid: expected seconds >= 0 (0 saves "
+                         "after every batch).")
     paths = OutputPaths(Path(out))
     reader = InputReader(input, keep_cols + text_cols, chunk_rows, text_cols, chunk_chars=chunk_chars,
                          delimiter=delimiter, infer_types=infer_types)
@@ -161,17 +170,17 @@ def embed_file(
         try:
             resumed = prepare_partial(paths, state, quiet)
             manifest = _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, progress_every,
-                            t0, user_cache)
+                            t0, user_cache, float(checkpoint_seconds))
         except (ValueError, TypeError):
             # a mistake in the data or options: a rerun of this job cannot succeed, so nothing is kept for one
             shutil.rmtree(paths.partial, ignore_errors=True)
             raise
         except OSError as exc:
-            if not any(paths.partial.glob("part-*.json")):
+            if not _has_progress(paths):
                 shutil.rmtree(paths.partial, ignore_errors=True)
             raise os_error_message(exc) from None
         except BaseException:
-            if not any(paths.partial.glob("part-*.json")):
+            if not _has_progress(paths):
                 shutil.rmtree(paths.partial, ignore_errors=True)
             raise
     if not quiet:
@@ -179,9 +188,10 @@ def embed_file(
     return manifest
 
 
-def _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, progress_every, t0, user_cache):
+def _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, progress_every, t0, user_cache,
+         checkpoint_seconds):
     progress = Progress(reader.total_rows, quiet, every=progress_every)
-    resumed_rows = 0
+    resumed_rows = batches_resumed = 0
     this_run = EncodeStats()
     k = -1
     try:
@@ -190,21 +200,44 @@ def _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, pr
                 resumed_rows += batch.num_rows
                 progress.update(batch.num_rows, reader.fraction_done())
                 continue
-            with warnings.catch_warnings():
-                # one summary at the end instead of a truncation warning per chunk
-                warnings.simplefilter("ignore", TruncationWarning)
-                result = featurizer(batch)
+            journal = BatchJournal(paths.part_journal(k), every=checkpoint_seconds)
+            try:
+                with warnings.catch_warnings(), use_journal(journal):
+                    # one summary at the end instead of a truncation warning per chunk
+                    warnings.simplefilter("ignore", TruncationWarning)
+                    result = featurizer(batch)
+            except (ValueError, TypeError):
+                raise  # a mistake in the data: the job's folder goes, journal and all
+            except BaseException:
+                _save_journal(journal)  # stopped (Ctrl-C, SIGTERM, a failure): keep every batch that finished
+                raise
+            batches_resumed += journal.reused
             stats = featurizer.embedder.stats_
             this_run += stats
             hashes = np.concatenate([text_hashes(batch.column(c).to_pylist()) for c in text_cols])
             _write_chunk(paths, k, result, hashes, stats)
+            shutil.rmtree(paths.part_journal(k), ignore_errors=True)  # the part holds it all now
             progress.update(batch.num_rows, reader.fraction_done())
     finally:
         progress.close()
     n_parts = k + 1
     if n_parts == 0:
         raise ValueError(f"input {reader.path!r} has no rows to embed.")
-    return _finish(paths, n_parts, schema, featurizer, state, resumed_rows, len(resumed), this_run, t0, user_cache)
+    return _finish(paths, n_parts, schema, featurizer, state, resumed_rows, len(resumed), this_run, t0, user_cache,
+                   batches_resumed, checkpoint_seconds)
+
+
+def _has_progress(paths: OutputPaths) -> bool:
+    """Whether a stopped job leaves work a rerun can use: a finished part, or checkpointed batches of one."""
+    return any(paths.partial.glob("part-*.json")) or any(paths.partial.glob("part-*.journal/*.npz"))
+
+
+def _save_journal(journal: BatchJournal) -> None:
+    """Save what a stopped chunk finished; a failure to (a full disk) must not hide why the job stopped."""
+    try:
+        journal.flush()
+    except OSError:
+        pass
 
 
 def _write_chunk(paths: OutputPaths, k: int, result: pa.RecordBatch, hashes: np.ndarray, stats: EncodeStats):
@@ -236,14 +269,15 @@ def print_summary(manifest: dict, stream=None) -> None:
         body = (f"this run embedded {run['rows']:,} rows ({run['embedded']:,} texts embedded, {run['cache_hits']:,} "
                 f"from cache) and resumed {run['rows_resumed']:,} rows ({run['chunks_resumed']:,} chunks) from an "
                 "earlier run")
-    slowest = manifest["timing"].get("slowest_chunk_seconds", 0)
-    hint = (f"; the slowest chunk took {_duration(slowest)}, what a kill can lose: lower --chunk-chars to bound it"
-            if slowest > SLOW_CHUNK_SECONDS else "")
-    print(f"{head}{body}, {c['truncated']:,} truncated, {c['missing']:,} missing{hint}", file=stream or sys.stderr)
+    batches = (run or {}).get("batches_resumed", 0)
+    if batches:
+        body += f"; {batches:,} batches of an unfinished chunk came from the killed run's checkpoint"
+    print(f"{head}{body}, {c['truncated']:,} truncated, {c['missing']:,} missing", file=stream or sys.stderr)
 
 
 def _finish(paths: OutputPaths, n_parts: int, schema: pa.Schema, featurizer, state: dict, resumed_rows: int,
-            resumed_parts: int, this_run: EncodeStats, t0: float, cache_dir) -> dict:
+            resumed_parts: int, this_run: EncodeStats, t0: float, cache_dir, batches_resumed: int,
+            checkpoint_seconds: float) -> dict:
     totals = EncodeStats()
     counter = DistinctCounter()
     slowest = 0.0
@@ -267,10 +301,12 @@ def _finish(paths: OutputPaths, n_parts: int, schema: pa.Schema, featurizer, sta
             "counts": job_counts(totals, counter, n_text, resumed_rows, n_parts),
             "this_run": {"rows": this_run.rows // max(1, n_text), "embedded": this_run.unique - this_run.cache_hits,
                          "cache_hits": this_run.cache_hits, "chunks": n_parts - resumed_parts,
-                         "rows_resumed": resumed_rows, "chunks_resumed": resumed_parts},
-            # the most work a kill could have lost, measured: the hint to lower --chunk-chars when it is long
+                         "rows_resumed": resumed_rows, "chunks_resumed": resumed_parts,
+                         "batches_resumed": batches_resumed},
             "timing": {"seconds": round(time.perf_counter() - t0, 3), "embed_seconds": round(totals.seconds, 3),
                        "slowest_chunk_seconds": round(slowest, 3),
+                       # finished batches are saved this often within a chunk: about the most work a kill can lose
+                       "checkpoint_seconds": checkpoint_seconds,
                        # what the speed depends on, so a slow run's manifest can go into a bug report as it is
                        "machine": run_facts(featurizer.recipe.hidden_size)},
             "chunk_rows": state["chunk_rows"],

@@ -53,6 +53,10 @@ class OutputPaths:
     def part_hashes(self, k: int) -> Path:
         return self.partial / f"part-{k:06d}.hashes.npy"
 
+    def part_journal(self, k: int) -> Path:
+        """The batches of unfinished part ``k`` finished so far (:mod:`bertfeat.journal`)."""
+        return self.partial / f"part-{k:06d}.journal"
+
 
 _Paths = OutputPaths  # the name ray.py and older callers import
 

@@ -165,7 +165,7 @@ EXPECTED_MANIFEST = {
     "reading": lambda j: {"delimiter": ",", "infer_types": False},  # a .csv, kept columns read as text
     # no earlier run: this run did the whole job, the same counts as the job's
     "this_run": lambda j: {"rows": 7, "embedded": 6 + 2, "cache_hits": 4, "chunks": 2, "rows_resumed": 0,
-                           "chunks_resumed": 0},
+                           "chunks_resumed": 0, "batches_resumed": 0},
     "cache_dir": lambda j: str(j["cache"]),
 }
 
@@ -181,7 +181,8 @@ def test_manifest_field(job, field):
 
 def test_manifest_timing(job):
     timing = job["manifest"]["timing"]
-    assert sorted(timing) == ["embed_seconds", "machine", "seconds", "slowest_chunk_seconds"]
+    assert sorted(timing) == ["checkpoint_seconds", "embed_seconds", "machine", "seconds", "slowest_chunk_seconds"]
+    assert timing["checkpoint_seconds"] == 30.0
     assert 0 < timing["embed_seconds"] <= timing["seconds"]
     assert 0 < timing["slowest_chunk_seconds"] <= timing["embed_seconds"]
     assert timing["machine"]["flags"] == cpu_flags()  # the rest: tests/test_ladder.py

@@ -282,17 +282,3 @@ def test_cache_clear_on_a_read_only_filesystem_is_one_line(tiny_bert, tmp_path, 
     err = capsys.readouterr().err
     assert err.startswith("bertfeat cache: error: ") and "Read-only file system" in err, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
-
-
-def test_the_summary_says_when_chunks_are_slow_enough_to_lower_chunk_chars(capsys):
-    from bertfeat.files import print_summary
-
-    manifest = {"output": "f.parquet", "provenance": {"dims": 4},
-                "counts": {"rows": 10, "embedded": 10, "cache_hits": 0, "truncated": 0, "missing": 0},
-                "timing": {"seconds": 400.0, "slowest_chunk_seconds": 300.0}}
-    print_summary(manifest)
-    assert "the slowest chunk took 5m00s, what a kill can lose: lower --chunk-chars" in capsys.readouterr().err
-    manifest["timing"]["slowest_chunk_seconds"] = 20.0
-    print_summary(manifest)
-    err = capsys.readouterr().err
-    assert "chunk-chars" not in err and len(err.splitlines()) == 1

@@ -63,7 +63,10 @@ def add_parser(sub) -> None:
                    help="rows per chunk (memory bound, resume unit and output row group; with --engine ray, rows "
                         "per batch sent to a worker)")
     o.add_argument("--chunk-chars", type=positive_int, default=None, metavar="N",
-                   help="text characters per chunk at most (default 1,000,000): bounds the work a kill can lose")
+                   help="text characters per chunk at most (default 1,000,000): bounds its memory whatever the text lengths")
+    o.add_argument("--checkpoint-every", type=non_negative_float, default=None, metavar="SECONDS",
+                   help="save the running chunk's finished batches this often (default 30): about the most work a "
+                        "kill can lose; the output does not depend on it")
     o.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     o.add_argument("--quiet", action="store_true", help="no progress and no summary")
     e = p.add_argument_group("engine")
@@ -111,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--keep-col names a column twice: {keep}.")
     params = recipe_params(args)
     local_only = [flag for flag, on in (("--chunk-chars", args.chunk_chars is not None),
+                                        ("--checkpoint-every", args.checkpoint_every is not None),
                                         ("--delimiter", args.delimiter is not None),
                                         ("--infer-types", args.infer_types)) if on]
     if args.engine in ("ray", "spark") and local_only:
@@ -131,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
     if kind != "csv" and given:
         raise UsageError(f"{given[0]} applies to CSV input only, and {args.input!r} is parquet; drop {given[0]}.")
     extra = {} if args.chunk_chars is None else {"chunk_chars": args.chunk_chars}
+    if args.checkpoint_every is not None:
+        extra["checkpoint_seconds"] = args.checkpoint_every
     embed_file(
         args.input, args.out, args.text_col, keep_cols=keep, layout=args.layout, overwrite=args.overwrite,
         chunk_rows=args.chunk_rows, quiet=args.quiet, delimiter=_delimiter(args.delimiter),
