@@ -38,6 +38,9 @@ from bertfeat.output import job_lock
 from bertfeat.recipe import _is_int
 
 INSTALL_HINT = "pip install 'bertfeat[ray]'"
+# a column the workers add to a file job's batches, with the batch's counts on its first row (null on the others);
+# the sink takes it off before writing
+STATS_COL = "__bertfeat_batch_stats__"
 
 
 def require_ray():
@@ -205,39 +208,45 @@ class RayFeaturizer:
             # one warning per worker instead of one per batch; the job's manifest has the full count
             self.truncation_warned = True
             warnings.warn(f"{truncated[0].message} (warned once per Ray worker)", TruncationWarning, stacklevel=2)
+        out = pa.Table.from_batches([batch])
         if self.collector is not None:
             import ray
 
             hashes = np.concatenate([text_hashes(table.column(c).to_pylist()) for c in self.featurizer.text_cols])
-            # waited for, so that every batch is counted before the job reads the totals
-            ray.get(self.collector.add_batch.remote(self.featurizer.embedder.stats_.to_dict(), hashes))
-        return pa.Table.from_batches([batch])
+            # waited for, so that every distinct text is counted before the job reads the count (a set: a batch Ray
+            # retries adds nothing to it)
+            ray.get(self.collector.add_texts.remote(hashes))
+            if out.num_rows:
+                # the batch's counts travel with its first row to the file that row is written to, so a batch Ray
+                # retries is counted once, as its rows are written once (see _ordered_parquet_sink)
+                stats = json.dumps(self.featurizer.embedder.stats_.to_dict())
+                out = out.append_column(pa.field(STATS_COL, pa.string()),
+                                        pa.array([stats] + [None] * (out.num_rows - 1), pa.string()))
+        return out
 
 
 class JobCounts:
-    """A job's counts, kept by one small actor (no CPU reserved) that every worker reports to."""
+    """A job's distinct texts, workers and first mistake, kept by one small actor (no CPU reserved) that every worker
+    reports to. The additive counts (rows embedded, cache hits, missing, ...) are not kept here: a batch Ray retries
+    would report them twice; they travel with the written rows instead (:data:`STATS_COL`)."""
 
     def __init__(self):
-        self.totals = EncodeStats()
         self.distinct = DistinctCounter()
-        self.batches = 0
         self.workers: list[dict] = []
         self.mistake: Exception | None = None
 
     def add_worker(self, info: dict) -> None:
         self.workers.append(info)
 
-    def add_batch(self, stats: dict, hashes: np.ndarray) -> None:
-        self.totals += EncodeStats(**stats)
+    def add_texts(self, hashes: np.ndarray) -> None:
         self.distinct.add(hashes)
-        self.batches += 1
 
     def add_mistake(self, exc: Exception) -> None:
         if self.mistake is None:
             self.mistake = exc
 
-    def report(self) -> tuple[EncodeStats, DistinctCounter, int, list[dict]]:
-        return self.totals, self.distinct, self.batches, self.workers
+    def report(self) -> tuple[DistinctCounter, list[dict]]:
+        return self.distinct, self.workers
 
     def first_mistake(self) -> Exception | None:
         return self.mistake
@@ -407,12 +416,13 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
                 if mistake is None:
                     raise
                 raise mistake from None  # the user's mistake, as the local engine reports it, not Ray's wrapping
-            totals, distinct, batches, workers = ray.get(collector.report.remote())
+            distinct, workers = ray.get(collector.report.remote())
             ray.kill(collector)
     finally:
         if started:
             ray.shutdown()
 
+    totals, batches = _written_stats(data_dir)
     files, provenance = _check_written(data_dir, reader.total_rows)
     _replace(data_dir, paths.out)
     shutil.rmtree(paths.partial, ignore_errors=True)
@@ -421,8 +431,7 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
         "engine": "ray",
         "input": reader.fingerprint(),
         "provenance": provenance,
-        # rows from the written output, not the workers' reports: Ray retries a failed task, and a retried batch
-        # reports twice (its work counts, embedded and cache hits, do count work done twice)
+        # every count from what was written: a batch Ray retries is written, and counted, once
         "counts": {**job_counts(totals, distinct, len(text_cols), 0, batches), "rows": reader.total_rows,
                    "texts": reader.total_rows * len(text_cols)},
         "timing": {"seconds": round(time.perf_counter() - t0, 3), "embed_seconds": round(totals.seconds, 3)},
@@ -464,22 +473,44 @@ def _ordered_parquet_sink(ray, directory: Path):
         def write(self, blocks, ctx) -> None:
             path = directory / f"part-{ctx.task_idx:06d}-{write_id}.parquet"
             writer = None
+            stats: list[str] = []
             try:
                 for block in blocks:
                     table = BlockAccessor.for_block(block).to_arrow()
                     if table.num_rows == 0:
                         continue
+                    if STATS_COL in table.column_names:  # the counts of the batches these rows came from
+                        stats += [s for s in table.column(STATS_COL).to_pylist() if s is not None]
+                        table = table.drop_columns([STATS_COL])
                     writer = writer or pq.ParquetWriter(path, table.schema)
                     writer.write_table(table)
             finally:
                 if writer is not None:
                     writer.close()
+            if stats:  # beside its file, rewritten with it when Ray retries this write
+                _atomic_write_bytes(_stats_file(path), json.dumps(stats).encode())
 
         def get_name(self) -> str:
             return "BertfeatParquet"
 
     directory.mkdir(parents=True, exist_ok=True)
     return OrderedParquetSink()
+
+
+def _stats_file(data_file: Path) -> Path:
+    return data_file.with_name(data_file.name[:-len(".parquet")] + ".stats.json")
+
+
+def _written_stats(data_dir: Path) -> tuple[EncodeStats, int]:
+    """The summed counts of the batches whose rows were written, and the number of batches; removes the stats files
+    (what is left in the folder is the output)."""
+    totals, batches = EncodeStats(), 0
+    for f in sorted(data_dir.glob("*.stats.json")):
+        for stats in json.loads(f.read_text()):
+            totals += EncodeStats(**json.loads(stats))
+            batches += 1
+        f.unlink()
+    return totals, batches
 
 
 def _check_written(data_dir: Path, expected_rows: int) -> tuple[list[Path], dict]:

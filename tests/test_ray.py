@@ -177,3 +177,30 @@ def test_rerun_with_other_batch_rows_after_a_dead_run_lines_up_and_a_second_job_
     assert pq.read_table(out).column("id").to_pylist() == df["id"].tolist()
     assert manifest["counts"]["rows"] == 30 and manifest["chunk_rows"] == 4
     assert not (tmp_path / ".out.lock").exists()
+
+
+def test_a_batch_ray_retries_is_counted_once(tiny_bert, ray_cluster, tmp_path, monkeypatch):
+    """A worker that dies after finishing a batch (counted, cached) and before handing it back: Ray restarts it and
+    retries the batch. Its rows are written once, and so are its counts."""
+    import bertfeat.ray
+    from bertfeat.ray import embed_parquet
+    from tests._ray_faults import DiesOnceAfterItsSecondBatch
+
+    df = make_frame(60, seed=9)
+    df.loc[[3, 17, 41], "review"] = None
+    df.loc[[5, 33], "review"] = "a long review " * 40  # truncated at the tiny model's 64 tokens
+    df.to_parquet(tmp_path / "in.parquet")
+    params = dict(keep_cols="id", model=tiny_bert, batch_rows=10, quiet=True, missing="zero", num_workers=1)
+    clean = embed_parquet(tmp_path / "in.parquet", tmp_path / "clean", "review", **params)
+
+    monkeypatch.setattr(bertfeat.ray, "RayFeaturizer", DiesOnceAfterItsSecondBatch)
+    manifest = embed_parquet(tmp_path / "in.parquet", tmp_path / "out", "review", **params)
+    assert (tmp_path / "a-worker-died-here").exists(), "the worker was meant to die once"
+    assert not (tmp_path / "out.partial").exists()
+    assert pq.read_table(tmp_path / "out").column("id").to_pylist() == df["id"].tolist()
+    got, want = manifest["counts"], clean["counts"]
+    for field in ("rows", "texts", "unique_texts", "missing", "truncated", "chunks"):
+        assert got[field] == want[field], field
+    # the retried batch found its texts in the run-private cache the dead attempt filled: hits, not embeddings
+    assert got["embedded"] + got["cache_hits"] == want["embedded"] + want["cache_hits"]
+    assert not list((tmp_path / "out").glob("*.json"))
