@@ -23,7 +23,6 @@ import time
 import warnings
 from functools import partial
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 import numpy as np
 import pyarrow as pa
@@ -248,6 +247,8 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
     if reader.kind == "parquet" and not reader.total_rows:
         raise ValueError(f"input {str(input)!r} has no rows to embed.")
     _checked_featurizer(text_cols, keep_cols, layout, params, reader.schema)
+    if reader.kind == "parquet":
+        _check_visible(reader.files)
     user_cache = params.get("cache_dir")
     if user_cache is None:
         # kept when a job dies, so that a rerun answers the finished texts from it (the cache is keyed by recipe,
@@ -390,9 +391,8 @@ def _run_job(spark, files, counts, input_schema, text_cols, keep_cols, layout, b
     columns = list(dict.fromkeys(keep_cols + text_cols))
     sdf = spark.read.parquet(*[str(f.resolve()) for f in files]).select(
         *columns, F.col("_metadata.file_path").alias("_file"), F.col("_metadata.row_index").alias("_index"))
-    offsets = _file_offsets(sdf, files, counts)
-    first_row = F.create_map(*[F.lit(x) for kv in offsets.items() for x in kv])
-    ordered = sdf.select(*columns, (F.element_at(first_row, F.col("_file")) + F.col("_index")).alias(_ROW))
+    ordered = sdf.select(*columns, (F.element_at(_first_rows(files, counts), _local_path(F.col("_file")))
+                                    + F.col("_index")).alias(_ROW))
     total = int(sum(counts))
     partitions = max(spark.sparkContext.defaultParallelism, math.ceil(total / batch_rows))
     # range partitions of the row number, sorted within: partition k holds the k-th stretch of the input, so the
@@ -414,24 +414,31 @@ def _run_job(spark, files, counts, input_schema, text_cols, keep_cols, layout, b
     return {"stats": got["stats"], "distinct": got["distinct"]}, partitions
 
 
-def _file_offsets(sdf, files, counts) -> dict:
-    """Spark's name for each input file -> the input row number of its first row."""
-    starts = dict(zip((str(f.resolve()) for f in files), np.concatenate([[0], np.cumsum(counts)[:-1]]).tolist()))
-    names = [r["_file"] for r in sdf.select("_file").distinct().collect()]
-    offsets = {}
-    for name in names:
-        local = unquote(urlparse(name).path)
-        if local not in starts:
-            raise RuntimeError(f"Spark read a file bertfeat did not list: {name!r}; report this as a bug.")
-        offsets[name] = int(starts[local])
-    skipped = set(starts) - {unquote(urlparse(n).path) for n in names} - {
-        str(f.resolve()) for f, n in zip(files, counts) if n == 0}
-    if skipped:
+def _check_visible(files) -> None:
+    """Refuse input files Spark would skip without a word."""
+    hidden = [str(f) for f in files if f.name.startswith(("_", "."))]
+    if hidden:
         raise ValueError(
-            f"Spark skipped input file(s) {sorted(skipped)[:3]} (names starting with '_' or '.' are hidden from "
-            "Spark); rename them, or use the local engine."
+            f"Spark skips input file(s) {hidden[:3]} (names starting with '_' or '.' are hidden from Spark); rename "
+            "them, or use the local engine."
         )
-    return offsets
+
+
+def _first_rows(files, counts):
+    """A Spark map: each input file's local path -> the input row number of its first row."""
+    from pyspark.sql import functions as F
+
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).tolist()
+    return F.create_map(*[F.lit(x) for f, start in zip(files, starts) for x in (str(f.resolve()), int(start))])
+
+
+def _local_path(url):
+    """The local path of Spark's file URL (``file:///a%20b/x.parquet`` -> ``/a b/x.parquet``), computed by Spark, so
+    that no job has to list the names Spark gives the files. A ``+`` is a plus in a path, not a space."""
+    from pyspark.sql import functions as F
+
+    path = F.regexp_extract(url, r"^[A-Za-z][A-Za-z0-9+.-]*:(?://[^/]*)?(/.*)$", 1)
+    return F.url_decode(F.regexp_replace(path, r"\+", "%2B"))
 
 
 def _write_partition(batches, spec: dict):
@@ -451,6 +458,9 @@ def _write_partition(batches, spec: dict):
     writer = None
     try:
         for batch in batches:
+            if batch.column(_ROW).null_count:
+                raise RuntimeError("Spark read rows of a file bertfeat did not list (their row numbers are unknown); "
+                                   "report this as a bug.")
             rows = batch.column(_ROW).to_numpy()
             batch = _as_input_types(batch, input_schema, featurizer.keep_cols + featurizer.text_cols)
             try:

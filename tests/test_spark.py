@@ -192,3 +192,30 @@ def test_a_retried_task_is_counted_once(tiny_bert, spark, tmp_path, monkeypatch)
                                       pa.schema([("id", pa.int64()), ("review", pa.string())]))
     want = want(pa.Table.from_pandas(df[["id", "review"]], preserve_index=False))
     assert np.abs(features(got, 1) - features(pa.Table.from_batches([want]), 1)).max() <= 1e-5
+
+
+def test_paths_with_spaces_plus_signs_and_unicode_keep_the_input_order(tiny_bert, spark, tmp_path):
+    """Row numbers come from Spark's file URLs decoded by Spark itself: every character a path may hold must map back
+    to the file bertfeat listed (a '+' is a plus, '%20' a space), or the rows would lose their place."""
+    from bertfeat.spark import embed_files
+
+    df = make_frame(30, seed=8)
+    folder = tmp_path / "in put+é %41"
+    folder.mkdir()
+    df.iloc[:12].to_parquet(folder / "b c+1.parquet")
+    df.iloc[12:].to_parquet(folder / "a%20ü.parquet")  # sorts first, so it holds the first rows
+    manifest = embed_files(str(folder), str(tmp_path / "out"), "review", keep_cols="id", model=tiny_bert, quiet=True,
+                           batch_rows=7)
+    want = df.iloc[12:]["id"].tolist() + df.iloc[:12]["id"].tolist()
+    assert pq.read_table(tmp_path / "out").column("id").to_pylist() == want
+    assert manifest["counts"]["rows"] == 30
+
+
+def test_an_input_file_spark_would_skip_is_refused_before_spark_starts(tiny_bert, tmp_path):
+    from bertfeat.spark import embed_files
+
+    make_frame(5).to_parquet(tmp_path / "_hidden.parquet")
+    with pytest.raises(ValueError, match=r"Spark skips input file\(s\) .*_hidden.parquet.*rename them"):
+        embed_files(str(tmp_path / "_hidden.parquet"), str(tmp_path / "out"), "review", model=tiny_bert, quiet=True,
+                    master="local[1]")
+    assert not list(tmp_path.glob("out*"))
