@@ -30,10 +30,17 @@ def _on_sigterm(signum, frame):
     raise Terminated()
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage mistake in one line (the error and where to read more) instead of the usage block."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from bertfeat import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="bertfeat",
         description="Frozen BERT-family text embeddings as features for statistical models.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
