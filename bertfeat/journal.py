@@ -56,7 +56,7 @@ class BatchJournal:
     ``every=0`` saves after every batch (tests); ``reused`` counts the batches a rerun took from the journal.
     """
 
-    def __init__(self, folder: Path, every: float = 30.0):
+    def __init__(self, folder: Path, every: float):
         if not every >= 0:
             raise ValueError(f"checkpoint interval {every!r} is not valid: expected seconds >= 0.")
         self.folder = Path(folder)

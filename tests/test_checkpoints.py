@@ -135,22 +135,44 @@ def test_sigkill_loses_at_most_the_batches_since_the_last_checkpoint(tiny_bert, 
 def test_the_journal_saves_by_time_and_skips_a_damaged_file(tmp_path, monkeypatch):
     now = [100.0]
     monkeypatch.setattr("bertfeat.journal.time.monotonic", lambda: now[0])
-    journal = BatchJournal(tmp_path / "j", every=30)
+    folder = tmp_path / "partial" / "part-000000.journal"  # made, parents and all, at the first save
+    journal = BatchJournal(folder, every=30)
     journal.put("a", np.ones((2, 3), np.float32))
-    now[0] += 29
+    now[0] += 29.5
     journal.put("b", np.zeros((1, 3), np.float32))
-    assert not list((tmp_path / "j").glob("*.npz")) if (tmp_path / "j").exists() else True
-    now[0] += 2  # 31 s of work since the last save
+    assert not folder.exists()
+    now[0] += 0.5  # exactly 30 s of work since the journal started
     journal.put("c", np.full((1, 3), 2, np.float32))
-    assert len(list((tmp_path / "j").glob("*.npz"))) == 1 and journal.saved == 3
-    (tmp_path / "j" / "000002-1.npz").write_bytes(b"PK\x03\x04 torn")
-    again = BatchJournal(tmp_path / "j")
-    assert again.get("z") is None
+    assert len(list(folder.glob("*.npz"))) == 1 and journal.saved == 3
+    journal.put("d", np.full((1, 3), 3, np.float32))
+    journal.flush()
+    assert len(list(folder.glob("*.npz"))) == 2 and journal.saved == 4
+    (folder / "000000-1.npz").write_bytes(b"PK\x03\x04 torn")  # sorts first: the files after it still count
+    np.savez(folder / "000000-2.npz", e=np.array([object()], dtype=object))  # a pickle: never loaded
+    again = BatchJournal(folder, every=30)
+    assert again.get("z") is None and again.get("e") is None
     np.testing.assert_array_equal(again.get("c"), np.full((1, 3), 2, np.float32))
     np.testing.assert_array_equal(again.get("a"), np.ones((2, 3), np.float32))
-    assert again.reused == 2 and again.get("a") is None  # each saved batch answers once
+    np.testing.assert_array_equal(again.get("d"), np.full((1, 3), 3, np.float32))
+    assert again.reused == 3 and again.get("a") is None  # each saved batch answers once
     with pytest.raises(ValueError, match="expected seconds >= 0"):
         BatchJournal(tmp_path / "k", every=-1)
+
+
+def test_a_chunk_killed_twice_keeps_the_batches_of_both_runs(tmp_path):
+    """A second killed run adds its files beside the first run's (same process id, as in a container), never over
+    them: the third run finds every batch either saved."""
+    folder = tmp_path / "j"
+    first = BatchJournal(folder, every=0)
+    for k in "abc":
+        first.put(k, np.full(2, ord(k), np.float32))
+    second = BatchJournal(folder, every=0)
+    assert second.get("a") is not None  # reused: not saved again
+    for k in "de":
+        second.put(k, np.full(2, ord(k), np.float32))
+    third = BatchJournal(folder, every=0)
+    for k in "abcde":
+        np.testing.assert_array_equal(third.get(k), np.full(2, ord(k), np.float32))
 
 
 def test_a_batch_key_is_its_token_ids_and_what_is_pooled():
