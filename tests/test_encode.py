@@ -115,3 +115,36 @@ def test_a_text_of_exactly_max_length_tokens_is_neither_truncated_nor_chunked(lo
     # the exact text went to the model whole, as one unit of 16 tokens; the longer one as 16 (cut) or 16 + 5 (windows)
     units = sorted(n for b in backend.batches for n in b)
     assert units == ([16, 16] if long_text == "truncate" else [5, 16, 16])
+
+
+def test_encode_stats_add_every_field_and_round_trip_through_a_dict():
+    from dataclasses import fields
+
+    from bertfeat.encode import EncodeStats
+
+    a = EncodeStats(**{f.name: i + 1 for i, f in enumerate(fields(EncodeStats))})
+    b = EncodeStats(**{f.name: 10 * (i + 1) for i, f in enumerate(fields(EncodeStats))})
+    total = EncodeStats()
+    total += a
+    result = total.__iadd__(b)
+    assert result is total  # in place, as += expects
+    assert total.to_dict() == {f.name: 11 * (i + 1) for i, f in enumerate(fields(EncodeStats))}
+    assert EncodeStats(**total.to_dict()) == total
+
+
+@pytest.mark.parametrize("value", [["a", "b"], ("a",), np.array(["a"]), {"a": 1}])
+def test_a_cell_holding_a_list_or_array_is_an_error_never_missing(value):
+    with pytest.raises(TypeError, match=rf"row 1 holds {type(value).__name__} .*not a string"):
+        split_missing(["fine", value], "zero", lambda i: f"row {i}")
+
+
+def test_a_long_value_is_cut_to_forty_characters_in_messages():
+    from bertfeat.encode import _describe_value
+
+    assert _describe_value("x" * 38) == repr("x" * 38)  # 40 characters with its quotes: whole
+    cut = _describe_value("x" * 39)
+    assert cut == repr("x" * 39)[:37] + "..." and len(cut) == 40
+    import re
+
+    with pytest.raises(ValueError, match=re.escape(f"row 0 is blank ({repr(chr(9) * 100)[:37]}...): ")):
+        split_missing(["\t" * 100], "error", lambda i: f"row {i}")
