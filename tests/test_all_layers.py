@@ -72,12 +72,23 @@ def test_all_layers_recipe_has_every_pooling_and_layer_and_its_own_fingerprint()
 
 
 def test_derive_rejects_a_source_it_cannot_derive_from():
+    import re
+
     recipe = make_recipe(pooling=("mean",), layers=(1,))
     X = np.zeros((2, recipe.all_layers().n_features), dtype=np.float32)
-    with pytest.raises(ValueError, match="layer_agg='concat'"):
+    with pytest.raises(ValueError, match=re.escape(
+            "derive() needs a source recipe with layer_agg='concat' and normalize=False.")):
         derive(X, recipe, recipe)
-    with pytest.raises(ValueError, match="same model"):
+    with pytest.raises(ValueError, match=re.escape(
+            "derive() needs a source recipe with the same model, window, long-text handling, dtype and prefix.")):
         derive(X, make_recipe(max_length=99).all_layers(), recipe)
+    # a concat source that lacks a pooling, or a layer, of the target: named, one or both
+    narrow = make_recipe(pooling=("mean",), layers=(1, 2), layer_agg="concat", normalize=False)
+    for target, lacks in ((make_recipe(pooling=("max",), layers=(1,)), "pooling ['max'] / layers []"),
+                          (make_recipe(pooling=("mean",), layers=(3,)), "pooling [] / layers [3]"),
+                          (make_recipe(pooling=("cls",), layers=(3,)), "pooling ['cls'] / layers [3]")):
+        with pytest.raises(ValueError, match=re.escape(f"derive(): the source recipe lacks {lacks}.")):
+            derive(np.zeros((2, narrow.n_features), dtype=np.float32), narrow, target)
 
 
 @pytest.mark.parametrize("long_text", ["truncate", "chunk"])
