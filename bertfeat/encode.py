@@ -285,27 +285,28 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
     def batch_stream():
         for step in steps:
             open_steps.append(step)
-            step.results = [None] * len(step.batches)
             bar.total += len(step.units.ids)  # sequences sent to the model, known one chunk at a time
             bar.refresh()
             for i, batch in enumerate(step.batches):
-                ids = step.units.ids[batch]
-                key = batch_key(ids, recipe.pooling, groups) if journal is not None else None
-                saved = journal.get(key) if journal is not None else None
-                if saved is not None:  # finished by a killed run: the same batch, so the same bytes
-                    step.results[i] = saved
-                    step.waiting -= 1
-                    bar.update(len(batch))
-                    continue
+                ids, key = step.units.ids[batch], None
+                if journal is not None:
+                    key = batch_key(ids, recipe.pooling, groups)
+                    saved = journal.get(key)
+                    if saved is not None:  # finished by a killed run: the same batch, so the same bytes
+                        step.results[i] = saved
+                        step.waiting -= 1
+                        bar.update(len(batch))
+                        continue
                 running.append((step, i, key))
                 yield ids
 
     def settle():
         """Pool and combine the oldest steps whose batches have all come back."""
+        nonlocal tokens, padded, n_batches
         while open_steps and open_steps[0].waiting == 0:
             step = open_steps.popleft()
             for batch in step.batches:
-                padded_tokens[0] += len(batch) * int(step.lengths[batch].max())
+                padded += len(batch) * int(step.lengths[batch].max())
             pooled = restore_order(step.batches, step.results)
             combined = combine_windows(pooled, step.units.starts, step.lengths, recipe.pooling)
             if per_layer is not None:
@@ -313,15 +314,15 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
                 combined = combined.reshape(len(combined), recipe.n_blocks, -1)
             per_text.append(combined)
             full_tokens.append(step.full)
-            counts[0] += int(step.lengths.sum())
-            counts[1] += len(step.batches)
+            tokens += int(step.lengths.sum())
+            n_batches += len(step.batches)
 
     # a backend may run several batches at once (forward_batches); a plain one runs them in turn
     run = getattr(model, "forward_batches", None) or (
         lambda sequences, pooling, groups: (model.forward(units, pooling, groups) for units in sequences)
     )
     per_text, full_tokens = [], []
-    counts, padded_tokens = [0, 0], [0]  # tokens and batches; padded tokens
+    tokens = padded = n_batches = 0
     outputs = run(batch_stream(), recipe.pooling, groups)
     try:
         for result in outputs:
@@ -340,8 +341,6 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
             steps.close()
     if open_steps:
         raise RuntimeError("bertfeat: the model returned fewer batches than were sent to it.")
-    tokens, n_batches = counts
-    padded = padded_tokens[0]
     vectors = np.concatenate(per_text)
     if recipe.normalize:
         vectors = l2_normalize(vectors)
@@ -357,10 +356,11 @@ class _Step:
     lengths: np.ndarray
     batches: list
     full: np.ndarray  # each text's whole token count, special tokens included
-    results: list = field(default_factory=list)  # each batch's pooled output, in plan order (None until back)
-    waiting: int = -1  # batches not yet back
+    results: list = field(init=False)  # each batch's pooled output, in plan order (None until back)
+    waiting: int = field(init=False)  # batches not yet back
 
     def __post_init__(self):
+        self.results = [None] * len(self.batches)
         self.waiting = len(self.batches)
 
 
