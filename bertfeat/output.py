@@ -1,5 +1,6 @@
 """Where a job writes: the output paths, the checks on ``--out`` made before any work, atomic writes that leave
-no temp file behind when they fail, and the lock that keeps two jobs off one output.
+no temp file behind when they fail, the lock that keeps two jobs off one output, and the recipe's local paths made
+absolute for a cluster engine's workers.
 
 A job writing ``<out>`` owns ``<out>.partial/`` (its finished parts, for resume), ``<out>.manifest.json`` and a
 lock file ``.<out>.lock``, held with ``flock`` for the whole job and removed at its end. A second job on the same
@@ -12,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,6 +88,45 @@ def check_output(paths: OutputPaths, reader, overwrite: bool, *, file_output: bo
             f"the folder of --out {str(paths.out)!r} is not writable (read-only filesystem or no permission); "
             "write the features elsewhere."
         )
+
+
+def check_folder_output(paths: OutputPaths, reader, overwrite: bool) -> None:
+    """:func:`check_output` for an output folder (the cluster engines'): ``overwrite`` replaces only a folder of
+    parquet files, never one holding anything else."""
+    check_output(paths, reader, overwrite)
+    if overwrite and paths.out.is_dir():
+        others = [p.name for p in paths.out.rglob("*") if p.is_file() and not p.name.endswith(".parquet")]
+        if others:
+            raise FileExistsError(
+                f"output {str(paths.out)!r} exists and holds files other than parquet ({others[:3]}), so it is "
+                "not a bertfeat output: bertfeat will not delete it. Choose another --out."
+            )
+
+
+def replace_output(new: Path, out: Path) -> None:
+    """Put ``new`` at ``out``; an old output is moved aside first and removed only once the new one is in place."""
+    old = None
+    if out.exists():
+        old = out.with_name(f".{out.name}.old-{os.getpid()}")
+        os.replace(out, old)
+    os.replace(new, out)
+    if old is not None:
+        if old.is_dir():
+            shutil.rmtree(old)
+        else:
+            old.unlink()
+
+
+def absolute_paths(params: dict) -> dict:
+    """The recipe ``params`` with its local paths (cache_dir, a model folder) made absolute: a worker of a cluster
+    engine (a Ray actor, a Spark task) on another node starts in another working directory."""
+    out = dict(params)
+    if out.get("cache_dir") is not None and os.fsdecode(os.fspath(out["cache_dir"])).strip():  # "" stays refusable
+        out["cache_dir"] = os.path.abspath(os.path.expanduser(os.fspath(out["cache_dir"])))
+    model = out.get("model", "default")
+    if isinstance(model, (str, os.PathLike)) and os.fspath(model) != "default" and Path(model).expanduser().is_dir():
+        out["model"] = str(Path(model).expanduser().resolve())
+    return out
 
 
 @contextlib.contextmanager

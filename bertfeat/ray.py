@@ -31,10 +31,10 @@ import pyarrow.parquet as pq
 from bertfeat.encode import EncodeStats
 from bertfeat.exceptions import TruncationWarning
 from bertfeat.files import (
-    PARQUET_SUFFIXES, DistinctCounter, InputReader, _atomic_write_bytes, _Paths, check_output, job_counts, print_summary,
+    PARQUET_SUFFIXES, DistinctCounter, InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary,
     text_hashes,
 )
-from bertfeat.output import job_lock
+from bertfeat.output import absolute_paths, check_folder_output, job_lock, replace_output
 from bertfeat.recipe import _is_int
 
 INSTALL_HINT = "pip install 'bertfeat[ray]'"
@@ -313,7 +313,7 @@ def embed_dataset(ds, text_col, keep_cols=(), *, num_workers=None, gpus_per_work
     schema = _known_schema(ds)
     if schema is not None:
         checker.check_schema(schema)
-    actor_params = _absolute_paths({**params, "device": plan.device})
+    actor_params = absolute_paths({**params, "device": plan.device})
     return ds.select_columns(list(dict.fromkeys(keep_cols + text_cols))).map_batches(
         RayFeaturizer,
         fn_constructor_kwargs=dict(text_cols=text_cols, keep_cols=keep_cols, layout=layout, threads=plan.threads,
@@ -324,17 +324,6 @@ def embed_dataset(ds, text_col, keep_cols=(), *, num_workers=None, gpus_per_work
         num_cpus=plan.cpus,
         num_gpus=plan.gpus,
     )
-
-
-def _absolute_paths(params: dict) -> dict:
-    """Local paths made absolute: an actor on another node starts in another working directory."""
-    out = dict(params)
-    if out.get("cache_dir") is not None and os.fsdecode(os.fspath(out["cache_dir"])).strip():  # "" stays refusable
-        out["cache_dir"] = os.path.abspath(os.path.expanduser(os.fspath(out["cache_dir"])))
-    model = out.get("model", "default")
-    if isinstance(model, (str, os.PathLike)) and os.fspath(model) != "default" and Path(model).expanduser().is_dir():
-        out["model"] = str(Path(model).expanduser().resolve())
-    return out
 
 
 def _known_schema(ds) -> pa.Schema | None:
@@ -371,7 +360,7 @@ def embed_parquet(input, out, text_col, *, keep_cols=(), layout: str = "columns"
             f"input {str(input)!r} is CSV: the Ray engine reads parquet only. Convert it to parquet first, or use "
             "the local engine (bertfeat embed without --engine ray)."
         )
-    _check_output(paths, reader, overwrite)
+    check_folder_output(paths, reader, overwrite)
     with job_lock(paths):  # a second job on the same --out is refused, never interleaved
         return _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layout, batch_rows, num_workers,
                                   gpus_per_worker, cpus_per_worker, preserve_order, quiet, params)
@@ -424,7 +413,7 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
 
     totals, batches = _written_stats(data_dir)
     files, provenance = _check_written(data_dir, reader.total_rows)
-    _replace(data_dir, paths.out)
+    replace_output(data_dir, paths.out)
     shutil.rmtree(paths.partial, ignore_errors=True)
     manifest = {
         "output": str(paths.out),
@@ -443,17 +432,6 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
     if not quiet:
         print_summary(manifest)
     return manifest
-
-
-def _check_output(paths: _Paths, reader: InputReader, overwrite: bool) -> None:
-    check_output(paths, reader, overwrite)
-    if overwrite and paths.out.is_dir():
-        others = [p.name for p in paths.out.rglob("*") if p.is_file() and not p.name.endswith(".parquet")]
-        if others:
-            raise FileExistsError(
-                f"output {str(paths.out)!r} exists and holds files other than parquet ({others[:3]}), so it is "
-                "not a bertfeat output: bertfeat will not delete it. Choose another --out."
-            )
 
 
 def _ordered_parquet_sink(ray, directory: Path):
@@ -519,20 +497,6 @@ def _check_written(data_dir: Path, expected_rows: int) -> tuple[list[Path], dict
 
     files = sorted(data_dir.glob("*.parquet"))
     return files, check_written(files, data_dir, expected_rows, "the Ray workers")
-
-
-def _replace(new: Path, out: Path) -> None:
-    """Put ``new`` at ``out``; an old output is moved aside first and removed only once the new one is in place."""
-    old = None
-    if out.exists():
-        old = out.with_name(f".{out.name}.old-{os.getpid()}")
-        os.replace(out, old)
-    os.replace(new, out)
-    if old is not None:
-        if old.is_dir():
-            shutil.rmtree(old)
-        else:
-            old.unlink()
 
 
 class _data_context:

@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 
 from bertfeat.encode import EncodeStats
 from bertfeat.exceptions import TruncationWarning
+from bertfeat.output import absolute_paths, check_folder_output, replace_output
 from bertfeat.files import InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary, text_hashes
 from bertfeat.recipe import _is_int
 
@@ -175,7 +176,7 @@ def embed_dataframe(sdf, text_cols, *, keep_cols=(), layout: str = "columns", **
         meta = provenance if layout == "list" or k == 0 else {}
         kind = ArrayType(FloatType(), containsNull=False) if layout == "list" else FloatType()
         fields.append(StructField(name, kind, nullable=True, metadata=meta))
-    spec = {"text_cols": text_cols, "keep_cols": keep_cols, "layout": layout, "params": _absolute_paths(recipe)}
+    spec = {"text_cols": text_cols, "keep_cols": keep_cols, "layout": layout, "params": absolute_paths(recipe)}
     return sdf.select(*dict.fromkeys(keep_cols + text_cols)).mapInArrow(partial(_embed_partition, spec=spec),
                                                                          StructType(fields))
 
@@ -201,12 +202,6 @@ def _arrow_schema(spark_schema) -> pa.Schema:
             t = pa.binary() if f.dataType.typeName() == "binary" else pa.struct([])
         fields.append(pa.field(f.name, t))
     return pa.schema(fields)
-
-
-def _absolute_paths(params: dict) -> dict:
-    from bertfeat.ray import _absolute_paths as absolute  # the same rule for every engine's remote workers
-
-    return absolute(params)
 
 
 # -- a whole job: files in, a directory of parquet out -----------------------------------------------------------
@@ -238,12 +233,10 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
     keep_cols = [keep_cols] if isinstance(keep_cols, str) else list(keep_cols)
     if not _is_int(batch_rows) or batch_rows < 1:
         raise ValueError(f"batch_rows={batch_rows!r} is not valid: expected a positive number of rows.")
-    from bertfeat.ray import _check_output
-
     paths = _Paths(Path(out))
     # CSV kept columns as text, as the local engine reads them by default (007 stays 007)
     reader = InputReader(str(input), keep_cols + text_cols, batch_rows, text_cols, infer_types=False)
-    _check_output(paths, reader, overwrite)
+    check_folder_output(paths, reader, overwrite)
     if reader.kind == "parquet" and not reader.total_rows:
         raise ValueError(f"input {str(input)!r} has no rows to embed.")
     _checked_featurizer(text_cols, keep_cols, layout, params, reader.schema)
@@ -270,7 +263,7 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
     try:
         with _conf(spark, {"spark.sql.execution.arrow.maxRecordsPerBatch": str(batch_rows)}):
             result, partitions = _run_job(spark, files, counts, reader.schema, text_cols, keep_cols, layout,
-                                          batch_rows, data_dir, _absolute_paths(params))
+                                          batch_rows, data_dir, absolute_paths(params))
         master_url = spark.sparkContext.master
         task_cpus = int(spark.conf.get("spark.task.cpus", "1"))
     finally:
@@ -278,9 +271,7 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
             spark.stop()
 
     written, provenance = _check_written(data_dir, total_rows)
-    from bertfeat.ray import _replace
-
-    _replace(data_dir, paths.out)
+    replace_output(data_dir, paths.out)
     shutil.rmtree(paths.partial, ignore_errors=True)
     parts = sorted((json.loads(s) for s in result["stats"]), key=lambda s: s["partition"])
     totals = EncodeStats()

@@ -67,10 +67,10 @@ def test_stride_with_chunk_still_works(tiny_bert):
 
 
 def test_ray_runner_keeps_an_empty_cache_dir_refusable():
-    from bertfeat.ray import _absolute_paths
+    from bertfeat.output import absolute_paths
 
-    assert _absolute_paths({"cache_dir": ""})["cache_dir"] == ""  # not the driver's working directory
-    assert os.path.isabs(_absolute_paths({"cache_dir": "c"})["cache_dir"])
+    assert absolute_paths({"cache_dir": ""})["cache_dir"] == ""  # not the driver's working directory
+    assert os.path.isabs(absolute_paths({"cache_dir": "c"})["cache_dir"])
 
 
 # -- one policy for empty and blank texts (issue 12, item 7) -----------------------------------------------------
