@@ -27,10 +27,13 @@ journal  | bertfeat/journal.py  | tests/test_checkpoints.py
 embedder | bertfeat/embedder.py bertfeat/inputs.py | tests/test_embedder.py
 arrow    | bertfeat/arrow.py    | tests/test_arrow.py
 cache    | bertfeat/cache.py    | tests/test_cache.py tests/test_cli_cache.py
-files    | bertfeat/files.py    | tests/test_cli.py tests/test_arrow.py
+files    | bertfeat/files.py bertfeat/resume.py | tests/test_cli.py tests/test_cli_files.py tests/test_checkpoints.py
+readers  | bertfeat/readers.py  | tests/test_readers.py tests/test_cli_inputs.py
+output   | bertfeat/output.py   | tests/test_cli_files.py tests/test_cli.py tests/test_inputs.py
 probe    | bertfeat/probe.py    | tests/test_probe.py
 ray      | bertfeat/ray.py      | tests/test_ray.py tests/test_ray_optional.py
-cli      | bertfeat/cli/*.py    | tests/test_cli.py tests/test_cli_cache.py
+spark    | bertfeat/spark.py    | tests/test_spark.py tests/test_spark_optional.py
+cli      | bertfeat/cli/*.py    | tests/test_cli.py tests/test_cli_cache.py tests/test_cli_inputs.py
 "
 
 field() { echo "$MODULES" | awk -F'|' -v m="$1" -v f="$2" '{gsub(/^ +| +$/, "", $1)} $1 == m {gsub(/^ +| +$/, "", $f); print $f}'; }
