@@ -122,6 +122,23 @@ def test_combine_windows_weighted_mean_and_max():
     np.testing.assert_array_equal(out[1], vectors[2])
 
 
+def test_combine_windows_when_every_text_has_several_windows():
+    # no text with a single window: the shortcut for "all single" must not fire, and texts with exactly two windows
+    # each are combined like any others
+    vectors = np.array([[[1.0, 0.0]], [[3.0, 4.0]], [[0.0, 6.0]], [[2.0, 2.0]]], dtype=np.float32)
+    for pooling, want in ((("mean",), [[[2.5, 3.0]], [[1.0, 4.0]]]), (("max",), [[[3.0, 4.0]], [[2.0, 6.0]]])):
+        out = combine_windows(vectors, np.array([0, 2, 4]), np.array([1, 3, 1, 1]), pooling)
+        assert out.shape == (2, 1, 2)
+        np.testing.assert_allclose(out, want)
+    out = combine_windows(vectors, np.array([0, 3, 4]), np.array([1, 1, 2, 5]), ("mean",))  # 3 windows, then 1
+    np.testing.assert_allclose(out, [[[1.0, 4.0]], [[2.0, 2.0]]])  # weights 1, 1, 2
+
+
+def test_pool_tokens_names_an_unknown_pooling():
+    with pytest.raises(ValueError, match=r"^unknown pooling 'avg'$"):
+        pool_tokens(torch.zeros(1, 2, 3), torch.ones(1, 2), "avg")
+
+
 def test_l2_normalize_leaves_zero_vectors():
     v = np.array([[[3.0, 4.0]], [[0.0, 0.0]]], dtype=np.float32)
     np.testing.assert_allclose(l2_normalize(v), [[[0.6, 0.8]], [[0.0, 0.0]]])
