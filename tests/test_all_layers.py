@@ -76,8 +76,8 @@ def test_derive_rejects_a_source_it_cannot_derive_from():
 
     recipe = make_recipe(pooling=("mean",), layers=(1,))
     X = np.zeros((2, recipe.all_layers().n_features), dtype=np.float32)
-    with pytest.raises(ValueError, match=re.escape(
-            "derive() needs a source recipe with layer_agg='concat' and normalize=False.")):
+    with pytest.raises(ValueError, match="^" + re.escape(
+            "derive() needs a source recipe with layer_agg='concat' and normalize=False.") + "$"):
         derive(X, recipe, recipe)
     with pytest.raises(ValueError, match=re.escape(
             "derive() needs a source recipe with the same model, window, long-text handling, dtype and prefix.")):

@@ -327,8 +327,15 @@ def test_non_finite_vectors_are_refused_before_the_cache(monkeypatch):
         lookup=lambda recipe, keys: (np.zeros(len(keys), bool), np.zeros((0, 4), np.float32), np.zeros(0, np.int64)),
         store=lambda *args: stored.append(args) or 0,
     )
-    with pytest.raises(ValueError, match=r"row 2 .*non-finite.*dtype='float16'.*bfloat16.*float32"):
+    with pytest.raises(ValueError) as info:
         encode(["fine text", "ok", "bad", "bad"], make_recipe(dtype="float16"), lambda: backend, cache=cache)
+    assert str(info.value) == (
+        "row 2 (and 0 other distinct text(s)) got non-finite features (NaN or inf) in dtype='float16': the model's "
+        "activations left that dtype's range. Nothing was cached. Pass dtype='bfloat16' (float32's range, on GPUs "
+        "from Ampere on) or dtype='float32'.")
+    # the count names the other distinct texts that overflowed, not their rows
+    with pytest.raises(ValueError, match=r"^row 1 \(and 1 other distinct text\(s\)\) got non-finite"):
+        encode(["fine text", "bad", "bad", "baz", "bad"], make_recipe(dtype="float16"), lambda: backend, cache=cache)
     assert stored == []
 
 

@@ -372,3 +372,23 @@ def test_gpu_auto_dtype_is_half_precision_and_batches_fit_the_device(tiny_bert):
 def teardown_module():
     clear_backends()
 
+
+
+def test_chunk_bounds_start_small_double_up_to_the_chunk_and_cover_every_text():
+    assert chunk_bounds(20, chunk=8, first=2) == [(0, 2), (2, 6), (6, 14), (14, 20)]
+    assert chunk_bounds(5, chunk=4, first=1) == [(0, 1), (1, 3), (3, 5)]
+    assert chunk_bounds(3, chunk=4, first=0) == [(0, 1), (1, 3)]  # a first chunk of at least one text
+    assert chunk_bounds(10, chunk=3, first=5) == [(0, 3), (3, 6), (6, 9), (9, 10)]  # never above the chunk
+    assert chunk_bounds(0, chunk=4, first=1) == []
+
+
+def test_the_progress_bar_counts_sequences_under_bertfeat_s_name_and_is_off_when_asked():
+    from bertfeat.encode import _progress_bar
+
+    on, off = _progress_bar(7, enabled=True), _progress_bar(7, enabled=False)
+    try:
+        assert (on.total, on.unit, on.desc, on.disable, on.leave) == (7, "seq", "bertfeat", False, False)
+        assert off.disable is True
+    finally:
+        on.close()
+        off.close()
