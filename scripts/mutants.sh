@@ -22,7 +22,7 @@ MODULES="
 pooling  | bertfeat/pooling.py  | tests/test_pooling.py tests/test_all_layers.py
 recipe   | bertfeat/recipe.py   | tests/test_recipe.py tests/test_encode.py
 batching | bertfeat/batching.py | tests/test_batching.py tests/test_encode.py
-encode   | bertfeat/encode.py   | tests/test_encode.py tests/test_all_layers.py tests/test_cache_embedder.py tests/test_prompts.py tests/test_gpu_logic.py tests/test_perf_paths.py
+encode   | bertfeat/encode.py   | tests/test_encode.py tests/test_all_layers.py tests/test_cache_embedder.py tests/test_prompts.py tests/test_gpu_logic.py tests/test_perf_paths.py tests/test_checkpoints.py
 journal  | bertfeat/journal.py  | tests/test_checkpoints.py
 embedder | bertfeat/embedder.py bertfeat/inputs.py | tests/test_embedder.py
 arrow    | bertfeat/arrow.py    | tests/test_arrow.py

@@ -392,3 +392,45 @@ def test_the_progress_bar_counts_sequences_under_bertfeat_s_name_and_is_off_when
     finally:
         on.close()
         off.close()
+
+
+def test_prefetch_starts_with_an_eighth_of_a_chunk_and_a_plain_backend_tokenizes_on_the_caller_s_thread(monkeypatch):
+    texts = [f"text number {i}" for i in range(40)]
+    backend = CountingBackend()
+    sizes, threads = [], []
+    tokenize = backend.tokenize
+    monkeypatch.setattr(backend, "tokenize",
+                        lambda t: sizes.append(len(t)) or threads.append(threading.current_thread()) or tokenize(t))
+    plain, _ = encode(texts, make_recipe(), lambda: backend)
+    assert sizes == [40] and threads == [threading.current_thread()]  # no prefetch: one chunk, tokenized here
+    sizes.clear(), threads.clear()
+    backend.prefetch, backend.chunk_texts = True, 16
+    ahead, _ = encode(texts, make_recipe(), lambda: backend)
+    assert sizes == [2, 4, 8, 16, 10]  # 16 // 8 first, doubling up to the chunk
+    assert threading.current_thread() not in threads
+    np.testing.assert_array_equal(ahead, plain)
+    sizes.clear()
+    backend.chunk_texts = 8
+    encode(texts, make_recipe(), lambda: backend)
+    assert sizes == [1, 2, 4, 8, 8, 8, 8, 1]
+
+
+def test_the_progress_bar_counts_every_sequence_sent_to_the_model_and_obeys_progress(monkeypatch):
+    import bertfeat.encode as enc
+
+    bars, shown = [], []  # each bar made, and whether it showed when made (closing a bar disables it)
+    real = enc._progress_bar
+    monkeypatch.setattr(enc, "_progress_bar",
+                        lambda total, enabled: bars.append(real(total, enabled)) or shown.append(not bars[-1].disable)
+                        or bars[-1])
+    # 3 distinct texts in windows of 10 tokens: 11 characters -> 2 windows, 30 -> 3, 12 -> 2
+    texts = ["a short one", "x" * 30, "another text", "a short one"]
+    backend = CountingBackend()
+    backend.prefetch, backend.chunk_texts = True, 2  # chunks of 1 and 2 texts: the total grows chunk by chunk
+    recipe = make_recipe(max_length=12, long_text="chunk", stride=0)
+    encode(texts, recipe, lambda: backend, progress=True)
+    assert backend.rows == 7
+    encode(texts[:2], recipe, lambda: backend, progress=False)
+    (on, _off) = bars
+    assert shown == [True, False]
+    assert on.total == on.n == 7  # every window sent to the model, over all chunks, each counted once
