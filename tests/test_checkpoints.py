@@ -191,3 +191,23 @@ def test_checkpoint_seconds_is_checked(tiny_bert, tmp_path):
         with pytest.raises(ValueError, match="checkpoint_seconds"):
             embed_file(out=str(tmp_path / "o.parquet"), checkpoint_seconds=bad, **_job(tmp_path, tiny_bert))
     assert not list(tmp_path.glob("o.parquet*"))
+
+
+def test_batches_from_the_journal_count_on_the_progress_bar_and_give_the_same_features(tmp_path, monkeypatch):
+    import bertfeat.encode as enc
+    from bertfeat import journal as journals
+    from tests.conftest import CountingBackend, make_recipe
+
+    bars = []
+    real = enc._progress_bar
+    monkeypatch.setattr(enc, "_progress_bar", lambda total, enabled: bars.append(real(total, enabled)) or bars[-1])
+    texts = [f"text number {i}" for i in range(12)]
+    first = CountingBackend()
+    with journals.use(BatchJournal(tmp_path / "j", every=0)):
+        want, _ = enc.encode(texts, make_recipe(), lambda: first, batch_tokens=40, progress=True)
+    again = CountingBackend()
+    with journals.use(BatchJournal(tmp_path / "j", every=0)) as journal:
+        got, _ = enc.encode(texts, make_recipe(), lambda: again, batch_tokens=40, progress=True)
+    assert first.forward_calls > 1 and again.forward_calls == 0 and journal.reused == first.forward_calls
+    np.testing.assert_array_equal(got, want)
+    assert bars[1].total == bars[1].n == len(texts)  # every text counted, though none went to the model

@@ -434,3 +434,23 @@ def test_the_progress_bar_counts_every_sequence_sent_to_the_model_and_obeys_prog
     (on, _off) = bars
     assert shown == [True, False]
     assert on.total == on.n == 7  # every window sent to the model, over all chunks, each counted once
+
+
+def test_a_failing_model_stops_the_prefetch_thread_at_once(monkeypatch):
+    import time
+
+    backend = CountingBackend()
+    backend.prefetch, backend.chunk_texts = True, 2  # many chunks: the producer has more to plan when the model fails
+
+    def broken(units, pooling, groups):
+        raise RuntimeError("the model broke")
+
+    monkeypatch.setattr(backend, "forward", broken)
+    with pytest.raises(RuntimeError, match="the model broke") as info:
+        encode([f"text {i}" for i in range(40)], make_recipe(), lambda: backend)
+    # the traceback (held by info) keeps encode's frame alive: only an explicit close stops the producer
+    deadline = time.monotonic() + 2
+    while any(t.name == "bertfeat-prefetch" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not [t for t in threading.enumerate() if t.name == "bertfeat-prefetch"]
+    assert info.value is not None
