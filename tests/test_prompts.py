@@ -134,3 +134,37 @@ def test_cli_prefix_prompt_name_and_info(prompted_bert, tmp_path, capsys):
     assert "prompts:" in out and "query = 'query: '" in out and "classification" in out
     assert main(["info", prompted_bert, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["prompts"] == {"query": "query: ", "classification": "classification: "}
+
+
+def test_the_room_a_prefix_leaves_is_checked_at_its_exact_bounds():
+    from bertfeat.encode import prefix_tokens
+
+    backend = CountingBackend()  # one token per character, 2 special tokens: "ab:" takes 3, max_length 6 leaves 1
+    assert prefix_tokens(make_recipe(prefix="ab:", max_length=6), backend) == backend.tokenize(["ab:"])[0]
+    assert prefix_tokens(make_recipe(prefix="ab:", max_length=6, long_text="chunk", stride=0), backend)
+    assert prefix_tokens(make_recipe(prefix="ab:", max_length=6, long_text="truncate", stride=3), backend)  # no windows
+    hint = "; pass a larger max_length, a smaller stride, or a shorter prefix."
+    for max_length, left in ((5, 0), (4, 0)):
+        with pytest.raises(ValueError) as info:
+            prefix_tokens(make_recipe(prefix="ab:", max_length=max_length), backend)
+        assert str(info.value) == f"prefix='ab:' takes 3 tokens, which leaves {left} of max_length={max_length} for the text" + hint
+    with pytest.raises(ValueError) as info:  # a stride equal to the room left would never advance
+        prefix_tokens(make_recipe(prefix="ab:", max_length=6, long_text="chunk", stride=1), backend)
+    assert str(info.value) == ("prefix='ab:' takes 3 tokens, which leaves 1 of max_length=6 for the text (and stride=1 "
+                               "must be below that)" + hint)
+    with pytest.raises(ValueError, match=r"leaves 0 of max_length=5 for the text; pass"):  # no stride note: no room
+        prefix_tokens(make_recipe(prefix="ab:", max_length=5, long_text="chunk", stride=0), backend)
+
+
+def test_a_model_that_returns_fewer_batches_than_it_was_sent_is_an_error():
+    backend = CountingBackend()
+
+    def forward_batches(sequences, pooling, groups):  # answers the first batch and stops
+        for units in sequences:
+            yield backend.forward(units, pooling, groups)
+            return
+
+    backend.forward_batches = forward_batches
+    with pytest.raises(RuntimeError) as info:
+        encode([f"text {i}" for i in range(30)], make_recipe(), lambda: backend, batch_tokens=20)
+    assert str(info.value) == "bertfeat: the model returned fewer batches than were sent to it."
