@@ -170,3 +170,33 @@ def test_a_long_value_is_cut_to_forty_characters_in_messages():
 
     with pytest.raises(ValueError, match=re.escape(f"row 0 is blank ({repr(chr(9) * 100)[:37]}...): ")):
         split_missing(["\t" * 100], "error", lambda i: f"row {i}")
+
+
+def test_split_missing_keeps_every_row_in_place_and_its_refusals_say_exactly_what_to_do():
+    rows = ["a", " ", "b", None, "\u200b", float("nan"), "c"]
+    present, is_missing = split_missing(rows, "zero", lambda i: f"row {i}")
+    assert present == ["a", "b", "c"]  # rows after a blank or a missing one are still read
+    assert is_missing.tolist() == [False, True, False, True, True, True, False]
+    name = lambda i: f"row {i}"  # noqa: E731
+    cases = [
+        (["a", "  "], ValueError, "row 1 is blank ('  '): bertfeat treats empty texts and texts of only whitespace, "
+         "control or invisible characters as missing, and missing='error'. Pass missing='zero' for a zero vector, "
+         "missing='nan' for a row of NaN, or drop or fill those rows first."),
+        (["a", float("nan")], ValueError, "row 1 is missing (nan) and missing='error'. Pass missing='zero' for a zero "
+         "vector, missing='nan' for a row of NaN, or fill the missing texts first."),
+        (["a", 3], TypeError, "row 1 holds int 3, not a string: bertfeat embeds text. Convert the column to strings "
+         "first (for example df[col].astype(str)) if that is what you mean."),
+    ]
+    for texts, kind, message in cases:
+        with pytest.raises(kind) as info:
+            split_missing(texts, "error", name)
+        assert str(info.value) == message
+
+
+def test_encode_returns_float32_and_its_own_time():
+    import time
+
+    t0 = time.perf_counter()
+    X, stats = encode(["one text", None, "another"], make_recipe(), lambda: CountingBackend(), missing="nan")
+    assert X.dtype == np.float32 and np.isnan(X[1]).all()
+    assert 0 <= stats.seconds <= time.perf_counter() - t0
