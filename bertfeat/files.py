@@ -40,8 +40,8 @@ from bertfeat.resume import STATE_VERSION, prepare_partial
 
 __all__ = [
     "CHECKPOINT_SECONDS", "CSV_NULLS", "CSV_SUFFIXES", "PARQUET_SUFFIXES", "STATE_VERSION", "DistinctCounter",
-    "InputReader", "Progress", "_Paths", "_atomic_write_bytes", "check_output", "embed_file", "job_counts", "print_summary", "resolve_input",
-    "text_hashes",
+    "InputReader", "Progress", "_Paths", "_atomic_write_bytes", "check_output", "embed_file", "job_counts",
+    "print_summary", "resolve_input", "text_hashes",
 ]
 
 # A chunk's text characters (with its rows) bound its memory: 1M characters is about 250k tokens. Characters, not
@@ -132,8 +132,8 @@ def embed_file(
     Returns the manifest (also written to ``<out>.manifest.json``). ``chunk_rows`` and ``chunk_chars`` bound a
     chunk (the resume unit and output row group); within a chunk, finished batches are saved every
     ``checkpoint_seconds`` of work, so a kill loses about that much. ``delimiter`` overrides the CSV delimiter
-    implied by the suffix; CSV kept columns are read as text unless ``infer_types=True``. ``params`` are BertEmbedder parameters
-    (model, pooling, layers, cache_dir, ...). See the module docstring for the resume protocol.
+    implied by the suffix; CSV kept columns are read as text unless ``infer_types=True``. ``params`` are
+    BertEmbedder parameters (model, pooling, layers, cache_dir, ...). See the module docstring for the resume protocol.
     """
     from bertfeat.arrow import ArrowFeaturizer
 

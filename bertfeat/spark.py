@@ -30,8 +30,8 @@ import pyarrow.parquet as pq
 
 from bertfeat.encode import EncodeStats
 from bertfeat.exceptions import TruncationWarning
-from bertfeat.output import absolute_paths, check_folder_output, replace_output
 from bertfeat.files import InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary, text_hashes
+from bertfeat.output import absolute_paths, check_folder_output, replace_output
 from bertfeat.recipe import _is_int
 
 INSTALL_HINT = "pip install 'bertfeat[spark]'"
