@@ -1,0 +1,451 @@
+"""Where a job writes (bertfeat/output.py), unit by unit: the paths beside ``--out``, every refusal of ``--out``
+word for word, the swap that replaces an output, the lock, atomic writes, the one-line OS errors, the recipe's
+paths made absolute for remote workers and the check of what a cluster's workers wrote. The CLI and engine tests
+reach these through whole jobs; here each is pinned by value, so a changed message, a dropped condition or a lost
+field fails a test that names it."""
+
+import errno
+import json
+import os
+import re
+import socket
+from ast import literal_eval
+from pathlib import Path
+from types import SimpleNamespace
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from bertfeat import output
+from bertfeat.output import (
+    OutputPaths, absolute_paths, atomic_write_bytes, check_folder_output, check_output, check_written, job_lock,
+    os_error_message, replace_output, write_part,
+)
+
+
+def reader(*files):
+    return SimpleNamespace(files=[Path(f) for f in files])
+
+
+def refused(exc_type, message, *args, **kw):
+    """Call check_output/check_folder_output and return the refusal's text, which must match ``message`` whole."""
+    check = kw.pop("check", check_output)
+    with pytest.raises(exc_type) as info:
+        check(*args, **kw)
+    assert str(info.value) == message
+    return str(info.value)
+
+
+def test_the_paths_beside_out(tmp_path, monkeypatch):
+    paths = OutputPaths(tmp_path / "f.parquet")
+    assert paths.partial == tmp_path / "f.parquet.partial"
+    assert paths.manifest == tmp_path / "f.parquet.manifest.json"
+    assert paths.lock == tmp_path / ".f.parquet.lock"
+    assert paths.tmp(tmp_path / "x.json") == tmp_path / f".x.json.tmp-{os.getpid()}"
+    assert paths.part(7) == tmp_path / "f.parquet.partial" / "part-000007.parquet"
+    assert paths.part_stats(7) == tmp_path / "f.parquet.partial" / "part-000007.json"
+    assert paths.part_hashes(7) == tmp_path / "f.parquet.partial" / "part-000007.hashes.npy"
+    assert paths.part_journal(123456) == tmp_path / "f.parquet.partial" / "part-123456.journal"
+
+
+# -- check_output: each refusal whole, and what is not refused ----------------------------------------------------
+
+def test_out_is_the_input_file(tmp_path):
+    src = tmp_path / "in.csv"
+    src.write_text("a\n")
+    out = str(src)
+    refused(ValueError, f"--out {out!r} is the input file; write the features to another path.",
+            OutputPaths(src), reader(src), True)
+    # the same file reached by another spelling of its path is still the input
+    refused(ValueError, f"--out {str(tmp_path / 'sub' / '..' / 'in.csv')!r} is the input file; write the features "
+            "to another path.", OutputPaths(tmp_path / "sub" / ".." / "in.csv"), reader(src), True)
+
+
+def test_out_is_a_folder_holding_the_input(tmp_path):
+    out = tmp_path / "feats"
+    (out / "deep").mkdir(parents=True)
+    src = out / "deep" / "in.csv"
+    src.write_text("a\n")
+    refused(ValueError, f"--out {str(out)!r} holds the input file {str(src)!r}; write the features elsewhere.",
+            OutputPaths(out), reader(tmp_path / "other.csv", src), True)
+
+
+def test_out_partial_folder_holding_the_input_is_refused_too(tmp_path):
+    out = tmp_path / "f.parquet"
+    src = tmp_path / "f.parquet.partial" / "in.csv"  # a resume would delete it with the finished parts
+    src.parent.mkdir()
+    src.write_text("a\n")
+    refused(ValueError, f"--out {str(out)!r} holds the input file {str(src)!r}; write the features elsewhere.",
+            OutputPaths(out), reader(src), False)
+
+
+def test_an_input_beside_out_or_with_a_similar_name_is_not_refused(tmp_path):
+    out = tmp_path / "f"
+    for name in ["in.csv", "f.csv", "fx/in.csv"]:
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text("a\n")
+    check_output(OutputPaths(out), reader(*(tmp_path / n for n in ["in.csv", "f.csv", "fx/in.csv"])), False)
+
+
+def test_the_folder_of_out_must_exist(tmp_path):
+    out = tmp_path / "missing" / "f.parquet"
+    refused(FileNotFoundError, f"the folder of --out {str(out)!r} does not exist; create it first.",
+            OutputPaths(out), reader(), True)
+
+
+def test_an_existing_output_needs_overwrite(tmp_path):
+    out = tmp_path / "f.parquet"
+    out.write_bytes(b"old")
+    refused(FileExistsError, f"output {str(out)!r} exists; pass --overwrite (overwrite=True) to replace it.",
+            OutputPaths(out), reader(), False)
+    check_output(OutputPaths(out), reader(), True)
+    check_output(OutputPaths(out), reader(), True, file_output=True)
+    assert out.read_bytes() == b"old"  # a check changes nothing
+
+
+def test_a_folder_at_out_is_refused_for_a_file_output_only(tmp_path):
+    out = tmp_path / "feats"
+    out.mkdir()
+    refused(FileExistsError, f"output {str(out)!r} is a folder and the output is one parquet file: --overwrite "
+            "replaces files only. Choose a file path for --out (or remove the folder yourself).",
+            OutputPaths(out), reader(), True, file_output=True)
+    check_output(OutputPaths(out), reader(), True)  # the engines write a folder: replacing one is theirs to do
+    refused(FileExistsError, f"output {str(out)!r} exists; pass --overwrite (overwrite=True) to replace it.",
+            OutputPaths(out), reader(), False, file_output=True)  # without --overwrite, the plainer refusal first
+
+
+def test_an_unwritable_folder_is_refused(tmp_path, monkeypatch):
+    out = tmp_path / "f.parquet"
+    asked = []
+
+    real = os.access
+
+    def access(path, mode, **kw):  # the tests run as root, who may write anywhere: "no" to this folder's write check
+        if Path(path) != tmp_path:
+            return real(path, mode, **kw)
+        asked.append((Path(path), mode))
+        return mode != os.W_OK
+
+    monkeypatch.setattr(output.os, "access", access)
+    refused(PermissionError, f"the folder of --out {str(out)!r} is not writable (read-only filesystem or no "
+            "permission); write the features elsewhere.", OutputPaths(out), reader(), True)
+    assert asked == [(tmp_path, os.W_OK)]
+
+
+# -- check_folder_output: --overwrite replaces a folder of parquet files only ----------------------------------------
+
+def test_folder_output_replaces_only_a_folder_of_parquet_files(tmp_path):
+    out = tmp_path / "feats"
+    (out / "sub").mkdir(parents=True)
+    for name in ["part-0.parquet", "sub/part-1.parquet"]:
+        (out / name).write_bytes(b"PAR1")
+    check_folder_output(OutputPaths(out), reader(), True)  # a bertfeat output: may be replaced
+    refused(FileExistsError, f"output {str(out)!r} exists; pass --overwrite (overwrite=True) to replace it.",
+            OutputPaths(out), reader(), False, check=check_folder_output)
+    (out / "sub" / "notes.txt").write_text("mine")  # one other file, even in a subfolder, and it is not ours
+    refused(FileExistsError, f"output {str(out)!r} exists and holds files other than parquet (['notes.txt']), so it "
+            "is not a bertfeat output: bertfeat will not delete it. Choose another --out.",
+            OutputPaths(out), reader(), True, check=check_folder_output)
+
+
+def test_folder_output_names_at_most_three_other_files(tmp_path):
+    out = tmp_path / "feats"
+    out.mkdir()
+    names = [f"{c}.txt" for c in "abcde"]
+    for n in names:
+        (out / n).write_text("x")
+    with pytest.raises(FileExistsError) as info:
+        check_folder_output(OutputPaths(out), reader(), True)
+    listed = re.search(r"other than parquet \((\[.*?\])\)", str(info.value)).group(1)
+    assert len(literal_eval(listed)) == 3 and set(literal_eval(listed)) <= set(names)
+
+
+def test_folder_output_runs_the_common_checks_first(tmp_path):
+    out = tmp_path / "feats"
+    out.mkdir()
+    src = out / "in.csv"
+    src.write_text("a\n")
+    refused(ValueError, f"--out {str(out)!r} holds the input file {str(src)!r}; write the features elsewhere.",
+            OutputPaths(out), reader(src), True, check=check_folder_output)
+    check_folder_output(OutputPaths(tmp_path / "new"), reader(src), False)  # nothing there yet: nothing to refuse
+
+
+# -- replace_output -----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("old", [None, "file", "folder"])
+@pytest.mark.parametrize("new", ["file", "folder"])
+def test_replace_output_puts_the_new_output_in_place_and_leaves_nothing_else(tmp_path, old, new):
+    out = tmp_path / "out"
+    if old == "file":
+        out.write_bytes(b"old")
+    elif old == "folder":
+        (out / "sub").mkdir(parents=True)
+        (out / "sub" / "part.parquet").write_bytes(b"old")
+    made = tmp_path / ".new"
+    if new == "file":
+        made.write_bytes(b"new")
+    else:
+        made.mkdir()
+        (made / "part-0.parquet").write_bytes(b"new")
+    replace_output(made, out)
+    if new == "file":
+        assert out.read_bytes() == b"new"
+    else:
+        assert sorted(p.name for p in out.iterdir()) == ["part-0.parquet"]
+        assert (out / "part-0.parquet").read_bytes() == b"new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # neither the new name nor the old copy is left
+
+
+def test_replace_output_keeps_the_old_output_when_the_new_one_cannot_be_put_in_place(tmp_path):
+    out = tmp_path / "out"
+    out.write_bytes(b"old")
+    with pytest.raises(FileNotFoundError):
+        replace_output(tmp_path / "never-written", out)
+    # the old output was moved aside, not deleted: it is still on disk under its aside name
+    aside = tmp_path / f".out.old-{os.getpid()}"
+    assert aside.read_bytes() == b"old"
+
+
+# -- absolute_paths -----------------------------------------------------------------------------------------------
+
+def test_absolute_paths_makes_the_cache_dir_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert absolute_paths({"cache_dir": "c"})["cache_dir"] == str(tmp_path / "c")
+    assert absolute_paths({"cache_dir": Path("a/../c")})["cache_dir"] == str(tmp_path / "c")
+    assert absolute_paths({"cache_dir": "~/c"})["cache_dir"] == str(tmp_path / "home" / "c")
+    assert absolute_paths({"cache_dir": b"c"})["cache_dir"] == os.fsencode(str(tmp_path / "c"))
+    for kept in [None, "", "  ", b""]:  # no cache, or a refusable one: left for the recipe's own check
+        assert absolute_paths({"cache_dir": kept})["cache_dir"] == kept
+    assert "cache_dir" not in absolute_paths({"model": "default"})
+
+
+def test_absolute_paths_resolves_a_local_model_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "models" / "m").mkdir(parents=True)
+    (tmp_path / "home" / "m").mkdir(parents=True)
+    (tmp_path / "default").mkdir()  # a folder named "default" beside the job does not replace the bundled model
+    want = str(tmp_path / "models" / "m")
+    assert absolute_paths({"model": "models/m"})["model"] == want
+    assert absolute_paths({"model": Path("models/m")})["model"] == want
+    assert absolute_paths({"model": "models/../models/m"})["model"] == want
+    assert absolute_paths({"model": "~/m"})["model"] == str(tmp_path / "home" / "m")
+    assert absolute_paths({"model": "default"})["model"] == "default"
+    assert absolute_paths({}) == {}  # no model given means the default: nothing added
+    hub = "sentence-transformers/all-MiniLM-L6-v2"  # a hub name, not a folder here: left for the worker to fetch
+    assert absolute_paths({"model": hub})["model"] == hub
+    model = object()  # an already loaded model object passes through untouched
+    assert absolute_paths({"model": model})["model"] is model
+
+
+def test_absolute_paths_copies_and_keeps_the_other_fields(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m").mkdir()
+    params = {"model": "m", "cache_dir": "c", "pooling": "mean", "layers": [-1]}
+    got = absolute_paths(params)
+    assert got == {"model": str(tmp_path / "m"), "cache_dir": str(tmp_path / "c"), "pooling": "mean", "layers": [-1]}
+    assert params == {"model": "m", "cache_dir": "c", "pooling": "mean", "layers": [-1]}  # the caller's dict kept
+
+
+# -- job_lock -----------------------------------------------------------------------------------------------------
+
+def test_job_lock_writes_its_holder_refuses_a_second_job_and_removes_the_file(tmp_path):
+    paths = OutputPaths(tmp_path / "f.parquet")
+    holder = f"pid {os.getpid()} on {socket.gethostname()}"
+    with job_lock(paths):
+        assert paths.lock.read_text() == holder
+        with pytest.raises(FileExistsError) as info, job_lock(paths):  # another open file: flock refuses it
+            pass
+        assert str(info.value) == (
+            f"another bertfeat job ({holder}) is writing --out {str(paths.out)!r} (it holds {str(paths.lock)!r}); "
+            "wait for it to finish, or choose another --out.")
+        assert paths.lock.read_text() == holder  # the refused job neither truncated nor removed the holder's file
+    assert not paths.lock.exists()
+    with job_lock(paths):  # free again
+        assert paths.lock.read_text() == holder
+
+
+def test_job_lock_overwrites_a_stale_holder_line(tmp_path):
+    paths = OutputPaths(tmp_path / "f.parquet")
+    paths.lock.write_text("pid 1 on a-crashed-job-with-a-longer-line-than-ours-" + "x" * 100)
+    with job_lock(paths):  # nobody holds the lock: the crashed job's file is taken over, its line replaced whole
+        assert paths.lock.read_text() == f"pid {os.getpid()} on {socket.gethostname()}"
+
+
+def test_job_lock_says_a_holder_without_a_line_is_another_process(tmp_path):
+    import fcntl
+
+    paths = OutputPaths(tmp_path / "f.parquet")
+    paths.lock.write_text("")
+    fd = os.open(paths.lock, os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held, but its holder has not written its line yet
+    try:
+        with pytest.raises(FileExistsError, match=r"^another bertfeat job \(another process\) is writing"), \
+                job_lock(paths):
+            pass
+    finally:
+        os.close(fd)
+
+
+def test_job_lock_retries_when_the_holder_removed_the_file_it_opened(tmp_path, monkeypatch):
+    """Between our open and our flock the previous holder may finish and unlink the lock file: the inode we locked
+    is then no lock at all, and the job must take the lock again on a new file."""
+    paths = OutputPaths(tmp_path / "f.parquet")
+    real_flock = output.fcntl.flock
+    calls = []
+
+    def flock(fd, op):
+        calls.append(op)
+        real_flock(fd, op)
+        if len(calls) == 1:  # the previous holder ends now, removing the file we just locked
+            os.unlink(paths.lock)
+
+    monkeypatch.setattr(output.fcntl, "flock", flock)
+    with job_lock(paths):
+        assert len(calls) == 2  # locked again, on the file that now exists
+        assert paths.lock.read_text().startswith(f"pid {os.getpid()} ")
+    assert not paths.lock.exists()
+
+
+def test_job_lock_on_an_unwritable_folder_is_one_line(tmp_path, monkeypatch):
+    paths = OutputPaths(tmp_path / "f.parquet")
+
+    real = os.open
+
+    def no(path, flags, mode=0o777, **kw):
+        if Path(path) == paths.lock:
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real(path, flags, mode, **kw)
+
+    monkeypatch.setattr(output.os, "open", no)
+    with pytest.raises(OSError) as info, job_lock(paths):
+        pass
+    assert str(info.value) == (f"the lock file of --out {str(paths.out)!r}: Permission denied; write elsewhere, or fix "
+                               "the permissions.")
+    assert info.value.errno == errno.EACCES
+
+
+# -- atomic writes ------------------------------------------------------------------------------------------------
+
+def test_atomic_write_bytes_writes_whole_and_leaves_no_temp_file(tmp_path):
+    path = tmp_path / "m.json"
+    path.write_bytes(b"old")
+    atomic_write_bytes(path, b"new bytes")
+    assert path.read_bytes() == b"new bytes"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json"]
+
+
+def test_atomic_write_bytes_that_fails_keeps_the_old_file_and_no_temp_file(tmp_path, monkeypatch):
+    path = tmp_path / "m.json"
+    path.write_bytes(b"old")
+
+    def fail(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(output.os, "fsync", fail)
+    with pytest.raises(OSError, match="No space left"):
+        atomic_write_bytes(path, b"new")
+    assert path.read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json"]
+
+
+def test_atomic_writes_reach_the_disk_before_the_rename(tmp_path, monkeypatch):
+    order = []
+    real_fsync, real_replace = output.os.fsync, output.os.replace
+    monkeypatch.setattr(output.os, "fsync", lambda fd: (order.append(("fsync", os.fstat(fd).st_size)),
+                                                        real_fsync(fd)))
+    monkeypatch.setattr(output.os, "replace", lambda a, b: (order.append(("replace", Path(b).name)),
+                                                            real_replace(a, b)))
+    atomic_write_bytes(tmp_path / "m.json", b"12345")
+    batch = pa.record_batch({"x": pa.array([1, 2, 3], pa.int64())})
+    write_part(tmp_path / "part-000000.parquet", batch)
+    size = (tmp_path / "part-000000.parquet").stat().st_size
+    assert order == [("fsync", 5), ("replace", "m.json"), ("fsync", size), ("replace", "part-000000.parquet")]
+
+
+def test_write_part_writes_the_batch_as_one_row_group_and_leaves_no_temp_file(tmp_path):
+    path = tmp_path / "part-000000.parquet"
+    n = 1024 * 1024 + 3  # past pyarrow's default row-group size: a part is still one row group, read back whole
+    batch = pa.record_batch({"i": pa.array(range(n), pa.int32())})
+    write_part(path, batch)
+    meta = pq.ParquetFile(path).metadata
+    assert meta.num_row_groups == 1 and meta.num_rows == n
+    assert pq.read_table(path).column("i").to_pylist()[-3:] == [n - 3, n - 2, n - 1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["part-000000.parquet"]
+    write_part(path, pa.record_batch({"i": pa.array([], pa.int32())}))  # an empty part is a valid file too
+    assert pq.read_table(path).num_rows == 0
+
+
+def test_write_part_that_fails_leaves_no_temp_file(tmp_path, monkeypatch):
+    def full(*a, **kw):
+        Path(a[1]).write_bytes(b"PAR1 half")  # a half-written temp file, then the disk fills
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(output.pq, "write_table", full)
+    with pytest.raises(OSError):
+        write_part(tmp_path / "part-000000.parquet", pa.record_batch({"i": pa.array([1])}))
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- os_error_message ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("code, hint", [
+    (errno.ENOSPC, "the disk is full: free some space, then run the same command again to resume"),
+    (errno.EDQUOT, "the disk quota is exceeded: free some space, then run the same command again to resume"),
+    (errno.EROFS, "the filesystem is read-only: write elsewhere"),
+    (errno.EACCES, "write elsewhere, or fix the permissions"),
+    (errno.EPERM, "write elsewhere, or fix the permissions"),
+])
+def test_os_error_message_says_what_to_do(code, hint):
+    exc = OSError(code, os.strerror(code), "/data/out.parquet")
+    new = os_error_message(exc)
+    assert str(new) == f"'/data/out.parquet': {os.strerror(code)}; {hint}."
+    assert new.errno == code
+    assert str(os_error_message(exc, "the manifest")) == f"the manifest: {os.strerror(code)}; {hint}."
+
+
+def test_os_error_message_without_a_hint_a_file_name_or_a_strerror():
+    exc = OSError(errno.EIO, "Input/output error")  # no file name: "a file"; no hint: the sentence just ends
+    assert str(os_error_message(exc)) == "a file: Input/output error."
+    assert os_error_message(exc).errno == errno.EIO
+    bare = OSError("something odd")  # no errno, no strerror: the exception's own text
+    assert str(os_error_message(bare, "the output")) == "the output: something odd."
+    assert os_error_message(bare).errno is None
+
+
+# -- check_written ------------------------------------------------------------------------------------------------
+
+def _written(path, rows, recipe):
+    table = pa.table({"x": pa.array(range(rows), pa.int64())})
+    table = table.replace_schema_metadata({b"bertfeat": json.dumps(recipe).encode()})
+    pq.write_table(table, path)
+    return path
+
+
+def test_check_written_returns_the_common_provenance(tmp_path):
+    recipe = {"model": "m", "layers": [-1], "pooling": "mean"}
+    files = [_written(tmp_path / f"{k}.parquet", k + 1, recipe) for k in range(3)]
+    assert check_written(files, tmp_path, 6, "the Ray workers") == recipe
+
+
+def test_check_written_refuses_recipes_that_differ(tmp_path):
+    files = [_written(tmp_path / "a.parquet", 2, {"dtype": "float32"}),
+             _written(tmp_path / "b.parquet", 2, {"dtype": "bfloat16"})]
+    with pytest.raises(RuntimeError) as info:
+        check_written(files, tmp_path, 4, "the Spark tasks")
+    assert str(info.value) == (
+        f"the Spark tasks wrote 2 file(s) with 2 different recipes in {tmp_path}; with workers on different GPU "
+        "types dtype='auto' may differ: pass dtype= (--dtype) explicitly.")
+
+
+def test_check_written_refuses_no_files_and_a_wrong_row_count(tmp_path):
+    with pytest.raises(RuntimeError) as info:
+        check_written([], tmp_path, 0, "the Ray workers")
+    assert str(info.value).startswith(f"the Ray workers wrote 0 file(s) with 0 different recipes in {tmp_path};")
+    files = [_written(tmp_path / "a.parquet", 3, {"m": 1}), _written(tmp_path / "b.parquet", 4, {"m": 1})]
+    with pytest.raises(RuntimeError) as info:
+        check_written(files, tmp_path, 8, "the Ray workers")
+    assert str(info.value) == f"the Ray workers wrote 7 rows for 8 input rows in {tmp_path}; not renamed."
+    assert check_written(files, tmp_path, 7, "the Ray workers") == {"m": 1}
