@@ -1,0 +1,147 @@
+"""The per-batch core over Arrow data (bertfeat/arrow.py), unit by unit: which Arrow types count as text, every
+refusal word for word, and the record batch it returns checked by value against the estimator's own features, in
+both layouts. The CLI, Ray and Spark call it per chunk or partition; ``test_arrow.py`` checks the provenance it
+writes through a whole job."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from bertfeat import BertEmbedder
+from bertfeat.arrow import ArrowFeaturizer, is_text_type
+
+TEXTS = ["the cat sat on the mat", "a dog ran in the park", "glmnet loves features", "emma woodhouse"]
+TITLES = ["one", "two", "three", "four"]
+
+
+@pytest.mark.parametrize("t, text", [
+    (pa.string(), True),
+    (pa.large_string(), True),
+    (pa.null(), True),  # a column with every value missing: embedded by the missing-text policy
+    (pa.dictionary(pa.int32(), pa.string()), True),
+    (pa.dictionary(pa.int8(), pa.large_string()), True),
+    (pa.int64(), False),
+    (pa.float32(), False),
+    (pa.binary(), False),
+    (pa.large_binary(), False),
+    (pa.bool_(), False),
+    (pa.list_(pa.string()), False),
+    (pa.dictionary(pa.int32(), pa.int64()), False),
+])
+def test_is_text_type(t, text):
+    assert is_text_type(t) is text
+
+
+@pytest.mark.skipif(not hasattr(pa, "string_view"), reason="this pyarrow has no string_view")
+def test_string_view_is_text():
+    assert is_text_type(pa.string_view())
+
+
+def test_refusals_at_construction(tiny_bert):
+    with pytest.raises(ValueError) as info:
+        ArrowFeaturizer(["review"], layout="rows", model=tiny_bert)
+    assert str(info.value) == "layout='rows' is not valid: expected one of ['columns', 'list']."
+    with pytest.raises(ValueError) as info:
+        ArrowFeaturizer([], model=tiny_bert)
+    assert str(info.value) == "name at least one text column to embed."
+    names = ArrowFeaturizer(["review"], model=tiny_bert).feature_names
+    with pytest.raises(ValueError) as info:
+        ArrowFeaturizer(["review"], keep_cols=["id", names[1], names[0]], model=tiny_bert)
+    assert str(info.value) == (f"kept column(s) {[names[0], names[1]]} would clash with feature column names; rename "
+                               "them first.")
+    with pytest.raises(ValueError, match=r"^kept column\(s\) \['review_embedding'\] would clash"):
+        ArrowFeaturizer(["review"], keep_cols=["review_embedding"], layout="list", model=tiny_bert)
+    # a name that only the other layout would write is free
+    free = ArrowFeaturizer(["review"], keep_cols=["review_embedding"], model=tiny_bert)
+    assert free.keep_cols == ["review_embedding"]
+    assert ArrowFeaturizer(["review"], keep_cols=[names[0]], layout="list",
+                           model=tiny_bert).output_feature_columns() == ["review_embedding"]
+
+
+def test_check_schema_names_what_is_missing_and_what_is_not_text(tiny_bert):
+    f = ArrowFeaturizer(["title", "body"], keep_cols=["id", "label"], model=tiny_bert)
+    schema = pa.schema([("id", pa.int64()), ("body", pa.string()), ("other", pa.string())])
+    with pytest.raises(ValueError) as info:
+        f.check_schema(schema)
+    assert str(info.value) == "column(s) ['title', 'label'] not found; the input has columns ['id', 'body', 'other']."
+    schema = pa.schema([("id", pa.int64()), ("label", pa.int8()), ("title", pa.string()), ("body", pa.int64())])
+    with pytest.raises(TypeError) as info:
+        f.check_schema(schema)
+    assert str(info.value) == ("text column 'body' holds int64 values, not text; embed a string column (or cast it to "
+                               "string first).")
+    f.check_schema(pa.schema([("title", pa.large_string()), ("body", pa.dictionary(pa.int16(), pa.string())),
+                              ("label", pa.int8()), ("id", pa.string())]))  # any order, any kept type
+
+
+def test_columns_layout_is_the_estimators_features_column_by_column(tiny_bert):
+    f = ArrowFeaturizer(["body"], keep_cols=["id", "label"], model=tiny_bert)
+    ids = pa.array([7, 3, 9, 1], pa.int16())
+    table = pa.concat_tables([  # two chunks: the featurizer must see the rows of both, in order
+        pa.table({"label": ["a", "b"], "body": TEXTS[:2], "id": ids[:2]}),
+        pa.table({"label": ["c", "d"], "body": TEXTS[2:], "id": ids[2:]}),
+    ])
+    out = f(table)
+    want = BertEmbedder(tiny_bert).fit(TEXTS).transform(TEXTS)
+    names = f.feature_names  # get_feature_names_out's, one column each
+    assert names == list(BertEmbedder(tiny_bert, columns=["body"]).fit(pd.DataFrame({"body": TEXTS}))
+                         .get_feature_names_out())
+    assert len(names) == f.recipe.n_features
+    assert out.schema.names == ["id", "label"] + names
+    assert out.schema.field("id").type == pa.int16() and out.column(0).to_pylist() == [7, 3, 9, 1]
+    assert out.column(1).to_pylist() == ["a", "b", "c", "d"]
+    assert all(out.schema.field(n).type == pa.float32() for n in names)
+    got = np.column_stack([out.column(n).to_numpy() for n in names])
+    np.testing.assert_array_equal(got, want)
+    assert json.loads(out.schema.metadata[b"bertfeat"]) == f.provenance()
+    assert f.provenance()["model"] == tiny_bert  # the model as the user named it (the label is recorded beside it)
+
+
+def test_list_layout_holds_each_text_columns_block(tiny_bert):
+    f = ArrowFeaturizer(["title", "body"], keep_cols=["id"], layout="list", model=tiny_bert, pooling="mean+max")
+    batch = pa.record_batch({"id": [1, 2, 3, 4], "title": TITLES, "body": TEXTS})
+    out = f(batch)
+    width = f.recipe.n_features
+    assert width == 64
+    assert out.schema.names == ["id", "title_embedding", "body_embedding"]
+    for name in ["title_embedding", "body_embedding"]:
+        assert out.schema.field(name).type == pa.list_(pa.float32(), width)
+    frame = pd.DataFrame({"title": TITLES, "body": TEXTS})
+    want = BertEmbedder(tiny_bert, columns=["title", "body"], pooling="mean+max").fit(frame).transform(frame)
+    for j, name in enumerate(["title_embedding", "body_embedding"]):
+        got = np.stack([np.asarray(row, np.float32) for row in out.column(name).to_pylist()])
+        np.testing.assert_array_equal(got, want[:, j * width:(j + 1) * width])
+    assert not np.array_equal(want[:, :width], want[:, width:])  # the two blocks differ: a swap would show
+
+
+def test_dictionary_text_missing_values_and_the_stats(tiny_bert):
+    f = ArrowFeaturizer(["body"], model=tiny_bert, missing="zero")
+    body = pa.array(["a dog ran in the park", None, "a dog ran in the park"]).dictionary_encode()
+    out = f(pa.table({"body": body}))
+    got = np.column_stack([out.column(n).to_numpy() for n in f.feature_names])
+    want = BertEmbedder(tiny_bert).fit(TEXTS).transform(["a dog ran in the park"])[0]
+    np.testing.assert_array_equal(got[0], want)
+    np.testing.assert_array_equal(got[2], want)
+    assert not got[1].any()  # missing="zero": a row of zeros, kept in place
+    assert (f.stats.rows, f.stats.missing, f.stats.unique) == (3, 1, 1)
+    f(pa.table({"body": pa.array(["new text"])}))
+    assert (f.stats.rows, f.stats.missing, f.stats.unique) == (4, 1, 2)  # summed over calls, not replaced
+
+
+def test_an_empty_table_gives_an_empty_batch_with_the_full_schema(tiny_bert):
+    f = ArrowFeaturizer(["body"], keep_cols=["id"], model=tiny_bert)
+    empty = pa.table({"id": pa.array([], pa.int64()), "body": pa.array([], pa.string())})
+    out = f(empty)
+    assert isinstance(out, pa.RecordBatch) and out.num_rows == 0
+    assert out.schema == f.output_schema(empty.schema)
+    assert out.schema.names == ["id"] + f.feature_names
+
+
+def test_provenance_names_the_default_model_when_none_is_given():
+    f = ArrowFeaturizer(["body"])  # the bundled model, as the docstring's example
+    assert f.provenance()["model"] == "default"
+    assert f.provenance()["model_label"] == f.recipe.model
