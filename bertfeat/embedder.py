@@ -321,16 +321,16 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         # features under another's names. Refused, as scikit-learn refuses it, rather than reordered: a frame whose
         # columns moved is more often a mistake upstream than a choice. Non-string names (no feature_names_in_)
         # are checked through the text columns' names.
-        fitted_order = list(fitted) if fitted is not None else list(self.text_columns_)
-        given_order = list(all_columns) if fitted is not None else list(names)
-        if all_columns is not None and given_order != fitted_order and sorted(map(str, given_order)) == sorted(
-            map(str, fitted_order)
-        ):
-            raise ValueError(
-                f"The columns of X ({given_order}) are those seen in fit but in another order ({fitted_order}); "
-                f"features would land under the wrong column names. Reorder them first, for example "
-                f"X[{fitted_order!r}]."
-            )
+        # X without column names (an array) is read by position, with a warning below, as scikit-learn does.
+        if all_columns is not None:
+            fitted_order = list(fitted) if fitted is not None else list(self.text_columns_)
+            given_order = list(all_columns) if fitted is not None else list(names)
+            if given_order != fitted_order and sorted(map(str, given_order)) == sorted(map(str, fitted_order)):
+                raise ValueError(
+                    f"The columns of X ({given_order}) are those seen in fit but in another order ({fitted_order}); "
+                    f"features would land under the wrong column names. Reorder them first, for example "
+                    f"X[{fitted_order!r}]."
+                )
         if fitted is not None and all_columns is not None and list(all_columns) != list(fitted):
             raise ValueError(
                 f"The columns of X ({list(all_columns)}) differ from those seen in fit ({list(fitted)}); pass the "
@@ -339,7 +339,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         if fitted is not None and all_columns is None:
             warnings.warn(
                 f"X has no column names, but {type(self).__name__} was fitted with columns {list(fitted)}.",
-                UserWarning, stacklevel=3,
+                UserWarning, stacklevel=_user_stacklevel(),
             )
         n_in = len(all_columns) if all_columns is not None else len(names)
         if n_in != self.n_features_in_ or len(names) != len(self.text_columns_):

@@ -378,6 +378,21 @@ def test_truncation_warning_points_at_the_callers_line(tiny_bert):
         pipe.fit_transform([long])
     mine = [w for w in caught if issubclass(w.category, TruncationWarning)]
     assert mine and mine[0].filename == __file__
+    # code run by exec() with bare globals (no __name__, as some notebook and R bridges run it) is user code too
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        exec("pipe.fit_transform([long])", {"pipe": pipe, "long": long})
+    mine = [w for w in caught if issubclass(w.category, TruncationWarning)]
+    assert mine and mine[0].filename == "<string>"
+    # the note that X lost its column names points at the caller too, through a Pipeline as well
+    df = pd.DataFrame({"a": TEXTS, "b": TEXTS})
+    pipe = make_pipeline(BertEmbedder(tiny_bert)).fit(df)
+    for call in (lambda: pipe.transform(df.to_numpy()), lambda: pipe[0].transform(df.to_numpy())):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call()
+        mine = [w for w in caught if "has no column names" in str(w.message)]
+        assert mine and mine[0].filename == __file__
 
 
 # -- the token budget ------------------------------------------------------------------------------------------
@@ -408,3 +423,154 @@ def test_batch_tokens_bounds_every_forward_pass(tiny_bert, monkeypatch):
     assert len(passes) > 1 and sum(rows for rows, _ in passes) == len(texts)
     assert all(rows * length <= 60 for rows, length in passes), passes
     np.testing.assert_allclose(small, big, atol=1e-5)
+
+
+# -- get_feature_names_out(input_features) and the model loader -------------------------------------------------------
+
+def test_feature_names_out_follow_input_features_and_refuse_others(tiny_bert):
+    one = BertEmbedder(tiny_bert, pooling="mean", layers=-1).fit(TEXTS)  # 1-D input: no feature_names_in_
+    names = one.get_feature_names_out()
+    assert names.dtype == object and names[0] == "text_mean_00" and len(names) == 32
+    # scikit-learn passes the input's name down (a ColumnTransformer, a Pipeline): the features are named after it
+    assert one.get_feature_names_out(["review"])[0] == "review_mean_00"
+    with pytest.raises(ValueError) as info:
+        one.get_feature_names_out(["review", "title"])
+    assert str(info.value) == "input_features=['review', 'title'] does not match the input seen in fit (1)."
+    df = pd.DataFrame({"title": TEXTS, "body": TEXTS})
+    two = BertEmbedder(tiny_bert, pooling="mean", layers=-1).fit(df)
+    assert list(two.get_feature_names_out(["title", "body"])) == list(two.get_feature_names_out())
+    with pytest.raises(ValueError) as info:  # the right count, other names
+        two.get_feature_names_out(["body", "title"])
+    assert str(info.value) == ("input_features=['body', 'title'] does not match the input seen in fit "
+                               "(['title', 'body']).")
+    # with columns= the features are named after the selected columns, whatever names the input had
+    sel = BertEmbedder(tiny_bert, columns=["body"], pooling="mean", layers=-1).fit(df)
+    assert sel.get_feature_names_out(["title", "body"])[0] == "body_mean_00"
+
+
+def test_the_loader_checks_the_files_and_passes_every_setting_on(tiny_bert, monkeypatch):
+    import bertfeat.backend
+    import bertfeat.models
+
+    est = BertEmbedder(tiny_bert, device="cpu", dtype="float32", trust_remote_code=True).fit(TEXTS)
+    seen = {}
+    real_resolve = bertfeat.models.resolve_model
+
+    def resolve(model, trust_remote_code=False):
+        seen["resolve"] = (model, trust_remote_code)
+        return real_resolve(model, trust_remote_code=trust_remote_code)
+
+    def backend(spec, device, dtype, trust):
+        seen["backend"] = (spec.path, device, dtype, trust)
+        return "a backend"
+
+    monkeypatch.setattr(bertfeat.models, "resolve_model", resolve)
+    monkeypatch.setattr(bertfeat.backend, "get_backend", backend)
+    assert est._backend_loader()() == "a backend"
+    assert seen["resolve"] == (tiny_bert, True)  # a model with its own code must load as it was resolved at fit
+    assert seen["backend"][1:] == ("cpu", "float32", True)
+
+
+# -- transform's column checks, warnings and wiring ------------------------------------------------------------------
+
+def test_an_array_after_a_frame_is_read_by_position_with_a_warning(tiny_bert):
+    """As scikit-learn does: X without column names, after a fit on named columns, is read by position, with a
+    warning naming the fitted columns (this crashed with a TypeError before)."""
+    df = pd.DataFrame({"a": TEXTS, "b": TEXTS[::-1]})
+    est = BertEmbedder(tiny_bert, pooling="mean", layers=-1).fit(df)
+    with pytest.warns(UserWarning) as record:
+        got = est.transform(df.to_numpy())
+    assert [str(w.message) for w in record] == [
+        "X has no column names, but BertEmbedder was fitted with columns ['a', 'b']."]
+    np.testing.assert_array_equal(got, est.transform(df))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a frame, or a 1-D fit given 1-D input, warns nothing
+        est.transform(df)
+        BertEmbedder(tiny_bert).fit(TEXTS).transform(np.asarray(TEXTS))
+
+
+def test_a_frame_with_other_columns_is_refused_word_for_word(tiny_bert):
+    df = pd.DataFrame({"a": TEXTS, "b": TEXTS})
+    est = BertEmbedder(tiny_bert, columns=["a"]).fit(df)
+    with pytest.raises(ValueError) as info:
+        est.transform(df[["a"]])
+    assert str(info.value) == ("The columns of X (['a']) differ from those seen in fit (['a', 'b']); pass the same "
+                               "columns in the same order.")
+    # with a selection the whole frame's order is still checked, as scikit-learn checks feature_names_in_
+    with pytest.raises(ValueError) as info:
+        est.transform(df[["b", "a"]])
+    assert str(info.value) == ("The columns of X (['b', 'a']) are those seen in fit but in another order (['a', "
+                               "'b']); features would land under the wrong column names. Reorder them first, for "
+                               "example X[['a', 'b']].")
+    # int column names (no feature_names_in_): a frame with fewer columns is refused by its count
+    ints = pd.DataFrame({0: TEXTS, 1: TEXTS})
+    est = BertEmbedder(tiny_bert, columns=[0]).fit(ints)
+    with pytest.raises(ValueError) as info:
+        est.transform(ints[[0]])
+    assert str(info.value) == "X has 1 columns, but BertEmbedder is expecting 2 columns as input."
+
+
+def test_the_truncation_warning_counts_the_texts_embedded(tiny_bert):
+    long = " ".join(["the quick brown fox jumps over the lazy dog"] * 5)
+    with pytest.warns(TruncationWarning) as record:
+        BertEmbedder(tiny_bert, max_length=16, missing="zero").fit_transform([long, None, "a cat", long])
+    assert [str(w.message) for w in record] == [
+        "2 of 3 texts were longer than max_length=16 tokens and were truncated. Pass long_text='chunk' to embed them "
+        "in full, or a larger max_length (up to the model's limit)."]
+
+
+def test_row_names_in_messages_name_the_column_unless_it_is_the_only_unnamed_one(tiny_bert):
+    cases = [
+        (["a cat", None], r"^row 1 is missing"),
+        (pd.Series(["a cat", None], name="review"), r"^row 1 of column 'review' is missing"),
+        (pd.DataFrame({"text": ["a cat", None], "body": ["x", "y"]}), r"^row 1 of column 'text' is missing"),
+    ]
+    for X, message in cases:
+        with pytest.raises(ValueError, match=message):
+            BertEmbedder(tiny_bert).fit_transform(X)
+
+
+def test_sklearn_tags_say_what_input_is_taken(tiny_bert):
+    tags = BertEmbedder(tiny_bert).__sklearn_tags__()
+    assert (tags.input_tags.string, tags.input_tags.one_d_array, tags.input_tags.two_d_array) == (True, True, True)
+    assert tags.input_tags.allow_nan is False  # missing="error": a NaN is refused
+    assert tags.transformer_tags.preserves_dtype == [] and tags.requires_fit and not tags.non_deterministic
+    for policy in ("zero", "nan"):
+        assert BertEmbedder(tiny_bert, missing=policy).__sklearn_tags__().input_tags.allow_nan is True
+
+
+def test_transform_uses_the_cache_shows_progress_and_shares_all_layers(tiny_bert, tmp_path, capsys, caplog):
+    import logging
+
+    cache = str(tmp_path / "cache")
+    with caplog.at_level(logging.INFO, logger="bertfeat"):
+        first = BertEmbedder(tiny_bert, cache_dir=cache, progress=True).fit_transform(TEXTS)
+    assert caplog.messages[-1] == "bertfeat cache: 0 hits, 4 misses, 4 new rows"
+    assert "0/4 [" in capsys.readouterr().err  # the bar, on stderr, counting the 4 texts
+    with caplog.at_level(logging.INFO, logger="bertfeat"):
+        est = BertEmbedder(tiny_bert, cache_dir=cache)
+        np.testing.assert_array_equal(est.fit_transform(TEXTS), first)
+    assert caplog.messages[-1] == "bertfeat cache: 4 hits, 0 misses, 0 new rows" and est.stats_.cache_hits == 4
+    assert capsys.readouterr().err == ""  # progress=False: no bar
+    # cache_all_layers: one pass fills every layer and pooling; another recipe is then served from the cache
+    BertEmbedder(tiny_bert, cache_dir=cache, cache_all_layers=True, pooling="cls").fit_transform(TEXTS)
+    other = BertEmbedder(tiny_bert, cache_dir=cache, cache_all_layers=True, pooling="max", layers=[1])
+    got = other.fit_transform(TEXTS)
+    assert other.stats_.cache_hits == 4 and other.stats_.cache_misses == 0
+    np.testing.assert_allclose(got, BertEmbedder(tiny_bert, pooling="max", layers=[1]).fit_transform(TEXTS),
+                               atol=1e-6)
+
+
+def test_a_model_whose_files_changed_since_fit_is_refused(tiny_bert, tmp_path):
+    import shutil
+
+    model = tmp_path / "model"
+    shutil.copytree(tiny_bert, model)
+    est = BertEmbedder(str(model)).fit(TEXTS)
+    config = model / "config.json"
+    config.write_text(config.read_text().replace("{", '{"edited_after_fit": true, ', 1))
+    with pytest.raises(ValueError) as info:
+        est.transform(TEXTS)
+    assert str(info.value) == (f"model={str(model)!r} now resolves to different files ({model}) than when this "
+                               "BertEmbedder was fitted, so its features would not match. Refit, or point model= at "
+                               "the original files.")
