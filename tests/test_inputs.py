@@ -106,3 +106,83 @@ def test_blank_rows_of_a_dataframe_are_named_by_column(tiny_bert):
 
     with pytest.raises(ValueError, match=r"row 1 of column 'body' is blank \(' '\)"):
         BertEmbedder(tiny_bert).fit_transform(pd.DataFrame({"title": ["a", "b"], "body": ["x", " "]}))
+
+
+# -- the containers X may be, and the refusals of the frame readers (bertfeat/inputs.py) --------------------------
+
+def test_column_selection_refusals_word_for_word(tiny_bert):
+    import pandas as pd
+
+    df = pd.DataFrame({"title": ["a"], "body": ["b"]})
+    with pytest.raises(ValueError) as info:
+        BertEmbedder(tiny_bert, columns=[]).fit(df)
+    assert str(info.value) == "columns=[]: no column given; the DataFrame has columns ['title', 'body']."
+    with pytest.raises(ValueError) as info:
+        BertEmbedder(tiny_bert, columns=["body", "stars", "id"]).fit(df)
+    assert str(info.value) == ("columns=['body', 'stars', 'id']: column(s) ['stars', 'id'] not found; the DataFrame "
+                               "has columns ['title', 'body'].")
+
+
+def test_pandas_frame_refusals_word_for_word(tiny_bert):
+    import pandas as pd
+
+    dup = pd.DataFrame([["a", "b"]], columns=["body", "body"])
+    with pytest.raises(ValueError) as info:
+        BertEmbedder(tiny_bert).fit(dup)
+    assert str(info.value) == "column 'body' appears more than once in the DataFrame; give each column a unique name."
+    days = pd.to_datetime(["2026-01-01", "2026-01-02"]).astype("datetime64[ns]")
+    with pytest.raises(TypeError) as info:
+        BertEmbedder(tiny_bert).fit(pd.DataFrame({"body": ["a", "b"], "day": days}))
+    assert str(info.value) == (
+        "column 'day' holds datetime64[ns] values, not text. Embed text columns only (select them with columns=, or a "
+        "ColumnTransformer), or convert with df[col].astype(str) if the values are labels.")
+    # a numeric column with every value missing is a column of missing texts, not numbers
+    X = BertEmbedder(tiny_bert, missing="zero").fit_transform(pd.DataFrame({"body": ["a cat"], "n": [np.nan]}))
+    assert X.shape == (1, 128) and not X[0, 64:].any() and X[0, :64].any()
+
+
+def test_polars_frames_select_refuse_and_name_like_pandas(tiny_bert):
+    pl = pytest.importorskip("polars")
+
+    df = pl.DataFrame({"title": ["a cat", "a dog"], "stars": [1, 2], "body": ["one", "two"]})
+    est = BertEmbedder(tiny_bert, columns=["body"], pooling="mean", layers=-1).fit(df)  # stars is never read
+    assert est.text_columns_ == ["body"] and est.get_feature_names_out()[0] == "body_mean_00"
+    np.testing.assert_array_equal(est.transform(df), BertEmbedder(tiny_bert, pooling="mean", layers=-1)
+                                  .fit(["one"]).transform(["one", "two"]))
+    with pytest.raises(TypeError) as info:
+        BertEmbedder(tiny_bert).fit(df)
+    assert str(info.value) == (
+        "column 'stars' holds Int64 values, not text. Embed text columns only (select them with columns=), or cast "
+        "with pl.col(col).cast(pl.String) if the values are labels.")
+    kinds = pl.DataFrame({
+        "enum": pl.Series(["a", "b"], dtype=pl.Enum(["a", "b"])),
+        "cat": pl.Series(["x", "y"], dtype=pl.Categorical),
+        "nulls": pl.Series([None, None], dtype=pl.Int64),  # every value missing: missing texts, not numbers
+    })
+    X = BertEmbedder(tiny_bert, missing="zero", pooling="mean", layers=-1).fit_transform(kinds)
+    assert X.shape == (2, 96) and X[:, :64].any(axis=1).all() and not X[:, 64:].any()
+    one_null = pl.DataFrame({"n": pl.Series([None, 3], dtype=pl.Int64)})
+    with pytest.raises(TypeError, match=r"^column 'n' holds Int64 values, not text"):
+        BertEmbedder(tiny_bert, missing="zero").fit(one_null)
+    named = BertEmbedder(tiny_bert, pooling="mean", layers=-1).fit(pl.DataFrame({"body": ["x"]}))
+    assert named.text_columns_ == ["body"] and list(named.feature_names_in_) == ["body"]
+
+
+def test_an_index_that_cannot_be_compared_is_shown_in_row_names(tiny_bert):
+    import pandas as pd
+
+    class Label:
+        def __init__(self, name):
+            self.name = name
+
+        def __eq__(self, other):  # a label type that cannot be compared with row numbers
+            raise TypeError("not comparable")
+
+        __hash__ = object.__hash__
+
+        def __repr__(self):
+            return f"Label({self.name!r})"
+
+    s = pd.Series(["a cat", None], index=pd.Index([Label("p"), Label("q")], dtype=object))
+    with pytest.raises(ValueError, match=r"^row 1 \(index Label\('q'\)\) is missing"):
+        BertEmbedder(tiny_bert).fit_transform(s)
