@@ -11,6 +11,9 @@
 # prints a mutant's diff.
 #
 # MUTANTS_JOBS: mutants tested at once (default 1: the machine is usually shared).
+# MUTANTS_ONLY: mutmut's names (wildcards allowed) of the only mutants to test, with MUTANTS_KEEP=1 to keep the other
+# verdicts: e.g. the survivors of the last run after new tests, or 'bertfeat.embedder.x*_check_same_columns*'.
+# Mutants that no selected test can run (mutmut's trampoline adds a stack frame): scripts/plant_mutants.py.
 # The whole script is one block, read before it runs: editing this file while a run is going on (to change a
 # selection for the next run) does not change or break the running one.
 {
@@ -91,7 +94,7 @@ for module in "$@"; do
   (
     cd "$work"
     env -u PYTHONPATH HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false \
-      OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" "$PY" -m mutmut run --max-children "$JOBS" || true
+      OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" "$PY" -m mutmut run --max-children "$JOBS" ${MUTANTS_ONLY:-} || true
     "$PY" -m mutmut export-cicd-stats >/dev/null
     "$PY" - "$module" <<'EOF'
 import json, sys
