@@ -32,7 +32,7 @@ recipe   | bertfeat/recipe.py   | tests/test_recipe.py tests/test_encode.py
 batching | bertfeat/batching.py | tests/test_batching.py tests/test_encode.py
 encode   | bertfeat/encode.py   | tests/test_encode.py tests/test_all_layers.py tests/test_cache_embedder.py tests/test_prompts.py tests/test_gpu_logic.py tests/test_perf_paths.py tests/test_checkpoints.py
 journal  | bertfeat/journal.py  | tests/test_checkpoints.py
-embedder | bertfeat/embedder.py bertfeat/inputs.py | tests/test_embedder.py tests/test_inputs.py tests/test_prompts.py --deselect tests/test_embedder.py::test_truncation_warning_points_at_the_callers_line
+embedder | bertfeat/embedder.py bertfeat/inputs.py | tests/test_embedder.py tests/test_inputs.py tests/test_prompts.py --deselect tests/test_embedder.py::test_truncation_warning_points_at_the_callers_line --deselect tests/test_prompts.py::test_the_prompts_note_points_at_the_callers_line
 arrow    | bertfeat/arrow.py    | tests/test_arrow_batches.py tests/test_arrow.py
 cache    | bertfeat/cache.py    | tests/test_cache.py tests/test_cli_cache.py
 files    | bertfeat/files.py bertfeat/resume.py | tests/test_cli.py tests/test_cli_files.py tests/test_checkpoints.py

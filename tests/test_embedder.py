@@ -574,3 +574,84 @@ def test_a_model_whose_files_changed_since_fit_is_refused(tiny_bert, tmp_path):
     assert str(info.value) == (f"model={str(model)!r} now resolves to different files ({model}) than when this "
                                "BertEmbedder was fitted, so its features would not match. Refit, or point model= at "
                                "the original files.")
+
+
+# -- fit: the containers it takes, the recipe it builds, word for word -------------------------------------------------
+
+def test_input_containers_are_named_and_refused_word_for_word(tiny_bert):
+    import polars as pl
+
+    def refusal(exc, X, **kw):
+        with pytest.raises(exc) as info:
+            BertEmbedder(tiny_bert, **kw).fit(X)
+        return str(info.value)
+
+    assert refusal(TypeError, "one text") == "Iterable over raw text documents expected, string object received."
+    assert refusal(ValueError, ["x"], columns=["a"]) == (
+        "columns=['a'] selects DataFrame columns, but X is a list; pass a DataFrame, or leave columns=None for 1-D "
+        "text input.")
+    assert refusal(ValueError, np.array([[["x"]]])) == (
+        "Expected 1-D or 2-D text input, got an array with shape (1, 1, 1).")
+    assert refusal(TypeError, {"x", "y"}) == (
+        "X is a set, which has no row order; pass a list, an array, a Series or a DataFrame.")
+    assert refusal(TypeError, 5) == (
+        "X is a int; expected an iterable of texts (list, numpy array, pandas or polars Series) or a DataFrame of "
+        "text columns.")
+    assert refusal(ValueError, []) == "Found array with 0 sample(s) while a minimum of 1 is required by BertEmbedder."
+
+    def first_name(X):
+        return BertEmbedder(tiny_bert, pooling="mean", layers=-1).fit(X).get_feature_names_out()[0]
+
+    assert first_name(pl.Series("review", ["a cat"])) == "review_mean_00"  # a polars Series's name, like pandas'
+    assert first_name(pd.Series(["a cat"], name="")) == "text_mean_00"  # an empty name is no name
+    assert first_name(pd.Series(["a cat"], name="body")) == "body_mean_00"
+
+    class Texts(list):  # a list that happens to carry a name attribute is still just a list
+        name = "not a series"
+
+    assert first_name(Texts(["a cat"])) == "text_mean_00"
+
+
+def test_fit_builds_the_recipe_from_the_parameters(tiny_bert):
+    from bertfeat.models import resolve_model
+
+    spec = resolve_model(tiny_bert)
+    r = BertEmbedder(tiny_bert).fit(TEXTS).recipe_
+    assert (r.model, r.num_layers, r.hidden_size) == (spec.label, 3, 32)
+    assert r.stride == 0  # truncate: no stride in the recipe, whatever the default would be
+    assert BertEmbedder(tiny_bert, layers=[3, 1], layer_agg="concat").fit(TEXTS).recipe_.layers == (3, 1)
+    assert BertEmbedder(tiny_bert, layers=[3, 1]).fit(TEXTS).recipe_.layers == (1, 3)  # mean: order-free, sorted
+    # the default stride is a quarter of the window (max_length minus the two special tokens), rounded down
+    assert BertEmbedder(tiny_bert, long_text="chunk", max_length=16).fit(TEXTS).recipe_.stride == 3
+    assert BertEmbedder(tiny_bert, long_text="chunk", max_length=5).fit(TEXTS).recipe_.stride == 0
+    assert BertEmbedder(tiny_bert, long_text="chunk", max_length=16, stride=0).fit(TEXTS).recipe_.stride == 0
+    assert BertEmbedder(tiny_bert, long_text="chunk", max_length=16, stride=13).fit(TEXTS).recipe_.stride == 13
+    with pytest.raises(ValueError) as info:
+        BertEmbedder(tiny_bert, long_text="chunk", max_length=16, stride=14).fit(TEXTS)
+    assert str(info.value) == ("stride=14 is not valid: expected an int from 0 to 13 (tokens shared by consecutive "
+                               "windows of max_length=16), or None for a quarter of the window.")
+    assert BertEmbedder(tiny_bert, max_length=4).fit(TEXTS).recipe_.max_length == 4  # the smallest window
+    with pytest.raises(ValueError) as info:
+        BertEmbedder(tiny_bert, max_length=3).fit(TEXTS)
+    assert str(info.value) == ("max_length=3 is not valid: expected an int from 4 to the model's limit of 64 tokens, "
+                               "or None for that limit.")
+    with pytest.raises(ValueError) as info:
+        BertEmbedder(tiny_bert, stride=2).fit(TEXTS)
+    assert str(info.value) == ("stride=2 applies to long_text='chunk' only (long_text='truncate' embeds one window per "
+                               "text); pass long_text='chunk' as well, or leave stride=None.")
+
+
+def test_fit_resolves_the_model_with_trust_remote_code_as_given(tiny_bert, monkeypatch):
+    import bertfeat.models
+
+    seen = []
+    real = bertfeat.models.resolve_model
+
+    def resolve(model, trust_remote_code=False):
+        seen.append(trust_remote_code)
+        return real(model, trust_remote_code=trust_remote_code)
+
+    monkeypatch.setattr(bertfeat.models, "resolve_model", resolve)
+    BertEmbedder(tiny_bert, trust_remote_code=True).fit(TEXTS)
+    BertEmbedder(tiny_bert).fit(TEXTS)
+    assert seen == [True, False]

@@ -168,3 +168,35 @@ def test_a_model_that_returns_fewer_batches_than_it_was_sent_is_an_error():
     with pytest.raises(RuntimeError) as info:
         encode([f"text {i}" for i in range(30)], make_recipe(), lambda: backend, batch_tokens=20)
     assert str(info.value) == "bertfeat: the model returned fewer batches than were sent to it."
+
+
+def test_prompt_refusals_and_the_note_word_for_word(tiny_bert, prompted_bert, monkeypatch):
+    import bertfeat.embedder
+
+    for bad in ("", 3):
+        with pytest.raises(ValueError) as info:
+            BertEmbedder(prompted_bert, prompt_name=bad).fit(TEXTS)
+        assert str(info.value) == (f"prompt_name={bad!r} is not valid: expected the name of one of the model's "
+                                   "prompts (`bertfeat info MODEL` lists them) or None.")
+    with pytest.raises(ValueError) as info:
+        BertEmbedder(prompted_bert, prefix="x: ", prompt_name="query").fit(TEXTS)
+    assert str(info.value) == ("prefix='x: ' and prompt_name='query' both set the text put before each text; pass "
+                               "only one of them.")
+    monkeypatch.setattr(bertfeat.embedder, "_PROMPTS_NOTED", set())  # the note comes once per process
+    with pytest.warns(UserWarning) as record:
+        BertEmbedder(prompted_bert).fit(TEXTS)
+    assert [str(w.message) for w in record] == [
+        f"model={prompted_bert!r} defines prompts that its authors put before texts: 'query' ('query: '), "
+        "'classification' ('classification: '). Pass prompt_name= (or prefix=) to use one; without one, texts are "
+        "embedded as they are."]
+
+
+def test_the_prompts_note_points_at_the_callers_line(prompted_bert, monkeypatch):
+    """Deselected under mutmut (its trampoline adds a frame); scripts/plant_mutants.py runs it on _resolve_prefix."""
+    import bertfeat.embedder
+
+    monkeypatch.setattr(bertfeat.embedder, "_PROMPTS_NOTED", set())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        BertEmbedder(prompted_bert).fit(TEXTS)
+    assert [w.filename for w in caught if "defines prompts" in str(w.message)] == [__file__]
