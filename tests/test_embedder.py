@@ -655,3 +655,33 @@ def test_fit_resolves_the_model_with_trust_remote_code_as_given(tiny_bert, monke
     BertEmbedder(tiny_bert, trust_remote_code=True).fit(TEXTS)
     BertEmbedder(tiny_bert).fit(TEXTS)
     assert seen == [True, False]
+
+
+def test_runtime_parameters_are_checked_at_their_bounds_word_for_word(tiny_bert, tmp_path):
+    from pathlib import Path
+
+    def refusal(**kw):
+        with pytest.raises(ValueError) as info:
+            BertEmbedder(tiny_bert, **kw).fit(TEXTS)
+        return str(info.value)
+
+    BertEmbedder(tiny_bert, batch_tokens=1).fit(TEXTS)  # the smallest budget (one sequence a pass)
+    assert refusal(batch_tokens=0) == "batch_tokens=0 is not valid: expected a positive int or None."
+    assert refusal(cache_dir=3) == "cache_dir=3 is not valid: expected a directory path or None."
+    BertEmbedder(tiny_bert, cache_dir=Path(tmp_path / "c1")).fit(TEXTS)  # a path object is a path
+    assert (tmp_path / "c1").is_dir()
+    assert refusal(cache_dir=" ") == ("cache_dir=' ' is not valid: an empty path would make the current directory a "
+                                      "cache. Pass a directory path, or cache_dir=None for no cache.")
+    assert refusal(cache_all_layers="yes") == "cache_all_layers='yes' is not valid: expected True or False."
+    assert refusal(cache_all_layers=True) == (
+        "cache_all_layers=True stores every layer in the cache, but cache_dir is None: pass cache_dir= as well "
+        "(without a cache there is nothing to share, and cache_all_layers=False is faster).")
+    BertEmbedder(tiny_bert, cache_all_layers=True, cache_dir=str(tmp_path / "c2")).fit(TEXTS)
+
+
+def test_a_refit_on_unnamed_input_forgets_the_old_column_names(tiny_bert):
+    est = BertEmbedder(tiny_bert).fit(pd.DataFrame({"a": TEXTS}))
+    assert list(est.feature_names_in_) == ["a"]
+    est.fit(TEXTS)
+    assert not hasattr(est, "feature_names_in_") and est.text_columns_ == ["text"]
+    est.transform(TEXTS)  # no warning about lost names: they were forgotten
