@@ -24,7 +24,7 @@ PY=${PYTHON:-$ROOT/.venv/bin/python}
 JOBS=${MUTANTS_JOBS:-1}
 
 # module | files mutated | tests selected (the fast ones that pin its values)
-# (embedder deselects the test of the warning's stacklevel: under mutmut every call goes through a trampoline frame
+# (embedder deselects the two tests of warnings' stacklevel: under mutmut every call goes through a trampoline frame
 # outside bertfeat, so the warning points one frame off for every mutant; tests/README.md says how it is checked.)
 MODULES="
 pooling  | bertfeat/pooling.py  | tests/test_pooling.py tests/test_all_layers.py
