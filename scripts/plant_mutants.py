@@ -62,6 +62,11 @@ def _replace_function(source: str, target: str, new: str) -> str:
     raise SystemExit(f"no function {target!r} in the source")
 
 
+def _pytest(scratch: str, tests: list[str], env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
+                          cwd=scratch, env=env, capture_output=True, text=True)
+
+
 def main(argv: list[str]) -> int:
     only = None
     if argv[:1] and argv[0].startswith("--only="):  # --only=3,17: just those mutants
@@ -90,24 +95,19 @@ def main(argv: list[str]) -> int:
         for part in ("bertfeat", "tests", "pyproject.toml"):
             src = ROOT / part
             (shutil.copytree if src.is_dir() else shutil.copy)(src, Path(scratch) / part)
-        base = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
-                              cwd=scratch, env=env, capture_output=True, text=True)
-        if base.returncode != 0:
-            print(f"the tests fail on the unmutated code:\n{base.stdout[-2000:]}", file=sys.stderr)
-            return 2
-        # the original, put in place the same way, must pass: else a "killed" could be a broken substitution
-        for name, text in control.items():
-            (Path(scratch) / file).write_text(_replace_function(original, function, text))
-            run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
-                                 cwd=scratch, env=env, capture_output=True, text=True)
+        # the untouched code, then mutmut's copy of the original put in place the way each mutant will be, must
+        # pass: else a "killed" below could be a failing test or a broken substitution
+        checks = [("the unmutated code", None)] + [("the original put back in place", t) for t in control.values()]
+        for what, text in checks:
+            if text is not None:
+                (Path(scratch) / file).write_text(_replace_function(original, function, text))
+            run = _pytest(scratch, tests, env)
             if run.returncode != 0:
-                print(f"the original put back in place fails:\n{run.stdout[-2000:]}", file=sys.stderr)
+                print(f"the tests fail on {what}:\n{run.stdout[-2000:]}", file=sys.stderr)
                 return 2
         for name, text in mutants.items():
             (Path(scratch) / file).write_text(_replace_function(original, function, text))
-            run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
-                                 cwd=scratch, env=env, capture_output=True, text=True)
-            verdict = "killed" if run.returncode != 0 else "survived"
+            verdict = "killed" if _pytest(scratch, tests, env).returncode != 0 else "survived"
             print(f"{name}: {verdict}", flush=True)
             if verdict == "survived":
                 survived.append(name)
