@@ -135,3 +135,23 @@ def make_recipe(**overrides) -> Recipe:
 @pytest.fixture
 def counting_backend():
     return CountingBackend()
+
+
+@pytest.fixture
+def progress_bars(monkeypatch):
+    """Spy on encode's progress bars: one record per bar made, with ``bar``, ``asked`` (the ``enabled`` encode
+    passed) and ``shown`` (whether it showed when made: closing a bar disables it, so read it then)."""
+    from types import SimpleNamespace
+
+    import bertfeat.encode as enc
+
+    made = []
+    real = enc._progress_bar
+
+    def spy(total, enabled):
+        bar = real(total, enabled)
+        made.append(SimpleNamespace(bar=bar, asked=enabled, shown=not bar.disable))
+        return bar
+
+    monkeypatch.setattr(enc, "_progress_bar", spy)
+    return made

@@ -193,14 +193,11 @@ def test_checkpoint_seconds_is_checked(tiny_bert, tmp_path):
     assert not list(tmp_path.glob("o.parquet*"))
 
 
-def test_batches_from_the_journal_count_on_the_progress_bar_and_give_the_same_features(tmp_path, monkeypatch):
+def test_batches_from_the_journal_count_on_the_progress_bar_and_give_the_same_features(tmp_path, progress_bars):
     import bertfeat.encode as enc
     from bertfeat import journal as journals
     from tests.conftest import CountingBackend, make_recipe
 
-    bars = []
-    real = enc._progress_bar
-    monkeypatch.setattr(enc, "_progress_bar", lambda total, enabled: bars.append(real(total, enabled)) or bars[-1])
     texts = [f"text number {i}" for i in range(12)]
     first = CountingBackend()
     with journals.use(BatchJournal(tmp_path / "j", every=0)):
@@ -210,4 +207,5 @@ def test_batches_from_the_journal_count_on_the_progress_bar_and_give_the_same_fe
         got, _ = enc.encode(texts, make_recipe(), lambda: again, batch_tokens=40, progress=True)
     assert first.forward_calls > 1 and again.forward_calls == 0 and journal.reused == first.forward_calls
     np.testing.assert_array_equal(got, want)
-    assert bars[1].total == bars[1].n == len(texts)  # every text counted, though none went to the model
+    again_bar = progress_bars[1].bar
+    assert again_bar.total == again_bar.n == len(texts)  # every text counted, though none went to the model

@@ -22,6 +22,13 @@ def emb(tiny_bert):
     return BertEmbedder(tiny_bert)
 
 
+def fit_refusal(model, exc, X=TEXTS, **params):
+    """The text of the ``exc`` that ``BertEmbedder(model, **params).fit(X)`` raises."""
+    with pytest.raises(exc) as info:
+        BertEmbedder(model, **params).fit(X)
+    return str(info.value)
+
+
 def test_output_is_float32_with_one_row_per_text(emb):
     X = emb.fit_transform(TEXTS)
     assert X.dtype == np.float32 and X.shape == (4, 64)  # default: CLS and mean of the last four layers
@@ -452,23 +459,26 @@ def test_the_loader_checks_the_files_and_passes_every_setting_on(tiny_bert, monk
     import bertfeat.backend
     import bertfeat.models
 
-    est = BertEmbedder(tiny_bert, device="cpu", dtype="float32", trust_remote_code=True).fit(TEXTS)
-    seen = {}
+    resolved, backends = [], []
     real_resolve = bertfeat.models.resolve_model
 
     def resolve(model, trust_remote_code=False):
-        seen["resolve"] = (model, trust_remote_code)
+        resolved.append((model, trust_remote_code))
         return real_resolve(model, trust_remote_code=trust_remote_code)
 
     def backend(spec, device, dtype, trust):
-        seen["backend"] = (spec.path, device, dtype, trust)
+        backends.append((spec.path, device, dtype, trust))
         return "a backend"
 
     monkeypatch.setattr(bertfeat.models, "resolve_model", resolve)
     monkeypatch.setattr(bertfeat.backend, "get_backend", backend)
+    est = BertEmbedder(tiny_bert, device="cpu", dtype="float32", trust_remote_code=True).fit(TEXTS)
+    assert resolved == [(tiny_bert, True)]  # at fit, as given
     assert est._backend_loader()() == "a backend"
-    assert seen["resolve"] == (tiny_bert, True)  # a model with its own code must load as it was resolved at fit
-    assert seen["backend"][1:] == ("cpu", "float32", True)
+    assert resolved[1:] == [(tiny_bert, True)]  # a model with its own code must load as it was resolved at fit
+    assert [b[1:] for b in backends] == [("cpu", "float32", True)]
+    BertEmbedder(tiny_bert).fit(TEXTS)
+    assert resolved[2:] == [(tiny_bert, False)]  # and not trusted unless asked
 
 
 # -- transform's column checks, warnings and wiring ------------------------------------------------------------------
@@ -581,10 +591,8 @@ def test_a_model_whose_files_changed_since_fit_is_refused(tiny_bert, tmp_path):
 def test_input_containers_are_named_and_refused_word_for_word(tiny_bert):
     import polars as pl
 
-    def refusal(exc, X, **kw):
-        with pytest.raises(exc) as info:
-            BertEmbedder(tiny_bert, **kw).fit(X)
-        return str(info.value)
+    def refusal(exc, X, **params):
+        return fit_refusal(tiny_bert, exc, X, **params)
 
     assert refusal(TypeError, "one text") == "Iterable over raw text documents expected, string object received."
     assert refusal(ValueError, ["x"], columns=["a"]) == (
@@ -641,29 +649,11 @@ def test_fit_builds_the_recipe_from_the_parameters(tiny_bert):
                                "text); pass long_text='chunk' as well, or leave stride=None.")
 
 
-def test_fit_resolves_the_model_with_trust_remote_code_as_given(tiny_bert, monkeypatch):
-    import bertfeat.models
-
-    seen = []
-    real = bertfeat.models.resolve_model
-
-    def resolve(model, trust_remote_code=False):
-        seen.append(trust_remote_code)
-        return real(model, trust_remote_code=trust_remote_code)
-
-    monkeypatch.setattr(bertfeat.models, "resolve_model", resolve)
-    BertEmbedder(tiny_bert, trust_remote_code=True).fit(TEXTS)
-    BertEmbedder(tiny_bert).fit(TEXTS)
-    assert seen == [True, False]
-
-
 def test_runtime_parameters_are_checked_at_their_bounds_word_for_word(tiny_bert, tmp_path):
     from pathlib import Path
 
-    def refusal(**kw):
-        with pytest.raises(ValueError) as info:
-            BertEmbedder(tiny_bert, **kw).fit(TEXTS)
-        return str(info.value)
+    def refusal(**params):
+        return fit_refusal(tiny_bert, ValueError, **params)
 
     BertEmbedder(tiny_bert, batch_tokens=1).fit(TEXTS)  # the smallest budget (one sequence a pass)
     assert refusal(batch_tokens=0) == "batch_tokens=0 is not valid: expected a positive int or None."

@@ -75,19 +75,16 @@ def test_invalid_unicode_is_an_error_naming_the_row():
         "s.encode('utf-8', 'replace').decode('utf-8').")
 
 
-def test_the_all_layers_route_passes_on_the_batch_budget_row_names_and_progress(monkeypatch):
+def test_the_all_layers_route_passes_on_the_batch_budget_row_names_and_progress(progress_bars):
     import bertfeat.encode as enc
 
-    shown = []
-    real = enc._progress_bar
-    monkeypatch.setattr(enc, "_progress_bar", lambda total, enabled: shown.append(enabled) or real(total, enabled))
     texts = [f"text number {i}" for i in range(10)]
     backend = CountingBackend()
     enc.encode(texts, make_recipe(), lambda: backend, all_layers=True, batch_tokens=40, progress=True)
     assert max(sum(b) for b in backend.batches) <= 40 and backend.forward_calls > 3
     enc.encode(texts, make_recipe(), lambda: CountingBackend(), all_layers=True)
     enc.encode(texts, make_recipe(), lambda: CountingBackend())
-    assert shown == [True, False, False]  # asked for; then encode's default: no bar
+    assert [b.asked for b in progress_bars] == [True, False, False]  # asked for; then encode's default: no bar
     with pytest.raises(ValueError, match=r"^line 8 is missing"):
         enc.encode(["a", None], make_recipe(), lambda: CountingBackend(), all_layers=True,
                    row_name=lambda i: f"line {i + 7}")

@@ -415,14 +415,7 @@ def test_prefetch_starts_with_an_eighth_of_a_chunk_and_a_plain_backend_tokenizes
     assert sizes == [1, 2, 4, 8, 8, 8, 8, 1]
 
 
-def test_the_progress_bar_counts_every_sequence_sent_to_the_model_and_obeys_progress(monkeypatch):
-    import bertfeat.encode as enc
-
-    bars, shown = [], []  # each bar made, and whether it showed when made (closing a bar disables it)
-    real = enc._progress_bar
-    monkeypatch.setattr(enc, "_progress_bar",
-                        lambda total, enabled: bars.append(real(total, enabled)) or shown.append(not bars[-1].disable)
-                        or bars[-1])
+def test_the_progress_bar_counts_every_sequence_sent_to_the_model_and_obeys_progress(progress_bars):
     # 3 distinct texts in windows of 10 tokens: 11 characters -> 2 windows, 30 -> 3, 12 -> 2
     texts = ["a short one", "x" * 30, "another text", "a short one"]
     backend = CountingBackend()
@@ -431,8 +424,8 @@ def test_the_progress_bar_counts_every_sequence_sent_to_the_model_and_obeys_prog
     encode(texts, recipe, lambda: backend, progress=True)
     assert backend.rows == 7
     encode(texts[:2], recipe, lambda: backend, progress=False)
-    (on, _off) = bars
-    assert shown == [True, False]
+    (on, _off) = [b.bar for b in progress_bars]
+    assert [b.shown for b in progress_bars] == [True, False]
     assert on.total == on.n == 7  # every window sent to the model, over all chunks, each counted once
 
 
