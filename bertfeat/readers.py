@@ -24,6 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from bertfeat.quotes import QuoteScanner, open_quote_line
+
 CSV_SUFFIXES = tuple(f"{base}{codec}" for base in (".csv", ".tsv") for codec in ("", ".gz", ".bz2", ".zst"))
 PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
 CSV_NULLS = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None", "<NA>"]
@@ -92,14 +94,13 @@ def open_decompressed(path: Path, raw=None):
 
 class _CountingFile:
     """A read-only file wrapper over the decompressed stream that counts the compressed bytes read (for a progress
-    fraction), whether the stream has ended, and the quote characters seen (an odd count at the end means a quote
-    was left open)."""
+    fraction), and follows whether the stream has ended and whether it ends inside a quoted value."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, delimiter: str):
         self._raw = open(path, "rb")
         self.size = os.fstat(self._raw.fileno()).st_size
         self._fh = open_decompressed(path, self._raw)
-        self.quotes = 0
+        self.quotes = QuoteScanner(delimiter)
         self.eof = False
         self.closed = False
 
@@ -114,7 +115,7 @@ class _CountingFile:
         data = self._fh.read(n)
         if not data:
             self.eof = True
-        self.quotes += data.count(b'"')
+        self.quotes.feed(data)
         return data
 
     def readable(self):
@@ -229,7 +230,7 @@ class InputReader:
     def _open_csv(self, block_size: int = BLOCK_BYTES):
         import pyarrow.csv as pcsv
 
-        self._counting = _CountingFile(self.files[0])
+        self._counting = _CountingFile(self.files[0], self.delimiter)
         read, parse, convert = self._csv_options(block_size)
         return pcsv.open_csv(pa.PythonFile(self._counting, mode="r"), read_options=read, parse_options=parse,
                              convert_options=convert)
@@ -238,7 +239,6 @@ class InputReader:
         self.header = self._csv_header()
         _refuse_duplicates(self.header, self.path)
         self._check_columns(pa.schema([(c, pa.string()) for c in self.header]))
-        self._quotes_checked = False
         block = BLOCK_BYTES
         while True:
             try:
@@ -293,7 +293,7 @@ class InputReader:
                 except csv.Error as scan_exc:
                     if "end of data" not in str(scan_exc):
                         return f"{self.path} is malformed at line {reader.line_num}: {scan_exc}."
-                    opened = _open_quote_line(self._text, last_end, self.delimiter)
+                    opened = open_quote_line(self._text, last_end, self.delimiter)
                     return (f"{self.path} is malformed: a quote opened at line {opened} is never closed, so the rest "
                             "of the file would be one value; close the quote (or double it, \"\", inside a quoted "
                             "value).")
@@ -372,12 +372,12 @@ class InputReader:
                             skip -= batch.num_rows
                             continue
                         batch, skip = batch.slice(skip), 0
-                    if self._counting.eof and self._counting.quotes % 2:
-                        self._check_quotes()
+                    if self._counting.eof and self._counting.quotes.ends_open:
+                        raise ValueError(self._csv_problem(None))  # before the last rows, which hold the rest
                     delivered += batch.num_rows
                     yield batch.select(self.columns)
-                if self._counting.quotes % 2:
-                    self._check_quotes()
+                if self._counting.quotes.ends_open:
+                    raise ValueError(self._csv_problem(None))
                 return
             except pa.ArrowInvalid as exc:
                 if "straddl" in str(exc) and block < MAX_BLOCK_BYTES:
@@ -389,41 +389,6 @@ class InputReader:
             finally:
                 if self._counting is not None:
                     self._counting.close()
-
-    def _check_quotes(self) -> None:
-        """An odd number of quote characters: either a quote left open (an error) or a quote inside an unquoted
-        value (legal): Python's csv module, strict, tells which."""
-        if self._quotes_checked:
-            return
-        self._quotes_checked = True
-        message = self._csv_problem(None)
-        if "never closed" in message:
-            raise ValueError(message)
-
-
-def _open_quote_line(opener, record_start: int, delimiter: str) -> int:
-    """The line where the quote left open in the record after line ``record_start`` opened."""
-    line, at_field_start, in_quote, opened, prev_quote = record_start + 1, True, False, None, False
-    with opener() as fh:
-        for _ in range(record_start):
-            fh.readline()
-        for ch in iter(lambda: fh.read(1 << 16), ""):
-            for c in ch:
-                if in_quote:
-                    if c == '"':
-                        in_quote, prev_quote = False, True
-                    elif c == "\n":
-                        line += 1
-                    continue
-                if c == '"' and (at_field_start or prev_quote):
-                    in_quote, opened = True, line if at_field_start else opened
-                    at_field_start = prev_quote = False
-                    continue
-                prev_quote = False
-                at_field_start = c in (delimiter, "\n", "\r")
-                if c == "\n":
-                    line += 1
-    return opened or record_start + 1
 
 
 def _plain_text(t: pa.DataType) -> bool:

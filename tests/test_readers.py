@@ -207,3 +207,72 @@ def test_random_tables_read_back_as_pythons_csv_module_reads_them(tmp_path, rows
             else:
                 assert g == w
     assert np.all([isinstance(v, (str, type(None))) for r in got for v in r])  # kept columns stay text
+
+
+@pytest.mark.parametrize("body, line", [
+    ('1,5" screen\n2,"open\n3,more\n4,x\n', 3),  # a literal quote before: the file's quote count is even
+    ('1,"a ""b"" c"\n2,x" y\n3,"open\n4,z\n', 4),
+    ('1,x\n2,"open "" still open\n3,y\n', 3),  # a doubled quote inside the open value
+    ('1,a"b"c\n2,"open', 3),  # no line break at the end
+])
+def test_a_quote_left_open_is_found_whatever_other_quotes_the_file_holds(tmp_path, body, line):
+    src = tmp_path / "q.csv"
+    src.write_text("id,review\n" + body)
+    with pytest.raises(ValueError, match=rf"quote opened at line {line} is never closed"):
+        read(src, ["id", "review"])
+
+
+
+def test_an_open_quote_is_refused_before_any_row_is_delivered_and_a_bom_opens_no_quote(tmp_path):
+    src = tmp_path / "q.csv"
+    src.write_text('id,review\n1,5" screen\n2,"open\n3,more\n')
+    reader = InputReader(str(src), ["id", "review"], 1, ["review"], infer_types=False)
+    delivered = []
+    with pytest.raises(ValueError, match="quote opened at line 3"):
+        for batch in reader.batches():
+            delivered.append(batch)
+    assert delivered == []  # the garbled last row (the rest of the file as one text) never reaches the caller
+    # a quoted first name right after a BOM is a quoted value: read as the quotes say, not as a quote left open
+    bom = tmp_path / "bom.csv"
+    bom.write_bytes('\ufeff"a\n"",",label,text\n1,2,3\n'.encode())
+    table, _ = read(bom, ['a\n",', "label", "text"])
+    assert table.to_pylist() == [{'a\n",': "1", "label": "2", "text": "3"}]
+
+# -- property: a quote left open is found wherever it is, and only then --------------------------------------------
+
+unquoted_field = st.text("xy5 \"'", min_size=1, max_size=6).map(lambda s: "x" + s)  # a quote inside is a character
+quoted_field = st.text("xy,;\t\n\"", max_size=6).map(lambda s: '"' + s.replace('"', '""') + '"')
+open_field = st.text("xy,;\t\n\"", max_size=6).map(lambda s: '"' + s.replace('"', '""'))  # never closes
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.lists(st.one_of(unquoted_field, quoted_field), min_size=3, max_size=3), max_size=6),
+       open_at=st.none() | st.integers(0, 2), sep=st.sampled_from([",", "\t"]), eol=st.sampled_from(["\n", "\r\n"]),
+       bom=st.booleans(), first_name=st.none() | quoted_field.filter(lambda f: len(f) > 2),
+       cut=st.integers(1, 8) | st.integers(9, 4096), data=st.data())
+def test_a_quote_left_open_is_found_wherever_it_is_and_only_then(tmp_path, rows, open_at, sep, eol, bom, first_name,
+                                                                 cut, data):
+    from bertfeat.quotes import QuoteScanner
+
+    header = [first_name or "id", "label", "text"]  # a quoted name right after the BOM opens a value
+    names = next(csv.reader([sep.join(header)], delimiter=sep))
+    text = eol.join(sep.join(r) for r in [header, *rows]) + eol
+    if open_at is not None:  # a last record whose field open_at opens a quote that is never closed
+        text += "".join(data.draw(unquoted_field) + sep for _ in range(open_at))
+        line = text.count("\n") + 1
+        text += data.draw(open_field) + data.draw(st.sampled_from(["", eol, eol + "x" + sep + "y"]))
+    raw = ("\ufeff" if bom else "").encode() + text.encode()
+    path = tmp_path / ("p.tsv" if sep == "\t" else "p.csv")
+    path.write_bytes(raw)
+
+    scanner = QuoteScanner(sep)  # fed in pieces of any size, it sees what the whole file shows
+    for i in range(0, len(raw), cut):
+        scanner.feed(raw[i:i + cut])
+    assert scanner.ends_open == (open_at is not None)
+    if open_at is not None:
+        with pytest.raises(ValueError, match=rf"quote opened at line {line} is never closed"):
+            read(path, names)
+    else:
+        table, _ = read(path, names)
+        oracle = list(csv.reader(io.StringIO(text, newline=""), delimiter=sep))[1:]
+        assert [list(r.values()) for r in table.to_pylist()] == oracle

@@ -1,0 +1,92 @@
+"""Quotes in a CSV stream: whether it ends inside a quoted value, and the line where that value opened.
+
+pyarrow reads a quote left open at the end of a file as one last value holding the rest of the file, without a
+word. :class:`QuoteScanner` follows the stream as the reader reads it (quotes as pyarrow and Python's csv module
+parse them: a quote opens a quoted value only at the start of a field; inside one, a doubled quote is a quote
+character and a single one closes it; anywhere else a quote is a plain character), so the reader can refuse such a
+file before it delivers its last rows. Counting quote characters cannot: one literal quote elsewhere (``5" screen``)
+makes the count even. :func:`open_quote_line` names the line for the error message.
+"""
+
+from __future__ import annotations
+
+import codecs
+
+QUOTE = 0x22
+
+
+class QuoteScanner:
+    """Feed it the decompressed bytes of a CSV file in order, in pieces of any size; :attr:`ends_open` then says
+    whether the file ends inside a quoted value. Costs one ``bytes.find`` per quote character."""
+
+    def __init__(self, delimiter: str):
+        self._field_starts = {ord(delimiter), 0x0A, 0x0D}  # after these bytes a field starts
+        self._in_quote = False
+        self._quote_ends_piece = False  # inside a quoted value, the last piece ended on a quote: the next byte decides
+        self._prev: int | None = None  # the last byte seen; None at the start of the file
+        self._head: bytes | None = b""  # the first bytes, until they are known to be (or not be) a UTF-8 BOM
+
+    @property
+    def ends_open(self) -> bool:
+        """Whether the bytes fed so far end inside a quoted value (a final quote closes it)."""
+        return self._in_quote and not self._quote_ends_piece
+
+    def feed(self, data: bytes) -> None:
+        if self._head is not None:  # a BOM is not part of the first field: a quote right after it opens one
+            self._head += data
+            if len(self._head) < len(codecs.BOM_UTF8) and codecs.BOM_UTF8.startswith(self._head):
+                return
+            data = self._head[len(codecs.BOM_UTF8):] if self._head.startswith(codecs.BOM_UTF8) else self._head
+            self._head = None
+        if not data:
+            return
+        i, n = 0, len(data)
+        if self._quote_ends_piece:
+            self._quote_ends_piece = False
+            if data[0] == QUOTE:
+                i = 1  # a doubled quote, split between two pieces: still inside
+            else:
+                self._in_quote = False
+        while i < n:
+            j = data.find(b'"', i)
+            if j < 0:
+                break
+            if self._in_quote:
+                if j + 1 == n:
+                    self._quote_ends_piece = True
+                    break
+                if data[j + 1] == QUOTE:
+                    i = j + 2
+                    continue
+                self._in_quote = False
+            else:
+                prev = data[j - 1] if j else self._prev
+                self._in_quote = prev is None or prev in self._field_starts
+            i = j + 1
+        self._prev = data[-1]
+
+
+def open_quote_line(opener, record_start: int, delimiter: str) -> int:
+    """The line where the quote left open in the record after line ``record_start`` opened (``opener()`` opens the
+    file as text, with ``newline=""``)."""
+    line, at_field_start, in_quote, opened, prev_quote = record_start + 1, True, False, None, False
+    with opener() as fh:
+        for _ in range(record_start):
+            fh.readline()
+        for ch in iter(lambda: fh.read(1 << 16), ""):
+            for c in ch:
+                if in_quote:
+                    if c == '"':
+                        in_quote, prev_quote = False, True
+                    elif c == "\n":
+                        line += 1
+                    continue
+                if c == '"' and (at_field_start or prev_quote):
+                    in_quote, opened = True, line if at_field_start else opened
+                    at_field_start = prev_quote = False
+                    continue
+                prev_quote = False
+                at_field_start = c in (delimiter, "\n", "\r")
+                if c == "\n":
+                    line += 1
+    return opened or record_start + 1
