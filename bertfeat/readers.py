@@ -159,7 +159,10 @@ class InputReader:
                 "files": [[str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns] for f in self.files]}
 
     def fraction_done(self) -> float | None:
+        """The fraction of a CSV file's (compressed) bytes read so far; None for parquet (``total_rows`` is known)."""
         if self._counting is not None and self._counting.size:
+            if self._counting.eof:  # all read (and maybe closed already, before the last chunk is delivered)
+                return 1.0
             return min(1.0, self._counting.read_bytes / self._counting.size)
         return None
 
@@ -408,6 +411,5 @@ def _refuse_duplicates(names: list[str], where: str) -> None:
 
 
 def _as_batch(table: pa.Table) -> pa.RecordBatch:
-    table = table.combine_chunks()
-    batches = table.to_batches()
-    return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=table.schema)
+    """One record batch of a table of at least one row."""
+    return table.combine_chunks().to_batches()[0]

@@ -36,7 +36,7 @@ embedder | bertfeat/embedder.py bertfeat/inputs.py | tests/test_embedder.py test
 arrow    | bertfeat/arrow.py    | tests/test_arrow_batches.py tests/test_arrow.py
 cache    | bertfeat/cache.py    | tests/test_cache.py tests/test_cli_cache.py
 files    | bertfeat/files.py bertfeat/resume.py | tests/test_cli.py tests/test_cli_files.py tests/test_checkpoints.py
-readers  | bertfeat/readers.py  | tests/test_readers.py tests/test_cli_inputs.py
+readers  | bertfeat/readers.py bertfeat/quotes.py | tests/test_readers_values.py tests/test_readers.py tests/test_cli_inputs.py
 output   | bertfeat/output.py   | tests/test_output.py tests/test_cli_files.py tests/test_cli.py tests/test_inputs.py
 probe    | bertfeat/probe.py    | tests/test_probe.py
 ray      | bertfeat/ray.py      | tests/test_ray.py tests/test_ray_optional.py

@@ -1,0 +1,310 @@
+"""bertfeat.readers by value: which files an input names, every refusal word for word, the chunk cuts at their
+bounds, the read restarted with a bigger block after rows were delivered, progress, the job's fingerprint. No model."""
+
+import bz2
+import gzip
+import os
+import random
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from bertfeat import readers
+from bertfeat.readers import InputReader, _codec, _plain_text, resolve_input
+
+
+def refusal(call, *args, **kw) -> str:
+    with pytest.raises(ValueError) as info:
+        call(*args, **kw)
+    return str(info.value)
+
+
+def read_all(reader):
+    batches = list(reader.batches())
+    return pa.Table.from_batches(batches, schema=reader.schema), [b.num_rows for b in batches]
+
+
+def csv_reader(path, columns, chunk_rows=1000, text_cols=None, **kw):
+    kw.setdefault("infer_types", False)
+    return InputReader(str(path), columns, chunk_rows, text_cols or [columns[-1]], **kw)
+
+
+def write_parquet(path, **columns):
+    pq.write_table(pa.table(columns), path)
+    return path
+
+
+# -- which files ---------------------------------------------------------------------------------------------------
+
+def test_an_input_names_one_csv_or_parquet_files_and_anything_else_is_refused_word_for_word(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("one.CSV").write_text("t\na\n")
+    assert resolve_input("one.CSV") == ("csv", [Path("one.CSV")])  # suffixes in any case
+    d = Path("d")
+    (d / "sub").mkdir(parents=True)
+    for name in ("b.parquet", "a.PQ", "sub/c.parq"):
+        write_parquet(d / name, t=["x"])
+    (d / "notes.txt").write_text("not data")
+    assert resolve_input("d") == ("parquet", [d / "a.PQ", d / "b.parquet", d / "sub" / "c.parq"])  # sorted, nested
+    (d / "x.parquet.dir").mkdir()  # a folder the glob matches is not a file
+    assert resolve_input("d/*.parquet*") == ("parquet", [d / "b.parquet"])
+
+    with pytest.raises(FileNotFoundError, match=r"^input 'nope/\*\.parquet' matches no files\.$"):
+        resolve_input("nope/*.parquet")
+    Path("empty").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"^input directory 'empty' holds no parquet files \(\*\.parquet\)\.$"):
+        resolve_input("empty")
+    with pytest.raises(FileNotFoundError, match=r"^input 'gone\.csv' does not exist\.$"):
+        resolve_input("gone.csv")
+    Path("two.csv").write_text("t\nb\n")
+    assert refusal(resolve_input, "*.[cC][sS][vV]") == (
+        "input '*.[cC][sS][vV]': expected one CSV file (.csv, .csv.gz, .csv.bz2, .csv.zst, .tsv, .tsv.gz, .tsv.bz2, "
+        ".tsv.zst) or parquet files (.parquet, .pq, .parq), got ['one.CSV', 'two.csv'].")
+    assert refusal(resolve_input, "[ot]*").endswith("got ['one.CSV', 'two.csv'].")  # two CSVs: one job per file
+    assert refusal(resolve_input, "d/*").endswith("got ['a.PQ', 'b.parquet', 'notes.txt'].")  # mixed kinds
+    Path("data.json").write_text("{}")
+    assert refusal(resolve_input, "data.json").endswith("got ['data.json'].")
+
+
+def test_codecs_and_delimiters_follow_the_suffix_in_any_case(tmp_path):
+    assert [_codec(Path(n)) for n in ("a.csv.GZ", "a.csv.bz2", "a.tsv.ZST", "a.csv", "a.gz.csv")] == [
+        "gzip", "bz2", "zstd", None, None]
+    for name, sep in (("a.TSV.gz", "\t"), ("a.tsv", "\t"), ("a.csv.gz", ","), ("a.tsv.csv", ","), ("tsv.csv", ",")):
+        data = f"x{sep}y\n1{sep}2\n".encode()
+        (tmp_path / name).write_bytes(gzip.compress(data) if name.lower().endswith(".gz") else data)
+        reader = csv_reader(tmp_path / name, ["x", "y"])
+        assert reader.delimiter == sep, name
+        assert read_all(reader)[0].to_pylist() == [{"x": "1", "y": "2"}]
+
+
+def test_a_declared_delimiter_is_checked_and_refused_for_parquet(tmp_path):
+    src = tmp_path / "a.csv"
+    src.write_text("x,y\n1,2\n")
+    for bad in ('"', "\n", "\r", "", ",,", 9):
+        assert refusal(csv_reader, src, ["x"], delimiter=bad) == (
+            f"delimiter={bad!r} is not valid: expected one character other than a quote or a line break (',' or "
+            "'\\t' or ';').")
+    pq_file = write_parquet(tmp_path / "a.parquet", x=["1"])
+    assert refusal(InputReader, str(pq_file), ["x"], 10, ["x"], delimiter=",") == (
+        f"delimiter=',' applies to CSV input only, and {str(pq_file)!r} is parquet.")
+
+
+def test_the_fingerprint_names_every_file_with_its_size_and_mtime(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("a.csv").write_text("t\nx\n")
+    os.utime("a.csv", ns=(1_000_000_000_123, 2_000_000_000_456))
+    assert csv_reader("a.csv", ["t"]).fingerprint() == {
+        "path": str(tmp_path.resolve() / "a.csv"), "files": [[str(tmp_path.resolve() / "a.csv"), 4, 2_000_000_000_456]]}
+    Path("p").mkdir()
+    write_parquet(Path("p/1.parquet"), t=["x"])
+    write_parquet(Path("p/2.parquet"), t=["y", "z"])
+    glob_print = InputReader("p/*.parquet", ["t"], 10, ["t"]).fingerprint()
+    assert glob_print["path"] == "p/*.parquet"  # a pattern is kept as given: resolving it would be another path
+    assert [f[0] for f in glob_print["files"]] == [str(tmp_path.resolve() / "p" / n) for n in ("1.parquet", "2.parquet")]
+    assert [f[1] for f in glob_print["files"]] == [os.path.getsize(f"p/{n}") for n in ("1.parquet", "2.parquet")]
+    assert InputReader("p", ["t"], 10, ["t"]).fingerprint()["path"] == str(tmp_path.resolve() / "p")
+
+
+# -- refusals, word for word ---------------------------------------------------------------------------------------
+
+def test_headers_that_cannot_be_read_are_refused_word_for_word(tmp_path):
+    cases = {
+        "empty.csv": b"",
+        "blank.csv": b"\n\n",
+        "commas.csv": b",,\n1,2,3\n",
+        "bad-header.csv": b'"a"b,c\n1,2\n',
+        "latin1.csv": "caf\u00e9,b\n1,2\n".encode("latin-1"),
+        "broken.csv.gz": b"not gzip at all",
+    }
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+    p = {name: str(tmp_path / name) for name in cases}
+    assert refusal(csv_reader, p["empty.csv"], ["a"]) == f"{p['empty.csv']} is empty: no header line."
+    assert refusal(csv_reader, p["blank.csv"], ["a"]) == f"{p['blank.csv']} is empty: no header line."
+    assert refusal(csv_reader, p["commas.csv"], ["a"]) == f"{p['commas.csv']} is empty: no header line."
+    assert refusal(csv_reader, p["bad-header.csv"], ["a"]) == (
+        f"{p['bad-header.csv']} has a malformed header: ',' expected after '\"'.")
+    assert refusal(csv_reader, p["latin1.csv"], ["b"]).startswith(
+        f"cannot read {p['latin1.csv']} as UTF-8 CSV: 'utf-8' codec can't decode byte 0xe9")
+    assert refusal(csv_reader, p["broken.csv.gz"], ["a"]).startswith(f"cannot read {p['broken.csv.gz']} as UTF-8 CSV: ")
+    src = tmp_path / "a.csv"
+    src.write_text("id,text\n1,a\n")
+    assert refusal(csv_reader, src, ["text", "label", "x"]) == (
+        f"column(s) ['label', 'x'] not found in {src}; it has columns ['id', 'text'].")
+
+
+@pytest.mark.parametrize("sep", [",", "\t"])
+def test_a_row_of_another_width_is_refused_with_its_line(tmp_path, sep):
+    src = tmp_path / ("w.tsv" if sep == "\t" else "w.csv")
+    src.write_text(sep.join(["id", "text"]) + "\n" + f"1{sep}a\n2{sep}\"two\nlines\"\n3{sep}b{sep}extra\n4{sep}c\n")
+    assert refusal(lambda: read_all(csv_reader(src, ["id", "text"]))) == (
+        f"{src} is malformed at line 5: CSV parse error: Expected 2 columns, got 3: 3{sep}b{sep}extra")
+
+
+def test_a_bad_row_after_the_first_read_block_is_refused_with_its_line(tmp_path):
+    src = tmp_path / "late.csv"
+    n = 150_000  # about 2 MB: the bad row comes after pyarrow's first 1 MB block, while batches are delivered
+    with open(src, "w") as fh:
+        fh.write("id,text\n")
+        fh.writelines(f"{i},row {i}\n" for i in range(n))
+        fh.write("x,y,z\n")
+    reader = csv_reader(src, ["id", "text"], chunk_rows=10_000)
+    delivered = []
+    with pytest.raises(ValueError) as info:
+        for batch in reader.batches():
+            delivered.append(batch.num_rows)
+    assert str(info.value) == f"{src} is malformed at line {n + 2}: CSV parse error: Expected 2 columns, got 3: x,y,z"
+    assert delivered and sum(delivered) < n  # the refusal came mid-file, as the reading went
+    assert reader._counting.closed
+
+
+def test_text_that_is_not_utf8_past_the_header_is_refused(tmp_path):
+    src = tmp_path / "l.csv"
+    # past the first 8 KB, which the header's reading decodes (and refuses as "cannot read ... as UTF-8 CSV")
+    src.write_bytes(("id,text\n" + "".join(f"{i},ok\n" for i in range(5000)) + "5000,caf\u00e9\n").encode("latin-1"))
+    assert refusal(lambda: read_all(csv_reader(src, ["id", "text"]))) == (
+        f"{src} is not a readable UTF-8 CSV file: 'utf-8' codec can't decode byte 0xe9 in position 6138: invalid "
+        "continuation byte")
+
+
+def test_the_open_quote_and_the_inferred_type_refusals_say_what_to_do(tmp_path):
+    src = tmp_path / "q.csv"
+    src.write_text('id,text\n1,"open\n2,b\n')
+    assert refusal(read_all, csv_reader(src, ["id", "text"])) == (
+        f"{src} is malformed: a quote opened at line 2 is never closed, so the rest of the file would be one value; "
+        "close the quote (or double it, \"\", inside a quoted value).")
+    late = tmp_path / "late.csv"
+    with open(late, "w") as fh:
+        fh.write("id,text\n")
+        fh.writelines(f"{i},t\n" for i in range(200_000))
+        fh.write("A123,t\n")
+    assert refusal(read_all, csv_reader(late, ["id", "text"], chunk_rows=50_000, infer_types=True)) == (
+        f"{late}: In CSV column #0: CSV conversion error to int64: invalid value 'A123' (a type inferred "
+        "from the start of the file does not hold further on); drop infer_types (--infer-types) to read kept columns "
+        "as written, as text.")
+
+
+# -- parquet files that disagree -------------------------------------------------------------------------------------
+
+def test_parquet_files_that_disagree_are_refused_naming_both(tmp_path):
+    d = tmp_path / "in"
+    d.mkdir()
+    a = write_parquet(d / "a.parquet", id=[1], text=["x"])
+    b = write_parquet(d / "b.parquet", id=[2], text=["y"], extra=[0])
+    assert refusal(InputReader, str(d), ["text"], 10, ["text"]) == (
+        f"parquet file {b} has columns ['id', 'text', 'extra'], unlike {a} (['id', 'text']).")
+    # the first column agrees, the second does not: every column is compared
+    write_parquet(b, id=[2], text=[3])
+    assert refusal(InputReader, str(d), ["id", "text"], 10, ["text"]) == (
+        f"column 'text' is int64 in {b} but string in {a}; bertfeat will not cast one to the other. Rewrite the files "
+        "with one type for it.")
+    c = d / "c.parquet"
+    pq.write_table(pa.Table.from_arrays([pa.array([1]), pa.array(["a"]), pa.array(["b"])], names=["id", "text", "id"]), c)
+    b.unlink()
+    assert refusal(InputReader, str(d), ["text"], 10, ["text"]) == (
+        f"{c} has two columns named 'id' (columns 1 and 3); rename one so each column can be told apart.")
+
+
+def test_a_column_all_missing_in_the_first_files_takes_the_type_of_the_first_typed_one(tmp_path):
+    d = tmp_path / "in"
+    d.mkdir()
+    pq.write_table(pa.table({"id": pa.array([None], pa.null()), "text": ["a"]}), d / "a.parquet")
+    pq.write_table(pa.table({"id": pa.array([None, None], pa.null()), "text": ["b", "c"]}), d / "b.parquet")
+    write_parquet(d / "c.parquet", id=[7], text=["d"])
+    write_parquet(d / "d.parquet", id=[8], text=["e"])
+    table, _ = read_all(InputReader(str(d), ["id", "text"], 10, ["text"]))
+    assert table.schema == pa.schema([("id", pa.int64()), ("text", pa.string())])
+    assert table.to_pylist() == [{"id": None, "text": "a"}, {"id": None, "text": "b"}, {"id": None, "text": "c"},
+                                 {"id": 7, "text": "d"}, {"id": 8, "text": "e"}]
+    write_parquet(d / "d.parquet", id=["8"], text=["e"])
+    assert refusal(InputReader, str(d), ["id", "text"], 10, ["text"]).startswith(
+        f"column 'id' is string in {d / 'd.parquet'} but int64 in {d / 'c.parquet'};")  # the first typed file
+
+
+def test_plain_text_types():
+    assert [_plain_text(t) for t in (pa.string(), pa.large_string(), pa.string_view(), pa.binary(), pa.int64(),
+                                     pa.dictionary(pa.int32(), pa.string()))] == [True, True, True, False, False, False]
+
+
+# -- chunks --------------------------------------------------------------------------------------------------------
+
+def test_chunks_are_cut_at_chunk_rows_when_characters_do_not_bind(tmp_path):
+    src = write_parquet(tmp_path / "r.parquet", text=[f"t{i}" for i in range(12)])
+    table, sizes = read_all(InputReader(str(src), ["text"], 5, ["text"]))
+    assert sizes == [5, 5, 2] and table.column("text").to_pylist() == [f"t{i}" for i in range(12)]
+    csv_src = tmp_path / "r.csv"
+    csv_src.write_text("text\n" + "".join(f"t{i}\n" for i in range(10)))
+    assert read_all(csv_reader(csv_src, ["text"], chunk_rows=5))[1] == [5, 5]
+
+
+def test_chunk_characters_add_up_over_text_columns_and_missing_texts_count_none(tmp_path):
+    src = write_parquet(tmp_path / "c.parquet", a=["x" * 10, None, "x" * 10, "x" * 10, "x" * 10],
+                        b=["y" * 5, "y" * 5, None, "y" * 5, "y" * 5], id=[1, 2, 3, 4, 5])
+    # rows hold 15, 5, 10, 15, 15 characters: 30 fit exactly (a bound, not a limit to stay under), 31 do not
+    assert read_all(InputReader(str(src), ["id", "a", "b"], 100, ["a", "b"], chunk_chars=30))[1] == [3, 2]
+    assert read_all(InputReader(str(src), ["id", "a", "b"], 100, ["a", "b"], chunk_chars=29))[1] == [2, 2, 1]
+    # only the text columns count
+    assert read_all(InputReader(str(src), ["id", "a", "b"], 100, ["a"], chunk_chars=20))[1] == [3, 2]
+
+
+def test_an_input_with_no_rows_gives_no_chunks(tmp_path):
+    header_only = tmp_path / "h.csv"
+    header_only.write_text("id,text\n")
+    table, sizes = read_all(csv_reader(header_only, ["id", "text"]))
+    assert sizes == [] and table.num_rows == 0
+    empty = write_parquet(tmp_path / "e.parquet", text=pa.array([], pa.string()))
+    assert read_all(InputReader(str(empty), ["text"], 10, ["text"]))[1] == []
+
+
+def test_a_field_bigger_than_the_block_after_rows_were_delivered_restarts_without_losing_or_repeating_a_row(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(readers, "BLOCK_BYTES", 1 << 16)  # 64 KB blocks: the same logic as at 1 MB, on a small file
+    src = tmp_path / "mid.csv"
+    n = 100_000  # 1.3 MB of rows, then a 300 KB field: pyarrow fails on it after delivering every row before it,
+    big = "word " * 60_000  # and the read restarts with 512 KB blocks, skipping those rows (several blocks of them)
+    with open(src, "w") as fh:
+        fh.write("id,text\n")
+        fh.writelines(f"{i},row {i}\n" for i in range(n))
+        fh.write(f'big,"{big}"\n')
+        fh.writelines(f"t{i},tail {i}\n" for i in range(50_000))  # more than one 512 KB block after the restart
+    reader = csv_reader(src, ["id", "text"], chunk_rows=7_000)
+    opened = []
+    original = reader._open_csv
+    reader._open_csv = lambda block: opened.append(block) or original(block)
+    fractions = []
+    batches = []
+    for batch in reader.batches():
+        batches.append(batch)
+        fractions.append(reader.fraction_done())
+    table = pa.Table.from_batches(batches)
+    assert opened == [1 << 16, 1 << 19]  # one restart, with an 8x bigger block
+    assert table.column("id").to_pylist() == [str(i) for i in range(n)] + ["big"] + [f"t{i}" for i in range(50_000)]
+    assert table.column("text").to_pylist()[n] == big
+    assert [b.num_rows for b in batches] == [7_000] * 21 + [3_001]
+    assert fractions[-1] == 1.0 and all(0 < f <= 1 for f in fractions)  # 1.0 to the last chunk, after the close
+    assert reader._counting.closed  # the file is closed once read
+
+
+def test_progress_is_a_fraction_of_the_compressed_bytes_and_none_for_parquet(tmp_path):
+    src = tmp_path / "p.csv.bz2"
+    rng = random.Random(0)  # text that does not compress much, so the compressed bytes are read as the rows go
+    src.write_bytes(bz2.compress(("text\n" + "".join(f"{rng.getrandbits(128):032x}\n" for _ in range(200_000))).encode()))
+    reader = csv_reader(src, ["text"], chunk_rows=20_000)
+    assert reader.fraction_done() == 0.0  # nothing read yet
+    fractions = [reader.fraction_done() for _ in reader.batches()]
+    assert len(fractions) == 10 and 0 < fractions[0] < 0.7 and fractions == sorted(fractions)
+    assert fractions[-1] == 1.0  # the last chunk comes after the file is closed
+    pq_src = write_parquet(tmp_path / "p.parquet", text=["a", "b"])
+    pq_reader = InputReader(str(pq_src), ["text"], 1, ["text"])
+    assert [pq_reader.fraction_done() for _ in pq_reader.batches()] == [None, None]
+    assert pq_reader.total_rows == 2
+
+
+def test_pandas_written_parquet_with_an_index_reads_the_named_columns_only(tmp_path):
+    src = tmp_path / "i.parquet"
+    pd.DataFrame({"text": ["a", "b"], "id": [1, 2]}, index=[10, 11]).to_parquet(src)
+    table, _ = read_all(InputReader(str(src), ["id", "text"], 10, ["text"]))
+    assert table.column_names == ["id", "text"] and table.to_pylist() == [{"id": 1, "text": "a"}, {"id": 2, "text": "b"}]
