@@ -35,7 +35,7 @@ journal  | bertfeat/journal.py  | tests/test_checkpoints.py
 embedder | bertfeat/embedder.py bertfeat/inputs.py | tests/test_embedder.py tests/test_inputs.py tests/test_prompts.py --deselect tests/test_embedder.py::test_truncation_warning_points_at_the_callers_line --deselect tests/test_prompts.py::test_the_prompts_note_points_at_the_callers_line
 arrow    | bertfeat/arrow.py    | tests/test_arrow_batches.py tests/test_arrow.py
 cache    | bertfeat/cache.py    | tests/test_cache.py tests/test_cli_cache.py
-files    | bertfeat/files.py bertfeat/resume.py | tests/test_cli.py tests/test_cli_files.py tests/test_checkpoints.py
+files    | bertfeat/files.py bertfeat/resume.py | tests/test_files.py tests/test_cli.py tests/test_cli_files.py tests/test_checkpoints.py
 readers  | bertfeat/readers.py bertfeat/quotes.py | tests/test_readers_values.py tests/test_readers.py tests/test_cli_inputs.py
 output   | bertfeat/output.py   | tests/test_output.py tests/test_cli_files.py tests/test_cli.py tests/test_inputs.py
 probe    | bertfeat/probe.py    | tests/test_probe.py

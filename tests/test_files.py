@@ -1,0 +1,259 @@
+"""bertfeat.files and bertfeat.resume by value, without a model: progress lines and bar, durations, the summary
+line, which parts a rerun reuses and why a folder is started over, a part written whole or not at all, and
+embed_file's argument checks."""
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from bertfeat import files
+from bertfeat.encode import EncodeStats
+from bertfeat.files import Progress, _duration, _has_progress, _write_chunk, embed_file, print_summary
+from bertfeat.output import OutputPaths
+from bertfeat.resume import STATE_VERSION, finished_parts, prepare_partial
+
+
+class Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    c = Clock()
+    monkeypatch.setattr(files.time, "perf_counter", c)
+    return c
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+# -- progress ------------------------------------------------------------------------------------------------------
+
+def test_durations_read_as_hours_minutes_seconds():
+    assert [_duration(s) for s in (0, 59.9, 60, 61, 3599, 3600, 3661.9, 90061)] == [
+        "0s", "59s", "1m00s", "1m01s", "59m59s", "1h00m", "1h01m", "25h01m"]
+
+
+def test_progress_log_lines_every_interval_with_the_total_and_eta(clock):
+    out = io.StringIO()
+    p = Progress(1000, quiet=False, every=10.0, stream=out)
+    clock.now += 5
+    p.update(100)
+    assert out.getvalue() == ""  # within the interval: no line
+    clock.now += 5
+    p.update(150)
+    # 250 rows in 10 s: 25 rows/s, 750 to go: 30 s
+    assert out.getvalue() == "bertfeat embed: 250 / 1,000 (25.0%) rows, 25 rows/s, ETA 30s\n"
+    clock.now += 9.9
+    p.update(10)
+    assert out.getvalue().count("\n") == 1  # the interval counts from the last line, not the start
+    clock.now += 0.1
+    p.update(0)
+    assert out.getvalue().splitlines()[-1] == "bertfeat embed: 260 / 1,000 (26.0%) rows, 13 rows/s, ETA 56s"
+    p.close()
+
+
+def test_progress_estimates_a_csv_total_from_the_bytes_read_and_stays_silent_when_quiet(clock):
+    out = io.StringIO()
+    p = Progress(None, quiet=False, every=0.0, stream=out)
+    clock.now += 2
+    p.update(500, 0.25)  # a quarter of the file gave 500 rows: about 2,000 in all
+    assert out.getvalue() == "bertfeat embed: 500 / 2,000 (25.0%) rows, 250 rows/s, ETA 6s\n"
+    clock.now += 2
+    p.update(500, 1.0)  # all read: no estimate to make, no total to show
+    assert out.getvalue().splitlines()[-1] == "bertfeat embed: 1,000 rows, 250 rows/s"
+    clock.now += 2
+    p.update(10, None)
+    assert out.getvalue().splitlines()[-1] == "bertfeat embed: 1,010 rows, 168 rows/s"
+    quiet_out = Terminal()
+    q = Progress(10, quiet=True, every=0.0, stream=quiet_out)
+    q.update(7, 0.5)
+    q.close()
+    assert q.done == 7 and q.bar is None and quiet_out.getvalue() == ""
+
+
+def test_progress_on_a_terminal_is_a_bar_whose_total_follows_the_estimate(clock):
+    term = Terminal()
+    p = Progress(None, quiet=False, stream=term)
+    assert p.bar is not None and p.bar.total is None
+    p.update(100, 0.1)
+    assert p.bar.total == 1000 and p.bar.n == 100
+    p.update(100, 0.4)
+    assert p.bar.total == 500 and p.bar.n == 200
+    p.update(50, 1.0)
+    assert p.bar.total == 500 and p.bar.n == 250  # read to the end: the last estimate stands
+    p.close()
+    assert "bertfeat embed" in term.getvalue() and "250" in term.getvalue()
+    known = Progress(40, quiet=False, stream=Terminal())
+    known.update(10, None)
+    assert known.bar.total == 40 and known.bar.n == 10
+    known.close()
+
+
+# -- the summary line ----------------------------------------------------------------------------------------------
+
+def _manifest(**this_run):
+    return {"output": "o.parquet", "provenance": {"dims": 384}, "timing": {"seconds": 125.4},
+            "counts": {"rows": 12345, "embedded": 2000, "cache_hits": 300, "truncated": 4, "missing": 5},
+            "this_run": this_run or None}
+
+
+def test_the_summary_says_what_this_run_did_and_what_it_resumed():
+    out = io.StringIO()
+    print_summary(_manifest(), out)
+    assert out.getvalue() == ("bertfeat embed: wrote o.parquet (12,345 rows x 384 dims per text column) in 2m05s; "
+                              "2,000 texts embedded, 300 from cache, 4 truncated, 5 missing\n")
+    out = io.StringIO()
+    print_summary(_manifest(rows=1000, embedded=900, cache_hits=100, rows_resumed=11345, chunks_resumed=11,
+                            batches_resumed=0), out)
+    assert out.getvalue() == ("bertfeat embed: wrote o.parquet (12,345 rows x 384 dims per text column) in 2m05s; "
+                              "this run embedded 1,000 rows (900 texts embedded, 100 from cache) and resumed 11,345 "
+                              "rows (11 chunks) from an earlier run, 4 truncated, 5 missing\n")
+    out = io.StringIO()
+    print_summary(_manifest(rows=1000, embedded=900, cache_hits=100, rows_resumed=0, chunks_resumed=0,
+                            batches_resumed=1234), out)
+    assert out.getvalue() == ("bertfeat embed: wrote o.parquet (12,345 rows x 384 dims per text column) in 2m05s; "
+                              "2,000 texts embedded, 300 from cache; 1,234 batches of an unfinished chunk came from "
+                              "the killed run's checkpoint, 4 truncated, 5 missing\n")
+
+
+# -- resume --------------------------------------------------------------------------------------------------------
+
+def _part(paths: OutputPaths, k: int, *, parquet=True, hashes=True, stats=True, readable=True):
+    paths.partial.mkdir(parents=True, exist_ok=True)
+    if parquet:
+        if readable:
+            pq.write_table(pa.table({"x": [k]}), paths.part(k))
+        else:
+            paths.part(k).write_bytes(b"PAR1 torn")
+    if hashes:
+        np.save(paths.part_hashes(k), np.zeros(1, np.uint64))
+    if stats:
+        paths.part_stats(k).write_text("{}")
+
+
+def test_a_part_counts_as_finished_only_when_its_stats_hashes_and_readable_parquet_are_all_there(tmp_path):
+    paths = OutputPaths(tmp_path / "o.parquet")
+    _part(paths, 0)
+    _part(paths, 1, hashes=False)
+    _part(paths, 2, parquet=False)
+    _part(paths, 3, readable=False)
+    _part(paths, 4, stats=False)  # the stats file is written last: without it the part is not finished
+    _part(paths, 12)
+    (paths.partial / "part-abcdef.json").write_text("{}")  # not a part
+    assert finished_parts(paths) == {0, 12}
+
+
+def test_a_rerun_of_the_same_job_reuses_its_parts_and_another_job_starts_over_saying_why(tmp_path, capsys):
+    paths = OutputPaths(tmp_path / "o.parquet")
+    state = {"version": STATE_VERSION, "input": {"path": "a.csv"}, "chunk_rows": 10, "chunk_chars": 100}
+    assert prepare_partial(paths, state) == set()
+    assert json.loads((paths.partial / "state.json").read_text()) == state
+    _part(paths, 0)
+    _part(paths, 1, stats=False)
+    assert prepare_partial(paths, state, quiet=False) == {0}
+    assert capsys.readouterr().err == ""
+
+    other = {**state, "chunk_rows": 20, "chunk_chars": 50}
+    assert prepare_partial(paths, other, quiet=False) == set()
+    assert capsys.readouterr().err == (f"bertfeat embed: {paths.partial} holds parts of another job (other chunk_rows, "
+                                       "chunk_chars); starting over.\n")
+    assert sorted(p.name for p in paths.partial.iterdir()) == ["state.json"]
+    assert json.loads((paths.partial / "state.json").read_text()) == other
+
+    (paths.partial / "state.json").write_text("{torn")
+    _part(paths, 0)
+    assert prepare_partial(paths, other, quiet=False) == set()
+    assert "holds parts of another job (no readable state.json); starting over." in capsys.readouterr().err
+    assert not paths.part(0).exists()
+
+    (paths.partial / "state.json").write_text(json.dumps({**other, "retired": 1}))  # a key this version has not
+    assert prepare_partial(paths, other, quiet=False) == set()
+    assert "(another state version)" in capsys.readouterr().err
+    (paths.partial / "state.json").unlink()
+    assert prepare_partial(paths, other, quiet=True) == set()
+    assert capsys.readouterr().err == ""
+    # tuples in a state compare as the JSON lists they are saved as
+    with_tuple = {**state, "layers": (-1, -2)}
+    prepare_partial(paths, with_tuple)
+    _part(paths, 0)
+    assert prepare_partial(paths, with_tuple) == {0}
+
+
+def test_a_part_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
+    paths = OutputPaths(tmp_path / "o.parquet")
+    paths.partial.mkdir()
+    batch = pa.record_batch({"x": [1, 2]})
+    stats = EncodeStats(rows=2, unique=2, seconds=0.5)
+    _write_chunk(paths, 3, batch, np.array([7, 8], np.uint64), stats)
+    assert pq.read_table(paths.part(3)).to_pylist() == [{"x": 1}, {"x": 2}]
+    assert np.load(paths.part_hashes(3)).tolist() == [7, 8]
+    assert EncodeStats(**json.loads(paths.part_stats(3).read_text())) == stats
+    assert finished_parts(paths) == {3}
+    assert sorted(p.name for p in paths.partial.iterdir()) == [
+        "part-000003.hashes.npy", "part-000003.json", "part-000003.parquet"]
+
+    def full_disk(path, data):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(files, "atomic_write_bytes", full_disk)  # the last of the three writes fails
+    with pytest.raises(OSError):
+        _write_chunk(paths, 4, batch, np.array([9], np.uint64), stats)
+    assert sorted(p.name for p in paths.partial.iterdir()) == [  # part 4 left nothing, not even a temp file
+        "part-000003.hashes.npy", "part-000003.json", "part-000003.parquet"]
+
+
+def test_a_stopped_job_has_progress_when_a_part_or_a_checkpointed_batch_is_left(tmp_path):
+    paths = OutputPaths(tmp_path / "o.parquet")
+    paths.partial.mkdir()
+    (paths.partial / "state.json").write_text("{}")
+    assert not _has_progress(paths)
+    paths.part_journal(0).mkdir()
+    assert not _has_progress(paths)  # an empty journal holds nothing
+    (paths.part_journal(0) / ".b.npz.tmp-123").write_bytes(b"")
+    assert not _has_progress(paths)  # nor does a batch a kill caught half-written
+    (paths.part_journal(0) / "b.npz").write_bytes(b"")
+    assert _has_progress(paths)
+    (paths.part_journal(0) / "b.npz").unlink()
+    paths.part_stats(2).write_text("{}")
+    assert _has_progress(paths)
+
+
+# -- arguments -----------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, bad", [("chunk_rows", 0), ("chunk_rows", True), ("chunk_rows", 2.0),
+                                       ("chunk_chars", -1), ("chunk_chars", "10")])
+def test_chunk_sizes_are_positive_ints(tmp_path, name, bad):
+    src = tmp_path / "a.csv"
+    src.write_text("text\na\n")
+    with pytest.raises(ValueError) as info:
+        embed_file(str(src), str(tmp_path / "o.parquet"), "text", **{name: bad})
+    assert str(info.value) == f"{name}={bad!r} is not valid: expected a positive int."
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv"]
+
+
+@pytest.mark.parametrize("bad", [-1, float("inf"), float("nan"), True, "5"])
+def test_checkpoint_seconds_are_finite_and_not_negative(tmp_path, bad):
+    with pytest.raises(ValueError) as info:
+        embed_file(str(tmp_path / "a.csv"), str(tmp_path / "o.parquet"), "text", checkpoint_seconds=bad)
+    assert str(info.value) == (f"checkpoint_seconds={bad!r} is not valid: expected seconds >= 0 (0 saves after every "
+                               "batch).")
+
+
+def test_the_path_helpers_name_the_files_of_a_job(tmp_path):
+    paths = OutputPaths(tmp_path / "o.parquet")
+    assert (paths.partial, paths.manifest) == (tmp_path / "o.parquet.partial", tmp_path / "o.parquet.manifest.json")
+    assert [p.name for p in (paths.part(7), paths.part_stats(7), paths.part_hashes(7), paths.part_journal(7))] == [
+        "part-000007.parquet", "part-000007.json", "part-000007.hashes.npy", "part-000007.journal"]
+    assert isinstance(paths.partial, Path)
