@@ -5,6 +5,7 @@ import bz2
 import gzip
 import os
 import random
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -17,9 +18,11 @@ from bertfeat.readers import InputReader, _codec, _plain_text, resolve_input
 
 
 def refusal(call, *args, **kw) -> str:
+    """The message of the ValueError, less the "Row #N: " pyarrow puts in its own when it parses on one thread (one
+    CPU, or OMP_NUM_THREADS=1 as under mutmut): bertfeat's messages give the line, which does not depend on that."""
     with pytest.raises(ValueError) as info:
         call(*args, **kw)
-    return str(info.value)
+    return re.sub(r"(CSV parse error|In CSV column #\d+): Row #\d+: ", r"\1: ", str(info.value))
 
 
 def read_all(reader):
@@ -159,10 +162,12 @@ def test_a_bad_row_after_the_first_read_block_is_refused_with_its_line(tmp_path)
         fh.write("x,y,z\n")
     reader = csv_reader(src, ["id", "text"], chunk_rows=10_000)
     delivered = []
-    with pytest.raises(ValueError) as info:
+
+    def read_on():
         for batch in reader.batches():
             delivered.append(batch.num_rows)
-    assert str(info.value) == f"{src} is malformed at line {n + 2}: CSV parse error: Expected 2 columns, got 3: x,y,z"
+
+    assert refusal(read_on) == f"{src} is malformed at line {n + 2}: CSV parse error: Expected 2 columns, got 3: x,y,z"
     assert delivered and sum(delivered) < n  # the refusal came mid-file, as the reading went
     assert reader._counting.closed
 
