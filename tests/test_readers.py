@@ -258,7 +258,7 @@ def test_a_quote_left_open_is_found_wherever_it_is_and_only_then(tmp_path, rows,
     names = next(csv.reader([sep.join(header)], delimiter=sep))
     text = eol.join(sep.join(r) for r in [header, *rows]) + eol
     if open_at is not None:  # a last record whose field open_at opens a quote that is never closed
-        text += "".join(data.draw(unquoted_field) + sep for _ in range(open_at))
+        text += "".join(data.draw(st.one_of(unquoted_field, quoted_field)) + sep for _ in range(open_at))
         line = text.count("\n") + 1
         text += data.draw(open_field) + data.draw(st.sampled_from(["", eol, eol + "x" + sep + "y"]))
     raw = ("\ufeff" if bom else "").encode() + text.encode()
@@ -276,3 +276,19 @@ def test_a_quote_left_open_is_found_wherever_it_is_and_only_then(tmp_path, rows,
         table, _ = read(path, names)
         oracle = list(csv.reader(io.StringIO(text, newline=""), delimiter=sep))[1:]
         assert [list(r.values()) for r in table.to_pylist()] == oracle
+
+
+@settings(max_examples=1500, deadline=None)
+@given(before=st.lists(st.sampled_from(["x", '"', "\n", ",", "\r\n"]), max_size=12),
+       fields=st.lists(st.one_of(unquoted_field, quoted_field), max_size=4), opened=open_field,
+       after=st.sampled_from(["", "\n", "\nx,y\n"]))
+def test_the_line_of_an_open_quote_is_the_line_of_the_quote_that_never_closes(before, fields, opened, after):
+    from bertfeat.quotes import open_quote_line
+
+    # complete records first (any text: they are skipped by line count), then a record whose last field never closes
+    head = "".join(before).replace('"', "") + "\n"
+    record = "".join(f + "," for f in fields)
+    text = head + record + opened + after
+    record_start = head.count("\n")
+    want = (head + record).count("\n") + 1
+    assert open_quote_line(lambda: io.StringIO(text, newline=""), record_start, ",") == want

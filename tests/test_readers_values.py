@@ -99,7 +99,7 @@ def test_a_declared_delimiter_is_checked_and_refused_for_parquet(tmp_path):
 
 
 def test_the_fingerprint_names_every_file_with_its_size_and_mtime(tmp_path):
-    a = tmp_path / "a.csv"
+    a = tmp_path / "aX.csv"  # (an X: a pattern is told by *, ? or [ alone)
     a.write_text("t\nx\n")
     os.utime(a, ns=(1_000_000_000_123, 2_000_000_000_456))
     relative = os.path.relpath(a)  # a path as typed is resolved, so the same file read from elsewhere is one job
@@ -217,6 +217,9 @@ def test_parquet_files_that_disagree_are_refused_naming_both(tmp_path):
     b.unlink()
     assert refusal(InputReader, str(d), ["text"], 10, ["text"]) == (
         f"{c} has two columns named 'id' (columns 1 and 3); rename one so each column can be told apart.")
+    a.unlink()  # the first file now
+    assert refusal(InputReader, str(d), ["text"], 10, ["text"]) == (
+        f"{c} has two columns named 'id' (columns 1 and 3); rename one so each column can be told apart.")
 
 
 def test_a_column_all_missing_in_the_first_files_takes_the_type_of_the_first_typed_one(tmp_path):
@@ -233,6 +236,9 @@ def test_a_column_all_missing_in_the_first_files_takes_the_type_of_the_first_typ
     write_parquet(d / "d.parquet", id=["8"], text=["e"])
     assert refusal(InputReader, str(d), ["id", "text"], 10, ["text"]).startswith(
         f"column 'id' is string in {d / 'd.parquet'} but int64 in {d / 'c.parquet'};")  # the first typed file
+    write_parquet(d / "c.parquet", id=[7], text=[9])  # in the file where a column takes its type, the next column
+    assert refusal(InputReader, str(d), ["id", "text"], 10, ["text"]).startswith(  # is compared too
+        f"column 'text' is int64 in {d / 'c.parquet'} but string in {d / 'a.parquet'};")
 
 
 def test_plain_text_types():
