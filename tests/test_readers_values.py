@@ -255,6 +255,11 @@ def test_chunks_are_cut_at_chunk_rows_when_characters_do_not_bind(tmp_path):
     csv_src = tmp_path / "r.csv"
     csv_src.write_text("text\n" + "".join(f"t{i}\n" for i in range(10)))
     assert read_all(csv_reader(csv_src, ["text"], chunk_rows=5))[1] == [5, 5]
+    # both bounds set: whichever cuts first (a CSV block gives many rows at once, so both are in reach)
+    tens = tmp_path / "tens.csv"
+    tens.write_text("text\n" + "".join(f"{i:010d}\n" for i in range(10)))
+    assert read_all(csv_reader(tens, ["text"], chunk_rows=2, chunk_chars=35))[1] == [2] * 5
+    assert read_all(csv_reader(tens, ["text"], chunk_rows=4, chunk_chars=35))[1] == [3, 3, 3, 1]
 
 
 def test_chunk_characters_add_up_over_text_columns_and_missing_texts_count_none(tmp_path):
@@ -325,3 +330,26 @@ def test_pandas_written_parquet_with_an_index_reads_the_named_columns_only(tmp_p
     pd.DataFrame({"text": ["a", "b"], "id": [1, 2]}, index=[10, 11]).to_parquet(src)
     table, _ = read_all(InputReader(str(src), ["id", "text"], 10, ["text"]))
     assert table.column_names == ["id", "text"] and table.to_pylist() == [{"id": 1, "text": "a"}, {"id": 2, "text": "b"}]
+
+
+# -- the quote scanner on its own (the file-level cases are in test_readers.py) ----------------------------------
+
+@pytest.mark.parametrize("pieces, ends_open", [
+    ([b'"a'], True),  # a file shorter than a BOM
+    ([b'x\r"open'], True),  # a bare CR ends a line too
+    ([b'x\r"closed"'], False),
+    ([b'"a"', b'"'], True),  # a doubled quote split between pieces: still open
+    ([b'"a"', b"", b'"', b'"'], False),
+    ([b'"a"'], False),  # a final quote closes
+    ([b"\xef", b"\xbb", b"\xbf", b'"x'], True),  # a BOM one byte at a time: the quote after it opens a value
+    ([b"\xef\xbb", b'"x'], False),  # not a BOM: the quote is inside a field
+    ([b'a;"b', b'"'], False),  # the declared delimiter starts a field
+    ([b'a,"b'], False),  # a comma does not, with another delimiter
+])
+def test_the_quote_scanner_follows_quotes_across_pieces(pieces, ends_open):
+    from bertfeat.quotes import QuoteScanner
+
+    scanner = QuoteScanner(";")
+    for piece in pieces:
+        scanner.feed(piece)
+    assert scanner.ends_open is ends_open
