@@ -132,6 +132,7 @@ def test_vectors_come_back_bit_identical_including_special_values(tmp_path):
     assert found.tolist() == [True] * 50 + [False]
     assert got.dtype == np.float32
     assert got.view(np.uint32).tolist() == vectors[order].view(np.uint32).tolist()
+    assert got_tokens.dtype == np.int64  # counts, not floats (2,048.0 tokens in a manifest)
     assert got_tokens.tolist() == n_tokens[order].tolist()
 
 
