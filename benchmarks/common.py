@@ -70,28 +70,27 @@ def bert_flops(lengths: np.ndarray, hidden: int, intermediate: int, layers: int)
 def matmul_rate(dtype: str, device: str = "cpu", size: int | None = None, repeats: int = 5,
                 clock=time.perf_counter) -> float:
     """Measured FLOP/s of one square product in ``dtype`` (median of ``repeats`` after a warm-up), by the fastest
-    route torch has here: ``torch.matmul`` and, on CPU where torch has it, oneDNN's packed linear. The second
-    matters on AMD CPUs with AVX-512, where MKL's sgemm behind ``torch.matmul`` ran at 219 GFLOP/s on a 2-core Zen 5
-    and oneDNN's packed product at about 500: a reference rate from ``matmul`` alone made bertfeat's fused pass
-    look like 159% of the machine's rate."""
+    route bertfeat's CPU path uses (:func:`bertfeat.hardware.product_routes`: a plain product and, on CPU, oneDNN's
+    packed linear). The second matters on AMD CPUs with AVX-512, where MKL's sgemm behind ``torch.matmul`` ran at 219
+    GFLOP/s on a 2-core Zen 5 and oneDNN's packed product at about 500: a reference rate from ``matmul`` alone made
+    bertfeat's fused pass look like 159% of the machine's rate."""
     import torch
+
+    from bertfeat.hardware import product_routes
 
     size = size or (2048 if device == "cpu" else 8192)
     dt = getattr(torch, dtype)
     a = torch.randn(size, size, device=device).to(dt)
     b = torch.randn(size, size, device=device).to(dt)
-    routes = [lambda: a @ b]
-    if device == "cpu" and torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise"):
-        try:
-            packed = torch.ops.mkldnn._reorder_linear_weight(b, None)  # b as a (out, in) weight: same FLOPs
-            routes.append(lambda: torch.ops.mkldnn._linear_pointwise(a, packed, None, "none", [], ""))
-            routes[-1]()
-        except (RuntimeError, AttributeError):  # oneDNN refuses this dtype on this CPU
-            routes.pop()
+    routes = product_routes(a, b)  # b as a (out, in) weight: the same FLOPs as a @ b
     best = 0.0
     with torch.inference_mode():
         for run in routes:
             times = []
+            try:
+                run()
+            except RuntimeError:  # a packed route that checked out but has no kernel at this size
+                continue
             for i in range(repeats + 1):
                 _sync(device)
                 t0 = clock()

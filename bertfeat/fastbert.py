@@ -194,8 +194,9 @@ def build_ladder(cls, model, dtype, probe_ids: list[list[int]]) -> Ladder:
 
     Every rung is built and run on the probe sequences inside one guard, then compared with the transformers
     forward pass in float32 at every layer: float32 rungs to 1e-4, reduced-precision rungs to a per-token cosine of
-    :data:`LOW_PRECISION_MIN_COSINE` and a per-layer step error of :data:`LOW_PRECISION_MAX_STEP_ERROR`. A rung that raises (a private oneDNN op missing, or refusing this CPU, as the
-    bfloat16 weight packing does on AVX2-only machines) or disagrees falls to the next: oneDNN-fused, then plain
+    :data:`LOW_PRECISION_MIN_COSINE` and a per-layer step error of :data:`LOW_PRECISION_MAX_STEP_ERROR`. A rung that
+    raises (a private oneDNN op missing, or refusing this CPU, as the bfloat16 weight packing does on AVX2-only
+    machines) or disagrees falls to the next: oneDNN-fused, then plain
     torch ops, then the transformers forward pass itself (``fast=None``). A reduced precision is only tried once a
     float32 arrangement has shown the architecture's math is reproduced. One debug line says which rung runs and why.
     """

@@ -141,6 +141,24 @@ def native_dtypes(flags: list[str] | None = None) -> list[str]:
     return ["float32"] + [d for d, needs in NATIVE.items() if any(f in flags for f in needs)]
 
 
+def product_routes(x, w, b=None) -> list:
+    """Callables computing ``x @ w.T (+ b)`` by each route bertfeat's CPU path uses: a plain ``linear`` and, where
+    torch has it and oneDNN accepts the dtype on this CPU, oneDNN's packed weights. A route may still raise when
+    called (a kernel missing at this size): callers time the ones that run."""
+    import torch
+    import torch.nn.functional as F
+
+    routes = [lambda: F.linear(x, w, b)]
+    if (x.device.type == "cpu" and torch.backends.mkldnn.is_available()
+            and hasattr(torch.ops.mkldnn, "_reorder_linear_weight")):
+        try:
+            packed = torch.ops.mkldnn._reorder_linear_weight(w, None)
+            routes.append(lambda: torch.ops.mkldnn._linear_pointwise(x, packed, b, "none", [], ""))
+        except RuntimeError:  # oneDNN refuses this dtype on this CPU (bf16 without AVX-512/AVX-NE-CONVERT)
+            pass
+    return routes
+
+
 @functools.lru_cache(maxsize=64)
 def matmul_rate(dtype: str, hidden: int = 384, intermediate: int = 1536, tokens: int = 256,
                 threads: int | None = None, seconds: float = 0.08) -> float | None:
@@ -159,17 +177,10 @@ def matmul_rate(dtype: str, hidden: int = 384, intermediate: int = 1536, tokens:
     x = torch.randn(tokens, hidden, generator=gen).to(dt)
     w = torch.randn(intermediate, hidden, generator=gen).to(dt)
     b = torch.zeros(intermediate, dtype=dt)
-    routes = [lambda: F.linear(x, w, b)]
-    if hasattr(torch.ops.mkldnn, "_reorder_linear_weight") and torch.backends.mkldnn.is_available():
-        try:
-            packed = torch.ops.mkldnn._reorder_linear_weight(w, None)
-            routes.append(lambda: torch.ops.mkldnn._linear_pointwise(x, packed, b, "none", [], ""))
-        except RuntimeError:  # oneDNN refuses this dtype on this CPU (bf16 without AVX-512/AVX-NE-CONVERT)
-            pass
     flops = 2.0 * tokens * hidden * intermediate
     best = None
     with torch.inference_mode():
-        for run in routes:
+        for run in product_routes(x, w, b):
             try:
                 run()
             except RuntimeError:
