@@ -235,7 +235,7 @@ class TorchBackend:
 
         import torch
 
-        from bertfeat.exceptions import SlowDtypeWarning
+        from bertfeat.exceptions import SlowDtypeWarning, user_stacklevel
         from bertfeat.hardware import cpu_flags, cpu_model, dtype_rates, slow_dtype_message
 
         if self.fast is None:  # the transformers forward pass in this dtype is the bottom rung: prove it runs
@@ -253,7 +253,7 @@ class TorchBackend:
         rates = dtype_rates(self.spec.hidden_size, intermediate, ("float32", self.dtype))
         message = slow_dtype_message(self.dtype, rates)
         if message:
-            warnings.warn(message, SlowDtypeWarning, stacklevel=2)
+            warnings.warn(message, SlowDtypeWarning, stacklevel=user_stacklevel())
 
     @property
     def n_special(self) -> int:

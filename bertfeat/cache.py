@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bertfeat.exceptions import CacheError, CacheWarning
+from bertfeat.exceptions import CacheError, CacheWarning, user_stacklevel
 
 try:
     import fcntl
@@ -203,7 +203,7 @@ class Cache:
             warnings.warn(
                 f"bertfeat cache: could not write new rows to {ns.dir} ({exc}); they are not cached. Check the free "
                 "space and permissions of the cache directory.",
-                CacheWarning, stacklevel=3,
+                CacheWarning, stacklevel=user_stacklevel(),
             )
             return 0
 
@@ -347,7 +347,7 @@ class _Namespace:
         vector = schema.field("vector").type
         if (schema.field("key").type != pa.binary(KEY_BYTES) or schema.field("n_tokens").type != pa.int64()
                 or not pa.types.is_fixed_size_list(vector) or vector.value_type != pa.float32()):
-            raise ValueError(f"unexpected column types {schema.types}")
+            raise ValueError("unexpected column types: " + ", ".join(f"{f.name} {f.type}" for f in schema))
         if self.n_features is None:
             self.n_features = vector.list_size
         elif vector.list_size != self.n_features:
@@ -392,7 +392,7 @@ class _Namespace:
             warnings.warn(
                 f"bertfeat cache: ignoring unreadable shard {os.path.join(self.dir, name)} ({type(exc).__name__}: "
                 f"{exc}); its texts will be recomputed. `bertfeat cache compact {self.root}` removes it.",
-                CacheWarning, stacklevel=5,
+                CacheWarning, stacklevel=user_stacklevel(),
             )
 
     # -- lookup and store ---------------------------------------------------------------------------------------

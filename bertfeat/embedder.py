@@ -12,7 +12,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from bertfeat import recipe as rcp
-from bertfeat.exceptions import TruncationWarning
+from bertfeat.exceptions import TruncationWarning, user_stacklevel
 
 logger = logging.getLogger("bertfeat")
 
@@ -195,7 +195,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
                 f"{self.recipe_.max_length} tokens and were truncated. Pass long_text='chunk' to embed them in "
                 "full, or a larger max_length (up to the model's limit).",
                 TruncationWarning,
-                stacklevel=_user_stacklevel(),
+                stacklevel=user_stacklevel(),
             )
         if self.cache_dir is not None:
             logger.info("bertfeat cache: %d hits, %d misses, %d new rows", stats.cache_hits, stats.cache_misses,
@@ -339,7 +339,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         if fitted is not None and all_columns is None:
             warnings.warn(
                 f"X has no column names, but {type(self).__name__} was fitted with columns {list(fitted)}.",
-                UserWarning, stacklevel=_user_stacklevel(),
+                UserWarning, stacklevel=user_stacklevel(),
             )
         n_in = len(all_columns) if all_columns is not None else len(names)
         if n_in != self.n_features_in_ or len(names) != len(self.text_columns_):
@@ -397,21 +397,9 @@ def _resolve_prefix(prefix, prompt_name, spec) -> str:
         warnings.warn(
             f"model={spec.name!r} defines prompts that its authors put before texts: {names}. Pass prompt_name= "
             "(or prefix=) to use one; without one, texts are embedded as they are.",
-            UserWarning, stacklevel=_user_stacklevel(),
+            UserWarning, stacklevel=user_stacklevel(),
         )
     return prefix or ""
-
-
-def _user_stacklevel() -> int:
-    """The stacklevel of the first caller outside bertfeat and scikit-learn, so a warning points at user code
-    (transform is often reached through set_output's wrapper or a Pipeline)."""
-    import sys
-
-    level, frame = 1, sys._getframe(1)
-    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] in ("bertfeat", "sklearn"):
-        frame = frame.f_back
-        level += 1
-    return level
 
 
 def _row_namer(names, n_rows, X):

@@ -1,4 +1,7 @@
-"""Warnings and errors that bertfeat raises on purpose, so callers can filter or catch them by class."""
+"""Warnings and errors that bertfeat raises on purpose, so callers can filter or catch them by class, and where
+its warnings point."""
+
+import sys
 
 
 class TruncationWarning(UserWarning):
@@ -25,3 +28,14 @@ class SlowDtypeWarning(UserWarning):
     bertfeat keeps the dtype that was asked for (it is part of the recipe and of the cache key); the message gives
     the two measured rates so the choice can be made with numbers.
     """
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for a warning raised by the caller of this function that points at the first frame outside
+    bertfeat and scikit-learn, so the warning names the user's line however deep inside bertfeat it was raised (a
+    transform is often reached through set_output's wrapper or a Pipeline, a cache read through encode)."""
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] in ("bertfeat", "sklearn"):
+        frame = frame.f_back
+        level += 1
+    return level

@@ -7,7 +7,7 @@ top-level function (from ``.mutants/<module>/mutants/``, so run ``scripts/mutant
 one in place of the function (``name``, or ``Class.method``) in a scratch copy of the project, with no
 trampoline, and runs the given tests:
 
-    .venv/bin/python scripts/plant_mutants.py embedder bertfeat/embedder.py _user_stacklevel \\
+    .venv/bin/python scripts/plant_mutants.py embedder bertfeat/embedder.py transform \\
         tests/test_embedder.py::test_truncation_warning_points_at_the_callers_line
 
 ``--only=55,60`` (first) runs just those mutants. mutmut's copy of the original, put in place the same way, runs

@@ -420,6 +420,7 @@ def holding_flock(path, *, exclusive: bool):
     ("compact", ".lock", "shared", "WRITE"),  # the swap waits for readers' listings
     ("compact", ".compact.lock", "exclusive", "WRITE"),  # one compaction at a time
     ("clear", ".compact.lock", "exclusive", "WRITE"),  # no clear under a running compaction
+    ("clear", ".lock", "shared", "WRITE"),  # the removal waits for readers' listings
 ])
 def test_cache_operations_wait_for_the_advisory_lock(tmp_path, operation, lock_file, held, waits_as):
     """Deterministic: hold the lock here, and see the other process blocked on it in /proc/locks, rather than

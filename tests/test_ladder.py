@@ -255,6 +255,26 @@ def test_slower_bf16_warns_with_both_measured_rates_and_keeps_the_dtype(tiny_ber
     assert backend.dtype == "bfloat16" and backend.rung.endswith("bfloat16")
 
 
+def test_the_slow_dtype_warning_points_at_the_callers_line(tiny_bert, monkeypatch):
+    import sys
+
+    from sklearn.pipeline import make_pipeline
+
+    from bertfeat import BertEmbedder
+    from bertfeat.backend import clear_backends
+
+    monkeypatch.setattr(hardware, "dtype_rates", lambda h, i, dtypes: {"float32": 120.0, "bfloat16": 14.0})
+    clear_backends()
+    pipe = make_pipeline(BertEmbedder(tiny_bert, dtype="bfloat16"))
+    try:
+        with pytest.warns(SlowDtypeWarning) as record:
+            pipe.fit_transform(["a"]); line = sys._getframe().f_lineno  # noqa: E702
+    finally:
+        clear_backends()
+    [mine] = [w for w in record if issubclass(w.category, SlowDtypeWarning)]
+    assert (mine.filename, mine.lineno) == (__file__, line)
+
+
 def test_faster_bf16_does_not_warn(tiny_bert, monkeypatch):
     monkeypatch.setattr(hardware, "dtype_rates", lambda h, i, dtypes: {"float32": 120.0, "bfloat16": 300.0})
     with warnings.catch_warnings():

@@ -1,0 +1,830 @@
+"""The cache pinned by value: every refusal and warning word for word, the on-disk format, compaction's result and
+layout, stale temp files, and the races (a shard vanishing mid-lookup or mid-compaction, a namespace cleared
+mid-write) made to happen on demand instead of hoped for. Written from the survivors of the cache's mutation run
+(tests/README.md); test_cache.py holds the behaviour through encode and across processes."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from bertfeat import cache as cache_module
+from bertfeat.cache import Cache, open_cache
+from bertfeat.encode import encode, text_key
+from bertfeat.exceptions import CacheError, CacheWarning
+from tests import _cache_workers as workers
+from tests.conftest import CountingBackend, make_recipe
+
+F = workers.N_FEATURES
+WHAT_TO_DO = ("Pass a writable directory on this machine (est.set_params(cache_dir=...), or <step>__cache_dir=... "
+              "for a Pipeline), or cache_dir=None to run without a cache.")
+
+
+def recipe16():
+    return make_recipe(hidden_size=F)
+
+
+def shards(root, recipe) -> list[Path]:
+    return sorted((Path(root) / recipe.fingerprint()).glob("shard-*.parquet"))
+
+
+def shard_name(i: int) -> str:
+    return f"shard-{i:020d}-abcdefabcdef.parquet"
+
+
+def message_of(record) -> str:
+    [w] = [w for w in record if issubclass(w.category, CacheWarning)]
+    return str(w.message)
+
+
+# -- open_cache: every refusal word for word -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["", "   ", b""])
+def test_an_empty_cache_dir_is_refused_not_taken_as_the_working_directory(tmp_path, monkeypatch, path):
+    monkeypatch.chdir(tmp_path)
+    shown = os.fsdecode(path)
+    with pytest.raises(CacheError) as err:
+        open_cache(path)
+    assert str(err.value) == f"cache_dir={shown!r} is empty; pass a directory path, or cache_dir=None for no cache."
+    assert not (tmp_path / cache_module.MARKER).exists()
+
+
+def test_a_bytes_path_is_shown_decoded(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    with pytest.raises(CacheError) as err:
+        open_cache(os.fsencode(blocker))
+    assert str(err.value) == f"cache_dir={str(blocker)!r} ({blocker}) exists but is not a directory. {WHAT_TO_DO}"
+
+
+def test_refusals_of_a_path_that_cannot_be_a_cache_word_for_word(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    with pytest.raises(CacheError) as err:
+        open_cache(str(blocker / "cache"))
+    assert str(err.value) == (
+        f"cache_dir={str(blocker / 'cache')!r} ({blocker / 'cache'}) does not exist and cannot be created (Not a "
+        f"directory). A pickled pipeline keeps the cache path of the machine it was fitted on. {WHAT_TO_DO}"
+    )
+    with pytest.raises(CacheError) as err:
+        open_cache(tmp_path / "nope", create=False)
+    assert str(err.value) == f"{tmp_path / 'nope'} does not exist, so it holds no bertfeat cache."
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(CacheError) as err:
+        open_cache(tmp_path / "plain", create=False)
+    assert str(err.value) == (f"{tmp_path / 'plain'} is not a bertfeat cache (it has no bertfeat-cache.json); point "
+                              "at the cache_dir you used.")
+
+
+def test_a_directory_another_job_creates_at_the_same_moment_is_used(tmp_path, monkeypatch):
+    real = os.makedirs
+
+    def another_job_wins_the_race(path, *args, **kwargs):
+        real(path)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "makedirs", another_job_wins_the_race)
+    cache = open_cache(tmp_path / "shared" / "cache")
+    assert cache.root == str(tmp_path / "shared" / "cache")
+
+
+def test_a_directory_this_user_cannot_write_is_refused(tmp_path, monkeypatch):
+    # (the tests may run as root, for whom every directory is writable: the permission check is faked)
+    (tmp_path / "ro").mkdir()
+    monkeypatch.setattr(os, "access", lambda path, mode: not mode & os.W_OK)
+    with pytest.raises(CacheError) as err:
+        open_cache(tmp_path / "ro")
+    assert str(err.value) == f"cache_dir={str(tmp_path / 'ro')!r} ({tmp_path / 'ro'}) is not writable by this user. " \
+                             f"{WHAT_TO_DO}"
+
+
+def test_a_directory_that_cannot_be_written_is_refused_with_the_reason(tmp_path, monkeypatch):
+    def read_only(path, text):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(cache_module, "_write_atomic", read_only)
+    with pytest.raises(CacheError) as err:
+        open_cache(tmp_path)
+    assert str(err.value) == f"cache_dir={str(tmp_path)!r} ({tmp_path}) cannot be written (Read-only file system). " \
+                             f"{WHAT_TO_DO}"
+
+
+def test_the_marker_file_says_the_format(tmp_path):
+    open_cache(tmp_path / "c")
+    assert (tmp_path / "c" / "bertfeat-cache.json").read_text() == '{"bertfeat_cache_format": 1}\n'
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX")
+def test_a_forked_child_gets_its_own_cache_object(tmp_path):
+    parent = open_cache(tmp_path)
+    pid = os.fork()
+    if pid == 0:  # the child: its thread locks must not be the parent's (a lock held at fork stays held forever)
+        os._exit(0 if open_cache(tmp_path) is not parent else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert open_cache(tmp_path) is parent
+
+
+# -- Cache.store: its refusals, an empty batch, a failed write ------------------------------------------------------
+
+
+def test_store_refuses_token_counts_that_are_not_one_integer_per_key(tmp_path):
+    recipe = recipe16()
+    keys, vectors, n_tokens = workers.rows(range(3))
+    cache = Cache(tmp_path)
+    with pytest.raises(ValueError) as err:
+        cache.store(recipe, keys, vectors, n_tokens.astype(np.float64))
+    assert str(err.value) == "n_tokens must be 3 integers; got float64 (3,)."
+    with pytest.raises(ValueError) as err:
+        cache.store(recipe, keys, vectors, n_tokens[:2])
+    assert str(err.value) == "n_tokens must be 3 integers; got int64 (2,)."
+    assert not shards(tmp_path, recipe)
+
+
+def test_store_and_lookup_of_no_keys(tmp_path):
+    recipe = recipe16()
+    cache = Cache(tmp_path)
+    assert cache.store(recipe, [], np.empty((0, F), np.float32), np.empty(0, np.int64)) == 0
+    cache.store(recipe, *workers.rows(range(5)))
+    found, got, tokens = cache.lookup(recipe, [])
+    assert found.shape == (0,) and got.shape == (0, F) and tokens.shape == (0,)
+    assert found.dtype == bool and got.dtype == np.float32 and tokens.dtype == np.int64
+
+
+def test_a_failed_cache_write_warns_once_and_keeps_the_vectors(tmp_path, monkeypatch):
+    recipe = make_recipe()
+    texts = [f"t{i}" for i in range(6)]
+
+    def disk_full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(pq, "write_table", disk_full)
+    with pytest.warns(CacheWarning) as record:
+        out, stats = encode(texts, recipe, CountingBackend, cache=Cache(tmp_path))  # the warning points here
+    ns = tmp_path / recipe.fingerprint()
+    assert message_of(record) == (
+        f"bertfeat cache: could not write new rows to {ns} ([Errno 28] No space left on device); they are not "
+        "cached. Check the free space and permissions of the cache directory."
+    )
+    assert stats.cache_new == 0
+    np.testing.assert_array_equal(out, encode(texts, recipe, CountingBackend)[0])
+    assert not list(ns.glob(".tmp-*")), "the failed write's temporary file was left behind"
+
+
+def test_cache_warnings_point_at_the_callers_line(tmp_path, monkeypatch, tiny_bert):
+    """Each CacheWarning names the user's line, through a Pipeline (under mutmut a trampoline frame sits in between:
+    deselected there, checked with scripts/plant_mutants.py)."""
+    from sklearn.pipeline import make_pipeline
+
+    from bertfeat import BertEmbedder
+
+    pipe = make_pipeline(BertEmbedder(tiny_bert, cache_dir=str(tmp_path)))
+    real_write = pq.write_table
+    monkeypatch.setattr(pq, "write_table", lambda *a, **k: (_ for _ in ()).throw(OSError(errno.ENOSPC, "full")))
+    with pytest.warns(CacheWarning, match="could not write") as record:
+        pipe.fit_transform(["a"]); line = sys._getframe().f_lineno  # noqa: E702
+    assert (record[0].filename, record[0].lineno) == (__file__, line)
+
+    monkeypatch.setattr(pq, "write_table", real_write)
+    pipe.fit_transform(["b"])
+    [shard] = list(tmp_path.glob("*/shard-*.parquet"))
+    shard.write_bytes(b"PAR1 not parquet PAR1")
+    cache_module._OPEN.clear()  # a fresh process: nothing indexed yet
+    with pytest.warns(CacheWarning, match="ignoring unreadable shard") as record:
+        pipe.fit_transform(["b"]); line = sys._getframe().f_lineno  # noqa: E702
+    assert (record[0].filename, record[0].lineno) == (__file__, line)
+
+
+# -- reading shards: what is refused, and how it is reported --------------------------------------------------------
+
+
+def plain_table(n=3, *, key=None, n_tokens=None, vector=None, metadata=None):
+    keys, vectors, tokens = workers.rows(range(n))
+    arrays = {
+        "key": key if key is not None else pa.array(keys, pa.binary(16)),
+        "n_tokens": n_tokens if n_tokens is not None else pa.array(tokens, pa.int64()),
+        "vector": vector if vector is not None else pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), F),
+    }
+    table = pa.table(arrays)
+    return table.replace_schema_metadata(metadata) if metadata is not None else table
+
+
+@pytest.mark.parametrize("change, why", [
+    ("no metadata", "it belongs to recipe '(none)', not to '{fp}'"),
+    ("other metadata", "it belongs to recipe '(none)', not to '{fp}'"),
+    ("other recipe", "it belongs to recipe '0123456789abcdef0123456789abcdef', not to '{fp}'"),
+    ("columns", "unexpected columns ['key', 'n_tokens', 'vector', 'extra']"),
+    ("key type", "unexpected column types: key fixed_size_binary[8], n_tokens int64, vector "
+                 "fixed_size_list<element: float>[16]"),
+    ("n_tokens type", "unexpected column types: key fixed_size_binary[16], n_tokens int32, vector "
+                      "fixed_size_list<element: float>[16]"),
+    ("vector list", "unexpected column types: key fixed_size_binary[16], n_tokens int64, vector list<element: float>"),
+    ("vector floats", "unexpected column types: key fixed_size_binary[16], n_tokens int64, vector "
+                      "fixed_size_list<element: double>[16]"),
+    ("width", "vectors of 8 floats where the recipe has 16"),
+    ("null key", "null keys"),
+])
+def test_a_shard_of_the_wrong_shape_is_reported_word_for_word_and_ignored(tmp_path, change, why):
+    recipe = recipe16()
+    fp = recipe.fingerprint()
+    cache = Cache(tmp_path)
+    cache.store(recipe, *workers.rows(range(10, 20)))
+    meta = {"bertfeat.fingerprint": fp}
+    keys, vectors, tokens = workers.rows(range(3))
+    if change == "no metadata":
+        table = plain_table()
+    elif change == "other metadata":
+        table = plain_table(metadata={"pandas": "{}"})
+    elif change == "other recipe":
+        table = plain_table(metadata={"bertfeat.fingerprint": "0123456789abcdef0123456789abcdef"})
+    elif change == "columns":
+        table = plain_table(metadata=meta).append_column("extra", pa.array([1, 2, 3]))
+    elif change == "key type":
+        table = plain_table(key=pa.array([k[:8] for k in keys], pa.binary(8)), metadata=meta)
+    elif change == "n_tokens type":
+        table = plain_table(n_tokens=pa.array(tokens, pa.int32()), metadata=meta)
+    elif change == "vector list":
+        table = plain_table(vector=pa.array(list(vectors), pa.list_(pa.float32())), metadata=meta)
+    elif change == "vector floats":
+        table = plain_table(vector=pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel().astype(np.float64)), F),
+                            metadata=meta)
+    elif change == "width":
+        table = plain_table(vector=pa.FixedSizeListArray.from_arrays(pa.array(vectors[:, :8].ravel()), 8),
+                            metadata=meta)
+    else:
+        table = plain_table(key=pa.array([keys[0], None, keys[2]], pa.binary(16)), metadata=meta)
+    path = tmp_path / fp / shard_name(1)
+    pq.write_table(table, path)
+
+    reader = Cache(tmp_path)
+    with pytest.warns(CacheWarning) as record:
+        found, got, got_tokens = reader.lookup(recipe, workers.rows(range(20))[0])
+    assert message_of(record) == (
+        f"bertfeat cache: ignoring unreadable shard {path} (ValueError: {why.format(fp=fp)}); its texts will be "
+        f"recomputed. `bertfeat cache compact {tmp_path}` removes it."
+    )
+    assert found.tolist() == [False] * 10 + [True] * 10
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)  # reported once per process, not at every look
+        reader.lookup(recipe, workers.rows(range(20))[0])
+        assert reader.info()[0].corrupt == [path.name]
+        result = reader.compact()[0]
+    assert result.corrupt_removed == [path.name] and not path.exists()
+
+
+def test_a_key_count_that_disagrees_with_the_footer_is_reported(tmp_path, monkeypatch):
+    recipe = recipe16()
+    Cache(tmp_path).store(recipe, *workers.rows(range(4)))
+    real = cache_module._keys_from_column
+    monkeypatch.setattr(cache_module, "_keys_from_column", lambda column: real(column)[:3])
+    with pytest.warns(CacheWarning) as record:
+        found, _, _ = Cache(tmp_path).lookup(recipe, workers.rows(range(4))[0])
+    assert "(ValueError: 3 keys for 4 rows)" in message_of(record)
+    assert not found.any()
+
+
+def flip_a_bit_in(path: Path, column: int, row_group: int = 0, back: int = 3) -> None:
+    meta = pq.read_metadata(path).row_group(row_group).column(column)
+    data = bytearray(path.read_bytes())
+    data[meta.data_page_offset + meta.total_compressed_size - back] ^= 0x40
+    path.write_bytes(bytes(data))
+
+
+def test_a_flipped_bit_in_the_key_column_is_caught_when_the_shard_is_indexed(tmp_path):
+    recipe = recipe16()
+    Cache(tmp_path).store(recipe, *workers.rows(range(20)))
+    [shard] = shards(tmp_path, recipe)
+    flip_a_bit_in(shard, column=0)
+    with pytest.warns(CacheWarning, match=r"ignoring unreadable shard .*CRC"):
+        found, _, _ = Cache(tmp_path).lookup(recipe, workers.rows(range(20))[0])
+    assert not found.any()
+
+
+def test_compaction_verifies_what_it_copies_and_drops_a_shard_with_a_corrupt_page(tmp_path):
+    """A shard whose keys read fine but whose vector page is damaged must not be copied into the merged shard,
+    where it would get fresh checksums and be served as sound forever."""
+    recipe = recipe16()
+    cache = Cache(tmp_path, row_group_rows=8)
+    cache.store(recipe, *workers.rows(range(0, 20)))
+    cache.store(recipe, *workers.rows(range(20, 40)))
+    first, second = shards(tmp_path, recipe)
+    flip_a_bit_in(first, column=2, row_group=1)
+    cache = Cache(tmp_path, row_group_rows=8)
+    cache.lookup(recipe, workers.rows([39])[0])  # indexes both (their key columns are sound)
+    with pytest.warns(CacheWarning) as record:
+        result = cache.compact()[0]
+    assert f"ignoring unreadable shard {first} (OSError:" in message_of(record)
+    assert result.corrupt_removed == [first.name]
+    # the sound row group before the damaged one was copied (its checksums verified); the rest is recomputed
+    assert (result.shards_before, result.shards_after, result.rows) == (2, 1, 28)
+    keys = workers.rows(range(40))[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)
+        found, got, tokens = Cache(tmp_path).lookup(recipe, keys)
+    assert found.tolist() == [True] * 8 + [False] * 12 + [True] * 20
+    workers.check_found(keys, found, got, tokens)
+
+
+# -- the index: which copy answers, what a reader sees after others change the cache -------------------------------
+
+
+def write_copy(root, recipe, ids, name: str, variant: int) -> None:
+    """A shard holding ``ids``: their true rows (``variant`` 0), or vectors with other bits, as a racing writer with
+    another result (a nondeterministic GPU kernel) would leave."""
+    keys, vectors, tokens = workers.rows(ids)
+    vectors = (vectors.view(np.uint32) ^ np.uint32(variant)).view(np.float32)
+    table = cache_module._shard_table(cache_module._key_array(keys), vectors, tokens, recipe.fingerprint())
+    os.makedirs(Path(root) / recipe.fingerprint(), exist_ok=True)
+    pq.write_table(table, Path(root) / recipe.fingerprint() / name)
+
+
+def test_when_copies_of_a_key_disagree_the_oldest_shard_answers_and_compaction_keeps_it(tmp_path):
+    recipe = recipe16()
+    ids = range(300)  # enough keys that an unstable sort would mix the copies' order
+    write_copy(tmp_path, recipe, ids, shard_name(1), 0)
+    write_copy(tmp_path, recipe, ids, shard_name(2), 1)
+    keys = workers.rows(ids)[0]
+    found, got, tokens = Cache(tmp_path).lookup(recipe, keys)  # both shards indexed in one refresh
+    workers.check_found(keys, found, got, tokens)
+
+    reader = Cache(tmp_path)
+    reader.lookup(recipe, keys[:1])
+    write_copy(tmp_path, recipe, ids, shard_name(3), 2)  # a newer copy, indexed by a later refresh
+    found, got, tokens = reader.lookup(recipe, keys)
+    workers.check_found(keys, found, got, tokens)
+
+    result = Cache(tmp_path).compact()[0]
+    assert (result.rows, result.duplicates_dropped) == (300, 600)
+    found, got, tokens = Cache(tmp_path).lookup(recipe, keys)
+    workers.check_found(keys, found, got, tokens)
+
+
+def test_a_reader_forgets_shards_another_process_compacted_away(tmp_path):
+    recipe = recipe16()
+    writer = Cache(tmp_path)
+    for start in (0, 10, 20):
+        writer.store(recipe, *workers.rows(range(start, start + 10)))
+    reader = Cache(tmp_path)
+    assert reader.info()[0].shards == 3
+    Cache(tmp_path).compact()
+    info = reader.info()[0]
+    assert (info.shards, info.rows, info.stored_rows) == (1, 30, 30)
+
+
+def test_info_of_a_namespace_without_readable_shards_reads_the_recipe_file(tmp_path):
+    recipe = recipe16()
+    Cache(tmp_path).store(recipe, *workers.rows(range(5)))
+    [shard] = shards(tmp_path, recipe)
+    shard.unlink()
+    info = Cache(tmp_path).info()[0]
+    assert (info.n_features, info.rows, info.stored_rows, info.shards, info.bytes) == (F, 0, 0, 0, 0)
+    assert info.recipe["fingerprint"] == recipe.fingerprint()
+
+
+def test_info_of_a_namespace_whose_recipe_file_is_gone(tmp_path):
+    recipe = recipe16()
+    cache = Cache(tmp_path)
+    cache.store(recipe, *workers.rows(range(5)))
+    (tmp_path / recipe.fingerprint() / "recipe.json").unlink()
+    cache.lookup(recipe, workers.rows([0])[0])
+    info = cache.info()[0]
+    assert (info.recipe, info.n_features, info.rows) == (None, F, 5)
+
+
+def test_a_lookup_after_info_on_an_empty_namespace(tmp_path):
+    recipe = recipe16()
+    (tmp_path / recipe.fingerprint()).mkdir()
+    cache = Cache(tmp_path)
+    assert cache.info()[0].n_features is None
+    found, got, tokens = cache.lookup(recipe, workers.rows(range(3))[0])
+    assert found.tolist() == [False] * 3 and got.shape == (0, F)
+    cache.store(recipe, *workers.rows(range(3)))
+    assert cache.lookup(recipe, workers.rows(range(3))[0])[0].all()
+
+
+def test_a_corrupt_shard_someone_deleted_is_no_longer_listed(tmp_path):
+    recipe = recipe16()
+    cache = Cache(tmp_path)
+    cache.store(recipe, *workers.rows(range(5)))
+    cache.store(recipe, *workers.rows(range(5, 10)))
+    first = shards(tmp_path, recipe)[0]
+    first.write_bytes(b"")
+    reader = Cache(tmp_path)
+    with pytest.warns(CacheWarning):
+        assert reader.info()[0].corrupt == [first.name]
+    first.unlink()
+    info = reader.info()[0]
+    assert (info.corrupt, info.shards, info.rows) == ([], 1, 5)
+    assert info.bytes == shards(tmp_path, recipe)[0].stat().st_size
+
+
+# -- races made deterministic: a shard vanishing between the index and the read --------------------------------------
+
+
+def vanish_after_refresh(monkeypatch, action, times=1):
+    """Run ``action(namespace)`` right after the next ``times`` index refreshes, as another process would between
+    a reader's listing and its read."""
+    real = cache_module._Namespace.refresh
+    calls = []
+
+    def refresh(ns):
+        real(ns)
+        calls.append(ns.fingerprint)
+        if len(calls) <= times:
+            action(ns)
+
+    monkeypatch.setattr(cache_module._Namespace, "refresh", refresh)
+    return calls
+
+
+def test_a_shard_compacted_away_mid_lookup_is_read_from_the_merged_shard(tmp_path, monkeypatch):
+    recipe = recipe16()
+    writer = Cache(tmp_path)
+    for start in range(0, 60, 20):
+        writer.store(recipe, *workers.rows(range(start, start + 20)))
+    reader = Cache(tmp_path)
+    reader.lookup(recipe, workers.rows([0])[0])  # its index: three shards
+    other = Cache(tmp_path)
+    calls = vanish_after_refresh(monkeypatch, lambda ns: other._namespace(ns.fingerprint).compact())
+    keys = workers.rows(range(70))[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)  # a compacted shard is not a corrupt one
+        found, got, tokens = reader.lookup(recipe, keys)
+    assert found.tolist() == [True] * 60 + [False] * 10
+    workers.check_found(keys, found, got, tokens)
+    assert len(calls) == 4  # the reader's, the compaction's two, and the reader's second pass
+
+
+def test_a_lookup_that_keeps_losing_its_shards_gives_up_after_four_passes(tmp_path, monkeypatch):
+    recipe = recipe16()
+    Cache(tmp_path).store(recipe, *workers.rows(range(10)))
+
+    def rename_every_shard(ns):
+        for name in os.listdir(ns.dir):
+            if name.startswith("shard-"):
+                os.rename(os.path.join(ns.dir, name), os.path.join(ns.dir, f"shard-{time.time_ns():020d}-"
+                                                                           "0123456789ab.parquet"))
+
+    calls = vanish_after_refresh(monkeypatch, rename_every_shard, times=100)
+    found, got, _ = Cache(tmp_path).lookup(recipe, workers.rows(range(10))[0])
+    assert len(calls) == 4 and not found.any() and got.shape == (0, F)  # recomputed, never an endless loop
+    monkeypatch.undo()
+    assert Cache(tmp_path).lookup(recipe, workers.rows(range(10))[0])[0].all()
+
+
+def test_a_shard_vanishing_during_compaction_stops_it_with_a_clear_error(tmp_path, monkeypatch):
+    recipe = recipe16()
+    cache = Cache(tmp_path)
+    cache.store(recipe, *workers.rows(range(5)))
+    cache.store(recipe, *workers.rows(range(5, 10)))
+    real = cache_module._Namespace._copy_rows
+
+    def deleted_by_hand(ns, shard, keep, writer):
+        os.unlink(shard.path)
+        return real(ns, shard, keep, writer)
+
+    monkeypatch.setattr(cache_module._Namespace, "_copy_rows", deleted_by_hand)
+    first = shards(tmp_path, recipe)[0]
+    with pytest.raises(CacheError) as err:
+        cache.compact()
+    assert str(err.value) == f"{first} vanished during compaction; run compact again."
+    assert not list((tmp_path / recipe.fingerprint()).glob(".tmp-*"))
+
+
+def test_info_while_a_shard_vanishes_counts_the_bytes_that_remain(tmp_path, monkeypatch):
+    recipe = recipe16()
+    cache = Cache(tmp_path)
+    cache.store(recipe, *workers.rows(range(5)))
+    cache.store(recipe, *workers.rows(range(5, 10)))
+    first, second = shards(tmp_path, recipe)
+    vanish_after_refresh(monkeypatch, lambda ns: first.unlink())
+    info = Cache(tmp_path).info()[0]
+    assert info.bytes == second.stat().st_size
+
+
+def test_a_namespace_cleared_while_a_shard_is_written_is_recreated(tmp_path, monkeypatch):
+    recipe = recipe16()
+    real = cache_module._TempShard.__enter__
+    cleared = []
+
+    def cleared_meanwhile(tmp):
+        if not cleared:
+            cleared.append(tmp.dir)
+            shutil.rmtree(tmp.dir)  # another process's `bertfeat cache clear`
+        return real(tmp)
+
+    monkeypatch.setattr(cache_module._TempShard, "__enter__", cleared_meanwhile)
+    cache = Cache(tmp_path)
+    assert cache.store(recipe, *workers.rows(range(8))) == 8
+    assert cleared
+    keys = workers.rows(range(8))[0]
+    found, got, tokens = Cache(tmp_path).lookup(recipe, keys)
+    assert found.all()
+    workers.check_found(keys, found, got, tokens)
+    assert json.loads((tmp_path / recipe.fingerprint() / "recipe.json").read_text())["n_features"] == F
+
+
+def test_a_directory_fsync_the_filesystem_refuses_does_not_fail_the_write(tmp_path, monkeypatch):
+    real = os.fsync
+
+    def no_directory_fsync(fd):  # some network filesystems answer EINVAL for a directory
+        if os.path.isdir(f"/proc/self/fd/{fd}") or not os.path.exists(f"/proc/self/fd/{fd}"):
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real(fd)
+
+    monkeypatch.setattr(os, "fsync", no_directory_fsync)
+    recipe = recipe16()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)
+        assert Cache(tmp_path).store(recipe, *workers.rows(range(4))) == 4
+    assert Cache(tmp_path).lookup(recipe, workers.rows(range(4))[0])[0].all()
+
+
+# -- compaction's result and the layout it writes --------------------------------------------------------------------
+
+
+def test_compacting_a_single_clean_shard_leaves_it_untouched(tmp_path):
+    recipe = recipe16()
+    cache = Cache(tmp_path)
+    cache.store(recipe, *workers.rows(range(30)))
+    [shard] = shards(tmp_path, recipe)
+    before = shard.stat()
+    result = cache.compact()[0]
+    assert result.to_dict() == dict(fingerprint=recipe.fingerprint(), shards_before=1, shards_after=1, rows=30,
+                                    duplicates_dropped=0, corrupt_removed=[], temp_removed=0,
+                                    bytes_before=before.st_size, bytes_after=before.st_size)
+    assert shards(tmp_path, recipe) == [shard] and shard.stat().st_ino == before.st_ino
+
+
+def test_compacting_an_empty_namespace(tmp_path):
+    recipe = recipe16()
+    (tmp_path / recipe.fingerprint()).mkdir()
+    assert Cache(tmp_path).compact()[0].to_dict() == dict(
+        fingerprint=recipe.fingerprint(), shards_before=0, shards_after=0, rows=0, duplicates_dropped=0,
+        corrupt_removed=[], temp_removed=0, bytes_before=0, bytes_after=0)
+
+
+def test_compact_of_one_namespace_leaves_the_others_alone(tmp_path):
+    a, b = recipe16(), make_recipe(hidden_size=F, normalize=True)
+    cache = Cache(tmp_path)
+    for recipe in (a, b):
+        cache.store(recipe, *workers.rows(range(5)))
+        cache.store(recipe, *workers.rows(range(5, 10)))
+    [result] = cache.compact(b.fingerprint())
+    assert result.fingerprint == b.fingerprint()
+    assert (len(shards(tmp_path, a)), len(shards(tmp_path, b))) == (2, 1)
+
+
+def test_the_merged_shard_is_written_like_a_new_one(tmp_path):
+    """Row groups of exactly ``row_group_rows`` (the last one excepted, none empty), the same compression and no
+    statistics, and page checksums: a flipped bit in the merged shard is caught like one in a new shard."""
+    recipe = recipe16()
+    cache = Cache(tmp_path, row_group_rows=16)
+    for start, n in ((0, 5), (5, 40), (45, 3), (48, 16), (64, 7)):
+        cache.store(recipe, *workers.rows(range(start, start + n)))
+    fresh = pq.read_metadata(shards(tmp_path, recipe)[1])
+    assert cache.compact()[0].rows == 71
+    [merged] = shards(tmp_path, recipe)
+    meta = pq.read_metadata(merged)
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [16, 16, 16, 16, 7]
+    for c in range(3):
+        assert meta.row_group(0).column(c).compression == fresh.row_group(0).column(c).compression
+        assert not meta.row_group(0).column(c).is_stats_set
+    assert [meta.row_group(0).column(c).compression for c in range(3)] == ["UNCOMPRESSED", "ZSTD", "UNCOMPRESSED"]
+    keys = workers.rows(range(71))[0]
+    found, got, tokens = Cache(tmp_path).lookup(recipe, keys)
+    workers.check_found(keys, found, got, tokens)
+    assert found.all()
+
+    flip_a_bit_in(merged, column=2, row_group=2)
+    with pytest.warns(CacheWarning, match="CRC|checksum"):
+        found, _, _ = Cache(tmp_path).lookup(recipe, keys)
+    assert not found[32:48].any()
+
+
+def test_the_row_group_writer_holds_less_than_one_row_group(tmp_path):
+    """Compaction's memory bound: rows wait in memory only until a whole row group can be written."""
+    writer = cache_module._RowGroupWriter(str(tmp_path / "out.parquet"), "f" * 32, F, 16)
+    keys, vectors, tokens = workers.rows(range(100))
+    table = cache_module._shard_table(cache_module._key_array(keys), vectors, tokens, "f" * 32)
+    held = []
+    for start, n in ((0, 5), (5, 11), (16, 40), (56, 3)):
+        writer.write(table.slice(start, n))
+        held.append((writer.n_pending, sum(t.num_rows for t in writer.pending)))
+    writer.close()
+    assert held == [(5, 5), (0, 0), (8, 8), (11, 11)]
+    assert writer.n_rows == 59
+    meta = pq.read_metadata(tmp_path / "out.parquet")
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [16, 16, 16, 11]
+    assert pq.read_table(tmp_path / "out.parquet").column("key").to_pylist() == keys[:59]
+
+
+@pytest.mark.parametrize("n_features, rows", [(384, 170), (768, 85), (1, 65536), (0, 65536), (4097, 16),
+                                              (100_000, 16)])
+def test_row_groups_hold_about_256_kib_of_vectors(n_features, rows):
+    assert cache_module._row_group_rows(n_features, None) == rows
+    assert cache_module._row_group_rows(n_features, 7) == 7
+
+
+def test_the_shard_format(tmp_path):
+    """The on-disk schema other tools may read (docs/cache.md): no column may hold a null."""
+    recipe = recipe16()
+    Cache(tmp_path).store(recipe, *workers.rows(range(3)))
+    schema = pq.read_schema(shards(tmp_path, recipe)[0])
+    assert schema.equals(pa.schema(
+        [pa.field("key", pa.binary(16), nullable=False), pa.field("n_tokens", pa.int64(), nullable=False),
+         pa.field("vector", pa.list_(pa.float32(), F), nullable=False)],
+    ))
+    assert schema.metadata == {b"bertfeat.fingerprint": recipe.fingerprint().encode(),
+                               b"bertfeat.cache_format": b"1"}
+    recipe_text = (tmp_path / recipe.fingerprint() / "recipe.json").read_text()
+    expected = dict(recipe.to_dict(), n_features=F)
+    assert recipe_text == json.dumps(expected, indent=2, sort_keys=True) + "\n"  # for people: indented, sorted
+
+
+def test_keys_and_vectors_are_read_from_sliced_arrays():
+    keys, vectors, _ = workers.rows(range(10))
+    key_array = pa.array(keys, pa.binary(16))
+    assert cache_module._keys_from_column(key_array.slice(3, 5)).tolist() == keys[3:8]
+    assert cache_module._keys_from_column(pa.chunked_array([key_array[:4], key_array[4:]])).tolist() == keys
+    vector_array = pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), F)
+    np.testing.assert_array_equal(cache_module._vectors_from_column(vector_array.slice(2, 3), F), vectors[2:5])
+
+
+# -- temporary files: whose are removed, and when -------------------------------------------------------------------
+
+
+def temp_file(ns: Path, host: str, pid: int, age_s: float, now: float) -> Path:
+    path = ns / f".tmp-{host}-{pid}-{os.urandom(6).hex()}.parquet"
+    path.write_bytes(b"partial")
+    os.utime(path, (now - age_s, now - age_s))
+    return path
+
+
+def test_compact_removes_only_the_temp_files_of_dead_or_long_gone_writers(tmp_path, monkeypatch):
+    recipe = recipe16()
+    Cache(tmp_path).store(recipe, *workers.rows(range(3)))
+    ns = tmp_path / recipe.fingerprint()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(dead.stdout)
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        now = time.time()
+        monkeypatch.setattr(time, "time", lambda: now)
+        host = cache_module._HOST
+        kept = [
+            temp_file(ns, host, live.pid, 60, now),  # a writer at work here
+            temp_file(ns, "other-host", dead_pid, 60, now),  # another machine's writer: its pid means nothing here
+            temp_file(ns, "other-host", live.pid, 3600, now),  # exactly an hour: not yet older than the limit
+        ]
+        removed = [
+            temp_file(ns, host, dead_pid, 60, now),  # this host's dead writer
+            temp_file(ns, host, dead_pid, 5, now),
+            temp_file(ns, "other-host", live.pid, 3601, now),  # older than an hour, whoever wrote it
+            ns / ".tmp-not-our-pattern.parquet",
+        ]
+        removed[-1].write_bytes(b"x")
+        os.utime(removed[-1], (now - 7200, now - 7200))
+        result = Cache(tmp_path).compact()[0]
+        assert result.temp_removed == 4
+        assert all(p.exists() for p in kept) and not any(p.exists() for p in removed)
+        assert live.poll() is None, "checking whether the writer is alive signalled it"
+    finally:
+        live.kill()
+        live.wait()
+
+
+def test_a_temp_file_that_vanishes_meanwhile_does_not_stop_the_cleanup(tmp_path, monkeypatch):
+    recipe = recipe16()
+    Cache(tmp_path).store(recipe, *workers.rows(range(3)))
+    ns = tmp_path / recipe.fingerprint()
+    now = time.time()
+    stale = [temp_file(ns, "other-host", 1, 7200, now) for _ in range(3)]
+    real = cache_module._Namespace._temp_files
+    monkeypatch.setattr(cache_module._Namespace, "_temp_files",
+                        lambda self: [".tmp-committed-meanwhile-1-0123456789ab.parquet"] + real(self))
+    assert Cache(tmp_path).compact()[0].temp_removed == 3
+    assert not any(p.exists() for p in stale)
+
+
+def test_a_temp_file_removed_by_another_cleanup_first_is_not_counted(tmp_path, monkeypatch):
+    recipe = recipe16()
+    Cache(tmp_path).store(recipe, *workers.rows(range(3)))
+    ns = tmp_path / recipe.fingerprint()
+    now = time.time()
+    [a, b] = [temp_file(ns, "other-host", 1, 7200, now) for _ in range(2)]
+    real = os.path.getmtime
+
+    def other_cleanup_wins(path):
+        mtime = real(path)
+        if Path(path) == a:
+            a.unlink()
+        return mtime
+
+    monkeypatch.setattr(os.path, "getmtime", other_cleanup_wins)
+    assert Cache(tmp_path).compact()[0].temp_removed == 1
+    assert not b.exists()
+
+
+@pytest.mark.parametrize("answer, alive", [(None, True), (ProcessLookupError, False), (PermissionError, True)])
+def test_a_writer_is_alive_unless_the_system_says_there_is_no_such_process(monkeypatch, answer, alive):
+    sent = []
+
+    def kill(pid, sig):
+        sent.append((pid, sig))
+        if answer is not None:
+            raise answer()
+
+    monkeypatch.setattr(os, "kill", kill)
+    assert cache_module._pid_alive(4242) is alive
+    assert sent == [(4242, 0)]  # signal 0: a check, nothing delivered
+
+
+# -- clear ----------------------------------------------------------------------------------------------------------
+
+
+def test_clear_removes_a_namespace_with_its_temp_files_and_lock_files(tmp_path):
+    recipe = recipe16()
+    cache = Cache(tmp_path)
+    cache.store(recipe, *workers.rows(range(3)))
+    cache.compact()  # leaves .compact.lock
+    ns = tmp_path / recipe.fingerprint()
+    temp_file(ns, cache_module._HOST, os.getpid(), 0, time.time())
+    assert cache.clear() == [recipe.fingerprint()]
+    assert not ns.exists()
+    assert cache.lookup(recipe, workers.rows(range(3))[0])[0].tolist() == [False] * 3
+    assert cache.store(recipe, *workers.rows(range(3))) == 3
+
+
+def test_clear_keeps_a_file_it_did_not_write(tmp_path):
+    recipe = recipe16()
+    cache = Cache(tmp_path)
+    cache.store(recipe, *workers.rows(range(3)))
+    note = tmp_path / recipe.fingerprint() / "NOTES.txt"
+    note.write_text("mine")
+    assert cache.clear(recipe.fingerprint()) == [recipe.fingerprint()]
+    assert note.read_text() == "mine"
+    assert sorted(p.name for p in note.parent.iterdir()) == ["NOTES.txt"]
+
+
+def test_clear_while_a_writer_commits_its_temp_file(tmp_path, monkeypatch):
+    recipe = recipe16()
+    cache = Cache(tmp_path)
+    cache.store(recipe, *workers.rows(range(3)))
+    ns = tmp_path / recipe.fingerprint()
+    temp = temp_file(ns, cache_module._HOST, os.getpid(), 0, time.time())
+    real = os.unlink
+
+    def renamed_first(path, *args, **kwargs):
+        if Path(path) == temp and temp.exists():
+            real(path)  # the writer renamed it into place a moment before
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "unlink", renamed_first)
+    assert cache.clear() == [recipe.fingerprint()]
+    assert not ns.exists()
+
+
+# -- listing and naming namespaces ----------------------------------------------------------------------------------
+
+
+def test_only_recipe_directories_are_namespaces(tmp_path):
+    recipe = recipe16()
+    cache = Cache(tmp_path)
+    cache.store(recipe, *workers.rows(range(3)))
+    (tmp_path / "notes").mkdir()
+    (tmp_path / ("a" * 32)).write_text("a file named like a namespace")
+    (tmp_path / ("A" * 32)).mkdir()
+    assert cache.fingerprints() == [recipe.fingerprint()]
+
+
+def test_resolve_a_fingerprint_prefix(tmp_path):
+    cache = Cache(tmp_path)
+    for name in ("abcdef" + "0" * 26, "abcdef" + "1" * 26, "123456" + "7" * 26):
+        (tmp_path / name).mkdir()
+    assert cache.resolve("123456") == "123456" + "7" * 26
+    assert cache.resolve("ABCDEF1") == "abcdef" + "1" * 26
+
+    def refusal(prefix):
+        with pytest.raises(CacheError) as err:
+            cache.resolve(prefix)
+        return str(err.value)
+
+    tail = f"in {tmp_path}; `bertfeat cache info {tmp_path}` lists them."
+    assert refusal("12345") == f"fingerprint '12345' is too short (give at least 6 characters) {tail}"
+    assert refusal("abcdef") == f"fingerprint 'abcdef' matches 2 namespaces {tail}"
+    assert refusal("ffffff") == f"fingerprint 'ffffff' matches no namespace {tail}"
