@@ -828,3 +828,36 @@ def test_resolve_a_fingerprint_prefix(tmp_path):
     assert refusal("12345") == f"fingerprint '12345' is too short (give at least 6 characters) {tail}"
     assert refusal("abcdef") == f"fingerprint 'abcdef' matches 2 namespaces {tail}"
     assert refusal("ffffff") == f"fingerprint 'ffffff' matches no namespace {tail}"
+
+
+def test_a_shard_deleted_by_hand_during_the_swap_does_not_fail_the_compaction(tmp_path, monkeypatch):
+    recipe = recipe16()
+    cache = Cache(tmp_path)
+    cache.store(recipe, *workers.rows(range(5)))
+    cache.store(recipe, *workers.rows(range(5, 10)))
+    first = shards(tmp_path, recipe)[0]
+    real = os.unlink
+
+    def gone_first(path, *args, **kwargs):
+        if Path(path) == first and first.exists():
+            real(path)
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "unlink", gone_first)
+    result = cache.compact()[0]
+    assert (result.shards_after, result.rows) == (1, 10)
+    assert Cache(tmp_path).lookup(recipe, workers.rows(range(10))[0])[0].all()
+
+
+def test_without_flock_every_operation_still_works(tmp_path, monkeypatch):
+    """Windows has no flock: the locks are no-ops (docs/cache.md says to compact and clear while no job runs)."""
+    monkeypatch.setattr(cache_module, "fcntl", None)
+    recipe = recipe16()
+    cache = Cache(tmp_path)
+    cache.store(recipe, *workers.rows(range(5)))
+    cache.store(recipe, *workers.rows(range(5, 10)))
+    assert cache.compact()[0].shards_after == 1
+    assert cache.lookup(recipe, workers.rows(range(10))[0])[0].all()
+    assert not list((tmp_path / recipe.fingerprint()).glob(".*lock"))
+    assert cache.clear() == [recipe.fingerprint()] and not (tmp_path / recipe.fingerprint()).exists()
