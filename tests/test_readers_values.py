@@ -353,3 +353,40 @@ def test_the_quote_scanner_follows_quotes_across_pieces(pieces, ends_open):
     for piece in pieces:
         scanner.feed(piece)
     assert scanner.ends_open is ends_open
+
+
+# -- what the CSV options promise (survivors of the readers mutation run, 2026-11-24) ---------------------------------
+
+
+def test_quoted_values_with_line_breaks_across_read_blocks(tmp_path, monkeypatch):
+    """A quoted value holding line breaks stays one value wherever a read block ends, and is read in blocks of the
+    usual size: pyarrow splits blocks inside such a value unless told values may hold newlines, and the reader's
+    retry with ever bigger blocks (up to 2 GiB) would hide that at the cost of the memory bound."""
+    import csv as pycsv
+    import io
+
+    rng = random.Random(1)
+    rows = [(str(i), "line one\nline, two\r\n\"three\"" + "x" * rng.randrange(0, 300)) for i in range(20_000)]
+    buf = io.StringIO(newline="")
+    pycsv.writer(buf, lineterminator="\n").writerows([("id", "text"), *rows])
+    src = tmp_path / "multiline.csv"
+    src.write_text(buf.getvalue(), newline="")
+    assert src.stat().st_size > 3 * readers.BLOCK_BYTES
+    blocks = []
+    real = InputReader._open_csv
+    monkeypatch.setattr(InputReader, "_open_csv", lambda self, block=readers.BLOCK_BYTES: (blocks.append(block),
+                                                                                          real(self, block))[1])
+    table, _ = read_all(csv_reader(src, ["id", "text"], chunk_rows=5000))
+    assert blocks == [readers.BLOCK_BYTES] * 2  # the schema's read and the rows' read, never a bigger block
+    assert table.column("id").to_pylist() == [r[0] for r in rows]
+    assert table.column("text").to_pylist() == [r[1] for r in rows]
+
+
+def test_exactly_the_documented_markers_are_missing_when_unquoted(tmp_path):
+    markers = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None", "<NA>"]  # docs/cli.md, "missing values"
+    texts = ["#N/A", "n/a", "-nan", "NONE", "na", "none", "#NA", "1.#IND"]  # other tools' markers are text here
+    src = tmp_path / "na.csv"
+    src.write_text("id,text\n" + "".join(f"{i},{v}\n" for i, v in enumerate(markers + texts))
+                   + "".join(f'q{i},"{v}"\n' for i, v in enumerate(markers)))
+    table, _ = read_all(csv_reader(src, ["id", "text"]))
+    assert table.column("text").to_pylist() == [None] * len(markers) + texts + markers  # quoted: always text
