@@ -861,3 +861,28 @@ def test_without_flock_every_operation_still_works(tmp_path, monkeypatch):
     assert cache.lookup(recipe, workers.rows(range(10))[0])[0].all()
     assert not list((tmp_path / recipe.fingerprint()).glob(".*lock"))
     assert cache.clear() == [recipe.fingerprint()] and not (tmp_path / recipe.fingerprint()).exists()
+
+
+def test_reads_after_indexing_reuse_the_footer_read_at_indexing(tmp_path, monkeypatch):
+    """A lookup and a compaction open each shard with the footer its index already holds (parsing a footer costs a
+    read and a thrift decode per shard per batch)."""
+    recipe = recipe16()
+    cache = Cache(tmp_path, row_group_rows=8)
+    cache.store(recipe, *workers.rows(range(0, 20)))
+    cache.store(recipe, *workers.rows(range(10, 30)))
+    cache.lookup(recipe, workers.rows([0])[0])  # indexed: footers read once
+    opened = []
+    real = pq.ParquetFile.__init__
+
+    def init(pf, source, *args, metadata=None, **kwargs):
+        opened.append((Path(str(source)).name, metadata is not None))
+        real(pf, source, *args, metadata=metadata, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "__init__", init)
+    keys = workers.rows(range(30))[0]
+    assert cache.lookup(recipe, keys)[0].all()
+    names = [p.name for p in shards(tmp_path, recipe)]
+    assert sorted(opened) == [(n, True) for n in names]
+    opened.clear()
+    cache.compact()
+    assert sorted(opened) == [(n, True) for n in names] + [(shards(tmp_path, recipe)[0].name, False)]  # new: indexed
