@@ -292,3 +292,19 @@ def test_the_line_of_an_open_quote_is_the_line_of_the_quote_that_never_closes(be
     record_start = head.count("\n")
     want = (head + record).count("\n") + 1
     assert open_quote_line(lambda: io.StringIO(text, newline=""), record_start, ",") == want
+
+
+@settings(max_examples=1500, deadline=None)
+@given(records=st.lists(st.lists(st.one_of(unquoted_field, quoted_field), min_size=1, max_size=3), max_size=4),
+       eol=st.sampled_from(["\n", "\r\n"]), fields=st.lists(st.one_of(unquoted_field, quoted_field), max_size=3),
+       opened=open_field, after=st.sampled_from(["", "\n", "\nx,y\n"]))
+def test_the_line_of_an_open_quote_counts_the_complete_records_before_it(records, eol, fields, opened, after):
+    """From any record start, however many complete records (quoted line breaks included) come before the one whose
+    quote never closes: the line is that quote's line, as Python's csv module counts lines."""
+    from bertfeat.quotes import open_quote_line
+
+    head = "id\n"
+    done = "".join(",".join(r) + eol for r in records)
+    text = head + done + "".join(f + "," for f in fields) + opened + after
+    want = (head + done + "".join(f + "," for f in fields)).count("\n") + 1
+    assert open_quote_line(lambda: io.StringIO(text, newline=""), 1, ",") == want
