@@ -18,6 +18,7 @@ import glob
 import gzip
 import io
 import os
+import zlib
 from pathlib import Path
 
 import pyarrow as pa
@@ -387,8 +388,11 @@ class InputReader:
                     block *= 8
                     continue
                 raise ValueError(self._csv_problem(exc)) from None
-            except UnicodeDecodeError as exc:
-                raise ValueError(self._csv_problem(exc)) from None
+            except (EOFError, OSError, zlib.error) as exc:  # the decompressor's: pyarrow passes them through
+                raise ValueError(
+                    f"{self.path} cannot be read past its first {delivered:,} rows: {exc} ({type(exc).__name__}). "
+                    f"The {_codec(self.files[0]) or 'file'} is truncated or damaged; copy or compress it again."
+                ) from None
             finally:
                 if self._counting is not None:
                     self._counting.close()

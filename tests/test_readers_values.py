@@ -390,3 +390,53 @@ def test_exactly_the_documented_markers_are_missing_when_unquoted(tmp_path):
                    + "".join(f'q{i},"{v}"\n' for i, v in enumerate(markers)))
     table, _ = read_all(csv_reader(src, ["id", "text"]))
     assert table.column("text").to_pylist() == [None] * len(markers) + texts + markers  # quoted: always text
+
+
+def test_text_that_is_not_utf8_after_the_first_read_block_is_refused_mid_file(tmp_path):
+    src = tmp_path / "late-latin1.csv"
+    head = "id,text\n" + "".join(f"{i},row {i}\n" for i in range(150_000))  # about 2 MB: past the first block
+    src.write_bytes(head.encode() + "150000,caf\u00e9\n".encode("latin-1"))
+    reader = csv_reader(src, ["id", "text"], chunk_rows=10_000)
+    delivered = []
+
+    def read_on():
+        for batch in reader.batches():
+            delivered.append(batch.num_rows)
+
+    message = refusal(read_on)
+    assert message.startswith(f"{src} is not a readable UTF-8 CSV file: 'utf-8' codec can't decode byte 0xe9 in "
+                              "position ")
+    assert message.endswith(": invalid continuation byte")
+    assert delivered and sum(delivered) < 150_000  # refused as the reading went, not before it started
+
+
+@pytest.mark.parametrize("pieces", [['"a"', '"",x\n'], ['x,"a"', '"","b"\n'], ['"a"', '"', '",x\n']])
+def test_a_doubled_quote_split_between_pieces_then_a_closing_quote(pieces):
+    from bertfeat.quotes import QuoteScanner
+
+    scanner = QuoteScanner(",")
+    for piece in pieces:
+        scanner.feed(piece.encode())
+    assert not scanner.ends_open
+
+
+@pytest.mark.parametrize("codec", ["gzip", "bz2"])
+def test_a_compressed_file_damaged_past_the_first_block_is_refused_with_what_to_do(tmp_path, codec):
+    rng = random.Random(0)  # text that barely compresses, so the damage lies past the first read block
+    data = ("id,text\n" + "".join(f"{i},{rng.getrandbits(128):032x}\n" for i in range(200_000))).encode()
+    packed = (gzip if codec == "gzip" else bz2).compress(data)
+    src = tmp_path / f"t.csv.{'gz' if codec == 'gzip' else 'bz2'}"
+    src.write_bytes(packed[: len(packed) * 2 // 3])  # a download or copy cut short
+    reader = csv_reader(src, ["id", "text"], chunk_rows=10_000)
+    delivered = []
+
+    def read_on():
+        for batch in reader.batches():
+            delivered.append(batch.num_rows)
+
+    message = refusal(read_on)
+    read = re.match(rf"{re.escape(str(src))} cannot be read past its first ([\d,]+) rows: ", message)
+    assert read and sum(delivered) <= int(read[1].replace(",", "")) < 200_000  # rows read whole; some not yet cut
+    assert "(EOFError)" in message
+    assert message.endswith(f"The {codec} is truncated or damaged; copy or compress it again.")
+    assert 0 < sum(delivered) < 200_000
