@@ -25,6 +25,17 @@ def refusal(call, *args, **kw) -> str:
     return re.sub(r"(CSV parse error|In CSV column #\d+): Row #\d+: ", r"\1: ", str(info.value))
 
 
+def refusal_while_reading(reader) -> tuple[str, list[int]]:
+    """The refusal that stops reading ``reader``, and the sizes of the chunks it delivered before it."""
+    delivered = []
+
+    def read_on():
+        for batch in reader.batches():
+            delivered.append(batch.num_rows)
+
+    return refusal(read_on), delivered
+
+
 def read_all(reader):
     batches = list(reader.batches())
     return pa.Table.from_batches(batches, schema=reader.schema), [b.num_rows for b in batches]
@@ -161,13 +172,8 @@ def test_a_bad_row_after_the_first_read_block_is_refused_with_its_line(tmp_path)
         fh.writelines(f"{i},row {i}\n" for i in range(n))
         fh.write("x,y,z\n")
     reader = csv_reader(src, ["id", "text"], chunk_rows=10_000)
-    delivered = []
-
-    def read_on():
-        for batch in reader.batches():
-            delivered.append(batch.num_rows)
-
-    assert refusal(read_on) == f"{src} is malformed at line {n + 2}: CSV parse error: Expected 2 columns, got 3: x,y,z"
+    message, delivered = refusal_while_reading(reader)
+    assert message == f"{src} is malformed at line {n + 2}: CSV parse error: Expected 2 columns, got 3: x,y,z"
     assert delivered and sum(delivered) < n  # the refusal came mid-file, as the reading went
     assert reader._counting.closed
 
@@ -397,13 +403,7 @@ def test_text_that_is_not_utf8_after_the_first_read_block_is_refused_mid_file(tm
     head = "id,text\n" + "".join(f"{i},row {i}\n" for i in range(150_000))  # about 2 MB: past the first block
     src.write_bytes(head.encode() + "150000,caf\u00e9\n".encode("latin-1"))
     reader = csv_reader(src, ["id", "text"], chunk_rows=10_000)
-    delivered = []
-
-    def read_on():
-        for batch in reader.batches():
-            delivered.append(batch.num_rows)
-
-    message = refusal(read_on)
+    message, delivered = refusal_while_reading(reader)
     assert message.startswith(f"{src} is not a readable UTF-8 CSV file: 'utf-8' codec can't decode byte 0xe9 in "
                               "position ")
     assert message.endswith(": invalid continuation byte")
@@ -428,13 +428,7 @@ def test_a_compressed_file_damaged_past_the_first_block_is_refused_with_what_to_
     src = tmp_path / f"t.csv.{'gz' if codec == 'gzip' else 'bz2'}"
     src.write_bytes(packed[: len(packed) * 2 // 3])  # a download or copy cut short
     reader = csv_reader(src, ["id", "text"], chunk_rows=10_000)
-    delivered = []
-
-    def read_on():
-        for batch in reader.batches():
-            delivered.append(batch.num_rows)
-
-    message = refusal(read_on)
+    message, delivered = refusal_while_reading(reader)
     read = re.match(rf"{re.escape(str(src))} cannot be read past its first ([\d,]+) rows: ", message)
     assert read and sum(delivered) <= int(read[1].replace(",", "")) < 200_000  # rows read whole; some not yet cut
     assert "(EOFError)" in message
