@@ -252,8 +252,8 @@ class InputReader:
                     block *= 8
                     continue
                 raise ValueError(self._csv_problem(exc)) from None
-            except UnicodeDecodeError as exc:
-                raise ValueError(self._csv_problem(exc)) from None
+            except (EOFError, OSError, zlib.error) as exc:  # the decompressor's, within the first block
+                raise ValueError(self._damaged(exc, 0)) from None
             finally:
                 self._counting.close()
 
@@ -272,11 +272,18 @@ class InputReader:
                 self.header_lines = reader.line_num
         except csv.Error as exc:
             raise ValueError(f"{self.path} has a malformed header: {exc}.") from None
-        except (OSError, UnicodeDecodeError, EOFError, pa.ArrowException) as exc:
+        except (EOFError, zlib.error) as exc:  # a compressed file cut short or damaged
+            raise ValueError(self._damaged(exc, 0)) from None
+        except (OSError, UnicodeDecodeError, pa.ArrowException) as exc:
             raise ValueError(f"cannot read {self.path} as UTF-8 CSV: {str(exc).splitlines()[0]}") from None
         if not first or not "".join(first).strip():
             raise ValueError(f"{self.path} is empty: no header line.")
         return first
+
+    def _damaged(self, exc: Exception, rows: int) -> str:
+        where = f"past its first {rows:,} rows" if rows else "beyond its header"
+        return (f"{self.path} cannot be read {where}: {exc} ({type(exc).__name__}). The "
+                f"{_codec(self.files[0]) or 'file'} is truncated or damaged; copy or compress it again.")
 
     def _csv_problem(self, exc: Exception | None) -> str:
         """Find the line of a CSV problem by re-reading with Python's csv module; ``exc`` is pyarrow's error, or None
@@ -389,10 +396,7 @@ class InputReader:
                     continue
                 raise ValueError(self._csv_problem(exc)) from None
             except (EOFError, OSError, zlib.error) as exc:  # the decompressor's: pyarrow passes them through
-                raise ValueError(
-                    f"{self.path} cannot be read past its first {delivered:,} rows: {exc} ({type(exc).__name__}). "
-                    f"The {_codec(self.files[0]) or 'file'} is truncated or damaged; copy or compress it again."
-                ) from None
+                raise ValueError(self._damaged(exc, delivered)) from None
             finally:
                 if self._counting is not None:
                     self._counting.close()

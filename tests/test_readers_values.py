@@ -421,6 +421,17 @@ def test_a_doubled_quote_split_between_pieces_then_a_closing_quote(pieces):
 
 
 @pytest.mark.parametrize("codec", ["gzip", "bz2"])
+def test_a_compressed_file_damaged_within_the_first_block_is_refused_with_what_to_do(tmp_path, codec):
+    data = ("id,text\n" + "".join(f"{i},row {i} of a small file\n" for i in range(2000))).encode()
+    packed = (gzip if codec == "gzip" else bz2).compress(data)
+    src = tmp_path / f"s.csv.{'gz' if codec == 'gzip' else 'bz2'}"
+    src.write_bytes(packed[: len(packed) * 2 // 3])
+    message = refusal(csv_reader, src, ["id", "text"])
+    assert message.startswith(f"{src} cannot be read beyond its header: ")
+    assert message.endswith(f"(EOFError). The {codec} is truncated or damaged; copy or compress it again.")
+
+
+@pytest.mark.parametrize("codec", ["gzip", "bz2"])
 def test_a_compressed_file_damaged_past_the_first_block_is_refused_with_what_to_do(tmp_path, codec):
     rng = random.Random(0)  # text that barely compresses, so the damage lies past the first read block
     data = ("id,text\n" + "".join(f"{i},{rng.getrandbits(128):032x}\n" for i in range(200_000))).encode()
