@@ -169,42 +169,82 @@ def _onednn_linear_available() -> bool:
     )
 
 
+# Which arrangement the ladder tries first is a property of the CPU, never a timing taken at load: the two float32
+# arrangements round differently (a few ULPs on MiniLM), so a choice that followed a moment's load could give two
+# processes on one machine two roundings of one recipe, mixed into one resumed output or one shared cache. Measured:
+# on AVX2-only AMD EPYCs (Zen 1, Zen 3) plain torch ops (MKL sgemm) ran MiniLM 11-16% faster than oneDNN's packed
+# kernels (27.5 vs 37.4 ms for 512 tokens through one layer on Zen 3); on AVX-512 machines (Zen 4, Zen 5, Xeon) the
+# fused oneDNN pass was the faster. This variable overrides the per-CPU order for a machine measured otherwise.
+KERNELS_ENV = "BERTFEAT_CPU_KERNELS"
+KERNELS = ("onednn", "torch")
+_X86 = ("x86_64", "amd64", "i386", "i686", "x86")
+
+
+def preferred_kernels(flags: list[str] | None = None, machine: str | None = None) -> tuple[str, str]:
+    """Which arrangement this CPU tries first, ``"onednn"`` or ``"torch"``, and why: plain torch ops on x86 CPUs
+    without AVX-512, oneDNN's fused kernels elsewhere, unless :data:`KERNELS_ENV` names one. The same answer in every
+    process on one machine, so one recipe gives the same bytes in each."""
+    import os
+    import platform
+
+    from bertfeat.hardware import cpu_flags
+
+    raw = os.environ.get(KERNELS_ENV, "")
+    if raw.strip():
+        choice = raw.strip().lower()
+        if choice not in KERNELS:
+            raise ValueError(f"{KERNELS_ENV}={raw!r} is not valid: set it to 'onednn' (oneDNN's fused kernels first) "
+                             "or 'torch' (plain torch ops first), or unset it for this CPU's default.")
+        return choice, f"{KERNELS_ENV}={choice}"
+    arch = (platform.machine() if machine is None else machine).lower()
+    flags = cpu_flags() if flags is None else flags
+    if arch in _X86 and "avx512f" not in flags:
+        return "torch", "x86 without AVX-512: plain torch ops first"
+    return "onednn", ("AVX-512" if arch in _X86 else arch or "this CPU") + ": oneDNN's fused kernels first"
+
+
 @dataclass
 class Ladder:
-    """What :func:`build_ladder` chose: the fast path (None: the transformers forward pass), the rung's name, and why
-    each rung above it was passed over."""
+    """What :func:`build_ladder` chose: the fast path (None: the transformers forward pass), the rung's name, why
+    each rung tried before it was passed over, and why the rungs were tried in that order."""
 
     fast: "_FastBert | None"
     rung: str
     passed_over: list[tuple[str, str]] = field(default_factory=list)
+    order: str = ""
 
     def describe(self) -> str:
         why = "; ".join(f"{name}: {reason}" for name, reason in self.passed_over)
-        return f"{self.rung}" + (f" (passed over {why})" if why else "")
+        notes = [n for n in (self.order, f"passed over {why}" if why else "") if n]
+        return f"{self.rung}" + (f" ({'; '.join(notes)})" if notes else "")
 
 
-def rungs(dtype_name: str, onednn: bool) -> list[tuple[str, bool]]:
-    """The arrangements tried for ``dtype_name``, fastest first: ``[(name, uses_onednn), ...]``."""
+def rungs(dtype_name: str, onednn: bool, first: str = "onednn") -> list[tuple[str, bool]]:
+    """The arrangements tried for ``dtype_name``, in order: ``[(name, uses_onednn), ...]``; ``first`` is
+    ``"onednn"`` or ``"torch"`` (:func:`preferred_kernels`)."""
     kinds = ([("onednn", True)] if onednn else []) + [("torch", False)]
+    kinds.sort(key=lambda kind: kind[0] != first)
     return [(f"{kind}-{dtype_name}", flag) for kind, flag in kinds]
 
 
 def build_ladder(cls, model, dtype, probe_ids: list[list[int]]) -> Ladder:
     """Walk the ladder of fast arrangements for ``dtype`` and keep the first that reproduces ``model``.
 
-    Every rung is built and run on the probe sequences inside one guard, then compared with the transformers
-    forward pass in float32 at every layer: float32 rungs to 1e-4, reduced-precision rungs to a per-token cosine of
+    The order is this CPU's (:func:`preferred_kernels`): oneDNN-fused then plain torch ops, or the other way round
+    on x86 without AVX-512; then the transformers forward pass itself (``fast=None``). Each rung is built and run
+    on the probe sequences inside one guard, then compared with the transformers forward pass in float32 at every
+    layer: float32 rungs to 1e-4, reduced-precision rungs to a per-token cosine of
     :data:`LOW_PRECISION_MIN_COSINE` and a per-layer step error of :data:`LOW_PRECISION_MAX_STEP_ERROR`. A rung that
     raises (a private oneDNN op missing, or refusing this CPU, as the bfloat16 weight packing does on AVX2-only
-    machines) or disagrees falls to the next: oneDNN-fused, then plain
-    torch ops, then the transformers forward pass itself (``fast=None``). A reduced precision is only tried once a
-    float32 arrangement has shown the architecture's math is reproduced. One debug line says which rung runs and why.
+    machines) or disagrees falls to the next. A reduced precision is only tried once a float32 arrangement has shown
+    the architecture's math is reproduced. One debug line says which rung runs and why.
     """
     import torch
 
     dtype_name = str(dtype).replace("torch.", "")
     if architectures.encoder_weights(model) is None:
         return _chosen(Ladder(None, f"transformers-{dtype_name}", [("fast path", "not a layout bertfeat reimplements")]))
+    first, order = preferred_kernels()
     longest = max(len(p) for p in probe_ids)
     ids = torch.zeros((len(probe_ids), longest), dtype=torch.long)
     mask = torch.zeros_like(ids)
@@ -234,62 +274,19 @@ def build_ladder(cls, model, dtype, probe_ids: list[list[int]]) -> Ladder:
             fast.rung = name
             return fast
 
-        exact = [f for f in (attempt(name, torch.float32, flag) for name, flag in rungs("float32", onednn)) if f]
-        if not exact:
-            return _chosen(Ladder(None, "transformers-float32", passed))
+        def first_passing(rung_dtype, name_of_dtype):
+            return next((f for f in (attempt(name, rung_dtype, flag)
+                                     for name, flag in rungs(name_of_dtype, onednn, first)) if f), None)
+
+        exact = first_passing(torch.float32, "float32")
+        if exact is None:
+            return _chosen(Ladder(None, "transformers-float32", passed, order))
         if dtype == torch.float32:
-            return _chosen(_fastest(exact, ids, passed, _positions(model)))
-        low = [f for f in (attempt(name, dtype, flag) for name, flag in rungs(dtype_name, onednn)) if f]
-        if low:
-            return _chosen(_fastest(low, ids, passed, _positions(model)))
-    return _chosen(Ladder(None, f"transformers-{dtype_name}", passed))
-
-
-def _positions(model) -> int:
-    """Token positions the model can take (RoBERTa-style models reserve two below the table's size)."""
-    return max(8, int(getattr(model.config, "max_position_embeddings", 512)) - 2)
-
-
-def _fastest(candidates: list, probe, passed: list, positions: int = 512) -> Ladder:
-    """The quickest of the rungs that passed their check, timed on this CPU (which of oneDNN's fused kernels and
-    plain torch ops wins depends on the CPU: on an AVX2-only AMD EPYC the plain ops ran MiniLM 11-16% faster, on
-    AVX-512 machines the fused ones were faster). A batch of 512 tokens through one layer, on the threads one
-    worker gets, best of two runs after a warm-up: about a tenth of a second for a base-size model."""
-    import time
-
-    import torch
-
-    from bertfeat.hardware import _cpu_workers
-
-    if len(candidates) == 1:
-        return Ladder(candidates[0], candidates[0].rung, passed)
-    flat = torch.cat([p[p.ne(0)] if p.ne(0).any() else p for p in probe]) if probe.numel() else probe.flatten()
-    length = min(128, positions)
-    rows = max(1, 512 // length)
-    ids = flat.repeat(rows * length // max(1, len(flat)) + 1)[: rows * length].view(rows, length)
-    mask = torch.ones_like(ids)
-    threads = torch.get_num_threads()
-    times = {}
-    try:
-        torch.set_num_threads(max(1, threads // _cpu_workers(threads)))
-        with torch.inference_mode():
-            for fast in candidates:
-                fast(ids, mask, [1])
-                best = float("inf")
-                for _ in range(2):
-                    t = time.perf_counter()
-                    fast(ids, mask, [1])
-                    best = min(best, time.perf_counter() - t)
-                times[fast.rung] = best
-    except RuntimeError as exc:  # a rung that checked out but fails at this size: keep the first, as before
-        passed.append(("timing", f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}"))
-        return Ladder(candidates[0], candidates[0].rung, passed)
-    finally:
-        torch.set_num_threads(threads)
-    winner = min(candidates, key=lambda f: times[f.rung])
-    passed.extend((f.rung, f"slower here ({times[f.rung] * 1e3:.1f} ms vs {times[winner.rung] * 1e3:.1f} ms per "
-                   "512 tokens and layer)") for f in candidates if f is not winner)
-    return Ladder(winner, winner.rung, passed)
+            return _chosen(Ladder(exact, exact.rung, passed, order))
+        low = first_passing(dtype, dtype_name)
+        if low is not None:
+            return _chosen(Ladder(low, low.rung, passed, order))
+    return _chosen(Ladder(None, f"transformers-{dtype_name}", passed, order))
 
 
 def _disagreement(got: dict, want, layers, real, low: bool) -> str | None:
