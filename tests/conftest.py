@@ -155,3 +155,36 @@ def progress_bars(monkeypatch):
 
     monkeypatch.setattr(enc, "_progress_bar", spy)
     return made
+
+
+def assert_same_output(got, want, chunk_rows: int | None = None) -> None:
+    """Two parquet outputs are the same file, byte for byte. When they are not, say where: the rows whose values
+    differ (and their chunks), the largest difference, or else that only the file's layout or metadata differs,
+    instead of pytest's page of bytes."""
+    from pathlib import Path
+
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    got, want = Path(got), Path(want)
+    if got.read_bytes() == want.read_bytes():
+        return
+    a, b = pq.read_table(got), pq.read_table(want)
+    if a.schema != b.schema or a.num_rows != b.num_rows:
+        pytest.fail(f"{got.name} differs from {want.name} in schema or rows ({a.num_rows} vs {b.num_rows})")
+    rows: set[int] = set()
+    worst = 0.0
+    for name in a.column_names:
+        x, y = a.column(name).to_numpy(zero_copy_only=False), b.column(name).to_numpy(zero_copy_only=False)
+        differ = np.flatnonzero(~((x == y) | (np.asarray(pd.isna(x)) & np.asarray(pd.isna(y)))))
+        rows.update(differ.tolist())
+        if differ.size and np.issubdtype(x.dtype, np.floating):
+            worst = max(worst, float(np.abs(x[differ] - y[differ]).max()))
+    if not rows:
+        pytest.fail(f"{got.name} holds the same values as {want.name} but other bytes (layout or metadata): "
+                    f"metadata {'equal' if a.schema.metadata == b.schema.metadata else 'differs'}")
+    where = sorted(rows)
+    chunks = sorted({r // chunk_rows for r in where}) if chunk_rows else None
+    pytest.fail(f"{got.name} differs from {want.name} in {len(where)} of {a.num_rows} rows (first {where[:10]}"
+                + (f"; chunks {chunks[:20]}" if chunks is not None else "") + f"); largest difference {worst:.3g}")
+

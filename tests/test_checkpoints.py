@@ -12,6 +12,7 @@ from bertfeat.backend import TorchBackend
 from bertfeat.batching import TokenSeqs
 from bertfeat.files import embed_file
 from bertfeat.journal import BatchJournal, batch_key
+from tests.conftest import assert_same_output
 from tests.test_cli_files import frame, run_cli
 
 
@@ -67,7 +68,7 @@ def test_a_kill_inside_a_chunk_keeps_the_saved_batches_and_the_output_is_byte_id
     manifest = embed_file(out=str(out), checkpoint_seconds=0, **_job(tmp_path, tiny_bert, **extra))
     assert len(calls) == total - 7, "the rerun must run only the batches no checkpoint holds"
     assert manifest["this_run"]["batches_resumed"] == 7
-    assert out.read_bytes() == reference.read_bytes()
+    assert_same_output(out, reference)
     ref_manifest = json.loads((tmp_path / "ref.parquet.manifest.json").read_text())
     assert manifest["counts"] == ref_manifest["counts"]
     assert not (tmp_path / "out.parquet.partial").exists()
@@ -86,7 +87,7 @@ def test_ctrl_c_saves_the_finished_batches_whatever_the_interval(tiny_bert, tmp_
     assert manifest["this_run"]["batches_resumed"] == 5 and len(calls) == len(ref_calls) - 5
     err = capsys.readouterr().err
     assert "5 batches of an unfinished chunk came from the killed run's checkpoint" in err
-    assert out.read_bytes() == (tmp_path / "ref.parquet").read_bytes()
+    assert_same_output(out, tmp_path / "ref.parquet")
 
 
 def test_a_checkpoint_of_another_batch_plan_is_not_used(tiny_bert, tmp_path, monkeypatch):
@@ -100,7 +101,7 @@ def test_a_checkpoint_of_another_batch_plan_is_not_used(tiny_bert, tmp_path, mon
     manifest = embed_file(out=str(out), checkpoint_seconds=0, **{**_job(tmp_path, tiny_bert), "batch_tokens": 200})
     assert manifest["this_run"]["batches_resumed"] == 0
     embed_file(out=str(tmp_path / "ref.parquet"), **{**_job(tmp_path, tiny_bert), "batch_tokens": 200})
-    assert out.read_bytes() == (tmp_path / "ref.parquet").read_bytes()
+    assert_same_output(out, tmp_path / "ref.parquet")
 
 
 def test_sigkill_loses_at_most_the_batches_since_the_last_checkpoint(tiny_bert, tmp_path):
@@ -129,7 +130,7 @@ def test_sigkill_loses_at_most_the_batches_since_the_last_checkpoint(tiny_bert, 
     manifest = json.loads((tmp_path / "out.parquet.manifest.json").read_text())
     assert manifest["this_run"]["batches_resumed"] >= saved >= 3
     assert manifest["this_run"]["chunks_resumed"] == 0
-    assert out.read_bytes() == reference.read_bytes()
+    assert_same_output(out, reference)
 
 
 def test_the_journal_saves_by_time_and_skips_a_damaged_file(tmp_path, monkeypatch):

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from bertfeat.cli import main
+from tests.conftest import assert_same_output
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDS = "the cat sat on mat a dog ran in park statistics meets text glmnet loves numeric features frozen".split()
@@ -221,7 +222,7 @@ def test_sigterm_is_handled_like_ctrl_c_and_the_resumed_summary_says_what_this_r
     again = run_cli("embed", *args, "--out", out)
     _, err = again.communicate(timeout=600)
     assert again.returncode == 0, err
-    assert out.read_bytes() == reference.read_bytes()
+    assert_same_output(out, reference)
     manifest = json.loads((tmp_path / "f.parquet.manifest.json").read_text())
     run = manifest["this_run"]
     assert run["chunks_resumed"] == finished and run["rows"] + run["rows_resumed"] == 1200
@@ -266,7 +267,7 @@ def test_resume_with_other_chunking_starts_over_and_rows_line_up(tiny_bert, tmp_
     assert "holds parts of another job (other chunk_rows); starting over" in err
     assert manifest["counts"]["rows_resumed"] == 0
     assert pq.read_table(out).column("id").to_pylist() == df["id"].tolist()
-    assert out.read_bytes() == reference.read_bytes()
+    assert_same_output(out, reference)
 
 
 def test_cache_clear_on_a_read_only_filesystem_is_one_line(tiny_bert, tmp_path, capsys, monkeypatch):
