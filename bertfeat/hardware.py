@@ -207,8 +207,8 @@ def dtype_rates(hidden: int = 384, intermediate: int = 1536, dtypes=("float32", 
 
 def machine_report(hidden: int = 384, intermediate: int = 1536) -> dict:
     """What decides speed here, for ``bertfeat info``, the benchmarks and the CLI manifest: CPU model, instruction
-    sets, cores and threads, measured float32 / bfloat16 / float16 product rates at the model's shapes, and which
-    dtype is fastest on this machine."""
+    sets, cores and threads, measured float32 / bfloat16 / float16 product rates at the model's shapes, which
+    dtype is fastest on this machine, and which kernels the CPU forward pass tries first."""
     import torch
 
     flags = cpu_flags()
@@ -226,8 +226,17 @@ def machine_report(hidden: int = 384, intermediate: int = 1536) -> dict:
         "matmul_gflops": {d: (float(f"{r:.3g}") if r else None) for d, r in rates.items()},
         "matmul_shape": [256, hidden, intermediate],
         "fastest_dtype": fastest,
+        "cpu_kernels": _kernel_order(),
         "torch": torch.__version__,
     }
+
+
+def _kernel_order() -> str:
+    """Which arrangement of the CPU forward pass this machine tries first, and why (``bertfeat.fastbert``)."""
+    from bertfeat.fastbert import preferred_kernels
+
+    first, why = preferred_kernels()
+    return f"{first} ({why})"
 
 
 def _torch_capability() -> str | None:
@@ -264,13 +273,13 @@ def _threads() -> int:
 
 def run_facts(hidden: int | None = None) -> dict:
     """The machine facts a CLI manifest records in its timing section: CPU, instruction sets, native dtypes, cores,
-    and, when this process ran the model (torch is loaded), torch's threads and the measured float32 / bfloat16
+    the CPU forward pass's kernel order, and, when this process ran the model (torch is loaded), torch's threads and the measured float32 / bfloat16
     product rates at the model's feed-forward shape. A run answered from the cache never imports torch for this."""
     import sys
 
     flags = cpu_flags()
     facts = {"cpu": cpu_model(), "cpu_id": cpu_id(), "arch": platform.machine(), "flags": flags,
-             "native_dtypes": native_dtypes(flags), "allotted_cores": allotted_cores()}
+             "native_dtypes": native_dtypes(flags), "allotted_cores": allotted_cores(), "cpu_kernels": _kernel_order()}
     if "torch" in sys.modules and hidden:
         rates = dtype_rates(int(hidden), 4 * int(hidden), ("float32", "bfloat16"))
         facts["threads"] = _threads()

@@ -400,6 +400,8 @@ def test_machine_report_has_the_facts_a_bug_report_needs():
     best = max((d for d, r in report["matmul_gflops"].items() if r), key=lambda d: report["matmul_gflops"][d])
     assert report["fastest_dtype"] == best
     assert report["native_dtypes"][0] == "float32"
+    first, why = fastbert.preferred_kernels()
+    assert report["cpu_kernels"] == f"{first} ({why})"
 
 
 def test_slow_dtype_message_only_when_slower():
@@ -423,6 +425,7 @@ def test_bertfeat_info_reports_this_machine(capsys):
     assert main(["info"]) == 0
     text = capsys.readouterr().out
     assert "native dtypes:" in text and f"fastest here: dtype={m['fastest_dtype']!r}" in text
+    assert f"CPU kernels:  {m['cpu_kernels']} (BERTFEAT_CPU_KERNELS=onednn|torch to change)" in text
     assert main(["info", "--json", "--no-machine"]) == 0
     assert "machine" not in json.loads(capsys.readouterr().out)
 
@@ -495,6 +498,7 @@ def test_the_cli_manifest_records_the_machine_it_ran_on(tmp_path, tiny_bert):
     assert m["flags"] == hardware.cpu_flags() and m["native_dtypes"] == hardware.native_dtypes()
     assert m["cpu"] == hardware.cpu_model() and m["threads"] >= 1
     assert set(m["matmul_gflops"]) == {"float32", "bfloat16"} and m["matmul_gflops"]["float32"] > 0
+    assert m["cpu_kernels"] == "{} ({})".format(*fastbert.preferred_kernels())
 
 
 # -- one choice per machine: the same rung, and so the same bytes, in every process -----------------------------------

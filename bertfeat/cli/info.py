@@ -114,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
             f"native dtypes: {', '.join(m['native_dtypes'])}",
             f"matmul GFLOP/s at this model's shape {tuple(m['matmul_shape'])}: {rates}; fastest here: "
             f"dtype={m['fastest_dtype']!r}",
+            f"CPU kernels:  {m['cpu_kernels']} (BERTFEAT_CPU_KERNELS=onednn|torch to change)",
         ]
     print("\n".join(lines))
     return 0
