@@ -68,18 +68,20 @@ class QuoteScanner:
 
 def open_quote_line(opener, record_start: int, delimiter: str) -> int:
     """The line where the quote left open in the record after line ``record_start`` opened (``opener()`` opens the
-    file as text, with ``newline=""``)."""
-    line, at_field_start, in_quote, opened, prev_quote = record_start + 1, True, False, None, False
+    file as text, with ``newline=""``). Lines end as Python's csv module ends them: at CRLF, a lone CR (old Mac
+    exports) or a lone LF, inside quoted values too."""
+    line, at_field_start, in_quote, opened, prev_quote, prev_cr = record_start + 1, True, False, None, False, False
     with opener() as fh:
         for _ in range(record_start):
             fh.readline()
         for ch in iter(lambda: fh.read(1 << 16), ""):
             for c in ch:
+                if c == "\r" or (c == "\n" and not prev_cr):
+                    line += 1
+                prev_cr = c == "\r"
                 if in_quote:
                     if c == '"':
                         in_quote, prev_quote = False, True
-                    elif c == "\n":
-                        line += 1
                     continue
                 if c == '"' and (at_field_start or prev_quote):
                     in_quote, opened = True, line if at_field_start else opened
@@ -87,6 +89,4 @@ def open_quote_line(opener, record_start: int, delimiter: str) -> int:
                     continue
                 prev_quote = False
                 at_field_start = c in (delimiter, "\n", "\r")
-                if c == "\n":
-                    line += 1
     return opened or record_start + 1

@@ -133,10 +133,12 @@ class _CountingFile:
 
 class InputReader:
     """Record batches of the needed columns, re-cut into chunks of ``chunk_rows`` rows (the last may be shorter),
-    cut earlier where the chunk's texts would exceed ``chunk_chars`` characters (a bound on a chunk's work)."""
+    cut earlier where the chunk's texts would exceed ``chunk_chars`` characters (a bound on a chunk's work). A CSV's
+    columns are read as written, as text, unless ``infer_types=True`` (then types are guessed from the first block,
+    and a zip code "01234" becomes 1234)."""
 
     def __init__(self, path: str, columns: list[str], chunk_rows: int, text_cols: list[str], *,
-                 chunk_chars: int | None = None, delimiter: str | None = None, infer_types: bool = True):
+                 chunk_chars: int | None = None, delimiter: str | None = None, infer_types: bool = False):
         self.path = path
         self.kind, self.files = resolve_input(path)
         self.columns = list(dict.fromkeys(columns))

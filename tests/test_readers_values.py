@@ -445,3 +445,128 @@ def test_a_compressed_file_damaged_past_the_first_block_is_refused_with_what_to_
     assert "(EOFError)" in message
     assert message.endswith(f"The {codec} is truncated or damaged; copy or compress it again.")
     assert 0 < sum(delivered) < 200_000
+
+
+# -- what the first mutation run of readers left standing ----------------------------------------------------------
+
+
+def test_a_recursive_glob_reaches_nested_folders_and_a_name_with_capitals_is_no_pattern(tmp_path):
+    d = tmp_path / "runs"
+    for name in ("top.parquet", "2026/01/a.parquet", "2026/02/b.parquet"):
+        (d / name).parent.mkdir(parents=True, exist_ok=True)
+        write_parquet(d / name, t=["x"])
+    assert resolve_input(f"{d}/**/*.parquet") == (
+        "parquet", [d / "2026/01/a.parquet", d / "2026/02/b.parquet", d / "top.parquet"])
+    with pytest.raises(FileNotFoundError) as info:  # no *, ? or [ in it: a missing file, not an empty match
+        resolve_input(f"{tmp_path}/Xmas XX reviews.csv")
+    assert str(info.value) == f"input '{tmp_path}/Xmas XX reviews.csv' does not exist."
+
+
+def test_a_mixed_input_lists_its_first_five_names(tmp_path):
+    for name in ("a.csv", "b.parquet", "c.txt", "d.parquet", "e.json", "f.parquet", "g.csv"):
+        (tmp_path / name).write_text("x")
+    assert refusal(resolve_input, f"{tmp_path}/*").endswith(
+        "got ['a.csv', 'b.parquet', 'c.txt', 'd.parquet', 'e.json'].")
+
+
+def test_a_csv_header_with_a_repeated_name_is_refused_with_the_file(tmp_path):
+    src = tmp_path / "dup.csv"
+    src.write_text("id,text,text\n1,a,b\n")
+    assert refusal(csv_reader, src, ["id"]) == (
+        f"{src} has two columns named 'text' (columns 2 and 3); rename one so each column can be told apart.")
+
+
+def test_a_first_record_bigger_than_the_block_is_read_whole_with_a_bigger_block(tmp_path, monkeypatch):
+    """The schema is read from the first block: a quoted value straddling it makes pyarrow refuse, and the read is
+    tried again with a block 8 times bigger, as for the rows."""
+    monkeypatch.setattr(readers, "BLOCK_BYTES", 1 << 16)
+    big = "word, with a line\nbreak " * 12_000  # 300 KB: across more than two 64 KB blocks
+    src = tmp_path / "big_first.csv"
+    pd.DataFrame({"id": ["1", "2"], "text": [big, "small"]}).to_csv(src, index=False)
+    blocks = []
+    real = InputReader._open_csv
+    monkeypatch.setattr(InputReader, "_open_csv", lambda self, block=readers.BLOCK_BYTES: (blocks.append(block),
+                                                                                          real(self, block))[1])
+    reader = csv_reader(src, ["id", "text"])
+    assert blocks == [1 << 16, 1 << 19]  # the schema's read, refused, then 8x
+    assert reader.schema == pa.schema([("id", pa.string()), ("text", pa.string())])
+    assert read_all(reader)[0].column("text").to_pylist() == [big, "small"]
+
+
+def test_a_plain_file_that_fails_mid_read_is_refused_as_damaged(tmp_path, monkeypatch):
+    """An I/O error under a plain CSV (a network file system, a failing disk) is named as such, like a cut-short
+    .gz, never a bare OSError."""
+    monkeypatch.setattr(readers, "BLOCK_BYTES", 1 << 16)  # pyarrow reads some 36 blocks ahead: fail past them
+    src = tmp_path / "plain.csv"
+    src.write_text("id,text\n" + "".join(f"{i},row {i}\n" for i in range(600_000)))  # 9.6 MB
+    real = readers._CountingFile.read
+
+    def fails_past_4mb(self, n=-1):
+        if self.read_bytes > 4 << 20:
+            raise OSError(5, "Input/output error")
+        return real(self, n)
+
+    monkeypatch.setattr(readers._CountingFile, "read", fails_past_4mb)
+    message, delivered = refusal_while_reading(csv_reader(src, ["id", "text"], chunk_rows=10_000))
+    rows = int(re.search(r"past its first ([\d,]+) rows", message).group(1).replace(",", ""))
+    assert 0 < sum(delivered) <= rows < sum(delivered) + 10_000  # the rows read whole: delivered, or in the chunk
+    assert message == (
+        f"{src} cannot be read past its first {rows:,} rows: [Errno 5] Input/output error (OSError). The file is "
+        "truncated or damaged; copy or compress it again.")
+
+
+def test_a_problem_pythons_csv_cannot_place_is_reported_without_a_line(tmp_path):
+    src = tmp_path / "fine.csv"
+    src.write_text("id,text\n1,a\n2,b\n")
+    reader = csv_reader(src, ["id", "text"])
+    assert reader._csv_problem(pa.ArrowInvalid("CSV parse error: something pyarrow alone saw\nmore")) == (
+        f"{src} is malformed: CSV parse error: something pyarrow alone saw")
+
+
+@pytest.mark.parametrize("sizes, chunk_rows", [
+    ([6, 6], 5),  # a chunk cut leaves 1 row, the next file's last batch brings 1: the tail of 2 must still come
+    ([5, 0], 10),  # an empty last file
+    ([0, 3, 0, 4, 0], 2),
+    ([7], 7),
+])
+def test_every_row_of_every_file_comes_once_in_order_in_full_chunks(tmp_path, sizes, chunk_rows):
+    d = tmp_path / "parts"
+    d.mkdir()
+    start = 0
+    for i, n in enumerate(sizes):
+        write_parquet(d / f"part-{i}.parquet", id=pa.array(range(start, start + n), pa.int64()),
+                      text=pa.array([f"t{j}" for j in range(start, start + n)], pa.string()))
+        start += n
+    table, chunks = read_all(InputReader(str(d), ["id", "text"], chunk_rows, ["text"]))
+    assert table.column("id").to_pylist() == list(range(start))
+    full, rest = divmod(start, chunk_rows)
+    assert chunks == [chunk_rows] * full + ([rest] if rest else [])
+
+
+def test_a_full_chunk_leaves_before_the_next_batch_is_read(tmp_path, monkeypatch):
+    """Memory stays bounded by one chunk: the reader hands a chunk on as soon as it has its rows, never holding it
+    while it reads the next batch."""
+    src = write_parquet(tmp_path / "p.parquet", text=[f"t{i}" for i in range(12)])
+    reader = InputReader(str(src), ["text"], 4, ["text"])
+    raw = reader._raw_batches
+    read = []
+
+    def counted():
+        for b in raw():
+            read.append(b.num_rows)
+            yield b
+
+    reader._raw_batches = counted
+    seen = []
+    for chunk in reader.batches():
+        seen.append((chunk.num_rows, sum(read)))
+    assert seen == [(4, 4), (4, 8), (4, 12)]
+
+
+def test_kept_csv_columns_are_text_unless_types_are_asked_for(tmp_path):
+    """The reader's own default is the documented policy (embed_file, the CLI, Spark): a zip code keeps its zero."""
+    src = tmp_path / "zip.csv"
+    src.write_text("zip,text\n01234,a\n")
+    assert read_all(InputReader(str(src), ["zip", "text"], 10, ["text"]))[0].column("zip").to_pylist() == ["01234"]
+    inferred = InputReader(str(src), ["zip", "text"], 10, ["text"], infer_types=True)
+    assert read_all(inferred)[0].column("zip").to_pylist() == [1234]

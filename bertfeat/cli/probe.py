@@ -49,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
     from bertfeat.files import InputReader
     from bertfeat.probe import probe
 
-    reader = InputReader(args.input, [args.text_col, args.label_col], 100_000, [args.text_col])
+    # numeric labels as numbers (a regression task needs them), text as text
+    reader = InputReader(args.input, [args.text_col, args.label_col], 100_000, [args.text_col], infer_types=True)
     import pyarrow as pa
 
     table = pa.Table.from_batches(list(reader.batches()), schema=reader.schema)
