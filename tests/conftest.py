@@ -17,6 +17,18 @@ import pytest  # noqa: E402
 
 from bertfeat.recipe import Recipe  # noqa: E402
 
+
+def shared_scope(fixture_name: str, config) -> str:
+    """The scope of a fixture whose result several tests read: "module", except under mutation testing.
+
+    mutmut runs, for each mutant, only the tests it saw reach the mutated function; a module fixture's calls are
+    seen in the first test that uses it only, so every other test reading its result would never be run against
+    the mutants (the manifest's fields renamed, say, survived though a test checks each one). Under mutmut (it sets
+    MUTANT_UNDER_TEST) each test builds its own.
+    """
+    return "function" if "MUTANT_UNDER_TEST" in os.environ else "module"
+
+
 TINY_SENTENCES = [
     "the cat sat on the mat",
     "a dog ran in the park",

@@ -8,6 +8,7 @@ import pytest
 
 from bertfeat import BertEmbedder
 from bertfeat.probe import Candidate, candidate_features, default_candidates, probe
+from tests.conftest import shared_scope
 
 WORDS_POS = "lovely delightful wonderful charming great superb".split()
 WORDS_NEG = "dull tedious awful boring poor dreadful".split()
@@ -171,7 +172,7 @@ def test_block_scaler_puts_the_block_on_tfidf_footing():
     np.testing.assert_allclose(scaler.mean_, E[:250].mean(axis=0), rtol=1e-5)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=shared_scope)
 def probed(tiny_bert):
     texts, y = labelled(60, seed=2)
     return texts, y, probe(texts, y, model=tiny_bert, cv=3, poolings=("mean", "max"))
