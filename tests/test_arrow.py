@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -22,6 +23,7 @@ from bertfeat.batching import split_windows
 from bertfeat.files import CHUNK_CHARS, embed_file
 from bertfeat.hardware import cpu_flags
 from bertfeat.models import resolve_model
+from tests.conftest import shared_scope
 
 LONG = " ".join(["the quick brown fox jumps over the lazy dog"] * 3)
 ROWS = [  # id, title, body; chunk_rows=4 cuts after row 3
@@ -38,7 +40,7 @@ PARAMS = dict(pooling="mean+max", layers=[1, 2], layer_agg="concat", max_length=
               normalize=True, missing="zero", dtype="float32", device="cpu")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=shared_scope)
 def job(tiny_bert, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("provenance")
     src = tmp / "in.csv"
@@ -46,12 +48,14 @@ def job(tiny_bert, tmp_path_factory):
     cache = tmp / "cache"
     BertEmbedder(tiny_bert, cache_dir=str(cache), **PARAMS).fit_transform(PREWARMED)
     out = tmp / "out.parquet"
+    started = time.perf_counter()
     returned = embed_file(str(src), str(out), ["title", "body"], keep_cols=["id"], layout="list", chunk_rows=4,
                           quiet=True, model=tiny_bert, cache_dir=str(cache), **PARAMS)
+    wall = time.perf_counter() - started
     manifest = json.loads(Path(f"{out}.manifest.json").read_text())
     metadata = json.loads(pq.read_schema(out).metadata[b"bertfeat"])
     return dict(src=src, out=out, cache=cache, model=tiny_bert, manifest=manifest, returned=returned,
-                metadata=metadata)
+                metadata=metadata, wall=wall, manifest_text=Path(f"{out}.manifest.json").read_text())
 
 
 def _file_sha256(path: Path) -> str:
@@ -186,3 +190,13 @@ def test_manifest_timing(job):
     assert 0 < timing["embed_seconds"] <= timing["seconds"]
     assert 0 < timing["slowest_chunk_seconds"] <= timing["embed_seconds"]
     assert timing["machine"]["flags"] == cpu_flags()  # the rest: tests/test_ladder.py
+    # the job's own time, in milliseconds: no more than the call took
+    assert timing["seconds"] <= round(job["wall"], 3) + 0.001
+    for key in ("seconds", "embed_seconds", "slowest_chunk_seconds"):
+        assert timing[key] == round(timing[key], 3)
+
+
+def test_the_manifest_file_is_the_returned_manifest_indented_and_its_counts_are_ints(job):
+    assert job["manifest_text"] == json.dumps(job["returned"], indent=2)
+    counts = {**job["manifest"]["counts"], **{f"this_run.{k}": v for k, v in job["manifest"]["this_run"].items()}}
+    assert {k: type(v).__name__ for k, v in counts.items() if type(v) is not int} == {"unique_texts_exact": "bool"}

@@ -41,8 +41,8 @@ class Terminal(io.StringIO):
 # -- progress ------------------------------------------------------------------------------------------------------
 
 def test_durations_read_as_hours_minutes_seconds():
-    assert [_duration(s) for s in (0, 59.9, 60, 61, 3599, 3600, 3661.9, 90061)] == [
-        "0s", "59s", "1m00s", "1m01s", "59m59s", "1h00m", "1h01m", "25h01m"]
+    assert [_duration(s) for s in (0, 59.9, 60, 61, 3599, 3600, 3661.9, 90061, 3 * 3600 + 59 * 60 + 59)] == [
+        "0s", "59s", "1m00s", "1m01s", "59m59s", "1h00m", "1h01m", "25h01m", "3h59m"]
 
 
 def test_progress_log_lines_every_interval_with_the_total_and_eta(clock):
@@ -83,6 +83,24 @@ def test_progress_estimates_a_csv_total_from_the_bytes_read_and_stays_silent_whe
     assert q.done == 7 and q.bar is None and quiet_out.getvalue() == ""
 
 
+class Flushes(io.StringIO):
+    def __init__(self):
+        super().__init__()
+        self.flushes = []
+
+    def flush(self):
+        self.flushes.append(self.getvalue())
+
+
+def test_progress_lines_are_flushed_and_a_rate_needs_no_whole_second(clock):
+    out = Flushes()
+    p = Progress(None, quiet=False, every=0.1, stream=out)
+    clock.now += 0.5
+    p.update(100)
+    assert out.getvalue() == "bertfeat embed: 100 rows, 200 rows/s\n"  # 100 rows in half a second
+    assert out.flushes == [out.getvalue()]  # each line reaches a log file or a pipe as it is printed
+
+
 def test_progress_on_a_terminal_is_a_bar_whose_total_follows_the_estimate(clock):
     term = Terminal()
     p = Progress(None, quiet=False, stream=term)
@@ -99,6 +117,13 @@ def test_progress_on_a_terminal_is_a_bar_whose_total_follows_the_estimate(clock)
     known.update(10, None)
     assert known.bar.total == 40 and known.bar.n == 10
     known.close()
+    # what the bar says: its name, rows counted with k/M, and it follows the terminal's width
+    big = Progress(None, quiet=False, stream=Terminal())
+    big.update(12_345)
+    assert (big.bar.desc, big.bar.unit, big.bar.unit_scale, callable(big.bar.dynamic_ncols)) == (
+        "bertfeat embed", "rows", True, True)
+    big.close()
+    assert "bertfeat embed: " in big.stream.getvalue() and "12.3krows" in big.stream.getvalue()
 
 
 # -- the summary line ----------------------------------------------------------------------------------------------
@@ -153,6 +178,8 @@ def test_a_part_counts_as_finished_only_when_its_stats_hashes_and_readable_parqu
     _part(paths, 12)
     (paths.partial / "part-abcdef.json").write_text("{}")  # not a part
     assert finished_parts(paths) == {0, 12}
+    _part(paths, 123_456)  # six digits: a job of a billion rows in chunks of 10,000
+    assert finished_parts(paths) == {0, 12, 123_456}
 
 
 def test_a_rerun_of_the_same_job_reuses_its_parts_and_another_job_starts_over_saying_why(tmp_path, capsys):

@@ -1,0 +1,343 @@
+"""``embed_file`` as a whole, in this process, by value: what each run of a resumed job reports, its progress lines,
+the options it hands to the reader and the output checks, what a stopped or failed job leaves behind, and how
+``_finish`` joins the parts. (The provenance and the manifest of one job field by field: tests/test_arrow.py; kills
+and checkpoints: tests/test_checkpoints.py and tests/test_cli_files.py.)"""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from bertfeat import files
+from bertfeat.arrow import ArrowFeaturizer
+from bertfeat.encode import EncodeStats
+from bertfeat.exceptions import TruncationWarning
+from bertfeat.files import CHUNK_CHARS, embed_file
+from bertfeat.output import OutputPaths
+from bertfeat.readers import InputReader
+from tests.conftest import assert_same_output
+from tests.test_cli_files import frame
+
+ROWS = 23  # chunks of 5: 5, 5, 5, 5, 3
+
+
+_CALL = ArrowFeaturizer.__call__
+
+
+class _Killed(KeyboardInterrupt):
+    pass
+
+
+def _die_in_chunk(monkeypatch, k: int):
+    """Stop the job (as Ctrl-C does) when chunk ``k`` starts; returns the rows of each chunk the featurizer got."""
+    real = _CALL
+    calls = []
+
+    def featurize(self, batch):
+        if len(calls) == k:
+            raise _Killed()
+        calls.append(batch.num_rows)
+        return real(self, batch)
+
+    monkeypatch.setattr(ArrowFeaturizer, "__call__", featurize)
+    return calls
+
+
+def _revive(monkeypatch):
+    monkeypatch.setattr(ArrowFeaturizer, "__call__", _CALL)
+
+
+def _src(tmp_path, kind="parquet", n=ROWS):
+    src = tmp_path / f"in.{kind}"
+    if not src.exists():
+        df = frame(n, seed=3)
+        df.to_parquet(src) if kind == "parquet" else df.to_csv(src, index=False)
+    return src
+
+
+def _distinct_per_chunk(texts: list[str], chunk_rows: int) -> int:
+    return sum(len(set(texts[i:i + chunk_rows])) for i in range(0, len(texts), chunk_rows))
+
+
+# -- a resumed job: what each run did --------------------------------------------------------------------------------
+
+def test_a_resumed_job_reports_exactly_what_each_run_did(tiny_bert, tmp_path, monkeypatch):
+    src = _src(tmp_path)
+    texts = pd.read_parquet(src)["review"].tolist()
+    job = dict(input=str(src), text_cols="review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=5)
+    reference = tmp_path / "ref.parquet"
+    ref = embed_file(out=str(reference), **job)
+
+    out = tmp_path / "out.parquet"
+    _die_in_chunk(monkeypatch, 3)  # chunks 0, 1 and 2 (15 rows) finished
+    with pytest.raises(_Killed):
+        embed_file(out=str(out), **job)
+    _revive(monkeypatch)
+    manifest = embed_file(out=str(out), **job)
+
+    assert manifest["this_run"] == {"rows": 8, "embedded": _distinct_per_chunk(texts[15:], 5), "cache_hits": 0,
+                                    "chunks": 2, "rows_resumed": 15, "chunks_resumed": 3, "batches_resumed": 0}
+    # counts are whole numbers in the file too (an R or JSON reader must not get 8.0)
+    saved = json.loads(out.with_name("out.parquet.manifest.json").read_text())
+    assert all(type(v) is int for v in saved["this_run"].values())
+    assert manifest["counts"] == {**ref["counts"], "rows_resumed": 15} and manifest["counts"]["chunks"] == 5
+    assert_same_output(out, reference)
+
+
+def test_checkpointed_batches_count_when_the_unfinished_chunk_is_not_the_last(tiny_bert, tmp_path, monkeypatch):
+    """Only one chunk of a run can come from a checkpoint; the chunks after it must not reset its count."""
+    from tests.test_checkpoints import _count_forward
+    from tests.test_checkpoints import _Killed as _KilledForward
+
+    src = _src(tmp_path, n=60)
+    job = dict(input=str(src), text_cols="review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=20,
+               batch_tokens=48, checkpoint_seconds=0)
+    calls = _count_forward(monkeypatch)
+    embed_file(out=str(tmp_path / "ref.parquet"), **job)
+    per_chunk = len(calls) / 3
+    assert per_chunk >= 4, "the test needs chunks of several batches"
+    out = tmp_path / "out.parquet"
+    _count_forward(monkeypatch, die_after=3)  # in chunk 0, after 3 batches were saved
+    with pytest.raises(_KilledForward):
+        embed_file(out=str(out), **job)
+    journal = tmp_path / "out.parquet.partial" / "part-000000.journal"
+    assert len(list(journal.glob("*.npz"))) == 3
+    _count_forward(monkeypatch)
+    manifest = embed_file(out=str(out), **job)
+    assert manifest["this_run"]["batches_resumed"] == 3 and manifest["this_run"]["chunks"] == 3
+    assert_same_output(out, tmp_path / "ref.parquet")
+
+
+def test_a_finished_chunk_leaves_no_checkpoint_behind(tiny_bert, tmp_path, monkeypatch):
+    src = _src(tmp_path)
+    _die_in_chunk(monkeypatch, 3)
+    with pytest.raises(_Killed):
+        embed_file(str(src), str(tmp_path / "out.parquet"), "review", model=tiny_bert, quiet=True, chunk_rows=5,
+                   checkpoint_seconds=0)
+    partial = tmp_path / "out.parquet.partial"
+    assert sorted(p.name for p in partial.iterdir()) == sorted(["state.json"] + [
+        f"part-{k:06d}.{ext}" for k in range(3) for ext in ("hashes.npy", "json", "parquet")])
+
+
+# -- progress --------------------------------------------------------------------------------------------------------
+
+_LINE = re.compile(r"bertfeat embed: ([\d,]+)(?: / ([\d,]+) \((\d+\.\d)%\))? rows, [\d,]+ rows/s(?:, ETA \S+)?")
+
+
+def _progress(err: str) -> list[tuple]:
+    lines = [line for line in err.splitlines() if not line.startswith("bertfeat embed: wrote")]
+    parsed = [_LINE.fullmatch(line) for line in lines]
+    assert all(parsed), lines
+    return [(int(m[1].replace(",", "")), m[2] and int(m[2].replace(",", ""))) for m in parsed]
+
+
+def test_progress_lines_of_a_resumed_parquet_job_count_every_chunk_against_the_total(tiny_bert, tmp_path,
+                                                                                     monkeypatch, capsys):
+    src = _src(tmp_path)
+    job = dict(input=str(src), out=str(tmp_path / "out.parquet"), text_cols="review", model=tiny_bert, chunk_rows=5,
+               progress_every=0)
+    _die_in_chunk(monkeypatch, 2)
+    with pytest.raises(_Killed):
+        embed_file(**job, quiet=True)
+    _revive(monkeypatch)
+    capsys.readouterr()
+    embed_file(**job)
+    # the two resumed chunks count too, and the total is the file's row count
+    assert _progress(capsys.readouterr().err) == [(5, ROWS), (10, ROWS), (15, ROWS), (20, ROWS), (23, ROWS)]
+
+
+def test_progress_lines_of_a_csv_job_estimate_the_total_from_the_bytes_read(tiny_bert, tmp_path, monkeypatch,
+                                                                           capsys):
+    src = _src(tmp_path, "csv")
+    job = dict(input=str(src), out=str(tmp_path / "out.parquet"), text_cols="review", model=tiny_bert, chunk_rows=5,
+               progress_every=0)
+    _die_in_chunk(monkeypatch, 2)
+    with pytest.raises(_Killed):
+        embed_file(**job, quiet=True)
+    _revive(monkeypatch)
+    # a small file is read in one block; say a quarter of the bytes were read at every chunk
+    monkeypatch.setattr(InputReader, "fraction_done", lambda self: 0.25)
+    capsys.readouterr()
+    embed_file(**job)
+    assert _progress(capsys.readouterr().err) == [(5, 20), (10, 40), (15, 60), (20, 80), (23, 92)]
+
+
+def test_a_quiet_job_prints_nothing_and_a_loud_one_its_summary(tiny_bert, tmp_path, capsys):
+    src = _src(tmp_path)
+    embed_file(str(src), str(tmp_path / "q.parquet"), "review", model=tiny_bert, chunk_rows=5, quiet=True,
+               progress_every=0)
+    assert capsys.readouterr().err == ""
+    m = embed_file(str(src), str(tmp_path / "l.parquet"), "review", model=tiny_bert, chunk_rows=5,
+                   progress_every=1e9)
+    err = capsys.readouterr().err
+    assert m["provenance"]["dims"] == 64  # the default pooling, cls+mean, of the tiny BERT's 32 dims
+    assert err.startswith(f"bertfeat embed: wrote {tmp_path / 'l.parquet'} ({ROWS} rows x 64 dims per text column)")
+    assert err.count("\n") == 1
+
+
+def test_the_default_progress_interval_is_ten_seconds(tiny_bert, tmp_path, monkeypatch):
+    seen = []
+    real = files.Progress
+
+    def recording(total, quiet, every=None, stream=None):
+        seen.append(every)
+        return real(total, quiet, every=every, stream=stream)
+
+    monkeypatch.setattr(files, "Progress", recording)
+    embed_file(str(_src(tmp_path)), str(tmp_path / "o.parquet"), "review", model=tiny_bert, quiet=True)
+    assert seen == [10.0]
+
+
+def test_another_jobs_leftovers_are_reported_unless_quiet(tiny_bert, tmp_path, monkeypatch, capsys):
+    src = _src(tmp_path)
+    out = tmp_path / "out.parquet"
+    _die_in_chunk(monkeypatch, 1)
+    with pytest.raises(_Killed):
+        embed_file(str(src), str(out), "review", model=tiny_bert, quiet=True, chunk_rows=5)
+    _revive(monkeypatch)
+    capsys.readouterr()
+    embed_file(str(src), str(out), "review", model=tiny_bert, chunk_rows=7, progress_every=1e9)
+    assert capsys.readouterr().err.startswith(
+        f"bertfeat embed: {tmp_path / 'out.parquet.partial'} holds parts of another job (other chunk_rows); "
+        "starting over.\n")
+
+
+# -- warnings ----------------------------------------------------------------------------------------------------------
+
+def test_only_truncation_warnings_are_held_back_for_the_summary(tiny_bert, tmp_path, monkeypatch):
+    src = tmp_path / "in.parquet"
+    pd.DataFrame({"review": ["word " * 200, "short"]}).to_parquet(src)
+    real = ArrowFeaturizer.__call__
+
+    def also_warns(self, batch):
+        warnings.warn("something else to know", UserWarning)
+        return real(self, batch)
+
+    monkeypatch.setattr(ArrowFeaturizer, "__call__", also_warns)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        manifest = embed_file(str(src), str(tmp_path / "o.parquet"), "review", model=tiny_bert, quiet=True,
+                              max_length=16)
+    assert manifest["counts"]["truncated"] == 1
+    assert [(w.category, str(w.message)) for w in caught] == [(UserWarning, "something else to know")]
+    assert not any(issubclass(w.category, TruncationWarning) for w in caught)
+
+
+# -- options handed on -------------------------------------------------------------------------------------------------
+
+def test_chunks_of_one_row_and_of_few_characters(tiny_bert, tmp_path):
+    src = _src(tmp_path, n=3)
+    m = embed_file(str(src), str(tmp_path / "a.parquet"), "review", model=tiny_bert, quiet=True, chunk_rows=1)
+    assert m["counts"]["chunks"] == 3 and m["chunk_rows"] == 1
+    assert pq.ParquetFile(tmp_path / "a.parquet").metadata.num_row_groups == 3
+    m = embed_file(str(src), str(tmp_path / "b.parquet"), "review", model=tiny_bert, quiet=True, chunk_chars=1)
+    assert m["counts"]["chunks"] == 3 and m["chunk_chars"] == 1
+    m = embed_file(str(src), str(tmp_path / "c.parquet"), "review", model=tiny_bert, quiet=True)
+    assert m["counts"]["chunks"] == 1 and (m["chunk_rows"], m["chunk_chars"]) == (10_000, CHUNK_CHARS)
+
+
+def test_the_delimiter_and_type_inference_reach_the_reader(tiny_bert, tmp_path):
+    src = tmp_path / "in.csv"
+    src.write_text("id;review\n1;a, b and c\n2;d\n")
+    m = embed_file(str(src), str(tmp_path / "a.parquet"), "review", keep_cols="id", model=tiny_bert, quiet=True,
+                   delimiter=";", infer_types=True)
+    assert m["reading"] == {"delimiter": ";", "infer_types": True}
+    table = pq.read_table(tmp_path / "a.parquet")
+    assert table.column("id").to_pylist() == [1, 2] and table.schema.field("id").type == pa.int64()
+    m = embed_file(str(src), str(tmp_path / "b.parquet"), "review", keep_cols="id", model=tiny_bert, quiet=True,
+                   delimiter=";")
+    assert m["reading"] == {"delimiter": ";", "infer_types": False}
+    assert pq.read_table(tmp_path / "b.parquet").column("id").to_pylist() == ["1", "2"]
+
+
+def test_an_existing_output_is_replaced_only_when_asked_and_never_a_folder(tiny_bert, tmp_path):
+    src = _src(tmp_path, n=3)
+    out = tmp_path / "o.parquet"
+    out.write_bytes(b"old")
+    with pytest.raises(FileExistsError, match="pass --overwrite"):
+        embed_file(str(src), str(out), "review", model=tiny_bert, quiet=True)
+    assert out.read_bytes() == b"old"
+    embed_file(str(src), str(out), "review", model=tiny_bert, quiet=True, overwrite=True)
+    assert pq.read_table(out).num_rows == 3
+    folder = tmp_path / "d.parquet"
+    folder.mkdir()
+    with pytest.raises(FileExistsError, match="is a folder and the output is one parquet file"):
+        embed_file(str(src), str(folder), "review", model=tiny_bert, quiet=True, overwrite=True)
+    assert not (tmp_path / "d.parquet.partial").exists()
+
+
+# -- what a stopped or failed job leaves -------------------------------------------------------------------------------
+
+def _fail_in_chunk(monkeypatch, k: int, exc: BaseException):
+    real = _CALL
+    calls = []
+
+    def featurize(self, batch):
+        if len(calls) == k:
+            raise exc
+        calls.append(1)
+        return real(self, batch)
+
+    monkeypatch.setattr(ArrowFeaturizer, "__call__", featurize)
+
+
+@pytest.mark.parametrize("k", [0, 2])
+def test_a_mistake_in_the_data_leaves_nothing_to_resume(tiny_bert, tmp_path, monkeypatch, k):
+    _fail_in_chunk(monkeypatch, k, ValueError("row 7: not a text"))
+    with pytest.raises(ValueError, match="^row 7: not a text$"):
+        embed_file(str(_src(tmp_path)), str(tmp_path / "o.parquet"), "review", model=tiny_bert, quiet=True,
+                   chunk_rows=5)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]
+
+
+@pytest.mark.parametrize("exc", [OSError(5, "Input/output error"), _Killed()], ids=["os-error", "stopped"])
+def test_a_stopped_job_keeps_its_folder_only_when_it_holds_work(tiny_bert, tmp_path, monkeypatch, exc):
+    src = _src(tmp_path)
+    _fail_in_chunk(monkeypatch, 0, exc)
+    with pytest.raises(type(exc)):
+        embed_file(str(src), str(tmp_path / "o.parquet"), "review", model=tiny_bert, quiet=True, chunk_rows=5)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]  # nothing done: nothing to resume
+
+    _fail_in_chunk(monkeypatch, 1, exc)
+    with pytest.raises(type(exc)):
+        embed_file(str(src), str(tmp_path / "o.parquet"), "review", model=tiny_bert, quiet=True, chunk_rows=5)
+    assert (tmp_path / "o.parquet.partial" / "part-000000.json").exists()  # chunk 0 is kept for the rerun
+
+
+# -- joining the parts -----------------------------------------------------------------------------------------------
+
+class _Featurizer:
+    text_cols = ["t"]
+
+    class recipe:  # noqa: N801 - stands in for the Recipe's attribute
+        hidden_size = None
+
+    def provenance(self):
+        return {"dims": 1}
+
+
+def test_each_part_becomes_one_row_group_whatever_its_size(tmp_path):
+    """One row group per chunk, also past parquet writers' default of 1,048,576 rows a group."""
+    paths = OutputPaths(tmp_path / "o.parquet")
+    paths.partial.mkdir()
+    schema = pa.schema([("f", pa.float32())], metadata={b"bertfeat": b"{}"})
+    sizes = [1_100_000, 1, 5]
+    for k, n in enumerate(sizes):
+        pq.write_table(pa.table({"f": np.zeros(n, np.float32)}), paths.part(k))
+        paths.part_stats(k).write_text(json.dumps(EncodeStats(rows=n, unique=1, seconds=0.25 * (k + 1)).to_dict()))
+        np.save(paths.part_hashes(k), np.array([k], np.uint64))
+    state = {"input": {"path": "in.csv"}, "chunk_rows": 2_000_000, "chunk_chars": CHUNK_CHARS,
+             "reading": {"delimiter": ",", "infer_types": False}}
+    manifest = files._finish(paths, 3, schema, _Featurizer(), state, 0, 0, EncodeStats(), 0.0, None, 0, 30.0)
+    meta = pq.ParquetFile(paths.out).metadata
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == sizes
+    assert pq.read_schema(paths.out).metadata == {b"bertfeat": b"{}"}
+    assert manifest["timing"]["slowest_chunk_seconds"] == 0.75 and manifest["timing"]["embed_seconds"] == 1.5
+    assert not paths.partial.exists()
