@@ -92,6 +92,17 @@ class Flushes(io.StringIO):
         self.flushes.append(self.getvalue())
 
 
+def test_progress_lines_come_every_ten_seconds_unless_told(clock):
+    out = io.StringIO()
+    p = Progress(None, quiet=False, stream=out)
+    clock.now += 9.99
+    p.update(1)
+    assert out.getvalue() == ""
+    clock.now += 0.01
+    p.update(1)
+    assert out.getvalue() == "bertfeat embed: 2 rows, 0 rows/s\n"
+
+
 def test_progress_lines_are_flushed_and_a_rate_needs_no_whole_second(clock):
     out = Flushes()
     p = Progress(None, quiet=False, every=0.1, stream=out)
@@ -210,6 +221,8 @@ def test_a_rerun_of_the_same_job_reuses_its_parts_and_another_job_starts_over_sa
     assert "(another state version)" in capsys.readouterr().err
     (paths.partial / "state.json").unlink()
     assert prepare_partial(paths, other, quiet=True) == set()
+    assert capsys.readouterr().err == ""
+    assert prepare_partial(paths, state) == set()  # quiet unless asked: the library's callers print their own
     assert capsys.readouterr().err == ""
     # tuples in a state compare as the JSON lists they are saved as
     with_tuple = {**state, "layers": (-1, -2)}
