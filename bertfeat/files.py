@@ -147,7 +147,10 @@ def embed_file(
             0 <= checkpoint_seconds < float("inf")):
         raise ValueError(f"checkpoint_seconds={checkpoint_seconds!r} is not valid: expected seconds >= 0 (0 saves "
                          "after every batch).")
-    paths = OutputPaths(Path(out))
+    if not isinstance(out, (str, bytes, os.PathLike)):
+        raise TypeError(f"out={out!r} is not valid: expected the path of the parquet file to write (a str or "
+                        "pathlib.Path).")
+    paths = OutputPaths(Path(os.fsdecode(out)))
     reader = InputReader(input, keep_cols + text_cols, chunk_rows, text_cols, chunk_chars=chunk_chars,
                          delimiter=delimiter, infer_types=infer_types)
     check_output(paths, reader, overwrite, file_output=True)

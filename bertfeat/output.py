@@ -78,6 +78,11 @@ def check_output(paths: OutputPaths, reader, overwrite: bool, *, file_output: bo
         raise FileNotFoundError(f"the folder of --out {str(paths.out)!r} does not exist; create it first.")
     if paths.out.exists() and not overwrite:
         raise FileExistsError(f"output {str(paths.out)!r} exists; pass --overwrite (overwrite=True) to replace it.")
+    if paths.partial.exists() and not paths.partial.is_dir():
+        raise FileExistsError(
+            f"{str(paths.partial)!r} is not a folder, and bertfeat keeps the parts of an unfinished job for --out "
+            "there: move it away (or choose another --out), then run again."
+        )
     if file_output and paths.out.is_dir():
         raise FileExistsError(
             f"output {str(paths.out)!r} is a folder and the output is one parquet file: --overwrite replaces files "
@@ -214,7 +219,7 @@ _OS_HINTS = {
 def os_error_message(exc: OSError, what: str | None = None) -> OSError:
     """An OSError whose text is one line saying what failed, why, and (for a full disk, a read-only filesystem or
     missing permission) what to do."""
-    where = what or (repr(exc.filename) if exc.filename else "a file")
+    where = what or (repr(os.fsdecode(exc.filename)) if exc.filename else "a file")
     hint = _OS_HINTS.get(exc.errno)
     new = OSError(f"{where}: {exc.strerror or exc}" + (f"; {hint}." if hint else "."))
     new.errno = exc.errno

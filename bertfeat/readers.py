@@ -36,8 +36,17 @@ BLOCK_BYTES = 1 << 20
 MAX_BLOCK_BYTES = 1 << 31
 
 
-def resolve_input(path: str) -> tuple[str, list[Path]]:
+def input_path(path) -> str:
+    """An input path as text (a ``pathlib.Path`` is as good as a str); anything else is refused, naming it."""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"input={path!r} is not valid: expected the path of a CSV or parquet file, a folder or a glob "
+                        "(a str or pathlib.Path).")
+    return os.fsdecode(path)
+
+
+def resolve_input(path) -> tuple[str, list[Path]]:
     """``("csv" | "parquet", files)`` for a CSV file, a parquet file, or a directory or glob of parquet files."""
+    path = input_path(path)
     p = Path(path)
     if any(ch in path for ch in "*?["):
         files = sorted(Path(f) for f in glob.glob(path, recursive=True) if Path(f).is_file())
@@ -137,9 +146,9 @@ class InputReader:
     columns are read as written, as text, unless ``infer_types=True`` (then types are guessed from the first block,
     and a zip code "01234" becomes 1234)."""
 
-    def __init__(self, path: str, columns: list[str], chunk_rows: int, text_cols: list[str], *,
+    def __init__(self, path, columns: list[str], chunk_rows: int, text_cols: list[str], *,
                  chunk_chars: int | None = None, delimiter: str | None = None, infer_types: bool = False):
-        self.path = path
+        self.path = path = input_path(path)
         self.kind, self.files = resolve_input(path)
         self.columns = list(dict.fromkeys(columns))
         self.chunk_rows = chunk_rows

@@ -341,3 +341,25 @@ def test_each_part_becomes_one_row_group_whatever_its_size(tmp_path):
     assert pq.read_schema(paths.out).metadata == {b"bertfeat": b"{}"}
     assert manifest["timing"]["slowest_chunk_seconds"] == 0.75 and manifest["timing"]["embed_seconds"] == 1.5
     assert not paths.partial.exists()
+
+
+# -- paths as Python users pass them ---------------------------------------------------------------------------------
+
+def test_paths_may_be_path_objects(tiny_bert, tmp_path):
+    src = _src(tmp_path, "csv", n=3)
+    by_str = embed_file(str(src), str(tmp_path / "a.parquet"), "review", model=tiny_bert, quiet=True)
+    by_path = embed_file(src, tmp_path / "b.parquet", "review", model=tiny_bert, quiet=True)
+    assert by_path["input"] == by_str["input"] and by_path["output"] == str(tmp_path / "b.parquet")
+    assert_same_output(tmp_path / "b.parquet", tmp_path / "a.parquet")
+
+
+@pytest.mark.parametrize("bad", [3, None, ["a.csv"]])
+def test_an_input_that_is_no_path_is_refused_saying_so(tmp_path, bad):
+    with pytest.raises(TypeError) as info:
+        embed_file(bad, str(tmp_path / "o.parquet"), "review")
+    assert str(info.value) == (f"input={bad!r} is not valid: expected the path of a CSV or parquet file, a folder "
+                               "or a glob (a str or pathlib.Path).")
+    with pytest.raises(TypeError) as info:
+        embed_file(str(_src(tmp_path, n=3)), bad, "review")
+    assert str(info.value) == (f"out={bad!r} is not valid: expected the path of the parquet file to write (a str or "
+                               "pathlib.Path).")

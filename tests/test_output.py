@@ -115,6 +115,22 @@ def test_a_folder_at_out_is_refused_for_a_file_output_only(tmp_path):
             OutputPaths(out), reader(), False, file_output=True)  # without --overwrite, the plainer refusal first
 
 
+@pytest.mark.parametrize("file_output", [True, False])
+def test_a_file_where_the_jobs_partial_folder_goes_is_refused_and_kept(tmp_path, file_output):
+    """Every engine keeps an unfinished job in <out>.partial/: a file there (a download, an old export) must neither
+    be deleted nor end the job with a bare "Not a directory"."""
+    out = tmp_path / "feats.parquet"
+    partial = tmp_path / "feats.parquet.partial"
+    partial.write_bytes(b"someone's file")
+    refused(FileExistsError, f"{str(partial)!r} is not a folder, and bertfeat keeps the parts of an unfinished job "
+            "for --out there: move it away (or choose another --out), then run again.",
+            OutputPaths(out), reader(), False, file_output=file_output)
+    assert partial.read_bytes() == b"someone's file"
+    partial.unlink()
+    partial.mkdir()  # a folder there is an earlier run's: resume decides what to keep
+    check_output(OutputPaths(out), reader(), False, file_output=file_output)
+
+
 def test_an_unwritable_folder_is_refused(tmp_path, monkeypatch):
     out = tmp_path / "f.parquet"
     asked = []
@@ -410,6 +426,10 @@ def test_os_error_message_without_a_hint_a_file_name_or_a_strerror():
     exc = OSError(errno.EIO, "Input/output error")  # no file name: "a file"; no hint: the sentence just ends
     assert str(os_error_message(exc)) == "a file: Input/output error."
     assert os_error_message(exc).errno == errno.EIO
+    # a path object names the file as the user typed it, not as Python's repr of the object
+    for name in (Path("/data/o.parquet.partial"), b"/data/o.parquet.partial", "/data/o.parquet.partial"):
+        exc = OSError(errno.ENOTDIR, "Not a directory", name)
+        assert str(os_error_message(exc)) == "'/data/o.parquet.partial': Not a directory."
     bare = OSError("something odd")  # no errno, no strerror: the exception's own text
     assert str(os_error_message(bare, "the output")) == "the output: something odd."
     assert os_error_message(bare).errno is None
