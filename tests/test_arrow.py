@@ -190,6 +190,9 @@ def test_manifest_timing(job):
     assert 0 < timing["embed_seconds"] <= timing["seconds"]
     assert 0 < timing["slowest_chunk_seconds"] <= timing["embed_seconds"]
     assert timing["machine"]["flags"] == cpu_flags()  # the rest: tests/test_ladder.py
+    # this process ran the model: its threads and the measured matmul rates at the model's shape are there too
+    assert {"threads", "matmul_gflops"} <= set(timing["machine"])
+    assert sorted(timing["machine"]["matmul_gflops"]) == ["bfloat16", "float32"]
     # the job's own time, in milliseconds: no more than the call took
     assert timing["seconds"] <= round(job["wall"], 3) + 0.001
     for key in ("seconds", "embed_seconds", "slowest_chunk_seconds"):

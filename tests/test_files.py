@@ -41,7 +41,7 @@ class Terminal(io.StringIO):
 # -- progress ------------------------------------------------------------------------------------------------------
 
 def test_durations_read_as_hours_minutes_seconds():
-    assert [_duration(s) for s in (0, 59.9, 60, 61, 3599, 3600, 3661.9, 90061, 3 * 3600 + 59 * 60 + 59)] == [
+    assert [_duration(s) for s in (0, 59.9, 60, 61, 3599, 3600, 3661.9, 90061, 3 * 3600 + 59 * 60)] == [
         "0s", "59s", "1m00s", "1m01s", "59m59s", "1h00m", "1h01m", "25h01m", "3h59m"]
 
 
@@ -125,6 +125,7 @@ def test_progress_on_a_terminal_is_a_bar_whose_total_follows_the_estimate(clock)
     p.close()
     assert "bertfeat embed" in term.getvalue() and "250" in term.getvalue()
     known = Progress(40, quiet=False, stream=Terminal())
+    assert known.bar.total == 40  # known from the start (parquet), before any row
     known.update(10, None)
     assert known.bar.total == 40 and known.bar.n == 10
     known.close()

@@ -207,6 +207,13 @@ def test_another_jobs_leftovers_are_reported_unless_quiet(tiny_bert, tmp_path, m
     assert capsys.readouterr().err.startswith(
         f"bertfeat embed: {tmp_path / 'out.parquet.partial'} holds parts of another job (other chunk_rows); "
         "starting over.\n")
+    _die_in_chunk(monkeypatch, 1)
+    with pytest.raises(_Killed):
+        embed_file(str(src), str(tmp_path / "q.parquet"), "review", model=tiny_bert, quiet=True, chunk_rows=5)
+    _revive(monkeypatch)
+    capsys.readouterr()
+    embed_file(str(src), str(tmp_path / "q.parquet"), "review", model=tiny_bert, quiet=True, chunk_rows=7)
+    assert capsys.readouterr().err == ""
 
 
 # -- warnings ----------------------------------------------------------------------------------------------------------
@@ -363,3 +370,36 @@ def test_an_input_that_is_no_path_is_refused_saying_so(tmp_path, bad):
         embed_file(str(_src(tmp_path, n=3)), bad, "review")
     assert str(info.value) == (f"out={bad!r} is not valid: expected the path of the parquet file to write (a str or "
                                "pathlib.Path).")
+
+
+def _rmtree_that_fails_unless_told_to_ignore(monkeypatch):
+    """shutil.rmtree on a filesystem that will not let a folder go (permissions, a busy NFS file)."""
+    import shutil
+
+    real = shutil.rmtree
+
+    def rmtree(path, ignore_errors=False, **kw):
+        if not ignore_errors:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, ignore_errors=True, **kw)
+
+    monkeypatch.setattr(shutil, "rmtree", rmtree)
+
+
+@pytest.mark.parametrize("exc", [ValueError("row 3: not a text"), OSError(5, "Input/output error"), _Killed()],
+                         ids=["data", "os-error", "stopped"])
+def test_a_cleanup_that_fails_never_hides_why_the_job_stopped(tiny_bert, tmp_path, monkeypatch, exc):
+    _fail_in_chunk(monkeypatch, 0, exc)
+    _rmtree_that_fails_unless_told_to_ignore(monkeypatch)
+    with pytest.raises(type(exc)) as info:
+        embed_file(str(_src(tmp_path)), str(tmp_path / "o.parquet"), "review", model=tiny_bert, quiet=True,
+                   chunk_rows=5)
+    assert str(info.value) == {"data": "row 3: not a text", "os-error": "a file: Input/output error.",
+                               "stopped": ""}[{ValueError: "data", OSError: "os-error", _Killed: "stopped"}[type(exc)]]
+
+
+def test_a_finished_job_whose_folder_cannot_be_removed_still_succeeds(tiny_bert, tmp_path, monkeypatch):
+    _rmtree_that_fails_unless_told_to_ignore(monkeypatch)
+    manifest = embed_file(str(_src(tmp_path)), str(tmp_path / "o.parquet"), "review", model=tiny_bert, quiet=True,
+                          chunk_rows=5)
+    assert manifest["counts"]["rows"] == ROWS and pq.read_table(tmp_path / "o.parquet").num_rows == ROWS
