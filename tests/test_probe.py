@@ -14,10 +14,14 @@ WORDS_POS = "lovely delightful wonderful charming great superb".split()
 WORDS_NEG = "dull tedious awful boring poor dreadful".split()
 
 
-def labelled(n=60, seed=0):
+def labelled(n=60, seed=0, own=1.0):
+    """Texts of four sentiment words and a tail; with ``own`` < 1 each word comes from the other side's list with
+    probability 1 - own, so candidates score apart (with 1.0 every candidate scores a perfect 1.0)."""
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 2, n)
-    texts = [" ".join(rng.choice(WORDS_POS if label else WORDS_NEG, 4)) + " the cat sat" for label in y]
+    lists = (WORDS_NEG, WORDS_POS)
+    texts = [" ".join(rng.choice(lists[label if rng.random() < own else 1 - label]) for _ in range(4)) + " the cat sat"
+             for label in y]
     return texts, y
 
 
@@ -174,7 +178,7 @@ def test_block_scaler_puts_the_block_on_tfidf_footing():
 
 @pytest.fixture(scope=shared_scope)
 def probed(tiny_bert):
-    texts, y = labelled(60, seed=2)
+    texts, y = labelled(60, seed=2, own=0.7)  # noisy: TF-IDF, unions and embeddings score apart
     return texts, y, probe(texts, y, model=tiny_bert, cv=3, poolings=("mean", "max"))
 
 
@@ -190,6 +194,42 @@ def test_the_ready_estimator_reproduces_the_probe_score(probed):
         scores = cross_val_score(result.pipeline(rank), texts, y, cv=result.cv, scoring=result.metric)
         assert abs(scores.mean() - row["score"]) <= max(row["std_err"], 1e-9), (rank, row["candidate"])
         assert abs(scores.mean() - row["score"]) < 1e-3  # the same features, folds and model, up to float rounding
+
+
+def test_each_rows_pipeline_is_its_features_then_the_model_it_was_scored_with(probed):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    _, _, result = probed
+    t = result.table
+    assert t["score"].nunique() >= 3, "the fixture's rows must score apart for this test to mean anything"
+    kinds = (("embedding", [BertEmbedder, StandardScaler, LogisticRegression]),
+             ("union", ["FeatureUnion", LogisticRegression]), ("tfidf", ["TfidfVectorizer", LogisticRegression]))
+    for kind, steps in kinds:
+        rank = int(t.loc[t["kind"] == kind, "rank"].iloc[-1])  # the last of its kind
+        # embeddings and unions are never the recommended row here, so a pipeline of the wrong row shows
+        assert rank != result.recommended_rank or kind == "tfidf"
+        pipe = result.pipeline(rank)
+        got = [type(step).__name__ for _, step in pipe.steps]
+        assert got == [s if isinstance(s, str) else s.__name__ for s in steps]
+        assert repr(pipe.steps[0][1]) == repr(result.estimator(rank))
+        C = result.classifier_params["C_embedding" if kind == "embedding" else "C_sparse"]
+        assert pipe.steps[-1][1].C == C
+
+
+def test_code_leaves_out_the_default_model_and_repr_shows_the_table():
+    from bertfeat.probe import ProbeResult
+
+    table = pd.DataFrame({"rank": [1, 2], "kind": ["embedding", "union"], "candidate": ["mean, layer 6", "TF-IDF + x"],
+                          "n_features": [384, 1000], "score": [0.9, 0.8], "std_err": [0.01, 0.02],
+                          "params": [{"model": "default", "pooling": "mean"}, {"model": "/m", "pooling": "cls"}]})
+    result = ProbeResult(table=table, metric="roc_auc", task="classification", recommended={"pooling": "mean"},
+                         best=None, num_layers=6)
+    assert result.code(1) == "from bertfeat import BertEmbedder\n\nfeatures = BertEmbedder(pooling='mean')\n"
+    assert "BertEmbedder(model='/m', pooling='cls')" in result.code(2)
+    assert repr(result) == (
+        "ProbeResult(classification, metric=roc_auc, recommended=embedding {'pooling': 'mean'})\n"
+        + table[["kind", "candidate", "n_features", "score", "std_err"]].to_string(index=False))
 
 
 def test_the_estimator_kinds_and_their_code(probed):
