@@ -227,9 +227,14 @@ def test_code_leaves_out_the_default_model_and_repr_shows_the_table():
                          best=None, num_layers=6)
     assert result.code(1) == "from bertfeat import BertEmbedder\n\nfeatures = BertEmbedder(pooling='mean')\n"
     assert "BertEmbedder(model='/m', pooling='cls')" in result.code(2)
-    assert repr(result) == (
-        "ProbeResult(classification, metric=roc_auc, recommended=embedding {'pooling': 'mean'})\n"
-        + table[["kind", "candidate", "n_features", "score", "std_err"]].to_string(index=False))
+    shown = table[["kind", "candidate", "n_features", "score", "std_err"]]
+    assert repr(result) == ("ProbeResult(classification, metric=roc_auc, recommended=embedding {'pooling': 'mean'})\n"
+                            + shown.to_string(index=False))
+    # a long table: its first ten rows
+    long = ProbeResult(table=pd.concat([table] * 6, ignore_index=True), metric="r2", task="regression",
+                       recommended=None, best=None, num_layers=6, recommended_kind="tfidf")
+    assert repr(long) == ("ProbeResult(regression, metric=r2, recommended=tfidf None)\n"
+                          + pd.concat([shown] * 6, ignore_index=True).head(10).to_string(index=False))
 
 
 def test_the_estimator_kinds_and_their_code(probed):
