@@ -343,3 +343,56 @@ def test_probe_argument_errors(tiny_bert):
         probe(texts, y, model=[tiny_bert, tiny_bert])
     with pytest.raises(ValueError, match="model=3 is not valid"):
         probe(texts, y, model=3)
+
+
+def _cands(cands):
+    return [("+".join(c.pooling), c.layers, c.layer_agg) for c in cands]
+
+
+def test_default_candidates_exactly():
+    def per_pooling(p, top, means, concats):
+        return ([(p, (layer,), "mean") for layer in range(top + 1)]
+                + [(p, tuple(range(top - k + 1, top + 1)), "mean") for k in means]
+                + [(p, tuple(range(top - k + 1, top + 1)), "concat") for k in concats])
+
+    # 6 layers: means of the last 2, 3, 4 and all 6; concats of the last 2 and 4; both combinations, at the top
+    # layer and over the last four
+    assert _cands(default_candidates(6)) == (
+        per_pooling("cls", 6, [2, 3, 4, 6], [2, 4]) + per_pooling("mean", 6, [2, 3, 4, 6], [2, 4])
+        + per_pooling("max", 6, [2, 3, 4, 6], [2, 4])
+        + [("cls+mean", (6,), "mean"), ("cls+mean", (3, 4, 5, 6), "mean"),
+           ("mean+max", (6,), "mean"), ("mean+max", (3, 4, 5, 6), "mean")])
+    # 4 layers, two poolings: the last four are all layers but the embeddings; no cls, so one combination
+    assert _cands(default_candidates(4, ("mean", "max"))) == (
+        per_pooling("mean", 4, [2, 3, 4], [2, 4]) + per_pooling("max", 4, [2, 3, 4], [2, 4])
+        + [("mean+max", (4,), "mean"), ("mean+max", (1, 2, 3, 4), "mean")])
+    # 3 layers: no mean or concat of 4, no combination over four layers
+    assert _cands(default_candidates(3, ("mean", "max"))) == (
+        per_pooling("mean", 3, [2, 3], [2]) + per_pooling("max", 3, [2, 3], [2]) + [("mean+max", (3,), "mean")])
+    # one pooling: nothing to combine
+    assert _cands(default_candidates(2, ("cls",))) == per_pooling("cls", 2, [2], [2])
+
+
+@pytest.mark.parametrize("cv", [1, 0, True, 2.0, "3", None])
+def test_cv_must_be_an_int_of_at_least_two(cv):
+    from bertfeat.probe import _check_labels
+
+    with pytest.raises(ValueError) as info:
+        _check_labels(np.array([0, 1] * 5), "auto", cv)
+    assert str(info.value) == f"cv={cv!r} is not valid: expected an int of at least 2 (cross-validation folds)."
+
+
+def test_missing_labels_are_refused_naming_the_first_five_rows():
+    from bertfeat.probe import _check_labels
+
+    y = np.array([0, 1, None, 1, None, 0, None, None, None, None, 1, 0], dtype=object)
+    with pytest.raises(ValueError) as info:
+        _check_labels(y, "auto", 2)
+    assert str(info.value) == (
+        "the labels y have 6 missing value(s) (rows 2, 4, 6, 7, 8, ...); the probe scores features against a label "
+        "for every text: drop those rows or fill their labels first.")
+    with pytest.raises(ValueError, match=r"\(rows 1\);"):
+        _check_labels(np.array([0.5, np.nan, 1.5, 2.5]), "regression", 2)
+    with pytest.raises(ValueError, match=r"^y has shape \(4, 1\); pass one label per text"):
+        _check_labels(np.zeros((4, 1)), "auto", 2)
+    _check_labels(np.array([0, 1, 0, 1]), "auto", 2)  # complete labels pass
