@@ -396,3 +396,28 @@ def test_missing_labels_are_refused_naming_the_first_five_rows():
     with pytest.raises(ValueError, match=r"^y has shape \(4, 1\); pass one label per text"):
         _check_labels(np.zeros((4, 1)), "auto", 2)
     _check_labels(np.array([0, 1, 0, 1]), "auto", 2)  # complete labels pass
+
+
+def test_rare_classes_and_mixed_label_types_are_refused_saying_what_to_do():
+    from bertfeat.probe import _check_labels
+
+    y = np.array(["a"] * 5 + ["b"] * 2)
+    with pytest.raises(ValueError) as info:
+        _check_labels(y, "auto", 3)
+    assert str(info.value) == (
+        "class(es) 'b' (2) of the labels y have fewer members than the 3 cross-validation folds, so some folds would "
+        "not contain them and their scores would be undefined. Drop or merge the rare classes, or lower cv (--cv) to "
+        "at most 2.")
+    _check_labels(y, "auto", 2)  # two members are enough for two folds
+    many = np.array([0] * 9 + [1, 2, 3, 4, 5, 6, 7])
+    with pytest.raises(ValueError) as info:
+        _check_labels(many, "classification", 2)
+    assert str(info.value) == (
+        "class(es) 1 (1), 2 (1), 3 (1), 4 (1), 5 (1), ... of the labels y have fewer members than the 2 "
+        "cross-validation folds, so some folds would not contain them and their scores would be undefined. Drop or "
+        "merge the rare classes (a class with one member cannot be cross-validated).")
+    _check_labels(np.array(["a"] * 4), "classification", 5)  # one class: refused elsewhere, not as rare
+    _check_labels(np.arange(11.0) + 0.5, "auto", 5)  # more than ten distinct numbers: a regression, no classes
+    with pytest.raises(ValueError) as info:
+        _check_labels(np.array([1, "a", 2, "b"], dtype=object), "classification", 2)
+    assert str(info.value) == "the labels y mix types (int, str); pass labels of one type."
