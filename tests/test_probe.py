@@ -421,3 +421,59 @@ def test_rare_classes_and_mixed_label_types_are_refused_saying_what_to_do():
     with pytest.raises(ValueError) as info:
         _check_labels(np.array([1, "a", 2, "b"], dtype=object), "classification", 2)
     assert str(info.value) == "the labels y mix types (int, str); pass labels of one type."
+
+
+def test_the_embedding_options_reach_every_row_and_the_recommendation(tiny_bert):
+    texts, y = labelled(24, seed=4, own=0.8)
+    texts[3] = None  # missing="zero": a zero vector, and an empty document for TF-IDF
+    options = dict(max_length=16, long_text="chunk", stride=4, normalize=True, prefix="query: ", dtype="float32",
+                   missing="zero")
+    result = probe(texts, y, model=tiny_bert, cv=2, poolings=("mean",), unions=1, **options)
+    for params in result.table["params"]:
+        if params is not None:
+            assert {k: params[k] for k in options} == options and params["model"] == tiny_bert
+    if result.recommended is not None:  # None when TF-IDF alone is recommended
+        assert {k: result.recommended[k] for k in options} == options
+    # the recommended estimator computes the features the probe scored
+    emb = result.table[result.table["kind"] == "embedding"].iloc[0]
+    est = result.estimator(int(emb["rank"]))
+    assert {k: est.get_params()[k] for k in options} == options
+
+
+def test_probe_defaults_and_the_unions_refusal(tiny_bert):
+    import inspect
+
+    defaults = {k: p.default for k, p in inspect.signature(probe).parameters.items() if p.default is not p.empty}
+    assert {k: defaults[k] for k in ("model", "normalize", "cv", "task", "baseline", "unions", "random_state",
+                                     "progress", "missing", "dtype", "device")} == {
+        "model": "default", "normalize": False, "cv": 5, "task": "auto", "baseline": True, "unions": 3,
+        "random_state": 0, "progress": False, "missing": "error", "dtype": "auto", "device": "auto"}
+    texts, y = labelled(10)
+    for bad in (-1, True, 1.5):
+        with pytest.raises(ValueError) as info:
+            probe(texts, y, model=tiny_bert, unions=bad)
+        assert str(info.value) == (f"unions={bad!r} is not valid: expected how many of each model's best candidates to "
+                                   "score side by side with TF-IDF (an int >= 0; 0 for none).")
+
+
+def test_numbers_with_more_than_ten_values_are_a_regression():
+    from bertfeat.probe import _task
+
+    assert _task(np.arange(10.0)) == "classification"  # ten distinct numbers: read as classes
+    assert _task(np.arange(11.0)) == "regression"
+    assert _task(np.arange(11.0) + 0j) == "regression"
+    assert _task(np.arange(30)) == "classification"  # integers are classes
+
+
+def test_tfidf_is_computed_only_when_a_baseline_or_a_union_needs_it(tiny_bert, monkeypatch):
+    import sys
+
+    probe_module = sys.modules["bertfeat.probe"]  # the package's name "probe" is the function
+    calls = []
+    real = probe_module._tfidf_folds
+    monkeypatch.setattr(probe_module, "_tfidf_folds", lambda docs, folds: calls.append(1) or real(docs, folds))
+    texts, y = labelled(12)
+    result = probe(texts, y, model=tiny_bert, cv=2, poolings=("mean",), baseline=False, unions=0)
+    assert calls == [] and set(result.table["kind"]) == {"embedding"}
+    result = probe(texts, y, model=tiny_bert, cv=2, poolings=("mean",), baseline=False, unions=1)
+    assert calls == [1] and sorted(result.table["kind"].unique()) == ["embedding", "union"]
