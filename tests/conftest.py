@@ -200,3 +200,29 @@ def assert_same_output(got, want, chunk_rows: int | None = None) -> None:
     pytest.fail(f"{got.name} differs from {want.name} in {len(where)} of {a.num_rows} rows (first {where[:10]}"
                 + (f"; chunks {chunks[:20]}" if chunks is not None else "") + f"); largest difference {worst:.3g}")
 
+
+
+# -- leaving ---------------------------------------------------------------------------------------------------------
+
+_exit_status: int | None = None
+
+
+def pytest_sessionfinish(session, exitstatus):
+    global _exit_status
+    _exit_status = int(exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    """Leave as soon as pytest has reported, with its exit status.
+
+    The Ray and Spark tests leave native threads behind (Ray's gRPC, the Spark gateway's JVM child); on a loaded
+    2-core machine the interpreter's own shutdown then hung after the summary (twice on 2026-11-24, the process
+    waiting on a futex with its interpreter already finalized), and CI would wait for it until its time ran out.
+    Not under mutmut, which runs pytest inside its own process."""
+    if _exit_status is not None and "MUTANT_UNDER_TEST" not in os.environ:
+        import sys
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(_exit_status)
