@@ -35,7 +35,7 @@ from bertfeat.output import (
     OutputPaths, _atomic_write_bytes, _Paths, atomic_write_bytes, check_output, fsync, job_lock, os_error_message,
     write_part,
 )
-from bertfeat.readers import CSV_NULLS, CSV_SUFFIXES, PARQUET_SUFFIXES, InputReader, resolve_input
+from bertfeat.readers import CSV_NULLS, CSV_SUFFIXES, PARQUET_SUFFIXES, InputReader, path_text, resolve_input
 from bertfeat.resume import STATE_VERSION, prepare_partial
 
 __all__ = [
@@ -147,10 +147,7 @@ def embed_file(
             0 <= checkpoint_seconds < float("inf")):
         raise ValueError(f"checkpoint_seconds={checkpoint_seconds!r} is not valid: expected seconds >= 0 (0 saves "
                          "after every batch).")
-    if not isinstance(out, (str, bytes, os.PathLike)):
-        raise TypeError(f"out={out!r} is not valid: expected the path of the parquet file to write (a str or "
-                        "pathlib.Path).")
-    paths = OutputPaths(Path(os.fsdecode(out)))
+    paths = OutputPaths(Path(path_text(out, "out", "the path of the parquet file to write")))
     reader = InputReader(input, keep_cols + text_cols, chunk_rows, text_cols, chunk_chars=chunk_chars,
                          delimiter=delimiter, infer_types=infer_types)
     check_output(paths, reader, overwrite, file_output=True)

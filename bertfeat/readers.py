@@ -36,12 +36,15 @@ BLOCK_BYTES = 1 << 20
 MAX_BLOCK_BYTES = 1 << 31
 
 
+def path_text(value, name: str, expected: str) -> str:
+    """A path argument as text (a ``pathlib.Path`` is as good as a str); anything else is refused, naming it."""
+    if not isinstance(value, (str, bytes, os.PathLike)):
+        raise TypeError(f"{name}={value!r} is not valid: expected {expected} (a str or pathlib.Path).")
+    return os.fsdecode(value)
+
+
 def input_path(path) -> str:
-    """An input path as text (a ``pathlib.Path`` is as good as a str); anything else is refused, naming it."""
-    if not isinstance(path, (str, bytes, os.PathLike)):
-        raise TypeError(f"input={path!r} is not valid: expected the path of a CSV or parquet file, a folder or a glob "
-                        "(a str or pathlib.Path).")
-    return os.fsdecode(path)
+    return path_text(path, "input", "the path of a CSV or parquet file, a folder or a glob")
 
 
 def resolve_input(path) -> tuple[str, list[Path]]:
