@@ -54,6 +54,15 @@ def _revive(monkeypatch):
     monkeypatch.setattr(ArrowFeaturizer, "__call__", _CALL)
 
 
+def _stopped_in_chunk(monkeypatch, k: int, *args, **job):
+    """Run ``embed_file(*args, **job)``, stopped (as by Ctrl-C) when chunk ``k`` starts; the featurizer is whole
+    again afterwards, for the rerun."""
+    _die_in_chunk(monkeypatch, k)
+    with pytest.raises(_Killed):
+        embed_file(*args, **job)
+    _revive(monkeypatch)
+
+
 def _src(tmp_path, kind="parquet", n=ROWS):
     src = tmp_path / f"in.{kind}"
     if not src.exists():
@@ -76,10 +85,7 @@ def test_a_resumed_job_reports_exactly_what_each_run_did(tiny_bert, tmp_path, mo
     ref = embed_file(out=str(reference), **job)
 
     out = tmp_path / "out.parquet"
-    _die_in_chunk(monkeypatch, 3)  # chunks 0, 1 and 2 (15 rows) finished
-    with pytest.raises(_Killed):
-        embed_file(out=str(out), **job)
-    _revive(monkeypatch)
+    _stopped_in_chunk(monkeypatch, 3, out=str(out), **job)  # chunks 0, 1 and 2 (15 rows) finished
     manifest = embed_file(out=str(out), **job)
 
     assert manifest["this_run"] == {"rows": 8, "embedded": _distinct_per_chunk(texts[15:], 5), "cache_hits": 0,
@@ -117,10 +123,8 @@ def test_checkpointed_batches_count_when_the_unfinished_chunk_is_not_the_last(ti
 
 def test_a_finished_chunk_leaves_no_checkpoint_behind(tiny_bert, tmp_path, monkeypatch):
     src = _src(tmp_path)
-    _die_in_chunk(monkeypatch, 3)
-    with pytest.raises(_Killed):
-        embed_file(str(src), str(tmp_path / "out.parquet"), "review", model=tiny_bert, quiet=True, chunk_rows=5,
-                   checkpoint_seconds=0)
+    _stopped_in_chunk(monkeypatch, 3, str(src), str(tmp_path / "out.parquet"), "review", model=tiny_bert, quiet=True,
+                      chunk_rows=5, checkpoint_seconds=0)
     partial = tmp_path / "out.parquet.partial"
     assert sorted(p.name for p in partial.iterdir()) == sorted(["state.json"] + [
         f"part-{k:06d}.{ext}" for k in range(3) for ext in ("hashes.npy", "json", "parquet")])
@@ -138,35 +142,29 @@ def _progress(err: str) -> list[tuple]:
     return [(int(m[1].replace(",", "")), m[2] and int(m[2].replace(",", ""))) for m in parsed]
 
 
-def test_progress_lines_of_a_resumed_parquet_job_count_every_chunk_against_the_total(tiny_bert, tmp_path,
-                                                                                     monkeypatch, capsys):
-    src = _src(tmp_path)
-    job = dict(input=str(src), out=str(tmp_path / "out.parquet"), text_cols="review", model=tiny_bert, chunk_rows=5,
-               progress_every=0)
-    _die_in_chunk(monkeypatch, 2)
-    with pytest.raises(_Killed):
-        embed_file(**job, quiet=True)
-    _revive(monkeypatch)
+def _resumed_progress(tmp_path, tiny_bert, monkeypatch, capsys, kind: str) -> list[tuple]:
+    """The progress lines of a job stopped in chunk 2 and rerun with a line for every chunk."""
+    job = dict(input=str(_src(tmp_path, kind)), out=str(tmp_path / "out.parquet"), text_cols="review", model=tiny_bert,
+               chunk_rows=5, progress_every=0)
+    _stopped_in_chunk(monkeypatch, 2, **job, quiet=True)
+    if kind == "csv":  # a small file is read in one block; say a quarter of the bytes were read at every chunk
+        monkeypatch.setattr(InputReader, "fraction_done", lambda self: 0.25)
     capsys.readouterr()
     embed_file(**job)
+    return _progress(capsys.readouterr().err)
+
+
+def test_progress_lines_of_a_resumed_parquet_job_count_every_chunk_against_the_total(tiny_bert, tmp_path,
+                                                                                     monkeypatch, capsys):
     # the two resumed chunks count too, and the total is the file's row count
-    assert _progress(capsys.readouterr().err) == [(5, ROWS), (10, ROWS), (15, ROWS), (20, ROWS), (23, ROWS)]
+    assert _resumed_progress(tmp_path, tiny_bert, monkeypatch, capsys, "parquet") == [
+        (5, ROWS), (10, ROWS), (15, ROWS), (20, ROWS), (23, ROWS)]
 
 
 def test_progress_lines_of_a_csv_job_estimate_the_total_from_the_bytes_read(tiny_bert, tmp_path, monkeypatch,
                                                                            capsys):
-    src = _src(tmp_path, "csv")
-    job = dict(input=str(src), out=str(tmp_path / "out.parquet"), text_cols="review", model=tiny_bert, chunk_rows=5,
-               progress_every=0)
-    _die_in_chunk(monkeypatch, 2)
-    with pytest.raises(_Killed):
-        embed_file(**job, quiet=True)
-    _revive(monkeypatch)
-    # a small file is read in one block; say a quarter of the bytes were read at every chunk
-    monkeypatch.setattr(InputReader, "fraction_done", lambda self: 0.25)
-    capsys.readouterr()
-    embed_file(**job)
-    assert _progress(capsys.readouterr().err) == [(5, 20), (10, 40), (15, 60), (20, 80), (23, 92)]
+    assert _resumed_progress(tmp_path, tiny_bert, monkeypatch, capsys, "csv") == [
+        (5, 20), (10, 40), (15, 60), (20, 80), (23, 92)]
 
 
 def test_a_quiet_job_prints_nothing_and_a_loud_one_its_summary(tiny_bert, tmp_path, capsys):
@@ -198,19 +196,14 @@ def test_the_default_progress_interval_is_ten_seconds(tiny_bert, tmp_path, monke
 def test_another_jobs_leftovers_are_reported_unless_quiet(tiny_bert, tmp_path, monkeypatch, capsys):
     src = _src(tmp_path)
     out = tmp_path / "out.parquet"
-    _die_in_chunk(monkeypatch, 1)
-    with pytest.raises(_Killed):
-        embed_file(str(src), str(out), "review", model=tiny_bert, quiet=True, chunk_rows=5)
-    _revive(monkeypatch)
+    _stopped_in_chunk(monkeypatch, 1, str(src), str(out), "review", model=tiny_bert, quiet=True, chunk_rows=5)
     capsys.readouterr()
     embed_file(str(src), str(out), "review", model=tiny_bert, chunk_rows=7, progress_every=1e9)
     assert capsys.readouterr().err.startswith(
         f"bertfeat embed: {tmp_path / 'out.parquet.partial'} holds parts of another job (other chunk_rows); "
         "starting over.\n")
-    _die_in_chunk(monkeypatch, 1)
-    with pytest.raises(_Killed):
-        embed_file(str(src), str(tmp_path / "q.parquet"), "review", model=tiny_bert, quiet=True, chunk_rows=5)
-    _revive(monkeypatch)
+    _stopped_in_chunk(monkeypatch, 1, str(src), str(tmp_path / "q.parquet"), "review", model=tiny_bert, quiet=True,
+                      chunk_rows=5)
     capsys.readouterr()
     embed_file(str(src), str(tmp_path / "q.parquet"), "review", model=tiny_bert, quiet=True, chunk_rows=7)
     assert capsys.readouterr().err == ""
