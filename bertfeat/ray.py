@@ -354,10 +354,10 @@ def embed_parquet(input, out, text_col, *, keep_cols=(), layout: str = "columns"
     if not _is_int(batch_rows) or batch_rows < 1:
         raise ValueError(f"batch_rows={batch_rows!r} is not valid: expected a positive number of rows.")
     paths = _Paths(Path(out))
-    reader = InputReader(str(input), keep_cols + text_cols, batch_rows, text_cols)
+    reader = InputReader(input, keep_cols + text_cols, batch_rows, text_cols)
     if reader.kind != "parquet":
         raise ValueError(
-            f"input {str(input)!r} is CSV: the Ray engine reads parquet only. Convert it to parquet first, or use "
+            f"input {reader.path!r} is CSV: the Ray engine reads parquet only. Convert it to parquet first, or use "
             "the local engine (bertfeat embed without --engine ray)."
         )
     check_folder_output(paths, reader, overwrite)
@@ -369,7 +369,7 @@ def embed_parquet(input, out, text_col, *, keep_cols=(), layout: str = "columns"
 def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layout, batch_rows, num_workers,
                        gpus_per_worker, cpus_per_worker, preserve_order, quiet, params) -> dict:
     if not reader.total_rows:
-        raise ValueError(f"input {str(input)!r} has no rows to embed.")
+        raise ValueError(f"input {reader.path!r} has no rows to embed.")
     worker_device(params.get("device", "auto"), gpus_per_worker)
     from bertfeat.arrow import ArrowFeaturizer
 

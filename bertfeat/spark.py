@@ -235,10 +235,10 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
         raise ValueError(f"batch_rows={batch_rows!r} is not valid: expected a positive number of rows.")
     paths = _Paths(Path(out))
     # CSV kept columns as text, as the local engine reads them by default (007 stays 007)
-    reader = InputReader(str(input), keep_cols + text_cols, batch_rows, text_cols, infer_types=False)
+    reader = InputReader(input, keep_cols + text_cols, batch_rows, text_cols, infer_types=False)
     check_folder_output(paths, reader, overwrite)
     if reader.kind == "parquet" and not reader.total_rows:
-        raise ValueError(f"input {str(input)!r} has no rows to embed.")
+        raise ValueError(f"input {reader.path!r} has no rows to embed.")
     _checked_featurizer(text_cols, keep_cols, layout, params, reader.schema)
     if reader.kind == "parquet":
         _check_visible(reader.files)
@@ -255,7 +255,7 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
     total_rows = int(sum(counts))
     if not total_rows:
         shutil.rmtree(paths.partial, ignore_errors=True)
-        raise ValueError(f"input {str(input)!r} has no rows to embed.")
+        raise ValueError(f"input {reader.path!r} has no rows to embed.")
 
     t_start = time.perf_counter()
     spark, started = _session(master, quiet)

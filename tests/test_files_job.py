@@ -396,3 +396,16 @@ def test_a_finished_job_whose_folder_cannot_be_removed_still_succeeds(tiny_bert,
     manifest = embed_file(str(_src(tmp_path)), str(tmp_path / "o.parquet"), "review", model=tiny_bert, quiet=True,
                           chunk_rows=5)
     assert manifest["counts"]["rows"] == ROWS and pq.read_table(tmp_path / "o.parquet").num_rows == ROWS
+
+
+@pytest.mark.parametrize("engine", ["ray", "spark"])
+def test_the_cluster_engines_refuse_an_input_that_is_no_path_alike(tmp_path, engine):
+    """Ray and Spark used to str() their input, so None read as a missing file named 'None'."""
+    if engine == "ray":
+        from bertfeat.ray import embed_parquet as run
+    else:
+        from bertfeat.spark import embed_files as run
+    with pytest.raises(TypeError) as info:
+        run(None, str(tmp_path / "o"), "review")
+    assert str(info.value) == ("input=None is not valid: expected the path of a CSV or parquet file, a folder or a "
+                               "glob (a str or pathlib.Path).")
