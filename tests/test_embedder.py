@@ -187,6 +187,16 @@ def test_transform_before_fit_says_fit_first(emb):
 # -- missing values ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("index, shown", [([10, 11, 12], "12"), ([0.5, 1.5, 2.5], "2.5"), ([True, False, True], "True"),
+                                          (pd.to_datetime(["2020-01-01"] * 3), "Timestamp('2020-01-01 00:00:00')")])
+def test_a_rows_index_label_is_shown_as_python_shows_it(tiny_bert, index, shown):
+    # numpy scalars of a numeric index are shown as the plain numbers they hold, never as np.int64(12)
+    data = pd.Series(["dog", "cat", None], index=index)
+    with pytest.raises(ValueError) as info:
+        BertEmbedder(tiny_bert).fit_transform(data)
+    assert str(info.value).startswith(f"row 2 (index {shown}) is missing (")
+
+
 def test_missing_policies(tiny_bert):
     data = pd.Series(["dog", None, "cat", np.nan], index=["a", "b", "c", "d"])
     with pytest.raises(ValueError, match=r"row 1 \(index 'b'\) is missing \((None|nan)\) and missing='error'"):
