@@ -100,6 +100,7 @@ class ProbeResult:
     models: dict = field(default_factory=dict)
     cv: object = None  # the cross-validation splitter every row was scored with
     classifier_params: dict = field(default_factory=dict)
+    missing: str = "error"  # the probe's missing-text policy, which its TF-IDF estimators apply as its embedders do
 
     def _row(self, rank=None):
         rank = self.recommended_rank if rank is None else rank
@@ -119,7 +120,7 @@ class ProbeResult:
 
         row = self._row(rank)
         if row["kind"] == "tfidf":
-            return tfidf()
+            return tfidf(self.missing)
         embedder = BertEmbedder(**row["params"])
         return embedder if row["kind"] == "embedding" else tfidf_union(embedder)
 
@@ -136,17 +137,23 @@ class ProbeResult:
 
         row = self._row(rank)
         tfidf = f"TfidfVectorizer({_kwargs(TFIDF_PARAMS)})"
+        imports = "from sklearn.feature_extraction.text import TfidfVectorizer\n"
+        if self.missing != "error":  # the TF-IDF reads missing texts as the probe's did: see bertfeat.union.tfidf
+            tfidf = f"make_pipeline(MissingText(missing={self.missing!r}), {tfidf})"
         if row["kind"] == "tfidf":
-            return f"from sklearn.feature_extraction.text import TfidfVectorizer\n\nfeatures = {tfidf}\n"
+            if self.missing == "error":
+                return f"{imports}\nfeatures = {tfidf}\n"
+            return (f"{imports}from sklearn.pipeline import make_pipeline\n\nfrom bertfeat.union import MissingText\n\n"
+                    f"features = {tfidf}\n")
         params = dict(row["params"])
         if params.get("model") == "default":
             params.pop("model")
         embedder = f"BertEmbedder({_kwargs(params)})"
         if row["kind"] == "embedding":
             return f"from bertfeat import BertEmbedder\n\nfeatures = {embedder}\n"
-        return ("from sklearn.feature_extraction.text import TfidfVectorizer\n"
-                "from sklearn.pipeline import make_pipeline, make_union\n\n"
-                "from bertfeat import BertEmbedder\nfrom bertfeat.union import BlockScaler\n\n"
+        blocks = "BlockScaler" if self.missing == "error" else "BlockScaler, MissingText"
+        return (f"{imports}from sklearn.pipeline import make_pipeline, make_union\n\n"
+                f"from bertfeat import BertEmbedder\nfrom bertfeat.union import {blocks}\n\n"
                 f"features = make_union(\n    {tfidf},\n    make_pipeline({embedder}, BlockScaler()),\n)\n")
 
     def plot(self, path):
@@ -220,7 +227,11 @@ def probe(
     if not isinstance(unions, int) or isinstance(unions, bool) or unions < 0:
         raise ValueError(f"unions={unions!r} is not valid: expected how many of each model's best candidates to "
                          "score side by side with TF-IDF (an int >= 0; 0 for none).")
-    texts = list(texts)
+    if missing == "nan":
+        raise ValueError("missing='nan' is not valid for the probe: its linear models cannot score rows of NaN. Pass "
+                         "missing='zero' (a zero vector and an empty TF-IDF document for each missing text) or drop the "
+                         "missing texts first.")
+    given, texts = texts, _text_column(texts)
     y = np.asarray(y)
     if len(y) != len(texts):
         raise ValueError(f"y has {len(y)} labels but there are {len(texts)} texts; pass one label per text.")
@@ -240,11 +251,15 @@ def probe(
         BertEmbedder(name, device=device, batch_tokens=batch_tokens, **{k: v for k, v in shared.items()
                                                                         if k != "cache_all_layers"}).fit(["x"])
 
+    from bertfeat.embedder import _row_namer
+    from bertfeat.encode import split_missing
+
+    split_missing(texts, missing, _row_namer(["text"], len(texts), given))  # every text checked before any work
+
     t_fits = 0.0
     need_tfidf = baseline or unions > 0
     t1 = time.perf_counter()
-    docs = ["" if not isinstance(t, str) else t for t in texts]
-    tfidf_folds = _tfidf_folds(docs, folds) if need_tfidf else None
+    tfidf_folds = _tfidf_folds(texts, folds, missing) if need_tfidf else None
     t_fits += time.perf_counter() - t1
     rows, model_info, seconds = [], {}, {}
     for name in models:
@@ -299,7 +314,7 @@ def probe(
         recommended=None if rec["params"] is None else dict(rec["params"]),
         best=None if best["params"] is None else dict(best["params"]), num_layers=first["num_layers"],
         baseline=base, seconds=seconds, recommended_kind=rec["kind"], recommended_rank=int(rec["rank"]),
-        models=model_info, cv=scoring["splitter"], classifier_params=scoring["classifier_params"],
+        models=model_info, cv=scoring["splitter"], classifier_params=scoring["classifier_params"], missing=missing,
     )
     if plot:
         result.plot(plot)
@@ -449,15 +464,29 @@ def _fit_score(model, X_train, y_train, X_test, y_test, metric) -> float:
     return float(get_scorer(metric)(model, X_test, y_test))
 
 
-def _tfidf_folds(docs, folds) -> list:
-    """Each fold's TF-IDF, its vocabulary and weights learned from the fold's training texts only."""
+def _tfidf_folds(texts, folds, missing) -> list:
+    """Each fold's TF-IDF, its vocabulary and weights learned from the fold's training texts only.
+
+    The TF-IDF is the recommended estimator's own (:func:`bertfeat.union.tfidf` with the probe's ``missing``), so a
+    missing text is read here as that estimator will read it."""
     from bertfeat.union import tfidf
 
     out = []
     for train, test in folds:
-        vec = tfidf()
-        out.append((vec.fit_transform([docs[i] for i in train]), vec.transform([docs[i] for i in test])))
+        vec = tfidf(missing)
+        out.append((vec.fit_transform([texts[i] for i in train]), vec.transform([texts[i] for i in test])))
     return out
+
+
+def _text_column(texts) -> list:
+    """The probe's texts as a list: one column (a list, array, Series or a DataFrame of one column)."""
+    from bertfeat.inputs import text_columns
+
+    names, values, _ = text_columns(texts)
+    if len(values) != 1:
+        raise ValueError(f"the probe scores one column of texts; texts has {len(values)} columns ({names}). Pass one, "
+                         f"for example texts[{names[0]!r}].")
+    return values[0]
 
 
 def union_scores(X, y, folds, tfidf_folds, scoring) -> np.ndarray:

@@ -55,18 +55,72 @@ class BlockScaler(TransformerMixin, BaseEstimator):
         return np.asarray(input_features, dtype=object)
 
 
-def tfidf():
-    """The probe's TF-IDF vectorizer, unfitted."""
-    from sklearn.feature_extraction.text import TfidfVectorizer
+class MissingText(TransformerMixin, BaseEstimator):
+    """One column of texts read as :class:`~bertfeat.BertEmbedder` reads it, for a ``TfidfVectorizer`` after it.
 
-    return TfidfVectorizer(**TFIDF_PARAMS)
+    A missing text (None, NaN, pd.NA) or a blank one (only whitespace, control or invisible characters) becomes the
+    empty document under ``missing="zero"`` (an all-zero TF-IDF row, as the embedder gives a zero vector), and an
+    error naming the row under ``missing="error"``; a value that is no text is refused, as the embedder refuses it.
+    Stateless: ``fit`` only checks the parameter.
+
+    Examples
+    --------
+    >>> MissingText(missing="zero").fit_transform(["a good film", None, " "])
+    ['a good film', '', '']
+    """
+
+    def __init__(self, missing="zero"):
+        self.missing = missing
+
+    def fit(self, X=None, y=None):
+        from bertfeat import recipe
+
+        recipe.check_choice("missing", self.missing, ("error", "zero"))
+        return self
+
+    def transform(self, X):
+        from bertfeat.embedder import _row_namer
+        from bertfeat.encode import split_missing
+        from bertfeat.inputs import text_columns
+
+        self.fit()
+        names, values, _ = text_columns(X)
+        if len(values) != 1:
+            raise ValueError(f"MissingText reads one column of texts, as TfidfVectorizer does; X has {len(values)} "
+                             f"columns ({names}). Pass one, for example X[{names[0]!r}].")
+        texts = values[0]
+        _, is_missing = split_missing(texts, self.missing, _row_namer(["text"], len(texts), X))
+        return ["" if gone else text for text, gone in zip(texts, is_missing)]
+
+    def get_feature_names_out(self, input_features=None):
+        return np.asarray(input_features if input_features is not None else ["text"], dtype=object)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.requires_fit = False
+        tags.input_tags.one_d_array, tags.input_tags.two_d_array = True, False
+        tags.input_tags.string = True
+        tags.input_tags.allow_nan = self.missing != "error"
+        return tags
+
+
+def tfidf(missing="error"):
+    """The probe's TF-IDF, unfitted: the vectorizer alone, or after :class:`MissingText` when ``missing`` is not
+    ``"error"`` (the probe's policy, so that the recommended estimator reads missing texts as the probe did)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.pipeline import make_pipeline
+
+    vectorizer = TfidfVectorizer(**TFIDF_PARAMS)
+    return vectorizer if missing == "error" else make_pipeline(MissingText(missing=missing), vectorizer)
 
 
 def tfidf_union(embedder):
-    """TF-IDF and ``embedder`` (scaled by :class:`BlockScaler`) side by side: an unfitted transformer of texts."""
+    """TF-IDF and ``embedder`` (scaled by :class:`BlockScaler`) side by side: an unfitted transformer of texts.
+
+    The TF-IDF reads missing texts by the embedder's ``missing`` policy (see :func:`tfidf`)."""
     from sklearn.pipeline import make_pipeline, make_union
 
-    return make_union(tfidf(), make_pipeline(embedder, BlockScaler()))
+    return make_union(tfidf(embedder.missing), make_pipeline(embedder, BlockScaler()))
 
 
 def stack(tfidf_block, embedding_block):

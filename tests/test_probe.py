@@ -116,6 +116,27 @@ def test_probe_command(tiny_bert, tmp_path, capsys):
     assert "column(s) ['nope'] not found" in capsys.readouterr().err
 
 
+def test_probe_command_with_missing_texts(tiny_bert, tmp_path, capsys):
+    from bertfeat.cli import main
+
+    texts, y = labelled(24, seed=4, own=0.8)
+    texts[2] = None  # an empty CSV field: a missing text
+    pd.DataFrame({"text": texts, "label": y}).to_csv(tmp_path / "d.csv", index=False)
+    args = ["probe", str(tmp_path / "d.csv"), "--text-col", "text", "--label-col", "label", "--model", tiny_bert,
+            "--cv", "2", "--unions", "1", "--json", str(tmp_path / "p.json")]
+    assert main(args) == 2
+    assert "row 2 is missing (None) and missing='error'" in capsys.readouterr().err
+    assert main(args + ["--missing", "zero"]) == 0
+    report = json.loads((tmp_path / "p.json").read_text())
+    # the printed code reads missing texts as the probe did, when its recommendation holds a TF-IDF
+    assert report["code"] in capsys.readouterr().out
+    assert report["missing"] == "zero"
+    assert ("MissingText(missing='zero')" in report["code"]) == (report["recommended_kind"] != "embedding")
+    with pytest.raises(SystemExit):  # rows of NaN: no choice of the probe's (argparse says which are)
+        main(args + ["--missing", "nan"])
+    assert "argument --missing: invalid choice: 'nan'" in capsys.readouterr().err
+
+
 def test_bertfeat_probe_is_the_function_even_after_importing_the_module():
     import importlib
 
@@ -146,8 +167,9 @@ def test_union_scaling_and_tfidf_are_fitted_on_the_training_folds_only(monkeypat
         return real_fit(self, Z, y)
 
     class RecordingTfidf:
-        def __init__(self):
-            self.vec = real_tfidf()
+        def __init__(self, missing):
+            assert missing == "zero"  # the probe's policy reaches each fold's TF-IDF
+            self.vec = real_tfidf(missing)
 
         def fit_transform(self, d):
             fitted_docs.append(sorted(int(t.split()[0][3:]) for t in d))
@@ -158,7 +180,7 @@ def test_union_scaling_and_tfidf_are_fitted_on_the_training_folds_only(monkeypat
 
     monkeypatch.setattr(bertfeat.union.BlockScaler, "fit", recording_fit)
     monkeypatch.setattr(bertfeat.union, "tfidf", RecordingTfidf)
-    scores = union_scores(X, y, folds, _tfidf_folds(docs, folds), scoring)
+    scores = union_scores(X, y, folds, _tfidf_folds(docs, folds, "zero"), scoring)
     train_sets = [sorted(train.tolist()) for train, _ in folds]
     assert len(scores) == 4 and fitted_rows == train_sets and fitted_docs == train_sets
 
@@ -479,14 +501,92 @@ def test_the_embedding_options_reach_every_row_and_the_recommendation(tiny_bert)
     assert abs(scores.mean() - row["score"]) < 1e-3
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError, reason="known fault, open: the probe reads a missing text as "
-                   "an empty TF-IDF document, but its TF-IDF and union estimators fail on None")
-def test_a_recommended_union_takes_the_missing_texts_the_probe_took(tiny_bert):
+def test_every_recommended_estimator_takes_the_missing_texts_the_probe_took(tiny_bert):
+    from sklearn.model_selection import cross_val_score
+
     texts, y = labelled(24, seed=4, own=0.8)
-    texts[3] = None
+    texts[3], texts[7], texts[11] = None, float("nan"), " \u200b "  # missing and blank: zero vectors, empty documents
     result = probe(texts, y, model=tiny_bert, cv=2, poolings=("mean",), unions=1, missing="zero")
-    union = result.table[result.table["kind"] == "union"].iloc[0]
-    result.pipeline(int(union["rank"])).fit(texts, y)
+    assert result.missing == "zero"
+    t = result.table
+    for kind in ("union", "tfidf", "embedding"):
+        row = t[t["kind"] == kind].iloc[0]
+        # each kind's pipeline fits on these texts and reproduces the score the probe gave it
+        scores = cross_val_score(result.pipeline(int(row["rank"])), texts, y, cv=result.cv, scoring=result.metric,
+                                 error_score="raise")
+        assert abs(scores.mean() - row["score"]) < 1e-3, kind
+        namespace = {}
+        exec(result.code(int(row["rank"])), namespace)  # and so does the printed code's estimator
+        assert repr(namespace["features"]) == repr(result.estimator(int(row["rank"])))
+
+
+def test_missing_text_reads_texts_as_bertembedder_does_for_tfidf():
+    import pickle
+
+    from sklearn.base import clone
+
+    from bertfeat.union import MissingText, tfidf
+
+    texts = ["good film", None, float("nan"), pd.NA, "", " \t", "\u200b", "bad film"]
+    assert MissingText(missing="zero").fit(texts).transform(texts) == ["good film", "", "", "", "", "", "", "bad film"]
+    assert MissingText().transform(pd.Series(texts)) == MissingText().transform(np.array(texts, dtype=object))
+    assert MissingText().fit_transform(pd.Series(texts, name="review"))[0] == "good film"
+    assert MissingText().get_feature_names_out(["review"]).tolist() == ["review"]
+    # missing="error" and values that are no text get the embedder's own errors, naming the row
+    with pytest.raises(ValueError) as info:
+        MissingText(missing="error").transform(["good", None])
+    assert str(info.value).startswith("row 1 is missing (None) and missing='error'.")
+    with pytest.raises(ValueError, match="row 0 is blank"):
+        MissingText(missing="error").transform([" "])
+    with pytest.raises(TypeError, match="row 2 \\(index 12\\) holds int 5, not a string"):
+        MissingText().transform(pd.Series(["a", "b", 5], index=[10, 11, 12]))
+    with pytest.raises(ValueError) as info:
+        MissingText().transform(pd.DataFrame({"a": ["x"], "b": ["y"]}))
+    assert str(info.value) == ("MissingText reads one column of texts, as TfidfVectorizer does; X has 2 columns "
+                               "(['a', 'b']). Pass one, for example X['a'].")
+    for bad in ("nan", "none", None):
+        with pytest.raises(ValueError, match=f"missing={bad!r} is not valid"):
+            MissingText(missing=bad).fit(["a"])
+    est = MissingText(missing="zero")
+    assert clone(est).get_params() == {"missing": "zero"} and pickle.loads(pickle.dumps(est)).missing == "zero"
+    # the probe's TF-IDF: the vectorizer alone under missing="error", after MissingText otherwise
+    assert type(tfidf()).__name__ == "TfidfVectorizer"
+    pipe = tfidf("zero")
+    assert [type(s).__name__ for _, s in pipe.steps] == ["MissingText", "TfidfVectorizer"]
+    X = pipe.fit_transform(["good film", None, "good film", "bad film"])
+    assert X.shape[0] == 4 and X[1].nnz == 0 and X[0].nnz > 0  # the missing text: an empty row
+
+
+def test_the_probe_checks_every_text_before_any_work(tiny_bert, monkeypatch):
+    import sys
+
+    probe_module = sys.modules["bertfeat.probe"]
+
+    def no_work(*a, **k):
+        raise AssertionError("the texts were not checked before the work")
+
+    monkeypatch.setattr(probe_module, "_tfidf_folds", no_work)
+    monkeypatch.setattr(probe_module, "_embed_all_layers", no_work)
+    texts, y = labelled(12)
+    texts[5] = None
+    with pytest.raises(ValueError) as info:
+        probe(texts, y, model=tiny_bert, cv=2)
+    assert str(info.value).startswith("row 5 is missing (None) and missing='error'.")
+    texts[5] = 3.5
+    with pytest.raises(TypeError, match="row 5 holds float 3.5, not a string"):
+        probe(texts, y, model=tiny_bert, cv=2, missing="zero")
+    # missing="nan" would give rows of NaN, which no linear model of the probe (or the recommended pipeline) scores
+    with pytest.raises(ValueError) as info:
+        probe(labelled(12)[0], y, model=tiny_bert, cv=2, missing="nan")
+    assert str(info.value) == (
+        "missing='nan' is not valid for the probe: its linear models cannot score rows of NaN. Pass missing='zero' "
+        "(a zero vector and an empty TF-IDF document for each missing text) or drop the missing texts first.")
+    # two text columns: the probe scores one
+    frame = pd.DataFrame({"a": labelled(12)[0], "b": labelled(12)[0]})
+    with pytest.raises(ValueError) as info:
+        probe(frame, y, model=tiny_bert, cv=2)
+    assert str(info.value) == ("the probe scores one column of texts; texts has 2 columns (['a', 'b']). Pass one, "
+                               "for example texts['a'].")
 
 
 def test_probe_defaults_and_the_unions_refusal(tiny_bert):
@@ -520,7 +620,7 @@ def test_tfidf_is_computed_only_when_a_baseline_or_a_union_needs_it(tiny_bert, m
     probe_module = sys.modules["bertfeat.probe"]  # the package's name "probe" is the function
     calls = []
     real = probe_module._tfidf_folds
-    monkeypatch.setattr(probe_module, "_tfidf_folds", lambda docs, folds: calls.append(1) or real(docs, folds))
+    monkeypatch.setattr(probe_module, "_tfidf_folds", lambda texts, folds, missing: calls.append(1) or real(texts, folds, missing))
     texts, y = labelled(12)
     result = probe(texts, y, model=tiny_bert, cv=2, poolings=("mean",), baseline=False, unions=0)
     assert calls == [] and set(result.table["kind"]) == {"embedding"}

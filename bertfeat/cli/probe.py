@@ -32,7 +32,9 @@ def add_parser(sub) -> None:
     p.add_argument("--long-text", choices=("truncate", "chunk"), default="truncate")
     p.add_argument("--normalize", action="store_true")
     add_prefix_options(p)
-    p.add_argument("--missing", choices=("error", "zero", "nan"), default="error")
+    p.add_argument("--missing", choices=("error", "zero"), default="error",
+                   help="what a missing or blank text gets: an error naming the row, or a zero vector and an empty "
+                   "TF-IDF document (default: error)")
     p.add_argument("--device", default="auto")
     p.add_argument("--dtype", default="auto")
     p.add_argument("--cache-dir", default=None)
@@ -81,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"task": result.task, "metric": result.metric, "recommended": result.recommended,
-                       "recommended_kind": result.recommended_kind, "code": result.code(), "models": result.models,
+                       "recommended_kind": result.recommended_kind, "code": result.code(), "missing": result.missing,
+                       "models": result.models,
                        "best": result.best, "baseline": result.baseline, "seconds": result.seconds,
                        "table": t.drop(columns=["params"]).assign(params=t["params"].map(json.dumps))
                        .to_dict(orient="records")}, fh, indent=2, default=str)
