@@ -42,16 +42,26 @@ TINY_SENTENCES = [
 
 
 def build_tiny_bert(path, num_layers: int = 3, hidden: int = 32, max_positions: int = 64, seed: int = 0):
-    """A 3-layer BERT with hidden size 32 and a WordPiece tokenizer trained on a few sentences, saved to ``path``."""
+    """A 3-layer BERT with hidden size 32 and a WordPiece tokenizer of a fixed vocabulary, saved to ``path``.
+
+    The vocabulary (the words of a few sentences, then single characters) is written out, not trained: WordPiece
+    training breaks ties between equally frequent merges in hash order, so a trained vocabulary, its token ids and so
+    every vector of the model differed from one build (and one test run) to the next. Built this way, two builds are
+    the same bytes.
+    """
+    import string
+
     import torch
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    letters = string.ascii_lowercase + string.digits
+    words = sorted({word for sentence in TINY_SENTENCES for word in sentence.split()} - set(letters))
+    vocab = specials + list(letters + string.punctuation) + [f"##{c}" for c in letters] + words
+    tok = Tokenizer(models.WordPiece({token: i for i, token in enumerate(vocab)}, unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tok.train_from_iterator(TINY_SENTENCES * 3, trainers.WordPieceTrainer(vocab_size=150, special_tokens=specials))
     cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
