@@ -25,6 +25,12 @@ def labelled(n=60, seed=0, own=1.0):
     return texts, y
 
 
+def assert_ranked(t):
+    """The table's order: score descending, then fewer features first; rank 1, 2, ... in that order."""
+    keys = list(zip(-t["score"], t["n_features"]))
+    assert keys == sorted(keys) and list(t["rank"]) == list(range(1, len(t) + 1)) and list(t.index) == list(range(len(t)))
+
+
 def test_candidates_cover_single_layers_last_k_means_concats_and_combos():
     cands = default_candidates(6)
     labels = {c.label(6) for c in cands}
@@ -64,7 +70,8 @@ def test_probe_runs_one_embedding_pass_and_ranks_candidates(tiny_bert, monkeypat
     result = probe(texts, y, model=tiny_bert, cv=3, plot=str(tmp_path / "probe.png"))
     assert sum(calls) == len(set(texts))  # every distinct text through the model once, for all candidates
     t = result.table
-    assert list(t["score"]) == sorted(t["score"], reverse=True)
+    assert_ranked(t)
+    assert (t["score"] == t["score"].iloc[0]).sum() > 1  # ties at the top: their order (fewer features first) shows
     assert (t["std_err"] >= 0).all() and len(t) == len(default_candidates(3)) + 3 + 1  # + 3 unions + TF-IDF
     assert t["kind"].value_counts().to_dict() == {"embedding": len(default_candidates(3)), "union": 3, "tfidf": 1}
     assert result.metric == "roc_auc" and 0.5 < t["score"].iloc[0] <= 1.0
@@ -237,7 +244,7 @@ def test_each_rows_pipeline_is_its_features_then_the_model_it_was_scored_with(pr
         assert got == [s if isinstance(s, str) else s.__name__ for s in steps]
         assert repr(pipe.steps[0][1]) == repr(result.estimator(rank))
         C = result.classifier_params["C_embedding" if kind == "embedding" else "C_sparse"]
-        assert pipe.steps[-1][1].C == C
+        assert (pipe.steps[-1][1].C, pipe.steps[-1][1].max_iter) == (C, 2000)
 
 
 def test_each_rows_columns_describe_its_candidate_and_the_model_facts_are_kept(probed, tiny_bert):
@@ -626,3 +633,238 @@ def test_tfidf_is_computed_only_when_a_baseline_or_a_union_needs_it(tiny_bert, m
     assert calls == [] and set(result.table["kind"]) == {"embedding"}
     result = probe(texts, y, model=tiny_bert, cv=2, poolings=("mean",), baseline=False, unions=1)
     assert calls == [1] and sorted(result.table["kind"].unique()) == ["embedding", "union"]
+
+
+# -- what probe() passes on, what it checks first, and the result it returns, by value ---------------------------------
+
+TABLE_COLUMNS = ["rank", "model", "kind", "candidate", "layers", "layer_agg", "pooling", "layer", "n_layers",
+                 "n_features", "score", "std_err", "embed_s_per_1k", "params"]
+
+
+def _one_se_row(t):
+    """The one-standard-error rule, computed here: of the rows within a standard error of the best, those of the
+    fewest features, and of those the best score."""
+    best = t.iloc[0]
+    within = t[t["score"] >= best["score"] - best["std_err"]]
+    fewest = within[within["n_features"] == within["n_features"].min()]
+    return fewest[fewest["score"] == fewest["score"].max()].iloc[0], fewest
+
+
+def test_the_result_names_its_best_and_recommended_rows(probed, tiny_bert):
+    texts, y, result = probed
+    t = result.table
+    assert list(t.columns) == TABLE_COLUMNS
+    assert_ranked(t)
+    assert result.best == (None if t.iloc[0]["params"] is None else t.iloc[0]["params"])
+    assert result.num_layers == 3 and result.missing == "error"
+    rec, _ = _one_se_row(t)
+    assert (result.recommended_rank, result.recommended_kind, result.recommended) == (
+        int(rec["rank"]), rec["kind"], rec["params"])
+    assert result.recommended_rank != 1  # not the best row: the rule shows
+    # embeddings alone, scored by r2 (which ties less than roc_auc): many candidates of the fewest features (32),
+    # scored apart, within a standard error of the best
+    y = y + np.linspace(0, 0.5, len(y))
+    result = probe(texts, y, model=tiny_bert, cv=3, poolings=("mean", "max"), baseline=False, unions=0)
+    assert result.best == result.table.iloc[0]["params"]
+    rec, fewest = _one_se_row(result.table)
+    assert len(fewest) > 1 and fewest["score"].nunique() > 1  # so a wrong tie-break shows
+    assert (result.recommended_rank, result.recommended_kind, result.recommended) == (
+        int(rec["rank"]), rec["kind"], rec["params"])
+
+
+def test_the_probe_with_every_default(capfd):
+    # the bundled model, 5 stratified shuffled folds of seed 0, three unions and the TF-IDF baseline, no progress
+    from sklearn.model_selection import StratifiedKFold
+
+    texts, y = labelled(40, seed=1, own=0.8)
+    result = probe(texts, y)
+    assert isinstance(result.cv, StratifiedKFold)
+    assert (result.cv.n_splits, result.cv.shuffle, result.cv.random_state) == (5, True, 0)
+    assert list(result.models) == ["default"] and result.num_layers == 6 and result.task == "classification"
+    t = result.table
+    assert t["kind"].value_counts().to_dict() == {"embedding": len(default_candidates(6)), "union": 3, "tfidf": 1}
+    for row in t.to_dict("records"):
+        if row["kind"] != "tfidf":  # only what the candidate sets, and the model: every other option at its default
+            assert set(row["params"]) == {"model", "pooling", "layers", "layer_agg"}, row["params"]
+            assert row["params"]["model"] == "default"
+    assert "features = BertEmbedder(" in result.code(int(t.loc[t["kind"] == "embedding", "rank"].iloc[0]))
+    assert "model=" not in result.code(int(t.loc[t["kind"] == "embedding", "rank"].iloc[0]))
+    assert capfd.readouterr().err == ""  # progress=False
+
+
+def test_probe_passes_every_option_to_its_one_embedding_pass(tiny_bert, tmp_path, monkeypatch):
+    import shutil
+    import sys
+
+    import bertfeat.embedder
+
+    prompted = tmp_path / "prompted"  # a model with a prompt, so prompt_name has somewhere to go
+    shutil.copytree(tiny_bert, prompted)
+    (prompted / "config_sentence_transformers.json").write_text(json.dumps({"prompts": {"query": "query: "}}))
+    probe_module = sys.modules["bertfeat.probe"]
+    passes, normalized, pooled = [], [], []
+    real_pass, real_features = probe_module._embed_all_layers, probe_module.candidate_features
+    real_fit_transform = bertfeat.embedder.BertEmbedder.fit_transform
+
+    def recording_pass(texts, model, poolings, params):
+        passes.append((model, poolings, params))
+        return real_pass(texts, model, poolings, params)
+
+    def recording_features(blocks, poolings, cand, normalize):
+        normalized.append(normalize)
+        return real_features(blocks, poolings, cand, normalize)
+
+    def recording_fit_transform(self, X, y=None):
+        pooled.append(self.pooling)
+        return real_fit_transform(self, X, y)
+
+    monkeypatch.setattr(probe_module, "_embed_all_layers", recording_pass)
+    monkeypatch.setattr(probe_module, "candidate_features", recording_features)
+    monkeypatch.setattr(bertfeat.embedder.BertEmbedder, "fit_transform", recording_fit_transform)
+    texts, y = labelled(24, seed=4, own=0.8)
+    options = dict(max_length=12, long_text="chunk", stride=3, prompt_name="query", dtype="float32", missing="zero")
+    result = probe(texts, y, model=str(prompted), cv=2, poolings=("mean", "max"), unions=1, normalize=True,
+                   device="cpu", batch_tokens=512, progress=True, **options)
+    assert passes == [(str(prompted), ("mean", "max"), dict(
+        options, prefix=None, device="cpu", batch_tokens=512, cache_dir=None, progress=True))]
+    assert pooled == ["mean+max"]  # without a cache, only the poolings asked for are computed
+    assert normalized and all(n is True for n in normalized)
+    for params in result.table["params"].dropna():
+        assert {k: params[k] for k in options} == options and params["normalize"] is True
+    # with a cache the pass computes every pooling: the rows BertEmbedder(cache_all_layers=True) reads
+    passes.clear(), pooled.clear()
+    probe(texts, y, model=tiny_bert, cv=2, poolings=("mean",), unions=0, baseline=False, cache_dir=str(tmp_path / "c"))
+    assert pooled == ["cls+mean+max"] and passes[0][2]["cache_dir"] == str(tmp_path / "c")
+
+
+def test_the_probe_times_its_parts_with_one_clock(tiny_bert, monkeypatch):
+    import sys
+    import types
+
+    probe_module = sys.modules["bertfeat.probe"]
+    # each call to the clock advances it by the next step; a part's time is the step its end call takes
+    steps = iter([100.0, 0.011, 5.0, 2.3456, 5.0, 0.102, 5.0, 0.2003])
+    now = [0.0]
+
+    def clock():
+        now[0] += next(steps)
+        return now[0]
+
+    monkeypatch.setattr(probe_module, "time", types.SimpleNamespace(perf_counter=clock))
+    texts, y = labelled(24, seed=4, own=0.8)
+    result = probe(texts, y, model=tiny_bert, cv=2, poolings=("mean",), unions=1)
+    info = result.models[tiny_bert]
+    assert info["embed_seconds"] == 2.35 and info["embed_s_per_1k"] == round(2.35 * 1000 / 24, 3) == 97.917
+    # the fits: TF-IDF (0.011), the embedding rows and unions (0.102), the baseline (0.2003)
+    assert result.seconds == {"embed": 2.35, "fits": 0.31}
+    assert set(result.table.loc[result.table["kind"] != "tfidf", "embed_s_per_1k"]) == {97.917}
+
+
+def test_every_choice_is_checked_before_any_work(tiny_bert, monkeypatch, tmp_path):
+    import sys
+
+    import torch
+
+    probe_module = sys.modules["bertfeat.probe"]
+
+    def no_work(*a, **k):
+        raise AssertionError("a choice was not checked before the work")
+
+    monkeypatch.setattr(probe_module, "_tfidf_folds", no_work)
+    monkeypatch.setattr(probe_module, "_embed_all_layers", no_work)
+    texts, y = labelled(12)
+    refused = [
+        (dict(max_length=0), ValueError, "max_length=0 is not valid"),
+        (dict(batch_tokens=0), ValueError, "batch_tokens=0 is not valid"),
+        (dict(model=[tiny_bert, str(tmp_path / "absent")]), Exception, ""),
+        (dict(task="bogus"), ValueError, "task='bogus' is not valid: expected 'auto', 'classification' or "
+                                         "'regression'."),
+    ]
+    if not torch.cuda.is_available():
+        refused.append((dict(device="cuda"), ValueError, "device='cuda' was asked for, but torch sees no CUDA GPU"))
+    for options, error, message in refused:
+        with pytest.raises(error) as info:
+            probe(texts, y, **{"model": tiny_bert, "cv": 2, **options})
+        assert str(info.value).startswith(message), options
+    with pytest.raises(ValueError) as info:
+        probe(texts, np.zeros(12), model=tiny_bert, cv=2)
+    assert str(info.value) == "y has a single class; the probe needs at least two classes to score features."
+    # a class too rare for the folds, with the task named: refused before the work too
+    rare = np.array([0] * 6 + [1] * 5 + [2])
+    with pytest.raises(ValueError, match=r"^class\(es\) 2 \(1\) of the labels y have fewer members than the 2"):
+        probe(texts, rare, model=tiny_bert, cv=2, task="classification")
+
+
+def test_the_task_named_is_the_task_scored(tiny_bert):
+    from sklearn.model_selection import KFold
+
+    texts, y = labelled(24, seed=4, own=0.8)  # labels 0 and 1: classes, unless told otherwise
+    result = probe(texts, y, model=tiny_bert, cv=3, poolings=("mean",), unions=0, baseline=False, task="regression")
+    assert (result.task, result.metric) == ("regression", "r2")
+    assert isinstance(result.cv, KFold) and (result.cv.n_splits, result.cv.random_state) == (3, 0)
+    result = probe(texts, y, model=tiny_bert, cv=2, poolings=("mean",), unions=0, baseline=False, random_state=7)
+    assert (result.task, result.cv.n_splits, result.cv.random_state) == ("classification", 2, 7)
+
+
+def test_embeddings_without_signal_leave_tfidf_recommended(tiny_bert, monkeypatch):
+    import sys
+
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    probe_module = sys.modules["bertfeat.probe"]
+    real = probe_module._embed_all_layers
+
+    def noise(*a, **k):  # the model's facts, but vectors that say nothing about the labels
+        blocks, info = real(*a, **k)
+        return np.random.default_rng(0).normal(size=blocks.shape).astype(np.float32), info
+
+    monkeypatch.setattr(probe_module, "_embed_all_layers", noise)
+    texts, y = labelled(40, seed=3)  # the words give the label away: TF-IDF scores 1.0 in every fold
+    result = probe(texts, y, model=tiny_bert, cv=2, poolings=("mean",), unions=1)
+    tfidf_row = result.table[result.table["kind"] == "tfidf"].iloc[0]
+    assert tfidf_row["score"] == 1.0  # the union ties with it, but has more features
+    assert (result.recommended_kind, result.recommended, result.recommended_rank) == ("tfidf", None,
+                                                                                       int(tfidf_row["rank"]))
+    assert isinstance(result.estimator(), TfidfVectorizer) and result.best == (
+        None if result.table.iloc[0]["kind"] == "tfidf" else result.table.iloc[0]["params"])
+    no_baseline = probe(texts, y, model=tiny_bert, cv=2, poolings=("mean",), unions=0, baseline=False)
+    assert no_baseline.baseline is None and no_baseline.recommended_kind == "embedding"
+
+
+def test_candidate_params_and_models_given_as_paths(tiny_bert):
+    from pathlib import Path
+
+    from bertfeat.probe import _model_list
+
+    assert Candidate(("mean",), (3,)).params(6) == {"pooling": "mean", "layers": -4, "layer_agg": "mean"}
+    assert Candidate(("cls", "max"), (5, 6), "concat").params(6) == {"pooling": "cls+max", "layers": [-2, -1],
+                                                                     "layer_agg": "concat"}
+    assert _model_list(Path(tiny_bert)) == [tiny_bert] and _model_list(["default", Path(tiny_bert)]) == [
+        "default", tiny_bert]
+    assert _model_list(("a", "b")) == ["a", "b"]
+    for bad in (3, [], ["default", 3], None, {"default"}):
+        with pytest.raises(ValueError) as info:
+            _model_list(bad)
+        assert str(info.value) == (f"model={bad!r} is not valid: expected a model name or path, or a list of them such "
+                                   "as ['default', 'sentence-transformers/all-mpnet-base-v2'].")
+    with pytest.raises(ValueError, match=r"^model=\['a', 'a'\] names a model twice; name each model once.$"):
+        _model_list(["a", "a"])
+
+
+def test_label_checks_count_and_show_exactly_what_is_wrong():
+    from bertfeat.probe import _check_labels
+
+    five = np.array([np.nan] * 5 + [1.0] * 5)
+    with pytest.raises(ValueError, match=r"\(rows 0, 1, 2, 3, 4\); the probe"):  # five shown: no "..."
+        _check_labels(five, "auto", 2)
+    with pytest.raises(ValueError) as info:
+        _check_labels(np.array([[1.0, np.nan], [0.0, 1.0]]), "auto", 2)
+    assert str(info.value) == "y has shape (2, 2); pass one label per text (a 1-D array, list or Series)."
+    five_rare = np.array([0] * 9 + [1, 2, 3, 4, 5])
+    with pytest.raises(ValueError, match=r"^class\(es\) 1 \(1\), 2 \(1\), 3 \(1\), 4 \(1\), 5 \(1\) of the"):
+        _check_labels(five_rare, "classification", 2)
+    with pytest.raises(ValueError, match=r"^class\(es\) 1 \(1\), 2 \(1\), 3 \(1\), 4 \(1\), 5 \(1\), \.\.\. of"):
+        _check_labels(np.append(five_rare, 6), "classification", 2)
+    # numbers named classes are checked as classes, though more than ten of them would read as a regression
+    with pytest.raises(ValueError, match=r"^class\(es\) 0\.5 \(1\), 1\.5 \(1\)"):
+        _check_labels(np.arange(11.0) + 0.5, "classification", 2)
