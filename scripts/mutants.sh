@@ -40,10 +40,10 @@ cache    | bertfeat/cache.py    | tests/test_cache.py tests/test_cache_values.py
 files    | bertfeat/files.py bertfeat/resume.py | tests/test_files.py tests/test_files_job.py tests/test_arrow.py tests/test_cli.py tests/test_cli_files.py tests/test_checkpoints.py --deselect tests/test_cli.py::test_killed_run_resumes_without_redoing_finished_chunks --deselect tests/test_checkpoints.py::test_sigkill_loses_at_most_the_batches_since_the_last_checkpoint
 readers  | bertfeat/readers.py bertfeat/quotes.py | tests/test_readers_values.py tests/test_readers.py tests/test_cli_inputs.py tests/test_cli.py::test_reading_parquet_streams_with_bounded_arrow_memory
 output   | bertfeat/output.py   | tests/test_output.py tests/test_cli_files.py tests/test_cli.py tests/test_inputs.py
-probe    | bertfeat/probe.py    | tests/test_probe.py
+probe    | bertfeat/probe.py bertfeat/union.py | tests/test_probe.py
 ray      | bertfeat/ray.py      | tests/test_ray.py tests/test_ray_optional.py
 spark    | bertfeat/spark.py    | tests/test_spark.py tests/test_spark_optional.py
-cli      | bertfeat/cli/*.py    | tests/test_cli.py tests/test_cli_cache.py tests/test_cli_inputs.py
+cli      | bertfeat/cli/*.py    | tests/test_cli.py tests/test_cli_cache.py tests/test_cli_inputs.py tests/test_cli_files.py tests/test_probe.py::test_probe_command tests/test_probe.py::test_probe_command_with_missing_texts tests/test_prompts.py::test_cli_prefix_prompt_name_and_info tests/test_ladder.py::test_bertfeat_info_reports_this_machine tests/test_ladder.py::test_cli_prints_a_slow_dtype_warning_as_one_line tests/test_ladder.py::test_every_device_a_user_can_pass_is_run_or_refused_in_one_line tests/test_ladder.py::test_the_cli_manifest_records_the_machine_it_ran_on --deselect tests/test_cli.py::test_killed_run_resumes_without_redoing_finished_chunks
 "
 
 field() { echo "$MODULES" | awk -F'|' -v m="$1" -v f="$2" '{gsub(/^ +| +$/, "", $1)} $1 == m {gsub(/^ +| +$/, "", $f); print $f}'; }
