@@ -97,10 +97,7 @@ class MissingText(TransformerMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.requires_fit = False
-        tags.input_tags.one_d_array, tags.input_tags.two_d_array = True, False
-        tags.input_tags.string = True
-        tags.input_tags.allow_nan = self.missing != "error"
+        tags.requires_fit = False  # stateless: check_is_fitted passes, transform works unfitted
         return tags
 
 

@@ -205,6 +205,30 @@ def test_block_scaler_puts_the_block_on_tfidf_footing():
     np.testing.assert_allclose(scaler.mean_, E[:250].mean(axis=0), rtol=1e-5)
 
 
+
+def test_the_union_names_its_features_block_by_block(tiny_bert):
+    from sklearn.exceptions import NotFittedError
+
+    from bertfeat.union import BlockScaler, MissingText, tfidf_union
+
+    scaler = BlockScaler()
+    with pytest.raises(NotFittedError):
+        scaler.get_feature_names_out()
+    scaler.fit(np.arange(6.0).reshape(2, 3))
+    assert scaler.get_feature_names_out().tolist() == ["x0", "x1", "x2"]
+    assert scaler.get_feature_names_out(["a", "b", "c"]).dtype == object
+    assert scaler.get_feature_names_out(["a", "b", "c"]).tolist() == ["a", "b", "c"]
+    names = MissingText().get_feature_names_out()
+    assert names.dtype == object and names.tolist() == ["text"]
+    texts, _ = labelled(12)
+    for missing, tfidf_step in (("error", "tfidfvectorizer"), ("zero", "pipeline-1")):
+        union = tfidf_union(BertEmbedder(tiny_bert, pooling="mean", layers=-1, missing=missing)).fit(texts)
+        names = union.get_feature_names_out().tolist()
+        width = len(names) - 32  # the TF-IDF's vocabulary, then the embedding's 32 columns, scaled
+        assert names[:width] == [f"{tfidf_step}__{w}" for w in union.transformer_list[0][1].get_feature_names_out()]
+        assert names[width:] == [f"{union.transformer_list[1][0]}__text_mean_{i:02d}" for i in range(32)]
+
+
 @pytest.fixture(scope=shared_scope)
 def probed(tiny_bert):
     texts, y = labelled(60, seed=2, own=0.7)  # noisy: TF-IDF, unions and embeddings score apart
@@ -554,6 +578,9 @@ def test_missing_text_reads_texts_as_bertembedder_does_for_tfidf():
     for bad in ("nan", "none", None):
         with pytest.raises(ValueError, match=f"missing={bad!r} is not valid"):
             MissingText(missing=bad).fit(["a"])
+    from sklearn.utils.validation import check_is_fitted
+
+    check_is_fitted(MissingText())  # stateless: nothing to fit
     est = MissingText(missing="zero")
     assert clone(est).get_params() == {"missing": "zero"} and pickle.loads(pickle.dumps(est)).missing == "zero"
     # the probe's TF-IDF: the vectorizer alone under missing="error", after MissingText otherwise
