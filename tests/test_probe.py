@@ -229,6 +229,59 @@ def test_the_union_names_its_features_block_by_block(tiny_bert):
         assert names[width:] == [f"{union.transformer_list[1][0]}__text_mean_{i:02d}" for i in range(32)]
 
 
+
+def test_block_scaler_by_value_and_the_stack_it_feeds():
+    from scipy import sparse
+
+    from bertfeat.union import BlockScaler, stack
+
+    X = np.array([[1, 2, 7], [3, 6, 7]])  # integers, and a constant column
+    scaler = BlockScaler().fit(X)
+    root3 = np.sqrt(3)
+    np.testing.assert_allclose(scaler.mean_, [2.0, 4.0, 7.0])
+    np.testing.assert_allclose(scaler.scale_, [root3, 2 * root3, root3])  # a constant column is divided by 1 * sqrt(3)
+    Z = scaler.transform(np.array([[2, 4, 8], [4, 8, 7]]))
+    assert Z.dtype == np.float64  # integers are scaled as floats, never cut back to integers
+    np.testing.assert_allclose(Z, [[0.0, 0.0, 1 / root3], [2 / root3, 2 / root3, 0.0]])
+    assert BlockScaler().fit_transform(X).dtype == np.float64
+    with pytest.raises(ValueError) as info:
+        scaler.transform(np.zeros((2, 4)))
+    assert str(info.value) == "X has 4 columns, but BlockScaler was fitted with 3."
+    stacked = stack(sparse.csr_matrix(np.eye(2)), np.array([[5.0], [6.0]], dtype=np.float32))
+    assert stacked.format == "csr" and stacked.toarray().tolist() == [[1.0, 0.0, 5.0], [0.0, 1.0, 6.0]]
+
+
+@pytest.mark.parametrize("missing", ["error", "zero"])
+def test_the_code_of_tfidf_and_union_rows_word_for_word(missing):
+    from bertfeat.probe import ProbeResult
+
+    table = pd.DataFrame({"rank": [1, 2], "kind": ["tfidf", "union"], "candidate": ["TF-IDF", "TF-IDF + x"],
+                          "n_features": [100, 132], "score": [0.9, 0.8], "std_err": [0.01, 0.02],
+                          "params": [None, {"model": "default", "pooling": "mean", "missing": missing}]})
+    result = ProbeResult(table=table, metric="roc_auc", task="classification", recommended=None, best=None,
+                         num_layers=6, recommended_kind="tfidf", missing=missing)
+    vectorizer = "TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True)"
+    if missing == "error":
+        assert result.code(1) == f"from sklearn.feature_extraction.text import TfidfVectorizer\n\nfeatures = {vectorizer}\n"
+        assert result.code(2) == (
+            "from sklearn.feature_extraction.text import TfidfVectorizer\n"
+            "from sklearn.pipeline import make_pipeline, make_union\n\n"
+            "from bertfeat import BertEmbedder\nfrom bertfeat.union import BlockScaler\n\n"
+            f"features = make_union(\n    {vectorizer},\n"
+            "    make_pipeline(BertEmbedder(pooling='mean', missing='error'), BlockScaler()),\n)\n")
+    else:
+        tfidf = f"make_pipeline(MissingText(missing='zero'), {vectorizer})"
+        assert result.code(1) == ("from sklearn.feature_extraction.text import TfidfVectorizer\n"
+                                  "from sklearn.pipeline import make_pipeline\n\n"
+                                  f"from bertfeat.union import MissingText\n\nfeatures = {tfidf}\n")
+        assert result.code(2) == (
+            "from sklearn.feature_extraction.text import TfidfVectorizer\n"
+            "from sklearn.pipeline import make_pipeline, make_union\n\n"
+            "from bertfeat import BertEmbedder\nfrom bertfeat.union import BlockScaler, MissingText\n\n"
+            f"features = make_union(\n    {tfidf},\n"
+            "    make_pipeline(BertEmbedder(pooling='mean', missing='zero'), BlockScaler()),\n)\n")
+
+
 @pytest.fixture(scope=shared_scope)
 def probed(tiny_bert):
     texts, y = labelled(60, seed=2, own=0.7)  # noisy: TF-IDF, unions and embeddings score apart
