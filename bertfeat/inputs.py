@@ -75,6 +75,18 @@ def text_columns(X, columns=None) -> tuple[list[str], list[list], list[str] | No
     )
 
 
+def one_text_column(X, needs: str, name: str) -> list:
+    """The values of X's one text column (:func:`text_columns`); X of several columns is refused.
+
+    ``needs`` says who needs one column ("the probe scores one column of texts"), ``name`` what X is called in the
+    caller's signature.
+    """
+    names, values, _ = text_columns(X)
+    if len(values) != 1:
+        raise ValueError(f"{needs}; {name} has {len(values)} columns ({names}). Pass one, for example "
+                         f"{name}[{names[0]!r}].")
+    return values[0]
+
 def _selected(all_columns: list, columns) -> list:
     if columns is None:
         return list(all_columns)

@@ -228,10 +228,12 @@ def probe(
         raise ValueError(f"unions={unions!r} is not valid: expected how many of each model's best candidates to "
                          "score side by side with TF-IDF (an int >= 0; 0 for none).")
     if missing == "nan":
-        raise ValueError("missing='nan' is not valid for the probe: its linear models cannot score rows of NaN. Pass "
-                         "missing='zero' (a zero vector and an empty TF-IDF document for each missing text) or drop the "
-                         "missing texts first.")
-    given, texts = texts, _text_column(texts)
+        raise ValueError("missing='nan' is not valid for the probe: its linear models cannot score rows of NaN. "
+                         "Pass missing='zero' (a zero vector and an empty TF-IDF document for each missing text) or "
+                         "drop the missing texts first.")
+    from bertfeat.inputs import one_text_column
+
+    given, texts = texts, one_text_column(texts, "the probe scores one column of texts", "texts")
     y = np.asarray(y)
     if len(y) != len(texts):
         raise ValueError(f"y has {len(y)} labels but there are {len(texts)} texts; pass one label per text.")
@@ -477,16 +479,6 @@ def _tfidf_folds(texts, folds, missing) -> list:
         out.append((vec.fit_transform([texts[i] for i in train]), vec.transform([texts[i] for i in test])))
     return out
 
-
-def _text_column(texts) -> list:
-    """The probe's texts as a list: one column (a list, array, Series or a DataFrame of one column)."""
-    from bertfeat.inputs import text_columns
-
-    names, values, _ = text_columns(texts)
-    if len(values) != 1:
-        raise ValueError(f"the probe scores one column of texts; texts has {len(values)} columns ({names}). Pass one, "
-                         f"for example texts[{names[0]!r}].")
-    return values[0]
 
 
 def union_scores(X, y, folds, tfidf_folds, scoring) -> np.ndarray:

@@ -81,14 +81,10 @@ class MissingText(TransformerMixin, BaseEstimator):
     def transform(self, X):
         from bertfeat.embedder import _row_namer
         from bertfeat.encode import split_missing
-        from bertfeat.inputs import text_columns
+        from bertfeat.inputs import one_text_column
 
         self.fit()
-        names, values, _ = text_columns(X)
-        if len(values) != 1:
-            raise ValueError(f"MissingText reads one column of texts, as TfidfVectorizer does; X has {len(values)} "
-                             f"columns ({names}). Pass one, for example X[{names[0]!r}].")
-        texts = values[0]
+        texts = one_text_column(X, "MissingText reads one column of texts, as TfidfVectorizer does", "X")
         _, is_missing = split_missing(texts, self.missing, _row_namer(["text"], len(texts), X))
         return ["" if gone else text for text, gone in zip(texts, is_missing)]
 
