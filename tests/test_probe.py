@@ -644,16 +644,21 @@ def test_missing_text_reads_texts_as_bertembedder_does_for_tfidf():
     assert X.shape[0] == 4 and X[1].nnz == 0 and X[0].nnz > 0  # the missing text: an empty row
 
 
-def test_the_probe_checks_every_text_before_any_work(tiny_bert, monkeypatch):
+@pytest.fixture
+def no_work(monkeypatch):
+    """The probe's two expensive steps (TF-IDF of the folds, the embedding pass) fail the test if they start."""
     import sys
 
-    probe_module = sys.modules["bertfeat.probe"]
+    probe_module = sys.modules["bertfeat.probe"]  # the package's name "probe" is the function
 
-    def no_work(*a, **k):
-        raise AssertionError("the texts were not checked before the work")
+    def work(*a, **k):
+        raise AssertionError("a text or a choice was not checked before the work")
 
-    monkeypatch.setattr(probe_module, "_tfidf_folds", no_work)
-    monkeypatch.setattr(probe_module, "_embed_all_layers", no_work)
+    monkeypatch.setattr(probe_module, "_tfidf_folds", work)
+    monkeypatch.setattr(probe_module, "_embed_all_layers", work)
+
+
+def test_the_probe_checks_every_text_before_any_work(tiny_bert, no_work):
     texts, y = labelled(12)
     texts[5] = None
     with pytest.raises(ValueError) as info:
@@ -840,18 +845,9 @@ def test_the_probe_times_its_parts_with_one_clock(tiny_bert, monkeypatch):
     assert set(result.table.loc[result.table["kind"] != "tfidf", "embed_s_per_1k"]) == {97.917}
 
 
-def test_every_choice_is_checked_before_any_work(tiny_bert, monkeypatch, tmp_path):
-    import sys
-
+def test_every_choice_is_checked_before_any_work(tiny_bert, no_work, tmp_path):
     import torch
 
-    probe_module = sys.modules["bertfeat.probe"]
-
-    def no_work(*a, **k):
-        raise AssertionError("a choice was not checked before the work")
-
-    monkeypatch.setattr(probe_module, "_tfidf_folds", no_work)
-    monkeypatch.setattr(probe_module, "_embed_all_layers", no_work)
     texts, y = labelled(12)
     refused = [
         (dict(max_length=0), ValueError, "max_length=0 is not valid"),
