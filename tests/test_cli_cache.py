@@ -128,3 +128,94 @@ def test_help_carries_examples(capsys):
     with pytest.raises(SystemExit):
         main(["cache", "--help"])
     assert "bertfeat cache clear ~/.cache/bertfeat --yes" in capsys.readouterr().out
+
+
+# -- the text a person reads, word for word ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n, text", [
+    (0, "0 B"), (1023, "1,023 B"), (1024, "1.0 KiB"), (1536, "1.5 KiB"), (1024 ** 2 - 1, "1,024.0 KiB"),
+    (1024 ** 2, "1.0 MiB"), (5 * 1024 ** 3, "5.0 GiB"), (1024 ** 4, "1.0 TiB"), (3 * 1024 ** 5, "3,072.0 TiB"),
+])
+def test_sizes_are_shown_in_binary_units(n, text):
+    from bertfeat.cli.cache import _size
+
+    assert _size(n) == text
+
+
+def _info(fingerprint, recipe, **kw):
+    from bertfeat.cache import NamespaceInfo
+
+    values = dict(n_features=8, rows=3, stored_rows=3, shards=1, bytes=2048)
+    values.update(kw)
+    return NamespaceInfo(fingerprint=fingerprint, recipe=recipe, **values)
+
+
+def test_info_text_word_for_word():
+    from bertfeat.cli.cache import _format_info
+
+    chunked = dict(model="m/chunked", pooling=["cls", "max"], layers=[-2, -1], layer_agg="concat", max_length=128,
+                   long_text="chunk", stride=32, normalize=True, dtype="bfloat16")
+    plain = dict(model="m/plain", pooling=["mean"], layers=[6], layer_agg="mean", max_length=256,
+                 long_text="truncate", stride=None, normalize=False, dtype="float32")
+    infos = [
+        _info("aaaa1111", chunked, n_features=1536, rows=1_234, stored_rows=1_300, shards=2, bytes=3 * 1024 ** 2,
+              corrupt=["shard-1.parquet", "shard-2.parquet"], temp_files=2),
+        _info("bbbb2222", plain, n_features=384),
+        _info("cccc3333", None, n_features=None, rows=0, stored_rows=0, shards=0, bytes=0),
+    ]
+    assert _format_info("/c", infos).split("\n") == [
+        "/c: 3 recipes, 1,237 rows, 3.0 MiB",
+        "",
+        "aaaa1111  m/chunked",
+        "  pooling cls+max, layers -2,-1 (concat), 1536 features, max_length 128, long_text chunk (stride 32), "
+        "normalize yes, dtype bfloat16",
+        "  1,234 rows in 2 shards, 3.0 MiB; 66 duplicate rows",
+        "  2 corrupt shard(s), ignored until `compact` removes them: shard-1.parquet, shard-2.parquet",
+        "  2 temporary file(s) from writers running now or killed",
+        "",
+        "bbbb2222  m/plain",
+        "  pooling mean, layers 6 (mean), 384 features, max_length 256, long_text truncate, normalize no, "
+        "dtype float32",
+        "  3 rows in 1 shard, 2.0 KiB",
+        "",
+        "cccc3333  (recipe.json missing)",
+        "  0 rows in 0 shards, 0 B",
+    ]
+    assert _format_info("/c", infos[1:2]).split("\n")[0] == "/c: 1 recipe, 3 rows, 2.0 KiB"
+
+
+def test_info_of_a_recipe_json_without_layers_or_pooling_still_prints():
+    from bertfeat.cli.cache import _format_info
+
+    text = _format_info("/c", [_info("dddd4444", {"model": "m/old"})])
+    assert "  pooling , layers  (None), 8 features, max_length None, long_text None, normalize no, dtype None" in text
+
+
+def test_info_json_is_indented_by_two_spaces(cache_dir, capsys):
+    assert main(["cache", "info", str(cache_dir), "--json"]) == 0
+    out = capsys.readouterr().out
+    data = json.loads(out)
+    assert data["dir"] == str(cache_dir)
+    assert out.rstrip("\n") == json.dumps(data, indent=2)
+
+
+def test_compact_with_a_namespace_leaves_the_others_alone(cache_dir, capsys):
+    assert main(["cache", "compact", str(cache_dir), "--namespace", MEAN.fingerprint()[:8]]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 1 and out[0].startswith(f"{MEAN.fingerprint()}: 2 -> 1 shards, 30 rows, 0 duplicates dropped, "
+                                               "0 corrupt shards removed, 0 dead temp files removed, ")
+    assert (shard_count(cache_dir, MEAN), shard_count(cache_dir, CHUNKED)) == (1, 2)
+
+
+def test_clear_without_yes_says_how_to_confirm_word_for_word(cache_dir, capsys):
+    assert main(["cache", "clear", str(cache_dir)]) == 2
+    err = capsys.readouterr().err
+    assert (f"this deletes every cached vector in {cache_dir}; add --yes to confirm, or pass --namespace FINGERPRINT "
+            "to delete one recipe's vectors.") in err
+    assert main(["cache", "clear", str(cache_dir), "--namespace", MEAN.fingerprint()]) == 0
+    assert capsys.readouterr().out == f"cleared 1 namespace in {cache_dir}\n"
+    assert main(["cache", "clear", str(cache_dir), "--yes"]) == 0
+    assert capsys.readouterr().out == f"cleared 1 namespace in {cache_dir}\n"
+    assert main(["cache", "clear", str(cache_dir), "--yes"]) == 0
+    assert capsys.readouterr().out == f"cleared 0 namespaces in {cache_dir}\n"
