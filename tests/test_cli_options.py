@@ -1,0 +1,257 @@
+"""The command line as a translator: each option's value checked as it is parsed, and each command's options
+arriving, value by value, at the API function it calls (spied on, so no model runs), and the probe's printout."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+
+import pandas as pd
+import pytest
+
+from bertfeat.cli import main
+from bertfeat.cli._options import int_list, non_negative_int, positive_int
+from bertfeat.cli.embed import non_negative_float, positive_float
+
+# -- option values ----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("parse, text, value", [
+    (int_list, "-1", -1), (int_list, "7", 7), (int_list, "-4,-3,-2,-1", [-4, -3, -2, -1]), (int_list, "3,", [3]),
+    (int_list, " 2 , 5", [2, 5]),
+    (positive_int, "1", 1), (positive_int, "10000", 10_000),
+    (non_negative_int, "0", 0), (non_negative_int, "3", 3),
+    (non_negative_float, "0", 0.0), (non_negative_float, "2.5", 2.5), (non_negative_float, "1e-3", 0.001),
+    (positive_float, "0.5", 0.5), (positive_float, "4", 4.0),
+])
+def test_option_values_parse(parse, text, value):
+    got = parse(text)
+    assert got == value and type(got) is type(value)
+
+
+@pytest.mark.parametrize("parse, text, message", [
+    (int_list, "last", "expected an int or comma-separated ints such as -4,-3,-2,-1, got 'last'"),
+    (int_list, "1,two", "expected an int or comma-separated ints such as -4,-3,-2,-1, got '1,two'"),
+    (int_list, ",", "expected at least one layer index"),
+    (int_list, "", "expected at least one layer index"),
+    (positive_int, "0", "expected a positive integer, got '0'"),
+    (positive_int, "-3", "expected a positive integer, got '-3'"),
+    (positive_int, "1.5", "expected a positive integer, got '1.5'"),
+    (non_negative_int, "-1", "expected an integer >= 0, got '-1'"),
+    (non_negative_int, "many", "expected an integer >= 0, got 'many'"),
+    (non_negative_float, "-0.1", "expected a number >= 0, got '-0.1'"),
+    (non_negative_float, "nan", "expected a number >= 0, got 'nan'"),
+    (non_negative_float, "inf", "expected a number >= 0, got 'inf'"),
+    (non_negative_float, "soon", "expected a number >= 0, got 'soon'"),
+    (positive_float, "0", "expected a number > 0, got '0'"),
+    (positive_float, "-2", "expected a number >= 0, got '-2'"),
+])
+def test_option_values_are_refused_with_what_was_expected(parse, text, message):
+    with pytest.raises(argparse.ArgumentTypeError) as err:
+        parse(text)
+    assert str(err.value) == message
+
+
+def test_a_refused_option_value_is_one_line_naming_the_option(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["embed", "x.csv", "--text-col", "t", "--out", "o.parquet", "--unknown-thing"])
+    assert exit_.value.code == 2
+    with pytest.raises(SystemExit):
+        main(["embed", "x.csv", "--text-col", "t", "--out", "o.parquet", "--checkpoint-every", "inf"])
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == ("bertfeat embed: error: argument --checkpoint-every: expected a number >= 0, got 'inf' "
+                       "(see bertfeat embed --help)")
+
+
+# -- each command's options, value by value, at the function it calls ---------------------------------------------------
+
+RECIPE_ARGS = ["--model", "some/model", "--pooling", "cls+max", "--layers=-3,-1", "--layer-agg", "concat",
+               "--max-length", "64", "--long-text", "chunk", "--stride", "8", "--normalize", "--missing", "zero",
+               "--device", "cpu", "--dtype", "float32", "--batch-tokens", "999", "--cache-dir", "/c", "--prefix", "q: "]
+RECIPE = dict(model="some/model", pooling="cls+max", layers=[-3, -1], layer_agg="concat", max_length=64,
+              long_text="chunk", stride=8, normalize=True, missing="zero", device="cpu", dtype="float32",
+              batch_tokens=999, cache_dir="/c", prefix="q: ", prompt_name=None)
+DEFAULT_RECIPE = dict(model="default", pooling="cls+mean", layers=None, layer_agg="mean", max_length=None,
+                      long_text="truncate", stride=None, normalize=False, missing="error", device="auto", dtype="auto",
+                      batch_tokens=None, cache_dir=None, prefix=None, prompt_name=None)
+
+
+class Spy:
+    def __init__(self, returns=None):
+        self.calls, self.returns = [], returns
+
+    def __call__(self, *args, **kwargs):
+        self.calls.append((args, kwargs))
+        return self.returns
+
+
+@pytest.fixture
+def csv_input(tmp_path):
+    path = tmp_path / "in.tsv"
+    path.write_text("id\ttitle\tbody\n1\ta\tb\n")
+    return str(path)
+
+
+@pytest.fixture
+def parquet_input(tmp_path):
+    path = tmp_path / "in.parquet"
+    pd.DataFrame({"id": [1], "title": ["a"], "body": ["b"]}).to_parquet(path)
+    return str(path)
+
+
+def test_embed_options_reach_embed_file(csv_input, monkeypatch):
+    import bertfeat.files
+
+    spy = Spy()
+    monkeypatch.setattr(bertfeat.files, "embed_file", spy)
+    assert main(["embed", csv_input, "--text-col", "title", "--text-col", "body", "--out", "o.parquet",
+                 "--keep-col", "id", "--keep-col", "title", "--delimiter", "tab", "--infer-types",
+                 "--layout", "list", "--chunk-rows", "7", "--chunk-chars", "500", "--checkpoint-every", "2.5",
+                 "--overwrite", "--quiet", *RECIPE_ARGS]) == 0
+    assert spy.calls == [((csv_input, "o.parquet", ["title", "body"]), dict(
+        keep_cols=["id", "title"], layout="list", overwrite=True, chunk_rows=7, quiet=True, delimiter="\t",
+        infer_types=True, chunk_chars=500, checkpoint_seconds=2.5, **RECIPE))]
+
+
+def test_embed_defaults_reach_embed_file(csv_input, monkeypatch):
+    import bertfeat.files
+
+    spy = Spy()
+    monkeypatch.setattr(bertfeat.files, "embed_file", spy)
+    assert main(["embed", csv_input, "--text-col", "title", "--out", "o.parquet", "--id-col", "id",
+                 "--delimiter", "\\t", "--prompt-name", "query"]) == 0
+    assert main(["embed", csv_input, "--text-col", "title", "--out", "o.parquet", "--delimiter", ";"]) == 0
+    (_, first), (_, second) = spy.calls
+    assert first == dict(keep_cols=["id"], layout="columns", overwrite=False, chunk_rows=10_000, quiet=False,
+                         delimiter="\t", infer_types=False, **dict(DEFAULT_RECIPE, prompt_name="query"))
+    assert second["delimiter"] == ";" and second["keep_cols"] == []
+
+
+def test_embed_options_reach_the_ray_engine(parquet_input, monkeypatch):
+    pytest.importorskip("ray")
+    import bertfeat.ray
+
+    spy = Spy()
+    monkeypatch.setattr(bertfeat.ray, "embed_parquet", spy)
+    assert main(["embed", parquet_input, "--text-col", "title", "--out", "o", "--keep-col", "id", "--engine", "ray",
+                 "--layout", "list", "--chunk-rows", "7", "--overwrite", "--quiet", "--num-workers", "3",
+                 "--cpus-per-worker", "1.5", *RECIPE_ARGS]) == 0
+    assert main(["embed", parquet_input, "--text-col", "title", "--out", "o", "--engine", "ray",
+                 "--gpus-per-worker", "0.5"]) == 0
+    assert spy.calls[0] == ((parquet_input, "o", ["title"]), dict(
+        keep_cols=["id"], layout="list", overwrite=True, batch_rows=7, quiet=True, num_workers=3, gpus_per_worker=0,
+        cpus_per_worker=1.5, **RECIPE))
+    assert spy.calls[1][1] == dict(keep_cols=[], layout="columns", overwrite=False, batch_rows=10_000, quiet=False,
+                                   num_workers=None, gpus_per_worker=0.5, cpus_per_worker=None, **DEFAULT_RECIPE)
+
+
+def test_embed_options_reach_the_spark_engine(csv_input, monkeypatch):
+    pytest.importorskip("pyspark")
+    import bertfeat.spark
+
+    spy = Spy()
+    monkeypatch.setattr(bertfeat.spark, "embed_files", spy)
+    monkeypatch.setattr(bertfeat.spark, "require_java", lambda: None)
+    assert main(["embed", csv_input, "--text-col", "title", "--out", "o", "--id-col", "id", "--engine", "spark",
+                 "--master", "local[2]", "--layout", "list", "--chunk-rows", "7", "--overwrite", "--quiet",
+                 *RECIPE_ARGS]) == 0
+    assert spy.calls == [((csv_input, "o", ["title"]), dict(
+        keep_cols=["id"], layout="list", overwrite=True, batch_rows=7, master="local[2]", quiet=True, **RECIPE))]
+
+
+def probe_result():
+    from bertfeat.probe import ProbeResult
+
+    table = pd.DataFrame({
+        "rank": [1, 2, 3],
+        "model": ["m/a", "m/b", "m/a"],
+        "kind": ["union", "embedding", "tfidf"],
+        "candidate": ["tfidf + cls L6", "mean L5", "tfidf"],
+        "n_features": [1384, 384, 1000],
+        "score": [0.91234, 0.9, 0.85],
+        "std_err": [0.01, 0.02, 0.03],
+        "params": [dict(model="m/a", pooling="cls", layers=6), dict(model="m/b", pooling="mean", layers=5), None],
+    })
+    return ProbeResult(
+        table=table, metric="roc_auc", task="classification", recommended=dict(model="m/b", pooling="mean", layers=5),
+        best=dict(model="m/a", pooling="cls", layers=6), num_layers=6,
+        baseline=dict(name="tfidf + logistic", score=0.85, std_err=0.03), seconds=dict(fits=12.4),
+        recommended_kind="embedding", recommended_rank=2,
+        models={"m/a": dict(embed_seconds=3.2, embed_s_per_1k=0.8), "m/b": dict(embed_seconds=10.6, embed_s_per_1k=2.65)},
+    )
+
+
+def test_probe_options_reach_probe_and_its_result_is_printed(tmp_path, monkeypatch, capsys):
+    probe_module = importlib.import_module("bertfeat.probe")  # bertfeat.probe is the function
+
+    path = tmp_path / "d.csv"
+    pd.DataFrame({"text": ["a b", "c d", "e f", "g h"], "label": [0, 1, 0, 1], "other": 1}).to_csv(path, index=False)
+    spy = Spy(probe_result())
+    monkeypatch.setattr(probe_module, "probe", spy)
+    report = tmp_path / "r.json"
+    assert main(["probe", str(path), "--text-col", "text", "--label-col", "label", "--model", "m/a", "--model", "m/b",
+                 "--task", "classification", "--cv", "4", "--max-length", "32", "--long-text", "chunk",
+                 "--normalize", "--prefix", "q: ", "--missing", "zero", "--device", "cpu", "--dtype", "float32",
+                 "--cache-dir", "/c", "--no-baseline", "--unions", "0", "--plot", "p.png", "--json", str(report),
+                 "--top", "2"]) == 0
+    (args, kwargs), = spy.calls
+    assert args[0] == ["a b", "c d", "e f", "g h"] and args[1].tolist() == [0, 1, 0, 1]
+    assert kwargs == dict(model=["m/a", "m/b"], task="classification", cv=4, max_length=32, long_text="chunk",
+                          normalize=True, unions=0, prefix="q: ", prompt_name=None, missing="zero", device="cpu",
+                          dtype="float32", cache_dir="/c", baseline=False, plot="p.png")
+    out = capsys.readouterr().out.split("\n")
+    result = probe_result()
+    assert out[0] == ("bertfeat probe: 4 texts, classification, 4-fold cross-validated roc_auc (embedding: m/a 3 s "
+                      "(0.80 s per 1,000 texts), m/b 11 s (2.65 s per 1,000 texts); fits 12 s)")
+    # the table as pandas lays it out (the top 2 rows), numbers to 4 places
+    assert [line.split() for line in out[1:4]] == [
+        ["rank", "model", "kind", "candidate", "n_features", "score", "std_err"],
+        ["1", "m/a", "union", "tfidf", "+", "cls", "L6", "1384", "0.9123", "0.0100"],
+        ["2", "m/b", "embedding", "mean", "L5", "384", "0.9000", "0.0200"],
+    ]
+    assert "\n".join(out[4:]) == (
+        "tfidf + logistic: 0.8500 +/- 0.0300\n"
+        "recommended: rank 2, embedding: mean L5 (the fewest features within one standard error of the best); as "
+        "Python code:\n\n"
+        f"{result.code()}\n"
+        "plot: p.png\n"
+    )
+    saved = json.loads(report.read_text())
+    assert {k: saved[k] for k in ("task", "metric", "recommended", "recommended_kind", "code", "missing", "models",
+                                  "best", "baseline", "seconds")} == dict(
+        task="classification", metric="roc_auc", recommended=result.recommended, recommended_kind="embedding",
+        code=result.code(), missing="error", models=result.models, best=result.best, baseline=result.baseline,
+        seconds=result.seconds)
+    assert saved["table"][2] == dict(rank=3, model="m/a", kind="tfidf", candidate="tfidf", n_features=1000,
+                                     score=0.85, std_err=0.03, params="null")
+    assert json.loads(saved["table"][0]["params"]) == dict(model="m/a", pooling="cls", layers=6)
+
+
+def test_probe_defaults_reach_probe_and_one_model_has_no_model_column(tmp_path, monkeypatch, capsys):
+    probe_module = importlib.import_module("bertfeat.probe")  # bertfeat.probe is the function
+
+    path = tmp_path / "d.csv"
+    pd.DataFrame({"text": ["a", "b"], "label": [0.5, 1.5]}).to_csv(path, index=False)
+    result = probe_result()
+    result.models = {"m/b": result.models["m/b"]}
+    result.baseline = None
+    spy = Spy(result)
+    monkeypatch.setattr(probe_module, "probe", spy)
+    assert main(["probe", str(path), "--text-col", "text", "--label-col", "label"]) == 0
+    (args, kwargs), = spy.calls
+    assert args[1].dtype.kind == "f" and args[1].tolist() == [0.5, 1.5]  # numbers stay numbers: a regression
+    assert kwargs == dict(model=["default"], task="auto", cv=5, max_length=None, long_text="truncate", normalize=False,
+                          unions=3, prefix=None, prompt_name=None, missing="error", device="auto", dtype="auto",
+                          cache_dir=None, baseline=True, plot=None)
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].split() == ["rank", "kind", "candidate", "n_features", "score", "std_err"]
+    assert len(out) == 1 + 4 + 3 + len(result.code().splitlines())  # header, table, no baseline, no plot
+    assert not any(line.startswith(("plot:", "tfidf + logistic")) for line in out)
+
+
+def test_probe_refuses_a_file_without_rows(tmp_path, capsys):
+    path = tmp_path / "d.csv"
+    path.write_text("text,label\n")
+    assert main(["probe", str(path), "--text-col", "text", "--label-col", "label"]) == 2
+    assert f"input {str(path)!r} has no rows." in capsys.readouterr().err
