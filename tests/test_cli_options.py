@@ -1,5 +1,5 @@
 """The command line as a translator: each option's value checked as it is parsed, and each command's options
-arriving, value by value, at the API function it calls (spied on, so no model runs), and the probe's printout."""
+arriving, value by value, at the API function it calls (spied on, so no model runs), and the probe's and info's printouts, and what main() makes of a failing command."""
 
 from __future__ import annotations
 
@@ -255,3 +255,151 @@ def test_probe_refuses_a_file_without_rows(tmp_path, capsys):
     path.write_text("text,label\n")
     assert main(["probe", str(path), "--text-col", "text", "--label-col", "label"]) == 2
     assert f"input {str(path)!r} has no rows." in capsys.readouterr().err
+
+
+# -- bertfeat info's text ---------------------------------------------------------------------------------------------
+
+INFO = {
+    "model": "org/model", "path": "/models/org-model", "model_type": "bert", "layers": 12, "hidden_size": 768,
+    "max_length": 512, "weights_sha256": "0123456789abcdef" + "f" * 48, "weights_tensors": 199, "revision": "abc123",
+    "own_pooling": {"pooling": "cls", "normalize": True, "max_seq_length": 256},
+    "prompts": {"query": "query: ", "passage": "passage: "}, "default_prompt_name": "query",
+    "default_recipe": {"pooling": ["cls", "mean"], "layers": [9, 10, 11, 12], "layer_agg": "concat",
+                       "max_length": 512, "long_text": "truncate", "normalize": False, "dtype": "auto",
+                       "hidden_size": 768},
+    "machine": {"cpu": "Some CPU", "arch": "x86_64", "allotted_cores": 2, "threads": 2, "torch": "2.13.0",
+                "torch_cpu_capability": "AVX512", "flags": ["avx2", "avx512f"], "native_dtypes": ["float32"],
+                "matmul_shape": [64, 768, 3072], "matmul_gflops": {"float32": 401.4, "bfloat16": 0.0},
+                "fastest_dtype": "float32", "cpu_kernels": "onednn"},
+}
+
+
+def test_info_text_word_for_word(monkeypatch, capsys):
+    import bertfeat.cli.info as info_module
+
+    seen = []
+    monkeypatch.setattr(info_module, "describe", lambda model, machine: seen.append((model, machine)) or INFO)
+    assert main(["info", "org/model"]) == 0
+    assert capsys.readouterr().out.split("\n") == [
+        "model:        org/model",
+        "path:         /models/org-model",
+        "type:         bert, 12 layers, hidden size 768, max length 512 tokens",
+        "weights:      sha256 0123456789abcdef... (revision abc123), 199 tensors, all fit config.json and the tokenizer",
+        "own pooling:  cls, normalize=True, max_seq_length=256",
+        "prompts:      query = 'query: ' (the model's default); passage = 'passage: '  (use with --prompt-name NAME / "
+        "prompt_name=)",
+        "default recipe: pooling=cls+mean layers=[9, 10, 11, 12] layer_agg=concat max_length=512 long_text=truncate "
+        "normalize=False dtype=auto -> 6144 features per text column",
+        "machine:      Some CPU (x86_64), 2 cores allotted, 2 threads, torch 2.13.0 (AVX512)",
+        "instructions: avx2 avx512f",
+        "native dtypes: float32",
+        "matmul GFLOP/s at this model's shape (64, 768, 3072): float32 401, bfloat16 n/a; fastest here: "
+        "dtype='float32'",
+        "CPU kernels:  onednn (BERTFEAT_CPU_KERNELS=onednn|torch to change)",
+        "",
+    ]
+    bare = dict(INFO, revision=None, prompts={}, own_pooling=dict(pooling=None, normalize=None, max_seq_length=None),
+                default_recipe=dict(INFO["default_recipe"], layer_agg="mean"))
+    bare.pop("machine")
+    monkeypatch.setattr(info_module, "describe", lambda model, machine: seen.append((model, machine)) or bare)
+    assert main(["info", "--no-machine"]) == 0
+    lines = capsys.readouterr().out.split("\n")
+    assert lines[3] == "weights:      sha256 0123456789abcdef..., 199 tensors, all fit config.json and the tokenizer"
+    assert lines[4:7] == [
+        "own pooling:  none declared (not a sentence-transformers model)",
+        "prompts:      none",
+        "default recipe: pooling=cls+mean layers=[9, 10, 11, 12] layer_agg=mean max_length=512 long_text=truncate "
+        "normalize=False dtype=auto -> 1536 features per text column",
+    ]
+    assert len(lines) == 8 and seen == [("org/model", True), ("default", False)]
+    assert main(["info", "--json", "--no-machine"]) == 0
+    assert capsys.readouterr().out == json.dumps(bare, indent=2) + "\n"
+    machine = dict(INFO["machine"], flags=[])
+    monkeypatch.setattr(info_module, "describe", lambda model, **kw: dict(INFO, machine=machine))
+    assert main(["info"]) == 0
+    assert "instructions: none of those bertfeat looks for\n" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("config, size", [
+    ({"intermediate_size": 1536}, 1536), ({"ffn_dim": 1000}, 1000), ({"hidden_dim": 1200}, 1200),
+    ({"intermediate_size": None, "ffn_dim": 900}, 900), ({}, 4 * 96), (None, 4 * 96), ("{not json", 4 * 96),
+])
+def test_the_machine_report_reads_the_feed_forward_width_from_config(tmp_path, config, size):
+    from bertfeat.cli.info import _intermediate_size
+
+    if config is not None:
+        (tmp_path / "config.json").write_text(config if isinstance(config, str) else json.dumps(config))
+    assert _intermediate_size(str(tmp_path), 96) == size
+
+
+def test_info_without_the_machine_report_has_no_machine_key(tiny_bert):
+    from bertfeat.cli.info import describe
+
+    info = describe(tiny_bert, machine=False)
+    assert "machine" not in info and info["weights_tensors"] > 0 and info["layers"] == 3
+    assert not any(k.endswith("sha256") for k in info["default_recipe"])
+
+
+# -- what main() makes of a command's failure -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("error, code, line", [
+    (KeyboardInterrupt(), 130, "bertfeat cache: interrupted"),
+    (ValueError("two\n   lines  of text"), 2, "bertfeat cache: error: two lines of text"),
+    (OSError(28, "No space left on device"), 2, "bertfeat cache: error: [Errno 28] No space left on device"),
+    (TypeError(), 2, "bertfeat cache: error: TypeError"),
+])
+def test_a_failing_command_is_one_line_and_an_exit_code(monkeypatch, capsys, error, code, line):
+    import bertfeat.cli.cache
+
+    def fail(args):
+        raise error
+
+    monkeypatch.setattr(bertfeat.cli.cache, "run", fail)
+    monkeypatch.delenv("BERTFEAT_DEBUG", raising=False)
+    assert main(["cache", "info", "x"]) == code
+    assert capsys.readouterr().err == line + "\n"
+
+
+def test_an_interrupted_embed_says_how_to_resume_and_sigterm_is_143(monkeypatch, capsys, csv_input):
+    import signal
+
+    import bertfeat.cli as cli
+    import bertfeat.files
+
+    def terminated(*args, **kwargs):
+        raise cli.Terminated()
+
+    def mine(signum, frame):
+        pass
+
+    monkeypatch.setattr(bertfeat.files, "embed_file", terminated)
+    before = signal.signal(signal.SIGTERM, mine)
+    try:
+        assert main(["embed", csv_input, "--text-col", "title", "--out", "o.parquet"]) == 143
+        assert signal.getsignal(signal.SIGTERM) is mine  # the handler main() set is taken back
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert capsys.readouterr().err == "bertfeat embed: terminated (SIGTERM); run the same command again to resume\n"
+
+
+def test_debug_shows_the_traceback_and_warnings_are_formatted_only_during_the_command(monkeypatch, capsys):
+    import warnings
+
+    import bertfeat.cli.cache
+    from bertfeat.exceptions import CacheWarning
+
+    formats = []
+
+    def fail(args):
+        formats.append(warnings.formatwarning(CacheWarning("a shard is damaged"), CacheWarning, "f.py", 3))
+        formats.append(warnings.formatwarning(UserWarning("not ours"), UserWarning, "f.py", 3, "x = 1"))
+        raise ValueError("boom")
+
+    plain = warnings.formatwarning
+    monkeypatch.setattr(bertfeat.cli.cache, "run", fail)
+    monkeypatch.setenv("BERTFEAT_DEBUG", "1")
+    with pytest.raises(ValueError, match="boom"):
+        main(["cache", "compact", "x"])
+    assert formats == ["bertfeat cache: warning: a shard is damaged\n", "f.py:3: UserWarning: not ours\n  x = 1\n"]
+    assert warnings.formatwarning is plain
