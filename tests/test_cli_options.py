@@ -1,5 +1,6 @@
-"""The command line as a translator: each option's value checked as it is parsed, and each command's options
-arriving, value by value, at the API function it calls (spied on, so no model runs), and the probe's and info's printouts, and what main() makes of a failing command."""
+"""The command line as a translator: each option's value checked as it is parsed; each command's options arriving,
+value by value, at the API function it calls (spied on, so no model runs); the probe's and info's printouts; and
+what main() makes of a failing command."""
 
 from __future__ import annotations
 
