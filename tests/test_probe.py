@@ -667,6 +667,9 @@ def test_the_probe_checks_every_text_before_any_work(tiny_bert, no_work):
     texts[5] = 3.5
     with pytest.raises(TypeError, match="row 5 holds float 3.5, not a string"):
         probe(texts, y, model=tiny_bert, cv=2, missing="zero")
+    # a Series's own labels are named beside the position, as the embedder names them
+    with pytest.raises(TypeError, match=r"^row 5 \(index 105\) holds float 3.5, not a string"):
+        probe(pd.Series(texts, index=range(100, 112)), y, model=tiny_bert, cv=2, missing="zero")
     # missing="nan" would give rows of NaN, which no linear model of the probe (or the recommended pipeline) scores
     with pytest.raises(ValueError) as info:
         probe(labelled(12)[0], y, model=tiny_bert, cv=2, missing="nan")
