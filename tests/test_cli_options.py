@@ -65,7 +65,7 @@ def test_a_refused_option_value_is_one_line_naming_the_option(tmp_path, capsys):
                        "(see bertfeat embed --help)")
 
 
-# -- each command's options, value by value, at the function it calls ---------------------------------------------------
+# -- each command's options, value by value, at the function it calls -------------------------------------------------
 
 RECIPE_ARGS = ["--model", "some/model", "--pooling", "cls+max", "--layers=-3,-1", "--layer-agg", "concat",
                "--max-length", "64", "--long-text", "chunk", "--stride", "8", "--normalize", "--missing", "zero",
@@ -161,6 +161,58 @@ def test_embed_options_reach_the_spark_engine(csv_input, monkeypatch):
         keep_cols=["id"], layout="list", overwrite=True, batch_rows=7, master="local[2]", quiet=True, **RECIPE))]
 
 
+def test_the_ray_engine_refuses_csv_and_a_device_ray_does_not_give_in_one_line(csv_input, parquet_input, monkeypatch,
+                                                                               capsys):
+    pytest.importorskip("ray")
+    import bertfeat.ray
+
+    spy = Spy()
+    monkeypatch.setattr(bertfeat.ray, "embed_parquet", spy)
+    assert main(["embed", csv_input, "--text-col", "title", "--out", "o", "--engine", "ray"]) == 2
+    assert capsys.readouterr().err == (f"bertfeat embed: error: --engine ray reads parquet input only, and "
+                                       f"{csv_input!r} is CSV; convert it to parquet first, or drop --engine ray.\n")
+    assert main(["embed", parquet_input, "--text-col", "title", "--out", "o", "--engine", "ray",
+                 "--gpus-per-worker", "1", "--device", "cpu"]) == 2
+    assert capsys.readouterr().err == (
+        "bertfeat embed: error: device='cpu' does not go with gpus_per_worker=1: Ray gives each worker its GPU(s) and "
+        "hides the others, so leave device='auto' (--device auto).\n")
+    assert spy.calls == []
+
+
+def test_the_spark_engine_looks_for_java_only_without_a_running_session(csv_input, monkeypatch, capsys):
+    pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+
+    import bertfeat.spark
+
+    spy, looked = Spy(), []
+
+    def no_java():
+        looked.append(True)
+        raise RuntimeError("the Spark engine needs Java to start Spark, and none was found")
+
+    monkeypatch.setattr(bertfeat.spark, "embed_files", spy)
+    monkeypatch.setattr(bertfeat.spark, "require_java", no_java)
+    args = ["embed", csv_input, "--text-col", "title", "--out", "o", "--engine", "spark"]
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
+    assert main(args) == 2 and looked == [True] and spy.calls == []
+    assert capsys.readouterr().err == ("bertfeat embed: error: the Spark engine needs Java to start Spark, and none "
+                                       "was found\n")
+    # a session already running (spark-submit, Databricks) has its JVM: Java is not looked for
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: object()))
+    assert main(args) == 0 and looked == [True] and len(spy.calls) == 1
+
+
+class Revision:
+    """A value JSON cannot hold (the report writes its text)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __str__(self):
+        return self.name
+
+
 def probe_result():
     from bertfeat.probe import ProbeResult
 
@@ -179,7 +231,8 @@ def probe_result():
         best=dict(model="m/a", pooling="cls", layers=6), num_layers=6,
         baseline=dict(name="tfidf + logistic", score=0.85, std_err=0.03), seconds=dict(fits=12.4),
         recommended_kind="embedding", recommended_rank=2,
-        models={"m/a": dict(embed_seconds=3.2, embed_s_per_1k=0.8), "m/b": dict(embed_seconds=10.6, embed_s_per_1k=2.65)},
+        models={"m/a": dict(embed_seconds=3.2, embed_s_per_1k=0.8),
+                "m/b": dict(embed_seconds=10.6, embed_s_per_1k=2.65, revision=Revision("v2"))},
     )
 
 
@@ -218,12 +271,14 @@ def test_probe_options_reach_probe_and_its_result_is_printed(tmp_path, monkeypat
         f"{result.code()}\n"
         "plot: p.png\n"
     )
+    assert report.read_text().startswith('{\n  "task": "classification",\n  "metric": "roc_auc",\n')
     saved = json.loads(report.read_text())
+    assert saved["models"]["m/b"]["revision"] == "v2"
     assert {k: saved[k] for k in ("task", "metric", "recommended", "recommended_kind", "code", "missing", "models",
                                   "best", "baseline", "seconds")} == dict(
         task="classification", metric="roc_auc", recommended=result.recommended, recommended_kind="embedding",
-        code=result.code(), missing="error", models=result.models, best=result.best, baseline=result.baseline,
-        seconds=result.seconds)
+        code=result.code(), missing="error", models=json.loads(json.dumps(result.models, default=str)),
+        best=result.best, baseline=result.baseline, seconds=result.seconds)
     assert saved["table"][2] == dict(rank=3, model="m/a", kind="tfidf", candidate="tfidf", n_features=1000,
                                      score=0.85, std_err=0.03, params="null")
     assert json.loads(saved["table"][0]["params"]) == dict(model="m/a", pooling="cls", layers=6)
@@ -285,7 +340,8 @@ def test_info_text_word_for_word(monkeypatch, capsys):
         "model:        org/model",
         "path:         /models/org-model",
         "type:         bert, 12 layers, hidden size 768, max length 512 tokens",
-        "weights:      sha256 0123456789abcdef... (revision abc123), 199 tensors, all fit config.json and the tokenizer",
+        "weights:      sha256 0123456789abcdef... (revision abc123), 199 tensors, all fit config.json and the "
+        "tokenizer",
         "own pooling:  cls, normalize=True, max_seq_length=256",
         "prompts:      query = 'query: ' (the model's default); passage = 'passage: '  (use with --prompt-name NAME / "
         "prompt_name=)",
