@@ -397,6 +397,23 @@ def test_info_without_the_machine_report_has_no_machine_key(tiny_bert):
     assert not any(k.endswith("sha256") for k in info["default_recipe"])
 
 
+def test_info_measures_the_machine_at_the_models_own_shapes(tiny_bert, monkeypatch):
+    import bertfeat.hardware
+    from bertfeat.cli.info import describe
+
+    shapes = []
+    monkeypatch.setattr(bertfeat.hardware, "machine_report", lambda *shape: shapes.append(shape) or {"cpu": "x"})
+    assert describe(tiny_bert)["machine"] == {"cpu": "x"}
+    assert shapes == [(32, 37)]  # the tiny BERT's hidden and feed-forward widths (tests/conftest.py)
+    # a config that does not say its feed-forward width: BERT's own, four times the hidden size
+    from types import SimpleNamespace
+
+    from bertfeat.cli.info import _machine
+
+    _machine(SimpleNamespace(path=str(tiny_bert) + "/no-such-folder", hidden_size=96))
+    assert shapes[-1] == (96, 384)
+
+
 # -- what main() makes of a command's failure -------------------------------------------------------------------------
 
 
