@@ -324,7 +324,7 @@ INFO = {
                        "max_length": 512, "long_text": "truncate", "normalize": False, "dtype": "auto",
                        "hidden_size": 768},
     "machine": {"cpu": "Some CPU", "arch": "x86_64", "allotted_cores": 2, "threads": 2, "torch": "2.13.0",
-                "torch_cpu_capability": "AVX512", "flags": ["avx2", "avx512f"], "native_dtypes": ["float32"],
+                "torch_cpu_capability": "AVX512", "flags": ["avx2", "avx512f"], "native_dtypes": ["float32", "bfloat16"],
                 "matmul_shape": [64, 768, 3072], "matmul_gflops": {"float32": 401.4, "bfloat16": 0.0},
                 "fastest_dtype": "float32", "cpu_kernels": "onednn"},
 }
@@ -349,7 +349,7 @@ def test_info_text_word_for_word(monkeypatch, capsys):
         "normalize=False dtype=auto -> 6144 features per text column",
         "machine:      Some CPU (x86_64), 2 cores allotted, 2 threads, torch 2.13.0 (AVX512)",
         "instructions: avx2 avx512f",
-        "native dtypes: float32",
+        "native dtypes: float32, bfloat16",
         "matmul GFLOP/s at this model's shape (64, 768, 3072): float32 401, bfloat16 n/a; fastest here: "
         "dtype='float32'",
         "CPU kernels:  onednn (BERTFEAT_CPU_KERNELS=onednn|torch to change)",
@@ -395,6 +395,31 @@ def test_info_without_the_machine_report_has_no_machine_key(tiny_bert):
     info = describe(tiny_bert, machine=False)
     assert "machine" not in info and info["weights_tensors"] > 0 and info["layers"] == 3
     assert not any(k.endswith("sha256") for k in info["default_recipe"])
+
+
+def test_info_reports_a_sentence_transformers_models_own_pooling(tiny_bert, tmp_path):
+    import inspect
+    import shutil
+
+    from bertfeat.cli.info import describe
+
+    model = tmp_path / "st-model"
+    shutil.copytree(tiny_bert, model)
+    (model / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]))
+    (model / "1_Pooling").mkdir()
+    (model / "1_Pooling" / "config.json").write_text(json.dumps(
+        {"word_embedding_dimension": 32, "pooling_mode_cls_token": True, "pooling_mode_mean_tokens": True}))
+    (model / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 48}))
+    info = describe(str(model), machine=False)
+    assert info["own_pooling"] == {"pooling": "cls+mean", "normalize": True, "max_seq_length": 48}
+    assert describe(tiny_bert, machine=False)["own_pooling"] == {"pooling": None, "normalize": False,
+                                                                 "max_seq_length": None}
+    # describe() is what `bertfeat info` runs with no arguments: the bundled model and the machine report
+    defaults = {k: p.default for k, p in inspect.signature(describe).parameters.items()}
+    assert defaults == {"model": "default", "machine": True}
 
 
 def test_info_measures_the_machine_at_the_models_own_shapes(tiny_bert, monkeypatch):
