@@ -129,6 +129,53 @@ def test_embed_defaults_reach_embed_file(csv_input, monkeypatch):
     assert second["delimiter"] == ";" and second["keep_cols"] == []
 
 
+EMBED_REFUSALS = [
+    (["--text-col", "title", "--text-col", "title"], "--text-col names a column twice: ['title', 'title']."),
+    (["--keep-col", "id", "--keep-col", "id"], "--keep-col names a column twice: ['id', 'id']."),
+    (["--stride", "4"], "--stride applies to --long-text chunk only; drop --stride or add --long-text chunk."),
+    (["--chunk-chars", "9", "--engine", "ray"], "--chunk-chars applies to the local engine only (--engine ray reads "
+     "its input in batches of --chunk-rows rows); drop --chunk-chars."),
+    (["--checkpoint-every", "5", "--engine", "spark"], "--checkpoint-every applies to the local engine only (--engine "
+     "spark reads its input in batches of --chunk-rows rows); drop --checkpoint-every."),
+    (["--delimiter", ";", "--infer-types", "--engine", "ray"], "--delimiter applies to the local engine only "
+     "(--engine ray reads its input in batches of --chunk-rows rows); drop --delimiter."),
+    (["--infer-types", "--engine", "spark"], "--infer-types applies to the local engine only (--engine spark reads "
+     "its input in batches of --chunk-rows rows); drop --infer-types."),
+    (["--master", "local[2]"], "--master applies to --engine spark only; add --engine spark or drop --master."),
+    (["--master", "local[2]", "--engine", "ray"], "--master applies to --engine spark only; add --engine spark or "
+     "drop --master."),
+    (["--num-workers", "2"], "--num-workers applies to --engine ray only; add --engine ray or drop --num-workers."),
+    (["--cpus-per-worker", "2", "--gpus-per-worker", "1", "--engine", "spark"], "--gpus-per-worker applies to "
+     "--engine ray only; add --engine ray or drop --gpus-per-worker."),
+    (["--cpus-per-worker", "2"], "--cpus-per-worker applies to --engine ray only; add --engine ray or drop "
+     "--cpus-per-worker."),
+]
+
+
+@pytest.mark.parametrize("args, message", EMBED_REFUSALS, ids=[" ".join(a) for a, _ in EMBED_REFUSALS])
+def test_options_that_do_not_go_together_are_refused_before_any_work(csv_input, monkeypatch, capsys, args, message):
+    import bertfeat.files
+    import bertfeat.ray
+    import bertfeat.spark
+
+    spy = Spy()
+    for module, name in ((bertfeat.files, "embed_file"), (bertfeat.ray, "embed_parquet"),
+                         (bertfeat.spark, "embed_files")):
+        monkeypatch.setattr(module, name, spy)
+    if "--text-col" not in args:
+        args = ["--text-col", "title", *args]
+    assert main(["embed", csv_input, "--out", "o.parquet", *args]) == 2
+    assert capsys.readouterr().err == f"bertfeat embed: error: {message}\n"
+    assert spy.calls == []
+
+
+def test_csv_options_with_parquet_input_are_refused(parquet_input, capsys):
+    for flag in (["--delimiter", ";"], ["--infer-types"]):
+        assert main(["embed", parquet_input, "--text-col", "title", "--out", "o.parquet", *flag]) == 2
+        assert capsys.readouterr().err == (f"bertfeat embed: error: {flag[0]} applies to CSV input only, and "
+                                           f"{parquet_input!r} is parquet; drop {flag[0]}.\n")
+
+
 def test_embed_options_reach_the_ray_engine(parquet_input, monkeypatch):
     pytest.importorskip("ray")
     import bertfeat.ray
