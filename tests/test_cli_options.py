@@ -371,7 +371,8 @@ INFO = {
                        "max_length": 512, "long_text": "truncate", "normalize": False, "dtype": "auto",
                        "hidden_size": 768},
     "machine": {"cpu": "Some CPU", "arch": "x86_64", "allotted_cores": 2, "threads": 2, "torch": "2.13.0",
-                "torch_cpu_capability": "AVX512", "flags": ["avx2", "avx512f"], "native_dtypes": ["float32", "bfloat16"],
+                "torch_cpu_capability": "AVX512", "flags": ["avx2", "avx512f"],
+                "native_dtypes": ["float32", "bfloat16"],
                 "matmul_shape": [64, 768, 3072], "matmul_gflops": {"float32": 401.4, "bfloat16": 0.0},
                 "fastest_dtype": "float32", "cpu_kernels": "onednn"},
 }
