@@ -550,3 +550,33 @@ def test_debug_shows_the_traceback_and_warnings_are_formatted_only_during_the_co
         main(["cache", "compact", "x"])
     assert formats == ["bertfeat cache: warning: a shard is damaged\n", "f.py:3: UserWarning: not ours\n  x = 1\n"]
     assert warnings.formatwarning is plain
+
+
+@pytest.mark.parametrize("returned, code", [(None, 0), (0, 0), (3, 3)])
+def test_a_commands_return_value_is_the_exit_code(monkeypatch, returned, code):
+    import bertfeat.cli.cache
+
+    monkeypatch.setattr(bertfeat.cli.cache, "run", lambda args: returned)
+    assert main(["cache", "info", "x"]) == code
+
+
+def test_main_runs_outside_the_main_thread_where_no_signal_handler_can_be_set(monkeypatch):
+    import signal
+    import threading
+
+    import bertfeat.cli.cache
+
+    monkeypatch.setattr(bertfeat.cli.cache, "run", lambda args: 0)
+    before = signal.getsignal(signal.SIGTERM)
+    results = []
+    worker = threading.Thread(target=lambda: results.append(main(["cache", "info", "x"])))
+    worker.start()
+    worker.join()
+    assert results == [0] and signal.getsignal(signal.SIGTERM) == before
+
+
+def test_prefix_and_prompt_name_together_are_refused(capsys, csv_input):
+    assert main(["embed", csv_input, "--text-col", "title", "--out", "o.parquet", "--prefix", "q: ",
+                 "--prompt-name", "query"]) == 2
+    assert capsys.readouterr().err == ("bertfeat embed: error: --prefix and --prompt-name both set the text put before "
+                                       "each text; pass only one.\n")
