@@ -468,6 +468,7 @@ def test_info_reports_a_sentence_transformers_models_own_pooling(tiny_bert, tmp_
     # describe() is what `bertfeat info` runs with no arguments: the bundled model and the machine report
     defaults = {k: p.default for k, p in inspect.signature(describe).parameters.items()}
     assert defaults == {"model": "default", "machine": True}
+    assert describe(machine=False)["model"] == describe("default", machine=False)["model"]
 
 
 def test_info_measures_the_machine_at_the_models_own_shapes(tiny_bert, monkeypatch):
