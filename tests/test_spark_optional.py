@@ -88,6 +88,9 @@ def test_a_workers_mistake_names_the_input_row_and_comes_back_as_raised():
     found = bspark._mistake_in(RuntimeError(str(bspark._marked(TypeError("row 0 of column 'title' holds int"), rows))))
     assert type(found) is TypeError and str(found) == "row 40 of column 'title' holds int"
     assert bspark._mistake_in(RuntimeError("Python worker exited unexpectedly (crashed)")) is None
+    # a row number past the batch (no row of it to name) is left as the worker wrote it
+    found = bspark._mistake_in(RuntimeError(str(bspark._marked(ValueError("row 4 is blank"), rows))))
+    assert type(found) is ValueError and str(found) == "row 4 is blank"
 
 
 def test_list_columns_go_to_spark_as_variable_size_lists():
