@@ -1,0 +1,230 @@
+"""What runs inside Spark's Python workers, called in this process with a stand-in for Spark's TaskContext.
+
+tests/test_spark.py runs the same functions in real Spark jobs, where a test sees only the job's output; here each
+one is read value by value: the part file a task writes and what it yields, the threads and GPU a task takes, the
+featurizer a worker keeps between tasks, the input's types restored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from types import SimpleNamespace
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+pyspark = pytest.importorskip("pyspark")
+
+import bertfeat.spark as bspark  # noqa: E402
+from bertfeat.arrow import ArrowFeaturizer  # noqa: E402
+from bertfeat.encode import EncodeStats  # noqa: E402
+from bertfeat.files import text_hashes  # noqa: E402
+
+
+class FakeTask:
+    """The parts of pyspark.TaskContext the worker functions read."""
+
+    def __init__(self, partition=3, attempt=1, attempt_id=77, cpus=2, gpus=None):
+        self.partition, self.attempt, self.attempt_id = partition, attempt, attempt_id
+        self._cpus, self.gpus = cpus, gpus
+
+    def partitionId(self):
+        return self.partition
+
+    def attemptNumber(self):
+        return self.attempt
+
+    def taskAttemptId(self):
+        return self.attempt_id
+
+    def cpus(self):
+        return self._cpus
+
+    def resources(self):
+        return {} if self.gpus is None else {"gpu": SimpleNamespace(addresses=self.gpus)}
+
+
+@pytest.fixture
+def in_task(monkeypatch):
+    """Run the worker functions as inside a Spark task: returns a setter for the task they see."""
+    import bertfeat.hardware
+
+    threads = []
+    monkeypatch.setattr(bertfeat.hardware, "set_threads", threads.append)  # torch's threads left alone
+    monkeypatch.setattr(bspark, "_WORKER", {"key": None, "featurizer": None, "loads": 0})
+
+    def use(task):
+        monkeypatch.setattr(pyspark.TaskContext, "get", classmethod(lambda cls: task))
+        return threads
+
+    use(FakeTask())
+    return use
+
+
+# -- the task's resources -----------------------------------------------------------------------------------------
+
+
+def test_a_task_takes_its_cpus_as_threads_and_the_gpu_spark_gave_it(in_task):
+    in_task(FakeTask(cpus=3))
+    assert bspark._task_resources("auto") == (3, "cpu")  # no GPU assigned: the CPU, never a GPU another task holds
+    in_task(FakeTask(cpus=0))
+    assert bspark._task_resources("auto") == (1, "cpu")
+    in_task(FakeTask(cpus=4, gpus=["1", "2"]))
+    assert bspark._task_resources("auto") == (4, "cuda:1")
+    assert bspark._task_resources("cpu") == (4, "cpu")  # a device the user named is kept
+    assert bspark._task_resources("cuda:0") == (4, "cuda:0")
+    in_task(FakeTask(cpus=2, gpus=[]))
+    assert bspark._task_resources("auto") == (2, "cpu")
+    in_task(None)  # called outside a task: this process's cores
+    assert bspark._task_resources("auto") == (max(1, os.cpu_count() or 1), "cpu")
+    assert bspark._task_resources("mps") == (max(1, os.cpu_count() or 1), "mps")
+
+
+# -- the input's types ----------------------------------------------------------------------------------------------
+
+
+def test_columns_get_back_the_inputs_types_where_they_can(in_task):
+    input_schema = pa.schema([("id", pa.int64()), ("code", pa.int64()), ("text", pa.string()), ("n", pa.int16())])
+    batch = pa.record_batch([pa.array([1, 2], pa.int32()), pa.array(["a", "b"]),
+                             pa.array(["x", "y"], pa.large_string()), pa.array([5, 6], pa.int16()), pa.array([9, 9])],
+                            names=["id", "code", "text", "n", "other"])
+    out = bspark._as_input_types(batch, input_schema, ["text", "id", "code", "n"])
+    assert out.schema == pa.schema([("text", pa.string()), ("id", pa.int64()), ("code", pa.string()),
+                                    ("n", pa.int16())])  # "a" is no int64: Spark's type is kept
+    assert out.to_pydict() == {"text": ["x", "y"], "id": [1, 2], "code": ["a", "b"], "n": [5, 6]}
+
+
+# -- the featurizer a worker keeps --------------------------------------------------------------------------------
+
+
+def spec_for(tiny_bert, tmp_path, **params):
+    schema = pa.schema([("id", pa.int64()), ("text", pa.string())])
+    return {"text_cols": ["text"], "keep_cols": ["id"], "layout": "columns",
+            "params": {"model": tiny_bert, "pooling": "mean", **params}, "data_dir": str(tmp_path),
+            "input_schema": schema.serialize().to_pybytes()}
+
+
+def test_a_worker_loads_the_model_once_and_again_only_for_another_recipe(tiny_bert, tmp_path, in_task):
+    threads = in_task(FakeTask(cpus=2))
+    spec = spec_for(tiny_bert, tmp_path)
+    first, info = bspark._worker_featurizer(spec)
+    assert info == {"host": socket.gethostname(), "pid": os.getpid(), "threads": 2, "device": "cpu", "loads": 1}
+    assert (first.text_cols, first.keep_cols, first.layout) == (["text"], ["id"], "columns")
+    assert first.embedder.device == "cpu" and first.embedder.pooling == "mean" and first.embedder.model == tiny_bert
+    again, info = bspark._worker_featurizer(spec_for(tiny_bert, tmp_path))  # the next task, the same recipe
+    assert again is first and info["loads"] == 1
+    other, info = bspark._worker_featurizer(spec_for(tiny_bert, tmp_path, pooling="cls"))
+    assert other is not first and other.embedder.pooling == "cls" and info["loads"] == 2
+    assert threads == [2, 2, 2]
+
+
+def test_the_same_recipe_on_another_device_is_another_featurizer(tmp_path, in_task, monkeypatch):
+    import bertfeat.arrow
+
+    built = []
+    monkeypatch.setattr(bertfeat.arrow, "ArrowFeaturizer", lambda *args, **kw: built.append(kw) or object())
+    in_task(FakeTask(cpus=1))
+    cpu, _ = bspark._worker_featurizer(spec_for("m", tmp_path))
+    in_task(FakeTask(cpus=1, gpus=["0"]))  # a task given a GPU
+    gpu, info = bspark._worker_featurizer(spec_for("m", tmp_path))
+    assert gpu is not cpu and info["device"] == "cuda:0" and info["loads"] == 2
+    assert [kw["device"] for kw in built] == ["cpu", "cuda:0"]
+    assert bspark._worker_featurizer(spec_for("m", tmp_path))[0] is gpu and len(built) == 2
+
+
+def test_embed_partition_yields_spark_ready_batches(tiny_bert, tmp_path, in_task):
+    spec = dict(spec_for(tiny_bert, tmp_path), layout="list")
+    batches = [pa.record_batch([pa.array([1, 2]), pa.array(["a cat", "a dog"])], names=["id", "text"]),
+               pa.record_batch([pa.array([3]), pa.array(["the mat"])], names=["id", "text"])]
+    out = list(bspark._embed_partition(iter(batches), spec))
+    reference = ArrowFeaturizer(["text"], ["id"], layout="list", model=tiny_bert, pooling="mean", device="cpu")
+    for got, batch in zip(out, batches):
+        want = reference(batch)
+        assert got.schema.field(1).type == pa.list_(pa.float32())  # Spark has no fixed-size lists
+        assert got.column(0).to_pylist() == want.column(0).to_pylist()
+        np.testing.assert_array_equal(np.array(got.column(1).to_pylist(), dtype=np.float32),
+                                      np.stack(want.column(1).to_numpy(zero_copy_only=False)))
+    assert len(out) == 2
+
+
+# -- one task's part file -------------------------------------------------------------------------------------------
+
+
+def rows_batch(ids, texts, rows):
+    return pa.record_batch([pa.array(ids, pa.int32()), pa.array(texts, pa.large_string()), pa.array(rows, pa.int64())],
+                           names=["id", "text", bspark._ROW])
+
+
+def test_a_task_writes_its_part_file_and_yields_counts_and_hashes(tiny_bert, tmp_path, in_task):
+    in_task(FakeTask(partition=3, attempt=1, attempt_id=77, cpus=2))
+    spec = spec_for(tiny_bert, tmp_path)
+    texts = [["a cat sat", "a dog ran"], ["the mat", "a cat sat", "statistics meets text at last"]]
+    batches = [rows_batch([10, 11], texts[0], [20, 21]), rows_batch([12, 13, 14], texts[1], [22, 23, 24])]
+    out = list(bspark._write_partition(iter(batches), spec))
+
+    assert [b.num_rows for b in out] == [2, 3, 1]  # one hash per text of each batch, then the task's counts
+    for got, words in zip(out[:2], texts):
+        assert got.column("stats").null_count == got.num_rows
+        assert got.column("hash").to_pylist() == text_hashes(words).view(np.int64).tolist()
+    assert out[2].column("hash").null_count == 1
+    report = json.loads(out[2].column("stats")[0].as_py())
+    reference = ArrowFeaturizer(["text"], ["id"], layout="columns", model=tiny_bert, pooling="mean", device="cpu")
+    want, totals = [], EncodeStats()
+    for b in batches:
+        want.append(reference(pa.record_batch([pa.array(b.column(0).to_pylist(), pa.int64()),
+                                               pa.array(b.column(1).to_pylist())], names=["id", "text"])))
+        totals += reference.embedder.stats_
+    assert report["partition"] == 3 and report["attempt"] == 1
+    assert report["worker"] == {"host": socket.gethostname(), "pid": os.getpid(), "threads": 2, "device": "cpu",
+                                "loads": 1}
+    expected = totals.to_dict()
+    assert report["stats"]["rows"] == 5 and report["stats"]["seconds"] > 0
+    assert {k: v for k, v in report["stats"].items() if k != "seconds"} == \
+        {k: v for k, v in expected.items() if k != "seconds"}  # both batches' counts, summed
+
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["part-000003.parquet"]  # its temporary file is gone
+    part = pq.ParquetFile(tmp_path / "part-000003.parquet")
+    assert part.metadata.num_row_groups == 2  # one row group per batch
+    written = part.read()
+    assert written.schema.field("id").type == pa.int64()  # the input's type, not Spark's int32
+    assert written.equals(pa.Table.from_batches(want).replace_schema_metadata(written.schema.metadata))
+
+
+def test_a_texts_mistake_names_its_input_row_and_leaves_no_file(tiny_bert, tmp_path, in_task):
+    spec = spec_for(tiny_bert, tmp_path)
+    batches = [rows_batch([1, 2], ["fine", "also fine"], [40, 41]), rows_batch([3, 4], ["ok", None], [42, 43])]
+    with pytest.raises(ValueError) as info:
+        list(bspark._write_partition(iter(batches), spec))
+    found = bspark._mistake_in(RuntimeError(f"worker failed: {info.value}"))
+    assert type(found) is ValueError and str(found).startswith("row 43 is missing (None) and missing='error'.")
+    assert list(tmp_path.iterdir()) == []  # neither the part file nor the attempt's temporary file
+
+
+def test_a_row_spark_read_without_a_number_is_a_bug_report(tiny_bert, tmp_path, in_task):
+    batch = rows_batch([1], ["text"], [None])
+    with pytest.raises(RuntimeError) as info:
+        list(bspark._write_partition(iter([batch]), spec_for(tiny_bert, tmp_path)))
+    assert str(info.value) == ("Spark read rows of a file bertfeat did not list (their row numbers are unknown); "
+                               "report this as a bug.")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_empty_partition_writes_nothing_and_reports_zero_texts(tiny_bert, tmp_path, in_task):
+    in_task(FakeTask(partition=0, attempt=0))
+    out = list(bspark._write_partition(iter([]), spec_for(tiny_bert, tmp_path)))
+    assert len(out) == 1
+    report = json.loads(out[0].column("stats")[0].as_py())
+    assert (report["partition"], report["attempt"], report["stats"]["rows"]) == (0, 0, 0)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_model_the_worker_cannot_load_is_the_users_mistake(tmp_path, in_task):
+    spec = spec_for(str(tmp_path / "no-such-model"), tmp_path)
+    with pytest.raises((ValueError, TypeError, OSError)) as info:
+        list(bspark._write_partition(iter([rows_batch([1], ["a"], [0])]), spec))
+    assert bspark._MISTAKE in str(info.value)  # marked, so the driver raises it as the local engine would
+    assert "no-such-model" in str(bspark._mistake_in(RuntimeError(str(info.value))))
