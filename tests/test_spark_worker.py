@@ -134,6 +134,8 @@ def test_the_same_recipe_on_another_device_is_another_featurizer(tmp_path, in_ta
     assert gpu is not cpu and info["device"] == "cuda:0" and info["loads"] == 2
     assert [kw["device"] for kw in built] == ["cpu", "cuda:0"]
     assert bspark._worker_featurizer(spec_for("m", tmp_path))[0] is gpu and len(built) == 2
+    bspark._worker_featurizer(spec_for("m", tmp_path, device="cpu"))  # the user's device beats the task's GPU
+    assert built[-1]["device"] == "cpu"
 
 
 def test_embed_partition_yields_spark_ready_batches(tiny_bert, tmp_path, in_task):
@@ -167,6 +169,7 @@ def test_a_task_writes_its_part_file_and_yields_counts_and_hashes(tiny_bert, tmp
     out = list(bspark._write_partition(iter(batches), spec))
 
     assert [b.num_rows for b in out] == [2, 3, 1]  # one hash per text of each batch, then the task's counts
+    assert all(b.schema == pa.schema([("stats", pa.string()), ("hash", pa.int64())]) for b in out)  # Spark's schema
     for got, words in zip(out[:2], texts):
         assert got.column("stats").null_count == got.num_rows
         assert got.column("hash").to_pylist() == text_hashes(words).view(np.int64).tolist()
@@ -228,3 +231,43 @@ def test_a_model_the_worker_cannot_load_is_the_users_mistake(tmp_path, in_task):
         list(bspark._write_partition(iter([rows_batch([1], ["a"], [0])]), spec))
     assert bspark._MISTAKE in str(info.value)  # marked, so the driver raises it as the local engine would
     assert "no-such-model" in str(bspark._mistake_in(RuntimeError(str(info.value))))
+
+
+class FakeFeaturizer:
+    """Stands in for the worker's ArrowFeaturizer: warns as the real one may, and returns ``n`` rows of one column."""
+
+    text_cols, keep_cols = ["text"], ["id"]
+
+    def __init__(self, n=None):
+        from bertfeat.encode import EncodeStats
+
+        self.n, self.embedder = n, SimpleNamespace(stats_=EncodeStats(rows=1))
+
+    def __call__(self, batch):
+        import warnings
+
+        from bertfeat.exceptions import CacheWarning, TruncationWarning
+
+        warnings.warn("2 texts were truncated", TruncationWarning)
+        warnings.warn("a cache shard is damaged", CacheWarning)
+        n = batch.num_rows if self.n is None else self.n
+        return pa.record_batch([pa.array(np.zeros(n, np.float32))], names=["f0"])
+
+
+def test_truncation_is_counted_not_warned_and_other_warnings_pass(tmp_path, in_task, monkeypatch):
+    import warnings
+
+    monkeypatch.setattr(bspark, "_worker_featurizer", lambda spec: (FakeFeaturizer(), {}))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        list(bspark._write_partition(iter([rows_batch([1], ["a"], [0])]), spec_for("m", tmp_path)))
+    assert [str(w.message) for w in seen] == ["a cache shard is damaged"]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_part_of_more_than_a_million_rows_is_one_row_group(tmp_path, in_task, monkeypatch):
+    n = (1 << 20) + 1  # more rows than pyarrow puts in one row group by default
+    monkeypatch.setattr(bspark, "_worker_featurizer", lambda spec: (FakeFeaturizer(n), {}))
+    list(bspark._write_partition(iter([rows_batch([1], ["a"], [0])]), spec_for("m", tmp_path)))
+    meta = pq.ParquetFile(tmp_path / "part-000003.parquet").metadata
+    assert (meta.num_rows, meta.num_row_groups) == (n, 1)
