@@ -84,7 +84,22 @@ def test_a_task_takes_its_cpus_as_threads_and_the_gpu_spark_gave_it(in_task):
     assert bspark._task_resources("mps") == (max(1, os.cpu_count() or 1), "mps")
 
 
+def test_outside_a_task_the_threads_are_this_processs_cores_at_least_one(in_task, monkeypatch):
+    in_task(None)
+    for cores, threads in ((1, 1), (None, 1), (6, 6)):
+        monkeypatch.setattr(bspark.os, "cpu_count", lambda cores=cores: cores)
+        assert bspark._task_resources("auto") == (threads, "cpu")
+
+
 # -- the input's types ----------------------------------------------------------------------------------------------
+
+
+def test_spark_types_arrow_cannot_carry_are_named_as_no_text():
+    from pyspark.sql.types import BinaryType, CalendarIntervalType, MapType, StringType, StructField, StructType
+
+    schema = bspark._arrow_schema(StructType([StructField("t", StringType()), StructField("b", BinaryType()),
+                                              StructField("m", MapType(StringType(), CalendarIntervalType()))]))
+    assert schema == pa.schema([("t", pa.string()), ("b", pa.binary()), ("m", pa.struct([]))])
 
 
 def test_columns_get_back_the_inputs_types_where_they_can(in_task):
@@ -136,6 +151,30 @@ def test_the_same_recipe_on_another_device_is_another_featurizer(tmp_path, in_ta
     assert bspark._worker_featurizer(spec_for("m", tmp_path))[0] is gpu and len(built) == 2
     bspark._worker_featurizer(spec_for("m", tmp_path, device="cpu"))  # the user's device beats the task's GPU
     assert built[-1]["device"] == "cpu"
+
+
+def test_the_recipe_key_ignores_order_reads_any_value_and_survives_a_failed_load(tmp_path, in_task, monkeypatch):
+    from pathlib import Path
+
+    import bertfeat.arrow
+
+    built = []
+
+    def featurizer(*args, **kw):
+        if kw["model"] == "bad":
+            raise ValueError("model 'bad' cannot be loaded")
+        built.append(kw)
+        return object()
+
+    monkeypatch.setattr(bertfeat.arrow, "ArrowFeaturizer", featurizer)
+    spec = spec_for("m", tmp_path, cache_dir=Path("/c"), max_length=16)  # a Path: not JSON, read as its text
+    first, _ = bspark._worker_featurizer(spec)
+    reordered = dict(spec, params=dict(reversed(list(spec["params"].items()))))
+    assert bspark._worker_featurizer(reordered)[0] is first and len(built) == 1  # the same recipe, in another order
+    with pytest.raises(ValueError, match="cannot be loaded"):
+        bspark._worker_featurizer(spec_for("bad", tmp_path))
+    again, info = bspark._worker_featurizer(spec)  # the recipe it held before the failure: loaded again, not None
+    assert again is not None and again is not first and len(built) == 2 and info["loads"] == 2
 
 
 def test_embed_partition_yields_spark_ready_batches(tiny_bert, tmp_path, in_task):
