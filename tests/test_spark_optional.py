@@ -62,6 +62,23 @@ def test_missing_java_says_how_to_get_it(monkeypatch, tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
+def test_java_is_found_under_java_home_or_on_path(monkeypatch, tmp_path):
+    for folder in ("jdk/bin", "path"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "java").write_text("#!/bin/sh\n")
+        (tmp_path / folder / "java").chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
+    monkeypatch.setenv("PATH", str(tmp_path / "path"))
+    assert bspark.require_java() == str(tmp_path / "jdk" / "bin" / "java")  # JAVA_HOME first, as Spark reads it
+    monkeypatch.delenv("JAVA_HOME")
+    assert bspark.require_java() == str(tmp_path / "path" / "java")
+    (tmp_path / "path" / "java").chmod(0o644)  # there, but not runnable
+    with pytest.raises(RuntimeError) as info:
+        bspark.require_java()
+    assert str(info.value) == ("the Spark engine needs Java to start Spark, and none was found (no JAVA_HOME and no "
+                               f"java on PATH): {bspark.JAVA_HINT}.")
+
+
 @pytest.mark.parametrize("args, message", [
     (["--master", "local[2]"], "--master applies to --engine spark only; add --engine spark or drop --master"),
     (["--master", "local[2]", "--engine", "ray"], "--master applies to --engine spark only"),
