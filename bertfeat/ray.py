@@ -88,7 +88,8 @@ def plan_workers(node_cpus, node_gpus, num_workers=None, gpus_per_worker=0, cpus
     gpus = float(gpus_per_worker)
     if gpus > 0:
         if num_workers is None:
-            num_workers = int(sum(node_gpus) // gpus)
+            # how many shares fit, read past float error: 1 // 0.1 is 9.0, yet ten workers of 0.1 GPU fit one GPU
+            num_workers = _whole(sum(node_gpus) / gpus)
             if num_workers < 1:
                 raise ValueError(
                     f"gpus_per_worker={gpus_per_worker} but the Ray cluster has {sum(node_gpus):g} GPU(s). Pass "
@@ -107,10 +108,15 @@ def plan_workers(node_cpus, node_gpus, num_workers=None, gpus_per_worker=0, cpus
                     "writing; pass cpus_per_worker= explicitly (a fraction such as 0.5 lets workers share a CPU)."
                 )
             share = sum(spare) / num_workers
-            cpus = float(min(math.floor(share), max(spare))) if share >= 1 else math.floor(share * 100) / 100
+            cpus = float(min(_whole(share), max(spare))) if share >= 1 else _whole(share * 100) / 100
         else:
             cpus = float(cpus_per_worker)
     return WorkerPlan(num_workers=int(num_workers), cpus=cpus, gpus=gpus, threads=max(1, int(cpus)), device=device)
+
+
+def _whole(x: float) -> int:
+    """``floor(x)``, but a quotient a hair under a whole number (float error: 0.29 * 100 is 28.999...) counts as it."""
+    return math.floor(x + 1e-9)
 
 
 def worker_device(device, gpus_per_worker) -> str:

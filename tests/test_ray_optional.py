@@ -54,6 +54,14 @@ def test_missing_ray_says_how_to_install_it(monkeypatch, tmp_path, capsys):
     ([16, 16], [4, 4], {"gpus_per_worker": 1}, (8, 1.0, 1.0, 1, "cuda")),
     ([16], [2], {"gpus_per_worker": 0.5, "cpus_per_worker": 2}, (4, 2.0, 0.5, 2, "cuda")),
     ([0], [0], {"gpus_per_worker": 1, "num_workers": 3}, (3, 1.0, 1.0, 1, "cuda")),  # GPU nodes yet to be added
+    ([16], [1], {"gpus_per_worker": 1}, (1, 1.0, 1.0, 1, "cuda")),  # one GPU: one worker
+    # fractions that float division cannot hold exactly: 1 // 0.1 is 9.0 in Python, but ten workers fit one GPU
+    ([16], [1], {"gpus_per_worker": 0.1}, (10, 1.0, 0.1, 1, "cuda")),
+    ([16, 16], [1, 1], {"gpus_per_worker": 0.1}, (20, 1.0, 0.1, 1, "cuda")),
+    ([16], [2], {"gpus_per_worker": 0.2}, (10, 1.0, 0.2, 1, "cuda")),
+    ([16], [1], {"gpus_per_worker": 0.4}, (2, 1.0, 0.4, 1, "cuda")),  # 2.5 workers' worth: two
+    ([30], [0], {"num_workers": 100}, (100, 0.29, 0.0, 1, "cpu")),  # 29 spare CPUs: 0.29 each (0.29 * 100 < 29)
+    ([30], [0], {"num_workers": 3}, (3, 9.0, 0.0, 9, "cpu")),  # 9.67 each: whole CPUs, rounded down
 ])
 def test_worker_plan(nodes, gpus, kwargs, expected):
     plan = bray.plan_workers(nodes, gpus, **kwargs)
