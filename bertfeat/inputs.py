@@ -87,6 +87,7 @@ def one_text_column(X, needs: str, name: str) -> list:
                          f"{name}[{names[0]!r}].")
     return values[0]
 
+
 def _selected(all_columns: list, columns) -> list:
     if columns is None:
         return list(all_columns)

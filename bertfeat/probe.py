@@ -480,7 +480,6 @@ def _tfidf_folds(texts, folds, missing) -> list:
     return out
 
 
-
 def union_scores(X, y, folds, tfidf_folds, scoring) -> np.ndarray:
     """Cross-validated scores of TF-IDF and the embedding features ``X`` side by side.
 

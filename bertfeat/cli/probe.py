@@ -84,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
         with open(args.json, "w") as fh:
             json.dump({"task": result.task, "metric": result.metric, "recommended": result.recommended,
                        "recommended_kind": result.recommended_kind, "code": result.code(), "missing": result.missing,
-                       "models": result.models,
-                       "best": result.best, "baseline": result.baseline, "seconds": result.seconds,
+                       "models": result.models, "best": result.best, "baseline": result.baseline,
+                       "seconds": result.seconds,
                        "table": t.drop(columns=["params"]).assign(params=t["params"].map(json.dumps))
                        .to_dict(orient="records")}, fh, indent=2, default=str)
     return 0
