@@ -389,8 +389,7 @@ def _run_job(spark, files, counts, input_schema, text_cols, keep_cols, layout, b
     # range partitions of the row number, sorted within: partition k holds the k-th stretch of the input, so the
     # part files' names give the input order (an explicit count, which adaptive execution does not coalesce)
     ordered = ordered.repartitionByRange(partitions, _ROW).sortWithinPartitions(_ROW)
-    spec = {"text_cols": text_cols, "keep_cols": keep_cols, "layout": layout, "params": params,
-            "data_dir": str(data_dir.resolve()), "input_schema": input_schema.serialize().to_pybytes()}
+    spec = _task_spec(text_cols, keep_cols, layout, params, data_dir, input_schema)
     data_dir.mkdir(parents=True, exist_ok=True)
     results = ordered.mapInArrow(partial(_write_partition, spec=spec), "stats string, hash long")
     # one action: the per-partition counts, and the distinct texts counted by Spark (never gathered on the driver)
@@ -403,6 +402,12 @@ def _run_job(spark, files, counts, input_schema, text_cols, keep_cols, layout, b
             raise
         raise mistake from None  # the user's mistake, as the local engine words it, not Spark's wrapping
     return {"stats": got["stats"], "distinct": got["distinct"]}, partitions
+
+
+def _task_spec(text_cols, keep_cols, layout, params, data_dir: Path, input_schema: pa.Schema) -> dict:
+    """What each task of a job is sent (:func:`_write_partition` reads it): plain values that pickle small."""
+    return {"text_cols": text_cols, "keep_cols": keep_cols, "layout": layout, "params": params,
+            "data_dir": str(data_dir.resolve()), "input_schema": input_schema.serialize().to_pybytes()}
 
 
 def _check_visible(files) -> None:

@@ -117,10 +117,10 @@ def test_columns_get_back_the_inputs_types_where_they_can(in_task):
 
 
 def spec_for(tiny_bert, tmp_path, **params):
+    """The spec the driver sends each task (``_run_job`` builds it with the same function)."""
     schema = pa.schema([("id", pa.int64()), ("text", pa.string())])
-    return {"text_cols": ["text"], "keep_cols": ["id"], "layout": "columns",
-            "params": {"model": tiny_bert, "pooling": "mean", **params}, "data_dir": str(tmp_path),
-            "input_schema": schema.serialize().to_pybytes()}
+    return bspark._task_spec(["text"], ["id"], "columns", {"model": tiny_bert, "pooling": "mean", **params}, tmp_path,
+                             schema)
 
 
 def test_a_worker_loads_the_model_once_and_again_only_for_another_recipe(tiny_bert, tmp_path, in_task):
