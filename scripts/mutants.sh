@@ -13,6 +13,9 @@
 # MUTANTS_JOBS: mutants tested at once (default 1: the machine is usually shared).
 # MUTANTS_ONLY: mutmut's names (wildcards allowed) of the only mutants to test, with MUTANTS_KEEP=1 to keep the other
 # verdicts: e.g. the survivors of the last run after new tests, or 'bertfeat.embedder.x*_check_same_columns*'.
+# MUTANTS_TESTS: test paths to use instead of the module's selection, for a fast first pass over mutants whose every
+# selected test is slow (a mutant a subset of the selection kills, the whole selection kills too; run the survivors
+# again without it), e.g. MUTANTS_TESTS="tests/test_ray_optional.py tests/test_ray_worker.py" before the cluster tests.
 # Mutants that no selected test can run (mutmut's trampoline adds a stack frame): scripts/plant_mutants.py.
 # The whole script is one block, read before it runs: editing this file while a run is going on (to change a
 # selection for the next run) does not change or break the running one.
@@ -63,7 +66,7 @@ fi
 
 for module in "$@"; do
   sources=$(field "$module" 2)
-  tests=$(field "$module" 3)
+  tests=${MUTANTS_TESTS:-$(field "$module" 3)}
   if [ -z "$sources" ]; then
     echo "unknown module '$module'; modules: $(echo $names)" >&2
     exit 2

@@ -38,28 +38,42 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+# the help of the options that embed and probe share, so that the two say the same
+HELP = {
+    "model": "'default' (bundled all-MiniLM-L6-v2), a Hugging Face name, or a local directory",
+    "layer_agg": "several --layers averaged (mean) or side by side (concat) (default: mean)",
+    "max_length": "tokens per window (default: model limit)",
+    "long_text": "a text longer than --max-length: truncated (with a count) or embedded in overlapping windows whose "
+                 "vectors are averaged (chunk) (default: truncate)",
+    "normalize": "L2-normalize each pooled block",
+    "device": "auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps",
+    "dtype": "auto: bfloat16 or float16 on a GPU, float32 on a CPU; a reduced precision slower than float32 on this "
+             "CPU is warned about, with the measured rates (`bertfeat info` shows them), never switched",
+    "cache_dir": "persistent embedding cache shared with Python and R",
+}
+
+
 def add_recipe_options(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("embedding recipe (as in BertEmbedder)")
-    g.add_argument("--model", default="default",
-                   help="'default' (bundled all-MiniLM-L6-v2), a Hugging Face name, or a local directory")
+    g.add_argument("--model", default="default", help=HELP["model"])
     g.add_argument("--pooling", default="cls+mean",
                    help=f"{', '.join(POOLINGS)} or a combination like cls+mean (default: cls+mean)")
     g.add_argument("--layers", type=int_list, default=None, metavar="L[,L...]",
                    help="layer index or comma list; 0 = embeddings, -1 = last (write --layers=-1 or "
                         "--layers=-2,-1); default: the last four layers")
-    g.add_argument("--layer-agg", choices=LAYER_AGGS, default="mean")
-    g.add_argument("--max-length", type=positive_int, default=None, help="tokens per window (default: model limit)")
-    g.add_argument("--long-text", choices=LONG_TEXT_MODES, default="truncate")
+    g.add_argument("--layer-agg", choices=LAYER_AGGS, default="mean", help=HELP["layer_agg"])
+    g.add_argument("--max-length", type=positive_int, default=None, help=HELP["max_length"])
+    g.add_argument("--long-text", choices=LONG_TEXT_MODES, default="truncate", help=HELP["long_text"])
     g.add_argument("--stride", type=int, default=None, help="tokens shared by windows (with --long-text chunk)")
-    g.add_argument("--normalize", action="store_true", help="L2-normalize each pooled block")
+    g.add_argument("--normalize", action="store_true", help=HELP["normalize"])
     add_prefix_options(g)
     g.add_argument("--missing", choices=MISSING_POLICIES, default="error",
                    help="what a missing or blank text gets: an error, a zero vector, or NaN")
     r = parser.add_argument_group("run settings")
-    r.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
-    r.add_argument("--dtype", choices=DTYPES, default="auto")
+    r.add_argument("--device", default="auto", help=HELP["device"])
+    r.add_argument("--dtype", choices=DTYPES, default="auto", help=HELP["dtype"])
     r.add_argument("--batch-tokens", type=positive_int, default=None, help="token budget of one forward pass")
-    r.add_argument("--cache-dir", default=None, help="persistent embedding cache shared with Python and R")
+    r.add_argument("--cache-dir", default=None, help=HELP["cache_dir"])
 
 
 def add_prefix_options(group) -> None:

@@ -28,7 +28,7 @@ def add_parser(subparsers) -> None:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", help="what to do with the cache")
     actions.required = True
     info = actions.add_parser("info", help="recipes, rows and bytes per namespace", epilog=EXAMPLES,
                               formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from bertfeat.cli._options import add_prefix_options, non_negative_int, positive_int, prefix_params
+from bertfeat.cli._options import HELP, add_prefix_options, non_negative_int, positive_int, prefix_params
+from bertfeat.recipe import DTYPES
 
 EXAMPLES = """
 examples:
@@ -22,22 +23,23 @@ def add_parser(sub) -> None:
                        description=" ".join(__doc__.split(": ", 1)[1].split()), epilog=EXAMPLES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("input", metavar="INPUT", help="a CSV file, a parquet file, or a directory or glob of parquet")
-    p.add_argument("--text-col", required=True, metavar="COL")
+    p.add_argument("--text-col", required=True, metavar="COL", help="the text column")
     p.add_argument("--label-col", required=True, metavar="COL", help="classes (logistic) or numbers (ridge)")
     p.add_argument("--model", action="append", default=None, metavar="MODEL",
                    help="'default', a Hugging Face name or a local directory; repeat to compare models in one table")
-    p.add_argument("--task", choices=("auto", "classification", "regression"), default="auto")
+    p.add_argument("--task", choices=("auto", "classification", "regression"), default="auto",
+                   help="auto: regression for float labels with more than 10 distinct values, else classification")
     p.add_argument("--cv", type=positive_int, default=5, help="cross-validation folds")
-    p.add_argument("--max-length", type=positive_int, default=None)
-    p.add_argument("--long-text", choices=("truncate", "chunk"), default="truncate")
-    p.add_argument("--normalize", action="store_true")
+    p.add_argument("--max-length", type=positive_int, default=None, help=HELP["max_length"])
+    p.add_argument("--long-text", choices=("truncate", "chunk"), default="truncate", help=HELP["long_text"])
+    p.add_argument("--normalize", action="store_true", help=HELP["normalize"])
     add_prefix_options(p)
     p.add_argument("--missing", choices=("error", "zero"), default="error",
                    help="what a missing or blank text gets: an error naming the row, or a zero vector and an empty "
                    "TF-IDF document (default: error)")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--dtype", default="auto")
-    p.add_argument("--cache-dir", default=None)
+    p.add_argument("--device", default="auto", help=HELP["device"])
+    p.add_argument("--dtype", choices=DTYPES, default="auto", help=HELP["dtype"])
+    p.add_argument("--cache-dir", default=None, help=HELP["cache_dir"])
     p.add_argument("--no-baseline", action="store_true", help="skip the TF-IDF baseline row")
     p.add_argument("--unions", type=non_negative_int, default=3, metavar="K",
                    help="score each model's K best candidates side by side with TF-IDF (default 3; 0 for none)")
@@ -61,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
     result = probe(
         table.column(args.text_col).to_pylist(), table.column(args.label_col).to_numpy(zero_copy_only=False),
         model=args.model or ["default"], task=args.task, cv=args.cv, max_length=args.max_length,
-        long_text=args.long_text, normalize=args.normalize, unions=args.unions, **prefix_params(args), missing=args.missing, device=args.device, dtype=args.dtype,
+        long_text=args.long_text, normalize=args.normalize, unions=args.unions, **prefix_params(args),
+        missing=args.missing, device=args.device, dtype=args.dtype,
         cache_dir=args.cache_dir, baseline=not args.no_baseline, plot=args.plot,
     )
     t = result.table

@@ -1,0 +1,144 @@
+"""The command line's reference: docs/cli-help.md is every command's ``--help`` text, word for word, and the synopsis
+in docs/cli.md names every option there is.
+
+The help is the only documentation many users read, and the options' defaults are stated in it: a help text lost,
+a default stated wrongly, an option renamed or dropped without the docs following fails here. When the help is
+changed on purpose, rewrite the reference with ``python tests/test_cli_help.py`` and read the diff.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from bertfeat.cli import build_parser
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE = ROOT / "docs" / "cli-help.md"
+SYNOPSIS = ROOT / "docs" / "cli.md"
+WIDTH = 100  # the terminal width the reference is rendered at (argparse wraps to $COLUMNS)
+PYTHON = "3.11"  # argparse's layout changes between Python versions (3.13 merges an option's metavars, ...)
+
+HEADER = f"""\
+# Command line reference
+
+Every command's `--help`, as the program prints it at {WIDTH} columns (Python {PYTHON}). Written by
+`python tests/test_cli_help.py` and checked by `tests/test_cli_help.py`, so it is always the program's own text.
+docs/cli.md explains the options at length.
+"""
+
+
+def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(actions[0].choices) if actions else {}
+
+
+def helps(parser: argparse.ArgumentParser, words: tuple[str, ...] = ("bertfeat",)):
+    """(command words, help text) for the parser and every command under it, depth first, in the parser's order."""
+    yield words, parser.format_help()
+    for name, child in subcommands(parser).items():
+        yield from helps(child, words + (name,))
+
+
+def render() -> str:
+    blocks = [HEADER]
+    for words, text in helps(build_parser()):
+        blocks.append(f"## {' '.join(words)}\n\n```\n{text.rstrip()}\n```\n")
+    return "\n".join(blocks)
+
+
+def options(parser: argparse.ArgumentParser) -> set[str]:
+    """The long options a user can type (``--help`` and ``--version`` aside)."""
+    return {s for a in parser._actions for s in a.option_strings if s.startswith("--")} - {"--help", "--version"}
+
+
+@pytest.fixture
+def columns(monkeypatch):
+    monkeypatch.setenv("COLUMNS", str(WIDTH))
+    monkeypatch.delenv("PYTHON_COLORS", raising=False)
+
+
+@pytest.mark.skipif(f"{sys.version_info[0]}.{sys.version_info[1]}" != PYTHON,
+                    reason=f"the reference is argparse's layout on Python {PYTHON}")
+def test_the_reference_is_every_commands_own_help(columns):
+    want = render()
+    got = REFERENCE.read_text(encoding="utf-8")
+    assert got == want, ("docs/cli-help.md is not the program's help: rewrite it with `python tests/test_cli_help.py` "
+                         "and check the diff")
+
+
+def test_the_reference_holds_every_command(columns):
+    words = [" ".join(w) for w, _ in helps(build_parser())]
+    assert words == ["bertfeat", "bertfeat embed", "bertfeat info", "bertfeat cache", "bertfeat cache info",
+                     "bertfeat cache compact", "bertfeat cache clear", "bertfeat probe"]
+    headings = re.findall(r"^## (.+)$", REFERENCE.read_text(encoding="utf-8"), flags=re.M)
+    assert headings == words
+
+
+def test_every_option_has_a_help_text():
+    for name, sub in subcommands(build_parser()).items():
+        for child in [sub, *subcommands(sub).values()]:
+            for action in child._actions:
+                assert action.help and action.help == action.help.strip(), (name, action.option_strings, action.dest)
+
+
+def _stated_defaults():
+    import inspect
+
+    import bertfeat
+    from bertfeat import files, ray
+
+    embedder = inspect.signature(bertfeat.BertEmbedder).parameters
+    parsers = subcommands(build_parser())
+
+    def parsed(command, dest):
+        return parsers[command].get_default(dest)
+
+    # (command, option, what its help says, the default the code uses, the value that text stands for)
+    return [
+        ("embed", "--chunk-chars", "(default 1,000,000)", files.CHUNK_CHARS, 1_000_000),
+        ("embed", "--checkpoint-every", "(default 30)", files.CHECKPOINT_SECONDS, 30),
+        ("embed", "--pooling", "(default: cls+mean)", parsed("embed", "pooling"), "cls+mean"),
+        ("embed", "--pooling", "(default: cls+mean)", embedder["pooling"].default, "cls+mean"),
+        ("embed", "--model", "'default' (bundled all-MiniLM-L6-v2)", parsed("embed", "model"), "default"),
+        ("embed", "--gpus-per-worker", "default 0 = CPU workers",
+         inspect.signature(ray.plan_workers).parameters["gpus_per_worker"].default, 0),
+        ("probe", "--unions", "(default 3; 0 for none)", parsed("probe", "unions"), 3),
+        ("probe", "--missing", "(default: error)", parsed("probe", "missing"), "error"),
+    ]
+
+
+@pytest.mark.parametrize("command, option, text, default, means", _stated_defaults())
+def test_a_default_the_help_states_is_the_one_the_code_uses(command, option, text, default, means):
+    parser = subcommands(build_parser())[command]
+    action = next(a for a in parser._actions if option in a.option_strings)
+    assert text in action.help
+    assert default == means
+
+
+@pytest.mark.parametrize("command", ["embed", "info", "probe"])
+def test_the_synopsis_names_only_options_that_exist(command):
+    """docs/cli.md's synopsis block: every option it shows for a command is one the command takes, and for embed
+    (whose synopsis is complete) every option the command takes is shown."""
+    block = SYNOPSIS.read_text(encoding="utf-8").split("```")[1]
+    lines = block.strip().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"bertfeat {command}"))
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("bertfeat ")), len(lines))
+    shown = set(re.findall(r"--[a-z][a-z-]*", " ".join(lines[start:end])))
+    takes = options(subcommands(build_parser())[command])
+    assert shown <= takes, f"docs/cli.md shows options bertfeat {command} does not take: {sorted(shown - takes)}"
+    if command in ("embed", "info"):
+        assert shown == takes, f"docs/cli.md's synopsis misses options of bertfeat {command}: {sorted(takes - shown)}"
+
+
+if __name__ == "__main__":  # rewrite the reference from the program's help
+    import os
+
+    os.environ["COLUMNS"] = str(WIDTH)
+    os.environ.pop("PYTHON_COLORS", None)
+    REFERENCE.write_text(render(), encoding="utf-8")
+    print(f"wrote {REFERENCE.relative_to(ROOT)}")
