@@ -8,6 +8,7 @@ partition (it is a plain callable class, so Ray Data's ``map_batches`` can hold 
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -103,6 +104,22 @@ class ArrowFeaturizer:
             fields += [pa.field(n, pa.float32()) for n in self.feature_names]
         return pa.schema(fields, metadata={b"bertfeat": json.dumps(self.provenance()).encode()})
 
+    def check_texts(self, batch, first_row: int = 0) -> None:
+        """The core's checks of a batch's texts, without embedding anything: a missing text (under
+        ``missing="error"``) or a blank one. Raises the error ``__call__`` would, naming the row as it does; returns
+        None when it finds none. (Arrow's string columns hold nothing else the core refuses: values that are not
+        strings are refused by :meth:`check_schema`, and Arrow strings are valid Unicode.)"""
+        from bertfeat.embedder import _row_namer
+        from bertfeat.encode import split_missing
+
+        n = batch.num_rows
+        texts = [v for c in self.text_cols for v in batch.column(c).to_pylist()]
+        try:
+            split_missing(texts, self.embedder.missing, _row_namer(self.text_cols, n, None))
+        except (ValueError, TypeError) as exc:
+            raise_at_input_row(exc, range(first_row, first_row + n))
+            raise
+
     def provenance(self) -> dict:
         """What the parquet metadata and manifest record: model, hashes, recipe, dims, version, options."""
         r = self.recipe
@@ -129,7 +146,9 @@ class ArrowFeaturizer:
             "missing": self.embedder.missing,
         }
 
-    def __call__(self, batch) -> pa.RecordBatch:
+    def __call__(self, batch, first_row: int = 0) -> pa.RecordBatch:
+        """Features of ``batch``; a mistake in its texts names the row as ``first_row`` + its place in the batch
+        (the batch's first row's number in the whole input: a file's rows, not the chunk's)."""
         if isinstance(batch, pa.Table):
             batch = batch.combine_chunks().to_batches()[0] if batch.num_rows else pa.RecordBatch.from_pylist(
                 [], schema=batch.schema)
@@ -137,7 +156,11 @@ class ArrowFeaturizer:
         frame = {c: batch.column(c).to_pylist() for c in self.text_cols}
         import pandas as pd
 
-        features = self.embedder.transform(pd.DataFrame(frame, dtype=object))
+        try:
+            features = self.embedder.transform(pd.DataFrame(frame, dtype=object))
+        except (ValueError, TypeError) as exc:
+            raise_at_input_row(exc, range(first_row, first_row + batch.num_rows))
+            raise
         self.stats += self.embedder.stats_
         arrays = [batch.column(c) for c in self.keep_cols]
         f = self.recipe.n_features
@@ -149,3 +172,26 @@ class ArrowFeaturizer:
             columns_first = np.ascontiguousarray(features.T)
             arrays.extend(pa.array(columns_first[k], pa.float32()) for k in range(columns_first.shape[0]))
         return pa.RecordBatch.from_arrays(arrays, schema=self.output_schema(batch.schema))
+
+
+_ROW = re.compile(r"^row (\d+)")
+
+
+def at_input_row(exc: Exception, rows) -> Exception:
+    """A mistake the core raised about "row i" of a batch, said of the input's row ``rows[i]`` instead: the same
+    type and words otherwise. Any other error (or a row past ``rows``) is returned as it is."""
+    message = str(exc)
+    m = _ROW.match(message)
+    if m is None or int(m.group(1)) >= len(rows):
+        return exc
+    try:
+        return type(exc)(f"row {rows[int(m.group(1))]}{message[m.end():]}")
+    except Exception:  # an error type that wants other arguments: left as raised
+        return exc
+
+
+def raise_at_input_row(exc: Exception, rows) -> None:
+    """Raise :func:`at_input_row` of ``exc`` in its place when it names another row; return when nothing changes."""
+    found = at_input_row(exc, rows)
+    if found is not exc:
+        raise found from None

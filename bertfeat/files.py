@@ -194,8 +194,10 @@ def _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, pr
     resumed_rows = batches_resumed = 0
     this_run = EncodeStats()
     k = -1
+    rows_read = 0  # rows of the chunks before this one: a mistake in the data names its row in the input
     try:
         for k, batch in enumerate(reader.batches()):
+            first_row, rows_read = rows_read, rows_read + batch.num_rows
             if k in resumed:
                 resumed_rows += batch.num_rows
                 progress.update(batch.num_rows, reader.fraction_done())
@@ -205,7 +207,7 @@ def _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, pr
                 with warnings.catch_warnings(), use_journal(journal):
                     # one summary at the end instead of a truncation warning per chunk
                     warnings.simplefilter("ignore", TruncationWarning)
-                    result = featurizer(batch)
+                    result = featurizer(batch, first_row)
             except (ValueError, TypeError):
                 raise  # a mistake in the data: the job's folder goes, journal and all
             except BaseException:

@@ -380,7 +380,8 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
     from bertfeat.arrow import ArrowFeaturizer
 
     # the parameters, the model and the columns are checked before Ray starts or anything is written
-    ArrowFeaturizer(text_cols, keep_cols, layout=layout, **{**params, "device": "cpu"}).check_schema(reader.schema)
+    checker = ArrowFeaturizer(text_cols, keep_cols, layout=layout, **{**params, "device": "cpu"})
+    checker.check_schema(reader.schema)
     user_cache = params.get("cache_dir")
     if user_cache is None:
         # kept when a run dies, so that a rerun answers finished texts from it (the cache is keyed by recipe, so a
@@ -410,7 +411,8 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
                 mistake = ray.get(collector.first_mistake.remote())
                 if mistake is None:
                     raise
-                raise mistake from None  # the user's mistake, as the local engine reports it, not Ray's wrapping
+                # the user's mistake, as the local engine reports it, not Ray's wrapping
+                raise _at_input_row(mistake, reader, checker) from None
             distinct, workers = ray.get(collector.report.remote())
             ray.kill(collector)
     finally:
@@ -438,6 +440,22 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
     if not quiet:
         print_summary(manifest)
     return manifest
+
+
+def _at_input_row(mistake: Exception, reader: InputReader, checker) -> Exception:
+    """A worker's mistake about "row i" of its batch, found in the input and named by its row there, as the local
+    engine names it: Ray numbers no rows, so the driver reads the text columns again, batch by batch as the local
+    engine would, and stops at the first text the core refuses. Any other mistake is returned as raised."""
+    if not str(mistake).startswith("row "):
+        return mistake
+    first_row = 0
+    for batch in reader.batches():
+        try:
+            checker.check_texts(batch, first_row)
+        except (ValueError, TypeError) as found:
+            return found
+        first_row += batch.num_rows
+    return mistake
 
 
 def _ordered_parquet_sink(ray, directory: Path):

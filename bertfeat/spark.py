@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from bertfeat.arrow import at_input_row
 from bertfeat.encode import EncodeStats
 from bertfeat.exceptions import TruncationWarning
 from bertfeat.files import InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary, text_hashes
@@ -505,8 +506,7 @@ def _as_input_types(batch: pa.RecordBatch, input_schema: pa.Schema, columns: lis
 def _marked(exc: Exception, rows: np.ndarray) -> Exception:
     """The error with its row number made the input's (the core counts rows within its batch), and marked so that
     the driver can tell it from Spark's own failures and raise it as the local engine does."""
-    message = re.sub(r"^row (\d+)", lambda m: f"row {rows[int(m.group(1))]}" if int(m.group(1)) < len(rows)
-                     else m.group(0), str(exc))
+    message = str(at_input_row(exc, rows))
     return type(exc)(f"{_MISTAKE}{json.dumps({'type': type(exc).__name__, 'message': message})}{_MISTAKE}")
 
 

@@ -78,7 +78,8 @@ for module in "$@"; do
   # MUTANTS_KEEP=1 keeps them (quicker when only the source changed).
   rm -rf "$work/bertfeat" "$work/tests"
   [ "${MUTANTS_KEEP:-0}" = 1 ] || rm -rf "$work/mutants"
-  cp -r bertfeat tests pyproject.toml "$work/"
+  rm -rf "$work/docs"
+  cp -r bertfeat tests docs pyproject.toml "$work/"
   {
     echo "[mutmut]"
     echo "source_paths = bertfeat"
@@ -94,6 +95,9 @@ for module in "$@"; do
     # torch's thread pools are not fork-safe: fork workers from a clean server, not from the process that ran pytest
     echo "process_isolation = forkserver"
     echo "use_git_change_detection = false"
+    # what the tests read besides the code: docs/cli-help.md, the reference test_cli_help checks the help against
+    echo "also_copy ="
+    echo "    docs"
   } > "$work/setup.cfg"
   echo "== mutants: $module ($sources) against $tests"
   (

@@ -145,3 +145,68 @@ def test_provenance_names_the_default_model_when_none_is_given():
     f = ArrowFeaturizer(["body"])  # the bundled model, as the docstring's example
     assert f.provenance()["model"] == "default"
     assert f.provenance()["model_label"] == f.recipe.model
+
+
+# -- a mistake named by its row in the input ------------------------------------------------------------------------
+
+BAD = [
+    # (review, title, missing policy, the error's start when the batch is the input's first)
+    (["fine", None], ["a", "b"], "error", "row 1 of column 'review' is missing (None) and missing='error'."),
+    (["fine", "ok"], ["a", " \t"], "error", "row 1 of column 'title' is blank (' \\t'):"),
+    (["fine", "ok"], ["a", ""], "error", "row 1 of column 'title' is blank (''):"),
+    (["fine", None], [None, "b"], "error", "row 1 of column 'review' is missing"),  # column by column, as the core
+    (["fine", "ok"], [None, None], "error", "row 0 of column 'title' is missing (None)"),  # a column of type null
+]
+
+
+@pytest.mark.parametrize("review, title, missing, start", BAD)
+def test_check_texts_raises_what_embedding_the_batch_would_naming_the_inputs_row(tiny_bert, review, title, missing,
+                                                                                start):
+    featurizer = ArrowFeaturizer(["review", "title"], [], model=tiny_bert, missing=missing)
+    batch = pa.table({"review": review, "title": title})
+    for first_row in (0, 40):
+        with pytest.raises(ValueError) as checked:
+            featurizer.check_texts(batch, first_row)
+        with pytest.raises(ValueError) as embedded:
+            featurizer(batch, first_row)
+        want = start.replace("row 1 ", f"row {1 + first_row} ").replace("row 0 ", f"row {first_row} ")
+        assert str(checked.value).startswith(want) and str(checked.value) == str(embedded.value)
+
+
+def test_check_texts_passes_texts_the_core_embeds(tiny_bert):
+    featurizer = ArrowFeaturizer(["review"], [], model=tiny_bert, missing="zero")
+    assert featurizer.check_texts(pa.table({"review": ["fine", None, "ok"]}), 10) is None
+    strict = ArrowFeaturizer(["review"], [], model=tiny_bert)
+    assert strict.check_texts(pa.table({"review": ["fine", "ok"]})) is None
+
+
+@pytest.mark.parametrize("exc, rows, want", [
+    (ValueError("row 2 is missing"), range(10, 15), ValueError("row 12 is missing")),
+    (TypeError("row 0 of column 'a' holds int"), [7, 3], TypeError("row 7 of column 'a' holds int")),
+    (ValueError("row 5 is missing"), range(10, 15), None),  # past the rows given: left as raised
+    (ValueError("the row 2 is missing"), range(10, 15), None),  # a message that names no row first
+    (ValueError("model not found"), range(3), None),
+])
+def test_at_input_row_renames_only_a_leading_row(exc, rows, want):
+    from bertfeat.arrow import at_input_row, raise_at_input_row
+
+    got = at_input_row(exc, rows)
+    if want is None:
+        assert got is exc
+        assert raise_at_input_row(exc, rows) is None
+    else:
+        assert type(got) is type(want) and str(got) == str(want)
+        with pytest.raises(type(want)) as info:
+            raise_at_input_row(exc, rows)
+        assert str(info.value) == str(want) and info.value.__suppress_context__
+
+
+def test_at_input_row_leaves_an_error_type_that_wants_other_arguments():
+    from bertfeat.arrow import at_input_row
+
+    class Picky(ValueError):
+        def __init__(self, message, code):
+            super().__init__(message)
+
+    exc = Picky("row 1 is missing", 4)
+    assert at_input_row(exc, range(5, 9)) is exc

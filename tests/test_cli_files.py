@@ -249,11 +249,11 @@ def test_resume_with_other_chunking_starts_over_and_rows_line_up(tiny_bert, tmp_
     real = ArrowFeaturizer.__call__
     calls = []
 
-    def dies_on_the_third_chunk(self, batch):
+    def dies_on_the_third_chunk(self, batch, first_row=0):
         calls.append(batch.num_rows)
         if len(calls) == 3:
             raise _Killed()
-        return real(self, batch)
+        return real(self, batch, first_row)
 
     out = tmp_path / "f.parquet"
     monkeypatch.setattr(ArrowFeaturizer, "__call__", dies_on_the_third_chunk)

@@ -40,11 +40,11 @@ def _die_in_chunk(monkeypatch, k: int):
     real = _CALL
     calls = []
 
-    def featurize(self, batch):
+    def featurize(self, batch, first_row=0):
         if len(calls) == k:
             raise _Killed()
         calls.append(batch.num_rows)
-        return real(self, batch)
+        return real(self, batch, first_row)
 
     monkeypatch.setattr(ArrowFeaturizer, "__call__", featurize)
     return calls
@@ -216,9 +216,9 @@ def test_only_truncation_warnings_are_held_back_for_the_summary(tiny_bert, tmp_p
     pd.DataFrame({"review": ["word " * 200, "short"]}).to_parquet(src)
     real = ArrowFeaturizer.__call__
 
-    def also_warns(self, batch):
+    def also_warns(self, batch, first_row=0):
         warnings.warn("something else to know", UserWarning)
-        return real(self, batch)
+        return real(self, batch, first_row)
 
     monkeypatch.setattr(ArrowFeaturizer, "__call__", also_warns)
     with warnings.catch_warnings(record=True) as caught:
@@ -279,11 +279,11 @@ def _fail_in_chunk(monkeypatch, k: int, exc: BaseException):
     real = _CALL
     calls = []
 
-    def featurize(self, batch):
+    def featurize(self, batch, first_row=0):
         if len(calls) == k:
             raise exc
         calls.append(1)
-        return real(self, batch)
+        return real(self, batch, first_row)
 
     monkeypatch.setattr(ArrowFeaturizer, "__call__", featurize)
 
@@ -409,3 +409,31 @@ def test_the_cluster_engines_refuse_an_input_that_is_no_path_alike(tmp_path, eng
         run(None, str(tmp_path / "o"), "review")
     assert str(info.value) == ("input=None is not valid: expected the path of a CSV or parquet file, a folder or a "
                                "glob (a str or pathlib.Path).")
+
+
+# -- a mistake is named by its row in the input, not in its chunk -----------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["parquet", "csv"])
+def test_a_bad_text_is_named_by_its_row_in_the_input_not_in_its_chunk(tiny_bert, tmp_path, kind):
+    df = frame(ROWS, seed=3)
+    df["title"] = df["review"].str[:9]
+    df.loc[13, "title"] = None  # the fourth row of the third chunk of 5
+    src = tmp_path / f"in.{kind}"
+    df.to_parquet(src) if kind == "parquet" else df.to_csv(src, index=False)
+    with pytest.raises(ValueError) as info:
+        embed_file(src, tmp_path / "o.parquet", ["review", "title"], model=tiny_bert, quiet=True, chunk_rows=5)
+    assert str(info.value).startswith("row 13 of column 'title' is missing (None) and missing='error'.")
+    with pytest.raises(ValueError) as whole:  # the same words as when the whole input is one chunk
+        embed_file(src, tmp_path / "o.parquet", ["review", "title"], model=tiny_bert, quiet=True, chunk_rows=100)
+    assert str(info.value) == str(whole.value)
+
+
+def test_a_resumed_job_names_a_bad_text_by_its_row_in_the_input(tiny_bert, tmp_path, monkeypatch):
+    df = frame(ROWS, seed=3)
+    df.loc[21, "review"] = "  "  # blank: the second row of the fifth chunk
+    df.to_parquet(tmp_path / "in.parquet")
+    job = dict(model=tiny_bert, quiet=True, chunk_rows=5)
+    _stopped_in_chunk(monkeypatch, 3, tmp_path / "in.parquet", tmp_path / "o.parquet", "review", **job)
+    with pytest.raises(ValueError) as info:  # chunks 0-2 come from the stopped run, unread by the featurizer
+        embed_file(tmp_path / "in.parquet", tmp_path / "o.parquet", "review", **job)
+    assert str(info.value).startswith("row 21 of column 'review' is blank ('  '):")

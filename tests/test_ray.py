@@ -107,13 +107,15 @@ def test_embed_dataset_on_two_fractional_workers_in_list_layout(tiny_bert, ray_c
 
 def test_a_bad_text_fails_the_job_with_the_local_engines_message(tiny_bert, ray_cluster, tmp_path, capsys):
     src = tmp_path / "in.parquet"
-    pd.DataFrame({"id": [1, 2, 3], "text": ["fine", None, "also fine"]}).to_parquet(src)
-    args = ["embed", str(src), "--text-col", "text", "--out", str(tmp_path / "o"), "--model", tiny_bert, "--quiet"]
+    pd.DataFrame({"id": range(7), "text": ["fine", "ok", "also", "fine", "yes", None, "no"]}).to_parquet(src)
+    args = ["embed", str(src), "--text-col", "text", "--out", str(tmp_path / "o"), "--model", tiny_bert, "--quiet",
+            "--chunk-rows", "2"]
     assert main(args) == 2
     local = capsys.readouterr().err.strip().splitlines()
     assert main([*args, "--engine", "ray"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1] == local[-1] and "is missing (None) and missing='error'" in err[-1]
+    # the row in the input, though it is the second of the third batch of 2
+    assert err[-1] == local[-1] and "error: row 5 is missing (None) and missing='error'" in err[-1]
     assert not (tmp_path / "o").exists()
 
 

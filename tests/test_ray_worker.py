@@ -1,0 +1,665 @@
+"""The Ray engine's functions called in this process, without a Ray cluster: the actor body with a stand-in for the
+job's counting actor, the write sink, the data context, the cluster's nodes, and a whole file job run on a stand-in
+for Ray (``FakeRay``) that keeps Ray's contract: actors built from a class and its keyword arguments, batches of
+``batch_size`` rows sent to them in turn, their output handed to the sink's write tasks.
+
+tests/test_ray.py runs real jobs on a local cluster, where a test sees only the output; here each value the driver
+computes and hands to Ray is read, in seconds (so that mutation testing can afford to run them for every mutant).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import sys
+import warnings
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import bertfeat.ray as bray
+from bertfeat.encode import EncodeStats
+from bertfeat.exceptions import TruncationWarning
+from bertfeat.files import PARQUET_SUFFIXES, text_hashes
+
+
+# -- stand-ins -------------------------------------------------------------------------------------------------------
+
+
+class Ref:
+    """What ``.remote()`` returns: the value, already computed (``FakeRay.get`` unwraps it)."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+class Handle:
+    """An actor handle: ``handle.method.remote(*args)`` runs the method on the object, here."""
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __getattr__(self, name):
+        method = getattr(self.obj, name)
+        return SimpleNamespace(remote=lambda *a, **k: Ref(method(*a, **k)))
+
+
+class Recorder:
+    """A JobCounts stand-in that records the calls: what an actor tells the job."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __getattr__(self, name):
+        return SimpleNamespace(remote=lambda *a: Ref(self.calls.append((name, a))))
+
+
+class FakeDataset:
+    """The parts of a Ray Dataset the engine uses, over one arrow table; map_batches runs the actors here."""
+
+    def __init__(self, ray, table: pa.Table, known_schema=True):
+        self.ray, self.table, self.known_schema = ray, table, known_schema
+
+    def schema(self, fetch_if_missing=True):
+        assert fetch_if_missing is False  # the engine must not run the dataset to learn its columns
+        return self.table.schema if self.known_schema else None
+
+    def select_columns(self, cols):
+        self.ray.selected.append(list(cols))
+        return FakeDataset(self.ray, self.table.select(cols), self.known_schema)
+
+    def map_batches(self, fn, **kwargs):
+        self.ray.mapped.append(kwargs)
+        return Mapped(self.ray, self.table, fn, kwargs)
+
+
+class Mapped:
+    def __init__(self, ray, table, fn, kwargs):
+        self.ray, self.table, self.fn, self.kw = ray, table, fn, kwargs
+
+    def write_datasink(self, sink):
+        kw = self.kw
+        assert kw["batch_format"] == "pyarrow"
+        actors = [self.fn(**kw["fn_constructor_kwargs"]) for _ in range(kw["compute"].size)]
+        size = kw["batch_size"]
+        outs = []
+        for k, start in enumerate(range(0, self.table.num_rows, size)):
+            batch = self.table.slice(start, size)
+            actor = actors[k % len(actors)]
+            try:
+                if k in self.ray.retried:  # a worker that died after its batch: Ray runs the batch again
+                    actor(batch)
+                outs.append(actor(batch))
+            except Exception as exc:  # Ray hands the driver its own error, with only the text of the worker's
+                raise RuntimeError(f"RayTaskError(ValueError): {exc}") from None
+        for task, start in enumerate(range(0, len(outs), 2)):  # each write task takes the blocks of two batches
+            sink.write(iter(outs[start:start + 2]), SimpleNamespace(task_idx=task))
+            if task in self.ray.rewritten:  # a write task Ray retries
+                sink.write(iter(outs[start:start + 2]), SimpleNamespace(task_idx=task))
+
+
+class FakeRay(ModuleType):
+    """``ray`` for the engine's driver: a cluster of ``nodes`` (CPUs, GPUs), actors and tasks run in this process."""
+
+    def __init__(self, data_module, cpus=(2.0,), gpus=(0.0,), initialized=False):
+        super().__init__("ray")
+        self.cpus, self.gpus = cpus, gpus
+        self.initialized = initialized
+        self.inits, self.shutdowns, self.killed, self.actor_options = [], 0, [], []
+        self.selected, self.mapped, self.read, self.retried, self.rewritten = [], [], [], set(), set()
+        self.data = SimpleNamespace(DataContext=data_module.DataContext, Datasink=data_module.Datasink,
+                                    ActorPoolStrategy=lambda size: SimpleNamespace(size=size),
+                                    read_parquet=self.read_parquet)
+
+    def is_initialized(self):
+        return self.initialized
+
+    def init(self, **kwargs):
+        self.inits.append(kwargs)
+        self.initialized = True
+
+    def shutdown(self):
+        self.shutdowns += 1
+        self.initialized = False
+
+    def nodes(self):
+        return [{"Alive": True, "Resources": {"CPU": c, "GPU": g}} for c, g in zip(self.cpus, self.gpus)]
+
+    def remote(self, **options):
+        self.actor_options.append(options)
+        return lambda cls: SimpleNamespace(remote=lambda *a, **k: Handle(cls(*a, **k)))
+
+    def get(self, ref):
+        return ref.value
+
+    def kill(self, handle):
+        self.killed.append(handle)
+
+    def read_parquet(self, paths, **kwargs):
+        self.read.append((list(paths), kwargs))
+        return FakeDataset(self, pa.concat_tables([pq.read_table(p) for p in paths]))
+
+
+@pytest.fixture
+def ray_data():
+    return pytest.importorskip("ray.data", reason="Ray Data is an optional extra: pip install 'bertfeat[ray]'")
+
+
+@pytest.fixture
+def fake_ray(ray_data, monkeypatch):
+    """Install a FakeRay as ``ray``: returns a function that makes one (nodes, initialized) and installs it."""
+    import ray.data.block  # noqa: F401  (the sink imports BlockAccessor from it: the real one)
+
+    def install(**kwargs):
+        fake = FakeRay(ray_data, **kwargs)
+        monkeypatch.setitem(sys.modules, "ray", fake)
+        monkeypatch.setitem(sys.modules, "ray.data", fake.data)
+        return fake
+
+    return install
+
+
+@pytest.fixture
+def quiet_threads(monkeypatch):
+    """Actors set torch's threads; keep this process's."""
+    import bertfeat.backend
+
+    seen = []
+    monkeypatch.setattr(bertfeat.backend, "set_threads", lambda n: seen.append(n) or n)
+    return seen
+
+
+def frame(n: int, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    words = ["the cat", "sat on", "a mat", "dogs run", "far away", "quite", "slowly", "ok"]
+    texts = [" ".join(rng.choice(words, size=rng.integers(1, 6))) for _ in range(n)]
+    return pd.DataFrame({"id": np.arange(100, 100 + n), "review": texts, "title": [t[:7] for t in texts]})
+
+
+# -- pure parts ------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device, gpus, want", [
+    ("auto", 0, "cpu"),
+    ("cpu", 0, "cpu"),
+    ("mps", 0, "mps"),
+    ("auto", 1, "cuda"),
+    ("cuda", 1, "cuda"),
+    ("auto", 0.5, "cuda"),
+    ("cuda", 1.0, "cuda"),
+])
+def test_worker_device(device, gpus, want):
+    assert bray.worker_device(device, gpus) == want
+
+
+@pytest.mark.parametrize("device, gpus, message", [
+    (None, 0, "device=None is not valid: expected 'auto', 'cpu', 'cuda' or 'mps'."),
+    (0, 1, "device=0 is not valid: expected 'auto', 'cpu', 'cuda' or 'mps'."),
+    ("auto", 1.5, "gpus_per_worker=1.5 is not supported: a worker runs one model on one GPU, so it would leave the "
+                  "others idle. Pass gpus_per_worker=1 (one worker per GPU) or a fraction such as 0.5 (workers "
+                  "sharing a GPU)."),
+    ("cpu", 1, "device='cpu' does not go with gpus_per_worker=1: Ray gives each worker its GPU(s) and hides the "
+               "others, so leave device='auto' (--device auto)."),
+    ("cuda:1", 0.5, "device='cuda:1' does not go with gpus_per_worker=0.5: Ray gives each worker its GPU(s)"),
+    ("cuda", 0, "device='cuda' needs GPUs from Ray: pass gpus_per_worker=1 (--gpus-per-worker 1), one GPU per "
+                "worker."),
+    ("cuda:0", 0, "device='cuda:0' needs GPUs from Ray"),
+])
+def test_worker_device_refusals_word_for_word(device, gpus, message):
+    with pytest.raises(ValueError) as info:
+        bray.worker_device(device, gpus)
+    assert str(info.value).startswith(message)
+
+
+@pytest.mark.parametrize("x, want", [
+    (1, True), (0.5, True), (np.int64(2), True), (np.float32(0.25), True), (0, True),
+    (True, False), (float("nan"), False), (float("inf"), False), ("1", False), (None, False),
+])
+def test_is_number(x, want):
+    assert bray._is_number(x) is want
+
+
+def test_cluster_nodes_counts_only_live_nodes_and_reads_missing_resources_as_none():
+    ray = SimpleNamespace(nodes=lambda: [
+        {"Alive": True, "Resources": {"CPU": 8.0, "GPU": 2.0}},
+        {"Alive": False, "Resources": {"CPU": 64.0, "GPU": 8.0}},  # a dead node's resources are not there
+        {"Alive": True, "Resources": {"CPU": 4}},  # no GPU key: none
+        {"Alive": True, "Resources": {"GPU": 1}},  # no CPU key: none
+        {"Resources": {"CPU": 16.0}},  # no Alive flag: not known to be up
+    ])
+    cpus, gpus = bray._cluster_nodes(ray)
+    assert cpus == [8.0, 4.0, 0.0] and gpus == [2.0, 0.0, 1.0]
+    assert all(type(x) is float for x in cpus + gpus)
+
+
+def test_job_counts_keeps_distinct_texts_every_worker_and_the_first_mistake():
+    counts = bray.JobCounts()
+    assert counts.first_mistake() is None
+    distinct, workers = counts.report()
+    assert distinct.count() == (0, True) and workers == []
+    counts.add_texts(text_hashes(["a", "b", "a"]))
+    counts.add_texts(text_hashes(["b", "c"]))  # a retried batch, or the same text in two batches: counted once
+    counts.add_worker({"pid": 1})
+    counts.add_worker({"pid": 2})
+    first, second = ValueError("first"), TypeError("second")
+    counts.add_mistake(first)
+    counts.add_mistake(second)
+    distinct, workers = counts.report()
+    assert distinct.count() == (3, True) and workers == [{"pid": 1}, {"pid": 2}]
+    assert counts.first_mistake() is first
+
+
+def test_stats_file_sits_beside_its_data_file():
+    assert bray._stats_file(Path("/d/part-000003-ab.parquet")) == Path("/d/part-000003-ab.stats.json")
+
+
+def test_written_stats_sums_every_batch_and_leaves_only_the_data(tmp_path):
+    a = EncodeStats(rows=10, unique=8, cache_hits=2, missing=1, truncated=3, tokens=100, seconds=1.5)
+    b = EncodeStats(rows=5, unique=5, chunked=2, tokens=40, seconds=0.5)
+    c = EncodeStats(rows=7, unique=1, cache_hits=1, tokens=9)
+    (tmp_path / "part-000000-x.stats.json").write_text(json.dumps([json.dumps(a.to_dict()), json.dumps(b.to_dict())]))
+    (tmp_path / "part-000001-x.stats.json").write_text(json.dumps([json.dumps(c.to_dict())]))
+    (tmp_path / "part-000000-x.parquet").write_bytes(b"data")
+    totals, batches = bray._written_stats(tmp_path)
+    assert batches == 3
+    assert totals.to_dict() == dict(rows=22, missing=1, unique=14, cache_hits=3, cache_misses=0, cache_new=0,
+                                    truncated=3, chunked=2, tokens=149, padded_tokens=0, batches=0, seconds=2.0)
+    assert [p.name for p in tmp_path.iterdir()] == ["part-000000-x.parquet"]
+    assert bray._written_stats(tmp_path)[1] == 0  # nothing left to count
+
+
+def test_check_written_returns_the_files_in_name_order_and_refuses_a_short_output(tmp_path, tiny_bert):
+    from bertfeat.arrow import ArrowFeaturizer
+
+    featurizer = ArrowFeaturizer(["review"], ["id"], model=tiny_bert)
+    table = pa.table({"id": [1, 2, 3, 4], "review": ["a b", "c", "d e f", "g"]})
+    for name, rows in (("part-000001-x.parquet", slice(2, 4)), ("part-000000-x.parquet", slice(0, 2))):
+        pq.write_table(pa.Table.from_batches([featurizer(table[rows])]), tmp_path / name)
+    files, provenance = bray._check_written(tmp_path, 4)
+    assert [f.name for f in files] == ["part-000000-x.parquet", "part-000001-x.parquet"]
+    assert provenance == json.loads(pq.read_schema(files[0]).metadata[b"bertfeat"])
+    with pytest.raises(RuntimeError, match="the Ray workers"):
+        bray._check_written(tmp_path, 5)
+
+
+def test_known_schema_reads_what_ray_knows_without_running_the_dataset():
+    schema = pa.schema([("text", pa.string())])
+
+    class Dataset:
+        def __init__(self, answer):
+            self.answer = answer
+
+        def schema(self, fetch_if_missing=True):
+            if fetch_if_missing:
+                raise AssertionError("the dataset would be run to learn its schema")
+            if isinstance(self.answer, Exception):
+                raise self.answer
+            return self.answer
+
+    assert bray._known_schema(Dataset(schema)) is schema
+    assert bray._known_schema(Dataset(SimpleNamespace(base_schema=schema))) is schema  # Ray's Schema wrapper
+    assert bray._known_schema(Dataset(None)) is None  # not known until it runs
+    assert bray._known_schema(Dataset(SimpleNamespace(base_schema="not arrow"))) is None
+    assert bray._known_schema(Dataset(TypeError("unexpected keyword"))) is None  # a Ray without fetch_if_missing
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+@pytest.mark.parametrize("preserve_order", [False, True])
+def test_data_context_sets_order_and_progress_for_one_job_and_puts_them_back(ray_data, preserve_order, quiet):
+    ctx = ray_data.DataContext.get_current()
+    ray = SimpleNamespace(data=ray_data)
+    log = logging.getLogger("ray.data")
+    saved = (ctx.execution_options.preserve_order, ctx.enable_progress_bars, ctx.print_on_execution_start, log.level)
+    ctx.execution_options.preserve_order = not preserve_order
+    ctx.enable_progress_bars = True
+    ctx.print_on_execution_start = True
+    log.setLevel(logging.WARNING)
+    try:
+        with bray._data_context(ray, preserve_order, quiet) as entered:
+            assert isinstance(entered, bray._data_context)
+            assert ctx.execution_options.preserve_order is preserve_order
+            assert ctx.enable_progress_bars is (not quiet)
+            assert ctx.print_on_execution_start is (not quiet)
+            assert log.level == (logging.CRITICAL if quiet else logging.WARNING)
+        assert ctx.execution_options.preserve_order is (not preserve_order)
+        assert ctx.enable_progress_bars is True and ctx.print_on_execution_start is True
+        assert log.level == logging.WARNING
+        with pytest.raises(KeyError):  # put back when the job fails too, and the failure passes through
+            with bray._data_context(ray, preserve_order, quiet):
+                raise KeyError("job failed")
+        assert ctx.execution_options.preserve_order is (not preserve_order) and ctx.enable_progress_bars is True
+        assert log.level == logging.WARNING
+    finally:
+        ctx.execution_options.preserve_order, ctx.enable_progress_bars, ctx.print_on_execution_start = saved[:3]
+        log.setLevel(saved[3])
+
+
+def test_data_context_on_a_ray_without_the_start_announcement(ray_data):
+    ctx = SimpleNamespace(execution_options=SimpleNamespace(preserve_order=False), enable_progress_bars=True)
+    ray = SimpleNamespace(data=SimpleNamespace(DataContext=SimpleNamespace(get_current=lambda: ctx)))
+    with bray._data_context(ray, True, True):
+        assert not hasattr(ctx, "print_on_execution_start") and ctx.enable_progress_bars is False
+    assert not hasattr(ctx, "print_on_execution_start") and ctx.enable_progress_bars is True
+
+
+# -- the actor -------------------------------------------------------------------------------------------------------
+
+
+def test_the_actor_reports_itself_every_distinct_text_and_its_counts_with_the_first_row(tiny_bert, fake_ray,
+                                                                                       quiet_threads):
+    from bertfeat.arrow import ArrowFeaturizer
+
+    fake_ray()
+    collector = Recorder()
+    table = pa.table({"id": [1, 2, 3], "review": ["the cat", "a dog", "the cat"], "title": ["x", "the cat", "y"]})
+    actor = bray.RayFeaturizer(["review", "title"], ["id"], "columns", threads=3, params={"model": tiny_bert},
+                               collector=collector)
+    assert quiet_threads == [3] and actor.threads == 3
+    assert collector.calls == [("add_worker", ({"host": socket.gethostname(), "pid": os.getpid(), "device": "auto",
+                                                "threads": 3},))]
+    out = actor(table)
+    name, (hashes,) = collector.calls[1]
+    assert name == "add_texts" and len(collector.calls) == 2
+    np.testing.assert_array_equal(hashes, np.concatenate([text_hashes(["the cat", "a dog", "the cat"]),
+                                                          text_hashes(["x", "the cat", "y"])]))
+    want = pa.Table.from_batches([ArrowFeaturizer(["review", "title"], ["id"], model=tiny_bert)(table)])
+    assert out.column_names == want.column_names + [bray.STATS_COL]
+    assert out.schema.field(bray.STATS_COL).type == pa.string()
+    stats = out.column(bray.STATS_COL).to_pylist()
+    assert stats[1:] == [None, None]
+    assert json.loads(stats[0]) == actor.featurizer.embedder.stats_.to_dict()
+    assert json.loads(stats[0])["rows"] == 6  # two text columns of three rows
+    np.testing.assert_allclose(np.column_stack(out.columns[1:-1]), np.column_stack(want.columns[1:]), atol=1e-5)
+
+
+def test_the_actor_of_a_dataset_job_adds_no_counts_and_an_empty_batch_no_stats(tiny_bert, fake_ray, quiet_threads):
+    fake_ray()
+    table = pa.table({"review": ["a", "b"]})
+    alone = bray.RayFeaturizer(["review"], [], "list", threads=1, params={"model": tiny_bert})
+    assert alone.collector is None and alone(table).column_names == ["review_embedding"]
+    collector = Recorder()
+    actor = bray.RayFeaturizer(["review"], [], "columns", threads=1, params={"model": tiny_bert}, collector=collector)
+    out = actor(table.slice(0, 0))
+    assert out.num_rows == 0 and bray.STATS_COL not in out.column_names
+    assert [name for name, _ in collector.calls] == ["add_worker", "add_texts"]
+
+
+def test_the_actor_warns_of_truncation_once_and_passes_other_warnings_on(tiny_bert, fake_ray, quiet_threads):
+    from bertfeat.arrow import ArrowFeaturizer
+
+    fake_ray()
+    long = "word " * 200  # past the tiny model's 64 tokens
+    batch = pa.table({"review": [long, "short"]})
+    with pytest.warns(TruncationWarning) as core:
+        ArrowFeaturizer(["review"], [], model=tiny_bert)(batch)
+    actor = bray.RayFeaturizer(["review"], [], "columns", threads=1, params={"model": tiny_bert})
+    other = UserWarning("something else")
+
+    class AlsoWarns:
+        def __init__(self, inner):
+            self.inner, self.text_cols, self.embedder = inner, inner.text_cols, inner.embedder
+
+        def __call__(self, table):
+            warnings.warn(other)
+            return self.inner(table)
+
+    actor.featurizer = AlsoWarns(actor.featurizer)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        actor(batch)
+        actor(batch)
+    truncation = [w for w in caught if issubclass(w.category, TruncationWarning)]
+    assert [str(w.message) for w in truncation] == [f"{core[0].message} (warned once per Ray worker)"]
+    assert [w.message for w in caught if w.category is UserWarning] == [other, other]
+    assert actor.truncation_warned is True
+
+
+def test_the_actor_hands_a_bad_input_to_the_job_as_raised(tiny_bert, fake_ray, quiet_threads):
+    fake_ray()
+    collector = Recorder()
+    actor = bray.RayFeaturizer(["review"], [], "columns", threads=1, params={"model": tiny_bert}, collector=collector)
+    with pytest.raises(ValueError, match=r"missing \(None\) and missing='error'") as info:
+        actor(pa.table({"review": ["fine", None]}))
+    assert collector.calls[-1] == ("add_mistake", (info.value,))
+    with pytest.raises(ValueError) as info:  # a bad parameter, when the actor is built
+        bray.RayFeaturizer(["review"], [], "columns", threads=1, params={"model": tiny_bert, "pooling": 3},
+                           collector=collector)
+    assert collector.calls[-1] == ("add_mistake", (info.value,))
+    with pytest.raises(ValueError):  # with no job to tell, raised all the same
+        bray.RayFeaturizer(["review"], [], "columns", threads=1, params={"model": tiny_bert, "pooling": "most"})
+
+
+# -- the sink --------------------------------------------------------------------------------------------------------
+
+
+def test_the_sink_writes_a_tasks_blocks_in_order_to_one_file_and_their_counts_beside_it(fake_ray, tmp_path):
+    ray = fake_ray()
+    sink = bray._ordered_parquet_sink(ray, tmp_path / "data")
+    assert (tmp_path / "data").is_dir() and sink.get_name() == "BertfeatParquet"
+    stats = [json.dumps({"rows": 2}), json.dumps({"rows": 1})]
+    blocks = [
+        pa.table({"id": [1, 2], bray.STATS_COL: [stats[0], None]}),
+        pa.table({"id": pa.array([], pa.int64()), bray.STATS_COL: pa.array([], pa.string())}),  # empty: skipped
+        pa.table({"id": [3], bray.STATS_COL: [stats[1]]}),
+    ]
+    sink.write(iter(blocks), SimpleNamespace(task_idx=12))
+    sink.write(iter([pa.table({"id": [9]})]), SimpleNamespace(task_idx=3))  # a dataset job's rows carry no counts
+    sink.write(iter([blocks[1]]), SimpleNamespace(task_idx=4))  # nothing to write: no file
+    files = sorted((tmp_path / "data").iterdir())
+    names = [f.name for f in files]
+    assert len(names) == 3
+    data3, data12, stats12 = files
+    assert data3.name.startswith("part-000003-") and data3.suffix == ".parquet"
+    assert data12.name.startswith("part-000012-") and data12.name.endswith(".parquet")
+    assert data12.name.split("-")[2] == data3.name.split("-")[2]  # one write id for the job's files
+    assert stats12 == bray._stats_file(data12)
+    assert pq.read_table(data12).to_pydict() == {"id": [1, 2, 3]}  # the counts column taken off, order kept
+    assert pq.read_table(data3).to_pydict() == {"id": [9]}
+    assert json.loads(stats12.read_text()) == stats
+    other = bray._ordered_parquet_sink(ray, tmp_path / "data")
+    other.write(iter([pa.table({"id": [1]})]), SimpleNamespace(task_idx=0))
+    ids = {f.name.split("-")[2] for f in (tmp_path / "data").glob("*.parquet")}
+    assert len(ids) == 2  # each write has its own id: a retried job's files never collide with a dead one's
+
+
+# -- embed_dataset and a whole file job on FakeRay -------------------------------------------------------------------
+
+
+def test_embed_dataset_hands_ray_the_plan_and_the_actor_its_arguments(tiny_bert, fake_ray, quiet_threads, tmp_path):
+    ray = fake_ray(cpus=(16.0, 16.0), gpus=(0.0, 0.0))
+    table = pa.Table.from_pandas(frame(30), preserve_index=False)
+    ds = FakeDataset(ray, table)
+    feats = bray.embed_dataset(ds, "review", "id", num_workers=4, batch_rows=7, model=tiny_bert,
+                               cache_dir=str(tmp_path / "c"))
+    assert ray.inits == [{}]  # a Ray not started yet is started with its defaults
+    assert ray.selected == [["id", "review"]]
+    kw = ray.mapped[0]
+    assert feats.fn is bray.RayFeaturizer and kw["batch_format"] == "pyarrow" and kw["batch_size"] == 7
+    assert kw["compute"].size == 4 and kw["num_cpus"] == 7.0 and kw["num_gpus"] == 0.0
+    assert kw["fn_constructor_kwargs"] == dict(
+        text_cols=["review"], keep_cols=["id"], layout="columns", threads=7, collector=None, gpu_share=0.0,
+        params={"model": str(Path(tiny_bert).resolve()), "cache_dir": str((tmp_path / "c").resolve()),
+                "device": "cpu"})
+    assert set(kw) == {"fn_constructor_kwargs", "batch_format", "batch_size", "compute", "num_cpus", "num_gpus"}
+
+
+def test_embed_dataset_with_gpus_and_a_list_layout(tiny_bert, fake_ray):
+    ray = fake_ray(cpus=(16.0,), gpus=(2.0,), initialized=True)
+    ds = FakeDataset(ray, pa.table({"t": ["a"], "u": ["b"], "k": [1], "j": [2]}))
+    collector = object()
+    bray.embed_dataset(ds, ["t", "u"], ["k", "t"], gpus_per_worker=0.5, layout="list", model=tiny_bert,
+                       _collector=collector)
+    assert ray.inits == []  # a running Ray is used as it is
+    assert ray.selected == [["k", "t", "u"]]  # each column once, kept columns first
+    kw = ray.mapped[0]
+    assert kw["compute"].size == 4 and kw["num_cpus"] == 1.0 and kw["num_gpus"] == 0.5 and kw["batch_size"] == 10_000
+    ctor = kw["fn_constructor_kwargs"]
+    assert ctor["layout"] == "list" and ctor["collector"] is collector and ctor["gpu_share"] == 0.5
+    assert ctor["params"]["device"] == "cuda" and ctor["threads"] == 1
+    assert ctor["text_cols"] == ["t", "u"] and ctor["keep_cols"] == ["k", "t"]
+
+
+def test_embed_dataset_checks_before_any_actor_starts(tiny_bert, fake_ray):
+    ray = fake_ray()
+    ds = FakeDataset(ray, pa.table({"review": ["a"], "n": [1]}))
+    for rows in (0, -1, 1.5, "10", None, True):
+        with pytest.raises(ValueError, match=rf"batch_rows={rows!r} is not valid: expected a positive number of rows"):
+            bray.embed_dataset(ds, "review", batch_rows=rows, model=tiny_bert)
+    assert ray.inits == []  # refused before Ray starts
+    with pytest.raises(ValueError, match=r"column\(s\) \['body'\] not found"):
+        bray.embed_dataset(ds, "body", model=tiny_bert)
+    with pytest.raises(TypeError, match="text column 'n' holds int64 values"):
+        bray.embed_dataset(ds, "n", model=tiny_bert)
+    with pytest.raises(ValueError, match="device='cuda' needs GPUs from Ray"):
+        bray.embed_dataset(ds, "review", model=tiny_bert, device="cuda")
+    unknown = FakeDataset(ray, pa.table({"review": [1]}), known_schema=False)  # checked by the actors then
+    bray.embed_dataset(unknown, "review", model=tiny_bert)
+    assert ray.mapped and not ray.mapped[:-1]
+
+
+def write_input(tmp_path, df, files=2):
+    (tmp_path / "in").mkdir()
+    step = -(-len(df) // files)
+    for k in range(files):
+        df.iloc[k * step:(k + 1) * step].to_parquet(tmp_path / "in" / f"{k}.parquet", index=False)
+    return tmp_path / "in"
+
+
+def test_a_file_job_on_fake_ray_writes_what_the_local_engine_writes(tiny_bert, fake_ray, quiet_threads, tmp_path,
+                                                                    capsys):
+    from bertfeat.files import embed_file
+
+    df = frame(45, seed=1)
+    df.loc[[4, 30], "review"] = None
+    df.loc[7, "review"] = "long words here " * 30  # truncated at 64 tokens
+    src = write_input(tmp_path, df)
+    local = embed_file(src, tmp_path / "local.parquet", ["review"], keep_cols=["id"], chunk_rows=8, model=tiny_bert,
+                       missing="zero", quiet=True)
+    ray = fake_ray(cpus=(3.0,))
+    ray.retried.add(2)  # the third batch is run twice, as when Ray restarts a dead worker
+    ray.rewritten.add(1)  # and the second write task is written twice
+    (tmp_path / "out.partial" / "data").mkdir(parents=True)
+    (tmp_path / "out.partial" / "data" / "dead-run.parquet").write_bytes(b"left by a killed run")
+    with pytest.warns(TruncationWarning, match=r"\(warned once per Ray worker\)"):
+        manifest = bray.embed_parquet(src, tmp_path / "out", "review", keep_cols="id", batch_rows=8, num_workers=2,
+                                      model=tiny_bert, missing="zero")
+    out = tmp_path / "out"
+    assert not (tmp_path / "out.partial").exists() and sorted(p.suffix for p in out.iterdir()) == [".parquet"] * 3
+    got, want = pq.read_table(out), pq.read_table(tmp_path / "local.parquet")
+    assert got.schema.equals(want.schema, check_metadata=True)
+    assert got.column("id").to_pylist() == df["id"].tolist()
+    np.testing.assert_allclose(np.column_stack(got.columns[1:]), np.column_stack(want.columns[1:]), atol=1e-5)
+
+    # Ray was started for the job and stopped after it, the counting actor reserved no CPU and was killed
+    assert ray.inits == [{"logging_level": logging.INFO, "log_to_driver": True}] and ray.shutdowns == 1
+    assert ray.actor_options == [{"num_cpus": 0}] and len(ray.killed) == 1
+    files = sorted(src.glob("*.parquet"))
+    assert ray.read == [([str(f.resolve()) for f in files],
+                         {"partitioning": None, "file_extensions": [s.lstrip(".") for s in PARQUET_SUFFIXES]})]
+    assert ray.mapped[0]["fn_constructor_kwargs"]["params"]["cache_dir"] == str(tmp_path / "out.partial" / "cache")
+
+    assert manifest == json.loads((tmp_path / "out.manifest.json").read_text())
+    assert manifest["output"] == str(out) and manifest["engine"] == "ray"
+    assert manifest["input"] == local["input"] and manifest["provenance"] == local["provenance"]
+    assert manifest["provenance"] == json.loads(got.schema.metadata[b"bertfeat"])
+    counts = manifest["counts"]
+    for key in ("rows", "texts", "unique_texts", "unique_texts_exact", "missing", "truncated", "chunked",
+                "rows_resumed"):
+        assert counts[key] == local["counts"][key], key
+    assert counts["rows"] == 45 and counts["missing"] == 2 and counts["truncated"] == 1 and counts["chunks"] == 6
+    # the batch run twice found its texts in the run's cache the first time left: hits, not a second embedding
+    assert counts["embedded"] + counts["cache_hits"] == local["counts"]["embedded"] + local["counts"]["cache_hits"]
+    assert counts["cache_hits"] > 0
+    assert set(manifest["timing"]) == {"seconds", "embed_seconds"}
+    assert 0 < manifest["timing"]["embed_seconds"] <= manifest["timing"]["seconds"]
+    assert manifest["chunk_rows"] == 8 and manifest["cache_dir"] is None
+    workers = manifest["ray"].pop("workers")
+    assert manifest["ray"] == {"num_workers": 2, "cpus": 1.0, "gpus": 0.0, "threads": 1, "device": "cpu", "files": 3,
+                               "preserve_order": True}
+    assert workers == [{"host": socket.gethostname(), "pid": os.getpid(), "device": "cpu", "threads": 1}] * 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"bertfeat embed: wrote {out} (45 rows x ")
+
+
+def test_a_quiet_job_on_a_running_ray_with_the_users_cache(tiny_bert, fake_ray, quiet_threads, tmp_path, capsys):
+    src = write_input(tmp_path, frame(12, seed=2), files=1)
+    ray = fake_ray(initialized=True)
+    manifest = bray.embed_parquet(src, tmp_path / "out", ["review", "title"], layout="list", preserve_order=False,
+                                  quiet=True, model=tiny_bert, cache_dir=str(tmp_path / "mine"))
+    assert ray.inits == [] and ray.shutdowns == 0  # a Ray the caller started is left running
+    assert capsys.readouterr().err == ""
+    assert manifest["cache_dir"] == str(tmp_path / "mine") and (tmp_path / "mine").is_dir()
+    assert manifest["ray"]["preserve_order"] is False and manifest["chunk_rows"] == 10_000
+    assert manifest["counts"]["texts"] == 24 and manifest["counts"]["rows"] == 12
+    assert pq.read_table(tmp_path / "out").column_names == ["review_embedding", "title_embedding"]
+
+    ray = fake_ray()
+    bray.embed_parquet(src, tmp_path / "out2", "review", quiet=True, model=tiny_bert)
+    assert ray.inits == [{"logging_level": logging.ERROR, "log_to_driver": False}] and ray.shutdowns == 1
+
+
+def test_a_workers_mistake_fails_the_job_as_the_local_engine_says_it(tiny_bert, fake_ray, quiet_threads, tmp_path):
+    df = frame(20)
+    df.loc[13, "review"] = None
+    src = write_input(tmp_path, df, files=1)
+    ray = fake_ray()
+    with pytest.raises(ValueError) as info:  # the fourth row of the third batch: named by its row in the input
+        bray.embed_parquet(src, tmp_path / "out", "review", batch_rows=5, model=tiny_bert, quiet=True)
+    assert str(info.value).startswith("row 13 of column 'review' is missing (None) and missing='error'.")
+    assert info.value.__suppress_context__
+    from bertfeat.files import embed_file
+
+    with pytest.raises(ValueError) as local:
+        embed_file(src, tmp_path / "local.parquet", "review", chunk_rows=5, model=tiny_bert, quiet=True)
+    assert str(info.value) == str(local.value)
+    assert ray.shutdowns == 1 and not ray.initialized  # stopped on failure too
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_failure_that_is_no_users_mistake_passes_through(tiny_bert, fake_ray, quiet_threads, tmp_path,
+                                                           monkeypatch):
+    src = write_input(tmp_path, frame(10), files=1)
+    ray = fake_ray()
+
+    def broken(self, sink):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(Mapped, "write_datasink", broken)
+    with pytest.raises(OSError, match="disk full"):
+        bray.embed_parquet(src, tmp_path / "out", "review", model=tiny_bert, quiet=True)
+    assert ray.shutdowns == 1 and not (tmp_path / "out").exists()
+
+
+def test_a_file_job_is_refused_before_ray_starts(tiny_bert, fake_ray, tmp_path):
+    ray = fake_ray()
+    src = write_input(tmp_path, frame(5), files=1)
+    for rows in (0, 2.5, None):
+        with pytest.raises(ValueError, match=rf"batch_rows={rows!r} is not valid: expected a positive number of rows"):
+            bray.embed_parquet(src, tmp_path / "o", "review", batch_rows=rows, model=tiny_bert)
+    csv = tmp_path / "in.csv"
+    csv.write_text("review\nhello\n")
+    with pytest.raises(ValueError) as info:
+        bray.embed_parquet(csv, tmp_path / "o", "review", model=tiny_bert)
+    assert str(info.value) == (f"input {str(csv)!r} is CSV: the Ray engine reads parquet only. Convert it to parquet "
+                               "first, or use the local engine (bertfeat embed without --engine ray).")
+    pq.write_table(pa.table({"review": pa.array([], pa.string())}), tmp_path / "empty.parquet")
+    with pytest.raises(ValueError) as info:
+        bray.embed_parquet(tmp_path / "empty.parquet", tmp_path / "o", "review", model=tiny_bert)
+    assert str(info.value) == f"input {str(tmp_path / 'empty.parquet')!r} has no rows to embed."
+    with pytest.raises(ValueError, match="does not go with gpus_per_worker=1"):
+        bray.embed_parquet(src, tmp_path / "o", "review", gpus_per_worker=1, device="cpu", model=tiny_bert)
+    with pytest.raises(ValueError, match=r"column\(s\) \['body'\] not found"):
+        bray.embed_parquet(src, tmp_path / "o", "body", model=tiny_bert)
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "x.parquet").write_bytes(b"")
+    with pytest.raises(FileExistsError, match="pass --overwrite"):
+        bray.embed_parquet(src, tmp_path / "taken", "review", model=tiny_bert)
+    assert ray.inits == [] and ray.mapped == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.parquet", "in", "in.csv", "taken"]
