@@ -310,3 +310,71 @@ def test_a_part_of_more_than_a_million_rows_is_one_row_group(tmp_path, in_task, 
     list(bspark._write_partition(iter([rows_batch([1], ["a"], [0])]), spec_for("m", tmp_path)))
     meta = pq.ParquetFile(tmp_path / "part-000003.parquet").metadata
     assert (meta.num_rows, meta.num_row_groups) == (n, 1)
+
+
+# -- the driver's helpers that need no Spark session ------------------------------------------------------------------
+
+
+def test_exact_counts_are_reported_as_exact():
+    counted = bspark._Exact(np.int64(42))
+    assert counted.count() == (42, True) and type(counted.n) is int
+
+
+def test_parquet_input_is_read_where_it_is_with_each_files_row_count(tmp_path):
+    from bertfeat.readers import InputReader
+
+    (tmp_path / "in").mkdir()
+    for name, n in (("a.parquet", 3), ("b.parquet", 0), ("c.parquet", 5)):
+        pq.write_table(pa.table({"t": [f"x{i}" for i in range(n)]}, schema=pa.schema([("t", pa.string())])),
+                       tmp_path / "in" / name)
+    reader = InputReader(str(tmp_path / "in"), ["t"], 2, ["t"])
+    files, counts = bspark._parquet_files(reader, tmp_path / "staged")
+    assert [f.name for f in files] == ["a.parquet", "b.parquet", "c.parquet"] and counts == [3, 0, 5]
+    assert not (tmp_path / "staged").exists()  # nothing copied
+
+
+def test_csv_input_is_staged_as_parquet_one_file_per_chunk_in_order(tmp_path):
+    from bertfeat.readers import InputReader
+
+    src = tmp_path / "in.csv"
+    src.write_text("id,t\n" + "".join(f"{i:03d},text {i}\n" for i in range(7)))
+    reader = InputReader(str(src), ["id", "t"], 3, ["t"])
+    files, counts = bspark._parquet_files(reader, tmp_path / "staged")
+    assert [f.name for f in files] == ["rows-000000.parquet", "rows-000001.parquet", "rows-000002.parquet"]
+    assert all(f.parent == tmp_path / "staged" for f in files) and counts == [3, 3, 1]
+    tables = [pq.read_table(f) for f in files]
+    assert [t.num_rows for t in tables] == counts
+    assert [pq.ParquetFile(f).metadata.num_row_groups for f in files] == [1, 1, 1]
+    assert sum((t.column("id").to_pylist() for t in tables), []) == [f"{i:03d}" for i in range(7)]  # as written
+    with pytest.raises(FileExistsError):  # a staging folder is the job's own: never written into twice
+        bspark._parquet_files(reader, tmp_path / "staged")
+
+
+class FakeConf:
+    def __init__(self, values):
+        self.values, self.log = dict(values), []
+
+    def get(self, key, default):
+        return self.values.get(key, default)
+
+    def set(self, key, value):
+        self.log.append(("set", key, value))
+        self.values[key] = value
+
+    def unset(self, key):
+        self.log.append(("unset", key))
+        self.values.pop(key, None)
+
+
+def test_spark_options_are_set_for_one_job_and_the_callers_put_back():
+    conf = FakeConf({"a": "caller's", "c": "untouched"})
+    spark = SimpleNamespace(conf=conf)
+    with bspark._conf(spark, {"a": "job's", "b": "1"}) as entered:
+        assert isinstance(entered, bspark._conf)
+        assert conf.values == {"a": "job's", "b": "1", "c": "untouched"}
+    assert conf.values == {"a": "caller's", "c": "untouched"}  # b was not set before: unset again
+    assert conf.log[-2:] in ([("set", "a", "caller's"), ("unset", "b")], [("unset", "b"), ("set", "a", "caller's")])
+    with pytest.raises(KeyError):  # put back when the job fails too, and the failure passes through
+        with bspark._conf(spark, {"a": "job's"}):
+            raise KeyError("job failed")
+    assert conf.values == {"a": "caller's", "c": "untouched"}
