@@ -581,3 +581,64 @@ def test_prefix_and_prompt_name_together_are_refused(capsys, csv_input):
                  "--prompt-name", "query"]) == 2
     assert capsys.readouterr().err == ("bertfeat embed: error: --prefix and --prompt-name both set the text put before "
                                        "each text; pass only one.\n")
+
+
+# -- the parser itself: version, a missing command, every default ------------------------------------------------------
+
+
+def test_version_prints_the_packages_version(capsys):
+    from bertfeat import __version__
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0 and capsys.readouterr().out == f"bertfeat {__version__}\n"
+
+
+@pytest.mark.parametrize("argv, line", [
+    ([], "bertfeat: error: the following arguments are required: COMMAND (see bertfeat --help)"),
+    (["cache"], "bertfeat cache: error: the following arguments are required: ACTION (see bertfeat cache --help)"),
+    (["cache", "info"], "bertfeat cache info: error: the following arguments are required: DIR "
+                        "(see bertfeat cache info --help)"),
+])
+def test_a_missing_command_or_action_is_one_line(capsys, argv, line):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2 and capsys.readouterr().err == line + "\n"
+
+
+def _defaults(command: str) -> dict:
+    from bertfeat.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    return {a.dest: a.default for a in sub._actions if a.option_strings and a.dest != "help"}
+
+
+def test_every_embed_option_has_the_documented_default():
+    assert _defaults("embed") == {
+        "text_col": None, "out": None, "id_col": None, "keep_col": [], "delimiter": None, "infer_types": False,
+        "model": "default", "pooling": "cls+mean", "layers": None, "layer_agg": "mean", "max_length": None,
+        "long_text": "truncate", "stride": None, "normalize": False, "prefix": None, "prompt_name": None,
+        "missing": "error", "device": "auto", "dtype": "auto", "batch_tokens": None, "cache_dir": None,
+        "layout": "columns", "chunk_rows": 10_000, "chunk_chars": None, "checkpoint_every": None, "overwrite": False,
+        "quiet": False, "engine": "local", "master": None, "num_workers": None, "gpus_per_worker": None,
+        "cpus_per_worker": None,
+    }
+
+
+def test_every_probe_option_has_the_documented_default():
+    assert _defaults("probe") == {
+        "text_col": None, "label_col": None, "model": None, "task": "auto", "cv": 5, "max_length": None,
+        "long_text": "truncate", "normalize": False, "prefix": None, "prompt_name": None, "missing": "error",
+        "device": "auto", "dtype": "auto", "cache_dir": None, "no_baseline": False, "unions": 3, "plot": None,
+        "json": None, "top": 15,
+    }
+
+
+@pytest.mark.parametrize("argv, dest, value", [
+    (["cache", "info", "d"], "dir", "d"), (["cache", "compact", "d"], "dir", "d"), (["cache", "clear", "d"], "dir", "d"),
+    (["cache", "clear", "d"], "action", "clear"), (["info"], "command", "info"),
+])
+def test_positional_arguments_land_where_the_commands_read_them(argv, dest, value):
+    from bertfeat.cli import build_parser
+
+    assert getattr(build_parser().parse_args(argv), dest) == value
