@@ -390,6 +390,11 @@ def test_code_leaves_out_the_default_model_and_repr_shows_the_table():
                        recommended=None, best=None, num_layers=6, recommended_kind="tfidf")
     assert repr(long) == ("ProbeResult(regression, metric=r2, recommended=tfidf None)\n"
                           + pd.concat([shown] * 6, ignore_index=True).head(10).to_string(index=False))
+    # several models compared: the model column comes first
+    models = ProbeResult(table=table.assign(model=["default", "/m"]), metric="roc_auc", task="classification",
+                         recommended={"pooling": "mean"}, best=None, num_layers=6)
+    assert repr(models).splitlines()[1:] == table.assign(model=["default", "/m"])[
+        ["model", "kind", "candidate", "n_features", "score", "std_err"]].to_string(index=False).splitlines()
 
 
 def test_the_estimator_kinds_and_their_code(probed):
