@@ -17,6 +17,7 @@ import json
 import logging
 import math
 import os
+import re
 import shutil
 import socket
 import time
@@ -202,8 +203,28 @@ class RayFeaturizer:
                 ray.get(self.collector.add_mistake.remote(exc))
             raise
 
+    @contextlib.contextmanager
+    def _naming_the_row(self, table: pa.Table):
+        """In a Dataset job, a bad text's "row i" is the i-th of the batch Ray sent: say so, with the row's kept
+        columns (its id), since a Dataset numbers no rows. (A file job's driver names the input's row instead.)"""
+        try:
+            yield
+        except (ValueError, TypeError) as exc:
+            m = re.match(r"row (\d+)", str(exc))
+            if self.collector is not None or m is None or int(m.group(1)) >= table.num_rows:
+                raise
+            row = int(m.group(1))
+            kept = ", ".join(f"{c}={table.column(c)[row].as_py()!r}" for c in self.featurizer.keep_cols)
+            note = (f" (row {row} of the batch of {table.num_rows} rows Ray sent this worker, not of the Dataset, "
+                    "which numbers no rows" + (f"; that row has {kept})" if kept else ")"))
+            try:
+                named = type(exc)(f"{exc}{note}")
+            except Exception:  # an error type that wants other arguments: left as raised
+                raise exc from None
+            raise named from None
+
     def __call__(self, table: pa.Table) -> pa.Table:
-        with warnings.catch_warnings(record=True) as caught, self._reporting_mistakes():
+        with warnings.catch_warnings(record=True) as caught, self._reporting_mistakes(), self._naming_the_row(table):
             warnings.simplefilter("always", TruncationWarning)
             batch = self.featurizer(table)
         truncated = [w for w in caught if issubclass(w.category, TruncationWarning)]

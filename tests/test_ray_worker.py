@@ -663,3 +663,28 @@ def test_a_file_job_is_refused_before_ray_starts(tiny_bert, fake_ray, tmp_path):
         bray.embed_parquet(src, tmp_path / "taken", "review", model=tiny_bert)
     assert ray.inits == [] and ray.mapped == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.parquet", "in", "in.csv", "taken"]
+
+
+def test_a_dataset_jobs_actor_says_a_bad_rows_number_is_the_batchs_and_names_its_kept_columns(tiny_bert, fake_ray,
+                                                                                              quiet_threads):
+    fake_ray()
+    table = pa.table({"id": [7, 8, 9], "note": ["x", "y", "z"], "review": ["fine", None, "ok"]})
+    actor = bray.RayFeaturizer(["review"], ["id", "note"], "columns", threads=1, params={"model": tiny_bert})
+    with pytest.raises(ValueError) as info:
+        actor(table)
+    assert str(info.value).startswith("row 1 of column 'review' is missing (None) and missing='error'.")
+    assert str(info.value).endswith(" (row 1 of the batch of 3 rows Ray sent this worker, not of the Dataset, which "
+                                    "numbers no rows; that row has id=8, note='y')")
+    bare = bray.RayFeaturizer(["review"], [], "columns", threads=1, params={"model": tiny_bert})
+    with pytest.raises(ValueError) as info:
+        bare(table.select(["review"]))
+    assert str(info.value).endswith(" (row 1 of the batch of 3 rows Ray sent this worker, not of the Dataset, which "
+                                    "numbers no rows)")
+    collector = Recorder()  # a file job: the driver names the input's row, the actor's words are left as they are
+    filed = bray.RayFeaturizer(["review"], ["id"], "columns", threads=1, params={"model": tiny_bert},
+                               collector=collector)
+    with pytest.raises(ValueError) as info:
+        filed(table)
+    assert str(info.value).endswith("or fill the missing texts first.")
+    with pytest.raises(ValueError, match="^pooling='most' is not valid"):  # no row named: as raised
+        bray.RayFeaturizer(["review"], [], "columns", threads=1, params={"model": tiny_bert, "pooling": "most"})
