@@ -177,17 +177,27 @@ class ArrowFeaturizer:
 _ROW = re.compile(r"^row (\d+)")
 
 
+def row_named(exc: Exception) -> int | None:
+    """The batch row a mistake of the core is about (its message starts "row i"), or None."""
+    m = _ROW.match(str(exc))
+    return None if m is None else int(m.group(1))
+
+
+def reworded(exc: Exception, message: str) -> Exception:
+    """``exc``'s type with another message; ``exc`` itself for an error type that wants other arguments."""
+    try:
+        return type(exc)(message)
+    except Exception:
+        return exc
+
+
 def at_input_row(exc: Exception, rows) -> Exception:
     """A mistake the core raised about "row i" of a batch, said of the input's row ``rows[i]`` instead: the same
     type and words otherwise. Any other error (or a row past ``rows``) is returned as it is."""
-    message = str(exc)
-    m = _ROW.match(message)
-    if m is None or int(m.group(1)) >= len(rows):
+    row = row_named(exc)
+    if row is None or row >= len(rows):
         return exc
-    try:
-        return type(exc)(f"row {rows[int(m.group(1))]}{message[m.end():]}")
-    except Exception:  # an error type that wants other arguments: left as raised
-        return exc
+    return reworded(exc, f"row {rows[row]}{str(exc)[len(f'row {row}'):]}")
 
 
 def raise_at_input_row(exc: Exception, rows) -> None:

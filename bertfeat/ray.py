@@ -17,7 +17,6 @@ import json
 import logging
 import math
 import os
-import re
 import shutil
 import socket
 import time
@@ -210,17 +209,17 @@ class RayFeaturizer:
         try:
             yield
         except (ValueError, TypeError) as exc:
-            m = re.match(r"row (\d+)", str(exc))
-            if self.collector is not None or m is None or int(m.group(1)) >= table.num_rows:
+            from bertfeat.arrow import reworded, row_named
+
+            row = row_named(exc)
+            if self.collector is not None or row is None or row >= table.num_rows:
                 raise
-            row = int(m.group(1))
             kept = ", ".join(f"{c}={table.column(c)[row].as_py()!r}" for c in self.featurizer.keep_cols)
             note = (f" (row {row} of the batch of {table.num_rows} rows Ray sent this worker, not of the Dataset, "
                     "which numbers no rows" + (f"; that row has {kept})" if kept else ")"))
-            try:
-                named = type(exc)(f"{exc}{note}")
-            except Exception:  # an error type that wants other arguments: left as raised
-                raise exc from None
+            named = reworded(exc, f"{exc}{note}")
+            if named is exc:
+                raise
             raise named from None
 
     def __call__(self, table: pa.Table) -> pa.Table:

@@ -688,3 +688,23 @@ def test_a_dataset_jobs_actor_says_a_bad_rows_number_is_the_batchs_and_names_its
     assert str(info.value).endswith("or fill the missing texts first.")
     with pytest.raises(ValueError, match="^pooling='most' is not valid"):  # no row named: as raised
         bray.RayFeaturizer(["review"], [], "columns", threads=1, params={"model": tiny_bert, "pooling": "most"})
+
+
+def test_a_dataset_jobs_error_of_a_type_that_wants_other_arguments_is_left_as_raised(tiny_bert, fake_ray,
+                                                                                    quiet_threads):
+    fake_ray()
+
+    class Picky(ValueError):
+        def __init__(self, message, code):
+            super().__init__(message)
+
+    actor = bray.RayFeaturizer(["review"], [], "columns", threads=1, params={"model": tiny_bert})
+    raised = Picky("row 1 is odd", 3)
+
+    def fails(table):
+        raise raised
+
+    actor.featurizer = type("F", (), {"__call__": lambda self, t: fails(t), "keep_cols": []})()
+    with pytest.raises(Picky) as info:
+        actor(pa.table({"review": ["a", "b"]}))
+    assert info.value is raised
