@@ -138,6 +138,9 @@ def test_embed_dataframe_is_lazy_and_equals_the_core(tiny_bert, spark):
         first = feats.schema[want.schema.names[1]]
         assert json.loads(first.metadata["bertfeat"]) == json.loads(want.schema.metadata[b"bertfeat"])
         assert first.dataType == (ArrayType(FloatType(), False) if layout == "list" else FloatType())
+        # the provenance is on each embedding column (list), or on the first feature column only (columns)
+        tagged = [f.name for f in feats.schema.fields if "bertfeat" in f.metadata]
+        assert tagged == (["review_embedding", "title_embedding"] if layout == "list" else [want.schema.names[1]])
         got = feats.toArrow().sort_by("id")
         assert got.column("id").to_pylist() == df["id"].tolist()
         assert np.abs(features(got, 1) - features(pa.Table.from_batches([want]), 1)).max() <= 1e-5
