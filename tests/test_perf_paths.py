@@ -447,3 +447,85 @@ def test_a_failing_model_stops_the_prefetch_thread_at_once(monkeypatch):
         time.sleep(0.01)
     assert not [t for t in threading.enumerate() if t.name == "bertfeat-prefetch"]
     assert info.value is not None
+
+
+def _within(seconds, fn):
+    """``fn()``, run in a daemon thread, failing (not hanging) when it has not returned within ``seconds``."""
+    out = []
+    t = threading.Thread(target=lambda: out.append(fn()), daemon=True)
+    t.start()
+    t.join(timeout=seconds)
+    assert not t.is_alive(), f"still waiting after {seconds} s"
+    return out[0]
+
+
+def test_prefetched_passes_none_and_other_falsy_items_through():
+    items = [1, None, 0, "", None, 2]
+    assert _within(5, lambda: list(prefetched(iter(items)))) == items
+
+
+def _stable(count, seconds=0.3):
+    """Wait until ``count()`` stops changing for ``seconds`` (the producer is blocked); returns it."""
+    import time
+
+    last, since = count(), time.monotonic()
+    while time.monotonic() - since < seconds:
+        time.sleep(0.02)
+        now = count()
+        if now != last:
+            last, since = now, time.monotonic()
+    return last
+
+
+@pytest.mark.parametrize("depth", [None, 1, 3])
+def test_prefetched_runs_at_most_depth_items_ahead_of_the_consumer(depth):
+    pulled = []
+
+    def source():
+        for i in range(100):
+            pulled.append(i)
+            yield i
+
+    it = prefetched(source()) if depth is None else prefetched(source(), depth=depth)
+    depth = depth or 1  # the default
+    assert _within(5, lambda: next(it)) == 0
+    # held: the queue's depth items, and one more the producer holds while it waits for room
+    assert _stable(lambda: len(pulled)) == 1 + depth + 1
+    assert _within(5, lambda: [next(it) for _ in range(5)]) == [1, 2, 3, 4, 5]
+    assert _stable(lambda: len(pulled)) == 6 + depth + 1
+    _within(5, it.close)
+
+
+def test_prefetched_keeps_up_with_a_slow_consumer_and_its_thread_is_a_named_daemon():
+    import time
+
+    it = prefetched(iter(range(6)), depth=1)
+    got = [_within(5, lambda: next(it))]
+    workers = [t for t in threading.enumerate() if t.name == "bertfeat-prefetch"]
+    assert len(workers) == 1 and workers[0].daemon is True  # never keeps the interpreter from exiting
+
+    def consume():
+        for item in it:  # the producer waits on a full queue longer than its put timeout, more than once
+            time.sleep(0.12)
+            got.append(item)
+
+    _within(10, consume)
+    assert got == list(range(6)) and not workers[0].is_alive()
+
+
+def test_closing_prefetched_stops_its_thread_at_once():
+    import time
+
+    def endless():
+        i = 0
+        while True:
+            yield i
+            i += 1
+
+    it = prefetched(endless(), depth=1)
+    assert _within(5, lambda: next(it)) == 0
+    worker = next(t for t in threading.enumerate() if t.name == "bertfeat-prefetch")
+    _stable(lambda: 0, 0.2)  # the producer is now blocked on a full queue
+    start = time.monotonic()
+    _within(5, it.close)  # it must see the stop within its short put timeout
+    assert time.monotonic() - start < 0.5 and not worker.is_alive()

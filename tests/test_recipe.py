@@ -109,3 +109,11 @@ def test_parse_pooling_errors_say_exactly_what_is_wrong():
         parse_pooling(3)
     with pytest.raises(ValueError, match=r"unknown pooling \['avg'\]; valid"):
         parse_pooling("cls+avg")
+
+
+def test_to_dict_is_the_key_with_the_models_name_and_the_fingerprint():
+    """What the cache writes beside each namespace (recipe.json) and `bertfeat cache info` shows."""
+    recipe = make_recipe(model="my-model")
+    d = recipe.to_dict()
+    assert d == {**recipe.key_dict(), "model": "my-model", "fingerprint": recipe.fingerprint()}
+    assert list(d)[-2:] == ["model", "fingerprint"] and "model" not in recipe.key_dict()
