@@ -171,6 +171,12 @@ def test_check_texts_raises_what_embedding_the_batch_would_naming_the_inputs_row
             featurizer(batch, first_row)
         want = start.replace("row 1 ", f"row {1 + first_row} ").replace("row 0 ", f"row {first_row} ")
         assert str(checked.value).startswith(want) and str(checked.value) == str(embedded.value)
+    # by default the rows are the batch's own, counted from 0 (what Spark's and Ray's workers renumber)
+    with pytest.raises(ValueError) as checked:
+        featurizer.check_texts(batch)
+    with pytest.raises(ValueError) as embedded:
+        featurizer(batch)
+    assert str(checked.value).startswith(start) and str(checked.value) == str(embedded.value)
 
 
 def test_check_texts_passes_texts_the_core_embeds(tiny_bert):
