@@ -193,9 +193,10 @@ def reworded(exc: Exception, message: str) -> Exception:
 
 def at_input_row(exc: Exception, rows) -> Exception:
     """A mistake the core raised about "row i" of a batch, said of the input's row ``rows[i]`` instead: the same
-    type and words otherwise. Any other error (or a row past ``rows``) is returned as it is."""
+    type and words otherwise. Any other error (a row past ``rows``, or one that is its input's row already) is
+    returned as it is, traceback and all."""
     row = row_named(exc)
-    if row is None or row >= len(rows):
+    if row is None or row >= len(rows) or rows[row] == row:
         return exc
     return reworded(exc, f"row {rows[row]}{str(exc)[len(f'row {row}'):]}")
 

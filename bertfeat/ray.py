@@ -466,7 +466,9 @@ def _at_input_row(mistake: Exception, reader: InputReader, checker) -> Exception
     """A worker's mistake about "row i" of its batch, found in the input and named by its row there, as the local
     engine names it: Ray numbers no rows, so the driver reads the text columns again, batch by batch as the local
     engine would, and stops at the first text the core refuses. Any other mistake is returned as raised."""
-    if not str(mistake).startswith("row "):
+    from bertfeat.arrow import row_named
+
+    if row_named(mistake) is None:
         return mistake
     first_row = 0
     for batch in reader.batches():

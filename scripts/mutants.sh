@@ -76,9 +76,8 @@ for module in "$@"; do
   # a fresh copy of the code and tests. mutmut's cached verdicts (work/mutants/) are dropped too: mutmut 3.8 keeps a
   # survivor's verdict after a new test is added, so a rerun would report mutants the new test kills as surviving.
   # MUTANTS_KEEP=1 keeps them (quicker when only the source changed).
-  rm -rf "$work/bertfeat" "$work/tests"
+  rm -rf "$work/bertfeat" "$work/tests" "$work/docs"
   [ "${MUTANTS_KEEP:-0}" = 1 ] || rm -rf "$work/mutants"
-  rm -rf "$work/docs"
   cp -r bertfeat tests docs pyproject.toml "$work/"
   {
     echo "[mutmut]"

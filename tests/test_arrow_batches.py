@@ -190,6 +190,7 @@ def test_check_texts_passes_texts_the_core_embeds(tiny_bert):
     (ValueError("row 2 is missing"), range(10, 15), ValueError("row 12 is missing")),
     (TypeError("row 0 of column 'a' holds int"), [7, 3], TypeError("row 7 of column 'a' holds int")),
     (ValueError("row 5 is missing"), range(10, 15), None),  # past the rows given: left as raised
+    (ValueError("row 2 is missing"), range(0, 5), None),  # already the input's row: left as raised, traceback and all
     (ValueError("the row 2 is missing"), range(10, 15), None),  # a message that names no row first
     (ValueError("model not found"), range(3), None),
 ])

@@ -608,8 +608,9 @@ def test_a_missing_command_or_action_is_one_line(capsys, argv, line):
 
 def _defaults(command: str) -> dict:
     from bertfeat.cli import build_parser
+    from tests.test_cli_help import subcommands
 
-    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    sub = subcommands(build_parser())[command]
     return {a.dest: a.default for a in sub._actions if a.option_strings and a.dest != "help"}
 
 
@@ -635,7 +636,8 @@ def test_every_probe_option_has_the_documented_default():
 
 
 @pytest.mark.parametrize("argv, dest, value", [
-    (["cache", "info", "d"], "dir", "d"), (["cache", "compact", "d"], "dir", "d"), (["cache", "clear", "d"], "dir", "d"),
+    (["cache", "info", "d"], "dir", "d"), (["cache", "compact", "d"], "dir", "d"),
+    (["cache", "clear", "d"], "dir", "d"),
     (["cache", "clear", "d"], "action", "clear"), (["info"], "command", "info"),
 ])
 def test_positional_arguments_land_where_the_commands_read_them(argv, dest, value):

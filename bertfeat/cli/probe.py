@@ -7,7 +7,7 @@ import argparse
 import json
 
 from bertfeat.cli._options import HELP, add_prefix_options, non_negative_int, positive_int, prefix_params
-from bertfeat.recipe import DTYPES
+from bertfeat.recipe import DTYPES, LONG_TEXT_MODES
 
 EXAMPLES = """
 examples:
@@ -31,7 +31,7 @@ def add_parser(sub) -> None:
                    help="auto: regression for float labels with more than 10 distinct values, else classification")
     p.add_argument("--cv", type=positive_int, default=5, help="cross-validation folds")
     p.add_argument("--max-length", type=positive_int, default=None, help=HELP["max_length"])
-    p.add_argument("--long-text", choices=("truncate", "chunk"), default="truncate", help=HELP["long_text"])
+    p.add_argument("--long-text", choices=LONG_TEXT_MODES, default="truncate", help=HELP["long_text"])
     p.add_argument("--normalize", action="store_true", help=HELP["normalize"])
     add_prefix_options(p)
     p.add_argument("--missing", choices=("error", "zero"), default="error",
