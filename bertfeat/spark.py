@@ -326,7 +326,9 @@ def _parquet_files(reader: InputReader, staged: Path) -> tuple[list[Path], list[
 
 
 def _session(master: str | None, quiet: bool):
-    """``(session, started)``: the active Spark session, or a new one this job starts (and stops)."""
+    """``(session, started)``: the active Spark session, or a new one this job starts (and stops), on ``master`` or
+    else the master the Spark configuration names."""
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -340,14 +342,17 @@ def _session(master: str | None, quiet: bool):
             )
         return active, False
     require_java()
+    # the JVM first (spark-submit's own, when it started this process): its configuration holds the master that
+    # spark-submit, spark-defaults.conf or PYSPARK_SUBMIT_ARGS gave (local[*] when none did), never overridden here
+    SparkContext._ensure_initialized()
+    configured = SparkConf()
     builder = SparkSession.builder.appName("bertfeat embed")
     if master is not None:
         builder = builder.master(master)
-    elif "SPARK_MASTER" not in os.environ and not os.environ.get("PYSPARK_SUBMIT_ARGS"):
-        builder = builder.master("local[*]")
-    local = (master or "local").startswith("local")
-    if local and not os.environ.get("PYSPARK_PYTHON"):
-        builder = builder.config("spark.pyspark.python", sys.executable)  # the workers run this environment
+    target = master if master is not None else configured.get("spark.master", "local[*]")
+    if (target.startswith("local") and not os.environ.get("PYSPARK_PYTHON")
+            and not configured.contains("spark.pyspark.python")):
+        builder = builder.config("spark.pyspark.python", sys.executable)  # local workers run this environment
     builder = builder.config("spark.ui.showConsoleProgress", "false" if quiet else "true")
     spark = builder.getOrCreate()
     if quiet:

@@ -222,3 +222,28 @@ def test_an_input_file_spark_would_skip_is_refused_before_spark_starts(tiny_bert
         embed_files(str(tmp_path / "_hidden.parquet"), str(tmp_path / "out"), "review", model=tiny_bert, quiet=True,
                     master="local[1]")
     assert not list(tmp_path.glob("out*"))
+
+
+def test_spark_submit_runs_the_job_on_the_master_spark_submit_was_given(tiny_bert, tmp_path):
+    """docs/spark.md's spark-submit command: the master is spark-submit's (``yarn`` on a cluster), not replaced by
+    ``local[*]``, which would run the whole job on the driver's machine without a word."""
+    import subprocess
+
+    import pyspark
+
+    import bertfeat
+
+    make_frame(12, seed=9).to_parquet(tmp_path / "in.parquet")
+    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "HF_HUB_OFFLINE": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    run = subprocess.run(
+        [str(submit), "--master", "local[1]", "--conf", "spark.ui.enabled=false",
+         str(Path(bertfeat.__file__).parent / "__main__.py"), "embed", str(tmp_path / "in.parquet"), "--text-col",
+         "review", "--id-col", "id", "--out", str(tmp_path / "out"), "--engine", "spark", "--model", tiny_bert,
+         "--quiet"],
+        env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    manifest = json.loads((tmp_path / "out.manifest.json").read_text())
+    assert manifest["spark"]["master"] == "local[1]"
+    assert manifest["counts"]["rows"] == 12 and pq.read_table(tmp_path / "out").num_rows == 12
