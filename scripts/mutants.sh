@@ -45,7 +45,7 @@ readers  | bertfeat/readers.py bertfeat/quotes.py | tests/test_readers_values.py
 output   | bertfeat/output.py   | tests/test_output.py tests/test_cli_files.py tests/test_cli.py tests/test_inputs.py
 probe    | bertfeat/probe.py bertfeat/union.py | tests/test_probe.py
 ray      | bertfeat/ray.py      | tests/test_ray_optional.py tests/test_ray_worker.py tests/test_ray.py
-spark    | bertfeat/spark.py    | tests/test_spark_optional.py tests/test_spark_worker.py tests/test_spark.py
+spark    | bertfeat/spark.py    | tests/test_spark_optional.py tests/test_spark_worker.py tests/test_spark_driver.py tests/test_spark.py
 cli      | bertfeat/cli/*.py    | tests/test_cli_options.py tests/test_cli_help.py tests/test_cli.py tests/test_cli_cache.py tests/test_cli_inputs.py tests/test_cli_files.py tests/test_probe.py::test_probe_command tests/test_probe.py::test_probe_command_with_missing_texts tests/test_prompts.py::test_cli_prefix_prompt_name_and_info tests/test_ladder.py::test_bertfeat_info_reports_this_machine tests/test_ladder.py::test_cli_prints_a_slow_dtype_warning_as_one_line tests/test_ladder.py::test_every_device_a_user_can_pass_is_run_or_refused_in_one_line tests/test_ladder.py::test_the_cli_manifest_records_the_machine_it_ran_on --deselect tests/test_cli.py::test_killed_run_resumes_without_redoing_finished_chunks
 "
 

@@ -1,0 +1,590 @@
+"""The Spark engine's driver, read value by value in this process: what ``embed_files`` sends a job and makes of its
+results (the output, the manifest, the session and options it leaves behind), the session ``_session`` asks for,
+and the DataFrame ``embed_dataframe`` builds.
+
+Spark itself is stood in for: ``LocalJob`` does what ``_run_job`` asks of Spark (read the files in order, number the
+rows, range-partition them, run the real ``_write_partition`` once per partition in a stand-in task context, count
+the distinct texts), and ``FakeSession`` / ``FakeBuilder`` record what the driver asks of a session. tests/test_spark.py
+runs the same paths in real Spark jobs; these run in milliseconds, so that every branch of the driver has a
+value-level test a mutation run can afford.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+pyspark = pytest.importorskip("pyspark")
+
+import bertfeat.spark as bspark  # noqa: E402
+from bertfeat.cli import main  # noqa: E402
+from tests.test_cli import make_frame  # noqa: E402
+from tests.test_spark_worker import FakeConf, FakeTask, in_task  # noqa: E402,F401
+
+MANIFEST_KEYS = {"output", "engine", "input", "provenance", "counts", "timing", "chunk_rows", "cache_dir", "spark"}
+
+
+class FakeSession:
+    """The parts of a SparkSession ``embed_files`` reads; after ``stop`` it has no context left to read."""
+
+    def __init__(self, master="local[3]", parallelism=3, conf=None):
+        self.conf = FakeConf({"spark.task.cpus": "3"} if conf is None else conf)
+        self.sparkContext = SimpleNamespace(master=master, defaultParallelism=parallelism)
+        self.stopped = 0
+
+    def stop(self):
+        self.stopped += 1
+        self.sparkContext = None
+
+
+class LocalJob:
+    """Stands in for ``bspark._run_job``: Spark's part of a job, done in this process with the real task function.
+
+    ``attempts`` gives a partition's attempt number (a task Spark retried), ``pids`` the worker process a partition's
+    report names (several workers), ``drop`` partitions whose part file is lost after the job, ``fail`` an error
+    raised after the first partition ran, ``during`` a hook called with the job's arguments before any task runs.
+    """
+
+    def __init__(self, in_task, cpus=3, attempts=None, pids=None, drop=(), fail=None, during=None):
+        self.in_task, self.cpus = in_task, cpus
+        self.attempts, self.pids, self.drop = attempts or {}, pids or {}, set(drop)
+        self.fail, self.during = fail, during
+        self.calls = []
+
+    def __call__(self, spark, files, counts, input_schema, text_cols, keep_cols, layout, batch_rows, data_dir,
+                 params):
+        call = {"files": list(files), "counts": list(counts), "input_schema": input_schema, "text_cols": text_cols,
+                "keep_cols": keep_cols, "layout": layout, "batch_rows": batch_rows, "data_dir": data_dir,
+                "params": params, "conf": dict(spark.conf.values)}
+        self.calls.append(call)
+        if self.during is not None:
+            self.during(call)
+        columns = list(dict.fromkeys(keep_cols + text_cols))
+        table = pa.concat_tables([pq.read_table(f, columns=columns).replace_schema_metadata(None) for f in files])
+        table = table.append_column(bspark._ROW, pa.array(np.arange(table.num_rows), pa.int64()))
+        total = int(sum(counts))
+        partitions = max(spark.sparkContext.defaultParallelism, math.ceil(total / batch_rows))
+        spec = bspark._task_spec(text_cols, keep_cols, layout, params, data_dir, input_schema)
+        data_dir.mkdir(parents=True, exist_ok=True)
+        stats, hashes = [], set()
+        for k, rows in enumerate(np.array_split(np.arange(total), partitions)):
+            if self.fail is not None and k == 1:
+                raise self.fail
+            self.in_task(FakeTask(partition=k, attempt=self.attempts.get(k, 0), attempt_id=100 + k, cpus=self.cpus))
+            batches = table.take(rows).to_batches(max_chunksize=batch_rows) if len(rows) else []
+            for out in bspark._write_partition(iter(batches), spec):
+                hashes.update(h for h in out.column("hash").to_pylist() if h is not None)
+                for s in out.column("stats").to_pylist():
+                    if s is not None:
+                        report = json.loads(s)
+                        report["worker"]["pid"] = self.pids.get(k, report["worker"]["pid"])
+                        stats.append(json.dumps(report))
+        for k in self.drop:
+            (data_dir / f"part-{k:06d}.parquet").unlink()
+        self.stats = [json.loads(s) for s in stats]
+        return {"stats": stats, "distinct": len(hashes)}, partitions
+
+
+@pytest.fixture
+def spark_job(monkeypatch, in_task):  # noqa: F811
+    """Run ``embed_files`` against a stand-in session and job: returns a setter ``(session, started, job)``."""
+    asked = []
+
+    def use(session=None, started=False, **job):
+        session = session or FakeSession()
+        local = LocalJob(in_task, **job)
+
+        def fake_session(master, quiet):
+            asked.append((master, quiet))
+            return session, started
+
+        monkeypatch.setattr(bspark, "_session", fake_session)
+        monkeypatch.setattr(bspark, "_run_job", local)
+        return SimpleNamespace(session=session, job=local, asked=asked)
+
+    return use
+
+
+def features(table: pa.Table, skip: int) -> np.ndarray:
+    return np.column_stack([c.to_numpy() for c in table.columns[skip:]])
+
+
+def assert_counts(counts, local, reports):
+    """The manifest's counts: the input's as the local engine counts them; the work, the tasks' reports summed
+    (partitions are not the local engine's chunks, so each embeds and looks up its own distinct texts)."""
+    same = ("rows", "texts", "unique_texts", "missing", "truncated", "chunked", "rows_resumed")
+    assert {k: counts[k] for k in same} == {k: local[k] for k in same}
+    assert counts["unique_texts_exact"] is True and counts["chunks"] == len(reports)
+    summed = {k: sum(r["stats"][k] for r in reports) for k in ("unique", "cache_hits", "tokens")}
+    assert counts["embedded"] == summed["unique"] - summed["cache_hits"]
+    assert counts["cache_hits"] == summed["cache_hits"] and counts["tokens"] == summed["tokens"]
+
+
+def local_run(tmp_path, args):
+    """The local engine's output table and manifest for the same input and recipe."""
+    out = tmp_path / "local.parquet"
+    assert main(["embed", *args, "--out", str(out), "--quiet"]) == 0
+    return pq.read_table(out), json.loads((tmp_path / "local.parquet.manifest.json").read_text())
+
+
+# -- a whole job ---------------------------------------------------------------------------------------------------
+
+
+def test_a_job_writes_the_local_engines_output_in_input_order_with_its_manifest(tiny_bert, tmp_path, spark_job,
+                                                                                  capsys):
+    df = make_frame(150, seed=3)
+    (tmp_path / "in").mkdir()
+    df.iloc[:90].to_parquet(tmp_path / "in" / "b.parquet")
+    df.iloc[90:].to_parquet(tmp_path / "in" / "a.parquet")  # sorts first: the input's first 60 rows
+    fake = spark_job()
+    out = tmp_path / "out"
+    manifest = bspark.embed_files(str(tmp_path / "in"), str(out), "review", keep_cols="id", batch_rows=40,
+                                  model=tiny_bert, quiet=True)
+    local, local_manifest = local_run(tmp_path, [str(tmp_path / "in"), "--text-col", "review", "--id-col", "id",
+                                                 "--model", tiny_bert, "--chunk-rows", "40"])
+    assert capsys.readouterr().err == ""  # quiet
+
+    got = pq.read_table(out)
+    assert got.schema.equals(local.schema, check_metadata=True)
+    assert got.column("id").to_pylist() == df.iloc[90:]["id"].tolist() + df.iloc[:90]["id"].tolist()
+    assert np.abs(features(got, 1) - features(local, 1)).max() <= 1e-5
+    assert sorted(f.name for f in out.iterdir()) == [f"part-{k:06d}.parquet" for k in range(4)]
+    assert not (tmp_path / "out.partial").exists()
+
+    # what the job was asked: the input's own files in input order, the run-private cache, absolute paths
+    (call,) = fake.job.calls
+    assert call["files"] == [tmp_path / "in" / "a.parquet", tmp_path / "in" / "b.parquet"]
+    assert call["counts"] == [60, 90] and call["batch_rows"] == 40 and call["layout"] == "columns"
+    assert call["text_cols"] == ["review"] and call["keep_cols"] == ["id"]
+    assert call["input_schema"].names == ["id", "review"]  # the columns the job reads, as the input types them
+    assert call["data_dir"] == tmp_path / "out.partial" / "data"
+    assert call["params"] == {"model": str(Path(tiny_bert).resolve()),
+                              "cache_dir": str((tmp_path / "out.partial" / "cache").resolve())}
+    # Spark's batches are the job's batch_rows, for this job only
+    assert call["conf"]["spark.sql.execution.arrow.maxRecordsPerBatch"] == "40"
+    assert fake.session.conf.values == {"spark.task.cpus": "3"} and fake.session.stopped == 0  # not ours to stop
+    assert fake.asked == [(None, True)]
+
+    assert manifest == json.loads((tmp_path / "out.manifest.json").read_text())
+    assert set(manifest) == MANIFEST_KEYS
+    assert manifest["output"] == str(out) and manifest["engine"] == "spark"
+    assert manifest["input"] == local_manifest["input"] and manifest["provenance"] == local_manifest["provenance"]
+    assert manifest["provenance"] == json.loads(got.schema.metadata[b"bertfeat"])
+    assert_counts(manifest["counts"], local_manifest["counts"], fake.job.stats)
+    assert manifest["counts"]["rows"] == 150 and manifest["counts"]["unique_texts"] == df["review"].nunique()
+    timing = manifest["timing"]
+    assert set(timing) == {"seconds", "embed_seconds", "spark_start_seconds"}
+    assert timing["embed_seconds"] == round(sum(s["stats"]["seconds"] for s in fake.job.stats), 3) > 0
+    assert timing["seconds"] >= timing["embed_seconds"] and 0 <= timing["spark_start_seconds"] < timing["seconds"]
+    assert all(round(v, 3) == v for v in timing.values())
+    assert manifest["chunk_rows"] == 40 and manifest["cache_dir"] is None
+    assert manifest["spark"] == {
+        "master": "local[3]", "task_cpus": 3, "partitions": 4, "files": 4, "csv_staged": False, "retried_tasks": 0,
+        "workers": [{"host": socket.gethostname(), "pid": os.getpid(), "threads": 3, "device": "cpu", "loads": 1}]}
+
+
+def test_csv_input_is_staged_in_input_order_and_kept_columns_stay_text(tiny_bert, tmp_path, spark_job):
+    df = make_frame(70, seed=4)
+    df["zip"] = [f"{i:05d}" for i in range(70)]  # 00007 stays 00007, as the local engine reads it
+    df.loc[5, "title"] = None
+    df.to_csv(tmp_path / "in.csv", index=False)
+    staged = tmp_path / "out.partial" / "input"
+    seen = {}
+    fake = spark_job(during=lambda call: seen.update(
+        {f.name: pq.read_table(f).column("zip").to_pylist() for f in call["files"]}))
+    args = dict(keep_cols=["id", "zip"], layout="list", missing="zero", batch_rows=25, model=tiny_bert, quiet=True)
+    manifest = bspark.embed_files(tmp_path / "in.csv", tmp_path / "out", ["review", "title"], **args)
+    local, local_manifest = local_run(tmp_path, [
+        str(tmp_path / "in.csv"), "--text-col", "review", "--text-col", "title", "--keep-col", "id", "--keep-col",
+        "zip", "--layout", "list", "--missing", "zero", "--model", tiny_bert, "--chunk-rows", "25"])
+
+    (call,) = fake.job.calls
+    assert call["files"] == [staged / f"rows-{k:06d}.parquet" for k in range(3)] and call["counts"] == [25, 25, 20]
+    assert seen == {f"rows-{k:06d}.parquet": df["zip"].tolist()[25 * k:25 * k + 25] for k in range(3)}
+    assert call["text_cols"] == ["review", "title"] and call["keep_cols"] == ["id", "zip"]
+    got = pq.read_table(tmp_path / "out")
+    assert got.schema.equals(local.schema, check_metadata=True)
+    assert got.select(["id", "zip"]).equals(local.select(["id", "zip"]))
+    assert got.column("zip").to_pylist()[:8] == ["00000", "00001", "00002", "00003", "00004", "00005", "00006",
+                                                 "00007"]
+    for name in ("review_embedding", "title_embedding"):
+        a = np.stack(got.column(name).to_numpy(zero_copy_only=False))
+        b = np.stack(local.column(name).to_numpy(zero_copy_only=False))
+        assert np.abs(a - b).max() <= 1e-5
+    assert_counts(manifest["counts"], local_manifest["counts"], fake.job.stats)
+    assert manifest["counts"]["missing"] == 1 and manifest["counts"]["texts"] == 140
+    assert manifest["spark"]["csv_staged"] is True and manifest["spark"]["partitions"] == 3
+    assert not (tmp_path / "out.partial").exists()  # the staged copy too
+
+
+def test_a_session_the_job_started_is_stopped_after_its_settings_are_read(tiny_bert, tmp_path, spark_job):
+    make_frame(20).to_parquet(tmp_path / "in.parquet")
+    session = FakeSession(master="spark://head:7077", parallelism=2,
+                          conf={"spark.task.cpus": "4", "spark.sql.execution.arrow.maxRecordsPerBatch": "5000"})
+    fake = spark_job(session=session, started=True, cpus=4)
+    manifest = bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True,
+                                  master="spark://head:7077", batch_rows=15)
+    assert session.stopped == 1 and fake.asked == [("spark://head:7077", True)]
+    assert fake.job.calls[0]["conf"]["spark.sql.execution.arrow.maxRecordsPerBatch"] == "15"
+    assert session.conf.values["spark.sql.execution.arrow.maxRecordsPerBatch"] == "5000"  # the caller's, back
+    assert manifest["spark"]["master"] == "spark://head:7077" and manifest["spark"]["task_cpus"] == 4
+    assert manifest["spark"]["partitions"] == 2 and manifest["spark"]["files"] == 2  # the cluster's parallelism
+    assert {w["threads"] for w in manifest["spark"]["workers"]} == {4}
+
+
+def test_a_failed_job_stops_its_session_restores_the_options_and_keeps_its_cache(tiny_bert, tmp_path, spark_job):
+    make_frame(30).to_parquet(tmp_path / "in.parquet")
+    session = FakeSession(conf={})
+    spark_job(session=session, started=True, fail=RuntimeError("planted: the cluster went away"))
+    with pytest.raises(RuntimeError, match="planted: the cluster went away"):
+        bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True,
+                           batch_rows=10)
+    assert session.stopped == 1 and session.conf.values == {}  # unset again: the caller had none
+    assert not (tmp_path / "out").exists() and not (tmp_path / "out.manifest.json").exists()
+    cache = tmp_path / "out.partial" / "cache"
+    assert cache.is_dir() and any(cache.rglob("*.parquet"))  # the first partition's texts, for the rerun
+
+
+def test_a_rerun_after_a_dead_run_rewrites_its_files_and_answers_from_its_cache(tiny_bert, tmp_path, spark_job):
+    df = make_frame(30, seed=2).drop_duplicates("review")
+    df.to_parquet(tmp_path / "in.parquet")
+    spark_job(fail=RuntimeError("planted"))
+    with pytest.raises(RuntimeError, match="planted"):
+        bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True,
+                           batch_rows=10)
+    partial = tmp_path / "out.partial"
+    (partial / "data" / "part-000007.parquet").write_bytes(b"a dead attempt's file")
+    (partial / "input").mkdir()
+    (partial / "input" / "rows-000000.parquet").write_bytes(b"a dead run's staging")
+    seen = {}
+    fake = spark_job(during=lambda call: seen.update(
+        data=sorted(p.name for p in call["data_dir"].glob("*")), staged=(partial / "input").exists()))
+    manifest = bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True,
+                                  batch_rows=10)
+    assert seen == {"data": [], "staged": False}  # cleared before the job
+    assert fake.job.calls[0]["params"]["cache_dir"] == str((partial / "cache").resolve())
+    assert manifest["counts"]["cache_hits"] == 10 and manifest["counts"]["embedded"] == len(df) - 10
+    assert pq.read_table(tmp_path / "out").num_rows == len(df) and not partial.exists()
+
+
+def test_a_users_cache_is_kept_named_and_answers_a_rerun(tiny_bert, tmp_path, spark_job):
+    make_frame(24, seed=5).drop_duplicates("review").to_parquet(tmp_path / "in.parquet")
+    rows = pq.read_metadata(tmp_path / "in.parquet").num_rows
+    cache = tmp_path / "my cache"
+    fake = spark_job()
+    first = bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True,
+                               cache_dir=str(cache))
+    assert fake.job.calls[0]["params"]["cache_dir"] == str(cache.resolve())
+    assert first["cache_dir"] == str(cache) and first["counts"]["embedded"] == rows
+    written = pq.read_table(tmp_path / "out")
+    again = bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True,
+                               cache_dir=cache, overwrite=True)
+    assert again["counts"]["embedded"] == 0 and again["counts"]["cache_hits"] == rows
+    assert again["cache_dir"] == str(cache) and cache.is_dir()
+    assert pq.read_table(tmp_path / "out").equals(written)  # the cache's vectors are the embedded ones
+
+
+def test_retried_tasks_and_each_worker_are_counted_once_from_the_tasks_reports(tiny_bert, tmp_path, spark_job):
+    make_frame(40).to_parquet(tmp_path / "in.parquet")
+    spark_job(attempts={1: 1, 3: 2}, pids={0: 300, 1: 200, 2: 300, 3: 100})
+    manifest = bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True,
+                                  batch_rows=10)
+    assert manifest["spark"]["retried_tasks"] == 2
+    assert [w["pid"] for w in manifest["spark"]["workers"]] == [100, 200, 300]  # one entry per process, sorted
+    assert manifest["counts"]["chunks"] == 4 and manifest["counts"]["rows"] == 40
+
+
+def test_a_job_that_wrote_fewer_rows_than_the_input_fails_and_leaves_no_output(tiny_bert, tmp_path, spark_job):
+    make_frame(40).to_parquet(tmp_path / "in.parquet")
+    spark_job(drop=[2])
+    with pytest.raises(RuntimeError, match=r"the Spark tasks wrote 30 rows for 40 input rows in .*; not renamed"):
+        bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True,
+                           batch_rows=10)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "out.manifest.json").exists()
+
+
+def test_the_summary_line_is_printed_unless_quiet(tiny_bert, tmp_path, spark_job, capsys):
+    make_frame(12).to_parquet(tmp_path / "in.parquet")
+    spark_job()
+    manifest = bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert)
+    dims = manifest["provenance"]["dims"]
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"bertfeat embed: wrote {tmp_path / 'out'} (12 rows x {dims} dims")
+    assert err[0].endswith(", 0 truncated, 0 missing")
+
+
+def test_an_existing_output_is_replaced_only_when_asked(tiny_bert, tmp_path, spark_job):
+    make_frame(12).to_parquet(tmp_path / "in.parquet")
+    fake = spark_job()
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "part-000000.parquet").write_bytes(b"old")
+    with pytest.raises(FileExistsError, match="exists; pass --overwrite"):
+        bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True)
+    assert fake.job.calls == [] and (tmp_path / "out" / "part-000000.parquet").read_bytes() == b"old"
+    bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True,
+                       overwrite=True)
+    assert pq.read_table(tmp_path / "out").num_rows == 12
+
+
+# -- refused before Spark starts ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("batch_rows", [0, -3, 2.5, "10", None, True])
+def test_batch_rows_must_be_a_positive_whole_number(tiny_bert, tmp_path, spark_job, batch_rows):
+    make_frame(5).to_parquet(tmp_path / "in.parquet")
+    fake = spark_job()
+    message = f"batch_rows={batch_rows!r} is not valid: expected a positive number of rows."
+    with pytest.raises(ValueError) as err:
+        bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, batch_rows=batch_rows)
+    assert str(err.value) == message
+    assert fake.asked == [] and sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]
+
+
+def test_one_row_batches_are_a_valid_job(tiny_bert, tmp_path, spark_job):
+    make_frame(3).to_parquet(tmp_path / "in.parquet")
+    fake = spark_job(session=FakeSession(parallelism=1))
+    manifest = bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True,
+                                  batch_rows=1)
+    assert fake.job.calls[0]["batch_rows"] == 1 and manifest["spark"]["partitions"] == 3
+
+
+def test_an_input_without_rows_is_refused_and_leaves_nothing(tiny_bert, tmp_path, spark_job):
+    fake = spark_job()
+    make_frame(5).iloc[:0].to_parquet(tmp_path / "empty.parquet")
+    with pytest.raises(ValueError, match=r"^input '.*empty.parquet' has no rows to embed\.$"):
+        bspark.embed_files(tmp_path / "empty.parquet", tmp_path / "out", "review", model=tiny_bert)
+    (tmp_path / "empty.csv").write_text("id,review\n")
+    with pytest.raises(ValueError, match=r"^input '.*empty.csv' has no rows to embed\.$"):
+        bspark.embed_files(tmp_path / "empty.csv", tmp_path / "out", "review", model=tiny_bert)
+    assert fake.asked == [] and sorted(p.name for p in tmp_path.iterdir()) == ["empty.csv", "empty.parquet"]
+
+
+def test_column_and_recipe_mistakes_are_refused_before_anything_is_written(tiny_bert, tmp_path, spark_job):
+    fake = spark_job()
+    make_frame(5).to_parquet(tmp_path / "in.parquet")
+    with pytest.raises(ValueError, match=r"column\(s\) \['body'\] not found"):
+        bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "body", model=tiny_bert)
+    with pytest.raises(TypeError, match="text column 'id' holds int64 values, not text"):
+        bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "id", model=tiny_bert)
+    with pytest.raises(ValueError, match="pooling='median' is not valid"):
+        bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, pooling="median")
+    assert fake.asked == [] and sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]
+
+
+# -- the session a job asks for -----------------------------------------------------------------------------------
+
+
+class FakeBuilder:
+    def __init__(self, log):
+        self.log = log
+
+    def appName(self, name):
+        self.log.append(("appName", name))
+        return self
+
+    def master(self, url):
+        self.log.append(("master", url))
+        return self
+
+    def config(self, key, value):
+        self.log.append(("config", key, value))
+        return self
+
+    def getOrCreate(self):
+        self.log.append(("getOrCreate",))
+        session = FakeSession(master=None)
+        session.sparkContext.setLogLevel = lambda level: self.log.append(("setLogLevel", level))
+        return session
+
+
+@pytest.fixture
+def pyspark_stand_in(monkeypatch):
+    """``pyspark``'s session, context and configuration as ``_session`` sees them: returns the log of what it asked,
+    and a setter for the active session and the JVM's configuration."""
+    log, state = [], {"active": None, "conf": {}}
+
+    class Session:
+        builder = FakeBuilder(log)
+
+        @staticmethod
+        def getActiveSession():
+            return state["active"]
+
+    class Context:
+        @staticmethod
+        def _ensure_initialized():
+            log.append(("jvm",))
+
+    class Conf:
+        def __init__(self):
+            log.append(("conf",))
+
+        def get(self, key, default=None):
+            return state["conf"].get(key, default)
+
+        def contains(self, key):
+            return key in state["conf"]
+
+    monkeypatch.setattr(pyspark.sql, "SparkSession", Session)
+    monkeypatch.setattr(pyspark, "SparkContext", Context)
+    monkeypatch.setattr(pyspark, "SparkConf", Conf)
+    monkeypatch.setattr(bspark, "require_java", lambda: log.append(("java",)) or "/usr/bin/java")
+    for var in ("PYSPARK_PYTHON",):
+        monkeypatch.delenv(var, raising=False)
+
+    def use(active=None, conf=None):
+        state["active"], state["conf"] = active, conf or {}
+        return log
+
+    return use
+
+
+def test_the_active_session_is_used_and_never_stopped(pyspark_stand_in):
+    active = FakeSession(master="local[2]")
+    log = pyspark_stand_in(active=active)
+    assert bspark._session(None, True) == (active, False)
+    assert bspark._session("local[2]", False) == (active, False)  # the same master, named
+    assert log == []  # no JVM, no builder
+
+
+def test_another_master_than_the_active_sessions_is_refused(pyspark_stand_in):
+    log = pyspark_stand_in(active=FakeSession(master="local[2]"))
+    with pytest.raises(ValueError) as err:
+        bspark._session("yarn", True)
+    assert str(err.value) == ("--master 'yarn', but this process already has a Spark session on 'local[2]'; drop "
+                              "--master to use it, or stop it first.")
+    assert log == []
+
+
+@pytest.mark.parametrize("conf, python", [
+    ({"spark.master": "local[*]"}, sys.executable),  # plain python: spark-submit's default master
+    ({"spark.master": "local[3]"}, sys.executable),  # spark-defaults.conf
+    ({"spark.master": "yarn"}, None),  # spark-submit --master yarn, or EMR's spark-defaults.conf: the cluster's own
+    ({"spark.master": "local[2]", "spark.pyspark.python": "/opt/py"}, None),  # the user's interpreter, kept
+    ({}, sys.executable),
+])
+def test_without_master_the_configured_one_is_used_and_local_workers_run_this_python(pyspark_stand_in, conf,
+                                                                                       python):
+    log = pyspark_stand_in(conf=conf)
+    session, started = bspark._session(None, True)
+    assert started is True and isinstance(session, FakeSession)
+    want = [("java",), ("jvm",), ("conf",), ("appName", "bertfeat embed")]
+    if python is not None:
+        want.append(("config", "spark.pyspark.python", python))
+    want += [("config", "spark.ui.showConsoleProgress", "false"), ("getOrCreate",), ("setLogLevel", "ERROR")]
+    assert log == want  # never ("master", ...): spark-submit's or the configuration's master stands
+
+
+@pytest.mark.parametrize("master, conf, python", [
+    ("local[4]", {"spark.master": "yarn"}, sys.executable),
+    ("spark://head:7077", {"spark.master": "local[*]"}, None),
+    ("local[1]", {"spark.pyspark.python": "/opt/py"}, None),
+])
+def test_a_named_master_is_asked_for(pyspark_stand_in, master, conf, python):
+    log = pyspark_stand_in(conf=conf)
+    bspark._session(master, False)
+    want = [("java",), ("jvm",), ("conf",), ("appName", "bertfeat embed"), ("master", master)]
+    if python is not None:
+        want.append(("config", "spark.pyspark.python", python))
+    want += [("config", "spark.ui.showConsoleProgress", "true"), ("getOrCreate",)]  # not quiet: progress, logs
+    assert log == want
+
+
+def test_pyspark_python_in_the_environment_is_left_to_spark(pyspark_stand_in, monkeypatch):
+    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/other/python")
+    log = pyspark_stand_in(conf={"spark.master": "local[*]"})
+    bspark._session(None, True)
+    assert not [e for e in log if e[:2] == ("config", "spark.pyspark.python")]
+
+
+# -- embed_dataframe: the DataFrame it builds -----------------------------------------------------------------------
+
+
+class FakeDataFrame:
+    """A Spark DataFrame's schema, ``select`` and ``mapInArrow``, recorded: nothing runs until the test runs the
+    function ``mapInArrow`` was given."""
+
+    def __init__(self, schema, log=None):
+        self.schema, self.log = schema, [] if log is None else log
+
+    def select(self, *cols):
+        self.log.append(("select", cols))
+        return FakeDataFrame(self.schema, self.log)
+
+    def mapInArrow(self, fn, schema):
+        self.log.append(("mapInArrow", fn, schema))
+        return "the mapped DataFrame"
+
+
+def spark_schema():
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    return StructType([StructField("id", LongType(), nullable=False), StructField("review", StringType()),
+                       StructField("title", StringType())])
+
+
+@pytest.mark.parametrize("layout", ["columns", "list"])
+def test_embed_dataframe_maps_the_selected_columns_to_the_cores_output(tiny_bert, in_task, layout):  # noqa: F811
+    from pyspark.sql.types import ArrayType, FloatType, LongType
+
+    from bertfeat.arrow import ArrowFeaturizer
+
+    df = make_frame(9, seed=7)[["id", "review", "title"]]
+    sdf = FakeDataFrame(spark_schema())
+    got = bspark.embed_dataframe(sdf, ["review", "title"], keep_cols="id", layout=layout, model=tiny_bert,
+                                 pooling="cls")
+    assert got == "the mapped DataFrame"
+    (select, cols), (_, fn, schema) = sdf.log
+    assert select == "select" and cols == ("id", "review", "title")
+    reference = ArrowFeaturizer(["review", "title"], ["id"], layout=layout, model=tiny_bert, pooling="cls")
+    want = reference(pa.Table.from_pandas(df, preserve_index=False))
+    assert schema.names == want.schema.names
+    assert schema["id"].dataType == LongType() and schema["id"].nullable is False  # the input's field, as it was
+    kind = ArrayType(FloatType(), containsNull=False) if layout == "list" else FloatType()
+    features_ = schema.fields[1:]
+    assert all(f.dataType == kind and f.nullable for f in features_)
+    provenance = json.loads(want.schema.metadata[b"bertfeat"])
+    tagged = [(f.name, json.loads(f.metadata["bertfeat"])) for f in features_ if f.metadata]
+    named = [f.name for f in features_] if layout == "list" else [features_[0].name]
+    assert tagged == [(n, provenance) for n in named]
+    assert all(set(f.metadata) <= {"bertfeat"} for f in features_)
+
+    # the function Spark would run on each partition: the core's output, ready for Spark
+    batches = pa.Table.from_pandas(df, preserve_index=False).to_batches(max_chunksize=4)
+    assert fn.keywords["spec"] == {"text_cols": ["review", "title"], "keep_cols": ["id"], "layout": layout,
+                                   "params": {"model": str(Path(tiny_bert).resolve()), "pooling": "cls"}}
+    out = pa.Table.from_batches(list(fn(iter(batches))))
+    assert out.num_rows == 9 and out.column("id").to_pylist() == df["id"].tolist()
+    assert out.schema.names == want.schema.names
+    if layout == "list":
+        assert pa.types.is_list(out.column("review_embedding").type)  # Spark takes variable-size lists
+        a = np.stack(out.column("review_embedding").to_numpy(zero_copy_only=False))
+        b = np.stack(want.column("review_embedding").to_numpy(zero_copy_only=False))
+    else:
+        a, b = features(out, 1), features(pa.Table.from_batches([want]), 1)
+    assert np.abs(a - b).max() <= 1e-5
+
+
+def test_embed_dataframe_selects_a_column_once_and_checks_before_any_task(tiny_bert):
+    sdf = FakeDataFrame(spark_schema())
+    bspark.embed_dataframe(sdf, "review", keep_cols=["review", "id"], model=tiny_bert)
+    (_, cols), (_, _, schema) = sdf.log
+    assert cols == ("review", "id")  # kept first, each once
+    assert schema.names[:2] == ["review", "id"] and schema.names[2].startswith("review_")
+    with pytest.raises(ValueError, match=r"column\(s\) \['body'\] not found"):
+        bspark.embed_dataframe(FakeDataFrame(spark_schema()), "body", model=tiny_bert)
+    with pytest.raises(TypeError, match="text column 'id' holds int64 values, not text"):
+        bspark.embed_dataframe(FakeDataFrame(spark_schema()), "id", model=tiny_bert)
+    with pytest.raises(ValueError, match="layout='wide' is not valid"):
+        bspark.embed_dataframe(FakeDataFrame(spark_schema()), "review", layout="wide", model=tiny_bert)
