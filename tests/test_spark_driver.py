@@ -588,3 +588,59 @@ def test_embed_dataframe_selects_a_column_once_and_checks_before_any_task(tiny_b
         bspark.embed_dataframe(FakeDataFrame(spark_schema()), "id", model=tiny_bert)
     with pytest.raises(ValueError, match="layout='wide' is not valid"):
         bspark.embed_dataframe(FakeDataFrame(spark_schema()), "review", layout="wide", model=tiny_bert)
+
+
+# -- what the manifest says, value by value ----------------------------------------------------------------------
+
+
+def test_the_defaults_batch_10000_rows_and_a_session_without_task_cpus_counts_one(tiny_bert, tmp_path, spark_job):
+    make_frame(6).to_parquet(tmp_path / "in.parquet")
+    fake = spark_job(session=FakeSession(parallelism=1, conf={}), cpus=1)
+    manifest = bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True)
+    assert fake.job.calls[0]["batch_rows"] == 10_000 and manifest["chunk_rows"] == 10_000
+    assert fake.job.calls[0]["conf"] == {"spark.sql.execution.arrow.maxRecordsPerBatch": "10000"}
+    assert manifest["spark"]["task_cpus"] == 1  # Spark's default, when the session's configuration has none
+
+
+def test_the_timing_is_read_from_the_clock_in_milliseconds(tiny_bert, tmp_path, spark_job, monkeypatch):
+    """Start, session started, end: the whole job and the session's start, each rounded to the millisecond."""
+    make_frame(6).to_parquet(tmp_path / "in.parquet")
+    ticks = iter([1000.0, 1002.5, 1002.7504321, 1007.1234567])
+    monkeypatch.setattr(bspark, "time", SimpleNamespace(perf_counter=lambda: next(ticks)))
+    fake = spark_job()
+    manifest = bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True)
+    assert manifest["timing"] == {"seconds": 7.123, "spark_start_seconds": 0.25,
+                                  "embed_seconds": round(sum(s["stats"]["seconds"] for s in fake.job.stats), 3)}
+    assert next(ticks, "all read") == "all read"
+
+
+def test_the_manifest_file_is_the_local_engines_layout(tiny_bert, tmp_path, spark_job):
+    make_frame(6).to_parquet(tmp_path / "in.parquet")
+    spark_job()
+    manifest = bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True)
+    text = (tmp_path / "out.manifest.json").read_text()
+    assert text == json.dumps(manifest, indent=2) and text.startswith('{\n  "output": ')  # as bertfeat embed writes
+
+
+def test_an_empty_input_leaves_an_earlier_runs_partial_folder_alone(tiny_bert, tmp_path, spark_job):
+    """Refused before anything is touched: the cache a dead run of the same --out kept is still there to resume."""
+    fake = spark_job()
+    make_frame(5).iloc[:0].to_parquet(tmp_path / "empty.parquet")
+    kept = tmp_path / "out.partial" / "cache" / "kept"
+    kept.parent.mkdir(parents=True)
+    kept.write_text("an earlier run's")
+    with pytest.raises(ValueError, match="has no rows to embed"):
+        bspark.embed_files(tmp_path / "empty.parquet", tmp_path / "out", "review", model=tiny_bert)
+    assert kept.read_text() == "an earlier run's" and fake.asked == []
+
+
+def test_a_hidden_parquet_file_is_refused_but_a_hidden_csv_is_staged(tiny_bert, tmp_path, spark_job):
+    """Spark skips parquet files named _x or .x; a CSV file is never given to Spark (the driver stages it)."""
+    fake = spark_job()
+    make_frame(5).to_parquet(tmp_path / ".hidden.parquet")
+    with pytest.raises(ValueError, match=r"Spark skips input file\(s\) \['.*/\.hidden\.parquet'\]"):
+        bspark.embed_files(tmp_path / ".hidden.parquet", tmp_path / "out", "review", model=tiny_bert)
+    assert fake.asked == [] and not list(tmp_path.glob("out*"))
+    make_frame(5).to_csv(tmp_path / "_hidden.csv", index=False)
+    manifest = bspark.embed_files(tmp_path / "_hidden.csv", tmp_path / "out", "review", model=tiny_bert, quiet=True)
+    assert manifest["counts"]["rows"] == 5 and manifest["spark"]["csv_staged"] is True
