@@ -16,6 +16,7 @@
 # MUTANTS_TESTS: test paths to use instead of the module's selection, for a fast first pass over mutants whose every
 # selected test is slow (a mutant a subset of the selection kills, the whole selection kills too; run the survivors
 # again without it), e.g. MUTANTS_TESTS="tests/test_ray_optional.py tests/test_ray_worker.py" before the cluster tests.
+# MUTANTS_DEBUG=1: mutmut prints every pytest run's output (what to read when it says "Failed to run clean test").
 # Mutants that no selected test can run (mutmut's trampoline adds a stack frame): scripts/plant_mutants.py.
 # The whole script is one block, read before it runs: editing this file while a run is going on (to change a
 # selection for the next run) does not change or break the running one.
@@ -81,6 +82,7 @@ for module in "$@"; do
   cp -r bertfeat tests docs pyproject.toml "$work/"
   {
     echo "[mutmut]"
+    [ "${MUTANTS_DEBUG:-0}" = 1 ] && echo "debug = true"
     echo "source_paths = bertfeat"
     echo "only_mutate ="
     for s in $sources; do echo "    $s"; done
