@@ -37,7 +37,6 @@ from bertfeat.recipe import _is_int
 
 INSTALL_HINT = "pip install 'bertfeat[spark]'"
 JAVA_HINT = "install Java 17 or later (Debian/Ubuntu: apt-get install default-jre-headless) or set JAVA_HOME"
-_ROW = "_bertfeat_row"  # the input row number a job carries through Spark, to restore the input order
 _MISTAKE = "[bertfeat-mistake]"  # marks a user's mistake in a worker's traceback, which is all Spark passes on
 
 
@@ -386,15 +385,18 @@ def _run_job(spark, files, counts, input_schema, text_cols, keep_cols, layout, b
     from pyspark.sql import functions as F
 
     columns = list(dict.fromkeys(keep_cols + text_cols))
-    sdf = spark.read.parquet(*[str(f.resolve()) for f in files]).select(
-        *columns, F.col("_metadata.file_path").alias("_file"), F.col("_metadata.row_index").alias("_index"))
-    ordered = sdf.select(*columns, (F.element_at(_first_rows(files, counts), _local_path(F.col("_file")))
-                                    + F.col("_index")).alias(_ROW))
+    own = _own_names(columns)
+    sdf = spark.read.parquet(*[str(f.resolve()) for f in files])
+    meta = sdf.metadataColumn("_metadata")  # Spark's file metadata, even when the input has a column of that name
+    sdf = sdf.select(*columns, meta.getField("file_path").alias(own["file"]),
+                     meta.getField("row_index").alias(own["index"]))
+    ordered = sdf.select(*columns, (F.element_at(_first_rows(files, counts), _local_path(F.col(own["file"])))
+                                    + F.col(own["index"])).alias(own["row"]))
     total = int(sum(counts))
     partitions = max(spark.sparkContext.defaultParallelism, math.ceil(total / batch_rows))
     # range partitions of the row number, sorted within: partition k holds the k-th stretch of the input, so the
     # part files' names give the input order (an explicit count, which adaptive execution does not coalesce)
-    ordered = ordered.repartitionByRange(partitions, _ROW).sortWithinPartitions(_ROW)
+    ordered = ordered.repartitionByRange(partitions, own["row"]).sortWithinPartitions(own["row"])
     spec = _task_spec(text_cols, keep_cols, layout, params, data_dir, input_schema)
     data_dir.mkdir(parents=True, exist_ok=True)
     results = ordered.mapInArrow(partial(_write_partition, spec=spec), "stats string, hash long")
@@ -413,7 +415,23 @@ def _run_job(spark, files, counts, input_schema, text_cols, keep_cols, layout, b
 def _task_spec(text_cols, keep_cols, layout, params, data_dir: Path, input_schema: pa.Schema) -> dict:
     """What each task of a job is sent (:func:`_write_partition` reads it): plain values that pickle small."""
     return {"text_cols": text_cols, "keep_cols": keep_cols, "layout": layout, "params": params,
-            "data_dir": str(data_dir.resolve()), "input_schema": input_schema.serialize().to_pybytes()}
+            "data_dir": str(data_dir.resolve()), "input_schema": input_schema.serialize().to_pybytes(),
+            "row_col": _own_names(keep_cols + text_cols)["row"]}
+
+
+def _own_names(columns) -> dict:
+    """The names of the columns a job adds (each row's file, index in it, and input row number): ``_bertfeat_file``
+    ..., with a ``_`` more in front while an input column has that name in any case (Spark's names are
+    case-insensitive by default), so that the user's columns are never shadowed or ambiguous."""
+    taken = {c.lower() for c in columns}
+    names = {}
+    for key in ("file", "index", "row"):
+        name = f"_bertfeat_{key}"
+        while name.lower() in taken:
+            name = "_" + name
+        taken.add(name.lower())
+        names[key] = name
+    return names
 
 
 def _check_visible(files) -> None:
@@ -454,16 +472,17 @@ def _write_partition(batches, spec: dict):
     except (ValueError, TypeError) as exc:  # a model this executor cannot load, say: the user's to fix
         raise _marked(exc, np.empty(0, dtype=np.int64)) from None
     input_schema = pa.ipc.read_schema(pa.py_buffer(spec["input_schema"]))
+    row_col = spec["row_col"]
     final = Path(spec["data_dir"]) / f"part-{part:06d}.parquet"
     tmp = final.with_name(f".{final.name}.tmp-{tc.taskAttemptId()}")  # unique to this attempt in the application
     totals = EncodeStats()
     writer = None
     try:
         for batch in batches:
-            if batch.column(_ROW).null_count:
+            if batch.column(row_col).null_count:
                 raise RuntimeError("Spark read rows of a file bertfeat did not list (their row numbers are unknown); "
                                    "report this as a bug.")
-            rows = batch.column(_ROW).to_numpy()
+            rows = batch.column(row_col).to_numpy()
             batch = _as_input_types(batch, input_schema, featurizer.keep_cols + featurizer.text_cols)
             try:
                 with warnings.catch_warnings():

@@ -253,3 +253,25 @@ def test_spark_submit_runs_the_job_on_the_master_spark_submit_was_given(tiny_ber
     manifest = json.loads((tmp_path / "out.manifest.json").read_text())
     assert manifest["spark"]["master"] == "local[1]"
     assert manifest["counts"]["rows"] == 12 and pq.read_table(tmp_path / "out").num_rows == 12
+
+
+def test_input_columns_named_like_the_jobs_own_are_the_users_and_kept(tiny_bert, spark, tmp_path):
+    """A job carries each row's file, index and number through Spark in columns of its own; an input column of the
+    same name, in any case (Spark's names are case-insensitive by default), is the user's and comes out as written,
+    as in the local engine. It used to fail the job: AMBIGUOUS_REFERENCE `_file`."""
+    df = make_frame(20, seed=10)
+    df["_file"] = [f"f{i}" for i in range(20)]
+    df["_INDEX"] = np.arange(100, 120)
+    df["_bertfeat_row"] = np.arange(20)[::-1]
+    df["_metadata"] = [f"m{i}" for i in range(20)]  # the name of Spark's hidden file-metadata column
+    df.to_parquet(tmp_path / "in.parquet")
+    keep = ["id", "_file", "_INDEX", "_bertfeat_row", "_metadata"]
+    args = ["embed", str(tmp_path / "in.parquet"), "--text-col", "review", "--model", tiny_bert, "--quiet",
+            "--chunk-rows", "7", *[x for k in keep for x in ("--keep-col", k)]]
+    assert main([*args, "--out", str(tmp_path / "local.parquet")]) == 0
+    assert main([*args, "--out", str(tmp_path / "spark_out"), "--engine", "spark"]) == 0
+    local, got = pq.read_table(tmp_path / "local.parquet"), pq.read_table(tmp_path / "spark_out")
+    assert got.schema.equals(local.schema, check_metadata=True)
+    assert got.select(keep).equals(local.select(keep))
+    assert got.column("_bertfeat_row").to_pylist() == list(range(19, -1, -1))
+    assert np.abs(features(got, len(keep)) - features(local, len(keep))).max() <= 1e-5

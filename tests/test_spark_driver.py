@@ -72,10 +72,10 @@ class LocalJob:
             self.during(call)
         columns = list(dict.fromkeys(keep_cols + text_cols))
         table = pa.concat_tables([pq.read_table(f, columns=columns).replace_schema_metadata(None) for f in files])
-        table = table.append_column(bspark._ROW, pa.array(np.arange(table.num_rows), pa.int64()))
+        spec = bspark._task_spec(text_cols, keep_cols, layout, params, data_dir, input_schema)
+        table = table.append_column(spec["row_col"], pa.array(np.arange(table.num_rows), pa.int64()))
         total = int(sum(counts))
         partitions = max(spark.sparkContext.defaultParallelism, math.ceil(total / batch_rows))
-        spec = bspark._task_spec(text_cols, keep_cols, layout, params, data_dir, input_schema)
         data_dir.mkdir(parents=True, exist_ok=True)
         stats, hashes = [], set()
         for k, rows in enumerate(np.array_split(np.arange(total), partitions)):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -197,7 +198,7 @@ def test_embed_partition_yields_spark_ready_batches(tiny_bert, tmp_path, in_task
 
 def rows_batch(ids, texts, rows):
     return pa.record_batch([pa.array(ids, pa.int32()), pa.array(texts, pa.large_string()), pa.array(rows, pa.int64())],
-                           names=["id", "text", bspark._ROW])
+                           names=["id", "text", "_bertfeat_row"])
 
 
 def test_a_task_writes_its_part_file_and_yields_counts_and_hashes(tiny_bert, tmp_path, in_task):
@@ -378,3 +379,22 @@ def test_spark_options_are_set_for_one_job_and_the_callers_put_back():
         with bspark._conf(spark, {"a": "job's"}):
             raise KeyError("job failed")
     assert conf.values == {"a": "caller's", "c": "untouched"}
+
+
+def test_the_jobs_own_columns_never_take_an_input_columns_name_in_any_case():
+    assert bspark._own_names(["id", "text"]) == {"file": "_bertfeat_file", "index": "_bertfeat_index",
+                                                 "row": "_bertfeat_row"}
+    assert bspark._own_names(["_BERTFEAT_FILE", "_bertfeat_row", "__bertfeat_row", "text"]) == {
+        "file": "__bertfeat_file", "index": "_bertfeat_index", "row": "___bertfeat_row"}
+    # the row column a task reads is the one the driver named
+    spec = bspark._task_spec(["text"], ["id", "_bertfeat_row"], "columns", {}, Path("/tmp"), pa.schema([]))
+    assert spec["row_col"] == "__bertfeat_row"
+
+
+def test_a_task_reads_the_row_numbers_from_the_column_the_driver_named(tiny_bert, tmp_path, in_task):
+    schema = pa.schema([("_bertfeat_row", pa.int64()), ("text", pa.string())])
+    spec = bspark._task_spec(["text"], ["_bertfeat_row"], "columns", {"model": tiny_bert}, tmp_path, schema)
+    batch = pa.record_batch([pa.array([7, 7], pa.int64()), pa.array(["a cat", None]), pa.array([40, 41], pa.int64())],
+                            names=["_bertfeat_row", "text", "__bertfeat_row"])
+    with pytest.raises(ValueError, match=r"^\[bertfeat-mistake\].*row 41 is missing"):
+        list(bspark._write_partition(iter([batch]), spec))  # the input's row 41, not the user's column's 7
