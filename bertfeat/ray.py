@@ -379,6 +379,9 @@ def embed_parquet(input, out, text_col, *, keep_cols=(), layout: str = "columns"
     keep_cols = [keep_cols] if isinstance(keep_cols, str) else list(keep_cols)
     if not _is_int(batch_rows) or batch_rows < 1:
         raise ValueError(f"batch_rows={batch_rows!r} is not valid: expected a positive number of rows.")
+    if STATS_COL in keep_cols + text_cols:  # it would be dropped with the counts, or make two columns of one name
+        raise ValueError(f"column {STATS_COL!r} has the name the Ray engine carries each batch's counts in; rename "
+                         "it, or use the local or Spark engine.")
     paths = _Paths(Path(out))
     reader = InputReader(input, keep_cols + text_cols, batch_rows, text_cols)
     if reader.kind != "parquet":

@@ -157,6 +157,10 @@ def fake_ray(ray_data, monkeypatch):
     """Install a FakeRay as ``ray``: returns a function that makes one (nodes, initialized) and installs it."""
     import ray.data.block  # noqa: F401  (the sink imports BlockAccessor from it: the real one)
 
+    # the real data context, made while ``ray`` is still the real package: making it imports more of ray, which
+    # would fail under the fake (so a test that ran first, alone or in another order, failed)
+    ray.data.DataContext.get_current()
+
     def install(**kwargs):
         fake = FakeRay(ray_data, **kwargs)
         monkeypatch.setitem(sys.modules, "ray", fake)
@@ -708,3 +712,20 @@ def test_a_dataset_jobs_error_of_a_type_that_wants_other_arguments_is_left_as_ra
     with pytest.raises(Picky) as info:
         actor(pa.table({"review": ["a", "b"]}))
     assert info.value is raised
+
+
+def test_a_column_named_like_the_column_the_counts_travel_in_is_refused_not_lost(tiny_bert, fake_ray, quiet_threads,
+                                                                                 tmp_path):
+    """A batch's counts travel to the writer in a column of their own, dropped before the file is written: an input
+    column of that name would be dropped with it (or make two columns of one name), so it is refused up front."""
+    ray = fake_ray()
+    df = frame(6)
+    df[bray.STATS_COL] = [f"v{i}" for i in range(6)]
+    src = write_input(tmp_path, df, files=1)
+    with pytest.raises(ValueError) as info:
+        bray.embed_parquet(src, tmp_path / "o", "review", keep_cols=["id", bray.STATS_COL], model=tiny_bert,
+                           quiet=True)
+    assert str(info.value) == (
+        "column '__bertfeat_batch_stats__' has the name the Ray engine carries each batch's counts in; rename it, or "
+        "use the local or Spark engine.")
+    assert ray.inits == [] and not list(tmp_path.glob("o*"))
