@@ -425,11 +425,10 @@ def _own_names(columns) -> dict:
     case-insensitive by default), so that the user's columns are never shadowed or ambiguous."""
     taken = {c.lower() for c in columns}
     names = {}
-    for key in ("file", "index", "row"):
+    for key in ("file", "index", "row"):  # three different stems: the names never meet each other
         name = f"_bertfeat_{key}"
         while name.lower() in taken:
             name = "_" + name
-        taken.add(name.lower())
         names[key] = name
     return names
 

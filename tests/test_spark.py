@@ -269,9 +269,18 @@ def test_input_columns_named_like_the_jobs_own_are_the_users_and_kept(tiny_bert,
     args = ["embed", str(tmp_path / "in.parquet"), "--text-col", "review", "--model", tiny_bert, "--quiet",
             "--chunk-rows", "7", *[x for k in keep for x in ("--keep-col", k)]]
     assert main([*args, "--out", str(tmp_path / "local.parquet")]) == 0
-    assert main([*args, "--out", str(tmp_path / "spark_out"), "--engine", "spark"]) == 0
-    local, got = pq.read_table(tmp_path / "local.parquet"), pq.read_table(tmp_path / "spark_out")
-    assert got.schema.equals(local.schema, check_metadata=True)
-    assert got.select(keep).equals(local.select(keep))
-    assert got.column("_bertfeat_row").to_pylist() == list(range(19, -1, -1))
-    assert np.abs(features(got, len(keep)) - features(local, len(keep))).max() <= 1e-5
+    local = pq.read_table(tmp_path / "local.parquet")
+    # and in a session whose names are case-sensitive (a setting some teams use), where every name the job uses
+    # must be spelled exactly
+    for case_sensitive in ("false", "true"):
+        spark.conf.set("spark.sql.caseSensitive", case_sensitive)
+        try:
+            out = tmp_path / f"spark_out_{case_sensitive}"
+            assert main([*args, "--out", str(out), "--engine", "spark"]) == 0
+        finally:
+            spark.conf.unset("spark.sql.caseSensitive")
+        got = pq.read_table(out)
+        assert got.schema.equals(local.schema, check_metadata=True)
+        assert got.select(keep).equals(local.select(keep))
+        assert got.column("_bertfeat_row").to_pylist() == list(range(19, -1, -1))
+        assert np.abs(features(got, len(keep)) - features(local, len(keep))).max() <= 1e-5
