@@ -182,7 +182,7 @@ def test_a_transient_oom_stops_costing_throughput(tiny_backend, monkeypatch):
 
     monkeypatch.setattr(tiny_backend, "_forward", flaky)
     got, stats = encode(texts, recipe, lambda: tiny_backend, batch_tokens=64)
-    np.testing.assert_allclose(got, expected, atol=1e-6, rtol=0)
+    np.testing.assert_allclose(got, expected, atol=1e-5, rtol=0)  # other batches: the last bits may move
     assert errors and not tiny_backend.memory_cap.capped
     assert max(sizes[-3:]) > errors[0] // 2  # full-size batches again at the end
 

@@ -264,7 +264,7 @@ def test_oom_backoff_halves_batches_and_loses_no_row(tiny_backend, monkeypatch):
 
     monkeypatch.setattr(tiny_backend, "_forward", small_gpu)
     got, _ = encode(texts, recipe, lambda: tiny_backend, batch_tokens=10_000)
-    np.testing.assert_allclose(got, expected, atol=1e-6, rtol=0)
+    np.testing.assert_allclose(got, expected, atol=1e-5, rtol=0)  # other batches: the last bits may move
     assert calls["oom"] >= 1 and calls["ok"] >= 2
     assert tiny_backend.memory_cap.limit <= limit
 
@@ -272,7 +272,7 @@ def test_oom_backoff_halves_batches_and_loses_no_row(tiny_backend, monkeypatch):
     calls.update(ok=0, oom=0)
     again, _ = encode(texts, recipe, lambda: tiny_backend, batch_tokens=10_000)
     assert calls["oom"] == 0
-    np.testing.assert_allclose(again, expected, atol=1e-6, rtol=0)
+    np.testing.assert_allclose(again, expected, atol=1e-5, rtol=0)  # other batches: the last bits may move
 
 
 def test_oom_on_a_single_sequence_is_raised(tiny_backend, monkeypatch):
