@@ -76,20 +76,22 @@ def layer_ops(fast, batch_lengths: np.ndarray) -> dict:
     qkv = fast._linear(x, qkv_wb).view(batch, tokens, 3, heads, h // heads).permute(2, 0, 3, 1, 4)
     ids = torch.randint(1000, 2000, (batch, tokens))
 
+    fused = fast.onednn and not fast.low  # oneDNN's rungs run GELU and the residual add inside the products
+
     def products():
         fast._linear(x, qkv_wb)
-        fast._linear(x, out_wb)
-        fast._linear(x, up_wb)
-        fast._linear(inter, down_wb)
+        fast._linear_add(x, out_wb, x) if fused else fast._linear(x, out_wb)
+        fast._linear(x, up_wb, gelu=fast.onednn)
+        fast._linear_add(inter, down_wb, x) if fused else fast._linear(inter, down_wb)
 
     def rest():
-        F.layer_norm(x + x, (h,), *norm1, fast.eps)
-        F.layer_norm(x + x, (h,), *norm2, fast.eps)
+        for norm in (norm1, norm2):
+            F.layer_norm(x if fused else x + x, (h,), *norm, fast.eps)
 
     return {
         "products": products,
         "attention": lambda: F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], attn_mask=scores_mask),
-        "gelu": lambda: F.gelu(inter),
+        "gelu": (lambda: None) if fast.onednn else (lambda: F.gelu(inter)),
         "norms+adds": rest,
         "fused pass": lambda: fast(ids, mask, [len(fast.layers)]),
     }
@@ -182,6 +184,8 @@ def main() -> None:
     print(f"machine: {machine}")
     print(f"model {args.model}: {len(texts)} texts, {int(lengths.sum()):,} real tokens, {len(batches)} batches "
           f"(budget {budget} tokens, {workers} workers x 1 thread); rung {fast.rung}")
+    if fast.onednn:
+        print("oneDNN rung: GELU and the residual adds run inside the products, and are timed with them")
     print(f"reference (square fp32 product, {threads} threads): {reference / 1e9:.0f} GFLOP/s; "
           f"products with {workers} workers busy run at {concurrency:.3f} of one alone")
     print()
