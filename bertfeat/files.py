@@ -149,7 +149,7 @@ def embed_file(
                          "after every batch).")
     paths = OutputPaths(Path(path_text(out, "out", "the path of the parquet file to write")))
     reader = InputReader(input, keep_cols + text_cols, chunk_rows, text_cols, chunk_chars=chunk_chars,
-                         delimiter=delimiter, infer_types=infer_types)
+                         delimiter=delimiter, infer_types=infer_types, exclude=[paths.out, paths.partial])
     check_output(paths, reader, overwrite, file_output=True)
     # No run-private cache here: its index grows with the input (about 24 bytes a distinct text), and memory must
     # stay bounded by one chunk. Texts repeated across chunks are embedded once per chunk unless --cache-dir is given.

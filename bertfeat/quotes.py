@@ -1,7 +1,8 @@
 """Quotes in a CSV stream: whether it ends inside a quoted value, and the line where that value opened.
 
 pyarrow reads a quote left open at the end of a file as one last value holding the rest of the file, without a
-word. :class:`QuoteScanner` follows the stream as the reader reads it (quotes as pyarrow and Python's csv module
+word; and a quoted value whose closing quote is followed by more text (``"Meh" said I``) as that text with the
+quotes dropped, which after a stray opening quote means the rows up to the next quote read into one value. :class:`QuoteScanner` follows the stream as the reader reads it (quotes as pyarrow and Python's csv module
 parse them: a quote opens a quoted value only at the start of a field; inside one, a doubled quote is a quote
 character and a single one closes it; anywhere else a quote is a plain character), so the reader can refuse such a
 file before it delivers its last rows. Counting quote characters cannot: one literal quote elsewhere (``5" screen``)
@@ -17,7 +18,9 @@ QUOTE = 0x22
 
 class QuoteScanner:
     """Feed it the decompressed bytes of a CSV file in order, in pieces of any size; :attr:`ends_open` then says
-    whether the file ends inside a quoted value. Costs one ``bytes.find`` per quote character."""
+    whether the file ends inside a quoted value, and :attr:`closed_early` where a quoted value's closing quote was
+    followed by something other than a delimiter, a line break or the end of the file (the byte's offset in the
+    stream, BOM excluded; None while there is none). Costs one ``bytes.find`` per quote character."""
 
     def __init__(self, delimiter: str):
         self._field_starts = {ord(delimiter), 0x0A, 0x0D}  # after these bytes a field starts
@@ -25,6 +28,8 @@ class QuoteScanner:
         self._quote_ends_piece = False  # inside a quoted value, the last piece ended on a quote: the next byte decides
         self._prev: int | None = None  # the last byte seen; None at the start of the file
         self._head: bytes | None = b""  # the first bytes, until they are known to be (or not be) a UTF-8 BOM
+        self._offset = 0  # bytes fed before the current piece, BOM excluded
+        self.closed_early: int | None = None
 
     @property
     def ends_open(self) -> bool:
@@ -47,6 +52,7 @@ class QuoteScanner:
                 i = 1  # a doubled quote, split between two pieces: still inside
             else:
                 self._in_quote = False
+                self._after_closing(data, 0)
         while i < n:
             j = data.find(b'"', i)
             if j < 0:
@@ -59,17 +65,25 @@ class QuoteScanner:
                     i = j + 2
                     continue
                 self._in_quote = False
+                self._after_closing(data, j + 1)
             else:
                 prev = data[j - 1] if j else self._prev
                 self._in_quote = prev is None or prev in self._field_starts
             i = j + 1
         self._prev = data[-1]
+        self._offset += n
+
+    def _after_closing(self, data: bytes, k: int) -> None:
+        """A quoted value closed just before ``data[k]``: only a delimiter or a line break may come next."""
+        if self.closed_early is None and data[k] not in self._field_starts:
+            self.closed_early = self._offset + k
 
 
-def open_quote_line(opener, record_start: int, delimiter: str) -> int:
+def open_quote_line(opener, record_start: int, delimiter: str, until: int | None = None) -> int:
     """The line where the quote left open in the record after line ``record_start`` opened (``opener()`` opens the
-    file as text, with ``newline=""``). Lines end as Python's csv module ends them: at CRLF, a lone CR (old Mac
-    exports) or a lone LF, inside quoted values too."""
+    file as text, with ``newline=""``); with ``until``, the line where the last quoted value opened before the end
+    of line ``until``. Lines end as Python's csv module ends them: at CRLF, a lone CR (old Mac exports) or a lone
+    LF, inside quoted values too."""
     line, at_field_start, in_quote, opened, prev_quote, prev_cr = record_start + 1, True, False, None, False, False
     with opener() as fh:
         for _ in range(record_start):
@@ -78,6 +92,8 @@ def open_quote_line(opener, record_start: int, delimiter: str) -> int:
             for c in ch:
                 if c == "\r" or (c == "\n" and not prev_cr):
                     line += 1
+                    if until is not None and line > until:
+                        return opened or record_start + 1
                 prev_cr = c == "\r"
                 if in_quote:
                     if c == '"':

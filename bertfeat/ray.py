@@ -383,7 +383,7 @@ def embed_parquet(input, out, text_col, *, keep_cols=(), layout: str = "columns"
         raise ValueError(f"column {STATS_COL!r} has the name the Ray engine carries each batch's counts in; rename "
                          "it, or use the local or Spark engine.")
     paths = _Paths(Path(out))
-    reader = InputReader(input, keep_cols + text_cols, batch_rows, text_cols)
+    reader = InputReader(input, keep_cols + text_cols, batch_rows, text_cols, exclude=[paths.out, paths.partial])
     if reader.kind != "parquet":
         raise ValueError(
             f"input {reader.path!r} is CSV: the Ray engine reads parquet only. Convert it to parquet first, or use "

@@ -6,18 +6,21 @@ the needed columns re-cut into chunks of at most ``chunk_rows`` rows and ``chunk
 
 CSV policy (docs/cli.md lists it for users): the delimiter is the one declared (``,``, or tab for ``.tsv``, or
 ``delimiter=``); a UTF-8 byte order mark is skipped; every column is read as text unless ``infer_types=True``; an
-unquoted empty field or NA marker is missing, a quoted one is text; a quote left open at the end of the file is an
-error naming the line where it opened.
+unquoted empty field or NA marker is missing, a quoted one is text; a quote left open at the end of the file, and a
+quoted value with more text after its closing quote, are errors naming their lines. Parquet string values must be
+valid UTF-8 (an error names the file, column and row).
 """
 
 from __future__ import annotations
 
 import bz2
+import contextlib
 import csv
 import glob
 import gzip
 import io
 import os
+import sys
 import zlib
 from pathlib import Path
 
@@ -47,16 +50,24 @@ def input_path(path) -> str:
     return path_text(path, "input", "the path of a CSV or parquet file, a folder or a glob")
 
 
-def resolve_input(path) -> tuple[str, list[Path]]:
-    """``("csv" | "parquet", files)`` for a CSV file, a parquet file, or a directory or glob of parquet files."""
+def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:
+    """``("csv" | "parquet", files)`` for a CSV file, a parquet file, or a directory or glob of parquet files.
+
+    ``exclude``: the job's own output paths (``--out`` and its parts folder). A folder or glob leaves out what lies
+    at or under them, so an output written inside the input folder is never read back as input on a resume or a
+    rerun; an excluded path that is the input folder itself (or holds it) leaves out nothing, and
+    :func:`bertfeat.output.check_output` refuses that layout."""
     path = input_path(path)
     p = Path(path)
-    if any(ch in path for ch in "*?["):
-        files = sorted(Path(f) for f in glob.glob(path, recursive=True) if Path(f).is_file())
-        if not files:
+    wildcard = any(ch in path for ch in "*?[")
+    if wildcard or p.is_dir():
+        if wildcard:
+            files = sorted(Path(f) for f in glob.glob(path, recursive=True) if Path(f).is_file())
+        else:
+            files = sorted(f for f in p.rglob("*") if f.is_file() and f.name.lower().endswith(PARQUET_SUFFIXES))
+        files = _leave_out(files, exclude, _literal_root(path) if wildcard else p)
+        if not files and wildcard:
             raise FileNotFoundError(f"input {path!r} matches no files.")
-    elif p.is_dir():
-        files = sorted(f for f in p.rglob("*") if f.is_file() and f.name.lower().endswith(PARQUET_SUFFIXES))
         if not files:
             raise FileNotFoundError(f"input directory {path!r} holds no parquet files (*.parquet).")
     elif p.is_file():
@@ -72,6 +83,22 @@ def resolve_input(path) -> tuple[str, list[Path]]:
         f"input {path!r}: expected one CSV file ({', '.join(CSV_SUFFIXES)}) or parquet files "
         f"({', '.join(PARQUET_SUFFIXES)}), got {sorted(str(f.name) for f in files)[:5]}."
     )
+
+
+def _literal_root(pattern: str) -> Path:
+    """The folder a glob pattern searches: its path up to the first part with a wildcard."""
+    parts = []
+    for part in Path(pattern).parts:
+        if any(ch in part for ch in "*?["):
+            break
+        parts.append(part)
+    return Path(*parts) if parts else Path(".")
+
+
+def _leave_out(files: list[Path], exclude, root: Path) -> list[Path]:
+    root = root.resolve()
+    dropped = [e for e in (Path(x).resolve() for x in exclude) if e != root and e not in root.parents]
+    return [f for f in files if not any(f.resolve() == e or e in f.resolve().parents for e in dropped)]
 
 
 def _kind(f: Path) -> str | None:
@@ -150,9 +177,10 @@ class InputReader:
     and a zip code "01234" becomes 1234)."""
 
     def __init__(self, path, columns: list[str], chunk_rows: int, text_cols: list[str], *,
-                 chunk_chars: int | None = None, delimiter: str | None = None, infer_types: bool = False):
+                 chunk_chars: int | None = None, delimiter: str | None = None, infer_types: bool = False,
+                 exclude=()):
         self.path = path = input_path(path)
-        self.kind, self.files = resolve_input(path)
+        self.kind, self.files = resolve_input(path, exclude)
         self.columns = list(dict.fromkeys(columns))
         self.chunk_rows = chunk_rows
         self.chunk_chars = chunk_chars
@@ -164,7 +192,10 @@ class InputReader:
             if delimiter is not None:
                 raise ValueError(f"delimiter={delimiter!r} applies to CSV input only, and {path!r} is parquet.")
             self.schema = self._parquet_schema()
-            self.total_rows = sum(pq.ParquetFile(f).metadata.num_rows for f in self.files)
+            self.total_rows = 0
+            for f in self.files:
+                with _naming_parquet_file(f):
+                    self.total_rows += pq.ParquetFile(f).metadata.num_rows
         else:
             self.delimiter = self._delimiter(delimiter)
             self.schema = self._csv_schema()
@@ -184,12 +215,14 @@ class InputReader:
     # -- parquet ---------------------------------------------------------------------------------------------------
 
     def _parquet_schema(self) -> pa.Schema:
-        first = pq.read_schema(self.files[0])
+        with _naming_parquet_file(self.files[0]):
+            first = pq.read_schema(self.files[0])
         _refuse_duplicates(first.names, str(self.files[0]))
         self._check_columns(first)
         wanted = {c: first.field(c).type for c in self.columns}
         for f in self.files[1:]:
-            other = pq.read_schema(f)
+            with _naming_parquet_file(f):
+                other = pq.read_schema(f)
             _refuse_duplicates(other.names, str(f))
             if other.names != first.names:
                 raise ValueError(f"parquet file {f} has columns {other.names}, unlike {self.files[0]} ({first.names}).")
@@ -221,9 +254,9 @@ class InputReader:
             name = self.files[0].name.lower()
             stem = name[:name.rfind(".")] if _codec(self.files[0]) else name
             return "\t" if stem.endswith(".tsv") else ","
-        if not isinstance(declared, str) or len(declared) != 1 or declared in '"\r\n':
-            raise ValueError(f"delimiter={declared!r} is not valid: expected one character other than a quote or a "
-                             "line break (',' or '\\t' or ';').")
+        if not isinstance(declared, str) or len(declared) != 1 or declared in '"\r\n' or not declared.isascii():
+            raise ValueError(f"delimiter={declared!r} is not valid: expected one ASCII character other than a quote "
+                             "or a line break (',' or '\\t' or ';').")
         return declared
 
     def _csv_options(self, block_size: int = BLOCK_BYTES):
@@ -257,10 +290,16 @@ class InputReader:
         self.header = self._csv_header()
         _refuse_duplicates(self.header, self.path)
         self._check_columns(pa.schema([(c, pa.string()) for c in self.header]))
+        if not self.has_rows:  # pyarrow refuses a header with no line break after it ("could not skip initial rows")
+            as_text = set(self.text_cols if self.infer_types else self.columns)
+            return pa.schema([(c, pa.string() if c in as_text else pa.null()) for c in self.columns])
         block = BLOCK_BYTES
         while True:
             try:
-                return self._open_csv(block).schema
+                schema = self._open_csv(block).schema
+                if self._counting.quotes.closed_early is not None:  # in the first block: refused before any work
+                    raise ValueError(self._csv_problem(None))
+                return schema
             except pa.ArrowInvalid as exc:
                 if "straddl" in str(exc) and block < MAX_BLOCK_BYTES:
                     block *= 8
@@ -276,46 +315,61 @@ class InputReader:
 
     def _csv_header(self) -> list[str]:
         first = None
+        self.has_rows = False
         try:
-            with self._text() as fh:
+            with self._text() as fh, _no_field_limit():
                 reader = csv.reader(fh, delimiter=self.delimiter, strict=True)
                 for first in reader:
                     if first:  # blank lines before the header are skipped, as pyarrow skips them
                         break
                 # pyarrow's skip_rows counts physical lines, and a quoted header name may span several
                 self.header_lines = reader.line_num
+                try:
+                    self.has_rows = any(True for row in reader if row)
+                except csv.Error:  # a row after the header, malformed: the read proper says where
+                    self.has_rows = True
         except csv.Error as exc:
             raise ValueError(f"{self.path} has a malformed header: {exc}.") from None
         except (EOFError, zlib.error) as exc:  # a compressed file cut short or damaged
             raise ValueError(self._damaged(exc, 0)) from None
         except (OSError, UnicodeDecodeError, pa.ArrowException) as exc:
             raise ValueError(f"cannot read {self.path} as UTF-8 CSV: {str(exc).splitlines()[0]}") from None
-        if not first or not "".join(first).strip():
+        if not first:
             raise ValueError(f"{self.path} is empty: no header line.")
+        if not "".join(first).strip():
+            raise ValueError(f"{self.path} is malformed: line {self.header_lines}, where the header belongs, names no "
+                             "columns (it holds only delimiters or spaces); remove that line so the header comes first.")
         return first
 
     def _damaged(self, exc: Exception, rows: int) -> str:
-        where = f"past its first {rows:,} rows" if rows else "beyond its header"
+        where = f"past its first {rows:,} rows" if rows else "in full"
         return (f"{self.path} cannot be read {where}: {exc} ({type(exc).__name__}). The "
                 f"{_codec(self.files[0]) or 'file'} is truncated or damaged; copy or compress it again.")
 
     def _csv_problem(self, exc: Exception | None) -> str:
         """Find the line of a CSV problem by re-reading with Python's csv module; ``exc`` is pyarrow's error, or None
-        for a quote left open at the end (pyarrow reads that as one last value holding the rest of the file)."""
+        for what :class:`QuoteScanner` found: a quote left open at the end (pyarrow reads that as one last value
+        holding the rest of the file) or a quoted value with more text after its closing quote."""
         line = None
         try:
-            with self._text() as fh:
+            with self._text() as fh, _no_field_limit():
                 reader = csv.reader(fh, delimiter=self.delimiter, strict=True)
                 width, last_end = None, 0
                 try:
                     for row in reader:
                         if width is None:
-                            width = len(row)
+                            width = len(row) if row else None  # blank lines before the header
                         elif len(row) != width and row:
                             line = reader.line_num
                             break
                         last_end = reader.line_num
                 except csv.Error as scan_exc:
+                    if "expected after" in str(scan_exc):
+                        at = reader.line_num
+                        opened = open_quote_line(self._text, last_end, self.delimiter, until=at)
+                        return (f"{self.path} is malformed at line {at}: a quoted value (opened at line {opened}) "
+                                f"has more text after its closing quote ({scan_exc}); quote the whole value and "
+                                f"double each quote inside it (\"\"), or remove a stray quote at line {opened}.")
                     if "end of data" not in str(scan_exc):
                         return f"{self.path} is malformed at line {reader.line_num}: {scan_exc}."
                     opened = open_quote_line(self._text, last_end, self.delimiter)
@@ -374,14 +428,23 @@ class InputReader:
             for f in self.files:
                 # pre_buffer (pyarrow's default) keeps whole column chunks cached while iterating, so memory would
                 # grow with the file; a small read buffer streams it instead.
-                with pq.ParquetFile(f, pre_buffer=False, buffer_size=1 << 20) as pf:
+                rows = 0
+                with _naming_parquet_file(f), pq.ParquetFile(f, pre_buffer=False, buffer_size=1 << 20) as pf:
                     for b in pf.iter_batches(batch_size=min(self.chunk_rows, 65536), columns=self.columns):
                         b = b.select(self.columns)
+                        problem = invalid_values(b)
+                        if problem:
+                            column, row, detail = problem
+                            at = f" at row {rows + row + 1:,} of that file" if row is not None else ""
+                            raise ValueError(f"parquet file {f}: column {column!r}{at} {detail}")
+                        rows += b.num_rows
                         yield b if b.schema.equals(self.schema) else b.cast(self.schema)  # only null -> the type
             return
         yield from self._csv_batches()
 
     def _csv_batches(self):
+        if not self.has_rows:
+            return
         delivered, block = 0, BLOCK_BYTES
         while True:
             skip = delivered
@@ -399,6 +462,8 @@ class InputReader:
                         batch, skip = batch.slice(skip), 0
                     if self._counting.eof and self._counting.quotes.ends_open:
                         raise ValueError(self._csv_problem(None))  # before the last rows, which hold the rest
+                    if self._counting.quotes.closed_early is not None:  # before the rows read into one value
+                        raise ValueError(self._csv_problem(None))
                     delivered += batch.num_rows
                     yield batch.select(self.columns)
                 if self._counting.quotes.ends_open:
@@ -414,6 +479,74 @@ class InputReader:
             finally:
                 if self._counting is not None:
                     self._counting.close()
+
+
+@contextlib.contextmanager
+def _no_field_limit():
+    """Python's csv module refuses fields over 128 KiB by default; pyarrow reads them, so the re-reads that look for
+    the line of a problem must too (or they report the limit instead of the problem)."""
+    before = csv.field_size_limit()
+    csv.field_size_limit(sys.maxsize)
+    try:
+        yield
+    finally:
+        csv.field_size_limit(before)
+
+
+@contextlib.contextmanager
+def _naming_parquet_file(path: Path):
+    """A parquet file pyarrow cannot read (cut short, damaged, not parquet) is an error naming it."""
+    try:
+        yield
+    except (pa.ArrowException, OSError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ValueError(f"cannot read parquet file {path}: {first}. The file is damaged, cut short or not parquet; "
+                         "write it again, or move it out of the input.") from None
+
+
+def first_invalid_utf8(array) -> int | None:
+    """The position of the first value of a string array (or chunked array) that is not valid UTF-8, or None."""
+    if isinstance(array, pa.ChunkedArray):
+        offset = 0
+        for chunk in array.chunks:
+            found = first_invalid_utf8(chunk)
+            if found is not None:
+                return offset + found
+            offset += len(chunk)
+        return None
+    if pa.types.is_dictionary(array.type):
+        array = array.dictionary_decode()
+    if not _plain_text(array.type):
+        return None
+    try:
+        array.validate(full=True)
+        return None
+    except pa.ArrowInvalid:
+        pass
+    lo, hi = 0, len(array)  # the first bad value is in [lo, hi): halve until one is left
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        try:
+            array.slice(lo, mid - lo).validate(full=True)
+            lo = mid
+        except pa.ArrowInvalid:
+            hi = mid
+    return lo
+
+
+def invalid_values(batch) -> tuple[str, int | None, str] | None:
+    """``(column, row or None, what is wrong)`` for the first column of ``batch`` whose values Arrow finds invalid
+    (a string that is not UTF-8, which Python cannot read and parquet readers refuse), or None. Arrow's own readers
+    do not check this; a file written from raw bytes can hold it."""
+    for name, column in zip(batch.schema.names, batch.columns):
+        try:
+            column.validate(full=True)
+        except pa.ArrowInvalid as exc:
+            row = first_invalid_utf8(column)
+            if row is not None:
+                return name, row, "holds bytes that are not UTF-8 text; re-encode that column's text as UTF-8."
+            return name, None, f"holds invalid values: {str(exc).splitlines()[0]}."
+    return None
 
 
 def _plain_text(t: pa.DataType) -> bool:

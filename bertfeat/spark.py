@@ -235,7 +235,8 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
         raise ValueError(f"batch_rows={batch_rows!r} is not valid: expected a positive number of rows.")
     paths = _Paths(Path(out))
     # CSV kept columns as text, as the local engine reads them by default (007 stays 007)
-    reader = InputReader(input, keep_cols + text_cols, batch_rows, text_cols, infer_types=False)
+    reader = InputReader(input, keep_cols + text_cols, batch_rows, text_cols, infer_types=False,
+                         exclude=[paths.out, paths.partial])
     check_folder_output(paths, reader, overwrite)
     if reader.kind == "parquet" and not reader.total_rows:
         raise ValueError(f"input {reader.path!r} has no rows to embed.")

@@ -286,3 +286,46 @@ def test_cache_clear_on_a_read_only_filesystem_is_one_line(tiny_bert, tmp_path, 
     err = capsys.readouterr().err
     assert err.startswith("bertfeat cache: error: ") and "Read-only file system" in err, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_output_inside_the_input_folder_resumes_and_reruns(tiny_bert, tmp_path, capsys, monkeypatch):
+    """--out inside the input folder: the job's own parts and its finished output are not read as input, so a
+    stopped job resumes and a finished one can be run again with --overwrite (both were refused with "columns
+    unlike", forever)."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    frame(12, seed=5).to_parquet(folder / "a.parquet")
+    out = folder / "f.parquet"
+    real = pq.write_table
+    calls = []
+
+    def full_on_the_second_part(table, where, **kw):
+        calls.append(where)
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device", str(where))
+        return real(table, where, **kw)
+
+    monkeypatch.setattr(pq, "write_table", full_on_the_second_part)
+    args = ["embed", str(folder), "--text-col", "review", "--id-col", "id", "--out", str(out), "--model", tiny_bert,
+            "--quiet", "--chunk-rows", "4"]
+    assert main(args) == 2
+    assert "disk is full" in capsys.readouterr().err
+    monkeypatch.setattr(pq, "write_table", real)
+    assert main(args) == 0, capsys.readouterr().err
+    manifest = json.loads((folder / "f.parquet.manifest.json").read_text())
+    assert manifest["counts"]["rows_resumed"] == 4
+    first = pq.read_table(out)
+    assert first.column("id").to_pylist() == frame(12, seed=5)["id"].tolist()
+    assert main(args + ["--overwrite"]) == 0, capsys.readouterr().err
+    assert pq.read_table(out).equals(first)
+
+
+def test_an_empty_id_column_name_is_kept_like_any_other(tiny_bert, tmp_path):
+    """pandas' to_csv() writes the index under an empty name: --id-col '' copied nothing, silently."""
+    src = tmp_path / "idx.csv"
+    src.write_text(",text\n0,hello\n1,cat\n")
+    out = tmp_path / "f.parquet"
+    assert main(["embed", str(src), "--text-col", "text", "--id-col", "", "--out", str(out), "--model", tiny_bert,
+                 "--quiet"]) == 0
+    table = pq.read_table(out)
+    assert table.column_names[0] == "" and table.column("").to_pylist() == ["0", "1"]

@@ -316,3 +316,150 @@ def test_the_line_of_an_open_quote_counts_the_complete_records_before_it(records
     text = head + done + "".join(f + "," for f in fields) + opened + after
     want = line_breaks(head + done + "".join(f + "," for f in fields)) + 1
     assert open_quote_line(lambda: io.StringIO(text, newline=""), 1, ",") == want
+
+
+# -- hostile CSVs found on 2026-11-25 ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("body, line, opened", [
+    # a stray opening quote: pyarrow read rows 2 and 3 into row 1's text and delivered ids 1 and 4, without a word
+    ('1,"Best ever\n2,ok\n3,"Meh" said I\n4,fine\n', 4, 2),
+    ('1,"Meh" said I\n2,fine\n', 2, 2),  # pyarrow kept 'Meh said I': the quotes silently dropped
+    ('1,"a" ,b\n', 2, 2),  # a space after the closing quote
+])
+def test_a_quoted_value_followed_by_more_text_is_an_error_naming_its_lines(tmp_path, body, line, opened):
+    src = tmp_path / "q.csv"
+    src.write_text("id,review\n" + body)
+    with pytest.raises(ValueError, match=rf"malformed at line {line}: .*opened at line {opened}"):
+        InputReader(str(src), ["id", "review"], 1, ["review"], infer_types=False)  # in the first block: before any work
+    # further into the file than pyarrow reads at the start (read blocks made small): refused before the rows read
+    # into one value are delivered
+    import bertfeat.readers
+
+    far = tmp_path / "far.csv"
+    far.write_text("id,review\n" + "".join(f"{i},row {i}\n" for i in range(20_000)) + body.replace("1,", "x,", 1))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(bertfeat.readers, "BLOCK_BYTES", 1 << 12)
+        reader = InputReader(str(far), ["id", "review"], 1000, ["review"], infer_types=False)
+        delivered = []
+        with pytest.raises(ValueError, match=rf"malformed at line {20_000 + line}: .*opened at line {20_000 + opened}"):
+            for batch in reader.batches():
+                delivered.extend(batch.column("id").to_pylist())
+    assert "x" not in delivered and 0 < len(delivered) < 20_000
+    # the same value written as a CSV writer writes it reads back as written
+    ok = tmp_path / "ok.csv"
+    ok.write_text('id,review\n1,"""Meh"" said I"\n2,"a",b\n')
+    with pytest.raises(ValueError, match="Expected 2 columns, got 3"):  # row 2 really has three fields
+        read(ok, ["id", "review"])
+    ok.write_text('id,review\n1,"""Meh"" said I"\n2,"a"\r\n3,"b"')
+    table, _ = read(ok, ["id", "review"])
+    assert table.column("review").to_pylist() == ['"Meh" said I', "a", "b"]
+
+
+def test_a_closing_quote_at_the_end_of_a_read_piece_is_judged_by_the_next_byte():
+    from bertfeat.quotes import QuoteScanner
+
+    for pieces, bad in [([b'1,"ab"', b"c\n"], True), ([b'1,"ab"', b",c\n"], False), ([b'1,"ab"', b'"c"\n'], False),
+                        ([b'1,"ab"', b"\r\n"], False), ([b'1,"ab"'], False), ([b'1,"a', b'b"x'], True)]:
+        scanner = QuoteScanner(",")
+        for piece in pieces:
+            scanner.feed(piece)
+        assert (scanner.closed_early is not None) == bad, pieces
+
+
+def test_the_line_of_a_ragged_row_counts_blank_lines_before_the_header(tmp_path):
+    for eol in ("\n", "\r\n"):
+        src = tmp_path / "r.csv"
+        src.write_bytes(eol.join(["", "id,text", "1,a", "2,b", "3,c,d", "4,e", ""]).encode())
+        with pytest.raises(ValueError, match=r"malformed at line 5: .*Expected 2 columns, got 3"):
+            read(src, ["id", "text"])
+
+
+@pytest.mark.parametrize("content", [b"id,text", b"\xef\xbb\xbfid,text", b"id,text\r", b"\nid,text"])
+def test_a_header_with_no_line_break_after_it_is_a_file_with_no_rows(tmp_path, content):
+    src = tmp_path / "h.csv"
+    src.write_bytes(content)
+    table, batches = read(src, ["id", "text"])
+    assert batches == [] and table.num_rows == 0 and table.column_names == ["id", "text"]
+
+
+def test_a_first_line_of_spaces_is_named_as_what_it_is(tmp_path):
+    src = tmp_path / "ws.csv"
+    src.write_text(" \nid,text\n1,a\n")
+    with pytest.raises(ValueError, match=r"line 1, where the header belongs, names no columns \(it holds only delimiters or spaces\)"):
+        read(src, ["id", "text"])
+
+
+def test_a_delimiter_outside_ascii_is_refused_naming_the_option(tmp_path):
+    src = tmp_path / "d.csv"
+    src.write_text("id§text\n1§a\n")
+    with pytest.raises(ValueError, match=r"delimiter='§' is not valid: .*ASCII"):
+        read(src, ["id", "text"], delimiter="§")
+
+
+def _parquet_with_bytes(path, column: str, values: list[bytes], other: str):
+    """A parquet file whose string column ``column`` holds ``values`` as raw bytes (invalid UTF-8 included)."""
+    offsets = [0]
+    for v in values:
+        offsets.append(offsets[-1] + len(v))
+    import numpy as np
+
+    bad = pa.Array.from_buffers(pa.string(), len(values), [None, pa.py_buffer(np.array(offsets, np.int32).tobytes()),
+                                                           pa.py_buffer(b"".join(values))])
+    good = pa.array([f"v{i}" for i in range(len(values))])
+    cols = {column: bad, other: good}
+    pq.write_table(pa.table({k: cols[k] for k in sorted(cols)}), path)
+
+
+@pytest.mark.parametrize("column", ["id", "text"])
+def test_invalid_utf8_in_a_parquet_string_column_names_the_file_column_and_row(tmp_path, column):
+    src = tmp_path / "bad.parquet"
+    _parquet_with_bytes(src, column, [b"fine", b"caf\xe9", b"ok"], "text" if column == "id" else "id")
+    with pytest.raises(ValueError, match=rf"bad\.parquet.*column '{column}'.*row 2.*UTF-8"):
+        read(src, ["id", "text"], text_cols=["text"])
+
+
+def test_a_damaged_parquet_file_in_a_folder_is_named(tmp_path):
+    folder = tmp_path / "d"
+    folder.mkdir()
+    for name in ("a", "b"):
+        pq.write_table(pa.table({"id": ["1"], "text": ["x"]}), folder / f"{name}.parquet")
+    whole = (folder / "b.parquet").read_bytes()
+    (folder / "c.parquet").write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(ValueError, match=r"c\.parquet"):
+        read(folder, ["id", "text"])
+
+
+def test_a_folder_input_leaves_out_the_jobs_own_output_and_parts(tmp_path):
+    from bertfeat.readers import resolve_input
+
+    folder = tmp_path / "d"
+    (folder / "out.parquet.partial").mkdir(parents=True)
+    for f in ("a.parquet", "out.parquet", "out.parquet.partial/part-000000.parquet", "sub/b.parquet"):
+        (folder / f).parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({"id": ["1"], "text": ["x"]}), folder / f)
+    out = folder / "out.parquet"
+    partial = folder / "out.parquet.partial"
+    for given in (str(folder), str(folder / "**" / "*.parquet")):
+        _, files = resolve_input(given, exclude=[out, partial])
+        assert [f.relative_to(folder).as_posix() for f in files] == ["a.parquet", "sub/b.parquet"], given
+    # an output folder (the cluster engines') inside the input folder is left out too, but never the input itself
+    _, files = resolve_input(str(folder), exclude=[folder / "sub"])
+    assert [f.relative_to(folder).as_posix() for f in files] == ["a.parquet", "out.parquet",
+                                                                   "out.parquet.partial/part-000000.parquet"]
+    _, files = resolve_input(str(folder / "sub"), exclude=[folder / "sub"])
+    assert [f.relative_to(folder).as_posix() for f in files] == ["sub/b.parquet"]
+
+
+@pytest.mark.parametrize("tail, message", [
+    ('3,"open\n4,more\n', r"quote opened at line 4 is never closed"),
+    ('3,"closed" early\n', r"malformed at line 4: a quoted value \(opened at line 4\)"),
+    ("3,a,b\n", r"malformed at line 4: .*Expected 2 columns, got 3"),
+])
+def test_a_field_over_pythons_csv_limit_does_not_hide_the_problem_after_it(tmp_path, tail, message):
+    """The line of a problem is found by re-reading with Python's csv module, which refuses fields over 128 KiB
+    unless told otherwise: the message named that limit instead of the problem."""
+    src = tmp_path / "big.csv"
+    src.write_text("id,review\n1,short\n2," + "x" * 200_000 + "\n" + tail)
+    with pytest.raises(ValueError, match=message):
+        read(src, ["id", "review"])

@@ -102,7 +102,7 @@ def test_a_declared_delimiter_is_checked_and_refused_for_parquet(tmp_path):
     src.write_text("x,y\n1,2\n")
     for bad in ('"', "\n", "\r", "", ",,", 9):
         assert refusal(csv_reader, src, ["x"], delimiter=bad) == (
-            f"delimiter={bad!r} is not valid: expected one character other than a quote or a line break (',' or "
+            f"delimiter={bad!r} is not valid: expected one ASCII character other than a quote or a line break (',' or "
             "'\\t' or ';').")
     for good in ("|", ";", "X", " "):  # any other single character is taken as given
         (tmp_path / "g.csv").write_text(f"x{good}y\n1{good}2\n")
@@ -148,7 +148,9 @@ def test_headers_that_cannot_be_read_are_refused_word_for_word(tmp_path):
     p = {name: str(tmp_path / name) for name in cases}
     assert refusal(csv_reader, p["empty.csv"], ["a"]) == f"{p['empty.csv']} is empty: no header line."
     assert refusal(csv_reader, p["blank.csv"], ["a"]) == f"{p['blank.csv']} is empty: no header line."
-    assert refusal(csv_reader, p["commas.csv"], ["a"]) == f"{p['commas.csv']} is empty: no header line."
+    assert refusal(csv_reader, p["commas.csv"], ["a"]) == (
+        f"{p['commas.csv']} is malformed: line 1, where the header belongs, names no columns (it holds only delimiters "
+        "or spaces); remove that line so the header comes first.")
     assert refusal(csv_reader, p["bad-header.csv"], ["a"]) == (
         f"{p['bad-header.csv']} has a malformed header: ',' expected after '\"'.")
     assert refusal(csv_reader, p["latin1.csv"], ["b"]).startswith(
@@ -432,7 +434,7 @@ def test_a_compressed_file_damaged_within_the_first_block_is_refused_with_what_t
     src = tmp_path / f"s.csv.{'gz' if codec == 'gzip' else 'bz2'}"
     src.write_bytes(packed[: len(packed) * 2 // 3])
     message = refusal(csv_reader, src, ["id", "text"])
-    assert message.startswith(f"{src} cannot be read beyond its header: ")
+    assert message.startswith(f"{src} cannot be read in full: ")
     assert message.endswith(f"(EOFError). The {codec} is truncated or damaged; copy or compress it again.")
 
 

@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     from bertfeat.cli import UsageError
     from bertfeat.files import embed_file, resolve_input
 
-    keep = [args.id_col] if args.id_col else list(args.keep_col)
+    keep = [args.id_col] if args.id_col is not None else list(args.keep_col)  # '' is a name (pandas' index)
     if len(set(args.text_col)) != len(args.text_col):
         raise UsageError(f"--text-col names a column twice: {args.text_col}.")
     if len(set(keep)) != len(keep):
