@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from bertfeat._version import __version__
 from bertfeat.encode import EncodeStats
+from bertfeat.readers import invalid_values
 
 LAYOUTS = ("columns", "list")
 _TEXT_TYPES = (pa.types.is_string, pa.types.is_large_string, pa.types.is_null)
@@ -108,7 +109,7 @@ class ArrowFeaturizer:
         """The core's checks of a batch's texts, without embedding anything: a missing text (under
         ``missing="error"``) or a blank one. Raises the error ``__call__`` would, naming the row as it does; returns
         None when it finds none. (Arrow's string columns hold nothing else the core refuses: values that are not
-        strings are refused by :meth:`check_schema`, and Arrow strings are valid Unicode.)"""
+        strings are refused by :meth:`check_schema`; strings that are not UTF-8 by ``__call__``.)"""
         from bertfeat.embedder import _row_namer
         from bertfeat.encode import split_missing
 
@@ -153,6 +154,12 @@ class ArrowFeaturizer:
             batch = batch.combine_chunks().to_batches()[0] if batch.num_rows else pa.RecordBatch.from_pylist(
                 [], schema=batch.schema)
         self.check_schema(batch.schema)
+        problem = invalid_values(batch.select(list(dict.fromkeys(self.text_cols + self.keep_cols))))
+        if problem:  # the cluster engines' own readers do not check UTF-8 (the local engine's reader did already)
+            column, row, detail = problem
+            exc = ValueError(f"row {row}: column {column!r} {detail}" if row is not None else f"column {column!r} {detail}")
+            raise_at_input_row(exc, range(first_row, first_row + batch.num_rows))
+            raise exc
         frame = {c: batch.column(c).to_pylist() for c in self.text_cols}
         import pandas as pd
 

@@ -217,3 +217,20 @@ def test_at_input_row_leaves_an_error_type_that_wants_other_arguments():
 
     exc = Picky("row 1 is missing", 4)
     assert at_input_row(exc, range(5, 9)) is exc
+
+
+@pytest.mark.parametrize("column", ["id", "review"])
+def test_a_string_that_is_not_utf8_is_refused_naming_its_input_row(tiny_bert, column):
+    """The Ray and Spark engines hand Arrow batches read by their own readers, which do not check UTF-8: a text
+    column failed with Python's bare decode error, and a kept one passed into an output no reader could open."""
+    import numpy as np
+
+    values = [b"fine", b"caf\xe9", b"ok"]
+    offsets = np.cumsum([0] + [len(v) for v in values]).astype(np.int32)
+    bad = pa.Array.from_buffers(pa.string(), 3, [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(values))])
+    good = pa.array(["a", "b", "c"])
+    batch = pa.record_batch({"id": bad if column == "id" else good, "review": bad if column == "review" else good})
+    featurizer = ArrowFeaturizer(["review"], keep_cols=["id"], model=tiny_bert)
+    with pytest.raises(ValueError, match=rf"^row 41: column '{column}' holds bytes that are not UTF-8 text"):
+        featurizer(batch, first_row=40)
+    assert featurizer(batch.slice(2), first_row=42).num_rows == 1  # the rows after it are fine
