@@ -143,20 +143,44 @@ class Units:
     n_chunked: int
 
 
-def make_units(token_ids: Sequence[Sequence[int]] | TokenSeqs, window: int, long_text: str, stride: int) -> Units:
+def split_prefix(joint: Sequence[Sequence[int]], alone: Sequence[int]) -> tuple[list[list[int]], list[list[int]]]:
+    """Cut each ``prefix + text``, tokenized together, into the prefix's tokens and the text's.
+
+    The prefix's are the longest run at the start that agrees with the prefix tokenized alone. Tokenized together
+    is how sentence-transformers reads a prompt, and it differs from the two tokenized apart wherever the tokenizer
+    joins a space to the word after it (byte-level BPE, SentencePiece): "query: " alone ends in a lone space token.
+
+    Examples
+    --------
+    >>> split_prefix([[7, 8, 10], [7, 8, 9, 11]], alone=[7, 8, 9])
+    ([[7, 8], [7, 8, 9]], [[10], [11]])
+    """
+    heads, rest = [], []
+    for ids in joint:
+        k, limit = 0, min(len(ids), len(alone))
+        while k < limit and ids[k] == alone[k]:
+            k += 1
+        heads.append(list(ids[:k]))
+        rest.append(list(ids[k:]))
+    return heads, rest
+
+
+def make_units(token_ids: Sequence[Sequence[int]] | TokenSeqs, window, long_text: str, stride: int) -> Units:
     """Turn each text's content token ids (no special tokens) into one unit (truncate) or its windows (chunk).
 
-    Units are spans of the texts' own token array; only texts longer than ``window`` are looked at one by one.
+    ``window``: the most tokens of a unit, one for all texts or one per text (an array). Units are spans of the
+    texts' own token array; only texts longer than their window are looked at one by one.
     """
     seqs = token_ids if isinstance(token_ids, TokenSeqs) else TokenSeqs.from_lists(token_ids)
     n = len(seqs)
+    window = np.broadcast_to(np.asarray(window, dtype=np.int64), (n,))
     long = np.flatnonzero(seqs.length > window)
     chunk = long_text == "chunk"
     counts = np.ones(n, dtype=np.int64)
     spans = {}
     if chunk:
         for i in long:
-            spans[i] = np.asarray(split_windows(int(seqs.length[i]), window, stride), dtype=np.int64)
+            spans[i] = np.asarray(split_windows(int(seqs.length[i]), int(window[i]), stride), dtype=np.int64)
             counts[i] = len(spans[i])
     starts = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(counts, out=starts[1:])

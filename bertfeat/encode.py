@@ -18,7 +18,9 @@ from dataclasses import asdict, dataclass, field, fields, replace
 
 import numpy as np
 
-from bertfeat.batching import TokenSeqs, Units, make_units, plan_batches, prefetched, restore_order, unique_strings
+from bertfeat.batching import (
+    TokenSeqs, Units, make_units, plan_batches, prefetched, restore_order, split_prefix, unique_strings,
+)
 from bertfeat.journal import batch_key
 from bertfeat.journal import current as current_journal
 from bertfeat.pooling import average_layers, combine_windows, l2_normalize
@@ -268,12 +270,18 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
 
     def plans():
         for lo, hi in chunk_bounds(len(texts), chunk, first=max(1, chunk // 8) if prefetch else chunk):
-            seqs = TokenSeqs.from_lists(model.tokenize(texts[lo:hi]))
-            units = make_units(seqs, window, recipe.long_text, recipe.stride)
-            if prefix:  # every unit (every window of a long text) starts with the prefix
-                units.ids = TokenSeqs.from_lists([prefix + u for u in units.ids.tolist()])
+            if prefix:  # tokenized with each text, then every unit (every window of a long text) starts with it
+                heads, rest = split_prefix(model.tokenize([recipe.prefix + t for t in texts[lo:hi]]), prefix)
+                seqs = TokenSeqs.from_lists(rest)
+                head_lengths = np.fromiter(map(len, heads), dtype=np.int64, count=len(heads))
+                units = make_units(seqs, window + len(prefix) - head_lengths, recipe.long_text, recipe.stride)
+                units.ids = TokenSeqs.from_lists([heads[i] + u for i, u in zip(units.owner, units.ids.tolist())])
+            else:
+                seqs = TokenSeqs.from_lists(model.tokenize(texts[lo:hi]))
+                head_lengths = 0
+                units = make_units(seqs, window, recipe.long_text, recipe.stride)
             lengths = units.ids.length + model.n_special
-            yield _Step(units, lengths, plan_batches(lengths, batch_tokens), seqs.length + len(prefix) + model.n_special)
+            yield _Step(units, lengths, plan_batches(lengths, batch_tokens), seqs.length + head_lengths + model.n_special)
 
     steps = prefetched(plans()) if prefetch else plans()
     open_steps: deque = deque()  # planned steps whose results are still coming back, oldest first
@@ -384,8 +392,8 @@ def chunk_bounds(n: int, chunk: int, first: int) -> list[tuple[int, int]]:
 def prefix_tokens(recipe: Recipe, model) -> list[int]:
     """The token ids of ``recipe.prefix``, checked to leave each window room for the text.
 
-    The prefix is tokenized once and put before every window's own tokens. For WordPiece tokenizers (BERT, E5, BGE,
-    GTE, nomic-embed) and a prefix ending in a space or punctuation, that is exactly how ``prefix + text`` tokenizes.
+    Tokenized alone, the prefix takes at least as many tokens as it does tokenized with a text (where a trailing
+    space may join the text's first word: :func:`bertfeat.batching.split_prefix`), so the room is checked on these.
     """
     if not recipe.prefix:
         return []

@@ -24,6 +24,11 @@ MISSING_POLICIES = ("error", "zero", "nan")
 #    averaged after, so max pooling is the max over all of a text's tokens per layer, as when derived from the
 #    all-layers recipe (Recipe.all_layers).
 FORMAT_VERSION = 2
+# The same for recipes with a prefix only (the others keep their fingerprints and cache entries):
+# 1: the prefix is tokenized together with each text (prefix + text), as sentence-transformers reads a prompt; before,
+#    it was tokenized alone and put before the text's own tokens, which differs on byte-level BPE and SentencePiece
+#    tokenizers (RoBERTa, XLM-R, multilingual-e5's "query: ").
+PREFIX_FORMAT = 1
 
 
 def parse_pooling(pooling) -> tuple[str, ...]:
@@ -156,6 +161,8 @@ class Recipe:
         d.pop("_fingerprint")
         if not self.prefix:  # recipes without a prefix keep the fingerprints (and cache entries) they always had
             d.pop("prefix")
+        else:
+            d["prefix_format"] = PREFIX_FORMAT
         d["pooling"] = list(self.pooling)
         d["layers"] = list(self.layers)
         return d

@@ -31,7 +31,8 @@ FAMILIES = {
 
 
 def build_tokenizer(path, style: str, corpus: list[str], max_length: int):
-    """Train a small tokenizer of ``style`` ("wordpiece" or "bpe") on ``corpus`` and save it to ``path``."""
+    """Train a small tokenizer of ``style`` ("wordpiece", "bpe" (byte-level) or "sentencepiece" (unigram with
+    Metaspace)) on ``corpus`` and save it to ``path``."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -41,6 +42,12 @@ def build_tokenizer(path, style: str, corpus: list[str], max_length: int):
         tok.normalizer = normalizers.BertNormalizer(lowercase=True)
         tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         trainer = trainers.WordPieceTrainer(vocab_size=300, special_tokens=list(specials.values()))
+    elif style == "sentencepiece":
+        specials = {"cls": "<s>", "pad": "<pad>", "sep": "</s>", "unk": "<unk>", "mask": "<mask>"}
+        tok = Tokenizer(models.Unigram())
+        tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
+        tok.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="always")
+        trainer = trainers.UnigramTrainer(vocab_size=300, special_tokens=list(specials.values()), unk_token="<unk>")
     else:
         specials = {"cls": "<s>", "pad": "<pad>", "sep": "</s>", "unk": "<unk>", "mask": "<mask>"}
         tok = Tokenizer(models.BPE(unk_token="<unk>"))
@@ -94,12 +101,14 @@ def _config(model_type: str, tok):
     raise ValueError(f"no tiny config for model_type={model_type!r}")
 
 
-def build_tiny_encoder(path, model_type: str, corpus: list[str] | None = None, seed: int = 0) -> str:
-    """A tiny random-weight ``model_type`` encoder and its tokenizer, saved to ``path`` (safetensors)."""
+def build_tiny_encoder(path, model_type: str, corpus: list[str] | None = None, seed: int = 0,
+                       style: str | None = None) -> str:
+    """A tiny random-weight ``model_type`` encoder and its tokenizer (``style``, by default the family's in
+    :data:`FAMILIES`), saved to ``path`` (safetensors)."""
     import torch
     from transformers import AutoModel
 
-    style = FAMILIES[model_type][0]
+    style = style or FAMILIES[model_type][0]
     tok = build_tokenizer(path, style, list(corpus or []) + TINY_SENTENCES, POSITIONS)
     config = _config(model_type, tok)
     torch.manual_seed(seed)
