@@ -10,14 +10,14 @@ learned in ``fit``, from the training rows only, so inside a cross-validation fo
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils.validation import check_array, check_is_fitted
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 # The TF-IDF that the probe's baseline and unions use: word 1-2 grams, seen in at least 2 texts, sublinear counts.
 TFIDF_PARAMS = {"ngram_range": (1, 2), "min_df": 2, "sublinear_tf": True}
 
 
-class BlockScaler(TransformerMixin, BaseEstimator):
+class BlockScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Standardize each column, then divide by ``sqrt(n_columns)``: rows of expected squared norm 1.
 
     Put after a :class:`~bertfeat.BertEmbedder` in a union with TF-IDF (whose rows have norm 1), so that one
@@ -33,8 +33,7 @@ class BlockScaler(TransformerMixin, BaseEstimator):
     """
 
     def fit(self, X, y=None):
-        X = check_array(X, dtype=(np.float64, np.float32))
-        self.n_features_in_ = X.shape[1]
+        X = validate_data(self, X, dtype=(np.float64, np.float32))  # sets n_features_in_, and feature_names_in_
         self.mean_ = X.mean(axis=0)
         sd = X.std(axis=0)
         sd[sd == 0] = 1.0
@@ -43,16 +42,11 @@ class BlockScaler(TransformerMixin, BaseEstimator):
 
     def transform(self, X):
         check_is_fitted(self, "scale_")
-        X = check_array(X, dtype=(np.float64, np.float32))
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} columns, but BlockScaler was fitted with {self.n_features_in_}.")
-        return ((X - self.mean_) / self.scale_).astype(X.dtype, copy=False)
-
-    def get_feature_names_out(self, input_features=None):
-        check_is_fitted(self, "scale_")
-        if input_features is None:
-            return np.asarray([f"x{i}" for i in range(self.n_features_in_)], dtype=object)
-        return np.asarray(input_features, dtype=object)
+        Z = check_array(X, dtype=(np.float64, np.float32))
+        if Z.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {Z.shape[1]} columns, but BlockScaler was fitted with {self.n_features_in_}.")
+        validate_data(self, X, reset=False, skip_check_array=True)  # the names fit saw, if any, in their order
+        return ((Z - self.mean_) / self.scale_).astype(Z.dtype, copy=False)
 
 
 class MissingText(TransformerMixin, BaseEstimator):

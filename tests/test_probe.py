@@ -952,3 +952,20 @@ def test_label_checks_count_and_show_exactly_what_is_wrong():
     # numbers named classes are checked as classes, though more than ten of them would read as a regression
     with pytest.raises(ValueError, match=r"^class\(es\) 0\.5 \(1\), 1\.5 \(1\)"):
         _check_labels(np.arange(11.0) + 0.5, "classification", 2)
+
+
+def test_block_scaler_carries_the_embedders_names_under_pandas_output(tiny_bert):
+    """set_output(transform="pandas") named the scaled columns x0, x1, ... while get_feature_names_out gave the
+    embedder's names: fit never recorded the names of the DataFrame it was given."""
+    from sklearn.pipeline import make_pipeline
+
+    from bertfeat.union import BlockScaler
+
+    texts, _ = labelled(12)
+    pipe = make_pipeline(BertEmbedder(tiny_bert, pooling="mean"), BlockScaler()).set_output(transform="pandas")
+    out = pipe.fit_transform(pd.Series(texts, name="review"))
+    assert list(out.columns) == list(pipe.get_feature_names_out()) == [f"review_mean_{i:02d}" for i in range(32)]
+    scaler = pipe[-1]
+    assert list(scaler.feature_names_in_) == list(out.columns)
+    with pytest.raises(ValueError, match="feature names"):
+        scaler.transform(out.rename(columns={"review_mean_00": "other"}))
