@@ -45,6 +45,9 @@ def text_columns(X, columns=None) -> tuple[list[str], list[list], list[str] | No
     if isinstance(X, (str, bytes)):
         raise TypeError("Iterable over raw text documents expected, string object received.")
     kind = type(X).__module__.split(".")[0]
+    if kind == "polars" and type(X).__name__ == "LazyFrame":
+        raise TypeError("X is a polars LazyFrame, whose rows are not computed yet; call .collect() on it and pass "
+                        "the DataFrame.")
     if kind == "pandas" and hasattr(X, "columns"):
         return _pandas_frame(X, columns)
     if kind == "polars" and hasattr(X, "columns"):
@@ -91,7 +94,8 @@ def one_text_column(X, needs: str, name: str) -> list:
 def _selected(all_columns: list, columns) -> list:
     if columns is None:
         return list(all_columns)
-    wanted = [columns] if isinstance(columns, str) else list(columns)
+    # one name (a str, or pandas' default 0, 1, ...) or a list of names
+    wanted = [columns] if isinstance(columns, str) or not isinstance(columns, Iterable) else list(columns)
     missing = [c for c in wanted if c not in all_columns]
     if missing or not wanted:
         raise ValueError(

@@ -186,3 +186,23 @@ def test_an_index_that_cannot_be_compared_is_shown_in_row_names(tiny_bert):
     s = pd.Series(["a cat", None], index=pd.Index([Label("p"), Label("q")], dtype=object))
     with pytest.raises(ValueError, match=r"^row 1 \(index Label\('q'\)\) is missing"):
         BertEmbedder(tiny_bert).fit_transform(s)
+
+
+def test_a_column_name_that_is_no_string_selects_that_column(tiny_bert):
+    """pandas names columns 0, 1, ... by default: columns=0 failed with "'int' object is not iterable"."""
+    import pandas as pd
+
+    df = pd.DataFrame({0: ["the cat sat", "a dog ran"], 1: ["glmnet", "statistics"]})
+    np.testing.assert_array_equal(BertEmbedder(tiny_bert, columns=0).fit_transform(df),
+                                  BertEmbedder(tiny_bert, columns=[0]).fit_transform(df))
+    with pytest.raises(ValueError) as info:
+        BertEmbedder(tiny_bert, columns=1.5).fit(df)
+    assert str(info.value) == "columns=1.5: column(s) [1.5] not found; the DataFrame has columns [0, 1]."
+
+
+def test_a_polars_lazy_frame_is_refused_with_what_to_do(tiny_bert):
+    pl = pytest.importorskip("polars")
+    with pytest.raises(TypeError) as info:
+        BertEmbedder(tiny_bert).fit(pl.DataFrame({"a": ["the cat sat"]}).lazy())
+    assert str(info.value) == ("X is a polars LazyFrame, whose rows are not computed yet; call .collect() on it and "
+                               "pass the DataFrame.")
