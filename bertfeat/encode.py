@@ -390,15 +390,22 @@ def chunk_bounds(n: int, chunk: int, first: int) -> list[tuple[int, int]]:
 
 
 def prefix_tokens(recipe: Recipe, model) -> list[int]:
-    """The token ids of ``recipe.prefix``, checked to leave each window room for the text.
+    """The token ids of ``recipe.prefix``, checked to leave each window room for the text (with no prefix too:
+    the tokenizer's own special tokens may leave less room than the two that ``fit`` counted on).
 
     Tokenized alone, the prefix takes at least as many tokens as it does tokenized with a text (where a trailing
     space may join the text's first word: :func:`bertfeat.batching.split_prefix`), so the room is checked on these.
     """
-    if not recipe.prefix:
-        return []
-    ids = list(model.tokenize([recipe.prefix])[0])
+    ids = list(model.tokenize([recipe.prefix])[0]) if recipe.prefix else []
     window = recipe.max_length - model.n_special - len(ids)
+    if not ids and (window < 1 or (recipe.long_text == "chunk" and recipe.stride >= window)):
+        # fit checked the stride against max_length - 2: a tokenizer that adds more special tokens leaves less
+        raise ValueError(
+            f"max_length={recipe.max_length} leaves {max(window, 0)} tokens for the text once this tokenizer's "
+            f"{model.n_special} special tokens are added" + (
+                f" (and stride={recipe.stride} must be below that)" if recipe.long_text == "chunk" and window >= 1
+                else "") + "; pass a larger max_length or a smaller stride."
+        )
     if window < 1 or (recipe.long_text == "chunk" and recipe.stride >= window):
         raise ValueError(
             f"prefix={recipe.prefix!r} takes {len(ids)} tokens, which leaves {max(window, 0)} of max_length="

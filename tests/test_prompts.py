@@ -243,3 +243,20 @@ def test_the_prompts_note_points_at_the_callers_line(prompted_bert, monkeypatch)
         warnings.simplefilter("always")
         BertEmbedder(prompted_bert).fit(TEXTS)
     assert [w.filename for w in caught if "defines prompts" in str(w.message)] == [__file__]
+
+
+def test_a_tokenizer_with_more_special_tokens_leaves_less_room_and_says_so():
+    """fit checks the stride against max_length - 2; a tokenizer adding three special tokens ([CLS] [MASK] ...
+    [SEP]) leaves less, and the windowing failed with its internal message at transform."""
+    class ThreeSpecial(CountingBackend):
+        n_special = 3
+
+    recipe = make_recipe(long_text="chunk", max_length=4, stride=1)
+    with pytest.raises(ValueError) as info:
+        encode(["abcdefgh"], recipe, lambda: ThreeSpecial())
+    assert str(info.value) == ("max_length=4 leaves 1 tokens for the text once this tokenizer's 3 special tokens are "
+                               "added (and stride=1 must be below that); pass a larger max_length or a smaller stride.")
+    with pytest.raises(ValueError, match=r"^max_length=3 leaves 0 tokens .*added; pass"):
+        encode(["abc"], make_recipe(max_length=3), lambda: ThreeSpecial())
+    X, _ = encode(["abcdefgh"], make_recipe(long_text="chunk", max_length=4, stride=0), lambda: ThreeSpecial())
+    assert X.shape[0] == 1
