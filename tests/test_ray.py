@@ -206,3 +206,18 @@ def test_a_batch_ray_retries_is_counted_once(tiny_bert, ray_cluster, tmp_path, m
     # the retried batch found its texts in the run-private cache the dead attempt filled: hits, not embeddings
     assert got["embedded"] + got["cache_hits"] == want["embedded"] + want["cache_hits"]
     assert not list((tmp_path / "out").glob("*.json"))
+
+
+def test_an_output_folder_inside_the_input_folder_is_never_read_as_input(tiny_bert, ray_cluster, tmp_path):
+    """--out inside the input folder: the rerun read the first run's output parts as input and was refused."""
+    from bertfeat.ray import embed_parquet
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    df = make_frame(12, seed=6)
+    df.to_parquet(folder / "in.parquet")
+    first = embed_parquet(folder, folder / "features", "review", keep_cols="id", model=tiny_bert, quiet=True)
+    again = embed_parquet(folder, folder / "features", "review", keep_cols="id", model=tiny_bert, quiet=True,
+                          overwrite=True)
+    assert first["counts"]["rows"] == again["counts"]["rows"] == 12
+    assert pq.read_table(folder / "features").column("id").to_pylist() == df["id"].tolist()

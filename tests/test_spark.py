@@ -284,3 +284,16 @@ def test_input_columns_named_like_the_jobs_own_are_the_users_and_kept(tiny_bert,
         assert got.select(keep).equals(local.select(keep))
         assert got.column("_bertfeat_row").to_pylist() == list(range(19, -1, -1))
         assert np.abs(features(got, len(keep)) - features(local, len(keep))).max() <= 1e-5
+
+
+def test_an_output_folder_inside_the_input_folder_is_never_read_as_input(tiny_bert, spark, tmp_path):
+    """--out inside the input folder: the rerun read the first run's output parts as input and was refused."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    df = make_frame(12, seed=6)
+    df.to_parquet(folder / "in.parquet")
+    args = ["embed", str(folder), "--text-col", "review", "--id-col", "id", "--model", tiny_bert, "--quiet",
+            "--engine", "spark", "--out", str(folder / "features")]
+    assert main(args) == 0
+    assert main([*args, "--overwrite"]) == 0
+    assert pq.read_table(folder / "features").column("id").to_pylist() == df["id"].tolist()
