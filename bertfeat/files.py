@@ -33,10 +33,10 @@ from bertfeat.journal import BatchJournal
 from bertfeat.journal import use as use_journal
 from bertfeat.output import (
     OutputPaths, _atomic_write_bytes, _Paths, atomic_write_bytes, check_output, fsync, job_lock, os_error_message,
-    write_part,
+    remove_stale_temps, write_part,
 )
 from bertfeat.readers import CSV_NULLS, CSV_SUFFIXES, PARQUET_SUFFIXES, InputReader, path_text, resolve_input
-from bertfeat.resume import STATE_VERSION, prepare_partial
+from bertfeat.resume import FINISHED, STATE_VERSION, finished_output, mark_finished, prepare_partial
 
 __all__ = [
     "CHECKPOINT_SECONDS", "CSV_NULLS", "CSV_SUFFIXES", "PARQUET_SUFFIXES", "STATE_VERSION", "DistinctCounter",
@@ -150,7 +150,8 @@ def embed_file(
     paths = OutputPaths(Path(path_text(out, "out", "the path of the parquet file to write")))
     reader = InputReader(input, keep_cols + text_cols, chunk_rows, text_cols, chunk_chars=chunk_chars,
                          delimiter=delimiter, infer_types=infer_types, exclude=[paths.out, paths.partial])
-    check_output(paths, reader, overwrite, file_output=True)
+    # checked before any work; an existing --out may be a stopped run's of this very job (decided below)
+    check_output(paths, reader, overwrite or (paths.partial / FINISHED).exists(), file_output=True)
     # No run-private cache here: its index grows with the input (about 24 bytes a distinct text), and memory must
     # stay bounded by one chunk. Texts repeated across chunks are embedded once per chunk unless --cache-dir is given.
     user_cache = params.get("cache_dir")
@@ -166,7 +167,17 @@ def embed_file(
         "provenance": featurizer.provenance(),
         "schema": schema.to_string(show_schema_metadata=False),
     }
+    if not overwrite and finished_output(paths, state) is None:
+        check_output(paths, reader, overwrite, file_output=True)  # --out is not a stopped run's of this job
     with job_lock(paths):
+        remove_stale_temps(paths)  # what a killed run left beside --out
+        finished = finished_output(paths, state)
+        if finished is not None:  # only the manifest and the cleanup were left to do
+            atomic_write_bytes(paths.manifest, json.dumps(finished, indent=2).encode())
+            shutil.rmtree(paths.partial, ignore_errors=True)
+            if not quiet:
+                print_summary(finished)
+            return finished
         try:
             resumed = prepare_partial(paths, state, quiet)
             manifest = _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, progress_every,
@@ -316,6 +327,8 @@ def _finish(paths: OutputPaths, n_parts: int, schema: pa.Schema, featurizer, sta
             "reading": state["reading"],  # how a CSV was parsed (delimiter, kept-column types): part of what was read
             "cache_dir": None if cache_dir is None else str(cache_dir),
         }
+        mark_finished(paths, state, manifest, tmp)  # a run stopped from here on is finished by the next
+        paths.manifest.unlink(missing_ok=True)  # an earlier output's: never beside features it does not describe
         os.replace(tmp, paths.out)
     finally:
         tmp.unlink(missing_ok=True)

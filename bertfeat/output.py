@@ -172,6 +172,16 @@ def job_lock(paths: OutputPaths):
         os.close(fd)
 
 
+def remove_stale_temps(paths: OutputPaths) -> None:
+    """Remove the temp files a killed run left beside ``--out`` (its joined output, as big as the output, and its
+    manifest). Call it holding the job's lock: then no live job is writing them."""
+    import glob
+
+    for target in (paths.out, paths.manifest):
+        for f in target.parent.glob(f".{glob.escape(target.name)}.tmp-*"):
+            _remove(f)
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:

@@ -3,7 +3,8 @@
 A job is its input's fingerprint (paths, sizes, mtimes), its chunking and every option. A rerun of the same job
 reuses every part that is complete (its features, stats and text hashes all present and the parquet readable);
 a ``.partial`` folder of any other job (other input, options or chunking) is discarded, so a part is never reused
-at another row offset.
+at another row offset. A run that put its output in place and was stopped before writing its manifest is finished
+by the next run of the same job from ``finished.json`` (:func:`mark_finished`, :func:`finished_output`).
 """
 
 from __future__ import annotations
@@ -64,3 +65,28 @@ def _readable(part: Path) -> bool:
         return True
     except Exception:
         return False
+
+
+FINISHED = "finished.json"
+
+
+def mark_finished(paths: OutputPaths, state: dict, manifest: dict, joined: Path) -> None:
+    """Record, before ``joined`` (the whole output, under its temp name) is renamed to ``--out``, the manifest that
+    goes beside it and which file it is (inode, size, mtime: a rename keeps them, and an earlier output, which
+    exists beside the temp file, cannot share its inode)."""
+    st = joined.stat()
+    marker = {"state": state, "manifest": manifest, "file": [st.st_ino, st.st_size, st.st_mtime_ns]}
+    atomic_write_bytes(paths.partial / FINISHED, json.dumps(marker).encode())
+
+
+def finished_output(paths: OutputPaths, state: dict) -> dict | None:
+    """The manifest of a run of this job stopped after its output was in place and before its manifest was written
+    beside it; None when ``--out`` is not that run's file (or there was no such run)."""
+    try:
+        marker = json.loads((paths.partial / FINISHED).read_text())
+        st = paths.out.stat()
+    except (OSError, ValueError):
+        return None
+    if marker.get("state") != json.loads(json.dumps(state)) or not paths.out.is_file():
+        return None
+    return marker["manifest"] if marker.get("file") == [st.st_ino, st.st_size, st.st_mtime_ns] else None

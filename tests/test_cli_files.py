@@ -329,3 +329,69 @@ def test_an_empty_id_column_name_is_kept_like_any_other(tiny_bert, tmp_path):
                  "--quiet"]) == 0
     table = pq.read_table(out)
     assert table.column_names[0] == "" and table.column("").to_pylist() == ["0", "1"]
+
+
+def test_a_killed_runs_temp_files_beside_the_output_are_removed_by_the_next(tiny_bert, tmp_path):
+    """A run killed while joining its parts leaves ``.<out>.tmp-<pid>``, as big as the output; nothing removed it."""
+    from bertfeat.files import embed_file
+
+    src = tmp_path / "in.csv"
+    frame(6).to_csv(src, index=False)
+    out = tmp_path / "f.parquet"
+    for name in (".f.parquet.tmp-999999", ".f.parquet.manifest.json.tmp-999998"):
+        (tmp_path / name).write_bytes(b"what a killed run left")
+    keep = tmp_path / ".g.parquet.tmp-999997"  # another output's: not this job's to remove
+    keep.write_bytes(b"not ours")
+    embed_file(str(src), str(out), "review", model=tiny_bert, quiet=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".g.parquet.tmp-999997", "f.parquet",
+                                                          "f.parquet.manifest.json", "in.csv"]
+
+
+@pytest.mark.parametrize("earlier_output", [False, True])
+@pytest.mark.parametrize("stopped_at", ["manifest", "rename"])
+def test_a_run_stopped_after_its_output_was_in_place_is_finished_by_the_same_command(tiny_bert, tmp_path,
+                                                                                       monkeypatch, earlier_output,
+                                                                                       stopped_at):
+    """Killed between putting the output in place and writing its manifest: the same command was refused ("exists;
+    pass --overwrite"), and over an earlier output the earlier recipe's manifest stayed beside the new features."""
+    import bertfeat.files
+    from bertfeat.files import embed_file
+
+    src = tmp_path / "in.csv"
+    frame(9).to_csv(src, index=False)
+    out = tmp_path / "f.parquet"
+    manifest_path = tmp_path / "f.parquet.manifest.json"
+    args = dict(model=tiny_bert, quiet=True, chunk_rows=4, keep_cols="id")
+    if earlier_output:
+        embed_file(str(src), str(out), "review", pooling="cls", **args)
+    real_write, real_replace = bertfeat.files.atomic_write_bytes, os.replace
+
+    def killed_at_the_manifest(path, data):
+        if Path(path) == manifest_path:
+            raise KeyboardInterrupt  # stands in for SIGKILL: the manifest is never written
+        return real_write(path, data)
+
+    def killed_at_the_rename(src_path, dst_path):
+        if Path(dst_path) == out:
+            raise KeyboardInterrupt  # the whole output joined under its temp name, never renamed
+        return real_replace(src_path, dst_path)
+
+    if stopped_at == "manifest":
+        monkeypatch.setattr(bertfeat.files, "atomic_write_bytes", killed_at_the_manifest)
+    else:
+        monkeypatch.setattr(os, "replace", killed_at_the_rename)
+    with pytest.raises(KeyboardInterrupt):
+        embed_file(str(src), str(out), "review", pooling="mean", overwrite=earlier_output, **args)
+    assert not manifest_path.exists()  # never a manifest describing other features than the file beside it
+    monkeypatch.setattr(bertfeat.files, "atomic_write_bytes", real_write)
+    monkeypatch.setattr(os, "replace", real_replace)
+    if stopped_at == "rename" and not earlier_output:
+        assert not out.exists()
+    written = out.read_bytes() if stopped_at == "manifest" else None
+    manifest = embed_file(str(src), str(out), "review", pooling="mean", overwrite=earlier_output, **args)
+    assert json.loads(manifest_path.read_text()) == manifest and manifest["provenance"]["pooling"] == ["mean"]
+    assert pq.read_schema(out).names[1].startswith("review_mean")  # the features of this job, not an earlier one's
+    assert not (tmp_path / "f.parquet.partial").exists() and manifest["counts"]["rows"] == 9
+    if written is not None:
+        assert out.read_bytes() == written  # finished, not embedded again
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.parquet", "f.parquet.manifest.json", "in.csv"]
