@@ -157,7 +157,8 @@ class ArrowFeaturizer:
         problem = invalid_values(batch.select(list(dict.fromkeys(self.text_cols + self.keep_cols))))
         if problem:  # the cluster engines' own readers do not check UTF-8 (the local engine's reader did already)
             column, row, detail = problem
-            exc = ValueError(f"row {row}: column {column!r} {detail}" if row is not None else f"column {column!r} {detail}")
+            where = f"row {row}: column {column!r}" if row is not None else f"column {column!r}"
+            exc = ValueError(f"{where} {detail}")
             raise_at_input_row(exc, range(first_row, first_row + batch.num_rows))
             raise exc
         frame = {c: batch.column(c).to_pylist() for c in self.text_cols}

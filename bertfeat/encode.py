@@ -281,7 +281,8 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
                 head_lengths = 0
                 units = make_units(seqs, window, recipe.long_text, recipe.stride)
             lengths = units.ids.length + model.n_special
-            yield _Step(units, lengths, plan_batches(lengths, batch_tokens), seqs.length + head_lengths + model.n_special)
+            texts_tokens = seqs.length + head_lengths + model.n_special
+            yield _Step(units, lengths, plan_batches(lengths, batch_tokens), texts_tokens)
 
     steps = prefetched(plans()) if prefetch else plans()
     open_steps: deque = deque()  # planned steps whose results are still coming back, oldest first

@@ -173,13 +173,18 @@ def job_lock(paths: OutputPaths):
 
 
 def remove_stale_temps(paths: OutputPaths) -> None:
-    """Remove the temp files a killed run left beside ``--out`` (its joined output, as big as the output, and its
-    manifest). Call it holding the job's lock: then no live job is writing them."""
+    """Remove what a killed run left beside ``--out``: its joined output and manifest under temp names, and an
+    earlier output it had moved aside (:func:`replace_output`). Call it holding the job's lock: then no live job
+    is writing them."""
     import glob
 
-    for target in (paths.out, paths.manifest):
-        for f in target.parent.glob(f".{glob.escape(target.name)}.tmp-*"):
-            _remove(f)
+    out, manifest = glob.escape(paths.out.name), glob.escape(paths.manifest.name)
+    for pattern in (f".{out}.tmp-*", f".{manifest}.tmp-*", f".{out}.old-*"):
+        for f in paths.out.parent.glob(pattern):
+            if f.is_dir() and not f.is_symlink():
+                shutil.rmtree(f, ignore_errors=True)
+            else:
+                _remove(f)
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

@@ -34,7 +34,7 @@ from bertfeat.files import (
     PARQUET_SUFFIXES, DistinctCounter, InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary,
     text_hashes,
 )
-from bertfeat.output import absolute_paths, check_folder_output, job_lock, replace_output
+from bertfeat.output import absolute_paths, check_folder_output, job_lock, remove_stale_temps, replace_output
 from bertfeat.recipe import _is_int
 
 INSTALL_HINT = "pip install 'bertfeat[ray]'"
@@ -391,6 +391,7 @@ def embed_parquet(input, out, text_col, *, keep_cols=(), layout: str = "columns"
         )
     check_folder_output(paths, reader, overwrite)
     with job_lock(paths):  # a second job on the same --out is refused, never interleaved
+        remove_stale_temps(paths)  # what a killed run left beside --out
         return _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layout, batch_rows, num_workers,
                                   gpus_per_worker, cpus_per_worker, preserve_order, quiet, params)
 
@@ -444,6 +445,7 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
 
     totals, batches = _written_stats(data_dir)
     files, provenance = _check_written(data_dir, reader.total_rows)
+    paths.manifest.unlink(missing_ok=True)  # an earlier output's: never beside features it does not describe
     replace_output(data_dir, paths.out)
     shutil.rmtree(paths.partial, ignore_errors=True)
     manifest = {

@@ -338,7 +338,8 @@ class InputReader:
             raise ValueError(f"{self.path} is empty: no header line.")
         if not "".join(first).strip():
             raise ValueError(f"{self.path} is malformed: line {self.header_lines}, where the header belongs, names no "
-                             "columns (it holds only delimiters or spaces); remove that line so the header comes first.")
+                             "columns (it holds only delimiters or spaces); remove that line so the header comes "
+                             "first.")
         return first
 
     def _damaged(self, exc: Exception, rows: int) -> str:

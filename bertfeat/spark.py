@@ -32,7 +32,7 @@ from bertfeat.arrow import at_input_row
 from bertfeat.encode import EncodeStats
 from bertfeat.exceptions import TruncationWarning
 from bertfeat.files import InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary, text_hashes
-from bertfeat.output import absolute_paths, check_folder_output, replace_output
+from bertfeat.output import absolute_paths, check_folder_output, job_lock, remove_stale_temps, replace_output
 from bertfeat.recipe import _is_int
 
 INSTALL_HINT = "pip install 'bertfeat[spark]'"
@@ -243,61 +243,64 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
     _checked_featurizer(text_cols, keep_cols, layout, params, reader.schema)
     if reader.kind == "parquet":
         _check_visible(reader.files)
-    user_cache = params.get("cache_dir")
-    if user_cache is None:
-        # kept when a job dies, so that a rerun answers the finished texts from it (the cache is keyed by recipe,
-        # so another job's leftovers can never answer for this one)
-        params = {**params, "cache_dir": str(paths.partial / "cache")}
-    data_dir, staged = paths.partial / "data", paths.partial / "input"
-    for d in (data_dir, staged):
-        shutil.rmtree(d, ignore_errors=True)  # files of a dead run: rewritten, their texts come from the cache
-    paths.partial.mkdir(parents=True, exist_ok=True)
-    files, counts = _parquet_files(reader, staged)
-    total_rows = int(sum(counts))
-    if not total_rows:
+    with job_lock(paths):  # a second job on the same --out is refused, never interleaved
+        remove_stale_temps(paths)  # what a killed run left beside --out
+        user_cache = params.get("cache_dir")
+        if user_cache is None:
+            # kept when a job dies, so that a rerun answers the finished texts from it (the cache is keyed by recipe,
+            # so another job's leftovers can never answer for this one)
+            params = {**params, "cache_dir": str(paths.partial / "cache")}
+        data_dir, staged = paths.partial / "data", paths.partial / "input"
+        for d in (data_dir, staged):
+            shutil.rmtree(d, ignore_errors=True)  # files of a dead run: rewritten, their texts come from the cache
+        paths.partial.mkdir(parents=True, exist_ok=True)
+        files, counts = _parquet_files(reader, staged)
+        total_rows = int(sum(counts))
+        if not total_rows:
+            shutil.rmtree(paths.partial, ignore_errors=True)
+            raise ValueError(f"input {reader.path!r} has no rows to embed.")
+
+        t_start = time.perf_counter()
+        spark, started = _session(master, quiet)
+        start_seconds = time.perf_counter() - t_start
+        try:
+            with _conf(spark, {"spark.sql.execution.arrow.maxRecordsPerBatch": str(batch_rows)}):
+                result, partitions = _run_job(spark, files, counts, reader.schema, text_cols, keep_cols, layout,
+                                              batch_rows, data_dir, absolute_paths(params))
+            master_url = spark.sparkContext.master
+            task_cpus = int(spark.conf.get("spark.task.cpus", "1"))
+        finally:
+            if started:
+                spark.stop()
+
+        written, provenance = _check_written(data_dir, total_rows)
+        paths.manifest.unlink(missing_ok=True)  # an earlier output's: never beside features it does not describe
+        replace_output(data_dir, paths.out)
         shutil.rmtree(paths.partial, ignore_errors=True)
-        raise ValueError(f"input {reader.path!r} has no rows to embed.")
-
-    t_start = time.perf_counter()
-    spark, started = _session(master, quiet)
-    start_seconds = time.perf_counter() - t_start
-    try:
-        with _conf(spark, {"spark.sql.execution.arrow.maxRecordsPerBatch": str(batch_rows)}):
-            result, partitions = _run_job(spark, files, counts, reader.schema, text_cols, keep_cols, layout,
-                                          batch_rows, data_dir, absolute_paths(params))
-        master_url = spark.sparkContext.master
-        task_cpus = int(spark.conf.get("spark.task.cpus", "1"))
-    finally:
-        if started:
-            spark.stop()
-
-    written, provenance = _check_written(data_dir, total_rows)
-    replace_output(data_dir, paths.out)
-    shutil.rmtree(paths.partial, ignore_errors=True)
-    parts = sorted((json.loads(s) for s in result["stats"]), key=lambda s: s["partition"])
-    totals = EncodeStats()
-    for s in parts:
-        totals += EncodeStats(**s["stats"])
-    workers = sorted({(w["host"], w["pid"]): w for w in (s["worker"] for s in parts)}.values(),
-                     key=lambda w: (w["host"], w["pid"]))
-    manifest = {
-        "output": str(paths.out),
-        "engine": "spark",
-        "input": reader.fingerprint(),
-        "provenance": provenance,
-        "counts": job_counts(totals, _Exact(result["distinct"]), len(text_cols), 0, len(parts)),
-        "timing": {"seconds": round(time.perf_counter() - t0, 3), "embed_seconds": round(totals.seconds, 3),
-                   "spark_start_seconds": round(start_seconds, 3)},
-        "chunk_rows": batch_rows,
-        "cache_dir": None if user_cache is None else str(user_cache),
-        "spark": {"master": master_url, "task_cpus": task_cpus, "partitions": partitions, "files": len(written),
-                  "csv_staged": reader.kind == "csv", "retried_tasks": sum(s["attempt"] > 0 for s in parts),
-                  "workers": workers},
-    }
-    _atomic_write_bytes(paths.manifest, json.dumps(manifest, indent=2).encode())
-    if not quiet:
-        print_summary(manifest)
-    return manifest
+        parts = sorted((json.loads(s) for s in result["stats"]), key=lambda s: s["partition"])
+        totals = EncodeStats()
+        for s in parts:
+            totals += EncodeStats(**s["stats"])
+        workers = sorted({(w["host"], w["pid"]): w for w in (s["worker"] for s in parts)}.values(),
+                         key=lambda w: (w["host"], w["pid"]))
+        manifest = {
+            "output": str(paths.out),
+            "engine": "spark",
+            "input": reader.fingerprint(),
+            "provenance": provenance,
+            "counts": job_counts(totals, _Exact(result["distinct"]), len(text_cols), 0, len(parts)),
+            "timing": {"seconds": round(time.perf_counter() - t0, 3), "embed_seconds": round(totals.seconds, 3),
+                       "spark_start_seconds": round(start_seconds, 3)},
+            "chunk_rows": batch_rows,
+            "cache_dir": None if user_cache is None else str(user_cache),
+            "spark": {"master": master_url, "task_cpus": task_cpus, "partitions": partitions, "files": len(written),
+                      "csv_staged": reader.kind == "csv", "retried_tasks": sum(s["attempt"] > 0 for s in parts),
+                      "workers": workers},
+        }
+        _atomic_write_bytes(paths.manifest, json.dumps(manifest, indent=2).encode())
+        if not quiet:
+            print_summary(manifest)
+        return manifest
 
 
 class _Exact:

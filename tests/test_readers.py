@@ -386,7 +386,8 @@ def test_a_header_with_no_line_break_after_it_is_a_file_with_no_rows(tmp_path, c
 def test_a_first_line_of_spaces_is_named_as_what_it_is(tmp_path):
     src = tmp_path / "ws.csv"
     src.write_text(" \nid,text\n1,a\n")
-    with pytest.raises(ValueError, match=r"line 1, where the header belongs, names no columns \(it holds only delimiters or spaces\)"):
+    with pytest.raises(ValueError, match=r"line 1, where the header belongs, names no columns \(it holds only "
+                                         r"delimiters or spaces\)"):
         read(src, ["id", "text"])
 
 

@@ -297,3 +297,25 @@ def test_an_output_folder_inside_the_input_folder_is_never_read_as_input(tiny_be
     assert main(args) == 0
     assert main([*args, "--overwrite"]) == 0
     assert pq.read_table(folder / "features").column("id").to_pylist() == df["id"].tolist()
+
+
+def test_a_second_spark_job_on_the_same_output_is_refused_and_a_killed_runs_leftovers_go(tiny_bert, spark, tmp_path,
+                                                                                           capsys):
+    """The Spark engine took no lock: a second job on one --out deleted the first's output parts mid-run. And an
+    earlier output moved aside by a killed run (``.<out>.old-<pid>``) stayed for good."""
+    from bertfeat.output import OutputPaths, job_lock
+
+    src = tmp_path / "in.parquet"
+    make_frame(6, seed=2).to_parquet(src)
+    out = tmp_path / "features"
+    args = ["embed", str(src), "--text-col", "review", "--model", tiny_bert, "--quiet", "--engine", "spark",
+            "--out", str(out)]
+    with job_lock(OutputPaths(out)):
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert f"pid {os.getpid()}" in err and ".features.lock" in err and len(err.strip().splitlines()) == 1, err
+        assert not out.exists() and not (tmp_path / "features.partial").exists()
+    (tmp_path / ".features.old-999999").mkdir()  # what a run killed inside replace_output leaves
+    (tmp_path / ".features.old-999999" / "part-0.parquet").write_bytes(b"an earlier output")
+    assert main(args) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["features", "features.manifest.json", "in.parquet"]
