@@ -545,21 +545,30 @@ class _Namespace:
             with _TempShard(self.dir) as tmp:
                 writer = _RowGroupWriter(tmp.path, self.fingerprint, self.n_features,
                                          _row_group_rows(self.n_features, self.row_group_rows)) if old else None
-                for sid, shard in sorted(old.items()):
-                    keep = np.zeros(int(shard.rg_starts[-1]), dtype=bool)
-                    lo, hi = np.searchsorted(keep_sid, [sid, sid + 1])
-                    keep[keep_row[lo:hi]] = True
-                    try:
-                        self._copy_rows(shard, keep, writer)
-                    except FileNotFoundError:  # cannot happen while we hold the compaction lock; be safe anyway
-                        raise CacheError(f"{shard.path} vanished during compaction; run compact again.") from None
-                    except (OSError, pa.ArrowException, ValueError) as exc:
-                        self._mark_bad(shard.name, exc)
-                rows = 0
-                if writer is not None:
-                    writer.close()
-                    rows = writer.n_rows
-                    _fsync_file(tmp.path)
+                try:
+                    for sid, shard in sorted(old.items()):
+                        keep = np.zeros(int(shard.rg_starts[-1]), dtype=bool)
+                        lo, hi = np.searchsorted(keep_sid, [sid, sid + 1])
+                        keep[keep_row[lo:hi]] = True
+                        try:
+                            self._copy_rows(shard, keep, writer)
+                        except FileNotFoundError:  # cannot happen while we hold the compaction lock; be safe anyway
+                            raise CacheError(f"{shard.path} vanished during compaction; run compact again.") from None
+                        except _Unreadable as exc:  # the shard's fault; a failed write is not (below)
+                            self._mark_bad(shard.name, exc.__cause__)
+                    rows = 0
+                    if writer is not None:
+                        writer.close()
+                        rows = writer.n_rows
+                        _fsync_file(tmp.path)
+                except (OSError, pa.ArrowException) as exc:  # the merged shard cannot be written: a full disk
+                    if writer is not None:
+                        writer.abort()
+                    raise CacheError(
+                        f"compacting {self.dir} could not write the merged shard ({type(exc).__name__}: {exc}); no "
+                        "shard was removed and the cache is as it was. Free some space on its disk (the merged shard "
+                        f"needs up to {bytes_before:,} bytes) and run compact again."
+                    ) from None
                 bad = self._present_bad()
                 dead = [s.name for s in old.values() if s.name not in self.bad] + bad
                 with _flock(os.path.join(self.dir, _LOCK_FILE), exclusive=True):
@@ -577,12 +586,25 @@ class _Namespace:
             )
 
     def _copy_rows(self, shard: _Shard, keep: np.ndarray, writer: "_RowGroupWriter") -> None:
-        """Copy the kept rows of a shard, one row group at a time (checksums verified, so copied rows are sound)."""
-        with pq.ParquetFile(shard.path, metadata=shard.metadata, page_checksum_verification=True) as pf:
+        """Copy the kept rows of a shard, one row group at a time (checksums verified, so copied rows are sound).
+        A failure to read the shard raises :class:`_Unreadable`; a failure to write, what the writer raised."""
+        try:
+            pf = pq.ParquetFile(shard.path, metadata=shard.metadata, page_checksum_verification=True)
+        except FileNotFoundError:
+            raise
+        except (OSError, pa.ArrowException, ValueError) as exc:
+            raise _Unreadable() from exc
+        with pf:
             for g in range(shard.metadata.num_row_groups):
                 mask = keep[shard.rg_starts[g]: shard.rg_starts[g + 1]]
                 if mask.any():
-                    writer.write(pf.read_row_group(g, use_threads=False).filter(pa.array(mask)))
+                    try:
+                        rows = pf.read_row_group(g, use_threads=False).filter(pa.array(mask))
+                    except FileNotFoundError:
+                        raise
+                    except (OSError, pa.ArrowException, ValueError) as exc:
+                        raise _Unreadable() from exc
+                    writer.write(rows)
 
     def _remove_stale_temp_files(self) -> int:
         removed = 0
@@ -669,6 +691,10 @@ def _vectors_from_column(column, n_features: int) -> np.ndarray:
     return values.reshape(len(arr), n_features)
 
 
+class _Unreadable(Exception):
+    """A shard that cannot be read (its cause says why), as opposed to a merged shard that cannot be written."""
+
+
 class _RowGroupWriter:
     """Writes tables of any size as row groups of exactly ``rows`` rows (the last one excepted)."""
 
@@ -694,6 +720,11 @@ class _RowGroupWriter:
         if self.n_pending:
             self.writer.write_table(pa.concat_tables(self.pending), row_group_size=self.rows)
         self.writer.close()
+
+    def abort(self) -> None:
+        """Let go of the file after a failed write (the caller removes it); a second failure is no news."""
+        with contextlib.suppress(OSError, pa.ArrowException):
+            self.writer.close()
 
 
 class _TempShard:

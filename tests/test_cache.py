@@ -343,6 +343,44 @@ def test_compact_merges_shards_and_drops_duplicates(tmp_path):
     assert cache.compact()[0].shards_after == 1  # nothing left to do
 
 
+@pytest.mark.parametrize("failure", [OSError(28, "No space left on device"), "closed"])
+@pytest.mark.parametrize("when", ["write", "close"])
+def test_a_compaction_that_cannot_write_blames_no_shard_and_deletes_nothing(tmp_path, monkeypatch, failure, when):
+    """A full disk while writing the merged shard: the shards being copied were reported as corrupt ("its texts
+    will be recomputed"), and had the close succeeded they would have been deleted with their rows unmerged."""
+    import pyarrow as pa
+
+    recipe = make_recipe(hidden_size=workers.N_FEATURES)
+    cache = Cache(tmp_path, row_group_rows=16)
+    for start in (0, 50, 100):
+        cache.store(recipe, *workers.rows(range(start, start + 50)))
+    before = sorted(p.name for p in shards_of(tmp_path, recipe))
+    real = getattr(cache_module._RowGroupWriter, when)
+    calls = []
+
+    def failing(self, *args):
+        calls.append(1)
+        if len(calls) == (2 if when == "write" else 1):  # a later row group's write, or the final one
+            raise failure if isinstance(failure, OSError) else pa.ArrowInvalid("Operation on closed file")
+        return real(self, *args)
+
+    monkeypatch.setattr(cache_module._RowGroupWriter, when, failing)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)  # no shard may be reported unreadable
+        with pytest.raises(CacheError, match=r"could not write the merged shard .*; no shard was removed"):
+            cache.compact()
+        monkeypatch.setattr(cache_module._RowGroupWriter, when, real)
+        assert sorted(p.name for p in shards_of(tmp_path, recipe)) == before
+        assert not [n for n in os.listdir(tmp_path / recipe.fingerprint()) if ".tmp" in n]
+        info = cache.info()[0]
+        assert info.corrupt == [] and info.rows == 150
+        keys = workers.rows(range(150))[0]
+        found, got, tokens = cache.lookup(recipe, keys)
+        assert found.all()
+        workers.check_found(keys, found, got, tokens)
+        assert cache.compact()[0].shards_after == 1  # and it works once the disk has room
+
+
 def test_reader_holding_an_old_index_survives_a_compaction(tmp_path):
     recipe = make_recipe(hidden_size=workers.N_FEATURES)
     writer = Cache(tmp_path)
