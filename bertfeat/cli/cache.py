@@ -73,7 +73,22 @@ def run(args) -> int:
             print(f"cleared {len(removed)} namespace{'s' if len(removed) != 1 else ''} in {cache.root}")
     except CacheError as exc:
         raise UsageError(str(exc)) from None
+    except OSError as exc:  # compact or clear on a read-only or full filesystem
+        raise UsageError(_os_error(args, exc)) from None
     return 0
+
+
+def _os_error(args, exc: OSError) -> str:
+    import errno
+    import os
+
+    where = f" ({os.fsdecode(exc.filename)})" if exc.filename else ""
+    hint = {errno.ENOSPC: "free some space on its disk and run it again",
+            errno.EDQUOT: "free some space on its disk and run it again"}.get(
+        exc.errno, "the cache can still be read (lookups, cache info), but compacting or clearing it needs write "
+                   "access to its directory" if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM) else "")
+    what = f"cannot {args.action} the cache in {args.dir}: {exc.strerror or exc}{where}"
+    return what + (f"; {hint}." if hint else ".")
 
 
 def _format_info(root: str, infos) -> str:
