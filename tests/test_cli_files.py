@@ -131,21 +131,27 @@ def test_a_second_job_on_the_same_output_is_refused_while_the_first_holds_the_lo
     assert not (tmp_path / ".f.parquet.lock").exists()
 
 
+def disk_full_at_the_second_part(real, leave: bytes | None = None):
+    """``pq.write_table`` that fails with a full disk at its second call (leaving ``leave`` where it wrote)."""
+    calls = []
+
+    def write_table(table, where, **kw):
+        calls.append(where)
+        if len(calls) == 2:
+            if leave is not None:
+                Path(where).write_bytes(leave)  # what a write cut short leaves
+            raise OSError(errno.ENOSPC, "No space left on device", str(where))
+        return real(table, where, **kw)
+
+    return write_table
+
+
 def test_a_full_disk_is_one_line_and_leaves_no_temp_file(tiny_bert, tmp_path, capsys, monkeypatch):
     src = tmp_path / "in.csv"
     frame(12).to_csv(src, index=False)
     out = tmp_path / "f.parquet"
     real = pq.write_table
-    calls = []
-
-    def full_on_the_second_part(table, where, **kw):
-        calls.append(where)
-        if len(calls) == 2:
-            Path(where).write_bytes(b"half a part")  # what a write cut short leaves
-            raise OSError(errno.ENOSPC, "No space left on device", str(where))
-        return real(table, where, **kw)
-
-    monkeypatch.setattr(pq, "write_table", full_on_the_second_part)
+    monkeypatch.setattr(pq, "write_table", disk_full_at_the_second_part(real, leave=b"half a part"))
     args = ["embed", str(src), "--text-col", "review", "--out", str(out), "--model", tiny_bert, "--quiet",
             "--chunk-rows", "4"]
     assert main(args) == 2
@@ -300,15 +306,7 @@ def test_an_output_inside_the_input_folder_resumes_and_reruns(tiny_bert, tmp_pat
     frame(12, seed=5).to_parquet(folder / "a.parquet")
     out = folder / "f.parquet"
     real = pq.write_table
-    calls = []
-
-    def full_on_the_second_part(table, where, **kw):
-        calls.append(where)
-        if len(calls) == 2:
-            raise OSError(errno.ENOSPC, "No space left on device", str(where))
-        return real(table, where, **kw)
-
-    monkeypatch.setattr(pq, "write_table", full_on_the_second_part)
+    monkeypatch.setattr(pq, "write_table", disk_full_at_the_second_part(real))
     args = ["embed", str(folder), "--text-col", "review", "--id-col", "id", "--out", str(out), "--model", tiny_bert,
             "--quiet", "--chunk-rows", "4"]
     assert main(args) == 2
