@@ -194,6 +194,14 @@ frame_input <- function(x, columns, call) {
 }
 
 check_text_column <- function(v, name, where, call) {
+  if (!is.null(dim(v))) { # a matrix column (df$m <- matrix(...)): as.character() would spread it over more rows
+    abort_bf(
+      c(sprintf("Column `%s` of %s is a %s matrix, not one text per row.", name, where,
+                paste(dim(v), collapse = " x ")),
+        i = "Make each of its columns a column of the data frame, for example with cbind(df[-j], as.data.frame(m))."),
+      "input", call = call
+    )
+  }
   # an all-NA column reads as logical (read.csv does that); it holds no text, only missing values
   if (is.logical(v) && all(is.na(v))) {
     return(as.character(v))
@@ -209,11 +217,22 @@ check_text_column <- function(v, name, where, call) {
 }
 
 utf8_texts <- function(v, what, row_names, call) {
-  v <- enc2utf8(as.character(v))
-  bad <- which(!is.na(v) & !validUTF8(v))
+  v <- as.character(v)
+  enc <- Encoding(v)
+  # Checked before enc2utf8(), which in a UTF-8 session turns an invalid byte of an unmarked string into the four
+  # characters "<e9>" (read.csv() of a latin-1 file gives such strings), and leaves "bytes" strings as they are.
+  raw_bad <- !is.na(v) & (enc == "bytes" | (enc == "unknown" & isTRUE(l10n_info()[["UTF-8"]]))) & !validUTF8(v)
+  bytes <- which(enc == "bytes" & !raw_bad)
+  if (length(bytes)) { # valid UTF-8 marked as bytes: read as UTF-8 (reticulate refuses "bytes" strings)
+    b <- v[bytes]
+    Encoding(b) <- "UTF-8"
+    v[bytes] <- b
+  }
+  v <- enc2utf8(v)
+  bad <- which(raw_bad | (!is.na(v) & !validUTF8(v)))
   if (length(bad)) {
     abort_bf(
-      c(sprintf("%s %s is not valid UTF-8, so it cannot be tokenized.", row_label(bad[1], row_names), what),
+      c(sprintf("%s of %s is not valid UTF-8, so it cannot be tokenized.", row_label(bad[1], row_names), what),
         i = "Fix the encoding first, for example with iconv(x, from = \"latin1\", to = \"UTF-8\")."),
       "input", call = call
     )
@@ -227,7 +246,7 @@ is_blank <- function(v) {
   !is.na(v) & grepl("^[\\p{Z}\\p{Cc}\\p{Cf}]*$", v, perl = TRUE)
 }
 
-check_no_missing <- function(masks, input, call) {
+check_no_missing <- function(masks, input, call, nan = TRUE) {
   for (j in seq_along(masks)) {
     rows <- which(masks[[j]])
     if (length(rows)) {
@@ -238,8 +257,9 @@ check_no_missing <- function(masks, input, call) {
         c(sprintf("%s of %s is %s and `missing = \"error\"`.", row_label(rows[1], input$row_names), what,
                   problem),
           if (!is.na(value)) c(i = "bertfeat treats empty texts and texts of only whitespace, control or invisible characters as missing."),
-          i = sprintf("%d missing in all. Pass `missing = \"zero\"` for a row of zeros, `missing = \"nan\"` for a row of NaN, or fill the missing texts first.",
-                      sum(vapply(masks, sum, integer(1))))),
+          i = sprintf("%d missing in all. Pass `missing = \"zero\"` for a row of zeros, %sor fill the missing texts first.",
+                      sum(vapply(masks, sum, integer(1))),
+                      if (nan) "`missing = \"nan\"` for a row of NaN, " else "")),
         "missing_value", row = rows[1], call = call
       )
     }

@@ -83,7 +83,7 @@ check_pooling <- function(pooling, call = rlang::caller_env()) {
 # Whole numbers as integers (Python's layer and length checks reject floats such as -1.0).
 check_whole <- function(value, arg, min_length = 1L, max_length = Inf, call = rlang::caller_env()) {
   ok <- is.numeric(value) && length(value) >= min_length && length(value) <= max_length && !anyNA(value) &&
-    all(is.finite(value)) && all(value == round(value))
+    all(is.finite(value)) && all(value == round(value)) && all(abs(value) <= .Machine$integer.max)
   if (!ok) {
     what <- if (max_length == 1L) "a whole number" else "a vector of whole numbers"
     abort_bf(sprintf("`%s` must be %s, not %s.", arg, what, show_value(value)), "argument", call = call)

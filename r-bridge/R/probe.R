@@ -51,7 +51,14 @@ bf_probe <- function(x, y, model = "default", cv = 5, unions = 3, baseline = TRU
                i = paste0("`...` takes: ", paste(allowed, collapse = ", "), ".")), "argument", call = call)
   }
   input <- text_input(x, call = call)
+  if (length(input$columns) != 1L) {
+    abort_bf(sprintf("`x` has %d text columns; the probe scores one text column: pass a character vector, a factor or a one-column data frame, for example x$%s.",
+                     length(input$columns), input$names[1]), "input", call = call)
+  }
   texts <- input$columns[[1]]
+  if (identical(dots$missing %||% "error", "error")) { # named by their R row, as bf_embed() names them
+    check_no_missing(list(is.na(texts) | is_blank(texts)), input, call = call, nan = FALSE)
+  }
   if (length(y) != length(texts) || !(is.numeric(y) || is.factor(y) || is.character(y) || is.logical(y))) {
     abort_bf(sprintf("`y` must be a vector of %d labels (one per text; factor, character, logical or numeric), not %s of length %d.",
                      length(texts), describe_class(y), length(y)), "input", call = call)

@@ -55,3 +55,33 @@ test_that("an error raised in Python keeps its message and type", {
   expect_match(conditionMessage(err), "max_length=2 is not valid", fixed = TRUE)
   expect_error(bf_embed("a", model = "./no/such/model"), class = "bertfeat_error_python")
 })
+
+test_that("text that is not UTF-8 is refused, whatever it is marked as", {
+  # unmarked, as read.csv() reads a latin-1 file in a UTF-8 session: enc2utf8() turned the bad byte into the
+  # four characters "<e9>", which were embedded as text
+  unmarked <- c("fine", "caf\xe9 au lait")
+  err <- expect_error(bf_embed(unmarked), class = "bertfeat_error_input")
+  expect_match(conditionMessage(err), "Row 2 of `x` is not valid UTF-8", fixed = TRUE)
+  # marked as bytes but valid UTF-8: the bytes are read as UTF-8 (it reached Python and failed there)
+  valid_bytes <- "h\xc3\xa9llo"
+  Encoding(valid_bytes) <- "bytes"
+  expect_identical(bf_embed(valid_bytes), bf_embed(enc2utf8("h\u00e9llo")))
+  df <- data.frame(t = c("ok", "caf\xe9"))
+  expect_error(bf_embed(df), class = "bertfeat_error_input")
+})
+
+test_that("a matrix column of a data frame is refused, not spread over more rows", {
+  df <- data.frame(id = 1:2)
+  df$m <- matrix(c("a cat", "the dog", "mat", "sat"), nrow = 2)
+  err <- expect_error(bf_embed(df, columns = "m"), class = "bertfeat_error_input")
+  expect_match(conditionMessage(err), "Column `m` of `x` is a 2 x 2 matrix", fixed = TRUE)
+  df2 <- data.frame(t = c("x", "y"))
+  df2$m <- I(matrix(c("a", "b", "c", "d"), nrow = 2))
+  expect_error(bf_embed(df2, missing = "zero"), class = "bertfeat_error_input")
+})
+
+test_that("whole numbers beyond R's integer range are argument errors quoting the value", {
+  err <- expect_error(bf_embed("the dog", max_length = 3e9), class = "bertfeat_error_argument")
+  expect_match(conditionMessage(err), "`max_length` must be a whole number, not 3e+09", fixed = TRUE)
+  expect_error(bf_embed("the dog", layers = c(-1, 3e9)), class = "bertfeat_error_argument")
+})

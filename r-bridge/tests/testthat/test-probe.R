@@ -61,3 +61,19 @@ test_that("prefix and prompt_name reach the Python BertEmbedder", {
   expect_false(isTRUE(all.equal(m, bf_embed(texts))))
   expect_error(bf_embed(texts, prefix = "a: ", prompt_name = "query"), class = "bertfeat_error_python")
 })
+
+test_that("bf_probe() takes one text column, and names a missing or blank text by its R row", {
+  d <- probe_texts(12)
+  err <- expect_error(bf_probe(data.frame(a = d$texts, b = rev(d$texts)), d$y, cv = 2, unions = 0),
+                      class = "bertfeat_error_input")
+  expect_match(conditionMessage(err), "one text column", fixed = TRUE)
+  x <- d$texts
+  x[3] <- NA
+  err <- expect_error(bf_probe(x, d$y, cv = 2, unions = 0), class = "bertfeat_error_missing_value")
+  expect_identical(err$row, 3L)
+  expect_match(conditionMessage(err), "Row 3 of `x` is missing (NA)", fixed = TRUE)
+  expect_false(grepl("nan", conditionMessage(err), fixed = TRUE)) # the probe takes "error" or "zero" only
+  x[3] <- " "
+  err <- expect_error(bf_probe(x, d$y, cv = 2, unions = 0), class = "bertfeat_error_missing_value")
+  expect_identical(err$row, 3L)
+})
