@@ -223,7 +223,10 @@ def probe(
     import pandas as pd
 
     models = _model_list(model)
-    poolings = tuple(poolings)
+    poolings = _check_poolings(poolings)
+    if not isinstance(random_state, (int, np.integer)) or isinstance(random_state, bool):
+        raise ValueError(f"random_state={random_state!r} is not valid: expected an int (the folds' shuffle seed), so "
+                         "that result.cv gives the very folds every row was scored with.")
     if not isinstance(unions, int) or isinstance(unions, bool) or unions < 0:
         raise ValueError(f"unions={unions!r} is not valid: expected how many of each model's best candidates to "
                          "score side by side with TF-IDF (an int >= 0; 0 for none).")
@@ -234,16 +237,19 @@ def probe(
     from bertfeat.inputs import one_text_column
 
     given, texts = texts, one_text_column(texts, "the probe scores one column of texts", "texts")
+    _check_label_types(y)  # before np.asarray, which reads 1 and "1" as one class
     y = np.asarray(y)
     if len(y) != len(texts):
         raise ValueError(f"y has {len(y)} labels but there are {len(texts)} texts; pass one label per text.")
     _check_labels(y, task, cv)  # before the embedding pass, which is the expensive part
     task = _task(y) if task == "auto" else task
-    scoring = _scorer(task, y, cv, random_state)
+    scoring = _scorer(task, y, cv, random_state, _text_groups(texts))
     folds = list(scoring["splitter"].split(np.zeros((len(y), 1)), y))
-    shared = {k: v for k, v in dict(max_length=max_length, long_text=long_text, stride=stride, normalize=normalize,
-                                    prefix=prefix, prompt_name=prompt_name, dtype=dtype, missing=missing,
-                                    cache_dir=cache_dir).items() if v != _EMBEDDER_DEFAULTS[k]}
+    # plain Python values (a pathlib cache_dir, numpy ints): the rows' params go into code() as written
+    shared = {k: _plain(v) for k, v in dict(max_length=max_length, long_text=long_text, stride=stride,
+                                            normalize=normalize, prefix=prefix, prompt_name=prompt_name, dtype=dtype,
+                                            missing=missing, cache_dir=cache_dir).items()
+              if v != _EMBEDDER_DEFAULTS[k]}
     if cache_dir is not None:  # the recommended BertEmbedder then derives its features from the probe's cache rows
         shared["cache_all_layers"] = True
 
@@ -338,6 +344,9 @@ def _check_labels(y: np.ndarray, task: str, cv: int) -> None:
             f"the labels y have {len(missing)} missing value(s) (rows {rows}); the probe scores features against a label for "
             "every text: drop those rows or fill their labels first."
         )
+    if (_task(y) if task == "auto" else task) == "regression":
+        _check_numbers(y, cv)
+        return
     if (_task(y) if task == "auto" else task) != "classification":
         return
     try:
@@ -355,6 +364,71 @@ def _check_labels(y: np.ndarray, task: str, cv: int) -> None:
             + (f", or lower cv (--cv) to at most {fewest}." if fewest >= 2 else
                " (a class with one member cannot be cross-validated).")
         )
+
+
+def _check_numbers(y: np.ndarray, cv: int) -> None:
+    """Regression labels: numbers, finite, not all one value, and two in every fold (R^2 of one text is undefined)."""
+    if y.dtype.kind not in "biuf":
+        raise ValueError(f"task='regression' needs numeric labels, and y holds {y.dtype} values such as "
+                         f"{y.tolist()[0]!r}; convert them to numbers, or score them as classes (task='auto').")
+    values = y.astype(float)
+    bad = np.flatnonzero(~np.isfinite(values))
+    if len(bad):
+        raise ValueError(f"the labels y are not finite (row {bad[0]}: {y.tolist()[bad[0]]!r}); a regression needs "
+                         "finite numbers: drop or fix those rows.")
+    if np.all(values == values[0]):
+        raise ValueError(f"the labels y are all {values[0]:g}: there is nothing to predict, and R^2 is undefined on a "
+                         "constant target.")
+    if len(y) < 2 * cv:
+        raise ValueError(f"a regression needs at least {2 * cv} texts for cv={cv}: two in every fold (R^2 of a "
+                         f"one-text fold is undefined), and there are {len(y)}; lower cv (--cv) or add texts.")
+
+
+def _check_label_types(y) -> None:
+    """Labels of several kinds (strings and numbers, or booleans and numbers) would be merged by ``np.asarray``."""
+    import numbers
+
+    import pandas as pd
+
+    if getattr(y, "dtype", object) != object:
+        return
+    kinds, names = set(), set()
+    for v in y:
+        if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
+            continue
+        kind = ("bool" if isinstance(v, (bool, np.bool_)) else "number" if isinstance(v, numbers.Number)
+                else "str" if isinstance(v, str) else type(v).__name__)
+        kinds.add(kind)
+        names.add(type(v).__name__)
+    if len(kinds) > 1:
+        raise ValueError(f"the labels y mix types ({', '.join(sorted(names))}); pass labels of one type.")
+
+
+def _check_poolings(poolings) -> tuple[str, ...]:
+    from bertfeat.recipe import POOLINGS
+
+    chosen = tuple(poolings) if isinstance(poolings, (list, tuple)) else None
+    if not chosen or any(p not in POOLINGS for p in chosen) or len(set(chosen)) != len(chosen):
+        raise ValueError(f"poolings={poolings!r} is not valid: expected some of {list(POOLINGS)}, each once, as a "
+                         "list or tuple (the candidates combine them).")
+    return chosen
+
+
+def _plain(value):
+    """A numpy scalar as the Python number it holds, a path as its string; anything else as it is."""
+    import os
+
+    if isinstance(value, np.generic):
+        return value.item()
+    return os.fspath(value) if isinstance(value, os.PathLike) else value
+
+
+def _text_groups(texts) -> np.ndarray | None:
+    """The group of each text, copies of one text together; None when every text is distinct."""
+    from bertfeat.batching import unique_strings
+
+    uniques, inverse = unique_strings([t if isinstance(t, str) else repr(t) for t in texts])
+    return None if len(uniques) == len(texts) else inverse
 
 
 _EMBEDDER_DEFAULTS = dict(max_length=None, long_text="truncate", stride=None, normalize=False, prefix=None,
@@ -434,7 +508,10 @@ def _linear_model(task: str, kind: str, params: dict) -> list:
     return [StandardScaler(), model] if kind == "embedding" else [model]
 
 
-def _scorer(task, y, cv, random_state) -> dict:
+def _scorer(task, y, cv, random_state, groups=None) -> dict:
+    """The metric, the splitter and the models. With ``groups`` (copies of a text), the copies of each text go to one
+    fold, or a model that has seen a text in training is scored on it: the splitter is then a ``PredefinedSplit``
+    of those folds, which needs no groups to give them again."""
     from sklearn.model_selection import KFold, StratifiedKFold
     from sklearn.pipeline import make_pipeline
 
@@ -449,9 +526,35 @@ def _scorer(task, y, cv, random_state) -> dict:
         metric, splitter = "r2", KFold(cv, shuffle=True, random_state=random_state)
     else:
         raise ValueError(f"task={task!r} is not valid: expected 'auto', 'classification' or 'regression'.")
+    if groups is not None:
+        splitter = _grouped(task, y, cv, random_state, groups)
     return {"metric": metric, "splitter": splitter, "classifier_params": params,
             "embedding": lambda: make_pipeline(*_linear_model(task, "embedding", params)),
             "sparse": lambda: make_pipeline(*_linear_model(task, "sparse", params))}
+
+
+def _grouped(task, y, cv, random_state, groups):
+    from sklearn.model_selection import GroupKFold, PredefinedSplit, StratifiedGroupKFold
+
+    n_groups = len(np.unique(groups))
+    if n_groups < cv:
+        raise ValueError(f"the texts hold {n_groups} distinct texts, fewer than the {cv} cross-validation folds "
+                         "(copies of a text stay in one fold); lower cv (--cv) or add texts.")
+    if task == "classification":
+        per_class = {label: len(np.unique(groups[y == label])) for label in np.unique(y).tolist()}
+        rare = {label: n for label, n in per_class.items() if n < cv}
+        if rare:
+            shown = ", ".join(f"{label!r} ({n})" for label, n in list(rare.items())[:5])
+            raise ValueError(f"class(es) {shown} of the labels y have fewer distinct texts than the {cv} "
+                             "cross-validation folds (copies of a text stay in one fold); lower cv (--cv) or drop or "
+                             "merge the rare classes.")
+        splits = StratifiedGroupKFold(cv, shuffle=True, random_state=random_state).split(y, y, groups)
+    else:
+        splits = GroupKFold(cv, shuffle=True, random_state=random_state).split(y, y, groups)
+    test_fold = np.empty(len(y), dtype=int)
+    for k, (_, test) in enumerate(splits):
+        test_fold[test] = k
+    return PredefinedSplit(test_fold)
 
 
 def _tfidf_width(tfidf_folds) -> int:
@@ -474,9 +577,15 @@ def _tfidf_folds(texts, folds, missing) -> list:
     from bertfeat.union import tfidf
 
     out = []
-    for train, test in folds:
+    for k, (train, test) in enumerate(folds, start=1):
         vec = tfidf(missing)
-        out.append((vec.fit_transform([texts[i] for i in train]), vec.transform([texts[i] for i in test])))
+        try:
+            fitted = vec.fit_transform([texts[i] for i in train])
+        except ValueError as exc:  # "empty vocabulary" / "After pruning, no terms remain": options the probe lacks
+            raise ValueError(f"TF-IDF finds no words to count in the training texts of fold {k} ({exc}); pass "
+                             "baseline=False, unions=0 (--no-baseline --unions 0) to score the embeddings alone."
+                             ) from None
+        out.append((fitted, vec.transform([texts[i] for i in test])))
     return out
 
 

@@ -969,3 +969,91 @@ def test_block_scaler_carries_the_embedders_names_under_pandas_output(tiny_bert)
     assert list(scaler.feature_names_in_) == list(out.columns)
     with pytest.raises(ValueError, match="feature names"):
         scaler.transform(out.rename(columns={"review_mean_00": "other"}))
+
+
+# -- found by a probe hunt, 2026-11-25 -----------------------------------------------------------------------------
+
+
+class NoModel:
+    """Fails the test if the probe reaches its embedding pass: every refusal here must come before any work."""
+
+    def __init__(self, monkeypatch):
+        import importlib
+
+        def refuse(*a, **kw):
+            raise AssertionError("the probe embedded before refusing")
+
+        # the module, not the function bertfeat exports under the same name
+        monkeypatch.setattr(importlib.import_module("bertfeat.probe"), "_embed_all_layers", refuse)
+
+
+@pytest.mark.parametrize("y, task, message", [
+    # a fold of one text: R^2 undefined, every score NaN, then an IndexError after all the work
+    (np.random.default_rng(0).normal(size=15), "auto", r"at least 20 texts for cv=10: two in every fold"),
+    (np.full(30, 2.5), "regression", r"the labels y are all 2\.5"),  # scored a perfect 1.0 everywhere
+    (["a", "b"] * 15, "regression", r"task='regression' needs numeric labels"),  # failed after the model ran
+    (np.r_[np.arange(29.0), np.inf], "auto", r"not finite \(row 29"),
+    ([str(i % 2) if i % 3 else i % 2 for i in range(30)], "auto", r"the labels y mix types \(int, str\)"),  # 1 == "1"
+])
+def test_labels_the_probe_cannot_score_are_refused_before_any_work(tiny_bert, monkeypatch, y, task, message):
+    NoModel(monkeypatch)
+    texts, _ = labelled(len(y), seed=2)
+    with pytest.raises(ValueError, match=message):
+        probe(texts, y, model=tiny_bert, cv=10 if len(y) == 15 else 3, task=task, poolings=("mean",), unions=0)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(poolings=("mean", "avg")), r"poolings=\('mean', 'avg'\) is not valid: expected some of \['cls', 'mean', 'max'\]"),
+    (dict(poolings="mean+max"), r"poolings='mean\+max' is not valid: expected some of"),
+    (dict(poolings=()), r"poolings=\(\) is not valid"),
+    (dict(random_state=None), r"random_state=None is not valid: expected an int"),
+])
+def test_options_the_probe_would_misread_are_refused_before_any_work(tiny_bert, monkeypatch, kwargs, message):
+    NoModel(monkeypatch)
+    texts, y = labelled(24)
+    with pytest.raises(ValueError, match=message):
+        probe(texts, y, model=tiny_bert, cv=3, unions=0, **kwargs)
+
+
+def test_the_code_of_a_row_runs_whatever_types_the_options_came_in(tiny_bert, tmp_path):
+    """A pathlib cache_dir or numpy ints went into the code as PosixPath(...) and np.int64(16): NameError."""
+    import pathlib
+
+    texts, y = labelled(24, own=0.8)
+    result = probe(texts, y, model=tiny_bert, cv=3, poolings=("mean",), unions=1, baseline=False,
+                   cache_dir=pathlib.Path(tmp_path / "c"), max_length=np.int64(16), long_text="chunk",
+                   stride=np.int64(3))
+    for rank in result.table["rank"]:
+        scope = {}
+        exec(result.code(int(rank)), scope)  # noqa: S102
+        params = result.table.loc[result.table["rank"] == rank, "params"].iloc[0]
+        assert type(params["max_length"]) is int and type(params["cache_dir"]) is str
+
+
+def test_tfidf_with_no_words_says_how_to_score_the_embeddings_alone(tiny_bert, monkeypatch):
+    texts = ["a", "b", "c", "d", "e", "f", "g", "h", "i"]  # TF-IDF drops one-letter words: no vocabulary
+    y = [0, 1, 0, 1, 0, 1, 0, 1, 0]
+    with pytest.raises(ValueError, match=r"TF-IDF finds no words .*baseline=False, unions=0 \(--no-baseline "
+                                         r"--unions 0\)"):
+        probe(texts, y, model=tiny_bert, cv=3, poolings=("mean",))
+    result = probe(texts, y, model=tiny_bert, cv=3, poolings=("mean",), baseline=False, unions=0)
+    assert set(result.table["kind"]) == {"embedding"}
+
+
+def test_copies_of_a_text_stay_in_one_fold(tiny_bert):
+    """A text repeated with its label was split across folds, so TF-IDF scored pure noise at ROC AUC 1.0."""
+    from sklearn.model_selection import cross_val_score
+
+    rng = np.random.default_rng(3)
+    base = [" ".join(rng.choice(WORDS_POS + WORDS_NEG, 3)) + f" story {i}" for i in range(20)]
+    noise = rng.integers(0, 2, 20)
+    texts, y = [t for t in base for _ in range(3)], np.repeat(noise, 3)
+    result = probe(texts, y, model=tiny_bert, cv=4, poolings=("mean",), unions=1)
+    for train, test in result.cv.split(texts, y):
+        assert not {texts[i] for i in train} & {texts[i] for i in test}
+    tfidf = result.table[result.table["kind"] == "tfidf"].iloc[0]
+    assert tfidf["score"] < 0.9  # noise: 1.0 when copies crossed folds
+    for rank in result.table["rank"]:  # and every row is reproduced on the splitter it reports
+        row = result.table[result.table["rank"] == rank].iloc[0]
+        scores = cross_val_score(result.pipeline(int(rank)), texts, y, cv=result.cv, scoring=result.metric)
+        assert abs(scores.mean() - row["score"]) < 1e-6
