@@ -140,6 +140,7 @@ class ArrowFeaturizer:
             "stride": r.stride,
             "normalize": r.normalize,
             "dtype": r.dtype,
+            "prefix": r.prefix,  # the text put before every text (from prefix= or prompt_name=); "" for none
             "dims": r.n_features,
             "text_columns": self.text_cols,
             "keep_columns": self.keep_cols,

@@ -54,8 +54,11 @@ class DistinctCounter:
 
 
 def text_hashes(values) -> np.ndarray:
-    """64-bit hashes of the distinct non-missing texts in ``values``."""
-    distinct = {v for v in values if isinstance(v, str)}
+    """64-bit hashes of the distinct non-missing texts in ``values`` (a blank text is missing, as the core reads it:
+    :func:`bertfeat.inputs.is_blank`)."""
+    from bertfeat.inputs import is_blank
+
+    distinct = {v for v in values if isinstance(v, str) and not is_blank(v)}
     return np.fromiter(
         (int.from_bytes(hashlib.blake2b(v.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
          for v in distinct), dtype=np.uint64, count=len(distinct))

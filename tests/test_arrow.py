@@ -91,6 +91,7 @@ EXPECTED_PROVENANCE = {
     "stride": lambda j: 3,
     "normalize": lambda j: True,
     "dtype": lambda j: "float32",
+    "prefix": lambda j: "",  # a job with one: test_files_job.py::test_a_prefix_is_recorded_and_the_record_reproduces_...
     "dims": lambda j: 2 * 2 * 32,  # poolings x layers (concatenated) x hidden size, per text column
     "text_columns": lambda j: ["title", "body"],
     "keep_columns": lambda j: ["id"],
@@ -120,7 +121,8 @@ def test_the_recorded_provenance_reproduces_the_features(job):
     m = job["metadata"]
     est = BertEmbedder(m["model"], columns=m["text_columns"], pooling="+".join(m["pooling"]), layers=m["layers"],
                        layer_agg=m["layer_agg"], max_length=m["max_length"], long_text=m["long_text"],
-                       stride=m["stride"], normalize=m["normalize"], dtype=m["dtype"], missing=m["missing"])
+                       stride=m["stride"], normalize=m["normalize"], dtype=m["dtype"], missing=m["missing"],
+                       prefix=m["prefix"] or None)
     frame = pd.DataFrame(ROWS, columns=["id", "title", "body"])
     expected = est.fit_transform(frame)
     table = pq.read_table(job["out"])

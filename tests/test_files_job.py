@@ -437,3 +437,31 @@ def test_a_resumed_job_names_a_bad_text_by_its_row_in_the_input(tiny_bert, tmp_p
     with pytest.raises(ValueError) as info:  # chunks 0-2 come from the stopped run, unread by the featurizer
         embed_file(tmp_path / "in.parquet", tmp_path / "o.parquet", "review", **job)
     assert str(info.value).startswith("row 21 of column 'review' is blank ('  '):")
+
+
+def test_blank_texts_are_missing_in_the_distinct_count_too(tiny_bert, tmp_path):
+    """unique_texts counted each distinct blank text ("", "  ", a tab) that the job treated as missing."""
+    src = tmp_path / "u.csv"
+    src.write_text('id,text\n1,the cat\n2,""\n3,"  "\n4,"\t"\n5,the cat\n6,"\x00"\n')
+    manifest = embed_file(str(src), str(tmp_path / "u.parquet"), "text", keep_cols="id", model=tiny_bert,
+                          missing="zero", quiet=True)
+    counts = manifest["counts"]
+    assert (counts["rows"], counts["missing"], counts["unique_texts"], counts["embedded"]) == (6, 4, 1, 1)
+
+
+def test_a_prefix_is_recorded_and_the_record_reproduces_the_features(tiny_bert, tmp_path):
+    """The provenance left the prefix out: the recipe it recorded gave other features (by up to 0.5)."""
+    from bertfeat import BertEmbedder
+
+    src = tmp_path / "p.csv"
+    pd.DataFrame({"id": [1, 2], "text": ["the cat sat on the mat", "a dog ran in the park"]}).to_csv(src, index=False)
+    out = tmp_path / "p.parquet"
+    manifest = embed_file(str(src), str(out), "text", model=tiny_bert, prefix="query: ", pooling="mean", quiet=True)
+    m = json.loads(pq.read_schema(out).metadata[b"bertfeat"])
+    assert m["prefix"] == manifest["provenance"]["prefix"] == "query: "
+    est = BertEmbedder(m["model"], pooling="+".join(m["pooling"]), layers=m["layers"], layer_agg=m["layer_agg"],
+                       max_length=m["max_length"], prefix=m["prefix"] or None)
+    expected = est.fit_transform(["the cat sat on the mat", "a dog ran in the park"])
+    assert est.recipe_.fingerprint() == m["recipe_fingerprint"]
+    got = pq.read_table(out).drop_columns([]).to_pandas().to_numpy(dtype=np.float32)
+    np.testing.assert_allclose(got, expected, atol=1e-5)
