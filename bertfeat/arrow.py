@@ -137,7 +137,7 @@ class ArrowFeaturizer:
             "layer_agg": r.layer_agg,
             "max_length": r.max_length,
             "long_text": r.long_text,
-            "stride": r.stride,
+            "stride": r.stride if r.long_text == "chunk" else None,  # as BertEmbedder takes it back (truncate: none)
             "normalize": r.normalize,
             "dtype": r.dtype,
             "prefix": r.prefix,  # the text put before every text (from prefix= or prompt_name=); "" for none

@@ -459,8 +459,10 @@ def test_a_prefix_is_recorded_and_the_record_reproduces_the_features(tiny_bert, 
     manifest = embed_file(str(src), str(out), "text", model=tiny_bert, prefix="query: ", pooling="mean", quiet=True)
     m = json.loads(pq.read_schema(out).metadata[b"bertfeat"])
     assert m["prefix"] == manifest["provenance"]["prefix"] == "query: "
+    assert m["long_text"] == "truncate" and m["stride"] is None  # recorded as 0, which BertEmbedder refuses there
     est = BertEmbedder(m["model"], pooling="+".join(m["pooling"]), layers=m["layers"], layer_agg=m["layer_agg"],
-                       max_length=m["max_length"], prefix=m["prefix"] or None)
+                       max_length=m["max_length"], long_text=m["long_text"], stride=m["stride"],
+                       normalize=m["normalize"], dtype=m["dtype"], prefix=m["prefix"] or None)
     expected = est.fit_transform(["the cat sat on the mat", "a dog ran in the park"])
     assert est.recipe_.fingerprint() == m["recipe_fingerprint"]
     got = pq.read_table(out).drop_columns([]).to_pandas().to_numpy(dtype=np.float32)
