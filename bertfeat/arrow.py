@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from bertfeat._version import __version__
 from bertfeat.encode import EncodeStats
-from bertfeat.readers import invalid_values
+from bertfeat.utf8 import invalid_values
 
 LAYOUTS = ("columns", "list")
 _TEXT_TYPES = (pa.types.is_string, pa.types.is_large_string, pa.types.is_null)

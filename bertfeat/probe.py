@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from bertfeat.probe_labels import _check_label_types, _check_labels, _grouped, _task, _text_groups
+
 ALL_POOLINGS = ("cls", "mean", "max")
 
 
@@ -329,81 +331,6 @@ def probe(
     return result
 
 
-def _check_labels(y: np.ndarray, task: str, cv: int) -> None:
-    """Every text needs a label, and with classes every class needs a member in each of the ``cv`` folds."""
-    import pandas as pd
-
-    if not isinstance(cv, (int, np.integer)) or isinstance(cv, bool) or cv < 2:
-        raise ValueError(f"cv={cv!r} is not valid: expected an int of at least 2 (cross-validation folds).")
-    missing = np.flatnonzero(pd.isna(y)) if y.ndim == 1 else np.array([], dtype=int)
-    if y.ndim != 1:
-        raise ValueError(f"y has shape {y.shape}; pass one label per text (a 1-D array, list or Series).")
-    if len(missing):
-        rows = ", ".join(map(str, missing[:5])) + (", ..." if len(missing) > 5 else "")
-        raise ValueError(
-            f"the labels y have {len(missing)} missing value(s) (rows {rows}); the probe scores features against a label for "
-            "every text: drop those rows or fill their labels first."
-        )
-    if (_task(y) if task == "auto" else task) == "regression":
-        _check_numbers(y, cv)
-        return
-    if (_task(y) if task == "auto" else task) != "classification":
-        return
-    try:
-        values, counts = np.unique(y, return_counts=True)
-    except TypeError:
-        kinds = sorted({type(v).__name__ for v in y.tolist()})
-        raise ValueError(f"the labels y mix types ({', '.join(kinds)}); pass labels of one type.") from None
-    rare = [(v, c) for v, c in zip(values.tolist(), counts.tolist()) if c < cv]
-    if len(values) >= 2 and rare:
-        shown = ", ".join(f"{v!r} ({c})" for v, c in rare[:5]) + (", ..." if len(rare) > 5 else "")
-        fewest = int(min(counts))
-        raise ValueError(
-            f"class(es) {shown} of the labels y have fewer members than the {cv} cross-validation folds, so some "
-            "folds would not contain them and their scores would be undefined. Drop or merge the rare classes"
-            + (f", or lower cv (--cv) to at most {fewest}." if fewest >= 2 else
-               " (a class with one member cannot be cross-validated).")
-        )
-
-
-def _check_numbers(y: np.ndarray, cv: int) -> None:
-    """Regression labels: numbers, finite, not all one value, and two in every fold (R^2 of one text is undefined)."""
-    if y.dtype.kind not in "biuf":
-        raise ValueError(f"task='regression' needs numeric labels, and y holds {y.dtype} values such as "
-                         f"{y.tolist()[0]!r}; convert them to numbers, or score them as classes (task='auto').")
-    values = y.astype(float)
-    bad = np.flatnonzero(~np.isfinite(values))
-    if len(bad):
-        raise ValueError(f"the labels y are not finite (row {bad[0]}: {y.tolist()[bad[0]]!r}); a regression needs "
-                         "finite numbers: drop or fix those rows.")
-    if np.all(values == values[0]):
-        raise ValueError(f"the labels y are all {values[0]:g}: there is nothing to predict, and R^2 is undefined on a "
-                         "constant target.")
-    if len(y) < 2 * cv:
-        raise ValueError(f"a regression needs at least {2 * cv} texts for cv={cv}: two in every fold (R^2 of a "
-                         f"one-text fold is undefined), and there are {len(y)}; lower cv (--cv) or add texts.")
-
-
-def _check_label_types(y) -> None:
-    """Labels of several kinds (strings and numbers, or booleans and numbers) would be merged by ``np.asarray``."""
-    import numbers
-
-    import pandas as pd
-
-    if getattr(y, "dtype", object) != object:
-        return
-    kinds, names = set(), set()
-    for v in y:
-        if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
-            continue
-        kind = ("bool" if isinstance(v, (bool, np.bool_)) else "number" if isinstance(v, numbers.Number)
-                else "str" if isinstance(v, str) else type(v).__name__)
-        kinds.add(kind)
-        names.add(type(v).__name__)
-    if len(kinds) > 1:
-        raise ValueError(f"the labels y mix types ({', '.join(sorted(names))}); pass labels of one type.")
-
-
 def _check_poolings(poolings) -> tuple[str, ...]:
     from bertfeat.recipe import POOLINGS
 
@@ -421,14 +348,6 @@ def _plain(value):
     if isinstance(value, np.generic):
         return value.item()
     return os.fspath(value) if isinstance(value, os.PathLike) else value
-
-
-def _text_groups(texts) -> np.ndarray | None:
-    """The group of each text, copies of one text together; None when every text is distinct."""
-    from bertfeat.batching import unique_strings
-
-    uniques, inverse = unique_strings([t if isinstance(t, str) else repr(t) for t in texts])
-    return None if len(uniques) == len(texts) else inverse
 
 
 _EMBEDDER_DEFAULTS = dict(max_length=None, long_text="truncate", stride=None, normalize=False, prefix=None,
@@ -482,14 +401,6 @@ def _std_err(scores: np.ndarray) -> float:
     return scores.std(ddof=1) / np.sqrt(len(scores))
 
 
-def _task(y: np.ndarray) -> str:
-    if y.dtype.kind in "fc" and len(np.unique(y)) > 10:
-        return "regression"
-    return "classification"
-
-
-# Logistic regression's C: on standardized embedding features, and on TF-IDF (and unions, whose blocks both have
-# rows of squared norm about 1, see bertfeat.union).
 C_EMBEDDING = 0.05
 C_SPARSE = 10.0
 RIDGE_ALPHAS = tuple(np.logspace(-2, 4, 13))
@@ -531,30 +442,6 @@ def _scorer(task, y, cv, random_state, groups=None) -> dict:
     return {"metric": metric, "splitter": splitter, "classifier_params": params,
             "embedding": lambda: make_pipeline(*_linear_model(task, "embedding", params)),
             "sparse": lambda: make_pipeline(*_linear_model(task, "sparse", params))}
-
-
-def _grouped(task, y, cv, random_state, groups):
-    from sklearn.model_selection import GroupKFold, PredefinedSplit, StratifiedGroupKFold
-
-    n_groups = len(np.unique(groups))
-    if n_groups < cv:
-        raise ValueError(f"the texts hold {n_groups} distinct texts, fewer than the {cv} cross-validation folds "
-                         "(copies of a text stay in one fold); lower cv (--cv) or add texts.")
-    if task == "classification":
-        per_class = {label: len(np.unique(groups[y == label])) for label in np.unique(y).tolist()}
-        rare = {label: n for label, n in per_class.items() if n < cv}
-        if rare:
-            shown = ", ".join(f"{label!r} ({n})" for label, n in list(rare.items())[:5])
-            raise ValueError(f"class(es) {shown} of the labels y have fewer distinct texts than the {cv} "
-                             "cross-validation folds (copies of a text stay in one fold); lower cv (--cv) or drop or "
-                             "merge the rare classes.")
-        splits = StratifiedGroupKFold(cv, shuffle=True, random_state=random_state).split(y, y, groups)
-    else:
-        splits = GroupKFold(cv, shuffle=True, random_state=random_state).split(y, y, groups)
-    test_fold = np.empty(len(y), dtype=int)
-    for k, (_, test) in enumerate(splits):
-        test_fold[test] = k
-    return PredefinedSplit(test_fold)
 
 
 def _tfidf_width(tfidf_folds) -> int:

@@ -1,4 +1,5 @@
-"""Reading input files: CSV/TSV (optionally compressed) and parquet, streamed as record batches of bounded size.
+"""Reading input files: CSV/TSV (optionally compressed) and parquet, streamed as record batches of bounded size
+(which files an input names is :mod:`bertfeat.sources`).
 
 :class:`InputReader` resolves the input (a file, a directory or a glob), checks everything that can be checked
 before any work (header, duplicate or absent columns, parquet schemas that disagree), and yields record batches of
@@ -16,7 +17,6 @@ from __future__ import annotations
 import bz2
 import contextlib
 import csv
-import glob
 import gzip
 import io
 import os
@@ -29,93 +29,17 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from bertfeat.quotes import QuoteScanner, open_quote_line
+from bertfeat.sources import (  # noqa: F401  (readers' public names since before the split)
+    CSV_SUFFIXES, PARQUET_SUFFIXES, _codec, _kind, input_path, path_text, resolve_input,
+)
+from bertfeat.utf8 import invalid_values
+from bertfeat.utf8 import plain_text as _plain_text
 
-CSV_SUFFIXES = tuple(f"{base}{codec}" for base in (".csv", ".tsv") for codec in ("", ".gz", ".bz2", ".zst"))
-PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
 CSV_NULLS = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None", "<NA>"]
 # pyarrow parses a CSV in blocks and cannot parse a field longer than one block: the block grows and the read
 # restarts (skipping the rows already delivered) until the longest field fits, up to this bound.
 BLOCK_BYTES = 1 << 20
 MAX_BLOCK_BYTES = 1 << 31
-
-
-def path_text(value, name: str, expected: str) -> str:
-    """A path argument as text (a ``pathlib.Path`` is as good as a str); anything else is refused, naming it."""
-    if not isinstance(value, (str, bytes, os.PathLike)):
-        raise TypeError(f"{name}={value!r} is not valid: expected {expected} (a str or pathlib.Path).")
-    return os.fsdecode(value)
-
-
-def input_path(path) -> str:
-    return path_text(path, "input", "the path of a CSV or parquet file, a folder or a glob")
-
-
-def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:
-    """``("csv" | "parquet", files)`` for a CSV file, a parquet file, or a directory or glob of parquet files.
-
-    ``exclude``: the job's own output paths (``--out`` and its parts folder). A folder or glob leaves out what lies
-    at or under them, so an output written inside the input folder is never read back as input on a resume or a
-    rerun; an excluded path that is the input folder itself (or holds it) leaves out nothing, and
-    :func:`bertfeat.output.check_output` refuses that layout."""
-    path = input_path(path)
-    p = Path(path)
-    wildcard = any(ch in path for ch in "*?[")
-    if wildcard or p.is_dir():
-        if wildcard:
-            files = sorted(Path(f) for f in glob.glob(path, recursive=True) if Path(f).is_file())
-        else:
-            files = sorted(f for f in p.rglob("*") if f.is_file() and f.name.lower().endswith(PARQUET_SUFFIXES))
-        files = _leave_out(files, exclude, _literal_root(path) if wildcard else p)
-        if not files and wildcard:
-            raise FileNotFoundError(f"input {path!r} matches no files.")
-        if not files:
-            raise FileNotFoundError(f"input directory {path!r} holds no parquet files (*.parquet).")
-    elif p.is_file():
-        files = [p]
-    else:
-        raise FileNotFoundError(f"input {path!r} does not exist.")
-    kinds = {_kind(f) for f in files}
-    if kinds == {"csv"} and len(files) == 1:
-        return "csv", files
-    if kinds == {"parquet"}:
-        return "parquet", files
-    raise ValueError(
-        f"input {path!r}: expected one CSV file ({', '.join(CSV_SUFFIXES)}) or parquet files "
-        f"({', '.join(PARQUET_SUFFIXES)}), got {sorted(str(f.name) for f in files)[:5]}."
-    )
-
-
-def _literal_root(pattern: str) -> Path:
-    """The folder a glob pattern searches: its path up to the first part with a wildcard."""
-    parts = []
-    for part in Path(pattern).parts:
-        if any(ch in part for ch in "*?["):
-            break
-        parts.append(part)
-    return Path(*parts) if parts else Path(".")
-
-
-def _leave_out(files: list[Path], exclude, root: Path) -> list[Path]:
-    root = root.resolve()
-    dropped = [e for e in (Path(x).resolve() for x in exclude) if e != root and e not in root.parents]
-    return [f for f in files if not any(f.resolve() == e or e in f.resolve().parents for e in dropped)]
-
-
-def _kind(f: Path) -> str | None:
-    name = f.name.lower()
-    if name.endswith(CSV_SUFFIXES):
-        return "csv"
-    if name.endswith(PARQUET_SUFFIXES):
-        return "parquet"
-    return None
-
-
-def _codec(path: Path) -> str | None:
-    name = path.name.lower()
-    for suffix, codec in ((".gz", "gzip"), (".bz2", "bz2"), (".zst", "zstd")):
-        if name.endswith(suffix):
-            return codec
-    return None
 
 
 def open_decompressed(path: Path, raw=None):
@@ -503,56 +427,6 @@ def _naming_parquet_file(path: Path):
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ValueError(f"cannot read parquet file {path}: {first}. The file is damaged, cut short or not parquet; "
                          "write it again, or move it out of the input.") from None
-
-
-def first_invalid_utf8(array) -> int | None:
-    """The position of the first value of a string array (or chunked array) that is not valid UTF-8, or None."""
-    if isinstance(array, pa.ChunkedArray):
-        offset = 0
-        for chunk in array.chunks:
-            found = first_invalid_utf8(chunk)
-            if found is not None:
-                return offset + found
-            offset += len(chunk)
-        return None
-    if pa.types.is_dictionary(array.type):
-        array = array.dictionary_decode()
-    if not _plain_text(array.type):
-        return None
-    try:
-        array.validate(full=True)
-        return None
-    except pa.ArrowInvalid:
-        pass
-    lo, hi = 0, len(array)  # the first bad value is in [lo, hi): halve until one is left
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        try:
-            array.slice(lo, mid - lo).validate(full=True)
-            lo = mid
-        except pa.ArrowInvalid:
-            hi = mid
-    return lo
-
-
-def invalid_values(batch) -> tuple[str, int | None, str] | None:
-    """``(column, row or None, what is wrong)`` for the first column of ``batch`` whose values Arrow finds invalid
-    (a string that is not UTF-8, which Python cannot read and parquet readers refuse), or None. Arrow's own readers
-    do not check this; a file written from raw bytes can hold it."""
-    for name, column in zip(batch.schema.names, batch.columns):
-        try:
-            column.validate(full=True)
-        except pa.ArrowInvalid as exc:
-            row = first_invalid_utf8(column)
-            if row is not None:
-                return name, row, "holds bytes that are not UTF-8 text; re-encode that column's text as UTF-8."
-            return name, None, f"holds invalid values: {str(exc).splitlines()[0]}."
-    return None
-
-
-def _plain_text(t: pa.DataType) -> bool:
-    return pa.types.is_string(t) or pa.types.is_large_string(t) or getattr(pa.types, "is_string_view",
-                                                                           lambda _: False)(t)
 
 
 def _refuse_duplicates(names: list[str], where: str) -> None:

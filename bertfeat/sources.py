@@ -1,0 +1,90 @@
+"""Which files an input names: a CSV or parquet file, or a folder or glob of parquet files (leaving out the job's
+own output), their kinds by suffix and their compression."""
+
+from __future__ import annotations
+
+import glob
+import os
+from pathlib import Path
+
+CSV_SUFFIXES = tuple(f"{base}{codec}" for base in (".csv", ".tsv") for codec in ("", ".gz", ".bz2", ".zst"))
+PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
+
+
+def path_text(value, name: str, expected: str) -> str:
+    """A path argument as text (a ``pathlib.Path`` is as good as a str); anything else is refused, naming it."""
+    if not isinstance(value, (str, bytes, os.PathLike)):
+        raise TypeError(f"{name}={value!r} is not valid: expected {expected} (a str or pathlib.Path).")
+    return os.fsdecode(value)
+
+
+def input_path(path) -> str:
+    return path_text(path, "input", "the path of a CSV or parquet file, a folder or a glob")
+
+
+def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:
+    """``("csv" | "parquet", files)`` for a CSV file, a parquet file, or a directory or glob of parquet files.
+
+    ``exclude``: the job's own output paths (``--out`` and its parts folder). A folder or glob leaves out what lies
+    at or under them, so an output written inside the input folder is never read back as input on a resume or a
+    rerun; an excluded path that is the input folder itself (or holds it) leaves out nothing, and
+    :func:`bertfeat.output.check_output` refuses that layout."""
+    path = input_path(path)
+    p = Path(path)
+    wildcard = any(ch in path for ch in "*?[")
+    if wildcard or p.is_dir():
+        if wildcard:
+            files = sorted(Path(f) for f in glob.glob(path, recursive=True) if Path(f).is_file())
+        else:
+            files = sorted(f for f in p.rglob("*") if f.is_file() and f.name.lower().endswith(PARQUET_SUFFIXES))
+        files = _leave_out(files, exclude, _literal_root(path) if wildcard else p)
+        if not files and wildcard:
+            raise FileNotFoundError(f"input {path!r} matches no files.")
+        if not files:
+            raise FileNotFoundError(f"input directory {path!r} holds no parquet files (*.parquet).")
+    elif p.is_file():
+        files = [p]
+    else:
+        raise FileNotFoundError(f"input {path!r} does not exist.")
+    kinds = {_kind(f) for f in files}
+    if kinds == {"csv"} and len(files) == 1:
+        return "csv", files
+    if kinds == {"parquet"}:
+        return "parquet", files
+    raise ValueError(
+        f"input {path!r}: expected one CSV file ({', '.join(CSV_SUFFIXES)}) or parquet files "
+        f"({', '.join(PARQUET_SUFFIXES)}), got {sorted(str(f.name) for f in files)[:5]}."
+    )
+
+
+def _literal_root(pattern: str) -> Path:
+    """The folder a glob pattern searches: its path up to the first part with a wildcard."""
+    parts = []
+    for part in Path(pattern).parts:
+        if any(ch in part for ch in "*?["):
+            break
+        parts.append(part)
+    return Path(*parts) if parts else Path(".")
+
+
+def _leave_out(files: list[Path], exclude, root: Path) -> list[Path]:
+    root = root.resolve()
+    dropped = [e for e in (Path(x).resolve() for x in exclude) if e != root and e not in root.parents]
+    return [f for f in files if not any(f.resolve() == e or e in f.resolve().parents for e in dropped)]
+
+
+def _kind(f: Path) -> str | None:
+    name = f.name.lower()
+    if name.endswith(CSV_SUFFIXES):
+        return "csv"
+    if name.endswith(PARQUET_SUFFIXES):
+        return "parquet"
+    return None
+
+
+def _codec(path: Path) -> str | None:
+    name = path.name.lower()
+    for suffix, codec in ((".gz", "gzip"), (".bz2", "bz2"), (".zst", "zstd")):
+        if name.endswith(suffix):
+            return codec
+    return None
