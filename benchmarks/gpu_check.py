@@ -159,8 +159,8 @@ def half_precision(path: str, texts: list[str]) -> list[Check]:
     detail = "float16 and bfloat16, 512-token windows, chunked"
     try:
         for dtype in ("float16", "bfloat16"):
-            x = embed(path, long_texts + texts, "cuda", dtype, pooling="mean+max", layers="all", layer_agg="concat",
-                      max_length=512, long_text="chunk")
+            x = embed(path, long_texts + texts, "cuda", dtype, pooling="mean+max", layers=list(range(13)),
+                      layer_agg="concat", max_length=512, long_text="chunk")  # every layer of BERT-base, 0 to 12
             finite = finite and bool(np.isfinite(x).all())
     except ValueError as exc:  # bertfeat refuses non-finite features
         finite, detail = False, str(exc).splitlines()[0][:160]
