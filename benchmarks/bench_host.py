@@ -86,14 +86,16 @@ def host_after(token_ids, window, long_text, stride, budget):
 
 
 def tokenizer():
+    """The bundled tokenizer as bertfeat's backend calls it (:class:`bertfeat.tokens.ContentTokenizer`)."""
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(str(TOKENIZER))
+    from bertfeat.tokens import ContentTokenizer
+
+    return ContentTokenizer(AutoTokenizer.from_pretrained(str(TOKENIZER)))
 
 
 def tokenize(tok, texts):
-    return tok(texts, add_special_tokens=False, truncation=False, return_attention_mask=False,
-               return_token_type_ids=False, verbose=False)["input_ids"]
+    return tok(texts)
 
 
 def measure(texts, repeats: int = 3, max_length: int = 256, long_text: str = "truncate",

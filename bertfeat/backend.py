@@ -34,6 +34,7 @@ from bertfeat.hardware import (  # noqa: F401 (re-exported)
 )
 from bertfeat.gpu import MAX_GPU_BATCH_TOKENS, MemoryCap, gpu_batch_tokens  # noqa: F401 (re-exported)
 from bertfeat.models import ModelSpec
+from bertfeat.tokens import ContentTokenizer
 
 log = logging.getLogger("bertfeat")
 
@@ -173,6 +174,7 @@ class TorchBackend:
             self.tokenizer = AutoTokenizer.from_pretrained(spec.path, trust_remote_code=trust_remote_code)
             config = _load_config(spec.path, trust_remote_code)
         self.config = config
+        self.content_tokens = ContentTokenizer(self.tokenizer)
         self.trust_remote_code = trust_remote_code
         fast = device_type == "cpu" and _FastBert.supports(config)
         # Weights stay float32 on every path: a low dtype runs the products only, with embeddings, layer norms and
@@ -260,14 +262,8 @@ class TorchBackend:
         return len(self.prefix) + len(self.suffix)
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
-        """Content token ids of each text: no special tokens, no truncation."""
-        if not texts:
-            return []
-        enc = self.tokenizer(
-            list(texts), add_special_tokens=False, truncation=False, return_attention_mask=False,
-            return_token_type_ids=False, verbose=False,
-        )
-        return enc["input_ids"]
+        """Content token ids of each text: no special tokens, no truncation (:mod:`bertfeat.tokens`)."""
+        return self.content_tokens(texts)
 
     def forward_batches(self, batches: Iterable[Sequence[Sequence[int]]], pooling: Sequence[str],
                         layer_groups) -> Iterator[np.ndarray]:

@@ -36,6 +36,7 @@ MODULES="
 pooling  | bertfeat/pooling.py  | tests/test_pooling.py tests/test_all_layers.py
 recipe   | bertfeat/recipe.py   | tests/test_recipe.py tests/test_encode.py
 batching | bertfeat/batching.py | tests/test_batching.py tests/test_encode.py
+tokens   | bertfeat/tokens.py   | tests/test_tokens.py
 encode   | bertfeat/encode.py   | tests/test_encode.py tests/test_all_layers.py tests/test_cache_embedder.py tests/test_prompts.py tests/test_gpu_logic.py tests/test_perf_paths.py tests/test_checkpoints.py
 journal  | bertfeat/journal.py  | tests/test_checkpoints.py
 embedder | bertfeat/embedder.py bertfeat/inputs.py bertfeat/exceptions.py | tests/test_embedder.py tests/test_inputs.py tests/test_prompts.py --deselect tests/test_embedder.py::test_truncation_warning_points_at_the_callers_line --deselect tests/test_prompts.py::test_the_prompts_note_points_at_the_callers_line

@@ -1,0 +1,136 @@
+"""bertfeat.tokens: the Rust tokenizer called directly gives transformers' own content ids, or is not used."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bertfeat.tokens import ContentTokenizer
+from tests.conftest import TINY_SENTENCES
+from tests.tiny_encoders import build_tokenizer
+
+STYLES = ["wordpiece", "bpe", "sentencepiece"]
+
+
+def transformers_ids(tok, texts):
+    return tok(list(texts), add_special_tokens=False, truncation=False, return_attention_mask=False,
+               return_token_type_ids=False, verbose=False)["input_ids"]
+
+
+@pytest.fixture(scope="module")
+def tokenizers(tmp_path_factory):
+    from transformers import AutoTokenizer
+
+    out = {}
+    for style in STYLES:
+        path = tmp_path_factory.mktemp(style)
+        build_tokenizer(path, style, TINY_SENTENCES, 64)
+        out[style] = AutoTokenizer.from_pretrained(str(path))
+    return out
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_each_tokenizer_family_is_read_directly_and_gives_transformers_ids(tokenizers, style):
+    tok = tokenizers[style]
+    content = ContentTokenizer(tok)
+    assert content.direct
+    texts = TINY_SENTENCES + ["", "  spaced   out  ", "Émma [CLS] <s> ünïcode 東京 \U0001f600", "x" * 500]
+    assert content(texts) == transformers_ids(tok, texts)
+    assert content([]) == []
+
+
+def test_the_bundled_tokenizer_is_read_directly():
+    from bertfeat.backend import get_backend
+    from bertfeat.models import resolve_model
+
+    backend = get_backend(resolve_model("default"), "cpu", "float32")
+    assert backend.content_tokens.direct
+    texts = ["Emma Woodhouse, handsome, clever, and rich", "[SEP] inside [MASK] text", "naïve café"]
+    assert backend.tokenize(texts) == transformers_ids(backend.tokenizer, texts)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(st.one_of(
+    st.text(max_size=40),
+    st.lists(st.sampled_from(["[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]", "<s>", "</s>", "<pad>", "<mask>", "<unk>",
+                              "the", "cat", " ", "\n", "é", "##s", "\u2581", "\u0120", "😀"]), max_size=12).map("".join),
+), min_size=1, max_size=6))
+def test_any_text_gets_transformers_ids(tokenizers, texts):
+    for tok in tokenizers.values():
+        assert ContentTokenizer(tok)(texts) == transformers_ids(tok, texts)
+
+
+def test_a_tokenizer_file_that_truncates_is_not_truncated(tmp_path, tokenizers):
+    # tokenizer.json may carry truncation (and padding) settings; transformers' call with truncation=False turns
+    # them off, and so must the direct route, or long texts would lose tokens silently
+    from transformers import AutoTokenizer
+
+    tokenizers["wordpiece"].save_pretrained(str(tmp_path))
+    spec = json.loads((tmp_path / "tokenizer.json").read_text())
+    spec["truncation"] = {"direction": "Right", "max_length": 4, "strategy": "LongestFirst", "stride": 0}
+    spec["padding"] = {"strategy": {"Fixed": 30}, "direction": "Right", "pad_to_multiple_of": None, "pad_id": 0,
+                       "pad_type_id": 0, "pad_token": "[PAD]"}
+    (tmp_path / "tokenizer.json").write_text(json.dumps(spec))
+    tok = AutoTokenizer.from_pretrained(str(tmp_path))
+    content = ContentTokenizer(tok)
+    assert content.direct
+    texts = ["the quick brown fox jumps over the lazy dog", "a dog"]
+    got = content(texts)
+    assert [len(ids) for ids in got] == [len(ids) for ids in transformers_ids(tok, texts)]
+    assert len(got[0]) > 4 and len(got[1]) < 30
+    assert got == transformers_ids(tok, texts)
+
+
+def test_split_special_tokens_is_honoured(tmp_path, tokenizers):
+    from transformers import AutoTokenizer
+
+    tokenizers["wordpiece"].save_pretrained(str(tmp_path))
+    tok = AutoTokenizer.from_pretrained(str(tmp_path), split_special_tokens=True)
+    content = ContentTokenizer(tok)
+    assert content.direct
+    text = ["before [CLS] after"]
+    assert content(text) == transformers_ids(tok, text)
+    assert tok.cls_token_id not in content(text)[0]  # written in the text, the marker is text, not the token
+    assert tok.cls_token_id in ContentTokenizer(tokenizers["wordpiece"])(text)[0]
+
+
+def test_a_tokenizer_class_that_rewrites_text_in_python_keeps_transformers_call(tokenizers):
+    tok = tokenizers["bpe"]
+
+    class Shouting(type(tok)):  # a class that changes the text before its Rust tokenizer sees it
+        def __call__(self, text, *args, **kwargs):
+            return super().__call__([t.upper() for t in text], *args, **kwargs)
+
+    shouting = Shouting.__new__(Shouting)
+    shouting.__dict__.update(tok.__dict__)
+    content = ContentTokenizer(shouting)
+    assert not content.direct
+    texts = ["the cat sat on the mat"]
+    assert content(texts) == transformers_ids(shouting, texts) != transformers_ids(tok, texts)
+
+
+def test_a_tokenizer_without_a_rust_tokenizer_keeps_transformers_call():
+    calls = []
+
+    def slow(texts, **kwargs):
+        calls.append(list(texts))
+        return {"input_ids": [[len(t)] for t in texts]}
+
+    content = ContentTokenizer(slow)
+    assert not content.direct
+    assert content(["ab", "abc"]) == [[2], [3]] and calls[-1] == ["ab", "abc"]
+
+
+def test_the_direct_route_reads_its_own_copy_of_the_rust_tokenizer(tokenizers):
+    # transformers' call sets truncation on the tokenizer it shares with every caller (a user's truncating call
+    # leaves it on for the next); the direct route's copy is not touched by that
+    tok = tokenizers["wordpiece"]
+    content = ContentTokenizer(tok)
+    tok._tokenizer.enable_truncation(3)
+    try:
+        assert content.direct and len(content(["the quick brown fox jumps"])[0]) > 3
+    finally:
+        tok._tokenizer.no_truncation()
