@@ -142,7 +142,9 @@ class SentenceTransformers:
             self.model = SentenceTransformer(path, device=device)
         else:
             word = models.Transformer(path, max_seq_length=max_length)
-            pool = models.Pooling(word.get_word_embedding_dimension(), "mean")
+            # renamed get_embedding_dimension in sentence-transformers 6 (the old name warns there)
+            dim = getattr(word, "get_embedding_dimension", None) or word.get_word_embedding_dimension
+            pool = models.Pooling(dim(), "mean")
             self.model = SentenceTransformer(modules=[word, pool], device=device)
         self.model.max_seq_length = max_length
         if dtype == "float16":

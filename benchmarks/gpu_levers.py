@@ -1,0 +1,203 @@
+"""Where bertfeat's GPU pass spends its time, and what the levers give: one short run on a GPU machine.
+
+    PYTHONPATH=. python -m benchmarks.gpu_levers            # about 2 minutes on one H100/H200
+    PYTHONPATH=. python -m benchmarks.gpu_levers --device cpu --n 200 --shape minilm   # a smoke run without a GPU
+
+A random-weight BERT of the BERT-base shape (the bundled tokenizer files, no weights needed), Austen paragraphs,
+max_length 256, mean of the last layer, the dtype asked for. It prints, each as tokens/s and as a share of the
+card's measured matmul peak in that dtype:
+
+- the host alone: tokenizing the texts (:mod:`bertfeat.tokens`, and transformers' own call);
+- ``BertEmbedder.transform`` end to end at several token budgets and batches in flight, and with transformers'
+  tokenizer call in place of bertfeat's direct one;
+- the model pass alone over the same planned batches, already on the device (no tokenizing, no copies, one sync
+  at the end), with bertfeat's arithmetic (autocast over float32 weights, no flash attention) and with the others
+  (weights cast to the dtype; flash attention allowed), so that each choice's cost is seen;
+- where the time of one end-to-end pass goes (torch.profiler, the top operations by device time and host time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+
+from benchmarks import common  # noqa: E402
+from benchmarks.gpu_check import SHAPES, random_model  # noqa: E402
+
+
+def best_of(fn, repeats: int, device: str) -> float:
+    times = []
+    for _ in range(repeats):
+        common._sync(device)
+        t0 = time.perf_counter()
+        fn()
+        common._sync(device)
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--dtype", default="bfloat16")
+    parser.add_argument("--shape", default="bert-base", choices=sorted(SHAPES))
+    parser.add_argument("--n", type=int, default=20_000)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--budgets", default="default,65536,131072")
+    parser.add_argument("--workers", default="1,2,3")
+    parser.add_argument("--profile-n", type=int, default=5000)
+    parser.add_argument("--no-model-pass", dest="model_pass", action="store_false",
+                        help="skip the model pass alone (the end-to-end rows and the profile only)")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    from bertfeat import BertEmbedder, gpu
+    from bertfeat.backend import get_backend
+    from bertfeat.batching import TokenSeqs, make_units, plan_batches
+    from bertfeat.models import resolve_model
+    from bertfeat.pooling import pool_blocks
+
+    warnings.simplefilter("ignore")
+    texts = common.austen_texts(args.n)
+    max_length = 256
+    with tempfile.TemporaryDirectory(prefix="bertfeat-gpu-levers-") as tmp:
+        path = random_model(args.shape, Path(tmp))
+        backend = get_backend(resolve_model(path), args.device, args.dtype)
+        cfg = backend.config
+        lengths = common.token_lengths(backend.tokenizer, texts, max_length)
+        flops = common.bert_flops(lengths, cfg.hidden_size, cfg.intermediate_size, cfg.num_hidden_layers)
+        peak = common.matmul_rate(args.dtype, args.device)
+        n_tok = int(lengths.sum())
+        print(f"{args.shape} {args.dtype} on {args.device} "
+              f"({torch.cuda.get_device_name() if args.device.startswith('cuda') else 'cpu'}); {len(texts):,} texts, "
+              f"{n_tok:,} tokens, {flops / 1e12:.2f} TFLOP a pass; {args.dtype} matmul peak {peak / 1e12:.1f} TFLOP/s; "
+              f"default budget {backend.default_batch_tokens:,} tokens, {backend.workers} in flight")
+        rows = []
+
+        def report(name: str, seconds: float, note: str = "") -> None:
+            rows.append([name, f"{seconds:.3f}", f"{n_tok / seconds:,.0f}", f"{100 * flops / seconds / peak:.1f}", note])
+            print(f"  {name}: {seconds:.3f} s, {n_tok / seconds:,.0f} tokens/s, {100 * flops / seconds / peak:.1f}% "
+                  f"of peak {note}", flush=True)
+
+        content = backend.content_tokens
+        report("tokenize alone (host), bertfeat.tokens" + (" (direct)" if content.direct else ""),
+               best_of(lambda: backend.tokenize(texts), args.repeats, "cpu"))
+        report("tokenize alone (host), transformers' call",
+               best_of(lambda: content._by_transformers(texts), args.repeats, "cpu"))
+
+        # -- end to end ----------------------------------------------------------------------------------------
+        workers0 = backend.workers
+        for workers in [int(w) for w in args.workers.split(",")]:
+            for budget in args.budgets.split(","):
+                bt = None if budget == "default" else int(budget)
+                if workers != workers0 and budget != "default":
+                    continue
+                backend.workers = workers
+                emb = BertEmbedder(model=path, device=args.device, dtype=args.dtype, pooling="mean", layers=-1,
+                                   max_length=max_length, batch_tokens=bt).fit(["warm"])
+                emb.transform(texts[:2000])
+                report(f"transform, budget {budget}, {workers} in flight",
+                       best_of(lambda: emb.transform(texts), args.repeats, args.device))
+        backend.workers = workers0
+        if content.direct:  # the same end to end with transformers' tokenizer call, as before bertfeat.tokens
+            rust, content._rust = content._rust, None
+            emb = BertEmbedder(model=path, device=args.device, dtype=args.dtype, pooling="mean", layers=-1,
+                               max_length=max_length).fit(["warm"])
+            emb.transform(texts[:2000])
+            report(f"transform, budget default, {workers0} in flight, transformers' tokenizer call",
+                   best_of(lambda: emb.transform(texts), args.repeats, args.device))
+            content._rust = rust
+
+        # -- the model pass alone, batches already on the device ------------------------------------------------
+        window = max_length - backend.n_special
+        seqs = TokenSeqs.from_lists(backend.tokenize(texts))
+        units = make_units(seqs, window, "truncate", 0)
+        unit_lengths = units.ids.length + backend.n_special
+        budgets = [backend.default_batch_tokens] + [int(b) for b in args.budgets.split(",") if b != "default"]
+        if backend.model is None or not args.model_pass:  # None: the fused CPU pass, not this one
+            budgets = []
+        for budget in budgets:
+            batches = []
+            for idx in plan_batches(unit_lengths, budget):
+                ids, mask = backend._pad(units.ids[idx])
+                batches.append((torch.from_numpy(ids).to(args.device), torch.from_numpy(mask).to(args.device)))
+            groups = ((cfg.num_hidden_layers,),)
+
+            def model_pass(model, numerics):
+                def run():
+                    outs = []
+                    with torch.inference_mode(), numerics():
+                        for ids, mask in batches:
+                            out = model(input_ids=ids, attention_mask=mask)
+                            outs.append(pool_blocks({cfg.num_hidden_layers: out.last_hidden_state}, mask, ("mean",),
+                                                    groups))
+                    return outs
+                return run
+
+            def bertfeat_numerics():
+                return backend._numerics(None)
+
+            def autocast_flash():
+                return torch.autocast(torch.device(args.device).type, dtype=backend.torch_dtype)
+
+            model_pass(backend.model, bertfeat_numerics)()  # warm-up
+            report(f"model pass alone, budget {budget:,}, bertfeat's arithmetic",
+                   best_of(model_pass(backend.model, bertfeat_numerics), args.repeats, args.device),
+                   f"{len(batches)} batches")
+            if args.device.startswith("cuda") and args.dtype != "float32":
+                model_pass(backend.model, autocast_flash)()
+                report(f"model pass alone, budget {budget:,}, autocast, flash allowed",
+                       best_of(model_pass(backend.model, autocast_flash), args.repeats, args.device))
+                import copy
+
+                low = copy.deepcopy(backend.model).to(backend.torch_dtype)
+                model_pass(low, contextlib.nullcontext)()
+                report(f"model pass alone, budget {budget:,}, weights in {args.dtype}, flash allowed",
+                       best_of(model_pass(low, contextlib.nullcontext), args.repeats, args.device))
+                with gpu.held_flag("no_flash_attention").held():
+                    report(f"model pass alone, budget {budget:,}, weights in {args.dtype}, no flash",
+                           best_of(model_pass(low, contextlib.nullcontext), args.repeats, args.device))
+                del low
+            del batches
+
+        print("\n| what | seconds | tokens/s | % of peak | note |\n|---|---|---|---|---|")
+        for r in rows:
+            print("| " + " | ".join(r) + " |")
+
+        # -- where one end-to-end pass spends its time -------------------------------------------------------------
+        if args.profile_n:
+            from torch.profiler import ProfilerActivity, profile
+
+            emb = BertEmbedder(model=path, device=args.device, dtype=args.dtype, pooling="mean", layers=-1,
+                               max_length=max_length).fit(["warm"])
+            sub = texts[: args.profile_n]
+            emb.transform(sub)
+            activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device.startswith("cuda") else [])
+            common._sync(args.device)
+            t0 = time.perf_counter()
+            with profile(activities=activities) as prof:
+                emb.transform(sub)
+                common._sync(args.device)
+            wall = time.perf_counter() - t0
+            events = prof.key_averages()
+            device_us = sum(e.self_device_time_total for e in events) if args.device.startswith("cuda") else 0
+            print(f"\nprofile: {len(sub):,} texts, wall {wall:.3f} s under the profiler; kernels busy "
+                  f"{device_us / 1e6:.3f} s ({100 * device_us / 1e6 / wall:.0f}% of the wall)")
+            key = "self_device_time_total" if args.device.startswith("cuda") else "self_cpu_time_total"
+            print(events.table(sort_by=key, row_limit=18, max_name_column_width=60))
+            print(events.table(sort_by="self_cpu_time_total", row_limit=18, max_name_column_width=60))
+
+
+if __name__ == "__main__":
+    main()
