@@ -142,16 +142,20 @@ def exactness(models: dict, texts: list[str]) -> list[Check]:
     return out
 
 
-def half_precision(path: str, texts: list[str]) -> list[Check]:
-    """Cosines with float32 at 12 layers, batch dependence in half precision, finite output."""
+def half_precision(path: str, texts: list[str], device: str = "cuda") -> list[Check]:
+    """Cosines with float32 at 12 layers, batch dependence in half precision, finite output. (``device`` is for
+    the test that runs these same calls on CPU, so an argument BertEmbedder refuses fails there, not on a GPU.)"""
+    from transformers import AutoConfig
+
+    every_layer = list(range(AutoConfig.from_pretrained(path).num_hidden_layers + 1))  # 0 is the embeddings
     out = []
     kw = dict(pooling="cls+mean", layers=-1, max_length=256)
-    fp32 = embed(path, texts, "cuda", "float32", **kw)
+    fp32 = embed(path, texts, device, "float32", **kw)
     for dtype, bound in (("bfloat16", 0.999), ("float16", 0.9999)):
-        x = embed(path, texts, "cuda", dtype, **kw)
+        x = embed(path, texts, device, dtype, **kw)
         out.append(check(f"bert-base {dtype} vs float32, min cosine", min_cosine(x, fp32), ">=", bound,
                          "12 layers, CLS + mean"))
-        alone = np.vstack([embed(path, [t], "cuda", dtype, **kw) for t in texts[:64]])
+        alone = np.vstack([embed(path, [t], device, dtype, **kw) for t in texts[:64]])
         out.append(check(f"bert-base {dtype}: a text alone vs in a batch, min cosine", min_cosine(alone, x[:64]),
                          ">=", 0.9999, f"max abs diff {np.abs(alone - x[:64]).max():.2e}; 64 texts"))
     long_texts = [" ".join(texts[i:i + 8]) for i in range(0, len(texts), 8)]
@@ -159,8 +163,8 @@ def half_precision(path: str, texts: list[str]) -> list[Check]:
     detail = "float16 and bfloat16, 512-token windows, chunked"
     try:
         for dtype in ("float16", "bfloat16"):
-            x = embed(path, long_texts + texts, "cuda", dtype, pooling="mean+max", layers=list(range(13)),
-                      layer_agg="concat", max_length=512, long_text="chunk")  # every layer of BERT-base, 0 to 12
+            x = embed(path, long_texts + texts, device, dtype, pooling="mean+max", layers=every_layer,
+                      layer_agg="concat", max_length=512, long_text="chunk")
             finite = finite and bool(np.isfinite(x).all())
     except ValueError as exc:  # bertfeat refuses non-finite features
         finite, detail = False, str(exc).splitlines()[0][:160]

@@ -48,3 +48,16 @@ def test_table_marks_each_line_and_exit_code_counts_failures_only():
     assert exit_code(lines) == 1
     assert exit_code(lines[:1] + lines[2:3]) == 0
     assert exit_code([Check("a", None, "", None, None)]) == 0
+
+
+def test_the_half_precision_checks_run_on_cpu_with_arguments_bertembedder_takes(tmp_path):
+    # the first GPU run (2026-11-26) failed a line on the harness's own argument (layers="all"); the same calls on
+    # CPU, with a tiny BERT of 512 positions, find that kind of mistake without a GPU
+    from benchmarks.gpu_check import half_precision
+    from tests.conftest import TINY_SENTENCES, build_tiny_bert
+
+    build_tiny_bert(tmp_path, max_positions=512)
+    checks = half_precision(str(tmp_path), TINY_SENTENCES * 3, device="cpu")
+    assert len(checks) == 5 and all(c.value is not None for c in checks), table(checks)
+    finite = checks[-1]
+    assert finite.name == "no NaN or inf in half precision" and finite.ok, finite.detail
