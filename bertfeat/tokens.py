@@ -76,9 +76,9 @@ def _private_rust_copy(tokenizer):
     """A copy of ``tokenizer``'s Rust tokenizer set up as transformers' call with no truncation sets its own, or
     None (a slow tokenizer, or one that cannot be copied)."""
     rust = getattr(tokenizer, "_tokenizer", None)
-    if rust is None or not hasattr(rust, "to_str") or not hasattr(rust, "encode_batch"):
+    if rust is None:
         return None
-    try:
+    try:  # anything else that is no tokenizers.Tokenizer fails here, or at the check against transformers' call
         copy = type(rust).from_str(rust.to_str())
         copy.no_truncation()
         copy.no_padding()

@@ -134,3 +134,94 @@ def test_the_direct_route_reads_its_own_copy_of_the_rust_tokenizer(tokenizers):
         assert content.direct and len(content(["the quick brown fox jumps"])[0]) > 3
     finally:
         tok._tokenizer.no_truncation()
+
+
+def test_the_probe_texts_write_every_special_and_added_token(tokenizers, tmp_path):
+    from transformers import AutoTokenizer
+
+    from bertfeat.tokens import _special_texts
+
+    tokenizers["bpe"].save_pretrained(str(tmp_path))
+    tok = AutoTokenizer.from_pretrained(str(tmp_path))
+    tok.add_tokens(["<extra_word>"])
+    tokens = sorted(set(tok.all_special_tokens) | {"<extra_word>"})
+    assert {"<s>", "</s>", "<pad>", "<mask>", "<unk>"} <= set(tokens)
+    assert _special_texts(tok) == [f"before {t} after" for t in tokens] + ["".join(tokens)]
+
+
+def test_a_direct_route_that_reads_special_tokens_otherwise_is_not_taken(tokenizers, monkeypatch):
+    # only the probe texts with special tokens written in them tell this copy from transformers' call
+    import bertfeat.tokens as tokens
+
+    tok = tokenizers["wordpiece"]
+    make_copy = tokens._private_rust_copy
+
+    def splitting_copy(tokenizer):
+        copy = make_copy(tokenizer)
+        copy.encode_special_tokens = True
+        return copy
+
+    monkeypatch.setattr(tokens, "_private_rust_copy", splitting_copy)
+    assert not ContentTokenizer(tok).direct
+
+
+def test_a_direct_route_that_fails_its_check_is_not_taken(tokenizers, monkeypatch):
+    import bertfeat.tokens as tokens
+
+    class Broken:
+        def encode_batch(self, *args, **kwargs):
+            raise RuntimeError("no")
+
+    monkeypatch.setattr(tokens, "_private_rust_copy", lambda tokenizer: Broken())
+    content = ContentTokenizer(tokenizers["wordpiece"])
+    assert not content.direct
+    assert content(["the cat"]) == transformers_ids(tokenizers["wordpiece"], ["the cat"])
+
+
+def test_a_tokenizer_without_split_special_tokens_reads_special_tokens_as_tokens(tokenizers):
+    # an object holding a Rust tokenizer but no transformers attributes: special tokens in the text stay tokens
+    rust = tokenizers["wordpiece"]._tokenizer
+
+    class Plain:
+        _tokenizer = rust
+        all_special_tokens = ["[CLS]", "[SEP]"]
+
+        def __call__(self, texts, **kwargs):
+            return {"input_ids": [e.ids for e in rust.encode_batch(texts, add_special_tokens=False)]}
+
+    content = ContentTokenizer(Plain())
+    assert content.direct
+    assert rust.token_to_id("[CLS]") in content(["before [CLS] after"])[0]
+    from bertfeat.tokens import _special_texts
+
+    assert _special_texts(Plain()) == ["before [CLS] after", "before [SEP] after", "[CLS][SEP]"]
+
+
+def test_transformers_call_says_nothing_about_texts_longer_than_the_model(tmp_path, tokenizers):
+    # bertfeat counts and reports truncation itself; transformers' own too-long warning would be noise
+    import logging
+
+    from transformers import AutoTokenizer
+
+    tokenizers["wordpiece"].save_pretrained(str(tmp_path))
+    fresh = AutoTokenizer.from_pretrained(str(tmp_path))  # the warning is given once per tokenizer object
+    content = ContentTokenizer(fresh)
+    content._rust = None
+    said = []
+    handler = logging.Handler()
+    handler.emit = lambda record: said.append(record.getMessage())
+    logger = logging.getLogger("transformers")  # transformers' loggers stop there (no propagation to the root)
+    logger.addHandler(handler)
+    try:
+        assert len(content(["the cat " * 100])[0]) > fresh.model_max_length
+        control = AutoTokenizer.from_pretrained(str(tmp_path))  # transformers' default on a fresh object: it warns
+        control(["the cat " * 100], add_special_tokens=False)
+    finally:
+        logger.removeHandler(handler)
+    assert len(said) == 1 and "longer than the specified maximum" in said[0]
+
+
+def test_the_probe_texts_of_an_object_with_no_token_lists():
+    from bertfeat.tokens import _special_texts
+
+    assert _special_texts(object()) == [""]
