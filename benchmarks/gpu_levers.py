@@ -8,8 +8,8 @@ max_length 256, mean of the last layer, the dtype asked for. It prints, each as 
 card's measured matmul peak in that dtype:
 
 - the host alone: tokenizing the texts (:mod:`bertfeat.tokens`, and transformers' own call);
-- ``BertEmbedder.transform`` end to end at several token budgets and batches in flight, and with transformers'
-  tokenizer call in place of bertfeat's direct one;
+- ``BertEmbedder.transform`` end to end at several token budgets and batches in flight, with no model behind it
+  (the host's part alone), and with transformers' tokenizer call in place of bertfeat's direct one;
 - the model pass alone over the same planned batches, already on the device (no tokenizing, no copies, one sync
   at the end), with bertfeat's arithmetic (autocast over float32 weights, no flash attention) and with the others
   (weights cast to the dtype; flash attention allowed), so that each choice's cost is seen;
@@ -112,6 +112,15 @@ def main(argv=None) -> None:
                 report(f"transform, budget {budget}, {workers} in flight",
                        best_of(lambda: emb.transform(texts), args.repeats, args.device))
         backend.workers = workers0
+        # the host's part alone: tokenize, plan and pad every batch as transform does, with no model behind it
+        forward = backend._forward
+        backend._forward = lambda units, pooling, groups: (
+            backend._pad(units), np.zeros((len(units), 1, cfg.hidden_size), np.float32))[1]
+        emb = BertEmbedder(model=path, device=args.device, dtype=args.dtype, pooling="mean", layers=-1,
+                           max_length=max_length).fit(["warm"])
+        report("transform with no model (the host's part alone: tokenize, plan, pad)",
+               best_of(lambda: emb.transform(texts), args.repeats, args.device))
+        backend._forward = forward
         if content.direct:  # the same end to end with transformers' tokenizer call, as before bertfeat.tokens
             rust, content._rust = content._rust, None
             emb = BertEmbedder(model=path, device=args.device, dtype=args.dtype, pooling="mean", layers=-1,
