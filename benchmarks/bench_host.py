@@ -20,13 +20,11 @@ import argparse
 import os
 import statistics
 import time
-from pathlib import Path
 
 import numpy as np
 
 from benchmarks import common
 
-TOKENIZER = Path(__file__).resolve().parent / "assets" / "minilm-tokenizer"
 PREFIX, SUFFIX, PAD = [101], [102], 0
 
 
@@ -91,7 +89,7 @@ def tokenizer():
 
     from bertfeat.tokens import ContentTokenizer
 
-    return ContentTokenizer(AutoTokenizer.from_pretrained(str(TOKENIZER)))
+    return ContentTokenizer(AutoTokenizer.from_pretrained(str(common.TOKENIZER)))
 
 
 def tokenize(tok, texts):

@@ -20,6 +20,8 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 AUSTEN = REPO / "data" / "austen.csv.gz"
+# the bundled model's tokenizer files (benchmarks/assets/README.md): random-weight models need no more
+TOKENIZER = REPO / "benchmarks" / "assets" / "minilm-tokenizer"
 
 
 # -- data ------------------------------------------------------------------------------------------------------

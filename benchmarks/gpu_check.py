@@ -26,8 +26,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
-TOKENIZER = Path(__file__).resolve().parent / "assets" / "minilm-tokenizer"
+from benchmarks import common  # noqa: E402
+
 SHAPES = {
     "bert-base": {},  # BertConfig() defaults: hidden 768, 12 layers, 12 heads, intermediate 3072
     "minilm": {"hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 1536},
@@ -107,7 +107,7 @@ def random_model(shape: str, root: Path) -> str:
     if not (path / "model.safetensors").exists():
         torch.manual_seed(0)
         BertModel(BertConfig(**SHAPES[shape])).save_pretrained(str(path), safe_serialization=True)
-        AutoTokenizer.from_pretrained(str(TOKENIZER)).save_pretrained(str(path))
+        AutoTokenizer.from_pretrained(str(common.TOKENIZER)).save_pretrained(str(path))
     return str(path)
 
 
@@ -124,9 +124,10 @@ def min_cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def gpu_tests() -> Check:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    paths = [str(common.REPO), os.environ.get("PYTHONPATH")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, paths))}
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider", "tests"],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+                          cwd=common.REPO, env=env, capture_output=True, text=True, timeout=300)
     last = (proc.stdout.strip().splitlines() or ["no output"])[-1]
     return check("GPU tests (pytest -m gpu)", proc.returncode, "==", 0, last)
 
@@ -258,7 +259,6 @@ def ray_fractional(path: str, texts: list[str], root: Path) -> Check:
 
 def speed(path: str, texts: list[str]) -> tuple[list[Check], float]:
     """bertfeat bf16 against sentence-transformers fp16 and against the GPU's bf16 matmul peak (BERT-base)."""
-    from benchmarks import common
     from benchmarks.bench_encode import Bertfeat, SentenceTransformers
 
     from transformers import AutoTokenizer
@@ -299,7 +299,6 @@ def host_ceiling(texts: list[str], gpu_tokens_per_s: float | None) -> Check:
 
 
 def run_checks(quick: bool = False) -> list[Check]:
-    from benchmarks import common
 
     n = 2_000 if quick else 20_000
     texts = common.austen_texts(n)
