@@ -69,7 +69,7 @@ class ContentTokenizer:
             list(texts), add_special_tokens=False, truncation=False, return_attention_mask=False,
             return_token_type_ids=False, verbose=False,
         )
-        return [list(ids) for ids in enc["input_ids"]]
+        return enc["input_ids"]
 
 
 def _private_rust_copy(tokenizer):
@@ -90,7 +90,7 @@ def _private_rust_copy(tokenizer):
 
 
 def _special_texts(tokenizer) -> list[str]:
-    """Texts with each special and added token written inside, alone and between words."""
+    """Texts with each special and added token written between words, then all of them run together."""
     tokens = set(getattr(tokenizer, "all_special_tokens", []) or [])
     decoder = getattr(tokenizer, "added_tokens_decoder", None) or {}
     tokens |= {str(t) for t in decoder.values()}
