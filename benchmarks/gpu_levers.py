@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import os
 import tempfile
 import time
@@ -58,6 +59,11 @@ def main(argv=None) -> None:
     parser.add_argument("--profile-n", type=int, default=5000)
     parser.add_argument("--no-model-pass", dest="model_pass", action="store_false",
                         help="skip the model pass alone (the end-to-end rows and the profile only)")
+    parser.add_argument("--no-end-to-end", dest="end_to_end", action="store_false",
+                        help="skip the tokenizing and end-to-end rows (the model pass alone and the profile only)")
+    parser.add_argument("--compile", action="store_true",
+                        help="add a row for the model pass compiled by torch.compile (dynamic shapes), with its largest "
+                             "difference from bertfeat's arithmetic")
     args = parser.parse_args(argv)
 
     import torch
@@ -100,37 +106,38 @@ def main(argv=None) -> None:
             return emb
 
         content = backend.content_tokens
-        report("tokenize alone (host), bertfeat.tokens" + (" (direct)" if content.direct else ""),
-               best_of(lambda: backend.tokenize(texts), args.repeats, "cpu"))
-        report("tokenize alone (host), transformers' call",
-               best_of(lambda: content._by_transformers(texts), args.repeats, "cpu"))
+        if args.end_to_end:
+            report("tokenize alone (host), bertfeat.tokens" + (" (direct)" if content.direct else ""),
+                   best_of(lambda: backend.tokenize(texts), args.repeats, "cpu"))
+            report("tokenize alone (host), transformers' call",
+                   best_of(lambda: content._by_transformers(texts), args.repeats, "cpu"))
 
-        # -- end to end ----------------------------------------------------------------------------------------
-        workers0 = backend.workers
-        for workers in [int(w) for w in args.workers.split(",")]:
-            for budget in args.budgets.split(","):
-                bt = None if budget == "default" else int(budget)
-                if workers != workers0 and budget != "default":
-                    continue
-                backend.workers = workers
-                emb = embedder(bt)
-                report(f"transform, budget {budget}, {workers} in flight",
-                       best_of(lambda: emb.transform(texts), args.repeats, args.device))
-        backend.workers = workers0
-        # the host's part alone: tokenize, plan and pad every batch as transform does, with no model behind it
-        forward = backend._forward
-        backend._forward = lambda units, pooling, groups: (
-            backend._pad(units), np.zeros((len(units), 1, cfg.hidden_size), np.float32))[1]
-        emb = embedder()
-        report("transform with no model (the host's part alone: tokenize, plan, pad)",
-               best_of(lambda: emb.transform(texts), args.repeats, args.device))
-        backend._forward = forward
-        if content.direct:  # the same end to end with transformers' tokenizer call, as before bertfeat.tokens
-            rust, content._rust = content._rust, None
+            # -- end to end ----------------------------------------------------------------------------------------
+            workers0 = backend.workers
+            for workers in [int(w) for w in args.workers.split(",")]:
+                for budget in args.budgets.split(","):
+                    bt = None if budget == "default" else int(budget)
+                    if workers != workers0 and budget != "default":
+                        continue
+                    backend.workers = workers
+                    emb = embedder(bt)
+                    report(f"transform, budget {budget}, {workers} in flight",
+                           best_of(lambda: emb.transform(texts), args.repeats, args.device))
+            backend.workers = workers0
+            # the host's part alone: tokenize, plan and pad every batch as transform does, with no model behind it
+            forward = backend._forward
+            backend._forward = lambda units, pooling, groups: (
+                backend._pad(units), np.zeros((len(units), 1, cfg.hidden_size), np.float32))[1]
             emb = embedder()
-            report(f"transform, budget default, {workers0} in flight, transformers' tokenizer call",
+            report("transform with no model (the host's part alone: tokenize, plan, pad)",
                    best_of(lambda: emb.transform(texts), args.repeats, args.device))
-            content._rust = rust
+            backend._forward = forward
+            if content.direct:  # the same end to end with transformers' tokenizer call, as before bertfeat.tokens
+                rust, content._rust = content._rust, None
+                emb = embedder()
+                report(f"transform, budget default, {workers0} in flight, transformers' tokenizer call",
+                       best_of(lambda: emb.transform(texts), args.repeats, args.device))
+                content._rust = rust
 
         # -- the model pass alone, batches already on the device ------------------------------------------------
         window = max_length - backend.n_special
@@ -164,16 +171,40 @@ def main(argv=None) -> None:
             def autocast_flash():
                 return torch.autocast(torch.device(args.device).type, dtype=backend.torch_dtype)
 
-            model_pass(backend.model, bertfeat_numerics)()  # warm-up
+            reference = model_pass(backend.model, bertfeat_numerics)()  # warm-up, and the outputs to compare with
             report(f"model pass alone, budget {budget:,}, bertfeat's arithmetic",
                    best_of(model_pass(backend.model, bertfeat_numerics), args.repeats, args.device),
                    f"{len(batches)} batches")
+            if args.dtype != "float32":
+                # autocast caches its casts of float32 weights only for weights that require grad, and bertfeat's
+                # are frozen: every product casts its weight again in every batch. Holding each linear's weight
+                # and bias in the dtype already is the same arithmetic (the same rounding of the same numbers).
+                held = copy.deepcopy(backend.model)
+                for module in held.modules():
+                    if isinstance(module, torch.nn.Linear):
+                        module.weight.data = module.weight.data.to(backend.torch_dtype)
+                        if module.bias is not None:
+                            module.bias.data = module.bias.data.to(backend.torch_dtype)
+                outs = model_pass(held, bertfeat_numerics)()
+                same = all(torch.equal(a, b) for a, b in zip(outs, reference))
+                report(f"model pass alone, budget {budget:,}, bertfeat's arithmetic, linear weights held in "
+                       f"{args.dtype}", best_of(model_pass(held, bertfeat_numerics), args.repeats, args.device),
+                       f"same bytes as bertfeat's arithmetic: {same}")
+                del held, outs
+            if args.compile:
+                compiled = torch.compile(backend.model, dynamic=True)
+                t0 = time.perf_counter()
+                outs = model_pass(compiled, bertfeat_numerics)()
+                first = time.perf_counter() - t0
+                diff = max(float((a - b).abs().max()) for a, b in zip(outs, reference))
+                report(f"model pass alone, budget {budget:,}, bertfeat's arithmetic, torch.compile (dynamic)",
+                       best_of(model_pass(compiled, bertfeat_numerics), args.repeats, args.device),
+                       f"first pass with compiling {first:.1f} s; max abs diff {diff:.2e}")
+                del compiled, outs
             if args.device.startswith("cuda") and args.dtype != "float32":
                 model_pass(backend.model, autocast_flash)()
                 report(f"model pass alone, budget {budget:,}, autocast, flash allowed",
                        best_of(model_pass(backend.model, autocast_flash), args.repeats, args.device))
-                import copy
-
                 low = copy.deepcopy(backend.model).to(backend.torch_dtype)
                 model_pass(low, contextlib.nullcontext)()
                 report(f"model pass alone, budget {budget:,}, weights in {args.dtype}, flash allowed",

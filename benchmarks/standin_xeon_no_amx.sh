@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Issue 13's "Intel Xeon, AVX512-BF16, no AMX" CPU class, stood in for on a Xeon that has AMX (a GPU machine's host,
+# say): two cores (taskset), two threads, and oneDNN held to AVX512_CORE_BF16 so that it never uses AMX, as on the
+# 2-vCPU KVM Xeons (family 6 model 207) that expose avx512_bf16 but not AMX. /proc/cpuinfo still lists amx_* there,
+# so `bertfeat info` calls bfloat16 native; the measured rates are what decide the SlowDtypeWarning.
+#
+#     bash benchmarks/standin_xeon_no_amx.sh             # about 5 minutes; writes its logs to $OUT or /tmp/standin
+#
+# On a CPU without AMX it runs the same steps with nothing masked (the class itself).
+set -u
+PY=${PYTHON:-python3}
+OUT=${OUT:-/tmp/standin}
+mkdir -p "$OUT"
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONPATH=. OMP_NUM_THREADS=2 PYTHONUNBUFFERED=1
+if grep -q amx_bf16 /proc/cpuinfo; then export ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16; fi
+CORES=(taskset -c 0,1)
+{
+  echo "== machine"; lscpu | grep -E "^(Model name|CPU family|Model|CPU\(s\)|Thread|Core)"
+  echo "ONEDNN_MAX_CPU_ISA=${ONEDNN_MAX_CPU_ISA:-unset}; cores $(taskset -c 0,1 nproc)"
+  echo "== kernels oneDNN picks (fp32, bf16)"
+  ONEDNN_VERBOSE=1 "${CORES[@]}" "$PY" -c "
+import torch
+x, w = torch.randn(1024, 384), torch.randn(1536, 384)
+torch.nn.functional.linear(x, w); torch.nn.functional.linear(x.bfloat16(), w.bfloat16())
+p = torch.ops.mkldnn._reorder_linear_weight(w.bfloat16(), None)
+torch.ops.mkldnn._linear_pointwise(x.bfloat16(), p, None, 'none', [], '')" 2>&1 | grep ",exec," | cut -d, -f6-9 | sort -u
+  echo "== bf16 routes, MiniLM shapes, 1 thread (one worker)"
+  "${CORES[@]}" "$PY" -m benchmarks.bf16_routes --threads 1
+  echo "== bf16 routes, base shapes, 1 thread"
+  "${CORES[@]}" "$PY" -m benchmarks.bf16_routes --threads 1 --hidden 768
+  echo "== bertfeat info (random MiniLM shape) and the warning a bf16 embedder gives"
+  "${CORES[@]}" "$PY" - <<'EOF'
+import tempfile, warnings, subprocess, sys
+from pathlib import Path
+from benchmarks.bench_encode import random_model
+from bertfeat import BertEmbedder
+path = random_model("minilm-random", Path(tempfile.mkdtemp()))
+subprocess.run([sys.executable, "-m", "bertfeat", "info", path], check=False)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    emb = BertEmbedder(model=path, dtype="bfloat16").fit(["warm"])
+    emb.transform(["a short text"])
+print("rung:", emb._backend_loader()().rung)
+print("warnings:", [f"{w.category.__name__}: {w.message}" for w in caught] or "none")
+EOF
+} 2>&1 | tee "$OUT/standin_info.txt"
+echo "== encode: MiniLM shape, then base-size RoBERTa (random weights)" | tee "$OUT/standin_encode.txt"
+"${CORES[@]}" "$PY" -m benchmarks.bench_encode --model minilm-random --n 600 --repeats 2 --dup 0 --no-rss --threads 2 \
+  --systems "bertfeat fp32,bertfeat bf16,sentence-transformers" 2>&1 | tee -a "$OUT/standin_encode.txt"
+"${CORES[@]}" "$PY" -m benchmarks.bench_encode --model roberta-base-random --n 200 --repeats 2 --dup 0 --no-rss \
+  --threads 2 --systems "bertfeat fp32,bertfeat bf16,sentence-transformers" 2>&1 | tee -a "$OUT/standin_encode.txt"
+echo "== the CPU precision tests on this class"
+"${CORES[@]}" "$PY" -m pytest -q -p no:cacheprovider tests/test_ladder.py tests/test_perf_paths.py \
+  tests/test_architectures.py 2>&1 | tail -15 | tee "$OUT/standin_tests.txt"
