@@ -13,10 +13,10 @@ OUT=${OUT:-/tmp/standin}
 mkdir -p "$OUT"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONPATH=. OMP_NUM_THREADS=2 PYTHONUNBUFFERED=1
 if grep -q amx_bf16 /proc/cpuinfo; then export ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16; fi
-CORES=(taskset -c 0,1)
+CORES=(taskset -c 0,1); command -v taskset >/dev/null || { CORES=(); echo "no taskset: all cores"; }
 {
   echo "== machine"; lscpu | grep -E "^(Model name|CPU family|Model|CPU\(s\)|Thread|Core)"
-  echo "ONEDNN_MAX_CPU_ISA=${ONEDNN_MAX_CPU_ISA:-unset}; cores $(taskset -c 0,1 nproc)"
+  echo "ONEDNN_MAX_CPU_ISA=${ONEDNN_MAX_CPU_ISA:-unset}; cores $("${CORES[@]}" nproc)"
   echo "== kernels oneDNN picks (fp32, bf16)"
   ONEDNN_VERBOSE=1 "${CORES[@]}" "$PY" -c "
 import torch
