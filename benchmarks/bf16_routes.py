@@ -12,7 +12,10 @@ worker's token budget, the rate of each route, and the best bf16 route as a shar
 - ``bf16 packed + cast``: the same with the float32 activations cast to bfloat16 first, the whole cost the fused
   bf16 pass pays per product (its residual stream stays float32);
 - ``fp32 in, bf16 math``: float32 tensors with ``torch.backends.mkldnn.matmul.fp32_precision = "bf16"``, oneDNN
-  converting inside its kernel (float32 accumulation and output).
+  converting inside its kernel (float32 accumulation and output);
+- ``fp32 packed + post-op``: the product exactly as bertfeat's onednn-float32 rung calls it in its layer, with GELU
+  fused into the first feed-forward product and the residual add into the attention-output and second feed-forward
+  products (against ``fp32 packed``, what the fused post-ops cost on this CPU).
 
 Each rate is the fastest of repeated calls after a warm-up, on ``--threads`` threads (default 1: each of
 bertfeat's CPU workers runs its batch on one thread). Run with ``ONEDNN_VERBOSE=1`` to see which kernel each route
@@ -55,9 +58,10 @@ def _fp32_precision(value: str):
         matmul.fp32_precision = old
 
 
-def routes(x, w, b):
+def routes(x, w, b, post: str | None = None):
     """``{name: callable}`` computing ``x @ w.T + b`` by each route this torch offers on this CPU (float32
-    ``x``/``w``/``b`` in; a route oneDNN refuses here is left out)."""
+    ``x``/``w``/``b`` in; a route oneDNN refuses here is left out). ``post`` (``"gelu"`` or ``"add"``) adds the
+    route ``fp32 packed + post-op``: GELU of the product, or the product plus a residual of its shape."""
     import torch
     import torch.nn.functional as F
 
@@ -72,6 +76,15 @@ def routes(x, w, b):
         except (RuntimeError, AttributeError):
             continue
         out[name] = (lambda xx, packed, bias: lambda: pointwise(xx, packed, bias, "none", [], ""))(xx, packed, bias)
+        if name == "fp32 packed":
+            if post == "gelu":
+                out["fp32 packed + post-op"] = (lambda packed: lambda: pointwise(x, packed, b, "gelu", [], "none"))(packed)
+            elif post == "add":
+                residual = torch.ones(x.shape[0], w.shape[0])
+                out["fp32 packed + post-op"] = (lambda packed: lambda: pointwise.binary(x, residual, packed, b, "add"))(
+                    packed)
+            else:
+                out["fp32 packed + post-op"] = out[name]
         if name == "bf16 packed":
             out["bf16 packed + cast"] = (lambda packed: lambda: pointwise(x.to(bf), packed, bb, "none", [], ""))(packed)
     if hasattr(torch.backends.mkldnn, "matmul") and hasattr(torch.backends.mkldnn.matmul, "fp32_precision"):
@@ -86,10 +99,10 @@ def routes(x, w, b):
     return out
 
 
-def layer_shapes(hidden: int, intermediate: int) -> dict[str, tuple[int, int]]:
-    """(in, out) features of each product of one encoder layer."""
-    return {"qkv": (hidden, 3 * hidden), "attn out": (hidden, hidden), "ffn in": (hidden, intermediate),
-            "ffn out": (intermediate, hidden)}
+def layer_shapes(hidden: int, intermediate: int) -> dict[str, tuple[int, int, str | None]]:
+    """(in, out) features of each product of one encoder layer, and the post-op the fused pass gives it."""
+    return {"qkv": (hidden, 3 * hidden, None), "attn out": (hidden, hidden, "add"),
+            "ffn in": (hidden, intermediate, "gelu"), "ffn out": (intermediate, hidden, "add")}
 
 
 def main(argv=None) -> None:
@@ -115,13 +128,13 @@ def main(argv=None) -> None:
     table: dict[str, dict[str, float]] = {}
     flops_total, time_total = 0.0, {}
     with torch.inference_mode():
-        for shape, (k, n) in layer_shapes(args.hidden, intermediate).items():
+        for shape, (k, n, post) in layer_shapes(args.hidden, intermediate).items():
             x = torch.randn(args.tokens, k, generator=gen)
             w = torch.randn(n, k, generator=gen) / k ** 0.5
             b = torch.randn(n, generator=gen)
             flops = 2.0 * args.tokens * k * n
             flops_total += flops
-            for name, fn in routes(x, w, b).items():
+            for name, fn in routes(x, w, b, post).items():
                 t = _fastest(fn, args.seconds)
                 table.setdefault(name, {})[shape] = flops / t / 1e9
                 time_total[name] = time_total.get(name, 0.0) + t
@@ -129,7 +142,7 @@ def main(argv=None) -> None:
     print("\n| route | " + " | ".join(f"{s} GFLOP/s" for s in shapes) + " | layer GFLOP/s | x best fp32 |")
     print("|---|" + "---|" * (len(shapes) + 2))
     layer = {name: flops_total / t / 1e9 for name, t in time_total.items()}
-    best_fp32 = max(v for name, v in layer.items() if name.startswith("fp32 ") and "bf16" not in name)
+    best_fp32 = max(v for name, v in layer.items() if name in ("fp32 linear", "fp32 packed"))
     for name, rates in table.items():
         cells = " | ".join(f"{rates[s]:,.0f}" if s in rates else "-" for s in shapes)
         print(f"| {name} | {cells} | {layer[name]:,.0f} | {layer[name] / best_fp32:.2f} |")
