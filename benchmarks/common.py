@@ -111,6 +111,49 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
+def device_batches(backend, texts: list[str], max_length: int, budget: int | None = None) -> list:
+    """``texts`` as bertfeat's planner batches them (truncated at ``max_length``, length-sorted, ``budget`` tokens a
+    batch, the backend's default when None), padded and already on the backend's device: ``[(ids, mask), ...]``.
+    What is left to time is the model alone (:func:`model_pass`)."""
+    import torch
+
+    from bertfeat.batching import TokenSeqs, make_units, plan_batches
+
+    units = make_units(TokenSeqs.from_lists(backend.tokenize(texts)), max_length - backend.n_special, "truncate", 0)
+    lengths = units.ids.length + backend.n_special
+    batches = []
+    for idx in plan_batches(lengths, budget or backend.default_batch_tokens):
+        ids, mask = backend._pad(units.ids[idx])
+        batches.append((torch.from_numpy(ids).to(backend.device), torch.from_numpy(mask).to(backend.device)))
+    return batches
+
+
+def model_pass(backend, batches: list, model=None, numerics=None):
+    """A callable running the model alone over ``batches`` (:func:`device_batches`) and mean-pooling the last layer,
+    returning the pooled blocks, still on the device. ``model`` (default: the backend's transformers model, or its
+    fused CPU pass where it has one) and ``numerics`` (default: the backend's own arithmetic) let a benchmark time
+    variants of either."""
+    import torch
+
+    from bertfeat.pooling import pool_blocks
+
+    last = backend.spec.num_layers
+    fast = backend.fast if model is None else None
+    model = backend.model if model is None else model
+    numerics = numerics or (lambda: backend._numerics(fast))
+
+    def run() -> list:
+        outs = []
+        with torch.inference_mode(), numerics():
+            for ids, mask in batches:
+                hidden = fast(ids, mask, [last]) if fast is not None else \
+                    {last: model(input_ids=ids, attention_mask=mask).last_hidden_state}
+                outs.append(pool_blocks(hidden, mask, ("mean",), ((last,),)))
+        return outs
+
+    return run
+
+
 def machine_summary(device: str, hidden: int = 384, intermediate: int = 1536) -> dict:
     """The machine class a figure belongs to: CPU model and generation, the instruction sets that decide float32 /
     bfloat16 speed, threads, bertfeat's measured product rates per dtype at the model's shape, and versions."""

@@ -70,9 +70,7 @@ def main(argv=None) -> None:
 
     from bertfeat import BertEmbedder, gpu
     from bertfeat.backend import get_backend
-    from bertfeat.batching import TokenSeqs, make_units, plan_batches
     from bertfeat.models import resolve_model
-    from bertfeat.pooling import pool_blocks
 
     warnings.simplefilter("ignore")
     texts = common.austen_texts(args.n)
@@ -140,41 +138,21 @@ def main(argv=None) -> None:
                 content._rust = rust
 
         # -- the model pass alone, batches already on the device ------------------------------------------------
-        window = max_length - backend.n_special
-        seqs = TokenSeqs.from_lists(backend.tokenize(texts))
-        units = make_units(seqs, window, "truncate", 0)
-        unit_lengths = units.ids.length + backend.n_special
         budgets = [backend.default_batch_tokens] + [int(b) for b in args.budgets.split(",") if b != "default"]
         if backend.model is None or not args.model_pass:  # None: the fused CPU pass, not this one
             budgets = []
         for budget in budgets:
-            batches = []
-            for idx in plan_batches(unit_lengths, budget):
-                ids, mask = backend._pad(units.ids[idx])
-                batches.append((torch.from_numpy(ids).to(args.device), torch.from_numpy(mask).to(args.device)))
-            groups = ((cfg.num_hidden_layers,),)
+            batches = common.device_batches(backend, texts, max_length, budget)
 
-            def model_pass(model, numerics):
-                def run():
-                    outs = []
-                    with torch.inference_mode(), numerics():
-                        for ids, mask in batches:
-                            out = model(input_ids=ids, attention_mask=mask)
-                            outs.append(pool_blocks({cfg.num_hidden_layers: out.last_hidden_state}, mask, ("mean",),
-                                                    groups))
-                    return outs
-                return run
-
-            def bertfeat_numerics():
-                return backend._numerics(None)
+            def run_of(model, numerics=None):
+                return common.model_pass(backend, batches, model, numerics)
 
             def autocast_flash():
                 return torch.autocast(torch.device(args.device).type, dtype=backend.torch_dtype)
 
-            reference = model_pass(backend.model, bertfeat_numerics)()  # warm-up, and the outputs to compare with
+            reference = run_of(backend.model)()  # warm-up, and the outputs to compare with
             report(f"model pass alone, budget {budget:,}, bertfeat's arithmetic",
-                   best_of(model_pass(backend.model, bertfeat_numerics), args.repeats, args.device),
-                   f"{len(batches)} batches")
+                   best_of(run_of(backend.model), args.repeats, args.device), f"{len(batches)} batches")
             if args.dtype != "float32":
                 # autocast caches its casts of float32 weights only for weights that require grad, and bertfeat's
                 # are frozen: every product casts its weight again in every batch. Holding each linear's weight
@@ -185,33 +163,33 @@ def main(argv=None) -> None:
                         module.weight.data = module.weight.data.to(backend.torch_dtype)
                         if module.bias is not None:
                             module.bias.data = module.bias.data.to(backend.torch_dtype)
-                outs = model_pass(held, bertfeat_numerics)()
+                outs = run_of(held)()
                 same = all(torch.equal(a, b) for a, b in zip(outs, reference))
                 report(f"model pass alone, budget {budget:,}, bertfeat's arithmetic, linear weights held in "
-                       f"{args.dtype}", best_of(model_pass(held, bertfeat_numerics), args.repeats, args.device),
+                       f"{args.dtype}", best_of(run_of(held), args.repeats, args.device),
                        f"same bytes as bertfeat's arithmetic: {same}")
                 del held, outs
             if args.compile:
                 compiled = torch.compile(backend.model, dynamic=True)
                 t0 = time.perf_counter()
-                outs = model_pass(compiled, bertfeat_numerics)()
+                outs = run_of(compiled)()
                 first = time.perf_counter() - t0
                 diff = max(float((a - b).abs().max()) for a, b in zip(outs, reference))
                 report(f"model pass alone, budget {budget:,}, bertfeat's arithmetic, torch.compile (dynamic)",
-                       best_of(model_pass(compiled, bertfeat_numerics), args.repeats, args.device),
+                       best_of(run_of(compiled), args.repeats, args.device),
                        f"first pass with compiling {first:.1f} s; max abs diff {diff:.2e}")
                 del compiled, outs
             if args.device.startswith("cuda") and args.dtype != "float32":
-                model_pass(backend.model, autocast_flash)()
+                run_of(backend.model, autocast_flash)()
                 report(f"model pass alone, budget {budget:,}, autocast, flash allowed",
-                       best_of(model_pass(backend.model, autocast_flash), args.repeats, args.device))
+                       best_of(run_of(backend.model, autocast_flash), args.repeats, args.device))
                 low = copy.deepcopy(backend.model).to(backend.torch_dtype)
-                model_pass(low, contextlib.nullcontext)()
+                run_of(low, contextlib.nullcontext)()
                 report(f"model pass alone, budget {budget:,}, weights in {args.dtype}, flash allowed",
-                       best_of(model_pass(low, contextlib.nullcontext), args.repeats, args.device))
+                       best_of(run_of(low, contextlib.nullcontext), args.repeats, args.device))
                 with gpu.held_flag("no_flash_attention").held():
                     report(f"model pass alone, budget {budget:,}, weights in {args.dtype}, no flash",
-                           best_of(model_pass(low, contextlib.nullcontext), args.repeats, args.device))
+                           best_of(run_of(low, contextlib.nullcontext), args.repeats, args.device))
                 del low
             del batches
 

@@ -61,3 +61,54 @@ def test_the_half_precision_checks_run_on_cpu_with_arguments_bertembedder_takes(
     assert len(checks) == 5 and all(c.value is not None for c in checks), table(checks)
     finite = checks[-1]
     assert finite.name == "no NaN or inf in half precision" and finite.ok, finite.detail
+
+
+def test_the_model_pass_alone_is_bertfeats_own_pass_without_the_host(tiny_bert):
+    """benchmarks.common.device_batches + model_pass: the batches bertfeat plans, and the vectors it computes from
+    them (what gpu_check's host-ceiling line and gpu_levers time as "the model alone")."""
+    import numpy as np
+    import torch
+
+    from benchmarks import common
+    from bertfeat import BertEmbedder
+    from bertfeat.backend import get_backend
+    from bertfeat.batching import plan_batches
+    from bertfeat.models import resolve_model
+    from tests.conftest import TINY_SENTENCES
+
+    texts = [t * k for k, t in enumerate(TINY_SENTENCES, 1)]
+    backend = get_backend(resolve_model(tiny_bert), "cpu", "float32")
+    batches = common.device_batches(backend, texts, 32, budget=96)
+    lengths = np.array([min(len(t), 32 - backend.n_special) + backend.n_special for t in backend.tokenize(texts)])
+    plan = plan_batches(lengths, 96)
+    assert [len(ids) for ids, _ in batches] == [len(b) for b in plan] and len(batches) > 1
+    assert all(ids.shape[0] * ids.shape[1] <= 96 or ids.shape[0] == 1 for ids, _ in batches)
+    assert sum(int(mask.sum()) for _, mask in batches) == int(lengths.sum())
+    got = torch.cat([out[:, 0] for out in common.model_pass(backend, batches)()]).numpy()
+    want = BertEmbedder(model=tiny_bert, pooling="mean", layers=-1, max_length=32, device="cpu").fit_transform(texts)
+    np.testing.assert_allclose(got, want[np.concatenate(plan)], atol=1e-5)
+    # a model handed in explicitly runs instead, in the backend's arithmetic: the transformers model, same vectors
+    from bertfeat.backend import load_checked_model
+
+    model = load_checked_model(backend.spec, torch.float32, backend.tokenizer).eval()
+    other = torch.cat([out[:, 0] for out in common.model_pass(backend, batches, model)()]).numpy()
+    np.testing.assert_allclose(other, got, atol=1e-5)
+    with torch.no_grad():
+        model.encoder.layer[-1].output.dense.weight.mul_(2)  # and a changed model gives other vectors
+    changed = torch.cat([out[:, 0] for out in common.model_pass(backend, batches, model)()]).numpy()
+    assert np.abs(changed - got).max() > 1e-3
+
+
+def test_the_host_ceiling_line_divides_by_the_model_alone(tmp_path, monkeypatch):
+    from benchmarks import bench_host, gpu_check
+    from benchmarks.common import austen_texts
+    from tests.conftest import build_tiny_bert
+
+    build_tiny_bert(tmp_path, max_positions=512)  # gpu_check's texts run to 256 tokens
+
+    monkeypatch.setattr(bench_host, "measure", lambda texts, repeats: {"host_ceiling_tokens_per_s": 3_000_000.0})
+    line = gpu_check.host_ceiling(austen_texts(10), 1_500_000.0)
+    assert line.name == "host ceiling / model pass alone, tokens/s" and line.value == 2.0 and line.ok
+    assert not gpu_check.host_ceiling(austen_texts(10), 2_500_000.0).ok  # 1.2x: the host would hold the GPU back
+    rate = gpu_check.model_rate(str(tmp_path), austen_texts(40), device="cpu", dtype="float32")
+    assert 0 < rate < float("inf")
