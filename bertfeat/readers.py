@@ -58,7 +58,12 @@ def open_decompressed(path: Path, raw=None):
 
 class _CountingFile:
     """A read-only file wrapper over the decompressed stream that counts the compressed bytes read (for a progress
-    fraction), and follows whether the stream has ended and whether it ends inside a quoted value."""
+    fraction), and follows whether the stream has ended and whether it ends inside a quoted value.
+
+    No piece it returns ends with ``\r`` while more follows (the ``\r`` waits for the next piece): pyarrow drops a
+    ``\n`` that starts a read piece after one that ended with ``\r``, taking the two for a line break split in two
+    even inside a quoted value, so a value's CRLF split by the 1 MB read block lost its ``\n`` (apache/arrow#51368).
+    """
 
     def __init__(self, path: Path, delimiter: str):
         self._raw = open(path, "rb")
@@ -67,6 +72,7 @@ class _CountingFile:
         self.quotes = QuoteScanner(delimiter)
         self.eof = False
         self.closed = False
+        self._held = b""  # a trailing b"\r" kept back for the next piece
 
     @property
     def read_bytes(self) -> int:
@@ -76,7 +82,13 @@ class _CountingFile:
             return 0
 
     def read(self, n=-1):
-        data = self._fh.read(n)
+        if n is None or n < 0:
+            data = self._held + self._fh.read()
+        else:
+            data = self._held + self._fh.read(max(1, n - len(self._held)))
+        self._held = b""
+        if len(data) > 1 and data.endswith(b"\r"):  # never a lone b"\r": an empty piece would read as the end
+            data, self._held = data[:-1], b"\r"
         if not data:
             self.eof = True
         self.quotes.feed(data)

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bertfeat import readers
 from bertfeat.readers import CSV_NULLS, InputReader
 
 
@@ -464,3 +465,32 @@ def test_a_field_over_pythons_csv_limit_does_not_hide_the_problem_after_it(tmp_p
     src.write_text("id,review\n1,short\n2," + "x" * 200_000 + "\n" + tail)
     with pytest.raises(ValueError, match=message):
         read(src, ["id", "review"])
+
+
+@pytest.mark.parametrize("codec", ["", ".gz"])
+@pytest.mark.parametrize("breaks", ["\r\n", "\r\r\n", "\r\n\r\n"])
+def test_a_line_break_inside_a_quoted_value_split_by_a_read_block_is_read_whole(tmp_path, codec, breaks):
+    """pyarrow drops a '\\n' that starts a read block after a block that ended with '\\r', quoted or not
+    (apache/arrow#51368, open in pyarrow 26): a value with a CRLF (a web form's, Excel's) that a block boundary
+    splits came back with its '\\n' gone, silently, in text and kept columns alike. Every split is tried, at the
+    default block size, and a CRLF between records split the same way must not cost a row either."""
+    head = 'id,note,text\n1,"'
+    for at in range(1, len(breaks) + 1):  # the block ends after the first `at` characters of the break
+        pad = "x" * (readers.BLOCK_BYTES - len(head) - at)
+        note = f"{pad}{breaks}after"
+        body = f'{head}{note}",one\r\n2,"plain",two\r\n'
+        src = tmp_path / f"crlf{at}.csv{codec}"
+        src.write_bytes(gzip.compress(body.encode()) if codec else body.encode())
+        table, _ = read(src, ["id", "note", "text"])
+        got = table.column("note").to_pylist()
+        assert [got[0][:len(pad)] == pad, got[0][len(pad):], got[1:]] == [True, f"{breaks}after", ["plain"]], at
+        assert table.column("id").to_pylist() == ["1", "2"]
+    # a record's own CRLF split by the block boundary: no row lost, none added
+    first = "y" * (readers.BLOCK_BYTES - len("id,note,text\r\n1,,") - 1)
+    src = tmp_path / f"sep.csv{codec}"
+    body = f"id,note,text\r\n1,,{first}\r\n2,b,c\r\n"
+    src.write_bytes(gzip.compress(body.encode()) if codec else body.encode())
+    assert body.encode()[readers.BLOCK_BYTES - 1:readers.BLOCK_BYTES + 1] == b"\r\n"
+    table, _ = read(src, ["id", "note", "text"])
+    got = table.column("text").to_pylist()
+    assert [len(got), got[0] == first, got[1:]] == [2, True, ["c"]]
