@@ -181,7 +181,27 @@ class InputReader:
     def _check_columns(self, schema: pa.Schema):
         absent = [c for c in self.columns if c not in schema.names]
         if absent:
-            raise ValueError(f"column(s) {absent} not found in {self.path}; it has columns {schema.names}.")
+            raise ValueError(f"column(s) {absent} not found in {self.path}; it has columns {schema.names}."
+                             f"{self._why_not_found(absent, schema.names)}")
+
+    def _why_not_found(self, absent: list[str], names: list[str]) -> str:
+        """What to do, where the header shows why a column is not found: a name written with spaces around it or
+        in other case, or a CSV header read as one column because the file has another delimiter."""
+        def loose(name):
+            return name.strip().casefold()
+
+        near = [n for n in names if any(loose(n) == loose(a) for a in absent)]
+        if near:
+            return (" Names must match as written, spaces and case included: "
+                    f"{', '.join(repr(n) for n in near)} {'is the name' if len(near) == 1 else 'are the names'} of "
+                    f"{'that column' if len(near) == 1 else 'those columns'}.")
+        if self.kind == "csv" and len(names) == 1:
+            other = [d for d in (";", "\t", ",", "|") if d != self.delimiter and d in names[0]]
+            if other:
+                flag = "tab" if other[0] == "\t" else repr(other[0])
+                return (f" The header reads as one column holding {other[0]!r}: if the file is separated by "
+                        f"{other[0]!r}, pass --delimiter {flag} (delimiter={other[0]!r}).")
+        return ""
 
     # -- CSV -------------------------------------------------------------------------------------------------------
 

@@ -593,3 +593,35 @@ def test_a_parquet_file_is_read_for_the_needed_columns_only(tmp_path):
         ids += batch.column("id").to_pylist()
     assert ids == list(range(n))
     assert peak < 2**20, f"{peak / 2**20:.1f} MB of Arrow memory held while reading two small columns"
+
+
+def test_a_column_not_found_says_what_to_do_when_the_header_shows_why(tmp_path):
+    """A European Excel export (';') or a TSV named .csv reads as one column, and a header name with spaces around
+    it (or in other case) misses the name asked for: the refusal says which delimiter to pass, or the name as written
+    (the bare "not found" left the user to spot a ';' in the column list)."""
+    semi = tmp_path / "semi.csv"
+    semi.write_bytes(b"\xef\xbb\xbfid;text\r\n1;a\r\n")
+    assert refusal(csv_reader, semi, ["id", "text"]) == (
+        f"column(s) ['id', 'text'] not found in {semi}; it has columns ['id;text']. The header reads as one column "
+        "holding ';': if the file is separated by ';', pass --delimiter ';' (delimiter=';').")
+    tabs = tmp_path / "tabs.csv"
+    tabs.write_text("id\ttext\n1\ta\n")
+    assert refusal(csv_reader, tabs, ["text"]).endswith(
+        "The header reads as one column holding '\\t': if the file is separated by '\\t', pass --delimiter tab "
+        "(delimiter='\\t').")
+    commas = tmp_path / "commas.tsv"
+    commas.write_text("id,text\n1,a\n")
+    assert refusal(csv_reader, commas, ["text"]).endswith(
+        "if the file is separated by ',', pass --delimiter ',' (delimiter=',').")
+    spaced = tmp_path / "spaced.csv"
+    spaced.write_text("id, Text \n1,a\n")
+    assert refusal(csv_reader, spaced, ["id", "text"]) == (
+        f"column(s) ['text'] not found in {spaced}; it has columns ['id', ' Text ']. Names must match as written, "
+        "spaces and case included: ' Text ' is the name of that column.")
+    pq.write_table(pa.table({"id": [1], "Review ": ["a"]}), tmp_path / "p.parquet")
+    assert refusal(InputReader, str(tmp_path / "p.parquet"), ["review"], 10, ["review"]).endswith(
+        "Names must match as written, spaces and case included: 'Review ' is the name of that column.")
+    # nothing to suggest: the refusal stays as it was
+    plain = tmp_path / "plain.csv"
+    plain.write_text("id,text\n1,a\n")
+    assert refusal(csv_reader, plain, ["label"]) == f"column(s) ['label'] not found in {plain}; it has columns ['id', 'text']."
