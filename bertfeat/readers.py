@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from bertfeat.quotes import QuoteScanner, open_quote_line
 from bertfeat.sources import (  # noqa: F401  (readers' public names since before the split)
-    CSV_SUFFIXES, PARQUET_SUFFIXES, _codec, _kind, input_path, path_text, resolve_input,
+    CSV_SUFFIXES, PARQUET_SUFFIXES, _codec, _kind, input_path, is_pattern, path_text, resolve_input,
 )
 from bertfeat.utf8 import invalid_values
 from bertfeat.utf8 import plain_text as _plain_text
@@ -137,7 +137,7 @@ class InputReader:
             self.schema = self._csv_schema()
 
     def fingerprint(self) -> dict:
-        return {"path": str(Path(self.path).resolve()) if not any(c in self.path for c in "*?[") else self.path,
+        return {"path": self.path if is_pattern(self.path) else str(Path(self.path).resolve()),
                 "files": [[str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns] for f in self.files]}
 
     def fraction_done(self) -> float | None:

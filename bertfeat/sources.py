@@ -31,7 +31,7 @@ def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:
     :func:`bertfeat.output.check_output` refuses that layout."""
     path = input_path(path)
     p = Path(path)
-    wildcard = any(ch in path for ch in "*?[")
+    wildcard = is_pattern(path)
     if wildcard or p.is_dir():
         if wildcard:
             files = sorted(Path(f) for f in glob.glob(path, recursive=True) if Path(f).is_file())
@@ -55,6 +55,12 @@ def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:
         f"input {path!r}: expected one CSV file ({', '.join(CSV_SUFFIXES)}) or parquet files "
         f"({', '.join(PARQUET_SUFFIXES)}), got {sorted(str(f.name) for f in files)[:5]}."
     )
+
+
+def is_pattern(path: str) -> bool:
+    """Whether ``path`` is a glob: it holds ``*``, ``?`` or ``[`` and names no file or folder. A name that exists is
+    read as named: ``reviews[1].csv`` taken for a pattern would read ``reviews1.csv``, another file."""
+    return any(ch in path for ch in "*?[") and not os.path.lexists(path)
 
 
 def _literal_root(pattern: str) -> Path:

@@ -625,3 +625,23 @@ def test_a_column_not_found_says_what_to_do_when_the_header_shows_why(tmp_path):
     plain = tmp_path / "plain.csv"
     plain.write_text("id,text\n1,a\n")
     assert refusal(csv_reader, plain, ["label"]) == f"column(s) ['label'] not found in {plain}; it has columns ['id', 'text']."
+
+
+def test_a_file_or_folder_whose_name_holds_brackets_is_read_as_named_not_as_a_pattern(tmp_path):
+    """``reviews[1].csv`` (an export's or a copy's name) was taken for a glob: it read ``reviews1.csv`` beside it,
+    another file, without a word, and a name no pattern of it matches was "matches no files". A path that exists is
+    the file or folder it names; a pattern is a path that does not."""
+    (tmp_path / "reviews[1].csv").write_text("id,text\n1,the named file\n")
+    (tmp_path / "reviews1.csv").write_text("id,text\n9,another file\n")
+    (tmp_path / "notes (copy) [final].csv").write_text("id,text\n5,x\n")
+    reader = csv_reader(tmp_path / "reviews[1].csv", ["id", "text"])
+    assert reader.files == [tmp_path / "reviews[1].csv"]
+    assert read_all(reader)[0].column("text").to_pylist() == ["the named file"]
+    assert reader.fingerprint()["path"] == str((tmp_path / "reviews[1].csv").resolve())
+    assert resolve_input(str(tmp_path / "notes (copy) [final].csv")) == ("csv", [tmp_path / "notes (copy) [final].csv"])
+    runs = tmp_path / "runs[2026]"
+    runs.mkdir()
+    write_parquet(runs / "a.parquet", t=["x"])
+    assert resolve_input(str(runs)) == ("parquet", [runs / "a.parquet"])
+    # a path that does not exist is still a pattern
+    assert resolve_input(str(tmp_path / "reviews[0-9].csv")) == ("csv", [tmp_path / "reviews1.csv"])
