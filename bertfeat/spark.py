@@ -390,7 +390,7 @@ def _run_job(spark, files, counts, input_schema, text_cols, keep_cols, layout, b
 
     columns = list(dict.fromkeys(keep_cols + text_cols))
     own = _own_names(columns)
-    sdf = spark.read.parquet(*[str(f.resolve()) for f in files])
+    sdf = spark.read.parquet(*[_hadoop_literal(str(f.resolve())) for f in files])
     meta = sdf.metadataColumn("_metadata")  # Spark's file metadata, even when the input has a column of that name
     sdf = sdf.select(*columns, meta.getField("file_path").alias(own["file"]),
                      meta.getField("row_index").alias(own["index"]))
@@ -453,6 +453,12 @@ def _first_rows(files, counts):
 
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).tolist()
     return F.create_map(*[F.lit(x) for f, start in zip(files, starts) for x in (str(f.resolve()), int(start))])
+
+
+def _hadoop_literal(path: str) -> str:
+    """``path`` with Hadoop's glob characters escaped: Spark reads a path as a pattern, so ``reviews[1].parquet``
+    would read ``reviews1.parquet``, and a folder named with braces would not be found."""
+    return re.sub(r"([\\*?\[\]{}])", r"\\\1", path)
 
 
 def _local_path(url):

@@ -319,3 +319,23 @@ def test_a_second_spark_job_on_the_same_output_is_refused_and_a_killed_runs_left
     (tmp_path / ".features.old-999999" / "part-0.parquet").write_bytes(b"an earlier output")
     assert main(args) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["features", "features.manifest.json", "in.parquet"]
+
+
+def test_paths_hadoop_would_read_as_patterns_are_read_as_named(tiny_bert, spark, tmp_path):
+    """Spark reads a path as a Hadoop glob: the input file ``reviews[1].parquet`` read ``reviews1.parquet`` beside
+    it, another file, and a folder named with braces (the CSV staged under ``<out>.partial``) was "path does not
+    exist". Each file is read as named."""
+    from bertfeat.spark import embed_files
+
+    df = make_frame(12, seed=9)
+    df.iloc[:6].to_parquet(tmp_path / "reviews[1].parquet")
+    df.iloc[6:].to_parquet(tmp_path / "reviews1.parquet")  # what the name matches as a pattern
+    embed_files(str(tmp_path / "reviews[1].parquet"), str(tmp_path / "out"), "review", keep_cols="id",
+                model=tiny_bert, quiet=True, batch_rows=4)
+    assert pq.read_table(tmp_path / "out").column("id").to_pylist() == df.iloc[:6]["id"].tolist()
+    runs = tmp_path / "runs{a,b}"
+    runs.mkdir()
+    df.to_csv(runs / "in.csv", index=False)
+    embed_files(str(runs / "in.csv"), str(runs / "out"), "review", keep_cols="id", model=tiny_bert, quiet=True,
+                batch_rows=5)
+    assert pq.read_table(runs / "out").column("id").to_pylist() == [str(i) for i in df["id"]]
