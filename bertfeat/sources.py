@@ -44,6 +44,9 @@ def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:
             raise FileNotFoundError(f"input directory {path!r} holds no parquet files (*.parquet).")
     elif p.is_file():
         files = [p]
+    elif p.exists():  # a named pipe, /dev/stdin
+        raise ValueError(f"input {path!r} is not a file or a folder (a pipe or a device): bertfeat reads its input "
+                         "more than once and a rerun resumes from it, so write the data to a file first.")
     else:
         raise FileNotFoundError(f"input {path!r} does not exist.")
     kinds = {_kind(f) for f in files}

@@ -645,3 +645,14 @@ def test_a_file_or_folder_whose_name_holds_brackets_is_read_as_named_not_as_a_pa
     assert resolve_input(str(runs)) == ("parquet", [runs / "a.parquet"])
     # a path that does not exist is still a pattern
     assert resolve_input(str(tmp_path / "reviews[0-9].csv")) == ("csv", [tmp_path / "reviews1.csv"])
+
+
+def test_an_input_that_is_a_pipe_or_a_device_is_refused_as_what_it_is(tmp_path):
+    """``zcat x.csv.gz | bertfeat embed /dev/stdin`` (or a named pipe) was "does not exist": it does. The refusal
+    says what it is, and what to do."""
+    fifo = tmp_path / "in.csv"
+    os.mkfifo(fifo)
+    for path in (str(fifo), "/dev/null"):
+        assert refusal(resolve_input, path) == (
+            f"input {path!r} is not a file or a folder (a pipe or a device): bertfeat reads its input more than once "
+            "and a rerun resumes from it, so write the data to a file first.")
