@@ -94,6 +94,13 @@ def one_text_column(X, needs: str, name: str) -> list:
 def _selected(all_columns: list, columns) -> list:
     if columns is None:
         return list(all_columns)
+    if isinstance(columns, (set, frozenset)):
+        # a set of strings iterates in an order that changes with each process's hash seed: a fitted embedder
+        # loaded elsewhere would read the columns in another order under the names it was fitted with
+        raise ValueError(
+            f"columns={columns!r} is not valid: a {type(columns).__name__} has no fixed order, so the features could "
+            f"come out in another order in another process; pass a list, such as columns={sorted(columns, key=str)!r}."
+        )
     # one name (a str, or pandas' default 0, 1, ...) or a list of names
     wanted = [columns] if isinstance(columns, str) or not isinstance(columns, Iterable) else list(columns)
     missing = [c for c in wanted if c not in all_columns]
@@ -102,7 +109,22 @@ def _selected(all_columns: list, columns) -> list:
             f"columns={columns!r}: {'no column given' if not wanted else f'column(s) {missing} not found'}; "
             f"the DataFrame has columns {list(all_columns)}."
         )
+    twice = [c for i, c in enumerate(wanted) if c in wanted[:i]]
+    if twice:
+        raise ValueError(f"columns={columns!r} names column {twice[0]!r} more than once; name each column once.")
     return wanted
+
+
+def _check_unique_names(cols: list, names: list) -> None:
+    """Features are named after ``str(column)``: two columns whose names read alike (1 and "1") would share names."""
+    seen = {}
+    for c, name in zip(cols, names):
+        if name in seen:
+            raise ValueError(
+                f"columns {seen[name]!r} and {c!r} of the DataFrame would both name their features '{name}_...'; "
+                f"rename one of them first (df.rename(columns={{{seen[name]!r}: ...}}))."
+            )
+        seen[name] = c
 
 
 def _pandas_frame(X, columns):
@@ -122,6 +144,7 @@ def _pandas_frame(X, columns):
             )
         names.append(str(c))
         values.append(s.to_list())
+    _check_unique_names(cols, names)
     return names, values, list(X.columns)
 
 

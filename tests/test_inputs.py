@@ -206,3 +206,56 @@ def test_a_polars_lazy_frame_is_refused_with_what_to_do(tiny_bert):
         BertEmbedder(tiny_bert).fit(pl.DataFrame({"a": ["the cat sat"]}).lazy())
     assert str(info.value) == ("X is a polars LazyFrame, whose rows are not computed yet; call .collect() on it and "
                                "pass the DataFrame.")
+
+
+# -- found by a scikit-learn inputs hunt (2026-11-26) -------------------------------------------------------------
+
+def test_columns_given_as_a_set_are_refused_not_read_in_another_order_by_another_process(tiny_bert, tmp_path):
+    """A set's order of strings changes with each process's hash seed: fitted with columns={"alpha", "beta"},
+    pickled and loaded in another process (a GridSearchCV worker, a deployed model), the embedder read the columns
+    in the other order and put beta's features under alpha's names, silently (seen with PYTHONHASHSEED 1 and 2)."""
+    import pandas as pd
+
+    df = pd.DataFrame({"alpha": ["a cat"], "beta": ["a dog"]})
+    for columns in ({"alpha", "beta"}, frozenset({"beta"})):
+        with pytest.raises(ValueError) as info:
+            BertEmbedder(tiny_bert, columns=columns).fit(df)
+        kind = type(columns).__name__
+        assert str(info.value) == (
+            f"columns={columns!r} is not valid: a {kind} has no fixed order, so the features could come out in "
+            f"another order in another process; pass a list, such as columns={sorted(columns)!r}.")
+    with pytest.raises(ValueError, match=r"^columns=\{'alpha'\} is not valid: a set"):
+        BertEmbedder(tiny_bert, columns={"alpha"}).fit(df)
+
+
+def test_columns_that_would_name_two_blocks_of_features_alike_are_refused(tiny_bert):
+    """columns=["a", "a"], or columns 1 and "1", gave two blocks of features with the same names: a polars output
+    or a file job then failed deep inside (DuplicateError, ArrowInvalid), a pandas output held duplicate columns."""
+    import pandas as pd
+
+    df = pd.DataFrame({"a": ["a cat"], "b": ["a dog"]})
+    with pytest.raises(ValueError) as info:
+        BertEmbedder(tiny_bert, columns=["a", "b", "a"]).fit(df)
+    assert str(info.value) == "columns=['a', 'b', 'a'] names column 'a' more than once; name each column once."
+    mixed = pd.DataFrame({1: ["a cat"], "1": ["a dog"]})
+    for est in (BertEmbedder(tiny_bert), BertEmbedder(tiny_bert, columns=[1, "1"])):
+        with pytest.raises(ValueError) as info:
+            est.fit(mixed)
+        assert str(info.value) == (
+            "columns 1 and '1' of the DataFrame would both name their features '1_...'; rename one of them first "
+            "(df.rename(columns={1: ...})).")
+    # one of them selected: nothing to confuse
+    assert BertEmbedder(tiny_bert, columns=[1]).fit(mixed).text_columns_ == ["1"]
+
+
+def test_a_file_job_naming_a_text_column_twice_is_refused_before_any_work(tiny_bert, tmp_path):
+    """The sibling in the Python API of file jobs (the CLI refuses `--text-col a --text-col a` itself): the job
+    failed at its first batch with pyarrow's 'Multiple matches for FieldRef.Name(a_mean_00)' and the schema."""
+    import pandas as pd
+
+    from bertfeat.files import embed_file
+
+    pd.DataFrame({"a": ["the cat sat", "a dog ran"]}).to_parquet(tmp_path / "in.parquet")
+    with pytest.raises(ValueError, match=r"^columns=\['a', 'a'\] names column 'a' more than once; name each column"):
+        embed_file(tmp_path / "in.parquet", tmp_path / "out.parquet", ["a", "a"], model=tiny_bert, quiet=True)
+    assert not (tmp_path / "out.parquet").exists()
