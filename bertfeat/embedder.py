@@ -326,6 +326,8 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
             fitted_order = list(fitted) if fitted is not None else list(self.text_columns_)
             given_order = list(all_columns) if fitted is not None else list(names)
             if given_order != fitted_order and sorted(map(str, given_order)) == sorted(map(str, fitted_order)):
+                label = {str(c): c for c in all_columns}  # shown as X's own labels (0, not '0'), so the advice works
+                given_order, fitted_order = [label[str(c)] for c in given_order], [label[str(c)] for c in fitted_order]
                 raise ValueError(
                     f"The columns of X ({given_order}) are those seen in fit but in another order ({fitted_order}); "
                     f"features would land under the wrong column names. Reorder them first, for example "
@@ -335,6 +337,16 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
             raise ValueError(
                 f"The columns of X ({list(all_columns)}) differ from those seen in fit ({list(fitted)}); pass the "
                 "same columns in the same order."
+            )
+        if all_columns is not None and (fitted is not None or self.columns is not None) and (
+            list(names) != list(self.text_columns_)
+        ):
+            # the same frame, but columns= changed since fit (set_params does not refit): the features are named
+            # after the columns fit selected
+            raise ValueError(
+                f"columns={self.columns!r} selects the columns {list(names)} of X, but this {type(self).__name__} was "
+                f"fitted on the columns {list(self.text_columns_)}, whose names its features carry; call fit again "
+                "after changing columns."
             )
         if fitted is not None and all_columns is None:
             warnings.warn(

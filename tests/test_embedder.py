@@ -685,3 +685,41 @@ def test_a_refit_on_unnamed_input_forgets_the_old_column_names(tiny_bert):
     est.fit(TEXTS)
     assert not hasattr(est, "feature_names_in_") and est.text_columns_ == ["text"]
     est.transform(TEXTS)  # no warning about lost names: they were forgotten
+
+
+def test_columns_changed_after_fit_are_refused_never_read_under_the_fitted_names(tiny_bert):
+    """(found by a scikit-learn inputs hunt, 2026-11-26) set_params does not refit: after set_params(columns=["b"])
+    transform embedded column b under a's feature names, silently; set back to None it said "X has 2 columns, but
+    BertEmbedder is expecting 2 columns as input"."""
+    df = pd.DataFrame({"a": TEXTS, "b": TEXTS[::-1]})
+    est = BertEmbedder(tiny_bert, columns=["a"], pooling="mean", layers=-1).fit(df)
+    expected = est.transform(df)
+    for columns, selected in ((["b"], ["b"]), (None, ["a", "b"]), (["b", "a"], ["b", "a"])):
+        est.set_params(columns=columns)
+        with pytest.raises(ValueError) as info:
+            est.transform(df)
+        assert str(info.value) == (
+            f"columns={columns!r} selects the columns {selected} of X, but this BertEmbedder was fitted on the columns "
+            "['a'], whose names its features carry; call fit again after changing columns.")
+    est.set_params(columns="a")  # the same selection, written otherwise
+    np.testing.assert_array_equal(est.transform(df), expected)
+    ints = pd.DataFrame({0: TEXTS, 1: TEXTS})  # names no scikit-learn check records
+    est = BertEmbedder(tiny_bert, columns=[0]).fit(ints).set_params(columns=[1])
+    with pytest.raises(ValueError, match=r"^columns=\[1\] selects the columns \['1'\] of X, but this BertEmbedder was "
+                                         r"fitted on the columns \['0'\]"):
+        est.transform(ints)
+
+
+def test_the_reorder_refusal_of_int_named_columns_shows_a_selection_that_works(tiny_bert):
+    """(found by a scikit-learn inputs hunt, 2026-11-26) the refusal of int-named columns in another order said
+    "Reorder them first, for example X[['0', '1']]", which is a KeyError on a frame whose columns are 0 and 1."""
+    df = pd.DataFrame({0: TEXTS, 1: TEXTS[::-1]})
+    est = BertEmbedder(tiny_bert, pooling="mean", layers=-1).fit(df)
+    swapped = df[[1, 0]]
+    with pytest.raises(ValueError) as info:
+        est.transform(swapped)
+    assert str(info.value) == ("The columns of X ([1, 0]) are those seen in fit but in another order ([0, 1]); features "
+                               "would land under the wrong column names. Reorder them first, for example X[[0, 1]].")
+    X = swapped  # the advice, followed
+    np.testing.assert_array_equal(est.transform(eval(str(info.value).rsplit("for example ", 1)[1].rstrip("."))),
+                                  est.transform(df))
