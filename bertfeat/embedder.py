@@ -425,7 +425,10 @@ def _row_namer(names, n_rows, X):
     def row_name(i: int) -> str:
         col, row = names[i // n_rows], i % n_rows
         label = index[row] if show_index else None
-        if isinstance(label, np.generic):  # a numpy scalar of a numeric index: shown as the number, not np.int64(12)
+        # numpy scalars of a numeric index (or a MultiIndex's levels): shown as the number, not np.int64(12)
+        if isinstance(label, tuple):
+            label = tuple(v.item() if isinstance(v, np.generic) else v for v in label)
+        elif isinstance(label, np.generic):
             label = label.item()
         where = f"row {row}" + (f" (index {label!r})" if show_index else "")
         return f"{where} of column {col!r}" if len(names) > 1 or col != "text" else where

@@ -72,6 +72,8 @@ def _is_missing(value) -> bool:
 
 
 def _describe_value(value) -> str:
+    if isinstance(value, (np.number, np.bool_)):  # the value it holds, not np.float64(1.5)
+        value = value.item()
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 

@@ -723,3 +723,25 @@ def test_the_reorder_refusal_of_int_named_columns_shows_a_selection_that_works(t
     X = swapped  # the advice, followed
     np.testing.assert_array_equal(est.transform(eval(str(info.value).rsplit("for example ", 1)[1].rstrip("."))),
                                   est.transform(df))
+
+
+def test_numpy_scalars_in_refusals_are_shown_as_the_values_they_hold(tiny_bert):
+    """(found by a scikit-learn inputs hunt, 2026-11-26) the sibling of the np.int64(12) row label: a MultiIndex
+    row's label was shown as (np.int64(2), 'x'), and a value as 'holds float64 np.float64(1.5)'."""
+    rows = pd.MultiIndex.from_tuples([(1, "x"), (2, "x")])
+    with pytest.raises(ValueError) as info:
+        BertEmbedder(tiny_bert).fit_transform(pd.Series(["a cat", None], index=rows))
+    assert str(info.value).startswith("row 1 (index (2, 'x')) is missing (")
+    cases = [
+        (["a cat", np.float64(1.5)], "row 1 holds float64 1.5, not a string"),
+        (["a cat", np.int64(3)], "row 1 holds int64 3, not a string"),
+        (["a cat", np.bool_(True)], "row 1 holds bool True, not a string"),
+        (pd.Series([1.5, np.nan], dtype=pd.SparseDtype(float)), "row 0 holds float64 1.5, not a string"),
+    ]
+    for X, message in cases:
+        with pytest.raises(TypeError) as info:
+            BertEmbedder(tiny_bert).fit_transform(X)
+        assert str(info.value).startswith(message)
+    with pytest.raises(ValueError) as info:
+        BertEmbedder(tiny_bert).fit_transform(["a cat", np.float64("nan")])
+    assert str(info.value).startswith("row 1 is missing (nan) and missing='error'")
