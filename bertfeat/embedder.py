@@ -161,6 +161,9 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         self.recipe_ = self._build_recipe()
         self._cache()  # a cache_dir that is a file or unwritable is a CacheError now, before any work
         names, values, all_columns = text_columns(X, self.columns)
+        if not values and len(X):  # rows, but no column: not a lack of samples
+            raise ValueError(f"Found array with 0 feature(s) (shape=({len(X)}, 0)) while a minimum of 1 is required by "
+                             f"{type(self).__name__}.")
         if not values or len(values[0]) == 0:
             raise ValueError(f"Found array with 0 sample(s) while a minimum of 1 is required by {type(self).__name__}.")
         self.text_columns_ = names

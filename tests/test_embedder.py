@@ -745,3 +745,16 @@ def test_numpy_scalars_in_refusals_are_shown_as_the_values_they_hold(tiny_bert):
     with pytest.raises(ValueError) as info:
         BertEmbedder(tiny_bert).fit_transform(["a cat", np.float64("nan")])
     assert str(info.value).startswith("row 1 is missing (nan) and missing='error'")
+
+
+def test_a_frame_with_rows_but_no_columns_is_refused_for_its_columns(tiny_bert):
+    """(found by a scikit-learn inputs hunt, 2026-11-26) a DataFrame of 2 rows and no column was refused as
+    "Found array with 0 sample(s)", which sends the user looking for lost rows."""
+    for X in (pd.DataFrame(index=[0, 1]), np.empty((2, 0), dtype=object)):  # (polars keeps no rows without columns)
+        with pytest.raises(ValueError) as info:
+            BertEmbedder(tiny_bert).fit(X)
+        assert str(info.value) == ("Found array with 0 feature(s) (shape=(2, 0)) while a minimum of 1 is required by "
+                                   "BertEmbedder.")
+    with pytest.raises(ValueError) as info:  # no rows is still said as scikit-learn says it
+        BertEmbedder(tiny_bert).fit(pd.DataFrame({"a": []}, dtype=object))
+    assert str(info.value) == "Found array with 0 sample(s) while a minimum of 1 is required by BertEmbedder."
