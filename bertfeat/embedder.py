@@ -168,6 +168,8 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
             raise ValueError(f"Found array with 0 sample(s) while a minimum of 1 is required by {type(self).__name__}.")
         self.text_columns_ = names
         self.n_features_in_ = len(all_columns) if all_columns is not None else len(names)
+        # X's column labels, checked at transform also where scikit-learn records none (int names: feature_names_in_)
+        self._column_labels_in = list(all_columns) if all_columns is not None else None
         if all_columns is not None and all(isinstance(c, str) for c in all_columns):
             self.feature_names_in_ = np.asarray(all_columns, dtype=object)
         elif hasattr(self, "feature_names_in_"):
@@ -360,6 +362,14 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         if n_in != self.n_features_in_ or len(names) != len(self.text_columns_):
             raise ValueError(
                 f"X has {n_in} columns, but {type(self).__name__} is expecting {self.n_features_in_} columns as input."
+            )
+        labels_in = getattr(self, "_column_labels_in", None)
+        if fitted is None and labels_in is not None and all_columns is not None and (
+            list(map(str, all_columns)) != list(map(str, labels_in))
+        ):
+            raise ValueError(
+                f"The columns of X ({list(all_columns)}) differ from those seen in fit ({labels_in}); pass the same "
+                "columns in the same order."
             )
 
     def _backend_loader(self):

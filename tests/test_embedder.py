@@ -758,3 +758,22 @@ def test_a_frame_with_rows_but_no_columns_is_refused_for_its_columns(tiny_bert):
     with pytest.raises(ValueError) as info:  # no rows is still said as scikit-learn says it
         BertEmbedder(tiny_bert).fit(pd.DataFrame({"a": []}, dtype=object))
     assert str(info.value) == "Found array with 0 sample(s) while a minimum of 1 is required by BertEmbedder."
+
+
+def test_a_frame_with_other_int_named_columns_is_refused_like_other_string_named_ones(tiny_bert):
+    """(found by a scikit-learn inputs hunt, 2026-11-26) scikit-learn records no names for int-named columns (as
+    pd.DataFrame(array) or read_csv(header=None) make them), and a frame of columns [2, 3] after a fit on [0, 1] was
+    embedded under the names 0_... and 1_..., silently, while string names were checked."""
+    est = BertEmbedder(tiny_bert, pooling="mean", layers=-1).fit(pd.DataFrame({0: TEXTS, 1: TEXTS}))
+    with pytest.raises(ValueError) as info:
+        est.transform(pd.DataFrame({2: TEXTS, 3: TEXTS}))
+    assert str(info.value) == ("The columns of X ([2, 3]) differ from those seen in fit ([0, 1]); pass the same "
+                               "columns in the same order.")
+    selected = BertEmbedder(tiny_bert, columns=[1], pooling="mean", layers=-1).fit(pd.DataFrame({0: TEXTS, 1: TEXTS}))
+    with pytest.raises(ValueError, match=r"^The columns of X \(\[1, 2\]\) differ from those seen in fit \(\[0, 1\]\)"):
+        selected.transform(pd.DataFrame({1: TEXTS, 2: TEXTS}))  # column 1 is there, but the frame is another
+    same = pd.DataFrame({np.int64(0): TEXTS, np.int64(1): TEXTS[::-1]})  # the same labels, another integer type
+    np.testing.assert_array_equal(est.transform(same), est.transform(same.to_numpy()))
+    # a fit on a list or an array names no columns: a frame after it is read as before
+    BertEmbedder(tiny_bert).fit(TEXTS).transform(pd.DataFrame({"review": TEXTS}))
+    BertEmbedder(tiny_bert).fit(np.asarray([TEXTS, TEXTS]).T).transform(pd.DataFrame({5: TEXTS, 6: TEXTS}))
