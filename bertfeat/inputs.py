@@ -66,6 +66,14 @@ def text_columns(X, columns=None) -> tuple[list[str], list[list], list[str] | No
         if X.ndim == 2:
             return [f"x{j}" for j in range(X.shape[1])], [X[:, j].tolist() for j in range(X.shape[1])], None
         raise ValueError(f"Expected 1-D or 2-D text input, got an array with shape {X.shape}.")
+    if kind == "pyarrow":  # iterating one gives pyarrow scalars, not strings
+        raise TypeError(f"X is a pyarrow {type(X).__name__}; pass X.to_pandas(), whose texts and nulls bertfeat reads "
+                        "(nulls follow missing=).")
+    if isinstance(X, (list, tuple)) and X and isinstance(X[0], (list, tuple)):
+        raise TypeError(
+            f"X is a list of {type(X[0]).__name__}s, each a row of several texts; pass np.array(X, dtype=object) or a "
+            "DataFrame, whose columns are embedded side by side."
+        )
     if isinstance(X, (set, frozenset, dict)):
         raise TypeError(
             f"X is a {type(X).__name__}, which has no row order; pass a list, an array, a Series or a DataFrame."

@@ -259,3 +259,29 @@ def test_a_file_job_naming_a_text_column_twice_is_refused_before_any_work(tiny_b
     with pytest.raises(ValueError, match=r"^columns=\['a', 'a'\] names column 'a' more than once; name each column"):
         embed_file(tmp_path / "in.parquet", tmp_path / "out.parquet", ["a", "a"], model=tiny_bert, quiet=True)
     assert not (tmp_path / "out.parquet").exists()
+
+
+def test_arrow_containers_and_lists_of_rows_are_refused_with_what_to_pass(tiny_bert):
+    """(found by a scikit-learn inputs hunt, 2026-11-26) a pyarrow array of strings was refused row by row as
+    "row 0 holds StringScalar <pyarrow.StringScalar: 'a cat'>, not a string ... Convert the column to strings first
+    (for example df[col].astype(str))", and a list of rows as "row 0 holds list [...], not a string" with the same
+    advice, which would embed each row's repr."""
+    pa = pytest.importorskip("pyarrow")
+
+    texts = ["a cat", None]
+    for X, shown in ((pa.array(texts), "Array"), (pa.chunked_array([texts]), "ChunkedArray"),
+                     (pa.table({"body": texts}), "Table"), (pa.RecordBatch.from_pydict({"body": texts}), "RecordBatch")):
+        with pytest.raises(TypeError) as info:
+            BertEmbedder(tiny_bert).fit(X)
+        kind = "StringArray" if shown == "Array" else shown
+        assert str(info.value) == (f"X is a pyarrow {kind}; pass X.to_pandas(), whose texts and nulls bertfeat reads "
+                                   "(nulls follow missing=).")
+    for X in ([["a cat", "a dog"], ["a bird", "a fish"]], [("a cat", "a dog")]):
+        with pytest.raises(TypeError) as info:
+            BertEmbedder(tiny_bert).fit(X)
+        assert str(info.value) == (
+            f"X is a list of {type(X[0]).__name__}s, each a row of several texts; pass np.array(X, dtype=object) or "
+            "a DataFrame, whose columns are embedded side by side.")
+    rows = [["a cat", "a dog"], ["a bird", "a fish"]]  # the advice, followed
+    np.testing.assert_array_equal(BertEmbedder(tiny_bert).fit_transform(np.array(rows, dtype=object)),
+                                  BertEmbedder(tiny_bert).fit_transform(np.asarray(rows)))
