@@ -110,7 +110,14 @@ def _selected(all_columns: list, columns) -> list:
             f"come out in another order in another process; pass a list, such as columns={sorted(columns, key=str)!r}."
         )
     # one name (a str, or pandas' default 0, 1, ...) or a list of names
-    wanted = [columns] if isinstance(columns, str) or not isinstance(columns, Iterable) else list(columns)
+    one = isinstance(columns, (str, bytes)) or not isinstance(columns, Iterable)
+    wanted = [columns] if one else list(columns)
+    if not one and wanted and all(isinstance(c, (bool, np.bool_)) for c in wanted):
+        # a boolean mask, as ColumnTransformer takes: True == 1 would even find a column named 1
+        raise ValueError(
+            f"columns={columns!r} is not valid: it holds True/False, but BertEmbedder selects columns by name; pass "
+            "the names, such as df.columns[mask].tolist()."
+        )
     missing = [c for c in wanted if c not in all_columns]
     if missing or not wanted:
         raise ValueError(

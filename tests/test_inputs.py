@@ -285,3 +285,21 @@ def test_arrow_containers_and_lists_of_rows_are_refused_with_what_to_pass(tiny_b
     rows = [["a cat", "a dog"], ["a bird", "a fish"]]  # the advice, followed
     np.testing.assert_array_equal(BertEmbedder(tiny_bert).fit_transform(np.array(rows, dtype=object)),
                                   BertEmbedder(tiny_bert).fit_transform(np.asarray(rows)))
+
+
+def test_a_boolean_mask_or_bytes_as_columns_is_refused_saying_columns_are_named(tiny_bert):
+    """(found by a scikit-learn inputs hunt, 2026-11-26) ColumnTransformer takes a boolean mask: given to columns= on
+    int-named columns it failed with a bare KeyError: True (True == 1 found it among the names), and elsewhere
+    listed [np.True_, np.False_] as names not found; columns=b"a" was read as the name 97."""
+    import pandas as pd
+
+    for df in (pd.DataFrame({0: ["a cat"], 1: ["a dog"]}), pd.DataFrame({"a": ["a cat"], "b": ["a dog"]})):
+        for mask in ([True, False], np.array([False, True])):
+            with pytest.raises(ValueError) as info:
+                BertEmbedder(tiny_bert, columns=mask).fit(df)
+            assert str(info.value) == (
+                f"columns={mask!r} is not valid: it holds True/False, but BertEmbedder selects columns by name; pass "
+                "the names, such as df.columns[mask].tolist().")
+    with pytest.raises(ValueError) as info:
+        BertEmbedder(tiny_bert, columns=b"a").fit(pd.DataFrame({"a": ["a cat"]}))
+    assert str(info.value) == "columns=b'a': column(s) [b'a'] not found; the DataFrame has columns ['a']."
