@@ -29,7 +29,9 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         ``"default"`` is the bundled all-MiniLM-L6-v2 (no network needed). Anything else is a Hugging Face model
         name or a local directory holding config.json, the tokenizer and ``model.safetensors``.
     columns : str or list of str, default=None
-        With DataFrame input, the text columns to embed; None embeds every column.
+        With DataFrame input, the text columns to embed, by name and in the order given (a list, not a set); None
+        embeds every column. Their names name the features, so they must read as distinct strings, and a change
+        after ``fit`` needs a new ``fit``.
     pooling : str or list of str, default="cls+mean"
         ``"cls"``, ``"mean"``, ``"max"``, or a ``+``-joined combination such as ``"cls+mean"`` (concatenated).
         The default, with the default layers, is the choice that stayed closest to the best on two real labelled
