@@ -241,7 +241,7 @@ class TorchBackend:
         from bertfeat.hardware import cpu_flags, cpu_model, dtype_rates, slow_dtype_message
 
         if self.fast is None:  # the transformers forward pass in this dtype is the bottom rung: prove it runs
-            ids, mask = self._pad(self.tokenize(["a short probe", "a somewhat longer probe sentence"]))
+            ids, mask = self._pad(self._probe_content())
             try:
                 with torch.inference_mode(), self._numerics():
                     self.model(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask))
@@ -441,8 +441,14 @@ class TorchBackend:
 
     def _probe_ids(self) -> list[list[int]]:
         """Two real token sequences of different lengths, to check the fast path against the model."""
+        return [self.prefix + w + self.suffix for w in self._probe_content()]
+
+    def _probe_content(self) -> list[list[int]]:
+        """The probes' content tokens, cut to fit the model: a fine-grained tokenizer makes the longer one some 40
+        tokens, more than a small model's position table holds."""
         words = self.tokenize(["a short probe", "a somewhat longer probe sentence, with punctuation and numbers 42"])
-        return [self.prefix + w + self.suffix for w in words]
+        room = max(1, self.spec.max_length - self.n_special)
+        return [w[:room] for w in words]
 
 
 def _as_token_seqs(units):

@@ -187,3 +187,28 @@ def test_length_limit_leaves_room_for_the_position_offset(tiny_encoder, model_ty
         "max_position_embeddings"] - 2
     X = BertEmbedder(model=str(path), pooling="mean", long_text="chunk").fit_transform(["the cat sat on the mat " * 20])
     assert X.shape == (1, 32) and np.isfinite(X).all()
+
+
+@pytest.mark.parametrize("model_type", ["bert", "roberta", "distilbert", "electra"])
+def test_a_model_with_fewer_positions_than_the_load_checks_probe_loads_and_matches(model_type, tmp_path):
+    """The load-time checks run probe sentences through the model (the fused pass against transformers, a reduced
+    precision's trial run); on a tiny vocabulary they take about 40 tokens. A model with 16 positions must load in
+    either dtype and give transformers' vectors, never fail inside transformers' embeddings."""
+    import warnings
+
+    positions = 16 + (2 if model_type == "roberta" else 0)  # RoBERTa's positions start at padding_idx + 1
+    path = build_tiny_encoder(tmp_path / model_type, model_type, corpus=TEXTS, max_position_embeddings=positions)
+    spec = resolve_model(path)
+    assert spec.max_length == 16
+    tok = reference_model(path)[0]
+    probes = get_backend(spec, "cpu", "float32")._probe_ids()
+    assert len(tok("a somewhat longer probe sentence, with punctuation and numbers 42")["input_ids"]) > 16
+    assert max(map(len, probes)) == 16  # the probe really was cut to the model's length
+    assert (get_backend(spec, "cpu", "float32").fast is not None) == FAMILIES[model_type][1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a slower dtype on this CPU is said so; here only loading matters
+        assert get_backend(spec, "cpu", "bfloat16").rung.endswith("bfloat16")
+    X = BertEmbedder(model=path, pooling="cls+mean", layers=LAYERS, layer_agg="concat", long_text="chunk", stride=3,
+                     device="cpu").fit_transform(TEXTS)
+    np.testing.assert_allclose(X, reference_features(path, TEXTS, LAYERS, 16, "chunk", 3), atol=1e-5, rtol=0)
+    reference_model.cache_clear()

@@ -102,17 +102,20 @@ def _config(model_type: str, tok):
 
 
 def build_tiny_encoder(path, model_type: str, corpus: list[str] | None = None, seed: int = 0,
-                       style: str | None = None) -> str:
+                       style: str | None = None, **config) -> str:
     """A tiny random-weight ``model_type`` encoder and its tokenizer (``style``, by default the family's in
-    :data:`FAMILIES`), saved to ``path`` (safetensors)."""
+    :data:`FAMILIES`), saved to ``path`` (safetensors); ``config`` overrides attributes of the family's tiny config
+    (``max_position_embeddings=16``, ...)."""
     import torch
     from transformers import AutoModel
 
     style = style or FAMILIES[model_type][0]
     tok = build_tokenizer(path, style, list(corpus or []) + TINY_SENTENCES, POSITIONS)
-    config = _config(model_type, tok)
+    model_config = _config(model_type, tok)
+    for key, value in config.items():
+        setattr(model_config, key, value)
     torch.manual_seed(seed)
-    model = AutoModel.from_config(config)
+    model = AutoModel.from_config(model_config)
     # random init leaves tiny layer-norm and bias spreads; widen them so every weight shapes the output
     with torch.no_grad():
         for name, p in model.named_parameters():
