@@ -151,6 +151,12 @@ def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple
             f"model={name!r} ships its own modelling code (auto_map in config.json). bertfeat does not run a "
             "model's code unless you pass trust_remote_code=True, after reading that code."
         )
+    if config.get("is_encoder_decoder"):  # AutoModel would load both halves, and its forward needs a decoder input
+        raise ModelNotAvailableError(
+            f"model={name!r} is an encoder-decoder model (model_type {config.get('model_type')!r}; "
+            "is_encoder_decoder in config.json): bertfeat embeds texts with the hidden states of one encoder and "
+            "cannot run it. Pass a BERT-family encoder (BERT, RoBERTa, DistilBERT, MiniLM, MPNet, DeBERTa, ...)."
+        )
     num_layers = _first(config, "num_hidden_layers", "n_layers", "num_layers", "n_layer")
     hidden = _first(config, "hidden_size", "dim", "d_model", "n_embd")
     if num_layers is None or hidden is None:

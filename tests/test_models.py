@@ -207,3 +207,36 @@ def test_task_model_checkpoint_loads_and_its_extra_layers_are_still_noticed(tiny
     _edit_config(mlm, num_hidden_layers=2)
     with pytest.raises(ModelNotAvailableError, match=r"not used by the config \(bert\.encoder\.layer\.2\."):
         _transform(mlm)
+
+
+def _tiny_seq2seq(path, model_type: str) -> str:
+    """A tiny random T5 or BART (an encoder and a decoder) with a tokenizer of its kind, saved to ``path``."""
+    import torch
+    import transformers as tf
+
+    from tests.tiny_encoders import build_tokenizer
+
+    tok = build_tokenizer(path, "sentencepiece" if model_type == "t5" else "bpe", ["a cat sat on the mat"], 64)
+    ids = dict(vocab_size=len(tok), pad_token_id=tok.pad_token_id, eos_token_id=tok.sep_token_id,
+               decoder_start_token_id=tok.pad_token_id)
+    if model_type == "t5":
+        config = tf.T5Config(d_model=32, d_kv=8, d_ff=37, num_layers=2, num_heads=4, **ids)
+    else:
+        config = tf.BartConfig(d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                               decoder_attention_heads=4, encoder_ffn_dim=37, decoder_ffn_dim=37,
+                               max_position_embeddings=64, **ids)
+    torch.manual_seed(0)
+    tf.AutoModel.from_config(config).save_pretrained(str(path), safe_serialization=True)
+    return str(path)
+
+
+@pytest.mark.parametrize("model_type", ["t5", "bart"])
+def test_an_encoder_decoder_model_is_refused_at_fit_saying_why(model_type, tmp_path):
+    """bertfeat pools an encoder's hidden states: a T5 passed fit and failed at transform with its decoder's "You
+    must specify exactly one of input_ids or inputs_embeds", a BART was said to have no layer count."""
+    from bertfeat import BertEmbedder
+
+    path = _tiny_seq2seq(tmp_path / model_type, model_type)
+    refusal = rf"is an encoder-decoder model \(model_type '{model_type}'.*BERT-family encoder"
+    with pytest.raises(ModelNotAvailableError, match=refusal):
+        BertEmbedder(model=path, device="cpu").fit(["a cat sat on the mat"])
