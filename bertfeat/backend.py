@@ -192,6 +192,9 @@ class TorchBackend:
             # The fast path holds its own (packed) copies of the layer weights and shares the embeddings and norms:
             # dropping the transformers module frees the originals.
             self.model = None
+        # A model whose real tokens see the padding beside them runs each length in a pass of its own, so that a
+        # text's vector never depends on the texts batched with it (the fused pass masks padding by construction).
+        self.one_length_per_pass = self.fast is None and self._padding_changes_outputs()
         if device_type == "cpu" and dtype != "float32":
             self._check_reduced_precision()
         self._fallback_lock = threading.Lock()
@@ -321,6 +324,8 @@ class TorchBackend:
         """
         units = _as_token_seqs(units)
         rows = len(units)
+        if self.one_length_per_pass and rows > 1 and units.length.min() != units.length.max():
+            return self._by_length(units, pooling, layer_groups)
         padded = rows * (int(units.length.max()) + self.n_special) if rows else 0
         if rows > 1 and not self.memory_cap.fits(padded):
             return self._halves(units, pooling, layer_groups)
@@ -345,6 +350,41 @@ class TorchBackend:
             import torch
 
             torch.cuda.empty_cache()
+
+    def _by_length(self, units, pooling, layer_groups) -> np.ndarray:
+        """:meth:`forward` of each length in the batch alone, so that no sequence is padded, in the batch's order."""
+        out = None
+        for n in np.unique(units.length):
+            rows = np.flatnonzero(units.length == n)
+            part = self.forward(units[rows], pooling, layer_groups)
+            if out is None:
+                out = np.empty((len(units), *part.shape[1:]), dtype=part.dtype)
+            out[rows] = part
+        return out
+
+    def _padding_changes_outputs(self) -> bool:
+        """Whether padding after a sequence changes its real tokens' hidden states in the transformers model, as
+        ConvBERT's span convolutions and YOSO's hashed attention let it: the short probe alone against the short
+        probe padded to the long one's length, every layer, in float32, to the fast path's load-time bound."""
+        import torch
+
+        short, long = self._probe_ids()
+        if len(short) >= len(long):
+            short, long = long, short
+        n = len(short)
+        ids = torch.tensor([short + [self.pad_id] * (len(long) - n)], device=self.device)
+        mask = torch.ones_like(ids)
+        mask[0, n:] = 0
+        held = contextlib.ExitStack()
+        if self.device.startswith("cuda"):
+            from bertfeat import gpu
+
+            held.enter_context(gpu.held_flag("ieee_float32").held())
+        with held, torch.inference_mode():
+            alone = self.model(input_ids=ids[:, :n], attention_mask=mask[:, :n], output_hidden_states=True)
+            padded = self.model(input_ids=ids, attention_mask=mask, output_hidden_states=True)
+        return not all(torch.allclose(a[0], p[0, :n], atol=1e-4, rtol=1e-4)
+                       for a, p in zip(alone.hidden_states, padded.hidden_states))
 
     def _halves(self, units, pooling, layer_groups) -> np.ndarray:
         half = len(units) // 2

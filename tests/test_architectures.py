@@ -17,7 +17,7 @@ from bertfeat import BertEmbedder
 from bertfeat.backend import _FastBert, clear_backends, get_backend
 from bertfeat.models import resolve_model
 from tests.conftest import TINY_SENTENCES
-from tests.tiny_encoders import FAMILIES, build_tiny_encoder
+from tests.tiny_encoders import FAMILIES, PADDING_SEEN, build_tiny_encoder
 
 torch = pytest.importorskip("torch")
 
@@ -110,6 +110,8 @@ def test_family_takes_the_expected_cpu_path(tiny_encoder, model_type):
     backend = get_backend(resolve_model(tiny_encoder(model_type)), "cpu", "float32")
     assert (backend.fast is not None) == FAMILIES[model_type][1]
     assert (backend.model is None) == FAMILIES[model_type][1]  # the fused path frees the transformers module
+    # found at load, by padding the probe: only where padding changes the real tokens is a batch split by length
+    assert backend.one_length_per_pass == (model_type in PADDING_SEEN)
 
 
 FUSED = [t for t, (_, fused) in FAMILIES.items() if fused]

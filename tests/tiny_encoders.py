@@ -27,7 +27,12 @@ FAMILIES = {
     "albert": ("wordpiece", False),
     "deberta-v2": ("wordpiece", False),
     "modernbert": ("wordpiece", False),
+    "convbert": ("wordpiece", False),
+    "yoso": ("wordpiece", False),
 }
+# Families whose real tokens see the padding beside them (ConvBERT's span convolution, YOSO's hashed attention):
+# bertfeat runs each length of a batch alone for them.
+PADDING_SEEN = {"convbert", "yoso"}
 
 
 def build_tokenizer(path, style: str, corpus: list[str], max_length: int):
@@ -98,6 +103,10 @@ def _config(model_type: str, tok):
         # a local window shorter than the test texts, so local and global layers both matter
         return tf.ModernBertConfig(**{**common, "intermediate_size": 40}, cls_token_id=tok.cls_token_id,
                                    sep_token_id=tok.sep_token_id, local_attention=8, global_attn_every_n_layers=2)
+    if model_type == "convbert":
+        return tf.ConvBertConfig(**common, embedding_size=HIDDEN, conv_kernel_size=3)
+    if model_type == "yoso":
+        return tf.YosoConfig(**common)
     raise ValueError(f"no tiny config for model_type={model_type!r}")
 
 
