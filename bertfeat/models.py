@@ -217,7 +217,7 @@ def _describe(name: str, path: str, trust_remote_code: bool) -> ModelSpec:
 
 # Families whose positions start at padding_idx + 1 (fairseq's make_positions), padding_idx being pad_token_id.
 _PADDING_OFFSET_TYPES = {"roberta", "xlm-roberta", "camembert", "longformer", "roberta-prelayernorm",
-                         "xlm-roberta-xl", "data2vec-text", "ibert"}
+                         "xlm-roberta-xl", "data2vec-text", "ibert", "xmod", "esm", "luke", "lilt", "markuplm"}
 
 
 def _position_offset(config: dict) -> int:
@@ -226,6 +226,8 @@ def _position_offset(config: dict) -> int:
     model_type = config.get("model_type")
     if model_type == "mpnet":
         return 2
+    if model_type == "esm" and config.get("position_embedding_type", "absolute") != "absolute":
+        return 0  # ESM-2's rotary positions have no table
     if model_type in _PADDING_OFFSET_TYPES:
         pad = config.get("pad_token_id")
         return (pad if isinstance(pad, int) and pad >= 0 else 1) + 1

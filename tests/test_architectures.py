@@ -214,3 +214,37 @@ def test_a_model_with_fewer_positions_than_the_load_checks_probe_loads_and_match
                      device="cpu").fit_transform(TEXTS)
     np.testing.assert_allclose(X, reference_features(path, TEXTS, LAYERS, 16, "chunk", 3), atol=1e-5, rtol=0)
     reference_model.cache_clear()
+
+
+# RoBERTa-style embeddings in other families: positions from padding_idx + 1, so 2 fewer usable than the table holds
+OFFSET_FAMILIES = {
+    "xmod": dict(languages=["en_XX"], default_language="en_XX"),
+    "esm": dict(position_embedding_type="absolute", token_dropout=False, mask_token_id=4),
+    "luke": dict(entity_vocab_size=8, entity_emb_size=16),
+    "lilt": dict(hidden_size=36, channel_shrink_ratio=1),  # its layout embeddings take a sixth of the hidden size
+    "markuplm": {},
+}
+
+
+@pytest.mark.parametrize("model_type", list(OFFSET_FAMILIES))
+def test_other_families_counting_positions_from_padding_idx_leave_room_for_it(model_type, tmp_path):
+    """Without a tokenizer limit, a text of max_position_embeddings tokens indexed past the position table of these
+    families ("index out of range in self" mid-transform): their limit is the table less padding_idx + 1."""
+    import json
+
+    from transformers import AutoConfig, AutoModel
+
+    from tests.tiny_encoders import HEADS, HIDDEN, INTERMEDIATE, build_tokenizer
+
+    tok = build_tokenizer(tmp_path, "bpe", TEXTS + TINY_SENTENCES, 64)
+    config = json.loads((tmp_path / "tokenizer_config.json").read_text())
+    config.pop("model_max_length", None)
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(config))
+    torch.manual_seed(0)
+    kwargs = dict(vocab_size=len(tok), hidden_size=HIDDEN, num_hidden_layers=2, num_attention_heads=HEADS,
+                  intermediate_size=INTERMEDIATE, max_position_embeddings=40, pad_token_id=tok.pad_token_id)
+    model = AutoModel.from_config(AutoConfig.for_model(model_type, **{**kwargs, **OFFSET_FAMILIES[model_type]}))
+    model.save_pretrained(str(tmp_path), safe_serialization=True)
+    assert resolve_model(str(tmp_path)).max_length == 40 - (tok.pad_token_id + 1)
+    X = BertEmbedder(model=str(tmp_path), pooling="mean", long_text="chunk").fit_transform(["the cat sat on the mat " * 20])
+    assert X.shape[0] == 1 and np.isfinite(X).all()
