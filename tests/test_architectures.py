@@ -246,5 +246,6 @@ def test_other_families_counting_positions_from_padding_idx_leave_room_for_it(mo
     model = AutoModel.from_config(AutoConfig.for_model(model_type, **{**kwargs, **OFFSET_FAMILIES[model_type]}))
     model.save_pretrained(str(tmp_path), safe_serialization=True)
     assert resolve_model(str(tmp_path)).max_length == 40 - (tok.pad_token_id + 1)
-    X = BertEmbedder(model=str(tmp_path), pooling="mean", long_text="chunk").fit_transform(["the cat sat on the mat " * 20])
+    long_text = "the cat sat on the mat " * 20
+    X = BertEmbedder(model=str(tmp_path), pooling="mean", long_text="chunk").fit_transform([long_text])
     assert X.shape[0] == 1 and np.isfinite(X).all()
