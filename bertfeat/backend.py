@@ -231,6 +231,11 @@ class TorchBackend:
         if its weights do not fit its config or tokenizer (:func:`load_checked_model`)."""
         with _quiet_transformers():
             model = load_checked_model(self.spec, load_dtype, self.tokenizer, self.trust_remote_code)
+        if getattr(model, "attention_type", None) == "block_sparse" and hasattr(model, "set_attention_type"):
+            # BigBird's block-sparse attention pads a batch to a multiple of its block and sees that padding (a
+            # text's vector would depend on its batch), and keeps it in the hidden states below the last. transformers
+            # takes full attention itself, for good, at the first input too short for blocks; here from the start.
+            model.set_attention_type("original_full")
         return model.eval().requires_grad_(False)
 
     def _check_reduced_precision(self) -> None:

@@ -249,3 +249,21 @@ def test_other_families_counting_positions_from_padding_idx_leave_room_for_it(mo
     long_text = "the cat sat on the mat " * 20
     X = BertEmbedder(model=str(tmp_path), pooling="mean", long_text="chunk").fit_transform([long_text])
     assert X.shape[0] == 1 and np.isfinite(X).all()
+
+
+def test_big_bird_runs_full_attention_so_a_long_text_neither_fails_nor_depends_on_its_batch(tiny_encoder):
+    """BigBird's block-sparse attention (from 36 tokens on here, 704 in real checkpoints) pads a batch to a multiple
+    of its block and sees that padding, and its hidden states below the last keep the padded length: every recipe
+    with more than the last layer failed on a long text (`The size of tensor a (41) must match the size of tensor b
+    (44)`). transformers itself takes full attention, for good, at the first input too short for blocks; bertfeat
+    takes it at load, so every text gets the vector full attention gives it alone."""
+    path = tiny_encoder("big_bird")
+    backend = get_backend(resolve_model(path), "cpu", "float32")
+    assert backend._load_model(torch.float32).attention_type == "original_full"  # at load, before any input
+    texts = [" ".join(TEXTS[6:]), TEXTS[7], "cat", TEXTS[6]]
+    reference_model(path)[1].set_attention_type("original_full")
+    with pytest.warns(UserWarning, match="1 of 4 texts were longer than max_length=60"):  # the first text alone
+        X = BertEmbedder(model=path, pooling="cls+mean", layers=LAYERS, layer_agg="concat", max_length=60,
+                         device="cpu").fit_transform(texts)
+    np.testing.assert_allclose(X, reference_features(path, texts, LAYERS, 60), atol=1e-5, rtol=0)
+    reference_model.cache_clear()

@@ -29,6 +29,7 @@ FAMILIES = {
     "modernbert": ("wordpiece", False),
     "convbert": ("wordpiece", False),
     "yoso": ("wordpiece", False),
+    "big_bird": ("wordpiece", False),
 }
 # Families whose real tokens see the padding beside them (ConvBERT's span convolution, YOSO's hashed attention):
 # bertfeat runs each length of a batch alone for them.
@@ -107,6 +108,9 @@ def _config(model_type: str, tok):
         return tf.ConvBertConfig(**common, embedding_size=HIDDEN, conv_kernel_size=3)
     if model_type == "yoso":
         return tf.YosoConfig(**common)
+    if model_type == "big_bird":
+        # block-sparse attention from 36 tokens on (blocks of 4, 2 random blocks), as real checkpoints from 704
+        return tf.BigBirdConfig(**common, attention_type="block_sparse", block_size=4, num_random_blocks=2)
     raise ValueError(f"no tiny config for model_type={model_type!r}")
 
 
