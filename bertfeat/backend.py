@@ -194,6 +194,8 @@ class TorchBackend:
             self.model = None
         # A model whose real tokens see the padding beside them runs each length in a pass of its own, so that a
         # text's vector never depends on the texts batched with it (the fused pass masks padding by construction).
+        if self.fast is None:
+            self._check_one_state_per_layer()
         self.one_length_per_pass = self.fast is None and self._padding_changes_outputs()
         if device_type == "cpu" and dtype != "float32":
             self._check_reduced_precision()
@@ -366,6 +368,25 @@ class TorchBackend:
                 out = np.empty((len(units), *part.shape[1:]), dtype=part.dtype)
             out[rows] = part
         return out
+
+    def _check_one_state_per_layer(self) -> None:
+        """Refuse a transformers model whose forward pass gives other than the embeddings and one hidden state per
+        layer: bertfeat reads hidden state k as layer k, and the last as what ``layers=[-1]`` alone reads."""
+        import torch
+
+        from bertfeat.exceptions import ModelNotAvailableError
+
+        ids = torch.tensor([self._probe_ids()[0]], device=self.device)
+        with torch.inference_mode():
+            states = self.model(input_ids=ids, attention_mask=torch.ones_like(ids), output_hidden_states=True)
+        want = self.spec.num_layers + 1
+        if len(states.hidden_states) != want:
+            raise ModelNotAvailableError(
+                f"model={self.spec.name!r} gives {len(states.hidden_states)} hidden states for num_hidden_layers="
+                f"{self.spec.num_layers} ({want} expected: the embeddings and one per layer), so bertfeat cannot tell "
+                "which is layer k (an ALBERT with inner_group_num > 1 gives one per inner layer). bertfeat embeds "
+                "with models that give one hidden state per layer."
+            )
 
     def _padding_changes_outputs(self) -> bool:
         """Whether padding after a sequence changes its real tokens' hidden states in the transformers model, as

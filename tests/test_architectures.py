@@ -267,3 +267,15 @@ def test_big_bird_runs_full_attention_so_a_long_text_neither_fails_nor_depends_o
                          device="cpu").fit_transform(texts)
     np.testing.assert_allclose(X, reference_features(path, texts, LAYERS, 60), atol=1e-5, rtol=0)
     reference_model.cache_clear()
+
+
+def test_a_model_with_other_than_one_hidden_state_per_layer_is_refused(tmp_path):
+    """bertfeat reads hidden state k as layer k. An ALBERT with two layers in each group (inner_group_num=2) gives
+    one per inner layer, 2 x 3 + 1 here: layers=[-1] was the last of them and layers=[-1, 0] read the fourth as the
+    last layer, 1.19 apart, silently."""
+    from bertfeat import ModelNotAvailableError
+
+    path = build_tiny_encoder(tmp_path / "albert", "albert", corpus=TEXTS, inner_group_num=2)
+    embedder = BertEmbedder(model=path, pooling="mean", layers=[-1, 0], layer_agg="concat", device="cpu")
+    with pytest.raises(ModelNotAvailableError, match=r"gives 7 hidden states for num_hidden_layers=3 \(4 expected"):
+        embedder.fit_transform(TEXTS[:2])
