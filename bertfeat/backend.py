@@ -448,7 +448,9 @@ class TorchBackend:
                 hidden = {self.spec.num_layers: out.last_hidden_state}
             else:
                 out = self.model(input_ids=input_ids, attention_mask=attention, output_hidden_states=True)
-                hidden = out.hidden_states
+                # the last layer is the model's output, as when it is asked for alone: a model may give the state
+                # before a final norm as its last hidden state (ModernBERT with tie_last_hidden_states=False)
+                hidden = (*out.hidden_states[:-1], out.last_hidden_state)
             if failure is None:
                 pooled = pool_blocks(hidden, attention, pooling, layer_groups)
         if failure is not None:  # outside the except block, so the failed batch's tensors are gone

@@ -17,7 +17,7 @@ from bertfeat import BertEmbedder
 from bertfeat.backend import _FastBert, clear_backends, get_backend
 from bertfeat.models import resolve_model
 from tests.conftest import TINY_SENTENCES
-from tests.tiny_encoders import FAMILIES, PADDING_SEEN, build_tiny_encoder
+from tests.tiny_encoders import FAMILIES, HIDDEN, PADDING_SEEN, build_tiny_encoder
 
 torch = pytest.importorskip("torch")
 
@@ -279,3 +279,21 @@ def test_a_model_with_other_than_one_hidden_state_per_layer_is_refused(tmp_path)
     embedder = BertEmbedder(model=path, pooling="mean", layers=[-1, 0], layer_agg="concat", device="cpu")
     with pytest.raises(ModelNotAvailableError, match=r"gives 7 hidden states for num_hidden_layers=3 \(4 expected"):
         embedder.fit_transform(TEXTS[:2])
+
+
+def test_the_last_layer_is_the_models_output_whatever_else_is_asked_for(tmp_path):
+    """A model may give its last hidden state before a final norm (ModernBERT with tie_last_hidden_states=False):
+    layers=[-1] read last_hidden_state and layers=[-1, 0] the hidden state before the norm, 0.18 apart."""
+    path = build_tiny_encoder(tmp_path / "modernbert", "modernbert", corpus=TEXTS, tie_last_hidden_states=False)
+    tok, model = reference_model(path)
+    with torch.inference_mode():
+        ids = torch.tensor([tok(TEXTS[0])["input_ids"]])
+        out = model(input_ids=ids, output_hidden_states=True)
+    assert not torch.allclose(out.hidden_states[-1], out.last_hidden_state, atol=1e-3)  # the case is real
+    want = out.last_hidden_state[0].mean(dim=0).numpy()
+    alone = BertEmbedder(model=path, pooling="mean", layers=[-1], device="cpu").fit_transform(TEXTS[:1])
+    both = BertEmbedder(model=path, pooling="mean", layers=[-1, 0], layer_agg="concat",
+                        device="cpu").fit_transform(TEXTS[:1])
+    np.testing.assert_allclose(alone[0], want, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(both[0, :HIDDEN], want, atol=1e-5, rtol=0)
+    reference_model.cache_clear()
