@@ -185,6 +185,7 @@ class TorchBackend:
         self.prefix, self.suffix = _special_tokens_around(self.tokenizer)
         pad = self.tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else 0)
+        self._check_model_runs()
         self.ladder = build_ladder(_FastBert, model, self.torch_dtype, self._probe_ids()) if fast else None
         self.fast = self.ladder.fast if self.ladder else None
         self.rung = self.ladder.rung if self.ladder else f"transformers-{dtype}"
@@ -194,8 +195,6 @@ class TorchBackend:
             self.model = None
         # A model whose real tokens see the padding beside them runs each length in a pass of its own, so that a
         # text's vector never depends on the texts batched with it (the fused pass masks padding by construction).
-        if self.fast is None:
-            self._check_one_state_per_layer()
         self.one_length_per_pass = self.fast is None and self._padding_changes_outputs()
         if device_type == "cpu" and dtype != "float32":
             self._check_reduced_precision()
@@ -369,16 +368,28 @@ class TorchBackend:
             out[rows] = part
         return out
 
-    def _check_one_state_per_layer(self) -> None:
-        """Refuse a transformers model whose forward pass gives other than the embeddings and one hidden state per
-        layer: bertfeat reads hidden state k as layer k, and the last as what ``layers=[-1]`` alone reads."""
+    def _check_model_runs(self) -> None:
+        """Refuse, saying why, a transformers model that fails on a short probe text (a config transformers cannot
+        run: MPNet with fewer than 32 relative-position buckets, BERT with no token type, RoBERTa with no
+        pad_token_id), or whose forward pass gives other than the embeddings and one hidden state per layer:
+        bertfeat reads hidden state k as layer k."""
         import torch
 
         from bertfeat.exceptions import ModelNotAvailableError
 
         ids = torch.tensor([self._probe_ids()[0]], device=self.device)
-        with torch.inference_mode():
-            states = self.model(input_ids=ids, attention_mask=torch.ones_like(ids), output_hidden_states=True)
+        try:
+            with torch.inference_mode():
+                states = self.model(input_ids=ids, attention_mask=torch.ones_like(ids), output_hidden_states=True)
+        except (RuntimeError, IndexError, TypeError, ValueError) as exc:
+            if _is_oom(exc):
+                raise
+            raise ModelNotAvailableError(
+                f"model={self.spec.name!r}: transformers' forward pass of this model fails on a short probe text "
+                f"({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}), so no text can be "
+                "embedded with it. Its config.json asks for what transformers cannot run with these weights: check "
+                "it against the config the model was trained with."
+            ) from exc
         want = self.spec.num_layers + 1
         if len(states.hidden_states) != want:
             raise ModelNotAvailableError(

@@ -297,3 +297,20 @@ def test_the_last_layer_is_the_models_output_whatever_else_is_asked_for(tmp_path
     np.testing.assert_allclose(alone[0], want, atol=1e-5, rtol=0)
     np.testing.assert_allclose(both[0, :HIDDEN], want, atol=1e-5, rtol=0)
     reference_model.cache_clear()
+
+
+@pytest.mark.parametrize("model_type, config", [
+    ("mpnet", dict(relative_attention_num_buckets=16)),  # transformers looks up 32 buckets whatever this says
+    ("bert", dict(type_vocab_size=0)),  # BERT adds token type 0's embedding to every token
+    ("roberta", dict(pad_token_id=None)),  # RoBERTa counts positions from pad_token_id
+    ("electra", dict(type_vocab_size=0)),
+])
+def test_a_config_transformers_cannot_run_is_refused_at_load_saying_so(model_type, config, tmp_path):
+    """Each failed with a bare IndexError, TypeError or RuntimeError from inside the model (or bertfeat's own
+    reading of its weights) at the first transform."""
+    from bertfeat import ModelNotAvailableError
+
+    path = build_tiny_encoder(tmp_path / model_type, model_type, corpus=TEXTS, **config)
+    with pytest.raises(ModelNotAvailableError, match=r"transformers' forward pass of this model fails on a short "
+                                                     r"probe text \((IndexError|RuntimeError|TypeError): "):
+        BertEmbedder(model=path, device="cpu").fit_transform(["a cat"])
