@@ -387,8 +387,8 @@ class TorchBackend:
             raise ModelNotAvailableError(
                 f"model={self.spec.name!r}: transformers' forward pass of this model fails on a short probe text "
                 f"({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}), so no text can be "
-                "embedded with it. Its config.json asks for what transformers cannot run with these weights: check "
-                "it against the config the model was trained with."
+                "embedded with it: its config.json asks for what transformers cannot run with these weights (check it "
+                "against the config the model was trained with), or the model needs more than text as input."
             ) from exc
         want = self.spec.num_layers + 1
         if len(states.hidden_states) != want:
