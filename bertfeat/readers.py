@@ -82,10 +82,12 @@ class _CountingFile:
             return 0
 
     def read(self, n=-1):
+        if n == 0:
+            return b""
         if n is None or n < 0:
             data = self._held + self._fh.read()
-        else:
-            data = self._held + self._fh.read(max(1, n - len(self._held)))
+        else:  # never more than n bytes: a one-byte read gives back the held b"\r" alone
+            data = self._held + (self._fh.read(n - len(self._held)) if n > len(self._held) else b"")
         self._held = b""
         if len(data) > 1 and data.endswith(b"\r"):  # never a lone b"\r": an empty piece would read as the end
             data, self._held = data[:-1], b"\r"
