@@ -138,6 +138,21 @@ def exactness(models: dict, texts: list[str]) -> list[Check]:
     return out
 
 
+def whole_batches(models: dict, device: str = "cuda") -> list[Check]:
+    """A BERT's batches run whole on the device: its load-time padding check (padded and unpadded probes, float32)
+    must not find padding moving real tokens there, or every length would run in a pass of its own."""
+    from bertfeat.backend import get_backend
+    from bertfeat.models import resolve_model
+
+    out = []
+    for shape, path in models.items():
+        for dtype in ("float32", "bfloat16"):
+            split = get_backend(resolve_model(path), device, dtype).one_length_per_pass
+            out.append(check(f"{shape} {dtype}: batches run whole (padding moves no real token)", int(split), "==", 0,
+                             "load-time probe, float32 on the device"))
+    return out
+
+
 def half_precision(path: str, texts: list[str], device: str = "cuda") -> list[Check]:
     """Cosines with float32 at 12 layers, batch dependence in half precision, finite output. (``device`` is for
     the test that runs these same calls on CPU, so an argument BertEmbedder refuses fails there, not on a GPU.)"""
@@ -338,6 +353,7 @@ def run_checks(quick: bool = False) -> list[Check]:
         attempt("GPU tests", gpu_tests)
         attempt("GPU float32 vs CPU float32", exactness, models, texts[:100])
         attempt("half precision", half_precision, models["bert-base"], texts[:400])
+        attempt("batches run whole", whole_batches, models)
         attempt("forced OOM", forced_oom, models["minilm"], texts[:3000])
         attempt("cuda:N", devices, models["minilm"], texts[:50])
         attempt("Ray engine, fractional GPU", ray_fractional, models["minilm"], texts[:400], root)

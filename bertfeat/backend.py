@@ -196,6 +196,10 @@ class TorchBackend:
         # A model whose real tokens see the padding beside them runs each length in a pass of its own, so that a
         # text's vector never depends on the texts batched with it (the fused pass masks padding by construction).
         self.one_length_per_pass = self.fast is None and self._padding_changes_outputs()
+        if self.one_length_per_pass:  # said once per load: a slower way to run, and the reason for it
+            log.warning("bertfeat: padding after a text changes its tokens' hidden states in %s (%s), so each length "
+                        "in a batch runs in a pass of its own: the same vectors, more passes",
+                        spec.name, getattr(config, "model_type", "?"))
         if device_type == "cpu" and dtype != "float32":
             self._check_reduced_precision()
         self._fallback_lock = threading.Lock()

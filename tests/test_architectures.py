@@ -114,6 +114,20 @@ def test_family_takes_the_expected_cpu_path(tiny_encoder, model_type):
     assert backend.one_length_per_pass == (model_type in PADDING_SEEN)
 
 
+def test_a_model_run_one_length_per_pass_says_so_once_at_load(tiny_encoder, caplog):
+    """Splitting batches by length is slower: the log says which model and why, when it loads, and not otherwise."""
+    import logging
+
+    from bertfeat.backend import TorchBackend
+
+    with caplog.at_level(logging.WARNING, logger="bertfeat"):
+        TorchBackend(resolve_model(tiny_encoder("bert")), "cpu", "float32")
+        assert not [r for r in caplog.records if "pass of its own" in r.getMessage()]
+        TorchBackend(resolve_model(tiny_encoder(sorted(PADDING_SEEN)[0])), "cpu", "float32")
+    said = [r.getMessage() for r in caplog.records if "pass of its own" in r.getMessage()]
+    assert len(said) == 1 and sorted(PADDING_SEEN)[0] in said[0]
+
+
 FUSED = [t for t, (_, fused) in FAMILIES.items() if fused]
 
 

@@ -112,3 +112,20 @@ def test_the_host_ceiling_line_divides_by_the_model_alone(tmp_path, monkeypatch)
     assert not gpu_check.host_ceiling(austen_texts(10), 2_500_000.0).ok  # 1.2x: the host would hold the GPU back
     rate = gpu_check.model_rate(str(tmp_path), austen_texts(40), device="cpu", dtype="float32")
     assert 0 < rate < float("inf")
+
+
+def test_the_whole_batches_line_reads_the_backends_padding_check(tmp_path):
+    from benchmarks import gpu_check
+    from tests.conftest import build_tiny_bert
+
+    from tests.tiny_encoders import PADDING_SEEN, build_tiny_encoder
+
+    build_tiny_bert(tmp_path / "bert")
+    seen = sorted(PADDING_SEEN)[0]  # a family whose real tokens see padding: its batches are split by length
+    models = {"tiny": str(tmp_path / "bert"), seen: build_tiny_encoder(tmp_path / seen, seen)}
+    lines = gpu_check.whole_batches(models, device="cpu")
+    assert [(line.name, line.value, line.ok) for line in lines] == [
+        ("tiny float32: batches run whole (padding moves no real token)", 0, True),
+        ("tiny bfloat16: batches run whole (padding moves no real token)", 0, True),
+        (f"{seen} float32: batches run whole (padding moves no real token)", 1, False),
+        (f"{seen} bfloat16: batches run whole (padding moves no real token)", 1, False)]
