@@ -320,6 +320,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
             normalize=bool(self.normalize),
             dtype=dtype,
             prefix=prefix,
+            model_format=rcp.model_format(spec.model_type),
         )
 
     def _check_same_columns(self, names, all_columns):

@@ -29,6 +29,17 @@ FORMAT_VERSION = 2
 #    it was tokenized alone and put before the text's own tokens, which differs on byte-level BPE and SentencePiece
 #    tokenizers (RoBERTa, XLM-R, multilingual-e5's "query: ").
 PREFIX_FORMAT = 1
+# The same for the models of one family (model_type in config.json): a change that alters that family's vectors
+# only. The other families keep their fingerprints and cache entries.
+# 1 (2026-11-26): big_bird runs full attention from load (block-sparse attention saw the padding of a batch);
+#   convbert and yoso run each length of a batch in a pass of its own (their vectors depended on the texts batched
+#   with them); modernbert's last layer is its output after the final norm also when other layers are asked for.
+MODEL_FORMATS = {"big_bird": 1, "convbert": 1, "yoso": 1, "modernbert": 1}
+
+
+def model_format(model_type: str) -> int:
+    """The vector format of a model family (:data:`MODEL_FORMATS`; 0 where its vectors never changed)."""
+    return MODEL_FORMATS.get(model_type, 0)
 
 
 def parse_pooling(pooling) -> tuple[str, ...]:
@@ -128,6 +139,8 @@ class Recipe:
     # the numbers.
     prefix: str = ""
     format_version: int = FORMAT_VERSION
+    # :func:`model_format` of the model's family; 0 (most families) stays out of the key
+    model_format: int = 0
     _fingerprint: str = field(default="", init=False, repr=False, compare=False)
 
     @property
@@ -163,6 +176,8 @@ class Recipe:
             d.pop("prefix")
         else:
             d["prefix_format"] = PREFIX_FORMAT
+        if not self.model_format:  # families whose vectors never changed keep their fingerprints
+            d.pop("model_format")
         d["pooling"] = list(self.pooling)
         d["layers"] = list(self.layers)
         return d

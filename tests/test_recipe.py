@@ -57,7 +57,7 @@ def test_every_key_field_changes_the_fingerprint():
     changes = dict(
         weights_sha256="x" * 64, tokenizer_sha256="y" * 64, config_sha256="z" * 64, hidden_size=8, num_layers=4,
         pooling=("cls",), layers=(2,), layer_agg="concat", max_length=32, long_text="chunk", stride=3,
-        normalize=True, dtype="bfloat16", prefix="query: ", format_version=99,
+        normalize=True, dtype="bfloat16", prefix="query: ", format_version=99, model_format=1,
     )
     key_fields = {f.name for f in dataclasses.fields(Recipe)} - {"model", "_fingerprint"}
     assert set(changes) == key_fields, "every key field needs a case here"
@@ -66,6 +66,24 @@ def test_every_key_field_changes_the_fingerprint():
         fp = dataclasses.replace(base, **{name: value}).fingerprint()
         assert fp not in seen, name
         seen.add(fp)
+
+
+def test_a_family_whose_vectors_changed_gets_new_fingerprints_and_no_other(tmp_path):
+    """MODEL_FORMATS: the families whose vectors a change altered key their recipes anew (their old cache rows are
+    never reused); every other family keeps its fingerprint, pinned below."""
+    from bertfeat import BertEmbedder
+    from bertfeat.recipe import MODEL_FORMATS, model_format
+    from tests.tiny_encoders import build_tiny_encoder
+
+    assert model_format("bert") == 0 and "model_format" not in make_recipe().key_dict()
+    assert {t: model_format(t) for t in ("big_bird", "convbert", "yoso", "modernbert")} == dict.fromkeys(
+        ("big_bird", "convbert", "yoso", "modernbert"), 1) == MODEL_FORMATS
+    assert make_recipe(model_format=1).key_dict()["model_format"] == 1
+    for model_type, changed in (("convbert", 1), ("roberta", 0)):
+        recipe = BertEmbedder(model=build_tiny_encoder(tmp_path / model_type, model_type), device="cpu",
+                              pooling="mean", layers=-1).fit(["x"]).recipe_
+        assert recipe.model_format == changed
+        assert ("model_format" in recipe.key_dict()) == bool(changed)
 
 
 def test_display_name_does_not_change_the_fingerprint():
