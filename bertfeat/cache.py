@@ -507,10 +507,16 @@ class _Namespace:
                 total += os.path.getsize(os.path.join(self.dir, name))
         return total
 
+    def _learn_width(self, recipe: dict | None) -> None:
+        # Without it the first shard listed would set the width, and a damaged one would make every sound shard
+        # look corrupt (compact would then delete them all). recipe.json is trusted only if it names this namespace.
+        if (self.n_features is None and isinstance(recipe, dict) and recipe.get("fingerprint") == self.fingerprint
+                and isinstance(recipe.get("n_features"), int) and recipe["n_features"] > 0):
+            self.n_features = recipe["n_features"]
+
     def info(self) -> NamespaceInfo:
         recipe = self._read_recipe()
-        if self.n_features is None and recipe and isinstance(recipe.get("n_features"), int):
-            self.n_features = recipe["n_features"]
+        self._learn_width(recipe)
         with self._lock:
             self.refresh()
             distinct = int(np.count_nonzero(self.keys[1:] != self.keys[:-1])) + 1 if len(self.keys) else 0
@@ -524,6 +530,7 @@ class _Namespace:
     def compact(self) -> CompactResult:
         with _flock(os.path.join(self.dir, _COMPACT_LOCK_FILE), exclusive=True), self._lock:
             temp_removed = self._remove_stale_temp_files()
+            self._learn_width(self._read_recipe())
             self.bad.clear()  # look again: a shard is only deleted as corrupt if it still cannot be read
             self.refresh()
             old = dict(self.shards)

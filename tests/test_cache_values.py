@@ -285,6 +285,45 @@ def test_a_shard_of_the_wrong_shape_is_reported_word_for_word_and_ignored(tmp_pa
     assert result.corrupt_removed == [path.name] and not path.exists()
 
 
+@pytest.mark.parametrize("operation", ["compact", "info then compact"])
+def test_a_compaction_in_a_new_process_takes_the_width_from_the_recipe_not_from_a_damaged_shard(tmp_path,
+                                                                                               operation):
+    # `bertfeat cache compact` starts with no recipe in hand: the oldest shard, 8 floats wide under a 16-float
+    # recipe, set the width, so the sound shard was deleted as corrupt and the damaged one kept, rewritten.
+    recipe = recipe16()
+    fp = recipe.fingerprint()
+    Cache(tmp_path).store(recipe, *workers.rows(range(10, 20)))
+    keys, vectors, tokens = workers.rows(range(3))
+    narrow = cache_module._shard_table(cache_module._key_array(keys), np.ascontiguousarray(vectors[:, :8]),
+                                       np.asarray(tokens, np.int64), fp)
+    damaged = tmp_path / fp / shard_name(1)
+    pq.write_table(narrow, damaged)
+    maintainer = Cache(tmp_path)
+    with pytest.warns(CacheWarning) as record:
+        if operation == "info then compact":
+            assert maintainer.info()[0].corrupt == [damaged.name]
+        result = maintainer.compact()[0]
+    assert "(ValueError: vectors of 8 floats where the recipe has 16)" in message_of(record)
+    assert (result.corrupt_removed, result.rows) == ([damaged.name], 10)
+    found, got, _ = Cache(tmp_path).lookup(recipe, workers.rows(range(10, 20))[0])
+    assert found.all()
+    np.testing.assert_array_equal(got, workers.rows(range(10, 20))[1])
+
+
+@pytest.mark.parametrize("recipe_file", ["missing", "another namespace's"])
+def test_a_recipe_file_that_does_not_name_its_namespace_sets_no_width(tmp_path, recipe_file):
+    recipe = recipe16()
+    Cache(tmp_path).store(recipe, *workers.rows(range(5)))
+    path = tmp_path / recipe.fingerprint() / "recipe.json"
+    if recipe_file == "missing":
+        path.unlink()
+    else:
+        path.write_text(json.dumps(dict(make_recipe(hidden_size=8).to_dict(), n_features=8)))
+    result = Cache(tmp_path).compact()[0]
+    assert (result.corrupt_removed, result.rows) == ([], 5)
+    assert Cache(tmp_path).lookup(recipe, workers.rows(range(5))[0])[0].all()
+
+
 def test_a_key_count_that_disagrees_with_the_footer_is_reported(tmp_path, monkeypatch):
     recipe = recipe16()
     Cache(tmp_path).store(recipe, *workers.rows(range(4)))
