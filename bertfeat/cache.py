@@ -109,6 +109,7 @@ def open_cache(path, *, create: bool = True) -> "Cache":
                                  f"{what_to_do}") from None
     elif not os.path.exists(marker):
         raise CacheError(f"{root} is not a bertfeat cache (it has no {MARKER}); point at the cache_dir you used.")
+    _check_cache_format(marker, root)
     with _OPEN_LOCK:
         if _OPEN.get("pid") != os.getpid():  # a forked child must not share the parent's thread locks
             _OPEN.clear()
@@ -121,6 +122,22 @@ def open_cache(path, *, create: bool = True) -> "Cache":
 
 _OPEN: dict = {}
 _OPEN_LOCK = threading.Lock()
+
+
+def _check_cache_format(marker: str, root: str) -> None:
+    """Refuse a cache written in a newer layout: this version would read its shards wrongly or, finding them
+    unreadable, delete them as corrupt at the next compact. A marker that cannot be read still marks a cache."""
+    try:
+        with open(marker, encoding="utf-8") as f:
+            found = json.load(f).get("bertfeat_cache_format")
+    except (OSError, ValueError, AttributeError):
+        return
+    if isinstance(found, int) and not isinstance(found, bool) and found > CACHE_FORMAT:
+        raise CacheError(
+            f"{root} is a bertfeat cache of format {found} ({MARKER}), written by a newer bertfeat; this one reads "
+            f"format {CACHE_FORMAT} and would misread or delete its shards. Upgrade bertfeat in this environment "
+            "(the R package uses the Python one it is pointed at), or use another cache_dir."
+        )
 
 
 @dataclass

@@ -127,6 +127,37 @@ def test_the_marker_file_says_the_format(tmp_path):
     assert (tmp_path / "c" / "bertfeat-cache.json").read_text() == '{"bertfeat_cache_format": 1}\n'
 
 
+@pytest.mark.parametrize("create", [True, False])
+def test_a_cache_of_a_newer_format_is_refused_not_compacted_away(tmp_path, create):
+    # The format was written but never read: a bertfeat of today, sharing a cache with a newer one (a Python
+    # virtualenv and R's), took shards it cannot read for corrupt ones, and `cache compact` deleted them.
+    recipe = recipe16()
+    fp = recipe.fingerprint()
+    root = tmp_path / "c"
+    Cache(root).store(recipe, *workers.rows(range(4)))
+    (root / "bertfeat-cache.json").write_text('{"bertfeat_cache_format": 2}\n')
+    newer = pa.table({"key": pa.array(workers.rows(range(4))[0], pa.binary(16)),
+                      "vector": pa.array([np.ones(F, np.float16)] * 4, pa.list_(pa.float16()))},
+                     metadata={"bertfeat.fingerprint": fp, "bertfeat.cache_format": "2"})
+    pq.write_table(newer, root / fp / shard_name(1))
+    with pytest.raises(CacheError) as err:
+        open_cache(root, create=create).compact()
+    assert str(err.value) == (
+        f"{root} is a bertfeat cache of format 2 (bertfeat-cache.json), written by a newer bertfeat; this one reads "
+        "format 1 and would misread or delete its shards. Upgrade bertfeat in this environment (the R package uses "
+        "the Python one it is pointed at), or use another cache_dir."
+    )
+    assert len(shards(root, recipe)) == 2
+
+
+@pytest.mark.parametrize("marker", ['{"bertfeat_cache_format": 1}\n', "", "[1]", '{"bertfeat_cache_format": "9"}'])
+def test_a_marker_of_this_format_or_one_that_cannot_be_read_still_marks_a_cache(tmp_path, marker):
+    recipe = recipe16()
+    Cache(tmp_path).store(recipe, *workers.rows(range(4)))
+    (tmp_path / "bertfeat-cache.json").write_text(marker)
+    assert open_cache(tmp_path, create=False).lookup(recipe, workers.rows(range(4))[0])[0].all()
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX")
 def test_a_forked_child_gets_its_own_cache_object(tmp_path):
     parent = open_cache(tmp_path)
