@@ -316,12 +316,18 @@ class _Namespace:
     def refresh(self) -> None:
         """Bring the index up to date with the shards on disk: read new shards' keys, forget vanished ones."""
         with self._lock:
-            names = self._list_shards()
-            gone = [name for name in self.ids if name not in names]
-            if gone:
-                self._forget([self.ids[name] for name in gone])
-            opened = [self._open(name) for name in sorted(names) if name not in self.ids and name not in self.bad]
-            self._register([shard for shard in opened if shard is not None])
+            # A shard listed but gone when opened was compacted (or cleared) meanwhile: list again, or the rows now
+            # in the merged shard would count as misses and be recomputed.
+            for _ in range(4):
+                names = self._list_shards()
+                gone = [name for name in self.ids if name not in names]
+                if gone:
+                    self._forget([self.ids[name] for name in gone])
+                new = [name for name in sorted(names) if name not in self.ids and name not in self.bad]
+                opened = [self._open(name) for name in new]
+                self._register([shard for shard in opened if shard is not None])
+                if all(shard is not None or name in self.bad for name, shard in zip(new, opened)):
+                    break
 
     def _list_shards(self) -> set[str]:
         # The shared lock only spans the listing, so that compaction's swap (new shard in, old ones out) is seen

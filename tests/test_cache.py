@@ -397,6 +397,31 @@ def test_reader_holding_an_old_index_survives_a_compaction(tmp_path):
     workers.check_found(keys, found, got, tokens)
 
 
+def test_reader_whose_listing_is_compacted_away_before_it_opens_the_shards_finds_the_merged_one(tmp_path):
+    # The listing named two shards; another process merged and deleted them before this one read their keys. The
+    # reader indexed nothing and took all 10 cached rows for misses, to be recomputed.
+    recipe = make_recipe(hidden_size=workers.N_FEATURES)
+    Cache(tmp_path).store(recipe, *workers.rows(range(5)))
+    Cache(tmp_path).store(recipe, *workers.rows(range(5, 10)))
+    reader = Cache(tmp_path)
+    namespace = reader._namespace(recipe.fingerprint(), recipe.n_features)
+    opened, compacted = namespace._open, []
+
+    def open_after_a_compaction(name):
+        if not compacted:
+            compacted.append(Cache(tmp_path).compact()[0])
+        return opened(name)
+
+    namespace._open = open_after_a_compaction
+    keys = workers.rows(range(10))[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)
+        found, got, tokens = reader.lookup(recipe, keys)
+    assert (compacted[0].shards_before, compacted[0].shards_after) == (2, 1)
+    assert found.all()
+    workers.check_found(keys, found, got, tokens)
+
+
 # -- several processes at once ---------------------------------------------------------------------------------------
 
 
