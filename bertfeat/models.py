@@ -25,6 +25,7 @@ _HUB_PATTERNS = [
     "config.json", "*.safetensors", "*.safetensors.index.json", "tokenizer*", "vocab*", "merges.txt",
     "special_tokens_map.json", "*.model", "modules.json", "sentence_bert_config.json", "*_Pooling/config.json",
     "config_sentence_transformers.json",
+    "*.py",  # a model's own code (auto_map), run only with trust_remote_code=True; hashed into its fingerprint
 ]
 _TOKENIZER_FILES = (
     "tokenizer.json", "vocab.txt", "vocab.json", "merges.txt", "spiece.model", "sentencepiece.bpe.model",
@@ -180,7 +181,7 @@ def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple
         path=str(root),
         weights_sha256=_hash_files(weights),
         tokenizer_sha256=_hash_files(tok_files),
-        config_sha256=hashlib.sha256(json.dumps(stable_config, sort_keys=True).encode()).hexdigest(),
+        config_sha256=_config_sha256(stable_config, root if config.get("auto_map") else None),
         num_layers=int(num_layers),
         hidden_size=int(hidden),
         max_length=int(max_length),
@@ -296,6 +297,17 @@ def _check_safetensors(f: Path, name: str) -> None:
             "(.bin) file or a damaged download: download it again, or convert once with transformers: "
             "AutoModel.from_pretrained(dir).save_pretrained(dir, safe_serialization=True)."
         )
+
+
+def _config_sha256(stable_config: dict, code_dir: Path | None) -> str:
+    """sha256 of the config, and of the modelling code beside it for a model that ships its own (``auto_map``):
+    that code decides the vectors as much as the weights do, so an edit to it must not be answered from the cache.
+    A model without its own code keeps the hash of its config alone."""
+    blob = json.dumps(stable_config, sort_keys=True).encode()
+    code = sorted(code_dir.glob("*.py")) if code_dir is not None else []
+    if code:
+        blob += b"\0" + _hash_files(code).encode()
+    return hashlib.sha256(blob).hexdigest()
 
 
 def _hash_files(files: list[Path]) -> str:

@@ -45,6 +45,37 @@ def test_remote_code_needs_consent(tiny_bert, tmp_path):
         resolve_model(str(copy))
 
 
+def test_the_code_of_a_model_that_ships_its_own_is_in_its_fingerprint(tiny_bert, tmp_path):
+    # Its code decides the vectors as much as its weights: with it left out, a model whose modelling file was edited
+    # (its hidden states doubled) kept its fingerprint, and the cache answered with the old vectors, 2.4 off.
+    from bertfeat import BertEmbedder
+
+    copy = shutil.copytree(tiny_bert, tmp_path / "copy")
+    config = json.loads((copy / "config.json").read_text())
+    config["auto_map"] = {"AutoModel": "modeling_scaled.ScaledBert"}
+    (copy / "config.json").write_text(json.dumps(config))
+    code = copy / "modeling_scaled.py"
+
+    def fingerprint():
+        spec = resolve_model(str(copy), trust_remote_code=True)
+        recipe = BertEmbedder(model=str(copy), trust_remote_code=True, dtype="float32")._build_recipe()
+        return spec.config_sha256, recipe.fingerprint()
+
+    code.write_text("from transformers import BertModel\n\n\nclass ScaledBert(BertModel):\n    SCALE = 1.0\n")
+    before = fingerprint()
+    code.write_text("from transformers import BertModel\n\n\nclass ScaledBert(BertModel):\n    SCALE = 2.0\n")
+    after = fingerprint()
+    assert before[0] != after[0] and before[1] != after[1]
+    (copy / "helpers.py").write_text("# imported by modeling_scaled.py\n")
+    assert fingerprint() != after
+
+
+def test_a_python_file_beside_a_model_without_its_own_code_changes_nothing(tiny_bert, tmp_path):
+    copy = shutil.copytree(tiny_bert, tmp_path / "copy")
+    (copy / "notes.py").write_text("print('not the model')\n")
+    assert resolve_model(str(copy)).config_sha256 == resolve_model(tiny_bert).config_sha256
+
+
 @pytest.mark.parametrize("bad", ["", None, 3])
 def test_model_must_be_a_name_or_path(bad):
     with pytest.raises(ValueError, match="model="):
