@@ -662,11 +662,13 @@ class _Namespace:
                     if _SHARD_RE.match(name) or name.startswith(".tmp-") or name == RECIPE_FILE:
                         with contextlib.suppress(FileNotFoundError):
                             os.unlink(os.path.join(self.dir, name))
+                # Removed while still held: a process waiting on them then finds them gone and locks afresh
+                # (_flock). Removed after, a waiter would hold a lock file nobody else can see.
+                for name in (_LOCK_FILE, _COMPACT_LOCK_FILE):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(os.path.join(self.dir, name))
             self._forget(list(self.shards))
             self.bad.clear()
-        for name in (_LOCK_FILE, _COMPACT_LOCK_FILE):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(os.path.join(self.dir, name))
         with contextlib.suppress(OSError):  # left in place if something else was put there
             os.rmdir(self.dir)
 
@@ -831,7 +833,19 @@ def _flock(path: str, *, exclusive: bool):
         yield
         return
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        while True:
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            with contextlib.suppress(OSError):
+                if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                    break
+            # `clear` removed the file while we waited: lock the one a later caller will open, if any
+            os.close(fd)
+            fd = None
+            with contextlib.suppress(OSError):
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+            if fd is None:  # the namespace itself is gone: there is nothing left to guard
+                break
         yield
     finally:
-        os.close(fd)
+        if fd is not None:
+            os.close(fd)

@@ -526,6 +526,65 @@ def test_cache_operations_wait_for_the_advisory_lock(tmp_path, operation, lock_f
         assert done == {"cleared": 1} and not ns.exists()
 
 
+@pytest.mark.skipif(cache_module.fcntl is None, reason="flock is POSIX")
+@pytest.mark.parametrize("lock_file", [".lock", ".compact.lock"])
+def test_clear_removes_its_lock_files_while_holding_them_and_a_waiter_locks_afresh(tmp_path, monkeypatch, lock_file):
+    """`clear` removed .lock and .compact.lock after letting go of them: a compaction waiting on the old file then
+    held a lock no later process could see, and a second compaction ran beside it (its shards vanishing under it:
+    "vanished during compaction")."""
+    import fcntl
+    import threading
+
+    recipe = make_recipe(hidden_size=workers.N_FEATURES)
+    cache = Cache(tmp_path)
+    cache.store(recipe, *workers.rows(range(10)))
+    path = tmp_path / recipe.fingerprint() / lock_file
+
+    def free(p):  # whether another open file description can lock it now
+        fd = os.open(p, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+        finally:
+            os.close(fd)
+
+    held_when_removed = []
+    unlink = os.unlink
+
+    def watching_unlink(p, *args, **kwargs):
+        if os.fspath(p) == str(path):
+            held_when_removed.append(not free(p))
+        return unlink(p, *args, **kwargs)
+
+    monkeypatch.setattr(os, "unlink", watching_unlink)
+    cache.clear()
+    monkeypatch.undo()
+    assert held_when_removed == [True]
+
+    # A waiter on a lock file that is removed before it is let go locks the file a later caller opens.
+    path.parent.mkdir(exist_ok=True)
+    inside, leave = threading.Event(), threading.Event()
+
+    def waiter():
+        with cache_module._flock(str(path), exclusive=True):
+            inside.set()
+            leave.wait(30)
+
+    with holding_flock(path, exclusive=True):
+        thread = threading.Thread(target=waiter)
+        thread.start()
+        time.sleep(0.2)  # let it block on the file held here
+        path.unlink()
+    try:
+        assert inside.wait(30)
+        assert path.exists() and not free(path)
+    finally:
+        leave.set()
+        thread.join(30)
+
+
 @pytest.mark.parametrize("mode", ["stall", "loop"])
 def test_writer_killed_mid_write_leaves_a_cache_the_next_run_completes(tmp_path, mode):
     """SIGKILL a writer (``stall``: after its temp file is written, before the rename; ``loop``: at any moment)."""
