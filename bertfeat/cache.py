@@ -380,6 +380,7 @@ class _Namespace:
         """Add shards to the index in one merge (one pass over the index however many shards are new)."""
         if not opened:
             return
+        newest = max((s.name for s in self.shards.values()), default="")
         new_keys, new_sids, new_rows = [], [], []
         for shard, keys in opened:
             sid = self._next_id
@@ -397,6 +398,13 @@ class _Namespace:
         self.keys = np.insert(self.keys, at, keys)
         self.shard_of = np.insert(self.shard_of, at, np.concatenate(new_sids)[order])
         self.row_of = np.insert(self.row_of, at, np.concatenate(new_rows)[order])
+        if any(shard.name < newest for shard, _ in opened):
+            # A shard named older landed after a newer one was indexed (its writer paused, or another host's clock
+            # is behind): order every key's copies by shard name again, as a process listing them together would.
+            rank = np.zeros(self._next_id, dtype=np.int64)
+            rank[sorted(self.shards, key=lambda sid: self.shards[sid].name)] = np.arange(len(self.shards))
+            order = np.lexsort((self.row_of, rank[self.shard_of], self.keys))
+            self.keys, self.shard_of, self.row_of = self.keys[order], self.shard_of[order], self.row_of[order]
 
     def _forget(self, sids) -> None:
         sids = list(sids)
@@ -576,7 +584,7 @@ class _Namespace:
                 writer = _RowGroupWriter(tmp.path, self.fingerprint, self.n_features,
                                          _row_group_rows(self.n_features, self.row_group_rows)) if old else None
                 try:
-                    for sid, shard in sorted(old.items()):
+                    for sid, shard in sorted(old.items(), key=lambda item: item[1].name):
                         keep = np.zeros(int(shard.rg_starts[-1]), dtype=bool)
                         lo, hi = np.searchsorted(keep_sid, [sid, sid + 1])
                         keep[keep_row[lo:hi]] = True

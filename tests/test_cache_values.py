@@ -442,6 +442,26 @@ def test_when_copies_of_a_key_disagree_the_oldest_shard_answers_and_compaction_k
     workers.check_found(keys, found, got, tokens)
 
 
+def test_a_shard_named_older_that_lands_later_still_answers_first_in_every_process(tmp_path):
+    # A writer names its shard when it commits; another host's clock behind ours (a shared network cache), or a
+    # writer paused between naming and renaming, lands a shard named older after a newer one was indexed. The
+    # process that indexed the newer one first answered with its copy, a new process with the older one.
+    recipe = recipe16()
+    ids = range(300)
+    keys = workers.rows(ids)[0]
+    write_copy(tmp_path, recipe, ids, shard_name(5), 1)
+    reader = Cache(tmp_path)
+    reader.lookup(recipe, keys[:1])  # indexes the shard named 5
+    write_copy(tmp_path, recipe, ids, shard_name(2), 0)  # named older, lands later
+    found, got, tokens = reader.lookup(recipe, keys)
+    workers.check_found(keys, found, got, tokens)
+    fresh = Cache(tmp_path).lookup(recipe, keys)[1]
+    np.testing.assert_array_equal(got.view(np.uint32), fresh.view(np.uint32))
+    result = reader.compact()[0]  # and compaction, in that process, keeps the copy of the older name
+    assert (result.rows, result.duplicates_dropped) == (300, 300)
+    workers.check_found(keys, *Cache(tmp_path).lookup(recipe, keys))
+
+
 def test_a_reader_forgets_shards_another_process_compacted_away(tmp_path):
     recipe = recipe16()
     writer = Cache(tmp_path)
