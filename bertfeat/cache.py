@@ -304,6 +304,7 @@ class _Namespace:
         self.shards: dict[int, _Shard] = {}
         self.ids: dict[str, int] = {}
         self.bad: set[str] = set()
+        self.denied: set[str] = set()  # shards this user may not read: not corrupt, so never deleted
         self._warned: set[str] = set()
         self._next_id = 0
         self.keys = np.empty(0, dtype=f"S{KEY_BYTES}")
@@ -323,10 +324,12 @@ class _Namespace:
                 gone = [name for name in self.ids if name not in names]
                 if gone:
                     self._forget([self.ids[name] for name in gone])
-                new = [name for name in sorted(names) if name not in self.ids and name not in self.bad]
+                new = [name for name in sorted(names)
+                       if name not in self.ids and name not in self.bad and name not in self.denied]
                 opened = [self._open(name) for name in new]
                 self._register([shard for shard in opened if shard is not None])
-                if all(shard is not None or name in self.bad for name, shard in zip(new, opened)):
+                if all(shard is not None or name in self.bad or name in self.denied
+                       for name, shard in zip(new, opened)):
                     break
 
     def _list_shards(self) -> set[str]:
@@ -351,6 +354,9 @@ class _Namespace:
             if len(keys) != metadata.num_rows:
                 raise ValueError(f"{len(keys)} keys for {metadata.num_rows} rows")
         except FileNotFoundError:  # compacted or cleared since the listing
+            return None
+        except PermissionError as exc:
+            self._deny(name, exc)
             return None
         except (OSError, pa.ArrowException, ValueError) as exc:
             self._mark_bad(name, exc)
@@ -426,6 +432,19 @@ class _Namespace:
                 CacheWarning, stacklevel=user_stacklevel(),
             )
 
+    def _deny(self, name: str, exc: BaseException) -> None:
+        self.denied.add(name)
+        if name in self.ids:
+            self._forget([self.ids[name]])
+        if name not in self._warned:
+            self._warned.add(name)
+            warnings.warn(
+                f"bertfeat cache: cannot read shard {os.path.join(self.dir, name)} ({type(exc).__name__}: {exc}); its "
+                "texts will be recomputed. It is not corrupt, and compact leaves it alone: give this user read access "
+                "to the cache's files.",
+                CacheWarning, stacklevel=user_stacklevel(),
+            )
+
     # -- lookup and store ---------------------------------------------------------------------------------------
 
     def lookup(self, q: np.ndarray):
@@ -456,6 +475,9 @@ class _Namespace:
                         vecs, toks = self._read_rows(shard, row_of[pos[sel]])
                     except FileNotFoundError:
                         self._forget([int(sid)])
+                        failed.append(todo[sel])
+                    except PermissionError as exc:
+                        self._deny(shard.name, exc)
                         failed.append(todo[sel])
                     except (OSError, pa.ArrowException, ValueError) as exc:
                         self._mark_bad(shard.name, exc)
@@ -563,6 +585,7 @@ class _Namespace:
             temp_removed = self._remove_stale_temp_files()
             self._learn_width(self._read_recipe())
             self.bad.clear()  # look again: a shard is only deleted as corrupt if it still cannot be read
+            self.denied.clear()
             self.refresh()
             old = dict(self.shards)
             bad = self._present_bad()
@@ -594,6 +617,8 @@ class _Namespace:
                             raise CacheError(f"{shard.path} vanished during compaction; run compact again.") from None
                         except _Unreadable as exc:  # the shard's fault; a failed write is not (below)
                             self._mark_bad(shard.name, exc.__cause__)
+                        except PermissionError as exc:  # not corrupt: kept, whatever of it was copied
+                            self._deny(shard.name, exc)
                     rows = 0
                     if writer is not None:
                         writer.close()
@@ -608,7 +633,7 @@ class _Namespace:
                         f"needs up to {bytes_before:,} bytes) and run compact again."
                     ) from None
                 bad = self._present_bad()
-                dead = [s.name for s in old.values() if s.name not in self.bad] + bad
+                dead = [s.name for s in old.values() if s.name not in self.bad and s.name not in self.denied] + bad
                 with _flock(os.path.join(self.dir, _LOCK_FILE), exclusive=True):
                     if rows:
                         tmp.commit()
@@ -628,7 +653,7 @@ class _Namespace:
         A failure to read the shard raises :class:`_Unreadable`; a failure to write, what the writer raised."""
         try:
             pf = pq.ParquetFile(shard.path, metadata=shard.metadata, page_checksum_verification=True)
-        except FileNotFoundError:
+        except (FileNotFoundError, PermissionError):
             raise
         except (OSError, pa.ArrowException, ValueError) as exc:
             raise _Unreadable() from exc

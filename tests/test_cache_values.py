@@ -462,6 +462,63 @@ def test_a_shard_named_older_that_lands_later_still_answers_first_in_every_proce
     workers.check_found(keys, *Cache(tmp_path).lookup(recipe, keys))
 
 
+def test_a_shard_this_user_may_not_read_is_recomputed_but_never_deleted_as_corrupt(tmp_path, monkeypatch):
+    # A cache shared by two users, one of whom writes with umask 077: the other cannot open those shards. They were
+    # taken for corrupt ones, and that user's `cache compact` deleted them (removing needs only the folder's rights).
+    # Simulated, as root may read any file.
+    recipe = recipe16()
+    cache = Cache(tmp_path)
+    cache.store(recipe, *workers.rows(range(10)))
+    cache.store(recipe, *workers.rows(range(10, 20)))
+    theirs = shards(tmp_path, recipe)[1]
+    real = pq.ParquetFile
+
+    def open_as_another_user(source, *args, **kwargs):
+        if os.fspath(source) == str(theirs):
+            raise PermissionError(13, "Permission denied", str(theirs))
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(cache_module.pq, "ParquetFile", open_as_another_user)
+    mine = Cache(tmp_path)
+    with pytest.warns(CacheWarning) as record:
+        found, _, _ = mine.lookup(recipe, workers.rows(range(20))[0])
+    assert found.tolist() == [True] * 10 + [False] * 10
+    assert message_of(record) == (
+        f"bertfeat cache: cannot read shard {theirs} (PermissionError: [Errno 13] Permission denied: "
+        f"'{theirs}'); its texts will be recomputed. It is not corrupt, and compact leaves it alone: give this user "
+        "read access to the cache's files."
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)  # said once per process
+        mine.store(recipe, *workers.rows(range(10, 20)))
+        assert mine.info()[0].corrupt == []
+        result = mine.compact()[0]
+    assert result.corrupt_removed == [] and theirs.exists()
+    monkeypatch.undo()
+    assert Cache(tmp_path).lookup(recipe, workers.rows(range(20))[0])[0].all()
+
+
+def test_a_shard_that_becomes_unreadable_during_a_compaction_is_kept(tmp_path, monkeypatch):
+    recipe = recipe16()
+    cache = Cache(tmp_path)
+    cache.store(recipe, *workers.rows(range(10)))
+    cache.store(recipe, *workers.rows(range(10, 20)))
+    theirs = shards(tmp_path, recipe)[1]
+    real = pq.ParquetFile
+
+    def denied_once_indexed(source, *args, **kwargs):  # the footer read by the index, the rows refused
+        if os.fspath(source) == str(theirs) and kwargs.get("metadata") is not None:
+            raise PermissionError(13, "Permission denied", str(theirs))
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(cache_module.pq, "ParquetFile", denied_once_indexed)
+    with pytest.warns(CacheWarning, match="cannot read shard .* It is not corrupt"):
+        result = Cache(tmp_path).compact()[0]
+    assert result.corrupt_removed == [] and theirs.exists()
+    monkeypatch.undo()
+    assert Cache(tmp_path).lookup(recipe, workers.rows(range(20))[0])[0].all()
+
+
 def test_a_reader_forgets_shards_another_process_compacted_away(tmp_path):
     recipe = recipe16()
     writer = Cache(tmp_path)
