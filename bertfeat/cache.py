@@ -49,6 +49,8 @@ _LOCK_FILE = ".lock"
 _COMPACT_LOCK_FILE = ".compact.lock"
 _SHARD_RE = re.compile(r"^shard-\d{20}-[0-9a-f]{12}\.parquet$")
 _TMP_RE = re.compile(r"^\.tmp-(?P<host>.*)-(?P<pid>\d+)-[0-9a-f]{12}\.parquet$")
+# what a writer killed while writing recipe.json leaves (_write_atomic); it names no host, so only its age says it is dead
+_RECIPE_TMP_RE = re.compile(r"^recipe\.json\.\d+-[0-9a-f]{8}\.tmp$")
 _NAMESPACE_RE = re.compile(r"^[0-9a-f]{32}$")
 # Row groups are the unit a lookup reads, so they are kept small: about 256 KiB of vectors (170 rows at 384 floats).
 _ROW_GROUP_BYTES = 256 * 1024
@@ -539,7 +541,7 @@ class _Namespace:
 
     def _temp_files(self) -> list[str]:
         try:
-            return [n for n in os.listdir(self.dir) if n.startswith(".tmp-")]
+            return [n for n in os.listdir(self.dir) if n.startswith(".tmp-") or _RECIPE_TMP_RE.match(n)]
         except FileNotFoundError:
             return []
 
@@ -692,7 +694,8 @@ class _Namespace:
         with _flock(os.path.join(self.dir, _COMPACT_LOCK_FILE), exclusive=True), self._lock:
             with _flock(os.path.join(self.dir, _LOCK_FILE), exclusive=True):
                 for name in os.listdir(self.dir):
-                    if _SHARD_RE.match(name) or name.startswith(".tmp-") or name == RECIPE_FILE:
+                    if (_SHARD_RE.match(name) or name.startswith(".tmp-") or name == RECIPE_FILE
+                            or _RECIPE_TMP_RE.match(name)):
                         with contextlib.suppress(FileNotFoundError):
                             os.unlink(os.path.join(self.dir, name))
                 # Removed while still held: a process waiting on them then finds them gone and locks afresh

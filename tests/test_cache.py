@@ -318,6 +318,24 @@ def test_temp_files_are_never_read_and_compact_removes_dead_ones(tmp_path):
     assert not temp.exists()
 
 
+def test_what_a_writer_killed_while_writing_recipe_json_leaves_is_removed_by_compact_and_clear(tmp_path):
+    # `recipe.json.<pid>-<id>.tmp` was no temp file to compact and no cache file to clear: it stayed for good, and
+    # after a clear it kept the namespace's folder, listed by `cache info` as an empty namespace.
+    recipe, (first, _) = _two_shards(tmp_path)
+    name = f"recipe.json.{os.getpid()}-0123abcd.tmp"
+    old, fresh = first.with_name(name), first.with_name(name.replace("0123abcd", "4567cdef"))
+    old.write_text('{"mod')
+    fresh.write_text('{"mod')
+    an_hour_ago = time.time() - cache_module._STALE_TMP_SECONDS - 60
+    os.utime(old, (an_hour_ago, an_hour_ago))
+    cache = Cache(tmp_path)
+    assert cache.info()[0].temp_files == 2
+    assert cache.compact()[0].temp_removed == 1  # no host in its name: only its age says its writer is dead
+    assert not old.exists() and fresh.exists()
+    assert cache.clear() == [recipe.fingerprint()]
+    assert not first.parent.exists() and cache.info() == []
+
+
 # -- compaction ------------------------------------------------------------------------------------------------------
 
 
