@@ -49,7 +49,7 @@ _LOCK_FILE = ".lock"
 _COMPACT_LOCK_FILE = ".compact.lock"
 _SHARD_RE = re.compile(r"^shard-\d{20}-[0-9a-f]{12}\.parquet$")
 _TMP_RE = re.compile(r"^\.tmp-(?P<host>.*)-(?P<pid>\d+)-[0-9a-f]{12}\.parquet$")
-# what a writer killed while writing recipe.json leaves (_write_atomic); it names no host, so only its age says it is dead
+# what a writer killed while writing recipe.json leaves (_write_atomic): no host in its name, so only its age tells
 _RECIPE_TMP_RE = re.compile(r"^recipe\.json\.\d+-[0-9a-f]{8}\.tmp$")
 _NAMESPACE_RE = re.compile(r"^[0-9a-f]{32}$")
 # Row groups are the unit a lookup reads, so they are kept small: about 256 KiB of vectors (170 rows at 384 floats).
