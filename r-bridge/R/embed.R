@@ -168,6 +168,13 @@ frame_input <- function(x, columns, call) {
       abort_bf(sprintf("`columns` must be a character vector of column names, not %s.", show_value(columns)),
                "argument", call = call)
     }
+    # data.frame's `[` would name the second copy `a.1`, a column x does not have, and embed it again
+    twice <- unique(columns[duplicated(columns)])
+    if (length(twice)) {
+      abort_bf(sprintf("`columns` names %s more than once; name each column once.",
+                       paste0("`", twice, "`", collapse = ", ")),
+               "argument", call = call)
+    }
     absent <- setdiff(columns, names(x))
     if (length(absent)) {
       abort_missing_columns(absent, names(x), "`x`", call = call)
@@ -182,12 +189,15 @@ frame_input <- function(x, columns, call) {
   if (anyNA(col_names) || any(!nzchar(col_names)) || anyDuplicated(col_names)) {
     abort_bf("The columns of `x` need unique, non-empty names: they name the features.", "input", call = call)
   }
+  col_names <- utf8_names(col_names, "`x`", call = call)
   row_names <- row.names(x)
   if (identical(row_names, as.character(seq_len(nrow(x))))) {
     row_names <- NULL
   }
-  values <- lapply(col_names, function(name) {
-    v <- check_text_column(x[[name]], name, "`x`", call = call)
+  # by position: `[[` cannot look up a name marked "bytes"
+  values <- lapply(seq_along(col_names), function(j) {
+    name <- col_names[j]
+    v <- check_text_column(x[[j]], name, "`x`", call = call)
     utf8_texts(v, sprintf("column `%s`", name), row_names, call = call)
   })
   list(columns = values, names = col_names, row_names = row_names)
@@ -217,6 +227,34 @@ check_text_column <- function(v, name, where, call) {
 }
 
 utf8_texts <- function(v, what, row_names, call) {
+  res <- as_utf8(v)
+  if (length(res$bad)) {
+    abort_bf(
+      c(sprintf("%s of %s is not valid UTF-8, so it cannot be tokenized.", row_label(res$bad[1], row_names), what),
+        i = "Fix the encoding first, for example with iconv(x, from = \"latin1\", to = \"UTF-8\")."),
+      "input", call = call
+    )
+  }
+  res$values
+}
+
+# The column names of a data frame name its features: the same reading as its texts.
+utf8_names <- function(col_names, what, call) {
+  res <- as_utf8(col_names)
+  if (length(res$bad)) {
+    j <- res$bad[1]
+    abort_bf(
+      c(sprintf("Column name %d of %s (%s) is not valid UTF-8, so it cannot name the features.", j, what,
+                encodeString(col_names[j], quote = "\"")),
+        i = "Fix the encoding first, for example with names(x) <- iconv(names(x), from = \"latin1\", to = \"UTF-8\")."),
+      "input", call = call
+    )
+  }
+  res$values
+}
+
+# v as UTF-8 strings, and which of them are not valid UTF-8 (indices into v).
+as_utf8 <- function(v) {
   v <- as.character(v)
   enc <- Encoding(v)
   # Checked before enc2utf8(), which in a UTF-8 session turns an invalid byte of an unmarked string into the four
@@ -229,15 +267,7 @@ utf8_texts <- function(v, what, row_names, call) {
     v[bytes] <- b
   }
   v <- enc2utf8(v)
-  bad <- which(raw_bad | (!is.na(v) & !validUTF8(v)))
-  if (length(bad)) {
-    abort_bf(
-      c(sprintf("%s of %s is not valid UTF-8, so it cannot be tokenized.", row_label(bad[1], row_names), what),
-        i = "Fix the encoding first, for example with iconv(x, from = \"latin1\", to = \"UTF-8\")."),
-      "input", call = call
-    )
-  }
-  v
+  list(values = v, bad = which(raw_bad | (!is.na(v) & !validUTF8(v))))
 }
 
 # The rule of the Python side (bertfeat.inputs.is_blank): a text with no character outside Unicode separators,

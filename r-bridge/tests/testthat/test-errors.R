@@ -85,3 +85,32 @@ test_that("whole numbers beyond R's integer range are argument errors quoting th
   expect_match(conditionMessage(err), "`max_length` must be a whole number, not 3e+09", fixed = TRUE)
   expect_error(bf_embed("the dog", layers = c(-1, 3e9)), class = "bertfeat_error_argument")
 })
+
+test_that("a column named twice in `columns` is refused, not embedded again under a name it does not have", {
+  # data.frame's `[` renamed the copy `a.1`, so the features came back as a_... and a.1_..., silently
+  df <- data.frame(a = c("a cat", "a dog"), b = c("x", "y"))
+  err <- expect_error(bf_embed(df, columns = c("a", "b", "a")), class = "bertfeat_error_argument")
+  expect_match(conditionMessage(err), "`columns` names `a` more than once", fixed = TRUE)
+  # a tibble refused it as "The columns of `x` need unique, non-empty names"
+  err <- expect_error(bf_embed(tibble::tibble(a = "a cat"), columns = c("a", "a")), class = "bertfeat_error_argument")
+  expect_match(conditionMessage(err), "`columns` names `a` more than once", fixed = TRUE)
+})
+
+test_that("a column name that is not UTF-8 is refused, and one marked latin1 or bytes is read as UTF-8", {
+  df <- data.frame(x = c("a cat", "a dog"))
+  # unmarked, as data.table::fread() or read.csv(check.names = FALSE) gives a latin-1 header in a UTF-8 session:
+  # the features were named "caf<e9>_mean_000", after a column the data frame does not have
+  names(df) <- "caf\xe9"
+  err <- expect_error(bf_embed(df, pooling = "mean"), class = "bertfeat_error_input")
+  expect_match(conditionMessage(err), "Column name 1 of `x` (\"caf\\xe9\") is not valid UTF-8", fixed = TRUE)
+  latin <- "caf\xe9"
+  Encoding(latin) <- "latin1"
+  names(df) <- latin
+  expected <- colnames(bf_embed(df, pooling = "mean"))
+  expect_identical(expected[1], "caf\u00e9_mean_000")
+  # marked bytes but valid UTF-8: it failed inside data.frame's `[[` ("translating strings with "bytes" encoding")
+  b <- "caf\xc3\xa9"
+  Encoding(b) <- "bytes"
+  names(df) <- b
+  expect_identical(colnames(bf_embed(df, pooling = "mean")), expected)
+})
