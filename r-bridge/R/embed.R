@@ -97,17 +97,23 @@ DOTS_PARAMS <- c("max_length", "long_text", "stride", "normalize", "batch_tokens
 INTEGER_PARAMS <- c("max_length", "stride", "batch_tokens")
 FLAG_PARAMS <- c("normalize", "progress", "trust_remote_code", "cache_all_layers")
 
-embedder_params <- function(model, pooling, layers, missing, cache_dir, dots, call = rlang::caller_env()) {
+# `dots` come from bf_embed()'s `...`, or from the step's `options` (`step = TRUE`), whose messages say so.
+embedder_params <- function(model, pooling, layers, missing, cache_dir, dots, step = FALSE,
+                            call = rlang::caller_env()) {
   if (length(dots) && (is.null(names(dots)) || any(!nzchar(names(dots))))) {
     abort_bf("Arguments in `...` must be named, for example `max_length = 128`.", "argument", call = call)
   }
   unknown <- setdiff(names(dots), DOTS_PARAMS)
   if (length(unknown)) {
+    own <- intersect(unknown, c("model", "pooling", "layers", "missing", "cache_dir"))
     abort_bf(
-      c(sprintf("Unknown argument%s %s.", if (length(unknown) > 1L) "s" else "",
-                paste0("`", unknown, "`", collapse = ", ")),
-        i = paste0("`...` takes these BertEmbedder parameters: ", paste(DOTS_PARAMS, collapse = ", "),
-                   "; and `columns` for a data frame.")),
+      c(sprintf("Unknown argument%s %s%s.", if (length(unknown) > 1L) "s" else "",
+                paste0("`", unknown, "`", collapse = ", "), if (step) " in `options`" else ""),
+        i = if (step && length(own)) {
+          sprintf("Pass %s to step_bert_embed() itself, not in `options`.", paste0("`", own, "`", collapse = ", "))
+        },
+        i = paste0(if (step) "`options`" else "`...`", " takes these BertEmbedder parameters: ",
+                   paste(DOTS_PARAMS, collapse = ", "), if (step) "." else "; and `columns` for a data frame.")),
       "argument", call = call
     )
   }

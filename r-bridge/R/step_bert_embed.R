@@ -54,7 +54,8 @@ step_bert_embed <- function(recipe, ..., role = "predictor", trained = FALSE, co
     abort_bf(sprintf("`options` must be a named list such as list(max_length = 256), not %s.", show_value(options)),
              "argument")
   }
-  embedder_params(model, pooling, layers, missing, cache_dir, options[setdiff(names(options), "columns")])
+  embedder_params(model, pooling, layers, missing, cache_dir, options[setdiff(names(options), "columns")],
+                  step = TRUE)
   if ("columns" %in% names(options)) {
     abort_bf("Select the columns with the step's selectors, not `options$columns`.", "argument")
   }
@@ -115,7 +116,8 @@ prep.step_bert_embed <- function(x, training, info = NULL, ...) {
       check_text_column(training[[name]], name, "the training data", call = call)
     }
     # the feature names and fingerprint come from the Python recipe, without embedding anything
-    params <- embedder_params(x$model, x$pooling, x$layers, x$missing, x$cache_dir, x$options, call = call)
+    params <- embedder_params(x$model, x$pooling, x$layers, x$missing, x$cache_dir, x$options, step = TRUE,
+                              call = call)
     described <- with_python_errors(python_module()$describe(as.list(unname(col_names)), params), call = call)
     features <- unlist(described[[1]])
     fingerprint <- described[[2]]

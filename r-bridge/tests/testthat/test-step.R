@@ -104,3 +104,16 @@ test_that("the step passes cache_dir to Python, so bf_embed() then reads the ste
   expect_identical(res$stats$cache_hits, 3L)
   expect_identical(unname(res$matrix), unname(as.matrix(bake(prepped, new_data = NULL)[-1])))
 })
+
+test_that("an unknown name in `options` is refused with what the step takes, a step argument named as such", {
+  # it said "`...` takes these BertEmbedder parameters: ...; and `columns` for a data frame": the step has no
+  # `...` for them, refuses `columns` in `options`, and takes `missing` as its own argument
+  err <- expect_error(recipe(score ~ review, data = train) |> step_bert_embed(review, options = list(missing = "zero")),
+                      class = "bertfeat_error_argument")
+  expect_match(conditionMessage(err), "Pass `missing` to step_bert_embed() itself, not in `options`", fixed = TRUE)
+  expect_no_match(conditionMessage(err), "`...`", fixed = TRUE)
+  err <- expect_error(recipe(score ~ review, data = train) |> step_bert_embed(review, options = list(max_lenght = 8)),
+                      class = "bertfeat_error_argument")
+  expect_match(conditionMessage(err), "`options` takes these BertEmbedder parameters: max_length,", fixed = TRUE)
+  expect_no_match(conditionMessage(err), "columns", fixed = TRUE)
+})
