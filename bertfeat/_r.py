@@ -90,6 +90,15 @@ def matrix_payload(X) -> tuple[bytearray, int, int]:
     return bytearray(np.ascontiguousarray(X.T, dtype="<f4")), int(X.shape[0]), int(X.shape[1])
 
 
+def _recording(fn, *args, **kwargs):
+    """``(fn(*args, **kwargs), warnings)``: the warnings it raised as ``(category name, message)``, for R to re-issue
+    as R warnings (left to Python, they are printed on the process's stderr, out of reach of R's handlers)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = fn(*args, **kwargs)
+    return result, [(w.category.__name__, str(w.message)) for w in caught]
+
+
 def embed(texts, missing_masks, column_names=None, params=None):
     """Embed text columns for R in one :class:`BertEmbedder` call.
 
@@ -115,27 +124,26 @@ def embed(texts, missing_masks, column_names=None, params=None):
     >>> buf, n, d, names, fp, stats, warns = embed([["a cat", "NA", ""]], [[False, False, True]],
     ...                                            params={"missing": "zero"})
     >>> n, d, names[0], stats["missing"]
-    (3, 384, 'text_mean_000', 1)
+    (3, 768, 'text_cls_000', 1)
     """
     X = _build_input(texts, missing_masks, column_names)
     _import_torch()
     embedder = BertEmbedder(**dict(params or {}))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        out = embedder.fit_transform(X)
+    out, caught = _recording(embedder.fit_transform, X)
     buf, n, d = matrix_payload(out)
     return (
         buf, n, d, [str(f) for f in embedder.get_feature_names_out()], embedder.recipe_.fingerprint(),
-        embedder.stats_.to_dict(), [(w.category.__name__, str(w.message)) for w in caught],
+        embedder.stats_.to_dict(), caught,
     )
 
 
 def describe(column_names=None, params=None):
-    """``(feature_names, fingerprint)`` of a recipe, without loading the model or embedding anything.
+    """``(feature_names, fingerprint, warnings)`` of a recipe, without loading the model or embedding anything;
+    ``warnings`` as in :func:`embed`.
 
     Examples
     --------
-    >>> names, fp = describe(["review"], {"pooling": "cls+mean"})
+    >>> names, fp, warns = describe(["review"], {"pooling": "cls+mean"})
     >>> len(names), names[0], names[-1]
     (768, 'review_cls_000', 'review_mean_383')
     """
@@ -143,8 +151,8 @@ def describe(column_names=None, params=None):
     n_cols = 1 if names is None else len(names)
     X = _build_input([[""]] * n_cols, [[False]] * n_cols, names)
     _import_torch()  # fit resolves dtype="auto" through the device, which needs torch
-    embedder = BertEmbedder(**dict(params or {})).fit(X)
-    return [str(f) for f in embedder.get_feature_names_out()], embedder.recipe_.fingerprint()
+    embedder, caught = _recording(BertEmbedder(**dict(params or {})).fit, X)
+    return [str(f) for f in embedder.get_feature_names_out()], embedder.recipe_.fingerprint(), caught
 
 
 def config() -> dict:
@@ -222,15 +230,15 @@ def run_cli(args) -> tuple[int, str, str]:
 def probe(texts, missing_mask, y, params=None):
     """Run :func:`bertfeat.probe` for R's ``bf_probe()``: the table as columns R turns into a tibble.
 
-    Returns ``(columns, recommended, kind, code, metric, task, plot)``: ``columns`` maps each table column to a
-    list of floats (NaN where empty) or strings ("" where empty, NA in R), ``recommended`` the BertEmbedder
-    keyword arguments of the recommended row (None for TF-IDF alone).
+    Returns ``(columns, recommended, kind, code, metric, task, plot, warnings)``: ``columns`` maps each table column
+    to a list of floats (NaN where empty) or strings ("" where empty, NA in R), ``recommended`` the BertEmbedder
+    keyword arguments of the recommended row (None for TF-IDF alone), ``warnings`` as in :func:`embed`.
 
     Examples
     --------
     >>> import pandas as pd
     >>> df = pd.read_csv("data/fine_foods.csv.gz").head(40)
-    >>> cols, rec, kind, code, metric, task, plot = probe(df["review"].tolist(), [False] * 40,
+    >>> cols, rec, kind, code, metric, task, plot, warns = probe(df["review"].tolist(), [False] * 40,
     ...                                                   df["score"].tolist(), {"cv": 2, "unions": 1, "poolings": ["mean"]})
     >>> metric, "candidate" in cols, len(cols["score"]) == len(cols["rank"])
     ('roc_auc', True, True)
@@ -242,7 +250,7 @@ def probe(texts, missing_mask, y, params=None):
     params = dict(params or {})
     if "model" in params:
         params["model"] = _as_list(params["model"])
-    result = run_probe(X, np.asarray(_as_list(y)), **params)
+    result, caught = _recording(run_probe, X, np.asarray(_as_list(y)), **params)
     columns = {}
     for name in ["rank", "model", "kind", "candidate", "n_features", "score", "std_err", "embed_s_per_1k", "pooling",
                  "layers", "layer_agg", "layer", "n_layers"]:
@@ -252,4 +260,4 @@ def probe(texts, missing_mask, y, params=None):
         else:
             columns[name] = [float("nan") if v is None or v != v else float(v) for v in values]
     return (columns, result.recommended, result.recommended_kind, result.code(), result.metric, result.task,
-            params.get("plot"))
+            params.get("plot"), caught)

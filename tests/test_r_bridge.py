@@ -2,6 +2,7 @@
 
 import os
 import sys
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -96,10 +97,29 @@ def test_embed_reports_missing_under_error_policy(tiny_bert):
 
 def test_describe_agrees_with_embed(tiny_bert):
     params = {"model": tiny_bert, "pooling": "max", "layers": [1, 2], "layer_agg": "concat"}
-    names, fp = _r.describe(["review"], params)
+    names, fp, warns = _r.describe(["review"], params)
     _, _, d, enames, efp, _, _ = _r.embed([["a cat"]], [[False]], ["review"], params)
     assert names == enames and fp == efp and len(names) == d == 64
-    assert names[0] == "review_max_l1_00"
+    assert names[0] == "review_max_l1_00" and warns == []
+
+
+def test_describe_and_probe_return_their_warnings_for_r(tiny_bert, tmp_path):
+    # left to Python, they were printed on stderr: R's handlers never saw them
+    import json
+    import shutil
+
+    prompted = tmp_path / "prompted"
+    shutil.copytree(tiny_bert, prompted)
+    (prompted / "config_sentence_transformers.json").write_text(json.dumps({"prompts": {"query": "query: "}}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # recorded, not raised
+        *_, warns = _r.describe(["review"], {"model": str(prompted)})
+        assert [w[0] for w in warns] == ["UserWarning"] and "defines prompts" in warns[0][1]
+        long = "the quick brown fox jumps over the lazy dog " * 4
+        texts = [long + str(i) for i in range(8)]
+        *_, warns = _r.probe(texts, [False] * 8, [0, 1] * 4, {"model": tiny_bert, "max_length": 8, "cv": 2,
+                                                              "unions": 0, "baseline": False})
+    assert "TruncationWarning" in [w[0] for w in warns]
 
 
 def test_config_reports_versions():

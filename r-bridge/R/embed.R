@@ -68,9 +68,7 @@ embed_request <- function(x, model = "default", pooling = "cls+mean", layers = N
   }, input$columns, masks)
   module <- python_module(call = call)
   res <- with_python_errors(module$embed(texts, masks, input$names, params), call = call)
-  for (w in res[[7]]) {
-    issue_python_warning(w[[1]], w[[2]])
-  }
+  issue_python_warnings(res[[7]])
   matrix <- payload_matrix(res[[1]], res[[2]], res[[3]])
   dimnames(matrix) <- list(input$row_names, unlist(res[[4]]))
   list(matrix = matrix, feature_names = unlist(res[[4]]), fingerprint = res[[5]], stats = res[[6]])
@@ -334,9 +332,12 @@ describe_class <- function(x) {
   }
 }
 
-issue_python_warning <- function(category, message) {
-  class <- if (identical(category, "TruncationWarning")) "bertfeat_warning_truncation" else character()
-  rlang::warn(message, class = c(class, "bertfeat_warning"))
+# `warnings`: the (category name, message) pairs the Python side recorded (bertfeat._r._recording).
+issue_python_warnings <- function(warnings) {
+  for (w in warnings) {
+    class <- if (identical(w[[1]], "TruncationWarning")) "bertfeat_warning_truncation" else character()
+    rlang::warn(w[[2]], class = c(class, "bertfeat_warning"))
+  }
 }
 
 #' Embed a text column of a file with the bertfeat command line

@@ -93,6 +93,7 @@ bf_probe <- function(x, y, model = "default", cv = 5, unions = 3, baseline = TRU
   mask <- is.na(texts)
   texts[mask] <- ""
   res <- with_python_errors(python_module(call = call)$probe(texts, mask, y, params), call = call)
+  issue_python_warnings(res[[8]])
   columns <- res[[1]]
   table <- tibble::as_tibble(lapply(columns, function(v) {
     v <- unlist(v)

@@ -119,6 +119,7 @@ prep.step_bert_embed <- function(x, training, info = NULL, ...) {
     params <- embedder_params(x$model, x$pooling, x$layers, x$missing, x$cache_dir, x$options, step = TRUE,
                               call = call)
     described <- with_python_errors(python_module()$describe(as.list(unname(col_names)), params), call = call)
+    issue_python_warnings(described[[3]])
     features <- unlist(described[[1]])
     fingerprint <- described[[2]]
   }

@@ -77,3 +77,13 @@ test_that("bf_probe() takes one text column, and names a missing or blank text b
   err <- expect_error(bf_probe(x, d$y, cv = 2, unions = 0), class = "bertfeat_error_missing_value")
   expect_identical(err$row, 3L)
 })
+
+test_that("the probe's Python warnings come back as classed R warnings", {
+  # they were printed on the process's stderr ("sys:1: TruncationWarning: ..."), out of reach of
+  # withCallingHandlers(), suppressWarnings() and knitr
+  d <- probe_texts(24)
+  long <- paste(d$texts, d$texts, d$texts, d$texts)
+  expect_warning(p <- bf_probe(long, d$y, cv = 2, unions = 0, baseline = FALSE, max_length = 8),
+                 "were truncated", class = "bertfeat_warning_truncation")
+  expect_s3_class(p, "bertfeat_probe")
+})

@@ -117,3 +117,18 @@ test_that("an unknown name in `options` is refused with what the step takes, a s
   expect_match(conditionMessage(err), "`options` takes these BertEmbedder parameters: max_length,", fixed = TRUE)
   expect_no_match(conditionMessage(err), "columns", fixed = TRUE)
 })
+
+test_that("a Python warning while prep() reads the recipe comes back as an R warning", {
+  # the default model with prompts in its sentence-transformers config: the note that it defines prompts is
+  # given once per model and process, and prep() is where the step first reads the model; it was printed on
+  # the process's stderr, and bake() then had none to give
+  src <- reticulate::import("bertfeat.models")$resolve_model("default")$path
+  model <- withr::local_tempdir()
+  for (f in list.files(src)) file.symlink(file.path(src, f), file.path(model, f))
+  unlink(file.path(model, "config_sentence_transformers.json"))
+  writeLines('{"prompts": {"query": "query: "}, "default_prompt_name": null}',
+             file.path(model, "config_sentence_transformers.json"))
+  rec <- recipe(score ~ review, data = train) |> step_bert_embed(review, model = model, pooling = "mean")
+  expect_warning(prepped <- prep(rec), "defines prompts", class = "bertfeat_warning")
+  expect_identical(ncol(bake(prepped, new_data = test)), 1L + 384L)
+})
