@@ -208,11 +208,26 @@ frame_input <- function(x, columns, call) {
 }
 
 check_text_column <- function(v, name, where, call) {
+  if (is.data.frame(v)) { # a packed column (tibble(d = tibble(...)))
+    abort_bf(
+      c(sprintf("Column `%s` of %s is a data frame of %d columns, not one text per row.", name, where, ncol(v)),
+        i = "Make each of its columns a column of the data frame, for example with tidyr::unpack()."),
+      "input", call = call
+    )
+  }
   if (!is.null(dim(v))) { # a matrix column (df$m <- matrix(...)): as.character() would spread it over more rows
     abort_bf(
       c(sprintf("Column `%s` of %s is a %s matrix, not one text per row.", name, where,
                 paste(dim(v), collapse = " x ")),
         i = "Make each of its columns a column of the data frame, for example with cbind(df[-j], as.data.frame(m))."),
+      "input", call = call
+    )
+  }
+  if (is.list(v)) { # as.character() would turn a NULL element (a missing value) into the text "NULL"
+    abort_bf(
+      c(sprintf("Column `%s` of %s is a list, not text.", name, where),
+        i = sprintf("Make it a character column with one text per row and NA where a row has none, for example with vapply(x[[\"%s\"]], function(v) if (length(v) == 1L) as.character(v) else NA_character_, \"\").",
+                    name)),
       "input", call = call
     )
   }

@@ -114,3 +114,20 @@ test_that("a column name that is not UTF-8 is refused, and one marked latin1 or 
   names(df) <- b
   expect_identical(colnames(bf_embed(df, pooling = "mean")), expected)
 })
+
+test_that("a list column is refused with advice that keeps a missing text missing", {
+  # the advice was as.character(), which turns a NULL element (jsonlite's missing value) into the text "NULL"
+  tb <- tibble::tibble(t = list("a cat", NULL, "a dog"))
+  err <- expect_error(bf_embed(tb), class = "bertfeat_error_input")
+  expect_match(conditionMessage(err), "Column `t` of `x` is a list, not text.", fixed = TRUE)
+  expect_no_match(conditionMessage(err), "as.character()", fixed = TRUE)
+  # the advice given works, and keeps the NULL missing
+  advice <- sub(".*for example with ", "", sub("\\.$", "", conditionMessage(err)))
+  tb$t <- eval(parse(text = sub("x[[\"t\"]]", "tb$t", advice, fixed = TRUE)))
+  expect_identical(tb$t, c("a cat", NA, "a dog"))
+  # a data frame column was called a matrix
+  packed <- tibble::tibble(id = 1:2, d = tibble::tibble(a = c("x", "y"), b = c("u", "v")))
+  err <- expect_error(bf_embed(packed, columns = "d"), class = "bertfeat_error_input")
+  expect_match(conditionMessage(err), "Column `d` of `x` is a data frame of 2 columns, not one text per row.",
+               fixed = TRUE)
+})
