@@ -378,12 +378,12 @@ issue_python_warnings <- function(warnings) {
 #' @export
 bf_embed_file <- function(input, output, text_col, model = "default", pooling = "cls+mean", cache_dir = NULL,
                           overwrite = FALSE, ...) {
-  check_string(input, "input")
-  check_string(output, "output")
-  check_string(text_col, "text_col")
-  check_string(model, "model")
+  input <- check_string(input, "input")
+  output <- check_string(output, "output")
+  text_col <- check_string(text_col, "text_col")
+  model <- check_string(model, "model")
   check_pooling(pooling)
-  check_string(cache_dir, "cache_dir", null_ok = TRUE)
+  cache_dir <- check_string(cache_dir, "cache_dir", null_ok = TRUE)
   check_flag(overwrite, "overwrite")
   if (!file.exists(input)) {
     abort_bf(sprintf("`input` file \"%s\" does not exist.", input), "file")

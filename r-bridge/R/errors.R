@@ -55,7 +55,16 @@ check_string <- function(value, arg, null_ok = FALSE, call = rlang::caller_env()
       "argument", call = call
     )
   }
-  value
+  # the string crosses to Python: unmarked bytes that are not UTF-8 would arrive as "<e9>" (see as_utf8())
+  res <- as_utf8(value)
+  if (length(res$bad)) {
+    abort_bf(
+      c(sprintf("`%s` is not valid UTF-8 (%s).", arg, encodeString(value, quote = "\"")),
+        i = sprintf("Fix the encoding first, for example with iconv(%s, from = \"latin1\", to = \"UTF-8\").", arg)),
+      "argument", call = call
+    )
+  }
+  res$values
 }
 
 POOLINGS <- c("cls", "mean", "max")

@@ -131,3 +131,20 @@ test_that("a list column is refused with advice that keeps a missing text missin
   expect_match(conditionMessage(err), "Column `d` of `x` is a data frame of 2 columns, not one text per row.",
                fixed = TRUE)
 })
+
+test_that("a string option that is not UTF-8 is refused, and one marked latin1 or bytes is read as UTF-8", {
+  expected <- bf_embed("a cat", prefix = "caf\u00e9: ")
+  # unmarked: the prefix "caf<e9>: " was put before every text, silently
+  err <- expect_error(bf_embed("a cat", prefix = "caf\xe9: "), class = "bertfeat_error_argument")
+  expect_match(conditionMessage(err), "`prefix` is not valid UTF-8 (\"caf\\xe9: \")", fixed = TRUE)
+  latin <- "caf\xe9: "
+  Encoding(latin) <- "latin1"
+  expect_identical(bf_embed("a cat", prefix = latin), expected)
+  # marked bytes: "translating strings with "bytes" encoding is not allowed", from inside reticulate
+  b <- "caf\xc3\xa9: "
+  Encoding(b) <- "bytes"
+  expect_identical(bf_embed("a cat", prefix = b), expected)
+  expect_error(recipes::recipe(~ t, data = data.frame(t = "a")) |> step_bert_embed(t, options = list(prefix = "\xe9")),
+               class = "bertfeat_error_argument")
+  expect_error(bf_embed_file("in.csv", "out\xe9.parquet", "text"), class = "bertfeat_error_argument")
+})
