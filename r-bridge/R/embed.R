@@ -51,12 +51,12 @@ bf_embed <- function(x, model = "default", pooling = "cls+mean", layers = NULL, 
 
 # The whole request: the matrix plus what the step and the tests need (fingerprint, stats).
 embed_request <- function(x, model = "default", pooling = "cls+mean", layers = NULL, ..., missing = "error",
-                          cache_dir = NULL, call = rlang::caller_env()) {
+                          cache_dir = NULL, where = "`x`", call = rlang::caller_env()) {
   dots <- list(...)
   columns <- dots$columns
   dots$columns <- NULL
   params <- embedder_params(model, pooling, layers, missing, cache_dir, dots, call = call)
-  input <- text_input(x, columns, call = call)
+  input <- text_input(x, columns, where = where, call = call)
   masks <- lapply(input$columns, function(v) is.na(v) | is_blank(v))
   if (params$missing == "error") {
     check_no_missing(masks, input, call = call)
@@ -139,9 +139,10 @@ embedder_params <- function(model, pooling, layers, missing, cache_dir, dots, st
 }
 
 # x -> list(columns = list of character vectors, names = column names or NULL, row_names = NULL or character).
-text_input <- function(x, columns = NULL, call = rlang::caller_env()) {
+# `where` names a data frame in messages (the step's bake() says "the data given to bake()").
+text_input <- function(x, columns = NULL, where = "`x`", call = rlang::caller_env()) {
   if (is.data.frame(x)) {
-    return(frame_input(x, columns, call = call))
+    return(frame_input(x, columns, where, call = call))
   }
   if (!is.null(columns)) {
     abort_bf(
@@ -166,7 +167,7 @@ text_input <- function(x, columns = NULL, call = rlang::caller_env()) {
   list(columns = list(values), names = NULL, row_names = names(x))
 }
 
-frame_input <- function(x, columns, call) {
+frame_input <- function(x, columns, where, call) {
   if (!is.null(columns)) {
     if (!is.character(columns) || !length(columns) || anyNA(columns)) {
       abort_bf(sprintf("`columns` must be a character vector of column names, not %s.", show_value(columns)),
@@ -181,19 +182,20 @@ frame_input <- function(x, columns, call) {
     }
     absent <- setdiff(columns, names(x))
     if (length(absent)) {
-      abort_missing_columns(absent, names(x), "`x`", call = call)
+      abort_missing_columns(absent, names(x), where, call = call)
     }
     x <- x[columns]
   }
   if (ncol(x) == 0L || nrow(x) == 0L) {
-    abort_bf(sprintf("`x` has %d rows and %d columns: there are no texts to embed.", nrow(x), ncol(x)), "input",
+    abort_bf(sprintf("%s has %d rows and %d columns: there are no texts to embed.", where, nrow(x), ncol(x)), "input",
              call = call)
   }
   col_names <- names(x)
   if (anyNA(col_names) || any(!nzchar(col_names)) || anyDuplicated(col_names)) {
-    abort_bf("The columns of `x` need unique, non-empty names: they name the features.", "input", call = call)
+    abort_bf(sprintf("The columns of %s need unique, non-empty names: they name the features.", where), "input",
+             call = call)
   }
-  col_names <- utf8_names(col_names, "`x`", call = call)
+  col_names <- utf8_names(col_names, where, call = call)
   row_names <- row.names(x)
   if (identical(row_names, as.character(seq_len(nrow(x))))) {
     row_names <- NULL
@@ -201,7 +203,7 @@ frame_input <- function(x, columns, call) {
   # by position: `[[` cannot look up a name marked "bytes"
   values <- lapply(seq_along(col_names), function(j) {
     name <- col_names[j]
-    v <- check_text_column(x[[j]], name, "`x`", call = call)
+    v <- check_text_column(x[[j]], name, where, call = call)
     utf8_texts(v, sprintf("column `%s`", name), row_names, call = call)
   })
   list(columns = values, names = col_names, row_names = row_names)

@@ -170,7 +170,7 @@ bake.step_bert_embed <- function(object, new_data, ...) {
     res <- rlang::exec(
       embed_request, new_data[col_names], !!!object$options,
       model = object$model, pooling = object$pooling, layers = object$layers, missing = object$missing,
-      cache_dir = object$cache_dir, call = call
+      cache_dir = object$cache_dir, where = "the data given to bake()", call = call
     )
     if (!identical(res$fingerprint, object$fingerprint)) {
       abort_bf(

@@ -132,3 +132,12 @@ test_that("a Python warning while prep() reads the recipe comes back as an R war
   expect_warning(prepped <- prep(rec), "defines prompts", class = "bertfeat_warning")
   expect_identical(ncol(bake(prepped, new_data = test)), 1L + 384L)
 })
+
+test_that("bake()'s errors about the new data name it as such, not as `x`", {
+  prepped <- recipe(score ~ review, data = train) |> step_bert_embed(review) |> prep()
+  # read.csv() reads a column of numeric-looking texts as numbers; the error spoke of an `x` the user never passed
+  err <- expect_error(bake(prepped, new_data = data.frame(review = c(12, 40), score = 1:2)),
+                      class = "bertfeat_error_input")
+  expect_match(conditionMessage(err), "Column `review` of the data given to bake() is a numeric vector, not text.",
+               fixed = TRUE)
+})
