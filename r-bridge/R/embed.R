@@ -117,7 +117,8 @@ embedder_params <- function(model, pooling, layers, missing, cache_dir, dots, st
   }
   params <- list(
     model = check_string(model, "model", call = call),
-    pooling = if (length(check_pooling(pooling, call = call)) == 1L) unname(pooling) else as.list(unname(pooling)),
+    # one "+"-joined string: a vector may itself hold joined ones, c("cls+mean", "max"), which Python refuses
+    pooling = paste(check_pooling(pooling, call = call), collapse = "+"),
     layers = if (!is.null(layers)) check_whole(layers, "layers", call = call),
     missing = check_choice(missing, "missing", c("error", "zero", "nan"), call = call),
     cache_dir = if (!is.null(cache_dir)) path.expand(check_string(cache_dir, "cache_dir", call = call))

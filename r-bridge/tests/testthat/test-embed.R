@@ -91,3 +91,10 @@ test_that("cache_all_layers = TRUE reaches Python: other poolings and layers com
   expect_equal(unname(first), unname(bf_embed(unname(texts), pooling = "cls", layers = -1)), tolerance = 1e-5)
   expect_error(bf_embed("a", cache_all_layers = "yes"), class = "bertfeat_error")
 })
+
+test_that("a vector of poolings may hold \"+\"-joined ones, as the check and bf_embed_file() take it", {
+  # R's check passed c("cls+mean", "max") and Python refused it ("unknown pooling ['cls+mean']")
+  m <- bf_embed(unname(texts[1:2]), pooling = c("cls+mean", "max"))
+  expect_identical(colnames(m)[c(1, 385, 769)], c("text_cls_000", "text_mean_000", "text_max_000"))
+  expect_identical(m, bf_embed(unname(texts[1:2]), pooling = "cls+mean+max"))
+})
