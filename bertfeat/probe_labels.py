@@ -41,6 +41,13 @@ def _check_labels(y: np.ndarray, task: str, cv: int) -> None:
             + (f", or lower cv (--cv) to at most {fewest}." if fewest >= 2 else
                " (a class with one member cannot be cross-validated).")
         )
+    if y.dtype.kind == "f" and not np.all(y == np.round(y)):  # scikit-learn's splitters read them as a regression
+        fractional = np.unique(y[y != np.round(y)])
+        why = "ten or fewer distinct numbers are classes under task='auto'" if task == "auto" else f"task={task!r}"
+        raise ValueError(
+            f"the labels y are read as classes ({why}), and {len(fractional)} of them are fractional numbers such as "
+            f"{fractional[0]:g}, which scikit-learn's classifiers refuse. Pass task='regression' (--task regression) "
+            "to score them as numbers, or give the classes as strings (y.astype(str)) to score them as classes.")
 
 
 def _check_numbers(y: np.ndarray, cv: int) -> None:

@@ -1057,3 +1057,28 @@ def test_copies_of_a_text_stay_in_one_fold(tiny_bert):
         row = result.table[result.table["rank"] == rank].iloc[0]
         scores = cross_val_score(result.pipeline(int(rank)), texts, y, cv=result.cv, scoring=result.metric)
         assert abs(scores.mean() - row["score"]) < 1e-6
+
+
+# -- found by a probe hunt on the labels users bring, 2026-11-26 ---------------------------------------------------
+
+
+@pytest.mark.parametrize("y, task", [
+    (np.where(labelled(30)[1], 4.5, 0.5), "auto"),  # half stars: two distinct numbers, read as classes
+    (np.arange(30) % 3 + 0.25, "classification"),
+])
+def test_fractional_numbers_read_as_classes_are_refused_before_any_work(tiny_bert, monkeypatch, y, task):
+    """Ten or fewer distinct numbers are classes, but scikit-learn refuses fractional ones: the probe failed with
+    its splitter's "Supported target types are: ('binary', 'multiclass'). Got 'continuous' instead.", no word of
+    what to do."""
+    NoModel(monkeypatch)
+    texts, _ = labelled(len(y), seed=2)
+    with pytest.raises(ValueError) as info:
+        probe(texts, y, model=tiny_bert, cv=3, task=task, poolings=("mean",), unions=0)
+    assert str(info.value).startswith("the labels y are read as classes (") and str(info.value).endswith(
+        "of them are fractional numbers such as 0.25, which scikit-learn's classifiers refuse. Pass task='regression' "
+        "(--task regression) to score them as numbers, or give the classes as strings (y.astype(str)) to score them "
+        "as classes.".replace("0.25", "0.5" if task == "auto" else "0.25"))
+    monkeypatch.undo()  # and the two ways out it names both run
+    assert probe(texts, y.astype(str), model=tiny_bert, cv=3, poolings=("mean",), unions=0).task == "classification"
+    whole = probe(texts, np.round(y + 0.5), model=tiny_bert, cv=3, task=task, poolings=("mean",), unions=0)
+    assert whole.task == "classification"  # whole numbers as floats are classes scikit-learn takes
