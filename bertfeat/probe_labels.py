@@ -125,4 +125,9 @@ def _grouped(task, y, cv, random_state, groups):
     test_fold = np.empty(len(y), dtype=int)
     for k, (_, test) in enumerate(splits):
         test_fold[test] = k
+    lone = int(np.sum(np.bincount(test_fold, minlength=cv) < 2))
+    if task == "regression" and lone:  # the count of texts in _check_numbers cannot see how the copies fall
+        raise ValueError(f"a regression needs two texts in every fold (R^2 of a one-text fold is undefined), and with "
+                         f"the copies of a text kept in one fold, {lone} of the {cv} folds hold one text; lower cv "
+                         "(--cv) or add texts.")
     return PredefinedSplit(test_fold)

@@ -1082,3 +1082,19 @@ def test_fractional_numbers_read_as_classes_are_refused_before_any_work(tiny_ber
     assert probe(texts, y.astype(str), model=tiny_bert, cv=3, poolings=("mean",), unions=0).task == "classification"
     whole = probe(texts, np.round(y + 0.5), model=tiny_bert, cv=3, task=task, poolings=("mean",), unions=0)
     assert whole.task == "classification"  # whole numbers as floats are classes scikit-learn takes
+
+
+def test_a_regression_whose_copies_leave_a_fold_of_one_text_is_refused_before_any_work(tiny_bert, monkeypatch):
+    """20 texts pass the two-per-fold count for cv=10, but with one text copied 11 times (the copies stay in one
+    fold) the other nine folds held one text each: R^2 undefined, and an IndexError after the embedding pass."""
+    NoModel(monkeypatch)
+    texts = ["the same review"] * 11 + labelled(9, seed=2)[0]
+    y = np.r_[np.linspace(0.0, 1.0, 11), np.arange(9.0) * 3 + 0.1]
+    with pytest.raises(ValueError) as info:
+        probe(texts, y, model=tiny_bert, cv=10, task="regression", poolings=("mean",), unions=0)
+    assert str(info.value) == (
+        "a regression needs two texts in every fold (R^2 of a one-text fold is undefined), and with the copies of a "
+        "text kept in one fold, 9 of the 10 folds hold one text; lower cv (--cv) or add texts.")
+    monkeypatch.undo()
+    result = probe(texts, y, model=tiny_bert, cv=5, task="regression", poolings=("mean",), unions=0, baseline=False)
+    assert all(len(test) >= 2 for _, test in result.cv.split(texts, y)) and np.isfinite(result.table["score"]).all()
