@@ -9,6 +9,7 @@ probe costs one embedding pass plus the model fits.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Set as AbstractSet
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -239,6 +240,9 @@ def probe(
     from bertfeat.inputs import one_text_column
 
     given, texts = texts, one_text_column(texts, "the probe scores one column of texts", "texts")
+    if isinstance(y, (str, bytes, Mapping, AbstractSet)) or not hasattr(y, "__len__") or getattr(y, "ndim", 1) == 0:
+        raise ValueError(f"y={y!r} is not valid: pass the labels themselves, one per text, as a 1-D array, list or "
+                         "Series (such as df['label'], not the column's name).")
     _check_label_types(y)  # before np.asarray, which reads 1 and "1" as one class
     y = np.asarray(y)
     if len(y) != len(texts):

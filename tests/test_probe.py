@@ -1098,3 +1098,16 @@ def test_a_regression_whose_copies_leave_a_fold_of_one_text_is_refused_before_an
     monkeypatch.undo()
     result = probe(texts, y, model=tiny_bert, cv=5, task="regression", poolings=("mean",), unions=0, baseline=False)
     assert all(len(test) >= 2 for _, test in result.cv.split(texts, y)) and np.isfinite(result.table["score"]).all()
+
+
+@pytest.mark.parametrize("y", ["label", 3, {0: 1, 1: 0}, {0, 1}, (v for v in [0, 1])])
+def test_labels_that_are_no_sequence_of_labels_are_refused_saying_what_to_pass(tiny_bert, monkeypatch, y):
+    """A column name (as for --label-col), a dict, a set or a generator failed with a bare TypeError (`len() of
+    unsized object`, `'int' object is not iterable`)."""
+    NoModel(monkeypatch)
+    texts, _ = labelled(12)
+    with pytest.raises(ValueError) as info:
+        probe(texts, y, model=tiny_bert, cv=3, poolings=("mean",), unions=0)
+    assert str(info.value) == (
+        f"y={y!r} is not valid: pass the labels themselves, one per text, as a 1-D array, list or Series (such as "
+        "df['label'], not the column's name).")
