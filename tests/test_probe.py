@@ -1111,3 +1111,24 @@ def test_labels_that_are_no_sequence_of_labels_are_refused_saying_what_to_pass(t
     assert str(info.value) == (
         f"y={y!r} is not valid: pass the labels themselves, one per text, as a 1-D array, list or Series (such as "
         "df['label'], not the column's name).")
+
+
+def test_the_probe_commands_json_is_json_that_any_reader_takes(tiny_bert, tmp_path):
+    """The table's empty cells (a TF-IDF row's model, pooling, layer; a union's layer) went into the file as NaN,
+    which is no JSON (jq, JavaScript's JSON.parse refuse it), and layer numbers as 3.0."""
+    from bertfeat.cli import main
+
+    texts, y = labelled(30, own=0.8)
+    pd.DataFrame({"text": texts, "label": y}).to_csv(tmp_path / "d.csv", index=False)
+    assert main(["probe", str(tmp_path / "d.csv"), "--text-col", "text", "--label-col", "label", "--model", tiny_bert,
+                 "--cv", "3", "--unions", "1", "--json", str(tmp_path / "p.json")]) == 0
+
+    def refuse(constant):
+        raise AssertionError(f"{constant} is not JSON")
+
+    report = json.loads((tmp_path / "p.json").read_text(), parse_constant=refuse)
+    rows = {row["kind"]: row for row in reversed(report["table"])}
+    assert {k: rows["tfidf"][k] for k in ("model", "pooling", "layer", "n_layers", "layers", "embed_s_per_1k")} == dict(
+        model=None, pooling=None, layer=None, n_layers=None, layers=None, embed_s_per_1k=None)
+    single = [row for row in report["table"] if row["kind"] == "embedding" and row["n_layers"] == 1]
+    assert single and all(type(row["layer"]) is int and type(row["n_layers"]) is int for row in single)

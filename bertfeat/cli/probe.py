@@ -84,11 +84,14 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         print(f"plot: {args.plot}")
     if args.json:
+        # the table's empty cells (a TF-IDF row's model, a union's layer) as null: NaN is no JSON; layers as ints
+        records = (t.drop(columns=["params"]).assign(params=t["params"].map(json.dumps))
+                   .astype({"layer": "Int64", "n_layers": "Int64"}).astype(object))
+        records = records.where(records.notna(), None).to_dict(orient="records")
         with open(args.json, "w") as fh:
             json.dump({"task": result.task, "metric": result.metric, "recommended": result.recommended,
                        "recommended_kind": result.recommended_kind, "code": result.code(), "missing": result.missing,
                        "models": result.models, "best": result.best, "baseline": result.baseline,
                        "seconds": result.seconds,
-                       "table": t.drop(columns=["params"]).assign(params=t["params"].map(json.dumps))
-                       .to_dict(orient="records")}, fh, indent=2, default=str)
+                       "table": records}, fh, indent=2, default=str)
     return 0
