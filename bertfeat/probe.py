@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bertfeat.probe_labels import _check_label_types, _check_labels, _grouped, _task, _text_groups
+from bertfeat.probe_labels import _check_folds, _check_label_types, _check_labels, _grouped, _task, _text_groups
 
 ALL_POOLINGS = ("cls", "mean", "max")
 
@@ -251,6 +251,7 @@ def probe(
     task = _task(y) if task == "auto" else task
     scoring = _scorer(task, y, cv, random_state, _text_groups(texts))
     folds = list(scoring["splitter"].split(np.zeros((len(y), 1)), y))
+    _check_folds(task, y, folds)
     # plain Python values (a pathlib cache_dir, numpy ints): the rows' params go into code() as written
     shared = {k: _plain(v) for k, v in dict(max_length=max_length, long_text=long_text, stride=stride,
                                             normalize=normalize, prefix=prefix, prompt_name=prompt_name, dtype=dtype,

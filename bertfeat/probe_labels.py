@@ -71,6 +71,18 @@ def _check_numbers(y: np.ndarray, cv: int) -> None:
                          f"one-text fold is undefined), and there are {len(y)}; lower cv (--cv) or add texts.")
 
 
+def _check_folds(task: str, y: np.ndarray, folds) -> None:
+    """A regression's test folds each need labels that differ: R^2 of a constant target is undefined (scikit-learn
+    scores it 0 or 1, which would enter every row's mean as if measured)."""
+    if task != "regression":
+        return
+    flat = [k for k, (_, test) in enumerate(folds, start=1) if np.all(y[test] == y[test][0])]
+    if flat:
+        raise ValueError(f"{len(flat)} of the {len(folds)} cross-validation folds hold test labels that are all one "
+                         f"value (fold {flat[0]}: all {y[folds[flat[0] - 1][1]][0]:g}), where R^2 is undefined "
+                         "(scikit-learn would score it 0 or 1); lower cv (--cv), or add texts with other labels.")
+
+
 def _check_label_types(y) -> None:
     """Labels of several kinds (strings and numbers, or booleans and numbers) would be merged by ``np.asarray``."""
     import numbers

@@ -1155,3 +1155,21 @@ def test_whole_numbers_read_as_rare_classes_are_told_they_may_be_a_regression(ti
     monkeypatch.undo()
     assert probe(texts, prices, model=tiny_bert, cv=3, task="regression", poolings=("mean",), unions=0,
                  baseline=False).metric == "r2"
+
+
+def test_a_regression_fold_whose_labels_are_all_one_value_is_refused_before_any_work(tiny_bert, monkeypatch):
+    """A target of mostly zeros (27 of 30): three of the five test folds held only zeros, where R^2 is undefined and
+    scikit-learn scores 0.0, so every row's mean and standard error were made of those zeros, silently."""
+    NoModel(monkeypatch)
+    texts, _ = labelled(30, seed=2)
+    y = np.zeros(30)
+    y[[3, 11, 25]] = [1.0, 2.5, 4.0]
+    with pytest.raises(ValueError) as info:
+        probe(texts, y, model=tiny_bert, cv=5, task="regression", poolings=("mean",), unions=0)
+    assert str(info.value) == (
+        "3 of the 5 cross-validation folds hold test labels that are all one value (fold 1: all 0), where R^2 is "
+        "undefined (scikit-learn would score it 0 or 1); lower cv (--cv), or add texts with other labels.")
+    y[[0, 7, 14, 21, 28]] = 0.5  # what "lower cv" cannot fix, more labels that differ can
+    monkeypatch.undo()
+    result = probe(texts, y, model=tiny_bert, cv=5, task="regression", poolings=("mean",), unions=0, baseline=False)
+    assert all(len(np.unique(y[test])) > 1 for _, test in result.cv.split(texts, y))
