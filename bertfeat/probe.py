@@ -237,12 +237,13 @@ def probe(
         raise ValueError("missing='nan' is not valid for the probe: its linear models cannot score rows of NaN. "
                          "Pass missing='zero' (a zero vector and an empty TF-IDF document for each missing text) or "
                          "drop the missing texts first.")
-    from bertfeat.inputs import one_text_column
-
-    given, texts = texts, one_text_column(texts, "the probe scores one column of texts", "texts")
+    # first: probe(df, 'label') would be refused for the frame's label column, as if texts were wrong
     if isinstance(y, (str, bytes, Mapping, AbstractSet)) or not hasattr(y, "__len__") or getattr(y, "ndim", 1) == 0:
         raise ValueError(f"y={y!r} is not valid: pass the labels themselves, one per text, as a 1-D array, list or "
                          "Series (such as df['label'], not the column's name).")
+    from bertfeat.inputs import one_text_column
+
+    given, texts = texts, one_text_column(texts, "the probe scores one column of texts", "texts")
     _check_label_types(y)  # before np.asarray, which reads 1 and "1" as one class
     y = np.asarray(y)
     if len(y) != len(texts):

@@ -1106,6 +1106,8 @@ def test_labels_that_are_no_sequence_of_labels_are_refused_saying_what_to_pass(t
     unsized object`, `'int' object is not iterable`)."""
     NoModel(monkeypatch)
     texts, _ = labelled(12)
+    if y == "label":  # beside the frame it names a column of: refused for the label, not for the frame's column
+        texts = pd.DataFrame({"text": texts, "label": [0, 1] * 6})
     with pytest.raises(ValueError) as info:
         probe(texts, y, model=tiny_bert, cv=3, poolings=("mean",), unions=0)
     assert str(info.value) == (
