@@ -244,6 +244,10 @@ def probe(
     from bertfeat.inputs import one_text_column
 
     given, texts = texts, one_text_column(texts, "the probe scores one column of texts", "texts")
+    if isinstance(given, (pd.Series, pd.DataFrame)) and isinstance(y, pd.Series) and _reordered(given.index, y.index):
+        raise ValueError("texts and y hold the same index labels in another order, and the probe pairs them by "
+                         "position (row i with row i), not by index: align them first (y.loc[texts.index]), or pass "
+                         "y.to_numpy() if their positions pair them.")
     _check_label_types(y)  # before np.asarray, which reads 1 and "1" as one class
     y = np.asarray(y)
     if len(y) != len(texts):
@@ -335,6 +339,11 @@ def probe(
     if plot:
         result.plot(plot)
     return result
+
+
+def _reordered(a, b) -> bool:
+    """Two indexes of the same unique labels in another order: pandas would pair their rows otherwise than position."""
+    return (len(a) == len(b) and not a.equals(b) and a.is_unique and b.is_unique and bool(a.isin(b).all()))
 
 
 def _check_poolings(poolings) -> tuple[str, ...]:

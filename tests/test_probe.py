@@ -1175,3 +1175,24 @@ def test_a_regression_fold_whose_labels_are_all_one_value_is_refused_before_any_
     monkeypatch.undo()
     result = probe(texts, y, model=tiny_bert, cv=5, task="regression", poolings=("mean",), unions=0, baseline=False)
     assert all(len(np.unique(y[test])) > 1 for _, test in result.cv.split(texts, y))
+
+
+def test_labels_whose_index_orders_the_same_rows_otherwise_are_refused_not_paired_by_position(tiny_bert, monkeypatch):
+    """Texts shuffled (df.sample) beside labels in the frame's order: the probe paired row i with row i, each text
+    with another text's label, where pandas (and the user) would pair them by index; the scores were noise."""
+    NoModel(monkeypatch)
+    texts, y = labelled(24)
+    frame = pd.DataFrame({"text": texts, "label": y})
+    shuffled = frame.sample(frac=1, random_state=0)
+    for x in (shuffled["text"], shuffled[["text"]]):
+        with pytest.raises(ValueError) as info:
+            probe(x, frame["label"], model=tiny_bert, cv=3, poolings=("mean",), unions=0)
+        assert str(info.value) == (
+            "texts and y hold the same index labels in another order, and the probe pairs them by position (row i "
+            "with row i), not by index: align them first (y.loc[texts.index]), or pass y.to_numpy() if their "
+            "positions pair them.")
+    monkeypatch.undo()  # both ways out run; indexes of other labels (a frame filtered, then reset) pair by position
+    for labels in (frame["label"].loc[shuffled.index], frame["label"].to_numpy()[shuffled.index],
+                   pd.Series(shuffled["label"].to_numpy(), index=np.arange(24) + 100)):
+        assert probe(shuffled["text"], labels, model=tiny_bert, cv=3, poolings=("mean",), unions=0,
+                     baseline=False).table["score"].max() == 1.0  # each text with its own label: separable
