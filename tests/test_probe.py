@@ -1196,3 +1196,25 @@ def test_labels_whose_index_orders_the_same_rows_otherwise_are_refused_not_paire
                    pd.Series(shuffled["label"].to_numpy(), index=np.arange(24) + 100)):
         assert probe(shuffled["text"], labels, model=tiny_bert, cv=3, poolings=("mean",), unions=0,
                      baseline=False).table["score"].max() == 1.0  # each text with its own label: separable
+
+
+def test_the_probe_command_reads_a_decimal_label_column_as_numbers(tiny_bert, tmp_path, capsys):
+    """A parquet decimal column (prices from a database) reached the probe as Decimal objects: read as 30 classes of
+    one member under --task auto, and refused under --task regression as not numeric, with advice ("convert them to
+    numbers") a command-line user cannot follow."""
+    import decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from bertfeat.cli import main
+
+    texts, _ = labelled(30, seed=2, own=0.8)
+    prices = [decimal.Decimal(i * 7 + 100) / 4 for i in range(30)]
+    pq.write_table(pa.table({"text": texts, "price": pa.array(prices, pa.decimal128(10, 2))}), tmp_path / "d.parquet")
+    args = ["probe", str(tmp_path / "d.parquet"), "--text-col", "text", "--label-col", "price", "--model", tiny_bert,
+            "--cv", "3", "--unions", "0", "--no-baseline", "--json", str(tmp_path / "p.json")]
+    for task in ("auto", "regression"):
+        assert main(args + ["--task", task]) == 0, capsys.readouterr().err
+        report = json.loads((tmp_path / "p.json").read_text())
+        assert (report["task"], report["metric"]) == ("regression", "r2")

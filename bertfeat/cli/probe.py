@@ -60,8 +60,11 @@ def run(args: argparse.Namespace) -> int:
     table = pa.Table.from_batches(list(reader.batches()), schema=reader.schema)
     if table.num_rows == 0:
         raise ValueError(f"input {args.input!r} has no rows.")
+    labels = table.column(args.label_col)
+    if pa.types.is_decimal(labels.type):  # a database's prices: numbers, not Decimal objects read as classes
+        labels = labels.cast(pa.float64())
     result = probe(
-        table.column(args.text_col).to_pylist(), table.column(args.label_col).to_numpy(zero_copy_only=False),
+        table.column(args.text_col).to_pylist(), labels.to_numpy(zero_copy_only=False),
         model=args.model or ["default"], task=args.task, cv=args.cv, max_length=args.max_length,
         long_text=args.long_text, normalize=args.normalize, unions=args.unions, **prefix_params(args),
         missing=args.missing, device=args.device, dtype=args.dtype,
