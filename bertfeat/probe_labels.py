@@ -112,11 +112,19 @@ def _task(y: np.ndarray) -> str:
 # Logistic regression's C: on standardized embedding features, and on TF-IDF (and unions, whose blocks both have
 # rows of squared norm about 1, see bertfeat.union).
 def _text_groups(texts) -> np.ndarray | None:
-    """The group of each text, copies of one text together; None when every text is distinct."""
+    """The group of each text, copies of one text together; None when every text is distinct. A missing text (None,
+    NaN, a blank string) is no text, and no copy of another: each is a group of its own, so the missing texts spread
+    across the folds as they will come in use, and every model is trained on some."""
     from bertfeat.batching import unique_strings
+    from bertfeat.inputs import is_blank
 
-    uniques, inverse = unique_strings([t if isinstance(t, str) else repr(t) for t in texts])
-    return None if len(uniques) == len(texts) else inverse
+    present = [i for i, t in enumerate(texts) if isinstance(t, str) and not is_blank(t)]
+    uniques, inverse = unique_strings([texts[i] for i in present])
+    if len(uniques) == len(present):
+        return None
+    groups = len(uniques) + np.arange(len(texts))
+    groups[present] = inverse
+    return groups
 
 
 def _grouped(task, y, cv, random_state, groups):

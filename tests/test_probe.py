@@ -1218,3 +1218,17 @@ def test_the_probe_command_reads_a_decimal_label_column_as_numbers(tiny_bert, tm
         assert main(args + ["--task", task]) == 0, capsys.readouterr().err
         report = json.loads((tmp_path / "p.json").read_text())
         assert (report["task"], report["metric"]) == ("regression", "r2")
+
+
+def test_missing_texts_are_spread_across_folds_not_kept_together_as_copies(tiny_bert):
+    """Under missing="zero" every None was read as a copy of the text "None": all 16 missing texts of 48 fell in one
+    test fold, scored by models that never saw a missing text, and no other fold held one (blank strings alike)."""
+    texts, y = labelled(48, seed=5, own=0.9)
+    for i in range(0, 48, 3):
+        texts[i] = None if i % 2 else (np.nan if i % 4 else "  ")
+    texts[1] = texts[4] = texts[7] = "the same review"  # copies still stay together
+    result = probe(texts, y, model=tiny_bert, cv=4, poolings=("mean",), unions=0, missing="zero")
+    gone = np.array([not isinstance(t, str) or not t.strip() for t in texts])
+    for train, test in result.cv.split(texts, y):
+        assert 2 <= gone[test].sum() <= 6 and gone[train].sum() >= 10
+        assert len({texts[i] for i in test} & {"the same review"}) == 0 or {1, 4, 7} <= set(test)
