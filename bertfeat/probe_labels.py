@@ -40,9 +40,10 @@ def _check_labels(y: np.ndarray, task: str, cv: int) -> None:
             "folds would not contain them and their scores would be undefined. Drop or merge the rare classes"
             + (f", or lower cv (--cv) to at most {fewest}" if fewest >= 2 else
                " (a class with one member cannot be cross-validated)")
-            # whole numbers are classes under "auto": a price or a count may be a regression its user never named
+            # integers are classes under "auto" (floats of more than ten values are not): many of them may be a
+            # price or a count, a regression its user never named
             + ("; or, if the labels are numbers to predict, pass task='regression' (--task regression)."
-               if task == "auto" and y.dtype.kind in "iuf" else ".")
+               if task == "auto" and y.dtype.kind in "iu" and len(values) > 10 else ".")
         )
     if y.dtype.kind == "f" and not np.all(y == np.round(y)):  # scikit-learn's splitters read them as a regression
         fractional = np.unique(y[y != np.round(y)])

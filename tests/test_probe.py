@@ -1137,17 +1137,19 @@ def test_the_probe_commands_json_is_json_that_any_reader_takes(tiny_bert, tmp_pa
 
 
 def test_whole_numbers_read_as_rare_classes_are_told_they_may_be_a_regression(tiny_bert, monkeypatch):
-    """Prices or counts in whole numbers are classes under task='auto' (integers are classes): the refusal said only
-    to drop or merge the rare classes, never that task='regression' scores them as numbers."""
+    """Prices or counts in whole numbers are classes under task='auto' (integers are classes): the refusal of their
+    many rare classes said only to drop or merge them, never that task='regression' scores them as numbers."""
     NoModel(monkeypatch)
     texts, _ = labelled(30, seed=2)
     prices = np.arange(30) * 7 + 100
-    for y in (prices, prices.astype(float)[:10]):  # ints of any number, floats of ten or fewer
-        with pytest.raises(ValueError) as info:
-            probe(texts[:len(y)], y, model=tiny_bert, cv=3, poolings=("mean",), unions=0)
-        assert str(info.value).endswith(
-            "Drop or merge the rare classes (a class with one member cannot be cross-validated); or, if the labels "
-            "are numbers to predict, pass task='regression' (--task regression).")
+    with pytest.raises(ValueError) as info:
+        probe(texts, prices, model=tiny_bert, cv=3, poolings=("mean",), unions=0)
+    assert str(info.value).endswith(
+        "Drop or merge the rare classes (a class with one member cannot be cross-validated); or, if the labels "
+        "are numbers to predict, pass task='regression' (--task regression).")
+    with pytest.raises(ValueError) as info:  # two classes of ints, one of them rare: classes, no hint
+        probe(texts, np.r_[np.zeros(28, int), 1, 1], model=tiny_bert, cv=3, poolings=("mean",), unions=0)
+    assert str(info.value).endswith("or lower cv (--cv) to at most 2.")
     with pytest.raises(ValueError) as info:  # classes asked for by name: they are classes
         probe(texts, prices, model=tiny_bert, cv=3, task="classification", poolings=("mean",), unions=0)
     assert str(info.value).endswith("(a class with one member cannot be cross-validated).")
