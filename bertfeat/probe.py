@@ -241,6 +241,8 @@ def probe(
     if isinstance(y, (str, bytes, Mapping, AbstractSet)) or not hasattr(y, "__len__") or getattr(y, "ndim", 1) == 0:
         raise ValueError(f"y={y!r} is not valid: pass the labels themselves, one per text, as a 1-D array, list or "
                          "Series (such as df['label'], not the column's name).")
+    if plot:  # a file name must not cost the work: the plot is saved after every fit
+        _check_writable(plot, f"plot={_plain(plot)!r}", plot=True)
     from bertfeat.inputs import one_text_column
 
     given, texts = texts, one_text_column(texts, "the probe scores one column of texts", "texts")
@@ -344,6 +346,22 @@ def probe(
 def _reordered(a, b) -> bool:
     """Two indexes of the same unique labels in another order: pandas would pair their rows otherwise than position."""
     return (len(a) == len(b) and not a.equals(b) and a.is_unique and b.is_unique and bool(a.isin(b).all()))
+
+
+def _check_writable(path, name: str, plot: bool = False) -> None:
+    """Refuse an output file the probe could not write after its work: a missing folder, a format matplotlib lacks."""
+    import os
+
+    folder = os.path.dirname(os.path.abspath(os.fspath(path)))
+    if not os.path.isdir(folder):
+        raise ValueError(f"{name} cannot be written: its folder {folder!r} does not exist; create it first.")
+    suffix = os.path.splitext(os.fspath(path))[1].lower()
+    if plot and suffix:
+        from matplotlib.backend_bases import FigureCanvasBase
+
+        if suffix[1:] not in FigureCanvasBase.get_supported_filetypes():
+            raise ValueError(f"{name} cannot be written: matplotlib saves no {suffix!r} files; name a .png, .svg or "
+                             ".pdf file.")
 
 
 def _check_poolings(poolings) -> tuple[str, ...]:

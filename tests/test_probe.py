@@ -1234,3 +1234,25 @@ def test_missing_texts_are_spread_across_folds_not_kept_together_as_copies(tiny_
     for train, test in result.cv.split(texts, y):
         assert 2 <= gone[test].sum() <= 6 and gone[train].sum() >= 10
         assert len({texts[i] for i in test} & {"the same review"}) == 0 or {1, 4, 7} <= set(test)
+
+
+def test_output_files_that_cannot_be_written_are_refused_before_any_work(tiny_bert, no_work, tmp_path, capsys):
+    """A plot or a --json in a folder that does not exist, or a plot in a format matplotlib lacks, failed after the
+    embedding pass and every fit: the work was lost for a file name."""
+    from bertfeat.cli import main
+
+    texts, y = labelled(12)
+    for plot, message in [(tmp_path / "absent" / "p.png", f"plot={str(tmp_path / 'absent' / 'p.png')!r} cannot be "
+                           f"written: its folder {str(tmp_path / 'absent')!r} does not exist; create it first."),
+                          (tmp_path / "p.pdfx", f"plot={str(tmp_path / 'p.pdfx')!r} cannot be written: matplotlib "
+                           "saves no '.pdfx' files; name a .png, .svg or .pdf file.")]:
+        with pytest.raises(ValueError) as info:
+            probe(texts, y, model=tiny_bert, cv=2, plot=str(plot))
+        assert str(info.value) == message
+    pd.DataFrame({"text": texts, "label": y}).to_csv(tmp_path / "d.csv", index=False)
+    json_path = str(tmp_path / "absent" / "p.json")
+    assert main(["probe", str(tmp_path / "d.csv"), "--text-col", "text", "--label-col", "label", "--model", tiny_bert,
+                 "--cv", "2", "--json", json_path]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"bertfeat probe: error: --json {json_path!r} cannot be written: its folder {str(tmp_path / 'absent')!r} "
+        "does not exist; create it first.")
