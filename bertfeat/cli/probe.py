@@ -91,8 +91,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"plot: {args.plot}")
     if args.json:
         # the table's empty cells (a TF-IDF row's model, a union's layer) as null: NaN is no JSON; layers as ints
+        whole = {c: "Int64" for c in ("layer", "n_layers") if c in t.columns}
         records = (t.drop(columns=["params"]).assign(params=t["params"].map(json.dumps))
-                   .astype({"layer": "Int64", "n_layers": "Int64"}).astype(object))
+                   .astype(whole).astype(object))
         records = records.where(records.notna(), None).to_dict(orient="records")
         with open(args.json, "w") as fh:
             json.dump({"task": result.task, "metric": result.metric, "recommended": result.recommended,
