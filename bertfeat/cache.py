@@ -23,10 +23,8 @@ import contextlib
 import json
 import os
 import re
-import socket
 import threading
 import time
-import uuid
 import warnings
 from dataclasses import asdict, dataclass, field
 
@@ -35,16 +33,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bertfeat.exceptions import CacheError, CacheWarning, user_stacklevel
+from bertfeat.shards import (  # noqa: F401  (the cache's names for its shard format since before the split)
+    _HOST, _WRITE_OPTIONS, CACHE_FORMAT, KEY_BYTES, _flock, _fsync_dir, _fsync_file, _key_array, _keys_from_column,
+    _pid_alive, _row_group_rows, _RowGroupWriter, _schema, _shard_table, _TempShard, _Unreadable,
+    _vectors_from_column, _write_atomic,
+)
 
-try:
-    import fcntl
-except ImportError:  # Windows: no flock; docs/cache.md says to compact or clear only while no job uses the cache
-    fcntl = None
-
-CACHE_FORMAT = 1
 MARKER = "bertfeat-cache.json"
 RECIPE_FILE = "recipe.json"
-KEY_BYTES = 16
 _LOCK_FILE = ".lock"
 _COMPACT_LOCK_FILE = ".compact.lock"
 _SHARD_RE = re.compile(r"^shard-\d{20}-[0-9a-f]{12}\.parquet$")
@@ -52,17 +48,8 @@ _TMP_RE = re.compile(r"^\.tmp-(?P<host>.*)-(?P<pid>\d+)-[0-9a-f]{12}\.parquet$")
 # what a writer killed while writing recipe.json leaves (_write_atomic): no host in its name, so only its age tells
 _RECIPE_TMP_RE = re.compile(r"^recipe\.json\.\d+-[0-9a-f]{8}\.tmp$")
 _NAMESPACE_RE = re.compile(r"^[0-9a-f]{32}$")
-# Row groups are the unit a lookup reads, so they are kept small: about 256 KiB of vectors (170 rows at 384 floats).
-_ROW_GROUP_BYTES = 256 * 1024
 # A temporary shard older than this is a dead writer's leftover even when its owner cannot be checked (other host).
 _STALE_TMP_SECONDS = 3600
-_WRITE_OPTIONS = dict(
-    compression={"key": "none", "n_tokens": "zstd", "vector": "none"},  # random bytes and floats barely compress
-    use_dictionary=False,
-    write_statistics=False,  # min/max of hashes prune nothing; the key index does that
-    write_page_checksum=True,  # so a flipped bit in a data page is caught on read, not returned as a vector
-)
-_HOST = re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname()) or "host"
 
 
 def open_cache(path, *, create: bool = True) -> "Cache":
@@ -707,181 +694,3 @@ class _Namespace:
             self.bad.clear()
         with contextlib.suppress(OSError):  # left in place if something else was put there
             os.rmdir(self.dir)
-
-
-# -- shard files ------------------------------------------------------------------------------------------------
-
-
-def _row_group_rows(n_features: int, override: int | None) -> int:
-    if override:
-        return int(override)
-    return int(min(65536, max(16, _ROW_GROUP_BYTES // (4 * max(1, n_features)))))
-
-
-def _schema(fingerprint: str, n_features: int) -> pa.Schema:
-    return pa.schema(
-        [
-            pa.field("key", pa.binary(KEY_BYTES), nullable=False),
-            pa.field("n_tokens", pa.int64(), nullable=False),
-            pa.field("vector", pa.list_(pa.float32(), n_features), nullable=False),
-        ],
-        metadata={"bertfeat.fingerprint": fingerprint, "bertfeat.cache_format": str(CACHE_FORMAT)},
-    )
-
-
-def _shard_table(keys: np.ndarray, vectors: np.ndarray, n_tokens: np.ndarray, fingerprint: str) -> pa.Table:
-    n, n_features = vectors.shape
-    key_array = pa.FixedSizeBinaryArray.from_buffers(pa.binary(KEY_BYTES), n, [None, pa.py_buffer(keys.tobytes())])
-    vector_array = pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(vectors).reshape(-1)), n_features)
-    return pa.Table.from_arrays([key_array, pa.array(n_tokens, pa.int64()), vector_array],
-                                schema=_schema(fingerprint, n_features))
-
-
-def _key_array(keys) -> np.ndarray:
-    keys = list(keys)
-    bad = next((k for k in keys if not isinstance(k, bytes) or len(k) != KEY_BYTES), None)
-    if bad is not None:
-        raise ValueError(f"cache keys must be {KEY_BYTES} bytes (bertfeat.encode.text_key); got {bad!r}.")
-    return np.frombuffer(b"".join(keys), dtype=f"S{KEY_BYTES}").copy() if keys else np.empty(0, f"S{KEY_BYTES}")
-
-
-def _keys_from_column(column) -> np.ndarray:
-    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    if arr.null_count:
-        raise ValueError("null keys")
-    buf = arr.buffers()[1]
-    return np.frombuffer(buf, dtype=f"S{KEY_BYTES}", count=len(arr), offset=arr.offset * KEY_BYTES).copy()
-
-
-def _vectors_from_column(column, n_features: int) -> np.ndarray:
-    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    values = arr.flatten().to_numpy(zero_copy_only=False)
-    return values.reshape(len(arr), n_features)
-
-
-class _Unreadable(Exception):
-    """A shard that cannot be read (its cause says why), as opposed to a merged shard that cannot be written."""
-
-
-class _RowGroupWriter:
-    """Writes tables of any size as row groups of exactly ``rows`` rows (the last one excepted)."""
-
-    def __init__(self, sink, fingerprint: str, n_features: int, rows: int):
-        self.rows = rows
-        self.pending: list[pa.Table] = []
-        self.n_pending = 0
-        self.n_rows = 0
-        self.writer = pq.ParquetWriter(sink, _schema(fingerprint, n_features), **_WRITE_OPTIONS)
-
-    def write(self, table: pa.Table) -> None:
-        self.n_rows += table.num_rows
-        self.pending.append(table)
-        self.n_pending += table.num_rows
-        if self.n_pending >= self.rows:
-            merged = pa.concat_tables(self.pending)
-            full = (merged.num_rows // self.rows) * self.rows
-            self.writer.write_table(merged.slice(0, full), row_group_size=self.rows)
-            rest = merged.slice(full)
-            self.pending, self.n_pending = [rest], rest.num_rows
-
-    def close(self) -> None:
-        if self.n_pending:
-            self.writer.write_table(pa.concat_tables(self.pending), row_group_size=self.rows)
-        self.writer.close()
-
-    def abort(self) -> None:
-        """Let go of the file after a failed write (the caller removes it); a second failure is no news."""
-        with contextlib.suppress(OSError, pa.ArrowException):
-            self.writer.close()
-
-
-class _TempShard:
-    """A temporary shard file in ``directory``, renamed into place by :meth:`commit` or removed on exit."""
-
-    def __init__(self, directory: str):
-        self.dir = directory
-        self.path = os.path.join(directory, f".tmp-{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:12]}.parquet")
-        self.committed = False
-
-    def __enter__(self) -> "_TempShard":
-        return self
-
-    def commit(self) -> str:
-        name = f"shard-{time.time_ns():020d}-{uuid.uuid4().hex[:12]}.parquet"
-        os.replace(self.path, os.path.join(self.dir, name))  # atomic: readers see the whole shard or none of it
-        self.committed = True
-        _fsync_dir(self.dir)
-        return name
-
-    def __exit__(self, *exc) -> None:
-        if not self.committed:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.path)
-
-
-def _write_atomic(path: str, text: str) -> None:
-    tmp = f"{path}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-
-
-def _fsync_file(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(path: str) -> None:
-    # Makes the rename durable across a power cut; not every platform can open a directory.
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-@contextlib.contextmanager
-def _flock(path: str, *, exclusive: bool):
-    """An advisory lock on ``path``; a no-op where flock is missing or the lock file cannot be created."""
-    fd = None
-    if fcntl is not None:
-        with contextlib.suppress(OSError):
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    if fd is None:
-        yield
-        return
-    try:
-        while True:
-            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-            with contextlib.suppress(OSError):
-                if os.stat(path).st_ino == os.fstat(fd).st_ino:
-                    break
-            # `clear` removed the file while we waited: lock the one a later caller will open, if any
-            os.close(fd)
-            fd = None
-            with contextlib.suppress(OSError):
-                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-            if fd is None:  # the namespace itself is gone: there is nothing left to guard
-                break
-        yield
-    finally:
-        if fd is not None:
-            os.close(fd)

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from bertfeat import cache as cache_module
+from bertfeat import shards as shard_module
 from bertfeat.cache import Cache, open_cache
 from bertfeat.encode import encode, text_key
 from bertfeat.exceptions import CacheError, CacheWarning
@@ -999,7 +1000,7 @@ def test_a_shard_deleted_by_hand_during_the_swap_does_not_fail_the_compaction(tm
 
 def test_without_flock_every_operation_still_works(tmp_path, monkeypatch):
     """Windows has no flock: the locks are no-ops (docs/cache.md says to compact and clear while no job runs)."""
-    monkeypatch.setattr(cache_module, "fcntl", None)
+    monkeypatch.setattr(shard_module, "fcntl", None)  # the locks live with the shard plumbing (bertfeat.shards)
     recipe = recipe16()
     cache = Cache(tmp_path)
     cache.store(recipe, *workers.rows(range(5)))
