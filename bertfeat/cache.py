@@ -410,29 +410,25 @@ class _Namespace:
             self.ids.pop(shard.name, None)
 
     def _mark_bad(self, name: str, exc: BaseException) -> None:
-        self.bad.add(name)
-        if name in self.ids:
-            self._forget([self.ids[name]])
-        if name not in self._warned:
-            self._warned.add(name)
-            warnings.warn(
-                f"bertfeat cache: ignoring unreadable shard {os.path.join(self.dir, name)} ({type(exc).__name__}: "
-                f"{exc}); its texts will be recomputed. `bertfeat cache compact {self.root}` removes it.",
-                CacheWarning, stacklevel=user_stacklevel(),
-            )
+        self._set_aside(name, self.bad,
+                        f"bertfeat cache: ignoring unreadable shard {os.path.join(self.dir, name)} "
+                        f"({type(exc).__name__}: {exc}); its texts will be recomputed. `bertfeat cache compact "
+                        f"{self.root}` removes it.")
 
     def _deny(self, name: str, exc: BaseException) -> None:
-        self.denied.add(name)
+        self._set_aside(name, self.denied,
+                        f"bertfeat cache: cannot read shard {os.path.join(self.dir, name)} ({type(exc).__name__}: "
+                        f"{exc}); its texts will be recomputed. It is not corrupt, and compact leaves it alone: give "
+                        "this user read access to the cache's files.")
+
+    def _set_aside(self, name: str, into: set, message: str) -> None:
+        """Stop reading shard ``name`` (its rows leave the index; it joins ``into``), saying so once per process."""
+        into.add(name)
         if name in self.ids:
             self._forget([self.ids[name]])
         if name not in self._warned:
             self._warned.add(name)
-            warnings.warn(
-                f"bertfeat cache: cannot read shard {os.path.join(self.dir, name)} ({type(exc).__name__}: {exc}); its "
-                "texts will be recomputed. It is not corrupt, and compact leaves it alone: give this user read access "
-                "to the cache's files.",
-                CacheWarning, stacklevel=user_stacklevel(),
-            )
+            warnings.warn(message, CacheWarning, stacklevel=user_stacklevel())
 
     # -- lookup and store ---------------------------------------------------------------------------------------
 

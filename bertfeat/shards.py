@@ -167,11 +167,7 @@ def _fsync_file(path: str) -> None:
 def _fsync_dir(path: str) -> None:
     # Makes the rename durable across a power cut; not every platform can open a directory.
     with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _fsync_file(path)
 
 
 def _pid_alive(pid: int) -> bool:
