@@ -77,6 +77,11 @@ def _check_folds(task: str, y: np.ndarray, folds) -> None:
     scores it 0 or 1, which would enter every row's mean as if measured)."""
     if task != "regression":
         return
+    lone = sum(len(test) < 2 for _, test in folds)
+    if lone:  # only copies kept together can leave one: _check_numbers counts two texts per fold
+        raise ValueError(f"a regression needs two texts in every fold (R^2 of a one-text fold is undefined), and with "
+                         f"the copies of a text kept in one fold, {lone} of the {len(folds)} folds hold one text; "
+                         "lower cv (--cv) or add texts.")
     flat = [k for k, (_, test) in enumerate(folds, start=1) if np.all(y[test] == y[test][0])]
     if flat:
         raise ValueError(f"{len(flat)} of the {len(folds)} cross-validation folds hold test labels that are all one "
@@ -149,9 +154,4 @@ def _grouped(task, y, cv, random_state, groups):
     test_fold = np.empty(len(y), dtype=int)
     for k, (_, test) in enumerate(splits):
         test_fold[test] = k
-    lone = int(np.sum(np.bincount(test_fold, minlength=cv) < 2))
-    if task == "regression" and lone:  # the count of texts in _check_numbers cannot see how the copies fall
-        raise ValueError(f"a regression needs two texts in every fold (R^2 of a one-text fold is undefined), and with "
-                         f"the copies of a text kept in one fold, {lone} of the {cv} folds hold one text; lower cv "
-                         "(--cv) or add texts.")
     return PredefinedSplit(test_fold)
