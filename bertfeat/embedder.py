@@ -69,8 +69,8 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         CPUs with AVX512-BF16 or AMX. It is fixed at ``fit``, so a fitted pipeline gives the same features anywhere.
     missing : {"error", "zero", "nan"}, default="error"
         What a missing text (None, NaN, pd.NA) gets: an error naming the row, a zero vector, or a row of NaN.
-        Empty and blank texts (only whitespace, control or invisible format characters, which would all get the
-        same vector) are missing too. The default is an error so that no missing value is embedded silently.
+        Empty and blank texts (only whitespace, control, format, private-use and replacement characters and lone
+        combining marks, which a tokenizer drops, so they would all get the same vector) are missing too. The default is an error so that no missing value is embedded silently.
     cache_dir : str, default=None
         Directory of a persistent embedding cache shared by runs, CV folds, the CLI and R. ``fit`` creates it
         if needed and raises :class:`~bertfeat.CacheError` if it is a file or cannot be written; an empty path is

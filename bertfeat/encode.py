@@ -81,8 +81,9 @@ def _describe_value(value) -> str:
 def split_missing(texts: Sequence, missing: str, row_name: Callable[[int], str]) -> tuple[list[str], np.ndarray]:
     """Check every value is a string or a missing marker (None, NaN, pd.NA); apply the ``missing="error"`` policy.
 
-    Empty and blank texts (:func:`bertfeat.inputs.is_blank`: only whitespace, control or invisible format
-    characters) count as missing. Returns the present texts and a boolean mask of the missing rows.
+    Empty and blank texts (:func:`bertfeat.inputs.is_blank`: only whitespace, control, format, private-use and
+    replacement characters and lone combining marks) count as missing. Returns the present texts and a boolean
+    mask of the missing rows.
     """
     from bertfeat.inputs import is_blank
 
@@ -96,7 +97,7 @@ def split_missing(texts: Sequence, missing: str, row_name: Callable[[int], str])
             if missing == "error":
                 raise ValueError(
                     f"{row_name(i)} is blank ({_describe_value(value)}): bertfeat treats empty texts and texts of only "
-                    "whitespace, control or invisible characters as missing, and missing='error'. Pass "
+                    "whitespace, control, invisible or replacement characters as missing, and missing='error'. Pass "
                     "missing='zero' for a zero vector, missing='nan' for a row of NaN, or drop or fill those rows first."
                 )
             is_missing[i] = True

@@ -13,14 +13,20 @@ import numpy as np
 
 _DEFAULT_NAME = "text"
 
-# Unicode categories that print nothing: separators (spaces, line and paragraph separators), control characters
-# (tab, newline, NUL) and format characters (zero-width space, zero-width joiner, BOM, soft hyphen).
-_INVISIBLE = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf"})
+# Unicode categories with nothing to read in them: separators (spaces, line and paragraph separators), control
+# characters (tab, newline, NUL), format characters (zero-width space, zero-width joiner, BOM, soft hyphen),
+# private-use characters, and combining marks, which sit on a letter and say nothing alone (an accent, an emoji's
+# variation selector). A BERT tokenizer drops every one of them (marks where it strips accents), and U+FFFD, the
+# replacement character a decoder leaves for bytes it could not read (errors="replace"); unassigned code points
+# (Cn) are not among them: a newer Unicode than Python's may have assigned them (an emoji), and tokenizers keep them.
+_NOTHING_TO_READ = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf", "Co", "Mn", "Mc", "Me"})
+_REPLACEMENT = "\ufffd"
 _category = unicodedata.category
 
 
 def is_blank(text: str) -> bool:
-    r"""True when ``text`` holds no visible character: empty, or only whitespace, control and format characters.
+    r"""True when ``text`` has nothing to read: empty, or only whitespace, control, format, private-use and
+    replacement characters (U+FFFD) and combining marks with no letter to sit on.
 
     A BERT tokenizer drops every such character, so all blank texts would get one and the same ``[CLS] [SEP]``
     vector, which says nothing about the row; bertfeat treats them as missing instead (the ``missing=`` policy).
@@ -28,11 +34,11 @@ def is_blank(text: str) -> bool:
 
     Examples
     --------
-    >>> [is_blank(t) for t in ["", " ", "\t\n", "\u200b", "\x00", "\ufeff", "a", " . "]]
-    [True, True, True, True, True, True, False, False]
+    >>> [is_blank(t) for t in ["", " ", "\t\n", "\u200b", "\x00", "\ufeff", "\ufffd", "\u0301", "a", " . ", "e\u0301"]]
+    [True, True, True, True, True, True, True, True, False, False, False]
     """
     for c in text:  # a plain loop: stops at the first visible character, usually the first (~1 us a text)
-        if _category(c) not in _INVISIBLE:
+        if _category(c) not in _NOTHING_TO_READ and c != _REPLACEMENT:
             return False
     return True
 

