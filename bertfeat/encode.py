@@ -129,6 +129,7 @@ def encode(
     row_name: Callable[[int], str] | None = None,
     progress: bool = False,
     all_layers: bool = False,
+    _pooling_asked: Sequence[str] | None = None,
 ) -> tuple[np.ndarray, EncodeStats]:
     """Embed ``texts`` with ``recipe``: returns a (len(texts), recipe.n_features) float32 array and its stats.
 
@@ -142,7 +143,7 @@ def encode(
     if all_layers:
         base = recipe.all_layers()
         X, stats = encode(texts, base, backend, cache=cache, batch_tokens=batch_tokens, missing=missing,
-                          row_name=row_name, progress=progress)
+                          row_name=row_name, progress=progress, _pooling_asked=recipe.pooling)
         return derive(X, base, recipe), stats
     t0 = time.perf_counter()
     row_name = row_name or (lambda i: f"row {i}")
@@ -180,6 +181,7 @@ def encode(
 
     if len(todo):
         model = backend()
+        check_first_token(model, recipe.pooling if _pooling_asked is None else _pooling_asked)
         new_vectors, new_tokens, run = _run_model(
             [uniques[j] for j in todo], recipe, model, batch_tokens or model.default_batch_tokens, progress
         )
@@ -391,6 +393,21 @@ def chunk_bounds(n: int, chunk: int, first: int) -> list[tuple[int, int]]:
         lo += size
         size = min(chunk, size * 2)
     return bounds
+
+
+def check_first_token(model, pooling: Sequence[str]) -> None:
+    """Refuse ``"cls"`` pooling where the tokenizer puts no special token before the text: the first token is then
+    the text's first word (GPT-2 and other decoders add nothing; XLNet puts its ``<cls>`` last), and CLS pooling
+    would read that word's state, silently."""
+    prefix = getattr(model, "prefix", None)  # the ids put before a text; a backend without them is not judged
+    if "cls" not in pooling or prefix is None or len(prefix):
+        return
+    name = getattr(getattr(model, "spec", None), "name", None) or "this model"
+    raise ValueError(
+        f"pooling={'+'.join(pooling)!r} reads the CLS token, the first of each sequence, but {name}'s tokenizer puts "
+        "no special token before the text, so the first token is the text's first word. Pass pooling='mean' (or "
+        "'max'), which pool every token of the text (to the probe: poolings=('mean', 'max'))."
+    )
 
 
 def prefix_tokens(recipe: Recipe, model) -> list[int]:

@@ -403,18 +403,18 @@ def _embed_all_layers(texts, model, poolings, params):
     """One embedding pass: ``(blocks (n, n_poolings, n_layers + 1, hidden), facts about the model and the pass)``."""
     from bertfeat.embedder import BertEmbedder
 
-    # With a cache, the pass is always the all-layers recipe (every pooling), the one BertEmbedder(cache_all_layers=
+    # With a cache, the pass fills the all-layers entries (every pooling), the ones BertEmbedder(cache_all_layers=
     # True) reads: the recommended estimator, and later probes with other poolings, then reuse these rows.
-    embedded = ALL_POOLINGS if params.get("cache_dir") is not None else poolings
-    spec_est = BertEmbedder(model, pooling="+".join(embedded), layers=0, **params)
+    cached = params.get("cache_dir") is not None
+    spec_est = BertEmbedder(model, pooling="+".join(poolings), layers=0, cache_all_layers=cached, **params)
     num_layers = spec_est.fit(["x"]).recipe_.num_layers
     est = spec_est.set_params(layers=list(range(num_layers + 1)), layer_agg="concat")
     X_all = est.fit_transform(texts)
     d = est.recipe_.hidden_size
     info = {"num_layers": num_layers, "hidden_size": d, "texts": len(texts), "unique": est.stats_.unique,
-            "cache_hits": est.stats_.cache_hits, "fingerprint": est.recipe_.fingerprint()}
-    blocks = X_all.reshape(len(X_all), len(embedded), num_layers + 1, d)
-    return blocks[:, [embedded.index(p) for p in poolings]], info
+            "cache_hits": est.stats_.cache_hits, "fingerprint": est.recipe_.all_layers().fingerprint() if cached
+            else est.recipe_.fingerprint()}
+    return X_all.reshape(len(X_all), len(poolings), num_layers + 1, d), info
 
 
 def _table_row(model, kind, label, cand, n_features, scores, s_per_1k, params) -> dict:

@@ -808,7 +808,7 @@ def test_probe_passes_every_option_to_its_one_embedding_pass(tiny_bert, tmp_path
         return real_features(blocks, poolings, cand, normalize)
 
     def recording_fit_transform(self, X, y=None):
-        pooled.append(self.pooling)
+        pooled.append((self.pooling, self.cache_all_layers) if self.cache_dir else self.pooling)
         return real_fit_transform(self, X, y)
 
     monkeypatch.setattr(probe_module, "_embed_all_layers", recording_pass)
@@ -824,10 +824,14 @@ def test_probe_passes_every_option_to_its_one_embedding_pass(tiny_bert, tmp_path
     assert normalized and all(n is True for n in normalized)
     for params in result.table["params"].dropna():
         assert {k: params[k] for k in options} == options and params["normalize"] is True
-    # with a cache the pass computes every pooling: the rows BertEmbedder(cache_all_layers=True) reads
+    # with a cache the pass fills every pooling's rows, the ones BertEmbedder(cache_all_layers=True) reads
     passes.clear(), pooled.clear()
     probe(texts, y, model=tiny_bert, cv=2, poolings=("mean",), unions=0, baseline=False, cache_dir=str(tmp_path / "c"))
-    assert pooled == ["cls+mean+max"] and passes[0][2]["cache_dir"] == str(tmp_path / "c")
+    assert pooled == [("mean", True)] and passes[0][2]["cache_dir"] == str(tmp_path / "c")
+    later = BertEmbedder(tiny_bert, pooling="cls+max", layers=[1, 2], cache_dir=str(tmp_path / "c"),
+                         cache_all_layers=True)
+    later.fit_transform(texts)
+    assert later.stats_.cache_hits == later.stats_.unique > 0
 
 
 def test_the_probe_times_its_parts_with_one_clock(tiny_bert, monkeypatch):

@@ -260,3 +260,51 @@ def test_a_tokenizer_with_more_special_tokens_leaves_less_room_and_says_so():
         encode(["abc"], make_recipe(max_length=3), lambda: ThreeSpecial())
     X, _ = encode(["abcdefgh"], make_recipe(long_text="chunk", max_length=4, stride=0), lambda: ThreeSpecial())
     assert X.shape[0] == 1
+
+
+@pytest.fixture
+def bert_with_nothing_before_the_text(tiny_bert, tmp_path):
+    """The tiny BERT with a tokenizer that puts only [SEP] after the text, nothing before it (as GPT-2's adds
+    nothing and XLNet's puts its <cls> last)."""
+    path = tmp_path / "no-cls"
+    shutil.copytree(tiny_bert, path)
+    spec = json.loads((path / "tokenizer.json").read_text())
+    sep = spec["post_processor"]["special_tokens"]["[SEP]"]
+    spec["post_processor"] = {"type": "TemplateProcessing", "single": [{"Sequence": {"id": "A", "type_id": 0}},
+                                                                        {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
+                              "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+                              "special_tokens": {"[SEP]": sep}}
+    (path / "tokenizer.json").write_text(json.dumps(spec))
+    return str(path)
+
+
+def test_cls_pooling_is_refused_where_the_tokenizer_puts_nothing_before_the_text(bert_with_nothing_before_the_text,
+                                                                                  tmp_path):
+    """The first token was the text's first word, and pooling='cls' read its state without a word: texts that
+    begin alike got near-alike 'CLS' vectors."""
+    from transformers import AutoTokenizer
+
+    path = bert_with_nothing_before_the_text
+    tok = AutoTokenizer.from_pretrained(path)
+    assert tok("a cat")["input_ids"] == tok("a cat", add_special_tokens=False)["input_ids"] + [tok.sep_token_id]
+    message = (r"^pooling='cls\+mean' reads the CLS token, the first of each sequence, but .*'s tokenizer puts no "
+               r"special token before the text, so the first token is the text's first word\. Pass pooling='mean'")
+    for route in (dict(), dict(cache_dir=str(tmp_path / "cache"), cache_all_layers=True)):
+        with pytest.raises(ValueError, match=message):
+            BertEmbedder(path, pooling="cls+mean", **route).fit_transform(TEXTS)
+        # pooling that reads every token is what the model gives; all-layers caching stores CLS blocks it never uses
+        X = BertEmbedder(path, pooling="mean", **route).fit_transform(TEXTS)
+        assert X.shape == (3, 32) and np.isfinite(X).all()
+
+
+def test_the_probe_refuses_cls_too_where_the_tokenizer_puts_nothing_before_the_text(
+        bert_with_nothing_before_the_text, tmp_path):
+    from bertfeat.probe import probe
+
+    texts = [f"{w} sat on the {v}" for w in ("the cat", "a dog", "emma", "a man") for v in ("mat", "park", "log")]
+    y = [0, 1] * 6
+    with pytest.raises(ValueError, match=r"poolings=\('mean', 'max'\)"):
+        probe(texts, y, model=bert_with_nothing_before_the_text, cv=3, baseline=False)
+    result = probe(texts, y, model=bert_with_nothing_before_the_text, cv=3, baseline=False,
+                   poolings=("mean", "max"), cache_dir=str(tmp_path / "cache"))
+    assert set(result.table["pooling"].dropna()) <= {"mean", "max", "mean+max"}
