@@ -32,7 +32,7 @@ from bertfeat.quotes import QuoteScanner, open_quote_line
 from bertfeat.sources import (  # noqa: F401  (readers' public names since before the split)
     CSV_SUFFIXES, PARQUET_SUFFIXES, _codec, _kind, input_path, is_pattern, path_text, resolve_input,
 )
-from bertfeat.utf8 import invalid_values
+from bertfeat.utf8 import invalid_values, not_utf8_csv
 from bertfeat.utf8 import plain_text as _plain_text
 
 CSV_NULLS = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None", "<NA>"]
@@ -290,7 +290,9 @@ class InputReader:
             raise ValueError(f"{self.path} has a malformed header: {exc}.") from None
         except (EOFError, zlib.error) as exc:  # a compressed file cut short or damaged
             raise ValueError(self._damaged(exc, 0)) from None
-        except (OSError, UnicodeDecodeError, pa.ArrowException) as exc:
+        except UnicodeDecodeError as exc:
+            raise ValueError(self._not_utf8() or f"cannot read {self.path} as UTF-8 CSV: {exc}") from None
+        except (OSError, pa.ArrowException) as exc:
             raise ValueError(f"cannot read {self.path} as UTF-8 CSV: {str(exc).splitlines()[0]}") from None
         if not first:
             raise ValueError(f"{self.path} is empty: no header line.")
@@ -299,6 +301,10 @@ class InputReader:
                              "columns (it holds only delimiters or spaces); remove that line so the header comes "
                              "first.")
         return first
+
+    def _not_utf8(self) -> str | None:
+        with open(self.files[0], "rb") as raw, open_decompressed(self.files[0], raw) as fh:
+            return not_utf8_csv(self.path, fh)
 
     def _damaged(self, exc: Exception, rows: int) -> str:
         where = f"past its first {rows:,} rows" if rows else "in full"
@@ -336,7 +342,7 @@ class InputReader:
                             "of the file would be one value; close the quote (or double it, \"\", inside a quoted "
                             "value).")
         except UnicodeDecodeError as scan_exc:
-            return f"{self.path} is not a readable UTF-8 CSV file: {scan_exc}"
+            return self._not_utf8() or f"{self.path} is not a readable UTF-8 CSV file: {scan_exc}"
         if exc is None:
             return f"{self.path} is malformed: a quote is left open at the end of the file."
         if "conversion error" in str(exc):  # only with infer_types: a type guessed from the first block

@@ -1,7 +1,10 @@
-"""Arrow strings that are not UTF-8: a file written from raw bytes can hold them, Arrow's readers do not check, and
-Python cannot read them (nor can parquet readers once they are written out). Finding the first one, to name it."""
+"""Text that is not UTF-8. Arrow strings: a file written from raw bytes can hold them, Arrow's readers do not
+check, and Python cannot read them (nor can parquet readers once they are written out). CSV files: written in
+another encoding (Excel's Windows-1252, UTF-16). Finding the first bad value or line, to name it."""
 
 from __future__ import annotations
+
+import io
 
 import pyarrow as pa
 
@@ -55,3 +58,44 @@ def invalid_values(batch) -> tuple[str, int | None, str] | None:
                 return name, row, "holds bytes that are not UTF-8 text; re-encode that column's text as UTF-8."
             return name, None, f"holds invalid values: {str(exc).splitlines()[0]}."
     return None
+
+
+def not_utf8_csv(path, fh) -> str | None:
+    """What to tell a user whose CSV ``path`` is not UTF-8, read from ``fh`` (its decompressed bytes, from the
+    start): the first line UTF-8 cannot decode, the byte, and how to convert the file; None if every line decodes.
+
+    Python's decoder names a position in one of its own read pieces, which says nothing about where the byte is.
+    """
+    convert = "bertfeat reads CSV files as UTF-8: convert the file first, for example with iconv -f"
+    head = fh.read(4)
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return (f"{path} is UTF-16 (it begins with a UTF-16 byte order mark), not UTF-8: {convert} utf-16 -t "
+                "utf-8.")
+    for number, line in enumerate(io.BufferedReader(_Rejoined(head, fh)), start=1):
+        try:
+            line.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            at = line[max(0, exc.start - 40):exc.start + 20].rstrip(b"\r\n").decode("utf-8", "backslashreplace")
+            return (f"{path} is not UTF-8: line {number} holds byte 0x{line[exc.start]:02x}, which UTF-8 cannot "
+                    f"decode (at '{at}'). {convert} cp1252 -t utf-8 (if it was written as Windows-1252 or Latin-1, "
+                    "as Excel and R's write.csv do on Windows).")
+    return None
+
+
+class _Rejoined(io.RawIOBase):
+    """``head`` and then the rest of ``fh``, as one readable raw stream."""
+
+    def __init__(self, head: bytes, fh):
+        self._head, self._fh = head, fh
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        if self._head:
+            n = min(len(buffer), len(self._head))
+            buffer[:n], self._head = self._head[:n], self._head[n:]
+            return n
+        data = self._fh.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)

@@ -153,8 +153,10 @@ def test_headers_that_cannot_be_read_are_refused_word_for_word(tmp_path):
         "or spaces); remove that line so the header comes first.")
     assert refusal(csv_reader, p["bad-header.csv"], ["a"]) == (
         f"{p['bad-header.csv']} has a malformed header: ',' expected after '\"'.")
-    assert refusal(csv_reader, p["latin1.csv"], ["b"]).startswith(
-        f"cannot read {p['latin1.csv']} as UTF-8 CSV: 'utf-8' codec can't decode byte 0xe9")
+    assert refusal(csv_reader, p["latin1.csv"], ["b"]) == (
+        f"{p['latin1.csv']} is not UTF-8: line 1 holds byte 0xe9, which UTF-8 cannot decode (at 'caf\\xe9,b'). "
+        "bertfeat reads CSV files as UTF-8: convert the file first, for example with iconv -f cp1252 -t utf-8 (if "
+        "it was written as Windows-1252 or Latin-1, as Excel and R's write.csv do on Windows).")
     assert refusal(csv_reader, p["broken.csv.gz"], ["a"]).startswith(f"cannot read {p['broken.csv.gz']} as UTF-8 CSV: ")
     src = tmp_path / "a.csv"
     src.write_text("id,text\n1,a\n")
@@ -188,9 +190,27 @@ def test_text_that_is_not_utf8_past_the_header_is_refused(tmp_path):
     src = tmp_path / "l.csv"
     # past the first 8 KB, which the header's reading decodes (and refuses as "cannot read ... as UTF-8 CSV")
     src.write_bytes(("id,text\n" + "".join(f"{i},ok\n" for i in range(5000)) + "5000,caf\u00e9\n").encode("latin-1"))
-    assert refusal(lambda: read_all(csv_reader(src, ["id", "text"]))) == (
-        f"{src} is not a readable UTF-8 CSV file: 'utf-8' codec can't decode byte 0xe9 in position 6138: invalid "
-        "continuation byte")
+    assert refusal(lambda: read_all(csv_reader(src, ["id", "text"]))).startswith(
+        f"{src} is not UTF-8: line 5002 holds byte 0xe9, which UTF-8 cannot decode (at '5000,caf\\xe9'). bertfeat "
+        "reads CSV files as UTF-8: convert the file first")
+
+
+def test_a_file_that_is_not_utf8_is_named_by_its_line_and_told_how_to_convert(tmp_path):
+    """The decoder's 'position 6138' was an offset into one of its own read pieces, and no word said what to do;
+    a UTF-16 file (Excel's "Unicode text") read as one undecodable first byte."""
+    import gzip
+
+    src = tmp_path / "u16.csv"
+    src.write_bytes("id,text\n1,caf\u00e9\n".encode("utf-16"))
+    assert refusal(csv_reader, src, ["text"]) == (
+        f"{src} is UTF-16 (it begins with a UTF-16 byte order mark), not UTF-8: bertfeat reads CSV files as UTF-8: "
+        "convert the file first, for example with iconv -f utf-16 -t utf-8.")
+    gz = tmp_path / "l.csv.gz"
+    lines = "id,text\n" + "".join(f"{i},fine\n" for i in range(3000)) + "3000,a long text of \u00e9t\u00e9 heat\n"
+    gz.write_bytes(gzip.compress(lines.encode("latin-1")))
+    assert refusal(lambda: read_all(csv_reader(gz, ["id", "text"]))).startswith(
+        f"{gz} is not UTF-8: line 3002 holds byte 0xe9, which UTF-8 cannot decode (at '3000,a long text of \\xe9t\\xe9 "
+        "heat'). bertfeat reads CSV files as UTF-8")
 
 
 def test_the_open_quote_and_the_inferred_type_refusals_say_what_to_do(tmp_path):
@@ -411,9 +431,8 @@ def test_text_that_is_not_utf8_after_the_first_read_block_is_refused_mid_file(tm
     src.write_bytes(head.encode() + "150000,caf\u00e9\n".encode("latin-1"))
     reader = csv_reader(src, ["id", "text"], chunk_rows=10_000)
     message, delivered = refusal_while_reading(reader)
-    assert message.startswith(f"{src} is not a readable UTF-8 CSV file: 'utf-8' codec can't decode byte 0xe9 in "
-                              "position ")
-    assert message.endswith(": invalid continuation byte")
+    assert message.startswith(f"{src} is not UTF-8: line 150002 holds byte 0xe9, which UTF-8 cannot decode (at "
+                              "'150000,caf\\xe9'). bertfeat reads CSV files as UTF-8: convert the file first")
     assert delivered and sum(delivered) < 150_000  # refused as the reading went, not before it started
 
 
