@@ -197,12 +197,15 @@ class Recipe:
     def feature_names(self, column: str) -> list[str]:
         """Stable, sortable names: ``{column}_{pooling}_{index}``, plus ``_l{layer}`` when layers are concatenated.
 
-        The index is zero-padded to the width of the largest index, so names sort in feature order.
+        The index is zero-padded to the width of the largest index, and the layer to the width of the model's last
+        layer (``l02``, ``l10`` on a 12-layer model; ``l2`` under 10 layers, as ever), so names sort in feature order
+        (layers listed in ascending order).
         """
         width = len(str(self.hidden_size - 1))
+        layer_width = len(str(self.num_layers))
         names = []
         for pool in self.pooling:
             for group in self.layer_groups:
-                tag = f"{pool}_l{group[0]}" if self.layer_agg == "concat" else pool
+                tag = f"{pool}_l{group[0]:0{layer_width}d}" if self.layer_agg == "concat" else pool
                 names.extend(f"{column}_{tag}_{i:0{width}d}" for i in range(self.hidden_size))
         return names

@@ -465,6 +465,30 @@ def test_feature_names_out_follow_input_features_and_refuse_others(tiny_bert):
     assert sel.get_feature_names_out(["title", "body"])[0] == "body_mean_00"
 
 
+def test_concatenated_layer_names_sort_in_feature_order_and_name_their_columns(tiny_bert, tmp_path):
+    """A model of 10 or more layers: the layer in a concatenated feature's name is zero-padded (``l02``, ``l10``), so
+    names sort in feature order, and each column holds the layer its name says; under 10 layers the names are
+    ``l1``..``l9`` as ever."""
+    from tests.conftest import build_tiny_bert
+
+    deep = build_tiny_bert(tmp_path / "deep", num_layers=12, hidden=8)
+    emb = BertEmbedder(deep, pooling="cls+mean", layers=[2, 10], layer_agg="concat").set_output(transform="pandas")
+    got = emb.fit_transform(pd.DataFrame({"review": TEXTS}))
+    names = list(got.columns)
+    assert names[:2] == ["review_cls_l02_0", "review_cls_l02_1"] and names[8] == "review_cls_l10_0"
+    assert names[-1] == "review_mean_l10_7" and sorted(names) == names
+    for layer in (2, 10):  # the columns named after a layer are that layer's features
+        alone = BertEmbedder(deep, pooling="cls+mean", layers=layer).set_output(transform="pandas")
+        one = alone.fit_transform(pd.DataFrame({"review": TEXTS}))
+        for pool in ("cls", "mean"):
+            np.testing.assert_array_equal(got[[f"review_{pool}_l{layer:02d}_{i}" for i in range(8)]].to_numpy(),
+                                          one[[f"review_{pool}_{i}" for i in range(8)]].to_numpy())
+    every = BertEmbedder(deep, pooling="max", layers=list(range(13)), layer_agg="concat").fit(TEXTS)
+    assert list(every.get_feature_names_out()) == sorted(every.get_feature_names_out())
+    shallow = BertEmbedder(tiny_bert, pooling="max", layers=[1, 3], layer_agg="concat").fit(TEXTS)  # 3 layers
+    assert list(shallow.get_feature_names_out()[[0, 32]]) == ["text_max_l1_00", "text_max_l3_00"]
+
+
 def test_the_loader_checks_the_files_and_passes_every_setting_on(tiny_bert, monkeypatch):
     import bertfeat.backend
     import bertfeat.models
