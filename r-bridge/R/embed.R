@@ -13,7 +13,7 @@
 #'   the choice that stayed closest to the best on two real labelled datasets (docs/defaults.md).
 #' @param layers Hidden layers to read, as whole numbers: 0 is the embedding output, 1..L the transformer layers,
 #'   negative values count from the last (`-1` is the last layer). Several layers are averaged, or concatenated
-#'   with `layer_agg = "concat"`. `NULL` (the default) is the last four transformer layers, averaged.
+#'   with `layer_agg = "concat"`. `NULL` (the default) is the last four transformer layers (all of them on a model with fewer).
 #' @param ... Other parameters of the Python `BertEmbedder`: `max_length`, `long_text` (`"truncate"` or
 #'   `"chunk"`), `stride`, `normalize`, `batch_tokens`, `device`, `dtype`, `progress`, `layer_agg`,
 #'   `trust_remote_code`, `cache_all_layers` (with `cache_dir`: cache every layer once, so trying other poolings

@@ -11,8 +11,9 @@
 #' # Tidying
 #'
 #' When you [`tidy()`][recipes::tidy.recipe()] this step, a tibble is returned with columns `terms` (the
-#' selectors or, once trained, the columns), `model`, `pooling`, `layers` (comma-separated), `n_features` (`NA`
-#' until trained) and `id`.
+#' selectors or, once trained, the columns), `model`, `pooling`, `layers` (comma-separated: as given until
+#' trained, then the model's layers the features come from, for example `"3,4,5,6"` for the default's last four
+#' of six), `n_features` (`NA` until trained) and `id`.
 #'
 #' @param recipe A recipe object. The step will be added to the sequence of operations for this recipe.
 #' @param ... One or more selector functions to choose which text columns are embedded. See
@@ -27,6 +28,8 @@
 #' @param features The feature names, set by [recipes::prep()].
 #' @param fingerprint The fingerprint of the embedding recipe (model content, pooling, layers, ...), set by
 #'   [recipes::prep()]; `bake()` checks the model still resolves to the same files.
+#' @param layers_used The model's layers the features come from (`layers` resolved against the model), set by
+#'   [recipes::prep()].
 #' @param skip A logical. Should the step be skipped when the recipe is baked by [recipes::bake()]?
 #' @param id A character string that is unique to this step to identify it.
 #'
@@ -48,7 +51,8 @@
 step_bert_embed <- function(recipe, ..., role = "predictor", trained = FALSE, columns = NULL,
                             model = "default", pooling = "cls+mean", layers = NULL, options = list(),
                             missing = "error", cache_dir = NULL, keep_original_cols = FALSE, features = NULL,
-                            fingerprint = NULL, skip = FALSE, id = recipes::rand_id("bert_embed")) {
+                            fingerprint = NULL, layers_used = NULL, skip = FALSE,
+                            id = recipes::rand_id("bert_embed")) {
   # the parameters are checked now, so a mistake shows where the recipe is written rather than at prep()
   if (!is.list(options) || (length(options) && (is.null(names(options)) || any(!nzchar(names(options)))))) {
     abort_bf(sprintf("`options` must be a named list such as list(max_length = 256), not %s.", show_value(options)),
@@ -77,6 +81,7 @@ step_bert_embed <- function(recipe, ..., role = "predictor", trained = FALSE, co
       keep_original_cols = keep_original_cols,
       features = features,
       fingerprint = fingerprint,
+      layers_used = layers_used,
       skip = skip,
       id = id
     )
@@ -84,7 +89,7 @@ step_bert_embed <- function(recipe, ..., role = "predictor", trained = FALSE, co
 }
 
 step_bert_embed_new <- function(terms, role, trained, columns, model, pooling, layers, options, missing,
-                                cache_dir, keep_original_cols, features, fingerprint, skip, id) {
+                                cache_dir, keep_original_cols, features, fingerprint, layers_used, skip, id) {
   recipes::step(
     subclass = "bert_embed",
     terms = terms,
@@ -100,6 +105,7 @@ step_bert_embed_new <- function(terms, role, trained, columns, model, pooling, l
     keep_original_cols = keep_original_cols,
     features = features,
     fingerprint = fingerprint,
+    layers_used = layers_used,
     skip = skip,
     id = id
   )
@@ -110,6 +116,7 @@ prep.step_bert_embed <- function(x, training, info = NULL, ...) {
   col_names <- recipes::recipes_eval_select(x$terms, training, info)
   features <- character()
   fingerprint <- NULL
+  layers_used <- NULL
   if (length(col_names)) {
     call <- NULL # recipes already says the error came from step_bert_embed()
     for (name in col_names) {
@@ -122,6 +129,7 @@ prep.step_bert_embed <- function(x, training, info = NULL, ...) {
     issue_python_warnings(described[[3]])
     features <- unlist(described[[1]])
     fingerprint <- described[[2]]
+    layers_used <- as.integer(unlist(described[[4]]))
   }
   step_bert_embed_new(
     terms = x$terms,
@@ -137,6 +145,7 @@ prep.step_bert_embed <- function(x, training, info = NULL, ...) {
     keep_original_cols = recipes::get_keep_original_cols(x),
     features = features,
     fingerprint = fingerprint,
+    layers_used = layers_used,
     skip = x$skip,
     id = x$id
   )
@@ -207,10 +216,18 @@ tidy.step_bert_embed <- function(x, ...) {
     terms = terms,
     model = x$model,
     pooling = paste(x$pooling, collapse = "+"),
-    layers = if (is.null(x$layers)) "default (last 4)" else paste(x$layers, collapse = ","),
+    layers = tidy_layers(x),
     n_features = if (recipes::is_trained(x)) length(x$features) %/% max(1L, length(x$columns)) else NA_integer_,
     id = x$id
   )
+}
+
+# The layers as given until prep() reads the model (NULL is the default: docs/defaults.md), then the layers read
+tidy_layers <- function(x) {
+  if (length(x$layers_used)) {
+    return(paste(x$layers_used, collapse = ","))
+  }
+  if (is.null(x$layers)) "default (the last 4, or all of a model with fewer)" else paste(x$layers, collapse = ",")
 }
 
 #' @rdname step_bert_embed

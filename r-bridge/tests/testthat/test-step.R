@@ -44,12 +44,25 @@ test_that("print() and tidy() describe the step before and after prep()", {
   expect_identical(untrained$terms, "review")
   expect_identical(untrained$n_features, NA_integer_)
   expect_identical(untrained$id, "bert")
+  expect_identical(untrained$layers, "default (the last 4, or all of a model with fewer)")
   prepped <- prep(rec)
   expect_output(print(prepped), "of:? review.*[Tt]rained")
   trained <- tidy(prepped, number = 1)
   expect_identical(trained[c("terms", "model", "pooling", "layers", "n_features")],
-                   tibble::tibble(terms = "review", model = "default", pooling = "cls+mean", layers = "default (last 4)",
+                   tibble::tibble(terms = "review", model = "default", pooling = "cls+mean", layers = "3,4,5,6",
                                   n_features = 768L))
+  # the layers the model gives, once known: the default model has 6 layers, a negative one counts from the last
+  last <- recipe(score ~ review, data = train) |> step_bert_embed(review, layers = c(-1, 2)) |> prep()
+  expect_identical(tidy(last, number = 1)$layers, "2,6")
+  concat <- recipe(score ~ review, data = train) |>
+    step_bert_embed(review, layers = c(-1, 2), options = list(layer_agg = "concat")) |> prep()
+  expect_identical(tidy(concat, number = 1)$layers, "6,2") # concatenated in the order given
+  expect_identical(tidy(recipe(score ~ review, data = train) |> step_bert_embed(review, layers = -1),
+                        number = 1)$layers, "-1")
+  # a step prepped by an older bertfeat recorded no layers: its own argument is all that is known
+  old <- prepped
+  old$steps[[1]]$layers_used <- NULL
+  expect_identical(tidy(old, number = 1)$layers, "default (the last 4, or all of a model with fewer)")
   expect_identical(required_pkgs(prepped$steps[[1]]), "bertfeat")
   expect_true("bertfeat" %in% required_pkgs(prepped))
 })
