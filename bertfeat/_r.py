@@ -187,20 +187,33 @@ def config() -> dict:
 
 
 class _Tee:
-    """Writes to a buffer and to the process's own stream, so R shows progress live and gets the text back."""
+    """Writes to a buffer and, line by line, to the process's own stream, so R shows progress live and gets the
+    text back; lines that ``hold`` says yes to are kept from the stream (R gives them itself)."""
 
-    def __init__(self, mirror):
+    def __init__(self, mirror, hold=None):
         import io
 
         self.buffer = io.StringIO()
         self.mirror = mirror
+        self.hold = hold
+        self.line = ""
 
     def write(self, text):
         self.buffer.write(text)
         if self.mirror is not None:
-            self.mirror.write(text)
-            self.mirror.flush()
+            *done, self.line = (self.line + text).split("\n")
+            shown = [line + "\n" for line in done if not (self.hold and self.hold(line))]
+            if shown:
+                self.mirror.write("".join(shown))
+                self.mirror.flush()
         return len(text)
+
+    def close(self):
+        """The last line, if it had no line break."""
+        if self.mirror is not None and self.line and not (self.hold and self.hold(self.line)):
+            self.mirror.write(self.line)
+            self.mirror.flush()
+        self.line = ""
 
     def flush(self):
         pass
@@ -209,24 +222,36 @@ class _Tee:
         return False
 
 
-def run_cli(args) -> tuple[int, str, str]:
-    """Run ``bertfeat <args>`` in this process: ``(exit status, stdout, stderr)``.
+def run_cli(args) -> tuple[int, str, str, str]:
+    """Run ``bertfeat <args>`` in this process: ``(exit status, stdout, stderr, summary)``.
 
     In-process rather than a child process: R's LD_LIBRARY_PATH (Debian's libpython first) breaks a child Python
-    built elsewhere, and the child would not share this session's loaded model.
+    built elsewhere, and the child would not share this session's loaded model. ``stderr`` is also written to the
+    process's stderr as it comes (progress), except ``bertfeat embed``'s summary line of a finished job, which is
+    ``summary`` ("" when there is none), for R to give as a message (on the process's stderr it was out of reach of
+    R's message handlers, and invisible in RStudio and knitr).
     """
     import contextlib
 
     from bertfeat.cli import main
+    from bertfeat.files import SUMMARY_HEAD
 
-    out, err = _Tee(sys.__stdout__), _Tee(sys.__stderr__)
+    def is_summary(line):
+        return line.startswith(SUMMARY_HEAD)
+
+    out, err = _Tee(sys.__stdout__), _Tee(sys.__stderr__, hold=is_summary)
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         _import_torch()
         try:
             status = main([str(a) for a in _as_list(args)])
         except SystemExit as exc:  # argparse's usage errors
             status = exc.code if isinstance(exc.code, int) else 2
-    return int(status), out.buffer.getvalue(), err.buffer.getvalue()
+        finally:
+            out.close()
+            err.close()
+    stderr = err.buffer.getvalue()
+    summary = "\n".join(line for line in stderr.splitlines() if is_summary(line))
+    return int(status), out.buffer.getvalue(), stderr, summary
 
 
 def probe(texts, missing_mask, y, params=None):

@@ -270,11 +270,14 @@ def _write_chunk(paths: OutputPaths, k: int, result: pa.RecordBatch, hashes: np.
         tmp.unlink(missing_ok=True)
 
 
+SUMMARY_HEAD = "bertfeat embed: wrote "  # how the summary line starts (R gives it as a message: bertfeat._r.run_cli)
+
+
 def print_summary(manifest: dict, stream=None) -> None:
     """The one-line summary of a finished job, on stderr: what this run did, and what it took from an earlier one."""
     c = manifest["counts"]
     run = manifest.get("this_run")
-    head = (f"bertfeat embed: wrote {manifest['output']} ({c['rows']:,} rows x {manifest['provenance']['dims']} dims "
+    head = (f"{SUMMARY_HEAD}{manifest['output']} ({c['rows']:,} rows x {manifest['provenance']['dims']} dims "
             f"per text column) in {_duration(manifest['timing']['seconds'])}; ")
     if run is None or not run["rows_resumed"]:
         body = f"{c['embedded']:,} texts embedded, {c['cache_hits']:,} from cache"

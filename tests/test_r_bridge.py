@@ -148,3 +148,24 @@ def test_missing_in_a_plain_list_names_the_row(tiny_bert):
     # regression: a list's .index method was taken for a pandas index, turning this error into a TypeError
     with pytest.raises(ValueError, match=r"^row 1 is missing \(None\) and missing='error'"):
         BertEmbedder(model=tiny_bert).fit_transform(["a cat", None])
+
+
+def test_run_cli_returns_the_summary_for_r_and_keeps_it_off_the_process_stderr(tiny_bert, tmp_path, capfd):
+    # R gives the summary as a message; on the process's stderr it was out of reach of R's handlers
+    src = tmp_path / "in.csv"
+    src.write_text("review\na cat\na dog\n")
+    out = tmp_path / "out.parquet"
+    status, _, stderr, summary = _r.run_cli(["embed", str(src), "--text-col", "review", "--out", str(out),
+                                             "--model", tiny_bert, "--pooling", "mean"])
+    assert status == 0 and summary.startswith(f"bertfeat embed: wrote {out} (2 rows x 32 dims") and summary in stderr
+    assert "wrote" not in capfd.readouterr().err
+    # what else the command writes reaches the process's stderr line by line, as it comes
+    status, _, stderr, summary = _r.run_cli(["embed", str(src), "--text-col", "review", "--out", str(out)])
+    assert status == 2 and summary == "" and "exists" in stderr
+    assert capfd.readouterr().err == stderr
+    tee = _r._Tee(__import__("sys").__stderr__, hold=lambda line: line.startswith("held"))
+    for piece in ["a", "b\nhel", "d back\nc\n", "no break"]:
+        tee.write(piece)
+    assert capfd.readouterr().err == "ab\nc\n"
+    tee.close()
+    assert capfd.readouterr().err == "no break" and tee.buffer.getvalue() == "ab\nheld back\nc\nno break"

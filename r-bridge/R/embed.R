@@ -374,8 +374,11 @@ issue_python_warnings <- function(warnings) {
 #' @param ... Further options of `bertfeat embed`, as `name = value`: `max_length = 256` becomes
 #'   `--max-length=256`; `TRUE` passes a bare flag and `FALSE` or `NULL` passes nothing.
 #'
-#' @return `output`, invisibly. A non-zero exit of the command is an error of class `bertfeat_error_cli`
-#'   whose `stderr` field holds what the command printed there.
+#' @return `output`, invisibly. The command's summary of the finished job (rows, dims, texts embedded and from
+#'   the cache, truncated and missing texts) comes as a message of class `bertfeat_message_summary`
+#'   ([suppressMessages()] hides it); progress is printed on the process's stderr as it comes. A non-zero exit of
+#'   the command is an error of class `bertfeat_error_cli` whose `stderr` field holds what the command printed
+#'   there.
 #' @examples
 #' \dontrun{
 #' bf_embed_file("reviews.csv", "reviews-features.parquet", text_col = "review")
@@ -444,6 +447,11 @@ run_cli <- function(module, args, call = rlang::caller_env()) {
         i = sprintf("Command: bertfeat %s", paste(shQuote(args), collapse = " "))),
       "cli", status = status, stderr = paste(stderr, collapse = "\n"), call = call
     )
+  }
+  # the summary of the finished job ("wrote ... rows x ... dims ..."), as an R message: suppressMessages() and
+  # knitr see it, where the process's stderr (progress, which stays there) is out of their reach
+  if (nzchar(res[[4]])) {
+    rlang::inform(res[[4]], class = "bertfeat_message_summary")
   }
   invisible(status)
 }

@@ -38,3 +38,13 @@ test_that("bf_embed_file() writes the features bf_embed() gives", {
   expect_error(bf_embed_file(input, output, "review"), class = "bertfeat_error_cli") # exists, no overwrite
   expect_identical(bf_embed_file(input, output, "review", overwrite = TRUE), output)
 })
+
+test_that("bf_embed_file() gives the command's summary as an R message", {
+  # it was written on the process's stderr only: out of reach of suppressMessages(), knitr and RStudio
+  input <- csv_with_text(c("a cat sat", "", "a cat sat"))
+  output <- tempfile("bertfeat-out-", fileext = ".parquet")
+  msg <- expect_message(bf_embed_file(input, output, "review", missing = "zero"), class = "bertfeat_message_summary")
+  expect_match(conditionMessage(msg), "^bertfeat embed: wrote .*\\(3 rows x 768 dims per text column\\)")
+  expect_match(conditionMessage(msg), "1 texts embedded, 0 from cache, 0 truncated, 1 missing", fixed = TRUE)
+  expect_silent(suppressMessages(bf_embed_file(input, output, "review", missing = "zero", overwrite = TRUE)))
+})
