@@ -19,7 +19,21 @@ def path_text(value, name: str, expected: str) -> str:
 
 
 def input_path(path) -> str:
-    return path_text(path, "input", "the path of a CSV or parquet file, a folder or a glob")
+    path = path_text(path, "input", "the path of a CSV or parquet file, a folder or a glob")
+    if path == "-":  # the Unix name of standard input, whatever lies in the folder
+        raise ValueError("input '-' (standard input) cannot be read: bertfeat reads its input more than once and a "
+                         "rerun resumes from it, so write the data to a file first and pass its path (a file named "
+                         "'-' is ./-).")
+    return path
+
+
+def output_path(path, name: str, what: str) -> str:
+    """An output path as text; ``-`` (the Unix name of standard output) is refused, naming ``name``."""
+    path = path_text(path, name, what)
+    if path == "-":
+        raise ValueError(f"{name} '-' (standard output) cannot be written: bertfeat writes {what}, put in place "
+                         "when complete; name the file to write (a file named '-' is ./-).")
+    return path
 
 
 def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:

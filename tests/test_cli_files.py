@@ -396,3 +396,45 @@ def test_a_run_stopped_after_its_output_was_in_place_is_finished_by_the_same_com
     if written is not None:
         assert out.read_bytes() == written  # finished, not embedded again
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.parquet", "f.parquet.manifest.json", "in.csv"]
+
+
+@pytest.mark.parametrize("engine", ["local", "ray", "spark"])
+def test_a_dash_for_standard_input_or_output_is_refused_saying_to_name_a_file(tiny_bert, tmp_path, capsys,
+                                                                               monkeypatch, engine):
+    # `-` (the Unix name of stdin/stdout) was read as a file name: "input '-' does not exist", and `--out -` wrote a
+    # file named "-" (with "-.manifest.json") in the working folder, where the user looked for the output on stdout
+    monkeypatch.chdir(tmp_path)
+    frame(3).to_parquet("in.parquet")
+    common = ["--text-col", "review", "--model", tiny_bert, "--quiet"]
+    if engine != "local":
+        common += ["--engine", engine]
+    assert main(["embed", "-", "--out", "f.parquet", *common]) == 2
+    err = capsys.readouterr().err
+    assert "input '-' (standard input) cannot be read" in err and "write the data to a file" in err, err
+    assert main(["embed", "in.parquet", "--out", "-", *common]) == 2
+    err = capsys.readouterr().err
+    assert "--out '-' (standard output) cannot be written" in err and "name the file" in err, err
+    assert sorted(os.listdir(tmp_path)) == ["in.parquet"]
+
+
+def test_a_file_named_dash_is_read_and_written_as_dot_slash_dash(tiny_bert, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    frame(3).to_csv("-", index=False)
+    assert main(["embed", "-", "--out", "f.parquet", "--text-col", "review", "--model", tiny_bert, "--quiet"]) == 2
+    assert "(standard input)" in capsys.readouterr().err  # `-` means stdin, whatever lies in the folder
+    # a CSV by its suffix only: a file named "-" holds no kind
+    os.rename("-", "in.csv")
+    assert main(["embed", "in.csv", "--out", "./-", "--text-col", "review", "--model", tiny_bert, "--quiet"]) == 0
+    assert pq.read_table("-").num_rows == 3
+
+
+@pytest.mark.parametrize("option", ["--json", "--plot"])
+def test_the_probe_refuses_a_dash_for_its_input_and_output_files(tmp_path, capsys, monkeypatch, option):
+    monkeypatch.chdir(tmp_path)
+    frame(4).assign(y=[0, 1, 0, 1]).to_csv("in.csv", index=False)
+    assert main(["probe", "-", "--text-col", "review", "--label-col", "y"]) == 2
+    assert "input '-' (standard input) cannot be read" in capsys.readouterr().err
+    assert main(["probe", "in.csv", "--text-col", "review", "--label-col", "y", option, "-"]) == 2
+    err = capsys.readouterr().err
+    assert "'-' (standard output) cannot be written" in err and "name the file" in err, err
+    assert sorted(os.listdir(tmp_path)) == ["in.csv"]
