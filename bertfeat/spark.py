@@ -209,7 +209,8 @@ def _arrow_schema(spark_schema) -> pa.Schema:
 
 
 def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns", overwrite: bool = False,
-                batch_rows: int = 10_000, master: str | None = None, quiet: bool = False, **params) -> dict:
+                batch_rows: int = 10_000, master: str | None = None, quiet: bool = False,
+                delimiter: str | None = None, infer_types: bool = False, **params) -> dict:
     """Embed the text columns of a CSV/parquet input on Spark into a directory of parquet files; returns the manifest.
 
     ``input`` is a CSV file, a parquet file, or a directory or glob of parquet files (as for ``bertfeat embed``).
@@ -219,7 +220,7 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
 
     Parquet is read by Spark. A CSV file is first streamed by the driver into parquet under ``<out>.partial/input``
     (bounded memory), so that it is parsed exactly as the local engine parses it (missing markers, quoted text,
-    column types). The rows are then range-partitioned by input row number into at least as many partitions as
+    column types; ``delimiter`` and ``infer_types`` as for :func:`bertfeat.files.embed_file`). The rows are then range-partitioned by input row number into at least as many partitions as
     Spark has cores (and about ``batch_rows`` rows each), each task writes its partition's part file, and the
     manifest's counts come from the job's results, so a task Spark retries is counted once.
 
@@ -235,9 +236,9 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
     if not _is_int(batch_rows) or batch_rows < 1:
         raise ValueError(f"batch_rows={batch_rows!r} is not valid: expected a positive number of rows.")
     paths = _Paths(Path(output_path(out, "--out", "a folder of parquet files with its manifest beside it")))
-    # CSV kept columns as text, as the local engine reads them by default (007 stays 007)
-    reader = InputReader(input, keep_cols + text_cols, batch_rows, text_cols, infer_types=False,
-                         exclude=[paths.out, paths.partial])
+    # CSV kept columns as text unless infer_types, as the local engine reads them (007 stays 007)
+    reader = InputReader(input, keep_cols + text_cols, batch_rows, text_cols, delimiter=delimiter,
+                         infer_types=infer_types, exclude=[paths.out, paths.partial])
     check_folder_output(paths, reader, overwrite)
     if reader.kind == "parquet" and not reader.total_rows:
         raise ValueError(f"input {reader.path!r} has no rows to embed.")

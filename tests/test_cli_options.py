@@ -137,10 +137,6 @@ EMBED_REFUSALS = [
      "its input in batches of --chunk-rows rows); drop --chunk-chars."),
     (["--checkpoint-every", "5", "--engine", "spark"], "--checkpoint-every applies to the local engine only (--engine "
      "spark reads its input in batches of --chunk-rows rows); drop --checkpoint-every."),
-    (["--delimiter", ";", "--infer-types", "--engine", "ray"], "--delimiter applies to the local engine only "
-     "(--engine ray reads its input in batches of --chunk-rows rows); drop --delimiter."),
-    (["--infer-types", "--engine", "spark"], "--infer-types applies to the local engine only (--engine spark reads "
-     "its input in batches of --chunk-rows rows); drop --infer-types."),
     (["--master", "local[2]"], "--master applies to --engine spark only; add --engine spark or drop --master."),
     (["--master", "local[2]", "--engine", "ray"], "--master applies to --engine spark only; add --engine spark or "
      "drop --master."),
@@ -169,11 +165,20 @@ def test_options_that_do_not_go_together_are_refused_before_any_work(csv_input, 
     assert spy.calls == []
 
 
-def test_csv_options_with_parquet_input_are_refused(parquet_input, capsys):
+@pytest.mark.parametrize("engine", [[], ["--engine", "ray"], ["--engine", "spark"]])
+def test_csv_options_with_parquet_input_are_refused(parquet_input, capsys, engine):
     for flag in (["--delimiter", ";"], ["--infer-types"]):
-        assert main(["embed", parquet_input, "--text-col", "title", "--out", "o.parquet", *flag]) == 2
+        assert main(["embed", parquet_input, "--text-col", "title", "--out", "o.parquet", *flag, *engine]) == 2
         assert capsys.readouterr().err == (f"bertfeat embed: error: {flag[0]} applies to CSV input only, and "
                                            f"{parquet_input!r} is parquet; drop {flag[0]}.\n")
+
+
+def test_csv_options_with_the_ray_engine_say_it_reads_parquet(csv_input, capsys):
+    # the Ray engine reads parquet only; it was told that --delimiter "applies to the local engine only", and the
+    # Spark engine, which takes it, was told the same
+    assert main(["embed", csv_input, "--text-col", "title", "--out", "o", "--delimiter", ";", "--engine", "ray"]) == 2
+    assert capsys.readouterr().err == (f"bertfeat embed: error: --engine ray reads parquet input only, and "
+                                       f"{csv_input!r} is CSV; convert it to parquet first, or drop --engine ray.\n")
 
 
 def test_embed_options_reach_the_ray_engine(parquet_input, monkeypatch):
@@ -204,8 +209,13 @@ def test_embed_options_reach_the_spark_engine(csv_input, monkeypatch):
     assert main(["embed", csv_input, "--text-col", "title", "--out", "o", "--id-col", "id", "--engine", "spark",
                  "--master", "local[2]", "--layout", "list", "--chunk-rows", "7", "--overwrite", "--quiet",
                  *RECIPE_ARGS]) == 0
+    assert main(["embed", csv_input, "--text-col", "title", "--out", "o", "--engine", "spark", "--delimiter", ";",
+                 "--infer-types"]) == 0
     assert spy.calls == [((csv_input, "o", ["title"]), dict(
-        keep_cols=["id"], layout="list", overwrite=True, batch_rows=7, master="local[2]", quiet=True, **RECIPE))]
+        keep_cols=["id"], layout="list", overwrite=True, batch_rows=7, master="local[2]", quiet=True, delimiter=None,
+        infer_types=False, **RECIPE)), ((csv_input, "o", ["title"]), dict(
+        keep_cols=[], layout="columns", overwrite=False, batch_rows=10_000, master=None, quiet=False, delimiter=";",
+        infer_types=True, **DEFAULT_RECIPE))]
 
 
 def test_the_ray_engine_refuses_csv_and_a_device_ray_does_not_give_in_one_line(csv_input, parquet_input, monkeypatch,

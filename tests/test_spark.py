@@ -339,3 +339,24 @@ def test_paths_hadoop_would_read_as_patterns_are_read_as_named(tiny_bert, spark,
     embed_files(str(runs / "in.csv"), str(runs / "out"), "review", keep_cols="id", model=tiny_bert, quiet=True,
                 batch_rows=5)
     assert pq.read_table(runs / "out").column("id").to_pylist() == [str(i) for i in df["id"]]
+
+
+def test_a_csv_of_another_delimiter_is_read_as_the_local_engine_reads_it(tiny_bert, spark, tmp_path, capsys):
+    # --delimiter and --infer-types were refused with --engine spark ("applies to the local engine only"), while
+    # the Spark job's own check, on a ';'-separated header, told the user to pass --delimiter ';'
+    df = make_frame(12, seed=5)
+    df.to_csv(tmp_path / "in.csv", index=False, sep=";")
+    common = ["embed", str(tmp_path / "in.csv"), "--text-col", "review", "--keep-col", "id", "--keep-col", "stars",
+              "--model", tiny_bert, "--pooling", "mean", "--quiet"]
+    assert main([*common, "--out", str(tmp_path / "no"), "--engine", "spark"]) == 2
+    err = capsys.readouterr().err
+    assert "pass --delimiter ';'" in err, err
+    for extra in ([], ["--infer-types"]):
+        flags = ["--delimiter", ";", *extra]
+        assert main([*common, *flags, "--out", str(tmp_path / f"local{len(extra)}.parquet")]) == 0
+        assert main([*common, *flags, "--out", str(tmp_path / f"spark{len(extra)}"), "--engine", "spark"]) == 0
+        local, got = pq.read_table(tmp_path / f"local{len(extra)}.parquet"), pq.read_table(tmp_path / f"spark{len(extra)}")
+        assert got.schema.equals(local.schema, check_metadata=True)
+        assert got.select(["id", "stars"]).equals(local.select(["id", "stars"]))
+        assert np.abs(features(got, 2) - features(local, 2)).max() <= 1e-5
+    assert pa.types.is_integer(got.schema.field("stars").type)  # --infer-types reached the reader

@@ -114,12 +114,15 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--keep-col names a column twice: {keep}.")
     params = recipe_params(args)
     local_only = [flag for flag, on in (("--chunk-chars", args.chunk_chars is not None),
-                                        ("--checkpoint-every", args.checkpoint_every is not None),
-                                        ("--delimiter", args.delimiter is not None),
-                                        ("--infer-types", args.infer_types)) if on]
+                                        ("--checkpoint-every", args.checkpoint_every is not None)) if on]
     if args.engine in ("ray", "spark") and local_only:
         raise UsageError(f"{local_only[0]} applies to the local engine only (--engine {args.engine} reads its input in "
                          f"batches of --chunk-rows rows); drop {local_only[0]}.")
+    # the local and Spark engines read a CSV with the same reader (Spark's is staged through it); Ray reads parquet
+    csv_flags = {"--delimiter": args.delimiter is not None, "--infer-types": args.infer_types}
+    given = [flag for flag, on in csv_flags.items() if on]
+    if given and resolve_input(args.input)[0] != "csv":
+        raise UsageError(f"{given[0]} applies to CSV input only, and {args.input!r} is parquet; drop {given[0]}.")
     if args.master is not None and args.engine != "spark":
         raise UsageError("--master applies to --engine spark only; add --engine spark or drop --master.")
     if args.engine == "ray":
@@ -129,11 +132,6 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{given[0]} applies to --engine ray only; add --engine ray or drop {given[0]}.")
     if args.engine == "spark":
         return _run_spark(args, keep, params)
-    csv_flags = {"--delimiter": args.delimiter is not None, "--infer-types": args.infer_types}
-    kind, _ = resolve_input(args.input)
-    given = [flag for flag, on in csv_flags.items() if on]
-    if kind != "csv" and given:
-        raise UsageError(f"{given[0]} applies to CSV input only, and {args.input!r} is parquet; drop {given[0]}.")
     extra = {} if args.chunk_chars is None else {"chunk_chars": args.chunk_chars}
     if args.checkpoint_every is not None:
         extra["checkpoint_seconds"] = args.checkpoint_every
@@ -187,6 +185,7 @@ def _run_spark(args: argparse.Namespace, keep: list, params: dict) -> int:
         raise UsageError(str(exc)) from None
     embed_files(
         args.input, args.out, args.text_col, keep_cols=keep, layout=args.layout, overwrite=args.overwrite,
-        batch_rows=args.chunk_rows, master=args.master, quiet=args.quiet, **params,
+        batch_rows=args.chunk_rows, master=args.master, quiet=args.quiet, delimiter=_delimiter(args.delimiter),
+        infer_types=args.infer_types, **params,
     )
     return 0
