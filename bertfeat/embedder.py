@@ -181,12 +181,12 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
     def transform(self, X):
         """Embed every text column of ``X``: returns a float32 array (n_rows, n_columns x features per column)."""
         from bertfeat.encode import encode
-        from bertfeat.inputs import text_columns
+        from bertfeat.inputs import series_label, text_columns
 
         check_is_fitted(self, "recipe_")
         self._check_runtime_params()
         names, values, all_columns = text_columns(X, self.columns)
-        self._check_same_columns(names, all_columns)
+        self._check_same_columns(names, all_columns, series_label(X))
         n_rows = len(values[0]) if values else 0
         flat = [v for col in values for v in col]
         row_name = _row_namer(names, n_rows, X)
@@ -323,8 +323,19 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
             model_format=rcp.model_format(spec.model_type),
         )
 
-    def _check_same_columns(self, names, all_columns):
+    def _check_same_columns(self, names, all_columns, series=None):
         fitted = getattr(self, "feature_names_in_", None)
+        labels_in = getattr(self, "_column_labels_in", None)
+        if labels_in is not None and series is not None and len(labels_in) == 1:
+            # a named Series after a fit on a one-column frame: that column if the names agree, else another column
+            # whose features would carry the fitted column's name (refused, as a frame of another column is)
+            if str(series) == str(labels_in[0]):
+                return
+            raise ValueError(
+                f"X is a Series named {series!r}, but {type(self).__name__} was fitted on the column {labels_in!r}, "
+                f"whose name its features carry; pass that column, or X.rename({labels_in[0]!r}) if this Series "
+                "holds it, or fit again."
+            )
         # Columns are read by position below, so the same columns in another order would put one column's
         # features under another's names. Refused, as scikit-learn refuses it, rather than reordered: a frame whose
         # columns moved is more often a mistake upstream than a choice. Non-string names (no feature_names_in_)
@@ -356,7 +367,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
                 f"fitted on the columns {list(self.text_columns_)}, whose names its features carry; call fit again "
                 "after changing columns."
             )
-        if fitted is not None and all_columns is None:
+        if fitted is not None and all_columns is None and series is None:  # a named Series: refused by its count
             warnings.warn(
                 f"X has no column names, but {type(self).__name__} was fitted with columns {list(fitted)}.",
                 UserWarning, stacklevel=user_stacklevel(),
@@ -366,7 +377,6 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
             raise ValueError(
                 f"X has {n_in} columns, but {type(self).__name__} is expecting {self.n_features_in_} columns as input."
             )
-        labels_in = getattr(self, "_column_labels_in", None)
         if fitted is None and labels_in is not None and all_columns is not None and (
             list(map(str, all_columns)) != list(map(str, labels_in))
         ):

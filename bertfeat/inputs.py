@@ -92,6 +92,15 @@ def text_columns(X, columns=None) -> tuple[list[str], list[list], list[str] | No
     )
 
 
+def series_label(X):
+    """The name of a pandas or polars Series (None for any other X, or a Series with no name: None, or polars'
+    "")."""
+    kind = type(X).__module__.split(".")[0]
+    if kind in ("pandas", "polars") and hasattr(X, "name") and not hasattr(X, "columns"):
+        return X.name if X.name not in (None, "") else None
+    return None
+
+
 def one_text_column(X, needs: str, name: str) -> list:
     """The values of X's one text column (:func:`text_columns`); X of several columns is refused.
 

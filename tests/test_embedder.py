@@ -533,6 +533,40 @@ def test_an_array_after_a_frame_is_read_by_position_with_a_warning(tiny_bert):
         BertEmbedder(tiny_bert).fit(TEXTS).transform(np.asarray(TEXTS))
 
 
+def test_a_series_after_a_frame_is_its_column_when_named_so_and_refused_when_named_otherwise(tiny_bert):
+    """A Series named as the one column fit saw is that column: no "no column names" warning (it had one). A Series
+    named otherwise is refused as a frame of another column is (its features would carry the fitted column's name);
+    a Series with no name is read by position with the warning, as an array is."""
+    df = pd.DataFrame({"review": TEXTS})
+    est = BertEmbedder(tiny_bert, pooling="mean", layers=-1).fit(df)
+    want = est.transform(df)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(est.transform(df["review"]), want)
+    for other in (df["review"].rename("title"), df["review"].rename(0)):
+        with pytest.raises(ValueError) as info:
+            est.transform(other)
+        assert str(info.value) == (
+            f"X is a Series named {other.name!r}, but BertEmbedder was fitted on the column ['review'], whose name its "
+            "features carry; pass that column, or X.rename('review') if this Series holds it, or fit again.")
+    with pytest.warns(UserWarning, match=r"^X has no column names, but BertEmbedder was fitted with columns"):
+        np.testing.assert_array_equal(est.transform(df["review"].rename(None)), want)
+    # int column names (scikit-learn records none): the Series's name is checked against them all the same
+    ints = BertEmbedder(tiny_bert, pooling="mean", layers=-1).fit(pd.DataFrame({7: TEXTS}))
+    np.testing.assert_array_equal(ints.transform(pd.Series(TEXTS, name=7)), want)
+    with pytest.raises(ValueError, match=r"^X is a Series named 8, but BertEmbedder was fitted on the column \[7\]"):
+        ints.transform(pd.Series(TEXTS, name=8))
+    two = BertEmbedder(tiny_bert, pooling="mean", layers=-1).fit(pd.DataFrame({"review": TEXTS, "title": TEXTS}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a named Series has a name: refused by its count, with no word of names
+        with pytest.raises(ValueError, match=r"^X has 1 columns, but BertEmbedder is expecting 2 columns as input"):
+            two.transform(df["review"])
+    polars = pytest.importorskip("polars")
+    np.testing.assert_array_equal(est.transform(polars.Series("review", TEXTS)), want)
+    with pytest.raises(ValueError, match=r"^X is a Series named 'title'"):
+        est.transform(polars.Series("title", TEXTS))
+
+
 def test_a_frame_with_other_columns_is_refused_word_for_word(tiny_bert):
     df = pd.DataFrame({"a": TEXTS, "b": TEXTS})
     est = BertEmbedder(tiny_bert, columns=["a"]).fit(df)
