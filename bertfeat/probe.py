@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bertfeat.probe_labels import _check_folds, _check_label_types, _check_labels, _grouped, _task, _text_groups
+from bertfeat.probe_labels import (_check_folds, _check_label_types, _check_labels, _decimals_as_numbers, _grouped,
+                                   _task, _text_groups)
 
 ALL_POOLINGS = ("cls", "mean", "max")
 
@@ -251,7 +252,7 @@ def probe(
                          "position (row i with row i), not by index: align them first (y.loc[texts.index]), or pass "
                          "y.to_numpy() if their positions pair them.")
     _check_label_types(y)  # before np.asarray, which reads 1 and "1" as one class
-    y = np.asarray(y)
+    y = _decimals_as_numbers(np.asarray(y))
     if len(y) != len(texts):
         raise ValueError(f"y has {len(y)} labels but there are {len(texts)} texts; pass one label per text.")
     _check_labels(y, task, cv)  # before the embedding pass, which is the expensive part

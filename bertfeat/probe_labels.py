@@ -54,6 +54,27 @@ def _check_labels(y: np.ndarray, task: str, cv: int) -> None:
             "to score them as numbers, or give the classes as strings (y.astype(str)) to score them as classes.")
 
 
+def _decimals_as_numbers(y: np.ndarray) -> np.ndarray:
+    """Labels that are ``decimal.Decimal`` or ``fractions.Fraction`` objects (a database's prices) as float64, as the
+    probe command reads a parquet decimal column: numpy keeps them as objects, which read as classes under
+    task='auto' and as "not numeric" under task='regression'. A missing label (None, NaN) becomes NaN."""
+    import decimal
+    import fractions
+    import numbers
+
+    import pandas as pd
+
+    if y.dtype != object or y.ndim != 1:
+        return y
+    present = [v for v in y.tolist() if not (v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)))]
+    exact = (decimal.Decimal, fractions.Fraction)
+    if not any(isinstance(v, exact) for v in present) or not all(
+        isinstance(v, exact) or (isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))) for v in present
+    ):
+        return y
+    return np.array([np.nan if v is None or v is pd.NA else float(v) for v in y.tolist()], dtype=np.float64)
+
+
 def _check_numbers(y: np.ndarray, cv: int) -> None:
     """Regression labels: numbers, finite, not all one value, and two in every fold (R^2 of one text is undefined)."""
     if y.dtype.kind not in "biuf":

@@ -1226,6 +1226,28 @@ def test_the_probe_command_reads_a_decimal_label_column_as_numbers(tiny_bert, tm
         assert (report["task"], report["metric"]) == ("regression", "r2")
 
 
+def test_decimal_labels_are_numbers_in_the_python_api_as_in_the_command(tiny_bert, monkeypatch):
+    """decimal.Decimal labels (a database's prices, read by pandas or SQLAlchemy as Decimal objects) were classes
+    under task='auto', 30 classes of one member, and "not numeric" under task='regression'; the command line reads
+    a decimal column as numbers (test_the_probe_command_reads_a_decimal_label_column_as_numbers)."""
+    import decimal
+
+    texts, _ = labelled(30, seed=2, own=0.8)
+    prices = [decimal.Decimal(i * 7 + 100) / 4 for i in range(30)]
+    mixed = [float(p) if i % 2 else p for i, p in enumerate(prices)]  # Decimal beside float: numbers too
+    for y in (prices, pd.Series(prices), np.asarray(prices, dtype=object), mixed):
+        for task in ("auto", "regression"):
+            result = probe(texts, y, model=tiny_bert, cv=3, task=task, poolings=("mean",), unions=0, baseline=False)
+            assert (result.task, result.metric) == ("regression", "r2")
+    NoModel(monkeypatch)
+    halves = [decimal.Decimal(i % 4) / 2 for i in range(30)]  # four values: classes, and fractional, as floats are
+    with pytest.raises(ValueError, match=r"are read as classes .* fractional numbers such as 0.5"):
+        probe(texts, halves, model=tiny_bert, cv=3, poolings=("mean",), unions=0)
+    with pytest.raises(ValueError, match=r"the labels y are not finite \(row 3: inf\)"):
+        probe(texts, prices[:3] + [decimal.Decimal("Infinity")] + prices[4:], model=tiny_bert, cv=3,
+              task="regression", poolings=("mean",), unions=0)
+
+
 def test_missing_texts_are_spread_across_folds_not_kept_together_as_copies(tiny_bert):
     """Under missing="zero" every None was read as a copy of the text "None": all 16 missing texts of 48 fell in one
     test fold, scored by models that never saw a missing text, and no other fold held one (blank strings alike)."""
