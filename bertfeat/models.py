@@ -168,6 +168,7 @@ def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple
             f"model={name!r}: config.json does not say how many layers or what hidden size the model has; "
             "bertfeat supports BERT-family encoders (BERT, RoBERTa, DistilBERT, MiniLM, MPNet, DeBERTa, ...)."
         )
+    _check_one_state_per_layer(name, config)
     weights = _weights_files(root, name)
     tok_files = [root / f for f in _TOKENIZER_FILES if (root / f).is_file()]
     if not tok_files:
@@ -195,6 +196,21 @@ def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple
         revision=revision,
         **_prompts(root, name),
     )
+
+
+def _check_one_state_per_layer(name: str, config: dict) -> None:
+    """Refuse, from config.json, a model known to give other than one hidden state per layer (bertfeat reads state k
+    as layer k): here, at resolution, so that a run answered wholly from the cache (which never loads the model,
+    where :meth:`bertfeat.backend.TorchBackend._check_model_runs` checks the count) is refused too."""
+    inner = config.get("inner_group_num", 1)
+    if config.get("model_type") == "albert" and isinstance(inner, int) and inner > 1:
+        layers = int(_first(config, "num_hidden_layers", "n_layers", "num_layers", "n_layer"))
+        raise ModelNotAvailableError(
+            f"model={name!r} is an ALBERT with inner_group_num={inner} in its config.json: transformers gives one "
+            f"hidden state per inner layer ({inner * layers + 1} for num_hidden_layers={layers}), not one per layer, "
+            "so bertfeat cannot tell which is layer k. bertfeat embeds with models that give one hidden state per "
+            "layer (every published ALBERT has inner_group_num=1)."
+        )
 
 
 def _prompts(root: Path, name: str) -> dict:

@@ -15,6 +15,7 @@ import pytest
 
 from bertfeat import BertEmbedder
 from bertfeat.backend import _FastBert, clear_backends, get_backend
+import bertfeat.models as models
 from bertfeat.models import resolve_model
 from tests.conftest import TINY_SENTENCES
 from tests.tiny_encoders import FAMILIES, HIDDEN, PADDING_SEEN, build_tiny_encoder
@@ -292,7 +293,31 @@ def test_a_model_with_other_than_one_hidden_state_per_layer_is_refused(tmp_path)
     path = build_tiny_encoder(tmp_path / "albert", "albert", corpus=TEXTS, inner_group_num=2)
     embedder = BertEmbedder(model=path, pooling="mean", layers=[-1, 0], layer_agg="concat", device="cpu")
     with pytest.raises(ModelNotAvailableError, match=r"gives 7 hidden states for num_hidden_layers=3 \(4 expected"):
-        embedder.fit_transform(TEXTS[:2])
+        with pytest.MonkeyPatch.context() as mp:  # the check at load is the net for models the config does not tell
+            mp.setattr(models, "_check_one_state_per_layer", lambda name, config: None)
+            embedder.fit_transform(TEXTS[:2])
+
+
+def test_an_albert_with_several_layers_per_group_is_refused_from_its_config_so_cached_runs_refuse_too(tmp_path):
+    """The ALBERT above was refused at load only, and a run whose every text is cached never loads the model: a
+    cache filled by an older bertfeat (which read state k as layer k) still answered, silently. The config, read
+    for the fingerprint anyway, now refuses it at fit, before any cache is read."""
+    from bertfeat import ModelNotAvailableError
+    from bertfeat.backend import TorchBackend
+
+    path = build_tiny_encoder(tmp_path / "albert", "albert", corpus=TEXTS, inner_group_num=2)
+    cache = tmp_path / "cache"
+    with pytest.MonkeyPatch.context() as mp:  # an older bertfeat, with neither check, fills the cache
+        mp.setattr(models, "_check_one_state_per_layer", lambda name, config: None)
+        mp.setattr(TorchBackend, "_check_model_runs", lambda self: None)
+        BertEmbedder(model=path, pooling="mean", cache_dir=cache, device="cpu").fit_transform(TEXTS[:2])
+    models._describe_cached.cache_clear()
+    message = (r"is an ALBERT with inner_group_num=2 in its config.json: transformers gives one hidden state per "
+               r"inner layer \(7 for num_hidden_layers=3\)")
+    with pytest.raises(ModelNotAvailableError, match=message):
+        BertEmbedder(model=path, pooling="mean", cache_dir=cache, device="cpu").fit(TEXTS[:2])
+    with pytest.raises(ModelNotAvailableError, match=message):
+        models.resolve_model(path)  # bertfeat info, the CLI and R resolve the model through it too
 
 
 def test_the_last_layer_is_the_models_output_whatever_else_is_asked_for(tmp_path):
