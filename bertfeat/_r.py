@@ -15,6 +15,7 @@ it binds to its own symbols first.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import warnings
 
@@ -92,11 +93,64 @@ def matrix_payload(X) -> tuple[bytearray, int, int]:
 
 def _recording(fn, *args, **kwargs):
     """``(fn(*args, **kwargs), warnings)``: the warnings it raised as ``(category name, message)``, for R to re-issue
-    as R warnings (left to Python, they are printed on the process's stderr, out of reach of R's handlers)."""
+    as R warnings (left to Python, they are printed on the process's stderr, out of reach of R's handlers), their
+    advice in R's syntax (:func:`r_advice`)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = fn(*args, **kwargs)
-    return result, [(w.category.__name__, str(w.message)) for w in caught]
+    return result, [(w.category.__name__, r_advice(str(w.message))) for w in caught]
+
+
+# A Python literal as bertfeat's messages write one ({value!r}): a quoted string, True/False/None, a number, a list
+# or tuple of those
+_STRING = r"'(?:[^'\\]|\\.)*'" + r'|"(?:[^"\\]|\\.)*"'
+_SCALAR = rf"""{_STRING}|True|False|None|-?\d+(?:\.\d+)?(?:e[-+]?\d+)?"""
+_LITERAL = re.compile(rf"""{_SCALAR}|\[(?:\s*(?:{_SCALAR})\s*,?)*\]|\((?:\s*(?:{_SCALAR})\s*,?)*\)""")
+# name=value, or a bare name= ("pass cache_dir= as well"), where name is no part of an option (--max-length=8), a
+# dotted name or a URL query
+_KEYWORD = re.compile(rf"""(?<![\w.\-?&/])([a-z_][a-z0-9_]*)=(?:({_LITERAL.pattern})|(?=[\s,;.)]|$))""")
+_CLI_ASIDE = re.compile(r" \((?:--[a-z][a-z-]*(?: [^()\s]+)?(?:,? ?| or ))+\)")
+_PYTHON_CALLS = {"y.astype(str)": "as.character(y)"}
+# True, False and None standing alone ("cache_dir is None", "or None for that limit"), not inside a quoted text
+_CONSTANT = re.compile(r"(?<![\w'\"])(True|False|None)(?![\w'\"])")
+
+
+def _r_value(literal: str) -> str:
+    if literal in ("True", "False", "None"):
+        return {"True": "TRUE", "False": "FALSE", "None": "NULL"}[literal]
+    if literal[0] in "[(":
+        items = [_r_value(m.group(0)) for m in re.finditer(_SCALAR, literal[1:-1])]
+        return items[0] if len(items) == 1 else f"c({', '.join(items)})"
+    if literal[0] == "'":  # Python's repr of a string without a single quote in it
+        return '"' + literal[1:-1].replace("\\'", "'").replace('"', '\\"') + '"'
+    return literal
+
+
+def r_advice(message: str, cli: bool = False) -> str:
+    """A message of the Python side as an R user reads it: ``missing='zero'`` as ``missing = "zero"``, ``True``,
+    ``None`` and lists in R's syntax, a bare ``cache_dir=`` as `` `cache_dir` ``, and the command line's flags given
+    beside the Python names dropped (kept with ``cli=True``: ``bf_embed_file()`` runs the command line).
+
+    Examples
+    --------
+    >>> r_advice("stride=3 applies to long_text='chunk' only; pass long_text='chunk' as well, or leave stride=None.")
+    'stride = 3 applies to long_text = "chunk" only; pass long_text = "chunk" as well, or leave stride = NULL.'
+    >>> r_advice("layers=[1, 1] names the same layer twice; pass task='regression' (--task regression).")
+    'layers = c(1, 1) names the same layer twice; pass task = "regression".'
+    >>> r_advice("output 'f.parquet' exists; pass --overwrite (overwrite=True) to replace it.", cli=True)
+    "output 'f.parquet' exists; pass --overwrite (overwrite = TRUE) to replace it."
+    """
+    if not cli:
+        message = _CLI_ASIDE.sub("", message)
+    for python, r in _PYTHON_CALLS.items():
+        message = message.replace(python, r)
+
+    def keyword(match):
+        name, value = match.group(1), match.group(2)
+        return f"`{name}`" if value is None else f"{name} = {_r_value(value)}"
+
+    message = _KEYWORD.sub(keyword, message)
+    return _CONSTANT.sub(lambda m: _r_value(m.group(1)), message)
 
 
 def embed(texts, missing_masks, column_names=None, params=None):

@@ -169,3 +169,53 @@ def test_run_cli_returns_the_summary_for_r_and_keeps_it_off_the_process_stderr(t
     assert capfd.readouterr().err == "ab\nc\n"
     tee.close()
     assert capfd.readouterr().err == "no break" and tee.buffer.getvalue() == "ab\nheld back\nc\nno break"
+
+
+@pytest.mark.parametrize("python, r", [
+    ("layers=[9]: layer 9 is out of range; the model has 3 layers, so valid indices are 0..3",
+     "layers = 9: layer 9 is out of range; the model has 3 layers, so valid indices are 0..3"),
+    ("layers=[1, 1] names the same layer twice (as [1, 1]); name each layer once.",
+     "layers = c(1, 1) names the same layer twice (as [1, 1]); name each layer once."),
+    ("stride=3 applies to long_text='chunk' only (long_text='truncate' embeds one window per text); pass "
+     "long_text='chunk' as well, or leave stride=None.",
+     'stride = 3 applies to long_text = "chunk" only (long_text = "truncate" embeds one window per text); pass '
+     'long_text = "chunk" as well, or leave stride = NULL.'),
+    ("cache_all_layers=True stores every layer in the cache, but cache_dir is None: pass cache_dir= as well (and "
+     "cache_all_layers=False is faster).",
+     "cache_all_layers = TRUE stores every layer in the cache, but cache_dir is NULL: pass `cache_dir` as well (and "
+     "cache_all_layers = FALSE is faster)."),
+    ("prompt_name='query' is not a prompt of model='/m/e5': it defines none; pass prefix= instead.",
+     'prompt_name = "query" is not a prompt of model = "/m/e5": it defines none; pass `prefix` instead.'),
+    ("max_length=100000 is not valid: expected an int from 4 to the model's limit of 64 tokens, or None for that "
+     "limit.", "max_length = 100000 is not valid: expected an int from 4 to the model's limit of 64 tokens, or NULL "
+     "for that limit."),
+    ("the labels y are read as classes (ten or fewer distinct numbers are classes under task='auto'), and 2 of them "
+     "are fractional. Pass task='regression' (--task regression) to score them as numbers, or give the classes as "
+     "strings (y.astype(str)) to score them as classes.",
+     'the labels y are read as classes (ten or fewer distinct numbers are classes under task = "auto"), and 2 of '
+     'them are fractional. Pass task = "regression" to score them as numbers, or give the classes as strings '
+     "(as.character(y)) to score them as classes."),
+    ("Drop or merge the rare classes, or lower cv (--cv) to at most 3; or pass baseline=False, unions=0 "
+     "(--no-baseline --unions 0).",
+     "Drop or merge the rare classes, or lower cv to at most 3; or pass baseline = FALSE, unions = 0."),
+    ("missing='nan' is not valid for the probe. Pass missing='zero' (a zero vector for each missing text).",
+     'missing = "nan" is not valid for the probe. Pass missing = "zero" (a zero vector for each missing text).'),
+    # left alone: options of the command line, texts quoted as they are, names in code, a path with '='
+    ("--max-length=256 and the text 'None' and 'it=s' in /data/a=b/f.csv",
+     "--max-length=256 and the text 'None' and 'it=s' in /data/a=b/f.csv"),
+])
+def test_python_advice_reaches_r_users_in_r_syntax(python, r):
+    assert _r.r_advice(python) == r
+
+
+def test_the_command_lines_advice_keeps_its_flags_for_bf_embed_file():
+    assert _r.r_advice("output 'o.parquet' exists; pass --overwrite (overwrite=True) to replace it.", cli=True) == (
+        "output 'o.parquet' exists; pass --overwrite (overwrite = TRUE) to replace it.")
+
+
+def test_warnings_for_r_carry_r_syntax(tiny_bert):
+    *_, warns = _r.embed([["the quick brown fox jumps over the lazy dog " * 10]], [[False]], None,
+                         {"model": tiny_bert, "max_length": 8})
+    assert warns == [("TruncationWarning", '1 of 1 texts were longer than max_length = 8 tokens and were truncated. '
+                      'Pass long_text = "chunk" to embed them in full, or a larger max_length (up to the model\'s '
+                      'limit).')]

@@ -4,7 +4,8 @@
 #   bertfeat_error_missing_column      a column the step or the call needs is not in the data
 #   bertfeat_error_missing_value       an NA under missing = "error"
 #   bertfeat_error_python_unavailable  the Python side cannot be imported (which Python, and how to fix it)
-#   bertfeat_error_python              the Python side raised while embedding (its message is kept)
+#   bertfeat_error_python              the Python side raised while embedding (its message is kept, its advice
+#                                      in R's syntax: r_advice())
 #   bertfeat_error_model_changed       a prepped step's model now resolves to different files
 #   bertfeat_error_cli                 the command line exited non-zero (its stderr is kept)
 #   bertfeat_error_file                an input file does not exist

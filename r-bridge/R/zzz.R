@@ -58,9 +58,15 @@ with_python_errors <- function(expr, call = rlang::caller_env()) {
     if (type %in% c("ImportError", "ModuleNotFoundError")) {
       abort_python_unavailable(e, call = call)
     }
-    message <- sub("^[A-Za-z_][A-Za-z0-9_.]*: ", "", text)
+    message <- r_advice(sub("^[A-Za-z_][A-Za-z0-9_.]*: ", "", text))
     abort_bf(message, "python", python_type = type, call = call)
   })
+}
+
+# A Python message's advice in R's syntax (missing = "zero", not missing='zero'; bertfeat._r.r_advice); `cli`
+# keeps the command line's flags, for bf_embed_file(). The message as it was if Python cannot be reached.
+r_advice <- function(message, cli = FALSE) {
+  tryCatch(python_module()$r_advice(message, cli), error = function(e) message)
 }
 
 # Which Python reticulate is using (or would use), for error messages and bf_config().

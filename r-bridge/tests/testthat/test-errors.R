@@ -52,8 +52,26 @@ test_that("missing-column errors read well", {
 test_that("an error raised in Python keeps its message and type", {
   err <- expect_error(bf_embed("a", max_length = 2), class = "bertfeat_error_python")
   expect_identical(err$python_type, "ValueError")
-  expect_match(conditionMessage(err), "max_length=2 is not valid", fixed = TRUE)
+  expect_match(conditionMessage(err), "max_length = 2 is not valid", fixed = TRUE)
   expect_error(bf_embed("a", model = "./no/such/model"), class = "bertfeat_error_python")
+})
+
+test_that("Python's advice reaches R users in R's syntax", {
+  # it told R users to pass long_text='chunk', stride=None, task='regression' (--task regression), overwrite=True
+  err <- expect_error(bf_embed("a", stride = 3), class = "bertfeat_error_python")
+  expect_match(conditionMessage(err), 'pass long_text = "chunk" as well, or leave stride = NULL.', fixed = TRUE)
+  expect_warning(bf_embed(strrep("the quick brown fox ", 20), max_length = 8),
+                 'Pass long_text = "chunk" to embed them in full', fixed = TRUE, class = "bertfeat_warning_truncation")
+  texts <- sprintf("review number %d", 1:20)
+  err <- expect_error(bf_probe(texts, rep(c(0.5, 1.5), 10), cv = 2), class = "bertfeat_error_python")
+  expect_match(conditionMessage(err), 'Pass task = "regression" to score them as numbers', fixed = TRUE)
+  expect_no_match(conditionMessage(err), "--task", fixed = TRUE)
+  input <- tempfile(fileext = ".csv")
+  utils::write.csv(data.frame(review = "a cat"), input, row.names = FALSE)
+  output <- tempfile(fileext = ".parquet")
+  file.create(output)
+  err <- expect_error(bf_embed_file(input, output, "review"), class = "bertfeat_error_cli")
+  expect_match(conditionMessage(err), "pass --overwrite (overwrite = TRUE) to replace it", fixed = TRUE)
 })
 
 test_that("text that is not UTF-8 is refused, whatever it is marked as", {
