@@ -86,8 +86,8 @@ def parse_layers(layers, num_layers: int, layer_agg: str = "mean") -> tuple[int,
     items = [layers] if _is_int(layers) else layers
     if isinstance(layers, str) or not isinstance(items, (list, tuple, range)) or not all(_is_int(i) for i in items):
         raise ValueError(
-            f"layers={layers!r} is not valid: expected an int, a list of ints, or None (the last four layers); "
-            f"{valid}."
+            f"layers={layers!r} is not valid: expected an int, a list of ints, or None (the last four layers, or all "
+            f"of a model with fewer); {valid}."
         )
     if len(items) == 0:
         raise ValueError(f"layers={layers!r} is empty: name at least one layer; {valid}.")

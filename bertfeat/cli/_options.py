@@ -60,7 +60,7 @@ def add_recipe_options(parser: argparse.ArgumentParser) -> None:
                    help=f"{', '.join(POOLINGS)} or a combination like cls+mean (default: cls+mean)")
     g.add_argument("--layers", type=int_list, default=None, metavar="L[,L...]",
                    help="layer index or comma list; 0 = embeddings, -1 = last (write --layers=-1 or "
-                        "--layers=-2,-1); default: the last four layers")
+                        "--layers=-2,-1); default: the last four layers (all of a model with fewer)")
     g.add_argument("--layer-agg", choices=LAYER_AGGS, default="mean", help=HELP["layer_agg"])
     g.add_argument("--max-length", type=positive_int, default=None, help=HELP["max_length"])
     g.add_argument("--long-text", choices=LONG_TEXT_MODES, default="truncate", help=HELP["long_text"])
