@@ -241,32 +241,43 @@ def config() -> dict:
 
 
 class _Tee:
-    """Writes to a buffer and, line by line, to the process's own stream, so R shows progress live and gets the
-    text back; lines that ``hold`` says yes to are kept from the stream (R gives them itself)."""
+    """Writes to a buffer and, line by line, to ``emit`` (R's message(), so RStudio and knitr show progress live and
+    suppressMessages() silences it) or, without one, to the process's own stream; lines that ``hold`` says yes to
+    are kept back (R gives them itself). Lines written from another thread go to the stream: R may be called from
+    its own thread only."""
 
-    def __init__(self, mirror, hold=None):
+    def __init__(self, mirror, hold=None, emit=None):
         import io
 
         self.buffer = io.StringIO()
         self.mirror = mirror
         self.hold = hold
+        self.emit = emit
         self.line = ""
 
     def write(self, text):
         self.buffer.write(text)
-        if self.mirror is not None:
+        if self.mirror is not None or self.emit is not None:
             *done, self.line = (self.line + text).split("\n")
-            shown = [line + "\n" for line in done if not (self.hold and self.hold(line))]
-            if shown:
-                self.mirror.write("".join(shown))
-                self.mirror.flush()
+            self._show([line for line in done if not (self.hold and self.hold(line))])
         return len(text)
+
+    def _show(self, lines, end="\n"):
+        import threading
+
+        if not lines:
+            return
+        if self.emit is not None and threading.current_thread() is threading.main_thread():
+            for line in lines:
+                self.emit(line)
+        elif self.mirror is not None:
+            self.mirror.write("".join(line + end for line in lines))
+            self.mirror.flush()
 
     def close(self):
         """The last line, if it had no line break."""
-        if self.mirror is not None and self.line and not (self.hold and self.hold(self.line)):
-            self.mirror.write(self.line)
-            self.mirror.flush()
+        if self.line and not (self.hold and self.hold(self.line)):
+            self._show([self.line], end="")
         self.line = ""
 
     def flush(self):
@@ -276,14 +287,15 @@ class _Tee:
         return False
 
 
-def run_cli(args) -> tuple[int, str, str, str]:
+def run_cli(args, on_line=None) -> tuple[int, str, str, str]:
     """Run ``bertfeat <args>`` in this process: ``(exit status, stdout, stderr, summary)``.
 
     In-process rather than a child process: R's LD_LIBRARY_PATH (Debian's libpython first) breaks a child Python
-    built elsewhere, and the child would not share this session's loaded model. ``stderr`` is also written to the
-    process's stderr as it comes (progress), except ``bertfeat embed``'s summary line of a finished job, which is
-    ``summary`` ("" when there is none), for R to give as a message (on the process's stderr it was out of reach of
-    R's message handlers, and invisible in RStudio and knitr).
+    built elsewhere, and the child would not share this session's loaded model. Each line of ``stderr`` (progress)
+    is also given to ``on_line`` as it comes (R's message(); without it, written to the process's stderr), except
+    ``bertfeat embed``'s summary line of a finished job, which is ``summary`` ("" when there is none), for R to give
+    as a message of its own class (on the process's stderr it was out of reach of R's message handlers, and
+    invisible in RStudio and knitr).
     """
     import contextlib
 
@@ -293,7 +305,7 @@ def run_cli(args) -> tuple[int, str, str, str]:
     def is_summary(line):
         return line.startswith(SUMMARY_HEAD)
 
-    out, err = _Tee(sys.__stdout__), _Tee(sys.__stderr__, hold=is_summary)
+    out, err = _Tee(sys.__stdout__), _Tee(sys.__stderr__, hold=is_summary, emit=on_line)
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         _import_torch()
         try:

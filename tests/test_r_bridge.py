@@ -171,6 +171,35 @@ def test_run_cli_returns_the_summary_for_r_and_keeps_it_off_the_process_stderr(t
     assert capfd.readouterr().err == "no break" and tee.buffer.getvalue() == "ab\nheld back\nc\nno break"
 
 
+def test_run_cli_gives_progress_to_r_line_by_line_as_it_comes(tiny_bert, tmp_path, capfd, monkeypatch):
+    """bf_embed_file() passes R's message() as on_line: progress reached only the process's stderr, which RStudio
+    and knitr never show, so a long job was silent there until its summary."""
+    import threading
+
+    import bertfeat.files
+
+    real = bertfeat.files.Progress
+    monkeypatch.setattr(bertfeat.files, "Progress", lambda total, quiet, every=10.0, stream=None:
+                        real(total, quiet, 0.0, stream))  # a line after every chunk
+    src = tmp_path / "in.csv"
+    src.write_text("review\n" + "".join(f"text {i}\n" for i in range(6)))
+    lines = []
+    status, _, stderr, summary = _r.run_cli(["embed", str(src), "--text-col", "review", "--out",
+                                             str(tmp_path / "o.parquet"), "--model", tiny_bert, "--pooling", "mean",
+                                             "--chunk-rows", "2"], on_line=lines.append)
+    assert status == 0 and summary
+    assert lines == [line for line in stderr.splitlines() if line != summary] and len(lines) == 3
+    assert lines[-1].startswith("bertfeat embed: 6 rows, ")
+    assert capfd.readouterr().err == ""  # given to R, not also on the process's stderr
+    # a line written from another thread (a warning in a worker) goes to the stream: R runs on its thread only
+    tee = _r._Tee(__import__("sys").__stderr__, emit=lines.append)
+    worker = threading.Thread(target=tee.write, args=("from a worker\n",))
+    worker.start(), worker.join()
+    tee.write("from the main thread\nno break")
+    tee.close()
+    assert lines[-2:] == ["from the main thread", "no break"] and capfd.readouterr().err == "from a worker\n"
+
+
 @pytest.mark.parametrize("python, r", [
     ("layers=[9]: layer 9 is out of range; the model has 3 layers, so valid indices are 0..3",
      "layers = 9: layer 9 is out of range; the model has 3 layers, so valid indices are 0..3"),

@@ -376,7 +376,8 @@ issue_python_warnings <- function(warnings) {
 #'
 #' @return `output`, invisibly. The command's summary of the finished job (rows, dims, texts embedded and from
 #'   the cache, truncated and missing texts) comes as a message of class `bertfeat_message_summary`
-#'   ([suppressMessages()] hides it); progress is printed on the process's stderr as it comes. A non-zero exit of
+#'   ([suppressMessages()] hides it); progress comes as it goes, as messages of class
+#'   `bertfeat_message_progress` (a line every 10 seconds). A non-zero exit of
 #'   the command is an error of class `bertfeat_error_cli` whose `stderr` field holds what the command printed
 #'   there.
 #' @examples
@@ -435,7 +436,15 @@ cli_options <- function(options, call = rlang::caller_env()) {
 # The command line runs inside this R session's Python (bertfeat._r.run_cli), not as a child process: R's
 # LD_LIBRARY_PATH puts Debian's libpython first, which breaks a child Python built elsewhere.
 run_cli <- function(module, args, call = rlang::caller_env()) {
-  res <- with_python_errors(module$run_cli(as.list(args)), call = call)
+  # each line the command writes on stderr (progress) as an R message as it comes: RStudio and knitr show it,
+  # suppressMessages() silences it; on the process's stderr they never saw it. Its error and usage lines are left
+  # to the error below, which shows them.
+  progress <- function(line) {
+    if (!grepl("^(bertfeat[a-z ]*: error: |usage: )", line)) {
+      rlang::inform(line, class = "bertfeat_message_progress")
+    }
+  }
+  res <- with_python_errors(module$run_cli(as.list(args), on_line = progress), call = call)
   status <- res[[1]]
   split_lines <- function(text) if (nzchar(text)) strsplit(text, "\n", fixed = TRUE)[[1]] else character()
   stderr <- split_lines(res[[3]])

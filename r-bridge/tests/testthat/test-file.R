@@ -48,3 +48,23 @@ test_that("bf_embed_file() gives the command's summary as an R message", {
   expect_match(conditionMessage(msg), "1 texts embedded, 0 from cache, 0 truncated, 1 missing", fixed = TRUE)
   expect_silent(suppressMessages(bf_embed_file(input, output, "review", missing = "zero", overwrite = TRUE)))
 })
+
+test_that("the command's progress reaches R as messages as it comes, its error lines only in the error", {
+  # progress went to the process's stderr only, which RStudio and knitr never show: a long job was silent there
+  lines <- c("bertfeat embed: 20,000 rows, 240 rows/s", "bertfeat embed: error: output 'o.parquet' exists",
+             "usage: bertfeat embed [-h] input")
+  module <- list(run_cli = function(args, on_line) {
+    for (line in lines) on_line(line)
+    list(2L, "", paste(lines, collapse = "\n"), "")
+  })
+  seen <- character()
+  err <- withCallingHandlers(
+    expect_error(bertfeat:::run_cli(module, c("embed", "x.csv")), class = "bertfeat_error_cli"),
+    bertfeat_message_progress = function(m) {
+      seen <<- c(seen, conditionMessage(m))
+      invokeRestart("muffleMessage")
+    }
+  )
+  expect_identical(trimws(seen), lines[1])
+  expect_match(conditionMessage(err), "output 'o.parquet' exists", fixed = TRUE)
+})
