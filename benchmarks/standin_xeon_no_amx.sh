@@ -52,6 +52,11 @@ echo "== encode: MiniLM shape, then base-size RoBERTa (random weights)" | tee "$
   --systems "bertfeat fp32,bertfeat bf16,sentence-transformers" 2>&1 | tee -a "$OUT/standin_encode.txt"
 "${CORES[@]}" "$PY" -m benchmarks.bench_encode --model roberta-base-random --n 200 --repeats 2 --dup 0 --no-rss \
   --threads 2 --systems "bertfeat fp32,bertfeat bf16,sentence-transformers" 2>&1 | tee -a "$OUT/standin_encode.txt"
+# the lead of 2026-11-26: the products lose a fifth inside the layer here (oneDNN's fused post-ops?); torch's own
+# kernels (plain linear, then the activation) tell whether the fused path is what costs it on this class
+echo "== encode: MiniLM shape with torch's kernels (BERTFEAT_CPU_KERNELS=torch)" | tee -a "$OUT/standin_encode.txt"
+BERTFEAT_CPU_KERNELS=torch "${CORES[@]}" "$PY" -m benchmarks.bench_encode --model minilm-random --n 600 --repeats 2 \
+  --dup 0 --no-rss --threads 2 --systems "bertfeat fp32,sentence-transformers" 2>&1 | tee -a "$OUT/standin_encode.txt"
 fi
 if [[ $STEPS == *" tests "* ]]; then
 echo "== the CPU precision tests on this class"
