@@ -27,11 +27,12 @@ def input_path(path) -> str:
     return path
 
 
-def output_path(path, name: str, what: str) -> str:
-    """An output path as text; ``-`` (the Unix name of standard output) is refused, naming ``name``."""
-    path = path_text(path, name, what)
+def output_path(path, name: str, expected: str, writes: str) -> str:
+    """An output path as text (else a TypeError saying ``expected``); ``-`` (the Unix name of standard output) is
+    refused, naming ``name`` and saying what bertfeat ``writes`` there."""
+    path = path_text(path, name, expected)
     if path == "-":
-        raise ValueError(f"{name} '-' (standard output) cannot be written: bertfeat writes {what}, put in place "
+        raise ValueError(f"{name} '-' (standard output) cannot be written: bertfeat writes {writes}, put in place "
                          "when complete; name the file to write (a file named '-' is ./-).")
     return path
 

@@ -413,7 +413,7 @@ def test_a_dash_for_standard_input_or_output_is_refused_saying_to_name_a_file(ti
     assert "input '-' (standard input) cannot be read" in err and "write the data to a file" in err, err
     assert main(["embed", "in.parquet", "--out", "-", *common]) == 2
     err = capsys.readouterr().err
-    assert "--out '-' (standard output) cannot be written" in err and "name the file" in err, err
+    assert "out '-' (standard output) cannot be written" in err and "name the file" in err, err
     assert sorted(os.listdir(tmp_path)) == ["in.parquet"]
 
 
