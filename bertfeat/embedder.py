@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import warnings
@@ -161,6 +162,8 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
 
         self._check_runtime_params()
         self.recipe_ = self._build_recipe()
+        # the values the recipe was built from, to refuse a transform after set_params changed one (no refit)
+        self._recipe_params = copy.deepcopy({name: getattr(self, name) for name in _RECIPE_PARAMS})
         self._cache()  # a cache_dir that is a file or unwritable is a CacheError now, before any work
         names, values, all_columns = text_columns(X, self.columns)
         if not values and len(X):  # rows, but no column: not a lack of samples
@@ -185,6 +188,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
 
         check_is_fitted(self, "recipe_")
         self._check_runtime_params()
+        self._check_same_recipe()
         names, values, all_columns = text_columns(X, self.columns)
         self._check_same_columns(names, all_columns, series_label(X))
         n_rows = len(values[0]) if values else 0
@@ -220,6 +224,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
     def get_feature_names_out(self, input_features=None):
         """Names ``{column}_{pooling}_{index}`` (``_l{layer}`` added under ``layer_agg="concat"``), zero-padded."""
         check_is_fitted(self, "recipe_")
+        self._check_same_recipe()
         columns = self.text_columns_
         if input_features is not None:
             input_features = [str(c) for c in input_features]
@@ -323,6 +328,33 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
             model_format=rcp.model_format(spec.model_type),
         )
 
+    def _check_same_recipe(self):
+        """Refuse recipe parameters changed since fit (set_params does not refit): transform would silently return
+        the fitted recipe's features. A value written otherwise that gives the same recipe is fine."""
+        fitted = getattr(self, "_recipe_params", None)  # None: pickled by a version that did not record them
+        if fitted is None:
+            return
+        changed = [name for name in _RECIPE_PARAMS if not _same_value(getattr(self, name), fitted[name])]
+        if not changed or self._build_recipe().fingerprint() == self.recipe_.fingerprint():
+            return
+
+        def changes_the_recipe(name) -> bool:  # this parameter alone at its new value, the others as fitted
+            alone = copy.copy(self)
+            for other in changed:
+                if other != name:
+                    setattr(alone, other, fitted[other])
+            try:
+                return alone._build_recipe().fingerprint() != self.recipe_.fingerprint()
+            except ValueError:  # valid only with another change (stride with long_text="chunk"): a change
+                return True
+
+        changed = [name for name in changed if changes_the_recipe(name)] or changed
+        raise ValueError(
+            "; ".join(f"{name}={getattr(self, name)!r} was {fitted[name]!r}" for name in changed)
+            + f" when this {type(self).__name__} was fitted, and its features are still that recipe's (set_params "
+            f"does not refit); call fit again after changing {' and '.join(changed)}."
+        )
+
     def _check_same_columns(self, names, all_columns, series=None):
         fitted = getattr(self, "feature_names_in_", None)
         labels_in = getattr(self, "_column_labels_in", None)
@@ -414,6 +446,19 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
 
 
 _PROMPTS_NOTED: set[str] = set()
+
+
+# The parameters that decide the recipe (the numbers), as opposed to those transform reads each time.
+_RECIPE_PARAMS = ("model", "pooling", "layers", "layer_agg", "max_length", "long_text", "stride", "normalize", "prefix",
+                  "prompt_name", "dtype")
+
+
+def _same_value(a, b) -> bool:
+    try:
+        same = a == b
+        return type(a) is type(b) and isinstance(same, (bool, np.bool_)) and bool(same)
+    except Exception:  # noqa: BLE001 - values that cannot be compared count as changed
+        return False
 
 
 def _resolve_prefix(prefix, prompt_name, spec) -> str:

@@ -835,3 +835,45 @@ def test_a_frame_with_other_int_named_columns_is_refused_like_other_string_named
     # a fit on a list or an array names no columns: a frame after it is read as before
     BertEmbedder(tiny_bert).fit(TEXTS).transform(pd.DataFrame({"review": TEXTS}))
     BertEmbedder(tiny_bert).fit(np.asarray([TEXTS, TEXTS]).T).transform(pd.DataFrame({5: TEXTS, 6: TEXTS}))
+
+
+@pytest.mark.parametrize("name, value", [
+    ("pooling", "max"), ("layers", [0]), ("layer_agg", "concat"), ("max_length", 8), ("long_text", "chunk"),
+    ("normalize", True), ("prefix", "the "), ("dtype", "bfloat16"),
+])
+def test_a_recipe_parameter_changed_after_fit_is_refused_never_ignored(tiny_bert, name, value):
+    """(found by a vectors hunt, 2026-11-26) set_params does not refit: after set_params(pooling="max") (or layers,
+    max_length, normalize, prefix, ...) transform silently returned the features of the recipe fit built, not of
+    the one asked for; the sibling of columns= changed after fit."""
+    text = ["the cat sat on the mat"]
+    est = BertEmbedder(tiny_bert, pooling="cls", layers=[-1, -2], dtype="float32").fit(text)
+    fitted = est.transform(text)
+    before = est.get_params()[name]
+    est.set_params(**{name: value})
+    with pytest.raises(ValueError) as info:
+        est.transform(text)
+    assert str(info.value) == (
+        f"{name}={value!r} was {before!r} when this BertEmbedder was fitted, and its features are still that "
+        f"recipe's (set_params does not refit); call fit again after changing {name}.")
+    est.set_params(**{name: before})  # set back: the fitted recipe again
+    np.testing.assert_array_equal(est.transform(text), fitted)
+    est.set_params(**{name: value}).fit(text)  # refitted: the new recipe
+    assert est.transform(text).shape[0] == 1
+
+
+def test_parameters_read_at_transform_may_change_after_fit(tiny_bert, tmp_path):
+    text = ["the cat sat on the mat"]
+    est = BertEmbedder(tiny_bert, layers=-1, dtype="float32").fit(text)
+    fitted = est.transform(text)
+    est.set_params(batch_tokens=7, missing="zero", progress=False, cache_dir=tmp_path, device="cpu")
+    np.testing.assert_allclose(est.transform(text), fitted, atol=1e-5, rtol=0)
+    est.set_params(layers=[3], pooling=["cls", "mean"], dtype="auto")  # the fitted recipe, written otherwise
+    np.testing.assert_array_equal(est.transform(text), fitted)
+    est.set_params(pooling="mean+cls", max_length=None, layers=0)  # two changes, both named
+    with pytest.raises(ValueError) as info:
+        est.transform(text)
+    assert str(info.value) == (
+        "pooling='mean+cls' was 'cls+mean'; layers=0 was -1 when this BertEmbedder was fitted, and its features are "
+        "still that recipe's (set_params does not refit); call fit again after changing pooling and layers.")
+    with pytest.raises(ValueError, match=r"^pooling='mean\+cls' was 'cls\+mean'; layers=0 was -1 when"):
+        est.get_feature_names_out()
