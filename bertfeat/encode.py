@@ -419,20 +419,24 @@ def prefix_tokens(recipe: Recipe, model) -> list[int]:
     """
     ids = list(model.tokenize([recipe.prefix])[0]) if recipe.prefix else []
     window = recipe.max_length - model.n_special - len(ids)
+    # the stride is named only where it is what fails: windows with room, one too few for it (under "truncate"
+    # there are no windows, and stride= is an error there)
+    stride_fails = recipe.long_text == "chunk" and window >= 1
     if not ids and (window < 1 or (recipe.long_text == "chunk" and recipe.stride >= window)):
         # fit checked the stride against max_length - 2: a tokenizer that adds more special tokens leaves less
         raise ValueError(
             f"max_length={recipe.max_length} leaves {max(window, 0)} tokens for the text once this tokenizer's "
             f"{model.n_special} special tokens are added" + (
-                f" (and stride={recipe.stride} must be below that)" if recipe.long_text == "chunk" and window >= 1
-                else "") + "; pass a larger max_length or a smaller stride."
+                f" (and stride={recipe.stride} must be below that)" if stride_fails else "")
+            + "; pass a larger max_length" + (" or a smaller stride." if stride_fails else ".")
         )
     if window < 1 or (recipe.long_text == "chunk" and recipe.stride >= window):
         raise ValueError(
             f"prefix={recipe.prefix!r} takes {len(ids)} tokens, which leaves {max(window, 0)} of max_length="
             f"{recipe.max_length} for the text" + (f" (and stride={recipe.stride} must be below that)"
-                                                   if recipe.long_text == "chunk" and window >= 1 else "")
-            + "; pass a larger max_length, a smaller stride, or a shorter prefix."
+                                                   if stride_fails else "")
+            + ("; pass a larger max_length, a smaller stride, or a shorter prefix." if stride_fails
+               else "; pass a larger max_length or a shorter prefix.")
         )
     return ids
 
