@@ -4,6 +4,8 @@ then CLS / mean / max and layer aggregation computed in numpy, compared with Ber
 import numpy as np
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from bertfeat import BertEmbedder
 from bertfeat.pooling import combine_windows, l2_normalize, pool_blocks, pool_tokens
@@ -150,3 +152,106 @@ def test_l2_normalize_scales_short_vectors_up_each_block_alone_and_returns_float
     out = l2_normalize(v)
     assert out.dtype == np.float32
     np.testing.assert_allclose(out, [[[0.6, 0.8], [0.6, 0.8]], [[0.0, 1.0], [1.0, 0.0]]], rtol=1e-6)
+
+
+# -- any recipe, every tokenizer kind, against a reference written from the documented rules ---------------------------
+
+@pytest.fixture(scope="module")
+def three_tokenizers(tmp_path_factory):
+    """A tiny encoder per tokenizer kind, each with its transformers model: WordPiece (BERT), byte-level BPE
+    (RoBERTa: positions from padding_idx + 1) and SentencePiece unigram (XLM-R)."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from tests.tiny_encoders import build_tiny_encoder
+
+    root = tmp_path_factory.mktemp("three")
+    out = {}
+    for family in ("bert", "roberta", "xlm-roberta"):
+        path = build_tiny_encoder(root / family, family, corpus=["query: passage: the cat"],
+                                  style="sentencepiece" if family == "xlm-roberta" else None)
+        out[family] = (path, AutoTokenizer.from_pretrained(path),
+                       AutoModel.from_pretrained(path, attn_implementation="eager").eval())
+    return out
+
+
+def reference_vector(tok, model, text, prefix, pooling, layers, agg, max_length, long_text, stride, normalize):
+    """What a careful user computes by hand from README's rules: the prefix tokenized with the text and repeated at
+    the head of every window; windows of max_length tokens, special tokens and the prefix included, consecutive
+    ones sharing ``stride`` of the text's tokens; each window run alone (no padding); CLS and mean averaged over the
+    windows weighted by their token counts, max the max; layers averaged or side by side; each block L2-normalized."""
+    bare = tok("hello", add_special_tokens=False)["input_ids"]
+    full = tok("hello")["input_ids"]
+    before, after = full[:full.index(bare[0])], full[full.index(bare[0]) + len(bare):]
+    joint = tok(prefix + text, add_special_tokens=False)["input_ids"]
+    alone = tok(prefix, add_special_tokens=False)["input_ids"] if prefix else []
+    k = 0
+    while k < min(len(joint), len(alone)) and joint[k] == alone[k]:
+        k += 1
+    head, content = joint[:k], joint[k:]
+    room = max_length - len(before) - len(after) - len(head)
+    windows = [content[:room]]
+    if long_text == "chunk" and len(content) > room:
+        windows, start = [], 0
+        while start + room < len(content):
+            windows.append(content[start:start + room])
+            start += room - stride
+        windows.append(content[start:])
+    states = [None] * len(windows)
+    for n in {len(w) for w in windows}:  # windows of one length run together: no padding anywhere
+        rows = [i for i, w in enumerate(windows) if len(w) == n]
+        ids = torch.tensor([before + head + windows[i] + after for i in rows])
+        with torch.inference_mode():
+            out = model(input_ids=ids, attention_mask=torch.ones_like(ids), output_hidden_states=True)
+        for j, i in enumerate(rows):
+            states[i] = [h[j].double().numpy() for h in out.hidden_states]
+    weights = [len(before) + len(head) + len(w) + len(after) for w in windows]
+    blocks = []
+    for how in pooling:
+        per_layer = []
+        for layer in layers:
+            each = [{"cls": s[layer][0], "mean": s[layer].mean(0), "max": s[layer].max(0)}[how] for s in states]
+            per_layer.append(np.max(each, axis=0) if how == "max" else np.average(each, axis=0, weights=weights))
+        group = [np.mean(per_layer, axis=0)] if agg == "mean" else per_layer
+        blocks += [b / np.linalg.norm(b) for b in group] if normalize else group
+    return np.concatenate(blocks)
+
+
+WORDS = ["the", "cat", "sat", "on", "a", "mat", "Emma", "Woodhouse,", "handsome", "clever;", "naïve", "café", "query:",
+         "statistics", "东京", "x"]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    family=st.sampled_from(["bert", "roberta", "xlm-roberta"]),
+    texts=st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=30).map(" ".join), min_size=1, max_size=3),
+    prefix=st.sampled_from(["", "query: ", "q "]),
+    pooling=st.lists(st.sampled_from(["cls", "mean", "max"]), min_size=1, max_size=3, unique=True),
+    layers=st.lists(st.sampled_from([0, 1, 2, 3]), min_size=1, max_size=3, unique=True),
+    agg=st.sampled_from(["mean", "concat"]),
+    long_text=st.sampled_from(["chunk", "truncate"]),
+    max_length=st.sampled_from([12, 16, 64]),
+    stride=st.sampled_from([None, 0, 1, "max"]),
+    normalize=st.booleans(),
+    batch_tokens=st.sampled_from([None, 1, 40]),
+)
+def test_any_recipe_gives_what_a_careful_user_computes_by_hand(three_tokenizers, family, texts, prefix, pooling, layers,
+                                                             agg, long_text, max_length, stride, normalize,
+                                                             batch_tokens):
+    """Windows, their weights, the prefix in every window, layers and normalization, on every tokenizer kind, in
+    mixed batches, against :func:`reference_vector` (independent of bertfeat's windowing and pooling code)."""
+    import warnings
+
+    path, tok, model = three_tokenizers[family]
+    kw = dict(pooling=pooling, layers=layers, layer_agg=agg, max_length=max_length, long_text=long_text,
+              normalize=normalize, prefix=prefix or None, batch_tokens=batch_tokens, dtype="float32")
+    if long_text == "chunk" and stride is not None:
+        prefix_room = max_length - 2 - len(tok(prefix, add_special_tokens=False)["input_ids"] if prefix else [])
+        kw["stride"] = prefix_room - 1 if stride == "max" else stride
+    est = BertEmbedder(path, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = est.fit_transform(texts)
+    for i, text in enumerate(texts):
+        want = reference_vector(tok, model, text, prefix, pooling, sorted(layers) if agg == "mean" else layers, agg,
+                                max_length, long_text, est.recipe_.stride, normalize)
+        np.testing.assert_allclose(got[i], want, atol=2e-5, rtol=0)
