@@ -49,14 +49,14 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         ``"chunk"`` embeds overlapping windows and averages them weighted by token count (max pooling takes the
         max over windows).
     stride : int, default=None
-        Tokens shared by consecutive windows in chunk mode; None is a quarter of the window. Setting it without
-        ``long_text="chunk"`` is an error.
+        Tokens shared by consecutive windows in chunk mode; None is a quarter of ``max_length - 2`` (rounded down).
+        Setting it without ``long_text="chunk"`` is an error.
     normalize : bool, default=False
         L2-normalize each pooled block (each pooling, and each layer under ``layer_agg="concat"``).
     prefix : str, default=None
         Text put before every text, such as ``"query: "`` for E5 or ``"classification: "`` for nomic-embed. Its
-        tokens count toward ``max_length``, and under ``long_text="chunk"`` every window starts with it. Part of
-        the recipe fingerprint. None (or "") adds nothing.
+        tokens count toward ``max_length`` and are pooled with the text's, and under ``long_text="chunk"`` every
+        window starts with it. Part of the recipe fingerprint. None (or "") adds nothing.
     prompt_name : str, default=None
         The name of a prompt in the model's sentence-transformers config (``config_sentence_transformers.json``
         "prompts"; ``bertfeat info MODEL`` lists them), used as ``prefix``. Pass one of ``prefix`` and
