@@ -877,3 +877,15 @@ def test_parameters_read_at_transform_may_change_after_fit(tiny_bert, tmp_path):
         "still that recipe's (set_params does not refit); call fit again after changing pooling and layers.")
     with pytest.raises(ValueError, match=r"^pooling='mean\+cls' was 'cls\+mean'; layers=0 was -1 when"):
         est.get_feature_names_out()
+
+
+def test_another_model_set_after_fit_is_refused_even_when_the_cache_could_answer(tiny_bert, tmp_path):
+    """Without the check, every text was a cache hit under the fitted recipe: another model's name answered with the
+    tiny BERT's vectors and the model was never loaded to notice."""
+    est = BertEmbedder(tiny_bert, cache_dir=tmp_path, dtype="float32").fit(TEXTS)
+    est.transform(TEXTS)
+    est.set_params(model="default")
+    with pytest.raises(ValueError, match=r"^model='default' was .* when this BertEmbedder was fitted, and its features "
+                                         r"are still that recipe's \(set_params does not refit\); call fit again after "
+                                         r"changing model\.$"):
+        est.transform(TEXTS)
