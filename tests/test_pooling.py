@@ -255,3 +255,19 @@ def test_any_recipe_gives_what_a_careful_user_computes_by_hand(three_tokenizers,
         want = reference_vector(tok, model, text, prefix, pooling, sorted(layers) if agg == "mean" else layers, agg,
                                 max_length, long_text, est.recipe_.stride, normalize)
         np.testing.assert_allclose(got[i], want, atol=2e-5, rtol=0)
+
+
+@pytest.mark.parametrize("max_length, stride", [(8, 0), (8, 1), (8, 5), (12, 3), (64, 10)])
+def test_windows_are_those_of_transformers_overflowing_tokens_with_the_same_stride(tiny_bert, max_length, stride):
+    """``stride`` means what it means to a Hugging Face tokenizer (tokens shared by consecutive windows), so a user
+    who cuts windows with ``return_overflowing_tokens=True`` gets bertfeat's, the last one included."""
+    from transformers import AutoTokenizer
+
+    from bertfeat.batching import split_windows
+
+    tok = AutoTokenizer.from_pretrained(tiny_bert)
+    text = "emma woodhouse handsome clever and rich statistics meets text at last, the quick brown fox " * 2
+    content = tok(text, add_special_tokens=False)["input_ids"]
+    theirs = tok(text, max_length=max_length, stride=stride, truncation=True, return_overflowing_tokens=True)
+    ours = [content[a:b] for a, b in split_windows(len(content), max_length - 2, stride)]
+    assert [ids[1:-1] for ids in theirs["input_ids"]] == ours
