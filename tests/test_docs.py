@@ -42,3 +42,28 @@ def test_docstring_examples(name):
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+def _readme_parameter_table() -> dict[str, str]:
+    """The README's table of BertEmbedder parameters: name -> the default it states."""
+    text = (ROOT / "README.md").read_text()
+    table = text.split("### Parameters", 1)[1].split("\n\n", 2)[1]
+    return dict(re.findall(r"^\| `(\w+)` \| (.*?) \|", table, flags=re.M))
+
+
+def test_the_readme_parameter_table_is_every_parameter_with_its_default():
+    """Users read the README's table as the parameter list: every BertEmbedder parameter is in it, in the
+    signature's order, and a default written as a value (a string, a bool, None) is the signature's default."""
+    import inspect
+
+    from bertfeat import BertEmbedder
+
+    signature = inspect.signature(BertEmbedder.__init__).parameters
+    table = _readme_parameter_table()
+    assert list(table) == [name for name in signature if name != "self"]
+    for name, stated in table.items():
+        literal = re.fullmatch(r'`(".*"|True|False|None)`', stated)
+        if literal:
+            assert eval(literal.group(1)) == signature[name].default, (name, stated)
+        else:  # a default computed at fit, said in words
+            assert signature[name].default is None, (name, stated)
