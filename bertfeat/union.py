@@ -52,9 +52,10 @@ class BlockScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 class MissingText(TransformerMixin, BaseEstimator):
     """One column of texts read as :class:`~bertfeat.BertEmbedder` reads it, for a ``TfidfVectorizer`` after it.
 
-    A missing text (None, NaN, pd.NA) or a blank one (only whitespace, control, invisible or replacement characters) becomes the
-    empty document under ``missing="zero"`` (an all-zero TF-IDF row, as the embedder gives a zero vector), and an
-    error naming the row under ``missing="error"``; a value that is no text is refused, as the embedder refuses it.
+    A missing text (None, NaN, pd.NA) or a blank one (only whitespace, control, invisible format, private-use or
+    replacement characters and combining marks with no letter: :func:`bertfeat.inputs.is_blank`) becomes the empty
+    document under ``missing="zero"`` (an all-zero TF-IDF row, as the embedder gives a zero vector), and an error
+    naming the row under ``missing="error"``; a value that is no text is refused, as the embedder refuses it.
     Stateless: ``fit`` only checks the parameter.
 
     Examples

@@ -67,3 +67,26 @@ def test_the_readme_parameter_table_is_every_parameter_with_its_default():
             assert eval(literal.group(1)) == signature[name].default, (name, stated)
         else:  # a default computed at fit, said in words
             assert signature[name].default is None, (name, stated)
+
+
+def test_every_statement_of_the_blank_text_rule_names_what_the_rule_counts_as_blank():
+    """The blank-text rule (``bertfeat.inputs.is_blank``) is stated in the README, docs/cli.md, docs/r.md and the
+    docstrings of the classes that apply it; each statement names what the code counts as blank beyond whitespace:
+    private-use characters, the replacement character and combining marks (a lone accent)."""
+    from bertfeat import BertEmbedder
+    from bertfeat.inputs import is_blank
+    from bertfeat.union import MissingText
+
+    assert all(is_blank(c) for c in ["\ue000", "\ufffd", "\u0301", "\u200b", "\x00"])
+    statements = {
+        "README.md": (ROOT / "README.md").read_text().split("- Empty and blank texts are missing", 1)[1][:700],
+        "docs/cli.md": next(line for line in (ROOT / "docs/cli.md").read_text().splitlines()
+                            if line.startswith("| empty and blank texts |")),
+        "docs/r.md": (ROOT / "docs/r.md").read_text().split("## Missing values", 1)[1][:900],
+        "BertEmbedder": BertEmbedder.__doc__.split("missing : ", 1)[1][:600],
+        "MissingText": MissingText.__doc__,
+    }
+    for where, text in statements.items():
+        text = " ".join(text.split()).lower()
+        for said in (("private-use", "private use"), ("u+fffd", "replacement"), ("combining", r"\p{m}")):
+            assert any(s in text for s in said), (where, said[0])
