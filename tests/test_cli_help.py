@@ -104,7 +104,8 @@ def _stated_defaults():
         ("embed", "--checkpoint-every", "(default 30)", files.CHECKPOINT_SECONDS, 30),
         ("embed", "--pooling", "(default: cls+mean)", parsed("embed", "pooling"), "cls+mean"),
         ("embed", "--pooling", "(default: cls+mean)", embedder["pooling"].default, "cls+mean"),
-        ("embed", "--model", "'default' (bundled all-MiniLM-L6-v2)", parsed("embed", "model"), "default"),
+        ("embed", "--model", "'default' (the default: the bundled all-MiniLM-L6-v2)", parsed("embed", "model"),
+         "default"),
         ("embed", "--gpus-per-worker", "default 0 = CPU workers",
          inspect.signature(ray.plan_workers).parameters["gpus_per_worker"].default, 0),
         ("probe", "--unions", "(default 3; 0 for none)", parsed("probe", "unions"), 3),
@@ -118,6 +119,28 @@ def test_a_default_the_help_states_is_the_one_the_code_uses(command, option, tex
     action = next(a for a in parser._actions if option in a.option_strings)
     assert text in action.help
     assert default == means
+
+
+# options whose default (None) stands for a value worked out at run time, which the help must say
+COMPUTED_DEFAULTS = {"stride", "batch_tokens", "max_length", "layers", "delimiter", "num_workers", "cpus_per_worker",
+                     "master", "chunk_chars", "checkpoint_every", "model"}
+
+
+def test_every_option_that_takes_a_value_states_its_default():
+    """docs/cli.md promises every command's --help 'with each option's default': an option that takes a value and
+    falls back to one (a literal default, or one worked out at run time) says so, and a default it writes as a
+    plain value is the value the parser uses."""
+    for words, parser in [(("bertfeat", name), sub) for name, sub in subcommands(build_parser()).items()]:
+        for action in parser._actions:
+            if action.nargs == 0 or action.required or isinstance(action, argparse._SubParsersAction) or (
+                    action.dest == "help"):
+                continue
+            if action.default in (None, []) and action.dest not in COMPUTED_DEFAULTS:
+                continue  # none: no cache, no prefix, no plot, ...
+            assert re.search(r"\bdefault\b(?!')", action.help), (words, action.option_strings or action.dest)
+            stated = re.search(r"\(default:? ([\w.,+-]+?)[);]", action.help)
+            if stated and action.default is not None:
+                assert stated.group(1).replace(",", "") == str(action.default), (words, action.dest, stated.group(1))
 
 
 @pytest.mark.parametrize("command", ["embed", "info", "probe"])

@@ -40,15 +40,15 @@ def non_negative_int(text: str) -> int:
 
 # the help of the options that embed and probe share, so that the two say the same
 HELP = {
-    "model": "'default' (bundled all-MiniLM-L6-v2), a Hugging Face name, or a local directory",
+    "model": "'default' (the default: the bundled all-MiniLM-L6-v2), a Hugging Face name, or a local directory",
     "layer_agg": "several --layers averaged (mean) or side by side (concat) (default: mean)",
     "max_length": "tokens per window (default: model limit)",
     "long_text": "a text longer than --max-length: truncated (with a count) or embedded in overlapping windows whose "
                  "vectors are averaged (chunk) (default: truncate)",
     "normalize": "L2-normalize each pooled block",
-    "device": "auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps",
-    "dtype": "auto: bfloat16 or float16 on a GPU, float32 on a CPU; a reduced precision slower than float32 on this "
-             "CPU is warned about, with the measured rates (`bertfeat info` shows them), never switched",
+    "device": "auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps (default: auto)",
+    "dtype": "auto (the default): bfloat16 or float16 on a GPU, float32 on a CPU; a reduced precision slower than "
+             "float32 on this CPU is warned about, with the measured rates (`bertfeat info` shows them), never switched",
     "cache_dir": "persistent embedding cache shared with Python and R",
 }
 
@@ -64,15 +64,17 @@ def add_recipe_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--layer-agg", choices=LAYER_AGGS, default="mean", help=HELP["layer_agg"])
     g.add_argument("--max-length", type=positive_int, default=None, help=HELP["max_length"])
     g.add_argument("--long-text", choices=LONG_TEXT_MODES, default="truncate", help=HELP["long_text"])
-    g.add_argument("--stride", type=int, default=None, help="tokens shared by windows (with --long-text chunk)")
+    g.add_argument("--stride", type=int, default=None,
+                   help="tokens shared by windows (with --long-text chunk; default: a quarter of the window)")
     g.add_argument("--normalize", action="store_true", help=HELP["normalize"])
     add_prefix_options(g)
     g.add_argument("--missing", choices=MISSING_POLICIES, default="error",
-                   help="what a missing or blank text gets: an error, a zero vector, or NaN")
+                   help="what a missing or blank text gets: an error, a zero vector, or NaN (default: error)")
     r = parser.add_argument_group("run settings")
     r.add_argument("--device", default="auto", help=HELP["device"])
     r.add_argument("--dtype", choices=DTYPES, default="auto", help=HELP["dtype"])
-    r.add_argument("--batch-tokens", type=positive_int, default=None, help="token budget of one forward pass")
+    r.add_argument("--batch-tokens", type=positive_int, default=None,
+                   help="token budget of one forward pass (default: chosen for the device)")
     r.add_argument("--cache-dir", default=None, help=HELP["cache_dir"])
 
 

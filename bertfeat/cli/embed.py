@@ -58,10 +58,11 @@ def add_parser(sub) -> None:
     add_recipe_options(p)
     o = p.add_argument_group("output")
     o.add_argument("--layout", choices=("columns", "list"), default="columns",
-                   help="one float32 column per dimension, or one fixed-size-list column per text column")
+                   help="one float32 column per dimension, or one fixed-size-list column per text column "
+                        "(default: columns)")
     o.add_argument("--chunk-rows", type=positive_int, default=10_000,
-                   help="rows per chunk (memory bound, resume unit and output row group; with --engine ray, rows "
-                        "per batch sent to a worker)")
+                   help="rows per chunk (default 10,000; memory bound, resume unit and output row group; with --engine ray, "
+                        "rows per batch sent to a worker)")
     o.add_argument("--chunk-chars", type=positive_int, default=None, metavar="N",
                    help="text characters per chunk at most (default 1,000,000): bounds its memory whatever the text lengths")
     o.add_argument("--checkpoint-every", type=non_negative_float, default=None, metavar="SECONDS",
@@ -71,8 +72,8 @@ def add_parser(sub) -> None:
     o.add_argument("--quiet", action="store_true", help="no progress and no summary")
     e = p.add_argument_group("engine")
     e.add_argument("--engine", choices=ENGINES, default="local",
-                   help="local: this process; ray: a pool of Ray workers across a cluster (needs bertfeat[ray]); "
-                        "spark: Spark tasks on a Spark cluster (needs bertfeat[spark] and Java)")
+                   help="local (the default): this process; ray: a pool of Ray workers across a cluster (needs "
+                        "bertfeat[ray]); spark: Spark tasks on a Spark cluster (needs bertfeat[spark] and Java)")
     e.add_argument("--master", default=None, metavar="URL",
                    help="Spark master with --engine spark: local[N], spark://host:7077, yarn, k8s://... (default: "
                         "the one spark-submit was given, else local[*])")

@@ -22,7 +22,8 @@ def add_parser(sub) -> None:
                        description=__doc__.splitlines()[0].split(": ", 1)[1], epilog=EXAMPLES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", nargs="?", default="default", metavar="MODEL",
-                   help="'default' (bundled all-MiniLM-L6-v2), a Hugging Face name, or a local directory")
+                   help="'default' (the default: the bundled all-MiniLM-L6-v2), a Hugging Face name, or a local "
+                        "directory")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--no-machine", action="store_true",
                    help="skip the machine report (it measures matrix products for about a second)")

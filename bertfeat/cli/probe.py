@@ -26,10 +26,12 @@ def add_parser(sub) -> None:
     p.add_argument("--text-col", required=True, metavar="COL", help="the text column")
     p.add_argument("--label-col", required=True, metavar="COL", help="classes (logistic) or numbers (ridge)")
     p.add_argument("--model", action="append", default=None, metavar="MODEL",
-                   help="'default', a Hugging Face name or a local directory; repeat to compare models in one table")
+                   help="'default', a Hugging Face name or a local directory; repeat to compare models in one table "
+                        "(default: 'default', the bundled model)")
     p.add_argument("--task", choices=("auto", "classification", "regression"), default="auto",
-                   help="auto: regression for float labels with more than 10 distinct values, else classification")
-    p.add_argument("--cv", type=positive_int, default=5, help="cross-validation folds")
+                   help="auto: regression for float labels with more than 10 distinct values, else classification "
+                        "(default: auto)")
+    p.add_argument("--cv", type=positive_int, default=5, help="cross-validation folds (default: 5)")
     p.add_argument("--max-length", type=positive_int, default=None, help=HELP["max_length"])
     p.add_argument("--long-text", choices=LONG_TEXT_MODES, default="truncate", help=HELP["long_text"])
     p.add_argument("--normalize", action="store_true", help=HELP["normalize"])
@@ -45,7 +47,7 @@ def add_parser(sub) -> None:
                    help="score each model's K best candidates side by side with TF-IDF (default 3; 0 for none)")
     p.add_argument("--plot", metavar="PNG", help="save the score-by-layer plot here")
     p.add_argument("--json", metavar="PATH", help="save the full table and recommendation as JSON")
-    p.add_argument("--top", type=positive_int, default=15, help="rows of the table to print")
+    p.add_argument("--top", type=positive_int, default=15, help="rows of the table to print (default: 15)")
     p.set_defaults(func=run)
 
 
