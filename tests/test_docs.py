@@ -90,3 +90,19 @@ def test_every_statement_of_the_blank_text_rule_names_what_the_rule_counts_as_bl
         text = " ".join(text.split()).lower()
         for said in (("private-use", "private use"), ("u+fffd", "replacement"), ("combining", r"\p{m}")):
             assert any(s in text for s in said), (where, said[0])
+
+
+def test_every_statement_of_reduced_precision_on_cpu_says_it_may_be_slower_warns_and_is_kept():
+    """bfloat16/float16 on CPU is slower than float32 on some CPUs (AVX2-only; a Xeon with AVX512-BF16 but no AMX,
+    docs/performance.md): the README's table, the docstring and ``--dtype``'s help each say that it warns where it
+    is slower and that the dtype is never switched, and none promises speed from AVX512-BF16 alone."""
+    from bertfeat import BertEmbedder
+    from bertfeat.cli._options import HELP
+
+    readme = next(line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("| `dtype` |"))
+    statements = {"README.md": readme, "--dtype": HELP["dtype"],
+                  "BertEmbedder": BertEmbedder.__doc__.split("dtype : ", 1)[1].split("missing : ", 1)[0]}
+    for where, text in statements.items():
+        text = " ".join(text.split())
+        assert "slower" in text and "never switched" in text, where
+        assert "faster on CPUs with AVX512-BF16" not in text, where
