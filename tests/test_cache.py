@@ -678,3 +678,31 @@ def test_lookup_in_an_empty_or_vanished_cache_finds_nothing(tmp_path):
     found, got, tokens = cache.lookup(recipe, [text_key("a")])
     assert found.tolist() == [False] and got.shape == (0, 4) and tokens.shape == (0,)
     assert not (tmp_path / "never-written").exists()
+
+
+def test_the_documented_cache_key_names_every_field_of_the_recipes_fingerprint():
+    """docs/cache.md ("The key") and the README list what decides a cache namespace; users read 'change any of
+    these and you get a different namespace' as the whole list. Every field of the recipe's key is named in both
+    (a field added to Recipe without a word here fails the first assertion)."""
+    import dataclasses
+    import re
+    from pathlib import Path
+
+    from bertfeat.recipe import Recipe
+
+    root = Path(__file__).resolve().parent.parent
+    said = {"weights_sha256": "weights", "tokenizer_sha256": "tokenizer", "config_sha256": "config",
+            "hidden_size": "hidden size", "num_layers": "layer count", "pooling": "pooling", "layers": "layers",
+            "layer_agg": "layer aggregation", "max_length": "max", "long_text": "long", "stride": "stride",
+            "normalize": "normaliz", "dtype": "dtype", "prefix": "the prefix", "format_version": "format version",
+            "model_format": "model family"}
+    fields = {f.name for f in dataclasses.fields(Recipe)} - {"model", "_fingerprint"}
+    assert fields == set(said)
+    cache_md = (root / "docs/cache.md").read_text().split("**The namespace", 1)[1].split("Change any of these", 1)[0]
+    readme = (root / "README.md").read_text().split("## The embedding cache", 1)[1].split("Re-runs, CV folds", 1)[0]
+    for where, text in (("docs/cache.md", cache_md), ("README.md", readme)):
+        text = re.sub(r"[\s`_-]+", " ", text).lower()
+        missing = [field for field, words in said.items() if words.replace("_", " ") not in text]
+        if where == "README.md":  # the README gives the short list: sizes and per-family versions are details
+            missing = [f for f in missing if f not in ("hidden_size", "num_layers", "model_format")]
+        assert not missing, (where, missing)
