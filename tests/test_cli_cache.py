@@ -219,3 +219,19 @@ def test_clear_without_yes_says_how_to_confirm_word_for_word(cache_dir, capsys):
     assert capsys.readouterr().out == f"cleared 1 namespace in {cache_dir}\n"
     assert main(["cache", "clear", str(cache_dir), "--yes"]) == 0
     assert capsys.readouterr().out == f"cleared 0 namespaces in {cache_dir}\n"
+
+
+def test_info_tells_apart_recipes_that_differ_by_their_prefix(tmp_path, capsys):
+    """E5's 'query: ' and 'passage: ' recipes (or one with and one without a prefix) are different namespaces; the
+    text of `cache info` names each prefix, so a user choosing which namespace to clear can tell them apart."""
+    open_cache(tmp_path / "c")
+    recipes = [make_recipe(prefix="query: "), make_recipe(prefix="passage: "), make_recipe()]
+    for recipe in recipes:
+        encode(TEXTS[:3], recipe, CountingBackend, cache=Cache(tmp_path / "c"))
+    assert main(["cache", "info", str(tmp_path / "c")]) == 0
+    blocks = capsys.readouterr().out.split("\n\n")[1:]
+    described = {block.split()[0]: block.split("\n")[1] for block in blocks}
+    assert len(set(described.values())) == 3, described
+    assert described[recipes[0].fingerprint()].endswith(", prefix 'query: '")
+    assert described[recipes[1].fingerprint()].endswith(", prefix 'passage: '")
+    assert "prefix" not in described[recipes[2].fingerprint()]

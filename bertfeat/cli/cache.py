@@ -105,6 +105,7 @@ def _format_info(root: str, infos) -> str:
                 f"{i.n_features} features, max_length {r.get('max_length')}, long_text {r.get('long_text')}"
                 + (f" (stride {r.get('stride')})" if r.get("long_text") == "chunk" else "")
                 + f", normalize {'yes' if r.get('normalize') else 'no'}, dtype {r.get('dtype')}"
+                + (f", prefix {r['prefix']!r}" if r.get("prefix") else "")  # 'query: ' and 'passage: ' differ here only
             )
         dup = i.stored_rows - i.rows
         lines.append(
