@@ -106,3 +106,25 @@ def test_every_statement_of_reduced_precision_on_cpu_says_it_may_be_slower_warns
         text = " ".join(text.split())
         assert "slower" in text and "never switched" in text, where
         assert "faster on CPUs with AVX512-BF16" not in text, where
+
+
+def test_every_function_the_r_package_exports_is_in_docs_r_md_and_the_readme():
+    """docs/r.md opens with the table of what the R package offers, and the README's R section names its
+    functions: each function r-bridge/NAMESPACE exports is in both."""
+    exported = re.findall(r"^export\((\w+)\)$", (ROOT / "r-bridge/NAMESPACE").read_text(), flags=re.M)
+    assert "bf_embed" in exported
+    table = (ROOT / "docs/r.md").read_text().split("| R | what it does |", 1)[1].split("\n\n", 1)[0]
+    in_table = re.findall(r"^\| `(\w+)\(", table, flags=re.M)
+    readme = (ROOT / "README.md").read_text().split("## From R", 1)[1].split("\n## ", 1)[0]
+    for name in exported:
+        assert name in in_table, f"docs/r.md's table lacks {name}()"
+        assert f"{name}(" in readme, f"the README's R section lacks {name}()"
+
+
+def test_docs_r_md_lists_every_parameter_bf_embed_takes_in_its_dots():
+    """docs/r.md says what `...` of bf_embed() takes; that list is r-bridge's DOTS_PARAMS (and `columns`)."""
+    source = (ROOT / "r-bridge/R/embed.R").read_text()
+    taken = re.findall(r'"(\w+)"', source.split("DOTS_PARAMS <- c(", 1)[1].split(")", 1)[0])
+    assert "max_length" in taken
+    said = (ROOT / "docs/r.md").read_text().split("`...` takes the other parameters", 1)[1].split("\n\n", 1)[0]
+    assert set(re.findall(r"`(\w+)`", said)) >= {*taken, "columns"}
