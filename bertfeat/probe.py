@@ -215,6 +215,44 @@ def probe(
     ``recommended`` applies the one-standard-error rule: the row with the fewest features whose score is within
     one standard error of the best, so a union is recommended only when it beats every smaller option clearly.
 
+    Parameters
+    ----------
+    texts : list, array or pandas/polars Series of str
+        One text column; missing and blank texts follow ``missing``.
+    y : list, array or Series
+        One label per text, paired by position (pandas texts and labels whose indexes order the rows otherwise
+        are refused).
+    model : str or list of str, default="default"
+        As :class:`~bertfeat.BertEmbedder`'s ``model``; a list compares the models in one table.
+    poolings : list of str, default=('cls', 'mean', 'max')
+        The poolings scored, each alone and, where both are given, as ``"cls+mean"`` and ``"mean+max"``.
+    max_length, long_text, stride, normalize, prefix, prompt_name : as in :class:`~bertfeat.BertEmbedder`
+        The recipe every candidate shares.
+    cv : int, default=5
+        Cross-validation folds; copies of one text always fall in one fold.
+    task : {"auto", "classification", "regression"}, default="auto"
+        ``"auto"`` is a regression for float labels with more than 10 distinct values, else a classification
+        (ROC AUC for two classes, accuracy for more; R^2 for a regression).
+    baseline : bool, default=True
+        Score TF-IDF alone (word 1-2 grams).
+    unions : int, default=3
+        Score each model's ``unions`` best candidates side by side with that TF-IDF; 0 for none.
+    random_state : int, default=0
+        Seed of the folds; ``result.cv`` gives the very folds every row was scored with.
+    plot : str, default=None
+        Save the score-by-layer plot to this file (its folder must exist; the format follows the suffix).
+    cache_dir : str, default=None
+        A :class:`~bertfeat.BertEmbedder` cache directory, filled with the entries ``cache_all_layers=True`` reads.
+    device, dtype, batch_tokens, progress : as in :class:`~bertfeat.BertEmbedder`
+    missing : {"error", "zero"}, default="error"
+        A missing or blank text is an error naming the row, or a zero vector and an empty TF-IDF document
+        (``"nan"`` is refused: no linear model scores rows of NaN).
+
+    Returns
+    -------
+    ProbeResult
+        ``table``, ``recommended``, ``estimator()``, ``code()``, ``cv`` and the costs.
+
     Examples
     --------
     >>> import pandas as pd

@@ -58,6 +58,11 @@ class MissingText(TransformerMixin, BaseEstimator):
     naming the row under ``missing="error"``; a value that is no text is refused, as the embedder refuses it.
     Stateless: ``fit`` only checks the parameter.
 
+    Parameters
+    ----------
+    missing : {"error", "zero"}, default="zero"
+        What a missing or blank text becomes: an error naming the row, or the empty document.
+
     Examples
     --------
     >>> MissingText(missing="zero").fit_transform(["a good film", None, " "])

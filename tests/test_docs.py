@@ -128,3 +128,34 @@ def test_docs_r_md_lists_every_parameter_bf_embed_takes_in_its_dots():
     assert "max_length" in taken
     said = (ROOT / "docs/r.md").read_text().split("`...` takes the other parameters", 1)[1].split("\n\n", 1)[0]
     assert set(re.findall(r"`(\w+)`", said)) >= {*taken, "columns"}
+
+
+PUBLIC_CALLABLES = ["bertfeat.BertEmbedder", "bertfeat.probe", "bertfeat.arrow.ArrowFeaturizer",
+                    "bertfeat.union.MissingText"]
+
+
+@pytest.mark.parametrize("path", PUBLIC_CALLABLES)
+def test_the_docstring_documents_every_parameter_with_its_default(path):
+    """``help()`` is where many users read the parameters: the numpydoc Parameters section of each public callable
+    names every parameter (one entry may name several, ``a, b : ...``), and a ``default=`` it states is the
+    signature's."""
+    import inspect
+
+    module, name = path.rsplit(".", 1)
+    obj = getattr(importlib.import_module(module), name)
+    doc = inspect.getdoc(obj)
+    section = re.search(r"^Parameters\n-+\n(.*?)(?:^\w[\w ]*\n-+\n|\Z)", doc, flags=re.S | re.M)
+    assert section, f"{path} has no Parameters section"
+    entries = re.findall(r"^(\w+(?:, \w+)*) :(.*)$", section.group(1), flags=re.M)
+    documented = {n for names, _ in entries for n in names.split(", ")}
+    signature = inspect.signature(obj).parameters
+    params = {n for n, p in signature.items() if n != "self" and not n.startswith("_")
+              and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    assert params - documented == set(), f"{path} leaves undocumented: {sorted(params - documented)}"
+    assert documented - params == set(), f"{path} documents no such parameter: {sorted(documented - params)}"
+    for names, rest in entries:
+        stated = re.search(r"default=(.+)$", rest)
+        if stated:
+            for n in names.split(", "):
+                default = signature[n].default
+                assert stated.group(1).strip() in (repr(default), f'"{default}"', str(default)), (n, stated.group(1))
