@@ -159,3 +159,12 @@ def test_the_docstring_documents_every_parameter_with_its_default(path):
             for n in names.split(", "):
                 default = signature[n].default
                 assert stated.group(1).strip() in (repr(default), f'"{default}"', str(default)), (n, stated.group(1))
+
+
+def test_the_readmes_layout_names_every_module():
+    """The README's Layout section is the map of bertfeat/ ('one module per idea'): every module is on it."""
+    layout = (ROOT / "README.md").read_text().split("## Layout", 1)[1]
+    modules = sorted(p.name for p in (ROOT / "bertfeat").glob("*.py")
+                     if p.name not in ("__init__.py", "__main__.py", "_version.py"))
+    assert "encode.py" in modules
+    assert [m for m in modules if f"`{m}`" not in layout] == []
