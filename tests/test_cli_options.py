@@ -616,6 +616,23 @@ def test_a_missing_command_or_action_is_one_line(capsys, argv, line):
     assert exit_.value.code == 2 and capsys.readouterr().err == line + "\n"
 
 
+
+@pytest.mark.parametrize("argv, line", [
+    (["embed", "x.csv", "--text-col", "t", "--out", "o.parquet", "--text_col", "u"],
+     "bertfeat embed: error: unrecognized arguments: --text_col u (see bertfeat embed --help)"),
+    (["probe", "x.csv", "--text-col", "t", "--label-col", "y", "--folds", "3"],
+     "bertfeat probe: error: unrecognized arguments: --folds 3 (see bertfeat probe --help)"),
+    (["cache", "clear", "DIR", "--force"],
+     "bertfeat cache clear: error: unrecognized arguments: --force (see bertfeat cache clear --help)"),
+    (["info", "default", "extra"], "bertfeat info: error: unrecognized arguments: extra (see bertfeat info --help)"),
+])
+def test_an_unknown_option_is_blamed_on_the_command_whose_help_lists_the_options(capsys, argv, line):
+    """docs/cli.md: a bad option gets argparse's message and `(see bertfeat embed --help)`; argparse itself reports
+    a subcommand's unknown options as the top parser's, pointing at `bertfeat --help`, which lists no option."""
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2 and capsys.readouterr().err == line + "\n"
+
 def _defaults(command: str) -> dict:
     from bertfeat.cli import build_parser
     from tests.test_cli_help import subcommands

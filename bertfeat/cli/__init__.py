@@ -77,7 +77,9 @@ def main(argv=None) -> int:
     from bertfeat.exceptions import CacheError  # a --cache-dir that cannot be used is the caller's to fix
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # argparse blames the top parser, whose --help lists no command's options
+        _command_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     plain_format = _one_line_warnings(args.command)
     previous = None
     with contextlib.suppress(ValueError):  # only the main thread may set a handler
@@ -104,6 +106,17 @@ def main(argv=None) -> int:
         warnings.formatwarning = plain_format
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the command ``args`` ran (``bertfeat cache clear``'s for that action): the one whose --help
+    lists the options."""
+    for dest in ("command", "action"):
+        subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subparsers or getattr(args, dest, None) not in subparsers[0].choices:
+            break
+        parser = subparsers[0].choices[getattr(args, dest)]
+    return parser
 
 
 def _one_line(exc: BaseException) -> str:
