@@ -109,7 +109,6 @@ test_that("the NA policy applies in bake()", {
 })
 
 test_that("the step passes cache_dir to Python, so bf_embed() then reads the step's cache", {
-  skip_if_not(reticulate::py_module_available("bertfeat.cache"), "the cache (bertfeat.cache) is not merged yet")
   cache <- tempfile("bertfeat-cache-")
   on.exit(unlink(cache, recursive = TRUE), add = TRUE)
   prepped <- recipe(score ~ review, data = train) |> step_bert_embed(review, cache_dir = cache) |> prep()
