@@ -50,7 +50,7 @@ class ArrowFeaturizer:
     >>> f = ArrowFeaturizer(["review"], keep_cols=["id"])
     >>> out = f(pa.table({"id": [1, 2], "review": ["Lovely.", "Dull."]}))
     >>> out.num_rows, out.schema.names[:2], out.schema.field(1).type
-    (2, ['id', 'review_mean_000'], DataType(float))
+    (2, ['id', 'review_cls_000'], DataType(float))
     """
 
     def __init__(self, text_cols, keep_cols=(), layout: str = "columns", **params):

@@ -34,7 +34,9 @@ def test_readme_python_block_runs(block, capsys, tmp_path, monkeypatch):
         assert expected in printed, (expected, printed)
 
 
-MODULES = ["bertfeat.batching", "bertfeat.models", "bertfeat.embedder", "bertfeat.encode", "bertfeat.union"]
+# bertfeat.probe's and bertfeat._r's examples run a probe (10-20 s here): test_probe.py and test_r_bridge.py cover them
+MODULES = ["bertfeat.batching", "bertfeat.models", "bertfeat.embedder", "bertfeat.encode", "bertfeat.union",
+           "bertfeat.arrow", "bertfeat.inputs", "bertfeat.cache"]
 
 
 @pytest.mark.parametrize("name", MODULES)
