@@ -671,3 +671,15 @@ def test_positional_arguments_land_where_the_commands_read_them(argv, dest, valu
     from bertfeat.cli import build_parser
 
     assert getattr(build_parser().parse_args(argv), dest) == value
+
+
+@pytest.mark.parametrize("out", ["features.csv", "features.tsv", "features.csv.gz", "FEATURES.CSV"])
+def test_an_output_named_as_a_csv_file_is_refused_not_written_as_parquet_under_that_name(tmp_path, capsys, out):
+    """`--out features.csv` (a user expecting a CSV back) wrote parquet bytes under the .csv name, silently:
+    read_csv of it then fails or reads garbage. docs/cli.md: --out is a parquet file."""
+    source = tmp_path / "in.csv"
+    source.write_text("text\na cat\n")
+    assert main(["embed", str(source), "--text-col", "text", "--out", str(tmp_path / out), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("bertfeat embed: error: --out ") and "writes parquet" in err and ".parquet" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]
