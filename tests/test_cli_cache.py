@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from bertfeat.cache import Cache, open_cache
-from bertfeat.cli import main
+from bertfeat.cli import build_parser, main
 from bertfeat.encode import encode
 from tests.conftest import CountingBackend, make_recipe
 
@@ -235,3 +235,17 @@ def test_info_tells_apart_recipes_that_differ_by_their_prefix(tmp_path, capsys):
     assert described[recipes[0].fingerprint()].endswith(", prefix 'query: '")
     assert described[recipes[1].fingerprint()].endswith(", prefix 'passage: '")
     assert "prefix" not in described[recipes[2].fingerprint()]
+
+
+@pytest.mark.parametrize("action", ["compact", "clear"])
+def test_the_namespace_help_states_the_shortest_prefix_the_cache_takes(cache_dir, capsys, action):
+    """--namespace's help says a unique prefix of 6+ characters will do: 6 are taken, 5 refused."""
+    from tests.test_cli_help import subcommands
+
+    parser = subcommands(subcommands(build_parser())["cache"])[action]
+    assert "a unique prefix of 6+ characters will do" in next(
+        a.help for a in parser._actions if "--namespace" in a.option_strings)
+    fingerprint = MEAN.fingerprint()
+    assert main(["cache", action, str(cache_dir), "--namespace", fingerprint[:5]]) == 2
+    assert "at least 6 characters" in capsys.readouterr().err
+    assert main(["cache", action, str(cache_dir), "--namespace", fingerprint[:6]]) == 0

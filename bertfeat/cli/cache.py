@@ -38,11 +38,12 @@ def add_parser(subparsers) -> None:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     compact.add_argument("dir", metavar="DIR", help="the cache directory")
     compact.add_argument("--namespace", metavar="FINGERPRINT",
-                         help="compact only this recipe (a unique prefix will do)")
+                         help="compact only this recipe (a unique prefix of 6+ characters will do)")
     clear = actions.add_parser("clear", help="delete cached vectors (all, or one namespace)", epilog=EXAMPLES,
                                formatter_class=argparse.RawDescriptionHelpFormatter)
     clear.add_argument("dir", metavar="DIR", help="the cache directory")
-    clear.add_argument("--namespace", metavar="FINGERPRINT", help="delete only this recipe (a unique prefix will do)")
+    clear.add_argument("--namespace", metavar="FINGERPRINT",
+                       help="delete only this recipe (a unique prefix of 6+ characters will do)")
     clear.add_argument("--yes", action="store_true", help="confirm deleting every namespace")
     parser.set_defaults(func=run)
 
