@@ -170,3 +170,18 @@ def test_the_readmes_layout_names_every_module():
                      if p.name not in ("__init__.py", "__main__.py", "_version.py"))
     assert "encode.py" in modules
     assert [m for m in modules if f"`{m}`" not in layout] == []
+
+
+def test_the_python_cache_operations_docs_cache_md_names_refuse_what_the_commands_refuse(tmp_path):
+    """docs/cache.md gives the Python form of `bertfeat cache info|compact|clear`, which refuse a directory that is
+    not a cache and never create one; the form it shows does the same."""
+    from bertfeat.exceptions import CacheError
+
+    text = " ".join((ROOT / "docs/cache.md").read_text().split())
+    call = re.search(r"`bertfeat\.cache\.(open_cache\(DIR[^)]*\))\.info\(\)`", text).group(1)
+    from bertfeat.cache import open_cache  # noqa: F401 (the call below names it)
+
+    mistyped = tmp_path / "not-a-cache"
+    with pytest.raises(CacheError, match="not-a-cache"):
+        eval(call, {"open_cache": open_cache, "DIR": mistyped}).info()
+    assert not mistyped.exists()
