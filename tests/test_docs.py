@@ -133,7 +133,7 @@ def test_docs_r_md_lists_every_parameter_bf_embed_takes_in_its_dots():
 
 
 PUBLIC_CALLABLES = ["bertfeat.BertEmbedder", "bertfeat.probe", "bertfeat.arrow.ArrowFeaturizer",
-                    "bertfeat.union.MissingText"]
+                    "bertfeat.union.MissingText", "bertfeat.ray.embed_dataset", "bertfeat.spark.embed_dataframe"]
 
 
 @pytest.mark.parametrize("path", PUBLIC_CALLABLES)
