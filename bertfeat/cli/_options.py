@@ -48,7 +48,8 @@ HELP = {
     "normalize": "L2-normalize each pooled block",
     "device": "auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps (default: auto)",
     "dtype": "auto (the default): bfloat16 or float16 on a GPU, float32 on a CPU; a reduced precision slower than "
-             "float32 on this CPU is warned about, with the measured rates (`bertfeat info` shows them), never switched",
+             "float32 on this CPU is warned about, with the measured rates (`bertfeat info` shows them), never "
+             "switched",
     "cache_dir": "persistent embedding cache shared with Python and R",
 }
 

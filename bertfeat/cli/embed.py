@@ -61,8 +61,8 @@ def add_parser(sub) -> None:
                    help="one float32 column per dimension, or one fixed-size-list column per text column "
                         "(default: columns)")
     o.add_argument("--chunk-rows", type=positive_int, default=10_000,
-                   help="rows per chunk (default 10,000; memory bound, resume unit and output row group; with --engine ray, "
-                        "rows per batch sent to a worker)")
+                   help="rows per chunk (default 10,000; memory bound, resume unit and output row group; with "
+                        "--engine ray, rows per batch sent to a worker)")
     o.add_argument("--chunk-chars", type=positive_int, default=None, metavar="N",
                    help="text characters per chunk at most (default 1,000,000): bounds its memory whatever the text lengths")
     o.add_argument("--checkpoint-every", type=non_negative_float, default=None, metavar="SECONDS",
