@@ -267,9 +267,17 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
         spark, started = _session(master, quiet)
         start_seconds = time.perf_counter() - t_start
         try:
-            with _conf(spark, {"spark.sql.execution.arrow.maxRecordsPerBatch": str(batch_rows)}):
+            with _conf(spark, {"spark.sql.execution.arrow.maxRecordsPerBatch": str(batch_rows),
+                               # pandas' datetime64[ns] columns: read as the whole numbers they are, and given back
+                               # their type in the task, where Spark refuses them otherwise
+                               "spark.sql.legacy.parquet.nanosAsLong": "true"}):
+                read_schema = None
+                if reader.kind == "parquet":
+                    read_schema = _spark_schema(spark, reader.files, list(dict.fromkeys(keep_cols + text_cols)))
+                    if read_schema is None:  # Spark cannot read the files as they are: staged, as a CSV is
+                        files, counts = _stage(reader, staged)
                 result, partitions = _run_job(spark, files, counts, reader.schema, text_cols, keep_cols, layout,
-                                              batch_rows, data_dir, absolute_paths(params))
+                                              batch_rows, data_dir, absolute_paths(params), read_schema=read_schema)
             master_url = spark.sparkContext.master
             task_cpus = int(spark.conf.get("spark.task.cpus", "1"))
         finally:
@@ -297,7 +305,8 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
             "chunk_rows": batch_rows,
             "cache_dir": None if user_cache is None else str(user_cache),
             "spark": {"master": master_url, "task_cpus": task_cpus, "partitions": partitions, "files": len(written),
-                      "csv_staged": reader.kind == "csv", "retried_tasks": sum(s["attempt"] > 0 for s in parts),
+                      "csv_staged": reader.kind == "csv", "staged": read_schema is None,
+                      "retried_tasks": sum(s["attempt"] > 0 for s in parts),
                       "workers": workers},
         }
         _atomic_write_bytes(paths.manifest, json.dumps(manifest, indent=2).encode())
@@ -321,14 +330,61 @@ def _parquet_files(reader: InputReader, staged: Path) -> tuple[list[Path], list[
     one file per ``chunk_rows`` rows by the local engine's reader."""
     if reader.kind == "parquet":
         return list(reader.files), [pq.ParquetFile(f).metadata.num_rows for f in reader.files]
+    return _stage(reader, staged)
+
+
+def _stage(reader: InputReader, staged: Path) -> tuple[list[Path], list[int]]:
+    """The input's needed columns streamed by the local engine's reader (its parsing, its one type per column) into
+    one parquet file per ``chunk_rows`` rows, in types Spark reads: a type Spark has none for goes as the numbers
+    it holds (float16 as float32, a time of day as its integer), and each task casts it back to the input's type."""
     staged.mkdir(parents=True)
     files, counts = [], []
     for k, batch in enumerate(reader.batches()):
         path = staged / f"rows-{k:06d}.parquet"
-        pq.write_table(pa.Table.from_batches([batch]), path, row_group_size=max(1, batch.num_rows))
+        table = pa.Table.from_batches([batch])
+        table = table.cast(pa.schema([pa.field(f.name, _spark_readable(f.type)) for f in table.schema]))
+        pq.write_table(table, path, row_group_size=max(1, batch.num_rows))
         files.append(path)
         counts.append(batch.num_rows)
     return files, counts
+
+
+def _spark_readable(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_float16(t):
+        return pa.float32()
+    if pa.types.is_time32(t):
+        return pa.int32()
+    if pa.types.is_time64(t):
+        return pa.int64()
+    return t
+
+
+def _spark_schema(spark, files, columns: list[str]):
+    """The Spark schema of ``columns`` that reads every one of ``files`` as it is, or None where there is none: a
+    file Spark cannot read (a column of a type Spark has none for, float16 or a time of day, even a column the job
+    does not read), or files whose columns Spark reads as different types (a column all null in one file, written
+    as parquet's null type). Read with it, Spark never looks at the other columns. One file of each parquet schema
+    is asked."""
+    from pyspark.errors import AnalysisException
+    from pyspark.sql.types import StructType
+
+    kinds = []  # (parquet schema, its first file)
+    for f in files:
+        schema = pq.ParquetFile(f).schema
+        if not any(schema.equals(known) for known, _ in kinds):
+            kinds.append((schema, f))
+    found = None
+    for _, f in kinds:
+        try:
+            inferred = spark.read.parquet(_hadoop_literal(str(f.resolve()))).schema
+        except AnalysisException:  # PARQUET_TYPE_ILLEGAL, UNSUPPORTED_TIME_TYPE, ...
+            return None
+        wanted = StructType([inferred[c] for c in columns])
+        if found is None:
+            found = wanted
+        elif wanted != found:
+            return None
+    return found
 
 
 def _session(master: str | None, quiet: bool):
@@ -387,13 +443,16 @@ class _conf:
         return False
 
 
-def _run_job(spark, files, counts, input_schema, text_cols, keep_cols, layout, batch_rows, data_dir, params):
-    """Read, order, partition, embed and write; returns the collected counts and the number of partitions."""
+def _run_job(spark, files, counts, input_schema, text_cols, keep_cols, layout, batch_rows, data_dir, params,
+             read_schema=None):
+    """Read, order, partition, embed and write; returns the collected counts and the number of partitions. With
+    ``read_schema`` (:func:`_spark_schema`), Spark reads the files with it rather than guessing one."""
     from pyspark.sql import functions as F
 
     columns = list(dict.fromkeys(keep_cols + text_cols))
     own = _own_names(columns)
-    sdf = spark.read.parquet(*[_hadoop_literal(str(f.resolve())) for f in files])
+    read = spark.read if read_schema is None else spark.read.schema(read_schema)
+    sdf = read.parquet(*[_hadoop_literal(str(f.resolve())) for f in files])
     meta = sdf.metadataColumn("_metadata")  # Spark's file metadata, even when the input has a column of that name
     sdf = sdf.select(*columns, meta.getField("file_path").alias(own["file"]),
                      meta.getField("row_index").alias(own["index"]))

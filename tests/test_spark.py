@@ -360,3 +360,51 @@ def test_a_csv_of_another_delimiter_is_read_as_the_local_engine_reads_it(tiny_be
         assert got.select(["id", "stars"]).equals(local.select(["id", "stars"]))
         assert np.abs(features(got, 2) - features(local, 2)).max() <= 1e-5
     assert pa.types.is_integer(got.schema.field("stars").type)  # --infer-types reached the reader
+
+
+def test_parquet_columns_spark_cannot_read_as_they_are_come_out_as_the_local_engines(tiny_bert, spark, tmp_path):
+    """Parquet files the local engine reads and Spark does not: pandas' datetime64[ns] (a kept date, or one the job
+    does not read), a float16 or time-of-day column (kept or not), a column all None in one shard (parquet's null
+    type, beside strings in the others), a shard of no rows. Each failed the Spark job with Spark's own error
+    (PARQUET_TYPE_ILLEGAL, UNSUPPORTED_TIME_TYPE, PARQUET_COLUMN_DATA_TYPE_MISMATCH), where the local engine read
+    them. The first folder is read by Spark where it is; the second is staged by the driver, as a CSV is."""
+    import datetime
+
+    def check(folder, keep, *flags, staged):
+        args = ["embed", str(folder), "--text-col", "review", *[x for k in keep for x in ("--keep-col", k)],
+                "--model", tiny_bert, "--quiet", "--chunk-rows", "4", *flags]
+        name = folder.name
+        assert main([*args, "--out", str(tmp_path / f"{name}.parquet")]) == 0
+        assert main([*args, "--out", str(tmp_path / name / "spark_out"), "--engine", "spark"]) == 0
+        local, got = pq.read_table(tmp_path / f"{name}.parquet"), pq.read_table(tmp_path / name / "spark_out")
+        assert got.schema.equals(local.schema, check_metadata=True)
+        assert got.select(keep).equals(local.select(keep))
+        assert np.abs(features(got, len(keep)) - features(local, len(keep))).max() <= 1e-5
+        assert json.loads((tmp_path / name / "spark_out.manifest.json").read_text())["spark"]["staged"] is staged
+        return got
+
+    df = make_frame(10, seed=11)
+    df["when"] = pd.to_datetime([f"2024-03-{d:02d} 10:00:00.123456789" for d in range(1, 11)]).as_unit("ns")
+    df["added"] = df["when"].dt.tz_localize("Europe/Paris")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    df.iloc[:6].to_parquet(plain / "a.parquet")
+    df.iloc[6:].to_parquet(plain / "b.parquet")
+    got = check(plain, ["id", "added"], staged=False)
+    assert got.column("added").type == pa.timestamp("ns", "Europe/Paris")
+    assert got.column("added").to_pylist() == pa.array(df["added"]).to_pylist()  # to the nanosecond
+
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    half = pa.array(np.linspace(0, 1, 10, dtype=np.float16))
+    times = pa.array([datetime.time(9, i, 30, 5) for i in range(10)])
+    table = pa.table({"id": df["id"], "review": df["review"], "score": half, "at": times, "unread": half})
+    pq.write_table(table.slice(0, 5), odd / "a.parquet")
+    pq.write_table(table.slice(0, 0), odd / "b.parquet")
+    no_text = table.slice(5, 2).set_column(1, "review", pa.nulls(2))  # a shard whose texts are all None
+    pq.write_table(no_text, odd / "c.parquet")
+    assert pq.read_schema(odd / "c.parquet").field("review").type == pa.null()
+    pq.write_table(table.slice(7), odd / "d.parquet")
+    got = check(odd, ["id", "score", "at"], "--missing", "zero", staged=True)
+    assert got.column("score").type == pa.float16() and got.column("at").type == pa.time64("us")
+    assert got.column("at").to_pylist() == times.to_pylist()

@@ -62,10 +62,10 @@ class LocalJob:
         self.calls = []
 
     def __call__(self, spark, files, counts, input_schema, text_cols, keep_cols, layout, batch_rows, data_dir,
-                 params):
+                 params, read_schema=None):
         call = {"files": list(files), "counts": list(counts), "input_schema": input_schema, "text_cols": text_cols,
                 "keep_cols": keep_cols, "layout": layout, "batch_rows": batch_rows, "data_dir": data_dir,
-                "params": params, "conf": dict(spark.conf.values)}
+                "params": params, "conf": dict(spark.conf.values), "read_schema": read_schema}
         self.calls.append(call)
         if self.during is not None:
             self.during(call)
@@ -97,10 +97,11 @@ class LocalJob:
 
 @pytest.fixture
 def spark_job(monkeypatch, in_task):  # noqa: F811
-    """Run ``embed_files`` against a stand-in session and job: returns a setter ``(session, started, job)``."""
+    """Run ``embed_files`` against a stand-in session and job: returns a setter ``(session, started, job)``. Spark
+    reads parquet input as it is unless ``readable=False`` (what ``_spark_schema`` answers)."""
     asked = []
 
-    def use(session=None, started=False, **job):
+    def use(session=None, started=False, readable=True, **job):
         session = session or FakeSession()
         local = LocalJob(in_task, **job)
 
@@ -110,6 +111,8 @@ def spark_job(monkeypatch, in_task):  # noqa: F811
 
         monkeypatch.setattr(bspark, "_session", fake_session)
         monkeypatch.setattr(bspark, "_run_job", local)
+        monkeypatch.setattr(bspark, "_spark_schema", lambda spark, files, columns: (
+            ("read as", [f.name for f in files], columns) if readable else None))
         return SimpleNamespace(session=session, job=local, asked=asked)
 
     return use
@@ -170,8 +173,10 @@ def test_a_job_writes_the_local_engines_output_in_input_order_with_its_manifest(
     assert call["data_dir"] == tmp_path / "out.partial" / "data"
     assert call["params"] == {"model": str(Path(tiny_bert).resolve()),
                               "cache_dir": str((tmp_path / "out.partial" / "cache").resolve())}
-    # Spark's batches are the job's batch_rows, for this job only
+    assert call["read_schema"] == ("read as", ["a.parquet", "b.parquet"], ["id", "review"])  # Spark's, asked
+    # Spark's batches are the job's batch_rows, and nanosecond timestamps are read as numbers, for this job only
     assert call["conf"]["spark.sql.execution.arrow.maxRecordsPerBatch"] == "40"
+    assert call["conf"]["spark.sql.legacy.parquet.nanosAsLong"] == "true"
     assert fake.session.conf.values == {"spark.task.cpus": "3"} and fake.session.stopped == 0  # not ours to stop
     assert fake.asked == [(None, True)]
 
@@ -189,7 +194,8 @@ def test_a_job_writes_the_local_engines_output_in_input_order_with_its_manifest(
     assert all(round(v, 3) == v for v in timing.values())
     assert manifest["chunk_rows"] == 40 and manifest["cache_dir"] is None
     assert manifest["spark"] == {
-        "master": "local[3]", "task_cpus": 3, "partitions": 4, "files": 4, "csv_staged": False, "retried_tasks": 0,
+        "master": "local[3]", "task_cpus": 3, "partitions": 4, "files": 4, "csv_staged": False, "staged": False,
+        "retried_tasks": 0,
         "workers": [{"host": socket.gethostname(), "pid": os.getpid(), "threads": 3, "device": "cpu", "loads": 1}]}
 
 
@@ -225,6 +231,42 @@ def test_csv_input_is_staged_in_input_order_and_kept_columns_stay_text(tiny_bert
     assert manifest["counts"]["missing"] == 1 and manifest["counts"]["texts"] == 140
     assert manifest["spark"]["csv_staged"] is True and manifest["spark"]["partitions"] == 3
     assert not (tmp_path / "out.partial").exists()  # the staged copy too
+
+
+def test_parquet_spark_cannot_read_as_it_is_is_staged_and_its_types_come_back(tiny_bert, tmp_path, spark_job):
+    """Where Spark cannot read the files as they are (``_spark_schema`` finds no schema: a float16 or time column, a
+    shard whose column is all None), the driver stages them as it stages a CSV: the local engine's reader, its one
+    type per column (null -> string), one file per chunk, in types Spark reads; the tasks give them their types back."""
+    import datetime
+
+    (tmp_path / "in").mkdir()
+    half = pa.array(np.linspace(0, 1, 7, dtype=np.float16))
+    times = pa.array([datetime.time(9, i, 30, 5) for i in range(7)])
+    table = pa.table({"id": range(7), "review": [f"text {i}" for i in range(7)], "score": half, "at": times})
+    pq.write_table(table.slice(0, 4), tmp_path / "in" / "a.parquet")
+    pq.write_table(table.slice(4).set_column(1, "review", pa.nulls(3)), tmp_path / "in" / "b.parquet")
+    seen = {}
+    fake = spark_job(readable=False, during=lambda call: seen.update(
+        {f.name: pq.read_schema(f) for f in call["files"]}))
+    args = dict(keep_cols=["id", "score", "at"], missing="zero", batch_rows=3, model=tiny_bert, quiet=True)
+    manifest = bspark.embed_files(tmp_path / "in", tmp_path / "out", "review", **args)
+    local, _ = local_run(tmp_path, [str(tmp_path / "in"), "--text-col", "review", *[
+        x for k in ("id", "score", "at") for x in ("--keep-col", k)], "--missing", "zero", "--model", tiny_bert,
+        "--chunk-rows", "3"])
+
+    (call,) = fake.job.calls
+    staged = tmp_path / "out.partial" / "input"
+    assert call["files"] == [staged / f"rows-{k:06d}.parquet" for k in range(3)] and call["counts"] == [3, 3, 1]
+    assert call["read_schema"] is None  # Spark reads the staged files' own schema
+    assert {str(s) for s in seen.values()} == {str(pa.schema(
+        [("id", pa.int64()), ("score", pa.float32()), ("at", pa.int64()), ("review", pa.string())]))}
+    got = pq.read_table(tmp_path / "out")
+    assert got.schema.equals(local.schema, check_metadata=True)
+    assert got.select(["id", "score", "at"]).equals(local.select(["id", "score", "at"]))
+    assert got.column("at").to_pylist() == times.to_pylist()
+    assert np.abs(features(got, 3) - features(local, 3)).max() <= 1e-5
+    assert manifest["spark"]["staged"] is True and manifest["spark"]["csv_staged"] is False
+    assert manifest["counts"]["missing"] == 3 and not (tmp_path / "out.partial").exists()
 
 
 def test_a_session_the_job_started_is_stopped_after_its_settings_are_read(tiny_bert, tmp_path, spark_job):
@@ -597,7 +639,8 @@ def test_the_defaults_batch_10000_rows_and_a_session_without_task_cpus_counts_on
     fake = spark_job(session=FakeSession(parallelism=1, conf={}), cpus=1)
     manifest = bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True)
     assert fake.job.calls[0]["batch_rows"] == 10_000 and manifest["chunk_rows"] == 10_000
-    assert fake.job.calls[0]["conf"] == {"spark.sql.execution.arrow.maxRecordsPerBatch": "10000"}
+    assert fake.job.calls[0]["conf"] == {"spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
+                                         "spark.sql.legacy.parquet.nanosAsLong": "true"}
     assert manifest["spark"]["task_cpus"] == 1  # Spark's default, when the session's configuration has none
 
 

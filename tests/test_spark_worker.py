@@ -398,3 +398,44 @@ def test_a_task_reads_the_row_numbers_from_the_column_the_driver_named(tiny_bert
                             names=["_bertfeat_row", "text", "__bertfeat_row"])
     with pytest.raises(ValueError, match=r"^\[bertfeat-mistake\].*row 41 is missing"):
         list(bspark._write_partition(iter([batch]), spec))  # the input's row 41, not the user's column's 7
+
+
+class FakeReader:
+    """``spark.read`` for ``_spark_schema``: a schema per file name, or an AnalysisException for a name in ``bad``."""
+
+    def __init__(self, schemas, bad=()):
+        self.schemas, self.bad, self.asked = schemas, set(bad), []
+
+    def parquet(self, path):
+        name = Path(path).name
+        self.asked.append(name)
+        if name in self.bad:
+            from pyspark.errors import AnalysisException
+
+            raise AnalysisException("[PARQUET_TYPE_ILLEGAL] Illegal Parquet type: FIXED_LEN_BYTE_ARRAY (FLOAT16).")
+        return SimpleNamespace(schema=self.schemas[name])
+
+
+def test_spark_schema_is_the_needed_columns_as_spark_reads_every_file_or_none(tmp_path):
+    from pyspark.sql.types import LongType, NullType, StringType, StructField, StructType
+
+    for name, t in (("a.parquet", pa.string()), ("b.parquet", pa.string()), ("c.parquet", pa.null())):
+        pq.write_table(pa.table({"id": pa.array([1], pa.int64()), "t": pa.array([None], t), "x": [1.0]}),
+                       tmp_path / name)
+    files = [tmp_path / n for n in ("a.parquet", "b.parquet", "c.parquet")]
+    full = StructType([StructField("id", LongType()), StructField("t", StringType()), StructField("x", LongType())])
+    nulls = StructType([StructField("id", LongType()), StructField("t", NullType()), StructField("x", LongType())])
+    read = FakeReader({"a.parquet": full, "b.parquet": full, "c.parquet": nulls})
+    spark = SimpleNamespace(read=read)
+    want = StructType([StructField("t", StringType()), StructField("id", LongType())])
+    assert bspark._spark_schema(spark, files[:2], ["t", "id"]) == want  # only the columns asked, in that order
+    assert read.asked == ["a.parquet"]  # one file of each parquet schema
+    assert bspark._spark_schema(spark, files, ["t", "id"]) is None  # a null column beside strings: no one schema
+    assert bspark._spark_schema(spark, files, ["id"]) == StructType([StructField("id", LongType())])
+    spark = SimpleNamespace(read=FakeReader({"a.parquet": full}, bad={"b.parquet"}))
+    assert bspark._spark_schema(spark, files[:2], ["t"]) == StructType([StructField("t", StringType())])  # one asked
+    pq.write_table(pa.table({"id": [1], "t": ["a"], "x": pa.array([1.0], pa.float16())}), tmp_path / "b.parquet")
+    assert bspark._spark_schema(spark, files[:2], ["t"]) is None  # a file Spark cannot read, even for a column unread
+    spark = SimpleNamespace(read=SimpleNamespace(parquet=lambda path: 1 / 0))
+    with pytest.raises(ZeroDivisionError):  # anything but Spark's refusal of the file passes through
+        bspark._spark_schema(spark, files[:1], ["t"])
