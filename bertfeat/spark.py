@@ -122,7 +122,7 @@ def _for_spark(batch: pa.RecordBatch) -> pa.RecordBatch:
 def _embed_partition(batches, spec: dict):
     featurizer, _ = _worker_featurizer(spec)
     for batch in batches:
-        yield _for_spark(featurizer(batch))
+        yield _for_spark(featurizer(_renamed(batch, spec.get("names", {}))))
 
 
 # -- the public API ------------------------------------------------------------------------------------------------
@@ -178,8 +178,27 @@ def embed_dataframe(sdf, text_cols, *, keep_cols=(), layout: str = "columns", **
         kind = ArrayType(FloatType(), containsNull=False) if layout == "list" else FloatType()
         fields.append(StructField(name, kind, nullable=True, metadata=meta))
     spec = {"text_cols": text_cols, "keep_cols": keep_cols, "layout": layout, "params": absolute_paths(recipe)}
-    return sdf.select(*dict.fromkeys(keep_cols + text_cols)).mapInArrow(partial(_embed_partition, spec=spec),
-                                                                         StructType(fields))
+    aliases = _aliases(dict.fromkeys(keep_cols + text_cols))
+    spec["names"] = {alias: name for name, alias in aliases.items()}
+    return sdf.selectExpr(*[f"{_quoted(c)} AS {alias}" for c, alias in aliases.items()]).mapInArrow(
+        partial(_embed_partition, spec=spec), StructType(fields))
+
+
+def _quoted(name: str) -> str:
+    """``name`` as Spark reads a column's name as written: a bare ``user.id`` is field ``id`` of a column ``user``,
+    and a backtick in a name is a syntax error."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _aliases(columns) -> dict:
+    """The name each column goes through ``mapInArrow`` under (the task gives the input's back, :func:`_renamed`):
+    pyspark's ``mapInArrow`` looks each column up by its bare name, so ``user.id`` failed the job."""
+    return {c: f"_bertfeat_col{k}" for k, c in enumerate(columns)}
+
+
+def _renamed(batch: pa.RecordBatch, names: dict) -> pa.RecordBatch:
+    """``batch`` with the input's column names back (``names``: alias -> name; other columns as they are)."""
+    return batch.rename_columns([names.get(n, n) for n in batch.schema.names])
 
 
 def _checked_featurizer(text_cols, keep_cols, layout, params, schema: pa.Schema):
@@ -270,7 +289,9 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
             with _conf(spark, {"spark.sql.execution.arrow.maxRecordsPerBatch": str(batch_rows),
                                # pandas' datetime64[ns] columns: read as the whole numbers they are, and given back
                                # their type in the task, where Spark refuses them otherwise
-                               "spark.sql.legacy.parquet.nanosAsLong": "true"}):
+                               "spark.sql.legacy.parquet.nanosAsLong": "true",
+                               # names as written, as the local engine reads them: columns `Text` and `text` are two
+                               "spark.sql.caseSensitive": "true"}):
                 read_schema = None
                 if reader.kind == "parquet":
                     read_schema = _spark_schema(spark, reader.files, list(dict.fromkeys(keep_cols + text_cols)))
@@ -454,9 +475,10 @@ def _run_job(spark, files, counts, input_schema, text_cols, keep_cols, layout, b
     read = spark.read if read_schema is None else spark.read.schema(read_schema)
     sdf = read.parquet(*[_hadoop_literal(str(f.resolve())) for f in files])
     meta = sdf.metadataColumn("_metadata")  # Spark's file metadata, even when the input has a column of that name
-    sdf = sdf.select(*columns, meta.getField("file_path").alias(own["file"]),
-                     meta.getField("row_index").alias(own["index"]))
-    ordered = sdf.select(*columns, (F.element_at(_first_rows(files, counts), _local_path(F.col(own["file"])))
+    aliases = _aliases(columns)
+    sdf = sdf.select(*[F.col(_quoted(c)).alias(a) for c, a in aliases.items()],
+                     meta.getField("file_path").alias(own["file"]), meta.getField("row_index").alias(own["index"]))
+    ordered = sdf.select(*aliases.values(), (F.element_at(_first_rows(files, counts), _local_path(F.col(own["file"])))
                                     + F.col(own["index"])).alias(own["row"]))
     total = int(sum(counts))
     partitions = max(spark.sparkContext.defaultParallelism, math.ceil(total / batch_rows))
@@ -482,7 +504,8 @@ def _task_spec(text_cols, keep_cols, layout, params, data_dir: Path, input_schem
     """What each task of a job is sent (:func:`_write_partition` reads it): plain values that pickle small."""
     return {"text_cols": text_cols, "keep_cols": keep_cols, "layout": layout, "params": params,
             "data_dir": str(data_dir.resolve()), "input_schema": input_schema.serialize().to_pybytes(),
-            "row_col": _own_names(keep_cols + text_cols)["row"]}
+            "row_col": _own_names(keep_cols + text_cols)["row"],
+            "names": {a: c for c, a in _aliases(dict.fromkeys(keep_cols + text_cols)).items()}}
 
 
 def _own_names(columns) -> dict:
@@ -554,7 +577,7 @@ def _write_partition(batches, spec: dict):
                 raise RuntimeError("Spark read rows of a file bertfeat did not list (their row numbers are unknown); "
                                    "report this as a bug.")
             rows = batch.column(row_col).to_numpy()
-            batch = _as_input_types(batch, input_schema, featurizer.keep_cols + featurizer.text_cols)
+            batch = _as_input_types(_renamed(batch, spec["names"]), input_schema, featurizer.keep_cols + featurizer.text_cols)
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", TruncationWarning)  # counted in the manifest instead

@@ -408,3 +408,36 @@ def test_parquet_columns_spark_cannot_read_as_they_are_come_out_as_the_local_eng
     got = check(odd, ["id", "score", "at"], "--missing", "zero", staged=True)
     assert got.column("score").type == pa.float16() and got.column("at").type == pa.time64("us")
     assert got.column("at").to_pylist() == times.to_pylist()
+
+
+def test_column_names_spark_would_parse_or_fold_are_read_as_written(tiny_bert, spark, tmp_path):
+    """Column names the local engine reads as written: a dot (``user.id``, Spark's path to a field), a backtick,
+    a space, non-ASCII, and ``Text`` beside ``text`` in a case-insensitive session (Spark's default). The job
+    failed with UNRESOLVED_COLUMN `user`.`id` (pyspark's ``mapInArrow`` looks every column up by its bare name),
+    INVALID_ATTRIBUTE_NAME_SYNTAX, or COLUMN_ALREADY_EXISTS `text`; ``embed_dataframe`` alike."""
+    from bertfeat.arrow import ArrowFeaturizer
+
+    df = make_frame(9, seed=12)
+    frame = pd.DataFrame({"user.id": df["id"], "my review": df["review"], "a`b": df["title"], "café": df["stars"],
+                          "Text": df["title"].str.upper(), "text": df["review"]})
+    frame.to_parquet(tmp_path / "in.parquet")
+    keep = ["user.id", "café", "Text"]
+    args = ["embed", str(tmp_path / "in.parquet"), "--text-col", "my review", "--text-col", "a`b", "--text-col", "text",
+            *[x for k in keep for x in ("--keep-col", k)], "--model", tiny_bert, "--quiet", "--chunk-rows", "4"]
+    assert main([*args, "--out", str(tmp_path / "local.parquet")]) == 0
+    assert spark.conf.get("spark.sql.caseSensitive") == "false"
+    assert main([*args, "--out", str(tmp_path / "spark_out"), "--engine", "spark"]) == 0
+    assert spark.conf.get("spark.sql.caseSensitive") == "false"  # the session's own, back
+    local, got = pq.read_table(tmp_path / "local.parquet"), pq.read_table(tmp_path / "spark_out")
+    assert got.schema.equals(local.schema, check_metadata=True)
+    assert got.select(keep).equals(local.select(keep))
+    assert np.abs(features(got, len(keep)) - features(local, len(keep))).max() <= 1e-5
+
+    from bertfeat.spark import embed_dataframe
+
+    sdf = spark.createDataFrame(frame.drop(columns=["Text"]))
+    out = embed_dataframe(sdf, ["my review", "a`b"], keep_cols=["user.id", "café"], model=tiny_bert).toPandas()
+    want = ArrowFeaturizer(["my review", "a`b"], ["user.id", "café"], model=tiny_bert)(
+        pa.Table.from_pandas(frame.drop(columns=["Text"]), preserve_index=False))
+    assert list(out.columns) == want.schema.names and out["user.id"].tolist() == df["id"].tolist()
+    assert np.abs(out.iloc[:, 2:].to_numpy() - features(pa.Table.from_batches([want]), 2)).max() <= 1e-5

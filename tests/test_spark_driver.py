@@ -177,6 +177,7 @@ def test_a_job_writes_the_local_engines_output_in_input_order_with_its_manifest(
     # Spark's batches are the job's batch_rows, and nanosecond timestamps are read as numbers, for this job only
     assert call["conf"]["spark.sql.execution.arrow.maxRecordsPerBatch"] == "40"
     assert call["conf"]["spark.sql.legacy.parquet.nanosAsLong"] == "true"
+    assert call["conf"]["spark.sql.caseSensitive"] == "true"  # names as written: `Text` and `text` are two
     assert fake.session.conf.values == {"spark.task.cpus": "3"} and fake.session.stopped == 0  # not ours to stop
     assert fake.asked == [(None, True)]
 
@@ -559,8 +560,8 @@ class FakeDataFrame:
     def __init__(self, schema, log=None):
         self.schema, self.log = schema, [] if log is None else log
 
-    def select(self, *cols):
-        self.log.append(("select", cols))
+    def selectExpr(self, *cols):
+        self.log.append(("selectExpr", cols))
         return FakeDataFrame(self.schema, self.log)
 
     def mapInArrow(self, fn, schema):
@@ -587,7 +588,9 @@ def test_embed_dataframe_maps_the_selected_columns_to_the_cores_output(tiny_bert
                                  pooling="cls")
     assert got == "the mapped DataFrame"
     (select, cols), (_, fn, schema) = sdf.log
-    assert select == "select" and cols == ("id", "review", "title")
+    # each column under a name of the job's own (pyspark's mapInArrow looks the input's names up as paths)
+    assert select == "selectExpr" and cols == ("`id` AS _bertfeat_col0", "`review` AS _bertfeat_col1",
+                                               "`title` AS _bertfeat_col2")
     reference = ArrowFeaturizer(["review", "title"], ["id"], layout=layout, model=tiny_bert, pooling="cls")
     want = reference(pa.Table.from_pandas(df, preserve_index=False))
     assert schema.names == want.schema.names
@@ -602,9 +605,12 @@ def test_embed_dataframe_maps_the_selected_columns_to_the_cores_output(tiny_bert
     assert all(set(f.metadata) <= {"bertfeat"} for f in features_)
 
     # the function Spark would run on each partition: the core's output, ready for Spark
-    batches = pa.Table.from_pandas(df, preserve_index=False).to_batches(max_chunksize=4)
+    aliased = pa.Table.from_pandas(df, preserve_index=False).rename_columns([c[-14:] for c in cols])
+    batches = aliased.to_batches(max_chunksize=4)
     assert fn.keywords["spec"] == {"text_cols": ["review", "title"], "keep_cols": ["id"], "layout": layout,
-                                   "params": {"model": str(Path(tiny_bert).resolve()), "pooling": "cls"}}
+                                   "params": {"model": str(Path(tiny_bert).resolve()), "pooling": "cls"},
+                                   "names": {"_bertfeat_col0": "id", "_bertfeat_col1": "review",
+                                             "_bertfeat_col2": "title"}}
     out = pa.Table.from_batches(list(fn(iter(batches))))
     assert out.num_rows == 9 and out.column("id").to_pylist() == df["id"].tolist()
     assert out.schema.names == want.schema.names
@@ -621,7 +627,7 @@ def test_embed_dataframe_selects_a_column_once_and_checks_before_any_task(tiny_b
     sdf = FakeDataFrame(spark_schema())
     bspark.embed_dataframe(sdf, "review", keep_cols=["review", "id"], model=tiny_bert)
     (_, cols), (_, _, schema) = sdf.log
-    assert cols == ("review", "id")  # kept first, each once
+    assert cols == ("`review` AS _bertfeat_col0", "`id` AS _bertfeat_col1")  # kept first, each once
     assert schema.names[:2] == ["review", "id"] and schema.names[2].startswith("review_")
     with pytest.raises(ValueError, match=r"column\(s\) \['body'\] not found"):
         bspark.embed_dataframe(FakeDataFrame(spark_schema()), "body", model=tiny_bert)
@@ -640,7 +646,8 @@ def test_the_defaults_batch_10000_rows_and_a_session_without_task_cpus_counts_on
     manifest = bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True)
     assert fake.job.calls[0]["batch_rows"] == 10_000 and manifest["chunk_rows"] == 10_000
     assert fake.job.calls[0]["conf"] == {"spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
-                                         "spark.sql.legacy.parquet.nanosAsLong": "true"}
+                                         "spark.sql.legacy.parquet.nanosAsLong": "true",
+                                         "spark.sql.caseSensitive": "true"}
     assert manifest["spark"]["task_cpus"] == 1  # Spark's default, when the session's configuration has none
 
 
