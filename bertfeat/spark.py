@@ -611,7 +611,9 @@ def _as_input_types(batch: pa.RecordBatch, input_schema: pa.Schema, columns: lis
     arrays, fields = [], []
     for name in columns:
         col, want = batch.column(name), input_schema.field(name)
-        if col.type != want.type:
+        if pa.types.is_null(want.type) and col.null_count == len(col):
+            col = pa.nulls(len(col))  # parquet's null type (a column all None), which Spark reads as int32
+        elif col.type != want.type:
             try:
                 col = col.cast(want.type)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):

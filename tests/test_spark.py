@@ -364,7 +364,7 @@ def test_a_csv_of_another_delimiter_is_read_as_the_local_engine_reads_it(tiny_be
 
 def test_parquet_columns_spark_cannot_read_as_they_are_come_out_as_the_local_engines(tiny_bert, spark, tmp_path):
     """Parquet files the local engine reads and Spark does not: pandas' datetime64[ns] (a kept date, or one the job
-    does not read), a float16 or time-of-day column (kept or not), a column all None in one shard (parquet's null
+    does not read), a text or kept column all None in every file (refused as "holds int32 values"), a float16 or time-of-day column (kept or not), a column all None in one shard (parquet's null
     type, beside strings in the others), a shard of no rows. Each failed the Spark job with Spark's own error
     (PARQUET_TYPE_ILLEGAL, UNSUPPORTED_TIME_TYPE, PARQUET_COLUMN_DATA_TYPE_MISMATCH), where the local engine read
     them. The first folder is read by Spark where it is; the second is staged by the driver, as a CSV is."""
@@ -386,12 +386,13 @@ def test_parquet_columns_spark_cannot_read_as_they_are_come_out_as_the_local_eng
     df = make_frame(10, seed=11)
     df["when"] = pd.to_datetime([f"2024-03-{d:02d} 10:00:00.123456789" for d in range(1, 11)]).as_unit("ns")
     df["added"] = df["when"].dt.tz_localize("Europe/Paris")
+    df["notes"] = df["empty"] = None  # all None in every file: parquet's null type, which Spark reads as int32
     plain = tmp_path / "plain"
     plain.mkdir()
     df.iloc[:6].to_parquet(plain / "a.parquet")
     df.iloc[6:].to_parquet(plain / "b.parquet")
-    got = check(plain, ["id", "added"], staged=False)
-    assert got.column("added").type == pa.timestamp("ns", "Europe/Paris")
+    got = check(plain, ["id", "added", "empty"], "--text-col", "notes", "--missing", "zero", staged=False)
+    assert got.column("added").type == pa.timestamp("ns", "Europe/Paris") and got.column("empty").type == pa.null()
     assert got.column("added").to_pylist() == pa.array(df["added"]).to_pylist()  # to the nanosecond
 
     odd = tmp_path / "odd"

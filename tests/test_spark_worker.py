@@ -112,6 +112,11 @@ def test_columns_get_back_the_inputs_types_where_they_can(in_task):
     assert out.schema == pa.schema([("text", pa.string()), ("id", pa.int64()), ("code", pa.string()),
                                     ("n", pa.int16())])  # "a" is no int64: Spark's type is kept
     assert out.to_pydict() == {"text": ["x", "y"], "id": [1, 2], "code": ["a", "b"], "n": [5, 6]}
+    # a column all None in the input (parquet's null type), which Spark reads as int32: a text column so read was
+    # refused as "holds int32 values", a kept one came out int32
+    batch = pa.record_batch([pa.nulls(2, pa.int32()), pa.nulls(2, pa.int32())], names=["text", "id"])
+    out = bspark._as_input_types(batch, pa.schema([("text", pa.null()), ("id", pa.null())]), ["text", "id"])
+    assert out.schema == pa.schema([("text", pa.null()), ("id", pa.null())]) and out.num_rows == 2
 
 
 # -- the featurizer a worker keeps --------------------------------------------------------------------------------
