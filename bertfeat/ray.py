@@ -392,6 +392,12 @@ def embed_parquet(input, out, text_col, *, keep_cols=(), layout: str = "columns"
             "the local engine (bertfeat embed without --engine ray)."
         )
     check_folder_output(paths, reader, overwrite)
+    queried = [str(f) for f in reader.files if "?" in str(f.resolve())]
+    if queried:  # Ray Data reads a path as a URL: it found no such file, and among others left it out unread
+        raise ValueError(
+            f"Ray cannot read input file(s) {queried[:3]}: Ray Data takes a '?' in a path for the start of a URL "
+            "query. Rename them (or their folder), or use the local or Spark engine."
+        )
     with job_lock(paths):  # a second job on the same --out is refused, never interleaved
         remove_stale_temps(paths)  # what a killed run left beside --out
         return _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layout, batch_rows, num_workers,
