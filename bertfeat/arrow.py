@@ -215,3 +215,21 @@ def raise_at_input_row(exc: Exception, rows) -> None:
     found = at_input_row(exc, rows)
     if found is not exc:
         raise found from None
+
+
+def first_refused(mistake: Exception, reader, checker: ArrowFeaturizer) -> Exception:
+    """The mistake the local engine reports for an input where a cluster engine's worker refused a text
+    (``mistake``, about a "row i"): the first text of the input the core refuses, found by reading the text columns
+    again on the driver (``reader``: an :class:`~bertfeat.readers.InputReader`), batch by batch as the local engine
+    reads them, with ``checker``'s checks. Workers run at once, so the one heard of first need not hold the input's
+    first bad text. Any other mistake, or one the checks do not find, is returned as raised."""
+    if row_named(mistake) is None:
+        return mistake
+    first_row = 0
+    for batch in reader.batches():
+        try:
+            checker.check_texts(batch, first_row)
+        except (ValueError, TypeError) as found:
+            return found
+        first_row += batch.num_rows
+    return mistake

@@ -476,21 +476,11 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
 
 
 def _at_input_row(mistake: Exception, reader: InputReader, checker) -> Exception:
-    """A worker's mistake about "row i" of its batch, found in the input and named by its row there, as the local
-    engine names it: Ray numbers no rows, so the driver reads the text columns again, batch by batch as the local
-    engine would, and stops at the first text the core refuses. Any other mistake is returned as raised."""
-    from bertfeat.arrow import row_named
+    """A worker's mistake about "row i" of its batch, named by its row in the input as the local engine names it:
+    Ray numbers no rows, so the driver finds it (:func:`~bertfeat.arrow.first_refused`)."""
+    from bertfeat.arrow import first_refused
 
-    if row_named(mistake) is None:
-        return mistake
-    first_row = 0
-    for batch in reader.batches():
-        try:
-            checker.check_texts(batch, first_row)
-        except (ValueError, TypeError) as found:
-            return found
-        first_row += batch.num_rows
-    return mistake
+    return first_refused(mistake, reader, checker)
 
 
 def _ordered_parquet_sink(ray, directory: Path):

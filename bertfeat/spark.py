@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bertfeat.arrow import at_input_row
+from bertfeat.arrow import at_input_row, first_refused
 from bertfeat.encode import EncodeStats
 from bertfeat.exceptions import TruncationWarning
 from bertfeat.sources import output_path
@@ -262,7 +262,7 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
     check_folder_output(paths, reader, overwrite)
     if reader.kind == "parquet" and not reader.total_rows:
         raise ValueError(f"input {reader.path!r} has no rows to embed.")
-    _checked_featurizer(text_cols, keep_cols, layout, params, reader.schema)
+    checker = _checked_featurizer(text_cols, keep_cols, layout, params, reader.schema)
     if reader.kind == "parquet":
         _check_visible(reader.files)
     with job_lock(paths):  # a second job on the same --out is refused, never interleaved
@@ -297,8 +297,12 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
                     read_schema = _spark_schema(spark, reader.files, list(dict.fromkeys(keep_cols + text_cols)))
                     if read_schema is None:  # Spark cannot read the files as they are: staged, as a CSV is
                         files, counts = _stage(reader, staged)
-                result, partitions = _run_job(spark, files, counts, reader.schema, text_cols, keep_cols, layout,
-                                              batch_rows, data_dir, absolute_paths(params), read_schema=read_schema)
+                try:
+                    result, partitions = _run_job(spark, files, counts, reader.schema, text_cols, keep_cols, layout,
+                                                  batch_rows, data_dir, absolute_paths(params),
+                                                  read_schema=read_schema)
+                except (ValueError, TypeError) as mistake:  # a task's: its partition's first bad text, not the input's
+                    raise first_refused(mistake, reader, checker) from None
             master_url = spark.sparkContext.master
             task_cpus = int(spark.conf.get("spark.task.cpus", "1"))
         finally:

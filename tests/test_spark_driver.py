@@ -52,13 +52,14 @@ class LocalJob:
 
     ``attempts`` gives a partition's attempt number (a task Spark retried), ``pids`` the worker process a partition's
     report names (several workers), ``drop`` partitions whose part file is lost after the job, ``fail`` an error
-    raised after the first partition ran, ``during`` a hook called with the job's arguments before any task runs.
+    raised after the first partition ran, ``fail_first`` one raised before any, ``during`` a hook called with the
+    job's arguments before any task runs.
     """
 
-    def __init__(self, in_task, cpus=3, attempts=None, pids=None, drop=(), fail=None, during=None):
+    def __init__(self, in_task, cpus=3, attempts=None, pids=None, drop=(), fail=None, during=None, fail_first=None):
         self.in_task, self.cpus = in_task, cpus
         self.attempts, self.pids, self.drop = attempts or {}, pids or {}, set(drop)
-        self.fail, self.during = fail, during
+        self.fail, self.during, self.fail_first = fail, during, fail_first
         self.calls = []
 
     def __call__(self, spark, files, counts, input_schema, text_cols, keep_cols, layout, batch_rows, data_dir,
@@ -69,6 +70,8 @@ class LocalJob:
         self.calls.append(call)
         if self.during is not None:
             self.during(call)
+        if self.fail_first is not None:  # what Spark reports when another task fails before any of these runs
+            raise self.fail_first
         columns = list(dict.fromkeys(keep_cols + text_cols))
         table = pa.concat_tables([pq.read_table(f, columns=columns).replace_schema_metadata(None) for f in files])
         spec = bspark._task_spec(text_cols, keep_cols, layout, params, data_dir, input_schema)
@@ -283,6 +286,39 @@ def test_a_session_the_job_started_is_stopped_after_its_settings_are_read(tiny_b
     assert manifest["spark"]["master"] == "spark://head:7077" and manifest["spark"]["task_cpus"] == 4
     assert manifest["spark"]["partitions"] == 2 and manifest["spark"]["files"] == 2  # the cluster's parallelism
     assert {w["threads"] for w in manifest["spark"]["workers"]} == {4}
+
+
+def test_a_bad_text_is_the_inputs_first_whichever_task_spark_heard_of_first(tiny_bert, tmp_path, spark_job):
+    """Spark's tasks run at once, and the job failed with the mistake of the task Spark heard of first: with rows 2
+    and 3 missing, the local engine said row 2 and the Spark engine row 2 or row 3, as the race went. The driver now
+    finds the input's first bad text, as the Ray engine's does."""
+    df = make_frame(8, seed=5)
+    df.loc[[2, 3, 6], "review"] = None
+    df.to_parquet(tmp_path / "in.parquet")
+    with pytest.raises(ValueError) as local:
+        main_raising(["embed", str(tmp_path / "in.parquet"), "--text-col", "review", "--model", tiny_bert,
+                      "--out", str(tmp_path / "local.parquet"), "--quiet", "--chunk-rows", "3"])
+    assert str(local.value).startswith("row 2 of column 'review' is missing (None) and missing='error'.")
+    later = ValueError(str(local.value).replace("row 2 ", "row 6 ", 1))  # the task of rows 6-7 failed first
+    spark_job(fail_first=later)
+    with pytest.raises(ValueError) as got:
+        bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True,
+                           batch_rows=3)
+    assert str(got.value) == str(local.value)
+    spark_job(fail_first=RuntimeError("row 6: Spark's own failure"))  # not a mistake: passed on as raised
+    with pytest.raises(RuntimeError, match="^row 6: Spark's own failure$"):
+        bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True)
+    spark_job(fail_first=TypeError("row 1 holds bytes b'x', not a string"))  # one the checks cannot find: as raised
+    with pytest.raises(TypeError, match="^row 1 holds bytes"):
+        bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True,
+                           missing="zero")
+
+
+def main_raising(argv):
+    """``bertfeat`` with BERTFEAT_DEBUG: the error raised, not its line."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BERTFEAT_DEBUG", "1")
+        return main(argv)
 
 
 def test_a_failed_job_stops_its_session_restores_the_options_and_keeps_its_cache(tiny_bert, tmp_path, spark_job):
