@@ -375,6 +375,7 @@ def _stage(reader: InputReader, staged: Path) -> tuple[list[Path], list[int]]:
 
 
 def _spark_readable(t: pa.DataType) -> pa.DataType:
+    """The type a staged column is written in: ``t``, or the numbers of a type Spark has none for."""
     if pa.types.is_float16(t):
         return pa.float32()
     if pa.types.is_time32(t):
@@ -482,8 +483,8 @@ def _run_job(spark, files, counts, input_schema, text_cols, keep_cols, layout, b
     aliases = _aliases(columns)
     sdf = sdf.select(*[F.col(_quoted(c)).alias(a) for c, a in aliases.items()],
                      meta.getField("file_path").alias(own["file"]), meta.getField("row_index").alias(own["index"]))
-    ordered = sdf.select(*aliases.values(), (F.element_at(_first_rows(files, counts), _local_path(F.col(own["file"])))
-                                    + F.col(own["index"])).alias(own["row"]))
+    row = F.element_at(_first_rows(files, counts), _local_path(F.col(own["file"]))) + F.col(own["index"])
+    ordered = sdf.select(*aliases.values(), row.alias(own["row"]))
     total = int(sum(counts))
     partitions = max(spark.sparkContext.defaultParallelism, math.ceil(total / batch_rows))
     # range partitions of the row number, sorted within: partition k holds the k-th stretch of the input, so the
@@ -581,7 +582,8 @@ def _write_partition(batches, spec: dict):
                 raise RuntimeError("Spark read rows of a file bertfeat did not list (their row numbers are unknown); "
                                    "report this as a bug.")
             rows = batch.column(row_col).to_numpy()
-            batch = _as_input_types(_renamed(batch, spec["names"]), input_schema, featurizer.keep_cols + featurizer.text_cols)
+            batch = _as_input_types(_renamed(batch, spec["names"]), input_schema,
+                                    featurizer.keep_cols + featurizer.text_cols)
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", TruncationWarning)  # counted in the manifest instead

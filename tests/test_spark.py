@@ -364,10 +364,11 @@ def test_a_csv_of_another_delimiter_is_read_as_the_local_engine_reads_it(tiny_be
 
 def test_parquet_columns_spark_cannot_read_as_they_are_come_out_as_the_local_engines(tiny_bert, spark, tmp_path):
     """Parquet files the local engine reads and Spark does not: pandas' datetime64[ns] (a kept date, or one the job
-    does not read), a text or kept column all None in every file (refused as "holds int32 values"), a float16 or time-of-day column (kept or not), a column all None in one shard (parquet's null
+    does not read), a float16 or time-of-day column (kept or not), a column all None in one shard (parquet's null
     type, beside strings in the others), a shard of no rows. Each failed the Spark job with Spark's own error
     (PARQUET_TYPE_ILLEGAL, UNSUPPORTED_TIME_TYPE, PARQUET_COLUMN_DATA_TYPE_MISMATCH), where the local engine read
-    them. The first folder is read by Spark where it is; the second is staged by the driver, as a CSV is."""
+    them; a text or kept column all None in every file was refused as "holds int32 values", or came out int32. The
+    first folder is read by Spark where it is; the second is staged by the driver, as a CSV is."""
     import datetime
 
     def check(folder, keep, *flags, staged):
