@@ -6,8 +6,9 @@ metadata and manifest as the single-machine ``bertfeat embed``. Every Python wor
 :class:`~bertfeat.arrow.ArrowFeaturizer` (one model load) for all the batches and tasks it runs, sets its torch
 threads from ``spark.task.cpus``, and reads and writes the shared cache. See docs/spark.md.
 
-This is the only module that imports pyspark, and only when one of its functions is called: ``import bertfeat``
-never does.
+This module and :mod:`bertfeat.spark_input` (what the job reads: the input's files, staged where Spark cannot read
+them as they are) are the only ones that import pyspark, and only when one of their functions is called:
+``import bertfeat`` never does.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from bertfeat.sources import output_path
 from bertfeat.files import InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary, text_hashes
 from bertfeat.output import absolute_paths, check_folder_output, job_lock, remove_stale_temps, replace_output
 from bertfeat.recipe import _is_int
+from bertfeat.spark_input import (_check_visible, _first_rows, _hadoop_literal, _local_path, _parquet_files,
+                                  _spark_schema, _stage)
 
 INSTALL_HINT = "pip install 'bertfeat[spark]'"
 JAVA_HINT = "install Java 17 or later (Debian/Ubuntu: apt-get install default-jre-headless) or set JAVA_HOME"
@@ -350,69 +353,6 @@ class _Exact:
         return self.n, True
 
 
-def _parquet_files(reader: InputReader, staged: Path) -> tuple[list[Path], list[int]]:
-    """The parquet files Spark reads, in input order, and their row counts: the input's own, or a CSV streamed into
-    one file per ``chunk_rows`` rows by the local engine's reader."""
-    if reader.kind == "parquet":
-        return list(reader.files), [pq.ParquetFile(f).metadata.num_rows for f in reader.files]
-    return _stage(reader, staged)
-
-
-def _stage(reader: InputReader, staged: Path) -> tuple[list[Path], list[int]]:
-    """The input's needed columns streamed by the local engine's reader (its parsing, its one type per column) into
-    one parquet file per ``chunk_rows`` rows, in types Spark reads: a type Spark has none for goes as the numbers
-    it holds (float16 as float32, a time of day as its integer), and each task casts it back to the input's type."""
-    staged.mkdir(parents=True)
-    files, counts = [], []
-    for k, batch in enumerate(reader.batches()):
-        path = staged / f"rows-{k:06d}.parquet"
-        table = pa.Table.from_batches([batch])
-        table = table.cast(pa.schema([pa.field(f.name, _spark_readable(f.type)) for f in table.schema]))
-        pq.write_table(table, path, row_group_size=max(1, batch.num_rows))
-        files.append(path)
-        counts.append(batch.num_rows)
-    return files, counts
-
-
-def _spark_readable(t: pa.DataType) -> pa.DataType:
-    """The type a staged column is written in: ``t``, or the numbers of a type Spark has none for."""
-    if pa.types.is_float16(t):
-        return pa.float32()
-    if pa.types.is_time32(t):
-        return pa.int32()
-    if pa.types.is_time64(t):
-        return pa.int64()
-    return t
-
-
-def _spark_schema(spark, files, columns: list[str]):
-    """The Spark schema of ``columns`` that reads every one of ``files`` as it is, or None where there is none: a
-    file Spark cannot read (a column of a type Spark has none for, float16 or a time of day, even a column the job
-    does not read), or files whose columns Spark reads as different types (a column all null in one file, written
-    as parquet's null type). Read with it, Spark never looks at the other columns. One file of each parquet schema
-    is asked."""
-    from pyspark.errors import AnalysisException
-    from pyspark.sql.types import StructType
-
-    kinds = []  # (parquet schema, its first file)
-    for f in files:
-        schema = pq.ParquetFile(f).schema
-        if not any(schema.equals(known) for known, _ in kinds):
-            kinds.append((schema, f))
-    found = None
-    for _, f in kinds:
-        try:
-            inferred = spark.read.parquet(_hadoop_literal(str(f.resolve()))).schema
-        except AnalysisException:  # PARQUET_TYPE_ILLEGAL, UNSUPPORTED_TIME_TYPE, ...
-            return None
-        wanted = StructType([inferred[c] for c in columns])
-        if found is None:
-            found = wanted
-        elif wanted != found:
-            return None
-    return found
-
-
 def _session(master: str | None, quiet: bool):
     """``(session, started)``: the active Spark session, or a new one this job starts (and stops), on ``master`` or
     else the master the Spark configuration names."""
@@ -525,39 +465,6 @@ def _own_names(columns) -> dict:
             name = "_" + name
         names[key] = name
     return names
-
-
-def _check_visible(files) -> None:
-    """Refuse input files Spark would skip without a word."""
-    hidden = [str(f) for f in files if f.name.startswith(("_", "."))]
-    if hidden:
-        raise ValueError(
-            f"Spark skips input file(s) {hidden[:3]} (names starting with '_' or '.' are hidden from Spark); rename "
-            "them, or use the local engine."
-        )
-
-
-def _first_rows(files, counts):
-    """A Spark map: each input file's local path -> the input row number of its first row."""
-    from pyspark.sql import functions as F
-
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).tolist()
-    return F.create_map(*[F.lit(x) for f, start in zip(files, starts) for x in (str(f.resolve()), int(start))])
-
-
-def _hadoop_literal(path: str) -> str:
-    """``path`` with Hadoop's glob characters escaped: Spark reads a path as a pattern, so ``reviews[1].parquet``
-    would read ``reviews1.parquet``, and a folder named with braces would not be found."""
-    return re.sub(r"([\\*?\[\]{}])", r"\\\1", path)
-
-
-def _local_path(url):
-    """The local path of Spark's file URL (``file:///a%20b/x.parquet`` -> ``/a b/x.parquet``), computed by Spark, so
-    that no job has to list the names Spark gives the files. A ``+`` is a plus in a path, not a space."""
-    from pyspark.sql import functions as F
-
-    path = F.regexp_extract(url, r"^[A-Za-z][A-Za-z0-9+.-]*:(?://[^/]*)?(/.*)$", 1)
-    return F.url_decode(F.regexp_replace(path, r"\+", "%2B"))
 
 
 def _write_partition(batches, spec: dict):
