@@ -56,7 +56,7 @@ def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:
         if not files and wildcard:
             raise FileNotFoundError(f"input {path!r} matches no files.")
         if not files:
-            raise FileNotFoundError(f"input directory {path!r} holds no parquet files (*.parquet).")
+            raise FileNotFoundError(_no_parquet(path, p))
     elif p.is_file():
         files = [p]
     elif p.exists():  # a named pipe, /dev/stdin
@@ -71,8 +71,22 @@ def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:
         return "parquet", files
     raise ValueError(
         f"input {path!r}: expected one CSV file ({', '.join(CSV_SUFFIXES)}) or parquet files "
-        f"({', '.join(PARQUET_SUFFIXES)}), got {sorted(str(f.name) for f in files)[:5]}."
+        f"({', '.join(PARQUET_SUFFIXES)}), got {sorted(str(f.name) for f in files)[:5]}"
+        + (f"; {_ONE_CSV}." if kinds == {"csv"} else ".")
     )
+
+
+_ONE_CSV = "embed each CSV file on its own, or join them into one CSV file (one header) first"
+
+
+def _no_parquet(path: str, folder: Path) -> str:
+    """The refusal of a folder with no parquet files, saying what it holds instead where that is CSV files."""
+    csvs = sorted(f.name for f in folder.rglob("*") if f.is_file() and _kind(f) == "csv")
+    said = f"input directory {path!r} holds no parquet files ({', '.join(PARQUET_SUFFIXES)})"
+    if not csvs:
+        return f"{said}; pass a CSV or parquet file, or a folder or glob of parquet files."
+    return (f"{said} but {len(csvs)} CSV file(s) {csvs[:5]}: a folder or glob is read as parquet files, a CSV as "
+            f"one file; {_ONE_CSV}.")
 
 
 def is_pattern(path: str) -> bool:

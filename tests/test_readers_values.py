@@ -73,14 +73,27 @@ def test_an_input_names_one_csv_or_parquet_files_and_anything_else_is_refused_wo
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError) as info:
         resolve_input(f"{tmp_path}/empty")
-    assert str(info.value) == f"input directory '{tmp_path}/empty' holds no parquet files (*.parquet)."
+    assert str(info.value) == (f"input directory '{tmp_path}/empty' holds no parquet files (.parquet, .pq, .parq); "
+                               "pass a CSV or parquet file, or a folder or glob of parquet files.")
+    # a folder of CSV files (one export a month): said so, with what to do, where it read as if the folder were empty
+    csvs = tmp_path / "monthly"
+    csvs.mkdir()
+    for m in ("01", "02"):
+        (csvs / f"2024-{m}.csv").write_text("text\na\n")
+    with pytest.raises(FileNotFoundError) as info:
+        resolve_input(str(csvs))
+    assert str(info.value) == (
+        f"input directory '{csvs}' holds no parquet files (.parquet, .pq, .parq) but 2 CSV file(s) ['2024-01.csv', "
+        "'2024-02.csv']: a folder or glob is read as parquet files, a CSV as one file; embed each CSV file on its own, "
+        "or join them into one CSV file (one header) first.")
     with pytest.raises(FileNotFoundError) as info:
         resolve_input(f"{tmp_path}/gone.csv")
     assert str(info.value) == f"input '{tmp_path}/gone.csv' does not exist."
     (tmp_path / "two.csv").write_text("t\nb\n")
     assert refusal(resolve_input, f"{tmp_path}/*.[cC][sS][vV]") == (
         f"input '{tmp_path}/*.[cC][sS][vV]': expected one CSV file (.csv, .csv.gz, .csv.bz2, .csv.zst, .tsv, .tsv.gz, "
-        ".tsv.bz2, .tsv.zst) or parquet files (.parquet, .pq, .parq), got ['one.CSV', 'two.csv'].")
+        ".tsv.bz2, .tsv.zst) or parquet files (.parquet, .pq, .parq), got ['one.CSV', 'two.csv']; embed each CSV file "
+        "on its own, or join them into one CSV file (one header) first.")
     assert refusal(resolve_input, f"{d}/*").endswith("got ['a.PQ', 'b.parquet', 'notes.txt'].")  # mixed kinds
     (tmp_path / "data.json").write_text("{}")
     assert refusal(resolve_input, f"{tmp_path}/data.json").endswith("got ['data.json'].")
