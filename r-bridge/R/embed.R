@@ -366,7 +366,8 @@ issue_python_warnings <- function(warnings) {
 #' file in streaming batches and writing a parquet file with the features (named as in [bf_embed()]) and its
 #' provenance. Use it for files larger than memory; for data already in R, use [bf_embed()].
 #'
-#' @param input Path of the CSV or parquet file to read.
+#' @param input Path of the CSV or parquet file to read, a folder of parquet files, or a glob of them
+#'   (`"data/*.parquet"`), as the command line takes it.
 #' @param output Path of the parquet file to write.
 #' @param text_col Name of the text column in `input`.
 #' @param model,pooling,cache_dir As in [bf_embed()].
@@ -394,8 +395,9 @@ bf_embed_file <- function(input, output, text_col, model = "default", pooling = 
   check_pooling(pooling)
   cache_dir <- check_string(cache_dir, "cache_dir", null_ok = TRUE)
   check_flag(overwrite, "overwrite")
-  if (!file.exists(input)) {
-    abort_bf(sprintf("`input` file \"%s\" does not exist.", input), "file")
+  # a folder of parquet files, or a glob of files, as the command line reads them
+  if (!file.exists(input) && !length(Sys.glob(path.expand(input)))) {
+    abort_bf(sprintf("`input` \"%s\" does not exist, and matches no file as a glob.", input), "file")
   }
   args <- c(
     "embed", path.expand(input), "--text-col", text_col, "--out", path.expand(output),

@@ -13,6 +13,18 @@ test_that("bf_embed_file() checks its input before running anything", {
                class = "bertfeat_error_argument")
 })
 
+test_that("bf_embed_file() takes a glob as the command line does", {
+  # it was refused as "`input` file ... does not exist", where `bertfeat embed` reads a glob (or a folder)
+  dir <- tempfile("bertfeat-glob-")
+  dir.create(dir)
+  file.copy(csv_with_text(c("a cat sat", "stocks fell")), file.path(dir, "reviews.csv"))
+  output <- tempfile("bertfeat-out-", fileext = ".parquet")
+  expect_identical(suppressMessages(bf_embed_file(file.path(dir, "*.csv"), output, "review")), output)
+  expect_true(file.exists(output))
+  err <- expect_error(bf_embed_file(file.path(dir, "*.parquet"), tempfile(), "review"), class = "bertfeat_error_file")
+  expect_match(conditionMessage(err), "does not exist, and matches no file as a glob", fixed = TRUE)
+})
+
 test_that("a failing command line is a classed error carrying its stderr", {
   input <- csv_with_text(c("a cat", "a dog"))
   err <- expect_error(bf_embed_file(input, tempfile(fileext = ".parquet"), "review", no_such_option = 1),
