@@ -130,11 +130,39 @@ def embed_file(
 ) -> dict:
     """Embed the text columns of a CSV/parquet file (or directory/glob of parquet) into a features parquet file.
 
-    Returns the manifest (also written to ``<out>.manifest.json``). ``chunk_rows`` and ``chunk_chars`` bound a
-    chunk (the resume unit and output row group); within a chunk, finished batches are saved every
-    ``checkpoint_seconds`` of work, so a kill loses about that much. ``delimiter`` overrides the CSV delimiter
-    implied by the suffix; CSV kept columns are read as text unless ``infer_types=True``. ``params`` are
-    BertEmbedder parameters (model, pooling, layers, cache_dir, ...). See the module docstring for the resume protocol.
+    Returns the manifest (also written to ``<out>.manifest.json``). ``params`` are BertEmbedder parameters (model,
+    pooling, layers, cache_dir, ...). See the module docstring for the resume protocol; ``bertfeat embed`` is this
+    function (docs/cli.md).
+
+    Parameters
+    ----------
+    input : str or pathlib.Path
+        A CSV file (``.csv``/``.tsv``, optionally ``.gz``/``.bz2``/``.zst``), a parquet file, or a folder or glob
+        of parquet files.
+    out : str or pathlib.Path
+        The parquet file to write, put in place when complete, with ``<out>.manifest.json`` beside it.
+    text_cols : str or list of str
+        The column(s) to embed.
+    keep_cols : str or list of str, default=()
+        Columns copied into the output beside the features (an id, a label).
+    layout : {"columns", "list"}, default="columns"
+        One float32 column per feature, or one list column of features per text column.
+    overwrite : bool, default=False
+        Replace an existing output; without it an existing output is an error, and an unfinished job resumes.
+    chunk_rows, chunk_chars : int
+        Bound a chunk (the resume unit and the output's row group) by rows (default 10,000) and by the characters
+        of its texts.
+    checkpoint_seconds : float
+        Within a chunk, finished batches are saved every this many seconds of work, so a kill loses about that
+        much; 0 saves after every batch.
+    delimiter : str, default=None
+        Overrides the CSV delimiter the suffix implies (``,`` for .csv, a tab for .tsv).
+    infer_types : bool, default=False
+        Guess CSV kept columns' types from the first block; by default they are read as written, as text.
+    quiet : bool, default=False
+        No progress and no summary on stderr.
+    progress_every : float, default=10.0
+        Seconds between progress lines when stderr is not a terminal.
     """
     from bertfeat.arrow import ArrowFeaturizer
 

@@ -133,7 +133,8 @@ def test_docs_r_md_lists_every_parameter_bf_embed_takes_in_its_dots():
 
 
 PUBLIC_CALLABLES = ["bertfeat.BertEmbedder", "bertfeat.probe", "bertfeat.arrow.ArrowFeaturizer",
-                    "bertfeat.union.MissingText", "bertfeat.ray.embed_dataset", "bertfeat.spark.embed_dataframe"]
+                    "bertfeat.union.MissingText", "bertfeat.ray.embed_dataset", "bertfeat.spark.embed_dataframe",
+                    "bertfeat.files.embed_file"]
 
 
 @pytest.mark.parametrize("path", PUBLIC_CALLABLES)
