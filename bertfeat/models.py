@@ -385,11 +385,15 @@ def _sentence_transformers_config(root: Path):
             kind = m.get("type", "")
             if kind.endswith("Pooling") and (root / m.get("path", "") / "config.json").is_file():
                 cfg = json.loads((root / m["path"] / "config.json").read_text(encoding="utf-8"))
+                # sentence-transformers' names, bertfeat's three among them; the others (last token, weighted mean,
+                # mean over sqrt(length)) are reported as named, for `bertfeat info` to say bertfeat does not offer them
                 modes = [("cls", "pooling_mode_cls_token"), ("mean", "pooling_mode_mean_tokens"),
-                         ("max", "pooling_mode_max_tokens")]
+                         ("max", "pooling_mode_max_tokens"),
+                         ("mean_sqrt_len_tokens", "pooling_mode_mean_sqrt_len_tokens"),
+                         ("weightedmean", "pooling_mode_weightedmean_tokens"), ("lasttoken", "pooling_mode_lasttoken")]
                 pooling = tuple(p for p, key in modes if cfg.get(key)) or None
                 if cfg.get("pooling_mode"):
-                    pooling = tuple(p for p in str(cfg["pooling_mode"]).split("+") if p in ("cls", "mean", "max"))
+                    pooling = tuple(p for p in str(cfg["pooling_mode"]).split("+") if p) or None
             if kind.endswith("Normalize"):
                 normalize = True
         st_max = None

@@ -479,6 +479,24 @@ def test_info_reports_a_sentence_transformers_models_own_pooling(tiny_bert, tmp_
     defaults = {k: p.default for k, p in inspect.signature(describe).parameters.items()}
     assert defaults == {"model": "default", "machine": True}
     assert describe(machine=False)["model"] == describe("default", machine=False)["model"]
+    # a pooling bertfeat does not offer (last token, weighted mean: decoder embedders) was "none declared (not a
+    # sentence-transformers model)", a false statement, and the user was never told the model pools otherwise
+    import contextlib
+    import io
+
+    from bertfeat.cli import main
+
+    for name, config, said in (("last", {"pooling_mode_lasttoken": True}, "lasttoken"),
+                               ("weighted", {"pooling_mode": "weightedmean"}, "weightedmean")):
+        other = tmp_path / name
+        shutil.copytree(model, other)
+        (other / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 32, **config}))
+        assert describe(str(other), machine=False)["own_pooling"]["pooling"] == said
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            assert main(["info", str(other), "--no-machine"]) == 0
+        own = next(line for line in out.getvalue().splitlines() if line.startswith("own pooling:"))
+        assert own == (f"own pooling:  {said} (not a pooling bertfeat offers: cls, mean, max), normalize=True, "
+                       "max_seq_length=48")
 
 
 def test_info_measures_the_machine_at_the_models_own_shapes(tiny_bert, monkeypatch):

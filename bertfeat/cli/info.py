@@ -95,7 +95,8 @@ def run(args: argparse.Namespace) -> int:
         f"weights:      sha256 {info['weights_sha256'][:16]}..." + (f" (revision {info['revision']})"
                                                                    if info["revision"] else "")
         + f", {info['weights_tensors']} tensors, all fit config.json and the tokenizer",
-        "own pooling:  " + (f"{own['pooling']}, normalize={own['normalize']}, max_seq_length={own['max_seq_length']}"
+        "own pooling:  " + (f"{own['pooling']}{_not_offered(own['pooling'])}, normalize={own['normalize']}, "
+                            f"max_seq_length={own['max_seq_length']}"
                             if own["pooling"] else "none declared (not a sentence-transformers model)"),
         "prompts:      " + ("; ".join(f"{k} = {v!r}" + (" (the model's default)" if k == info["default_prompt_name"]
                                                          else "") for k, v in info["prompts"].items())
@@ -119,3 +120,12 @@ def run(args: argparse.Namespace) -> int:
         ]
     print("\n".join(lines))
     return 0
+
+
+def _not_offered(pooling: str) -> str:
+    """A note after a model's own pooling where bertfeat offers no pooling of that name (last token, weighted mean)."""
+    from bertfeat.recipe import POOLINGS
+
+    if set(pooling.split("+")) <= set(POOLINGS):
+        return ""
+    return f" (not a pooling bertfeat offers: {', '.join(POOLINGS)})"
