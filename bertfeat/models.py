@@ -231,8 +231,23 @@ def _prompts(root: Path, name: str) -> dict:
 
 def _describe(name: str, path: str, trust_remote_code: bool) -> ModelSpec:
     root = Path(path)
-    stamp = tuple((f.name, *_identity(f)) for f in sorted(root.iterdir()) if f.is_file())
+    # the model's files, and those of the sentence-transformers modules its modules.json names (1_Pooling/...): an
+    # edit to any of them is a new description in this process too
+    stamp = tuple((str(f.relative_to(root)), *_identity(f)) for f in _described_files(root))
     return _describe_cached(name, path, trust_remote_code, stamp)
+
+
+def _described_files(root: Path) -> list[Path]:
+    files = sorted(f for f in root.iterdir() if f.is_file())
+    try:
+        modules = json.loads((root / "modules.json").read_text(encoding="utf-8"))
+        folders = {m["path"] for m in modules if isinstance(m, dict) and isinstance(m.get("path"), str) and m["path"]}
+    except (OSError, ValueError, TypeError):
+        return files
+    for folder in sorted(folders):
+        if (root / folder).is_dir():
+            files += sorted(f for f in (root / folder).iterdir() if f.is_file())
+    return files
 
 
 # Families whose positions start at padding_idx + 1 (fairseq's make_positions), padding_idx being pad_token_id.

@@ -497,6 +497,10 @@ def test_info_reports_a_sentence_transformers_models_own_pooling(tiny_bert, tmp_
         own = next(line for line in out.getvalue().splitlines() if line.startswith("own pooling:"))
         assert own == (f"own pooling:  {said} (not a pooling bertfeat offers: cls, mean, max), normalize=True, "
                        "max_seq_length=48")
+    # an edit to a module's file is seen in the same process (the description was kept for the model's top files)
+    (other / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 32,
+                                                                 "pooling_mode_max_tokens": True}))
+    assert describe(str(other), machine=False)["own_pooling"]["pooling"] == "max"
 
 
 def test_info_measures_the_machine_at_the_models_own_shapes(tiny_bert, monkeypatch):
