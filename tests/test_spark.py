@@ -359,6 +359,10 @@ def test_a_csv_of_another_delimiter_is_read_as_the_local_engine_reads_it(tiny_be
         assert got.schema.equals(local.schema, check_metadata=True)
         assert got.select(["id", "stars"]).equals(local.select(["id", "stars"]))
         assert np.abs(features(got, 2) - features(local, 2)).max() <= 1e-5
+        # how the CSV was read is recorded as the local engine records it (it was missing from Spark's manifest)
+        reading = [json.loads(Path(f"{tmp_path}/{name}{len(extra)}{suffix}.manifest.json").read_text())["reading"]
+                   for name, suffix in (("local", ".parquet"), ("spark", ""))]
+        assert reading[0] == reading[1] == {"delimiter": ";", "infer_types": bool(extra)}
     assert pa.types.is_integer(got.schema.field("stars").type)  # --infer-types reached the reader
 
 
