@@ -74,7 +74,8 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
     missing : {"error", "zero", "nan"}, default="error"
         What a missing text (None, NaN, pd.NA) gets: an error naming the row, a zero vector, or a row of NaN.
         Empty and blank texts (only whitespace, control, format, private-use and replacement characters and lone
-        combining marks, which a tokenizer drops, so they would all get the same vector) are missing too. The default is an error so that no missing value is embedded silently.
+        combining marks, which a tokenizer drops, so they would all get the same vector) are missing too. The
+        default is an error so that no missing value is embedded silently.
     cache_dir : str, default=None
         Directory of a persistent embedding cache shared by runs, CV folds, the CLI and R. ``fit`` creates it
         if needed and raises :class:`~bertfeat.CacheError` if it is a file or cannot be written; an empty path is
@@ -288,6 +289,10 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         if not isinstance(self.normalize, (bool, np.bool_)):
             raise ValueError(f"normalize={self.normalize!r} is not valid: expected True or False.")
         spec = resolve_model(self.model, trust_remote_code=self.trust_remote_code)
+        if spec.special_first is False:  # read from tokenizer.json; where it does not tell, the model's load checks
+            from bertfeat.encode import refuse_cls_pooling
+
+            refuse_cls_pooling(pooling, spec.name)
         layers = rcp.parse_layers(self.layers, spec.num_layers, layer_agg)
         max_length = spec.max_length if self.max_length is None else self.max_length
         if not rcp._is_int(max_length) or not 4 <= max_length <= spec.max_length:

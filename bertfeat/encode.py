@@ -396,13 +396,19 @@ def chunk_bounds(n: int, chunk: int, first: int) -> list[tuple[int, int]]:
 
 
 def check_first_token(model, pooling: Sequence[str]) -> None:
-    """Refuse ``"cls"`` pooling where the tokenizer puts no special token before the text: the first token is then
-    the text's first word (GPT-2 and other decoders add nothing; XLNet puts its ``<cls>`` last), and CLS pooling
-    would read that word's state, silently."""
-    prefix = getattr(model, "prefix", None)  # the ids put before a text; a backend without them is not judged
-    if "cls" not in pooling or prefix is None or len(prefix):
+    """Refuse ``"cls"`` pooling where the loaded tokenizer puts no special token before the text (a backend without
+    ``prefix``, the ids it puts there, is not judged)."""
+    prefix = getattr(model, "prefix", None)
+    if prefix is not None and not len(prefix):
+        refuse_cls_pooling(pooling, getattr(getattr(model, "spec", None), "name", None) or "this model")
+
+
+def refuse_cls_pooling(pooling: Sequence[str], name: str) -> None:
+    """Refuse ``"cls"`` in ``pooling`` for model ``name``, whose tokenizer puts no special token before the text: the
+    first token is then the text's first word (GPT-2 and other decoders add nothing; XLNet puts its ``<cls>``
+    last), and CLS pooling would read that word's state, silently."""
+    if "cls" not in pooling:
         return
-    name = getattr(getattr(model, "spec", None), "name", None) or "this model"
     raise ValueError(
         f"pooling={'+'.join(pooling)!r} reads the CLS token, the first of each sequence, but {name}'s tokenizer puts "
         "no special token before the text, so the first token is the text's first word. Pass pooling='mean' (or "

@@ -59,6 +59,9 @@ class ModelSpec:
     # The model's named prompts (config_sentence_transformers.json "prompts"), as (name, text) pairs in file order.
     prompts: tuple[tuple[str, str], ...] = ()
     default_prompt_name: str | None = None
+    # Whether the tokenizer puts a special token before a text (BERT's [CLS]), read from tokenizer.json without
+    # loading it; None where that file does not tell (the load-time check then decides)
+    special_first: bool | None = None
 
     def prompt(self, name: str) -> str:
         """The text of prompt ``name``, or an error listing the prompts this model defines."""
@@ -194,8 +197,33 @@ def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple
         st_normalize=st_normalize,
         st_max_seq_length=st_max,
         revision=revision,
+        special_first=_special_first(root),
         **_prompts(root, name),
     )
+
+
+def _special_first(root: Path) -> bool | None:
+    """Whether the tokenizer of ``root`` puts a special token before a single text, from tokenizer.json's post
+    processor: BERT's and RoBERTa's processors do; a template says so by its first piece; none at all (GPT-2's byte
+    level alone) adds nothing. None where the file is absent or says it otherwise."""
+    f = root / "tokenizer.json"
+    if not f.is_file():
+        return None
+    try:
+        post = json.loads(f.read_text(encoding="utf-8")).get("post_processor")
+    except (OSError, ValueError, AttributeError):
+        return None
+    processors = post.get("processors", []) if isinstance(post, dict) and post.get("type") == "Sequence" else [post]
+    for proc in processors:
+        kind = proc.get("type") if isinstance(proc, dict) else None
+        if kind in ("BertProcessing", "RobertaProcessing"):
+            return True
+        if kind == "TemplateProcessing":
+            single = proc.get("single") or []
+            return bool(single) and isinstance(single[0], dict) and "SpecialToken" in single[0]
+    if all(isinstance(p, dict) and p.get("type") == "ByteLevel" for p in processors if p is not None):
+        return False  # no processor that adds special tokens (None, or byte level's offsets alone)
+    return None
 
 
 def _check_one_state_per_layer(name: str, config: dict) -> None:

@@ -309,8 +309,8 @@ def probe(
     from bertfeat.embedder import BertEmbedder
 
     for name in models:  # every parameter and the cache directory checked before any work (TF-IDF included)
-        BertEmbedder(name, device=device, batch_tokens=batch_tokens, **{k: v for k, v in shared.items()
-                                                                        if k != "cache_all_layers"}).fit(["x"])
+        BertEmbedder(name, pooling="+".join(poolings), device=device, batch_tokens=batch_tokens,
+                     **{k: v for k, v in shared.items() if k != "cache_all_layers"}).fit(["x"])
 
     from bertfeat.embedder import _row_namer
     from bertfeat.encode import split_missing

@@ -311,3 +311,32 @@ def test_the_probe_refuses_cls_too_where_the_tokenizer_puts_nothing_before_the_t
     result = probe(texts, y, model=bert_with_nothing_before_the_text, cv=3, baseline=False,
                    poolings=("mean", "max"), cache_dir=str(tmp_path / "cache"))
     assert set(result.table["pooling"].dropna()) <= {"mean", "max", "mean+max"}
+
+
+def test_cls_pooling_is_refused_at_fit_from_tokenizer_json_so_a_warm_cache_cannot_answer(
+        bert_with_nothing_before_the_text, tmp_path):
+    """The refusal came at the model's load, which a run answered wholly from the cache never reaches: the all-layers
+    rows a pooling='mean' run stored hold CLS blocks too, and pooling='cls' then read them (the first word's
+    state) without a word. tokenizer.json says what goes before a text, so fit refuses, before any work."""
+    from bertfeat.models import resolve_model
+
+    path, cache = bert_with_nothing_before_the_text, str(tmp_path / "cache")
+    assert resolve_model(path).special_first is False
+    BertEmbedder(path, pooling="mean", cache_dir=cache, cache_all_layers=True).fit_transform(TEXTS)
+    with pytest.raises(ValueError, match=r"^pooling='cls' reads the CLS token"):
+        BertEmbedder(path, pooling="cls", cache_dir=cache, cache_all_layers=True).fit(TEXTS)
+    # what each kind of post processor says: BERT's template and processors, RoBERTa's, GPT-2's byte level alone
+    from bertfeat.models import _special_first
+
+    for post, said in ((None, False), ({"type": "ByteLevel"}, False), ({"type": "BertProcessing"}, True),
+                       ({"type": "RobertaProcessing"}, True),
+                       ({"type": "Sequence", "processors": [{"type": "ByteLevel"}, {"type": "TemplateProcessing",
+                        "single": [{"SpecialToken": {"id": "<s>"}}, {"Sequence": {"id": "A"}}]}]}, True),
+                       ({"type": "Sequence", "processors": [{"type": "ByteLevel"}]}, False),
+                       ({"type": "SomethingNew"}, None)):
+        folder = tmp_path / f"tok-{said}-{len(json.dumps(post))}"
+        folder.mkdir()
+        (folder / "tokenizer.json").write_text(json.dumps({"post_processor": post}))
+        assert _special_first(folder) is said, post
+    assert _special_first(tmp_path) is None  # no tokenizer.json: the load-time check decides
+    assert resolve_model("default").special_first is True
