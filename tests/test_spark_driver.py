@@ -31,7 +31,8 @@ from bertfeat.cli import main  # noqa: E402
 from tests.test_cli import make_frame  # noqa: E402
 from tests.test_spark_worker import FakeConf, FakeTask, in_task  # noqa: E402,F401
 
-MANIFEST_KEYS = {"output", "engine", "input", "provenance", "counts", "timing", "chunk_rows", "cache_dir", "spark"}
+MANIFEST_KEYS = {"output", "engine", "input", "provenance", "counts", "timing", "chunk_rows", "reading", "cache_dir",
+                 "spark"}
 
 
 class FakeSession:

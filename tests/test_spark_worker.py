@@ -52,6 +52,7 @@ class FakeTask:
 @pytest.fixture
 def in_task(monkeypatch):
     """Run the worker functions as inside a Spark task: returns a setter for the task they see."""
+    import bertfeat.backend  # noqa: F401 - imported first here, it would keep the patched set_threads for good
     import bertfeat.hardware
 
     threads = []
