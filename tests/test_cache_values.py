@@ -41,6 +41,14 @@ def shards(root, recipe) -> list[Path]:
     return sorted((Path(root) / recipe.fingerprint()).glob("shard-*.parquet"))
 
 
+def two_shards(root, n: int):
+    """``(recipe, cache)``: a cache under ``root`` holding recipe16()'s texts 0..2n-1 in two shards of n rows."""
+    recipe, cache = recipe16(), Cache(root)
+    cache.store(recipe, *workers.rows(range(n)))
+    cache.store(recipe, *workers.rows(range(n, 2 * n)))
+    return recipe, cache
+
+
 def shard_name(i: int) -> str:
     return f"shard-{i:020d}-abcdefabcdef.parquet"
 
@@ -467,10 +475,7 @@ def test_a_shard_this_user_may_not_read_is_recomputed_but_never_deleted_as_corru
     # A cache shared by two users, one of whom writes with umask 077: the other cannot open those shards. They were
     # taken for corrupt ones, and that user's `cache compact` deleted them (removing needs only the folder's rights).
     # Simulated, as root may read any file.
-    recipe = recipe16()
-    cache = Cache(tmp_path)
-    cache.store(recipe, *workers.rows(range(10)))
-    cache.store(recipe, *workers.rows(range(10, 20)))
+    recipe, cache = two_shards(tmp_path, 10)
     theirs = shards(tmp_path, recipe)[1]
     real = pq.ParquetFile
 
@@ -500,10 +505,7 @@ def test_a_shard_this_user_may_not_read_is_recomputed_but_never_deleted_as_corru
 
 
 def test_a_shard_that_becomes_unreadable_during_a_compaction_is_kept(tmp_path, monkeypatch):
-    recipe = recipe16()
-    cache = Cache(tmp_path)
-    cache.store(recipe, *workers.rows(range(10)))
-    cache.store(recipe, *workers.rows(range(10, 20)))
+    recipe, cache = two_shards(tmp_path, 10)
     theirs = shards(tmp_path, recipe)[1]
     real = pq.ParquetFile
 
@@ -564,10 +566,7 @@ def test_a_lookup_after_info_on_an_empty_namespace(tmp_path):
 
 
 def test_a_corrupt_shard_someone_deleted_is_no_longer_listed(tmp_path):
-    recipe = recipe16()
-    cache = Cache(tmp_path)
-    cache.store(recipe, *workers.rows(range(5)))
-    cache.store(recipe, *workers.rows(range(5, 10)))
+    recipe, cache = two_shards(tmp_path, 5)
     first = shards(tmp_path, recipe)[0]
     first.write_bytes(b"")
     reader = Cache(tmp_path)
@@ -634,10 +633,7 @@ def test_a_lookup_that_keeps_losing_its_shards_gives_up_after_four_passes(tmp_pa
 
 
 def test_a_shard_vanishing_during_compaction_stops_it_with_a_clear_error(tmp_path, monkeypatch):
-    recipe = recipe16()
-    cache = Cache(tmp_path)
-    cache.store(recipe, *workers.rows(range(5)))
-    cache.store(recipe, *workers.rows(range(5, 10)))
+    recipe, cache = two_shards(tmp_path, 5)
     real = cache_module._Namespace._copy_rows
 
     def deleted_by_hand(ns, shard, keep, writer):
@@ -653,10 +649,7 @@ def test_a_shard_vanishing_during_compaction_stops_it_with_a_clear_error(tmp_pat
 
 
 def test_info_while_a_shard_vanishes_counts_the_bytes_that_remain(tmp_path, monkeypatch):
-    recipe = recipe16()
-    cache = Cache(tmp_path)
-    cache.store(recipe, *workers.rows(range(5)))
-    cache.store(recipe, *workers.rows(range(5, 10)))
+    recipe, cache = two_shards(tmp_path, 5)
     first, second = shards(tmp_path, recipe)
     vanish_after_refresh(monkeypatch, lambda ns: first.unlink())
     info = Cache(tmp_path).info()[0]
@@ -979,10 +972,7 @@ def test_resolve_a_fingerprint_prefix(tmp_path):
 
 
 def test_a_shard_deleted_by_hand_during_the_swap_does_not_fail_the_compaction(tmp_path, monkeypatch):
-    recipe = recipe16()
-    cache = Cache(tmp_path)
-    cache.store(recipe, *workers.rows(range(5)))
-    cache.store(recipe, *workers.rows(range(5, 10)))
+    recipe, cache = two_shards(tmp_path, 5)
     first = shards(tmp_path, recipe)[0]
     real = os.unlink
 
@@ -1001,10 +991,7 @@ def test_a_shard_deleted_by_hand_during_the_swap_does_not_fail_the_compaction(tm
 def test_without_flock_every_operation_still_works(tmp_path, monkeypatch):
     """Windows has no flock: the locks are no-ops (docs/cache.md says to compact and clear while no job runs)."""
     monkeypatch.setattr(shard_module, "fcntl", None)  # the locks live with the shard plumbing (bertfeat.shards)
-    recipe = recipe16()
-    cache = Cache(tmp_path)
-    cache.store(recipe, *workers.rows(range(5)))
-    cache.store(recipe, *workers.rows(range(5, 10)))
+    recipe, cache = two_shards(tmp_path, 5)
     assert cache.compact()[0].shards_after == 1
     assert cache.lookup(recipe, workers.rows(range(10))[0])[0].all()
     assert not list((tmp_path / recipe.fingerprint()).glob(".*lock"))
