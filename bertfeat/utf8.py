@@ -4,8 +4,6 @@ another encoding (Excel's Windows-1252, UTF-16). Finding the first bad value or 
 
 from __future__ import annotations
 
-import io
-
 import pyarrow as pa
 
 
@@ -61,17 +59,17 @@ def invalid_values(batch) -> tuple[str, int | None, str] | None:
 
 
 def not_utf8_csv(path, fh) -> str | None:
-    """What to tell a user whose CSV ``path`` is not UTF-8, read from ``fh`` (its decompressed bytes, from the
-    start): the first line UTF-8 cannot decode, the byte, and how to convert the file; None if every line decodes.
+    """What to tell a user whose CSV ``path`` is not UTF-8, read from ``fh`` (its decompressed bytes from the start,
+    in a reader with ``peek``, as every one :func:`bertfeat.readers.open_decompressed` gives is): the first line
+    UTF-8 cannot decode, the byte, and how to convert the file; None if every line decodes.
 
     Python's decoder names a position in one of its own read pieces, which says nothing about where the byte is.
     """
     convert = "bertfeat reads CSV files as UTF-8: convert the file first, for example with iconv -f"
-    head = fh.read(4)
-    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+    if fh.peek(2)[:2] in (b"\xff\xfe", b"\xfe\xff"):  # peek: the bytes stay for the lines below
         return (f"{path} is UTF-16 (it begins with a UTF-16 byte order mark), not UTF-8: {convert} utf-16 -t "
                 "utf-8.")
-    for number, line in enumerate(io.BufferedReader(_Rejoined(head, fh)), start=1):
+    for number, line in enumerate(fh, start=1):
         try:
             line.decode("utf-8-sig" if number == 1 else "utf-8")
         except UnicodeDecodeError as exc:
@@ -81,21 +79,3 @@ def not_utf8_csv(path, fh) -> str | None:
                     "as Excel and R's write.csv do on Windows).")
     return None
 
-
-class _Rejoined(io.RawIOBase):
-    """``head`` and then the rest of ``fh``, as one readable raw stream."""
-
-    def __init__(self, head: bytes, fh):
-        self._head, self._fh = head, fh
-
-    def readable(self):
-        return True
-
-    def readinto(self, buffer):
-        if self._head:
-            n = min(len(buffer), len(self._head))
-            buffer[:n], self._head = self._head[:n], self._head[n:]
-            return n
-        data = self._fh.read(len(buffer))
-        buffer[:len(data)] = data
-        return len(data)
