@@ -193,7 +193,7 @@ def embed_file(
         "input": reader.fingerprint(),
         "chunk_rows": chunk_rows,
         "chunk_chars": chunk_chars,
-        "reading": {"delimiter": getattr(reader, "delimiter", None), "infer_types": infer_types},
+        "reading": reader.reading(),
         "provenance": featurizer.provenance(),
         "schema": schema.to_string(show_schema_metadata=False),
     }

@@ -138,6 +138,11 @@ class InputReader:
             self.delimiter = self._delimiter(delimiter)
             self.schema = self._csv_schema()
 
+    def reading(self) -> dict:
+        """How the input is read, as a job records it: a CSV's delimiter (None for parquet), and whether a CSV's kept
+        columns' types are guessed."""
+        return {"delimiter": getattr(self, "delimiter", None), "infer_types": self.infer_types}
+
     def fingerprint(self) -> dict:
         return {"path": self.path if is_pattern(self.path) else str(Path(self.path).resolve()),
                 "files": [[str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns] for f in self.files]}

@@ -242,8 +242,9 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
 
     Parquet is read by Spark. A CSV file is first streamed by the driver into parquet under ``<out>.partial/input``
     (bounded memory), so that it is parsed exactly as the local engine parses it (missing markers, quoted text,
-    column types; ``delimiter`` and ``infer_types`` as for :func:`bertfeat.files.embed_file`). The rows are then range-partitioned by input row number into at least as many partitions as
-    Spark has cores (and about ``batch_rows`` rows each), each task writes its partition's part file, and the
+    column types; ``delimiter`` and ``infer_types`` as for :func:`bertfeat.files.embed_file`). The rows are then
+    range-partitioned by input row number into at least as many partitions as Spark has cores (and about
+    ``batch_rows`` rows each), each task writes its partition's part file, and the
     manifest's counts come from the job's results, so a task Spark retries is counted once.
 
     Without ``cache_dir`` a run-private cache in ``<out>.partial/cache`` deduplicates texts across tasks and is
@@ -331,7 +332,7 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
             "timing": {"seconds": round(time.perf_counter() - t0, 3), "embed_seconds": round(totals.seconds, 3),
                        "spark_start_seconds": round(start_seconds, 3)},
             "chunk_rows": batch_rows,
-            "reading": {"delimiter": getattr(reader, "delimiter", None), "infer_types": infer_types},
+            "reading": reader.reading(),
             "cache_dir": None if user_cache is None else str(user_cache),
             "spark": {"master": master_url, "task_cpus": task_cpus, "partitions": partitions, "files": len(written),
                       "csv_staged": reader.kind == "csv", "staged": read_schema is None,
