@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from bertfeat.arrow import first_refused
 from bertfeat.encode import EncodeStats
 from bertfeat.exceptions import TruncationWarning
 from bertfeat.sources import output_path
@@ -444,7 +445,8 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
                 if mistake is None:
                     raise
                 # the user's mistake, as the local engine reports it, not Ray's wrapping
-                raise _at_input_row(mistake, reader, checker) from None
+                # Ray numbers no rows: the driver finds the input's first bad text
+                raise first_refused(mistake, reader, checker) from None
             distinct, workers = ray.get(collector.report.remote())
             ray.kill(collector)
     finally:
@@ -473,14 +475,6 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
     if not quiet:
         print_summary(manifest)
     return manifest
-
-
-def _at_input_row(mistake: Exception, reader: InputReader, checker) -> Exception:
-    """A worker's mistake about "row i" of its batch, named by its row in the input as the local engine names it:
-    Ray numbers no rows, so the driver finds it (:func:`~bertfeat.arrow.first_refused`)."""
-    from bertfeat.arrow import first_refused
-
-    return first_refused(mistake, reader, checker)
 
 
 def _ordered_parquet_sink(ray, directory: Path):
