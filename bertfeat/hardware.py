@@ -248,6 +248,14 @@ def _torch_capability() -> str | None:
         return None
 
 
+def gflops_text(rate: float | None) -> str:
+    """A measured rate as people read it: whole GFLOP/s from 10 up, two significant digits below (a tiny model's
+    0.43 is not shown as 0), ``n/a`` where the dtype did not run."""
+    if rate is None:
+        return "n/a"
+    return f"{rate:.0f}" if rate >= 10 else f"{rate:.2g}"
+
+
 def slow_dtype_message(dtype: str, rates: dict[str, float | None]) -> str | None:
     """The warning for a reduced precision that is slower than float32 here, or None when it is not slower."""
     low, fp32 = rates.get(dtype), rates.get("float32")
@@ -256,9 +264,10 @@ def slow_dtype_message(dtype: str, rates: dict[str, float | None]) -> str | None
     flags = cpu_flags()
     missing = "/".join(NATIVE.get(dtype, ()))
     native = "" if any(f in flags for f in NATIVE.get(dtype, ())) else f" (this CPU has none of {missing})"
-    low_text = f"{low:.0f} GFLOP/s" if low else "not runnable"
+    low_text = f"{gflops_text(low)} GFLOP/s" if low else "not runnable"
     return (
-        f"dtype={dtype!r} runs slower than float32 on this CPU{native}: measured {low_text} against {fp32:.0f} GFLOP/s "
+        f"dtype={dtype!r} runs slower than float32 on this CPU{native}: measured {low_text} against {gflops_text(fp32)} "
+        "GFLOP/s "
         f"for float32 on {cpu_model()} with {_threads()} threads. Continuing in {dtype} as asked (the dtype is part "
         f"of the recipe and the cache key); pass dtype='float32' for the faster mode here. `bertfeat info` shows "
         "these rates."

@@ -448,6 +448,14 @@ def test_slow_dtype_message_only_when_slower():
     assert "20 GFLOP/s" in text and "100 GFLOP/s" in text and "float16" in text
 
 
+def test_a_slow_rate_under_one_gflops_is_shown_not_rounded_to_zero():
+    # a tiny model's shapes on a CPU without bf16 kernels measured 0.4 GFLOP/s: the warning said "measured 0 GFLOP/s"
+    text = hardware.slow_dtype_message("bfloat16", {"float32": 46.2, "bfloat16": 0.43})
+    assert "measured 0.43 GFLOP/s against 46 GFLOP/s" in text
+    assert hardware.gflops_text(221.4) == "221" and hardware.gflops_text(9.87) == "9.9"
+    assert hardware.gflops_text(0.004) == "0.004" and hardware.gflops_text(None) == "n/a"
+
+
 def test_bertfeat_info_reports_this_machine(capsys):
     import json
 

@@ -108,7 +108,9 @@ def run(args: argparse.Namespace) -> int:
     ]
     m = info.get("machine")
     if m:
-        rates = ", ".join(f"{d} {r:.0f}" if r else f"{d} n/a" for d, r in m["matmul_gflops"].items())
+        from bertfeat.hardware import gflops_text
+
+        rates = ", ".join(f"{d} {gflops_text(r or None)}" for d, r in m["matmul_gflops"].items())
         lines += [
             f"machine:      {m['cpu']} ({m['arch']}), {m['allotted_cores']} cores allotted, {m['threads']} threads, "
             f"torch {m['torch']} ({m['torch_cpu_capability']})",
