@@ -183,7 +183,14 @@ def embed(texts, missing_masks, column_names=None, params=None):
     X = _build_input(texts, missing_masks, column_names)
     _import_torch()
     embedder = BertEmbedder(**dict(params or {}))
-    out, caught = _recording(embedder.fit_transform, X)
+    try:
+        out, caught = _recording(embedder.fit_transform, X)
+    except (ValueError, TypeError) as exc:
+        # a text refused here (one the tokenizer drops whole, non-finite features) is named by R's row number
+        from bertfeat.arrow import raise_at_input_row
+
+        raise_at_input_row(exc, range(1, len(X) + 1))
+        raise
     buf, n, d = matrix_payload(out)
     return (
         buf, n, d, [str(f) for f in embedder.get_feature_names_out()], embedder.recipe_.fingerprint(),

@@ -74,8 +74,10 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
     missing : {"error", "zero", "nan"}, default="error"
         What a missing text (None, NaN, pd.NA) gets: an error naming the row, a zero vector, or a row of NaN.
         Empty and blank texts (only whitespace, control, format, private-use and replacement characters and lone
-        combining marks, which a tokenizer drops, so they would all get the same vector) are missing too. The
-        default is an error so that no missing value is embedded silently.
+        combining marks, which a tokenizer drops, so they would all get the same vector) are missing too, and so is
+        a text of which the model's tokenizer keeps no token at all (one with no unknown token drops the characters
+        it does not know): found once tokenized, so under "error" it is refused after its batch ran, and nothing is
+        cached. The default is an error so that no missing value is embedded silently.
     cache_dir : str, default=None
         Directory of a persistent embedding cache shared by runs, CV folds, the CLI and R. ``fit`` creates it
         if needed and raises :class:`~bertfeat.CacheError` if it is a file or cannot be written; an empty path is

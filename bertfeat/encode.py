@@ -179,18 +179,29 @@ def encode(
         stats.cache_hits = int(found.sum())
         stats.cache_misses = len(todo)
 
+    dropped = np.zeros(len(uniques), dtype=bool)  # texts of which the tokenizer keeps no token: missing too
     if len(todo):
         model = backend()
         check_first_token(model, recipe.pooling if _pooling_asked is None else _pooling_asked)
-        new_vectors, new_tokens, run = _run_model(
+        new_vectors, new_tokens, run, content = _run_model(
             [uniques[j] for j in todo], recipe, model, batch_tokens or model.default_batch_tokens, progress
         )
         _check_finite(new_vectors, todo, inverse, is_missing, row_name, recipe)
+        dropped[todo] = content == 0
+        if missing == "error" and dropped.any():
+            _refuse_dropped(uniques, dropped, inverse, is_missing, row_name)
         vectors[todo] = new_vectors
         n_tokens[todo] = new_tokens
         stats.tokens, stats.padded_tokens, stats.batches = run
-        if cache is not None:
-            stats.cache_new = cache.store(recipe, [keys[j] for j in todo], new_vectors, new_tokens)
+        kept = content > 0
+        if cache is not None and kept.any():  # a dropped text is never cached: it has no vector of its own
+            stats.cache_new = cache.store(recipe, [keys[j] for j in todo[kept]], new_vectors[kept], new_tokens[kept])
+    if dropped.any():
+        is_missing = is_missing.copy()
+        is_missing[np.flatnonzero(~is_missing)[dropped[inverse]]] = True
+        inverse = inverse[~dropped[inverse]]
+        stats.missing = int(is_missing.sum())
+        stats.unique -= int(dropped.sum())
 
     # n_tokens counts special tokens too, so "too long" needs no model to judge (cache hits included).
     long_rows = int((n_tokens[inverse] > recipe.max_length).sum())
@@ -204,6 +215,21 @@ def encode(
     out[is_missing] = 0.0 if missing == "zero" else np.nan
     stats.seconds = time.perf_counter() - t0
     return out, stats
+
+
+def _refuse_dropped(uniques: list[str], dropped: np.ndarray, inverse: np.ndarray, is_missing: np.ndarray,
+                    row_name: Callable[[int], str]) -> None:
+    """Refuse, under ``missing="error"``, the first row whose text the tokenizer reduced to no token at all."""
+    at = np.flatnonzero(dropped[inverse])
+    row = int(np.flatnonzero(~is_missing)[at[0]])
+    others = len(at) - 1
+    raise ValueError(
+        f"{row_name(row)} ({_describe_value(uniques[inverse[at[0]]])}) gives no token to this model's tokenizer, which "
+        "drops every character of it, so its vector would be the empty text's, alike for every such text: bertfeat "
+        "treats it as missing, and missing='error'" + (f" ({others} other row(s) are alike)" if others else "")
+        + ". Pass missing='zero' for a zero vector, missing='nan' for a row of NaN, or drop or fill those rows first. "
+        "Nothing was cached."
+    )
 
 
 def _check_finite(vectors: np.ndarray, todo: np.ndarray, inverse: np.ndarray, is_missing: np.ndarray,
@@ -287,7 +313,7 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
                 units = make_units(seqs, window, recipe.long_text, recipe.stride)
             lengths = units.ids.length + model.n_special
             texts_tokens = seqs.length + head_lengths + model.n_special
-            yield _Step(units, lengths, plan_batches(lengths, batch_tokens), texts_tokens)
+            yield _Step(units, lengths, plan_batches(lengths, batch_tokens), texts_tokens, seqs.length)
 
     steps = prefetched(plans()) if prefetch else plans()
     open_steps: deque = deque()  # planned steps whose results are still coming back, oldest first
@@ -328,6 +354,7 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
                 combined = combined.reshape(len(combined), recipe.n_blocks, -1)
             per_text.append(combined)
             full_tokens.append(step.full)
+            content_tokens.append(step.content)
             tokens += int(step.lengths.sum())
             n_batches += len(step.batches)
 
@@ -335,7 +362,7 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
     run = getattr(model, "forward_batches", None) or (
         lambda sequences, pooling, groups: (model.forward(units, pooling, groups) for units in sequences)
     )
-    per_text, full_tokens = [], []
+    per_text, full_tokens, content_tokens = [], [], []
     tokens = padded = n_batches = 0
     outputs = run(batch_stream(), recipe.pooling, groups)
     try:
@@ -359,7 +386,7 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
     if recipe.normalize:
         vectors = l2_normalize(vectors)
     return (vectors.reshape(len(texts), -1).astype(np.float32, copy=False), np.concatenate(full_tokens),
-            (tokens, padded, n_batches))
+            (tokens, padded, n_batches), np.concatenate(content_tokens))
 
 
 @dataclass
@@ -370,6 +397,7 @@ class _Step:
     lengths: np.ndarray
     batches: list
     full: np.ndarray  # each text's whole token count, special tokens included
+    content: np.ndarray  # each text's own tokens (no special tokens, no prefix): 0 where the tokenizer kept none
     results: list = field(init=False)  # each batch's pooled output, in plan order (None until back)
     waiting: int = field(init=False)  # batches not yet back
 

@@ -197,3 +197,53 @@ def test_encode_returns_float32_and_its_own_time():
     X, stats = encode(["one text", None, "another"], make_recipe(), lambda: CountingBackend(), missing="nan")
     assert X.dtype == np.float32 and np.isnan(X[1]).all()
     assert 0 <= stats.seconds <= time.perf_counter() - t0
+
+
+@pytest.fixture(scope="module")
+def drops_characters(tmp_path_factory):
+    """A tiny encoder whose tokenizer (a BPE with no unknown token and no byte fallback) drops every character it
+    never saw, as tokenizer.json files of that kind do."""
+    from tests.tiny_encoders import build_tiny_encoder
+
+    return build_tiny_encoder(tmp_path_factory.mktemp("drops"), "roberta", style="bpe-no-unk")
+
+
+DROPPED = ["\u03a9", "\U0001f600", "\u3164 \u0416"]  # not blank, but none of their characters is in the vocabulary
+
+
+@pytest.mark.parametrize("prefix", [None, "query: "])
+@pytest.mark.parametrize("missing", ["zero", "nan"])
+def test_a_text_the_tokenizer_drops_whole_is_missing_never_the_empty_texts_vector(drops_characters, tmp_path,
+                                                                                   missing, prefix):
+    """A text that is not blank but of which the tokenizer keeps no token got the empty text's [CLS] [SEP] vector,
+    the same for every such text, silently; it now follows missing= as a blank text does, and is never cached."""
+    from bertfeat import BertEmbedder
+
+    texts = ["the cat sat", DROPPED[0], "a dog \U0001f600 ran", DROPPED[1], "", DROPPED[2], "the cat sat"]
+    kept = [0, 2, 6]
+    est = BertEmbedder(drops_characters, pooling="mean", missing=missing, prefix=prefix,
+                       cache_dir=str(tmp_path / "c")).fit(texts)
+    for run in range(2):  # the second answered by the cache where it can
+        X = est.transform(texts)
+        fill = 0.0 if missing == "zero" else np.nan
+        np.testing.assert_array_equal(X[[1, 3, 4, 5]], np.full((4, X.shape[1]), fill, dtype=np.float32))
+        alone = BertEmbedder(drops_characters, pooling="mean", prefix=prefix).fit_transform(
+            [texts[i] for i in kept])
+        np.testing.assert_allclose(X[kept], alone, atol=1e-5)
+        assert est.stats_.missing == 4
+        assert (est.stats_.cache_hits, est.stats_.cache_new) == ((2, 0) if run else (0, 2))
+
+
+def test_a_text_the_tokenizer_drops_whole_is_refused_under_missing_error_naming_its_row(drops_characters, tmp_path):
+    from bertfeat import BertEmbedder
+
+    est = BertEmbedder(drops_characters, pooling="mean", cache_dir=str(tmp_path / "c")).fit(["the cat"])
+    with pytest.raises(ValueError) as err:
+        est.transform(pd.DataFrame({"text": ["the cat", DROPPED[1], DROPPED[0]]}, index=[10, 11, 12]))
+    assert str(err.value) == (
+        "row 1 (index 11) ('\U0001f600') gives no token to this model's tokenizer, which drops every character of it, so its "
+        "vector would be the empty text's, alike for every such text: bertfeat treats it as missing, and "
+        "missing='error' (1 other row(s) are alike). Pass missing='zero' for a zero vector, missing='nan' for a row "
+        "of NaN, or drop or fill those rows first. Nothing was cached."
+    )
+    assert not list((tmp_path / "c").rglob("*.parquet"))

@@ -24,6 +24,7 @@ from bertfeat.output import OutputPaths
 from bertfeat.readers import InputReader
 from tests.conftest import assert_same_output
 from tests.test_cli_files import frame
+from tests.test_encode import drops_characters  # noqa: F401 - a fixture
 
 ROWS = 23  # chunks of 5: 5, 5, 5, 5, 3
 
@@ -467,3 +468,22 @@ def test_a_prefix_is_recorded_and_the_record_reproduces_the_features(tiny_bert, 
     assert est.recipe_.fingerprint() == m["recipe_fingerprint"]
     got = pq.read_table(out).drop_columns([]).to_pandas().to_numpy(dtype=np.float32)
     np.testing.assert_allclose(got, expected, atol=1e-5)
+
+
+def test_a_text_the_tokenizer_drops_whole_is_missing_in_a_file_job_and_named_by_its_input_row(drops_characters,
+                                                                                                 tmp_path):
+    """A file's text of which the tokenizer keeps no token got the empty text's vector, counted as embedded; now
+    it is missing (a zero row, counted so) or, under missing='error', refused naming its row in the input."""
+    from tests.test_encode import DROPPED
+
+    src = tmp_path / "d.csv"
+    pd.DataFrame({"id": range(8), "text": ["the cat sat"] * 6 + [DROPPED[1], "a dog ran"]}).to_csv(src, index=False)
+    manifest = embed_file(str(src), str(tmp_path / "d.parquet"), "text", keep_cols="id", model=drops_characters,
+                          pooling="mean", missing="zero", chunk_rows=5, quiet=True)
+    counts = manifest["counts"]
+    assert (counts["rows"], counts["missing"], counts["embedded"]) == (8, 1, 3)  # the cat sat: once per chunk
+    got = pq.read_table(tmp_path / "d.parquet").to_pandas().set_index("id")
+    assert (got.loc["6"] == 0).all() and (got.loc["7"] != 0).any()
+    with pytest.raises(ValueError, match=r"^row 6 \('\U0001f600'\) gives no token to this model's tokenizer"):
+        embed_file(str(src), str(tmp_path / "e.parquet"), "text", model=drops_characters, pooling="mean",
+                   chunk_rows=5, quiet=True)

@@ -10,6 +10,7 @@ import pytest
 
 from bertfeat import BertEmbedder
 from bertfeat import _r
+from tests.test_encode import drops_characters  # noqa: F401 - a fixture
 
 
 def _unpack(buf, n, d):
@@ -248,3 +249,18 @@ def test_warnings_for_r_carry_r_syntax(tiny_bert):
     assert warns == [("TruncationWarning", '1 of 1 texts were longer than max_length = 8 tokens and were truncated. '
                       'Pass long_text = "chunk" to embed them in full, or a larger max_length (up to the model\'s '
                       'limit).')]
+
+
+def test_a_text_the_tokenizer_drops_whole_is_named_by_rs_row_number(drops_characters):
+    """Python's row 1 is R's row 2: a refusal only Python can make (the tokenizer keeps no token of the text) named
+    the row before it, in a message R shows as is."""
+    from tests.test_encode import DROPPED
+
+    with pytest.raises(ValueError, match="^row 3 \\('\u03a9'\\) gives no token"):
+        _r.embed([["a cat", "the cat", DROPPED[0]]], [[False, False, False]], None, {"model": drops_characters})
+    with pytest.raises(ValueError, match="^row 2 of column 'b' \\('\u03a9'\\) gives no token"):
+        _r.embed([["a cat", "the cat"], ["a dog", DROPPED[0]]], [[False, False], [False, False]], ["a", "b"],
+                 {"model": drops_characters})
+    X = _unpack(*_r.embed([["a cat", DROPPED[0]]], [[False, False]], None,
+                          {"model": drops_characters, "missing": "nan"})[:3])
+    assert np.isnan(X[1]).all() and not np.isnan(X[0]).any()

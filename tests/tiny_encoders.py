@@ -37,8 +37,9 @@ PADDING_SEEN = {"convbert", "yoso"}
 
 
 def build_tokenizer(path, style: str, corpus: list[str], max_length: int):
-    """Train a small tokenizer of ``style`` ("wordpiece", "bpe" (byte-level) or "sentencepiece" (unigram with
-    Metaspace)) on ``corpus`` and save it to ``path``."""
+    """Train a small tokenizer of ``style`` ("wordpiece", "bpe" (byte-level), "sentencepiece" (unigram with
+    Metaspace) or "bpe-no-unk" (a BPE of characters with no unknown token and no byte fallback, so a character it
+    never saw is dropped, as in tokenizer.json files of that kind)) on ``corpus`` and save it to ``path``."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -54,6 +55,11 @@ def build_tokenizer(path, style: str, corpus: list[str], max_length: int):
         tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
         tok.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="always")
         trainer = trainers.UnigramTrainer(vocab_size=300, special_tokens=list(specials.values()), unk_token="<unk>")
+    elif style == "bpe-no-unk":
+        specials = {"cls": "<s>", "pad": "<pad>", "sep": "</s>", "unk": "<unk>", "mask": "<mask>"}
+        tok = Tokenizer(models.BPE(unk_token=None, byte_fallback=False))
+        tok.pre_tokenizer = pre_tokenizers.Whitespace()
+        trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=list(specials.values()))
     else:
         specials = {"cls": "<s>", "pad": "<pad>", "sep": "</s>", "unk": "<unk>", "mask": "<mask>"}
         tok = Tokenizer(models.BPE(unk_token="<unk>"))
