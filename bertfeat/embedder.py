@@ -315,6 +315,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
                 f"consecutive windows of max_length={max_length}), or None for a quarter of the window."
             )
         prefix = _resolve_prefix(self.prefix, self.prompt_name, spec)
+        _note_modules_not_applied(spec)
         if dtype == "auto":
             from bertfeat.backend import resolve_device, resolve_dtype
 
@@ -469,6 +470,24 @@ def _same_value(a, b) -> bool:
         return type(a) is type(b) and isinstance(same, (bool, np.bool_)) and bool(same)
     except Exception:  # noqa: BLE001 - values that cannot be compared count as changed
         return False
+
+
+_MODULES_NOTED: set[str] = set()
+
+
+def _note_modules_not_applied(spec) -> None:
+    """Once per model and process, a note that the model's sentence-transformers modules after its pooling (a
+    Dense projection, ...) are not applied: its model card's embeddings are not what bertfeat gives."""
+    if not spec.st_not_applied or spec.path in _MODULES_NOTED:
+        return
+    _MODULES_NOTED.add(spec.path)
+    warnings.warn(
+        f"model={spec.name!r} is a sentence-transformers model whose sentence embeddings pass through "
+        f"{', '.join(spec.st_not_applied)} after its pooling; bertfeat does not apply "
+        f"{'that module' if len(spec.st_not_applied) == 1 else 'those modules'}: its features are the encoder's "
+        "pooled hidden states, not the model's own embeddings. For those, use sentence-transformers' encode().",
+        UserWarning, stacklevel=user_stacklevel(),
+    )
 
 
 def _resolve_prefix(prefix, prompt_name, spec) -> str:

@@ -55,6 +55,9 @@ class ModelSpec:
     st_pooling: tuple[str, ...] | None = None
     st_normalize: bool = False
     st_max_seq_length: int | None = None
+    # sentence-transformers modules after the pooling that bertfeat does not apply (a Dense projection, a
+    # LayerNorm, ...), as "Dense (2_Dense)": the model's sentence embeddings are not bertfeat's features then
+    st_not_applied: tuple[str, ...] = ()
     revision: str | None = None
     # The model's named prompts (config_sentence_transformers.json "prompts"), as (name, text) pairs in file order.
     prompts: tuple[tuple[str, str], ...] = ()
@@ -176,7 +179,7 @@ def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple
     tok_files = [root / f for f in _TOKENIZER_FILES if (root / f).is_file()]
     if not tok_files:
         raise ModelNotAvailableError(f"model={name!r}: {root} holds no tokenizer files (tokenizer.json or vocab).")
-    st_pooling, st_normalize, st_max = _sentence_transformers_config(root)
+    st_pooling, st_normalize, st_max, st_not_applied = _sentence_transformers_config(root)
     max_pos = _first(config, "max_position_embeddings", "n_positions") or 512
     offset = _position_offset(config)
     tok_max = _tokenizer_max_length(root)
@@ -196,6 +199,7 @@ def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple
         st_pooling=st_pooling,
         st_normalize=st_normalize,
         st_max_seq_length=st_max,
+        st_not_applied=st_not_applied,
         revision=revision,
         special_first=_special_first(root),
         **_prompts(root, name),
@@ -417,15 +421,18 @@ def _tokenizer_max_length(root: Path) -> int | None:
 
 
 def _sentence_transformers_config(root: Path):
-    """The model's own pooling, normalization and length, when it is a sentence-transformers model."""
+    """The model's own pooling, normalization and length, and the modules of its own that bertfeat does not apply,
+    when it is a sentence-transformers model."""
     modules_file = root / "modules.json"
     if not modules_file.is_file():
-        return None, False, None
+        return None, False, None, ()
     try:
         modules = json.loads(modules_file.read_text(encoding="utf-8"))
-        pooling, normalize = None, False
+        pooling, normalize, not_applied = None, False, []
         for m in modules:
             kind = m.get("type", "")
+            if not kind.endswith(("Transformer", "Pooling", "Normalize")):  # Dense, LayerNorm, CNN, ...
+                not_applied.append(f"{kind.rsplit('.', 1)[-1]} ({m.get('path') or m.get('name', '?')})")
             if kind.endswith("Pooling") and (root / m.get("path", "") / "config.json").is_file():
                 cfg = json.loads((root / m["path"] / "config.json").read_text(encoding="utf-8"))
                 # sentence-transformers' names, bertfeat's three among them; the others (last token, weighted mean,
@@ -443,9 +450,9 @@ def _sentence_transformers_config(root: Path):
         sb = root / "sentence_bert_config.json"
         if sb.is_file():
             st_max = json.loads(sb.read_text(encoding="utf-8")).get("max_seq_length")
-        return pooling, normalize, st_max
-    except (ValueError, KeyError, TypeError):
-        return None, False, None
+        return pooling, normalize, st_max, tuple(not_applied)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None, False, None, ()
 
 
 # Parts of an encoder that bertfeat never reads (it pools hidden states): their weights may be absent, as many

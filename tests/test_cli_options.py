@@ -375,7 +375,7 @@ def test_probe_refuses_a_file_without_rows(tmp_path, capsys):
 INFO = {
     "model": "org/model", "path": "/models/org-model", "model_type": "bert", "layers": 12, "hidden_size": 768,
     "max_length": 512, "weights_sha256": "0123456789abcdef" + "f" * 48, "weights_tensors": 199, "revision": "abc123",
-    "own_pooling": {"pooling": "cls", "normalize": True, "max_seq_length": 256},
+    "own_pooling": {"pooling": "cls", "normalize": True, "max_seq_length": 256, "not_applied": []},
     "prompts": {"query": "query: ", "passage": "passage: "}, "default_prompt_name": "query",
     "default_recipe": {"pooling": ["cls", "mean"], "layers": [9, 10, 11, 12], "layer_agg": "concat",
                        "max_length": 512, "long_text": "truncate", "normalize": False, "dtype": "auto",
@@ -413,7 +413,8 @@ def test_info_text_word_for_word(monkeypatch, capsys):
         "CPU kernels:  onednn (BERTFEAT_CPU_KERNELS=onednn|torch to change)",
         "",
     ]
-    bare = dict(INFO, revision=None, prompts={}, own_pooling=dict(pooling=None, normalize=None, max_seq_length=None),
+    bare = dict(INFO, revision=None, prompts={},
+                own_pooling=dict(pooling=None, normalize=None, max_seq_length=None, not_applied=[]),
                 default_recipe=dict(INFO["default_recipe"], layer_agg="mean"))
     bare.pop("machine")
     monkeypatch.setattr(info_module, "describe", lambda model, machine: seen.append((model, machine)) or bare)
@@ -472,9 +473,9 @@ def test_info_reports_a_sentence_transformers_models_own_pooling(tiny_bert, tmp_
         {"word_embedding_dimension": 32, "pooling_mode_cls_token": True, "pooling_mode_mean_tokens": True}))
     (model / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 48}))
     info = describe(str(model), machine=False)
-    assert info["own_pooling"] == {"pooling": "cls+mean", "normalize": True, "max_seq_length": 48}
+    assert info["own_pooling"] == {"pooling": "cls+mean", "normalize": True, "max_seq_length": 48, "not_applied": []}
     assert describe(tiny_bert, machine=False)["own_pooling"] == {"pooling": None, "normalize": False,
-                                                                 "max_seq_length": None}
+                                                                 "max_seq_length": None, "not_applied": []}
     # describe() is what `bertfeat info` runs with no arguments: the bundled model and the machine report
     defaults = {k: p.default for k, p in inspect.signature(describe).parameters.items()}
     assert defaults == {"model": "default", "machine": True}
@@ -705,3 +706,52 @@ def test_an_output_named_as_a_csv_file_is_refused_not_written_as_parquet_under_t
     err = capsys.readouterr().err.strip()
     assert err.startswith("bertfeat embed: error: --out ") and "writes parquet" in err and ".parquet" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]
+
+
+def test_a_sentence_transformers_model_with_modules_bertfeat_does_not_apply_says_so(tiny_bert, tmp_path, monkeypatch):
+    """A model whose sentence embeddings pass through a Dense projection after its pooling (distiluse, LaBSE) was
+    described by `bertfeat info` as pooling "cls, normalize=True" and embedded without a word: features of another
+    width and other values than the model card's embeddings, silently."""
+    import contextlib
+    import io
+    import shutil
+    import warnings
+
+    import bertfeat.embedder
+    from bertfeat import BertEmbedder
+    from bertfeat.cli import main
+    from bertfeat.cli.info import describe
+
+    model = tmp_path / "st-dense"
+    shutil.copytree(tiny_bert, model)
+    (model / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"},
+        {"idx": 3, "name": "3", "path": "3_LayerNorm", "type": "sentence_transformers.models.LayerNorm"},
+        {"idx": 4, "name": "4", "path": "4_Normalize", "type": "sentence_transformers.models.Normalize"}]))
+    (model / "1_Pooling").mkdir()
+    (model / "1_Pooling" / "config.json").write_text(json.dumps(
+        {"word_embedding_dimension": 32, "pooling_mode_cls_token": True}))
+    (model / "2_Dense").mkdir()
+    (model / "2_Dense" / "config.json").write_text(json.dumps({"in_features": 32, "out_features": 16}))
+    assert describe(str(model), machine=False)["own_pooling"] == {
+        "pooling": "cls", "normalize": True, "max_seq_length": None,
+        "not_applied": ["Dense (2_Dense)", "LayerNorm (3_LayerNorm)"]}
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        assert main(["info", str(model), "--no-machine"]) == 0
+    line = next(line for line in out.getvalue().splitlines() if line.startswith("not applied:"))
+    assert line == ("not applied:  Dense (2_Dense), LayerNorm (3_LayerNorm), which the model's sentence embeddings "
+                    "pass through after its pooling: bertfeat's features are the encoder's pooled hidden states, not "
+                    "those embeddings")
+    monkeypatch.setattr(bertfeat.embedder, "_MODULES_NOTED", set())  # the note comes once per model and process
+    with pytest.warns(UserWarning, match=r"pass through Dense \(2_Dense\), LayerNorm \(3_LayerNorm\) after its "
+                                         r"pooling; bertfeat does not apply those modules"):
+        BertEmbedder(str(model), pooling="cls", normalize=True).fit(["a cat"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        BertEmbedder(str(model), pooling="cls", normalize=True).fit(["a cat"])  # noted once
+        BertEmbedder(tiny_bert).fit(["a cat"])  # no such module: no note
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        assert main(["info", tiny_bert, "--no-machine"]) == 0
+    assert "not applied" not in out.getvalue()

@@ -241,8 +241,8 @@ def test_a_text_the_tokenizer_drops_whole_is_refused_under_missing_error_naming_
     with pytest.raises(ValueError) as err:
         est.transform(pd.DataFrame({"text": ["the cat", DROPPED[1], DROPPED[0]]}, index=[10, 11, 12]))
     assert str(err.value) == (
-        "row 1 (index 11) ('\U0001f600') gives no token to this model's tokenizer, which drops every character of it, so its "
-        "vector would be the empty text's, alike for every such text: bertfeat treats it as missing, and "
+        "row 1 (index 11) ('\U0001f600') gives no token to this model's tokenizer, which drops every character of it, "
+        "so its vector would be the empty text's, alike for every such text: bertfeat treats it as missing, and "
         "missing='error' (1 other row(s) are alike). Pass missing='zero' for a zero vector, missing='nan' for a row "
         "of NaN, or drop or fill those rows first. Nothing was cached."
     )

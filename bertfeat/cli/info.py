@@ -65,6 +65,7 @@ def describe(model: str = "default", machine: bool = True) -> dict:
             "pooling": "+".join(spec.st_pooling) if spec.st_pooling else None,
             "normalize": spec.st_normalize,
             "max_seq_length": spec.st_max_seq_length,
+            "not_applied": list(spec.st_not_applied),
         },
         "prompts": dict(spec.prompts),
         "default_prompt_name": spec.default_prompt_name,
@@ -98,6 +99,9 @@ def run(args: argparse.Namespace) -> int:
         "own pooling:  " + (f"{own['pooling']}{_not_offered(own['pooling'])}, normalize={own['normalize']}, "
                             f"max_seq_length={own['max_seq_length']}"
                             if own["pooling"] else "none declared (not a sentence-transformers model)"),
+        *([f"not applied:  {', '.join(own['not_applied'])}, which the model's sentence embeddings pass through "
+           "after its pooling: bertfeat's features are the encoder's pooled hidden states, not those embeddings"]
+          if own["not_applied"] else []),
         "prompts:      " + ("; ".join(f"{k} = {v!r}" + (" (the model's default)" if k == info["default_prompt_name"]
                                                          else "") for k, v in info["prompts"].items())
                             + "  (use with --prompt-name NAME / prompt_name=)" if info["prompts"] else "none"),
