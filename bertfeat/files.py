@@ -36,7 +36,7 @@ from bertfeat.output import (
     remove_stale_temps, write_part,
 )
 from bertfeat.readers import CSV_NULLS, CSV_SUFFIXES, PARQUET_SUFFIXES, InputReader, path_text, resolve_input
-from bertfeat.sources import output_path
+from bertfeat.sources import FILE_OUTPUT, output_path
 from bertfeat.resume import FINISHED, STATE_VERSION, finished_output, mark_finished, prepare_partial
 
 __all__ = [
@@ -177,7 +177,7 @@ def embed_file(
         raise ValueError(f"checkpoint_seconds={checkpoint_seconds!r} is not valid: expected seconds >= 0 (0 saves "
                          "after every batch).")
     paths = OutputPaths(Path(output_path(out, "out", "the path of the parquet file to write",
-                                         "one parquet file with its manifest beside it")))
+                                         FILE_OUTPUT)))
     reader = InputReader(input, keep_cols + text_cols, chunk_rows, text_cols, chunk_chars=chunk_chars,
                          delimiter=delimiter, infer_types=infer_types, exclude=[paths.out, paths.partial])
     # checked before any work; an existing --out may be a stopped run's of this very job (decided below)

@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from bertfeat.arrow import first_refused
 from bertfeat.encode import EncodeStats
 from bertfeat.exceptions import TruncationWarning
-from bertfeat.sources import output_path
+from bertfeat.sources import FOLDER_OUTPUT, output_path
 from bertfeat.files import (
     PARQUET_SUFFIXES, DistinctCounter, InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary,
     text_hashes,
@@ -385,7 +385,7 @@ def embed_parquet(input, out, text_col, *, keep_cols=(), layout: str = "columns"
         raise ValueError(f"column {STATS_COL!r} has the name the Ray engine carries each batch's counts in; rename "
                          "it, or use the local or Spark engine.")
     paths = _Paths(Path(output_path(out, "out", "the path of the folder to write",
-                                  "a folder of parquet files with its manifest beside it")))
+                                  FOLDER_OUTPUT)))
     reader = InputReader(input, keep_cols + text_cols, batch_rows, text_cols, exclude=[paths.out, paths.partial])
     if reader.kind != "parquet":
         raise ValueError(

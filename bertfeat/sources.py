@@ -9,6 +9,9 @@ from pathlib import Path
 
 CSV_SUFFIXES = tuple(f"{base}{codec}" for base in (".csv", ".tsv") for codec in ("", ".gz", ".bz2", ".zst"))
 PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
+# what a job writes at its output path, as output_path's refusals say it: the local engine's, the cluster engines'
+FILE_OUTPUT = "parquet, one file with its manifest beside it"
+FOLDER_OUTPUT = "parquet, a folder of files with its manifest beside it"
 
 
 def path_text(value, name: str, expected: str) -> str:
@@ -28,12 +31,18 @@ def input_path(path) -> str:
 
 
 def output_path(path, name: str, expected: str, writes: str) -> str:
-    """An output path as text (else a TypeError saying ``expected``); ``-`` (the Unix name of standard output) is
-    refused, naming ``name`` and saying what bertfeat ``writes`` there."""
+    """The path of a job's parquet output as text (else a TypeError saying ``expected``). Refused, naming ``name``
+    and saying what bertfeat ``writes`` there: ``-`` (the Unix name of standard output), and a name with a CSV
+    suffix (parquet bytes under it would be read as CSV, failing or reading garbage)."""
     path = path_text(path, name, expected)
     if path == "-":
         raise ValueError(f"{name} '-' (standard output) cannot be written: bertfeat writes {writes}, put in place "
                          "when complete; name the file to write (a file named '-' is ./-).")
+    named_csv = next((s for s in CSV_SUFFIXES[::-1] if path.lower().endswith(s)), None)
+    if named_csv:
+        raise ValueError(f"{name} {path!r} is named as a CSV file, but bertfeat writes {writes}; name it "
+                         f"{path[:-len(named_csv)]}.parquet and read it with pandas.read_parquet, "
+                         "polars.read_parquet or R's arrow::read_parquet.")
     return path
 
 

@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 from bertfeat.arrow import at_input_row, first_refused
 from bertfeat.encode import EncodeStats
 from bertfeat.exceptions import TruncationWarning
-from bertfeat.sources import output_path
+from bertfeat.sources import FOLDER_OUTPUT, output_path
 from bertfeat.files import InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary, text_hashes
 from bertfeat.output import absolute_paths, check_folder_output, job_lock, remove_stale_temps, replace_output
 from bertfeat.recipe import _is_int
@@ -259,7 +259,7 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
     if not _is_int(batch_rows) or batch_rows < 1:
         raise ValueError(f"batch_rows={batch_rows!r} is not valid: expected a positive number of rows.")
     paths = _Paths(Path(output_path(out, "out", "the path of the folder to write",
-                                  "a folder of parquet files with its manifest beside it")))
+                                  FOLDER_OUTPUT)))
     # CSV kept columns as text unless infer_types, as the local engine reads them (007 stays 007)
     reader = InputReader(input, keep_cols + text_cols, batch_rows, text_cols, delimiter=delimiter,
                          infer_types=infer_types, exclude=[paths.out, paths.partial])

@@ -438,3 +438,23 @@ def test_the_probe_refuses_a_dash_for_its_input_and_output_files(tmp_path, capsy
     err = capsys.readouterr().err
     assert "'-' (standard output) cannot be written" in err and "name the file" in err, err
     assert sorted(os.listdir(tmp_path)) == ["in.csv"]
+
+
+@pytest.mark.parametrize("engine", ["local", "ray", "spark"])
+@pytest.mark.parametrize("out", ["features.csv", "features.TSV", "features.csv.gz"])
+def test_the_python_api_refuses_an_output_named_as_a_csv_file_as_the_command_line_does(tiny_bert, tmp_path, engine,
+                                                                                     out):
+    # the refusal lived in the command line only: embed_file(out="features.csv") wrote parquet bytes under the .csv
+    # name (read_csv of it fails or reads garbage), and ray's and spark's a folder of parquet under it
+    from bertfeat.files import embed_file
+    from bertfeat.ray import embed_parquet
+    from bertfeat.spark import embed_files
+
+    frame(3).to_parquet(tmp_path / "in.parquet")
+    job = {"local": embed_file, "ray": embed_parquet, "spark": embed_files}[engine]
+    with pytest.raises(ValueError) as info:
+        job(tmp_path / "in.parquet", tmp_path / out, "review", quiet=True, model=tiny_bert)
+    stem = out[:out.lower().index(".csv") if ".csv" in out.lower() else out.lower().index(".tsv")]
+    assert str(info.value).startswith(f"out {str(tmp_path / out)!r} is named as a CSV file, but bertfeat writes ")
+    assert f"name it {str(tmp_path / stem)}.parquet and read it with pandas.read_parquet" in str(info.value)
+    assert sorted(os.listdir(tmp_path)) == ["in.parquet"]

@@ -107,13 +107,12 @@ def positive_float(text: str) -> float:
 def run(args: argparse.Namespace) -> int:
     from bertfeat.cli import UsageError
     from bertfeat.files import embed_file, resolve_input
-    from bertfeat.sources import CSV_SUFFIXES
+    from bertfeat.sources import FILE_OUTPUT, FOLDER_OUTPUT, output_path
 
-    named_csv = next((s for s in CSV_SUFFIXES[::-1] if args.out.lower().endswith(s)), None)
-    if named_csv:  # parquet bytes under a .csv name: read_csv of it fails, or reads garbage
-        raise UsageError(f"--out {args.out!r} is named as a CSV file, but bertfeat embed writes parquet (a folder of "
-                         f"parquet files with --engine ray or spark); name it {args.out[:-len(named_csv)]}.parquet "
-                         "and read it with pandas.read_parquet, polars.read_parquet or R's arrow::read_parquet.")
+    try:  # the engines refuse the same, naming their argument `out`
+        output_path(args.out, "--out", "a path", FILE_OUTPUT if args.engine == "local" else FOLDER_OUTPUT)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     keep = [args.id_col] if args.id_col is not None else list(args.keep_col)  # '' is a name (pandas' index)
     if len(set(args.text_col)) != len(args.text_col):
         raise UsageError(f"--text-col names a column twice: {args.text_col}.")
