@@ -30,10 +30,12 @@ def input_path(path) -> str:
     return path
 
 
-def output_path(path, name: str, expected: str, writes: str) -> str:
+def output_path(path, name: str, expected: str, writes: str, *, one_file: bool = False) -> str:
     """The path of a job's parquet output as text (else a TypeError saying ``expected``). Refused, naming ``name``
-    and saying what bertfeat ``writes`` there: ``-`` (the Unix name of standard output), and a name with a CSV
-    suffix (parquet bytes under it would be read as CSV, failing or reading garbage)."""
+    and saying what bertfeat ``writes`` there: ``-`` (the Unix name of standard output), a name with a CSV suffix
+    (parquet bytes under it would be read as CSV, failing or reading garbage), and with ``one_file`` (the local
+    engine's output) a path ending with a slash, which names a folder (``pathlib`` would drop the slash and write a
+    file of the folder's name)."""
     path = path_text(path, name, expected)
     if path == "-":
         raise ValueError(f"{name} '-' (standard output) cannot be written: bertfeat writes {writes}, put in place "
@@ -43,6 +45,10 @@ def output_path(path, name: str, expected: str, writes: str) -> str:
         raise ValueError(f"{name} {path!r} is named as a CSV file, but bertfeat writes {writes}; name it "
                          f"{path[:-len(named_csv)]}.parquet and read it with pandas.read_parquet, "
                          "polars.read_parquet or R's arrow::read_parquet.")
+    if one_file and path.endswith(tuple({"/", os.sep})):
+        raise ValueError(f"{name} {path!r} ends with a slash, naming a folder, but bertfeat writes {writes}; name "
+                         f"the file ({path.rstrip('/' + os.sep)}/features.parquet), or write a folder of parquet "
+                         "files with --engine ray or spark (bertfeat.ray.embed_parquet, bertfeat.spark.embed_files).")
     return path
 
 

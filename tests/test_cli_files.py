@@ -4,6 +4,7 @@ left behind; resume byte-identical, whatever the chunking."""
 import errno
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -458,3 +459,26 @@ def test_the_python_api_refuses_an_output_named_as_a_csv_file_as_the_command_lin
     assert str(info.value).startswith(f"out {str(tmp_path / out)!r} is named as a CSV file, but bertfeat writes ")
     assert f"name it {str(tmp_path / stem)}.parquet and read it with pandas.read_parquet" in str(info.value)
     assert sorted(os.listdir(tmp_path)) == ["in.parquet"]
+
+
+@pytest.mark.parametrize("out", ["features/", "features//", "new/"])
+def test_an_output_ending_with_a_slash_is_refused_by_the_local_engine_which_writes_one_file(tiny_bert, tmp_path,
+                                                                                           capsys, out):
+    # `--out features/` (the Ray and Spark examples' folder output) wrote one parquet file named `features`, with
+    # `features.manifest.json` beside it, silently: a slash names a folder, and the local engine writes a file
+    from bertfeat.files import embed_file
+
+    frame(3).to_parquet(tmp_path / "in.parquet")
+    (tmp_path / "features").mkdir()
+    target = f"{tmp_path}/{out}"  # (a pathlib.Path drops the slash)
+    assert main(["embed", str(tmp_path / "in.parquet"), "--out", target, "--text-col", "review", "--model", tiny_bert,
+                 "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"bertfeat embed: error: --out {target!r} ends with a slash, naming a folder, but bertfeat writes "
+                   f"parquet, one file with its manifest beside it; name the file "
+                   f"({target.rstrip('/')}/features.parquet), or write a folder of parquet files with --engine ray "
+                   "or spark (bertfeat.ray.embed_parquet, bertfeat.spark.embed_files).")
+    with pytest.raises(ValueError, match=rf"^out {re.escape(repr(target))} ends with a slash, naming a folder"):
+        embed_file(tmp_path / "in.parquet", target, "review", model=tiny_bert, quiet=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["features", "in.parquet"]
+    assert not any((tmp_path / "features").iterdir())

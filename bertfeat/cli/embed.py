@@ -110,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
     from bertfeat.sources import FILE_OUTPUT, FOLDER_OUTPUT, output_path
 
     try:  # the engines refuse the same, naming their argument `out`
-        output_path(args.out, "--out", "a path", FILE_OUTPUT if args.engine == "local" else FOLDER_OUTPUT)
+        local = args.engine == "local"
+        output_path(args.out, "--out", "a path", FILE_OUTPUT if local else FOLDER_OUTPUT, one_file=local)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     keep = [args.id_col] if args.id_col is not None else list(args.keep_col)  # '' is a name (pandas' index)
