@@ -373,7 +373,8 @@ issue_python_warnings <- function(warnings) {
 #' @param model,pooling,cache_dir As in [bf_embed()].
 #' @param overwrite Replace `output` if it exists.
 #' @param ... Further options of `bertfeat embed`, as `name = value`: `max_length = 256` becomes
-#'   `--max-length=256`; `TRUE` passes a bare flag and `FALSE` or `NULL` passes nothing.
+#'   `--max-length=256`; `TRUE` passes a bare flag and `FALSE` or `NULL` passes nothing. `keep_col` takes a
+#'   character vector, the columns copied into the output (`keep_col = c("id", "label")`); `id_col` one column.
 #'
 #' @return `output`, invisibly. The command's summary of the finished job (rows, dims, texts embedded and from
 #'   the cache, truncated and missing texts) comes as a message of class `bertfeat_message_summary`
@@ -410,6 +411,9 @@ bf_embed_file <- function(input, output, text_col, model = "default", pooling = 
   invisible(output)
 }
 
+# the options `bertfeat embed` takes once per value (--keep-col id --keep-col label): a vector gives each
+REPEATED_OPTIONS <- "keep_col"
+
 cli_options <- function(options, call = rlang::caller_env()) {
   if (length(options) && (is.null(names(options)) || any(!nzchar(names(options))))) {
     abort_bf("Options in `...` must be named, for example `max_length = 256`.", "argument", call = call)
@@ -422,6 +426,9 @@ cli_options <- function(options, call = rlang::caller_env()) {
     }
     if (identical(value, TRUE)) {
       return(flag)
+    }
+    if (name %in% REPEATED_OPTIONS && is.character(value) && length(value) && !anyNA(value)) {
+      return(paste0(flag, "=", value)) # the command line takes the flag once per value
     }
     if (length(value) != 1L || is.na(value)) {
       abort_bf(

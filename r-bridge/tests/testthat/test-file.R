@@ -25,6 +25,26 @@ test_that("bf_embed_file() takes a glob as the command line does", {
   expect_match(conditionMessage(err), "does not exist, and matches no file as a glob", fixed = TRUE)
 })
 
+test_that("bf_embed_file() keeps the columns a vector `keep_col` names, as the command line's repeated --keep-col", {
+  # it was refused as "must be a single value ...; write several values in the command line's own syntax as one
+  # string", and the command line has no such syntax: an R user could keep one column only (an id, not its label)
+  path <- tempfile("bertfeat-in-", fileext = ".csv")
+  utils::write.csv(data.frame(id = c("007", "008"), label = c(1, 0), review = c("a cat", "a dog")), path,
+                   row.names = FALSE)
+  output <- tempfile("bertfeat-out-", fileext = ".parquet")
+  suppressMessages(bf_embed_file(path, output, "review", keep_col = c("label", "id")))
+  frame <- reticulate::import("pandas", convert = FALSE)$read_parquet(output)
+  columns <- reticulate::py_to_r(frame$columns$tolist())
+  expect_identical(unlist(columns)[1:3], c("label", "id", "review_cls_000"))
+  expect_identical(unlist(reticulate::py_to_r(frame[["id"]]$tolist())), c("007", "008")) # as written
+  for (bad in list(c("id", NA), character(), 1:2)) {
+    expect_error(bf_embed_file(path, output, "review", keep_col = bad, overwrite = TRUE),
+                 class = "bertfeat_error_argument")
+  }
+  expect_error(bf_embed_file(path, output, "review", id_col = c("id", "label"), overwrite = TRUE),
+               class = "bertfeat_error_argument") # one id column: the command line takes one --id-col
+})
+
 test_that("a failing command line is a classed error carrying its stderr", {
   input <- csv_with_text(c("a cat", "a dog"))
   err <- expect_error(bf_embed_file(input, tempfile(fileext = ".parquet"), "review", no_such_option = 1),
