@@ -126,6 +126,7 @@ class InputReader:
         self.infer_types = infer_types
         self.total_rows: int | None = None
         self._counting: _CountingFile | None = None
+        self._as_written: list[str] = []  # kept columns read as text under infer_types (_integers_past_int64)
         if self.kind == "parquet":
             if delimiter is not None:
                 raise ValueError(f"delimiter={delimiter!r} applies to CSV input only, and {path!r} is parquet.")
@@ -234,7 +235,7 @@ class InputReader:
         # column that looks numeric for a megabyte must not fail when "A123" comes.
         # Missing: an unquoted empty field or NA marker (as pandas and R write them); a quoted value is always text,
         # so R's write.csv keeps the string "NA" (quoted) apart from a missing NA (unquoted).
-        as_text = self.text_cols if self.infer_types else self.columns
+        as_text = [*self.text_cols, *self._as_written] if self.infer_types else self.columns
         convert = pcsv.ConvertOptions(include_columns=self.columns,
                                       column_types={c: pa.string() for c in as_text},
                                       null_values=CSV_NULLS, strings_can_be_null=True,
@@ -262,6 +263,11 @@ class InputReader:
                 schema = self._open_csv(block).schema
                 if self._counting.quotes.closed_early is not None:  # in the first block: refused before any work
                     raise ValueError(self._csv_problem(None))
+                if self.infer_types:
+                    self._counting.close()
+                    self._as_written = self._integers_past_int64(schema, block)
+                    if self._as_written:
+                        schema = self._open_csv(block).schema
                 return schema
             except pa.ArrowInvalid as exc:
                 if "straddl" in str(exc) and block < MAX_BLOCK_BYTES:
@@ -272,6 +278,23 @@ class InputReader:
                 raise ValueError(self._damaged(exc, 0)) from None
             finally:
                 self._counting.close()
+
+    def _integers_past_int64(self, schema: pa.Schema, block: int) -> list[str]:
+        """The columns pyarrow inferred as floats whose first block holds only integers, so integers past int64
+        (else it infers int64): a float would change their digits (18446744073709551617 read as 1.8446744073709552e+19),
+        so they are read as written, as text."""
+        floats = [c for c in self.columns if c not in self.text_cols and pa.types.is_floating(schema.field(c).type)]
+        if not floats:
+            return []
+        self._as_written = floats
+        try:
+            first = self._open_csv(block).read_next_batch()
+        except StopIteration:
+            return []
+        finally:
+            self._as_written = []
+            self._counting.close()
+        return [c for c in floats if pc.all(pc.match_substring_regex(first.column(c), r"^\s*[+-]?[0-9]+\s*$")).as_py()]
 
     def _text(self):
         return io.TextIOWrapper(open_decompressed(self.files[0]), encoding="utf-8-sig", newline="")

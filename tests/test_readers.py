@@ -55,6 +55,21 @@ def test_csv_kept_columns_keep_their_text_unless_types_are_inferred(tmp_path):
     assert inferred.column("id").to_pylist() == [7, 10]
 
 
+def test_inferred_integers_past_int64_are_read_as_written_not_as_floats(tmp_path):
+    # pyarrow infers a column of integers past int64 (20-digit order numbers, SIM card ids) as double: under
+    # infer_types 18446744073709551617 came out as 1.8446744073709552e+19, another number, silently
+    src = tmp_path / "big.csv"
+    src.write_text("order,neg,small,ratio,text\n18446744073709551617,-9223372036854775809,5,1.5,a\n"
+                   "00012345678901234567890,,-6,2,b\n,7,,,c\n")
+    table, _ = read(src, ["order", "neg", "small", "ratio", "text"], infer_types=True)
+    assert table.column("order").to_pylist() == ["18446744073709551617", "00012345678901234567890", None]
+    assert table.column("neg").to_pylist() == ["-9223372036854775809", None, "7"]
+    assert table.schema.field("order").type == pa.string() and table.schema.field("neg").type == pa.string()
+    # integers that fit stay integers, and a column with a fraction stays float
+    assert table.column("small").to_pylist() == [5, -6, None] and table.schema.field("small").type == pa.int64()
+    assert table.column("ratio").to_pylist() == [1.5, 2.0, None]
+
+
 def test_a_column_numeric_for_a_megabyte_then_text_reads_whole(tmp_path):
     src = tmp_path / "late.csv"
     n = 200_000  # well past pyarrow's 1 MB block
