@@ -31,6 +31,7 @@ from bertfeat.hardware import (  # noqa: F401 (re-exported)
     _limit_threads_to_allotted_cores,
     allotted_cores,
     set_threads,
+    threads_shared_by,
 )
 from bertfeat.gpu import MAX_GPU_BATCH_TOKENS, MemoryCap, gpu_batch_tokens  # noqa: F401 (re-exported)
 from bertfeat.models import ModelSpec
@@ -282,8 +283,9 @@ class TorchBackend:
                         layer_groups) -> Iterator[np.ndarray]:
         """:meth:`forward` over each batch, yielded in order, with up to ``self.workers`` batches running at once.
 
-        On CPU the workers share the cores torch was using (a worker gets ``threads // workers`` of them; torch's
-        thread count is restored afterwards). Results do not depend on the number of workers.
+        On CPU the workers share the cores torch was using (each sets ``threads // workers`` of them for itself; the
+        caller's count, and the count new threads start with, are left as they were). Results do not depend on the
+        number of workers.
         """
         if self.workers <= 1:
             for units in batches:
@@ -292,7 +294,9 @@ class TorchBackend:
         from collections import deque
         from concurrent.futures import ThreadPoolExecutor
 
-        with self._threads_per_worker(), ThreadPoolExecutor(self.workers, thread_name_prefix="bertfeat") as pool:
+        with self._threads_per_worker() as threads, ThreadPoolExecutor(
+            self.workers, thread_name_prefix="bertfeat", initializer=_set_threads_of_this_thread, initargs=(threads,)
+        ) as pool:
             pending: deque = deque()
             try:
                 for units in batches:
@@ -312,18 +316,13 @@ class TorchBackend:
 
     @contextlib.contextmanager
     def _threads_per_worker(self):
-        """Give each CPU worker thread its share of torch's threads; workers started inside inherit the count."""
-        import torch
-
+        """Yield the torch threads each worker thread sets for itself: a share of the caller's on CPU
+        (:func:`bertfeat.hardware.threads_shared_by`), None elsewhere."""
         if not self.device.startswith("cpu"):
-            yield
+            yield None
             return
-        before = torch.get_num_threads()
-        torch.set_num_threads(max(1, before // self.workers))
-        try:
-            yield
-        finally:
-            torch.set_num_threads(before)
+        with threads_shared_by(self.workers) as threads:
+            yield threads
 
     def forward(self, units: Sequence[Sequence[int]], pooling: Sequence[str], layer_groups) -> np.ndarray:
         """Pool a batch of content-token sequences: returns (len(units), n_blocks, hidden) float32.
@@ -532,6 +531,14 @@ class TorchBackend:
         words = self.tokenize(["a short probe", "a somewhat longer probe sentence, with punctuation and numbers 42"])
         room = max(1, self.spec.max_length - self.n_special)
         return [w[:room] for w in words]
+
+
+def _set_threads_of_this_thread(threads: int | None) -> None:
+    """A worker thread's first act: its own torch thread count (None: the one it starts with)."""
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
 
 
 def _as_token_seqs(units):

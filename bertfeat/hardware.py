@@ -6,10 +6,12 @@ Torch is imported inside the functions that need it, so reading the allotted cor
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
 import platform
+import threading
 import time
 
 # Instruction sets that decide how fast float32, bfloat16 and float16 products run (x86 names as in
@@ -45,6 +47,38 @@ def set_threads(n: int | None = None) -> int:
     n = allotted_cores() if n is None else int(n)
     torch.set_num_threads(max(1, n))
     return n
+
+
+# The thread count the calls now running share out among their workers, and how many calls are running.
+_SHARED = {"calls": 0, "threads": 0}
+_SHARED_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def threads_shared_by(workers: int):
+    """Yield the torch threads each of ``workers`` threads running batches side by side sets for itself (with
+    ``torch.set_num_threads``, first thing): a share of the calling thread's count.
+
+    torch keeps a count per thread, and a new thread starts with the count last set by any thread, so each set is
+    also what the next new thread gets. The calling thread's own count is left as it is; calls that overlap (threads
+    of a web service embedding at once) share out the first one's count rather than a count a worker of another
+    call set, and the last to end sets that count back for new threads: never lowered for good."""
+    import torch
+
+    with _SHARED_LOCK:
+        if _SHARED["calls"] == 0:
+            _SHARED["threads"] = torch.get_num_threads()
+        _SHARED["calls"] += 1
+        threads = _SHARED["threads"]
+    try:
+        yield max(1, threads // workers)
+    finally:
+        with _SHARED_LOCK:
+            _SHARED["calls"] -= 1
+            if _SHARED["calls"] == 0:  # set in a thread of its own, so that no running thread's count changes
+                setter = threading.Thread(target=torch.set_num_threads, args=(threads,), name="bertfeat-threads")
+                setter.start()
+                setter.join()
 
 
 def _cpu_workers(threads: int) -> int:

@@ -184,6 +184,61 @@ def test_batches_in_flight_give_the_same_vectors_and_restore_threads(tiny_backen
     assert torch.get_num_threads() == before
 
 
+def _thread_count_a_new_thread_starts_with() -> int:
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+    thread.start()
+    thread.join()
+    return seen[0]
+
+
+def test_overlapping_transforms_from_threads_never_lower_the_threads_torch_gives_new_threads(tiny_backend, monkeypatch):
+    """torch keeps a thread count per thread, and a new thread starts with the count last set anywhere: a web service
+    embedding in two request threads at once must neither lower it for good nor give one call's workers less."""
+    recipe = BertEmbedder(model=tiny_backend.spec.path, pooling="mean", layers=-1).fit(["x"]).recipe_
+    monkeypatch.setattr(tiny_backend, "workers", 2)
+    forward, lock, order = tiny_backend.forward, threading.Lock(), []
+    a_running, b_running, a_done = threading.Event(), threading.Event(), threading.Event()
+    seen = []  # (which call, the torch threads of the worker running its batch)
+
+    def spy(units, pooling, groups):  # one batch per call: the first is A's, the second B's
+        with lock:
+            call = "AB"[len(order)]
+            order.append(call)
+        seen.append((call, torch.get_num_threads()))
+        if call == "A":  # A waits for B to start, and B for A to end: B starts in A's time and ends after it
+            a_running.set()
+            assert b_running.wait(30)
+        else:
+            b_running.set()
+            assert a_done.wait(30)
+        return forward(units, pooling, groups)
+
+    monkeypatch.setattr(tiny_backend, "forward", spy)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(4)  # the user's choice (more than this machine's cores is allowed after the load)
+        results = {}
+
+        def call_a():
+            results["A"] = encode(["the cat sat"], recipe, lambda: tiny_backend)[0]
+            a_done.set()
+
+        first = threading.Thread(target=call_a)
+        first.start()
+        assert a_running.wait(30)
+        second = threading.Thread(target=lambda: results.update(B=encode(["a dog ran"], recipe, lambda: tiny_backend)[0]))
+        second.start()
+        first.join(60)
+        second.join(60)
+        assert sorted(results) == ["A", "B"]
+        assert sorted(seen) == [("A", 2), ("B", 2)]  # each call's worker: its share (4 threads / 2 workers)
+        assert torch.get_num_threads() == 4
+        assert _thread_count_a_new_thread_starts_with() == 4
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_prefetch_tokenizes_in_a_background_thread_and_changes_nothing(tiny_backend, monkeypatch):
     recipe = BertEmbedder(model=tiny_backend.spec.path, pooling="cls+mean", layers=-1).fit(["x"]).recipe_
     plain, plain_stats = encode(TEXTS, recipe, lambda: tiny_backend)
