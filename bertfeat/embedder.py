@@ -281,7 +281,9 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
                 "well (without a cache there is nothing to share, and cache_all_layers=False is faster)."
             )
 
-    def _build_recipe(self) -> rcp.Recipe:
+    def _build_recipe(self, auto_dtype: str | None = None) -> rcp.Recipe:
+        """The recipe these parameters give; ``auto_dtype`` is what ``dtype="auto"`` stands for (None: this machine's
+        choice, as at fit)."""
         from bertfeat.models import resolve_model
 
         pooling = rcp.parse_pooling(self.pooling)
@@ -316,7 +318,9 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
             )
         prefix = _resolve_prefix(self.prefix, self.prompt_name, spec)
         _note_modules_not_applied(spec)
-        if dtype == "auto":
+        if dtype == "auto" and auto_dtype is not None:
+            dtype = auto_dtype
+        elif dtype == "auto":
             from bertfeat.backend import resolve_device, resolve_dtype
 
             dtype = resolve_dtype("auto", resolve_device(self.device))
@@ -346,7 +350,10 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         if fitted is None:
             return
         changed = [name for name in _RECIPE_PARAMS if not _same_value(getattr(self, name), fitted[name])]
-        if not changed or self._build_recipe().fingerprint() == self.recipe_.fingerprint():
+        # dtype="auto" stands for what fit chose (bfloat16 on a GPU), not for this machine's choice: a pipeline fitted
+        # on a GPU and moved to a CPU keeps its recipe, and may still be pointed at its model's files elsewhere
+        auto = self.recipe_.dtype if fitted["dtype"] == "auto" else None
+        if not changed or self._build_recipe(auto).fingerprint() == self.recipe_.fingerprint():
             return
 
         def changes_the_recipe(name) -> bool:  # this parameter alone at its new value, the others as fitted
@@ -355,7 +362,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
                 if other != name:
                     setattr(alone, other, fitted[other])
             try:
-                return alone._build_recipe().fingerprint() != self.recipe_.fingerprint()
+                return alone._build_recipe(auto).fingerprint() != self.recipe_.fingerprint()
             except ValueError:  # valid only with another change (stride with long_text="chunk"): a change
                 return True
 

@@ -889,3 +889,30 @@ def test_another_model_set_after_fit_is_refused_even_when_the_cache_could_answer
                                          r"are still that recipe's \(set_params does not refit\); call fit again after "
                                          r"changing model\.$"):
         est.transform(TEXTS)
+
+
+def test_a_pipeline_fitted_on_a_gpu_takes_its_model_from_another_path_on_a_cpu(tiny_bert, tmp_path, monkeypatch):
+    """(found by a scikit-learn across processes hunt, 2026-11-26) dtype="auto" is fixed at fit (bfloat16 on a GPU).
+    Unpickled on a CPU machine where the model lives elsewhere, set_params(model=<the same files there>) was refused
+    as another model ("call fit again"), since the check resolved "auto" again, to this CPU's float32; a refit
+    would then have changed the features the pipeline's next step was trained on."""
+    import shutil
+
+    import bertfeat.gpu
+    from bertfeat.exceptions import SlowDtypeWarning
+
+    with monkeypatch.context() as on_a_gpu:
+        on_a_gpu.setattr(bertfeat.gpu, "device_count", lambda: 1)
+        on_a_gpu.setattr(bertfeat.gpu, "auto_dtype", lambda device: "bfloat16")
+        est = BertEmbedder(tiny_bert, pooling="mean", layers=-1).fit(TEXTS)
+    assert est.recipe_.dtype == "bfloat16"
+    est = pickle.loads(pickle.dumps(est))  # on a CPU machine now
+    warnings.simplefilter("ignore", SlowDtypeWarning)
+    there = est.transform(TEXTS)
+    moved = shutil.copytree(tiny_bert, tmp_path / "model")
+    est.set_params(model=str(moved))
+    np.testing.assert_array_equal(est.transform(TEXTS), there)
+    assert est.get_feature_names_out()[0] == "text_mean_00" and est.recipe_.dtype == "bfloat16"
+    est.set_params(dtype="float32")  # a change of dtype is still a change
+    with pytest.raises(ValueError, match=r"^dtype='float32' was 'auto' when this BertEmbedder was fitted"):
+        est.transform(TEXTS)
