@@ -199,15 +199,16 @@ def embed(texts, missing_masks, column_names=None, params=None):
 
 
 def describe(column_names=None, params=None):
-    """``(feature_names, fingerprint, warnings, layers)`` of a recipe, without loading the model or embedding
+    """``(feature_names, fingerprint, warnings, layers, dtype)`` of a recipe, without loading the model or embedding
     anything; ``warnings`` as in :func:`embed`, ``layers`` the model's layers the recipe reads (absolute indices, in
-    feature order), which ``layers=None`` or negative ones leave unsaid.
+    feature order), which ``layers=None`` or negative ones leave unsaid, and ``dtype`` the precision, which
+    ``dtype="auto"`` leaves to the machine (``bake()`` keeps it, as ``fit`` fixes it in Python).
 
     Examples
     --------
-    >>> names, fp, warns, layers = describe(["review"], {"pooling": "cls+mean"})
-    >>> len(names), names[0], names[-1], layers
-    (768, 'review_cls_000', 'review_mean_383', [3, 4, 5, 6])
+    >>> names, fp, warns, layers, dtype = describe(["review"], {"pooling": "cls+mean"})
+    >>> len(names), names[0], names[-1], layers, dtype
+    (768, 'review_cls_000', 'review_mean_383', [3, 4, 5, 6], 'float32')
     """
     names = None if column_names is None else [str(n) for n in _as_list(column_names)]
     n_cols = 1 if names is None else len(names)
@@ -215,7 +216,7 @@ def describe(column_names=None, params=None):
     _import_torch()  # fit resolves dtype="auto" through the device, which needs torch
     embedder, caught = _recording(BertEmbedder(**dict(params or {})).fit, X)
     return ([str(f) for f in embedder.get_feature_names_out()], embedder.recipe_.fingerprint(), caught,
-            [int(layer) for layer in embedder.recipe_.layers])
+            [int(layer) for layer in embedder.recipe_.layers], embedder.recipe_.dtype)
 
 
 def config() -> dict:

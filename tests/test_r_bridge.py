@@ -98,10 +98,12 @@ def test_embed_reports_missing_under_error_policy(tiny_bert):
 
 def test_describe_agrees_with_embed(tiny_bert):
     params = {"model": tiny_bert, "pooling": "max", "layers": [1, 2], "layer_agg": "concat"}
-    names, fp, warns, layers = _r.describe(["review"], params)
+    names, fp, warns, layers, dtype = _r.describe(["review"], params)
     _, _, d, enames, efp, _, _ = _r.embed([["a cat"]], [[False]], ["review"], params)
     assert names == enames and fp == efp and len(names) == d == 64
     assert names[0] == "review_max_l1_00" and warns == [] and layers == [1, 2]
+    # the dtype "auto" stands for here, which the R step's bake() keeps wherever it runs
+    assert dtype == "float32" and _r.describe(None, {**params, "dtype": "bfloat16"})[4] == "bfloat16"
     # the layers the recipe reads, for the R step's tidy(): the default is the last four, all of a smaller model
     assert _r.describe(None, {"model": tiny_bert})[3] == [1, 2, 3]
     assert _r.describe(None, {"model": tiny_bert, "layers": [-1, 1], "layer_agg": "concat"})[3] == [3, 1]
@@ -117,7 +119,7 @@ def test_describe_and_probe_return_their_warnings_for_r(tiny_bert, tmp_path):
     (prompted / "config_sentence_transformers.json").write_text(json.dumps({"prompts": {"query": "query: "}}))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # recorded, not raised
-        _, _, warns, _ = _r.describe(["review"], {"model": str(prompted)})
+        _, _, warns, *_ = _r.describe(["review"], {"model": str(prompted)})
         assert [w[0] for w in warns] == ["UserWarning"] and "defines prompts" in warns[0][1]
         long = "the quick brown fox jumps over the lazy dog " * 4
         texts = [long + str(i) for i in range(8)]

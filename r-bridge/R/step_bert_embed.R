@@ -30,6 +30,8 @@
 #'   [recipes::prep()]; `bake()` checks the model still resolves to the same files.
 #' @param layers_used The model's layers the features come from (`layers` resolved against the model), set by
 #'   [recipes::prep()].
+#' @param dtype_used The precision the features are computed in (`dtype = "auto"` resolved on the machine that
+#'   prepped, for example `"bfloat16"` on a GPU), set by [recipes::prep()]; `bake()` keeps it on any machine.
 #' @param skip A logical. Should the step be skipped when the recipe is baked by [recipes::bake()]?
 #' @param id A character string that is unique to this step to identify it.
 #'
@@ -51,7 +53,7 @@
 step_bert_embed <- function(recipe, ..., role = "predictor", trained = FALSE, columns = NULL,
                             model = "default", pooling = "cls+mean", layers = NULL, options = list(),
                             missing = "error", cache_dir = NULL, keep_original_cols = FALSE, features = NULL,
-                            fingerprint = NULL, layers_used = NULL, skip = FALSE,
+                            fingerprint = NULL, layers_used = NULL, dtype_used = NULL, skip = FALSE,
                             id = recipes::rand_id("bert_embed")) {
   # the parameters are checked now, so a mistake shows where the recipe is written rather than at prep()
   if (!is.list(options) || (length(options) && (is.null(names(options)) || any(!nzchar(names(options)))))) {
@@ -82,6 +84,7 @@ step_bert_embed <- function(recipe, ..., role = "predictor", trained = FALSE, co
       features = features,
       fingerprint = fingerprint,
       layers_used = layers_used,
+      dtype_used = dtype_used,
       skip = skip,
       id = id
     )
@@ -89,7 +92,8 @@ step_bert_embed <- function(recipe, ..., role = "predictor", trained = FALSE, co
 }
 
 step_bert_embed_new <- function(terms, role, trained, columns, model, pooling, layers, options, missing,
-                                cache_dir, keep_original_cols, features, fingerprint, layers_used, skip, id) {
+                                cache_dir, keep_original_cols, features, fingerprint, layers_used, dtype_used, skip,
+                                id) {
   recipes::step(
     subclass = "bert_embed",
     terms = terms,
@@ -106,6 +110,7 @@ step_bert_embed_new <- function(terms, role, trained, columns, model, pooling, l
     features = features,
     fingerprint = fingerprint,
     layers_used = layers_used,
+    dtype_used = dtype_used,
     skip = skip,
     id = id
   )
@@ -117,6 +122,7 @@ prep.step_bert_embed <- function(x, training, info = NULL, ...) {
   features <- character()
   fingerprint <- NULL
   layers_used <- NULL
+  dtype_used <- NULL
   if (length(col_names)) {
     call <- NULL # recipes already says the error came from step_bert_embed()
     for (name in col_names) {
@@ -130,6 +136,7 @@ prep.step_bert_embed <- function(x, training, info = NULL, ...) {
     features <- unlist(described[[1]])
     fingerprint <- described[[2]]
     layers_used <- as.integer(unlist(described[[4]]))
+    dtype_used <- described[[5]]
   }
   step_bert_embed_new(
     terms = x$terms,
@@ -146,6 +153,7 @@ prep.step_bert_embed <- function(x, training, info = NULL, ...) {
     features = features,
     fingerprint = fingerprint,
     layers_used = layers_used,
+    dtype_used = dtype_used,
     skip = x$skip,
     id = x$id
   )
@@ -176,8 +184,13 @@ bake.step_bert_embed <- function(object, new_data, ...) {
     # bake() on zero rows (as tidymodels does for prototypes) needs no model
     features <- matrix(numeric(), nrow = 0L, ncol = length(object$features), dimnames = list(NULL, object$features))
   } else {
+    options <- object$options
+    if (!is.null(object$dtype_used) && identical(options$dtype %||% "auto", "auto")) {
+      # "auto" was resolved at prep() (bfloat16 on a GPU): the same recipe on a CPU, as Python's fit fixes it
+      options$dtype <- object$dtype_used
+    }
     res <- rlang::exec(
-      embed_request, new_data[col_names], !!!object$options,
+      embed_request, new_data[col_names], !!!options,
       model = object$model, pooling = object$pooling, layers = object$layers, missing = object$missing,
       cache_dir = object$cache_dir, where = "the data given to bake()", call = call
     )

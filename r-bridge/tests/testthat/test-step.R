@@ -153,3 +153,25 @@ test_that("bake()'s errors about the new data name it as such, not as `x`", {
   expect_match(conditionMessage(err), "Column `review` of the data given to bake() is a numeric vector, not text.",
                fixed = TRUE)
 })
+
+test_that("a step prepped on a GPU bakes on a CPU in the dtype prep() fixed", {
+  # dtype = "auto" is bfloat16 on a GPU and float32 on a CPU: bake() asked for "auto" again, got another recipe on
+  # the CPU and blamed the model files ("prep the recipe again"), which would have changed the features too
+  bertfeat:::python_module()
+  reticulate::py_run_string(paste( # "auto" chooses as on a GPU; the model itself still runs here, on the CPU
+    "import bertfeat.backend as bf_backend", "bf_saved = bf_backend.resolve_dtype",
+    "bf_backend.resolve_dtype = lambda dtype, device: 'bfloat16' if dtype == 'auto' else dtype", sep = "\n"))
+  rec <- recipe(score ~ review, data = train) |> step_bert_embed(review, pooling = "mean")
+  prepped <- tryCatch(suppressWarnings(prep(rec)), finally = reticulate::py_run_string(
+    "bf_backend.resolve_dtype = bf_saved"))
+  expect_identical(prepped$steps[[1]]$dtype_used, "bfloat16")
+  baked <- suppressWarnings(bake(prepped, new_data = test)) # bfloat16 on this CPU may warn that it is slower
+  expect_identical(unname(as.matrix(baked[-1])),
+                   unname(suppressWarnings(bf_embed(test$review, pooling = "mean", dtype = "bfloat16"))))
+  # prepped here: this machine's dtype, and a step prepped before dtype_used was recorded bakes as it always did
+  here <- prep(rec)
+  expect_identical(here$steps[[1]]$dtype_used, "float32")
+  here$steps[[1]]$dtype_used <- NULL
+  expect_identical(unname(as.matrix(bake(here, new_data = test)[-1])),
+                   unname(bf_embed(test$review, pooling = "mean")))
+})
