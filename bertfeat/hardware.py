@@ -54,6 +54,17 @@ _SHARED = {"calls": 0, "threads": 0}
 _SHARED_LOCK = threading.Lock()
 
 
+def _forget_calls_in_a_forked_child() -> None:
+    """A child forked while a call ran holds none of its threads: it starts with no call running."""
+    global _SHARED_LOCK
+    _SHARED_LOCK = threading.Lock()
+    _SHARED.update(calls=0, threads=0)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_calls_in_a_forked_child)
+
+
 @contextlib.contextmanager
 def threads_shared_by(workers: int):
     """Yield the torch threads each of ``workers`` threads running batches side by side sets for itself (with

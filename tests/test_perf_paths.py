@@ -584,3 +584,35 @@ def test_closing_prefetched_stops_its_thread_at_once():
     start = time.monotonic()
     _within(5, it.close)  # it must see the stop within its short put timeout
     assert time.monotonic() - start < 0.5 and not worker.is_alive()
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_child_forked_while_threads_were_shared_out_sets_them_back_after_its_own_calls():
+    """The count of calls running is the parent's: a child forked during one would never see the last call end,
+    and would give new threads the lowered share for good."""
+    import multiprocessing
+
+    from bertfeat.hardware import threads_shared_by
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(4)
+        with threads_shared_by(2) as share:
+            assert share == 2
+            torch.set_num_threads(share)  # as a worker does: what a new thread now starts with
+            with multiprocessing.get_context("fork").Pool(1) as pool:
+                in_child = pool.apply(_share_and_count_in_a_child)
+            torch.set_num_threads(4)
+        assert in_child == (4, 4)  # the child's own call shares out its count and sets it back at its end
+        assert _thread_count_a_new_thread_starts_with() == 4
+    finally:
+        torch.set_num_threads(before)
+
+
+def _share_and_count_in_a_child():
+    from bertfeat.hardware import threads_shared_by
+
+    torch.set_num_threads(4)
+    with threads_shared_by(2) as share:
+        torch.set_num_threads(share)
+    return share * 2, _thread_count_a_new_thread_starts_with()
