@@ -28,16 +28,77 @@ NATIVE = {
 
 
 def allotted_cores() -> int:
-    """Cores this process may use: its CPU affinity, capped by a cgroup CPU quota (containers) when there is one."""
+    """Cores this process may use: its CPU affinity, capped by a cgroup CPU quota (containers, systemd's CPUQuota=)
+    when there is one (:func:`cgroup_cpu_quota`)."""
     n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    try:
-        with open("/sys/fs/cgroup/cpu.max") as f:
-            quota, period = f.read().split()[:2]
-        if quota != "max":
-            n = min(n, max(1, math.ceil(int(quota) / int(period))))
-    except (OSError, ValueError):
-        pass
+    quota = cgroup_cpu_quota()
+    if quota is not None:
+        n = min(n, max(1, math.ceil(quota)))
     return max(1, n)
+
+
+# Where the cgroup filesystems are mounted, and the file naming this process's cgroups (tests point them elsewhere).
+CGROUP_ROOT = "/sys/fs/cgroup"
+SELF_CGROUP = "/proc/self/cgroup"
+
+
+def cgroup_cpu_quota() -> float | None:
+    """CPUs' worth of time the cgroup CPU quota gives this process (1.5 for a container limited to 1.5 CPUs), the
+    tightest of its cgroup's and its parents'; None where none is set or there are no cgroups.
+
+    Read under cgroup v2 (``cpu.max``) and v1 (``cpu.cfs_quota_us`` over ``cpu.cfs_period_us``, still the layout of
+    many Kubernetes nodes), in the process's own cgroup as ``/proc/self/cgroup`` names it and up to the mount's root,
+    which is the container's own cgroup where the container sees only its own.
+    """
+    try:
+        with open(SELF_CGROUP) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        lines = []
+    v2_path, v1_path = "/", "/"
+    for line in lines:
+        _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if controllers == "":
+            v2_path = path or "/"
+        elif "cpu" in controllers.split(","):
+            v1_path = path or "/"
+    quotas = [_v2_quota(d) for d in _up_to(CGROUP_ROOT, v2_path)]
+    v1_mounts = {os.path.realpath(os.path.join(CGROUP_ROOT, name)) for name in ("cpu", "cpu,cpuacct", "cpuacct,cpu")}
+    quotas += [_v1_quota(d) for mount in sorted(v1_mounts) for d in _up_to(mount, v1_path)]
+    found = [q for q in quotas if q is not None]
+    return min(found) if found else None
+
+
+def _up_to(mount: str, path: str) -> list[str]:
+    """``mount/path`` and each of its parents up to ``mount`` itself (a limit on a parent cgroup binds too)."""
+    parts = [p for p in path.split("/") if p and p not in (".", "..")]
+    return [os.path.join(mount, *parts[:i]) for i in range(len(parts), -1, -1)]
+
+
+def _read_numbers(path: str) -> list[str] | None:
+    try:
+        with open(path) as f:
+            return f.read().split()
+    except OSError:
+        return None
+
+
+def _v2_quota(directory: str) -> float | None:
+    fields = _read_numbers(os.path.join(directory, "cpu.max"))  # "150000 100000", or "max 100000" for none
+    try:
+        return int(fields[0]) / int(fields[1]) if fields and fields[0] != "max" else None
+    except (ValueError, IndexError, ZeroDivisionError):
+        return None
+
+
+def _v1_quota(directory: str) -> float | None:
+    quota = _read_numbers(os.path.join(directory, "cpu.cfs_quota_us"))  # -1 for none
+    period = _read_numbers(os.path.join(directory, "cpu.cfs_period_us"))
+    try:
+        q, p = int(quota[0]), int(period[0])
+        return q / p if q > 0 and p > 0 else None
+    except (TypeError, ValueError, IndexError):
+        return None
 
 
 def set_threads(n: int | None = None) -> int:

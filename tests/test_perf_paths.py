@@ -373,6 +373,41 @@ def test_allotted_cores_is_within_the_affinity():
     assert 1 <= n <= (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
 
 
+@pytest.mark.parametrize("files, membership, quota", [
+    ({"cpu.max": "150000 100000"}, "0::/", 1.5),  # cgroup v2, a container's own view
+    ({"cpu.max": "max 100000"}, "0::/", None),
+    # v2 seen from the host (a systemd service's CPUQuota=, a container sharing the host's cgroup namespace): the
+    # process's own cgroup, and a limit set on a parent binds it too
+    ({"system.slice/etl.service/cpu.max": "100000 100000"}, "0::/system.slice/etl.service", 1.0),
+    ({"a/cpu.max": "300000 100000", "a/b/cpu.max": "max 100000"}, "0::/a/b", 3.0),
+    # cgroup v1 (Kubernetes nodes on Amazon Linux 2, older Docker): the container's cgroup is the mount's root
+    ({"cpu,cpuacct/cpu.cfs_quota_us": "200000", "cpu,cpuacct/cpu.cfs_period_us": "100000"},
+     "4:cpu,cpuacct:/kubepods/burstable/pod1/c0ffee", 2.0),
+    ({"cpu/cpu.cfs_quota_us": "-1", "cpu/cpu.cfs_period_us": "100000"}, "3:cpu:/", None),
+    ({"cpu/docker/c0ffee/cpu.cfs_quota_us": "50000", "cpu/docker/c0ffee/cpu.cfs_period_us": "100000",
+      "cpu/cpu.cfs_quota_us": "-1", "cpu/cpu.cfs_period_us": "100000"}, "3:cpu:/docker/c0ffee", 0.5),
+    ({}, "0::/", None),  # no cgroup files at all (macOS, a bare chroot)
+])
+def test_allotted_cores_reads_the_cpu_quota_of_cgroup_v1_and_v2(tmp_path, monkeypatch, files, membership, quota):
+    """(found by a scikit-learn in parallel hunt, 2026-11-26) only a v2 container's /sys/fs/cgroup/cpu.max was read:
+    under cgroup v1, or a quota on the process's own cgroup below the root, torch kept a thread per core of the
+    host (64 threads throttled to a quota of 2)."""
+    import math
+    import os
+
+    from bertfeat import hardware
+
+    for name, text in files.items():
+        (tmp_path / "cg" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "cg" / name).write_text(text + "\n")
+    (tmp_path / "self").write_text("1:name=systemd:/\n" + membership + "\n")
+    monkeypatch.setattr(hardware, "CGROUP_ROOT", str(tmp_path / "cg"))
+    monkeypatch.setattr(hardware, "SELF_CGROUP", str(tmp_path / "self"))
+    assert hardware.cgroup_cpu_quota() == quota
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert allotted_cores() == (cores if quota is None else min(cores, max(1, math.ceil(quota))))
+
+
 @pytest.mark.parametrize("preset, expected", [(None, "64"), ("512", "512")])
 def test_cpu_backend_bounds_onednn_kernel_cache_unless_the_user_set_it(tiny_bert, preset, expected):
     """oneDNN reads ONEDNN_PRIMITIVE_CACHE_CAPACITY when it first runs, so the backend sets it before loading (a
