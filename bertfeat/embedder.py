@@ -170,6 +170,8 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         self.recipe_ = self._build_recipe()
         # the values the recipe was built from, to refuse a transform after set_params changed one (no refit)
         self._recipe_params = copy.deepcopy({name: getattr(self, name) for name in _RECIPE_PARAMS})
+        # a relative model path is read from the working directory: where it pointed, to say so if that changes
+        self._model_dir_in_fit = _relative_model_dir(self.model)
         self._cache()  # a cache_dir that is a file or unwritable is a CacheError now, before any work
         names, values, all_columns = text_columns(X, self.columns)
         if not values and len(X):  # rows, but no column: not a lack of samples
@@ -438,12 +440,23 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
     def _backend_loader(self):
         """A callable that loads (or reuses) the model, checking it is still the one the recipe was fitted with."""
         recipe, model, device, trust = self.recipe_, self.model, self.device, self.trust_remote_code
+        fitted_dir, name = getattr(self, "_model_dir_in_fit", None), type(self).__name__
 
         def load():
             from bertfeat.backend import get_backend, resolve_device
+            from bertfeat.exceptions import ModelNotAvailableError
             from bertfeat.models import resolve_model
 
-            spec = resolve_model(model, trust_remote_code=trust)
+            try:
+                spec = resolve_model(model, trust_remote_code=trust)
+            except ModelNotAvailableError:
+                if fitted_dir is None or _relative_model_dir(model) is not None:
+                    raise
+                raise ModelNotAvailableError(
+                    f"model={model!r} is a relative path, read from the working directory ({os.getcwd()}), which "
+                    f"holds no such directory; when this {name} was fitted it was {fitted_dir}. Name the model by "
+                    f"its absolute path: set_params(model={fitted_dir!r}) (<step>__model= in a Pipeline)."
+                ) from None
             if (spec.weights_sha256, spec.tokenizer_sha256, spec.config_sha256) != (
                 recipe.weights_sha256, recipe.tokenizer_sha256, recipe.config_sha256
             ):
@@ -495,6 +508,13 @@ def _note_modules_not_applied(spec) -> None:
         "pooled hidden states, not the model's own embeddings. For those, use sentence-transformers' encode().",
         UserWarning, stacklevel=user_stacklevel(),
     )
+
+
+def _relative_model_dir(model) -> str | None:
+    """The directory a relative ``model`` path names from here (absolute), or None for anything else."""
+    if not isinstance(model, (str, os.PathLike)) or model == "default" or os.path.isabs(os.path.expanduser(model)):
+        return None
+    return os.path.abspath(model) if os.path.isdir(model) else None
 
 
 def _resolve_prefix(prefix, prompt_name, spec) -> str:

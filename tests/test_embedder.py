@@ -916,3 +916,27 @@ def test_a_pipeline_fitted_on_a_gpu_takes_its_model_from_another_path_on_a_cpu(t
     est.set_params(dtype="float32")  # a change of dtype is still a change
     with pytest.raises(ValueError, match=r"^dtype='float32' was 'auto' when this BertEmbedder was fitted"):
         est.transform(TEXTS)
+
+
+def test_a_relative_model_path_read_from_another_directory_is_named_with_where_it_pointed(tiny_bert, tmp_path,
+                                                                                         monkeypatch):
+    """(found by a scikit-learn across processes hunt, 2026-11-26) a pipeline fitted with model="tiny-bert0" (a
+    directory beside the script) and loaded by a process in another directory (a service, a Dask or Ray worker)
+    was told the path is not in the Hugging Face cache and to run `huggingface-cli download tiny-bert0`."""
+    import os
+
+    from bertfeat import ModelNotAvailableError
+
+    monkeypatch.chdir(os.path.dirname(tiny_bert))
+    name = os.path.basename(tiny_bert)
+    est = BertEmbedder(name, dtype="float32").fit(TEXTS)
+    there = est.transform(TEXTS)
+    est = pickle.loads(pickle.dumps(est))
+    monkeypatch.chdir(tmp_path)  # another working directory
+    with pytest.raises(ModelNotAvailableError) as info:
+        est.transform(TEXTS)
+    assert str(info.value) == (
+        f"model={name!r} is a relative path, read from the working directory ({tmp_path}), which holds no such "
+        f"directory; when this BertEmbedder was fitted it was {tiny_bert}. Name the model by its absolute path: "
+        f"set_params(model={tiny_bert!r}) (<step>__model= in a Pipeline).")
+    np.testing.assert_array_equal(est.set_params(model=tiny_bert).transform(TEXTS), there)
