@@ -32,6 +32,8 @@
 #'   [recipes::prep()].
 #' @param dtype_used The precision the features are computed in (`dtype = "auto"` resolved on the machine that
 #'   prepped, for example `"bfloat16"` on a GPU), set by [recipes::prep()]; `bake()` keeps it on any machine.
+#' @param model_dir The directory a relative `model` path named when prepped (absolute), set by [recipes::prep()]:
+#'   `bake()` from another working directory then says where the model was.
 #' @param skip A logical. Should the step be skipped when the recipe is baked by [recipes::bake()]?
 #' @param id A character string that is unique to this step to identify it.
 #'
@@ -53,7 +55,8 @@
 step_bert_embed <- function(recipe, ..., role = "predictor", trained = FALSE, columns = NULL,
                             model = "default", pooling = "cls+mean", layers = NULL, options = list(),
                             missing = "error", cache_dir = NULL, keep_original_cols = FALSE, features = NULL,
-                            fingerprint = NULL, layers_used = NULL, dtype_used = NULL, skip = FALSE,
+                            fingerprint = NULL, layers_used = NULL, dtype_used = NULL, model_dir = NULL,
+                            skip = FALSE,
                             id = recipes::rand_id("bert_embed")) {
   # the parameters are checked now, so a mistake shows where the recipe is written rather than at prep()
   if (!is.list(options) || (length(options) && (is.null(names(options)) || any(!nzchar(names(options)))))) {
@@ -85,6 +88,7 @@ step_bert_embed <- function(recipe, ..., role = "predictor", trained = FALSE, co
       fingerprint = fingerprint,
       layers_used = layers_used,
       dtype_used = dtype_used,
+      model_dir = model_dir,
       skip = skip,
       id = id
     )
@@ -92,8 +96,8 @@ step_bert_embed <- function(recipe, ..., role = "predictor", trained = FALSE, co
 }
 
 step_bert_embed_new <- function(terms, role, trained, columns, model, pooling, layers, options, missing,
-                                cache_dir, keep_original_cols, features, fingerprint, layers_used, dtype_used, skip,
-                                id) {
+                                cache_dir, keep_original_cols, features, fingerprint, layers_used, dtype_used,
+                                model_dir, skip, id) {
   recipes::step(
     subclass = "bert_embed",
     terms = terms,
@@ -111,6 +115,7 @@ step_bert_embed_new <- function(terms, role, trained, columns, model, pooling, l
     fingerprint = fingerprint,
     layers_used = layers_used,
     dtype_used = dtype_used,
+    model_dir = model_dir,
     skip = skip,
     id = id
   )
@@ -154,6 +159,7 @@ prep.step_bert_embed <- function(x, training, info = NULL, ...) {
     fingerprint = fingerprint,
     layers_used = layers_used,
     dtype_used = dtype_used,
+    model_dir = relative_model_dir(x$model),
     skip = x$skip,
     id = x$id
   )
@@ -184,6 +190,16 @@ bake.step_bert_embed <- function(object, new_data, ...) {
     # bake() on zero rows (as tidymodels does for prototypes) needs no model
     features <- matrix(numeric(), nrow = 0L, ncol = length(object$features), dimnames = list(NULL, object$features))
   } else {
+    if (!is.null(object$model_dir) && !dir.exists(object$model)) {
+      abort_bf(
+        c(sprintf(paste("model = \"%s\" is a relative path, read from the working directory (%s), which holds no",
+                        "such directory."), object$model, normalizePath(getwd())),
+          i = sprintf(paste("When this step was prepped it was %s. Name the model by its absolute path in the prepped",
+                            "step (for example `rec$steps[[1]]$model <- \"%s\"`); bake() checks it holds the same model."),
+                      object$model_dir, object$model_dir)),
+        "model_changed", call = call
+      )
+    }
     options <- object$options
     if (!is.null(object$dtype_used) && identical(options$dtype %||% "auto", "auto")) {
       # "auto" was resolved at prep() (bfloat16 on a GPU): the same recipe on a CPU, as Python's fit fixes it
@@ -206,6 +222,15 @@ bake.step_bert_embed <- function(object, new_data, ...) {
   features <- tibble::as_tibble(unname_rows(features))
   keep <- if (recipes::get_keep_original_cols(object)) names(new_data) else setdiff(names(new_data), col_names)
   tibble::as_tibble(c(as.list(new_data[keep]), as.list(features)))
+}
+
+# The directory a relative `model` path names from here (absolute), or NULL for a model name or an absolute path.
+relative_model_dir <- function(model) {
+  if (!is.character(model) || length(model) != 1L || identical(model, "default") ||
+      grepl("^(/|~|[A-Za-z]:[/\\\\]|\\\\\\\\)", model) || !dir.exists(model)) {
+    return(NULL)
+  }
+  normalizePath(model)
 }
 
 unname_rows <- function(m) {

@@ -175,3 +175,25 @@ test_that("a step prepped on a GPU bakes on a CPU in the dtype prep() fixed", {
   expect_identical(unname(as.matrix(bake(here, new_data = test)[-1])),
                    unname(bf_embed(test$review, pooling = "mean")))
 })
+
+test_that("a relative model path baked from another working directory says where it pointed at prep()", {
+  # bake() in another directory (a saved workflow served elsewhere) sent "models/minilm" to the Hugging Face cache
+  # and advised `huggingface-cli download models/minilm`
+  src <- reticulate::import("bertfeat.models")$resolve_model("default")$path
+  home <- withr::local_tempdir()
+  model <- file.path(home, "models", "minilm")
+  dir.create(model, recursive = TRUE)
+  for (f in list.files(src)) file.symlink(file.path(src, f), file.path(model, f))
+  rec <- recipe(score ~ review, data = train) |> step_bert_embed(review, model = "models/minilm", pooling = "mean")
+  prepped <- withr::with_dir(home, prep(rec))
+  expect_identical(prepped$steps[[1]]$model_dir, normalizePath(model))
+  elsewhere <- withr::local_tempdir()
+  err <- withr::with_dir(elsewhere, expect_error(bake(prepped, new_data = test),
+                                                 class = "bertfeat_error_model_changed"))
+  expect_match(conditionMessage(err), sprintf(
+    "model = \"models/minilm\" is a relative path, read from the working directory (%s), which holds no such directory.",
+    normalizePath(elsewhere)), fixed = TRUE)
+  expect_match(conditionMessage(err), sprintf("rec$steps[[1]]$model <- \"%s\"", normalizePath(model)), fixed = TRUE)
+  prepped$steps[[1]]$model <- prepped$steps[[1]]$model_dir # as the message says: bake() checks the files
+  expect_identical(withr::with_dir(elsewhere, ncol(bake(prepped, new_data = test))), 1L + 384L)
+})
