@@ -197,11 +197,13 @@ def embed_file(
         "provenance": featurizer.provenance(),
         "schema": schema.to_string(show_schema_metadata=False),
     }
-    if not overwrite and finished_output(paths, state) is None:
-        check_output(paths, reader, overwrite, file_output=True)  # --out is not a stopped run's of this job
     with job_lock(paths):
         remove_stale_temps(paths)  # what a killed run left beside --out
         finished = finished_output(paths, state)
+        if not overwrite and finished is None:
+            # --out is not a stopped run's of this job. Checked holding the lock: another job on this --out may have
+            # finished since the check above, and its output is not ours to write over
+            check_output(paths, reader, overwrite, file_output=True)
         if finished is not None:  # only the manifest and the cleanup were left to do
             atomic_write_bytes(paths.manifest, json.dumps(finished, indent=2).encode())
             shutil.rmtree(paths.partial, ignore_errors=True)

@@ -401,6 +401,7 @@ def embed_parquet(input, out, text_col, *, keep_cols=(), layout: str = "columns"
         )
     with job_lock(paths):  # a second job on the same --out is refused, never interleaved
         remove_stale_temps(paths)  # what a killed run left beside --out
+        check_folder_output(paths, reader, overwrite)  # again: a job on this --out may have finished since
         return _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layout, batch_rows, num_workers,
                                   gpus_per_worker, cpus_per_worker, preserve_order, quiet, params)
 

@@ -271,6 +271,8 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
         _check_visible(reader.files)
     with job_lock(paths):  # a second job on the same --out is refused, never interleaved
         remove_stale_temps(paths)  # what a killed run left beside --out
+        # again, holding the lock: a job on this --out may have finished while the model loaded
+        check_folder_output(paths, reader, overwrite)
         user_cache = params.get("cache_dir")
         if user_cache is None:
             # kept when a job dies, so that a rerun answers the finished texts from it (the cache is keyed by recipe,

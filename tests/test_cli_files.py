@@ -482,3 +482,32 @@ def test_an_output_ending_with_a_slash_is_refused_by_the_local_engine_which_writ
         embed_file(tmp_path / "in.parquet", target, "review", model=tiny_bert, quiet=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["features", "in.parquet"]
     assert not any((tmp_path / "features").iterdir())
+
+
+def test_a_job_whose_output_appeared_while_it_waited_for_the_lock_is_refused_not_written_over(tiny_bert, tmp_path,
+                                                                                             monkeypatch):
+    """Two jobs started at once on one --out (other inputs): the second checked that --out did not exist, loaded its
+    model, and took the lock after the first had finished, then put its own features over the first's output without
+    --overwrite and without a word. The check is made again under the lock."""
+    import bertfeat.files
+    from bertfeat.files import embed_file
+
+    first, second = tmp_path / "first.csv", tmp_path / "second.csv"
+    frame(5, seed=1).to_csv(first, index=False)
+    frame(7, seed=2).to_csv(second, index=False)
+    out = tmp_path / "f.parquet"
+    real_lock = bertfeat.files.job_lock
+
+    def the_other_job_finishes_first(paths):
+        monkeypatch.setattr(bertfeat.files, "job_lock", real_lock)
+        embed_file(str(first), str(out), "review", model=tiny_bert, quiet=True)  # done while the second waited
+        return real_lock(paths)
+
+    monkeypatch.setattr(bertfeat.files, "job_lock", the_other_job_finishes_first)
+    with pytest.raises(FileExistsError, match="exists; pass --overwrite"):
+        embed_file(str(second), str(out), "review", model=tiny_bert, quiet=True)
+    assert pq.read_table(out).num_rows == 5  # the first job's output, whole
+    manifest = json.loads((tmp_path / "f.parquet.manifest.json").read_text())
+    assert manifest["input"]["path"] == str(first)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.parquet", "f.parquet.manifest.json", "first.csv",
+                                                          "second.csv"]

@@ -677,6 +677,27 @@ def test_a_file_job_is_refused_before_ray_starts(tiny_bert, fake_ray, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.parquet", "in", "in.csv", "taken"]
 
 
+def test_an_output_another_job_put_in_place_before_the_lock_was_taken_is_not_replaced(tiny_bert, fake_ray, tmp_path,
+                                                                                         monkeypatch):
+    """--out was checked before the lock was taken: a job on the same --out that finished in between had its output
+    replaced by this one's, without --overwrite and without a word."""
+    ray = fake_ray()
+    src = write_input(tmp_path, frame(5), files=1)
+    out = tmp_path / "out"
+    real_lock = bray.job_lock
+
+    def the_other_job_finishes_first(paths):
+        out.mkdir()
+        (out / "part-000000.parquet").write_bytes(b"the other job's")
+        return real_lock(paths)
+
+    monkeypatch.setattr(bray, "job_lock", the_other_job_finishes_first)
+    with pytest.raises(FileExistsError, match="exists; pass --overwrite"):
+        bray.embed_parquet(src, out, "review", model=tiny_bert, quiet=True)
+    assert ray.inits == [] and (out / "part-000000.parquet").read_bytes() == b"the other job's"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "out"]
+
+
 def test_a_dataset_jobs_actor_says_a_bad_rows_number_is_the_batchs_and_names_its_kept_columns(tiny_bert, fake_ray,
                                                                                               quiet_threads):
     fake_ray()

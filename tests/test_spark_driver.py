@@ -416,6 +416,27 @@ def test_an_existing_output_is_replaced_only_when_asked(tiny_bert, tmp_path, spa
     assert pq.read_table(tmp_path / "out").num_rows == 12
 
 
+def test_an_output_another_job_put_in_place_while_the_model_loaded_is_not_replaced(tiny_bert, tmp_path, spark_job,
+                                                                                     monkeypatch):
+    """--out was checked before the model loaded and the lock taken after: a job on the same --out that finished
+    in between had its output replaced by this one's, without --overwrite and without a word."""
+    make_frame(12).to_parquet(tmp_path / "in.parquet")
+    fake = spark_job()
+    out = tmp_path / "out"
+    real = bspark._checked_featurizer
+
+    def the_other_job_finishes_meanwhile(*args):
+        out.mkdir()
+        (out / "part-000000.parquet").write_bytes(b"the other job's")
+        return real(*args)
+
+    monkeypatch.setattr(bspark, "_checked_featurizer", the_other_job_finishes_meanwhile)
+    with pytest.raises(FileExistsError, match="exists; pass --overwrite"):
+        bspark.embed_files(tmp_path / "in.parquet", out, "review", model=tiny_bert, quiet=True)
+    assert fake.job.calls == [] and (out / "part-000000.parquet").read_bytes() == b"the other job's"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet", "out"]
+
+
 # -- refused before Spark starts ----------------------------------------------------------------------------------
 
 
