@@ -268,6 +268,7 @@ def _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, pr
     n_parts = k + 1
     if n_parts == 0:
         raise ValueError(f"input {reader.path!r} has no rows to embed.")
+    reader.check_unchanged(state["input"])  # parts of one version of it
     return _finish(paths, n_parts, schema, featurizer, state, resumed_rows, len(resumed), this_run, t0, user_cache,
                    batches_resumed, checkpoint_seconds)
 

@@ -410,6 +410,7 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
                        gpus_per_worker, cpus_per_worker, preserve_order, quiet, params) -> dict:
     if not reader.total_rows:
         raise ValueError(f"input {reader.path!r} has no rows to embed.")
+    fingerprint = reader.fingerprint()  # the input as it is before it is read: checked again once it was
     worker_device(params.get("device", "auto"), gpus_per_worker)
     from bertfeat.arrow import ArrowFeaturizer
 
@@ -456,13 +457,14 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
 
     totals, batches = _written_stats(data_dir)
     files, provenance = _check_written(data_dir, reader.total_rows)
+    reader.check_unchanged(fingerprint)
     paths.manifest.unlink(missing_ok=True)  # an earlier output's: never beside features it does not describe
     replace_output(data_dir, paths.out)
     shutil.rmtree(paths.partial, ignore_errors=True)
     manifest = {
         "output": str(paths.out),
         "engine": "ray",
-        "input": reader.fingerprint(),
+        "input": fingerprint,
         "provenance": provenance,
         # every count from what was written: a batch Ray retries is written, and counted, once
         "counts": {**job_counts(totals, distinct, len(text_cols), 0, batches), "rows": reader.total_rows,

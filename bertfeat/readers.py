@@ -148,6 +148,21 @@ class InputReader:
         return {"path": self.path if is_pattern(self.path) else str(Path(self.path).resolve()),
                 "files": [[str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns] for f in self.files]}
 
+    def check_unchanged(self, fingerprint: dict) -> None:
+        """Refuse an input whose :meth:`fingerprint` is no longer ``fingerprint`` (taken before reading it): a file
+        still being copied or written was read up to where it had got (a cut last line read as a whole row), or
+        part from one version and part from another."""
+        try:
+            same = self.fingerprint() == fingerprint
+        except OSError:  # a file of it is gone
+            same = False
+        if not same:
+            raise ValueError(
+                f"input {self.path!r} changed while the job read it (a file's size or modification time is not what "
+                "it was at the start: is it still being copied or written?), so the rows read are of no one version "
+                "of it; nothing was written. Once it is complete, run the same command again."
+            )
+
     def fraction_done(self) -> float | None:
         """The fraction of a CSV file's (compressed) bytes read so far; None for parquet (``total_rows`` is known)."""
         if self._counting is not None and self._counting.size:

@@ -282,6 +282,7 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
         for d in (data_dir, staged):
             shutil.rmtree(d, ignore_errors=True)  # files of a dead run: rewritten, their texts come from the cache
         paths.partial.mkdir(parents=True, exist_ok=True)
+        fingerprint = reader.fingerprint()  # the input as it is before it is read: checked again once it was
         files, counts = _parquet_files(reader, staged)
         total_rows = int(sum(counts))
         if not total_rows:
@@ -316,6 +317,7 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
                 spark.stop()
 
         written, provenance = _check_written(data_dir, total_rows)
+        reader.check_unchanged(fingerprint)
         paths.manifest.unlink(missing_ok=True)  # an earlier output's: never beside features it does not describe
         replace_output(data_dir, paths.out)
         shutil.rmtree(paths.partial, ignore_errors=True)
@@ -328,7 +330,7 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
         manifest = {
             "output": str(paths.out),
             "engine": "spark",
-            "input": reader.fingerprint(),
+            "input": fingerprint,
             "provenance": provenance,
             "counts": job_counts(totals, _Exact(result["distinct"]), len(text_cols), 0, len(parts)),
             "timing": {"seconds": round(time.perf_counter() - t0, 3), "embed_seconds": round(totals.seconds, 3),

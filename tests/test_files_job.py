@@ -487,3 +487,32 @@ def test_a_text_the_tokenizer_drops_whole_is_missing_in_a_file_job_and_named_by_
     with pytest.raises(ValueError, match=r"^row 6 \('\U0001f600'\) gives no token to this model's tokenizer"):
         embed_file(str(src), str(tmp_path / "e.parquet"), "text", model=drops_characters, pooling="mean",
                    chunk_rows=5, quiet=True)
+
+
+@pytest.mark.parametrize("change", ["copy finishing", "rewritten in place"])
+def test_an_input_that_changes_while_the_job_reads_it_fails_the_job_instead_of_a_mixed_output(tiny_bert, tmp_path,
+                                                                                              monkeypatch, change):
+    """A CSV still being copied in (its last line cut mid-text) was read up to where the copy had got, its cut text
+    embedded as a whole one, and the job finished with the rows read, while its manifest recorded the size it had
+    at the start; a file rewritten while read gave the first chunks of one version and the rest of another. The
+    input is fingerprinted again once read: a changed input fails the job, leaving nothing, and the rerun reads it
+    whole."""
+    src, out = tmp_path / "in.csv", tmp_path / "f.parquet"
+    whole = frame(ROWS).to_csv(index=False)
+    src.write_text(whole[:len(whole) - 7] if change == "copy finishing" else whole)
+    calls = []
+
+    def featurize(self, batch, first_row=0):
+        if not calls:  # while the first chunk is embedded, the file changes under the job
+            src.write_text(whole if change == "copy finishing" else whole.replace("the", "a"))
+        calls.append(batch.num_rows)
+        return _CALL(self, batch, first_row)
+
+    monkeypatch.setattr(ArrowFeaturizer, "__call__", featurize)
+    with pytest.raises(ValueError, match=r"changed while the job read it .*run the same command again"):
+        embed_file(str(src), str(out), "review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=5)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]
+    _revive(monkeypatch)
+    manifest = embed_file(str(src), str(out), "review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=5)
+    assert manifest["counts"]["rows"] == ROWS and manifest["input"]["files"][0][1] == len(src.read_bytes())
+    assert pq.read_table(out, columns=["id"]).column("id").to_pylist() == [f"{i:04d}" for i in range(ROWS)]

@@ -592,6 +592,28 @@ def test_a_file_job_on_fake_ray_writes_what_the_local_engine_writes(tiny_bert, f
     assert err.startswith(f"bertfeat embed: wrote {out} (45 rows x ")
 
 
+def test_an_input_rewritten_while_ray_read_it_fails_the_job_and_puts_nothing_in_place(tiny_bert, fake_ray,
+                                                                                        quiet_threads, tmp_path):
+    """A parquet file rewritten while the job ran (as many rows, other texts) gave an output of no one version of
+    the input, with the manifest recording the fingerprint of the new one, taken at the end."""
+    src = write_input(tmp_path, frame(12, seed=2), files=1)
+    fake_ray()
+    real = bray._written_stats
+
+    def rewritten_meanwhile(data_dir):
+        frame(12, seed=3).to_parquet(src / "0.parquet", index=False)
+        return real(data_dir)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(bray, "_written_stats", rewritten_meanwhile)
+        with pytest.raises(ValueError, match=r"changed while the job read it .*run the same command again"):
+            bray.embed_parquet(src, tmp_path / "out", "review", model=tiny_bert, quiet=True)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "out.manifest.json").exists()
+    manifest = bray.embed_parquet(src, tmp_path / "out", "review", model=tiny_bert, quiet=True)
+    assert manifest["input"]["files"][0][1:] == [(src / "0.parquet").stat().st_size,
+                                                 (src / "0.parquet").stat().st_mtime_ns]
+
+
 def test_a_quiet_job_on_a_running_ray_with_the_users_cache(tiny_bert, fake_ray, quiet_threads, tmp_path, capsys):
     src = write_input(tmp_path, frame(12, seed=2), files=1)
     ray = fake_ray(initialized=True)

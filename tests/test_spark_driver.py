@@ -437,6 +437,26 @@ def test_an_output_another_job_put_in_place_while_the_model_loaded_is_not_replac
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet", "out"]
 
 
+@pytest.mark.parametrize("kind", ["parquet", "csv"])
+def test_an_input_rewritten_while_the_job_ran_fails_it_and_puts_nothing_in_place(tiny_bert, tmp_path, spark_job, kind):
+    """An input rewritten while the job ran (as many rows, other texts) gave an output of no one version of it,
+    with the manifest recording the fingerprint of the new one, taken at the end."""
+    src = tmp_path / f"in.{kind}"
+
+    def write(seed):
+        df = make_frame(12, seed=seed)
+        df.to_parquet(src) if kind == "parquet" else df.to_csv(src, index=False)
+
+    write(1)
+    spark_job(during=lambda call: write(2))
+    with pytest.raises(ValueError, match=r"changed while the job read it .*run the same command again"):
+        bspark.embed_files(src, tmp_path / "out", "review", model=tiny_bert, quiet=True)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "out.manifest.json").exists()
+    spark_job()
+    manifest = bspark.embed_files(src, tmp_path / "out", "review", model=tiny_bert, quiet=True)
+    assert manifest["input"]["files"][0][1:] == [src.stat().st_size, src.stat().st_mtime_ns]
+
+
 # -- refused before Spark starts ----------------------------------------------------------------------------------
 
 
