@@ -22,6 +22,11 @@ class CacheWarning(UserWarning):
     """A cache shard could not be read (it is ignored and its texts recomputed) or new rows could not be written."""
 
 
+class NoLockWarning(UserWarning):
+    """The filesystem of ``--out`` refuses ``flock`` locks: the job runs without the lock that keeps a second job off
+    its output."""
+
+
 class SlowDtypeWarning(UserWarning):
     """A reduced precision (``dtype="bfloat16"`` or ``"float16"``) runs slower than float32 on this CPU.
 

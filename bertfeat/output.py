@@ -15,11 +15,15 @@ import errno
 import os
 import shutil
 import socket
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from bertfeat.exceptions import NoLockWarning, user_stacklevel
+from bertfeat.shards import FLOCK_UNSUPPORTED
 
 try:
     import fcntl
@@ -136,10 +140,12 @@ def absolute_paths(params: dict) -> dict:
 
 @contextlib.contextmanager
 def job_lock(paths: OutputPaths):
-    """Hold the output's lock for a job; refuse at once if another process holds it."""
+    """Hold the output's lock for a job; refuse at once if another process holds it. Where the filesystem refuses
+    flock (:data:`bertfeat.shards.FLOCK_UNSUPPORTED`), the job runs unlocked, with a :class:`NoLockWarning`."""
     if fcntl is None:
         yield
         return
+    unlocked = None  # why the filesystem refused to lock, where it did
     while True:
         try:
             fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT, 0o666)
@@ -154,6 +160,13 @@ def job_lock(paths: OutputPaths):
                 f"another bertfeat job ({holder}) is writing --out {str(paths.out)!r} (it holds {str(paths.lock)!r}); "
                 "wait for it to finish, or choose another --out."
             ) from None
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno not in FLOCK_UNSUPPORTED:
+                raise os_error_message(exc, f"the lock file of --out {str(paths.out)!r}") from None
+            _remove(paths.lock)  # this filesystem does not lock (Lustre without -o flock): run unlocked, as on Windows
+            unlocked = exc.strerror or str(exc)
+            break
         # the holder before us may have removed the file after we opened it: then ours is a stale inode
         try:
             same = os.stat(paths.lock).st_ino == os.fstat(fd).st_ino
@@ -162,6 +175,12 @@ def job_lock(paths: OutputPaths):
         if same:
             break
         os.close(fd)
+    if unlocked is not None:
+        warnings.warn(f"the filesystem of --out {str(paths.out)!r} does not support flock locks ({unlocked}), so no "
+                      "lock keeps a second job off this output: run one job per --out at a time.", NoLockWarning,
+                      stacklevel=user_stacklevel())
+        yield
+        return
     try:
         os.ftruncate(fd, 0)
         os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode())

@@ -7,6 +7,7 @@ on these; nothing here knows about recipes or lookups.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import socket
@@ -32,6 +33,9 @@ _WRITE_OPTIONS = dict(
     write_statistics=False,  # min/max of hashes prune nothing; the key index does that
     write_page_checksum=True,  # so a flipped bit in a data page is caught on read, not returned as a vector
 )
+# what flock raises on a filesystem that does not lock (Lustre mounted without -o flock, NFS without its lock
+# daemon, some FUSE filesystems): there, as where flock is missing, nothing is locked
+FLOCK_UNSUPPORTED = frozenset({errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOLCK})
 _HOST = re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname()) or "host"
 
 
@@ -182,7 +186,8 @@ def _pid_alive(pid: int) -> bool:
 
 @contextlib.contextmanager
 def _flock(path: str, *, exclusive: bool):
-    """An advisory lock on ``path``; a no-op where flock is missing or the lock file cannot be created."""
+    """An advisory lock on ``path``; a no-op where flock is missing or refused by the filesystem, or the lock file
+    cannot be created."""
     fd = None
     if fcntl is not None:
         with contextlib.suppress(OSError):
@@ -192,7 +197,12 @@ def _flock(path: str, *, exclusive: bool):
         return
     try:
         while True:
-            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            except OSError as exc:
+                if exc.errno not in FLOCK_UNSUPPORTED:
+                    raise
+                break  # this filesystem does not lock: docs/cache.md says what stays safe
             with contextlib.suppress(OSError):
                 if os.stat(path).st_ino == os.fstat(fd).st_ino:
                     break

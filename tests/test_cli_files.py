@@ -511,3 +511,32 @@ def test_a_job_whose_output_appeared_while_it_waited_for_the_lock_is_refused_not
     assert manifest["input"]["path"] == str(first)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.parquet", "f.parquet.manifest.json", "first.csv",
                                                           "second.csv"]
+
+
+@pytest.mark.parametrize("code", [errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOLCK])
+def test_a_filesystem_without_flock_runs_the_job_with_a_warning_and_the_cache_unlocked(tiny_bert, tmp_path, capsys,
+                                                                                        monkeypatch, code):
+    """On a filesystem that refuses flock (Lustre mounted without -o flock, NFS without its lock daemon) every
+    ``bertfeat embed`` failed with "[Errno 38] Function not implemented", naming neither the lock nor what to do, and
+    so did any job with a --cache-dir there. Now the job runs unlocked, as where flock is missing, and says so."""
+    import fcntl
+
+    from bertfeat.exceptions import NoLockWarning
+
+    def refused(fd, operation):
+        raise OSError(code, os.strerror(code))
+
+    src = tmp_path / "in.csv"
+    frame(8).to_csv(src, index=False)
+    monkeypatch.setattr(fcntl, "flock", refused)
+    args = ["embed", str(src), "--text-col", "review", "--model", tiny_bert, "--cache-dir", str(tmp_path / "c")]
+    with pytest.warns(NoLockWarning, match=r"the filesystem of --out .*f\.parquet' does not support flock locks "
+                      r"\(.+\), so no lock keeps a second job off this output: run one job per --out at a time"):
+        assert main([*args, "--out", str(tmp_path / "f.parquet"), "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+    assert pq.read_table(tmp_path / "f.parquet").num_rows == 8
+    assert main([*args, "--out", str(tmp_path / "g.parquet"), "--quiet"]) == 0
+    manifest = json.loads((tmp_path / "g.parquet.manifest.json").read_text())
+    assert manifest["counts"]["embedded"] == 0 and manifest["counts"]["cache_hits"] > 0  # the cache answered
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c", "f.parquet", "f.parquet.manifest.json", "g.parquet",
+                                                          "g.parquet.manifest.json", "in.csv"]
