@@ -85,12 +85,16 @@ def main(argv=None) -> int:
     with contextlib.suppress(ValueError):  # only the main thread may set a handler
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # what is still buffered goes now, while a reader gone can be told apart (below)
+        return code
     except UsageError as exc:
         print(f"bertfeat {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except (ValueError, TypeError, OSError, CacheError) as exc:
         # OSError: besides a missing file or an existing output, a full disk or a read-only filesystem
+        if isinstance(exc, BrokenPipeError) and _output_reader_gone():
+            return _quiet_after_reader_gone()
         if os.environ.get("BERTFEAT_DEBUG"):
             raise
         print(f"bertfeat {args.command}: error: {_one_line(exc)}", file=sys.stderr)
@@ -117,6 +121,29 @@ def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -
             break
         parser = subparsers[0].choices[getattr(args, dest)]
     return parser
+
+
+def _output_reader_gone() -> bool:
+    """Whether standard output is a pipe whose reader has exited (``bertfeat info | head -1`` once head has its
+    line), not some other pipe or socket that broke."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll() (Windows), no file descriptor (output captured)
+        return False
+
+
+def _quiet_after_reader_gone() -> int:
+    """End as a Unix tool killed by SIGPIPE does: no message (no one reads), exit 141 (128 + SIGPIPE, what the
+    shell's pipefail sees). Standard output goes to /dev/null so that Python's flush at exit finds nothing to fail."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return 128 + 13
 
 
 def _one_line(exc: BaseException) -> str:

@@ -74,6 +74,8 @@ def run(args) -> int:
             print(f"cleared {len(removed)} namespace{'s' if len(removed) != 1 else ''} in {cache.root}")
     except CacheError as exc:
         raise UsageError(str(exc)) from None
+    except BrokenPipeError:
+        raise  # the output's reader has gone (`| head -1`): main() ends quietly
     except OSError as exc:  # compact or clear on a read-only or full filesystem
         raise UsageError(_os_error(args, exc)) from None
     return 0
