@@ -34,3 +34,27 @@ def test_a_reader_that_stops_reading_ends_the_command_quietly_as_sigpipe_would(t
     finally:
         os.close(write)
     assert (proc.returncode, proc.stderr) == (141, "")
+
+
+def test_a_path_given_with_a_tilde_is_read_and_written_in_the_home_folder(tiny_bert, tmp_path):
+    """``--out=~/f.parquet`` (the shell expands no ``~`` after ``=``), a quoted ``'~/in.csv'``, R's ``"~/..."``: the
+    model and --cache-dir already read ``~`` as the home folder, the input and --out did not. Before: 'input
+    '~/in.csv' does not exist', and for --out 'the folder of --out '~/f.parquet' does not exist; create it first',
+    whose advice (mkdir ~) makes a folder named ~ in the working directory."""
+    import pandas as pd
+
+    from bertfeat.sources import input_path, output_path
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir(), work.mkdir()
+    pd.DataFrame({"id": ["1", "2"], "review": ["the cat sat", "a dog ran"]}).to_csv(home / "in.csv", index=False)
+    argv, env = command("embed", "~/in.csv", "--text-col", "review", "--id-col", "id", "--model", tiny_bert,
+                        "--out=~/f.parquet", "--quiet", HOME=str(home))
+    proc = subprocess.run(argv, env=env, cwd=work, capture_output=True, text=True, timeout=300)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert pd.read_parquet(home / "f.parquet")["id"].tolist() == ["1", "2"]
+    assert (home / "f.parquet.manifest.json").exists() and list(work.iterdir()) == []
+    # the Ray and Spark engines take their paths from the same two functions
+    assert input_path("~/in.csv") == os.path.expanduser("~/in.csv")
+    assert output_path("~/out", "out", "a path", "parquet") == os.path.expanduser("~/out")
+    assert input_path("./~") == "./~"  # a file named ~ is still reachable
