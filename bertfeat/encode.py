@@ -9,11 +9,13 @@ through a zero-argument callable, so a run answered entirely from the cache neve
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import time
 from collections.abc import Callable, Sequence
 from collections import deque
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field, fields, replace
 
 import numpy as np
@@ -320,12 +322,15 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
     bar = _progress_bar(0, progress)
 
     journal = current_journal()  # a file job's checkpoints within a chunk (bertfeat.journal), if any
+    report = _REPORT.get()
+    tally = [0, 0]  # sequences back from the model (or the journal), sequences planned: the report's fraction
     running: deque = deque()  # (step, batch index, journal key) of each batch sent to the model, in order
 
     def batch_stream():
         for step in steps:
             open_steps.append(step)
             bar.total += len(step.units.ids)  # sequences sent to the model, known one chunk at a time
+            tally[1] += len(step.units.ids)
             bar.refresh()
             for i, batch in enumerate(step.batches):
                 ids, key = step.units.ids[batch], None
@@ -336,6 +341,7 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
                         step.results[i] = saved
                         step.waiting -= 1
                         bar.update(len(batch))
+                        tally[0] += len(batch)
                         continue
                 running.append((step, i, key))
                 yield ids
@@ -371,6 +377,9 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
             step.results[i] = result
             step.waiting -= 1
             bar.update(len(step.batches[i]))
+            tally[0] += len(step.batches[i])
+            if report is not None:
+                report(tally[0] / max(tally[1], 1))
             if journal is not None:
                 journal.put(key, result)
             settle()
@@ -473,6 +482,21 @@ def prefix_tokens(recipe: Recipe, model) -> list[int]:
                else "; pass a larger max_length or a shorter prefix.")
         )
     return ids
+
+
+# told, as each batch of the model pass comes back, the fraction of the pass done (a file job's progress within a
+# chunk: bertfeat.files); None outside such a job
+_REPORT: ContextVar["Callable[[float], None] | None"] = ContextVar("bertfeat_progress_report", default=None)
+
+
+@contextlib.contextmanager
+def reporting(callback: "Callable[[float], None]"):
+    """Call ``callback(fraction done)`` after each batch of the model passes run inside the block."""
+    token = _REPORT.set(callback)
+    try:
+        yield
+    finally:
+        _REPORT.reset(token)
 
 
 def _progress_bar(total: int, enabled: bool):

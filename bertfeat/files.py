@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bertfeat.counts import DistinctCounter, job_counts, text_hashes
-from bertfeat.encode import EncodeStats
+from bertfeat.encode import EncodeStats, reporting
 from bertfeat.exceptions import TruncationWarning
 from bertfeat.hardware import run_facts
 from bertfeat.journal import BatchJournal
@@ -64,7 +64,9 @@ class Progress:
         self.quiet = quiet
         self.total = total
         self.every = every
-        self.done = 0
+        self.done = 0  # rows of the finished chunks
+        self.running = 0  # rows of the running chunk estimated done
+        self.estimate = None  # a CSV's total rows, estimated from the bytes read
         self.t0 = time.perf_counter()
         self.last = self.t0
         self.bar = None
@@ -75,24 +77,37 @@ class Progress:
                             dynamic_ncols=True)
 
     def update(self, rows: int, fraction: float | None = None) -> None:
+        """A chunk of ``rows`` rows finished (``fraction``: of a CSV's bytes read so far)."""
         self.done += rows
+        self.running = 0
         if self.quiet:
             return
-        total = self.total
-        if total is None and fraction and fraction < 1.0:  # CSV: estimate from bytes read (known only mid-file)
-            total = int(self.done / fraction)
+        # CSV: the total estimated from the bytes read, known only mid-file
+        self.estimate = int(self.done / fraction) if self.total is None and fraction and fraction < 1.0 else None
+        self._show(self.done)
+
+    def within(self, rows: float) -> None:
+        """About ``rows`` rows of the running chunk done (its model passes so far): a chunk can take minutes on a
+        CPU, and a log still gets a line every ``every`` seconds, a terminal's bar still moves."""
+        if self.quiet:
+            return
+        self.running = max(self.running, int(rows))
+        self._show(self.done + self.running)
+
+    def _show(self, done: int) -> None:
+        total = self.total or self.estimate
         if self.bar is not None:
             if total and self.bar.total != total:
                 self.bar.total = total
-            self.bar.update(rows)
+            self.bar.update(done - self.bar.n)
             return
         now = time.perf_counter()
         if now - self.last >= self.every:
             self.last = now
-            rate = self.done / max(now - self.t0, 1e-9)
-            eta = f", ETA {_duration((total - self.done) / rate)}" if total and rate else ""
-            pct = f" / {total:,} ({100 * self.done / total:.1f}%)" if total else ""
-            print(f"bertfeat embed: {self.done:,}{pct} rows, {rate:,.0f} rows/s{eta}", file=self.stream, flush=True)
+            rate = done / max(now - self.t0, 1e-9)
+            eta = f", ETA {_duration((total - done) / rate)}" if total and rate else ""
+            pct = f" / {total:,} ({100 * done / total:.1f}%)" if total else ""
+            print(f"bertfeat embed: {done:,}{pct} rows, {rate:,.0f} rows/s{eta}", file=self.stream, flush=True)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -247,7 +262,8 @@ def _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, pr
                 continue
             journal = BatchJournal(paths.part_journal(k), every=checkpoint_seconds)
             try:
-                with warnings.catch_warnings(), use_journal(journal):
+                with warnings.catch_warnings(), use_journal(journal), \
+                        reporting(lambda part, n=batch.num_rows: progress.within(n * part)):
                     # one summary at the end instead of a truncation warning per chunk
                     warnings.simplefilter("ignore", TruncationWarning)
                     result = featurizer(batch, first_row)

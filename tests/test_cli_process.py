@@ -58,3 +58,23 @@ def test_a_path_given_with_a_tilde_is_read_and_written_in_the_home_folder(tiny_b
     assert input_path("~/in.csv") == os.path.expanduser("~/in.csv")
     assert output_path("~/out", "out", "a path", "parquet") == os.path.expanduser("~/out")
     assert input_path("./~") == "./~"  # a file named ~ is still reachable
+
+
+def test_a_log_gets_progress_lines_while_a_long_chunk_runs_not_only_when_it_ends(tiny_bert, tmp_path, capsys):
+    """docs/cli.md: 'Otherwise (logs, CI): a line every 10 seconds'. A line came only when a chunk finished, and a
+    chunk of the default 10,000 rows takes minutes on a CPU: a Slurm log showed nothing for that long. Now the
+    model's batches within a chunk move the count (here every batch: progress_every=0)."""
+    import re
+
+    import pandas as pd
+
+    from bertfeat.files import embed_file
+
+    texts = [f"the cat sat on the mat {i} " + "a dog ran " * (i % 7) for i in range(60)]
+    pd.DataFrame({"review": texts}).to_parquet(tmp_path / "in.parquet")
+    embed_file(tmp_path / "in.parquet", tmp_path / "f.parquet", "review", model=tiny_bert, batch_tokens=64,
+               progress_every=0)  # one chunk of 60 rows, many batches
+    lines = capsys.readouterr().err.splitlines()
+    counts = [int(m.group(1).replace(",", "")) for line in lines
+              if (m := re.match(r"bertfeat embed: ([\d,]+) / 60 \(", line))]
+    assert len(counts) > 3 and counts[0] < 60 and counts == sorted(counts) and counts[-1] == 60, lines

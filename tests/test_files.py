@@ -138,6 +138,28 @@ def test_progress_on_a_terminal_is_a_bar_whose_total_follows_the_estimate(clock)
     assert "bertfeat embed: " in big.stream.getvalue() and "12.3krows" in big.stream.getvalue()
 
 
+def test_progress_within_a_chunk_moves_the_count_and_the_chunks_end_does_not_count_it_twice(clock):
+    out = io.StringIO()
+    p = Progress(100, quiet=False, every=0.0, stream=out)
+    clock.now += 1
+    p.within(20.7)  # the running chunk's model passes a fifth done
+    p.within(10)  # a second text column's pass starts again from 0: the count never goes back
+    p.update(50)  # the chunk of 50 rows finished
+    p.within(5)
+    assert [line.split(" rows,")[0] for line in out.getvalue().splitlines()] == [
+        "bertfeat embed: 20 / 100 (20.0%)", "bertfeat embed: 20 / 100 (20.0%)", "bertfeat embed: 50 / 100 (50.0%)",
+        "bertfeat embed: 55 / 100 (55.0%)"]
+    bar = Progress(100, quiet=False, stream=Terminal())
+    bar.within(30)
+    assert bar.bar.n == 30
+    bar.update(50)
+    assert bar.bar.n == 50
+    bar.close()
+    quiet = Progress(100, quiet=True, every=0.0, stream=out)
+    quiet.within(30)
+    assert quiet.running == 0
+
+
 # -- the summary line ----------------------------------------------------------------------------------------------
 
 def _manifest(**this_run):
