@@ -24,6 +24,7 @@ import sys
 import zlib
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -398,36 +399,50 @@ class InputReader:
 
     def batches(self):
         """Yield record batches of at most ``chunk_rows`` rows and ``chunk_chars`` text characters (a single row
-        longer than ``chunk_chars`` is a chunk of its own)."""
+        longer than ``chunk_chars`` is a chunk of its own).
+
+        Each raw batch's text lengths are counted once; the chunks are cut from their running sum, so a raw batch
+        holding many chunks (a CSV block of short rows) costs one pass, not one pass per chunk."""
         pending: list[pa.RecordBatch] = []
-        n_pending = 0
+        chars = np.zeros(0, dtype=np.int64)  # the text characters of each pending row
         for batch in self._raw_batches():
             pending.append(batch)
-            n_pending += batch.num_rows
+            chars = np.concatenate([chars, self._chars(batch)])
+            table = pa.Table.from_batches(pending, schema=self.schema)
+            total = np.cumsum(chars)
+            start = 0
             while True:
-                table = pa.Table.from_batches(pending, schema=self.schema)
-                cut = self._cut(table)
+                cut = self._cut(total, start)
                 if cut is None:
                     break
-                yield _as_batch(table.slice(0, cut))
-                rest = table.slice(cut)
-                pending, n_pending = rest.to_batches(), rest.num_rows
-        if n_pending:
+                yield _as_batch(table.slice(start, cut))
+                start += cut
+            if start:
+                rest = table.slice(start)
+                pending, chars = rest.to_batches(), chars[start:]
+        if len(chars):
             yield _as_batch(pa.Table.from_batches(pending, schema=self.schema))
 
-    def _cut(self, table: pa.Table) -> int | None:
-        """Rows of the next full chunk at the head of ``table``, or None when more rows are needed to decide."""
-        n = table.num_rows
+    def _chars(self, batch: pa.RecordBatch) -> np.ndarray:
+        """The text characters of each row of ``batch`` (all its text columns; a missing text counts 0)."""
+        chars = np.zeros(batch.num_rows, dtype=np.int64)
+        if self.chunk_chars is not None:
+            for c in self.text_cols:
+                chars += pc.fill_null(pc.utf8_length(batch.column(c).cast(pa.string())), 0).to_numpy(
+                    zero_copy_only=False)
+        return chars
+
+    def _cut(self, total: np.ndarray, start: int) -> int | None:
+        """Rows of the next full chunk from row ``start`` of the pending rows, whose running sum of text characters
+        is ``total``, or None when more rows are needed to decide."""
+        n = len(total) - start
         cut = self.chunk_rows if n >= self.chunk_rows else None
         if self.chunk_chars is not None and n:
-            chars = None
-            for c in self.text_cols:
-                lengths = pc.fill_null(pc.utf8_length(table.column(c).cast(pa.string())), 0)
-                chars = lengths if chars is None else pc.add(chars, lengths)
-            total = pc.cumulative_sum(chars).to_numpy(zero_copy_only=False)
-            over = int((total > self.chunk_chars).argmax()) if total[-1] > self.chunk_chars else None
-            if over is not None:
-                by_chars = max(1, over)  # the rows before the one that goes over; at least one row
+            before = int(total[start - 1]) if start else 0
+            # the first row whose running sum passes the bound: the rows before it are the chunk (at least one row)
+            over = int(np.searchsorted(total, before + self.chunk_chars, side="right")) - start
+            if over < n:
+                by_chars = max(1, over)
                 cut = by_chars if cut is None else min(cut, by_chars)
         return cut
 
@@ -438,17 +453,32 @@ class InputReader:
                 # grow with the file; a small read buffer streams it instead.
                 rows = 0
                 with _naming_parquet_file(f), pq.ParquetFile(f, pre_buffer=False, buffer_size=1 << 20) as pf:
-                    for b in pf.iter_batches(batch_size=min(self.chunk_rows, 65536), columns=self.columns):
-                        b = b.select(self.columns)
-                        problem = invalid_values(b)
-                        if problem:
-                            column, row, detail = problem
-                            at = f" at row {rows + row + 1:,} of that file" if row is not None else ""
-                            raise ValueError(f"parquet file {f}: column {column!r}{at} {detail}")
-                        rows += b.num_rows
-                        yield b if b.schema.equals(self.schema) else b.cast(self.schema)  # only null -> the type
+                    for group in range(pf.num_row_groups):
+                        for b in pf.iter_batches(batch_size=self._parquet_batch_rows(pf.metadata.row_group(group)),
+                                                 row_groups=[group], columns=self.columns):
+                            b = b.select(self.columns)
+                            problem = invalid_values(b)
+                            if problem:
+                                column, row, detail = problem
+                                at = f" at row {rows + row + 1:,} of that file" if row is not None else ""
+                                raise ValueError(f"parquet file {f}: column {column!r}{at} {detail}")
+                            rows += b.num_rows
+                            yield b if b.schema.equals(self.schema) else b.cast(self.schema)  # only null -> the type
             return
         yield from self._csv_batches()
+
+    def _parquet_batch_rows(self, group) -> int:
+        """Rows to read at a time from row group ``group`` (its metadata): ``chunk_rows``, fewer where its text
+        columns' bytes per row (uncompressed) say that many rows would hold more than ``chunk_chars`` characters,
+        so a file of long texts is read a chunk's worth at a time rather than ``chunk_rows`` texts at once."""
+        rows = min(self.chunk_rows, 65536)
+        if self.chunk_chars is None or not group.num_rows:
+            return rows
+        wanted = set(self.text_cols)
+        text_bytes = sum(group.column(i).total_uncompressed_size for i in range(group.num_columns)
+                         if group.column(i).path_in_schema in wanted)
+        per_row = text_bytes / group.num_rows
+        return max(1, min(rows, int(self.chunk_chars / per_row) if per_row else rows))
 
     def _csv_batches(self):
         if not self.has_rows:

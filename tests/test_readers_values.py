@@ -688,3 +688,26 @@ def test_an_input_that_is_a_pipe_or_a_device_is_refused_as_what_it_is(tmp_path):
         assert refusal(resolve_input, path) == (
             f"input {path!r} is not a file or a folder (a pipe or a device): bertfeat reads its input more than once "
             "and a rerun resumes from it, so write the data to a file first.")
+
+
+@pytest.mark.parametrize("row_group_size", [None, 100])
+def test_a_parquet_file_of_long_texts_is_read_a_chunk_of_characters_at_a_time(tmp_path, row_group_size):
+    """``chunk_chars`` bounds what the reader holds, not only what it hands on: 400 texts of 50,000 characters (20 MB,
+    in one row group, as pandas writes a small frame, or in several) at the default ``chunk_rows`` were read as one
+    batch of 10,000 rows (the whole file here; of 100,000-character documents, 1 GB held for 1 MB chunks), and each
+    chunk cut from it rescanned the rest (the read's time grew with the square of the rows per batch). What a parquet
+    reader cannot split is a data page, so the file is written with small pages."""
+    src = tmp_path / "docs.parquet"
+    n, chars = 400, 50_000
+    base = "".join(chr(97 + (i * 7919) % 26) + (" " if i % 6 == 5 else "") for i in range(chars))[:chars]
+    pq.write_table(pa.table({"id": pa.array(range(n)), "text": [f"{i:04d}" + base[4:] for i in range(n)]}), src,
+                   row_group_size=row_group_size, write_batch_size=16)  # pages of 16 texts: parquet's unit of reading
+    base = pa.total_allocated_bytes()
+    peak, ids, sizes = 0, [], []
+    for batch in InputReader(str(src), ["id", "text"], 10_000, ["text"], chunk_chars=200_000).batches():
+        peak = max(peak, pa.total_allocated_bytes() - base)  # what the reader holds while a chunk is worked on
+        ids += batch.column("id").to_pylist()
+        sizes.append(batch.num_rows)
+    assert ids == list(range(n))
+    assert sizes == [4] * 100  # 200,000 characters hold 4 texts
+    assert peak < 8 * 2**20, f"{peak / 2**20:.1f} MB of Arrow memory held beside 200 kB chunks"
