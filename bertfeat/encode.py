@@ -27,6 +27,7 @@ from bertfeat.journal import batch_key
 from bertfeat.journal import current as current_journal
 from bertfeat.pooling import average_layers, combine_windows, l2_normalize
 from bertfeat.recipe import Recipe
+from bertfeat.tokens import head_tokens
 
 
 @dataclass
@@ -137,7 +138,8 @@ def encode(
 
     ``backend`` is called (at most once) only when some text is not in ``cache``. A cache is any object with
     ``lookup(recipe, keys) -> (found_mask, vectors, n_tokens)`` and ``store(recipe, keys, vectors, n_tokens) -> int``,
-    where ``n_tokens`` is each text's full token count, special tokens included.
+    where ``n_tokens`` is each text's full token count, special tokens included (under ``long_text="truncate"``,
+    ``max_length + 1`` for a longer text: only its head is tokenized, :func:`bertfeat.tokens.head_tokens`).
 
     With ``all_layers=True`` the texts are embedded (and cached) under ``recipe.all_layers()`` and this recipe's
     features are derived from those (:func:`derive`), so every pooling/layers choice shares one forward pass.
@@ -301,16 +303,22 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
     prefetch = bool(getattr(model, "prefetch", False))
     chunk = int(getattr(model, "chunk_texts", 0) or 0) or max(1, len(texts))
 
+    if recipe.long_text == "truncate":  # a unit is the first tokens, with the prefix's: never tokenize past them
+        def tokenize(some):
+            return head_tokens(model.tokenize, some, window + len(prefix))
+    else:
+        tokenize = model.tokenize
+
     def plans():
         for lo, hi in chunk_bounds(len(texts), chunk, first=max(1, chunk // 8) if prefetch else chunk):
             if prefix:  # tokenized with each text, then every unit (every window of a long text) starts with it
-                heads, rest = split_prefix(model.tokenize([recipe.prefix + t for t in texts[lo:hi]]), prefix)
+                heads, rest = split_prefix(tokenize([recipe.prefix + t for t in texts[lo:hi]]), prefix)
                 seqs = TokenSeqs.from_lists(rest)
                 head_lengths = np.fromiter(map(len, heads), dtype=np.int64, count=len(heads))
                 units = make_units(seqs, window + len(prefix) - head_lengths, recipe.long_text, recipe.stride)
                 units.ids = TokenSeqs.from_lists([heads[i] + u for i, u in zip(units.owner, units.ids.tolist())])
             else:
-                seqs = TokenSeqs.from_lists(model.tokenize(texts[lo:hi]))
+                seqs = TokenSeqs.from_lists(tokenize(texts[lo:hi]))
                 head_lengths = 0
                 units = make_units(seqs, window, recipe.long_text, recipe.stride)
             lengths = units.ids.length + model.n_special
@@ -405,7 +413,7 @@ class _Step:
     units: Units
     lengths: np.ndarray
     batches: list
-    full: np.ndarray  # each text's whole token count, special tokens included
+    full: np.ndarray  # each text's whole token count, special tokens included (truncate: at most max_length + 1)
     content: np.ndarray  # each text's own tokens (no special tokens, no prefix): 0 where the tokenizer kept none
     results: list = field(init=False)  # each batch's pooled output, in plan order (None until back)
     waiting: int = field(init=False)  # batches not yet back

@@ -96,3 +96,41 @@ def _special_texts(tokenizer) -> list[str]:
     tokens |= {str(t) for t in decoder.values()}
     tokens = sorted(t for t in tokens if t)
     return [f"before {t} after" for t in tokens] + ["".join(tokens)]
+
+
+def head_tokens(tokenize, texts: Sequence[str], keep: int) -> list[list[int]]:
+    """``tokenize(texts)`` where only each text's first ``keep`` tokens are wanted (``long_text="truncate"``): a long
+    text gives its first ``keep + 1`` tokens (one more, so it still reads as longer than ``keep``), found by
+    tokenizing its head, so time and memory follow ``keep``, not the text (a 50 MB text held 9 GB of token encodings
+    for one window of 64 tokens).
+
+    A text longer than ``2 * chars`` characters is cut at ``chars`` and at ``2 * chars``; where both heads give the
+    same first ``keep + 1`` tokens (a cut changes only the tokens about it: the word it splits, and a word past a
+    WordPiece's 100-character limit, which the other cut splits elsewhere), those are the text's. Otherwise ``chars``
+    grows fourfold and the text is tried again, up to tokenizing it whole. ``tokenize`` returns lists of token ids.
+
+    Examples
+    --------
+    >>> chars = lambda texts: [[ord(c) for c in t] for t in texts]
+    >>> [len(ids) for ids in head_tokens(chars, ["ab", "x" * 100_000], keep=5)]
+    [2, 6]
+    """
+    out: list = [None] * len(texts)
+    todo = list(range(len(texts)))
+    chars = max(256, 8 * (keep + 1))  # most tokenizers' tokens span a character or more
+    while todo:
+        whole = [i for i in todo if len(texts[i]) <= 2 * chars]
+        for i, ids in zip(whole, tokenize([texts[i] for i in whole]) if whole else []):
+            out[i] = ids
+        cut = [i for i in todo if len(texts[i]) > 2 * chars]
+        todo = []
+        if cut:
+            short = tokenize([texts[i][:chars] for i in cut])
+            longer = tokenize([texts[i][:2 * chars] for i in cut])
+            for i, a, b in zip(cut, short, longer):
+                if len(a) > keep and list(a[:keep + 1]) == list(b[:keep + 1]):
+                    out[i] = list(a[:keep + 1])
+                else:
+                    todo.append(i)
+        chars *= 4
+    return out

@@ -225,3 +225,33 @@ def test_the_probe_texts_of_an_object_with_no_token_lists():
     from bertfeat.tokens import _special_texts
 
     assert _special_texts(object()) == [""]
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_the_head_of_a_long_text_gives_its_first_tokens(tokenizers, style):
+    """Under long_text="truncate" a long text's head is tokenized, not the text (bertfeat.tokens.head_tokens): its
+    first keep + 1 tokens are the whole text's, where a cut splits a word, runs of spaces, or a word past WordPiece's
+    100-character limit (one [UNK] whole, pieces once cut: the second cut, or a longer head, tells)."""
+    from bertfeat.tokens import head_tokens
+
+    content = ContentTokenizer(tokenizers[style])
+    words = " ".join(TINY_SENTENCES)
+    texts = [
+        (words + " ") * 200,
+        " " * 420 + "x" * 150 + " cat" * 500,  # cut at 488 characters inside a word that is one [UNK] whole
+        "é" * 3000,
+        "\n\r\n  " * 300 + words * 40,
+        "the cat " * 30 + "y" * 5000 + " emma",
+        "short",
+    ]
+    full = content(texts)
+    tokenized = []
+
+    def spy(some):
+        tokenized.extend(some)
+        return content(some)
+
+    for keep in (1, 60, 300):
+        for ids, whole in zip(head_tokens(spy, texts, keep), full):  # the text's tokens, or its first keep + 1
+            assert ids == whole or (len(ids) == keep + 1 < len(whole) and ids == whole[:keep + 1]), keep
+    assert max(map(len, tokenized)) < len(texts[0]), "a long text was tokenized whole"
