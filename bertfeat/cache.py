@@ -395,11 +395,28 @@ class _Namespace:
         self.row_of = np.insert(self.row_of, at, np.concatenate(new_rows)[order])
         if any(shard.name < newest for shard, _ in opened):
             # A shard named older landed after a newer one was indexed (its writer paused, or another host's clock
-            # is behind): order every key's copies by shard name again, as a process listing them together would.
-            rank = np.zeros(self._next_id, dtype=np.int64)
-            rank[sorted(self.shards, key=lambda sid: self.shards[sid].name)] = np.arange(len(self.shards))
-            order = np.lexsort((self.row_of, rank[self.shard_of], self.keys))
-            self.keys, self.shard_of, self.row_of = self.keys[order], self.shard_of[order], self.row_of[order]
+            # is behind): order the new keys' copies by shard name again, as a process listing them together would.
+            self._order_copies_by_name(keys)
+
+    def _order_copies_by_name(self, keys: np.ndarray) -> None:
+        """Put the copies of each of ``keys`` (sorted) in the order of their shards' names. Only keys held more
+        than once move, so the cost is that of the new keys, not of the index (a cache on hosts whose clocks differ
+        meets this at most refreshes, and sorting the whole index each time made every lookup cost O(N log N))."""
+        lo = np.searchsorted(self.keys, keys, side="left")
+        hi = np.searchsorted(self.keys, keys, side="right")
+        several = hi - lo > 1
+        lo, first = np.unique(lo[several], return_index=True)  # a key in two new shards: one range
+        hi = hi[several][first]
+        if not len(lo):
+            return
+        counts = hi - lo
+        at = np.repeat(lo, counts) + np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+        rank = np.zeros(self._next_id, dtype=np.int64)
+        rank[sorted(self.shards, key=lambda sid: self.shards[sid].name)] = np.arange(len(self.shards))
+        # the ranges are ascending and each holds one key, so sorting by key first leaves every range in place
+        order = np.lexsort((self.row_of[at], rank[self.shard_of[at]], self.keys[at]))
+        self.shard_of[at] = self.shard_of[at][order]
+        self.row_of[at] = self.row_of[at][order]
 
     def _forget(self, sids) -> None:
         sids = list(sids)
