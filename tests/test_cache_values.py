@@ -71,6 +71,29 @@ def test_an_empty_cache_dir_is_refused_not_taken_as_the_working_directory(tmp_pa
     assert not (tmp_path / cache_module.MARKER).exists()
 
 
+@pytest.mark.parametrize("url", ["s3://bucket/bertfeat-cache", "gs://b/c", "hdfs://nn:8020/c", "file:///tmp/c",
+                                 "dbfs:/Volumes/main/default/cache", "abfss://c@acct.dfs.core.windows.net/cache"])
+@pytest.mark.parametrize("create", [True, False])
+def test_a_url_is_refused_not_made_a_local_folder_named_after_its_scheme(tmp_path, monkeypatch, url, create):
+    # Before, abspath made 's3://bucket/bertfeat-cache' the folder ./s3:/bucket/bertfeat-cache of the working
+    # directory: each Ray or Spark worker filled a cache of its own there, shared with nobody, without a word.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(CacheError) as err:
+        open_cache(url, create=create)
+    assert str(err.value) == (
+        f"cache_dir={url!r} is a URL, but the cache is a directory of files read and written with ordinary file "
+        "calls. Pass a path: a local directory, or a shared filesystem mounted at the same path on every worker (an "
+        "object store mounted with s3fs, gcsfuse or blobfuse; /dbfs/... on Databricks)."
+    )
+    assert os.listdir(tmp_path) == []
+
+
+def test_paths_that_only_look_like_urls_are_paths(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for path in ("C:/cache", "s3:bucket", "my cache:/x", "./s3://b"):
+        assert open_cache(path).root == os.path.abspath(path)
+
+
 def test_a_bytes_path_is_shown_decoded(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("x")

@@ -108,6 +108,23 @@ def test_a_directory_that_is_not_a_cache_is_refused_and_left_alone(tmp_path, cap
     assert (tmp_path / "photos" / "cat.jpg").exists()
 
 
+def test_a_url_for_the_cache_is_refused_by_every_caller_before_any_folder_is_made(tiny_bert, tmp_path, monkeypatch,
+                                                                                 capsys):
+    from bertfeat import BertEmbedder
+    from bertfeat.exceptions import CacheError
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["cache", "info", "s3://bucket/cache"]) == 2
+    assert "cache_dir='s3://bucket/cache' is a URL" in capsys.readouterr().err
+    (tmp_path / "in.csv").write_text("text\nhello\n")
+    assert main(["embed", "in.csv", "--text-col", "text", "--out", "out.parquet", "--model", str(tiny_bert),
+                 "--cache-dir", "gs://bucket/cache"]) == 2
+    assert "cache_dir='gs://bucket/cache' is a URL" in capsys.readouterr().err
+    with pytest.raises(CacheError, match="is a URL"):
+        BertEmbedder(cache_dir="s3://bucket/cache").fit(["a"])
+    assert sorted(os.listdir(tmp_path)) == ["in.csv"]
+
+
 def test_info_reports_a_corrupt_shard(cache_dir, capsys):
     shard = sorted((cache_dir / MEAN.fingerprint()).glob("shard-*.parquet"))[0]
     shard.write_bytes(shard.read_bytes()[:50])
