@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 from pathlib import Path
 
 CSV_SUFFIXES = tuple(f"{base}{codec}" for base in (".csv", ".tsv") for codec in ("", ".gz", ".bz2", ".zst"))
@@ -12,6 +13,11 @@ PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
 # what a job writes at its output path, as output_path's refusals say it: the local engine's, the cluster engines'
 FILE_OUTPUT = "parquet, one file with its manifest beside it"
 FOLDER_OUTPUT = "parquet, a folder of files with its manifest beside it"
+# s3://, gs://, hdfs://, file:/, dbfs:/ (two or more letters: C:/ is a Windows drive); pathlib would make s3://b/x the
+# local path s3:/b/x, a folder named after the scheme
+_URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/")
+_MOUNT = ("the store mounted as a filesystem (s3fs, gcsfuse, blobfuse; /dbfs/... on Databricks), or a local copy; "
+          "from Python, bertfeat.ray.embed_dataset reads and writes object stores through Ray Data.")
 
 
 def path_text(value, name: str, expected: str) -> str:
@@ -33,6 +39,9 @@ def input_path(path) -> str:
         raise ValueError("input '-' (standard input) cannot be read: bertfeat reads its input more than once and a "
                          "rerun resumes from it, so write the data to a file first and pass its path (a file named "
                          "'-' is ./-).")
+    if _URL_RE.match(path):
+        raise ValueError(f"input {path!r} is a URL, but bertfeat reads files with ordinary file calls; pass the path of "
+                         f"{_MOUNT}")
     return path
 
 
@@ -46,6 +55,9 @@ def output_path(path, name: str, expected: str, writes: str, *, one_file: bool =
     if path == "-":
         raise ValueError(f"{name} '-' (standard output) cannot be written: bertfeat writes {writes}, put in place "
                          "when complete; name the file to write (a file named '-' is ./-).")
+    if _URL_RE.match(path):
+        raise ValueError(f"{name} {path!r} is a URL, but bertfeat writes {writes}, with ordinary file calls; pass the "
+                         f"path of {_MOUNT}")
     named_csv = next((s for s in CSV_SUFFIXES[::-1] if path.lower().endswith(s)), None)
     if named_csv:
         raise ValueError(f"{name} {path!r} is named as a CSV file, but bertfeat writes {writes}; name it "

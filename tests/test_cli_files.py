@@ -418,6 +418,29 @@ def test_a_dash_for_standard_input_or_output_is_refused_saying_to_name_a_file(ti
     assert sorted(os.listdir(tmp_path)) == ["in.parquet"]
 
 
+def test_a_url_for_the_input_or_the_output_is_refused_not_made_a_local_folder(tiny_bert, tmp_path, capsys,
+                                                                             monkeypatch):
+    # `--out s3://bucket/f.parquet` was written to ./s3:/bucket/f.parquet of the working folder, and the job said it
+    # wrote it there as if that were the bucket; an input URL was said not to exist, as if the object were missing
+    from bertfeat.sources import FOLDER_OUTPUT, output_path
+
+    monkeypatch.chdir(tmp_path)
+    frame(3).to_parquet("in.parquet")
+    common = ["--text-col", "review", "--model", tiny_bert, "--quiet"]
+    mounted = ("with ordinary file calls; pass the path of the store mounted as a filesystem (s3fs, gcsfuse, "
+               "blobfuse; /dbfs/... on Databricks), or a local copy; from Python, bertfeat.ray.embed_dataset reads "
+               "and writes object stores through Ray Data.")
+    assert main(["embed", "in.parquet", "--out", "s3://bucket/f.parquet", *common]) == 2
+    assert capsys.readouterr().err == ("bertfeat embed: error: --out 's3://bucket/f.parquet' is a URL, but bertfeat "
+                                       f"writes parquet, one file with its manifest beside it, {mounted}\n")
+    assert main(["embed", "gs://bucket/in.parquet", "--out", "f.parquet", *common]) == 2
+    assert capsys.readouterr().err == ("bertfeat embed: error: input 'gs://bucket/in.parquet' is a URL, but bertfeat "
+                                       f"reads files {mounted}\n")
+    with pytest.raises(ValueError, match="^out 'dbfs:/Volumes/x' is a URL, but bertfeat writes parquet, a folder"):
+        output_path("dbfs:/Volumes/x", "out", "a path", FOLDER_OUTPUT)  # the Ray and Spark engines' check
+    assert sorted(os.listdir(tmp_path)) == ["in.parquet"]
+
+
 def test_a_file_named_dash_is_read_and_written_as_dot_slash_dash(tiny_bert, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     frame(3).to_csv("-", index=False)
