@@ -49,6 +49,29 @@ def test_info_shows_recipes_rows_and_bytes(cache_dir, capsys):
     assert "KiB" in out
 
 
+def test_info_advises_compacting_a_namespace_of_many_shards(cache_dir, capsys):
+    # Each store adds a shard and nothing merges them but `compact`; a lookup spread over 2,000 of them took 100
+    # times as long, and `cache info` printed "in 2000 shards" without a word of what that costs or what to do.
+    from bertfeat.cli.cache import MANY_SHARDS
+
+    cache = Cache(cache_dir)
+    for i in range(MANY_SHARDS - 2):  # with the fixture's 2 shards: MANY_SHARDS
+        cache.store(MEAN, [bytes([i]) * 16], np.ones((1, 4), np.float32), np.ones(1, np.int64))
+    assert main(["cache", "info", str(cache_dir)]) == 0
+    assert "shards: each is opened" not in capsys.readouterr().out
+    cache.store(MEAN, [b"\xff" * 16], np.ones((1, 4), np.float32), np.ones(1, np.int64))
+    assert main(["cache", "info", str(cache_dir)]) == 0
+    out = capsys.readouterr().out
+    fp = MEAN.fingerprint()
+    assert out.count("shards: each is opened") == 1
+    assert (f"  {MANY_SHARDS + 1} shards: each is opened and read apart, so lookups and every new process are slower "
+            f"than with one; `bertfeat cache compact {cache_dir} --namespace {fp[:8]}` merges them") in out
+    assert main(["cache", "compact", str(cache_dir), "--namespace", fp[:8]]) == 0
+    capsys.readouterr()
+    assert main(["cache", "info", str(cache_dir)]) == 0
+    assert "shards: each is opened" not in capsys.readouterr().out
+
+
 def test_info_json_agrees_with_the_files(cache_dir, capsys):
     assert main(["cache", "info", str(cache_dir), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)

@@ -20,6 +20,11 @@ use the cache: they read and write whole shards only, and hold a lock for a mome
 """
 
 
+# Past this many shards `cache info` advises compacting: each job, chunk or batch that stores adds one, and a lookup
+# spread over 2,000 small shards took 1.5 s where the compacted namespace answered in 13 ms (docs/cache.md).
+MANY_SHARDS = 100
+
+
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "cache",
@@ -115,6 +120,10 @@ def _format_info(root: str, infos) -> str:
             f"  {i.rows:,} rows in {i.shards} shard{'s' if i.shards != 1 else ''}, {_size(i.bytes)}"
             + (f"; {dup:,} duplicate rows" if dup else "")
         )
+        if i.shards > MANY_SHARDS:
+            lines.append(f"  {i.shards:,} shards: each is opened and read apart, so lookups and every new process "
+                         f"are slower than with one; `bertfeat cache compact {root} --namespace {i.fingerprint[:8]}` "
+                         "merges them")
         if i.corrupt:
             lines.append(f"  {len(i.corrupt)} corrupt shard(s), ignored until `compact` removes them: "
                          + ", ".join(i.corrupt))
