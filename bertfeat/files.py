@@ -13,6 +13,7 @@ Reading is :mod:`bertfeat.readers`; the output checks, atomic writes and the job
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -86,12 +87,13 @@ class Progress:
         self.estimate = int(self.done / fraction) if self.total is None and fraction and fraction < 1.0 else None
         self._show(self.done)
 
-    def within(self, rows: float) -> None:
-        """About ``rows`` rows of the running chunk done (its model passes so far): a chunk can take minutes on a
-        CPU, and a log still gets a line every ``every`` seconds, a terminal's bar still moves."""
-        if self.quiet:
+    def within(self, part: float, rows: int) -> None:
+        """``part`` of the running chunk of ``rows`` rows done (its model passes so far): a chunk can take minutes
+        on a CPU, and a log still gets a line every ``every`` seconds, a terminal's bar still moves. A chunk done
+        whole is left to :meth:`update`, which shows it once, with the CSV total estimated again."""
+        if self.quiet or part >= 1.0 or int(rows * part) <= self.running:  # the count never goes back or repeats
             return
-        self.running = max(self.running, int(rows))
+        self.running = int(rows * part)
         self._show(self.done + self.running)
 
     def _show(self, done: int) -> None:
@@ -263,7 +265,7 @@ def _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, pr
             journal = BatchJournal(paths.part_journal(k), every=checkpoint_seconds)
             try:
                 with warnings.catch_warnings(), use_journal(journal), \
-                        reporting(lambda part, n=batch.num_rows: progress.within(n * part)):
+                        reporting(functools.partial(progress.within, rows=batch.num_rows)):
                     # one summary at the end instead of a truncation warning per chunk
                     warnings.simplefilter("ignore", TruncationWarning)
                     result = featurizer(batch, first_row)

@@ -142,21 +142,21 @@ def test_progress_within_a_chunk_moves_the_count_and_the_chunks_end_does_not_cou
     out = io.StringIO()
     p = Progress(100, quiet=False, every=0.0, stream=out)
     clock.now += 1
-    p.within(20.7)  # the running chunk's model passes a fifth done
-    p.within(10)  # a second text column's pass starts again from 0: the count never goes back
+    p.within(0.414, rows=50)  # the running chunk of 50 rows: its model passes two fifths done
+    p.within(0.2, rows=50)  # a second text column's pass starts again from 0: the count never goes back
+    p.within(1.0, rows=50)  # its passes all done: left to the chunk's end, which shows it once
     p.update(50)  # the chunk of 50 rows finished
-    p.within(5)
+    p.within(0.1, rows=50)
     assert [line.split(" rows,")[0] for line in out.getvalue().splitlines()] == [
-        "bertfeat embed: 20 / 100 (20.0%)", "bertfeat embed: 20 / 100 (20.0%)", "bertfeat embed: 50 / 100 (50.0%)",
-        "bertfeat embed: 55 / 100 (55.0%)"]
+        "bertfeat embed: 20 / 100 (20.0%)", "bertfeat embed: 50 / 100 (50.0%)", "bertfeat embed: 55 / 100 (55.0%)"]
     bar = Progress(100, quiet=False, stream=Terminal())
-    bar.within(30)
+    bar.within(0.6, rows=50)
     assert bar.bar.n == 30
     bar.update(50)
     assert bar.bar.n == 50
     bar.close()
     quiet = Progress(100, quiet=True, every=0.0, stream=out)
-    quiet.within(30)
+    quiet.within(0.5, rows=60)
     assert quiet.running == 0
 
 
