@@ -38,6 +38,7 @@ from bertfeat.shards import (  # noqa: F401  (the cache's names for its shard fo
     _pid_alive, _row_group_rows, _RowGroupWriter, _schema, _shard_table, _TempShard, _Unreadable,
     _vectors_from_column, _write_atomic,
 )
+from bertfeat.sources import is_url
 
 MARKER = "bertfeat-cache.json"
 RECIPE_FILE = "recipe.json"
@@ -48,8 +49,6 @@ _TMP_RE = re.compile(r"^\.tmp-(?P<host>.*)-(?P<pid>\d+)-[0-9a-f]{12}\.parquet$")
 # what a writer killed while writing recipe.json leaves (_write_atomic): no host in its name, so only its age tells
 _RECIPE_TMP_RE = re.compile(r"^recipe\.json\.\d+-[0-9a-f]{8}\.tmp$")
 _NAMESPACE_RE = re.compile(r"^[0-9a-f]{32}$")
-# s3://, gs://, hdfs://, file:/, dbfs:/ (two or more letters: C:/ is a Windows drive)
-_URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/")
 # A temporary shard older than this is a dead writer's leftover even when its owner cannot be checked (other host).
 _STALE_TMP_SECONDS = 3600
 
@@ -73,7 +72,7 @@ def open_cache(path, *, create: bool = True) -> "Cache":
     if isinstance(shown, str) and shown.strip() == "":
         # abspath("") is the current directory: an empty setting must not turn wherever the job runs into a cache
         raise CacheError(f"cache_dir={shown!r} is empty; pass a directory path, or cache_dir=None for no cache.")
-    if isinstance(shown, str) and _URL_RE.match(shown):
+    if is_url(shown):
         # abspath would make 's3://bucket/cache' the local folder ./s3:/bucket/cache: a cache no other worker sees
         raise CacheError(
             f"cache_dir={shown!r} is a URL, but the cache is a directory of files read and written with ordinary file "

@@ -13,8 +13,7 @@ PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
 # what a job writes at its output path, as output_path's refusals say it: the local engine's, the cluster engines'
 FILE_OUTPUT = "parquet, one file with its manifest beside it"
 FOLDER_OUTPUT = "parquet, a folder of files with its manifest beside it"
-# s3://, gs://, hdfs://, file:/, dbfs:/ (two or more letters: C:/ is a Windows drive); pathlib would make s3://b/x the
-# local path s3:/b/x, a folder named after the scheme
+# s3://, gs://, hdfs://, file:/, dbfs:/ (two or more letters: C:/ is a Windows drive)
 _URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/")
 _MOUNT = ("the store mounted as a filesystem (s3fs, gcsfuse, blobfuse; /dbfs/... on Databricks), or a local copy; "
           "from Python, bertfeat.ray.embed_dataset reads and writes object stores through Ray Data.")
@@ -25,6 +24,12 @@ def path_text(value, name: str, expected: str) -> str:
     if not isinstance(value, (str, bytes, os.PathLike)):
         raise TypeError(f"{name}={value!r} is not valid: expected {expected} (a str or pathlib.Path).")
     return os.fsdecode(value)
+
+
+def is_url(path) -> bool:
+    """Whether ``path`` is a URL (``s3://bucket/x``, ``dbfs:/x``), which bertfeat's file calls cannot reach:
+    ``pathlib`` and ``abspath`` would make it the local path ``s3:/bucket/x``, a folder named after the scheme."""
+    return isinstance(path, str) and _URL_RE.match(path) is not None
 
 
 def home_path(path: str) -> str:
@@ -39,7 +44,7 @@ def input_path(path) -> str:
         raise ValueError("input '-' (standard input) cannot be read: bertfeat reads its input more than once and a "
                          "rerun resumes from it, so write the data to a file first and pass its path (a file named "
                          "'-' is ./-).")
-    if _URL_RE.match(path):
+    if is_url(path):
         raise ValueError(f"input {path!r} is a URL, but bertfeat reads files with ordinary file calls; pass the path of "
                          f"{_MOUNT}")
     return path
@@ -55,7 +60,7 @@ def output_path(path, name: str, expected: str, writes: str, *, one_file: bool =
     if path == "-":
         raise ValueError(f"{name} '-' (standard output) cannot be written: bertfeat writes {writes}, put in place "
                          "when complete; name the file to write (a file named '-' is ./-).")
-    if _URL_RE.match(path):
+    if is_url(path):
         raise ValueError(f"{name} {path!r} is a URL, but bertfeat writes {writes}, with ordinary file calls; pass the "
                          f"path of {_MOUNT}")
     named_csv = next((s for s in CSV_SUFFIXES[::-1] if path.lower().endswith(s)), None)
