@@ -175,7 +175,7 @@ class TorchBackend:
             self.tokenizer = AutoTokenizer.from_pretrained(spec.path, trust_remote_code=trust_remote_code)
             config = _load_config(spec.path, trust_remote_code)
         self.config = config
-        self.content_tokens = ContentTokenizer(self.tokenizer)
+        self.content_tokens = ContentTokenizer(self.tokenizer, lowercase=spec.st_do_lower_case)
         self.trust_remote_code = trust_remote_code
         fast = device_type == "cpu" and _FastBert.supports(config)
         # Weights stay float32 on every path: a low dtype runs the products only, with embeddings, layer norms and

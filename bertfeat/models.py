@@ -65,6 +65,9 @@ class ModelSpec:
     # Whether the tokenizer puts a special token before a text (BERT's [CLS]), read from tokenizer.json without
     # loading it; None where that file does not tell (the load-time check then decides)
     special_first: bool | None = None
+    # sentence_bert_config.json's do_lower_case: sentence-transformers lowercases every text (its prompt with it)
+    # before the tokenizer, whether or not the tokenizer is cased; bertfeat does the same (bertfeat.tokens)
+    st_do_lower_case: bool = False
 
     def prompt(self, name: str) -> str:
         """The text of prompt ``name``, or an error listing the prompts this model defines."""
@@ -179,7 +182,7 @@ def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple
     tok_files = [root / f for f in _TOKENIZER_FILES if (root / f).is_file()]
     if not tok_files:
         raise ModelNotAvailableError(f"model={name!r}: {root} holds no tokenizer files (tokenizer.json or vocab).")
-    st_pooling, st_normalize, st_max, st_not_applied = _sentence_transformers_config(root)
+    st_pooling, st_normalize, st_max, st_not_applied, st_lower = _sentence_transformers_config(root)
     max_pos = _first(config, "max_position_embeddings", "n_positions") or 512
     offset = _position_offset(config)
     tok_max = _tokenizer_max_length(root)
@@ -190,7 +193,7 @@ def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple
         name=name,
         path=str(root),
         weights_sha256=_hash_files(weights),
-        tokenizer_sha256=_hash_files(tok_files),
+        tokenizer_sha256=_tokenizer_sha256(tok_files, st_lower),
         config_sha256=_config_sha256(stable_config, root if config.get("auto_map") else None),
         num_layers=int(num_layers),
         hidden_size=int(hidden),
@@ -200,10 +203,19 @@ def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple
         st_normalize=st_normalize,
         st_max_seq_length=st_max,
         st_not_applied=st_not_applied,
+        st_do_lower_case=st_lower,
         revision=revision,
         special_first=_special_first(root),
         **_prompts(root, name),
     )
+
+
+def _tokenizer_sha256(files: list[Path], lowercase: bool) -> str:
+    """The tokenizer's hash: its files', and, where the model lowercases texts before it (do_lower_case), that too,
+    since the same files then give other ids. A model that does not keeps the hash of its files alone (the default
+    model's, and every cache of it, as before)."""
+    files_sha256 = _hash_files(files)
+    return hashlib.sha256(f"{files_sha256}\0do_lower_case".encode()).hexdigest() if lowercase else files_sha256
 
 
 def _special_first(root: Path) -> bool | None:
@@ -421,11 +433,11 @@ def _tokenizer_max_length(root: Path) -> int | None:
 
 
 def _sentence_transformers_config(root: Path):
-    """The model's own pooling, normalization and length, and the modules of its own that bertfeat does not apply,
-    when it is a sentence-transformers model."""
+    """The model's own pooling, normalization, length and lowercasing, and the modules of its own that bertfeat does
+    not apply, when it is a sentence-transformers model."""
     modules_file = root / "modules.json"
     if not modules_file.is_file():
-        return None, False, None, ()
+        return None, False, None, (), False
     try:
         modules = json.loads(modules_file.read_text(encoding="utf-8"))
         pooling, normalize, not_applied = None, False, []
@@ -446,13 +458,14 @@ def _sentence_transformers_config(root: Path):
                     pooling = tuple(p for p in str(cfg["pooling_mode"]).split("+") if p) or None
             if kind.endswith("Normalize"):
                 normalize = True
-        st_max = None
+        st_max, lower = None, False
         sb = root / "sentence_bert_config.json"
         if sb.is_file():
-            st_max = json.loads(sb.read_text(encoding="utf-8")).get("max_seq_length")
-        return pooling, normalize, st_max, tuple(not_applied)
+            sb_config = json.loads(sb.read_text(encoding="utf-8"))
+            st_max, lower = sb_config.get("max_seq_length"), bool(sb_config.get("do_lower_case"))
+        return pooling, normalize, st_max, tuple(not_applied), lower
     except (ValueError, KeyError, TypeError, AttributeError):
-        return None, False, None, ()
+        return None, False, None, (), False
 
 
 # Parts of an encoder that bertfeat never reads (it pools hidden states): their weights may be absent, as many

@@ -12,6 +12,9 @@ tokens written in a text treated as transformers treats them (``split_special_to
 At construction it is checked against transformers' call on texts that exercise normalisation, accents, scripts,
 emoji, whitespace and every special and added token written in the text; a tokenizer whose ids differ there (a class
 that rewrites text in Python first, say), or a slow tokenizer with no Rust one, keeps transformers' call.
+
+A model whose sentence-transformers config says ``do_lower_case`` has its texts lowercased before its tokenizer, as
+sentence-transformers does (:func:`lowercase_first`), the prefix with them.
 """
 
 from __future__ import annotations
@@ -37,8 +40,10 @@ class ContentTokenizer:
     """``tokenizer``'s content token ids of each text, as ``tokenizer(texts, add_special_tokens=False,
     truncation=False)["input_ids"]`` gives them; by the Rust tokenizer directly when :attr:`direct` is True."""
 
-    def __init__(self, tokenizer):
+    def __init__(self, tokenizer, lowercase: bool = False):
         self.tokenizer = tokenizer
+        # where the tokenizer cannot lowercase by itself (a slow one), each text is lowercased here
+        self._lower = lowercase and not lowercase_first(tokenizer)
         self._rust = _private_rust_copy(tokenizer)
         if self._rust is not None:
             probes = PROBES + _special_texts(tokenizer)
@@ -56,6 +61,8 @@ class ContentTokenizer:
     def __call__(self, texts: Sequence[str]) -> list[list[int]]:
         if not texts:
             return []
+        if self._lower:
+            texts = [t.lower() for t in texts]
         if self._rust is not None:
             return self._direct(texts)
         return self._by_transformers(texts)
@@ -70,6 +77,25 @@ class ContentTokenizer:
             return_token_type_ids=False, verbose=False,
         )
         return enc["input_ids"]
+
+
+def lowercase_first(tokenizer) -> bool:
+    """Make ``tokenizer`` lowercase every text first, as sentence-transformers does for a model whose
+    sentence_bert_config.json says ``do_lower_case`` (whether or not the tokenizer is cased): a ``Lowercase``
+    normalizer put before the tokenizer's own, unless it has one. Returns False for a tokenizer with no Rust
+    normalizer to extend (a slow one), whose texts the caller lowercases with ``str.lower()``, as
+    earlier sentence-transformers releases did (the two differ only on a word-final capital sigma)."""
+    rust = getattr(tokenizer, "backend_tokenizer", None) if getattr(tokenizer, "is_fast", False) else None
+    if rust is None:
+        return False
+    from tokenizers.normalizers import Lowercase
+    from tokenizers.normalizers import Sequence as NormalizerSequence
+
+    normalizer = rust.normalizer
+    steps = list(normalizer) if isinstance(normalizer, NormalizerSequence) else [normalizer] if normalizer else []
+    if not any(isinstance(n, Lowercase) for n in steps):
+        rust.normalizer = NormalizerSequence([Lowercase(), *steps])
+    return True
 
 
 def _private_rust_copy(tokenizer):

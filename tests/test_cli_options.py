@@ -375,7 +375,8 @@ def test_probe_refuses_a_file_without_rows(tmp_path, capsys):
 INFO = {
     "model": "org/model", "path": "/models/org-model", "model_type": "bert", "layers": 12, "hidden_size": 768,
     "max_length": 512, "weights_sha256": "0123456789abcdef" + "f" * 48, "weights_tensors": 199, "revision": "abc123",
-    "own_pooling": {"pooling": "cls", "normalize": True, "max_seq_length": 256, "not_applied": []},
+    "own_pooling": {"pooling": "cls", "normalize": True, "max_seq_length": 256, "do_lower_case": False,
+                    "not_applied": []},
     "prompts": {"query": "query: ", "passage": "passage: "}, "default_prompt_name": "query",
     "default_recipe": {"pooling": ["cls", "mean"], "layers": [9, 10, 11, 12], "layer_agg": "concat",
                        "max_length": 512, "long_text": "truncate", "normalize": False, "dtype": "auto",
@@ -414,7 +415,8 @@ def test_info_text_word_for_word(monkeypatch, capsys):
         "",
     ]
     bare = dict(INFO, revision=None, prompts={},
-                own_pooling=dict(pooling=None, normalize=None, max_seq_length=None, not_applied=[]),
+                own_pooling=dict(pooling=None, normalize=None, max_seq_length=None, do_lower_case=False,
+                                 not_applied=[]),
                 default_recipe=dict(INFO["default_recipe"], layer_agg="mean"))
     bare.pop("machine")
     monkeypatch.setattr(info_module, "describe", lambda model, machine: seen.append((model, machine)) or bare)
@@ -473,9 +475,11 @@ def test_info_reports_a_sentence_transformers_models_own_pooling(tiny_bert, tmp_
         {"word_embedding_dimension": 32, "pooling_mode_cls_token": True, "pooling_mode_mean_tokens": True}))
     (model / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 48}))
     info = describe(str(model), machine=False)
-    assert info["own_pooling"] == {"pooling": "cls+mean", "normalize": True, "max_seq_length": 48, "not_applied": []}
+    assert info["own_pooling"] == {"pooling": "cls+mean", "normalize": True, "max_seq_length": 48,
+                                   "do_lower_case": False, "not_applied": []}
     assert describe(tiny_bert, machine=False)["own_pooling"] == {"pooling": None, "normalize": False,
-                                                                 "max_seq_length": None, "not_applied": []}
+                                                                 "max_seq_length": None, "do_lower_case": False,
+                                                                 "not_applied": []}
     # describe() is what `bertfeat info` runs with no arguments: the bundled model and the machine report
     defaults = {k: p.default for k, p in inspect.signature(describe).parameters.items()}
     assert defaults == {"model": "default", "machine": True}
@@ -498,6 +502,14 @@ def test_info_reports_a_sentence_transformers_models_own_pooling(tiny_bert, tmp_
         own = next(line for line in out.getvalue().splitlines() if line.startswith("own pooling:"))
         assert own == (f"own pooling:  {said} (not a pooling bertfeat offers: cls, mean, max), normalize=True, "
                        "max_seq_length=48")
+        assert "lowercase:" not in out.getvalue()
+    # do_lower_case (sentence-transformers lowercases every text first): said, as bertfeat now does it too
+    (model / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 48, "do_lower_case": True}))
+    assert describe(str(model), machine=False)["own_pooling"]["do_lower_case"] is True
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        assert main(["info", str(model), "--no-machine"]) == 0
+    assert ("lowercase:    do_lower_case=True in sentence_bert_config.json: every text (its prefix with it) is "
+            "lowercased before the tokenizer, as sentence-transformers does") in out.getvalue().splitlines()
     # an edit to a module's file is seen in the same process (the description was kept for the model's top files)
     (other / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 32,
                                                                  "pooling_mode_max_tokens": True}))
@@ -736,7 +748,7 @@ def test_a_sentence_transformers_model_with_modules_bertfeat_does_not_apply_says
     (model / "2_Dense").mkdir()
     (model / "2_Dense" / "config.json").write_text(json.dumps({"in_features": 32, "out_features": 16}))
     assert describe(str(model), machine=False)["own_pooling"] == {
-        "pooling": "cls", "normalize": True, "max_seq_length": None,
+        "pooling": "cls", "normalize": True, "max_seq_length": None, "do_lower_case": False,
         "not_applied": ["Dense (2_Dense)", "LayerNorm (3_LayerNorm)"]}
     with contextlib.redirect_stdout(io.StringIO()) as out:
         assert main(["info", str(model), "--no-machine"]) == 0

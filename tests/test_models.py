@@ -305,3 +305,60 @@ def test_an_encoder_decoder_model_is_refused_at_fit_saying_why(model_type, tmp_p
     refusal = rf"is an encoder-decoder model \(model_type '{model_type}'.*BERT-family encoder"
     with pytest.raises(ModelNotAvailableError, match=refusal):
         BertEmbedder(model=path, device="cpu").fit(["a cat sat on the mat"])
+
+
+def _cased_st_model(tiny_bert, path, do_lower_case: bool):
+    """The tiny BERT as a sentence-transformers model folder (mean pooling) with a CASED tokenizer (its vocabulary is
+    lower case, so a capital is [UNK] unless the text is lowercased first) and ``do_lower_case`` in
+    sentence_bert_config.json."""
+    copy = shutil.copytree(tiny_bert, path)
+    tok = json.loads((copy / "tokenizer.json").read_text())
+    tok["normalizer"]["lowercase"] = False
+    (copy / "tokenizer.json").write_text(json.dumps(tok))
+    (copy / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    (copy / "1_Pooling").mkdir()
+    (copy / "1_Pooling" / "config.json").write_text(json.dumps(
+        {"word_embedding_dimension": 32, "pooling_mode_mean_tokens": True}))
+    (copy / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 64, "do_lower_case": do_lower_case}))
+    return copy
+
+
+CAPITALS = ["The Cat sat on the MAT", "EMMA Woodhouse, handsome, clever and rich", "a dog ran in the park",
+            "Pride and Prejudice by JANE Austen"]
+
+
+@pytest.mark.parametrize("prefix", ["", "Query: "])
+def test_do_lower_case_lowercases_each_text_as_sentence_transformers_does(tiny_bert, tmp_path, prefix):
+    # sentence_bert_config.json's do_lower_case was ignored: the cased tokenizer saw the capitals (here [UNK]), so
+    # the features of any text with a capital were not the model's (sentence-transformers lowercases first).
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+
+    from bertfeat import BertEmbedder
+
+    model = _cased_st_model(tiny_bert, tmp_path / "st", do_lower_case=True)
+    peer = SentenceTransformer(str(model), device="cpu").encode(CAPITALS, prompt=prefix or None)
+    mine = BertEmbedder(str(model), pooling="mean", layers=-1, prefix=prefix, dtype="float32").fit_transform(CAPITALS)
+    assert np.abs(mine - peer).max() <= 1e-5
+    lower = BertEmbedder(str(model), pooling="mean", layers=-1, prefix=prefix.lower(),
+                         dtype="float32").fit_transform([t.lower() for t in CAPITALS])
+    assert np.abs(mine - lower).max() <= 1e-6
+
+
+def test_do_lower_case_is_in_the_fingerprint_and_the_default_models_is_not_changed(tiny_bert, tmp_path):
+    from bertfeat import BertEmbedder
+    from bertfeat.models import _TOKENIZER_FILES, _hash_files, resolve_model
+
+    cased = resolve_model(str(_cased_st_model(tiny_bert, tmp_path / "cased", do_lower_case=False)))
+    lowered = resolve_model(str(_cased_st_model(tiny_bert, tmp_path / "lowered", do_lower_case=True)))
+    assert (cased.st_do_lower_case, lowered.st_do_lower_case) == (False, True)
+    assert cased.tokenizer_sha256 != lowered.tokenizer_sha256  # same files: the cache must not serve one for the other
+    assert (BertEmbedder(cased.path, dtype="float32")._build_recipe().fingerprint()
+            != BertEmbedder(lowered.path, dtype="float32")._build_recipe().fingerprint())
+    default = resolve_model("default")  # do_lower_case false: its hash, so every cache of it, as before
+    assert default.st_do_lower_case is False
+    from pathlib import Path
+    root = Path(default.path)
+    assert default.tokenizer_sha256 == _hash_files([root / f for f in _TOKENIZER_FILES if (root / f).is_file()])

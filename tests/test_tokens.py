@@ -255,3 +255,26 @@ def test_the_head_of_a_long_text_gives_its_first_tokens(tokenizers, style):
         for ids, whole in zip(head_tokens(spy, texts, keep), full):  # the text's tokens, or its first keep + 1
             assert ids == whole or (len(ids) == keep + 1 < len(whole) and ids == whole[:keep + 1]), keep
     assert max(map(len, tokenized)) < len(texts[0]), "a long text was tokenized whole"
+
+
+def test_lowercase_reads_each_text_lowercased_on_both_routes(tokenizers):
+    # do_lower_case (sentence_bert_config.json): a cased tokenizer (byte-level BPE) must see "the cat", not "The CAT"
+    import copy
+
+    tok = copy.deepcopy(tokenizers["bpe"])
+    texts = ["The CAT sat", "Query: EMMA Woodhouse"]
+    lowered = transformers_ids(tokenizers["bpe"], [t.lower() for t in texts])
+    assert transformers_ids(tokenizers["bpe"], texts) != lowered
+    content = ContentTokenizer(tok, lowercase=True)
+    assert content.direct and content(texts) == lowered
+    assert transformers_ids(tok, texts) == lowered  # the tokenizer itself: what the backend's special-token probe reads
+    ContentTokenizer(tok, lowercase=True)  # a second time (another backend of the same tokenizer): one step, not two
+    steps = [type(n).__name__ for n in tok.backend_tokenizer.normalizer]
+    assert steps.count("Lowercase") == 1
+    calls = []
+
+    def slow(texts, **kwargs):
+        calls.append(list(texts))
+        return {"input_ids": [[len(t)] for t in texts]}
+
+    assert ContentTokenizer(slow, lowercase=True)(["AbC"]) == [[3]] and calls[-1] == ["abc"]
