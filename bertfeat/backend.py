@@ -16,6 +16,7 @@ float32 weights under autocast (see :meth:`TorchBackend._numerics`). The fused p
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import logging
 import threading
@@ -592,6 +593,22 @@ def _load_config(path: str, trust_remote_code: bool):
     from transformers import AutoConfig
 
     return AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
+
+
+def tokenizer_puts_token_first(spec: ModelSpec, trust_remote_code: bool = False) -> bool:
+    """Whether the model's tokenizer puts a special token before a text, asked of the tokenizer itself (no weights
+    loaded): for a model whose tokenizer.json does not tell (``spec.special_first`` None), so that ``pooling="cls"``
+    is judged at fit, before a run answered wholly from the cache, which never loads the model."""
+    return _puts_token_first(spec.path, spec.tokenizer_sha256, trust_remote_code)
+
+
+@functools.lru_cache(maxsize=16)
+def _puts_token_first(path: str, tokenizer_sha256: str, trust_remote_code: bool) -> bool:
+    from transformers import AutoTokenizer
+
+    with _quiet_transformers():
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+    return bool(_special_tokens_around(tokenizer)[0])
 
 
 def _special_tokens_around(tokenizer) -> tuple[list[int], list[int]]:

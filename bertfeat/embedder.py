@@ -295,7 +295,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         if not isinstance(self.normalize, (bool, np.bool_)):
             raise ValueError(f"normalize={self.normalize!r} is not valid: expected True or False.")
         spec = resolve_model(self.model, trust_remote_code=self.trust_remote_code)
-        if spec.special_first is False:  # read from tokenizer.json; where it does not tell, the model's load checks
+        if "cls" in pooling and not _puts_token_first(spec, self.trust_remote_code):
             from bertfeat.encode import refuse_cls_pooling
 
             refuse_cls_pooling(pooling, spec.name)
@@ -515,6 +515,18 @@ def _relative_model_dir(model) -> str | None:
     if not isinstance(model, (str, os.PathLike)) or model == "default" or os.path.isabs(os.path.expanduser(model)):
         return None
     return os.path.abspath(model) if os.path.isdir(model) else None
+
+
+def _puts_token_first(spec, trust_remote_code: bool) -> bool:
+    """Whether the model's tokenizer puts a special token before a text: read from tokenizer.json, or, where that
+    does not tell, asked of the tokenizer (loaded without the weights), so that pooling="cls" is judged here, before
+    a run answered wholly from the cache (which never loads the model, where the load checks it) reads the first
+    word's state as the CLS vector."""
+    if spec.special_first is not None:
+        return spec.special_first
+    from bertfeat.backend import tokenizer_puts_token_first
+
+    return tokenizer_puts_token_first(spec, trust_remote_code)
 
 
 def _resolve_prefix(prefix, prompt_name, spec) -> str:

@@ -340,3 +340,34 @@ def test_cls_pooling_is_refused_at_fit_from_tokenizer_json_so_a_warm_cache_canno
         assert _special_first(folder) is said, post
     assert _special_first(tmp_path) is None  # no tokenizer.json: the load-time check decides
     assert resolve_model("default").special_first is True
+
+
+def test_cls_pooling_is_refused_at_fit_where_tokenizer_json_does_not_tell(bert_with_nothing_before_the_text, tiny_bert,
+                                                                           tmp_path, monkeypatch):
+    """Where tokenizer.json does not say what goes before a text (none at all: a slow-only tokenizer; a post
+    processor bertfeat does not know), the refusal came at the model's load only, which a run answered wholly from
+    the all-layers cache never reaches: pooling='cls' then read the first word's state from the rows a
+    pooling='mean' run stored, without a word. Fit now asks the tokenizer itself (no weights loaded)."""
+    import bertfeat.models
+    from bertfeat.models import resolve_model
+
+    monkeypatch.setattr(bertfeat.models, "_special_first", lambda root: None)
+    bertfeat.models._describe_cached.cache_clear()
+    try:
+        path, cache = bert_with_nothing_before_the_text, str(tmp_path / "cache")
+        assert resolve_model(path).special_first is None
+        BertEmbedder(path, pooling="mean", cache_dir=cache, cache_all_layers=True).fit_transform(TEXTS)
+        import bertfeat.backend
+
+        def no_model(*args, **kwargs):
+            raise AssertionError("the model was loaded")
+
+        with monkeypatch.context() as m:
+            m.setattr(bertfeat.backend, "get_backend", no_model)
+            with pytest.raises(ValueError, match=r"^pooling='cls' reads the CLS token"):
+                BertEmbedder(path, pooling="cls", cache_dir=cache, cache_all_layers=True).fit_transform(TEXTS)
+        # a tokenizer that puts [CLS] first is asked too, and passes
+        X = BertEmbedder(tiny_bert, pooling="cls", dtype="float32").fit_transform(TEXTS)
+        assert X.shape == (3, 32) and np.isfinite(X).all()
+    finally:  # the specs described without tokenizer.json's answer (tiny_bert's is shared) are not kept
+        bertfeat.models._describe_cached.cache_clear()
