@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 from bertfeat.exceptions import CacheError, CacheWarning, user_stacklevel
 from bertfeat.shards import (  # noqa: F401  (the cache's names for its shard format since before the split)
     _HOST, _WRITE_OPTIONS, CACHE_FORMAT, KEY_BYTES, _flock, _fsync_dir, _fsync_file, _key_array, _keys_from_column,
-    _pid_alive, _row_group_rows, _RowGroupWriter, _schema, _shard_table, _TempShard, _Unreadable,
+    _pid_alive, _row_group_rows, _RowGroupWriter, _schema, _shard_table, _shard_time, _TempShard, _Unreadable,
     _vectors_from_column, _write_atomic,
 )
 from bertfeat.sources import is_url
@@ -646,7 +646,10 @@ class _Namespace:
                 dead = [s.name for s in old.values() if s.name not in self.bad and s.name not in self.denied] + bad
                 with _flock(os.path.join(self.dir, _LOCK_FILE), exclusive=True):
                     if rows:
-                        tmp.commit()
+                        # Named with the time of the oldest shard it replaces, not now: a differing copy of a key
+                        # written while the merge ran must still count as newer than the copy kept here (the copy
+                        # of the oldest shard), in this process, in those that listed the old shards and in new ones.
+                        tmp.commit(min(_shard_time(s.name) for s in old.values()))
                     for n in dead:
                         with contextlib.suppress(FileNotFoundError):
                             os.unlink(os.path.join(self.dir, n))

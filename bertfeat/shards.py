@@ -136,8 +136,11 @@ class _TempShard:
     def __enter__(self) -> "_TempShard":
         return self
 
-    def commit(self) -> str:
-        name = f"shard-{time.time_ns():020d}-{uuid.uuid4().hex[:12]}.parquet"
+    def commit(self, time_ns: int | None = None) -> str:
+        """Rename the shard into place as ``shard-<time>-<id>.parquet``; ``time_ns`` (default: now) is the time its
+        name gives it, which decides which copy of a key answers (the oldest name). The id keeps names unique."""
+        stamp = time.time_ns() if time_ns is None else int(time_ns)
+        name = f"shard-{stamp:020d}-{uuid.uuid4().hex[:12]}.parquet"
         os.replace(self.path, os.path.join(self.dir, name))  # atomic: readers see the whole shard or none of it
         self.committed = True
         _fsync_dir(self.dir)
@@ -147,6 +150,11 @@ class _TempShard:
         if not self.committed:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.path)
+
+
+def _shard_time(name: str) -> int:
+    """The time in a shard's name (``shard-<time>-<id>.parquet``), in nanoseconds."""
+    return int(name.split("-")[1])
 
 
 def _write_atomic(path: str, text: str) -> None:

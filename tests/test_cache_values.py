@@ -561,6 +561,43 @@ def test_a_shard_this_user_may_not_read_is_recomputed_but_never_deleted_as_corru
     assert Cache(tmp_path).lookup(recipe, workers.rows(range(20))[0])[0].all()
 
 
+def test_a_copy_written_during_a_compaction_does_not_outrank_the_oldest_copy(tmp_path, monkeypatch):
+    # The merged shard was named when it was put in place, so a differing copy of a key written (by a racing job)
+    # while the merge ran counted as older than the merged shard's copy: after the compaction every process answered
+    # with the racing copy, not the oldest shard's, and the next compaction kept it. The merged shard now takes the
+    # time of the oldest shard it replaces (docs/cache.md, "Several jobs at once").
+    recipe = recipe16()
+    ids = range(300)
+    keys = workers.rows(ids)[0]
+    write_copy(tmp_path, recipe, ids, shard_name(1), 0)
+    write_copy(tmp_path, recipe, ids, shard_name(2), 1)
+    reader = Cache(tmp_path)
+    workers.check_found(keys, *reader.lookup(recipe, keys))
+    real = cache_module._RowGroupWriter.close
+    racing = []
+
+    def a_copy_lands_before_the_rename(writer, *args, **kwargs):
+        if not racing:
+            racing.append(f"shard-{time.time_ns():020d}-0123456789ab.parquet")
+            write_copy(tmp_path, recipe, ids, racing[0], 2)
+            workers.check_found(keys, *reader.lookup(recipe, keys))  # the reader indexes it, after the old ones
+        return real(writer, *args, **kwargs)
+
+    # after the old shards are read into the merged one, before it is put in place
+    monkeypatch.setattr(cache_module._RowGroupWriter, "close", a_copy_lands_before_the_rename)
+    compacting = Cache(tmp_path)
+    result = compacting.compact()[0]
+    monkeypatch.undo()
+    assert racing and (result.rows, result.duplicates_dropped) == (300, 300)
+    workers.check_found(keys, *reader.lookup(recipe, keys))  # the old shards swapped for the merged one
+    workers.check_found(keys, *compacting.lookup(recipe, keys))
+    workers.check_found(keys, *Cache(tmp_path).lookup(recipe, keys))
+    [merged] = [p.name for p in shards(tmp_path, recipe) if p.name != racing[0]]
+    assert merged.startswith(shard_name(1)[:27]) and merged != shard_name(1)  # the oldest's time, a name of its own
+    assert Cache(tmp_path).compact()[0].duplicates_dropped == 300
+    workers.check_found(keys, *Cache(tmp_path).lookup(recipe, keys))
+
+
 def test_a_shard_that_becomes_unreadable_during_a_compaction_is_kept(tmp_path, monkeypatch):
     recipe, cache = two_shards(tmp_path, 10)
     theirs = shards(tmp_path, recipe)[1]
@@ -1077,4 +1114,5 @@ def test_reads_after_indexing_reuse_the_footer_read_at_indexing(tmp_path, monkey
     assert sorted(opened) == [(n, True) for n in names]
     opened.clear()
     cache.compact()
-    assert sorted(opened) == [(n, True) for n in names] + [(shards(tmp_path, recipe)[0].name, False)]  # new: indexed
+    [merged] = shards(tmp_path, recipe)  # named with the oldest shard's time, so it sorts among the old names
+    assert sorted(opened) == sorted([(n, True) for n in names] + [(merged.name, False)])  # the new one: indexed
