@@ -216,7 +216,8 @@ def test_lookup_reads_only_the_row_groups_holding_the_keys(tmp_path, monkeypatch
     new_name = (set(p.name for p in shards_of(tmp_path, recipe)) - set(names)).pop()
     found, got, _ = cache.lookup(recipe, workers.rows([5050])[0])
     assert found.all()
-    assert log.calls == [("read", new_name, None, ["key"]), ("read_row_groups", new_name, [5], ["n_tokens", "vector"])]
+    assert log.calls == [("iter_batches", new_name, None, ["key"]),  # a batch of keys at a time, into one array
+                         ("read_row_groups", new_name, [5], ["n_tokens", "vector"])]
 
 
 def test_open_cache_is_shared_per_directory_and_process(tmp_path):

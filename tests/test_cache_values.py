@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import time
+import tracemalloc
 import warnings
 from pathlib import Path
 
@@ -492,6 +493,33 @@ def test_a_shard_named_older_that_lands_later_still_answers_first_in_every_proce
     result = reader.compact()[0]  # and compaction, in that process, keeps the copy of the older name
     assert (result.rows, result.duplicates_dropped) == (300, 300)
     workers.check_found(keys, *Cache(tmp_path).lookup(recipe, keys))
+
+
+def test_a_first_lookup_builds_the_index_with_few_temporaries(tmp_path):
+    # The index holds 24 bytes a row, but a new process's first lookup in a 1M-row namespace added about 130 MB to
+    # it: the key column read whole beside its copy, then gathered from lists, sorted and inserted into the empty
+    # index (numpy alone peaked at 112 bytes a row). Keys are now read a batch at a time into one array, sorted
+    # once and taken as the index (about 50 bytes a row at the peak; docs/cache.md gives the measured figures).
+    recipe = recipe16()
+    n = 200_000
+    rng = np.random.default_rng(0)
+    keys = np.frombuffer(rng.bytes(16 * n), dtype="S16")
+    for i, part in enumerate((slice(0, n // 2), slice(n // 2, n))):
+        table = cache_module._shard_table(keys[part], np.zeros((n // 2, F), np.float32), np.ones(n // 2, np.int64),
+                                          recipe.fingerprint())
+        os.makedirs(tmp_path / recipe.fingerprint(), exist_ok=True)
+        pq.write_table(table, tmp_path / recipe.fingerprint() / shard_name(i + 1))
+    cache = Cache(tmp_path)
+    tracemalloc.start()
+    try:
+        found = cache.lookup(recipe, [keys[5:6].tobytes(), keys[-1:].tobytes(), b"x" * 16])[0]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    ns = cache._namespace(recipe.fingerprint())
+    assert found.tolist() == [True, True, False] and len(ns.keys) == n
+    assert ns.keys.nbytes + ns.shard_of.nbytes + ns.row_of.nbytes == 24 * n
+    assert peak < 60 * n, f"{peak / n:.0f} bytes a row at the peak of building the index"
 
 
 def test_a_shard_named_older_that_lands_later_sorts_only_the_copies_of_its_keys(tmp_path, monkeypatch):
