@@ -24,9 +24,9 @@ import json
 import os
 import re
 import threading
-import time
 import warnings
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -39,6 +39,9 @@ from bertfeat.shards import (  # noqa: F401  (the cache's names for its shard fo
     _vectors_from_column, _write_atomic,
 )
 from bertfeat.sources import is_url
+
+if TYPE_CHECKING:  # compaction imports this module's names: imported when compact is called
+    from bertfeat.compaction import CompactResult
 
 MARKER = "bertfeat-cache.json"
 RECIPE_FILE = "recipe.json"
@@ -157,24 +160,6 @@ class NamespaceInfo:
         return asdict(self)
 
 
-@dataclass
-class CompactResult:
-    """What :meth:`Cache.compact` did to one namespace."""
-
-    fingerprint: str
-    shards_before: int
-    shards_after: int
-    rows: int
-    duplicates_dropped: int
-    corrupt_removed: list[str]
-    temp_removed: int
-    bytes_before: int
-    bytes_after: int
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
 class Cache:
     """A cache directory: one :class:`_Namespace` per recipe fingerprint. Get one with :func:`open_cache`.
 
@@ -248,7 +233,7 @@ class Cache:
         """One :class:`NamespaceInfo` per namespace (this reads every shard's key column)."""
         return [self._namespace(fp).info() for fp in self.fingerprints()]
 
-    def compact(self, fingerprint: str | None = None) -> list[CompactResult]:
+    def compact(self, fingerprint: str | None = None) -> list["CompactResult"]:
         """Merge each namespace's shards into one, dropping duplicates, corrupt shards and dead writers' temp files.
 
         Safe while other processes read and write: new shards that appear meanwhile are left alone, and the swap
@@ -622,114 +607,11 @@ class _Namespace:
                 corrupt=self._present_bad(), temp_files=len(self._temp_files()),
             )
 
-    def compact(self) -> CompactResult:
-        with _flock(os.path.join(self.dir, _COMPACT_LOCK_FILE), exclusive=True), self._lock:
-            temp_removed = self._remove_stale_temp_files()
-            self._learn_width(self._read_recipe())
-            self.bad.clear()  # look again: a shard is only deleted as corrupt if it still cannot be read
-            self.denied.clear()
-            self.refresh()
-            old = dict(self.shards)
-            bad = self._present_bad()
-            bytes_before = self._bytes([s.name for s in old.values()] + bad)
-            result = dict(fingerprint=self.fingerprint, shards_before=len(old) + len(bad), temp_removed=temp_removed,
-                          bytes_before=bytes_before)
-            canonical = np.ones(len(self.keys), dtype=bool)
-            canonical[1:] = self.keys[1:] != self.keys[:-1]
-            duplicates = int(len(self.keys) - canonical.sum())
-            if len(old) <= 1 and not duplicates and not bad:
-                return CompactResult(**result, shards_after=len(old), rows=len(self.keys), duplicates_dropped=0,
-                                     corrupt_removed=[], bytes_after=bytes_before)
-            # The first copy of each key (older shards first) is kept; shards are copied in age order, rows in
-            # their order, so texts written together stay together and lookups keep reading few row groups.
-            keep_sid, keep_row = self.shard_of[canonical], self.row_of[canonical]
-            by_shard = np.argsort(keep_sid, kind="stable")
-            keep_sid, keep_row = keep_sid[by_shard], keep_row[by_shard]
-            with _TempShard(self.dir) as tmp:
-                writer = _RowGroupWriter(tmp.path, self.fingerprint, self.n_features,
-                                         _row_group_rows(self.n_features, self.row_group_rows)) if old else None
-                try:
-                    for sid, shard in sorted(old.items(), key=lambda item: item[1].name):
-                        keep = np.zeros(int(shard.rg_starts[-1]), dtype=bool)
-                        lo, hi = np.searchsorted(keep_sid, [sid, sid + 1])
-                        keep[keep_row[lo:hi]] = True
-                        try:
-                            self._copy_rows(shard, keep, writer)
-                        except FileNotFoundError:  # cannot happen while we hold the compaction lock; be safe anyway
-                            raise CacheError(f"{shard.path} vanished during compaction; run compact again.") from None
-                        except _Unreadable as exc:  # the shard's fault; a failed write is not (below)
-                            self._mark_bad(shard.name, exc.__cause__)
-                        except PermissionError as exc:  # not corrupt: kept, whatever of it was copied
-                            self._deny(shard.name, exc)
-                    rows = 0
-                    if writer is not None:
-                        writer.close()
-                        rows = writer.n_rows
-                        _fsync_file(tmp.path)
-                except (OSError, pa.ArrowException) as exc:  # the merged shard cannot be written: a full disk
-                    if writer is not None:
-                        writer.abort()
-                    raise CacheError(
-                        f"compacting {self.dir} could not write the merged shard ({type(exc).__name__}: {exc}); no "
-                        "shard was removed and the cache is as it was. Free some space on its disk (the merged shard "
-                        f"needs up to {bytes_before:,} bytes) and run compact again."
-                    ) from None
-                bad = self._present_bad()
-                dead = [s.name for s in old.values() if s.name not in self.bad and s.name not in self.denied] + bad
-                with _flock(os.path.join(self.dir, _LOCK_FILE), exclusive=True):
-                    if rows:
-                        # Named with the time of the oldest shard it replaces, not now: a differing copy of a key
-                        # written while the merge ran must still count as newer than the copy kept here (the copy
-                        # of the oldest shard), in this process, in those that listed the old shards and in new ones.
-                        tmp.commit(min(_shard_time(s.name) for s in old.values()))
-                    for n in dead:
-                        with contextlib.suppress(FileNotFoundError):
-                            os.unlink(os.path.join(self.dir, n))
-            self._forget([sid for sid in old if sid in self.shards])
-            self.bad.difference_update(bad)
-            self.refresh()
-            return CompactResult(
-                **result, shards_after=len(self.shards), rows=rows, duplicates_dropped=duplicates,
-                corrupt_removed=bad, bytes_after=self._bytes([s.name for s in self.shards.values()]),
-            )
+    def compact(self) -> "CompactResult":
+        """Merge this namespace's shards into one (:func:`bertfeat.compaction.compact`)."""
+        from bertfeat.compaction import compact
 
-    def _copy_rows(self, shard: _Shard, keep: np.ndarray, writer: "_RowGroupWriter") -> None:
-        """Copy the kept rows of a shard, one row group at a time (checksums verified, so copied rows are sound).
-        A failure to read the shard raises :class:`_Unreadable`; a failure to write, what the writer raised."""
-        try:
-            pf = pq.ParquetFile(shard.path, metadata=shard.metadata, page_checksum_verification=True)
-        except (FileNotFoundError, PermissionError):
-            raise
-        except (OSError, pa.ArrowException, ValueError) as exc:
-            raise _Unreadable() from exc
-        with pf:
-            for g in range(shard.metadata.num_row_groups):
-                mask = keep[shard.rg_starts[g]: shard.rg_starts[g + 1]]
-                if mask.any():
-                    try:
-                        rows = pf.read_row_group(g, use_threads=False).filter(pa.array(mask))
-                    except FileNotFoundError:
-                        raise
-                    except (OSError, pa.ArrowException, ValueError) as exc:
-                        raise _Unreadable() from exc
-                    writer.write(rows)
-
-    def _remove_stale_temp_files(self) -> int:
-        removed = 0
-        now = time.time()
-        for name in self._temp_files():
-            path = os.path.join(self.dir, name)
-            m = _TMP_RE.match(name)
-            try:
-                old = now - os.path.getmtime(path) > _STALE_TMP_SECONDS
-            except FileNotFoundError:
-                continue
-            dead_here = m is not None and m["host"] == _HOST and not _pid_alive(int(m["pid"]))
-            if old or dead_here:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)
-                    removed += 1
-        return removed
+        return compact(self)
 
     def clear(self) -> None:
         if not os.path.isdir(self.dir):

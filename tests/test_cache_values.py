@@ -756,13 +756,15 @@ def test_a_lookup_that_keeps_losing_its_shards_gives_up_after_four_passes(tmp_pa
 
 def test_a_shard_vanishing_during_compaction_stops_it_with_a_clear_error(tmp_path, monkeypatch):
     recipe, cache = two_shards(tmp_path, 5)
-    real = cache_module._Namespace._copy_rows
+    from bertfeat import compaction
 
-    def deleted_by_hand(ns, shard, keep, writer):
+    real = compaction._copy_rows
+
+    def deleted_by_hand(shard, keep, writer):
         os.unlink(shard.path)
-        return real(ns, shard, keep, writer)
+        return real(shard, keep, writer)
 
-    monkeypatch.setattr(cache_module._Namespace, "_copy_rows", deleted_by_hand)
+    monkeypatch.setattr(compaction, "_copy_rows", deleted_by_hand)
     first = shards(tmp_path, recipe)[0]
     with pytest.raises(CacheError) as err:
         cache.compact()

@@ -1,0 +1,150 @@
+"""Compaction of a cache namespace: its shards merged into one, keeping the first copy of each key (the copy of the
+shard of the oldest name), dropping corrupt shards and dead writers' temporary files. Called by
+:meth:`bertfeat.cache.Cache.compact` on a namespace's index (:class:`bertfeat.cache._Namespace`); see docs/cache.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from bertfeat.cache import _COMPACT_LOCK_FILE, _LOCK_FILE, _STALE_TMP_SECONDS, _TMP_RE
+from bertfeat.exceptions import CacheError
+from bertfeat.shards import (
+    _HOST, _flock, _fsync_file, _pid_alive, _row_group_rows, _RowGroupWriter, _shard_time, _TempShard, _Unreadable,
+)
+
+
+@dataclass
+class CompactResult:
+    """What :meth:`Cache.compact` did to one namespace."""
+
+    fingerprint: str
+    shards_before: int
+    shards_after: int
+    rows: int
+    duplicates_dropped: int
+    corrupt_removed: list[str]
+    temp_removed: int
+    bytes_before: int
+    bytes_after: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+
+def compact(ns) -> CompactResult:
+    with _flock(os.path.join(ns.dir, _COMPACT_LOCK_FILE), exclusive=True), ns._lock:
+        temp_removed = _remove_stale_temp_files(ns)
+        ns._learn_width(ns._read_recipe())
+        ns.bad.clear()  # look again: a shard is only deleted as corrupt if it still cannot be read
+        ns.denied.clear()
+        ns.refresh()
+        old = dict(ns.shards)
+        bad = ns._present_bad()
+        bytes_before = ns._bytes([s.name for s in old.values()] + bad)
+        result = dict(fingerprint=ns.fingerprint, shards_before=len(old) + len(bad), temp_removed=temp_removed,
+                      bytes_before=bytes_before)
+        canonical = np.ones(len(ns.keys), dtype=bool)
+        canonical[1:] = ns.keys[1:] != ns.keys[:-1]
+        duplicates = int(len(ns.keys) - canonical.sum())
+        if len(old) <= 1 and not duplicates and not bad:
+            return CompactResult(**result, shards_after=len(old), rows=len(ns.keys), duplicates_dropped=0,
+                                 corrupt_removed=[], bytes_after=bytes_before)
+        # The first copy of each key (older shards first) is kept; shards are copied in age order, rows in
+        # their order, so texts written together stay together and lookups keep reading few row groups.
+        keep_sid, keep_row = ns.shard_of[canonical], ns.row_of[canonical]
+        by_shard = np.argsort(keep_sid, kind="stable")
+        keep_sid, keep_row = keep_sid[by_shard], keep_row[by_shard]
+        with _TempShard(ns.dir) as tmp:
+            writer = _RowGroupWriter(tmp.path, ns.fingerprint, ns.n_features,
+                                     _row_group_rows(ns.n_features, ns.row_group_rows)) if old else None
+            try:
+                for sid, shard in sorted(old.items(), key=lambda item: item[1].name):
+                    keep = np.zeros(int(shard.rg_starts[-1]), dtype=bool)
+                    lo, hi = np.searchsorted(keep_sid, [sid, sid + 1])
+                    keep[keep_row[lo:hi]] = True
+                    try:
+                        _copy_rows(shard, keep, writer)
+                    except FileNotFoundError:  # cannot happen while we hold the compaction lock; be safe anyway
+                        raise CacheError(f"{shard.path} vanished during compaction; run compact again.") from None
+                    except _Unreadable as exc:  # the shard's fault; a failed write is not (below)
+                        ns._mark_bad(shard.name, exc.__cause__)
+                    except PermissionError as exc:  # not corrupt: kept, whatever of it was copied
+                        ns._deny(shard.name, exc)
+                rows = 0
+                if writer is not None:
+                    writer.close()
+                    rows = writer.n_rows
+                    _fsync_file(tmp.path)
+            except (OSError, pa.ArrowException) as exc:  # the merged shard cannot be written: a full disk
+                if writer is not None:
+                    writer.abort()
+                raise CacheError(
+                    f"compacting {ns.dir} could not write the merged shard ({type(exc).__name__}: {exc}); no "
+                    "shard was removed and the cache is as it was. Free some space on its disk (the merged shard "
+                    f"needs up to {bytes_before:,} bytes) and run compact again."
+                ) from None
+            bad = ns._present_bad()
+            dead = [s.name for s in old.values() if s.name not in ns.bad and s.name not in ns.denied] + bad
+            with _flock(os.path.join(ns.dir, _LOCK_FILE), exclusive=True):
+                if rows:
+                    # Named with the time of the oldest shard it replaces, not now: a differing copy of a key
+                    # written while the merge ran must still count as newer than the copy kept here (the copy
+                    # of the oldest shard), in this process, in those that listed the old shards and in new ones.
+                    tmp.commit(min(_shard_time(s.name) for s in old.values()))
+                for n in dead:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(os.path.join(ns.dir, n))
+        ns._forget([sid for sid in old if sid in ns.shards])
+        ns.bad.difference_update(bad)
+        ns.refresh()
+        return CompactResult(
+            **result, shards_after=len(ns.shards), rows=rows, duplicates_dropped=duplicates,
+            corrupt_removed=bad, bytes_after=ns._bytes([s.name for s in ns.shards.values()]),
+        )
+
+def _copy_rows(shard, keep: np.ndarray, writer: _RowGroupWriter) -> None:
+    """Copy the kept rows of a shard, one row group at a time (checksums verified, so copied rows are sound).
+    A failure to read the shard raises :class:`_Unreadable`; a failure to write, what the writer raised."""
+    try:
+        pf = pq.ParquetFile(shard.path, metadata=shard.metadata, page_checksum_verification=True)
+    except (FileNotFoundError, PermissionError):
+        raise
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        raise _Unreadable() from exc
+    with pf:
+        for g in range(shard.metadata.num_row_groups):
+            mask = keep[shard.rg_starts[g]: shard.rg_starts[g + 1]]
+            if mask.any():
+                try:
+                    rows = pf.read_row_group(g, use_threads=False).filter(pa.array(mask))
+                except FileNotFoundError:
+                    raise
+                except (OSError, pa.ArrowException, ValueError) as exc:
+                    raise _Unreadable() from exc
+                writer.write(rows)
+
+def _remove_stale_temp_files(ns) -> int:
+    removed = 0
+    now = time.time()
+    for name in ns._temp_files():
+        path = os.path.join(ns.dir, name)
+        m = _TMP_RE.match(name)
+        try:
+            old = now - os.path.getmtime(path) > _STALE_TMP_SECONDS
+        except FileNotFoundError:
+            continue
+        dead_here = m is not None and m["host"] == _HOST and not _pid_alive(int(m["pid"]))
+        if old or dead_here:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+                removed += 1
+    return removed
