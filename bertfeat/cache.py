@@ -85,6 +85,12 @@ def open_cache(path, *, create: bool = True) -> "Cache":
             "(an object store mounted with s3fs, gcsfuse or blobfuse; /dbfs/... on Databricks)."
         )
     root = os.path.abspath(os.path.expanduser(os.fsdecode(path)))
+    try:  # a name in another encoding (Latin-1 from a Windows zip) comes surrogate-escaped: pyarrow cannot take it
+        root.encode("utf-8")
+    except UnicodeEncodeError:
+        raise CacheError(f"cache_dir={shown!r} ({os.fsencode(root)!r}) is not a UTF-8 name, and the cache's parquet "
+                         "shards are written with pyarrow, which takes UTF-8 paths only; rename it (convmv -f latin1 -t "
+                         "utf8 renames folders from Latin-1) or pass another directory.") from None
     what_to_do = ("Pass a writable directory on this machine (est.set_params(cache_dir=...), or "
                   "<step>__cache_dir=... for a Pipeline), or cache_dir=None to run without a cache.")
     if not os.path.isdir(root):

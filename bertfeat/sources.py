@@ -32,6 +32,19 @@ def is_url(path) -> bool:
     return isinstance(path, str) and _URL_RE.match(path) is not None
 
 
+def utf8_path(path: str, name: str, does: str) -> str:
+    """``path`` where its name is UTF-8, else a ValueError naming it and its bytes: a name in another encoding (Latin-1
+    from a Windows zip) reaches Python surrogate-escaped (``'caf\\udce9'``), and pyarrow, Ray and Spark take UTF-8
+    paths only (pyarrow's own error names neither the path nor what to do). ``does``: what bertfeat does there."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{name} {path!r} (the bytes {os.fsencode(path)!r}) is not a UTF-8 name, and bertfeat {does} "
+                         "with pyarrow, which takes UTF-8 paths only; rename it (convmv -f latin1 -t utf8 renames "
+                         "files from Latin-1) or choose another path.") from None
+    return path
+
+
 def home_path(path: str) -> str:
     """A leading ``~`` or ``~user`` read as that home folder, as the model and the cache folder are: a shell leaves
     ``--out=~/f.parquet`` and a quoted ``'~/in.csv'`` as written, and R and Python callers pass ``"~/..."``."""
@@ -63,6 +76,7 @@ def output_path(path, name: str, expected: str, writes: str, *, one_file: bool =
     if is_url(path):
         raise ValueError(f"{name} {path!r} is a URL, but bertfeat writes {writes}, with ordinary file calls; pass the "
                          f"path of {_MOUNT}")
+    utf8_path(path, name, f"writes {writes},")
     named_csv = next((s for s in CSV_SUFFIXES[::-1] if path.lower().endswith(s)), None)
     if named_csv:
         raise ValueError(f"{name} {path!r} is named as a CSV file, but bertfeat writes {writes}; name it "
@@ -105,7 +119,9 @@ def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:
     kinds = {_kind(f) for f in files}
     if kinds == {"csv"} and len(files) == 1:
         return "csv", files
-    if kinds == {"parquet"}:
+    if kinds == {"parquet"}:  # a CSV file is opened by Python, which takes any name
+        for f in files:
+            utf8_path(str(f), "input file", "reads parquet files")
         return "parquet", files
     raise ValueError(
         f"input {path!r}: expected one CSV file ({', '.join(CSV_SUFFIXES)}) or parquet files "

@@ -148,6 +148,26 @@ def test_a_url_for_the_cache_is_refused_by_every_caller_before_any_folder_is_mad
     assert sorted(os.listdir(tmp_path)) == ["in.csv"]
 
 
+def test_a_cache_dir_whose_name_is_not_utf8_is_refused_before_anything_is_embedded(tiny_bert, tmp_path, monkeypatch,
+                                                                                  capsys):
+    # pyarrow failed to write the first shard, after the model had run, with "'utf-8' codec can't encode character
+    # '\udce9' ... surrogates not allowed", naming neither the folder nor what to do
+    from bertfeat import BertEmbedder
+    from bertfeat.exceptions import CacheError
+
+    monkeypatch.chdir(tmp_path)
+    bad = os.fsdecode(b"cach\xe9")
+    (tmp_path / "in.csv").write_text("text\nhello\n")
+    assert main(["embed", "in.csv", "--text-col", "text", "--out", "out.parquet", "--model", str(tiny_bert),
+                 "--cache-dir", bad, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "cache_dir='cach\\udce9' (b'" in err and "cach\\xe9') is not a UTF-8 name" in err, err
+    assert "rename it (convmv -f latin1 -t utf8 renames folders from Latin-1) or pass another directory." in err
+    with pytest.raises(CacheError, match="is not a UTF-8 name"):
+        BertEmbedder(model=str(tiny_bert), cache_dir=bad).fit_transform(["a"])
+    assert sorted(os.listdir(tmp_path)) == ["in.csv"]
+
+
 def test_info_reports_a_corrupt_shard(cache_dir, capsys):
     shard = sorted((cache_dir / MEAN.fingerprint()).glob("shard-*.parquet"))[0]
     shard.write_bytes(shard.read_bytes()[:50])

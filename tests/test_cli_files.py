@@ -563,3 +563,36 @@ def test_a_filesystem_without_flock_runs_the_job_with_a_warning_and_the_cache_un
     assert manifest["counts"]["embedded"] == 0 and manifest["counts"]["cache_hits"] > 0  # the cache answered
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c", "f.parquet", "f.parquet.manifest.json", "g.parquet",
                                                           "g.parquet.manifest.json", "in.csv"]
+
+
+def test_a_name_that_is_not_utf8_is_refused_early_for_the_output_and_a_parquet_input_and_read_as_csv(
+        tiny_bert, tmp_path, capsys, monkeypatch):
+    # Latin-1 bytes from a Windows zip reach Python as a surrogate-escaped str ('caf\udce9'): pyarrow takes only
+    # UTF-8 paths, and --out 'caf\udce9.parquet' failed after the model had run with "'utf-8' codec can't encode
+    # character '\udce9' in position 3: surrogates not allowed", naming neither the path nor what to do
+    from bertfeat.sources import FOLDER_OUTPUT, output_path
+
+    monkeypatch.chdir(tmp_path)
+    frame(3).to_csv(os.fsdecode(b"in\xe9.csv"), index=False)
+    frame(3).to_parquet("in.parquet")
+    common = ["--text-col", "review", "--model", tiny_bert, "--quiet"]
+    bad_out = os.fsdecode(b"caf\xe9.parquet")
+    assert main(["embed", "in.parquet", "--out", bad_out, *common]) == 2
+    assert capsys.readouterr().err == (
+        "bertfeat embed: error: --out 'caf\\udce9.parquet' (the bytes b'caf\\xe9.parquet') is not a UTF-8 name, and "
+        "bertfeat writes parquet, one file with its manifest beside it, with pyarrow, which takes UTF-8 paths only; "
+        "rename it (convmv -f latin1 -t utf8 renames files from Latin-1) or choose another path.\n")
+    with pytest.raises(ValueError, match="^out 'caf.*is not a UTF-8 name, and bertfeat writes parquet, a folder"):
+        output_path(bad_out, "out", "a path", FOLDER_OUTPUT)  # the Ray and Spark engines' check
+    os.rename("in.parquet", os.fsdecode(b"in\xe9.parquet"))
+    assert main(["embed", os.fsdecode(b"in\xe9.parquet"), "--out", "f.parquet", *common]) == 2
+    assert capsys.readouterr().err == (
+        "bertfeat embed: error: input file 'in\\udce9.parquet' (the bytes b'in\\xe9.parquet') is not a UTF-8 name, "
+        "and bertfeat reads parquet files with pyarrow, which takes UTF-8 paths only; rename it (convmv -f latin1 -t "
+        "utf8 renames files from Latin-1) or choose another path.\n")
+    assert sorted(os.listdir(tmp_path)) == sorted([os.fsdecode(b"in\xe9.csv"), os.fsdecode(b"in\xe9.parquet")])
+    # a CSV file is opened by Python, which takes any name: it reads, and the manifest gives its name back
+    assert main(["embed", os.fsdecode(b"in\xe9.csv"), "--out", "f.parquet", *common]) == 0
+    manifest = json.loads(Path("f.parquet.manifest.json").read_text())
+    assert os.fsencode(manifest["input"]["path"]) == os.fsencode(str(tmp_path)) + b"/in\xe9.csv"
+    assert pq.read_table("f.parquet").num_rows == 3
