@@ -668,6 +668,52 @@ def test_an_unknown_option_is_blamed_on_the_command_whose_help_lists_the_options
         main(argv)
     assert exit_.value.code == 2 and capsys.readouterr().err == line + "\n"
 
+_AS_OPTION = "was read as an option"
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["embed", "-x.csv", "--text-col", "t", "--out", "o.parquet"],
+     "bertfeat embed: error: the following arguments are required: INPUT; '-x.csv' was read as an option: a file "
+     "name starting with a dash is written ./-x.csv (or put -- before it) (see bertfeat embed --help)"),
+    (["embed", "x.csv", "--text-col", "t", "--out", "-d.parquet"],
+     "bertfeat embed: error: argument --out: expected one argument; '-d.parquet' was read as an option: write a "
+     "value starting with a dash --out=-d.parquet (see bertfeat embed --help)"),
+    (["probe", "-x.csv", "--text-col", "t", "--label-col", "y"],
+     "bertfeat probe: error: the following arguments are required: INPUT; '-x.csv' was read as an option: a file "
+     "name starting with a dash is written ./-x.csv (or put -- before it) (see bertfeat probe --help)"),
+    (["cache", "info", "-cache"],
+     "bertfeat cache info: error: the following arguments are required: DIR; '-cache' was read as an option: a "
+     "file name starting with a dash is written ./-cache (or put -- before it) (see bertfeat cache info --help)"),
+])
+def test_a_name_starting_with_a_dash_gets_the_way_to_write_it(capsys, argv, line):
+    # `bertfeat embed -x.csv` said only that INPUT was required, and `--out -d.parquet` "expected one argument"
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2 and capsys.readouterr().err == line + "\n"
+
+
+@pytest.mark.parametrize("argv", [
+    ["embed", "--text-col", "t", "--out", "o.parquet"],  # no input at all
+    ["embed", "x.csv", "--text-col", "t", "--out", "--quiet"],  # a value forgotten, not a dashed one
+    ["embed", "--text-c", "t", "--out", "o.parquet"],  # an abbreviated option is an option
+    ["embed", "x.csv", "--text-col", "t", "--out", "o.parquet", "-y"],  # an unknown option, no such file
+])
+def test_the_dash_hint_is_given_only_where_a_dash_is_the_cause(capsys, argv):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "error: " in err and _AS_OPTION not in err, err
+
+
+def test_an_extra_name_starting_with_a_dash_that_is_a_file_gets_the_hint(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-x.csv").write_text("t\na\n")
+    with pytest.raises(SystemExit):
+        main(["embed", "in.csv", "-x.csv", "--text-col", "t", "--out", "o.parquet"])
+    assert capsys.readouterr().err == ("bertfeat embed: error: unrecognized arguments: -x.csv; '-x.csv' is a file, "
+                                       "read as an option: write it ./-x.csv (see bertfeat embed --help)\n")
+
+
 def _defaults(command: str) -> dict:
     from bertfeat.cli import build_parser
     from tests.test_cli_help import subcommands

@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import importlib
 import os
+import re
 import signal
 import sys
 
@@ -33,8 +34,41 @@ def _on_sigterm(signum, frame):
 class _Parser(argparse.ArgumentParser):
     """argparse, with a usage mistake in one line (the error and where to read more) instead of the usage block."""
 
+    _argv: list[str] = []
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._argv = list(sys.argv[1:] if args is None else args)  # for error(): what this parser was given
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: error: {message}{self.dash_hint(message)} (see {self.prog} --help)\n")
+
+    def dash_hint(self, message: str, unknown=()) -> str:
+        """How to pass a file name starting with a dash, where that is why argparse failed: such a name is read as an
+        option, so the input (``-x.csv``) goes missing and an option's value (``--out -d.parquet``) is absent."""
+        if message.startswith("the following arguments are required") and any(
+                a.option_strings == [] and a.metavar and a.metavar in message for a in self._actions):
+            named = [t for t in self._argv if self._unknown_dash(t)]
+            if named:
+                return (f"; {named[0]!r} was read as an option: a file name starting with a dash is written "
+                        f"./{named[0]} (or put -- before it)")
+        expected = re.match(r"argument (--[\w-]+)(?:/\S+)?: expected one argument", message)
+        if expected:
+            after = self._argv[self._argv.index(expected[1]) + 1:] if expected[1] in self._argv else []
+            if after and self._unknown_dash(after[0]):
+                return f"; {after[0]!r} was read as an option: write a value starting with a dash {expected[1]}={after[0]}"
+        named = [t for t in unknown if self._unknown_dash(t) and os.path.lexists(t)]
+        if named:
+            return f"; {named[0]!r} is a file, read as an option: write it ./{named[0]}"
+        return ""
+
+    def _unknown_dash(self, token: str) -> bool:
+        """A token argparse reads as an option that this parser does not have (nor abbreviates)."""
+        if not token.startswith("-") or token in ("-", "--") or re.fullmatch(r"-\d+(\.\d*)?", token):
+            return False
+        name = token.split("=", 1)[0]
+        return not any(o == name or (name.startswith("--") and o.startswith(name))
+                       for o in self._option_string_actions)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,7 +113,9 @@ def main(argv=None) -> int:
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # argparse blames the top parser, whose --help lists no command's options
-        _command_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
+        command = _command_parser(parser, args)
+        message = f"unrecognized arguments: {' '.join(unknown)}"
+        command.error(message + command.dash_hint(message, unknown))
     plain_format = _one_line_warnings(args.command)
     previous = None
     with contextlib.suppress(ValueError):  # only the main thread may set a handler
