@@ -73,6 +73,7 @@ class ArrowFeaturizer:
         if clash:
             raise ValueError(f"kept column(s) {clash} would clash with feature column names; rename them first.")
         self.stats = EncodeStats()
+        self._checking_model = None  # loaded by check_texts only where it must tokenize
 
     @property
     def recipe(self):
@@ -106,20 +107,40 @@ class ArrowFeaturizer:
         return pa.schema(fields, metadata={b"bertfeat": json.dumps(self.provenance()).encode()})
 
     def check_texts(self, batch, first_row: int = 0) -> None:
-        """The core's checks of a batch's texts, without embedding anything: a missing text (under
-        ``missing="error"``) or a blank one. Raises the error ``__call__`` would, naming the row as it does; returns
-        None when it finds none. (Arrow's string columns hold nothing else the core refuses: values that are not
-        strings are refused by :meth:`check_schema`; strings that are not UTF-8 by ``__call__``.)"""
+        """The core's checks of a batch's texts, without embedding anything: a missing text, a blank one, or one the
+        tokenizer drops whole (under ``missing="error"``; this one loads the model, on the CPU). Raises the error
+        ``__call__`` would, naming the row as it does; returns None when it finds none. (Arrow's string columns hold
+        nothing else the core refuses: values that are not strings are refused by :meth:`check_schema`; strings that
+        are not UTF-8 by ``__call__``.)"""
         from bertfeat.embedder import _row_namer
-        from bertfeat.encode import split_missing
+        from bertfeat.encode import dropped_texts, refuse_dropped_rows, split_missing
 
         n = batch.num_rows
         texts = [v for c in self.text_cols for v in batch.column(c).to_pylist()]
+        row_name = _row_namer(self.text_cols, n, None)
         try:
-            split_missing(texts, self.embedder.missing, _row_namer(self.text_cols, n, None))
+            split_missing(texts, self.embedder.missing, row_name)
+            if self.embedder.missing == "error" and texts:  # then every text is present and not blank
+                refuse_dropped_rows(texts, dropped_texts(texts, self.recipe, self._model()), row_name)
         except (ValueError, TypeError) as exc:
             raise_at_input_row(exc, range(first_row, first_row + n))
             raise
+
+    def _model(self):
+        """The embedder's model (its tokenizer is what :meth:`check_texts` needs), loaded once."""
+        if self._checking_model is None:
+            self._checking_model = self.embedder._backend_loader()()
+        return self._checking_model
+
+    def text_hashes(self, batch) -> np.ndarray:
+        """The 64-bit hashes of the distinct texts of ``batch`` that the last call embedded (a text read as missing,
+        blank or dropped whole by the tokenizer, is none): what a job's ``unique_texts`` counts. Call it after
+        ``self(batch)``."""
+        from bertfeat.counts import text_hashes
+
+        gone = self.embedder.missing_
+        return np.concatenate([text_hashes([v for v, out in zip(batch.column(c).to_pylist(), gone[:, j]) if not out])
+                               for j, c in enumerate(self.text_cols)])
 
     def provenance(self) -> dict:
         """What the parquet metadata and manifest record: model, hashes, recipe, dims, version, options."""

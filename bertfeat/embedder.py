@@ -106,6 +106,9 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         Column names seen in ``fit``, when the input was a DataFrame.
     stats_ : bertfeat.encode.EncodeStats
         Counts of the last ``transform``: rows, distinct texts, cache hits/misses, truncated, chunked, missing.
+    missing_ : ndarray of bool, shape (n_rows, n_columns)
+        Which texts of the last ``transform`` were read as missing (None, NaN, blank, or dropped whole by the
+        tokenizer): the rows ``missing=`` filled.
 
     Examples
     --------
@@ -202,12 +205,13 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         n_rows = len(values[0]) if values else 0
         flat = [v for col in values for v in col]
         row_name = _row_namer(names, n_rows, X)
-        out, stats = encode(
+        out, stats, is_missing = encode(
             flat, self.recipe_, self._backend_loader(), cache=self._cache(), batch_tokens=self.batch_tokens,
             missing=self.missing, row_name=row_name, progress=bool(self.progress),
-            all_layers=bool(self.cache_all_layers),
+            all_layers=bool(self.cache_all_layers), return_missing=True,
         )
         self.stats_ = stats
+        self.missing_ = is_missing.reshape(len(names), n_rows).T
         if stats.truncated:
             warnings.warn(
                 f"{stats.truncated} of {stats.rows - stats.missing} texts were longer than max_length="

@@ -132,8 +132,9 @@ def encode(
     row_name: Callable[[int], str] | None = None,
     progress: bool = False,
     all_layers: bool = False,
+    return_missing: bool = False,
     _pooling_asked: Sequence[str] | None = None,
-) -> tuple[np.ndarray, EncodeStats]:
+):
     """Embed ``texts`` with ``recipe``: returns a (len(texts), recipe.n_features) float32 array and its stats.
 
     ``backend`` is called (at most once) only when some text is not in ``cache``. A cache is any object with
@@ -143,12 +144,16 @@ def encode(
 
     With ``all_layers=True`` the texts are embedded (and cached) under ``recipe.all_layers()`` and this recipe's
     features are derived from those (:func:`derive`), so every pooling/layers choice shares one forward pass.
+
+    With ``return_missing=True`` a third value is returned: the boolean mask of the texts read as missing (None, NaN,
+    blank, or dropped whole by the tokenizer), the rows ``missing=`` fills.
     """
     if all_layers:
         base = recipe.all_layers()
-        X, stats = encode(texts, base, backend, cache=cache, batch_tokens=batch_tokens, missing=missing,
-                          row_name=row_name, progress=progress, _pooling_asked=recipe.pooling)
-        return derive(X, base, recipe), stats
+        X, stats, is_missing = encode(texts, base, backend, cache=cache, batch_tokens=batch_tokens, missing=missing,
+                                      row_name=row_name, progress=progress, return_missing=True,
+                                      _pooling_asked=recipe.pooling)
+        return (derive(X, base, recipe), stats) + ((is_missing,) if return_missing else ())
     t0 = time.perf_counter()
     row_name = row_name or (lambda i: f"row {i}")
     stats = EncodeStats(rows=len(texts))
@@ -218,7 +223,24 @@ def encode(
     out[~is_missing] = vectors[inverse]
     out[is_missing] = 0.0 if missing == "zero" else np.nan
     stats.seconds = time.perf_counter() - t0
-    return out, stats
+    return (out, stats, is_missing) if return_missing else (out, stats)
+
+
+def dropped_texts(texts: Sequence[str], recipe: Recipe, model) -> np.ndarray:
+    """Which of ``texts`` (present, not blank) the tokenizer reduces to no token at all, read as :func:`encode` reads
+    them (after the recipe's prefix), tokenizing only a text's head where that suffices (:func:`head_tokens`)."""
+    prefix = prefix_tokens(recipe, model)
+    if not prefix:
+        return np.array([not ids for ids in head_tokens(model.tokenize, list(texts), 1)], dtype=bool)
+    joint = head_tokens(model.tokenize, [recipe.prefix + t for t in texts], len(prefix) + 1)
+    return np.array([not rest for rest in split_prefix(joint, prefix)[1]], dtype=bool)
+
+
+def refuse_dropped_rows(texts: Sequence[str], dropped: np.ndarray, row_name: Callable[[int], str]) -> None:
+    """:func:`encode`'s refusal (``missing="error"``) of the first of ``texts`` that ``dropped`` marks, if any."""
+    if dropped.any():
+        n = len(texts)
+        _refuse_dropped(list(texts), dropped, np.arange(n), np.zeros(n, dtype=bool), row_name)
 
 
 def _refuse_dropped(uniques: list[str], dropped: np.ndarray, inverse: np.ndarray, is_missing: np.ndarray,

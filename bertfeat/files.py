@@ -277,7 +277,7 @@ def _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, pr
             batches_resumed += journal.reused
             stats = featurizer.embedder.stats_
             this_run += stats
-            hashes = np.concatenate([text_hashes(batch.column(c).to_pylist()) for c in text_cols])
+            hashes = featurizer.text_hashes(batch)
             _write_chunk(paths, k, result, hashes, stats)
             shutil.rmtree(paths.part_journal(k), ignore_errors=True)  # the part holds it all now
             progress.update(batch.num_rows, reader.fraction_done())

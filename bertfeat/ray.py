@@ -34,7 +34,6 @@ from bertfeat.exceptions import TruncationWarning
 from bertfeat.sources import FOLDER_OUTPUT, output_path
 from bertfeat.files import (
     PARQUET_SUFFIXES, DistinctCounter, InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary,
-    text_hashes,
 )
 from bertfeat.output import absolute_paths, check_folder_output, job_lock, remove_stale_temps, replace_output
 from bertfeat.recipe import _is_int
@@ -240,7 +239,7 @@ class RayFeaturizer:
         if self.collector is not None:
             import ray
 
-            hashes = np.concatenate([text_hashes(table.column(c).to_pylist()) for c in self.featurizer.text_cols])
+            hashes = self.featurizer.text_hashes(table)
             # waited for, so that every distinct text is counted before the job reads the count (a set: a batch Ray
             # retries adds nothing to it)
             ray.get(self.collector.add_texts.remote(hashes))

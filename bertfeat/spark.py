@@ -33,7 +33,7 @@ from bertfeat.arrow import at_input_row, first_refused
 from bertfeat.encode import EncodeStats
 from bertfeat.exceptions import TruncationWarning
 from bertfeat.sources import FOLDER_OUTPUT, output_path
-from bertfeat.files import InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary, text_hashes
+from bertfeat.files import InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary
 from bertfeat.output import absolute_paths, check_folder_output, job_lock, remove_stale_temps, replace_output
 from bertfeat.recipe import _is_int
 from bertfeat.spark_input import (_check_visible, _first_rows, _hadoop_literal, _local_path, _parquet_files,
@@ -506,7 +506,7 @@ def _write_partition(batches, spec: dict):
             totals += featurizer.embedder.stats_
             writer = writer or pq.ParquetWriter(tmp, result.schema)
             writer.write_batch(result, row_group_size=max(1, result.num_rows))
-            hashes = np.concatenate([text_hashes(batch.column(c).to_pylist()) for c in featurizer.text_cols])
+            hashes = featurizer.text_hashes(batch)
             yield pa.record_batch([pa.nulls(len(hashes), pa.string()), pa.array(hashes.view(np.int64))],
                                   names=["stats", "hash"])
         if writer is not None:

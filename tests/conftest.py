@@ -106,6 +106,18 @@ def tiny_bert(tmp_path_factory):
     return build_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
 
 
+@pytest.fixture(scope="session")
+def drops_characters(tmp_path_factory):
+    """A tiny encoder whose tokenizer (a BPE with no unknown token and no byte fallback) drops every character it
+    never saw, as tokenizer.json files of that kind do: the texts of :data:`DROPPED` give it no token."""
+    from tests.tiny_encoders import build_tiny_encoder
+
+    return build_tiny_encoder(tmp_path_factory.mktemp("drops"), "roberta", style="bpe-no-unk")
+
+
+DROPPED = ["\u03a9", "\U0001f600", "\u3164 \u0416"]  # not blank, but none of their characters is in the vocabulary
+
+
 class CountingBackend:
     """A fake model: one token per character, and vectors that are a deterministic function of the tokens.
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from bertfeat.encode import encode, split_missing
-from tests.conftest import CountingBackend, make_recipe
+from tests.conftest import DROPPED, CountingBackend, make_recipe
 
 
 def run(texts, **kw):
@@ -199,16 +199,6 @@ def test_encode_returns_float32_and_its_own_time():
     assert 0 <= stats.seconds <= time.perf_counter() - t0
 
 
-@pytest.fixture(scope="module")
-def drops_characters(tmp_path_factory):
-    """A tiny encoder whose tokenizer (a BPE with no unknown token and no byte fallback) drops every character it
-    never saw, as tokenizer.json files of that kind do."""
-    from tests.tiny_encoders import build_tiny_encoder
-
-    return build_tiny_encoder(tmp_path_factory.mktemp("drops"), "roberta", style="bpe-no-unk")
-
-
-DROPPED = ["\u03a9", "\U0001f600", "\u3164 \u0416"]  # not blank, but none of their characters is in the vocabulary
 
 
 @pytest.mark.parametrize("prefix", [None, "query: "])

@@ -24,7 +24,6 @@ from bertfeat.output import OutputPaths
 from bertfeat.readers import InputReader
 from tests.conftest import assert_same_output
 from tests.test_cli_files import frame
-from tests.test_encode import drops_characters  # noqa: F401 - a fixture
 
 ROWS = 23  # chunks of 5: 5, 5, 5, 5, 3
 
@@ -487,6 +486,21 @@ def test_a_text_the_tokenizer_drops_whole_is_missing_in_a_file_job_and_named_by_
     with pytest.raises(ValueError, match=r"^row 6 \('\U0001f600'\) gives no token to this model's tokenizer"):
         embed_file(str(src), str(tmp_path / "e.parquet"), "text", model=drops_characters, pooling="mean",
                    chunk_rows=5, quiet=True)
+
+
+def test_a_text_the_tokenizer_drops_whole_is_missing_in_the_distinct_count_too(drops_characters, tmp_path):
+    """unique_texts counted each distinct text the tokenizer drops whole (by is_blank only), though the job reads it
+    as missing: 4 distinct texts for 2 embedded. Both text columns, across chunks."""
+    from tests.conftest import DROPPED
+
+    df = pd.DataFrame({"id": range(7),
+                       "a": ["the cat sat", DROPPED[0], "a dog ran", DROPPED[0], DROPPED[1], "the cat sat", ""],
+                       "b": [DROPPED[2], "the cat sat", "a cat", DROPPED[1], "a cat", "a cat", "  "]})
+    df.to_parquet(tmp_path / "in.parquet")
+    manifest = embed_file(str(tmp_path / "in.parquet"), str(tmp_path / "d.parquet"), ["a", "b"], keep_cols="id",
+                          model=drops_characters, pooling="mean", missing="nan", chunk_rows=3, quiet=True)
+    counts = manifest["counts"]
+    assert (counts["texts"], counts["missing"], counts["unique_texts"]) == (14, 7, 3), counts
 
 
 @pytest.mark.parametrize("change", ["copy finishing", "rewritten in place"])

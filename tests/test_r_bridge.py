@@ -10,7 +10,6 @@ import pytest
 
 from bertfeat import BertEmbedder
 from bertfeat import _r
-from tests.test_encode import drops_characters  # noqa: F401 - a fixture
 
 
 def _unpack(buf, n, d):

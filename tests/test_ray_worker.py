@@ -383,6 +383,22 @@ def test_the_actor_reports_itself_every_distinct_text_and_its_counts_with_the_fi
     np.testing.assert_allclose(np.column_stack(out.columns[1:-1]), np.column_stack(want.columns[1:]), atol=1e-5)
 
 
+def test_the_actor_reports_no_text_the_tokenizer_drops_whole_among_the_distinct_texts(drops_characters, fake_ray,
+                                                                                      quiet_threads):
+    # the job's unique_texts counted such a text, which the job reads as missing
+    from tests.conftest import DROPPED
+
+    fake_ray()
+    collector = Recorder()
+    table = pa.table({"review": ["the cat", DROPPED[0], "", "a dog"], "title": [DROPPED[1], "x", "the cat", None]})
+    actor = bray.RayFeaturizer(["review", "title"], [], "columns", threads=1,
+                               params={"model": drops_characters, "missing": "zero"}, collector=collector)
+    actor(table)
+    name, (hashes,) = collector.calls[1]
+    assert name == "add_texts"
+    np.testing.assert_array_equal(np.unique(hashes), np.sort(text_hashes(["the cat", "a dog", "x"])))
+
+
 def test_the_actor_of_a_dataset_job_adds_no_counts_and_an_empty_batch_no_stats(tiny_bert, fake_ray, quiet_threads):
     fake_ray()
     table = pa.table({"review": ["a", "b"]})

@@ -315,6 +315,31 @@ def test_a_bad_text_is_the_inputs_first_whichever_task_spark_heard_of_first(tiny
                            missing="zero")
 
 
+def test_texts_the_tokenizer_drops_whole_are_missing_in_the_count_and_the_first_is_the_one_named(
+        drops_characters, tmp_path, spark_job):
+    """A text the tokenizer drops whole is missing (encode.py), but unique_texts counted it, and under missing='error'
+    the driver's re-check (arrow.first_refused) looked for blank and missing texts only: it named row 5 (blank), or
+    the failing task's row, where the local engine names row 2, the first text of no token."""
+    import pandas as pd
+
+    from tests.conftest import DROPPED
+
+    texts = ["the cat sat", "a dog ran", DROPPED[0], "the cat sat", "a cat", "", DROPPED[1], DROPPED[0]]
+    pd.DataFrame({"id": range(8), "review": texts}).to_parquet(tmp_path / "in.parquet")
+    job = dict(model=drops_characters, pooling="mean", quiet=True, batch_rows=3)
+    spark_job()
+    manifest = bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", missing="zero", **job)
+    assert (manifest["counts"]["missing"], manifest["counts"]["unique_texts"]) == (4, 3)
+    with pytest.raises(ValueError) as local:
+        main_raising(["embed", str(tmp_path / "in.parquet"), "--text-col", "review", "--model", drops_characters,
+                      "--pooling", "mean", "--out", str(tmp_path / "local.parquet"), "--quiet", "--chunk-rows", "3"])
+    assert str(local.value).startswith("row 2 of column 'review' ('\u03a9') gives no token to this model's tokenizer")
+    spark_job(fail_first=ValueError(str(local.value).replace("row 2 ", "row 6 ", 1)))  # rows 6-7's task first
+    with pytest.raises(ValueError) as got:
+        bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out2", "review", **job)
+    assert str(got.value) == str(local.value)
+
+
 def main_raising(argv):
     """``bertfeat`` with BERTFEAT_DEBUG: the error raised, not its line."""
     with pytest.MonkeyPatch.context() as mp:
