@@ -97,6 +97,29 @@ def test_a_resumed_job_reports_exactly_what_each_run_did(tiny_bert, tmp_path, mo
     assert_same_output(out, reference)
 
 
+def test_after_a_resume_seconds_is_this_runs_time_and_embed_seconds_every_chunks(tiny_bert, tmp_path, monkeypatch):
+    """docs/cli.md: timing.seconds is this run's wall-clock time, as the summary line says it; embed_seconds (and
+    slowest_chunk_seconds) cover every chunk of the output, those an earlier run finished included, as counts do. The
+    earlier run's chunks are made to have taken 100 s each, so the two cannot be confused."""
+    job = dict(input=str(_src(tmp_path)), text_cols="review", model=tiny_bert, quiet=True, chunk_rows=5)
+    out = tmp_path / "out.parquet"
+    _stopped_in_chunk(monkeypatch, 3, out=str(out), **job)  # chunks 0, 1 and 2 finished
+    paths = OutputPaths(out)
+    for k in range(3):
+        stats = json.loads(paths.part_stats(k).read_text())
+        paths.part_stats(k).write_text(json.dumps({**stats, "seconds": 100.0}))
+    this_run = []
+    write_chunk = files._write_chunk
+    monkeypatch.setattr(files, "_write_chunk", lambda paths, k, result, hashes, stats: (
+        this_run.append(stats.seconds), write_chunk(paths, k, result, hashes, stats))[1])
+    manifest = embed_file(out=str(out), **job)
+    timing = manifest["timing"]
+    assert len(this_run) == 2 and manifest["this_run"]["chunks_resumed"] == 3
+    assert timing["embed_seconds"] == round(300.0 + sum(this_run), 3)
+    assert timing["slowest_chunk_seconds"] == 100.0
+    assert sum(this_run) <= timing["seconds"] < 100
+
+
 def test_checkpointed_batches_count_when_the_unfinished_chunk_is_not_the_last(tiny_bert, tmp_path, monkeypatch):
     """Only one chunk of a run can come from a checkpoint; the chunks after it must not reset its count."""
     from tests.test_checkpoints import _count_forward
