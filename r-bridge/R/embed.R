@@ -400,15 +400,22 @@ bf_embed_file <- function(input, output, text_col, model = "default", pooling = 
   if (!file.exists(input) && !length(Sys.glob(path.expand(input)))) {
     abort_bf(sprintf("`input` \"%s\" does not exist, and matches no file as a glob.", input), "file")
   }
+  # paths as ./-x.csv and values as --name=value: the command line reads a word starting with "-" as an option
   args <- c(
-    "embed", path.expand(input), "--text-col", text_col, "--out", path.expand(output),
-    "--model", model, "--pooling", paste(pooling, collapse = "+"),
-    if (!is.null(cache_dir)) c("--cache-dir", path.expand(cache_dir)),
+    "embed", dash_safe(input), paste0("--text-col=", text_col), paste0("--out=", dash_safe(output)),
+    paste0("--model=", model), paste0("--pooling=", paste(pooling, collapse = "+")),
+    if (!is.null(cache_dir)) paste0("--cache-dir=", path.expand(cache_dir)),
     if (overwrite) "--overwrite",
     cli_options(list(...))
   )
   run_cli(python_module(), args) # the same Python as bf_embed(), with the same error when it is missing
   invisible(output)
+}
+
+# a path as the command line reads it as a file: expanded, and "./"-prefixed where it starts with "-"
+dash_safe <- function(path) {
+  path <- path.expand(path)
+  if (startsWith(path, "-")) paste0("./", path) else path
 }
 
 # the options `bertfeat embed` takes once per value (--keep-col id --keep-col label): a vector gives each

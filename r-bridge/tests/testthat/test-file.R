@@ -25,6 +25,19 @@ test_that("bf_embed_file() takes a glob as the command line does", {
   expect_match(conditionMessage(err), "does not exist, and matches no file as a glob", fixed = TRUE)
 })
 
+test_that("bf_embed_file() reads and writes files whose names start with a dash", {
+  # the names went to the command line as they are, read there as options: "the following arguments are required:
+  # INPUT"; a text column or model named with a dash lost its value the same way
+  dir <- tempfile("bertfeat-dash-")
+  dir.create(dir)
+  old <- setwd(dir)
+  on.exit(setwd(old), add = TRUE)
+  file.copy(csv_with_text(c("a cat sat", "stocks fell")), "-in.csv")
+  expect_identical(suppressMessages(bf_embed_file("-in.csv", "-out.parquet", "review", cache_dir = "-cache")),
+                   "-out.parquet")
+  expect_true(file.exists("-out.parquet") && dir.exists("-cache"))
+})
+
 test_that("bf_embed_file() keeps the columns a vector `keep_col` names, as the command line's repeated --keep-col", {
   # it was refused as "must be a single value ...; write several values in the command line's own syntax as one
   # string", and the command line has no such syntax: an R user could keep one column only (an id, not its label)
