@@ -639,6 +639,14 @@ def test_version_prints_the_packages_version(capsys):
     assert exit_.value.code == 0 and capsys.readouterr().out == f"bertfeat {__version__}\n"
 
 
+def _usage_error(capsys, argv) -> str:
+    """What ``bertfeat ARGV`` writes on stderr, once it has exited with argparse's status 2."""
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    return capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv, line", [
     ([], "bertfeat: error: the following arguments are required: COMMAND (see bertfeat --help)"),
     (["cache"], "bertfeat cache: error: the following arguments are required: ACTION (see bertfeat cache --help)"),
@@ -646,10 +654,7 @@ def test_version_prints_the_packages_version(capsys):
                         "(see bertfeat cache info --help)"),
 ])
 def test_a_missing_command_or_action_is_one_line(capsys, argv, line):
-    with pytest.raises(SystemExit) as exit_:
-        main(argv)
-    assert exit_.value.code == 2 and capsys.readouterr().err == line + "\n"
-
+    assert _usage_error(capsys, argv) == line + "\n"
 
 
 @pytest.mark.parametrize("argv, line", [
@@ -664,9 +669,8 @@ def test_a_missing_command_or_action_is_one_line(capsys, argv, line):
 def test_an_unknown_option_is_blamed_on_the_command_whose_help_lists_the_options(capsys, argv, line):
     """docs/cli.md: a bad option gets argparse's message and `(see bertfeat embed --help)`; argparse itself reports
     a subcommand's unknown options as the top parser's, pointing at `bertfeat --help`, which lists no option."""
-    with pytest.raises(SystemExit) as exit_:
-        main(argv)
-    assert exit_.value.code == 2 and capsys.readouterr().err == line + "\n"
+    assert _usage_error(capsys, argv) == line + "\n"
+
 
 _AS_OPTION = "was read as an option"
 
@@ -687,9 +691,7 @@ _AS_OPTION = "was read as an option"
 ])
 def test_a_name_starting_with_a_dash_gets_the_way_to_write_it(capsys, argv, line):
     # `bertfeat embed -x.csv` said only that INPUT was required, and `--out -d.parquet` "expected one argument"
-    with pytest.raises(SystemExit) as exit_:
-        main(argv)
-    assert exit_.value.code == 2 and capsys.readouterr().err == line + "\n"
+    assert _usage_error(capsys, argv) == line + "\n"
 
 
 @pytest.mark.parametrize("argv", [
