@@ -20,10 +20,12 @@ _MOUNT = ("the store mounted as a filesystem (s3fs, gcsfuse, blobfuse; /dbfs/...
 
 
 def path_text(value, name: str, expected: str) -> str:
-    """A path argument as text (a ``pathlib.Path`` is as good as a str); anything else is refused, naming it."""
+    """A path argument as text (a ``pathlib.Path`` is as good as a str), a leading ``~`` or ``~user`` read as that
+    home folder, as the model and the cache folder are (a shell leaves ``--out=~/f.parquet`` and a quoted
+    ``'~/in.csv'`` as written, and R and Python callers pass ``"~/..."``); anything else is refused, naming it."""
     if not isinstance(value, (str, bytes, os.PathLike)):
         raise TypeError(f"{name}={value!r} is not valid: expected {expected} (a str or pathlib.Path).")
-    return os.fsdecode(value)
+    return os.path.expanduser(os.fsdecode(value))
 
 
 def is_url(path) -> bool:
@@ -45,14 +47,8 @@ def utf8_path(path: str, name: str, does: str) -> str:
     return path
 
 
-def home_path(path: str) -> str:
-    """A leading ``~`` or ``~user`` read as that home folder, as the model and the cache folder are: a shell leaves
-    ``--out=~/f.parquet`` and a quoted ``'~/in.csv'`` as written, and R and Python callers pass ``"~/..."``."""
-    return os.path.expanduser(path)
-
-
 def input_path(path) -> str:
-    path = home_path(path_text(path, "input", "the path of a CSV or parquet file, a folder or a glob"))
+    path = path_text(path, "input", "the path of a CSV or parquet file, a folder or a glob")
     if path == "-":  # the Unix name of standard input, whatever lies in the folder
         raise ValueError("input '-' (standard input) cannot be read: bertfeat reads its input more than once and a "
                          "rerun resumes from it, so write the data to a file first and pass its path (a file named "
@@ -69,7 +65,7 @@ def output_path(path, name: str, expected: str, writes: str, *, one_file: bool =
     (parquet bytes under it would be read as CSV, failing or reading garbage), and with ``one_file`` (the local
     engine's output) a path ending with a slash, which names a folder (``pathlib`` would drop the slash and write a
     file of the folder's name)."""
-    path = home_path(path_text(path, name, expected))
+    path = path_text(path, name, expected)
     if path == "-":
         raise ValueError(f"{name} '-' (standard output) cannot be written: bertfeat writes {writes}, put in place "
                          "when complete; name the file to write (a file named '-' is ./-).")
