@@ -230,10 +230,18 @@ def dropped_texts(texts: Sequence[str], recipe: Recipe, model) -> np.ndarray:
     """Which of ``texts`` (present, not blank) the tokenizer reduces to no token at all, read as :func:`encode` reads
     them (after the recipe's prefix), tokenizing only a text's head where that suffices (:func:`head_tokens`)."""
     prefix = prefix_tokens(recipe, model)
-    if not prefix:
-        return np.array([not ids for ids in head_tokens(model.tokenize, list(texts), 1)], dtype=bool)
-    joint = head_tokens(model.tokenize, [recipe.prefix + t for t in texts], len(prefix) + 1)
-    return np.array([not rest for rest in split_prefix(joint, prefix)[1]], dtype=bool)
+    rest = read_tokens(texts, recipe, model, prefix, keep=len(prefix) + 1)[1]
+    return np.array([not ids for ids in rest], dtype=bool)
+
+
+def read_tokens(texts: Sequence[str], recipe: Recipe, model, prefix: list[int], keep: int | None = None):
+    """Each text's tokens as :func:`encode` reads them: ``(heads, rest)``, the prefix's tokens as tokenized with the
+    text (which may differ from ``prefix``, the prefix's alone: :func:`bertfeat.batching.split_prefix`; None with no
+    prefix) and the text's own. With ``keep``, only the first ``keep`` tokens, heads included, are wanted, so only
+    a long text's head is tokenized (:func:`bertfeat.tokens.head_tokens`)."""
+    texts = [recipe.prefix + t for t in texts] if prefix else list(texts)
+    ids = model.tokenize(texts) if keep is None else head_tokens(model.tokenize, texts, keep)
+    return split_prefix(ids, prefix) if prefix else (None, ids)
 
 
 def refuse_dropped_rows(texts: Sequence[str], dropped: np.ndarray, row_name: Callable[[int], str]) -> None:
@@ -325,22 +333,18 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
     prefetch = bool(getattr(model, "prefetch", False))
     chunk = int(getattr(model, "chunk_texts", 0) or 0) or max(1, len(texts))
 
-    if recipe.long_text == "truncate":  # a unit is the first tokens, with the prefix's: never tokenize past them
-        def tokenize(some):
-            return head_tokens(model.tokenize, some, window + len(prefix))
-    else:
-        tokenize = model.tokenize
+    # under "truncate" a unit is the first tokens, with the prefix's: never tokenize past them
+    keep = window + len(prefix) if recipe.long_text == "truncate" else None
 
     def plans():
         for lo, hi in chunk_bounds(len(texts), chunk, first=max(1, chunk // 8) if prefetch else chunk):
-            if prefix:  # tokenized with each text, then every unit (every window of a long text) starts with it
-                heads, rest = split_prefix(tokenize([recipe.prefix + t for t in texts[lo:hi]]), prefix)
-                seqs = TokenSeqs.from_lists(rest)
+            heads, rest = read_tokens(texts[lo:hi], recipe, model, prefix, keep)
+            seqs = TokenSeqs.from_lists(rest)
+            if heads is not None:  # every unit (every window of a long text) starts with the prefix's tokens
                 head_lengths = np.fromiter(map(len, heads), dtype=np.int64, count=len(heads))
                 units = make_units(seqs, window + len(prefix) - head_lengths, recipe.long_text, recipe.stride)
                 units.ids = TokenSeqs.from_lists([heads[i] + u for i, u in zip(units.owner, units.ids.tolist())])
             else:
-                seqs = TokenSeqs.from_lists(tokenize(texts[lo:hi]))
                 head_lengths = 0
                 units = make_units(seqs, window, recipe.long_text, recipe.stride)
             lengths = units.ids.length + model.n_special
