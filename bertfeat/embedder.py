@@ -480,7 +480,16 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         return open_cache(self.cache_dir)
 
 
-_PROMPTS_NOTED: set[str] = set()
+# (what, model path) of the notes given once per model and process (_note_once)
+_NOTED: set[tuple[str, str]] = set()
+
+
+def _note_once(what: str, spec, message: str) -> None:
+    """A note (a UserWarning, not an error) about ``what`` of the model ``spec``, given once per model and process."""
+    if (what, spec.path) in _NOTED:
+        return
+    _NOTED.add((what, spec.path))
+    warnings.warn(message, UserWarning, stacklevel=user_stacklevel())
 
 
 # The parameters that decide the recipe (the numbers), as opposed to those transform reads each time.
@@ -496,22 +505,15 @@ def _same_value(a, b) -> bool:
         return False
 
 
-_MODULES_NOTED: set[str] = set()
-
-
 def _note_modules_not_applied(spec) -> None:
     """Once per model and process, a note that the model's sentence-transformers modules after its pooling (a
     Dense projection, ...) are not applied: its model card's embeddings are not what bertfeat gives."""
-    if not spec.st_not_applied or spec.path in _MODULES_NOTED:
-        return
-    _MODULES_NOTED.add(spec.path)
-    warnings.warn(
-        f"model={spec.name!r} is a sentence-transformers model whose sentence embeddings pass through "
-        f"{', '.join(spec.st_not_applied)} after its pooling; bertfeat does not apply "
-        f"{'that module' if len(spec.st_not_applied) == 1 else 'those modules'}: its features are the encoder's "
-        "pooled hidden states, not the model's own embeddings. For those, use sentence-transformers' encode().",
-        UserWarning, stacklevel=user_stacklevel(),
-    )
+    if spec.st_not_applied:
+        _note_once("modules", spec, (
+            f"model={spec.name!r} is a sentence-transformers model whose sentence embeddings pass through "
+            f"{', '.join(spec.st_not_applied)} after its pooling; bertfeat does not apply "
+            f"{'that module' if len(spec.st_not_applied) == 1 else 'those modules'}: its features are the encoder's "
+            "pooled hidden states, not the model's own embeddings. For those, use sentence-transformers' encode()."))
 
 
 def _relative_model_dir(model) -> str | None:
@@ -545,15 +547,12 @@ def _resolve_prefix(prefix, prompt_name, spec) -> str:
                          "text; pass only one of them.")
     if prompt_name is not None:
         return spec.prompt(prompt_name)
-    if not prefix and spec.prompts and spec.path not in _PROMPTS_NOTED:
+    if not prefix and spec.prompts:
         # once per model and process: a note, not an error, since plain texts are a valid (if weaker) choice
-        _PROMPTS_NOTED.add(spec.path)
         names = ", ".join(f"{k!r} ({v!r})" for k, v in spec.prompts)
-        warnings.warn(
+        _note_once("prompts", spec, (
             f"model={spec.name!r} defines prompts that its authors put before texts: {names}. Pass prompt_name= "
-            "(or prefix=) to use one; without one, texts are embedded as they are.",
-            UserWarning, stacklevel=user_stacklevel(),
-        )
+            "(or prefix=) to use one; without one, texts are embedded as they are."))
     return prefix or ""
 
 

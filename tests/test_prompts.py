@@ -225,7 +225,7 @@ def test_prompt_refusals_and_the_note_word_for_word(tiny_bert, prompted_bert, mo
         BertEmbedder(prompted_bert, prefix="x: ", prompt_name="query").fit(TEXTS)
     assert str(info.value) == ("prefix='x: ' and prompt_name='query' both set the text put before each text; pass "
                                "only one of them.")
-    monkeypatch.setattr(bertfeat.embedder, "_PROMPTS_NOTED", set())  # the note comes once per process
+    monkeypatch.setattr(bertfeat.embedder, "_NOTED", set())  # the note comes once per process
     with pytest.warns(UserWarning) as record:
         BertEmbedder(prompted_bert).fit(TEXTS)
     assert [str(w.message) for w in record] == [
@@ -238,7 +238,7 @@ def test_the_prompts_note_points_at_the_callers_line(prompted_bert, monkeypatch)
     """Deselected under mutmut (its trampoline adds a frame); scripts/plant_mutants.py runs it on _resolve_prefix."""
     import bertfeat.embedder
 
-    monkeypatch.setattr(bertfeat.embedder, "_PROMPTS_NOTED", set())
+    monkeypatch.setattr(bertfeat.embedder, "_NOTED", set())
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         BertEmbedder(prompted_bert).fit(TEXTS)
