@@ -36,7 +36,7 @@ from bertfeat.output import (
     OutputPaths, _atomic_write_bytes, _Paths, atomic_write_bytes, check_output, fsync, job_lock, os_error_message,
     remove_stale_temps, write_part,
 )
-from bertfeat.readers import CSV_NULLS, CSV_SUFFIXES, PARQUET_SUFFIXES, InputReader, path_text, resolve_input
+from bertfeat.readers import CSV_NULLS, CSV_SUFFIXES, PARQUET_SUFFIXES, InputReader, resolve_input
 from bertfeat.sources import FILE_OUTPUT, output_path
 from bertfeat.resume import FINISHED, STATE_VERSION, finished_output, mark_finished, prepare_partial
 

@@ -276,7 +276,6 @@ def matmul_rate(dtype: str, hidden: int = 384, intermediate: int = 1536, tokens:
     tenths of a second at most. ``threads`` is part of the cache key only: pass torch's count.
     """
     import torch
-    import torch.nn.functional as F
 
     dt = getattr(torch, dtype)
     gen = torch.Generator().manual_seed(0)
