@@ -570,7 +570,39 @@ def load_checked_model(spec: ModelSpec, dtype, tokenizer, trust_remote_code: boo
     embeddings = model.get_input_embeddings()
     if embeddings is not None and hasattr(embeddings, "num_embeddings"):
         check_vocab_fits(spec.name, len(tokenizer), embeddings.num_embeddings, getattr(model.config, "vocab_size", None))
+    check_weights_finite(spec.name, spec.path, encoder.named_parameters())
     return model
+
+
+def check_weights_finite(name: str, path: str, named_tensors) -> None:
+    """Refuse a model whose weights hold NaN or infinity, naming the tensors that do.
+
+    Such a checkpoint (a damaged download or conversion, a training run that diverged) loads without a complaint,
+    and its NaN reaches the features of every text whose pass reads it; the load-time checks against transformers
+    cannot see it, since transformers computes the same NaN (and NaN equals nothing, so it even read as padding
+    changing the outputs).
+    """
+    import torch
+
+    from bertfeat.exceptions import ModelNotAvailableError
+
+    bad = []
+    for key, tensor in named_tensors:
+        if tensor.is_floating_point():
+            count = int((~torch.isfinite(tensor)).sum())
+            if count:
+                bad.append(f"{count} of {tensor.numel()} values of {key}")
+    if bad:
+        raise ModelNotAvailableError(
+            f"model={name!r}: the weights in {path} hold NaN or infinite values ({_listed(bad)}), so every text whose "
+            "pass reads them would get NaN features: the checkpoint is damaged (a failed download or conversion, or a "
+            "training run that diverged). Get the files again (for a Hugging Face model: huggingface-cli download "
+            "<name> --force-download) or use another checkpoint."
+        )
+
+
+def _listed(items, n: int = 3) -> str:
+    return "; ".join(items[:n]) + (f"; and {len(items) - n} more tensor(s)" if len(items) > n else "")
 
 
 def check_model_files(spec: ModelSpec, trust_remote_code: bool = False) -> dict:

@@ -362,3 +362,33 @@ def test_do_lower_case_is_in_the_fingerprint_and_the_default_models_is_not_chang
     from pathlib import Path
     root = Path(default.path)
     assert default.tokenizer_sha256 == _hash_files([root / f for f in _TOKENIZER_FILES if (root / f).is_file()])
+
+
+def test_weights_holding_nan_or_infinity_are_refused_at_load_naming_the_tensors(tiny_bert, tmp_path):
+    """(found by a non-finite numbers hunt) a damaged checkpoint loaded: the load checks compare against transformers,
+    which computes the same NaN (and read NaN != NaN as padding changing the outputs), and the first transform was
+    refused as float32 activations leaving float32's range, with the advice to pass dtype='float32'."""
+    import warnings
+
+    import numpy as np
+
+    from bertfeat.backend import check_model_files
+    from bertfeat.models import resolve_model
+
+    def damage(w):
+        w["encoder.layer.1.output.dense.weight"][0, 0] = np.nan
+        w["embeddings.word_embeddings.weight"][40] = np.inf  # a row of a token the load-time probes never read
+        return w
+
+    copy = _copy(tiny_bert, tmp_path)
+    _rewrite_weights(copy, damage)
+    message = (rf"^model='{copy}': the weights in {copy} hold NaN or infinite values \(32 of \d+ values of "
+               r"embeddings\.word_embeddings\.weight; 1 of 1184 values of encoder\.layer\.1\.output\.dense\.weight\)"
+               r", so every text whose pass reads them would get NaN features: the checkpoint is damaged .* Get the "
+               r"files again .* or use another checkpoint\.$")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no note that padding changes the outputs (NaN read as a difference)
+        with pytest.raises(ModelNotAvailableError, match=message):
+            _transform(copy)
+    with pytest.raises(ModelNotAvailableError, match=message):  # bertfeat info's check of the files
+        check_model_files(resolve_model(str(copy)))
