@@ -339,6 +339,23 @@ def test_non_finite_vectors_are_refused_before_the_cache(monkeypatch):
     assert stored == []
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_non_finite_vectors_in_float32s_range_are_not_told_to_pass_float32(dtype):
+    """(found by a non-finite numbers hunt) NaN features in float32 (or bfloat16, float32's range) were refused with
+    the float16 advice: "left that dtype's range ... Pass dtype='bfloat16' ... or dtype='float32'"."""
+    backend = CountingBackend()
+    forward = backend.forward
+    backend.forward = lambda units, pooling, groups: np.where(
+        np.array([len(u) == 3 for u in units])[:, None, None], np.inf, forward(units, pooling, groups))
+    with pytest.raises(ValueError) as info:
+        encode(["fine text", "bad"], make_recipe(dtype=dtype), lambda: backend)
+    assert str(info.value) == (
+        f"row 1 (and 0 other distinct text(s)) got non-finite features (NaN or inf) in dtype={dtype!r}: float32's "
+        "range, which no other dtype widens: the model's forward pass is not finite for this text. Nothing was "
+        "cached. Check the model's config.json against the one it was trained with (layer_norm_eps, hidden_act), or "
+        "use another model.")
+
+
 # -- item 9: sizing -------------------------------------------------------------------------------------------------
 
 
