@@ -34,9 +34,14 @@ class BlockScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         X = validate_data(self, X, dtype=(np.float64, np.float32))  # sets n_features_in_, and feature_names_in_
-        self.mean_ = X.mean(axis=0)
-        sd = X.std(axis=0)
-        sd[sd == 0] = 1.0
+        # A constant column is found by equality, not by a standard deviation of 0: the mean of one value repeated
+        # is rounded (0.1 in float32 over 1,000 rows: off by 1e-6), so its deviation came out tiny, not 0, and a new
+        # row's difference was divided by it (a feature of 50,000 where the others are near 1).
+        constant = (X == X[:1]).all(axis=0)
+        self.mean_ = X.mean(axis=0, dtype=np.float64)
+        self.mean_[constant] = X[0, constant]
+        sd = X.std(axis=0, dtype=np.float64)
+        sd[constant] = 1.0
         self.scale_ = sd * np.sqrt(X.shape[1])
         return self
 
