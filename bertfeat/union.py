@@ -51,7 +51,10 @@ class BlockScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         if Z.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {Z.shape[1]} columns, but BlockScaler was fitted with {self.n_features_in_}.")
         validate_data(self, X, reset=False, skip_check_array=True)  # the names fit saw, if any, in their order
-        return ((Z - self.mean_) / self.scale_).astype(Z.dtype, copy=False)
+        # in Z's own dtype and one new matrix: float32 features take no float64 copy of the whole matrix
+        out = Z - self.mean_.astype(Z.dtype)
+        out /= self.scale_.astype(Z.dtype)
+        return out
 
 
 class MissingText(TransformerMixin, BaseEstimator):

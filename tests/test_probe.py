@@ -226,6 +226,28 @@ def test_block_scaler_leaves_a_constant_column_centred_and_unscaled_whatever_its
         np.testing.assert_allclose(Z[:, 1:], scaler.transform(X[:2])[:, 1:])
 
 
+def test_block_scaler_transforms_float32_in_float32_with_one_new_matrix():
+    """A stack of float32 embeddings is scaled in float32 into one new matrix: no float64 copy of it (the fitted
+    mean and scale are float64 since the constant-column fix; subtracting them from float32 features made a float64
+    matrix twice the input's size, then a third copy cast back: 3x the input's bytes at its peak)."""
+    import tracemalloc
+
+    from bertfeat.union import BlockScaler
+
+    X = np.random.default_rng(0).normal(size=(20_000, 64)).astype(np.float32)
+    scaler = BlockScaler().fit(X)
+    tracemalloc.start()
+    try:
+        Z = scaler.transform(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert Z.dtype == np.float32
+    assert peak < 1.2 * X.nbytes, f"transform held {peak / X.nbytes:.2f}x the input's bytes at its peak"
+    np.testing.assert_allclose(Z, (X - X.mean(axis=0, dtype=np.float64)) / (X.std(axis=0, dtype=np.float64) * 8),
+                               rtol=1e-4, atol=1e-6)
+
+
 def test_the_union_names_its_features_block_by_block(tiny_bert):
     from sklearn.exceptions import NotFittedError
 
