@@ -43,6 +43,11 @@ log = logging.getLogger("bertfeat")
 _REGISTRY: dict[tuple, "TorchBackend"] = {}
 _LOCK = threading.Lock()
 
+# Batches run in this process, by model files, dtype and the arrangement that ran them (a rung of
+# :func:`bertfeat.fastbert.build_ladder`, or ``transformers-<dtype>``): what a job's manifest records as its forward
+# pass (:func:`forward_passes`). A count, not a flag, so a job can tell its own batches from an earlier job's.
+_PASSES: dict[tuple, int] = {}
+
 # Padded tokens per forward pass. On CPU, per thread of a worker: a small budget keeps a layer's activations in
 # cache (1024 tokens x 1536 floats = 6 MB for MiniLM's feed-forward) while the products stay large enough to run
 # at the core's full rate; measured on MiniLM, 1024 tokens per thread took 7% less CPU time than 4096 and 24% less
@@ -118,6 +123,21 @@ def get_backend(spec: ModelSpec, device: str, dtype: str, trust_remote_code: boo
         if backend is None:
             backend = _REGISTRY[key] = TorchBackend(spec, device, dtype, trust_remote_code)
     return backend
+
+
+def forward_passes(weights_sha256: str, config_sha256: str, tokenizer_sha256: str, dtype: str) -> dict[str, int]:
+    """How many batches of this model and dtype each arrangement of the forward pass has run in this process:
+    ``{"onednn-float32": 12}``; a fallback after a failed batch shows as a second entry. Subtract a count taken
+    before a job to get the job's own."""
+    model = (weights_sha256, config_sha256, tokenizer_sha256, dtype)
+    with _LOCK:
+        return {key[-1]: n for key, n in _PASSES.items() if key[:-1] == model}
+
+
+def _count_pass(spec: ModelSpec, dtype: str, rung: str) -> None:
+    key = (spec.weights_sha256, spec.config_sha256, spec.tokenizer_sha256, dtype, rung)
+    with _LOCK:
+        _PASSES[key] = _PASSES.get(key, 0) + 1
 
 
 def clear_backends() -> None:
@@ -471,6 +491,8 @@ class TorchBackend:
         if failure is not None:  # outside the except block, so the failed batch's tensors are gone
             self._leave_fast_path(fast, failure)
             return self._forward(units, pooling, layer_groups)
+        _count_pass(self.spec, self.dtype, (getattr(fast, "rung", "") or self.rung) if fast is not None
+                    else f"transformers-{self.dtype}")
         return pooled.cpu().numpy()
 
     def _numerics(self, fast=None):

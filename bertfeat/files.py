@@ -253,6 +253,7 @@ def _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, pr
     progress = Progress(reader.total_rows, quiet, every=progress_every)
     resumed_rows = batches_resumed = 0
     this_run = EncodeStats()
+    passes_before = _forward_passes(featurizer.recipe)
     k = -1
     rows_read = 0  # rows of the chunks before this one: a mistake in the data names its row in the input
     try:
@@ -287,8 +288,19 @@ def _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, pr
     if n_parts == 0:
         raise ValueError(f"input {reader.path!r} has no rows to embed.")
     reader.check_unchanged(state["input"])  # parts of one version of it
+    passes = {rung: n - passes_before.get(rung, 0) for rung, n in _forward_passes(featurizer.recipe).items()
+              if n > passes_before.get(rung, 0)}
     return _finish(paths, n_parts, schema, featurizer, state, resumed_rows, len(resumed), this_run, t0, user_cache,
-                   batches_resumed, checkpoint_seconds)
+                   batches_resumed, checkpoint_seconds, passes)
+
+
+def _forward_passes(recipe) -> dict[str, int]:
+    """Batches of ``recipe``'s model run in this process so far, by the arrangement of the forward pass that ran
+    them (:func:`bertfeat.backend.forward_passes`); a process that never imported the backend ran none."""
+    backend = sys.modules.get("bertfeat.backend")  # not imported for a run answered from the cache
+    if backend is None:
+        return {}
+    return backend.forward_passes(recipe.weights_sha256, recipe.config_sha256, recipe.tokenizer_sha256, recipe.dtype)
 
 
 def _has_progress(paths: OutputPaths) -> bool:
@@ -344,7 +356,7 @@ def print_summary(manifest: dict, stream=None) -> None:
 
 def _finish(paths: OutputPaths, n_parts: int, schema: pa.Schema, featurizer, state: dict, resumed_rows: int,
             resumed_parts: int, this_run: EncodeStats, t0: float, cache_dir, batches_resumed: int,
-            checkpoint_seconds: float) -> dict:
+            checkpoint_seconds: float, forward_pass: dict | None = None) -> dict:
     totals = EncodeStats()
     counter = DistinctCounter()
     slowest = 0.0
@@ -375,7 +387,10 @@ def _finish(paths: OutputPaths, n_parts: int, schema: pa.Schema, featurizer, sta
                        # finished batches are saved this often within a chunk: about the most work a kill can lose
                        "checkpoint_seconds": checkpoint_seconds,
                        # what the speed depends on, so a slow run's manifest can go into a bug report as it is
-                       "machine": run_facts(featurizer.recipe.hidden_size)},
+                       "machine": run_facts(featurizer.recipe.hidden_size),
+                       # which arrangement ran this run's batches, and how many each: the fused CPU pass on oneDNN's
+                       # or plain torch kernels, or transformers' own pass ({} when every text came from the cache)
+                       "forward_pass": forward_pass or {}},
             "chunk_rows": state["chunk_rows"],
             "chunk_chars": state["chunk_chars"],
             "reading": state["reading"],  # how a CSV was parsed (delimiter, kept-column types): part of what was read

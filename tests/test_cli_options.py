@@ -385,7 +385,8 @@ INFO = {
                 "torch_cpu_capability": "AVX512", "flags": ["avx2", "avx512f"],
                 "native_dtypes": ["float32", "bfloat16"],
                 "matmul_shape": [64, 768, 3072], "matmul_gflops": {"float32": 401.4, "bfloat16": 0.0},
-                "fastest_dtype": "float32", "cpu_kernels": "onednn"},
+                "fastest_dtype": "float32", "cpu_kernels": "onednn",
+                "forward_pass": "onednn-float32 (AVX-512: oneDNN's fused kernels first)"},
 }
 
 
@@ -412,6 +413,7 @@ def test_info_text_word_for_word(monkeypatch, capsys):
         "matmul GFLOP/s at this model's shape (64, 768, 3072): float32 401, bfloat16 n/a; fastest here: "
         "dtype='float32'",
         "CPU kernels:  onednn (BERTFEAT_CPU_KERNELS=onednn|torch to change)",
+        "forward pass: onednn-float32 (AVX-512: oneDNN's fused kernels first), float32 on this CPU",
         "",
     ]
     bare = dict(INFO, revision=None, prompts={},
@@ -522,7 +524,8 @@ def test_info_measures_the_machine_at_the_models_own_shapes(tiny_bert, monkeypat
 
     shapes = []
     monkeypatch.setattr(bertfeat.hardware, "machine_report", lambda *shape: shapes.append(shape) or {"cpu": "x"})
-    assert describe(tiny_bert)["machine"] == {"cpu": "x"}
+    machine = describe(tiny_bert)["machine"]
+    assert machine.pop("forward_pass").startswith(("onednn-float32", "torch-float32")) and machine == {"cpu": "x"}
     assert shapes == [(32, 37)]  # the tiny BERT's hidden and feed-forward widths (tests/conftest.py)
     # a config that does not say its feed-forward width: BERT's own, four times the hidden size
     from types import SimpleNamespace

@@ -471,6 +471,7 @@ def test_bertfeat_info_reports_this_machine(capsys):
     text = capsys.readouterr().out
     assert "native dtypes:" in text and f"fastest here: dtype={m['fastest_dtype']!r}" in text
     assert f"CPU kernels:  {m['cpu_kernels']} (BERTFEAT_CPU_KERNELS=onednn|torch to change)" in text
+    assert f"forward pass: {m['forward_pass']}, float32 on this CPU" in text
     assert main(["info", "--json", "--no-machine"]) == 0
     assert "machine" not in json.loads(capsys.readouterr().out)
 
@@ -604,3 +605,34 @@ def test_two_processes_give_the_same_bytes_whichever_rung_a_moment_favours(tmp_p
         subprocess.run([sys.executable, "-c", SLOWED_RUN, slow, str(out)], env=env, cwd=root, check=True, timeout=300)
         outs.append(np.load(out))
     assert outs[0].tobytes() == outs[1].tobytes()
+
+
+def test_the_manifest_and_info_say_which_forward_pass_ran(tmp_path, tiny_bert):
+    """Which arrangement ran (the fused pass, on which kernels, or transformers' own forward pass) decides the speed
+    and the last bits of every vector, and was only a debug line: the manifest said which kernels this CPU tries
+    first (`cpu_kernels`) even for a model that never takes the fused pass, and `bertfeat info` alike."""
+    import json
+
+    from bertfeat.backend import clear_backends, get_backend
+    from bertfeat.cli.info import describe
+    from bertfeat.files import embed_file
+    from tests.tiny_encoders import build_tiny_encoder
+
+    clear_backends()
+    electra = build_tiny_encoder(tmp_path / "electra", "electra", corpus=TINY_SENTENCES)  # never fused
+    (tmp_path / "in.csv").write_text("id,text\n" + "".join(f"{i},{t}\n" for i, t in enumerate(TINY_SENTENCES)))
+    for model, cache in ((tiny_bert, None), (electra, tmp_path / "cache"), (electra, tmp_path / "cache")):
+        out = tmp_path / f"o{len(list(tmp_path.glob('o*.parquet')))}.parquet"
+        embed_file(str(tmp_path / "in.csv"), str(out), "text", model=model, quiet=True, cache_dir=cache)
+        manifest = json.loads(out.with_name(out.name + ".manifest.json").read_text())
+        ran = manifest["timing"]["forward_pass"]
+        if cache is not None and (tmp_path / "o2.parquet").exists():  # the rerun: every text from the cache
+            assert ran == {}
+            continue
+        rung = get_backend(resolve_model(model), "cpu", "float32").rung
+        assert rung.startswith("transformers-" if model == electra else ("onednn-", "torch-"))
+        assert list(ran) == [rung] and ran[rung] >= 1  # the batches this run sent through it
+    for model in (tiny_bert, electra):
+        rung = get_backend(resolve_model(model), "cpu", "float32").rung
+        assert describe(model)["machine"]["forward_pass"].startswith(rung)
+    clear_backends()

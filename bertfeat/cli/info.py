@@ -1,6 +1,7 @@
 """``bertfeat info``: what a model is (layers, hidden size, max length, its own pooling and prompts), the default
 recipe, and this machine (CPU, instruction sets, threads, measured float32/bfloat16/float16 product rates, the fastest
-dtype)."""
+dtype, and the arrangement of the forward pass this model takes here in float32: the fused CPU pass's rung or
+transformers' own pass, and why)."""
 
 from __future__ import annotations
 
@@ -71,7 +72,7 @@ def describe(model: str = "default", machine: bool = True) -> dict:
         "prompts": dict(spec.prompts),
         "default_prompt_name": spec.default_prompt_name,
         "default_recipe": {k: v for k, v in recipe.to_dict().items() if not k.endswith("sha256")},
-        **({"machine": _machine(spec)} if machine else {}),
+        **({"machine": {**_machine(spec), "forward_pass": _forward_pass(spec)}} if machine else {}),
     }
 
 
@@ -80,6 +81,21 @@ def _machine(spec) -> dict:
 
     set_threads()  # the count bertfeat's CPU backend runs with
     return machine_report(spec.hidden_size, _intermediate_size(spec.path, spec.hidden_size))
+
+
+def _forward_pass(spec) -> str:
+    """Which arrangement of the forward pass this model takes on this CPU in float32, and why (the fused pass's
+    ladder, :func:`bertfeat.fastbert.build_ladder`, or transformers' own pass)."""
+    from bertfeat.backend import get_backend
+
+    backend = get_backend(spec, "cpu", "float32")
+    if backend.ladder is not None and backend.ladder.rung == backend.rung:
+        return backend.ladder.describe()
+    if backend.ladder is not None:  # fell back after a failed batch in this process
+        return f"{backend.rung} (the fused pass failed on a batch in this process)"
+    return (f"{backend.rung} (model_type {spec.model_type!r} with this config is not one the fused CPU pass "
+            "reimplements: BERT, RoBERTa, XLM-RoBERTa, CamemBERT, DistilBERT and MPNet with erf GELU and absolute "
+            "positions)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -126,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
             f"matmul GFLOP/s at this model's shape {tuple(m['matmul_shape'])}: {rates}; fastest here: "
             f"dtype={m['fastest_dtype']!r}",
             f"CPU kernels:  {m['cpu_kernels']} (BERTFEAT_CPU_KERNELS=onednn|torch to change)",
+            f"forward pass: {m['forward_pass']}, float32 on this CPU",
         ]
     print("\n".join(lines))
     return 0
