@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from bertfeat import st_folder
 from bertfeat.exceptions import ModelNotAvailableError
 
 DEFAULT_MODEL = "default"
@@ -28,6 +29,8 @@ _HUB_PATTERNS = [
     "config_sentence_transformers.json",
     "*.py",  # a model's own code (auto_map), run only with trust_remote_code=True; hashed into its fingerprint
 ]
+# the same files in a sentence-transformers model's Transformer subfolder (0_Transformer/config.json, ...)
+_HUB_PATTERNS += [f"*/{p}" for p in _HUB_PATTERNS if not p.startswith("*")]
 # Every file an encoder's tokenizer reads (its class's VOCAB_FILES_NAMES): each is in the fingerprint.
 _TOKENIZER_FILES = (
     "tokenizer.json", "vocab.txt", "vocab.json", "merges.txt", "spiece.model", "sentencepiece.bpe.model",
@@ -154,7 +157,10 @@ def _from_hub(name: str) -> Path:
 
 @functools.lru_cache(maxsize=32)
 def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple) -> ModelSpec:
-    root = Path(path)
+    top = Path(path)
+    st_modules = st_folder.modules(top)
+    # where sentence-transformers reads the encoder from: the model's folder, or its Transformer module's subfolder
+    root = st_folder.encoder_folder(top, name, st_modules)
     config_file = root / "config.json"
     if not config_file.is_file():
         raise ModelNotAvailableError(f"model={name!r}: {root} has no config.json; is it a Hugging Face model directory?")
@@ -182,13 +188,14 @@ def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple
     tok_files = [root / f for f in _TOKENIZER_FILES if (root / f).is_file()]
     if not tok_files:
         raise ModelNotAvailableError(f"model={name!r}: {root} holds no tokenizer files (tokenizer.json or vocab).")
-    st_pooling, st_normalize, st_max, st_not_applied, st_lower = _sentence_transformers_config(root)
+    st_pooling, st_normalize, st_max, st_not_applied, st_lower = st_folder.sentence_transformers_config(
+        top, root, st_modules)
     max_pos = _first(config, "max_position_embeddings", "n_positions") or 512
     offset = _position_offset(config)
     tok_max = _tokenizer_max_length(root)
     max_length = min(int(max_pos) - offset, tok_max) if tok_max else int(max_pos) - offset
     stable_config = {k: v for k, v in config.items() if not k.startswith("_") and k not in _VOLATILE_CONFIG_KEYS}
-    revision = root.name if re.fullmatch(r"[0-9a-f]{40}", root.name) else None
+    revision = top.name if re.fullmatch(r"[0-9a-f]{40}", top.name) else None
     return ModelSpec(
         name=name,
         path=str(root),
@@ -206,7 +213,7 @@ def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple
         st_do_lower_case=st_lower,
         revision=revision,
         special_first=_special_first(root),
-        **_prompts(root, name),
+        **st_folder.prompts(top, name),
     )
 
 
@@ -255,22 +262,6 @@ def _check_one_state_per_layer(name: str, config: dict) -> None:
             "so bertfeat cannot tell which is layer k. bertfeat embeds with models that give one hidden state per "
             "layer (every published ALBERT has inner_group_num=1)."
         )
-
-
-def _prompts(root: Path, name: str) -> dict:
-    """``prompts`` and ``default_prompt_name`` from a sentence-transformers config, when the model has one."""
-    f = root / "config_sentence_transformers.json"
-    if not f.is_file():
-        return {}
-    try:
-        cfg = json.loads(f.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise ModelNotAvailableError(f"model={name!r}: {f} is not valid JSON ({exc}).") from None
-    prompts = cfg.get("prompts") or {}
-    if not isinstance(prompts, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in prompts.items()):
-        raise ModelNotAvailableError(f"model={name!r}: \"prompts\" in {f} should map names to strings.")
-    default = cfg.get("default_prompt_name")
-    return {"prompts": tuple(prompts.items()), "default_prompt_name": default if default in prompts else None}
 
 
 def _describe(name: str, path: str, trust_remote_code: bool) -> ModelSpec:
@@ -430,42 +421,6 @@ def _tokenizer_max_length(root: Path) -> int | None:
         if isinstance(v, int) and 0 < v < 1_000_000:
             return v
     return None
-
-
-def _sentence_transformers_config(root: Path):
-    """The model's own pooling, normalization, length and lowercasing, and the modules of its own that bertfeat does
-    not apply, when it is a sentence-transformers model."""
-    modules_file = root / "modules.json"
-    if not modules_file.is_file():
-        return None, False, None, (), False
-    try:
-        modules = json.loads(modules_file.read_text(encoding="utf-8"))
-        pooling, normalize, not_applied = None, False, []
-        for m in modules:
-            kind = m.get("type", "")
-            if not kind.endswith(("Transformer", "Pooling", "Normalize")):  # Dense, LayerNorm, CNN, ...
-                not_applied.append(f"{kind.rsplit('.', 1)[-1]} ({m.get('path') or m.get('name', '?')})")
-            if kind.endswith("Pooling") and (root / m.get("path", "") / "config.json").is_file():
-                cfg = json.loads((root / m["path"] / "config.json").read_text(encoding="utf-8"))
-                # sentence-transformers' names, bertfeat's three among them; the others (last token, weighted mean,
-                # mean over sqrt(length)) are reported as named, for `bertfeat info` to say bertfeat does not offer them
-                modes = [("cls", "pooling_mode_cls_token"), ("mean", "pooling_mode_mean_tokens"),
-                         ("max", "pooling_mode_max_tokens"),
-                         ("mean_sqrt_len_tokens", "pooling_mode_mean_sqrt_len_tokens"),
-                         ("weightedmean", "pooling_mode_weightedmean_tokens"), ("lasttoken", "pooling_mode_lasttoken")]
-                pooling = tuple(p for p, key in modes if cfg.get(key)) or None
-                if cfg.get("pooling_mode"):
-                    pooling = tuple(p for p in str(cfg["pooling_mode"]).split("+") if p) or None
-            if kind.endswith("Normalize"):
-                normalize = True
-        st_max, lower = None, False
-        sb = root / "sentence_bert_config.json"
-        if sb.is_file():
-            sb_config = json.loads(sb.read_text(encoding="utf-8"))
-            st_max, lower = sb_config.get("max_seq_length"), bool(sb_config.get("do_lower_case"))
-        return pooling, normalize, st_max, tuple(not_applied), lower
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return None, False, None, (), False
 
 
 # Parts of an encoder that bertfeat never reads (it pools hidden states): their weights may be absent, as many

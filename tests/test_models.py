@@ -392,3 +392,78 @@ def test_weights_holding_nan_or_infinity_are_refused_at_load_naming_the_tensors(
             _transform(copy)
     with pytest.raises(ModelNotAvailableError, match=message):  # bertfeat info's check of the files
         check_model_files(resolve_model(str(copy)))
+
+
+def _st_model_in_subfolder(tiny_bert, root, subfolder: str = "0_Transformer", decoy: bool = False):
+    """The tiny BERT as a sentence-transformers model saved the older way: its Transformer module (config, weights,
+    tokenizer, sentence_bert_config.json) in ``subfolder``, the model's folder holding modules.json and 1_Pooling.
+    With ``decoy``, the model's folder also holds another BERT's files, as repositories carrying both layouts do."""
+    from tests.conftest import build_tiny_bert
+
+    shutil.copytree(tiny_bert, root / subfolder)
+    (root / subfolder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 40}))
+    (root / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": subfolder, "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    (root / "1_Pooling").mkdir()
+    (root / "1_Pooling" / "config.json").write_text(json.dumps(
+        {"word_embedding_dimension": 32, "pooling_mode_mean_tokens": True}))
+    if decoy:
+        build_tiny_bert(root, seed=1)
+    return root
+
+
+@pytest.mark.parametrize("subfolder, decoy", [("0_Transformer", False), ("0_BERT", False), ("0_Transformer", True)])
+def test_a_transformer_in_a_subfolder_is_read_from_there_as_sentence_transformers_does(tiny_bert, tmp_path,
+                                                                                         subfolder, decoy):
+    # modules.json's {"path": "0_Transformer"} was never read: the model was refused as having "no config.json", and
+    # where the folder also held another model's files, those were embedded (2.6 off the model's own), silently.
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+
+    from bertfeat import BertEmbedder
+
+    model = _st_model_in_subfolder(tiny_bert, tmp_path / "st", subfolder, decoy)
+    spec = resolve_model(str(model))
+    assert spec.path == str((model / subfolder).resolve()) and spec.st_max_seq_length == 40
+    assert spec.weights_sha256 == resolve_model(tiny_bert).weights_sha256
+    texts = ["a cat sat on the mat", "emma woodhouse handsome clever and rich"]
+    peer = SentenceTransformer(str(model), device="cpu").encode(texts)
+    mine = BertEmbedder(str(model), pooling="mean", layers=-1, max_length=40, dtype="float32").fit_transform(texts)
+    assert np.abs(mine - peer).max() <= 1e-5
+
+
+def test_the_hub_download_takes_a_transformer_subfolders_files():
+    import fnmatch
+
+    from bertfeat import models
+
+    wanted = ["0_Transformer/config.json", "0_Transformer/model.safetensors", "0_Transformer/tokenizer.json",
+              "0_Transformer/vocab.txt", "0_Transformer/tokenizer_config.json", "0_Transformer/special_tokens_map.json",
+              "0_Transformer/sentence_bert_config.json", "0_BERT/sentencepiece.bpe.model", "1_Pooling/config.json"]
+    assert [f for f in wanted if not any(fnmatch.fnmatch(f, p) for p in models._HUB_PATTERNS)] == []
+
+
+def test_a_model_that_does_not_start_with_a_transformer_is_refused_saying_what_it_starts_with(tiny_bert, tmp_path):
+    model = _st_model_in_subfolder(tiny_bert, tmp_path / "old", "0_BERT", decoy=True)
+    entries = json.loads((model / "modules.json").read_text())
+    entries[0]["type"] = "sentence_transformers.models.BERT"  # a 2019 save: sentence-transformers loads it no more
+    (model / "modules.json").write_text(json.dumps(entries))
+    with pytest.raises(ModelNotAvailableError, match=r"first module in .*modules.json is 'sentence_transformers\.models"
+                                                     r"\.BERT' \(path '0_BERT'\), not a sentence-transformers "
+                                                     r"Transformer.* pass model='.*0_BERT' to embed with that "
+                                                     r"encoder alone"):
+        resolve_model(str(model))
+    (model / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.StaticEmbedding"}]))
+    with pytest.raises(ModelNotAvailableError, match=r"is 'sentence_transformers\.models\.StaticEmbedding' \(path ''\), "
+                                                     r"not a sentence-transformers Transformer"):
+        resolve_model(str(model))
+
+
+def test_a_transformer_subfolder_that_is_not_there_is_refused_as_an_incomplete_copy(tiny_bert, tmp_path):
+    model = _st_model_in_subfolder(tiny_bert, tmp_path / "st", decoy=True)
+    shutil.rmtree(model / "0_Transformer")
+    with pytest.raises(ModelNotAvailableError, match=r"puts the model's Transformer in '0_Transformer', but there is no "
+                                                     r"folder .*incomplete"):
+        resolve_model(str(model))
