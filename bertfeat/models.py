@@ -158,13 +158,13 @@ def _from_hub(name: str) -> Path:
 @functools.lru_cache(maxsize=32)
 def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple) -> ModelSpec:
     top = Path(path)
-    st_modules = st_folder.modules(top)
+    st_modules = st_folder.modules(top, name)
     # where sentence-transformers reads the encoder from: the model's folder, or its Transformer module's subfolder
     root = st_folder.encoder_folder(top, name, st_modules)
     config_file = root / "config.json"
     if not config_file.is_file():
         raise ModelNotAvailableError(f"model={name!r}: {root} has no config.json; is it a Hugging Face model directory?")
-    config = json.loads(config_file.read_text(encoding="utf-8"))
+    config = st_folder.read_json(config_file, name, dict, "the model's configuration")
     if config.get("auto_map") and not trust_remote_code:
         raise ValueError(
             f"model={name!r} ships its own modelling code (auto_map in config.json). bertfeat does not run a "
@@ -189,10 +189,10 @@ def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple
     if not tok_files:
         raise ModelNotAvailableError(f"model={name!r}: {root} holds no tokenizer files (tokenizer.json or vocab).")
     st_pooling, st_normalize, st_max, st_not_applied, st_lower = st_folder.sentence_transformers_config(
-        top, root, st_modules)
+        top, root, st_modules, name)
     max_pos = _first(config, "max_position_embeddings", "n_positions") or 512
     offset = _position_offset(config)
-    tok_max = _tokenizer_max_length(root)
+    tok_max = _tokenizer_max_length(root, name)
     max_length = min(int(max_pos) - offset, tok_max) if tok_max else int(max_pos) - offset
     stable_config = {k: v for k, v in config.items() if not k.startswith("_") and k not in _VOLATILE_CONFIG_KEYS}
     revision = top.name if re.fullmatch(r"[0-9a-f]{40}", top.name) else None
@@ -414,10 +414,10 @@ def _sha256_of(path: str, ino: int, size: int, mtime_ns: int, ctime_ns: int) -> 
     return h.hexdigest()
 
 
-def _tokenizer_max_length(root: Path) -> int | None:
+def _tokenizer_max_length(root: Path, name: str) -> int | None:
     f = root / "tokenizer_config.json"
     if f.is_file():
-        v = json.loads(f.read_text(encoding="utf-8")).get("model_max_length")
+        v = st_folder.read_json(f, name, dict, "the tokenizer's settings").get("model_max_length")
         if isinstance(v, int) and 0 < v < 1_000_000:
             return v
     return None

@@ -16,16 +16,45 @@ from pathlib import Path
 from bertfeat.exceptions import ModelNotAvailableError
 
 
-def modules(root: Path) -> list | None:
-    """The entries of ``root/modules.json``, or None where the folder has none (not a sentence-transformers model)."""
+def read_json(f: Path, name: str, kind: type, what: str):
+    """``f`` parsed, where it is JSON of ``kind`` (dict: an object, list: an array); else an error naming the file and
+    what is wrong. A model file that cannot be read is never taken as absent: its settings would be replaced by
+    defaults, and the model embedded otherwise than its own, silently."""
+    try:
+        value = json.loads(f.read_text(encoding="utf-8"))
+    except ValueError as exc:  # a JSONDecodeError, or bytes that are not UTF-8
+        problem = f"is not valid JSON ({exc})"
+    else:
+        if isinstance(value, kind):
+            return value
+        problem = f"holds a JSON {_json_type(value)} where {what} should be a JSON {_json_type(kind())}"
+    raise ModelNotAvailableError(
+        f"model={name!r}: {f} {problem}. The file is damaged (a truncated download or copy, an edit gone wrong): "
+        "download or copy the model again, or fix the file; sentence-transformers and transformers cannot load it "
+        "either."
+    )
+
+
+def _json_type(value) -> str:
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
+    return names.get(type(value), "number")
+
+
+def modules(root: Path, name: str) -> list | None:
+    """The entries of ``root/modules.json`` (each an object with a ``type`` and a ``path``), or None where the folder
+    has none (not a sentence-transformers model)."""
     f = root / "modules.json"
     if not f.is_file():
         return None
-    try:
-        entries = json.loads(f.read_text(encoding="utf-8"))
-    except ValueError:
-        return None
-    return entries if isinstance(entries, list) else None
+    entries = read_json(f, name, list, "the list of the model's modules")
+    for i, entry in enumerate(entries):
+        if not (isinstance(entry, dict) and isinstance(entry.get("type"), str) and isinstance(entry.get("path"), str)):
+            raise ModelNotAvailableError(
+                f"model={name!r}: entry {i} of {f} is {json.dumps(entry)[:120]}, not an object with a \"type\" (the "
+                "module's class) and a \"path\" (its folder) as sentence-transformers writes: the file is damaged. "
+                "Download or copy the model again, or fix the file."
+            )
+    return entries
 
 
 def _is_transformer(entry) -> bool:
@@ -60,38 +89,52 @@ def encoder_folder(root: Path, name: str, entries: list | None) -> Path:
     return folder
 
 
-def sentence_transformers_config(root: Path, encoder: Path, entries: list | None):
+def sentence_transformers_config(root: Path, encoder: Path, entries: list | None, name: str):
     """The model's own pooling, normalization, length and lowercasing, and the modules of its own that bertfeat does
     not apply, when it is a sentence-transformers model (``entries`` from :func:`modules`)."""
     if entries is None:
         return None, False, None, (), False
-    try:
-        pooling, normalize, not_applied = None, False, []
-        for i, m in enumerate(entries):
-            kind = m.get("type", "")
-            if not kind.endswith(("Transformer", "Pooling", "Normalize")) or (i and kind.endswith("Transformer")):
-                not_applied.append(f"{kind.rsplit('.', 1)[-1]} ({m.get('path') or m.get('name', '?')})")
-            if kind.endswith("Pooling") and (root / m.get("path", "") / "config.json").is_file():
-                cfg = json.loads((root / m["path"] / "config.json").read_text(encoding="utf-8"))
-                # sentence-transformers' names, bertfeat's three among them; the others (last token, weighted mean,
-                # mean over sqrt(length)) are reported as named, for `bertfeat info` to say bertfeat does not offer them
-                modes = [("cls", "pooling_mode_cls_token"), ("mean", "pooling_mode_mean_tokens"),
-                         ("max", "pooling_mode_max_tokens"),
-                         ("mean_sqrt_len_tokens", "pooling_mode_mean_sqrt_len_tokens"),
-                         ("weightedmean", "pooling_mode_weightedmean_tokens"), ("lasttoken", "pooling_mode_lasttoken")]
-                pooling = tuple(p for p, key in modes if cfg.get(key)) or None
-                if cfg.get("pooling_mode"):
-                    pooling = tuple(p for p in str(cfg["pooling_mode"]).split("+") if p) or None
-            if kind.endswith("Normalize"):
-                normalize = True
-        st_max, lower = None, False
-        sb = encoder / "sentence_bert_config.json"  # the Transformer module's own file, in its folder
-        if sb.is_file():
-            sb_config = json.loads(sb.read_text(encoding="utf-8"))
-            st_max, lower = sb_config.get("max_seq_length"), bool(sb_config.get("do_lower_case"))
-        return pooling, normalize, st_max, tuple(not_applied), lower
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return None, False, None, (), False
+    pooling, normalize, not_applied = None, False, []
+    for i, m in enumerate(entries):
+        kind = m["type"]
+        if not kind.endswith(("Transformer", "Pooling", "Normalize")) or (i and kind.endswith("Transformer")):
+            not_applied.append(f"{kind.rsplit('.', 1)[-1]} ({m['path'] or m.get('name', '?')})")
+        if kind.endswith("Pooling"):
+            f = root / m["path"] / "config.json"
+            if not f.is_file():
+                raise ModelNotAvailableError(
+                    f"model={name!r}: {root / 'modules.json'} names a Pooling module in {m['path']!r}, but there is "
+                    f"no {f}: the copy or download is incomplete. Copy or download the whole model folder."
+                )
+            cfg = read_json(f, name, dict, "the Pooling module's settings")
+            # sentence-transformers' names, bertfeat's three among them; the others (last token, weighted mean,
+            # mean over sqrt(length)) are reported as named, for `bertfeat info` to say bertfeat does not offer them
+            modes = [("cls", "pooling_mode_cls_token"), ("mean", "pooling_mode_mean_tokens"),
+                     ("max", "pooling_mode_max_tokens"),
+                     ("mean_sqrt_len_tokens", "pooling_mode_mean_sqrt_len_tokens"),
+                     ("weightedmean", "pooling_mode_weightedmean_tokens"), ("lasttoken", "pooling_mode_lasttoken")]
+            pooling = tuple(p for p, key in modes if cfg.get(key)) or None
+            if cfg.get("pooling_mode"):
+                pooling = tuple(p for p in str(cfg["pooling_mode"]).split("+") if p) or None
+        if kind.endswith("Normalize"):
+            normalize = True
+    st_max, lower = None, False
+    sb = encoder / "sentence_bert_config.json"  # the Transformer module's own file, in its folder
+    if sb.is_file():
+        sb_config = read_json(sb, name, dict, "the Transformer module's settings")
+        st_max, lower = sb_config.get("max_seq_length"), sb_config.get("do_lower_case")
+        lower = False if lower is None else lower
+        if not (st_max is None or (isinstance(st_max, int) and not isinstance(st_max, bool) and st_max > 0)):
+            raise ModelNotAvailableError(
+                f"model={name!r}: {sb} says \"max_seq_length\": {json.dumps(st_max)}, where a positive whole number "
+                "(or null) is expected: fix the file, or download the model again."
+            )
+        if not isinstance(lower, bool):  # "false" would be truthy: lowercase every text against the author's word
+            raise ModelNotAvailableError(
+                f"model={name!r}: {sb} says \"do_lower_case\": {json.dumps(lower)}, where true or false is "
+                "expected: fix the file, or download the model again."
+            )
+    return pooling, normalize, st_max, tuple(not_applied), lower
 
 
 def prompts(root: Path, name: str) -> dict:
@@ -99,10 +142,7 @@ def prompts(root: Path, name: str) -> dict:
     f = root / "config_sentence_transformers.json"
     if not f.is_file():
         return {}
-    try:
-        cfg = json.loads(f.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise ModelNotAvailableError(f"model={name!r}: {f} is not valid JSON ({exc}).") from None
+    cfg = read_json(f, name, dict, "the model's sentence-transformers settings (its prompts)")
     found = cfg.get("prompts") or {}
     if not isinstance(found, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in found.items()):
         raise ModelNotAvailableError(f"model={name!r}: \"prompts\" in {f} should map names to strings.")

@@ -467,3 +467,50 @@ def test_a_transformer_subfolder_that_is_not_there_is_refused_as_an_incomplete_c
     with pytest.raises(ModelNotAvailableError, match=r"puts the model's Transformer in '0_Transformer', but there is no "
                                                      r"folder .*incomplete"):
         resolve_model(str(model))
+
+
+# Each: (file, its broken content, what the refusal says). sentence-transformers cannot load any of them either.
+BROKEN_ST_FILES = [
+    ("modules.json", '[{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.mod', r"is not valid JSON"),
+    ("modules.json", '{"0": "sentence_transformers.models.Transformer"}',
+     r"holds a JSON object where the list of the model's modules should be a JSON array"),
+    ("modules.json", '[{"idx": 0, "name": "0", "path": ""}]', r"entry 0 of .*modules.json is .*not an object with a "
+                                                              r"\"type\""),
+    ("1_Pooling/config.json", "pooling_mode_mean_tokens: true", r"1_Pooling/config.json is not valid JSON"),
+    ("1_Pooling/config.json", '["mean"]', r"holds a JSON array where the Pooling module's settings should be a JSON "
+                                          r"object"),
+    ("sentence_bert_config.json", '{"max_seq_length": 64, "do_lower_case": tr',
+     r"sentence_bert_config.json is not valid JSON"),
+    ("sentence_bert_config.json", '[64, true]', r"holds a JSON array where the Transformer module's settings"),
+    ("sentence_bert_config.json", '{"do_lower_case": "false"}', r"says \"do_lower_case\": \"false\", where true or "
+                                                                r"false is expected"),
+    ("sentence_bert_config.json", '{"max_seq_length": "256"}', r"says \"max_seq_length\": \"256\", where a positive"),
+    ("config_sentence_transformers.json", '["query: "]', r"holds a JSON array where the model's sentence-transformers "
+                                                         r"settings \(its prompts\) should be a JSON object"),
+    ("config.json", '{"model_type": "bert", "hidden_size": 32,', r"config.json is not valid JSON"),
+    ("tokenizer_config.json", '{"model_max_length": 64', r"tokenizer_config.json is not valid JSON"),
+]
+
+
+@pytest.mark.parametrize("file, content, said", BROKEN_ST_FILES)
+def test_a_broken_model_file_is_refused_naming_it_never_read_as_absent(tiny_bert, tmp_path, file, content, said):
+    # a damaged modules.json, 1_Pooling/config.json or sentence_bert_config.json was read as absent: the model was
+    # embedded without its own do_lower_case, and `bertfeat info` said "not a sentence-transformers model", silently;
+    # a config_sentence_transformers.json holding a list failed with 'list' object has no attribute 'get'
+    from bertfeat import BertEmbedder
+
+    model = _cased_st_model(tiny_bert, tmp_path / "st", do_lower_case=True)
+    (model / "config_sentence_transformers.json").write_text(json.dumps({"prompts": {"query": "query: "}}))
+    resolve_model(str(model))  # sound as built
+    (model / file).write_text(content)
+    with pytest.raises(ModelNotAvailableError, match=said) as refused:
+        BertEmbedder(str(model)).fit(["a cat"])
+    assert str(model / file) in str(refused.value) and "fix the file" in str(refused.value)
+
+
+def test_a_pooling_module_without_its_config_is_refused_as_an_incomplete_copy(tiny_bert, tmp_path):
+    model = _cased_st_model(tiny_bert, tmp_path / "st", do_lower_case=False)
+    (model / "1_Pooling" / "config.json").unlink()
+    with pytest.raises(ModelNotAvailableError, match=r"names a Pooling module in '1_Pooling', but there is no .*"
+                                                     r"config.json: the copy or download is incomplete"):
+        resolve_model(str(model))
