@@ -96,10 +96,12 @@ def sentence_transformers_config(root: Path, encoder: Path, entries: list | None
         return None, False, None, (), False
     pooling, normalize, not_applied = None, False, []
     for i, m in enumerate(entries):
-        kind = m["type"]
-        if not kind.endswith(("Transformer", "Pooling", "Normalize")) or (i and kind.endswith("Transformer")):
-            not_applied.append(f"{kind.rsplit('.', 1)[-1]} ({m['path'] or m.get('name', '?')})")
-        if kind.endswith("Pooling"):
+        kind = m["type"].rsplit(".", 1)[-1]  # the class: "WeightedLayerPooling" is no Pooling
+        if kind == "Normalize":
+            normalize = True
+        elif i and not (kind == "Pooling" and pooling is None):  # Dense, LayerNorm, a second Pooling, ...
+            not_applied.append(f"{kind} ({m['path'] or m.get('name', '?')})")
+        elif kind == "Pooling":
             f = root / m["path"] / "config.json"
             if not f.is_file():
                 raise ModelNotAvailableError(
@@ -107,17 +109,7 @@ def sentence_transformers_config(root: Path, encoder: Path, entries: list | None
                     f"no {f}: the copy or download is incomplete. Copy or download the whole model folder."
                 )
             cfg = read_json(f, name, dict, "the Pooling module's settings")
-            # sentence-transformers' names, bertfeat's three among them; the others (last token, weighted mean,
-            # mean over sqrt(length)) are reported as named, for `bertfeat info` to say bertfeat does not offer them
-            modes = [("cls", "pooling_mode_cls_token"), ("mean", "pooling_mode_mean_tokens"),
-                     ("max", "pooling_mode_max_tokens"),
-                     ("mean_sqrt_len_tokens", "pooling_mode_mean_sqrt_len_tokens"),
-                     ("weightedmean", "pooling_mode_weightedmean_tokens"), ("lasttoken", "pooling_mode_lasttoken")]
-            pooling = tuple(p for p, key in modes if cfg.get(key)) or None
-            if cfg.get("pooling_mode"):
-                pooling = tuple(p for p in str(cfg["pooling_mode"]).split("+") if p) or None
-        if kind.endswith("Normalize"):
-            normalize = True
+            pooling = _pooling_modes(cfg, f, name)
     st_max, lower = None, False
     sb = encoder / "sentence_bert_config.json"  # the Transformer module's own file, in its folder
     if sb.is_file():
@@ -148,3 +140,26 @@ def prompts(root: Path, name: str) -> dict:
         raise ModelNotAvailableError(f"model={name!r}: \"prompts\" in {f} should map names to strings.")
     default = cfg.get("default_prompt_name")
     return {"prompts": tuple(found.items()), "default_prompt_name": default if default in found else None}
+
+
+# sentence-transformers' poolings, in the order it concatenates them, with the keys older saves say them by; bertfeat's
+# three are among them, the others are reported as named, for `bertfeat info` to say bertfeat does not offer them
+ST_POOLINGS = ("cls", "max", "mean", "mean_sqrt_len_tokens", "weightedmean", "lasttoken")
+_LEGACY_KEYS = ("pooling_mode_cls_token", "pooling_mode_max_tokens", "pooling_mode_mean_tokens",
+                "pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken")
+
+
+def _pooling_modes(cfg: dict, f: Path, name: str) -> tuple[str, ...]:
+    """The poolings a Pooling module's config.json gives, as sentence-transformers reads it: ``pooling_mode`` (one
+    name, or a list of them: what sentence-transformers 5 and later write), else the older ``pooling_mode_*_tokens``
+    switches in its concatenation order, and ``mean`` where none is on."""
+    mode = cfg.get("pooling_mode")
+    if mode is None:
+        return tuple(p for p, key in zip(ST_POOLINGS, _LEGACY_KEYS) if cfg.get(key)) or ("mean",)
+    modes = (mode,) if isinstance(mode, str) else tuple(mode) if isinstance(mode, list) else ()
+    if not modes or not all(isinstance(m, str) and m in ST_POOLINGS for m in modes):
+        raise ModelNotAvailableError(
+            f"model={name!r}: {f} says \"pooling_mode\": {json.dumps(mode)}, where sentence-transformers expects one "
+            f"of {list(ST_POOLINGS)} or a list of them: fix the file, or download the model again."
+        )
+    return modes

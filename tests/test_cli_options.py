@@ -818,3 +818,86 @@ def test_a_sentence_transformers_model_with_modules_bertfeat_does_not_apply_says
     with contextlib.redirect_stdout(io.StringIO()) as out:
         assert main(["info", tiny_bert, "--no-machine"]) == 0
     assert "not applied" not in out.getvalue()
+
+
+POOLING_CONFIGS = [
+    {"pooling_mode": ["cls", "mean"]},  # what sentence-transformers 5 and later write for two poolings
+    {"pooling_mode": "max"},
+    {"pooling_mode": ["lasttoken"]},
+    {"pooling_mode_cls_token": True, "pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": True},
+    {"pooling_mode_mean_tokens": False, "pooling_mode_cls_token": False},  # none on: sentence-transformers' mean
+    {},
+    {"pooling_mode": "cls", "pooling_mode_mean_tokens": True},  # pooling_mode wins
+]
+
+
+@pytest.mark.parametrize("config", POOLING_CONFIGS)
+def test_info_reads_a_pooling_config_as_sentence_transformers_does(tiny_bert, tmp_path, config):
+    # a list (["cls", "mean"], sentence-transformers' own save) was reported as the pooling "['cls', 'mean']", which
+    # bertfeat "does not offer"; no switch on, or no key at all, as "none declared (not a sentence-transformers
+    # model)", where sentence-transformers pools by mean; three switches in another order than it concatenates them
+    import shutil
+
+    import warnings
+
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    from bertfeat.cli.info import describe
+
+    model = shutil.copytree(tiny_bert, tmp_path / "st")
+    (model / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    (model / "1_Pooling").mkdir()
+    (model / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 32, **config}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # its own note that the pooling_mode_* keys are old
+        theirs = Pooling.load(str(model / "1_Pooling")).pooling_mode
+    want = theirs if isinstance(theirs, str) else "+".join(theirs)
+    assert describe(str(model), machine=False)["own_pooling"]["pooling"] == want
+
+
+@pytest.mark.parametrize("mode", ["cls+mean", "avg", [], ["mean", 3], {"mean": True}])
+def test_a_pooling_mode_sentence_transformers_refuses_is_refused_naming_the_file(tiny_bert, tmp_path, mode):
+    import shutil
+
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    from bertfeat import ModelNotAvailableError
+    from bertfeat.models import resolve_model
+
+    model = shutil.copytree(tiny_bert, tmp_path / "st")
+    (model / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    (model / "1_Pooling").mkdir()
+    (model / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 32, "pooling_mode": mode}))
+    if isinstance(mode, str):
+        with pytest.raises(ValueError, match="Invalid pooling mode"):
+            Pooling.load(str(model / "1_Pooling"))
+    with pytest.raises(ModelNotAvailableError, match=r"1_Pooling/config.json says \"pooling_mode\": .*, where "
+                                                     r"sentence-transformers expects one of \['cls', 'max', 'mean'"):
+        resolve_model(str(model))
+
+
+def test_a_second_pooling_or_a_weighted_layer_pooling_is_a_module_bertfeat_does_not_apply(tiny_bert, tmp_path):
+    # WeightedLayerPooling (a weighted sum of layers, before the pooling) was read as the pooling and never named among
+    # the modules bertfeat does not apply; a second Pooling took the place of the first
+    import shutil
+
+    from bertfeat.cli.info import describe
+
+    model = shutil.copytree(tiny_bert, tmp_path / "st")
+    (model / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_WeightedLayerPooling",
+         "type": "sentence_transformers.models.WeightedLayerPooling"},
+        {"idx": 2, "name": "2", "path": "2_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 3, "name": "3", "path": "3_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    for folder, config in (("1_WeightedLayerPooling", {"word_embedding_dimension": 32, "num_hidden_layers": 3}),
+                           ("2_Pooling", {"pooling_mode": "cls"}), ("3_Pooling", {"pooling_mode": "max"})):
+        (model / folder).mkdir()
+        (model / folder / "config.json").write_text(json.dumps(config))
+    own = describe(str(model), machine=False)["own_pooling"]
+    assert (own["pooling"], own["not_applied"]) == (
+        "cls", ["WeightedLayerPooling (1_WeightedLayerPooling)", "Pooling (3_Pooling)"])
