@@ -324,6 +324,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
             )
         prefix = _resolve_prefix(self.prefix, self.prompt_name, spec)
         _note_modules_not_applied(spec)
+        _note_prompt_not_pooled(spec, prefix)
         if dtype == "auto" and auto_dtype is not None:
             dtype = auto_dtype
         elif dtype == "auto":
@@ -514,6 +515,17 @@ def _note_modules_not_applied(spec) -> None:
             f"{', '.join(spec.st_not_applied)} after its pooling; bertfeat does not apply "
             f"{'that module' if len(spec.st_not_applied) == 1 else 'those modules'}: its features are the encoder's "
             "pooled hidden states, not the model's own embeddings. For those, use sentence-transformers' encode()."))
+
+
+def _note_prompt_not_pooled(spec, prefix: str) -> None:
+    """Once per model and process, a note that a model whose pooling leaves its prompt out (``include_prompt``:
+    false) gets its prefix pooled with the text by bertfeat: its own embeddings of the same texts differ."""
+    if prefix and not spec.st_include_prompt:
+        _note_once("include_prompt", spec, (
+            f"model={spec.name!r} pools a text without its prompt (\"include_prompt\": false in its sentence-"
+            f"transformers Pooling config), but bertfeat pools the prefix {prefix!r} with each text, as with every "
+            "model: its features are not the model's own embeddings of those texts. For those, use "
+            "sentence-transformers' encode()."))
 
 
 def _relative_model_dir(model) -> str | None:

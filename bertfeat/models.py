@@ -71,6 +71,9 @@ class ModelSpec:
     # sentence_bert_config.json's do_lower_case: sentence-transformers lowercases every text (its prompt with it)
     # before the tokenizer, whether or not the tokenizer is cased; bertfeat does the same (bertfeat.tokens)
     st_do_lower_case: bool = False
+    # the Pooling config's include_prompt: false where sentence-transformers pools a text without its prompt's tokens;
+    # bertfeat pools a prefix with the text, and says so once (embedder._note_prompt_not_pooled)
+    st_include_prompt: bool = True
 
     def prompt(self, name: str) -> str:
         """The text of prompt ``name``, or an error listing the prompts this model defines."""
@@ -188,8 +191,7 @@ def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple
     tok_files = [root / f for f in _TOKENIZER_FILES if (root / f).is_file()]
     if not tok_files:
         raise ModelNotAvailableError(f"model={name!r}: {root} holds no tokenizer files (tokenizer.json or vocab).")
-    st_pooling, st_normalize, st_max, st_not_applied, st_lower = st_folder.sentence_transformers_config(
-        top, root, st_modules, name)
+    st = st_folder.sentence_transformers_config(top, root, st_modules, name)
     max_pos = _first(config, "max_position_embeddings", "n_positions") or 512
     offset = _position_offset(config)
     tok_max = _tokenizer_max_length(root, name)
@@ -200,17 +202,13 @@ def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple
         name=name,
         path=str(root),
         weights_sha256=_hash_files(weights),
-        tokenizer_sha256=_tokenizer_sha256(tok_files, st_lower),
+        tokenizer_sha256=_tokenizer_sha256(tok_files, st.get("st_do_lower_case", False)),
         config_sha256=_config_sha256(stable_config, root if config.get("auto_map") else None),
         num_layers=int(num_layers),
         hidden_size=int(hidden),
         max_length=int(max_length),
         model_type=str(config.get("model_type", "unknown")),
-        st_pooling=st_pooling,
-        st_normalize=st_normalize,
-        st_max_seq_length=st_max,
-        st_not_applied=st_not_applied,
-        st_do_lower_case=st_lower,
+        **st,
         revision=revision,
         special_first=_special_first(root),
         **st_folder.prompts(top, name),

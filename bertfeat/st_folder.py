@@ -91,10 +91,11 @@ def encoder_folder(root: Path, name: str, entries: list | None) -> Path:
 
 def sentence_transformers_config(root: Path, encoder: Path, entries: list | None, name: str):
     """The model's own pooling, normalization, length and lowercasing, and the modules of its own that bertfeat does
-    not apply, when it is a sentence-transformers model (``entries`` from :func:`modules`)."""
+    not apply, when it is a sentence-transformers model (``entries`` from :func:`modules`), as the ``st_*`` fields
+    of :class:`bertfeat.models.ModelSpec`."""
     if entries is None:
-        return None, False, None, (), False
-    pooling, normalize, not_applied = None, False, []
+        return {}
+    pooling, normalize, not_applied, include_prompt = None, False, [], True
     for i, m in enumerate(entries):
         kind = m["type"].rsplit(".", 1)[-1]  # the class: "WeightedLayerPooling" is no Pooling
         if kind == "Normalize":
@@ -110,6 +111,8 @@ def sentence_transformers_config(root: Path, encoder: Path, entries: list | None
                 )
             cfg = read_json(f, name, dict, "the Pooling module's settings")
             pooling = _pooling_modes(cfg, f, name)
+            # false: sentence-transformers pools a text's tokens without its prompt's (INSTRUCTOR-style models)
+            include_prompt = cfg.get("include_prompt", True) is not False
     st_max, lower = None, False
     sb = encoder / "sentence_bert_config.json"  # the Transformer module's own file, in its folder
     if sb.is_file():
@@ -126,7 +129,8 @@ def sentence_transformers_config(root: Path, encoder: Path, entries: list | None
                 f"model={name!r}: {sb} says \"do_lower_case\": {json.dumps(lower)}, where true or false is "
                 "expected: fix the file, or download the model again."
             )
-    return pooling, normalize, st_max, tuple(not_applied), lower
+    return {"st_pooling": pooling, "st_normalize": normalize, "st_max_seq_length": st_max,
+            "st_not_applied": tuple(not_applied), "st_do_lower_case": lower, "st_include_prompt": include_prompt}
 
 
 def prompts(root: Path, name: str) -> dict:

@@ -376,7 +376,7 @@ INFO = {
     "model": "org/model", "path": "/models/org-model", "model_type": "bert", "layers": 12, "hidden_size": 768,
     "max_length": 512, "weights_sha256": "0123456789abcdef" + "f" * 48, "weights_tensors": 199, "revision": "abc123",
     "own_pooling": {"pooling": "cls", "normalize": True, "max_seq_length": 256, "do_lower_case": False,
-                    "not_applied": []},
+                    "not_applied": [], "include_prompt": True},
     "prompts": {"query": "query: ", "passage": "passage: "}, "default_prompt_name": "query",
     "default_recipe": {"pooling": ["cls", "mean"], "layers": [9, 10, 11, 12], "layer_agg": "concat",
                        "max_length": 512, "long_text": "truncate", "normalize": False, "dtype": "auto",
@@ -418,7 +418,7 @@ def test_info_text_word_for_word(monkeypatch, capsys):
     ]
     bare = dict(INFO, revision=None, prompts={},
                 own_pooling=dict(pooling=None, normalize=None, max_seq_length=None, do_lower_case=False,
-                                 not_applied=[]),
+                                 not_applied=[], include_prompt=True),
                 default_recipe=dict(INFO["default_recipe"], layer_agg="mean"))
     bare.pop("machine")
     monkeypatch.setattr(info_module, "describe", lambda model, machine: seen.append((model, machine)) or bare)
@@ -478,10 +478,10 @@ def test_info_reports_a_sentence_transformers_models_own_pooling(tiny_bert, tmp_
     (model / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 48}))
     info = describe(str(model), machine=False)
     assert info["own_pooling"] == {"pooling": "cls+mean", "normalize": True, "max_seq_length": 48,
-                                   "do_lower_case": False, "not_applied": []}
+                                   "do_lower_case": False, "not_applied": [], "include_prompt": True}
     assert describe(tiny_bert, machine=False)["own_pooling"] == {"pooling": None, "normalize": False,
                                                                  "max_seq_length": None, "do_lower_case": False,
-                                                                 "not_applied": []}
+                                                                 "not_applied": [], "include_prompt": True}
     # describe() is what `bertfeat info` runs with no arguments: the bundled model and the machine report
     defaults = {k: p.default for k, p in inspect.signature(describe).parameters.items()}
     assert defaults == {"model": "default", "machine": True}
@@ -800,7 +800,7 @@ def test_a_sentence_transformers_model_with_modules_bertfeat_does_not_apply_says
     (model / "2_Dense" / "config.json").write_text(json.dumps({"in_features": 32, "out_features": 16}))
     assert describe(str(model), machine=False)["own_pooling"] == {
         "pooling": "cls", "normalize": True, "max_seq_length": None, "do_lower_case": False,
-        "not_applied": ["Dense (2_Dense)", "LayerNorm (3_LayerNorm)"]}
+        "not_applied": ["Dense (2_Dense)", "LayerNorm (3_LayerNorm)"], "include_prompt": True}
     with contextlib.redirect_stdout(io.StringIO()) as out:
         assert main(["info", str(model), "--no-machine"]) == 0
     line = next(line for line in out.getvalue().splitlines() if line.startswith("not applied:"))

@@ -371,3 +371,45 @@ def test_cls_pooling_is_refused_at_fit_where_tokenizer_json_does_not_tell(bert_w
         assert X.shape == (3, 32) and np.isfinite(X).all()
     finally:  # the specs described without tokenizer.json's answer (tiny_bert's is shared) are not kept
         bertfeat.models._describe_cached.cache_clear()
+
+
+def test_a_model_that_pools_without_its_prompt_is_told_that_bertfeat_pools_the_prefix(tiny_bert, tmp_path,
+                                                                                       monkeypatch):
+    # "include_prompt": false in 1_Pooling/config.json (INSTRUCTOR-style models): sentence-transformers pools a text's
+    # tokens without its prompt's, bertfeat pooled the prefix with them, and neither fit nor `bertfeat info` said so
+    import contextlib
+    import io
+
+    import bertfeat.embedder
+    from bertfeat.cli import main
+    from sentence_transformers import SentenceTransformer
+
+    model = shutil.copytree(tiny_bert, tmp_path / "instructor")
+    (model / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    (model / "1_Pooling").mkdir()
+    (model / "1_Pooling" / "config.json").write_text(json.dumps(
+        {"embedding_dimension": 32, "pooling_mode": "mean", "include_prompt": False}))
+    (model / "config_sentence_transformers.json").write_text(json.dumps({"prompts": {"query": "query: "}}))
+    peer = SentenceTransformer(str(model), device="cpu").encode(TEXTS, prompt_name="query")
+    monkeypatch.setattr(bertfeat.embedder, "_NOTED", set())  # the note comes once per model and process
+    with pytest.warns(UserWarning, match=r"pools a text without its prompt \(\"include_prompt\": false in its "
+                                         r"sentence-transformers Pooling config\), but bertfeat pools the prefix "
+                                         r"'query: ' with each text"):
+        mine = BertEmbedder(str(model), pooling="mean", layers=-1, prompt_name="query",
+                            dtype="float32").fit_transform(TEXTS)
+    assert np.abs(mine - peer).max() > 1e-3  # what the note warns of: the model's own embeddings differ
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        BertEmbedder(str(model), prompt_name="query").fit(TEXTS)  # once per model and process
+        monkeypatch.setattr(bertfeat.embedder, "_NOTED", {("prompts", str(model.resolve()))})
+        BertEmbedder(str(model)).fit(TEXTS)  # no prefix: the model's pooling and bertfeat's agree
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        assert main(["info", str(model), "--no-machine"]) == 0
+    assert ("prompt:       include_prompt=False in its Pooling config: the model pools a text without its prompt; "
+            "bertfeat pools a --prefix/--prompt-name with the text, so those features are not the model's own "
+            "embeddings") in out.getvalue().splitlines()
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        assert main(["info", str(tiny_bert), "--no-machine"]) == 0
+    assert "prompt:  " not in out.getvalue()

@@ -68,6 +68,7 @@ def describe(model: str = "default", machine: bool = True) -> dict:
             "max_seq_length": spec.st_max_seq_length,
             "do_lower_case": spec.st_do_lower_case,
             "not_applied": list(spec.st_not_applied),
+            "include_prompt": spec.st_include_prompt,
         },
         "prompts": dict(spec.prompts),
         "default_prompt_name": spec.default_prompt_name,
@@ -121,6 +122,9 @@ def run(args: argparse.Namespace) -> int:
         *([f"not applied:  {', '.join(own['not_applied'])}, which the model's sentence embeddings pass through "
            "after its pooling: bertfeat's features are the encoder's pooled hidden states, not those embeddings"]
           if own["not_applied"] else []),
+        *(["prompt:       include_prompt=False in its Pooling config: the model pools a text without its prompt; "
+           "bertfeat pools a --prefix/--prompt-name with the text, so those features are not the model's own "
+           "embeddings"] if not own["include_prompt"] else []),
         "prompts:      " + ("; ".join(f"{k} = {v!r}" + (" (the model's default)" if k == info["default_prompt_name"]
                                                          else "") for k, v in info["prompts"].items())
                             + "  (use with --prompt-name NAME / prompt_name=)" if info["prompts"] else "none"),
