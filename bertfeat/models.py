@@ -274,7 +274,8 @@ def _described_files(root: Path) -> list[Path]:
     files = sorted(f for f in root.iterdir() if f.is_file())
     try:
         modules = json.loads((root / "modules.json").read_text(encoding="utf-8"))
-        folders = {m["path"] for m in modules if isinstance(m, dict) and isinstance(m.get("path"), str) and m["path"]}
+        folders = {m["path"] for m in modules if isinstance(m, dict) and isinstance(m.get("path"), str)
+                   and m["path"] and st_folder.inside(m["path"])}
     except (OSError, ValueError, TypeError):
         return files
     for folder in sorted(folders):

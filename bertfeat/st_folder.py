@@ -11,7 +11,7 @@ Files only: no torch, no weights.
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 
 from bertfeat.exceptions import ModelNotAvailableError
 
@@ -54,7 +54,20 @@ def modules(root: Path, name: str) -> list | None:
                 "module's class) and a \"path\" (its folder) as sentence-transformers writes: the file is damaged. "
                 "Download or copy the model again, or fix the file."
             )
+        if not inside(entry["path"]):
+            raise ModelNotAvailableError(
+                f"model={name!r}: entry {i} of {f} puts its module in {entry['path']!r}, outside the model's folder "
+                "(a path from the root or through '..'), where sentence-transformers refuses to look: a model reads "
+                "its modules from its own folder. Fix the file, or download the model again."
+            )
     return entries
+
+
+def inside(path: str) -> bool:
+    """Whether a module's ``path`` stays inside the model's folder, as sentence-transformers requires: no root, no
+    drive, no ``..`` (in POSIX or Windows syntax)."""
+    folder = PureWindowsPath(path)  # its anchors and separators include POSIX ones
+    return not (folder.anchor or ".." in folder.parts or "\0" in path)
 
 
 def _is_transformer(entry) -> bool:

@@ -456,16 +456,16 @@ def test_a_model_that_does_not_start_with_a_transformer_is_refused_saying_what_i
         resolve_model(str(model))
     (model / "modules.json").write_text(json.dumps([
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.StaticEmbedding"}]))
-    with pytest.raises(ModelNotAvailableError, match=r"is 'sentence_transformers\.models\.StaticEmbedding' \(path ''\), "
-                                                     r"not a sentence-transformers Transformer"):
+    with pytest.raises(ModelNotAvailableError, match=r"is 'sentence_transformers\.models\.StaticEmbedding' "
+                                                     r"\(path ''\), not a sentence-transformers Transformer"):
         resolve_model(str(model))
 
 
 def test_a_transformer_subfolder_that_is_not_there_is_refused_as_an_incomplete_copy(tiny_bert, tmp_path):
     model = _st_model_in_subfolder(tiny_bert, tmp_path / "st", decoy=True)
     shutil.rmtree(model / "0_Transformer")
-    with pytest.raises(ModelNotAvailableError, match=r"puts the model's Transformer in '0_Transformer', but there is no "
-                                                     r"folder .*incomplete"):
+    with pytest.raises(ModelNotAvailableError, match=r"puts the model's Transformer in '0_Transformer', but there "
+                                                     r"is no folder .*incomplete"):
         resolve_model(str(model))
 
 
@@ -513,4 +513,20 @@ def test_a_pooling_module_without_its_config_is_refused_as_an_incomplete_copy(ti
     (model / "1_Pooling" / "config.json").unlink()
     with pytest.raises(ModelNotAvailableError, match=r"names a Pooling module in '1_Pooling', but there is no .*"
                                                      r"config.json: the copy or download is incomplete"):
+        resolve_model(str(model))
+
+
+@pytest.mark.parametrize("where", ["ABSOLUTE", "../other", "0_Transformer/../../other"])
+def test_a_module_path_outside_the_model_folder_is_refused_not_followed(tiny_bert, tmp_path, where):
+    # {"path": "/elsewhere"} made bertfeat read the encoder from another folder (root / "/x" is "/x"), and "../x"
+    # from beside the model: sentence-transformers refuses both
+    from tests.conftest import build_tiny_bert
+
+    other = build_tiny_bert(tmp_path / "other", seed=2)
+    model = _st_model_in_subfolder(tiny_bert, tmp_path / "st")
+    entries = json.loads((model / "modules.json").read_text())
+    entries[0]["path"] = other if where == "ABSOLUTE" else where
+    (model / "modules.json").write_text(json.dumps(entries))
+    with pytest.raises(ModelNotAvailableError, match=r"entry 0 of .*modules.json puts its module in .*, outside the "
+                                                     r"model's folder"):
         resolve_model(str(model))
