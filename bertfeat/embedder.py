@@ -562,9 +562,13 @@ def _resolve_prefix(prefix, prompt_name, spec) -> str:
     if not prefix and spec.prompts:
         # once per model and process: a note, not an error, since plain texts are a valid (if weaker) choice
         names = ", ".join(f"{k!r} ({v!r})" for k, v in spec.prompts)
+        default = spec.default_prompt_name
         _note_once("prompts", spec, (
             f"model={spec.name!r} defines prompts that its authors put before texts: {names}. Pass prompt_name= "
-            "(or prefix=) to use one; without one, texts are embedded as they are."))
+            "(or prefix=) to use one; without one, texts are embedded as they are"
+            + (f", where sentence-transformers' encode() puts the model's default prompt {default!r} before every "
+               f"text (its default_prompt_name): pass prompt_name={default!r} for what the model's authors meant."
+               if default else ".")))
     return prefix or ""
 
 

@@ -413,3 +413,35 @@ def test_a_model_that_pools_without_its_prompt_is_told_that_bertfeat_pools_the_p
     with contextlib.redirect_stdout(io.StringIO()) as out:
         assert main(["info", str(tiny_bert), "--no-machine"]) == 0
     assert "prompt:  " not in out.getvalue()
+
+
+def test_the_prompts_note_names_the_prompt_sentence_transformers_puts_by_default(prompted_bert, monkeypatch):
+    # default_prompt_name: sentence-transformers' encode() puts that prompt before every text unless told otherwise;
+    # the note said only "without one, texts are embedded as they are", so a user comparing with encode() got other
+    # vectors with no word of the default that made them differ
+    from pathlib import Path
+
+    from sentence_transformers import SentenceTransformer
+
+    import bertfeat.embedder
+
+    config = Path(prompted_bert) / "config_sentence_transformers.json"
+    config.write_text(json.dumps({"prompts": {"query": "query: ", "classification": "classification: "},
+                                  "default_prompt_name": "query"}))
+    (config.parent / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    (config.parent / "1_Pooling").mkdir()
+    (config.parent / "1_Pooling" / "config.json").write_text(json.dumps({"embedding_dimension": 32}))
+    monkeypatch.setattr(bertfeat.embedder, "_NOTED", set())
+    with pytest.warns(UserWarning) as record:
+        plain = BertEmbedder(prompted_bert, pooling="mean", layers=-1, dtype="float32").fit_transform(TEXTS)
+    assert [str(w.message) for w in record] == [
+        f"model={prompted_bert!r} defines prompts that its authors put before texts: 'query' ('query: '), "
+        "'classification' ('classification: '). Pass prompt_name= (or prefix=) to use one; without one, texts are "
+        "embedded as they are, where sentence-transformers' encode() puts the model's default prompt 'query' before "
+        "every text (its default_prompt_name): pass prompt_name='query' for what the model's authors meant."]
+    peer = SentenceTransformer(prompted_bert, device="cpu").encode(TEXTS)  # its default prompt, mean pooling
+    assert np.abs(plain - peer).max() > 1e-3
+    advised = BertEmbedder(prompted_bert, pooling="mean", layers=-1, prompt_name="query", dtype="float32")
+    assert np.abs(advised.fit_transform(TEXTS) - peer).max() <= 1e-5
