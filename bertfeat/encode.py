@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import math
+import sys
 import time
 from collections.abc import Callable, Sequence
 from collections import deque
@@ -542,4 +543,5 @@ def reporting(callback: "Callable[[float], None]"):
 def _progress_bar(total: int, enabled: bool):
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, unit="seq", desc="bertfeat", disable=not enabled, leave=False)
+    # sys.stderr is None where standard error is closed (pythonw, a daemon): tqdm would write to None
+    return tqdm(total=total, unit="seq", desc="bertfeat", disable=not enabled or sys.stderr is None, leave=False)

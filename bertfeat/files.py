@@ -62,7 +62,7 @@ class Progress:
 
     def __init__(self, total: int | None, quiet: bool, every: float = 10.0, stream=None):
         self.stream = stream or sys.stderr
-        self.quiet = quiet
+        self.quiet = quiet or self.stream is None  # standard error closed (2>&-, a daemon, pythonw): nowhere to report
         self.total = total
         self.every = every
         self.done = 0  # rows of the finished chunks
@@ -71,7 +71,7 @@ class Progress:
         self.t0 = time.perf_counter()
         self.last = self.t0
         self.bar = None
-        if not quiet and self.stream.isatty():
+        if not self.quiet and self.stream.isatty():
             from tqdm.auto import tqdm
 
             self.bar = tqdm(total=total, unit="rows", unit_scale=True, desc="bertfeat embed", file=self.stream,
@@ -351,7 +351,9 @@ def print_summary(manifest: dict, stream=None) -> None:
     batches = (run or {}).get("batches_resumed", 0)
     if batches:
         body += f"; {batches:,} batches of an unfinished chunk came from the killed run's checkpoint"
-    print(f"{head}{body}, {c['truncated']:,} truncated, {c['missing']:,} missing", file=stream or sys.stderr)
+    stream = stream or sys.stderr
+    if stream is not None:  # standard error closed: print(file=None) would put the summary on standard output
+        print(f"{head}{body}, {c['truncated']:,} truncated, {c['missing']:,} missing", file=stream)
 
 
 def _finish(paths: OutputPaths, n_parts: int, schema: pa.Schema, featurizer, state: dict, resumed_rows: int,

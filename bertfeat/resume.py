@@ -31,7 +31,7 @@ def prepare_partial(paths: OutputPaths, state: dict, quiet: bool = True) -> set[
             old = None
         if old == json.loads(json.dumps(state)):
             return finished_parts(paths)
-        if not quiet:
+        if not quiet and sys.stderr is not None:  # None: standard error closed
             print(f"bertfeat embed: {paths.partial} holds parts of another job ({_difference(old, state)}); "
                   "starting over.", file=sys.stderr)
         shutil.rmtree(paths.partial)

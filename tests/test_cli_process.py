@@ -78,3 +78,28 @@ def test_a_log_gets_progress_lines_while_a_long_chunk_runs_not_only_when_it_ends
     counts = [int(m.group(1).replace(",", "")) for line in lines
               if (m := re.match(r"bertfeat embed: ([\d,]+) / 60 \(", line))]
     assert len(counts) > 3 and counts[0] < 60 and counts == sorted(counts) and counts[-1] == 60, lines
+
+
+def test_a_job_with_its_standard_error_closed_runs_and_writes_its_output(tiny_bert, tmp_path):
+    """``bertfeat embed ... 2>&-`` (a daemon, a service manager's unit without a log, pythonw): Python starts with
+    ``sys.stderr`` None. Before, the progress report called ``None.isatty()``: the job failed before reading a row,
+    exit 1, its traceback lost with the closed stream, so the job failed without a word. Now it runs quietly, and
+    the summary is not moved onto standard output either."""
+    import pandas as pd
+
+    pd.DataFrame({"review": ["the cat sat", "a dog ran"]}).to_csv(tmp_path / "in.csv", index=False)
+    argv, env = command("embed", tmp_path / "in.csv", "--text-col", "review", "--model", tiny_bert,
+                        "--out", tmp_path / "f.parquet")
+    proc = subprocess.run(argv, env=env, stdout=subprocess.PIPE, text=True, timeout=300,
+                          preexec_fn=lambda: os.close(2))
+    assert (proc.returncode, proc.stdout) == (0, "")
+    assert len(pd.read_parquet(tmp_path / "f.parquet")) == 2
+
+
+def test_progress_bars_of_the_python_api_run_where_standard_error_is_none(tiny_bert, monkeypatch):
+    """``BertEmbedder(progress=True)`` under pythonw or a daemon (``sys.stderr`` None): tqdm wrote to None and the
+    transform failed with ``'NoneType' object has no attribute 'write'``."""
+    from bertfeat import BertEmbedder
+
+    monkeypatch.setattr(sys, "stderr", None)
+    assert BertEmbedder(model=tiny_bert, progress=True).fit_transform(["the cat sat", "a dog ran"]).shape[0] == 2
