@@ -103,3 +103,39 @@ def test_progress_bars_of_the_python_api_run_where_standard_error_is_none(tiny_b
 
     monkeypatch.setattr(sys, "stderr", None)
     assert BertEmbedder(model=tiny_bert, progress=True).fit_transform(["the cat sat", "a dog ran"]).shape[0] == 2
+
+
+def test_names_an_ascii_standard_output_cannot_show_are_escaped_not_an_error(tmp_path):
+    """A cron job or a container that sets ``PYTHONIOENCODING=ascii`` gives standard output an ASCII encoding that
+    fails on what it cannot encode. Before, ``bertfeat cache clear`` of a cache under ``/data/café`` deleted the
+    vectors and then reported 'error: 'ascii' codec can't encode character', exit 2, for work it had done; ``cache
+    info`` showed nothing. Now what ASCII cannot show is written as Python's backslash escape (``caf\\xe9``), as
+    standard error already does."""
+    from bertfeat.cache import open_cache
+
+    root = tmp_path / "café" / "cache"
+    open_cache(root)
+    for action in (["info"], ["clear", "--yes"]):
+        argv, env = command("cache", *action, root, PYTHONIOENCODING="ascii")
+        proc = subprocess.run(argv, env=env, capture_output=True, timeout=300)
+        assert (proc.returncode, proc.stderr) == (0, b""), proc.stderr
+        assert b"caf\\xe9" in proc.stdout, proc.stdout
+
+
+def test_the_escape_writes_a_byte_the_locale_decoded_back_as_that_byte():
+    """In a C locale without UTF-8 mode standard output is ASCII with ``surrogateescape``: a file name's bytes come
+    back as they were, but a column or model name (read from a file, always UTF-8) failed to print."""
+    import io
+
+    from bertfeat.cli import _showable_output
+
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding="ascii", errors="surrogateescape")
+    old, sys.stdout = sys.stdout, stream
+    try:
+        _showable_output()
+        print("caf\udcc3\udca9 prix_\u20ac", end="")
+        stream.flush()
+    finally:
+        sys.stdout = old
+    assert raw.getvalue() == b"caf\xc3\xa9 prix_\\u20ac"

@@ -107,9 +107,44 @@ def _one_line_warnings(command: str):
     return plain
 
 
+def _escape(exc: UnicodeError):
+    """The codec error handler of :func:`_showable_output`: a name the locale decoded byte by byte (a surrogate
+    ``\\udce9``) is written back as its own byte, as ``surrogateescape`` does; any other character this encoding
+    cannot show as its backslash escape (``\\xe9``), as ``backslashreplace`` does."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    out = bytearray()
+    for ch in exc.object[exc.start:exc.end]:
+        code = ord(ch)
+        if 0xDC80 <= code <= 0xDCFF:
+            out.append(code - 0xDC00)
+        else:
+            out += ch.encode("ascii", "backslashreplace")
+    return bytes(out), exc.end
+
+
+def _showable_output() -> None:
+    """Standard output in an encoding that cannot show every character (``PYTHONIOENCODING=ascii``, a C locale
+    without Python's UTF-8 mode, as cron and bare containers have) fails on a non-ASCII path, column name or model
+    name with 'ascii' codec can't encode character, after the command did its work (``cache clear`` deleted, then
+    said error). What it cannot show is escaped instead, as standard error already does."""
+    import codecs
+
+    stream = sys.stdout
+    if getattr(stream, "errors", None) not in ("strict", "surrogateescape") or not hasattr(stream, "reconfigure"):
+        return
+    try:
+        codecs.lookup_error("bertfeat.escape")
+    except LookupError:
+        codecs.register_error("bertfeat.escape", _escape)
+    with contextlib.suppress(ValueError, OSError, AttributeError):  # a stream that cannot be reconfigured: as it is
+        stream.reconfigure(errors="bertfeat.escape")
+
+
 def main(argv=None) -> int:
     from bertfeat.exceptions import CacheError  # a --cache-dir that cannot be used is the caller's to fix
 
+    _showable_output()
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # argparse blames the top parser, whose --help lists no command's options
