@@ -38,7 +38,7 @@ from bertfeat.shards import (  # noqa: F401  (the cache's names for its shard fo
     _pid_alive, _row_group_rows, _RowGroupWriter, _schema, _shard_table, _shard_time, _TempShard, _Unreadable,
     _vectors_from_column, _write_atomic,
 )
-from bertfeat.sources import is_url
+from bertfeat.sources import is_url, locale_refusal
 
 if TYPE_CHECKING:  # compaction imports this module's names: imported when compact is called
     from bertfeat.compaction import CompactResult
@@ -85,6 +85,9 @@ def open_cache(path, *, create: bool = True) -> "Cache":
             "(an object store mounted with s3fs, gcsfuse or blobfuse; /dbfs/... on Databricks)."
         )
     root = os.path.abspath(os.path.expanduser(os.fsdecode(path)))
+    refusal = locale_refusal(root, "cache_dir")
+    if refusal:
+        raise CacheError(refusal)
     try:  # a name in another encoding (Latin-1 from a Windows zip) comes surrogate-escaped: pyarrow cannot take it
         root.encode("utf-8")
     except UnicodeEncodeError:

@@ -34,10 +34,42 @@ def is_url(path) -> bool:
     return isinstance(path, str) and _URL_RE.match(path) is not None
 
 
+def locale_refusal(path: str, name: str) -> str | None:
+    """Why ``path`` cannot be used where the trouble is this process's locale, not the name, or None.
+
+    Python decodes file names in the locale's character set: in a C locale without its UTF-8 mode (``PYTHONUTF8=0``,
+    or Python embedded in R running in a C locale: cron, bare containers) that is ASCII, so a UTF-8 name's bytes come
+    as surrogates (``'caf\\udcc3\\udca9'``), and a name given as text (``'café'``, as R passes it) cannot be encoded
+    for the system at all. Renaming would not help; a UTF-8 locale does."""
+    import sys
+
+    encoding = sys.getfilesystemencoding()
+    if encoding.lower().replace("-", "").replace("_", "") in ("utf8", "cp65001"):
+        return None
+    try:
+        raw = os.fsencode(path)
+    except UnicodeEncodeError:
+        raw = None
+    else:
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return None  # not UTF-8 bytes: a name in another encoding, as utf8_path says
+        if raw.decode("utf-8") == path:
+            return None  # plain ASCII
+    shown = path if raw is None else raw.decode("utf-8")
+    return (f"{name} {shown!r} has a UTF-8 name, but this Python reads and writes file names as {encoding} (its "
+            "locale's character set; Python's UTF-8 mode is off), so it cannot name that file. Run it in a UTF-8 "
+            "locale: export LANG=C.UTF-8 (or PYTHONUTF8=1) before starting Python or R, or choose an ASCII path.")
+
+
 def utf8_path(path: str, name: str, does: str) -> str:
     """``path`` where its name is UTF-8, else a ValueError naming it and its bytes: a name in another encoding (Latin-1
     from a Windows zip) reaches Python surrogate-escaped (``'caf\\udce9'``), and pyarrow, Ray and Spark take UTF-8
     paths only (pyarrow's own error names neither the path nor what to do). ``does``: what bertfeat does there."""
+    refusal = locale_refusal(path, name)
+    if refusal:
+        raise ValueError(refusal)
     try:
         path.encode("utf-8")
     except UnicodeEncodeError:

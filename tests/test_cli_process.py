@@ -139,3 +139,47 @@ def test_the_escape_writes_a_byte_the_locale_decoded_back_as_that_byte():
     finally:
         sys.stdout = old
     assert raw.getvalue() == b"caf\xc3\xa9 prix_\\u20ac"
+
+
+C_LOCALE = {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0"}  # cron, bare containers, R in a C locale: ASCII names
+
+
+def test_a_utf8_name_in_an_ascii_locale_is_refused_for_the_locale_not_for_its_name(tmp_path):
+    """In a C locale without UTF-8 mode Python reads file names as ASCII: the bytes of ``café`` come as surrogates.
+    Before, ``--cache-dir`` and ``--out`` under such a folder were refused as 'not a UTF-8 name' with the advice to
+    rename it from Latin-1 (convmv would garble a name that is UTF-8 already); Python embedded in R in a C locale
+    (reticulate), given the name as text, failed in the system call with 'ascii' codec can't encode character. Now
+    the refusal says the name is UTF-8 and the locale is why, and how to run in a UTF-8 locale."""
+    import pandas as pd
+
+    folder = tmp_path / "café"
+    folder.mkdir()
+    pd.DataFrame({"review": ["the cat sat"]}).to_csv(tmp_path / "in.csv", index=False)
+    for args in (["cache", "info", folder], ["embed", tmp_path / "in.csv", "--text-col", "review", "--model",
+                                             "default", "--out", folder / "f.parquet"]):
+        argv, env = command(*args, **C_LOCALE)
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, errors="replace", timeout=300)
+        assert proc.returncode == 2 and "has a UTF-8 name" in proc.stderr and "LANG=C.UTF-8" in proc.stderr, proc.stderr
+        assert "convmv" not in proc.stderr
+    calls = (f"from bertfeat.cache import open_cache; open_cache({ascii(str(folder / 'c'))})",
+             f"from bertfeat.sources import output_path; output_path({ascii(str(folder / 'f.parquet'))}, '--out', 'a path', "
+             "'parquet')")
+    for call in calls:  # the name as text, as R passes it
+        env = {**os.environ, "PYTHONPATH": str(ROOT), **C_LOCALE}
+        proc = subprocess.run([sys.executable, "-c", call], env=env, capture_output=True, text=True, errors="replace",
+                              timeout=300)
+        assert proc.returncode == 1 and "has a UTF-8 name" in proc.stderr and "LANG=C.UTF-8" in proc.stderr, proc.stderr
+
+
+def test_a_column_name_on_the_command_line_of_an_ascii_locale_is_read_as_utf8(tiny_bert, tmp_path):
+    """``--text-col texte_é --keep-col note_à`` in a C locale without UTF-8 mode came as surrogate escapes: 'column(s)
+    ['texte_\\udcc3\\udca9'] not found ...; it has columns ['texte_é', ...]'."""
+    import pandas as pd
+
+    pd.DataFrame({"texte_é": ["le chat", "un chien"], "note_à": [1, 2]}).to_csv(tmp_path / "in.csv", index=False)
+    argv, env = command("embed", tmp_path / "in.csv", "--text-col", "texte_é", "--keep-col", "note_à", "--model",
+                        tiny_bert, "--out", tmp_path / "f.parquet", "--quiet", **C_LOCALE)
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, errors="replace", timeout=300)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    got = pd.read_parquet(tmp_path / "f.parquet")
+    assert got["note_à"].tolist() == ["1", "2"] and any(c.startswith("texte_é_") for c in got.columns)

@@ -151,6 +151,7 @@ def main(argv=None) -> int:
         command = _command_parser(parser, args)
         message = f"unrecognized arguments: {' '.join(unknown)}"
         command.error(message + command.dash_hint(message, unknown))
+    _texts_as_utf8(args)
     plain_format = _one_line_warnings(args.command)
     previous = None
     with contextlib.suppress(ValueError):  # only the main thread may set a handler
@@ -181,6 +182,28 @@ def main(argv=None) -> int:
         warnings.formatwarning = plain_format
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+# options whose values are text compared with a file's column names or fed to the model, never file names
+_TEXT_OPTIONS = ("text_col", "id_col", "keep_col", "label_col", "prefix", "prompt_name", "delimiter")
+
+
+def _texts_as_utf8(args: argparse.Namespace) -> None:
+    """Python decodes the command line in the locale's character set: in a C locale without its UTF-8 mode
+    (``PYTHONUTF8=0``) ``--text-col texte_é`` came as ``'texte_\\udcc3\\udca9'``, refused as not found beside the
+    file's ``'texte_é'``, and ``--prefix`` put those escapes before every text. A column name or a text is UTF-8, as
+    the file's are: its bytes are read so. File names stay as the system gave them."""
+    def utf8(value):
+        if isinstance(value, list):
+            return [utf8(v) for v in value]
+        if isinstance(value, str) and any("\udc80" <= ch <= "\udcff" for ch in value):
+            with contextlib.suppress(UnicodeError):
+                return os.fsencode(value).decode("utf-8")
+        return value
+
+    for name in _TEXT_OPTIONS:
+        if getattr(args, name, None) is not None:
+            setattr(args, name, utf8(getattr(args, name)))
 
 
 def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
