@@ -183,3 +183,24 @@ def test_a_column_name_on_the_command_line_of_an_ascii_locale_is_read_as_utf8(ti
     assert (proc.returncode, proc.stderr) == (0, "")
     got = pd.read_parquet(tmp_path / "f.parquet")
     assert got["note_à"].tolist() == ["1", "2"] and any(c.startswith("texte_é_") for c in got.columns)
+
+
+def test_a_warning_the_warnings_filter_makes_an_error_ends_the_command_in_one_line(tiny_bert, tmp_path):
+    """``PYTHONWARNINGS=error`` (some CI) turns a bertfeat note into an exception: here the CacheWarning of a damaged
+    shard. Before, the command ended with a 20-line traceback, against its promise of one line and exit code 2; the
+    job's own cleanup still ran (no lock or parts left beside --out), as now."""
+    import pandas as pd
+
+    from bertfeat import BertEmbedder
+
+    BertEmbedder(model=tiny_bert, cache_dir=tmp_path / "cache").fit_transform(["the cat sat"])
+    shard = next((tmp_path / "cache").rglob("shard-*.parquet"))
+    shard.write_bytes(b"not parquet")
+    pd.DataFrame({"review": ["the cat sat"]}).to_csv(tmp_path / "in.csv", index=False)
+    argv, env = command("embed", tmp_path / "in.csv", "--text-col", "review", "--model", tiny_bert, "--cache-dir",
+                        tmp_path / "cache", "--out", tmp_path / "f.parquet", "--quiet", PYTHONWARNINGS="error")
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith("bertfeat embed: error: CacheWarning made an error by the warnings filter")
+    assert "unreadable shard" in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "in.csv"]

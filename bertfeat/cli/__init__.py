@@ -171,6 +171,12 @@ def main(argv=None) -> int:
             raise
         print(f"bertfeat {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except Warning as exc:  # -W error or PYTHONWARNINGS=error (CI) made a note an exception: the job stopped there
+        if os.environ.get("BERTFEAT_DEBUG"):
+            raise
+        print(f"bertfeat {args.command}: error: {type(exc).__name__} made an error by the warnings filter (python -W "
+              f"error, PYTHONWARNINGS): {_one_line(exc)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt as exc:
         how = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
         hint = "; run the same command again to resume" if args.command == "embed" else ""
