@@ -29,7 +29,7 @@ from bertfeat.hardware import (  # noqa: F401 (re-exported)
     ONEDNN_CACHE_CAPACITY,
     _bound_onednn_cache,
     _cpu_workers,
-    _limit_threads_to_allotted_cores,
+    limit_threads_to_allotted_cores,
     allotted_cores,
     set_threads,
     threads_shared_by,
@@ -191,7 +191,7 @@ class TorchBackend:
         device_type = torch.device(device).type
         if device_type == "cpu":
             _bound_onednn_cache()
-            _limit_threads_to_allotted_cores()
+            limit_threads_to_allotted_cores()
         with _quiet_transformers():
             self.tokenizer = AutoTokenizer.from_pretrained(spec.path, trust_remote_code=trust_remote_code)
             config = _load_config(spec.path, trust_remote_code)

@@ -169,7 +169,7 @@ def _bound_onednn_cache() -> None:
     os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(ONEDNN_CACHE_CAPACITY))
 
 
-def _limit_threads_to_allotted_cores() -> None:
+def limit_threads_to_allotted_cores() -> None:
     """torch starts one thread per core of the CPU affinity, which in a container with a CPU quota can be many
     more threads than cores; oversubscribed OpenMP threads wait on each other. A lower count set by the user (or by
     OMP_NUM_THREADS) is left alone."""

@@ -204,3 +204,15 @@ def test_a_warning_the_warnings_filter_makes_an_error_ends_the_command_in_one_li
     assert proc.stderr.startswith("bertfeat embed: error: CacheWarning made an error by the warnings filter")
     assert "unreadable shard" in proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "in.csv"]
+
+
+def test_info_reports_and_measures_at_the_thread_count_omp_num_threads_leaves_the_job(tiny_bert):
+    """docs/performance.md: ``OMP_NUM_THREADS=n`` sets the threads (to leave cores to other work), and the backend
+    keeps a count lower than the allotted cores. ``bertfeat info`` set torch's count to every allotted core first:
+    under ``OMP_NUM_THREADS=1`` it said "2 threads" and measured the dtypes' GFLOP/s with 2, not what a job runs."""
+    import json
+
+    argv, env = command("info", tiny_bert, "--json", OMP_NUM_THREADS="1")
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["machine"]["threads"] == 1

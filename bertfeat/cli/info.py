@@ -78,9 +78,9 @@ def describe(model: str = "default", machine: bool = True) -> dict:
 
 
 def _machine(spec) -> dict:
-    from bertfeat.hardware import machine_report, set_threads
+    from bertfeat.hardware import limit_threads_to_allotted_cores, machine_report
 
-    set_threads()  # the count bertfeat's CPU backend runs with
+    limit_threads_to_allotted_cores()  # the count bertfeat's CPU backend runs with: OMP_NUM_THREADS's if lower
     return machine_report(spec.hidden_size, _intermediate_size(spec.path, spec.hidden_size))
 
 
