@@ -282,8 +282,13 @@ as_utf8 <- function(v) {
   enc <- Encoding(v)
   # Checked before enc2utf8(), which in a UTF-8 session turns an invalid byte of an unmarked string into the four
   # characters "<e9>" (read.csv() of a latin-1 file gives such strings), and leaves "bytes" strings as they are.
-  raw_bad <- !is.na(v) & (enc == "bytes" | (enc == "unknown" & isTRUE(l10n_info()[["UTF-8"]]))) & !validUTF8(v)
-  bytes <- which(enc == "bytes" & !raw_bad)
+  # In an ASCII session (a C or POSIX locale: Rscript from cron, a batch job, a container with LANG=C) enc2utf8()
+  # does the same to every byte past ASCII, and readLines() and read.csv() of a UTF-8 file give such strings: there an
+  # unmarked string is read as UTF-8, the encoding the file was written in, and refused where it is not.
+  as_bytes <- enc == "bytes" | (enc == "unknown" & ascii_session() & !is.na(v) & grepl("[^\x01-\x7f]", v,
+                                                                                           useBytes = TRUE))
+  raw_bad <- !is.na(v) & (as_bytes | (enc == "unknown" & isTRUE(l10n_info()[["UTF-8"]]))) & !validUTF8(v)
+  bytes <- which(as_bytes & !raw_bad)
   if (length(bytes)) { # valid UTF-8 marked as bytes: read as UTF-8 (reticulate refuses "bytes" strings)
     b <- v[bytes]
     Encoding(b) <- "UTF-8"
@@ -291,6 +296,14 @@ as_utf8 <- function(v) {
   }
   v <- enc2utf8(v)
   list(values = v, bad = which(raw_bad | (!is.na(v) & !validUTF8(v))))
+}
+
+# Whether this R session's native encoding is ASCII (a C or POSIX locale), where enc2utf8() cannot read a byte
+# past ASCII and writes it as "<c3>".
+ascii_session <- function() {
+  info <- l10n_info()
+  !isTRUE(info[["UTF-8"]]) && !isTRUE(info[["Latin-1"]]) && !isTRUE(info[["MBCS"]]) &&
+    toupper(if (is.null(info[["codeset"]])) "" else info[["codeset"]]) %in% c("ANSI_X3.4-1968", "ASCII", "US-ASCII", "")
 }
 
 # The rule of the Python side (bertfeat.inputs.is_blank): a text with no character outside Unicode separators,

@@ -88,6 +88,27 @@ test_that("text that is not UTF-8 is refused, whatever it is marked as", {
   expect_error(bf_embed(df), class = "bertfeat_error_input")
 })
 
+test_that("in a C locale, texts and names read as UTF-8 bytes are that text, not \"<c3><a9>\" escapes", {
+  # Rscript from cron, a batch job or a container with LANG=C: readLines() and read.csv() of a UTF-8 file give
+  # unmarked strings of UTF-8 bytes, and enc2utf8() in an ASCII locale turned each byte past ASCII into the four
+  # characters "<c3>": "caf<c3><a9> au lait" was embedded, and the column "texte_<c3><a9>" named the features,
+  # silently. Bytes that are not UTF-8 are refused there as in a UTF-8 session.
+  want_x <- bf_embed(c("fine", "caf\u00e9 au lait"))
+  want_df <- bf_embed(stats::setNames(data.frame(c("fine", "caf\u00e9 au lait")), "texte_\u00e9"))
+  withr::local_locale(c(LC_CTYPE = "C"))
+  utf8_bytes <- c("fine", rawToChar(as.raw(c(0x63, 0x61, 0x66, 0xc3, 0xa9, 0x20, 0x61, 0x75, 0x20, 0x6c, 0x61, 0x69,
+                                             0x74))))
+  expect_identical(Encoding(utf8_bytes), c("unknown", "unknown"))
+  expect_identical(bf_embed(utf8_bytes), want_x)
+  df <- data.frame(utf8_bytes)
+  names(df) <- rawToChar(as.raw(c(0x74, 0x65, 0x78, 0x74, 0x65, 0x5f, 0xc3, 0xa9)))
+  got <- bf_embed(df)
+  expect_identical(colnames(got), colnames(want_df))
+  expect_identical(unname(got), unname(want_df))
+  err <- expect_error(bf_embed(c("fine", "caf\xe9 au lait")), class = "bertfeat_error_input")
+  expect_match(conditionMessage(err), "Row 2 of `x` is not valid UTF-8", fixed = TRUE)
+})
+
 test_that("a matrix column of a data frame is refused, not spread over more rows", {
   df <- data.frame(id = 1:2)
   df$m <- matrix(c("a cat", "the dog", "mat", "sat"), nrow = 2)
