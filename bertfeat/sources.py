@@ -85,6 +85,10 @@ def input_path(path) -> str:
         raise ValueError("input '-' (standard input) cannot be read: bertfeat reads its input more than once and a "
                          "rerun resumes from it, so write the data to a file first and pass its path (a file named "
                          "'-' is ./-).")
+    try:  # a CSV is read under any name the system gives; a name given as text must be one it can take
+        os.fsencode(path)
+    except UnicodeEncodeError:
+        raise ValueError(locale_refusal(path, "input") or f"input {path!r} cannot be named to this system.") from None
     if is_url(path):
         raise ValueError(f"input {path!r} is a URL, but bertfeat reads files with ordinary file calls; pass the path of "
                          f"{_MOUNT}")

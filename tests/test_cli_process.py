@@ -163,7 +163,8 @@ def test_a_utf8_name_in_an_ascii_locale_is_refused_for_the_locale_not_for_its_na
         assert "convmv" not in proc.stderr
     calls = (f"from bertfeat.cache import open_cache; open_cache({ascii(str(folder / 'c'))})",
              f"from bertfeat.sources import output_path; output_path({ascii(str(folder / 'f.parquet'))}, '--out', 'a path', "
-             "'parquet')")
+             "'parquet')",
+             f"from bertfeat.sources import input_path; input_path({ascii(str(folder / 'in.csv'))})")
     for call in calls:  # the name as text, as R passes it
         env = {**os.environ, "PYTHONPATH": str(ROOT), **C_LOCALE}
         proc = subprocess.run([sys.executable, "-c", call], env=env, capture_output=True, text=True, errors="replace",
