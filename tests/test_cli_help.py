@@ -158,6 +158,24 @@ def test_the_synopsis_names_only_options_that_exist(command):
         assert shown == takes, f"docs/cli.md's synopsis misses options of bertfeat {command}: {sorted(takes - shown)}"
 
 
+@pytest.mark.parametrize("command", ["embed", "info", "probe", "cache"])
+def test_the_help_is_the_same_under_python_oo_and_each_description_is_whole(command):
+    """``python -OO`` / ``PYTHONOPTIMIZE=2`` (some Docker images and deployments) strips docstrings, and embed, info
+    and probe took their --help description from their module's docstring: every ``bertfeat`` command, even
+    ``--help``, failed with "'NoneType' object has no attribute 'splitlines'". And info's description was the
+    docstring's first line only, a sentence cut at "the default"."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": str(WIDTH)}
+    runs = [subprocess.run([sys.executable, *flag, "-m", "bertfeat", command, "--help"], env=env, capture_output=True,
+                           text=True, timeout=120) for flag in ([], ["-OO"])]
+    assert [r.returncode for r in runs] == [0, 0], runs[1].stderr
+    assert runs[1].stdout == runs[0].stdout
+    parser = subcommands(build_parser())[command]
+    assert parser.description is None or parser.description.rstrip().endswith("."), parser.description
+
+
 if __name__ == "__main__":  # rewrite the reference from the program's help
     import os
 

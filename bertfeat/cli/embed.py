@@ -1,4 +1,4 @@
-"""``bertfeat embed``: featurize a CSV/parquet file (or a directory/glob of parquet) into a parquet file.
+"""``bertfeat embed``: featurize a CSV/parquet file (or a directory/glob of parquet) into a parquet file (DESCRIPTION).
 
 ``--engine ray`` runs the same per-batch core on a Ray cluster (bertfeat.ray) and writes a directory of parquet;
 ``--engine spark`` does the same on Spark (bertfeat.spark).
@@ -9,6 +9,9 @@ from __future__ import annotations
 import argparse
 
 from bertfeat.cli._options import add_recipe_options, positive_int, recipe_params
+
+# --help's description: not read from the docstring, which python -OO (PYTHONOPTIMIZE=2) strips
+DESCRIPTION = "featurize a CSV/parquet file (or a directory/glob of parquet) into a parquet file."
 
 ENGINES = ("local", "ray", "spark")
 RAY_FLAGS = (("num_workers", "--num-workers"), ("gpus_per_worker", "--gpus-per-worker"),
@@ -37,7 +40,7 @@ same columns and metadata. See docs/ray.md.
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "embed", help="featurize a CSV/parquet file into a parquet file of embeddings",
-        description=__doc__.splitlines()[0].split(": ", 1)[1], epilog=EXAMPLES,
+        description=DESCRIPTION, epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("input", metavar="INPUT", help="a CSV file, a parquet file, or a directory or glob of parquet")

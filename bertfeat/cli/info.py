@@ -9,6 +9,11 @@ import argparse
 import json
 import warnings
 
+# --help's description: not read from the docstring, which python -OO (PYTHONOPTIMIZE=2) strips
+DESCRIPTION = ("what a model is (layers, hidden size, max length, its own pooling and prompts), the default recipe,\n"
+               "and this machine (CPU, instruction sets, threads, measured float32/bfloat16/float16 product rates,\n"
+               "the fastest dtype, the forward pass this model takes here).")
+
 EXAMPLES = """
 examples:
   bertfeat info
@@ -20,7 +25,7 @@ examples:
 
 def add_parser(sub) -> None:
     p = sub.add_parser("info", help="describe a model and bertfeat's default recipe for it",
-                       description=__doc__.splitlines()[0].split(": ", 1)[1], epilog=EXAMPLES,
+                       description=DESCRIPTION, epilog=EXAMPLES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", nargs="?", default="default", metavar="MODEL",
                    help="'default' (the default: the bundled all-MiniLM-L6-v2), a Hugging Face name, or a local "

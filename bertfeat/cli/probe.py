@@ -1,5 +1,5 @@
 """``bertfeat probe``: score every pooling x layer choice, alone and beside TF-IDF, on a labelled file and recommend
-the features, printed as Python code."""
+the features, printed as Python code (DESCRIPTION)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,10 @@ import json
 
 from bertfeat.cli._options import HELP, add_prefix_options, non_negative_int, positive_int, prefix_params
 from bertfeat.recipe import DTYPES, LONG_TEXT_MODES
+
+# --help's description: not read from the docstring, which python -OO (PYTHONOPTIMIZE=2) strips
+DESCRIPTION = ("score every pooling x layer choice, alone and beside TF-IDF, on a labelled file and recommend the "
+               "features, printed as Python code.")
 
 EXAMPLES = """
 examples:
@@ -20,7 +24,7 @@ examples:
 
 def add_parser(sub) -> None:
     p = sub.add_parser("probe", help="choose pooling and layers by cross-validated evidence",
-                       description=" ".join(__doc__.split(": ", 1)[1].split()), epilog=EXAMPLES,
+                       description=DESCRIPTION, epilog=EXAMPLES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("input", metavar="INPUT", help="a CSV file, a parquet file, or a directory or glob of parquet")
     p.add_argument("--text-col", required=True, metavar="COL", help="the text column")
