@@ -409,6 +409,9 @@ bf_embed_file <- function(input, output, text_col, model = "default", pooling = 
   check_pooling(pooling)
   cache_dir <- check_string(cache_dir, "cache_dir", null_ok = TRUE)
   check_flag(overwrite, "overwrite")
+  check_nameable(input, "input")
+  check_nameable(output, "output")
+  if (!is.null(cache_dir)) check_nameable(cache_dir, "cache_dir")
   # a folder of parquet files, or a glob of files, as the command line reads them
   if (!file.exists(input) && !length(Sys.glob(path.expand(input)))) {
     abort_bf(sprintf("`input` \"%s\" does not exist, and matches no file as a glob.", input), "file")
@@ -423,6 +426,20 @@ bf_embed_file <- function(input, output, text_col, model = "default", pooling = 
   )
   run_cli(python_module(), args) # the same Python as bf_embed(), with the same error when it is missing
   invisible(output)
+}
+
+# In an ASCII session (a C locale) neither R (file.exists() warns "unable to translate ... to native encoding") nor
+# the Python it runs can name a file past ASCII: "does not exist" was said of a file that exists.
+check_nameable <- function(path, arg, call = rlang::caller_env()) {
+  if (ascii_session() && grepl("[^\\x01-\\x7f]", path, useBytes = TRUE)) {
+    abort_bf(
+      c(sprintf(paste("`%s` \"%s\" has a name past ASCII, and this R session's locale (%s) has an ASCII character",
+                      "set, in which R and Python cannot name that file."),
+                arg, encodeString(path), Sys.getlocale("LC_CTYPE")),
+        i = "Start R in a UTF-8 locale (LANG=C.UTF-8 Rscript ...), or choose an ASCII path."),
+      "file", call = call
+    )
+  }
 }
 
 # a path as the command line reads it as a file: expanded, and "./"-prefixed where it starts with "-"

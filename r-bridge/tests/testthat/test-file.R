@@ -13,6 +13,21 @@ test_that("bf_embed_file() checks its input before running anything", {
                class = "bertfeat_error_argument")
 })
 
+test_that("in a C locale a path past ASCII is refused for the locale, not said not to exist", {
+  # R's file.exists() cannot translate "caf\u00e9.csv" to an ASCII native encoding (nor can the Python it runs):
+  # bf_embed_file() said "`input` ... does not exist" of a file that exists
+  dir <- withr::local_tempdir()
+  input <- file.path(dir, "caf\u00e9.csv")
+  utils::write.csv(data.frame(review = "a cat"), input, row.names = FALSE)
+  withr::local_locale(c(LC_CTYPE = "C"))
+  for (call in list(function() bf_embed_file(input, file.path(dir, "f.parquet"), "review"),
+                    function() bf_embed_file(file.path(dir, "x.csv"), file.path(dir, "caf\u00e9.parquet"), "review"))) {
+    err <- expect_error(call(), class = "bertfeat_error_file")
+    expect_match(conditionMessage(err), "has a name past ASCII", fixed = TRUE)
+    expect_match(conditionMessage(err), "LANG=C.UTF-8", fixed = TRUE)
+  }
+})
+
 test_that("bf_embed_file() takes a glob as the command line does", {
   # it was refused as "`input` file ... does not exist", where `bertfeat embed` reads a glob (or a folder)
   dir <- tempfile("bertfeat-glob-")
