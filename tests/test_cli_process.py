@@ -96,6 +96,22 @@ def test_a_job_with_its_standard_error_closed_runs_and_writes_its_output(tiny_be
     assert len(pd.read_parquet(tmp_path / "f.parquet")) == 2
 
 
+def test_a_job_with_its_standard_output_closed_ends_with_success(tiny_bert, tmp_path):
+    """``bertfeat embed ... >&-`` (a daemon closes both streams): the job wrote its output and manifest, then the
+    command's last flush of standard output (None) failed: a traceback and exit 1, so a scheduler marked a finished
+    job failed."""
+    import pandas as pd
+
+    pd.DataFrame({"review": ["the cat sat", "a dog ran"]}).to_csv(tmp_path / "in.csv", index=False)
+    argv, env = command("embed", tmp_path / "in.csv", "--text-col", "review", "--model", tiny_bert,
+                        "--out", tmp_path / "f.parquet")
+    proc = subprocess.run(argv, env=env, stderr=subprocess.PIPE, text=True, timeout=300,
+                          preexec_fn=lambda: os.close(1))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith("bertfeat embed: wrote ")
+    assert len(pd.read_parquet(tmp_path / "f.parquet")) == 2
+
+
 def test_progress_bars_of_the_python_api_run_where_standard_error_is_none(tiny_bert, monkeypatch):
     """``BertEmbedder(progress=True)`` under pythonw or a daemon (``sys.stderr`` None): tqdm wrote to None and the
     transform failed with ``'NoneType' object has no attribute 'write'``."""

@@ -158,7 +158,8 @@ def main(argv=None) -> int:
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         code = int(args.func(args) or 0)
-        sys.stdout.flush()  # what is still buffered goes now, while a reader gone can be told apart (below)
+        if sys.stdout is not None:  # None: standard output closed (>&-, a daemon), where print writes nothing
+            sys.stdout.flush()  # what is still buffered goes now, while a reader gone can be told apart (below)
         return code
     except UsageError as exc:
         print(f"bertfeat {args.command}: error: {exc}", file=sys.stderr)
