@@ -489,8 +489,8 @@ def _note_once(what: str, spec, message: str) -> None:
     """A note (a UserWarning, not an error) about ``what`` of the model ``spec``, given once per model and process."""
     if (what, spec.path) in _NOTED:
         return
-    _NOTED.add((what, spec.path))
     warnings.warn(message, UserWarning, stacklevel=user_stacklevel())
+    _NOTED.add((what, spec.path))  # after: a note a warnings filter made an error is raised again next time
 
 
 # The parameters that decide the recipe (the numbers), as opposed to those transform reads each time.
