@@ -146,8 +146,14 @@ class InputReader:
         return {"delimiter": getattr(self, "delimiter", None), "infer_types": self.infer_types}
 
     def fingerprint(self) -> dict:
+        """The input as a job records it: each file's path, size and modification time (what the manifest reports),
+        and its inode and change time, which tell the same file from another put at its path with the same size and
+        modification time (``cp -p``, ``rsync -t``, ``touch -r``): no tool sets a change time, and both stay while a
+        file is only read, also seen from another host of a shared filesystem (NFS keeps inode numbers)."""
+        stats = [(f, f.stat()) for f in self.files]
         return {"path": self.path if is_pattern(self.path) else str(Path(self.path).resolve()),
-                "files": [[str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns] for f in self.files]}
+                "files": [[str(f.resolve()), st.st_size, st.st_mtime_ns] for f, st in stats],
+                "identity": [[st.st_ino, st.st_ctime_ns] for _, st in stats]}
 
     def check_unchanged(self, fingerprint: dict) -> None:
         """Refuse an input whose :meth:`fingerprint` is no longer ``fingerprint`` (taken before reading it): a file
@@ -159,9 +165,9 @@ class InputReader:
             same = False
         if not same:
             raise ValueError(
-                f"input {self.path!r} changed while the job read it (a file's size or modification time is not what "
-                "it was at the start: is it still being copied or written?), so the rows read are of no one version "
-                "of it; nothing was written. Once it is complete, run the same command again."
+                f"input {self.path!r} changed while the job read it (a file's size, modification or change time is "
+                "not what it was at the start: is it still being copied or written?), so the rows read are of no one "
+                "version of it; nothing was written. Once it is complete, run the same command again."
             )
 
     def fraction_done(self) -> float | None:

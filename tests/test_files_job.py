@@ -6,6 +6,7 @@ and checkpoints: tests/test_checkpoints.py and tests/test_cli_files.py.)"""
 from __future__ import annotations
 
 import json
+import os
 import re
 import warnings
 
@@ -553,3 +554,46 @@ def test_an_input_that_changes_while_the_job_reads_it_fails_the_job_instead_of_a
     manifest = embed_file(str(src), str(out), "review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=5)
     assert manifest["counts"]["rows"] == ROWS and manifest["input"]["files"][0][1] == len(src.read_bytes())
     assert pq.read_table(out, columns=["id"]).column("id").to_pylist() == [f"{i:04d}" for i in range(ROWS)]
+
+
+@pytest.mark.parametrize("how", ["cp -p (rewritten in place)", "rsync -t (renamed over it)"])
+def test_an_input_replaced_by_another_of_the_same_size_and_mtime_is_not_resumed(tiny_bert, tmp_path, monkeypatch,
+                                                                               how, capsys):
+    """A job's input replaced, between a stopped run and its rerun, by another file of the same size and the same
+    modification time (``cp -p``, ``rsync -t``, ``touch -r``, an export rerun within the filesystem's mtime
+    granularity) was taken for the same input: the rerun kept the first run's parts and embedded the rest of the new
+    file, so the output mixed two inputs, silently. The inode and the change time (which no tool can set) are in the
+    job's fingerprint: the rerun starts over, and its output is the new input's."""
+    src, out = tmp_path / "in.csv", tmp_path / "out.parquet"
+    header, *lines = frame(ROWS, seed=3).to_csv(index=False).splitlines(keepends=True)
+    src.write_text(header + "".join(lines))
+    job = dict(text_cols="review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=5)
+    _stopped_in_chunk(monkeypatch, 3, str(src), str(out), **job)  # chunks 0, 1 and 2 finished
+    before = src.stat()
+    other = header + "".join(reversed(lines))  # another input, of the same size
+    if how.startswith("cp"):
+        src.write_text(other)
+    else:
+        (tmp_path / "new.csv").write_text(other)
+        os.replace(tmp_path / "new.csv", src)
+    os.utime(src, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (src.stat().st_size, src.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+
+    manifest = embed_file(str(src), str(out), **{**job, "quiet": False}, progress_every=1e9)
+    assert "holds parts of another job (other input); starting over." in capsys.readouterr().err
+    assert manifest["counts"]["rows_resumed"] == 0
+    ids = pq.read_table(out, columns=["id"]).column("id").to_pylist()
+    assert ids == [f"{i:04d}" for i in reversed(range(ROWS))]
+    reference = tmp_path / "ref.parquet"
+    embed_file(str(src), str(reference), **job)
+    assert_same_output(out, reference)
+
+
+def test_the_same_input_untouched_still_resumes_after_it_was_read_again(tiny_bert, tmp_path, monkeypatch):
+    """What must still resume: the same file after a crash, read (its access time changed), copied elsewhere."""
+    src, out = _src(tmp_path, "csv"), tmp_path / "out.parquet"
+    job = dict(text_cols="review", model=tiny_bert, quiet=True, chunk_rows=5)
+    _stopped_in_chunk(monkeypatch, 3, str(src), str(out), **job)
+    src.read_bytes()
+    (tmp_path / "copy.csv").write_bytes(src.read_bytes())
+    assert embed_file(str(src), str(out), **job)["counts"]["rows_resumed"] == 15
