@@ -579,6 +579,34 @@ def test_an_interrupted_embed_says_how_to_resume_and_sigterm_is_143(monkeypatch,
     assert capsys.readouterr().err == "bertfeat embed: terminated (SIGTERM); run the same command again to resume\n"
 
 
+def test_ctrl_c_while_the_command_line_starts_is_one_line_and_130(monkeypatch, capsys):
+    """Ctrl-C while ``bertfeat embed`` started (its options being built and parsed, before any command ran) printed
+    Python's traceback; it is one line and exit code 130, as during a command."""
+    import bertfeat.cli.probe
+
+    def interrupted(sub):
+        raise KeyboardInterrupt()
+
+    monkeypatch.setattr(bertfeat.cli.probe, "add_parser", interrupted)
+    assert main(["embed", "in.csv", "--text-col", "t", "--out", "o.parquet"]) == 130
+    assert capsys.readouterr().err == "bertfeat: interrupted\n"
+
+
+def test_the_command_line_starts_without_loading_scikit_learn_or_the_data_libraries():
+    """The console script imports ``bertfeat.cli`` before ``main`` (and its Ctrl-C handling) runs: ``import bertfeat``
+    loaded scikit-learn (with scipy and pandas, 2 s and more on a busy machine), so a Ctrl-C then was a traceback.
+    The heavy libraries now load inside the command."""
+    import subprocess
+    import sys
+
+    code = ("import sys, bertfeat.cli; bertfeat.cli.build_parser(); "
+            "print(sorted(m for m in ('sklearn', 'scipy', 'pandas', 'pyarrow', 'torch', 'transformers') "
+            "if m in sys.modules))")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "BERTFEAT_DEBUG"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert done.stdout == "[]\n", done.stdout + done.stderr
+
+
 def test_debug_shows_the_traceback_and_warnings_are_formatted_only_during_the_command(monkeypatch, capsys):
     import warnings
 

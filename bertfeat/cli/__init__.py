@@ -145,8 +145,12 @@ def main(argv=None) -> int:
     from bertfeat.exceptions import CacheError  # a --cache-dir that cannot be used is the caller's to fix
 
     _showable_output()
-    parser = build_parser()
-    args, unknown = parser.parse_known_args(argv)
+    try:
+        parser = build_parser()
+        args, unknown = parser.parse_known_args(argv)
+    except KeyboardInterrupt:  # Ctrl-C while the command line starts: nothing ran yet
+        print("bertfeat: interrupted", file=sys.stderr)
+        return 130
     if unknown:  # argparse blames the top parser, whose --help lists no command's options
         command = _command_parser(parser, args)
         message = f"unrecognized arguments: {' '.join(unknown)}"
