@@ -33,7 +33,7 @@ from bertfeat.hardware import run_facts
 from bertfeat.journal import BatchJournal
 from bertfeat.journal import use as use_journal
 from bertfeat.output import (
-    OutputPaths, _atomic_write_bytes, _Paths, atomic_write_bytes, check_output, fsync, job_lock, os_error_message,
+    OutputPaths, _atomic_write_bytes, _Paths, atomic_write_bytes, check_output, fsync, job_lock, job_os_error,
     remove_stale_temps, write_part,
 )
 from bertfeat.readers import CSV_NULLS, CSV_SUFFIXES, PARQUET_SUFFIXES, InputReader, resolve_input
@@ -238,7 +238,7 @@ def embed_file(
         except OSError as exc:
             if not _has_progress(paths):
                 shutil.rmtree(paths.partial, ignore_errors=True)
-            raise os_error_message(exc) from None
+            raise job_os_error(exc, paths) from None
         except BaseException:
             if not _has_progress(paths):
                 shutil.rmtree(paths.partial, ignore_errors=True)

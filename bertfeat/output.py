@@ -260,6 +260,27 @@ def os_error_message(exc: OSError, what: str | None = None) -> OSError:
     return new
 
 
+def job_os_error(exc: OSError, paths: OutputPaths) -> OSError:
+    """:func:`os_error_message` for a job writing ``paths``, where a file is missing because the folder of
+    ``--out``, or the job's ``.partial`` folder, was removed while it ran (a cleanup, a user's ``rm -r``): that is
+    what to say, not the name of the temp file the next write did not find."""
+    if exc.errno == errno.ENOENT:
+        if not paths.out.parent.is_dir():
+            gone = (f"the folder of --out, {str(paths.out.parent)!r}, was removed while the job ran, so nothing was "
+                    "written at --out; create it again, then run the same command to start the job over.")
+        elif not paths.partial.is_dir():
+            gone = (f"{str(paths.partial)!r}, where the job keeps its finished parts, was removed while the job ran "
+                    "(its parts with it), so nothing was written at --out; run the same command again to start the "
+                    "job over.")
+        else:
+            gone = None
+        if gone:
+            new = OSError(gone)
+            new.errno = exc.errno
+            return new
+    return os_error_message(exc)
+
+
 def check_written(files: list[Path], data_dir: Path, expected_rows: int, workers: str) -> dict:
     """The common provenance of the parquet ``files`` a distributed job wrote into ``data_dir``; fails loudly
     (RuntimeError, nothing renamed) when they disagree on the recipe or do not hold ``expected_rows`` rows.

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import warnings
 
 import numpy as np
@@ -597,3 +598,36 @@ def test_the_same_input_untouched_still_resumes_after_it_was_read_again(tiny_ber
     src.read_bytes()
     (tmp_path / "copy.csv").write_bytes(src.read_bytes())
     assert embed_file(str(src), str(out), **job)["counts"]["rows_resumed"] == 15
+
+
+@pytest.mark.parametrize("removed", ["the folder of --out", "the job's .partial folder"])
+def test_an_output_folder_removed_while_the_job_runs_is_named_as_what_happened(tiny_bert, tmp_path, monkeypatch,
+                                                                               removed):
+    """The folder of ``--out`` (or the job's ``.partial`` folder) removed while the job ran: the error named the temp
+    file of the next part's write (``'.../.part-000001.hashes.npy.tmp-123.npy': No such file or directory``), not what
+    happened and what to do."""
+    src, folder = _src(tmp_path), tmp_path / "features"
+    folder.mkdir()
+    out = folder / "out.parquet"
+    calls = []
+
+    def featurize(self, batch, first_row=0):
+        calls.append(batch.num_rows)
+        if len(calls) == 2:  # chunk 0 is written: its parts are there to lose
+            shutil.rmtree(folder if removed.startswith("the folder") else out.with_name("out.parquet.partial"))
+        return _CALL(self, batch, first_row)
+
+    monkeypatch.setattr(ArrowFeaturizer, "__call__", featurize)
+    with pytest.raises(OSError) as caught:
+        embed_file(str(src), str(out), "review", model=tiny_bert, quiet=True, chunk_rows=5)
+    if removed.startswith("the folder"):
+        assert str(caught.value) == (
+            f"the folder of --out, {str(folder)!r}, was removed while the job ran, so nothing was written at --out; "
+            "create it again, then run the same command to start the job over.")
+        return
+    assert str(caught.value) == (
+        f"{str(folder / 'out.parquet.partial')!r}, where the job keeps its finished parts, was removed while the job "
+        "ran (its parts with it), so nothing was written at --out; run the same command again to start the job over.")
+    assert sorted(p.name for p in folder.iterdir()) == []  # no lock file, no temp file left
+    _revive(monkeypatch)
+    assert embed_file(str(src), str(out), "review", model=tiny_bert, quiet=True, chunk_rows=5)["counts"]["rows"] == ROWS
