@@ -128,6 +128,18 @@ def _duration(seconds: float) -> str:
 # -- the job -----------------------------------------------------------------------------------------------------
 
 
+def refuse_local_options(params: dict, engine: str) -> None:
+    """Refuse :func:`embed_file`'s own options given to a cluster engine's function (``bertfeat embed`` refuses
+    ``--chunk-chars`` and ``--checkpoint-every`` so): they reached the BertEmbedder as "unexpected keyword argument
+    'chunk_chars'", which said neither that the engine has no such bound nor what bounds its memory."""
+    given = [name for name in ("chunk_chars", "checkpoint_seconds") if name in params]
+    if given:
+        raise TypeError(
+            f"{given[0]}= applies to the local engine only (bertfeat.files.embed_file): the {engine} engine reads its "
+            f"input in batches of batch_rows rows, so a smaller batch_rows bounds a batch's memory; drop {given[0]}=."
+        )
+
+
 def embed_file(
     input: str,
     out: str,

@@ -34,6 +34,7 @@ from bertfeat.exceptions import TruncationWarning
 from bertfeat.sources import FOLDER_OUTPUT, output_path
 from bertfeat.files import (
     PARQUET_SUFFIXES, DistinctCounter, InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary,
+    refuse_local_options,
 )
 from bertfeat.output import absolute_paths, check_folder_output, job_lock, remove_stale_temps, replace_output
 from bertfeat.recipe import _is_int
@@ -325,6 +326,7 @@ def embed_dataset(ds, text_col, keep_cols=(), *, num_workers=None, gpus_per_work
     """
     from bertfeat.arrow import ArrowFeaturizer
 
+    refuse_local_options(params, "Ray")
     ray = require_ray()
     text_cols = [text_col] if isinstance(text_col, str) else list(text_col)
     keep_cols = [keep_cols] if isinstance(keep_cols, str) else list(keep_cols)
@@ -374,6 +376,7 @@ def embed_parquet(input, out, text_col, *, keep_cols=(), layout: str = "columns"
     ``<out>.partial/cache`` deduplicates texts across batches and workers, and is kept by an interrupted run, so
     running the same command again embeds only what is left. Other parameters as for :func:`embed_dataset`.
     """
+    refuse_local_options(params, "Ray")
     ray = require_ray()
     t0 = time.perf_counter()
     text_cols = [text_col] if isinstance(text_col, str) else list(text_col)

@@ -436,6 +436,31 @@ def test_the_cluster_engines_refuse_an_input_that_is_no_path_alike(tmp_path, eng
                                "glob (a str or pathlib.Path).")
 
 
+
+@pytest.mark.parametrize("engine, option", [("ray", "chunk_chars"), ("ray dataset", "checkpoint_seconds"),
+                                            ("spark", "chunk_chars"), ("spark", "checkpoint_seconds")])
+def test_the_cluster_engines_refuse_the_local_engines_chunk_bound_saying_what_bounds_theirs(tmp_path, engine, option):
+    """``bertfeat embed --engine ray --chunk-chars N`` is refused, but from Python ``embed_parquet(..., chunk_chars=N)``
+    failed with "BertEmbedder.__init__() got an unexpected keyword argument 'chunk_chars'": neither that Ray and
+    Spark have no such bound nor what bounds their memory."""
+    src = _src(tmp_path)
+    if engine == "ray dataset":
+        from bertfeat.ray import embed_dataset
+
+        def run(src, out, col, **kw):
+            return embed_dataset(None, col, **kw)
+    elif engine == "ray":
+        from bertfeat.ray import embed_parquet as run
+    else:
+        from bertfeat.spark import embed_files as run
+    name = "Ray" if engine.startswith("ray") else "Spark"
+    with pytest.raises(TypeError) as info:
+        run(str(src), str(tmp_path / "o"), "review", **{option: 5})
+    assert str(info.value) == (
+        f"{option}= applies to the local engine only (bertfeat.files.embed_file): the {name} engine reads its input "
+        f"in batches of batch_rows rows, so a smaller batch_rows bounds a batch's memory; drop {option}=.")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]
+
 # -- a mistake is named by its row in the input, not in its chunk -----------------------------------------------------
 
 @pytest.mark.parametrize("kind", ["parquet", "csv"])
