@@ -31,7 +31,8 @@ import pyarrow.parquet as pq
 
 from bertfeat.quotes import QuoteScanner, open_quote_line
 from bertfeat.sources import (  # noqa: F401  (readers' public names since before the split)
-    CSV_SUFFIXES, PARQUET_SUFFIXES, _codec, _kind, input_path, is_pattern, path_text, resolve_input,
+    CSV_SUFFIXES, PARQUET_SUFFIXES, _codec, _kind, input_path, is_pattern, path_text, recorded_name,
+    resolve_input,
 )
 from bertfeat.utf8 import invalid_values, not_utf8_csv
 from bertfeat.utf8 import plain_text as _plain_text
@@ -151,8 +152,8 @@ class InputReader:
         modification time (``cp -p``, ``rsync -t``, ``touch -r``): no tool sets a change time, and both stay while a
         file is only read, also seen from another host of a shared filesystem (NFS keeps inode numbers)."""
         stats = [(f, f.stat()) for f in self.files]
-        return {"path": self.path if is_pattern(self.path) else str(Path(self.path).resolve()),
-                "files": [[str(f.resolve()), st.st_size, st.st_mtime_ns] for f, st in stats],
+        return {"path": recorded_name(self.path if is_pattern(self.path) else Path(self.path).resolve()),
+                "files": [[recorded_name(f.resolve()), st.st_size, st.st_mtime_ns] for f, st in stats],
                 "identity": [[st.st_ino, st.st_ctime_ns] for _, st in stats]}
 
     def check_unchanged(self, fingerprint: dict) -> None:

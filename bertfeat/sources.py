@@ -79,6 +79,14 @@ def utf8_path(path: str, name: str, does: str) -> str:
     return path
 
 
+def recorded_name(path) -> str:
+    """``path`` as a manifest and a job's state record it: valid Unicode, every byte of the name that is not UTF-8
+    written as the four characters ``\\xNN`` (a CSV named in Latin-1, ``caf\\xe9.csv``). Python gives such a name as
+    a lone surrogate (``'caf\\udce9.csv'``), which JSON can only write as ``"\\udce9"``: R's jsonlite reads that as
+    invalid UTF-8, jq as U+FFFD, JavaScript as an ill-formed string. A UTF-8 name is kept as it is."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
 def input_path(path) -> str:
     path = path_text(path, "input", "the path of a CSV or parquet file, a folder or a glob")
     if path == "-":  # the Unix name of standard input, whatever lies in the folder

@@ -565,6 +565,49 @@ def test_a_filesystem_without_flock_runs_the_job_with_a_warning_and_the_cache_un
                                                           "g.parquet.manifest.json", "in.csv"]
 
 
+def test_a_csv_input_whose_name_is_not_utf8_is_named_in_valid_unicode_in_the_manifest(tiny_bert, tmp_path,
+                                                                                     monkeypatch):
+    """A CSV input named in Latin-1 (``in\\xe9.csv``) was written into the manifest as Python's surrogate escape,
+    ``"in\\udce9.csv"``: a lone surrogate, which R's jsonlite reads as invalid UTF-8 bytes, jq as U+FFFD and
+    JavaScript as an ill-formed string. Each byte that is not UTF-8 is now written as the text ``\\xNN``, so every
+    string of the manifest is valid Unicode and reads alike everywhere; a rerun still resumes (the job's state
+    names it so too)."""
+    monkeypatch.chdir(tmp_path)
+    name = os.fsdecode(b"in\xe9 caf\xc3\xa9.csv")  # a Latin-1 byte, and UTF-8 (kept as it is) in one name
+    frame(12).to_csv(name, index=False)
+    args = ["embed", name, "--text-col", "review", "--model", tiny_bert, "--quiet", "--chunk-rows", "5"]
+    assert main([*args, "--out", "f.parquet"]) == 0
+    raw = Path("f.parquet.manifest.json").read_bytes()
+    manifest = json.loads(raw)
+    written = str(tmp_path) + "/in\\xe9 caf\u00e9.csv"
+    assert manifest["input"]["path"] == written and manifest["input"]["files"][0][0] == written
+
+    def strings(v):
+        if isinstance(v, dict):
+            return [s for k, x in v.items() for s in [k, *strings(x)]]
+        return [s for x in v for s in strings(x)] if isinstance(v, list) else [v] if isinstance(v, str) else []
+
+    for s in strings(manifest):
+        s.encode("utf-8")  # no lone surrogate: valid Unicode
+    assert b"\\ud" not in raw.lower()
+    # the same job, stopped after its first chunk, resumes under that name
+    import bertfeat.arrow
+
+    real, calls = bertfeat.arrow.ArrowFeaturizer.__call__, []
+
+    def stop_at_chunk_1(self, batch, first_row=0):
+        if calls:
+            raise KeyboardInterrupt()
+        calls.append(1)
+        return real(self, batch, first_row)
+
+    monkeypatch.setattr(bertfeat.arrow.ArrowFeaturizer, "__call__", stop_at_chunk_1)
+    assert main([*args, "--out", "g.parquet"]) == 130
+    monkeypatch.setattr(bertfeat.arrow.ArrowFeaturizer, "__call__", real)
+    assert main([*args, "--out", "g.parquet"]) == 0
+    assert json.loads(Path("g.parquet.manifest.json").read_text())["counts"]["rows_resumed"] == 5
+
+
 def test_a_name_that_is_not_utf8_is_refused_early_for_the_output_and_a_parquet_input_and_read_as_csv(
         tiny_bert, tmp_path, capsys, monkeypatch):
     # Latin-1 bytes from a Windows zip reach Python as a surrogate-escaped str ('caf\udce9'): pyarrow takes only
@@ -591,8 +634,9 @@ def test_a_name_that_is_not_utf8_is_refused_early_for_the_output_and_a_parquet_i
         "and bertfeat reads parquet files with pyarrow, which takes UTF-8 paths only; rename it (convmv -f latin1 -t "
         "utf8 renames files from Latin-1) or choose another path.\n")
     assert sorted(os.listdir(tmp_path)) == sorted([os.fsdecode(b"in\xe9.csv"), os.fsdecode(b"in\xe9.parquet")])
-    # a CSV file is opened by Python, which takes any name: it reads, and the manifest gives its name back
+    # a CSV file is opened by Python, which takes any name: it reads, and the manifest names it in valid Unicode
+    # (see test_a_csv_input_whose_name_is_not_utf8_is_named_in_valid_unicode_in_the_manifest)
     assert main(["embed", os.fsdecode(b"in\xe9.csv"), "--out", "f.parquet", *common]) == 0
     manifest = json.loads(Path("f.parquet.manifest.json").read_text())
-    assert os.fsencode(manifest["input"]["path"]) == os.fsencode(str(tmp_path)) + b"/in\xe9.csv"
+    assert manifest["input"]["path"] == str(tmp_path) + "/in\\xe9.csv"
     assert pq.read_table("f.parquet").num_rows == 3
