@@ -193,13 +193,22 @@ def encode(
     if len(todo):
         model = backend()
         check_first_token(model, recipe.pooling if _pooling_asked is None else _pooling_asked)
+
+        def refuse_dropped(lo: int, content: np.ndarray) -> None:
+            """Under missing="error", refuse a text the tokenizer dropped whole once its chunk is tokenized, before
+            the model runs it: uniques are in first-seen order and chunks go in order, so it is the first such row."""
+            if (content == 0).any():
+                found = np.zeros(len(uniques), dtype=bool)
+                found[todo[lo:lo + len(content)]] = content == 0
+                _refuse_dropped(uniques, found, inverse, is_missing, row_name,
+                                all_seen=lo + len(content) == len(todo))
+
         new_vectors, new_tokens, run, content = _run_model(
-            [uniques[j] for j in todo], recipe, model, batch_tokens or model.default_batch_tokens, progress
+            [uniques[j] for j in todo], recipe, model, batch_tokens or model.default_batch_tokens, progress,
+            planned=refuse_dropped if missing == "error" else None,
         )
         _check_finite(new_vectors, todo, inverse, is_missing, row_name, recipe)
         dropped[todo] = content == 0
-        if missing == "error" and dropped.any():
-            _refuse_dropped(uniques, dropped, inverse, is_missing, row_name)
         vectors[todo] = new_vectors
         n_tokens[todo] = new_tokens
         stats.tokens, stats.padded_tokens, stats.batches = run
@@ -253,16 +262,19 @@ def refuse_dropped_rows(texts: Sequence[str], dropped: np.ndarray, row_name: Cal
 
 
 def _refuse_dropped(uniques: list[str], dropped: np.ndarray, inverse: np.ndarray, is_missing: np.ndarray,
-                    row_name: Callable[[int], str]) -> None:
-    """Refuse, under ``missing="error"``, the first row whose text the tokenizer reduced to no token at all."""
+                    row_name: Callable[[int], str], all_seen: bool = True) -> None:
+    """Refuse, under ``missing="error"``, the first row whose text the tokenizer reduced to no token at all.
+    ``all_seen``: whether ``dropped`` marks every such text, or (texts tokenized in chunks) those seen so far."""
     at = np.flatnonzero(dropped[inverse])
     row = int(np.flatnonzero(~is_missing)[at[0]])
     others = len(at) - 1
+    alike = (f" ({others} other row(s) are alike)" if all_seen else f" (at least {others} other row(s) are alike)"
+             ) if others else ""
     raise ValueError(
         f"{row_name(row)} ({_describe_value(uniques[inverse[at[0]]])}) gives no token to this model's tokenizer, which "
         "drops every character of it, so its vector would be the empty text's, alike for every such text: bertfeat "
-        "treats it as missing, and missing='error'" + (f" ({others} other row(s) are alike)" if others else "")
-        + ". Pass missing='zero' for a zero vector, missing='nan' for a row of NaN, or drop or fill those rows first. "
+        f"treats it as missing, and missing='error'{alike}. Pass missing='zero' for a zero vector, missing='nan' for "
+        "a row of NaN, or drop or fill those rows first. "
         "Nothing was cached."
     )
 
@@ -317,8 +329,12 @@ def derive(X: np.ndarray, source: Recipe, recipe: Recipe) -> np.ndarray:
     return out.reshape(len(X), recipe.n_features)
 
 
-def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progress: bool):
+def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progress: bool,
+               planned: Callable[[int, np.ndarray], None] | None = None):
     """Tokenize, window, batch by token budget, run, pool and combine: the part that needs the model.
+
+    ``planned(lo, content)`` is called with each chunk's first text and its texts' own token counts once it is
+    tokenized, before any of its batches goes to the model (it may raise: :func:`encode`'s refusal of a dropped text).
 
     Texts go in chunks of ``model.chunk_texts`` (default: all at once, the least padding). With ``model.prefetch``
     a background thread tokenizes and plans the next chunks while the model runs, which keeps a GPU busy: the
@@ -347,6 +363,8 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
         for lo, hi in chunk_bounds(len(texts), chunk, first=max(1, chunk // 8) if prefetch else chunk):
             heads, rest = read_tokens(texts[lo:hi], recipe, model, prefix, keep)
             seqs = TokenSeqs.from_lists(rest)
+            if planned is not None:
+                planned(lo, seqs.length)
             if heads is not None:  # every unit (every window of a long text) starts with the prefix's tokens
                 head_lengths = np.fromiter(map(len, heads), dtype=np.int64, count=len(heads))
                 units = make_units(seqs, window + len(prefix) - head_lengths, recipe.long_text, recipe.stride)

@@ -255,3 +255,42 @@ def test_truncate_tokenizes_only_the_head_of_a_long_text(prefix):
     want, want_stats, _ = run(["short", text[:100]], recipe=recipe)  # 100 characters: truncated all the same
     np.testing.assert_array_equal(out, want)
     assert (stats.truncated, stats.missing, stats.tokens) == (1, 0, want_stats.tokens)
+
+
+class _AsciiOnly(CountingBackend):
+    """A counting backend whose tokenizer drops every character outside ASCII (as a BPE with no unknown token does:
+    tests/tiny_encoders.py "bpe-no-unk"), optionally in chunks of ``chunk_texts`` texts, prefetched as on a GPU."""
+
+    def __init__(self, chunk_texts=0, prefetch=False):
+        super().__init__()
+        self.chunk_texts, self.prefetch = chunk_texts, prefetch
+
+    def tokenize(self, texts):
+        self.tokenized.extend(texts)
+        return [[ord(c) % 251 + 5 for c in t if ord(c) < 128] for t in texts]
+
+
+@pytest.mark.parametrize("chunking, run_before", [
+    ({}, 0),  # all tokenized at once (the CPU's way): nothing runs
+    ({"chunk_texts": 2}, 2),  # distinct texts in chunks [0, 1], [2, "ΩΩ"]: the first chunk's 2 texts ran
+    ({"chunk_texts": 2, "prefetch": True}, 3),  # [0], [1, 2], ["ΩΩ", 4] (a GPU's: the first chunk an eighth)
+])
+def test_a_dropped_text_under_missing_error_is_refused_before_the_model_runs_its_texts(chunking, run_before):
+    """Under missing="error" a text the tokenizer drops whole was refused only once every batch of the texts had run
+    through the model (the whole of a transform, hours on a large one on CPU). It is refused once tokenized, before
+    any batch holding it (or after it) is run; in chunks (a GPU's), the chunks before it only; the first such row is
+    named, whatever the chunking."""
+    backend = _AsciiOnly(**chunking)
+    texts = ["a cat", "a dog", "the cat", "a cat", "\u03a9\u03a9", "some dog", "\U0001f600", "a bird", "an ox"]
+    with pytest.raises(ValueError) as refused:
+        encode(texts, make_recipe(), lambda: backend, missing="error")
+    # the rows alike are counted where all were tokenized; in chunks, only those seen (none after "ΩΩ"'s chunk)
+    alike = "" if chunking else " (1 other row(s) are alike)"
+    assert str(refused.value).startswith(
+        f"row 4 ('\u03a9\u03a9') gives no token to this model's tokenizer, which drops every character of it, so its "
+        f"vector would be the empty text's, alike for every such text: bertfeat treats it as missing, and "
+        f"missing='error'{alike}. Pass missing='zero'")
+    assert backend.rows == run_before
+    X, stats = encode(texts, make_recipe(), lambda: _AsciiOnly(**chunking), missing="nan")
+    assert np.isnan(X[[4, 6]]).all() and not np.isnan(np.delete(X, [4, 6], axis=0)).any()
+    assert (stats.missing, stats.unique) == (2, 6)
