@@ -119,7 +119,7 @@ def _locate(model: str) -> Path:
         return Path(get_model_path())
     p = Path(model).expanduser()
     if p.is_dir():
-        return p.resolve()
+        return _utf8_folder(p.resolve())
     if p.exists() or model.startswith((".", "/", "~")) or not re.fullmatch(r"[\w.-]+(/[\w.-]+)?", model):
         raise ModelNotAvailableError(
             f"model={model!r} looks like a local path, but there is no model directory there. Pass a directory "
@@ -127,6 +127,21 @@ def _locate(model: str) -> Path:
             "'sentence-transformers/all-mpnet-base-v2', or model='default'."
         )
     return _from_hub(model)
+
+
+def _utf8_folder(folder: Path) -> Path:
+    """``folder`` where its path is UTF-8; a path in another encoding (Latin-1 from a Windows zip reaches Python as
+    ``'mod\\udce9'``) failed as the tokenizer loaded with "'utf-8' codec can't encode character '\\udce9' ...:
+    surrogates not allowed", naming neither the folder nor what to do: Hugging Face tokenizers take UTF-8 paths only."""
+    try:
+        str(folder).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"model folder {str(folder)!r} (the bytes {os.fsencode(folder)!r}) is not a UTF-8 path, and the model's "
+            "tokenizer is loaded by Hugging Face tokenizers, which take UTF-8 paths only; rename it (convmv -f "
+            "latin1 -t utf8 renames files from Latin-1) or move the model to another folder."
+        ) from None
+    return folder
 
 
 def _from_hub(name: str) -> Path:

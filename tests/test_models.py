@@ -1,4 +1,5 @@
 import json
+import os
 import shutil
 
 import pytest
@@ -530,3 +531,28 @@ def test_a_module_path_outside_the_model_folder_is_refused_not_followed(tiny_ber
     with pytest.raises(ModelNotAvailableError, match=r"entry 0 of .*modules.json puts its module in .*, outside the "
                                                      r"model's folder"):
         resolve_model(str(model))
+
+
+def test_a_model_folder_whose_path_is_not_utf8_is_refused_naming_it(tiny_bert, tmp_path):
+    """A model folder named in Latin-1 (``mod\\xe9``, from a Windows zip) failed as its tokenizer loaded with "'utf-8'
+    codec can't encode character '\\udce9' in position 13: surrogates not allowed", naming neither the folder nor
+    what to do (Hugging Face tokenizers take UTF-8 paths only); it is refused naming the folder and its bytes, on
+    every route to a model (the estimator, bertfeat embed)."""
+    from bertfeat import BertEmbedder
+    from bertfeat.cli import main
+    from bertfeat.models import resolve_model
+
+    folder = os.fsdecode(os.fsencode(str(tmp_path)) + b"/mod\xe9")
+    shutil.copytree(tiny_bert, folder)
+    want = (f"model folder {folder!r} (the bytes {os.fsencode(folder)!r}) is not a UTF-8 path, and the model's "
+            "tokenizer is loaded by Hugging Face tokenizers, which take UTF-8 paths only; rename it (convmv -f latin1 "
+            "-t utf8 renames files from Latin-1) or move the model to another folder.")
+    with pytest.raises(ValueError) as refused:
+        resolve_model(folder)
+    assert str(refused.value) == want
+    with pytest.raises(ValueError, match="is not a UTF-8 path"):
+        BertEmbedder(folder).fit(["a text"])
+    (tmp_path / "in.csv").write_text("t\nhello\n")
+    assert main(["embed", str(tmp_path / "in.csv"), "--text-col", "t", "--model", folder, "--out",
+                 str(tmp_path / "o.parquet"), "--quiet"]) == 2
+    assert not (tmp_path / "o.parquet").exists()
