@@ -162,8 +162,11 @@ class InputReader:
         part from one version and part from another."""
         try:
             same = self.fingerprint() == fingerprint
-        except OSError:  # a file of it is gone
-            same = False
+        except OSError as exc:  # a file of it is gone (it was read whole through its open handle)
+            raise ValueError(
+                f"input file {os.fsdecode(exc.filename or self.path)!r} was removed or renamed while the job read it; "
+                "nothing was written. Put it back (or name it where it is now), then run the command again."
+            ) from None
         if not same:
             raise ValueError(
                 f"input {self.path!r} changed while the job read it (a file's size, modification or change time is "

@@ -656,3 +656,22 @@ def test_an_output_folder_removed_while_the_job_runs_is_named_as_what_happened(t
     assert sorted(p.name for p in folder.iterdir()) == []  # no lock file, no temp file left
     _revive(monkeypatch)
     assert embed_file(str(src), str(out), "review", model=tiny_bert, quiet=True, chunk_rows=5)["counts"]["rows"] == ROWS
+
+
+def test_an_input_removed_while_the_job_reads_it_is_named_as_removed_not_as_still_being_written(tiny_bert, tmp_path,
+                                                                                                monkeypatch):
+    """An input file removed (or renamed) while the job read it failed the job with "changed while the job read it
+    (... is it still being copied or written?)": it says now what happened to which file."""
+    src, out = _src(tmp_path, "csv"), tmp_path / "f.parquet"
+
+    def featurize(self, batch, first_row=0):
+        src.unlink(missing_ok=True)  # the rest is read through the open file
+        return _CALL(self, batch, first_row)
+
+    monkeypatch.setattr(ArrowFeaturizer, "__call__", featurize)
+    with pytest.raises(ValueError) as caught:
+        embed_file(str(src), str(out), "review", model=tiny_bert, quiet=True, chunk_rows=5)
+    assert str(caught.value) == (
+        f"input file {str(src.resolve())!r} was removed or renamed while the job read it; nothing was written. Put it "
+        "back (or name it where it is now), then run the command again.")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
