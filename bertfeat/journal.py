@@ -92,7 +92,9 @@ class BatchJournal:
         self._since = time.monotonic()
         if not self._new:
             return
-        self.folder.mkdir(parents=True, exist_ok=True)
+        # not parents=True: the job's folder (and --out's) removed while it runs must fail the job, not be made again
+        # to fill with the rest of its parts while the first are gone
+        self.folder.mkdir(exist_ok=True)
         self._files += 1
         final = self.folder / f"{self._files:06d}-{os.getpid()}.npz"
         tmp = self.folder / f".{final.name}.tmp"

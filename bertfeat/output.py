@@ -264,7 +264,7 @@ def job_os_error(exc: OSError, paths: OutputPaths) -> OSError:
     """:func:`os_error_message` for a job writing ``paths``, where a file is missing because the folder of
     ``--out``, or the job's ``.partial`` folder, was removed while it ran (a cleanup, a user's ``rm -r``): that is
     what to say, not the name of the temp file the next write did not find."""
-    if exc.errno == errno.ENOENT:
+    if exc.errno == errno.ENOENT or isinstance(exc, FileNotFoundError):  # pyarrow's carry no errno
         if not paths.out.parent.is_dir():
             gone = (f"the folder of --out, {str(paths.out.parent)!r}, was removed while the job ran, so nothing was "
                     "written at --out; create it again, then run the same command to start the job over.")

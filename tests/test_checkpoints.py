@@ -136,7 +136,8 @@ def test_sigkill_loses_at_most_the_batches_since_the_last_checkpoint(tiny_bert, 
 def test_the_journal_saves_by_time_and_skips_a_damaged_file(tmp_path, monkeypatch):
     now = [100.0]
     monkeypatch.setattr("bertfeat.journal.time.monotonic", lambda: now[0])
-    folder = tmp_path / "partial" / "part-000000.journal"  # made, parents and all, at the first save
+    folder = tmp_path / "partial" / "part-000000.journal"  # made at the first save, in the job's folder
+    (tmp_path / "partial").mkdir()
     journal = BatchJournal(folder, every=30)
     journal.put("a", np.ones((2, 3), np.float32))
     now[0] += 29.5
@@ -158,6 +159,11 @@ def test_the_journal_saves_by_time_and_skips_a_damaged_file(tmp_path, monkeypatc
     assert again.reused == 3 and again.get("a") is None  # each saved batch answers once
     with pytest.raises(ValueError, match="expected seconds >= 0"):
         BatchJournal(tmp_path / "k", every=-1)
+    # the job's folder gone (removed while the job ran): the save fails, never makes it again
+    gone = BatchJournal(tmp_path / "removed" / "part-000001.journal", every=0)
+    with pytest.raises(FileNotFoundError):
+        gone.put("a", np.ones(2, np.float32))
+    assert not (tmp_path / "removed").exists()
 
 
 def test_a_chunk_killed_twice_keeps_the_batches_of_both_runs(tmp_path):

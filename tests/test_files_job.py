@@ -625,12 +625,15 @@ def test_the_same_input_untouched_still_resumes_after_it_was_read_again(tiny_ber
     assert embed_file(str(src), str(out), **job)["counts"]["rows_resumed"] == 15
 
 
+@pytest.mark.parametrize("checkpoint_seconds", [30, 0])
 @pytest.mark.parametrize("removed", ["the folder of --out", "the job's .partial folder"])
 def test_an_output_folder_removed_while_the_job_runs_is_named_as_what_happened(tiny_bert, tmp_path, monkeypatch,
-                                                                               removed):
+                                                                               removed, checkpoint_seconds):
     """The folder of ``--out`` (or the job's ``.partial`` folder) removed while the job ran: the error named the temp
     file of the next part's write (``'.../.part-000001.hashes.npy.tmp-123.npy': No such file or directory``), not what
-    happened and what to do."""
+    happened and what to do. A checkpoint saved while the chunk ran made the folders again (``mkdir(parents=True)``),
+    so the job ran on to its end and failed there with "a file: .../part-000000.parquet.", leaving a ``.partial``
+    of parts without the first ones."""
     src, folder = _src(tmp_path), tmp_path / "features"
     folder.mkdir()
     out = folder / "out.parquet"
@@ -644,8 +647,11 @@ def test_an_output_folder_removed_while_the_job_runs_is_named_as_what_happened(t
 
     monkeypatch.setattr(ArrowFeaturizer, "__call__", featurize)
     with pytest.raises(OSError) as caught:
-        embed_file(str(src), str(out), "review", model=tiny_bert, quiet=True, chunk_rows=5)
+        embed_file(str(src), str(out), "review", model=tiny_bert, quiet=True, chunk_rows=5,
+                   checkpoint_seconds=checkpoint_seconds)
+    assert len(calls) == 2  # stopped in the chunk during which the folder went
     if removed.startswith("the folder"):
+        assert not folder.exists()
         assert str(caught.value) == (
             f"the folder of --out, {str(folder)!r}, was removed while the job ran, so nothing was written at --out; "
             "create it again, then run the same command to start the job over.")
