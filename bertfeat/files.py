@@ -132,12 +132,34 @@ def refuse_local_options(params: dict, engine: str) -> None:
     """Refuse :func:`embed_file`'s own options given to a cluster engine's function (``bertfeat embed`` refuses
     ``--chunk-chars`` and ``--checkpoint-every`` so): they reached the BertEmbedder as "unexpected keyword argument
     'chunk_chars'", which said neither that the engine has no such bound nor what bounds its memory."""
+    if "chunk_rows" in params:
+        raise TypeError(f"chunk_rows= is the local engine's (bertfeat.files.embed_file): the {engine} engine's rows "
+                        "per batch are batch_rows=.")
     given = [name for name in ("chunk_chars", "checkpoint_seconds") if name in params]
     if given:
         raise TypeError(
             f"{given[0]}= applies to the local engine only (bertfeat.files.embed_file): the {engine} engine reads its "
             f"input in batches of batch_rows rows, so a smaller batch_rows bounds a batch's memory; drop {given[0]}=."
         )
+
+
+_CLUSTER_OPTIONS = {  # a cluster engine's own option given to embed_file -> what to do instead
+    "batch_rows": "the local engine's batch is chunk_rows=",
+    "num_workers": "it is bertfeat.ray.embed_parquet's",
+    "gpus_per_worker": "it is bertfeat.ray.embed_parquet's",
+    "cpus_per_worker": "it is bertfeat.ray.embed_parquet's",
+    "preserve_order": "it is bertfeat.ray.embed_parquet's; the local engine keeps the input's order",
+    "master": "it is bertfeat.spark.embed_files'",
+}
+
+
+def refuse_cluster_options(params: dict) -> None:
+    """Refuse a Ray or Spark option given to :func:`embed_file`: it reached the BertEmbedder as "unexpected keyword
+    argument 'batch_rows'", which said neither whose option it is nor what the local engine takes."""
+    given = [name for name in _CLUSTER_OPTIONS if name in params]
+    if given:
+        raise TypeError(f"{given[0]}= is not an option of the local engine (bertfeat.files.embed_file): "
+                        f"{_CLUSTER_OPTIONS[given[0]]}.")
 
 
 def embed_file(
@@ -195,6 +217,7 @@ def embed_file(
     """
     from bertfeat.arrow import ArrowFeaturizer
 
+    refuse_cluster_options(params)
     t0 = time.perf_counter()
     text_cols = [text_cols] if isinstance(text_cols, str) else list(text_cols)
     keep_cols = [keep_cols] if isinstance(keep_cols, str) else list(keep_cols)

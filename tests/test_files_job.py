@@ -460,6 +460,25 @@ def test_the_cluster_engines_refuse_the_local_engines_chunk_bound_saying_what_bo
         f"{option}= applies to the local engine only (bertfeat.files.embed_file): the {name} engine reads its input "
         f"in batches of batch_rows rows, so a smaller batch_rows bounds a batch's memory; drop {option}=.")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]
+    with pytest.raises(TypeError) as info:  # the local engine's name for a batch's rows
+        run(str(src), str(tmp_path / "o"), "review", chunk_rows=5)
+    assert str(info.value) == (f"chunk_rows= is the local engine's (bertfeat.files.embed_file): the {name} engine's "
+                               "rows per batch are batch_rows=.")
+
+
+@pytest.mark.parametrize("option, value, instead", [
+    ("batch_rows", 5, "the local engine's batch is chunk_rows="),
+    ("num_workers", 2, "it is bertfeat.ray.embed_parquet's"),
+    ("master", "local[2]", "it is bertfeat.spark.embed_files'"),
+])
+def test_the_local_engine_refuses_a_cluster_engines_option_saying_whose_it_is(tmp_path, option, value, instead):
+    """The mirror of the refusal above: ``embed_file(..., batch_rows=5)`` (Ray's and Spark's name for the rows of a
+    batch) failed with "BertEmbedder.__init__() got an unexpected keyword argument 'batch_rows'"."""
+    src = _src(tmp_path)
+    with pytest.raises(TypeError) as info:
+        embed_file(str(src), str(tmp_path / "o.parquet"), "review", **{option: value})
+    assert str(info.value) == f"{option}= is not an option of the local engine (bertfeat.files.embed_file): {instead}."
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]
 
 # -- a mistake is named by its row in the input, not in its chunk -----------------------------------------------------
 
