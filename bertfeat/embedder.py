@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import inspect
 import logging
 import os
 import warnings
@@ -249,6 +250,16 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
             if self.columns is None:  # every input column is a text column: name the features after input_features
                 columns = input_features
         return np.asarray([n for c in columns for n in self.recipe_.feature_names(c)], dtype=object)
+
+    def __setstate__(self, state):
+        # A pickle of an older bertfeat lacks the parameters added since (prefix, prompt_name, ...): each takes its
+        # default, which is what that version did (a new parameter's default must keep the old behaviour). Without
+        # it repr, get_params and clone of the loaded pipeline fail on the absent attribute.
+        state = dict(state)
+        for name, param in inspect.signature(type(self).__init__).parameters.items():
+            if param.default is not param.empty:
+                state.setdefault(name, param.default)
+        super().__setstate__(state)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

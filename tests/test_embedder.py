@@ -940,3 +940,33 @@ def test_a_relative_model_path_read_from_another_directory_is_named_with_where_i
         f"directory; when this BertEmbedder was fitted it was {tiny_bert}. Name the model by its absolute path: "
         f"set_params(model={tiny_bert!r}) (<step>__model= in a Pipeline).")
     np.testing.assert_array_equal(est.set_params(model=tiny_bert).transform(TEXTS), there)
+
+
+class _PickledByAnOlderBertfeat:
+    """Pickles as a BertEmbedder whose state lacks ``missing_params``: what a bertfeat of before those parameters
+    wrote (the pickle names the class and gives its __dict__; loading calls __setstate__ with that dict)."""
+
+    def __init__(self, est, missing_params):
+        self.state = {k: v for k, v in est.__getstate__().items() if k not in missing_params}
+
+    def __reduce__(self):
+        import copyreg
+
+        return copyreg._reconstructor, (BertEmbedder, object, None), self.state
+
+
+def test_a_pickle_of_an_older_bertfeat_lacking_newer_parameters_prints_clones_and_transforms(tiny_bert):
+    """A pipeline pickled before prefix=, prompt_name= (2026-11-23) or cache_all_layers= existed, loaded by this
+    bertfeat: its repr, get_params and clone failed with "'BertEmbedder' object has no attribute 'prefix'" (a
+    notebook could not even show it). Each absent parameter takes its default, which is what that version did."""
+    est = BertEmbedder(tiny_bert, pooling="mean").fit(TEXTS)
+    want = est.transform(TEXTS)
+    old = pickle.loads(pickle.dumps(_PickledByAnOlderBertfeat(
+        est, {"prefix", "prompt_name", "cache_all_layers", "_recipe_params", "_model_dir_in_fit", "_column_labels_in"})))
+    assert type(old) is BertEmbedder and "pooling='mean'" in repr(old)
+    params = old.get_params()
+    assert params["prefix"] is None and params["prompt_name"] is None and params["cache_all_layers"] is False
+    assert params["pooling"] == "mean" and params["model"] == tiny_bert
+    np.testing.assert_array_equal(old.transform(TEXTS), want)
+    np.testing.assert_array_equal(clone(old).fit(TEXTS).transform(TEXTS), want)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(old)).transform(TEXTS), want)
