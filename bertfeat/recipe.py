@@ -143,6 +143,29 @@ class Recipe:
     model_format: int = 0
     _fingerprint: str = field(default="", init=False, repr=False, compare=False)
 
+    def __setstate__(self, state):
+        # A recipe unpickled (inside a fitted estimator) describes the vectors this bertfeat computes for it: its
+        # fingerprint is recomputed under this version's key rules, and its format is this version's. Kept as
+        # pickled, a recipe of an older (or newer) format looked up the other code's vectors in the cache and wrote
+        # this code's beside them under the same key, silently; a recipe fitted anew keys them apart.
+        state = dict(state)
+        state.pop("_fingerprint", None)
+        pickled = state.get("format_version", FORMAT_VERSION)
+        state["format_version"] = FORMAT_VERSION
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "_fingerprint", "")
+        if pickled != FORMAT_VERSION:
+            import warnings
+
+            warnings.warn(
+                f"This embedding recipe was pickled by a bertfeat of embedding format {pickled}, and this bertfeat "
+                f"computes format {FORMAT_VERSION}: for some recipes (see FORMAT_VERSION in bertfeat/recipe.py) its "
+                "features may differ from those at fit. Fit again with this bertfeat, or load the pipeline with the "
+                "bertfeat it was fitted with.",
+                UserWarning, stacklevel=2,
+            )
+
     @property
     def layer_groups(self) -> tuple[tuple[int, ...], ...]:
         """Layers pooled into one block each: all together for ``"mean"``, one each for ``"concat"``."""

@@ -1,4 +1,5 @@
 import dataclasses
+import warnings
 
 import pytest
 
@@ -135,3 +136,51 @@ def test_to_dict_is_the_key_with_the_models_name_and_the_fingerprint():
     d = recipe.to_dict()
     assert d == {**recipe.key_dict(), "model": "my-model", "fingerprint": recipe.fingerprint()}
     assert list(d)[-2:] == ["model", "fingerprint"] and "model" not in recipe.key_dict()
+
+
+class _PickledByAnOlderBertfeat:
+    """Pickles as a Recipe whose state is ``state``: a recipe (inside a fitted BertEmbedder) as an older bertfeat
+    wrote it, the fingerprint it computed included."""
+
+    def __init__(self, state):
+        self.state = state
+
+    def __reduce__(self):
+        import copyreg
+
+        return copyreg._reconstructor, (Recipe, object, None), self.state
+
+
+def _as_an_older_bertfeat_pickled_it(recipe: Recipe, fingerprint: str, **fields) -> Recipe:
+    import pickle
+
+    state = {**recipe.__dict__, **fields, "_fingerprint": fingerprint}
+    return pickle.loads(pickle.dumps(_PickledByAnOlderBertfeat(state)))
+
+
+def test_an_unpickled_recipe_keys_the_vectors_this_bertfeat_computes_not_those_of_the_one_that_pickled_it():
+    """A recipe pickled with a fitted pipeline kept the fingerprint and format_version of the bertfeat that fitted
+    it. Loaded after an upgrade that changed its vectors (FORMAT_VERSION 1 -> 2; a prefix tokenized with the text,
+    PREFIX_FORMAT), its cache lookups answered the old code's vectors and wrote the new code's under the same key:
+    one cache namespace of two kinds of vectors, silently, where a recipe fitted anew keys them apart."""
+    import copy
+    import pickle
+
+    from bertfeat.recipe import FORMAT_VERSION
+
+    now = make_recipe(long_text="chunk", stride=2, layers=(2, 3))
+    for other in (FORMAT_VERSION - 1, FORMAT_VERSION + 1):  # pickled before an upgrade, or by a newer bertfeat
+        pickled = dataclasses.replace(now, format_version=other)
+        with pytest.warns(UserWarning, match=f"embedding format {other}.*this bertfeat computes format "
+                                             f"{FORMAT_VERSION}.*may differ from those at fit"):
+            loaded = _as_an_older_bertfeat_pickled_it(now, pickled.fingerprint(), format_version=other)
+        assert loaded.format_version == FORMAT_VERSION and loaded.fingerprint() == now.fingerprint()
+    # a prefix recipe pickled before its key held the prefix's format: the same fields, another key then
+    with_prefix = make_recipe(prefix="query: ")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same format: nothing to say
+        loaded = _as_an_older_bertfeat_pickled_it(with_prefix, "0" * 32)
+        assert loaded.fingerprint() == with_prefix.fingerprint() and loaded == with_prefix
+        # this version's pickles and copies keep what they had
+        for again in (pickle.loads(pickle.dumps(now)), copy.deepcopy(now), copy.copy(now)):
+            assert again == now and again.fingerprint() == now.fingerprint()
