@@ -169,6 +169,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
     def fit(self, X, y=None):
         """Check parameters and input, and read the model's shape. Trains nothing; returns self."""
         from bertfeat.inputs import text_columns
+        from bertfeat.models import resolve_model
 
         self._check_runtime_params()
         self.recipe_ = self._build_recipe()
@@ -176,6 +177,9 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         self._recipe_params = copy.deepcopy({name: getattr(self, name) for name in _RECIPE_PARAMS})
         # a relative model path is read from the working directory: where it pointed, to say so if that changes
         self._model_dir_in_fit = _relative_model_dir(self.model)
+        # the model's folder and revision: named if its files are not the fitted ones at transform
+        spec = resolve_model(self.model, trust_remote_code=self.trust_remote_code)
+        self._model_files_in_fit = (spec.folder, spec.revision)
         self._cache()  # a cache_dir that is a file or unwritable is a CacheError now, before any work
         names, values, all_columns = text_columns(X, self.columns)
         if not values and len(X):  # rows, but no column: not a lack of samples
@@ -457,6 +461,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         """A callable that loads (or reuses) the model, checking it is still the one the recipe was fitted with."""
         recipe, model, device, trust = self.recipe_, self.model, self.device, self.trust_remote_code
         fitted_dir, name = getattr(self, "_model_dir_in_fit", None), type(self).__name__
+        fitted_files = getattr(self, "_model_files_in_fit", None)  # None: pickled by a version that did not record it
 
         def load():
             from bertfeat.backend import get_backend, resolve_device
@@ -473,13 +478,13 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
                     f"holds no such directory; when this {name} was fitted it was {fitted_dir}. Name the model by "
                     f"its absolute path: set_params(model={fitted_dir!r}) (<step>__model= in a Pipeline)."
                 ) from None
-            if (spec.weights_sha256, spec.tokenizer_sha256, spec.config_sha256) != (
-                recipe.weights_sha256, recipe.tokenizer_sha256, recipe.config_sha256
-            ):
-                raise ValueError(
-                    f"model={model!r} now resolves to different files ({spec.path}) than when this BertEmbedder was "
-                    "fitted, so its features would not match. Refit, or point model= at the original files."
-                )
+            changed = [what for what, now, then in (
+                ("weights", spec.weights_sha256, recipe.weights_sha256),
+                ("tokenizer", spec.tokenizer_sha256, recipe.tokenizer_sha256),
+                ("config", spec.config_sha256, recipe.config_sha256),
+            ) if now != then]
+            if changed:
+                raise ValueError(_model_changed(model, name, changed, (spec.folder, spec.revision), fitted_files))
             return get_backend(spec, resolve_device(device), recipe.dtype, trust)
 
         return load
@@ -537,6 +542,24 @@ def _note_prompt_not_pooled(spec, prefix: str) -> None:
             f"transformers Pooling config), but bertfeat pools the prefix {prefix!r} with each text, as with every "
             "model: its features are not the model's own embeddings of those texts. For those, use "
             "sentence-transformers' encode()."))
+
+
+def _model_changed(model, name: str, changed: list[str], now: tuple, fitted: tuple | None) -> str:
+    """Why a fitted estimator's model is refused at transform: which of its files changed, where they are now and
+    where they were at fit (folder and hub revision), and what to do."""
+
+    def where(folder, revision) -> str:
+        return folder + (f", revision {revision}" if revision else "")
+
+    text = f"model={model!r} now resolves to other files than when this {name} was fitted: its {' and '.join(changed)} "
+    if fitted and fitted[0] != now[0]:
+        text += f"changed (now {where(*now)}; at fit {where(*fitted)}), so its features "
+    else:  # edited in place (or pickled by a version that did not record where)
+        text += f"changed (in {where(*now)}), so its features "
+    if fitted and fitted[0] != now[0] and os.path.isdir(fitted[0]):
+        return text + (f"would not match. The fitted files are still there: set_params(model={fitted[0]!r}) "
+                       "(<step>__model= in a Pipeline) to use them, or fit again.")
+    return text + "would not match. Point model= at the files it was fitted with, or fit again."
 
 
 def _relative_model_dir(model) -> str | None:

@@ -74,6 +74,8 @@ class ModelSpec:
     # the Pooling config's include_prompt: false where sentence-transformers pools a text without its prompt's tokens;
     # bertfeat pools a prefix with the text, and says so once (embedder._note_prompt_not_pooled)
     st_include_prompt: bool = True
+    # the folder ``name`` resolved to (``path`` may be its Transformer module's subfolder): what model= can name
+    folder: str = ""
 
     def prompt(self, name: str) -> str:
         """The text of prompt ``name``, or an error listing the prompts this model defines."""
@@ -225,6 +227,7 @@ def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple
         model_type=str(config.get("model_type", "unknown")),
         **st,
         revision=revision,
+        folder=str(top),
         special_first=_special_first(root),
         **st_folder.prompts(top, name),
     )

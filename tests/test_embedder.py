@@ -649,9 +649,9 @@ def test_a_model_whose_files_changed_since_fit_is_refused(tiny_bert, tmp_path):
     config.write_text(config.read_text().replace("{", '{"edited_after_fit": true, ', 1))
     with pytest.raises(ValueError) as info:
         est.transform(TEXTS)
-    assert str(info.value) == (f"model={str(model)!r} now resolves to different files ({model}) than when this "
-                               "BertEmbedder was fitted, so its features would not match. Refit, or point model= at "
-                               "the original files.")
+    assert str(info.value) == (f"model={str(model)!r} now resolves to other files than when this BertEmbedder was "
+                               f"fitted: its config changed (in {model}), so its features would not match. Point "
+                               "model= at the files it was fitted with, or fit again.")
 
 
 # -- fit: the containers it takes, the recipe it builds, word for word -------------------------------------------------
@@ -970,3 +970,42 @@ def test_a_pickle_of_an_older_bertfeat_lacking_newer_parameters_prints_clones_an
     np.testing.assert_array_equal(old.transform(TEXTS), want)
     np.testing.assert_array_equal(clone(old).fit(TEXTS).transform(TEXTS), want)
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(old)).transform(TEXTS), want)
+
+
+def test_a_hub_model_whose_newest_revision_changed_since_fit_names_what_changed_and_the_fitted_revision(
+        tiny_bert, tmp_path, monkeypatch):
+    """A pipeline fitted on a hub name ("org/tiny") and loaded after the Hugging Face cache took a new revision (a
+    later `huggingface-cli download` on that machine, or another machine's cache) was told it "now resolves to
+    different files ... point model= at the original files": not which files changed, nor where the fitted ones are.
+    Now the error names what changed and both revisions, and the fitted revision's folder, still in the cache."""
+    import shutil
+
+    import huggingface_hub.constants
+
+    repo = tmp_path / "hub" / "models--org--tiny"
+    first, second = repo / "snapshots" / ("1" * 40), repo / "snapshots" / ("2" * 40)
+    shutil.copytree(tiny_bert, first)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("1" * 40)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    est = BertEmbedder("org/tiny").fit(TEXTS)
+    want = est.transform(TEXTS)
+    est = pickle.loads(pickle.dumps(est))
+    bertfeat_backend = __import__("bertfeat.backend").backend
+    bertfeat_backend.clear_backends()
+    shutil.copytree(tiny_bert, second)  # the new revision: another tokenizer setting
+    settings = second / "tokenizer_config.json"
+    settings.write_text(settings.read_text().replace("{", '{"clean_up_tokenization_spaces": false, ', 1))
+    (repo / "refs" / "main").write_text("2" * 40)
+    with pytest.raises(ValueError) as info:
+        est.transform(TEXTS)
+    assert str(info.value) == (
+        f"model='org/tiny' now resolves to other files than when this BertEmbedder was fitted: its tokenizer "
+        f"changed (now {second}, revision {'2' * 40}; at fit {first}, revision {'1' * 40}), so its features would "
+        f"not match. The fitted files are still there: set_params(model={str(first)!r}) (<step>__model= in a "
+        "Pipeline) to use them, or fit again.")
+    np.testing.assert_array_equal(est.set_params(model=str(first)).transform(TEXTS), want)
+    shutil.rmtree(first)  # gone: no folder to name
+    with pytest.raises(ValueError, match=r"\(now .*; at fit .*\), so its features would not match\. Point model= "
+                                         r"at the files it was fitted with, or fit again\.$"):
+        est.set_params(model="org/tiny").transform(TEXTS)
