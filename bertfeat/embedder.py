@@ -263,6 +263,10 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         for name, param in inspect.signature(type(self).__init__).parameters.items():
             if param.default is not param.empty:
                 state.setdefault(name, param.default)
+        if "recipe_" in state and "_recipe_params" not in state:
+            # fitted by a version that did not record what its recipe was built from: the parameters pickled are the
+            # fitted ones, so a set_params after loading is refused as it is after a fit here (_check_same_recipe)
+            state["_recipe_params"] = copy.deepcopy({name: state[name] for name in _RECIPE_PARAMS})
         super().__setstate__(state)
 
     def __sklearn_tags__(self):

@@ -1009,3 +1009,20 @@ def test_a_hub_model_whose_newest_revision_changed_since_fit_names_what_changed_
     with pytest.raises(ValueError, match=r"\(now .*; at fit .*\), so its features would not match\. Point model= "
                                          r"at the files it was fitted with, or fit again\.$"):
         est.set_params(model="org/tiny").transform(TEXTS)
+
+
+def test_a_pickle_of_an_older_bertfeat_refuses_a_recipe_parameter_changed_after_loading(tiny_bert):
+    """A pipeline pickled before bertfeat recorded the parameters its recipe was built from (2026-11-26): after
+    loading, set_params(pooling="max") (or layers=, model=, ...) was never checked, so transform returned the fitted
+    recipe's features under a parameter that says otherwise, silently, as before the vectors hunt's fix. The
+    parameters pickled are those it was fitted with: they are now the ones checked."""
+    est = BertEmbedder(tiny_bert, pooling="mean").fit(TEXTS)
+    want = est.transform(TEXTS)
+    old = pickle.loads(pickle.dumps(_PickledByAnOlderBertfeat(est, {"_recipe_params"})))
+    np.testing.assert_array_equal(old.transform(TEXTS), want)
+    old.set_params(pooling="max")
+    with pytest.raises(ValueError, match=r"^pooling='max' was 'mean' when this BertEmbedder was fitted, .*call fit "
+                                         r"again after changing pooling\.$"):
+        old.transform(TEXTS)
+    np.testing.assert_array_equal(old.fit(TEXTS).transform(TEXTS),
+                                  BertEmbedder(tiny_bert, pooling="max").fit_transform(TEXTS))
