@@ -260,9 +260,20 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         # default, which is what that version did (a new parameter's default must keep the old behaviour). Without
         # it repr, get_params and clone of the loaded pipeline fail on the absent attribute.
         state = dict(state)
-        for name, param in inspect.signature(type(self).__init__).parameters.items():
+        params = inspect.signature(type(self).__init__).parameters
+        for name, param in params.items():
             if param.default is not param.empty:
                 state.setdefault(name, param.default)
+        # and a pickle of a newer bertfeat may have parameters this one lacks: not read here, so said
+        unknown = [n for n in state if n not in params and not n.startswith("_") and not n.endswith("_")]
+        if unknown:
+            warnings.warn(
+                f"This {type(self).__name__} was pickled by a newer bertfeat, with parameters this one does not have: "
+                f"{', '.join(f'{n}={state[n]!r}' for n in unknown)}. They are ignored here, so where one of them "
+                "decided the features they differ from those at fit; load the pipeline with the bertfeat it was "
+                "fitted with (or a newer one).",
+                UserWarning, stacklevel=2,
+            )
         if "recipe_" in state and "_recipe_params" not in state:
             # fitted by a version that did not record what its recipe was built from: the parameters pickled are the
             # fitted ones, so a set_params after loading is refused as it is after a fit here (_check_same_recipe)

@@ -1028,3 +1028,20 @@ def test_a_pickle_of_an_older_bertfeat_refuses_a_recipe_parameter_changed_after_
         old.transform(TEXTS)
     np.testing.assert_array_equal(old.fit(TEXTS).transform(TEXTS),
                                   BertEmbedder(tiny_bert, pooling="max").fit_transform(TEXTS))
+
+
+def test_a_pickle_of_a_newer_bertfeat_with_parameters_this_one_lacks_says_they_are_ignored(tiny_bert):
+    """A pipeline fitted by a newer bertfeat, whose BertEmbedder has a parameter this one lacks (say revision=),
+    loaded here: the parameter was dropped without a word (get_params does not list it, transform does not read it),
+    so a setting that decided the features was lost, silently. Now a warning names it."""
+    est = BertEmbedder(tiny_bert).fit(TEXTS)
+    want = est.transform(TEXTS)
+    newer = _PickledByAnOlderBertfeat(est, set())
+    newer.state = {**newer.state, "revision": "abc123", "_some_private_state": 1, "other_fitted_": 2}
+    with pytest.warns(UserWarning, match=r"^This BertEmbedder was pickled by a newer bertfeat, with parameters this "
+                                         r"one does not have: revision='abc123'\. They are ignored here, "):
+        loaded = pickle.loads(pickle.dumps(newer))
+    np.testing.assert_array_equal(loaded.transform(TEXTS), want)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a pickle of this version: nothing to say
+        pickle.loads(pickle.dumps(est))
