@@ -169,16 +169,14 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
     def fit(self, X, y=None):
         """Check parameters and input, and read the model's shape. Trains nothing; returns self."""
         from bertfeat.inputs import text_columns
-        from bertfeat.models import resolve_model
 
         self._check_runtime_params()
-        self.recipe_ = self._build_recipe()
+        self.recipe_, spec = self._recipe_and_spec()
         # the values the recipe was built from, to refuse a transform after set_params changed one (no refit)
         self._recipe_params = copy.deepcopy({name: getattr(self, name) for name in _RECIPE_PARAMS})
         # a relative model path is read from the working directory: where it pointed, to say so if that changes
         self._model_dir_in_fit = _relative_model_dir(self.model)
         # the model's folder and revision: named if its files are not the fitted ones at transform
-        spec = resolve_model(self.model, trust_remote_code=self.trust_remote_code)
         self._model_files_in_fit = (spec.folder, spec.revision)
         self._cache()  # a cache_dir that is a file or unwritable is a CacheError now, before any work
         names, values, all_columns = text_columns(X, self.columns)
@@ -320,6 +318,10 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
     def _build_recipe(self, auto_dtype: str | None = None) -> rcp.Recipe:
         """The recipe these parameters give; ``auto_dtype`` is what ``dtype="auto"`` stands for (None: this machine's
         choice, as at fit)."""
+        return self._recipe_and_spec(auto_dtype)[0]
+
+    def _recipe_and_spec(self, auto_dtype: str | None = None):
+        """:meth:`_build_recipe`, and the resolved model it was built from."""
         from bertfeat.models import resolve_model
 
         pooling = rcp.parse_pooling(self.pooling)
@@ -361,7 +363,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
             from bertfeat.backend import resolve_device, resolve_dtype
 
             dtype = resolve_dtype("auto", resolve_device(self.device))
-        return rcp.Recipe(
+        recipe = rcp.Recipe(
             model=spec.label,
             weights_sha256=spec.weights_sha256,
             tokenizer_sha256=spec.tokenizer_sha256,
@@ -379,6 +381,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
             prefix=prefix,
             model_format=rcp.model_format(spec.model_type),
         )
+        return recipe, spec
 
     def _check_same_recipe(self):
         """Refuse recipe parameters changed since fit (set_params does not refit): transform would silently return
