@@ -1045,3 +1045,22 @@ def test_a_pickle_of_a_newer_bertfeat_with_parameters_this_one_lacks_says_they_a
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a pickle of this version: nothing to say
         pickle.loads(pickle.dumps(est))
+
+
+def test_a_pipelines_pickle_does_not_grow_with_the_rows_it_was_fitted_or_used_on(tiny_bert):
+    """Pipeline.fit calls the embedder's fit_transform on the training set, and missing_ (which texts of the last
+    transform were missing) was pickled with it: a pipeline fitted on 200,000 rows pickled to 202 KB, not the few
+    kilobytes README promises (10 MB at 10M rows, times the text columns), carrying which training rows were
+    missing. missing_ is per call, not fitted state: it stays in this process."""
+    pipe = make_pipeline(BertEmbedder(tiny_bert, missing="zero"), LogisticRegression())
+    small = len(pickle.dumps(pipe.fit(TEXTS + [None], [0, 1, 0, 1, 0])))
+    many = (TEXTS + [None]) * 4000
+    pipe.fit(many, [0, 1, 0, 1, 0] * 4000)
+    emb = pipe.named_steps["bertembedder"]
+    assert emb.missing_.shape == (20_000, 1) and emb.missing_[4::5].all()  # still there in this process
+    blob = pickle.dumps(pipe)
+    assert len(blob) < small + 1000 < 10_000
+    again = pickle.loads(blob)
+    assert not hasattr(again.named_steps["bertembedder"], "missing_")
+    np.testing.assert_array_equal(again.predict(many[:5]), pipe.predict(many[:5]))
+    assert again.named_steps["bertembedder"].missing_.tolist() == [[False]] * 4 + [[True]]
