@@ -511,6 +511,15 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
             ) if now != then]
             if changed:
                 raise ValueError(_model_changed(model, name, changed, (spec.folder, spec.revision), fitted_files))
+            if rcp.model_format(spec.model_type) != recipe.model_format:
+                # a recipe pickled before its family's vectors changed keeps the old key: the vectors computed here
+                # would be cached beside the old ones under it (a recipe fitted here is keyed anew)
+                raise ValueError(
+                    f"model={model!r} is a {spec.model_type} model, whose vectors this bertfeat computes otherwise "
+                    f"than the bertfeat this {name} was fitted with did (the family's vector format: "
+                    f"{rcp.model_format(spec.model_type)} here, {recipe.model_format} at fit; MODEL_FORMATS in "
+                    "bertfeat/recipe.py): its features would not match those at fit, nor those in the cache. Fit again."
+                )
             return get_backend(spec, resolve_device(device), recipe.dtype, trust)
 
         return load

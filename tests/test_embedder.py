@@ -1064,3 +1064,29 @@ def test_a_pipelines_pickle_does_not_grow_with_the_rows_it_was_fitted_or_used_on
     assert not hasattr(again.named_steps["bertembedder"], "missing_")
     np.testing.assert_array_equal(again.predict(many[:5]), pipe.predict(many[:5]))
     assert again.named_steps["bertembedder"].missing_.tolist() == [[False]] * 4 + [[True]]
+
+
+def test_a_pipeline_fitted_before_its_model_familys_vectors_changed_is_refused_not_mixed(tiny_bert, tmp_path,
+                                                                                         monkeypatch):
+    """MODEL_FORMATS keys anew the recipes of a family whose vectors a bertfeat change altered (ConvBERT, YOSO,
+    BigBird, ModernBERT on 2026-11-26), but a recipe pickled before keeps its family's old format (or none: it
+    predates the field): such a pipeline looked up the old code's vectors in its cache and wrote this code's beside
+    them under the same key, silently. Now the model's load refuses it, saying to fit again (here: bert's format
+    bumped after the fit)."""
+    import bertfeat.backend
+    import bertfeat.recipe
+
+    est = BertEmbedder(tiny_bert, cache_dir=str(tmp_path / "cache")).fit(TEXTS)
+    est.transform(TEXTS[:2])
+    est = pickle.loads(pickle.dumps(est))
+    monkeypatch.setitem(bertfeat.recipe.MODEL_FORMATS, "bert", 1)  # this bertfeat changed bert's vectors
+    bertfeat.backend.clear_backends()
+    with pytest.raises(ValueError) as info:
+        est.transform(TEXTS)
+    assert str(info.value) == (
+        f"model={tiny_bert!r} is a bert model, whose vectors this bertfeat computes otherwise than the bertfeat this "
+        "BertEmbedder was fitted with did (the family's vector format: 1 here, 0 at fit; MODEL_FORMATS in "
+        "bertfeat/recipe.py): its features would not match those at fit, nor those in the cache. Fit again.")
+    fresh = BertEmbedder(tiny_bert, cache_dir=str(tmp_path / "cache")).fit(TEXTS)
+    fresh.transform(TEXTS)
+    assert fresh.stats_.cache_hits == 0  # the new format's key: no old vector answers it
