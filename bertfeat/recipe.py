@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import numbers
+import warnings
 from dataclasses import asdict, dataclass, field, replace
 
 POOLINGS = ("cls", "mean", "max")
@@ -156,8 +157,6 @@ class Recipe:
             object.__setattr__(self, name, value)
         object.__setattr__(self, "_fingerprint", "")
         if pickled != FORMAT_VERSION:
-            import warnings
-
             warnings.warn(
                 f"This embedding recipe was pickled by a bertfeat of embedding format {pickled}, and this bertfeat "
                 f"computes format {FORMAT_VERSION}: for some recipes (see FORMAT_VERSION in bertfeat/recipe.py) its "
