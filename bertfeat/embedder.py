@@ -630,7 +630,9 @@ def _resolve_prefix(prefix, prompt_name, spec) -> str:
         raise ValueError(f"prefix={prefix!r} and prompt_name={prompt_name!r} both set the text put before each "
                          "text; pass only one of them.")
     if prompt_name is not None:
-        return spec.prompt(prompt_name)
+        prompt = spec.prompt(prompt_name)
+        return _valid_unicode(prompt, f"prompt_name={prompt_name!r} gives the prefix {prompt!r} (from {spec.name}'s "
+                                      "config_sentence_transformers.json), which")
     if not prefix and spec.prompts:
         # once per model and process: a note, not an error, since plain texts are a valid (if weaker) choice
         names = ", ".join(f"{k!r} ({v!r})" for k, v in spec.prompts)
@@ -641,7 +643,23 @@ def _resolve_prefix(prefix, prompt_name, spec) -> str:
             + (f", where sentence-transformers' encode() puts the model's default prompt {default!r} before every "
                f"text (its default_prompt_name): pass prompt_name={default!r} for what the model's authors meant."
                if default else ".")))
-    return prefix or ""
+    return _valid_unicode(prefix or "", f"prefix={prefix!r}")
+
+
+def _valid_unicode(value: str, what: str) -> str:
+    """``value`` if it is valid Unicode; a lone surrogate (what ``errors="surrogateescape"`` makes of bytes that are
+    not UTF-8: a command line in another encoding; a JSON escape such as ``\\ud800``) is refused here, naming it, where
+    the tokenizer would fail with "TextEncodeInput must be Union[...]"."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"{what} is not valid Unicode: it holds the lone surrogate {value[exc.start]!r} at position "
+            f"{exc.start}, which no tokenizer can read; it usually comes from bytes that are not UTF-8 (a command line "
+            "or a file in another encoding). Pass the text as UTF-8, or clean it first, for example "
+            "s.encode('utf-8', 'replace').decode('utf-8')."
+        ) from None
+    return value
 
 
 def _row_namer(names, n_rows, X):

@@ -179,6 +179,30 @@ def test_cli_prefix_prompt_name_and_info(prompted_bert, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["prompts"] == {"query": "query: ", "classification": "classification: "}
 
 
+def test_a_prefix_that_is_not_valid_unicode_is_refused_naming_it_on_every_path(tiny_bert, tmp_path, capsys):
+    # a lone surrogate: a command line or a file read with errors="surrogateescape", a JSON "\\ud800" escape. The
+    # tokenizer failed on it with "TextEncodeInput must be Union[TextInputSequence, Tuple[...]]", naming nothing
+    import pandas as pd
+
+    from bertfeat.cli import main
+
+    with pytest.raises(ValueError, match=r"prefix='caf\\udce9: ' is not valid Unicode: it holds the lone surrogate "
+                                         r"'\\udce9' at position 3.*Pass the text as UTF-8"):
+        BertEmbedder(tiny_bert, prefix="caf\udce9: ").fit(TEXTS)
+    prompted = tmp_path / "prompted"
+    shutil.copytree(tiny_bert, prompted)
+    (prompted / "config_sentence_transformers.json").write_text('{"prompts": {"query": "q\\ud800: "}}')
+    with pytest.raises(ValueError, match=r"prompt_name='query' gives the prefix 'q\\ud800: ' \(from .*"
+                                         r"config_sentence_transformers.json\), which is not valid Unicode"):
+        BertEmbedder(str(prompted), prompt_name="query").fit(TEXTS)
+    pd.DataFrame({"text": TEXTS}).to_csv(tmp_path / "d.csv", index=False)
+    # what Python makes of `--prefix $'caf\xe9: '` in a UTF-8 locale
+    assert main(["embed", str(tmp_path / "d.csv"), "--text-col", "text", "--model", tiny_bert, "--quiet",
+                 "--out", str(tmp_path / "o.parquet"), "--prefix", "caf\udce9: "]) == 2
+    assert "is not valid Unicode: it holds the lone surrogate" in capsys.readouterr().err
+    assert not (tmp_path / "o.parquet").exists()
+
+
 def test_the_room_a_prefix_leaves_is_checked_at_its_exact_bounds():
     from bertfeat.encode import prefix_tokens
 
