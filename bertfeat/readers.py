@@ -219,8 +219,15 @@ class InputReader:
                              f"{self._why_not_found(absent, schema.names)}")
 
     def _why_not_found(self, absent: list[str], names: list[str]) -> str:
-        """What to do, where the header shows why a column is not found: a name written with spaces around it or
-        in other case, or a CSV header read as one column because the file has another delimiter."""
+        """What to do, where the header shows why a column is not found: a name written in another Unicode form, with
+        spaces around it or in other case, or a CSV header read as one column because the file has another
+        delimiter."""
+        from bertfeat.inputs import unicode_form_hint
+
+        same_text = unicode_form_hint(absent, names)
+        if same_text:
+            return same_text
+
         def loose(name):
             return name.strip().casefold()
 

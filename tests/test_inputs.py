@@ -226,6 +226,23 @@ def test_a_column_name_that_is_no_string_selects_that_column(tiny_bert):
     assert str(info.value) == "columns=1.5: column(s) [1.5] not found; the DataFrame has columns [0, 1]."
 
 
+def test_a_column_named_in_another_unicode_form_is_refused_saying_so(tiny_bert):
+    """'texte_é' as 'e' + a combining accent (NFD, a header read from a macOS export) and as typed (NFC) print alike:
+    "column(s) ['texte_é'] not found; the DataFrame has columns ['texte_é']" said nothing of why."""
+    import pandas as pd
+
+    nfd, nfc = "texte_e\u0301", "texte_\u00e9"
+    df = pd.DataFrame({nfd: ["the cat sat", "a dog ran"]})
+    with pytest.raises(ValueError) as info:
+        BertEmbedder(tiny_bert, columns=[nfc]).fit(df)
+    assert str(info.value) == (
+        f"columns=['{nfc}']: column(s) ['{nfc}'] not found; the DataFrame has columns ['{nfd}']. '{nfd}' is that name "
+        "in another Unicode form (code points texte_e\\u0301; texte_\\u00e9 was given), which prints alike: names must "
+        "match as written. Pass the name as the data writes it (in Python 'texte_e\\u0301', in bash $'texte_e\\u0301'), "
+        "or rename the column.")
+    assert BertEmbedder(tiny_bert, columns=["texte_e\u0301"]).fit(df).get_feature_names_out()[0] == f"{nfd}_cls_00"
+
+
 def test_a_polars_lazy_frame_is_refused_with_what_to_do(tiny_bert):
     pl = pytest.importorskip("polars")
     with pytest.raises(TypeError) as info:

@@ -660,6 +660,24 @@ def test_a_column_not_found_says_what_to_do_when_the_header_shows_why(tmp_path):
     assert refusal(csv_reader, plain, ["label"]) == f"column(s) ['label'] not found in {plain}; it has columns ['id', 'text']."
 
 
+def test_a_column_named_in_another_unicode_form_is_refused_saying_so_with_the_name_to_pass(tmp_path):
+    """A header written by macOS or an export in NFD ('e' + a combining accent) and a name typed in NFC print alike:
+    the refusal said "column(s) ['texte_é'] not found ...; it has columns ['id', 'texte_é']", nothing else. Now it
+    says why and gives the name as the file writes it, in a form Python and bash read back."""
+    nfd, nfc = "texte_e\u0301", "texte_\u00e9"
+    path = tmp_path / "mac.csv"
+    path.write_text(f"id,{nfd}\n1,a\n", encoding="utf-8")
+    assert refusal(csv_reader, path, ["id", nfc]) == (
+        f"column(s) ['{nfc}'] not found in {path}; it has columns ['id', '{nfd}']. '{nfd}' is that name in another "
+        "Unicode form (code points texte_e\\u0301; texte_\\u00e9 was given), which prints alike: names must match as "
+        "written. Pass the name as the data writes it (in Python 'texte_e\\u0301', in bash $'texte_e\\u0301'), or "
+        "rename the column.")
+    assert csv_reader(path, ["id", nfd]).columns == ["id", nfd]  # the advice, followed
+    pq.write_table(pa.table({nfc: ["a"]}), tmp_path / "p.parquet")  # and the other way round
+    assert "'texte_\u00e9' is that name in another Unicode form (code points texte_\\u00e9; texte_e\\u0301 was given)" in (
+        refusal(InputReader, str(tmp_path / "p.parquet"), [nfd], 10, [nfd]))
+
+
 def test_a_file_or_folder_whose_name_holds_brackets_is_read_as_named_not_as_a_pattern(tmp_path):
     """``reviews[1].csv`` (an export's or a copy's name) was taken for a glob: it read ``reviews1.csv`` beside it,
     another file, without a word, and a name no pattern of it matches was "matches no files". A path that exists is
