@@ -75,6 +75,15 @@ def _build_input(texts, missing_masks, column_names):
     return pd.DataFrame({n: pd.Series(v, dtype=object) for n, v in zip(names, values)})
 
 
+def column_form_hint(absent, names) -> str:
+    """R's refusal of a column not found gets this: where a name asked for is a column's name in another Unicode form
+    (they print alike), why, and the name to pass as R writes it; "" otherwise (:func:`bertfeat.inputs.unicode_form_hint`,
+    which R, without Unicode normalization of its own, cannot tell)."""
+    from bertfeat.inputs import unicode_form_hint
+
+    return unicode_form_hint(_as_list(absent), _as_list(names), r=True).strip()
+
+
 def matrix_payload(X) -> tuple[bytearray, int, int]:
     """``(buffer, n_rows, n_cols)``: ``X`` as little-endian float32 bytes in column-major (R's) order.
 

@@ -43,27 +43,28 @@ def is_blank(text: str) -> bool:
     return True
 
 
-def unicode_form_hint(absent: list, names: list) -> str:
+def unicode_form_hint(absent: list, names: list, r: bool = False) -> str:
     """What to do where a name asked for is a column's name written in another Unicode form: ``"texte_é"`` with the
     accent as one character (NFC, as typed) and as ``e`` plus a combining accent (NFD, as macOS writes names and
     some exports headers), which print alike, so "not found" beside a list showing the same name says nothing; ""
-    where there is none."""
+    where there is none. ``r=True``: the name to pass as R writes it."""
     pairs = [(a, n) for a in absent if isinstance(a, str) for n in names
              if isinstance(n, str) and a != n and unicodedata.normalize("NFC", a) == unicodedata.normalize("NFC", n)]
     if not pairs:
         return ""
     a, n = pairs[0]
     return (f" {n!r} is that name in another Unicode form (code points {_escaped(n)}; {_escaped(a)} was given), "
-            "which prints alike: names must match as written. Pass the name as the data writes it (in Python "
-            f"'{_escaped(n)}', in bash $'{_escaped(n)}'), or rename the column.")
+            "which prints alike: names must match as written. Pass the name as the data writes it ("
+            + (f'"{_escaped(n, chr(34))}"' if r else f"in Python '{_escaped(n)}', in bash $'{_escaped(n)}'")
+            + "), or rename the column.")
 
 
-def _escaped(name: str) -> str:
-    """``name`` with every character past ASCII, and a quote or backslash, escaped as Python and bash's ``$'...'``
-    both read it (``\\u00e9``, never ``\\xe9``, which bash reads as a byte)."""
-    return "".join(c if 32 <= ord(c) < 127 and c not in "'\\" else
-                   f"\\{c}" if c in "'\\" else f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}"
-                   for c in name)
+def _escaped(name: str, quote: str = "'") -> str:
+    """``name`` with every character past ASCII, and ``quote`` or a backslash, escaped as Python, R and bash's
+    ``$'...'`` all read it (``\\u00e9``, never ``\\xe9``, which bash reads as a byte)."""
+    return "".join(c if 32 <= ord(c) < 127 and c not in quote + "\\" else
+                   f"\\{c}" if c in quote + "\\" else f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else
+                   f"\\U{ord(c):08x}" for c in name)
 
 
 def text_columns(X, columns=None) -> tuple[list[str], list[list], list[str] | None]:

@@ -337,9 +337,22 @@ abort_missing_columns <- function(absent, present, where, call) {
   abort_bf(
     c(sprintf("Column%s %s %s not in %s.", if (length(absent) > 1L) "s" else "",
               paste0("`", absent, "`", collapse = ", "), if (length(absent) > 1L) "are" else "is", where),
-      i = sprintf("It has: %s.", paste0("`", utils::head(present, 20L), "`", collapse = ", "))),
+      i = sprintf("It has: %s.", paste0("`", utils::head(present, 20L), "`", collapse = ", ")),
+      i = unicode_form_hint(absent, present)),
     "missing_column", columns = absent, call = call
   )
+}
+
+# Where a name asked for is a column's name in another Unicode form ("texte_\u00e9" typed, "texte_e\u0301" from a
+# macOS export), which print alike: why, and the name to pass. R has no Unicode normalization of its own, so Python
+# tells; asked only for a name past ASCII, and any failure there leaves the hint out (NULL).
+unicode_form_hint <- function(absent, present) {
+  if (!any(grepl("[^\x01-\x7f]", absent, perl = TRUE))) {
+    return(NULL)
+  }
+  hint <- tryCatch(python_module()$column_form_hint(as.list(enc2utf8(absent)), as.list(enc2utf8(present))),
+                   error = function(e) "")
+  if (nzchar(hint)) hint else NULL
 }
 
 row_label <- function(i, row_names) {

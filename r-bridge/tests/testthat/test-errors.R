@@ -45,6 +45,24 @@ test_that("a missing column is a classed error naming it", {
   expect_identical(err$columns, "review")
 })
 
+test_that("a column named in another Unicode form is refused saying so, with the name to pass", {
+  # "texte_\u00e9" typed and "texte_e\u0301" (a header from a macOS export) print alike: the refusal said only that
+  # `texte_é` is not in `x`, which has `texte_é`
+  nfd <- "texte_e\u0301"
+  df <- data.frame(id = "1", x = "the cat sat")
+  names(df)[2] <- nfd
+  err <- expect_error(bf_embed(df, columns = "texte_\u00e9"), class = "bertfeat_error_missing_column")
+  expect_match(conditionMessage(err), paste0("is that name in another Unicode form (code points texte_e\\u0301; ",
+                                             "texte_\\u00e9 was given), which prints alike"), fixed = TRUE)
+  expect_match(conditionMessage(err), "Pass the name as the data writes it (\"texte_e\\u0301\")", fixed = TRUE)
+  # the advice, followed
+  X <- bf_embed(df, columns = "texte_e\u0301", pooling = "mean")
+  expect_identical(nrow(X), 1L)
+  # a name past ASCII that is no other form of a column's gets no such hint
+  err <- expect_error(bf_embed(df, columns = "caf\u00e9"), class = "bertfeat_error_missing_column")
+  expect_no_match(conditionMessage(err), "Unicode form")
+})
+
 test_that("missing-column errors read well", {
   expect_snapshot(error = TRUE, bf_embed(data.frame(title = "a", body = "b"), columns = c("title", "review")))
 })
