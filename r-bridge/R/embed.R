@@ -313,13 +313,26 @@ is_blank <- function(v) {
   !is.na(v) & grepl("^[\\p{Z}\\p{Cc}\\p{Cf}\\p{Co}\\p{M}\ufffd]*$", v, perl = TRUE)
 }
 
+# A blank text as an error shows it: each character but a space as R writes it in a string ("\u200b", "\t"), since
+# none can be seen (encodeString() left U+00A0 or U+200B as they are, so the message read `blank (" ")`), and only
+# the first 20 of a long one (a blank text of a megabyte was printed whole).
+show_blank <- function(value) {
+  n <- nchar(value, type = "chars")
+  points <- utf8ToInt(enc2utf8(substr(value, 1L, 20L)))
+  shown <- vapply(points, function(p) {
+    if (p == 32L) " " else if (p == 9L) "\\t" else if (p == 10L) "\\n" else if (p == 13L) "\\r" else
+      sprintf(if (p > 0xFFFF) "\\U%08x" else "\\u%04x", p)
+  }, character(1))
+  paste0("\"", paste(shown, collapse = ""), if (n > 20L) sprintf("...\", %d characters", n) else "\"")
+}
+
 check_no_missing <- function(masks, input, call, nan = TRUE) {
   for (j in seq_along(masks)) {
     rows <- which(masks[[j]])
     if (length(rows)) {
       what <- if (is.null(input$names)) "`x`" else sprintf("column `%s`", input$names[j])
       value <- input$columns[[j]][rows[1]]
-      problem <- if (is.na(value)) "missing (NA)" else sprintf("blank (%s)", encodeString(value, quote = "\""))
+      problem <- if (is.na(value)) "missing (NA)" else sprintf("blank (%s)", show_blank(value))
       abort_bf(
         c(sprintf("%s of %s is %s and `missing = \"error\"`.", row_label(rows[1], input$row_names), what,
                   problem),

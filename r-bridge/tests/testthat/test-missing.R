@@ -71,6 +71,17 @@ test_that("R reads a text as blank exactly where Python does, character by chara
   expect_identical(sprintf("U+%04X", points[assigned][r != python]), character(0))
 })
 
+test_that("a blank text in an error shows its invisible characters, and only the head of a long one", {
+  # encodeString() left them as they are (`blank (" ")` for a no-break space and a zero-width space) and printed a
+  # blank text of a megabyte whole
+  err <- expect_error(bf_embed(c("a cat", "\u00a0\u200b\t")), class = "bertfeat_error_missing_value")
+  expect_match(conditionMessage(err), 'Row 2 of `x` is blank ("\\u00a0\\u200b\\t")', fixed = TRUE)
+  err <- expect_error(bf_embed(c("a cat", strrep("\u3000", 1e6))), class = "bertfeat_error_missing_value")
+  expect_match(conditionMessage(err), sprintf('is blank ("%s...", 1000000 characters)', strrep("\\u3000", 20)),
+               fixed = TRUE)
+  expect_lt(nchar(conditionMessage(err)), 1000)
+})
+
 test_that("blank-text errors read well", {
   expect_snapshot(error = TRUE, {
     bf_embed(c(a = "a cat", b = "  "))
