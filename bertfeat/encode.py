@@ -111,7 +111,8 @@ def split_missing(texts: Sequence, missing: str, row_name: Callable[[int], str])
         if not _is_missing(value):
             raise TypeError(
                 f"{row_name(i)} holds {type(value).__name__} {_describe_value(value)}, not a string: bertfeat embeds "
-                "text. Convert the column to strings first (for example df[col].astype(str)) if that is what you mean."
+                "text. Convert the column to strings first (for example df[col].astype('string'), which keeps a "
+                "missing value missing) if that is what you mean."
             )
         if missing == "error":
             raise ValueError(

@@ -194,7 +194,8 @@ def _pandas_frame(X, columns):
         if (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_datetime64_any_dtype(dtype)) and not s.isna().all():
             raise TypeError(
                 f"column {c!r} holds {dtype} values, not text. Embed text columns only (select them with "
-                "columns=, or a ColumnTransformer), or convert with df[col].astype(str) if the values are labels."
+                "columns=, or a ColumnTransformer), or convert with df[col].astype('string') if the values are labels "
+                "(it keeps a missing value missing, where astype(str) makes it the text 'nan')."
             )
         names.append(str(c))
         values.append(s.to_list())

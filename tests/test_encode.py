@@ -182,7 +182,7 @@ def test_split_missing_keeps_every_row_in_place_and_its_refusals_say_exactly_wha
         (["a", float("nan")], ValueError, "row 1 is missing (nan) and missing='error'. Pass missing='zero' for a zero "
          "vector, missing='nan' for a row of NaN, or fill the missing texts first."),
         (["a", 3], TypeError, "row 1 holds int 3, not a string: bertfeat embeds text. Convert the column to strings "
-         "first (for example df[col].astype(str)) if that is what you mean."),
+         "first (for example df[col].astype('string'), which keeps a missing value missing) if that is what you mean."),
     ]
     for texts, kind, message in cases:
         with pytest.raises(kind) as info:

@@ -161,7 +161,8 @@ def test_pandas_frame_refusals_word_for_word(tiny_bert):
         BertEmbedder(tiny_bert).fit(pd.DataFrame({"body": ["a", "b"], "day": days}))
     assert str(info.value) == (
         "column 'day' holds datetime64[ns] values, not text. Embed text columns only (select them with columns=, or a "
-        "ColumnTransformer), or convert with df[col].astype(str) if the values are labels.")
+        "ColumnTransformer), or convert with df[col].astype('string') if the values are labels (it keeps a missing "
+        "value missing, where astype(str) makes it the text 'nan').")
     # a numeric column with every value missing is a column of missing texts, not numbers
     X = BertEmbedder(tiny_bert, missing="zero").fit_transform(pd.DataFrame({"body": ["a cat"], "n": [np.nan]}))
     assert X.shape == (1, 128) and not X[0, 64:].any() and X[0, :64].any()
@@ -241,6 +242,29 @@ def test_a_column_named_in_another_unicode_form_is_refused_saying_so(tiny_bert):
         "match as written. Pass the name as the data writes it (in Python 'texte_e\\u0301', in bash $'texte_e\\u0301'), "
         "or rename the column.")
     assert BertEmbedder(tiny_bert, columns=["texte_e\u0301"]).fit(df).get_feature_names_out()[0] == f"{nfd}_cls_00"
+
+
+def test_the_advice_to_convert_a_column_to_text_keeps_its_missing_values_missing(tiny_bert):
+    """The refusal of a column that is not text advised df[col].astype(str), which turns NaN into the text 'nan' and
+    None into 'None' under pandas before 3.0 (and 3.x with future.infer_string off): followed, it embedded the words
+    'nan' and 'None' for the missing rows, silently, where missing= should have applied."""
+    import re
+    import warnings
+
+    import pandas as pd
+
+    numbers = pd.DataFrame({"text": [1.5, np.nan, 2.0]})  # a column read as numbers
+    mixed = pd.DataFrame({"text": pd.Series(["a cat", None, 3], dtype=object)})  # a number among the texts
+    for frame in (numbers, mixed):
+        with pytest.raises(TypeError) as info:
+            BertEmbedder(tiny_bert, missing="nan").fit_transform(frame)
+        advice = re.search(r"df\[col\]\.astype\([^)]*\)", str(info.value)).group(0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the option is deprecated in pandas 3
+            with pd.option_context("future.infer_string", False):
+                fixed = frame.assign(text=eval(advice, {"df": frame, "col": "text"}))
+        X = BertEmbedder(tiny_bert, missing="nan").fit_transform(fixed)
+        assert np.isnan(X[1]).all() and not np.isnan(X[[0, 2]]).any(), advice
 
 
 def test_a_polars_lazy_frame_is_refused_with_what_to_do(tiny_bert):
