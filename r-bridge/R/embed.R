@@ -310,7 +310,10 @@ ascii_session <- function() {
 # control, format (zero-width space, BOM) and private-use characters, combining marks and U+FFFD is blank, and
 # blank texts count as missing, as NA does.
 is_blank <- function(v) {
-  !is.na(v) & grepl("^[\\p{Z}\\p{Cc}\\p{Cf}\\p{Co}\\p{M}\ufffd]*$", v, perl = TRUE)
+  # a search for one character outside them, not a match of the whole text against them: `^[...]*$` backtracks over
+  # a long run of whitespace before a letter, and past PCRE's match limit (10 MB of it) it warned "PCRE error 'match
+  # limit exceeded'" and answered by chance
+  !is.na(v) & !grepl("[^\\p{Z}\\p{Cc}\\p{Cf}\\p{Co}\\p{M}\ufffd]", v, perl = TRUE)
 }
 
 # A blank text as an error shows it: each character but a space as R writes it in a string ("\u200b", "\t"), since

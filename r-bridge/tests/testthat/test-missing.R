@@ -82,6 +82,13 @@ test_that("a blank text in an error shows its invisible characters, and only the
   expect_lt(nchar(conditionMessage(err)), 1000)
 })
 
+test_that("a long run of whitespace before a word is read without a PCRE warning", {
+  # `^[...]*$` backtracked over the run: past PCRE's match limit it warned "match limit exceeded"
+  long <- strrep(" ", 1e7)
+  expect_no_warning(blank <- bertfeat:::is_blank(c(paste0(long, "a"), long, paste0("a", long), NA)))
+  expect_identical(blank, c(FALSE, TRUE, FALSE, FALSE))
+})
+
 test_that("blank-text errors read well", {
   expect_snapshot(error = TRUE, {
     bf_embed(c(a = "a cat", b = "  "))
