@@ -89,7 +89,10 @@ class ArrowFeaturizer:
         names = schema.names
         absent = [c for c in self.text_cols + self.keep_cols if c not in names]
         if absent:
-            raise ValueError(f"column(s) {absent} not found; the input has columns {names}.")
+            from bertfeat.inputs import unicode_form_hint
+
+            raise ValueError(f"column(s) {absent} not found; the input has columns {names}."
+                             f"{unicode_form_hint(absent, names)}")
         for c in self.text_cols:
             t = schema.field(c).type
             if not is_text_type(t):

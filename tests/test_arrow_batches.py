@@ -63,6 +63,19 @@ def test_refusals_at_construction(tiny_bert):
                            model=tiny_bert).output_feature_columns() == ["review_embedding"]
 
 
+def test_check_schema_says_when_a_name_is_a_columns_in_another_unicode_form(tiny_bert):
+    """The cluster engines' own datasets (Ray's embed_dataset, Spark's embed_dataframe): a column "texte_e\\u0301"
+    asked for as typed, "texte_\\u00e9", was "not found" beside a list that prints the same name."""
+    nfd, nfc = "texte_e\u0301", "texte_\u00e9"
+    with pytest.raises(ValueError) as info:
+        ArrowFeaturizer([nfc], model=tiny_bert).check_schema(pa.schema([("id", pa.int64()), (nfd, pa.string())]))
+    assert str(info.value) == (
+        f"column(s) ['{nfc}'] not found; the input has columns ['id', '{nfd}']. '{nfd}' is that name in another "
+        "Unicode form (code points texte_e\\u0301; texte_\\u00e9 was given), which prints alike: names must match as "
+        "written. Pass the name as the data writes it (in Python 'texte_e\\u0301', in bash $'texte_e\\u0301'), or "
+        "rename the column.")
+
+
 def test_check_schema_names_what_is_missing_and_what_is_not_text(tiny_bert):
     f = ArrowFeaturizer(["title", "body"], keep_cols=["id", "label"], model=tiny_bert)
     schema = pa.schema([("id", pa.int64()), ("body", pa.string()), ("other", pa.string())])
