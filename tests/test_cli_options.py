@@ -859,18 +859,10 @@ POOLING_CONFIGS = [
 ]
 
 
-@pytest.mark.parametrize("config", POOLING_CONFIGS)
-def test_info_reads_a_pooling_config_as_sentence_transformers_does(tiny_bert, tmp_path, config):
-    # a list (["cls", "mean"], sentence-transformers' own save) was reported as the pooling "['cls', 'mean']", which
-    # bertfeat "does not offer"; no switch on, or no key at all, as "none declared (not a sentence-transformers
-    # model)", where sentence-transformers pools by mean; three switches in another order than it concatenates them
+def _st_model_pooling(tiny_bert, tmp_path, config: dict):
+    """The tiny BERT as a sentence-transformers model (Transformer, then Pooling) whose 1_Pooling/config.json holds
+    ``config``."""
     import shutil
-
-    import warnings
-
-    from sentence_transformers.sentence_transformer.modules import Pooling
-
-    from bertfeat.cli.info import describe
 
     model = shutil.copytree(tiny_bert, tmp_path / "st")
     (model / "modules.json").write_text(json.dumps([
@@ -878,6 +870,21 @@ def test_info_reads_a_pooling_config_as_sentence_transformers_does(tiny_bert, tm
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
     (model / "1_Pooling").mkdir()
     (model / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 32, **config}))
+    return model
+
+
+@pytest.mark.parametrize("config", POOLING_CONFIGS)
+def test_info_reads_a_pooling_config_as_sentence_transformers_does(tiny_bert, tmp_path, config):
+    # a list (["cls", "mean"], sentence-transformers' own save) was reported as the pooling "['cls', 'mean']", which
+    # bertfeat "does not offer"; no switch on, or no key at all, as "none declared (not a sentence-transformers
+    # model)", where sentence-transformers pools by mean; three switches in another order than it concatenates them
+    import warnings
+
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    from bertfeat.cli.info import describe
+
+    model = _st_model_pooling(tiny_bert, tmp_path, config)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # its own note that the pooling_mode_* keys are old
         theirs = Pooling.load(str(model / "1_Pooling")).pooling_mode
@@ -887,19 +894,12 @@ def test_info_reads_a_pooling_config_as_sentence_transformers_does(tiny_bert, tm
 
 @pytest.mark.parametrize("mode", ["cls+mean", "avg", [], ["mean", 3], {"mean": True}])
 def test_a_pooling_mode_sentence_transformers_refuses_is_refused_naming_the_file(tiny_bert, tmp_path, mode):
-    import shutil
-
     from sentence_transformers.sentence_transformer.modules import Pooling
 
     from bertfeat import ModelNotAvailableError
     from bertfeat.models import resolve_model
 
-    model = shutil.copytree(tiny_bert, tmp_path / "st")
-    (model / "modules.json").write_text(json.dumps([
-        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
-    (model / "1_Pooling").mkdir()
-    (model / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 32, "pooling_mode": mode}))
+    model = _st_model_pooling(tiny_bert, tmp_path, {"pooling_mode": mode})
     if isinstance(mode, str):
         with pytest.raises(ValueError, match="Invalid pooling mode"):
             Pooling.load(str(model / "1_Pooling"))
