@@ -117,7 +117,11 @@ step_bert_embed_new <- function(terms, role, trained, columns, model, pooling, l
     dtype_used = dtype_used,
     model_dir = model_dir,
     skip = skip,
-    id = id
+    id = id,
+    # saveRDS() writes a namespace as a reference that readRDS() loads: a recipe read in a new R session (a plumber
+    # API, a Shiny app, a parallel worker) has bake(), print() and tidy() for this step without library(bertfeat),
+    # where recipes alone said "no applicable method for 'bake'". Python starts only when bake() embeds.
+    namespace = asNamespace("bertfeat")
   )
 }
 

@@ -197,3 +197,41 @@ test_that("a relative model path baked from another working directory says where
   prepped$steps[[1]]$model <- prepped$steps[[1]]$model_dir # as the message says: bake() checks the files
   expect_identical(withr::with_dir(elsewhere, ncol(bake(prepped, new_data = test))), 1L + 384L)
 })
+
+test_that("a prepped recipe read with readRDS() in a new R session bakes, prints and tidies without library(bertfeat)", {
+  # a plumber API or Shiny app loads recipes and readRDS("rec.rds"): bake() said "no applicable method for 'bake'
+  # applied to an object of class \"c('step_bert_embed', 'step')\"", print() dumped the step's fields and tidy()
+  # said there was no tidy method, as bertfeat's methods were never registered in that session
+  dir <- withr::local_tempdir()
+  rds <- file.path(dir, "rec.rds")
+  # written at R's top level, as a user writes it: the selectors' environment is the global one (written here, in a
+  # test's environment, they would carry that environment, and the bertfeat namespace with it, into the file)
+  top <- new.env(parent = globalenv())
+  top$train <- train
+  rec <- eval(quote(recipes::recipe(score ~ review, data = train) |>
+                      bertfeat::step_bert_embed(review, pooling = "mean", id = "bert")), top)
+  saveRDS(list(prepped = prep(rec, retain = TRUE), unprepped = rec), rds)
+  out <- run_r(paste(
+    "suppressPackageStartupMessages(library(recipes))",
+    sprintf("saved <- readRDS(\"%s\")", rds),
+    "cat('loaded:', isNamespaceLoaded('bertfeat'), 'python:', reticulate::py_available(), '\\n')",
+    "p <- saved$prepped",
+    "baked <- bake(p, new_data = data.frame(review = factor(c('Not bad at all.', 'Loved every minute.')), score = 4:5))",
+    "cat('baked:', dim(baked), names(baked)[2], format(baked[[2]][1], digits = 6), '\\n')",
+    "cat('juiced:', dim(bake(p, new_data = NULL)), '\\n')",
+    "print(p)",
+    "cat('tidy:', unlist(tidy(p, number = 1)[c('layers', 'n_features', 'id')]), '\\n')",
+    "cat('prepped again:', ncol(bake(prep(saved$unprepped), new_data = NULL)), '\\n')",
+    sep = "\n"
+  ))
+  expected <- bf_embed(c("Not bad at all.", "Loved every minute."), pooling = "mean")
+  expect_true("loaded: TRUE python: FALSE " %in% out, info = paste(out, collapse = "\n")) # Python starts at bake()
+  expect_true(sprintf("baked: 2 385 review_mean_000 %s ", format(expected[1, 1], digits = 6)) %in% out,
+              info = paste(out, collapse = "\n"))
+  expect_true("juiced: 3 385 " %in% out, info = paste(out, collapse = "\n"))
+  expect_true(any(grepl("BERT embeddings (default, mean pooling) of", out, fixed = TRUE)),
+              info = paste(out, collapse = "\n"))
+  expect_false(any(grepl("$fingerprint", out, fixed = TRUE)))
+  expect_true("tidy: 3,4,5,6 384 bert " %in% out, info = paste(out, collapse = "\n"))
+  expect_true("prepped again: 385 " %in% out, info = paste(out, collapse = "\n"))
+})
