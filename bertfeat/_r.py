@@ -21,6 +21,7 @@ import warnings
 
 import numpy as np
 
+from bertfeat.cache import PICKLED_NOTE, SET_PARAMS_ASIDE
 from bertfeat.embedder import BertEmbedder
 
 
@@ -120,6 +121,8 @@ _LITERAL = re.compile(rf"""{_SCALAR}|\[(?:\s*(?:{_SCALAR})\s*,?)*\]|\((?:\s*(?:{
 _KEYWORD = re.compile(rf"""(?<![\w.\-?&/])([a-z_][a-z0-9_]*)=(?:({_LITERAL.pattern})|(?=[\s,;.)]|$))""")
 _CLI_ASIDE = re.compile(r" \((?:--[a-z][a-z-]*(?: [^()\s]+)?(?:,? ?| or ))+\)")
 _PYTHON_CALLS = {"y.astype(str)": "as.character(y)"}
+# Python-only advice R has no use for: the cache path of a pickled pipeline and how to set it (R's step gives its own)
+_PYTHON_ONLY = (SET_PARAMS_ASIDE, PICKLED_NOTE)
 # True, False and None standing alone ("cache_dir is None", "or None for that limit"), not inside a quoted text
 _CONSTANT = re.compile(r"(?<![\w'\"])(True|False|None)(?![\w'\"])")
 
@@ -153,6 +156,8 @@ def r_advice(message: str, cli: bool = False) -> str:
         message = _CLI_ASIDE.sub("", message)
     for python, r in _PYTHON_CALLS.items():
         message = message.replace(python, r)
+    for python in _PYTHON_ONLY:
+        message = message.replace(python, "")
 
     def keyword(match):
         name, value = match.group(1), match.group(2)

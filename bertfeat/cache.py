@@ -94,8 +94,7 @@ def open_cache(path, *, create: bool = True) -> "Cache":
         raise CacheError(f"cache_dir={shown!r} ({os.fsencode(root)!r}) is not a UTF-8 name, and the cache's parquet "
                          "shards are written with pyarrow, which takes UTF-8 paths only; rename it (convmv -f latin1 -t "
                          "utf8 renames folders from Latin-1) or pass another directory.") from None
-    what_to_do = ("Pass a writable directory on this machine (est.set_params(cache_dir=...), or "
-                  "<step>__cache_dir=... for a Pipeline), or cache_dir=None to run without a cache.")
+    what_to_do = f"Pass a writable directory on this machine{SET_PARAMS_ASIDE}, or cache_dir=None to run without a cache."
     if not os.path.isdir(root):
         if os.path.lexists(root):
             raise CacheError(f"cache_dir={shown!r} ({root}) exists but is not a directory. {what_to_do}")
@@ -105,8 +104,8 @@ def open_cache(path, *, create: bool = True) -> "Cache":
             os.makedirs(root, exist_ok=True)
         except OSError as exc:
             raise CacheError(
-                f"cache_dir={shown!r} ({root}) does not exist and cannot be created ({exc.strerror or exc}). A "
-                f"pickled pipeline keeps the cache path of the machine it was fitted on. {what_to_do}"
+                f"cache_dir={shown!r} ({root}) does not exist and cannot be created ({exc.strerror or exc}). "
+                f"{PICKLED_NOTE}{what_to_do}"
             ) from None
     marker = os.path.join(root, MARKER)
     if create:
@@ -130,6 +129,11 @@ def open_cache(path, *, create: bool = True) -> "Cache":
             cache = _OPEN[root] = Cache(root)
     return cache
 
+
+# Python's ways to another cache path, in the refusals above: the R package drops them (bertfeat._r.r_advice), where
+# a recipe step carries its own cache_dir and bf_embed() takes one per call
+SET_PARAMS_ASIDE = " (est.set_params(cache_dir=...), or <step>__cache_dir=... for a Pipeline)"
+PICKLED_NOTE = "A pickled pipeline keeps the cache path of the machine it was fitted on. "
 
 _OPEN: dict = {}
 _OPEN_LOCK = threading.Lock()

@@ -244,6 +244,22 @@ def test_the_command_lines_advice_keeps_its_flags_for_bf_embed_file():
         "output 'o.parquet' exists; pass --overwrite (overwrite = TRUE) to replace it.")
 
 
+def test_the_cache_refusals_reach_r_without_the_pickled_pipelines_advice(tmp_path):
+    """est.set_params(cache_dir=...) and <step>__cache_dir= are Python's; R's bf_embed() takes cache_dir per call and
+    the step's bake() says how to set the prepped step's own."""
+    from bertfeat.cache import open_cache
+    from bertfeat.exceptions import CacheError
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    for path in (blocker, blocker / "cache"):
+        with pytest.raises(CacheError) as err:
+            open_cache(path)
+        advice = _r.r_advice(str(err.value))
+        assert "set_params" not in advice and "Pipeline" not in advice and "pickled" not in advice, advice
+        assert advice.endswith("Pass a writable directory on this machine, or cache_dir = NULL to run without a cache.")
+
+
 def test_warnings_for_r_carry_r_syntax(tiny_bert):
     *_, warns = _r.embed([["the quick brown fox jumps over the lazy dog " * 10]], [[False]], None,
                          {"model": tiny_bert, "max_length": 8})

@@ -209,10 +209,13 @@ bake.step_bert_embed <- function(object, new_data, ...) {
       # "auto" was resolved at prep() (bfloat16 on a GPU): the same recipe on a CPU, as Python's fit fixes it
       options$dtype <- object$dtype_used
     }
-    res <- rlang::exec(
-      embed_request, new_data[col_names], !!!options,
-      model = object$model, pooling = object$pooling, layers = object$layers, missing = object$missing,
-      cache_dir = object$cache_dir, where = "the data given to bake()", call = call
+    res <- tryCatch(
+      rlang::exec(
+        embed_request, new_data[col_names], !!!options,
+        model = object$model, pooling = object$pooling, layers = object$layers, missing = object$missing,
+        cache_dir = object$cache_dir, where = "the data given to bake()", call = call
+      ),
+      bertfeat_error_python = function(e) abort_unusable_cache_dir(e, object$cache_dir, call = call)
     )
     if (!identical(res$fingerprint, object$fingerprint)) {
       abort_bf(
@@ -226,6 +229,23 @@ bake.step_bert_embed <- function(object, new_data, ...) {
   features <- tibble::as_tibble(unname_rows(features))
   keep <- if (recipes::get_keep_original_cols(object)) names(new_data) else setdiff(names(new_data), col_names)
   tibble::as_tibble(c(as.list(new_data[keep]), as.list(features)))
+}
+
+# A recipe saved with saveRDS() keeps the cache path of the machine that prepped it (/home/alice/.cache/bertfeat on a
+# server with no /home/alice): where the cache refused that path, say how to give the step another. Other errors as
+# they came.
+abort_unusable_cache_dir <- function(error, cache_dir, call) {
+  usable <- is.null(cache_dir) || (dir.exists(path.expand(cache_dir)) && file.access(path.expand(cache_dir), 2L) == 0L)
+  if (usable || !identical(error$python_type, "CacheError")) {
+    stop(error)
+  }
+  abort_bf(
+    c(conditionMessage(error),
+      i = paste("This step was prepped with that `cache_dir`, and a prepped recipe keeps it on every machine. Set",
+                "one for this machine in the prepped step, for example `rec$steps[[1]]$cache_dir <- \"~/.cache/bertfeat\"`,",
+                "or `rec$steps[[1]]$cache_dir <- NULL` for no cache.")),
+    "python", python_type = error$python_type, call = call
+  )
 }
 
 # The directory a relative `model` path names from here (absolute), or NULL for a model name or an absolute path.

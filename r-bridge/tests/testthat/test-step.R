@@ -235,3 +235,31 @@ test_that("a prepped recipe read with readRDS() in a new R session bakes, prints
   expect_true("tidy: 3,4,5,6 384 bert " %in% out, info = paste(out, collapse = "\n"))
   expect_true("prepped again: 385 " %in% out, info = paste(out, collapse = "\n"))
 })
+
+test_that("a prepped step whose cache_dir cannot be made on this machine says how to set the step's cache_dir", {
+  # a recipe saved with saveRDS() keeps the cache path of the machine that prepped it: bake() elsewhere repeated
+  # Python's advice for a pickled pipeline, "(est.set_params(`cache_dir`...), or <step>`__cache_dir`... for a
+  # Pipeline)", none of which an R user can do
+  rec <- recipe(score ~ review, data = train) |>
+    step_bert_embed(review, pooling = "mean", cache_dir = withr::local_tempdir()) |>
+    prep()
+  blocker <- withr::local_tempfile()
+  writeLines("a file, not a folder", blocker)
+  elsewhere <- file.path(blocker, "cache") # as /home/alice/.cache/bertfeat is on a server with no /home/alice
+  rec$steps[[1]]$cache_dir <- elsewhere
+  err <- expect_error(bake(rec, new_data = test), class = "bertfeat_error_python")
+  message <- conditionMessage(err)
+  expect_match(message, sprintf("cache_dir = \"%s\"", elsewhere), fixed = TRUE)
+  expect_match(message, "does not exist and cannot be created", fixed = TRUE)
+  expect_no_match(message, "set_params|Pipeline|pickled|__cache_dir")
+  expect_match(message, "This step was prepped with that `cache_dir`", fixed = TRUE)
+  expect_match(message, "rec$steps[[1]]$cache_dir <- \"~/.cache/bertfeat\"", fixed = TRUE)
+  # as the message says
+  rec$steps[[1]]$cache_dir <- NULL
+  expect_identical(ncol(bake(rec, new_data = test)), 1L + 384L)
+  # bf_embed() has no pipeline either: the advice is to pass another cache_dir
+  err <- expect_error(bf_embed("a text", cache_dir = elsewhere), class = "bertfeat_error_python")
+  expect_no_match(conditionMessage(err), "set_params|Pipeline|pickled|__cache_dir|This step")
+  expect_match(conditionMessage(err), "Pass a writable directory on this machine, or cache_dir = NULL",
+               fixed = TRUE)
+})
