@@ -215,7 +215,7 @@ bake.step_bert_embed <- function(object, new_data, ...) {
         model = object$model, pooling = object$pooling, layers = object$layers, missing = object$missing,
         cache_dir = object$cache_dir, where = "the data given to bake()", call = call
       ),
-      bertfeat_error_python = function(e) abort_unusable_cache_dir(e, object$cache_dir, call = call)
+      bertfeat_error_python = function(e) abort_with_step_paths(e, object, call = call)
     )
     if (!identical(res$fingerprint, object$fingerprint)) {
       abort_bf(
@@ -231,27 +231,36 @@ bake.step_bert_embed <- function(object, new_data, ...) {
   tibble::as_tibble(c(as.list(new_data[keep]), as.list(features)))
 }
 
-# A recipe saved with saveRDS() keeps the cache path of the machine that prepped it (/home/alice/.cache/bertfeat on a
-# server with no /home/alice): where the cache refused that path, say how to give the step another. Other errors as
-# they came.
-abort_unusable_cache_dir <- function(error, cache_dir, call) {
-  usable <- is.null(cache_dir) || (dir.exists(path.expand(cache_dir)) && file.access(path.expand(cache_dir), 2L) == 0L)
-  if (usable || !identical(error$python_type, "CacheError")) {
+# A recipe saved with saveRDS() keeps the paths of the machine that prepped it (/home/alice/.cache/bertfeat or
+# /home/alice/models/minilm on a server with no /home/alice): where Python refused such a path that is not usable here,
+# say how to give the prepped step another. Other errors as they came.
+abort_with_step_paths <- function(error, object, call) {
+  path <- function(p) path.expand(p)
+  advice <- NULL
+  cache_dir <- object$cache_dir
+  if (identical(error$python_type, "CacheError") && !is.null(cache_dir) &&
+      !(dir.exists(path(cache_dir)) && file.access(path(cache_dir), 2L) == 0L)) {
+    advice <- paste("This step was prepped with that `cache_dir`, and a prepped recipe keeps it on every machine. Set",
+                    "one for this machine in the prepped step, for example",
+                    "`rec$steps[[1]]$cache_dir <- \"~/.cache/bertfeat\"`, or `rec$steps[[1]]$cache_dir <- NULL` for no cache.")
+  } else if (grepl(ABSOLUTE_PATH, object$model) && !dir.exists(path(object$model))) {
+    advice <- paste("This step was prepped with the model at that path, and a prepped recipe keeps it on every machine.",
+                    "Point the prepped step at the same model's files on this machine, for example",
+                    "`rec$steps[[1]]$model <- \"/srv/models/my-model\"`; bake() checks they hold the same model.")
+  }
+  if (is.null(advice)) {
     stop(error)
   }
-  abort_bf(
-    c(conditionMessage(error),
-      i = paste("This step was prepped with that `cache_dir`, and a prepped recipe keeps it on every machine. Set",
-                "one for this machine in the prepped step, for example `rec$steps[[1]]$cache_dir <- \"~/.cache/bertfeat\"`,",
-                "or `rec$steps[[1]]$cache_dir <- NULL` for no cache.")),
-    "python", python_type = error$python_type, call = call
-  )
+  abort_bf(c(conditionMessage(error), i = advice), "python", python_type = error$python_type, call = call)
 }
+
+# a path from the root or home (/srv/m, ~/m, C:/m, a Windows share): it names the same place from any directory
+ABSOLUTE_PATH <- "^(/|~|[A-Za-z]:[/\\\\]|\\\\\\\\)"
 
 # The directory a relative `model` path names from here (absolute), or NULL for a model name or an absolute path.
 relative_model_dir <- function(model) {
   if (!is.character(model) || length(model) != 1L || identical(model, "default") ||
-      grepl("^(/|~|[A-Za-z]:[/\\\\]|\\\\\\\\)", model) || !dir.exists(model)) {
+      grepl(ABSOLUTE_PATH, model) || !dir.exists(model)) {
     return(NULL)
   }
   normalizePath(model)

@@ -263,3 +263,22 @@ test_that("a prepped step whose cache_dir cannot be made on this machine says ho
   expect_match(conditionMessage(err), "Pass a writable directory on this machine, or cache_dir = NULL",
                fixed = TRUE)
 })
+
+test_that("a prepped step whose model path is not on this machine says how to point the step at the model", {
+  # an absolute path of the machine that prepped (/home/alice/models/minilm) got Python's "Pass a directory ...",
+  # though a prepped step takes no argument: its model is set in the step, and bake() checks the files are the same
+  src <- reticulate::import("bertfeat.models")$resolve_model("default")$path
+  home <- withr::local_tempdir()
+  model <- file.path(home, "models", "minilm")
+  dir.create(model, recursive = TRUE)
+  for (f in list.files(src)) file.symlink(file.path(src, f), file.path(model, f))
+  rec <- recipe(score ~ review, data = train) |> step_bert_embed(review, model = model, pooling = "mean") |> prep()
+  moved <- file.path(home, "elsewhere")
+  file.rename(file.path(home, "models"), moved)
+  err <- expect_error(bake(rec, new_data = test), class = "bertfeat_error_python")
+  expect_match(conditionMessage(err), sprintf("model = \"%s\" looks like a local path", model), fixed = TRUE)
+  expect_match(conditionMessage(err), "This step was prepped with the model at that path", fixed = TRUE)
+  expect_match(conditionMessage(err), "rec$steps[[1]]$model <- \"/srv/models/my-model\"", fixed = TRUE)
+  rec$steps[[1]]$model <- file.path(moved, "minilm") # as the message says
+  expect_identical(ncol(bake(rec, new_data = test)), 1L + 384L)
+})
