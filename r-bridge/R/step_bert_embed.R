@@ -59,16 +59,7 @@ step_bert_embed <- function(recipe, ..., role = "predictor", trained = FALSE, co
                             skip = FALSE,
                             id = recipes::rand_id("bert_embed")) {
   # the parameters are checked now, so a mistake shows where the recipe is written rather than at prep()
-  if (!is.list(options) || (length(options) && (is.null(names(options)) || any(!nzchar(names(options)))))) {
-    abort_bf(sprintf("`options` must be a named list such as list(max_length = 256), not %s.", show_value(options)),
-             "argument")
-  }
-  embedder_params(model, pooling, layers, missing, cache_dir, options[setdiff(names(options), "columns")],
-                  step = TRUE)
-  if ("columns" %in% names(options)) {
-    abort_bf("Select the columns with the step's selectors, not `options$columns`.", "argument")
-  }
-  check_flag(keep_original_cols, "keep_original_cols")
+  check_step_arguments(model, pooling, layers, missing, cache_dir, options, keep_original_cols)
 
   recipes::add_step(
     recipe,
@@ -93,6 +84,23 @@ step_bert_embed <- function(recipe, ..., role = "predictor", trained = FALSE, co
       id = id
     )
   )
+}
+
+# The step's own arguments, checked by step_bert_embed() and again by prep(): update() sets them past the first.
+# Returns the Python parameters.
+check_step_arguments <- function(model, pooling, layers, missing, cache_dir, options, keep_original_cols,
+                                 call = rlang::caller_env()) {
+  if (!is.list(options) || (length(options) && (is.null(names(options)) || any(!nzchar(names(options)))))) {
+    abort_bf(sprintf("`options` must be a named list such as list(max_length = 256), not %s.", show_value(options)),
+             "argument", call = call)
+  }
+  params <- embedder_params(model, pooling, layers, missing, cache_dir, options[setdiff(names(options), "columns")],
+                            step = TRUE, call = call)
+  if ("columns" %in% names(options)) {
+    abort_bf("Select the columns with the step's selectors, not `options$columns`.", "argument", call = call)
+  }
+  check_flag(keep_original_cols, "keep_original_cols", call = call)
+  params
 }
 
 step_bert_embed_new <- function(terms, role, trained, columns, model, pooling, layers, options, missing,
@@ -127,19 +135,19 @@ step_bert_embed_new <- function(terms, role, trained, columns, model, pooling, l
 
 #' @export
 prep.step_bert_embed <- function(x, training, info = NULL, ...) {
+  call <- NULL # recipes already says the error came from step_bert_embed()
+  params <- check_step_arguments(x$model, x$pooling, x$layers, x$missing, x$cache_dir, x$options,
+                                 recipes::get_keep_original_cols(x), call = call)
   col_names <- recipes::recipes_eval_select(x$terms, training, info)
   features <- character()
   fingerprint <- NULL
   layers_used <- NULL
   dtype_used <- NULL
   if (length(col_names)) {
-    call <- NULL # recipes already says the error came from step_bert_embed()
     for (name in col_names) {
       check_text_column(training[[name]], name, "the training data", call = call)
     }
     # the feature names and fingerprint come from the Python recipe, without embedding anything
-    params <- embedder_params(x$model, x$pooling, x$layers, x$missing, x$cache_dir, x$options, step = TRUE,
-                              call = call)
     described <- with_python_errors(python_module()$describe(as.list(unname(col_names)), params), call = call)
     issue_python_warnings(described[[3]])
     features <- unlist(described[[1]])

@@ -282,3 +282,27 @@ test_that("a prepped step whose model path is not on this machine says how to po
   rec$steps[[1]]$model <- file.path(moved, "minilm") # as the message says
   expect_identical(ncol(bake(rec, new_data = test)), 1L + 384L)
 })
+
+test_that("arguments changed with update() before prep() are checked as step_bert_embed() checks them", {
+  # update() of an unprepped step sets its fields past step_bert_embed()'s checks: prep() then failed with "argument is
+  # not interpretable as logical" (keep_original_cols = "yes"), or spoke of a `...` the step has not (options = "...")
+  rec <- recipe(score ~ review, data = train) |> step_bert_embed(review, pooling = "mean")
+  flag <- rec
+  flag$steps[[1]] <- update(flag$steps[[1]], keep_original_cols = "yes")
+  err <- expect_error(prep(flag), class = "bertfeat_error_argument")
+  expect_match(conditionMessage(err), "`keep_original_cols` must be TRUE or FALSE, not \"yes\".", fixed = TRUE)
+  unnamed <- rec
+  unnamed$steps[[1]] <- update(unnamed$steps[[1]], options = "max_length = 8")
+  err <- expect_error(prep(unnamed), class = "bertfeat_error_argument")
+  expect_match(conditionMessage(err), "`options` must be a named list such as list(max_length = 256), not \"max_length = 8\".",
+               fixed = TRUE)
+  columns <- rec
+  columns$steps[[1]] <- update(columns$steps[[1]], options = list(columns = "review"))
+  err <- expect_error(prep(columns), class = "bertfeat_error_argument")
+  expect_match(conditionMessage(err), "Select the columns with the step's selectors, not `options$columns`.",
+               fixed = TRUE)
+  # and what update() sets right is what prep() uses
+  fine <- rec
+  fine$steps[[1]] <- update(fine$steps[[1]], keep_original_cols = TRUE, pooling = "cls")
+  expect_identical(names(bake(prep(fine), new_data = test))[1:3], c("review", "score", "review_cls_000"))
+})
