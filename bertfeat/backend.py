@@ -82,14 +82,14 @@ def resolve_device(device: str = "auto") -> str:
     if dev.type == "cuda":
         count = gpu.device_count()  # through NVML: CUDA is not initialised
         if count == 0:
-            raise ValueError(f"device={device!r} was asked for, but torch sees no CUDA GPU here; pass device='cpu' or 'auto'.")
+            raise ValueError(f"device={device!r} was asked for, but torch sees no CUDA GPU here; pass device='cpu' or device='auto'.")
         if dev.index is not None and dev.index >= count:
             raise ValueError(
                 f"device={device!r} was asked for, but torch sees {count} CUDA GPU(s) here (cuda:0 to "
                 f"cuda:{count - 1}); pass one of those, or check CUDA_VISIBLE_DEVICES."
             )
     if dev.type == "mps" and not torch.backends.mps.is_available():
-        raise ValueError(f"device={device!r} was asked for, but MPS is not available here; pass device='cpu' or 'auto'.")
+        raise ValueError(f"device={device!r} was asked for, but MPS is not available here; pass device='cpu' or device='auto'.")
     return device
 
 

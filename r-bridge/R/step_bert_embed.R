@@ -223,7 +223,7 @@ bake.step_bert_embed <- function(object, new_data, ...) {
         model = object$model, pooling = object$pooling, layers = object$layers, missing = object$missing,
         cache_dir = object$cache_dir, where = "the data given to bake()", call = call
       ),
-      bertfeat_error_python = function(e) abort_with_step_paths(e, object, call = call)
+      bertfeat_error_python = function(e) abort_with_step_settings(e, object, call = call)
     )
     if (!identical(res$fingerprint, object$fingerprint)) {
       abort_bf(
@@ -239,10 +239,10 @@ bake.step_bert_embed <- function(object, new_data, ...) {
   tibble::as_tibble(c(as.list(new_data[keep]), as.list(features)))
 }
 
-# A recipe saved with saveRDS() keeps the paths of the machine that prepped it (/home/alice/.cache/bertfeat or
-# /home/alice/models/minilm on a server with no /home/alice): where Python refused such a path that is not usable here,
-# say how to give the prepped step another. Other errors as they came.
-abort_with_step_paths <- function(error, object, call) {
+# A recipe saved with saveRDS() keeps the paths and device of the machine that prepped it (/home/alice/.cache/bertfeat
+# or /home/alice/models/minilm on a server with no /home/alice, "cuda" on a CPU server): where Python refused one
+# that does not hold here, say how to give the prepped step another. Other errors as they came.
+abort_with_step_settings <- function(error, object, call) {
   path <- function(p) path.expand(p)
   advice <- NULL
   cache_dir <- object$cache_dir
@@ -255,6 +255,13 @@ abort_with_step_paths <- function(error, object, call) {
     advice <- paste("This step was prepped with the model at that path, and a prepped recipe keeps it on every machine.",
                     "Point the prepped step at the same model's files on this machine, for example",
                     "`rec$steps[[1]]$model <- \"/srv/models/my-model\"`; bake() checks they hold the same model.")
+  }
+  device <- object$options$device
+  if (is.null(advice) && is.character(device) && length(device) == 1L &&
+      startsWith(conditionMessage(error), sprintf("device = \"%s\" was asked for", device))) {
+    advice <- paste("This step was prepped with that device in `options`, and a prepped recipe keeps it on every",
+                    "machine. Set one for this machine in the prepped step, for example",
+                    "`rec$steps[[1]]$options$device <- \"auto\"`.")
   }
   if (is.null(advice)) {
     stop(error)

@@ -306,3 +306,21 @@ test_that("arguments changed with update() before prep() are checked as step_ber
   fine$steps[[1]] <- update(fine$steps[[1]], keep_original_cols = TRUE, pooling = "cls")
   expect_identical(names(bake(prep(fine), new_data = test))[1:3], c("review", "score", "review_cls_000"))
 })
+
+test_that("a prepped step asking for a GPU the baking machine has not says how to set the step's device", {
+  # prepped on a GPU machine with options = list(device = "cuda"), saved, baked on a CPU server: Python's "pass
+  # device='cpu' or 'auto'" (half of it in Python's syntax), though a prepped step takes no argument
+  skip_if(reticulate::import("torch")$cuda$is_available(), "this machine has a CUDA GPU")
+  rec <- recipe(score ~ review, data = train) |> step_bert_embed(review, pooling = "mean") |> prep()
+  rec$steps[[1]]$options$device <- "cuda" # as prep() on the GPU machine kept it
+  err <- expect_error(bake(rec, new_data = test), class = "bertfeat_error_python")
+  expect_match(conditionMessage(err), "torch sees no CUDA GPU here; pass device = \"cpu\" or device = \"auto\".",
+               fixed = TRUE)
+  expect_match(conditionMessage(err), "rec$steps[[1]]$options$device <- \"auto\"", fixed = TRUE)
+  rec$steps[[1]]$options$device <- "auto" # as the message says
+  expect_identical(ncol(bake(rec, new_data = test)), 1L + 384L)
+  # bf_embed() takes the argument itself
+  err <- expect_error(bf_embed("a text", device = "cuda"), class = "bertfeat_error_python")
+  expect_match(conditionMessage(err), "pass device = \"cpu\" or device = \"auto\".", fixed = TRUE)
+  expect_no_match(conditionMessage(err), "rec\\$steps")
+})
