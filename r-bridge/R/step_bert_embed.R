@@ -223,7 +223,17 @@ bake.step_bert_embed <- function(object, new_data, ...) {
         model = object$model, pooling = object$pooling, layers = object$layers, missing = object$missing,
         cache_dir = object$cache_dir, where = "the data given to bake()", call = call
       ),
-      bertfeat_error_python = function(e) abort_with_step_settings(e, object, call = call)
+      bertfeat_error_python = function(e) abort_with_step_settings(e, object, call = call),
+      # a served recipe's first NA: bake() takes no `missing`, the prepped step holds it
+      bertfeat_error_missing_value = function(e) {
+        abort_bf(
+          c(conditionMessage(e),
+            i = sprintf(paste("This step was prepped with `missing = \"%s\"`; to embed missing texts from now on, set it in",
+                              "the prepped step, for example `rec$steps[[1]]$missing <- \"zero\"` (the other rows'",
+                              "features stay the same)."), object$missing)),
+          "missing_value", row = e$row, call = call
+        )
+      }
     )
     if (!identical(res$fingerprint, object$fingerprint)) {
       abort_bf(

@@ -324,3 +324,19 @@ test_that("a prepped step asking for a GPU the baking machine has not says how t
   expect_match(conditionMessage(err), "pass device = \"cpu\" or device = \"auto\".", fixed = TRUE)
   expect_no_match(conditionMessage(err), "rec\\$steps")
 })
+
+test_that("a missing text at bake() says how to set the prepped step's policy, not only to pass an argument", {
+  # a served recipe meets its first NA: "Pass `missing = \"zero\"` ..." named an argument bake() does not take
+  strict <- recipe(score ~ review, data = train) |> step_bert_embed(review, pooling = "mean") |> prep()
+  err <- expect_error(bake(strict, new_data = data.frame(review = c("Fine.", NA), score = 1:2)),
+                      class = "bertfeat_error_missing_value")
+  expect_identical(err$row, 2L)
+  expect_match(conditionMessage(err), "Row 2 of column `review` is missing (NA)", fixed = TRUE)
+  expect_match(conditionMessage(err), "This step was prepped with `missing = \"error\"`", fixed = TRUE)
+  expect_match(conditionMessage(err), "rec$steps[[1]]$missing <- \"zero\"", fixed = TRUE)
+  strict$steps[[1]]$missing <- "zero" # as the message says: the other rows' features are the same
+  baked <- bake(strict, new_data = data.frame(review = c("Fine.", NA), score = 1:2))
+  expect_true(all(unlist(baked[2, -1]) == 0))
+  expect_equal(unlist(baked[1, -1], use.names = FALSE), as.vector(bf_embed("Fine.", pooling = "mean")),
+               tolerance = 1e-5)
+})
