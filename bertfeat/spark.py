@@ -387,11 +387,18 @@ def _session(master: str | None, quiet: bool):
     if master is not None:
         builder = builder.master(master)
     target = master if master is not None else configured.get("spark.master", "local[*]")
-    if (target.startswith("local") and not os.environ.get("PYSPARK_PYTHON")
-            and not configured.contains("spark.pyspark.python")):
-        builder = builder.config("spark.pyspark.python", sys.executable)  # local workers run this environment
+    python = None  # local workers run this environment, or the interpreter the configuration names
+    if target.startswith("local") and not os.environ.get("PYSPARK_PYTHON"):
+        python = configured.get("spark.pyspark.python", None)
+        if python is None:
+            python = sys.executable
+            builder = builder.config("spark.pyspark.python", python)
     builder = builder.config("spark.ui.showConsoleProgress", "false" if quiet else "true")
     spark = builder.getOrCreate()
+    if python is not None:
+        # pyspark starts its Python workers with SparkContext.pythonExec, which it reads from PYSPARK_PYTHON alone
+        # (else `python3` on PATH): spark.pyspark.python is read by spark-submit only, which sets PYSPARK_PYTHON
+        spark.sparkContext.pythonExec = python
     if quiet:
         spark.sparkContext.setLogLevel("ERROR")
     return spark, True

@@ -255,6 +255,30 @@ def test_spark_submit_runs_the_job_on_the_master_spark_submit_was_given(tiny_ber
     assert manifest["counts"]["rows"] == 12 and pq.read_table(tmp_path / "out").num_rows == 12
 
 
+def test_a_local_job_started_outside_spark_submit_runs_its_workers_on_this_python(tiny_bert, tmp_path):
+    """`bertfeat embed --engine spark` run as a program (a venv's `bin/bertfeat`, not activated; R; cron) with no
+    PYSPARK_PYTHON: Spark's local workers must run this interpreter, where bertfeat and torch are installed. pyspark
+    starts them with `python3` from PATH unless PYSPARK_PYTHON says otherwise (its `spark.pyspark.python` is read by
+    spark-submit alone), so the job failed in every task with `No module named 'sklearn'` (or ran another Python)."""
+    import subprocess
+
+    make_frame(6, seed=9).to_parquet(tmp_path / "in.parquet")
+    stray = tmp_path / "bin"
+    stray.mkdir()
+    (stray / "python3").write_text("#!/bin/sh\necho 'not the python bertfeat runs in' >&2\nexit 3\n")
+    (stray / "python3").chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_PYTHON"}
+    env.update(HF_HUB_OFFLINE="1", PATH=os.pathsep.join([str(stray), os.environ.get("PATH", "")]),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    run = subprocess.run(
+        [sys.executable, "-m", "bertfeat", "embed", str(tmp_path / "in.parquet"), "--text-col", "review", "--id-col",
+         "id", "--out", str(tmp_path / "out"), "--engine", "spark", "--master", "local[1]", "--model", tiny_bert,
+         "--quiet"],
+        env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert pq.read_table(tmp_path / "out").column("id").to_pylist() == make_frame(6, seed=9)["id"].tolist()
+
+
 def test_input_columns_named_like_the_jobs_own_are_the_users_and_kept(tiny_bert, spark, tmp_path):
     """A job carries each row's file, index and number through Spark in columns of its own; an input column of the
     same name, in any case (Spark's names are case-insensitive by default), is the user's and comes out as written,

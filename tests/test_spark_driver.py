@@ -629,6 +629,9 @@ def test_without_master_the_configured_one_is_used_and_local_workers_run_this_py
         want.append(("config", "spark.pyspark.python", python))
     want += [("config", "spark.ui.showConsoleProgress", "false"), ("getOrCreate",), ("setLogLevel", "ERROR")]
     assert log == want  # never ("master", ...): spark-submit's or the configuration's master stands
+    # what pyspark starts the local workers with (it reads no spark.pyspark.python): this python, or the one named
+    want_exec = None if conf.get("spark.master") == "yarn" else conf.get("spark.pyspark.python", sys.executable)
+    assert getattr(session.sparkContext, "pythonExec", None) == want_exec
 
 
 @pytest.mark.parametrize("master, conf, python", [
