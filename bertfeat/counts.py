@@ -82,3 +82,36 @@ def job_counts(totals: EncodeStats, distinct: DistinctCounter, n_text_cols: int,
         "rows_resumed": rows_resumed,
         "chunks": chunks,
     }
+
+
+def forward_passes(recipe) -> dict[str, int]:
+    """Batches of ``recipe``'s model run in this process so far, by the arrangement of the forward pass that ran
+    them (:func:`bertfeat.backend.forward_passes`); a process that never imported the backend ran none."""
+    import sys
+
+    backend = sys.modules.get("bertfeat.backend")  # not imported for a run answered from the cache
+    if backend is None:
+        return {}
+    return backend.forward_passes(recipe.weights_sha256, recipe.config_sha256, recipe.tokenizer_sha256, recipe.dtype)
+
+
+def passes_since(before: dict[str, int], recipe) -> dict[str, int]:
+    """The batches each arrangement ran since ``before`` (a :func:`forward_passes` taken earlier): a job's, a
+    chunk's or a task's own, whatever ran in this process before it."""
+    return {rung: n - before.get(rung, 0) for rung, n in forward_passes(recipe).items() if n > before.get(rung, 0)}
+
+
+def add_passes(total: dict[str, int], passes: dict[str, int]) -> dict[str, int]:
+    """``total`` with ``passes`` added (the manifest's ``timing.forward_pass`` summed over batches or tasks)."""
+    for rung, n in passes.items():
+        total[rung] = total.get(rung, 0) + int(n)
+    return total
+
+
+def machines_facts(machines: dict[str, dict]) -> dict:
+    """The manifest's ``timing.machine`` for a job whose workers ran on ``machines`` (host -> the facts of
+    :func:`bertfeat.hardware.run_facts` one worker there measured): the facts themselves when every worker ran on
+    one machine, as the local engine records them; by host name when several did; ``{}`` when none reported."""
+    if len(machines) == 1:
+        return next(iter(machines.values()))
+    return dict(sorted(machines.items()))

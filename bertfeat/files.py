@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bertfeat.counts import DistinctCounter, job_counts, text_hashes
+from bertfeat.counts import DistinctCounter, forward_passes, job_counts, passes_since, text_hashes
 from bertfeat.encode import EncodeStats, reporting
 from bertfeat.exceptions import TruncationWarning
 from bertfeat.hardware import run_facts
@@ -288,7 +288,7 @@ def _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, pr
     progress = Progress(reader.total_rows, quiet, every=progress_every)
     resumed_rows = batches_resumed = 0
     this_run = EncodeStats()
-    passes_before = _forward_passes(featurizer.recipe)
+    passes_before = forward_passes(featurizer.recipe)
     k = -1
     rows_read = 0  # rows of the chunks before this one: a mistake in the data names its row in the input
     try:
@@ -323,19 +323,9 @@ def _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, pr
     if n_parts == 0:
         raise ValueError(f"input {reader.path!r} has no rows to embed.")
     reader.check_unchanged(state["input"])  # parts of one version of it
-    passes = {rung: n - passes_before.get(rung, 0) for rung, n in _forward_passes(featurizer.recipe).items()
-              if n > passes_before.get(rung, 0)}
+    passes = passes_since(passes_before, featurizer.recipe)
     return _finish(paths, n_parts, schema, featurizer, state, resumed_rows, len(resumed), this_run, t0, user_cache,
                    batches_resumed, checkpoint_seconds, passes)
-
-
-def _forward_passes(recipe) -> dict[str, int]:
-    """Batches of ``recipe``'s model run in this process so far, by the arrangement of the forward pass that ran
-    them (:func:`bertfeat.backend.forward_passes`); a process that never imported the backend ran none."""
-    backend = sys.modules.get("bertfeat.backend")  # not imported for a run answered from the cache
-    if backend is None:
-        return {}
-    return backend.forward_passes(recipe.weights_sha256, recipe.config_sha256, recipe.tokenizer_sha256, recipe.dtype)
 
 
 def _has_progress(paths: OutputPaths) -> bool:

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bertfeat.arrow import first_refused
+from bertfeat.counts import add_passes, forward_passes, machines_facts, passes_since
 from bertfeat.encode import EncodeStats
 from bertfeat.exceptions import TruncationWarning
 from bertfeat.sources import FOLDER_OUTPUT, output_path
@@ -185,6 +186,7 @@ class RayFeaturizer:
         with self._reporting_mistakes():
             self.featurizer = ArrowFeaturizer(text_cols, keep_cols, layout=layout, **params)
         self.truncation_warned = False
+        self.machine_told = False
         if collector is not None:
             import ray
 
@@ -225,9 +227,12 @@ class RayFeaturizer:
             raise named from None
 
     def __call__(self, table: pa.Table) -> pa.Table:
+        job = self.collector is not None  # a file job: its manifest counts the forward passes
+        before = forward_passes(self.featurizer.recipe) if job else {}
         with warnings.catch_warnings(record=True) as caught, self._reporting_mistakes(), self._naming_the_row(table):
             warnings.simplefilter("always", TruncationWarning)
             batch = self.featurizer(table)
+        passes = passes_since(before, self.featurizer.recipe) if job else {}
         truncated = [w for w in caught if issubclass(w.category, TruncationWarning)]
         for w in caught:
             if w not in truncated:
@@ -244,10 +249,19 @@ class RayFeaturizer:
             # waited for, so that every distinct text is counted before the job reads the count (a set: a batch Ray
             # retries adds nothing to it)
             ray.get(self.collector.add_texts.remote(hashes))
+            if out.num_rows and not self.machine_told:
+                # after a batch: where the model ran, torch is loaded and its rates are measured, as the local
+                # engine's manifest has them
+                from bertfeat.hardware import run_facts
+
+                self.machine_told = True
+                ray.get(self.collector.add_machine.remote(socket.gethostname(),
+                                                          run_facts(self.featurizer.recipe.hidden_size)))
             if out.num_rows:
                 # the batch's counts travel with its first row to the file that row is written to, so a batch Ray
-                # retries is counted once, as its rows are written once (see _ordered_parquet_sink)
-                stats = json.dumps(self.featurizer.embedder.stats_.to_dict())
+                # retries is counted once, as its rows are written once (see _ordered_parquet_sink); so do the
+                # forward passes that ran it
+                stats = json.dumps({**self.featurizer.embedder.stats_.to_dict(), "forward_pass": passes})
                 out = out.append_column(pa.field(STATS_COL, pa.string()),
                                         pa.array([stats] + [None] * (out.num_rows - 1), pa.string()))
         return out
@@ -261,10 +275,15 @@ class JobCounts:
     def __init__(self):
         self.distinct = DistinctCounter()
         self.workers: list[dict] = []
+        self.machines: dict[str, dict] = {}
         self.mistake: Exception | None = None
 
     def add_worker(self, info: dict) -> None:
         self.workers.append(info)
+
+    def add_machine(self, host: str, facts: dict) -> None:
+        """The facts of a machine the workers ran on (the first worker there to report them)."""
+        self.machines.setdefault(host, facts)
 
     def add_texts(self, hashes: np.ndarray) -> None:
         self.distinct.add(hashes)
@@ -275,6 +294,9 @@ class JobCounts:
 
     def report(self) -> tuple[DistinctCounter, list[dict]]:
         return self.distinct, self.workers
+
+    def machines_report(self) -> dict[str, dict]:
+        return self.machines
 
     def first_mistake(self) -> Exception | None:
         return self.mistake
@@ -452,12 +474,13 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
                 # Ray numbers no rows: the driver finds the input's first bad text
                 raise first_refused(mistake, reader, checker) from None
             distinct, workers = ray.get(collector.report.remote())
+            machines = ray.get(collector.machines_report.remote())
             ray.kill(collector)
     finally:
         if started:
             ray.shutdown()
 
-    totals, batches = _written_stats(data_dir)
+    totals, batches, passes = _written_stats(data_dir)
     files, provenance = _check_written(data_dir, reader.total_rows)
     reader.check_unchanged(fingerprint)
     paths.manifest.unlink(missing_ok=True)  # an earlier output's: never beside features it does not describe
@@ -471,7 +494,10 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
         # every count from what was written: a batch Ray retries is written, and counted, once
         "counts": {**job_counts(totals, distinct, len(text_cols), 0, batches), "rows": reader.total_rows,
                    "texts": reader.total_rows * len(text_cols)},
-        "timing": {"seconds": round(time.perf_counter() - t0, 3), "embed_seconds": round(totals.seconds, 3)},
+        "timing": {"seconds": round(time.perf_counter() - t0, 3), "embed_seconds": round(totals.seconds, 3),
+                   # as the local engine's: the machine(s) the workers ran on, and the forward passes of the
+                   # batches written (a batch Ray retries counted once)
+                   "machine": machines_facts(machines), "forward_pass": passes},
         "chunk_rows": batch_rows,
         "cache_dir": None if user_cache is None else str(user_cache),
         "ray": {**asdict(plan), "files": len(files), "preserve_order": preserve_order, "workers": workers},
@@ -527,16 +553,18 @@ def _stats_file(data_file: Path) -> Path:
     return data_file.with_name(data_file.name[:-len(".parquet")] + ".stats.json")
 
 
-def _written_stats(data_dir: Path) -> tuple[EncodeStats, int]:
-    """The summed counts of the batches whose rows were written, and the number of batches; removes the stats files
-    (what is left in the folder is the output)."""
-    totals, batches = EncodeStats(), 0
+def _written_stats(data_dir: Path) -> tuple[EncodeStats, int, dict[str, int]]:
+    """The summed counts of the batches whose rows were written, the number of batches, and their forward passes
+    by arrangement; removes the stats files (what is left in the folder is the output)."""
+    totals, batches, passes = EncodeStats(), 0, {}
     for f in sorted(data_dir.glob("*.stats.json")):
         for stats in json.loads(f.read_text()):
-            totals += EncodeStats(**json.loads(stats))
+            stats = json.loads(stats)
+            add_passes(passes, stats.pop("forward_pass", {}))
+            totals += EncodeStats(**stats)
             batches += 1
         f.unlink()
-    return totals, batches
+    return totals, batches, passes
 
 
 def _check_written(data_dir: Path, expected_rows: int) -> tuple[list[Path], dict]:

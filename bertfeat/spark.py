@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bertfeat.arrow import at_input_row, first_refused
+from bertfeat.counts import add_passes, forward_passes, machines_facts, passes_since
 from bertfeat.encode import EncodeStats
 from bertfeat.exceptions import TruncationWarning
 from bertfeat.sources import FOLDER_OUTPUT, output_path
@@ -330,6 +331,11 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
             totals += EncodeStats(**s["stats"])
         workers = sorted({(w["host"], w["pid"]): w for w in (s["worker"] for s in parts)}.values(),
                          key=lambda w: (w["host"], w["pid"]))
+        passes, machines = {}, {}
+        for s in parts:
+            add_passes(passes, s.get("forward_pass", {}))
+            if "machine" in s:
+                machines.setdefault(s["worker"]["host"], s["machine"])
         manifest = {
             "output": str(paths.out),
             "engine": "spark",
@@ -337,7 +343,10 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
             "provenance": provenance,
             "counts": job_counts(totals, _Exact(result["distinct"]), len(text_cols), 0, len(parts)),
             "timing": {"seconds": round(time.perf_counter() - t0, 3), "embed_seconds": round(totals.seconds, 3),
-                       "spark_start_seconds": round(start_seconds, 3)},
+                       "spark_start_seconds": round(start_seconds, 3),
+                       # as the local engine's: the machine(s) the tasks ran on, and the forward passes of the
+                       # partitions written (a task Spark retried counted once)
+                       "machine": machines_facts(machines), "forward_pass": passes},
             "chunk_rows": batch_rows,
             "reading": reader.reading(),
             "cache_dir": None if user_cache is None else str(user_cache),
@@ -494,6 +503,7 @@ def _write_partition(batches, spec: dict):
     except (ValueError, TypeError) as exc:  # a model this executor cannot load, say: the user's to fix
         raise _marked(exc, np.empty(0, dtype=np.int64)) from None
     input_schema = pa.ipc.read_schema(pa.py_buffer(spec["input_schema"]))
+    passes_before = forward_passes(featurizer.recipe)  # this worker ran other tasks before: this one's passes only
     row_col = spec["row_col"]
     final = Path(spec["data_dir"]) / f"part-{part:06d}.parquet"
     tmp = final.with_name(f".{final.name}.tmp-{tc.taskAttemptId()}")  # unique to this attempt in the application
@@ -530,7 +540,13 @@ def _write_partition(batches, spec: dict):
             writer.close()
         if tmp.exists():
             tmp.unlink()
-    stats = {"partition": part, "attempt": attempt, "stats": totals.to_dict(), "worker": info}
+    from bertfeat.hardware import run_facts
+
+    # as the local engine's manifest has them: the forward passes that ran this partition, and the machine (its
+    # rates measured once the model ran)
+    stats = {"partition": part, "attempt": attempt, "stats": totals.to_dict(), "worker": info,
+             "forward_pass": passes_since(passes_before, featurizer.recipe),
+             "machine": run_facts(featurizer.recipe.hidden_size)}
     yield pa.record_batch([pa.array([json.dumps(stats)]), pa.nulls(1, pa.int64())], names=["stats", "hash"])
 
 

@@ -72,6 +72,13 @@ def test_cli_ray_engine_matches_the_local_engine_and_a_rerun_hits_the_cache(tiny
         assert manifest["counts"][key] == local_manifest["counts"][key], key
     assert manifest["counts"]["embedded"] == len(df) and manifest["counts"]["cache_hits"] == 0
     assert manifest["input"] == local_manifest["input"] and manifest["cache_dir"] == str(tmp_path / "c")
+    # the timing the local engine records: the workers' machine (measured where the model ran: in a worker), and
+    # the forward passes of this job's batches by arrangement (each worker process counts its own)
+    machine, local_machine = manifest["timing"]["machine"], local_manifest["timing"]["machine"]
+    assert {k: machine[k] for k in ("cpu", "arch", "flags")} == {k: local_machine[k] for k in ("cpu", "arch", "flags")}
+    assert machine["threads"] == 1 and set(machine["matmul_gflops"]) == {"float32", "bfloat16"}
+    passes = manifest["timing"]["forward_pass"]
+    assert set(passes) == set(local_manifest["timing"]["forward_pass"]) and sum(passes.values()) >= 4, passes
     workers = manifest["ray"]["workers"]
     assert len(workers) == manifest["ray"]["num_workers"] == 1  # one actor, constructed (and loading) once
     assert workers[0]["threads"] == manifest["ray"]["threads"] == 1 and workers[0]["device"] == "cpu"
@@ -80,6 +87,7 @@ def test_cli_ray_engine_matches_the_local_engine_and_a_rerun_hits_the_cache(tiny
     assert main(["embed", *ray_args, "--overwrite"]) == 0
     again = json.loads((tmp_path / "ray_out.manifest.json").read_text())
     assert again["counts"]["embedded"] == 0 and again["counts"]["cache_hits"] == again["counts"]["rows"] == len(df)
+    assert again["timing"]["forward_pass"] == {}  # no batch ran the model
     rerun = pq.read_table(out)
     assert rerun.column("id").to_pylist() == df["id"].tolist()  # input order kept again
     assert rerun.equals(got)

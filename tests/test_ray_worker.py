@@ -28,6 +28,7 @@ import bertfeat.ray as bray
 from bertfeat.encode import EncodeStats
 from bertfeat.exceptions import TruncationWarning
 from bertfeat.files import PARQUET_SUFFIXES, text_hashes
+from bertfeat.hardware import run_facts
 
 
 # -- stand-ins -------------------------------------------------------------------------------------------------------
@@ -260,6 +261,18 @@ def test_job_counts_keeps_distinct_texts_every_worker_and_the_first_mistake():
     assert counts.first_mistake() is first
 
 
+def test_the_job_keeps_one_machine_per_host_and_the_manifest_names_them_by_host_when_several():
+    from bertfeat.counts import machines_facts
+
+    counts = bray.JobCounts()
+    counts.add_machine("b", {"cpu": "B"})
+    counts.add_machine("a", {"cpu": "A"})
+    counts.add_machine("a", {"cpu": "A, a second actor"})  # the first actor's facts for its host stand
+    assert machines_facts(counts.machines_report()) == {"a": {"cpu": "A"}, "b": {"cpu": "B"}}
+    assert machines_facts({"a": {"cpu": "A"}}) == {"cpu": "A"}  # one machine: the facts, as the local engine's
+    assert machines_facts({}) == {}
+
+
 def test_stats_file_sits_beside_its_data_file():
     assert bray._stats_file(Path("/d/part-000003-ab.parquet")) == Path("/d/part-000003-ab.stats.json")
 
@@ -271,12 +284,23 @@ def test_written_stats_sums_every_batch_and_leaves_only_the_data(tmp_path):
     (tmp_path / "part-000000-x.stats.json").write_text(json.dumps([json.dumps(a.to_dict()), json.dumps(b.to_dict())]))
     (tmp_path / "part-000001-x.stats.json").write_text(json.dumps([json.dumps(c.to_dict())]))
     (tmp_path / "part-000000-x.parquet").write_bytes(b"data")
-    totals, batches = bray._written_stats(tmp_path)
-    assert batches == 3
+    totals, batches, passes = bray._written_stats(tmp_path)
+    assert batches == 3 and passes == {}  # stats of no forward pass (an older bertfeat's, or answered by the cache)
     assert totals.to_dict() == dict(rows=22, missing=1, unique=14, cache_hits=3, cache_misses=0, cache_new=0,
                                     truncated=3, chunked=2, tokens=149, padded_tokens=0, batches=0, seconds=2.0)
     assert [p.name for p in tmp_path.iterdir()] == ["part-000000-x.parquet"]
     assert bray._written_stats(tmp_path)[1] == 0  # nothing left to count
+
+
+def test_written_stats_sums_the_forward_passes_that_ran_the_batches_written(tmp_path):
+    a = {**EncodeStats(rows=2, unique=2).to_dict(), "forward_pass": {"onednn-float32": 2}}
+    b = {**EncodeStats(rows=1, unique=1).to_dict(), "forward_pass": {"onednn-float32": 1, "torch-float32": 1}}
+    c = {**EncodeStats(rows=1, unique=1, cache_hits=1).to_dict(), "forward_pass": {}}
+    (tmp_path / "part-000000-x.stats.json").write_text(json.dumps([json.dumps(a), json.dumps(b)]))
+    (tmp_path / "part-000001-x.stats.json").write_text(json.dumps([json.dumps(c)]))
+    totals, batches, passes = bray._written_stats(tmp_path)
+    assert batches == 3 and totals.rows == 4 and totals.cache_hits == 1
+    assert passes == {"onednn-float32": 3, "torch-float32": 1}
 
 
 def test_check_written_returns_the_files_in_name_order_and_refuses_a_short_output(tmp_path, tiny_bert):
@@ -369,8 +393,14 @@ def test_the_actor_reports_itself_every_distinct_text_and_its_counts_with_the_fi
     assert collector.calls == [("add_worker", ({"host": socket.gethostname(), "pid": os.getpid(), "device": "auto",
                                                 "threads": 3},))]
     out = actor(table)
+    first_stats = actor.featurizer.embedder.stats_.to_dict()
     name, (hashes,) = collector.calls[1]
-    assert name == "add_texts" and len(collector.calls) == 2
+    assert name == "add_texts" and len(collector.calls) == 3
+    # the machine the model ran on, once per actor, as the local engine's manifest records it
+    assert collector.calls[2] == ("add_machine", (socket.gethostname(), run_facts(actor.featurizer.recipe.hidden_size)))
+    assert "matmul_gflops" in collector.calls[2][1][1]  # measured after the model ran
+    actor(table)
+    assert [name for name, _ in collector.calls[3:]] == ["add_texts"]  # told once
     np.testing.assert_array_equal(hashes, np.concatenate([text_hashes(["the cat", "a dog", "the cat"]),
                                                           text_hashes(["x", "the cat", "y"])]))
     want = pa.Table.from_batches([ArrowFeaturizer(["review", "title"], ["id"], model=tiny_bert)(table)])
@@ -378,7 +408,11 @@ def test_the_actor_reports_itself_every_distinct_text_and_its_counts_with_the_fi
     assert out.schema.field(bray.STATS_COL).type == pa.string()
     stats = out.column(bray.STATS_COL).to_pylist()
     assert stats[1:] == [None, None]
-    assert json.loads(stats[0]) == actor.featurizer.embedder.stats_.to_dict()
+    counted = json.loads(stats[0])
+    # the forward passes that ran this batch travel with its counts: one batch of the tiny model, on one arrangement
+    passes = counted.pop("forward_pass")
+    assert len(passes) == 1 and list(passes.values()) == [1], passes
+    assert counted == first_stats
     assert json.loads(stats[0])["rows"] == 6  # two text columns of three rows
     np.testing.assert_allclose(np.column_stack(out.columns[1:-1]), np.column_stack(want.columns[1:]), atol=1e-5)
 
@@ -597,8 +631,13 @@ def test_a_file_job_on_fake_ray_writes_what_the_local_engine_writes(tiny_bert, f
     # the batch run twice found its texts in the run's cache the first time left: hits, not a second embedding
     assert counts["embedded"] + counts["cache_hits"] == local["counts"]["embedded"] + local["counts"]["cache_hits"]
     assert counts["cache_hits"] > 0
-    assert set(manifest["timing"]) == {"seconds", "embed_seconds"}
+    assert set(manifest["timing"]) == {"seconds", "embed_seconds", "machine", "forward_pass"}
     assert 0 < manifest["timing"]["embed_seconds"] <= manifest["timing"]["seconds"]
+    # as the local engine's: the machine the workers ran on (one here: the facts themselves), and the forward
+    # passes of the batches written, by arrangement (the batch run twice answered from the cache the second time)
+    assert manifest["timing"]["machine"] == local["timing"]["machine"] == run_facts(32)
+    passes, local_passes = manifest["timing"]["forward_pass"], local["timing"]["forward_pass"]
+    assert set(passes) == set(local_passes) and 0 < sum(passes.values()) <= sum(local_passes.values())
     assert manifest["chunk_rows"] == 8 and manifest["cache_dir"] is None
     workers = manifest["ray"].pop("workers")
     assert manifest["ray"] == {"num_workers": 2, "cpus": 1.0, "gpus": 0.0, "threads": 1, "device": "cpu", "files": 3,

@@ -89,6 +89,13 @@ def test_parquet_job_matches_the_local_engine_and_a_rerun_hits_the_cache(tiny_be
         assert manifest["counts"][key] == local_manifest["counts"][key], key
     assert manifest["counts"]["embedded"] == len(df) and manifest["counts"]["cache_hits"] == 0
     assert manifest["input"] == local_manifest["input"] and manifest["cache_dir"] == str(tmp_path / "c")
+    # the timing the local engine records: the workers' machine (measured where the model ran: in a worker), and
+    # the forward passes of this job's batches by arrangement (each worker process counts its own)
+    machine, local_machine = manifest["timing"]["machine"], local_manifest["timing"]["machine"]
+    assert {k: machine[k] for k in ("cpu", "arch", "flags")} == {k: local_machine[k] for k in ("cpu", "arch", "flags")}
+    assert machine["threads"] == 1 and set(machine["matmul_gflops"]) == {"float32", "bfloat16"}
+    passes = manifest["timing"]["forward_pass"]
+    assert set(passes) == set(local_manifest["timing"]["forward_pass"]) and sum(passes.values()) >= 4, passes
     s = manifest["spark"]
     assert s["partitions"] == 4 == s["files"] and s["task_cpus"] == 1  # 150 rows / 40 a partition
     assert {w["threads"] for w in s["workers"]} == {1} and {w["device"] for w in s["workers"]} == {"cpu"}
@@ -101,6 +108,7 @@ def test_parquet_job_matches_the_local_engine_and_a_rerun_hits_the_cache(tiny_be
     assert main(["embed", *spark_args, "--overwrite"]) == 0
     again = json.loads((tmp_path / "spark_out.manifest.json").read_text())
     assert again["counts"]["embedded"] == 0 and again["counts"]["cache_hits"] == again["counts"]["rows"] == len(df)
+    assert again["timing"]["forward_pass"] == {}  # no batch ran the model
     loads_again = {w["pid"]: w["loads"] for w in again["spark"]["workers"]}
     assert loads.keys() & loads_again.keys()  # workers reused, so the next line reads something
     assert all(loads_again[pid] == loads[pid] for pid in loads.keys() & loads_again.keys())

@@ -28,6 +28,7 @@ pyspark = pytest.importorskip("pyspark")
 
 import bertfeat.spark as bspark  # noqa: E402
 from bertfeat.cli import main  # noqa: E402
+from bertfeat.hardware import run_facts  # noqa: E402
 from tests.test_cli import make_frame  # noqa: E402
 from tests.test_spark_worker import FakeConf, FakeTask, in_task  # noqa: E402,F401
 
@@ -193,10 +194,17 @@ def test_a_job_writes_the_local_engines_output_in_input_order_with_its_manifest(
     assert_counts(manifest["counts"], local_manifest["counts"], fake.job.stats)
     assert manifest["counts"]["rows"] == 150 and manifest["counts"]["unique_texts"] == df["review"].nunique()
     timing = manifest["timing"]
-    assert set(timing) == {"seconds", "embed_seconds", "spark_start_seconds"}
+    assert set(timing) == {"seconds", "embed_seconds", "spark_start_seconds", "machine", "forward_pass"}
     assert timing["embed_seconds"] == round(sum(s["stats"]["seconds"] for s in fake.job.stats), 3) > 0
     assert timing["seconds"] >= timing["embed_seconds"] and 0 <= timing["spark_start_seconds"] < timing["seconds"]
-    assert all(round(v, 3) == v for v in timing.values())
+    assert all(round(v, 3) == v for k, v in timing.items() if k.endswith("seconds"))
+    # as the local engine's: the machine the tasks ran on (one here: the facts themselves), the forward passes
+    # summed over the partitions by arrangement (each partition's own, though one worker ran them all)
+    assert timing["machine"] == local_manifest["timing"]["machine"] == run_facts(32)
+    assert set(timing["forward_pass"]) == set(local_manifest["timing"]["forward_pass"])
+    per_task = [s["forward_pass"] for s in fake.job.stats]
+    assert all(sum(p.values()) >= 1 for p in per_task)
+    assert sum(timing["forward_pass"].values()) == sum(sum(p.values()) for p in per_task)
     assert manifest["chunk_rows"] == 40 and manifest["cache_dir"] is None
     assert manifest["spark"] == {
         "master": "local[3]", "task_cpus": 3, "partitions": 4, "files": 4, "csv_staged": False, "staged": False,
@@ -765,7 +773,8 @@ def test_the_timing_is_read_from_the_clock_in_milliseconds(tiny_bert, tmp_path, 
     fake = spark_job()
     manifest = bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True)
     assert manifest["timing"] == {"seconds": 7.123, "spark_start_seconds": 0.25,
-                                  "embed_seconds": round(sum(s["stats"]["seconds"] for s in fake.job.stats), 3)}
+                                  "embed_seconds": round(sum(s["stats"]["seconds"] for s in fake.job.stats), 3),
+                                  "machine": run_facts(32), "forward_pass": manifest["timing"]["forward_pass"]}
     assert next(ticks, "all read") == "all read"
 
 

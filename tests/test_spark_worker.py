@@ -287,7 +287,10 @@ class FakeFeaturizer:
     def __init__(self, n=None):
         from bertfeat.encode import EncodeStats
 
+        from tests.conftest import make_recipe
+
         self.n, self.embedder = n, SimpleNamespace(stats_=EncodeStats(rows=1))
+        self.recipe = make_recipe()  # a model that never runs: no forward pass to count
 
     def __call__(self, batch):
         import warnings
