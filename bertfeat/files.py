@@ -43,7 +43,7 @@ from bertfeat.resume import FINISHED, STATE_VERSION, finished_output, mark_finis
 __all__ = [
     "CHECKPOINT_SECONDS", "CSV_NULLS", "CSV_SUFFIXES", "PARQUET_SUFFIXES", "STATE_VERSION", "DistinctCounter",
     "InputReader", "Progress", "_Paths", "_atomic_write_bytes", "check_output", "embed_file", "job_counts",
-    "print_summary", "resolve_input", "text_hashes",
+    "print_summary", "refuse_local_options", "resolve_input", "text_hashes",
 ]
 
 # A chunk's text characters (with its rows) bound its memory: 1M characters is about 250k tokens. Characters, not
@@ -52,6 +52,32 @@ __all__ = [
 CHUNK_CHARS = 1_000_000
 # finished batches of the running chunk are saved this often: about the most work a kill can lose
 CHECKPOINT_SECONDS = 30.0
+
+
+# embed_file's own options that are no BertEmbedder parameter: a job moved to the Ray or Spark engine's Python API
+# keeps them, and they would reach BertEmbedder as "unexpected keyword argument" (see refuse_local_options)
+_LOCAL_OPTIONS = {
+    "chunk_rows": "{o}= is the local engine's name (bertfeat.files.embed_file): the {E} engine's is batch_rows=, rows "
+                  "per batch sent to a worker; pass batch_rows={v!r}.",
+    "chunk_chars": "{o}= bounds the local engine's chunks (bertfeat.files.embed_file): the {E} engine reads batches "
+                   "of batch_rows= rows, so a smaller batch_rows= bounds a batch's memory; drop {o}=.",
+    "checkpoint_seconds": "{o}= applies to the local engine (bertfeat.files.embed_file): the {E} engine resumes a "
+                          "stopped job through its cache; drop {o}=.",
+    "progress_every": "{o}= applies to the local engine (bertfeat.files.embed_file): the {E} engine shows {E}'s own "
+                      "progress (quiet=True hides it); drop {o}=.",
+}
+_CSV_OPTIONS = ("delimiter", "infer_types")
+
+
+def refuse_local_options(params: dict, engine: str, reads_csv: bool = True) -> None:
+    """Refuse, by name and with what to do, the local file job's options given to the ``engine`` engine's job
+    (whose other keyword arguments are BertEmbedder parameters); and the CSV options where it reads no CSV."""
+    for option, value in params.items():
+        says = _LOCAL_OPTIONS.get(option)
+        if says is None and option in _CSV_OPTIONS and not reads_csv:
+            says = "{o}= applies to CSV input, and the {E} engine reads parquet only; drop {o}=."
+        if says is not None:
+            raise TypeError(says.format(o=option, E=engine.capitalize(), v=value))
 
 
 # -- progress ----------------------------------------------------------------------------------------------------
@@ -126,21 +152,6 @@ def _duration(seconds: float) -> str:
 
 
 # -- the job -----------------------------------------------------------------------------------------------------
-
-
-def refuse_local_options(params: dict, engine: str) -> None:
-    """Refuse :func:`embed_file`'s own options given to a cluster engine's function (``bertfeat embed`` refuses
-    ``--chunk-chars`` and ``--checkpoint-every`` so): they reached the BertEmbedder as "unexpected keyword argument
-    'chunk_chars'", which said neither that the engine has no such bound nor what bounds its memory."""
-    if "chunk_rows" in params:
-        raise TypeError(f"chunk_rows= is the local engine's (bertfeat.files.embed_file): the {engine} engine's rows "
-                        "per batch are batch_rows=.")
-    given = [name for name in ("chunk_chars", "checkpoint_seconds") if name in params]
-    if given:
-        raise TypeError(
-            f"{given[0]}= applies to the local engine only (bertfeat.files.embed_file): the {engine} engine reads its "
-            f"input in batches of batch_rows rows, so a smaller batch_rows bounds a batch's memory; drop {given[0]}=."
-        )
 
 
 _CLUSTER_OPTIONS = {  # a cluster engine's own option given to embed_file -> what to do instead

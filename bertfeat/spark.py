@@ -34,9 +34,8 @@ from bertfeat.counts import add_passes, forward_passes, machines_facts, passes_s
 from bertfeat.encode import EncodeStats
 from bertfeat.exceptions import TruncationWarning
 from bertfeat.sources import FOLDER_OUTPUT, output_path
-from bertfeat.files import (
-    InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary, refuse_local_options,
-)
+from bertfeat.files import (InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary,
+                            refuse_local_options)
 from bertfeat.output import absolute_paths, check_folder_output, job_lock, remove_stale_temps, replace_output
 from bertfeat.recipe import _is_int
 from bertfeat.spark_input import (_check_visible, _first_rows, _hadoop_literal, _local_path, _parquet_files,
@@ -255,7 +254,7 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
     master URL (``local[4]``, ``spark://host:7077``, ``yarn``); without it the active session, or
     ``spark-submit``'s, or ``local[*]``. Other parameters: any :class:`~bertfeat.BertEmbedder` parameter.
     """
-    refuse_local_options(params, "Spark")
+    refuse_local_options(params, "spark")
     require_spark()
     t0 = time.perf_counter()
     text_cols = [text_cols] if isinstance(text_cols, str) else list(text_cols)

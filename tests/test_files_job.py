@@ -456,14 +456,19 @@ def test_the_cluster_engines_refuse_the_local_engines_chunk_bound_saying_what_bo
     name = "Ray" if engine.startswith("ray") else "Spark"
     with pytest.raises(TypeError) as info:
         run(str(src), str(tmp_path / "o"), "review", **{option: 5})
-    assert str(info.value) == (
-        f"{option}= applies to the local engine only (bertfeat.files.embed_file): the {name} engine reads its input "
-        f"in batches of batch_rows rows, so a smaller batch_rows bounds a batch's memory; drop {option}=.")
+    says = {
+        "chunk_chars": f"chunk_chars= bounds the local engine's chunks (bertfeat.files.embed_file): the {name} engine "
+                       "reads batches of batch_rows= rows, so a smaller batch_rows= bounds a batch's memory; drop "
+                       "chunk_chars=.",
+        "checkpoint_seconds": "checkpoint_seconds= applies to the local engine (bertfeat.files.embed_file): the "
+                              f"{name} engine resumes a stopped job through its cache; drop checkpoint_seconds=.",
+    }
+    assert str(info.value) == says[option]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]
     with pytest.raises(TypeError) as info:  # the local engine's name for a batch's rows
         run(str(src), str(tmp_path / "o"), "review", chunk_rows=5)
-    assert str(info.value) == (f"chunk_rows= is the local engine's (bertfeat.files.embed_file): the {name} engine's "
-                               "rows per batch are batch_rows=.")
+    assert str(info.value) == (f"chunk_rows= is the local engine's name (bertfeat.files.embed_file): the {name} "
+                               "engine's is batch_rows=, rows per batch sent to a worker; pass batch_rows=5.")
 
 
 @pytest.mark.parametrize("option, value, instead", [

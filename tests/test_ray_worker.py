@@ -754,6 +754,37 @@ def test_a_file_job_is_refused_before_ray_starts(tiny_bert, fake_ray, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.parquet", "in", "in.csv", "taken"]
 
 
+@pytest.mark.parametrize("option, value, says", [
+    ("chunk_rows", 500, "chunk_rows= is the local engine's name (bertfeat.files.embed_file): the Ray engine's is "
+                        "batch_rows=, rows per batch sent to a worker; pass batch_rows=500."),
+    ("chunk_chars", 10_000, "chunk_chars= bounds the local engine's chunks (bertfeat.files.embed_file): the Ray engine "
+                            "reads batches of batch_rows= rows, so a smaller batch_rows= bounds a batch's memory; "
+                            "drop chunk_chars=."),
+    ("checkpoint_seconds", 5, "checkpoint_seconds= applies to the local engine (bertfeat.files.embed_file): the Ray "
+                              "engine resumes a stopped job through its cache; drop checkpoint_seconds=."),
+    ("progress_every", 1.0, "progress_every= applies to the local engine (bertfeat.files.embed_file): the Ray engine "
+                            "shows Ray's own progress (quiet=True hides it); drop progress_every=."),
+    ("delimiter", ";", "delimiter= applies to CSV input, and the Ray engine reads parquet only; drop delimiter=."),
+    ("infer_types", True, "infer_types= applies to CSV input, and the Ray engine reads parquet only; drop "
+                          "infer_types=."),
+])
+def test_the_local_engines_file_options_are_refused_by_name_not_as_a_bertembedder_parameter(
+        tiny_bert, fake_ray, tmp_path, option, value, says):
+    """A job moved from ``bertfeat.files.embed_file`` keeps its options: they used to reach BertEmbedder, which
+    said "BertEmbedder.__init__() got an unexpected keyword argument 'chunk_rows'" (after Ray's import)."""
+    ray = fake_ray()
+    src = write_input(tmp_path, frame(5), files=1)
+    with pytest.raises(TypeError) as info:
+        bray.embed_parquet(src, tmp_path / "o", "review", model=tiny_bert, **{option: value})
+    assert str(info.value) == says
+    assert ray.inits == [] and not (tmp_path / "o.partial").exists()
+    if option not in ("delimiter", "infer_types"):  # a Dataset may have been read from CSV
+        with pytest.raises(TypeError) as info:
+            bray.embed_dataset(FakeDataset(ray, pa.table({"review": ["a"]})), "review", model=tiny_bert,
+                               **{option: value})
+        assert str(info.value) == says
+
+
 def test_an_output_another_job_put_in_place_before_the_lock_was_taken_is_not_replaced(tiny_bert, fake_ray, tmp_path,
                                                                                          monkeypatch):
     """--out was checked before the lock was taken: a job on the same --out that finished in between had its output

@@ -535,6 +535,29 @@ def test_column_and_recipe_mistakes_are_refused_before_anything_is_written(tiny_
     assert fake.asked == [] and sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]
 
 
+@pytest.mark.parametrize("option, value, says", [
+    ("chunk_rows", 500, "chunk_rows= is the local engine's name (bertfeat.files.embed_file): the Spark engine's is "
+                        "batch_rows=, rows per batch sent to a worker; pass batch_rows=500."),
+    ("chunk_chars", 10_000, "chunk_chars= bounds the local engine's chunks (bertfeat.files.embed_file): the Spark "
+                            "engine reads batches of batch_rows= rows, so a smaller batch_rows= bounds a batch's "
+                            "memory; drop chunk_chars=."),
+    ("checkpoint_seconds", 5, "checkpoint_seconds= applies to the local engine (bertfeat.files.embed_file): the Spark "
+                              "engine resumes a stopped job through its cache; drop checkpoint_seconds=."),
+    ("progress_every", 1.0, "progress_every= applies to the local engine (bertfeat.files.embed_file): the Spark "
+                            "engine shows Spark's own progress (quiet=True hides it); drop progress_every=."),
+])
+def test_the_local_engines_file_options_are_refused_by_name_not_as_a_bertembedder_parameter(
+        tiny_bert, tmp_path, spark_job, option, value, says):
+    """A job moved from ``bertfeat.files.embed_file`` keeps its options: they used to reach BertEmbedder, which
+    said "BertEmbedder.__init__() got an unexpected keyword argument 'chunk_rows'"."""
+    fake = spark_job()
+    make_frame(5).to_parquet(tmp_path / "in.parquet")
+    with pytest.raises(TypeError) as info:
+        bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, **{option: value})
+    assert str(info.value) == says
+    assert fake.asked == [] and sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]
+
+
 # -- the session a job asks for -----------------------------------------------------------------------------------
 
 
