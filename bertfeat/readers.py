@@ -132,6 +132,9 @@ class InputReader:
         if self.kind == "parquet":
             if delimiter is not None:
                 raise ValueError(f"delimiter={delimiter!r} applies to CSV input only, and {path!r} is parquet.")
+            if infer_types:  # else recorded in a job's manifest (`reading`) as if types had been guessed
+                raise ValueError(f"infer_types=True applies to CSV input only, and {path!r} is parquet, whose columns "
+                                 "have their types; drop infer_types.")
             self.schema = self._parquet_schema()
             self.total_rows = 0
             for f in self.files:

@@ -124,6 +124,11 @@ def test_a_declared_delimiter_is_checked_and_refused_for_parquet(tmp_path):
     pq_file = write_parquet(tmp_path / "a.parquet", x=["1"])
     assert refusal(InputReader, str(pq_file), ["x"], 10, ["x"], delimiter=",") == (
         f"delimiter=',' applies to CSV input only, and {str(pq_file)!r} is parquet.")
+    # infer_types=True too: parquet has its types, and a job recorded `reading.infer_types: true` for it (the
+    # local engine's and Spark's manifest), silently, where the command line refuses --infer-types
+    assert refusal(InputReader, str(pq_file), ["x"], 10, ["x"], infer_types=True) == (
+        f"infer_types=True applies to CSV input only, and {str(pq_file)!r} is parquet, whose columns have their "
+        "types; drop infer_types.")
 
 
 def test_the_fingerprint_names_every_file_with_its_size_and_mtime(tmp_path):

@@ -56,14 +56,15 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bertfeat.files import InputReader
+    from bertfeat.files import InputReader, resolve_input
     from bertfeat.probe import _check_writable, probe
 
     if args.json:  # written after the work: refused before it
         _check_writable(args.json, f"--json {args.json!r}")
 
-    # numeric labels as numbers (a regression task needs them), text as text
-    reader = InputReader(args.input, [args.text_col, args.label_col], 100_000, [args.text_col], infer_types=True)
+    # numeric labels as numbers (a regression task needs them), text as text; parquet has its types
+    reader = InputReader(args.input, [args.text_col, args.label_col], 100_000, [args.text_col],
+                         infer_types=resolve_input(args.input)[0] == "csv")
     import pyarrow as pa
 
     table = pa.Table.from_batches(list(reader.batches()), schema=reader.schema)
