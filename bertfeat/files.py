@@ -69,11 +69,14 @@ _LOCAL_OPTIONS = {
 _CSV_OPTIONS = ("delimiter", "infer_types")
 
 
-def refuse_local_options(params: dict, engine: str, reads_csv: bool = True) -> None:
+def refuse_local_options(params: dict, engine: str, reads_csv: bool = True, rows: str | None = None) -> None:
     """Refuse, by name and with what to do, the local file job's options given to the ``engine`` engine's job
-    (whose other keyword arguments are BertEmbedder parameters); and the CSV options where it reads no CSV."""
+    (whose other keyword arguments are BertEmbedder parameters); and the CSV options where it reads no CSV.
+    ``rows``: what sets the rows per batch where no ``batch_rows=`` does."""
     for option, value in params.items():
         says = _LOCAL_OPTIONS.get(option)
+        if option == "chunk_rows" and rows is not None:
+            says = "{o}= is the local engine's name (bertfeat.files.embed_file): " + rows
         if says is None and option in _CSV_OPTIONS and not reads_csv:
             says = "{o}= applies to CSV input, and the {E} engine reads parquet only; drop {o}=."
         if says is not None:

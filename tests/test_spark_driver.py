@@ -558,6 +558,16 @@ def test_the_local_engines_file_options_are_refused_by_name_not_as_a_bertembedde
     assert fake.asked == [] and sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]
 
 
+def test_embed_dataframe_refuses_the_local_engines_file_options_by_name():
+    with pytest.raises(TypeError) as info:
+        bspark.embed_dataframe(object(), "review", chunk_rows=500)  # refused before the DataFrame is read
+    assert str(info.value) == (
+        "chunk_rows= is the local engine's name (bertfeat.files.embed_file): a DataFrame goes to the Spark engine in "
+        "Arrow batches of spark.sql.execution.arrow.maxRecordsPerBatch rows; set that option of the session instead.")
+    with pytest.raises(TypeError, match=r"^checkpoint_seconds= applies to the local engine"):
+        bspark.embed_dataframe(object(), "review", checkpoint_seconds=5)
+
+
 # -- the session a job asks for -----------------------------------------------------------------------------------
 
 
