@@ -19,3 +19,12 @@ repo_root <- function() {
   dir <- normalizePath(testthat::test_path("..", "..", ".."), mustWork = FALSE)
   if (file.exists(file.path(dir, "pyproject.toml"))) dir else NULL
 }
+
+# The bundled default model's files linked into the folder `model` (made here): a model folder of the tests' own,
+# to move, rename or edit without touching the installed one.
+link_default_model <- function(model) {
+  src <- reticulate::import("bertfeat.models")$resolve_model("default")$path
+  dir.create(model, recursive = TRUE, showWarnings = FALSE)
+  for (f in list.files(src)) file.symlink(file.path(src, f), file.path(model, f))
+  model
+}

@@ -134,9 +134,7 @@ test_that("a Python warning while prep() reads the recipe comes back as an R war
   # the default model with prompts in its sentence-transformers config: the note that it defines prompts is
   # given once per model and process, and prep() is where the step first reads the model; it was printed on
   # the process's stderr, and bake() then had none to give
-  src <- reticulate::import("bertfeat.models")$resolve_model("default")$path
-  model <- withr::local_tempdir()
-  for (f in list.files(src)) file.symlink(file.path(src, f), file.path(model, f))
+  model <- link_default_model(withr::local_tempdir())
   unlink(file.path(model, "config_sentence_transformers.json"))
   writeLines('{"prompts": {"query": "query: "}, "default_prompt_name": null}',
              file.path(model, "config_sentence_transformers.json"))
@@ -179,11 +177,8 @@ test_that("a step prepped on a GPU bakes on a CPU in the dtype prep() fixed", {
 test_that("a relative model path baked from another working directory says where it pointed at prep()", {
   # bake() in another directory (a saved workflow served elsewhere) sent "models/minilm" to the Hugging Face cache
   # and advised `huggingface-cli download models/minilm`
-  src <- reticulate::import("bertfeat.models")$resolve_model("default")$path
   home <- withr::local_tempdir()
-  model <- file.path(home, "models", "minilm")
-  dir.create(model, recursive = TRUE)
-  for (f in list.files(src)) file.symlink(file.path(src, f), file.path(model, f))
+  model <- link_default_model(file.path(home, "models", "minilm"))
   rec <- recipe(score ~ review, data = train) |> step_bert_embed(review, model = "models/minilm", pooling = "mean")
   prepped <- withr::with_dir(home, prep(rec))
   expect_identical(prepped$steps[[1]]$model_dir, normalizePath(model))
@@ -267,11 +262,8 @@ test_that("a prepped step whose cache_dir cannot be made on this machine says ho
 test_that("a prepped step whose model path is not on this machine says how to point the step at the model", {
   # an absolute path of the machine that prepped (/home/alice/models/minilm) got Python's "Pass a directory ...",
   # though a prepped step takes no argument: its model is set in the step, and bake() checks the files are the same
-  src <- reticulate::import("bertfeat.models")$resolve_model("default")$path
   home <- withr::local_tempdir()
-  model <- file.path(home, "models", "minilm")
-  dir.create(model, recursive = TRUE)
-  for (f in list.files(src)) file.symlink(file.path(src, f), file.path(model, f))
+  model <- link_default_model(file.path(home, "models", "minilm"))
   rec <- recipe(score ~ review, data = train) |> step_bert_embed(review, model = model, pooling = "mean") |> prep()
   moved <- file.path(home, "elsewhere")
   file.rename(file.path(home, "models"), moved)
