@@ -257,7 +257,9 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
     def __getstate__(self):
         # missing_ is of the last transform, not fitted state: Pipeline.fit leaves the training set's mask here, and
         # pickled it made a pipeline fitted on 10M rows carry 10 MB (per text column) of which rows were missing
-        state = super().__getstate__()
+        # a copy: scikit-learn's __getstate__ returns this estimator's own __dict__, and popping from it took
+        # missing_ off the live estimator (joblib.dump or copy.deepcopy of a fitted pipeline lost the caller's mask)
+        state = dict(super().__getstate__())
         state.pop("missing_", None)
         return state
 

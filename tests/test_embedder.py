@@ -1,5 +1,6 @@
 """BertEmbedder's contract on the tiny BERT: inputs, outputs, errors, scikit-learn integration."""
 
+import copy
 import pickle
 import warnings
 
@@ -1060,6 +1061,10 @@ def test_a_pipelines_pickle_does_not_grow_with_the_rows_it_was_fitted_or_used_on
     assert emb.missing_.shape == (20_000, 1) and emb.missing_[4::5].all()  # still there in this process
     blob = pickle.dumps(pipe)
     assert len(blob) < small + 1000 < 10_000
+    copy.deepcopy(pipe)
+    # (found reviewing the merge) scikit-learn's __getstate__ hands back the estimator's own __dict__, so popping
+    # missing_ from it took it off the live estimator: joblib.dump(pipe) or a deepcopy lost the caller's mask
+    assert emb.missing_.shape == (20_000, 1) and emb.missing_[4::5].all()
     again = pickle.loads(blob)
     assert not hasattr(again.named_steps["bertembedder"], "missing_")
     np.testing.assert_array_equal(again.predict(many[:5]), pipe.predict(many[:5]))
