@@ -285,9 +285,10 @@ def embed_file(
             shutil.rmtree(paths.partial, ignore_errors=True)
             raise
         except OSError as exc:
+            error = job_os_error(exc, paths)  # before the cleanup below: what was removed while the job ran
             if not _has_progress(paths):
                 shutil.rmtree(paths.partial, ignore_errors=True)
-            raise job_os_error(exc, paths) from None
+            raise error from None
         except BaseException:
             if not _has_progress(paths):
                 shutil.rmtree(paths.partial, ignore_errors=True)

@@ -151,13 +151,16 @@ class InputReader:
 
     def fingerprint(self) -> dict:
         """The input as a job records it: each file's path, size and modification time (what the manifest reports),
-        and its inode and change time, which tell the same file from another put at its path with the same size and
-        modification time (``cp -p``, ``rsync -t``, ``touch -r``): no tool sets a change time, and both stay while a
-        file is only read, also seen from another host of a shared filesystem (NFS keeps inode numbers)."""
+        and its change time, which tells the same file from another put at its path with the same size and
+        modification time (``cp -p``, ``rsync -t``, ``touch -r``, a rename over it): no tool sets a change time, and
+        it stays while a file is only read, also seen from another host of a shared filesystem. Not the inode: FUSE
+        mounts of object stores (s3fs, gcsfuse, /dbfs), and SMB without server inode numbers, make inode numbers up
+        per mount, or anew once the kernel forgets the file, so the same untouched file would lose its resume after
+        a remount, or fail the job as "changed while read"."""
         stats = [(f, f.stat()) for f in self.files]
         return {"path": recorded_name(self.path if is_pattern(self.path) else Path(self.path).resolve()),
                 "files": [[recorded_name(f.resolve()), st.st_size, st.st_mtime_ns] for f, st in stats],
-                "identity": [[st.st_ino, st.st_ctime_ns] for _, st in stats]}
+                "identity": [st.st_ctime_ns for _, st in stats]}
 
     def check_unchanged(self, fingerprint: dict) -> None:
         """Refuse an input whose :meth:`fingerprint` is no longer ``fingerprint`` (taken before reading it): a file
@@ -165,7 +168,7 @@ class InputReader:
         part from one version and part from another."""
         try:
             same = self.fingerprint() == fingerprint
-        except OSError as exc:  # a file of it is gone (it was read whole through its open handle)
+        except FileNotFoundError as exc:  # a file of it is gone (it was read whole through its open handle)
             raise ValueError(
                 f"input file {os.fsdecode(exc.filename or self.path)!r} was removed or renamed while the job read it; "
                 "nothing was written. Put it back (or name it where it is now), then run the command again."

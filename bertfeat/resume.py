@@ -1,6 +1,6 @@
 """The resume protocol: ``<out>.partial/`` holds the finished parts of a job and a ``state.json`` naming the job.
 
-A job is its input's fingerprint (paths, sizes, mtimes, inodes and change times), its chunking and every option.
+A job is its input's fingerprint (paths, sizes, mtimes and change times), its chunking and every option.
 A rerun of the same job reuses every part that is complete (its features, stats and text hashes all present and the
 parquet readable); a ``.partial`` folder of any other job (other input, options or chunking) is discarded, so a part
 is never reused at another row offset. A run that put its output in place and was stopped before writing its

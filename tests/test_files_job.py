@@ -5,11 +5,13 @@ and checkpoints: tests/test_checkpoints.py and tests/test_cli_files.py.)"""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 import shutil
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -612,7 +614,7 @@ def test_an_input_replaced_by_another_of_the_same_size_and_mtime_is_not_resumed(
     """A job's input replaced, between a stopped run and its rerun, by another file of the same size and the same
     modification time (``cp -p``, ``rsync -t``, ``touch -r``, an export rerun within the filesystem's mtime
     granularity) was taken for the same input: the rerun kept the first run's parts and embedded the rest of the new
-    file, so the output mixed two inputs, silently. The inode and the change time (which no tool can set) are in the
+    file, so the output mixed two inputs, silently. The change time (which no tool can set) is in the
     job's fingerprint: the rerun starts over, and its output is the new input's."""
     src, out = tmp_path / "in.csv", tmp_path / "out.parquet"
     header, *lines = frame(ROWS, seed=3).to_csv(index=False).splitlines(keepends=True)
@@ -646,6 +648,75 @@ def test_the_same_input_untouched_still_resumes_after_it_was_read_again(tiny_ber
     _stopped_in_chunk(monkeypatch, 3, str(src), str(out), **job)
     src.read_bytes()
     (tmp_path / "copy.csv").write_bytes(src.read_bytes())
+    assert embed_file(str(src), str(out), **job)["counts"]["rows_resumed"] == 15
+
+
+def test_a_missing_file_in_the_first_chunk_is_named_not_blamed_on_a_removed_partial_folder(tiny_bert, tmp_path,
+                                                                                          monkeypatch):
+    """(found reviewing the merge) a file not found in the first chunk for another reason (a model's weights file
+    gone when first read, a Hugging Face cache cleaned) was told "'<out>.partial', where the job keeps its finished
+    parts, was removed while the job ran": the job had removed its own empty .partial before it looked."""
+    src, out = _src(tmp_path, "csv"), tmp_path / "out.parquet"
+
+    def featurize(self, batch, first_row=0):
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", "/models/m/model.safetensors")
+
+    monkeypatch.setattr(ArrowFeaturizer, "__call__", featurize)
+    with pytest.raises(OSError) as info:
+        embed_file(str(src), str(out), text_cols="review", model=tiny_bert, quiet=True, chunk_rows=5)
+    assert "/models/m/model.safetensors" in str(info.value)
+    assert "removed while the job ran" not in str(info.value)
+    assert not Path(str(out) + ".partial").exists() and not out.exists()
+
+
+def test_an_input_file_that_cannot_be_read_again_is_not_said_to_be_removed(tiny_bert, tmp_path, monkeypatch):
+    """(found reviewing the merge) the job's second look at its input (has it changed while read?) took any OSError
+    for a removed file: permissions taken away mid-job (EACCES) or an NFS handle gone stale (ESTALE) were told "was
+    removed or renamed while the job read it"."""
+    from bertfeat.readers import InputReader
+
+    src, out = _src(tmp_path, "csv"), tmp_path / "out.parquet"
+
+    real = InputReader.fingerprint
+    calls = []
+
+    def fingerprint(self):
+        calls.append(1)
+        if len(calls) > 1:  # the second look, after the last chunk
+            raise PermissionError(errno.EACCES, "Permission denied", str(src))
+        return real(self)
+
+    monkeypatch.setattr(InputReader, "fingerprint", fingerprint)
+    with pytest.raises(OSError) as info:
+        embed_file(str(src), str(out), text_cols="review", model=tiny_bert, quiet=True, chunk_rows=5)
+    assert "Permission denied" in str(info.value) and "removed or renamed" not in str(info.value)
+    assert not out.exists()
+
+
+def test_an_untouched_input_whose_inode_number_changed_still_resumes(tiny_bert, tmp_path, monkeypatch):
+    """(found reviewing the merge) FUSE mounts of object stores (s3fs, gcsfuse, /dbfs: where docs send cloud users)
+    and SMB without server inode numbers make inode numbers up per mount: with the inode in the fingerprint, the same
+    untouched file lost its resume after a remount (and could fail a job as "changed while read"). Here every stat
+    of the rerun gives another inode number; size, mtime and change time are the file's own."""
+    import pathlib
+
+    src, out = _src(tmp_path, "csv"), tmp_path / "out.parquet"
+    job = dict(text_cols="review", model=tiny_bert, quiet=True, chunk_rows=5)
+    _stopped_in_chunk(monkeypatch, 3, str(src), str(out), **job)
+    real_stat = pathlib.Path.stat
+
+    def remounted(self, *args, **kwargs):
+        st = real_stat(self, *args, **kwargs)
+        if self.name != src.name:
+            return st
+        fields = list(st)
+        fields[1] += 1_000_003  # st_ino
+        return os.stat_result(fields + [st.st_atime, st.st_mtime, st.st_ctime],
+                              {"st_atime_ns": st.st_atime_ns, "st_mtime_ns": st.st_mtime_ns,
+                               "st_ctime_ns": st.st_ctime_ns})
+
+    monkeypatch.setattr(pathlib.Path, "stat", remounted)
+    assert src.stat().st_ino != real_stat(src).st_ino
     assert embed_file(str(src), str(out), **job)["counts"]["rows_resumed"] == 15
 
 
