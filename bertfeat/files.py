@@ -69,16 +69,21 @@ _LOCAL_OPTIONS = {
 _CSV_OPTIONS = ("delimiter", "infer_types")
 
 
-def refuse_local_options(params: dict, engine: str, reads_csv: bool = True, rows: str | None = None) -> None:
+def refuse_local_options(params: dict, engine: str, reads: str = "csv", rows: str | None = None) -> None:
     """Refuse, by name and with what to do, the local file job's options given to the ``engine`` engine's job
-    (whose other keyword arguments are BertEmbedder parameters); and the CSV options where it reads no CSV.
-    ``rows``: what sets the rows per batch where no ``batch_rows=`` does."""
+    (whose other keyword arguments are BertEmbedder parameters); and the CSV options where it reads no CSV
+    (``reads``: ``"csv"`` for a job that reads CSV files too, ``"parquet"``, or ``"dataset"`` for one given its data
+    already). ``rows``: what sets the rows per batch where no ``batch_rows=`` does."""
     for option, value in params.items():
         says = _LOCAL_OPTIONS.get(option)
         if option == "chunk_rows" and rows is not None:
             says = "{o}= is the local engine's name (bertfeat.files.embed_file): " + rows
-        if says is None and option in _CSV_OPTIONS and not reads_csv:
-            says = "{o}= applies to CSV input, and the {E} engine reads parquet only; drop {o}=."
+        elif option == "chunk_chars" and rows is not None:
+            says = "{o}= bounds the local engine's chunks (bertfeat.files.embed_file); drop {o}=: " + rows
+        if says is None and option in _CSV_OPTIONS and reads != "csv":
+            says = ("{o}= applies to CSV input, and the {E} engine reads parquet only; drop {o}=." if reads == "parquet"
+                    else "{o}= applies to reading a CSV file, and the data given to the {E} engine is read already; "
+                         "drop {o}=.")
         if says is not None:
             raise TypeError(says.format(o=option, E=engine.capitalize(), v=value))
 

@@ -348,7 +348,7 @@ def embed_dataset(ds, text_col, keep_cols=(), *, num_workers=None, gpus_per_work
     """
     from bertfeat.arrow import ArrowFeaturizer
 
-    refuse_local_options(params, "ray")
+    refuse_local_options(params, "ray", reads="dataset")
     ray = require_ray()
     text_cols = [text_col] if isinstance(text_col, str) else list(text_col)
     keep_cols = [keep_cols] if isinstance(keep_cols, str) else list(keep_cols)
@@ -398,7 +398,7 @@ def embed_parquet(input, out, text_col, *, keep_cols=(), layout: str = "columns"
     ``<out>.partial/cache`` deduplicates texts across batches and workers, and is kept by an interrupted run, so
     running the same command again embeds only what is left. Other parameters as for :func:`embed_dataset`.
     """
-    refuse_local_options(params, "ray", reads_csv=False)
+    refuse_local_options(params, "ray", reads="parquet")
     ray = require_ray()
     t0 = time.perf_counter()
     text_cols = [text_col] if isinstance(text_col, str) else list(text_col)

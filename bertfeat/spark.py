@@ -170,7 +170,8 @@ def embed_dataframe(sdf, text_cols, *, keep_cols=(), layout: str = "columns", **
     >>> feats = embed_dataframe(sdf, "review", keep_cols="id", pooling="mean")  # doctest: +SKIP
     >>> feats.write.parquet("features/")  # doctest: +SKIP
     """
-    refuse_local_options(recipe, "spark", rows="a DataFrame goes to the Spark engine in Arrow batches of "
+    refuse_local_options(recipe, "spark", reads="dataset",
+                         rows="a DataFrame goes to the Spark engine in Arrow batches of "
                          "spark.sql.execution.arrow.maxRecordsPerBatch rows; set that option of the session instead.")
     require_spark()
     from pyspark.sql.types import ArrayType, FloatType, StructField, StructType

@@ -566,6 +566,18 @@ def test_embed_dataframe_refuses_the_local_engines_file_options_by_name():
         "Arrow batches of spark.sql.execution.arrow.maxRecordsPerBatch rows; set that option of the session instead.")
     with pytest.raises(TypeError, match=r"^checkpoint_seconds= applies to the local engine"):
         bspark.embed_dataframe(object(), "review", checkpoint_seconds=5)
+    # (found reviewing the merge) chunk_chars= was told that "a smaller batch_rows=" bounds a batch's memory, an
+    # option embed_dataframe has not; delimiter= reached BertEmbedder as an unexpected keyword argument
+    with pytest.raises(TypeError) as info:
+        bspark.embed_dataframe(object(), "review", chunk_chars=10_000)
+    assert str(info.value) == (
+        "chunk_chars= bounds the local engine's chunks (bertfeat.files.embed_file); drop chunk_chars=: a DataFrame "
+        "goes to the Spark engine in Arrow batches of spark.sql.execution.arrow.maxRecordsPerBatch rows; set that "
+        "option of the session instead.")
+    with pytest.raises(TypeError) as info:
+        bspark.embed_dataframe(object(), "review", delimiter=";")
+    assert str(info.value) == ("delimiter= applies to reading a CSV file, and the data given to the Spark engine is "
+                               "read already; drop delimiter=.")
 
 
 # -- the session a job asks for -----------------------------------------------------------------------------------
