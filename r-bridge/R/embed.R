@@ -460,7 +460,9 @@ bf_embed_file <- function(input, output, text_col, model = "default", pooling = 
 # In an ASCII session (a C locale) neither R (file.exists() warns "unable to translate ... to native encoding") nor
 # the Python it runs can name a file past ASCII: "does not exist" was said of a file that exists.
 check_nameable <- function(path, arg, call = rlang::caller_env()) {
-  if (ascii_session() && grepl("[^\\x01-\\x7f]", path, useBytes = TRUE)) {
+  # single backslashes: R reads "\x01" as the byte, and TRE reads "\\x01" in brackets as the characters "\", "x",
+  # "0", "1", so the class matched every path, and in a C locale "data.csv" was refused as past ASCII
+  if (ascii_session() && grepl("[^\x01-\x7f]", path, useBytes = TRUE)) {
     abort_bf(
       c(sprintf(paste("`%s` \"%s\" has a name past ASCII, and this R session's locale (%s) has an ASCII character",
                       "set, in which R and Python cannot name that file."),

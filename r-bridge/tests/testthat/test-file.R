@@ -19,6 +19,8 @@ test_that("in a C locale a path past ASCII is refused for the locale, not said n
   dir <- withr::local_tempdir()
   input <- file.path(dir, "caf\u00e9.csv")
   utils::write.csv(data.frame(review = "a cat"), input, row.names = FALSE)
+  # an input that passes (ASCII, and there), so that the second call is refused for its output's name
+  utils::write.csv(data.frame(review = "a cat"), file.path(dir, "x.csv"), row.names = FALSE)
   withr::local_locale(c(LC_CTYPE = "C"))
   for (call in list(function() bf_embed_file(input, file.path(dir, "f.parquet"), "review"),
                     function() bf_embed_file(file.path(dir, "x.csv"), file.path(dir, "caf\u00e9.parquet"), "review"))) {
@@ -26,6 +28,24 @@ test_that("in a C locale a path past ASCII is refused for the locale, not said n
     expect_match(conditionMessage(err), "has a name past ASCII", fixed = TRUE)
     expect_match(conditionMessage(err), "LANG=C.UTF-8", fixed = TRUE)
   }
+})
+
+test_that("in a C locale ASCII input and output paths run", {
+  # check_nameable()'s "[^\\x01-\\x7f]" was read by TRE as a class of the characters "\", "x", "0", "1", ...,
+  # so it matched every path: Rscript from cron or a container with LANG=C refused
+  # bf_embed_file("data.csv", "out.parquet", "review") as "`input` \"data.csv\" has a name past ASCII"
+  dir <- withr::local_tempdir()
+  utils::write.csv(data.frame(review = c("a cat sat", "stocks fell")), file.path(dir, "data.csv"), row.names = FALSE)
+  out <- run_r(paste(
+    sprintf("setwd(\"%s\")", dir),
+    "cat('ctype:', Sys.getlocale('LC_CTYPE'), '\\n')",
+    "res <- suppressMessages(bertfeat::bf_embed_file('data.csv', 'out.parquet', 'review'))",
+    "cat('returned:', res, '\\n')",
+    sep = "\n"
+  ), env = c("LC_ALL=C", "LANG=C"))
+  expect_true("ctype: C " %in% out, info = paste(out, collapse = "\n"))
+  expect_true("returned: out.parquet " %in% out, info = paste(out, collapse = "\n"))
+  expect_true(file.exists(file.path(dir, "out.parquet")) && file.size(file.path(dir, "out.parquet")) > 0)
 })
 
 test_that("bf_embed_file() takes a glob as the command line does", {
