@@ -299,11 +299,14 @@ as_utf8 <- function(v) {
 }
 
 # Whether this R session's native encoding is ASCII (a C or POSIX locale), where enc2utf8() cannot read a byte
-# past ASCII and writes it as "<c3>".
-ascii_session <- function() {
-  info <- l10n_info()
+# past ASCII and writes it as "<c3>". Only a codeset that names ASCII counts: Windows' R has no `codeset` in
+# l10n_info() (it gives `codepage`), and a missing one counted as ASCII, so in cp1250 or cp1251 every path past ASCII
+# was refused and native strings were read as UTF-8.
+ascii_session <- function(info = l10n_info()) {
+  codeset <- info[["codeset"]]
   !isTRUE(info[["UTF-8"]]) && !isTRUE(info[["Latin-1"]]) && !isTRUE(info[["MBCS"]]) &&
-    toupper(if (is.null(info[["codeset"]])) "" else info[["codeset"]]) %in% c("ANSI_X3.4-1968", "ASCII", "US-ASCII", "")
+    is.character(codeset) && length(codeset) == 1L && !is.na(codeset) &&
+    toupper(codeset) %in% c("ANSI_X3.4-1968", "ASCII", "US-ASCII")
 }
 
 # The rule of the Python side (bertfeat.inputs.is_blank): a text with no character outside Unicode separators,

@@ -48,6 +48,19 @@ test_that("in a C locale ASCII input and output paths run", {
   expect_true(file.exists(file.path(dir, "out.parquet")) && file.size(file.path(dir, "out.parquet")) > 0)
 })
 
+test_that("only a codeset that names ASCII makes an ASCII session, not a missing one", {
+  # a missing or empty codeset counted as ASCII: Windows' R has no `codeset` in l10n_info(), so in cp1250 or cp1251
+  # every path past ASCII was refused and native strings were read as UTF-8
+  c_locale <- list(MBCS = FALSE, `UTF-8` = FALSE, `Latin-1` = FALSE, codeset = "ANSI_X3.4-1968")
+  expect_true(bertfeat:::ascii_session(c_locale))
+  expect_true(bertfeat:::ascii_session(utils::modifyList(c_locale, list(codeset = "us-ascii"))))
+  windows_cp1250 <- list(MBCS = FALSE, `UTF-8` = FALSE, `Latin-1` = FALSE, codepage = 1250L, system.codepage = 1250L)
+  expect_false(bertfeat:::ascii_session(windows_cp1250))
+  expect_false(bertfeat:::ascii_session(utils::modifyList(c_locale, list(codeset = ""))))
+  expect_false(bertfeat:::ascii_session(utils::modifyList(c_locale, list(codeset = "ISO-8859-2"))))
+  expect_false(bertfeat:::ascii_session(list(MBCS = TRUE, `UTF-8` = TRUE, `Latin-1` = FALSE, codeset = "UTF-8")))
+})
+
 test_that("bf_embed_file() takes a glob as the command line does", {
   # it was refused as "`input` file ... does not exist", where `bertfeat embed` reads a glob (or a folder)
   dir <- tempfile("bertfeat-glob-")
