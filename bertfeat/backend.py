@@ -47,6 +47,7 @@ _LOCK = threading.Lock()
 # :func:`bertfeat.fastbert.build_ladder`, or ``transformers-<dtype>``): what a job's manifest records as its forward
 # pass (:func:`forward_passes`). A count, not a flag, so a job can tell its own batches from an earlier job's.
 _PASSES: dict[tuple, int] = {}
+_PASSES_LOCK = threading.Lock()  # not _LOCK, which a model's load holds for seconds: every batch takes this one
 
 # Padded tokens per forward pass. On CPU, per thread of a worker: a small budget keeps a layer's activations in
 # cache (1024 tokens x 1536 floats = 6 MB for MiniLM's feed-forward) while the products stay large enough to run
@@ -126,17 +127,18 @@ def get_backend(spec: ModelSpec, device: str, dtype: str, trust_remote_code: boo
 
 
 def forward_passes(weights_sha256: str, config_sha256: str, tokenizer_sha256: str, dtype: str) -> dict[str, int]:
-    """How many batches of this model and dtype each arrangement of the forward pass has run in this process:
+    """How many passes of this model and dtype each arrangement of the forward pass has run in this process (one per
+    batch; more where a batch was split, in halves for memory or by length for a model that sees its padding):
     ``{"onednn-float32": 12}``; a fallback after a failed batch shows as a second entry. Subtract a count taken
     before a job to get the job's own."""
     model = (weights_sha256, config_sha256, tokenizer_sha256, dtype)
-    with _LOCK:
+    with _PASSES_LOCK:
         return {key[-1]: n for key, n in _PASSES.items() if key[:-1] == model}
 
 
 def _count_pass(spec: ModelSpec, dtype: str, rung: str) -> None:
     key = (spec.weights_sha256, spec.config_sha256, spec.tokenizer_sha256, dtype, rung)
-    with _LOCK:
+    with _PASSES_LOCK:
         _PASSES[key] = _PASSES.get(key, 0) + 1
 
 

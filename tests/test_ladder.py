@@ -607,6 +607,28 @@ def test_two_processes_give_the_same_bytes_whichever_rung_a_moment_favours(tmp_p
     assert outs[0].tobytes() == outs[1].tobytes()
 
 
+def test_counting_a_forward_pass_does_not_wait_for_another_models_load():
+    """(found reviewing the merge) the count of forward passes took the backends' registry lock, which a model's
+    load holds for seconds (from_pretrained, the checks, the ladder): every batch of a loaded model in a server's
+    threads stalled while another thread loaded a second model."""
+    import threading
+
+    from bertfeat import backend
+    from bertfeat.models import ModelSpec
+
+    spec = ModelSpec.__new__(ModelSpec)
+    for name in ("weights_sha256", "config_sha256", "tokenizer_sha256"):
+        object.__setattr__(spec, name, "test-" + name)
+    done = threading.Event()
+    with backend._LOCK:  # a load in progress elsewhere
+        worker = threading.Thread(target=lambda: (backend._count_pass(spec, "float32", "torch-float32"), done.set()))
+        worker.start()
+        assert done.wait(5), "a batch's count waited for the registry lock"
+    worker.join()
+    assert backend.forward_passes("test-weights_sha256", "test-config_sha256", "test-tokenizer_sha256",
+                                  "float32")["torch-float32"] >= 1
+
+
 def test_the_manifest_and_info_say_which_forward_pass_ran(tmp_path, tiny_bert):
     """Which arrangement ran (the fused pass, on which kernels, or transformers' own forward pass) decides the speed
     and the last bits of every vector, and was only a debug line: the manifest said which kernels this CPU tries
