@@ -350,9 +350,9 @@ def test_non_finite_vectors_in_float32s_range_are_not_told_to_pass_float32(dtype
     with pytest.raises(ValueError) as info:
         encode(["fine text", "bad"], make_recipe(dtype=dtype), lambda: backend)
     assert str(info.value) == (
-        f"row 1 (and 0 other distinct text(s)) got non-finite features (NaN or inf) in dtype={dtype!r}: float32's "
-        "range, which no other dtype widens: the model's forward pass is not finite for this text. Nothing was "
-        "cached. Check the model's config.json against the one it was trained with (layer_norm_eps, hidden_act), or "
+        f"row 1 (and 0 other distinct text(s)) got non-finite features (NaN or inf) in dtype={dtype!r}: the model's "
+        "activations left float32's range, which no other dtype widens: its forward pass is not finite for this "
+        "text. Nothing was cached. Check the model's config.json against the one it was trained with (layer_norm_eps, hidden_act), or "
         "use another model.")
 
 

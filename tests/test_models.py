@@ -395,6 +395,21 @@ def test_weights_holding_nan_or_infinity_are_refused_at_load_naming_the_tensors(
         check_model_files(resolve_model(str(copy)))
 
 
+def test_nan_only_in_the_pooler_which_bertfeat_never_reads_is_not_refused(tiny_bert, tmp_path):
+    """(found reviewing the merge) the NaN check read every weight, the pooler's too, which bertfeat never reads (it
+    pools hidden states; a missing pooler is allowed for that reason): a checkpoint whose only NaN is in
+    pooler.dense was refused, though its features are finite and the same as the undamaged model's."""
+    import numpy as np
+
+    def damage(w):
+        w["pooler.dense.weight"][0, 0] = np.nan
+        return w
+
+    copy = _copy(tiny_bert, tmp_path)
+    _rewrite_weights(copy, damage)
+    np.testing.assert_array_equal(_transform(copy), _transform(tiny_bert))
+
+
 def _st_model_in_subfolder(tiny_bert, root, subfolder: str = "0_Transformer", decoy: bool = False):
     """The tiny BERT as a sentence-transformers model saved the older way: its Transformer module (config, weights,
     tokenizer, sentence_bert_config.json) in ``subfolder``, the model's folder holding modules.json and 1_Pooling.
