@@ -156,6 +156,11 @@ def prompts(root: Path, name: str) -> dict:
     if not isinstance(found, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in found.items()):
         raise ModelNotAvailableError(f"model={name!r}: \"prompts\" in {f} should map names to strings.")
     default = cfg.get("default_prompt_name")
+    if default is not None and not isinstance(default, str):
+        raise ModelNotAvailableError(
+            f"model={name!r}: {f} says \"default_prompt_name\": {json.dumps(default)}, where the name of one of its "
+            "prompts or null is expected: fix the file, or download the model again."
+        )
     return {"prompts": tuple(found.items()), "default_prompt_name": default if default in found else None}
 
 

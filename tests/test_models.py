@@ -503,6 +503,9 @@ BROKEN_ST_FILES = [
     ("sentence_bert_config.json", '{"max_seq_length": "256"}', r"says \"max_seq_length\": \"256\", where a positive"),
     ("config_sentence_transformers.json", '["query: "]', r"holds a JSON array where the model's sentence-transformers "
                                                          r"settings \(its prompts\) should be a JSON object"),
+    # (found reviewing the merge) a default_prompt_name that is no name failed with "unhashable type: 'list'"
+    ("config_sentence_transformers.json", '{"prompts": {"query": "query: "}, "default_prompt_name": ["query"]}',
+     r"says \"default_prompt_name\": \[\"query\"\], where the name of one of its prompts or null is expected"),
     ("config.json", '{"model_type": "bert", "hidden_size": 32,', r"config.json is not valid JSON"),
     ("tokenizer_config.json", '{"model_max_length": 64', r"tokenizer_config.json is not valid JSON"),
 ]
