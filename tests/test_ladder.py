@@ -657,4 +657,8 @@ def test_the_manifest_and_info_say_which_forward_pass_ran(tmp_path, tiny_bert):
     for model in (tiny_bert, electra):
         rung = get_backend(resolve_model(model), "cpu", "float32").rung
         assert describe(model)["machine"]["forward_pass"].startswith(rung)
+    # why: the families the fused pass reimplements, named from the one list supports() reads
+    assert describe(electra)["machine"]["forward_pass"] == (
+        "transformers-float32 (model_type 'electra' with this config is not one the fused CPU pass reimplements: "
+        "model_type bert, roberta, xlm-roberta, camembert, distilbert, mpnet with erf GELU and absolute positions)")
     clear_backends()

@@ -99,9 +99,10 @@ def _forward_pass(spec) -> str:
         return backend.ladder.describe()
     if backend.ladder is not None:  # fell back after a failed batch in this process
         return f"{backend.rung} (the fused pass failed on a batch in this process)"
+    from bertfeat.architectures import _FAMILIES
+
     return (f"{backend.rung} (model_type {spec.model_type!r} with this config is not one the fused CPU pass "
-            "reimplements: BERT, RoBERTa, XLM-RoBERTa, CamemBERT, DistilBERT and MPNet with erf GELU and absolute "
-            "positions)")
+            f"reimplements: model_type {', '.join(_FAMILIES)} with erf GELU and absolute positions)")
 
 
 def run(args: argparse.Namespace) -> int:
