@@ -108,6 +108,15 @@ def add_passes(total: dict[str, int], passes: dict[str, int]) -> dict[str, int]:
     return total
 
 
+def keep_machine(machines: dict[str, dict], host: str, facts: dict) -> None:
+    """Keep ``facts`` (:func:`bertfeat.hardware.run_facts`) as ``host``'s, unless a report from a worker there that
+    ran the model (torch loaded: its threads and measured product rates) is kept already: a worker whose batches all
+    came from the cache never loads torch, and its facts lack the rates."""
+    kept = machines.get(host)
+    if kept is None or ("matmul_gflops" in facts and "matmul_gflops" not in kept):
+        machines[host] = facts
+
+
 def machines_facts(machines: dict[str, dict]) -> dict:
     """The manifest's ``timing.machine`` for a job whose workers ran on ``machines`` (host -> the facts of
     :func:`bertfeat.hardware.run_facts` one worker there measured): the facts themselves when every worker ran on

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bertfeat.arrow import first_refused
-from bertfeat.counts import add_passes, forward_passes, machines_facts, passes_since
+from bertfeat.counts import add_passes, forward_passes, keep_machine, machines_facts, passes_since
 from bertfeat.encode import EncodeStats
 from bertfeat.exceptions import TruncationWarning
 from bertfeat.sources import FOLDER_OUTPUT, output_path
@@ -254,9 +254,10 @@ class RayFeaturizer:
                 # engine's manifest has them
                 from bertfeat.hardware import run_facts
 
-                self.machine_told = True
-                ray.get(self.collector.add_machine.remote(socket.gethostname(),
-                                                          run_facts(self.featurizer.recipe.hidden_size)))
+                facts = run_facts(self.featurizer.recipe.hidden_size)
+                # told again after a batch answered from the cache (no torch, no rates) until the model has run
+                self.machine_told = "matmul_gflops" in facts
+                ray.get(self.collector.add_machine.remote(socket.gethostname(), facts))
             if out.num_rows:
                 # the batch's counts travel with its first row to the file that row is written to, so a batch Ray
                 # retries is counted once, as its rows are written once (see _ordered_parquet_sink); so do the
@@ -282,8 +283,9 @@ class JobCounts:
         self.workers.append(info)
 
     def add_machine(self, host: str, facts: dict) -> None:
-        """The facts of a machine the workers ran on (the first worker there to report them)."""
-        self.machines.setdefault(host, facts)
+        """The facts of a machine the workers ran on (the first worker there to report them having run the model:
+        :func:`bertfeat.counts.keep_machine`)."""
+        keep_machine(self.machines, host, facts)
 
     def add_texts(self, hashes: np.ndarray) -> None:
         self.distinct.add(hashes)

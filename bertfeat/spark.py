@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bertfeat.arrow import at_input_row, first_refused
-from bertfeat.counts import add_passes, forward_passes, machines_facts, passes_since
+from bertfeat.counts import add_passes, forward_passes, keep_machine, machines_facts, passes_since
 from bertfeat.encode import EncodeStats
 from bertfeat.exceptions import TruncationWarning
 from bertfeat.sources import FOLDER_OUTPUT, output_path
@@ -337,7 +337,7 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
         for s in parts:
             add_passes(passes, s.get("forward_pass", {}))
             if "machine" in s:
-                machines.setdefault(s["worker"]["host"], s["machine"])
+                keep_machine(machines, s["worker"]["host"], s["machine"])
         manifest = {
             "output": str(paths.out),
             "engine": "spark",

@@ -271,6 +271,12 @@ def test_the_job_keeps_one_machine_per_host_and_the_manifest_names_them_by_host_
     assert machines_facts(counts.machines_report()) == {"a": {"cpu": "A"}, "b": {"cpu": "B"}}
     assert machines_facts({"a": {"cpu": "A"}}) == {"cpu": "A"}  # one machine: the facts, as the local engine's
     assert machines_facts({}) == {}
+    # (found reviewing the merge) an actor whose first batch came from the cache never loaded torch: its facts lack
+    # the threads and product rates, and they stood for its host though another actor there ran the model
+    counts.add_machine("c", {"cpu": "C"})
+    counts.add_machine("c", {"cpu": "C", "threads": 2, "matmul_gflops": {"float32": 100.0}})
+    counts.add_machine("c", {"cpu": "C, a third actor", "threads": 4, "matmul_gflops": {"float32": 90.0}})
+    assert counts.machines_report()["c"] == {"cpu": "C", "threads": 2, "matmul_gflops": {"float32": 100.0}}
 
 
 def test_stats_file_sits_beside_its_data_file():
