@@ -57,7 +57,16 @@ def _difference(old, new: dict) -> str:
     if not isinstance(old, dict):
         return "no readable state.json"
     changed = [k for k in new if old.get(k) != new[k]]
+    if changed == ["input"] and _but_identity(old["input"]) == _but_identity(new["input"]):
+        # the same names, sizes and mtimes: what differs is the change time, which a user may not think of
+        return ("other input: same names, sizes and modification times, but another change time (another file put "
+                "there, cp -p, rsync -t, touch -r; or chmod, chown, a new hard link)")
     return "other " + ", ".join(changed) if changed else "another state version"
+
+
+def _but_identity(fingerprint) -> dict | None:
+    """An input's fingerprint without its files' change times (``InputReader.fingerprint``)."""
+    return {k: v for k, v in fingerprint.items() if k != "identity"} if isinstance(fingerprint, dict) else None
 
 
 def _readable(part: Path) -> bool:

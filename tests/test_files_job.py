@@ -632,7 +632,9 @@ def test_an_input_replaced_by_another_of_the_same_size_and_mtime_is_not_resumed(
     assert (src.stat().st_size, src.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
 
     manifest = embed_file(str(src), str(out), **{**job, "quiet": False}, progress_every=1e9)
-    assert "holds parts of another job (other input); starting over." in capsys.readouterr().err
+    assert ("holds parts of another job (other input: same names, sizes and modification times, but another change "
+            "time (another file put there, cp -p, rsync -t, touch -r; or chmod, chown, a new hard link)); starting "
+            "over.") in capsys.readouterr().err
     assert manifest["counts"]["rows_resumed"] == 0
     ids = pq.read_table(out, columns=["id"]).column("id").to_pylist()
     assert ids == [f"{i:04d}" for i in reversed(range(ROWS))]
