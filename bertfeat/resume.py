@@ -57,7 +57,7 @@ def _difference(old, new: dict) -> str:
     if not isinstance(old, dict):
         return "no readable state.json"
     changed = [k for k in new if old.get(k) != new[k]]
-    if changed == ["input"] and _but_identity(old["input"]) == _but_identity(new["input"]):
+    if changed == ["input"] and _but_identity(old.get("input")) == _but_identity(new["input"]) is not None:
         # the same names, sizes and mtimes: what differs is the change time, which a user may not think of
         return ("other input: same names, sizes and modification times, but another change time (another file put "
                 "there, cp -p, rsync -t, touch -r; or chmod, chown, a new hard link)")
