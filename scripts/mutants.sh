@@ -39,7 +39,7 @@ batching | bertfeat/batching.py | tests/test_batching.py tests/test_encode.py
 tokens   | bertfeat/tokens.py   | tests/test_tokens.py
 encode   | bertfeat/encode.py   | tests/test_encode.py tests/test_all_layers.py tests/test_cache_embedder.py tests/test_prompts.py tests/test_gpu_logic.py tests/test_perf_paths.py tests/test_checkpoints.py
 journal  | bertfeat/journal.py  | tests/test_checkpoints.py
-embedder | bertfeat/embedder.py bertfeat/inputs.py bertfeat/exceptions.py | tests/test_embedder.py tests/test_inputs.py tests/test_prompts.py --deselect tests/test_embedder.py::test_truncation_warning_points_at_the_callers_line --deselect tests/test_prompts.py::test_the_prompts_note_points_at_the_callers_line
+embedder | bertfeat/embedder.py bertfeat/prompts.py bertfeat/inputs.py bertfeat/exceptions.py | tests/test_embedder.py tests/test_inputs.py tests/test_prompts.py --deselect tests/test_embedder.py::test_truncation_warning_points_at_the_callers_line --deselect tests/test_prompts.py::test_the_prompts_note_points_at_the_callers_line
 arrow    | bertfeat/arrow.py    | tests/test_arrow_batches.py tests/test_arrow.py
 cache    | bertfeat/cache.py    | tests/test_cache.py tests/test_cache_values.py tests/test_cli_cache.py --deselect tests/test_cache_values.py::test_cache_warnings_point_at_the_callers_line
 files    | bertfeat/files.py bertfeat/resume.py | tests/test_files.py tests/test_files_job.py tests/test_arrow.py tests/test_cli.py tests/test_cli_files.py tests/test_checkpoints.py --deselect tests/test_cli.py::test_killed_run_resumes_without_redoing_finished_chunks --deselect tests/test_checkpoints.py::test_sigkill_loses_at_most_the_batches_since_the_last_checkpoint

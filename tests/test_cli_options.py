@@ -808,7 +808,7 @@ def test_a_sentence_transformers_model_with_modules_bertfeat_does_not_apply_says
     import shutil
     import warnings
 
-    import bertfeat.embedder
+    import bertfeat.prompts
     from bertfeat import BertEmbedder
     from bertfeat.cli import main
     from bertfeat.cli.info import describe
@@ -835,7 +835,7 @@ def test_a_sentence_transformers_model_with_modules_bertfeat_does_not_apply_says
     assert line == ("not applied:  Dense (2_Dense), LayerNorm (3_LayerNorm), which the model's sentence embeddings "
                     "pass through after its pooling: bertfeat's features are the encoder's pooled hidden states, not "
                     "those embeddings")
-    monkeypatch.setattr(bertfeat.embedder, "_NOTED", set())  # the note comes once per model and process
+    monkeypatch.setattr(bertfeat.prompts, "_NOTED", set())  # the note comes once per model and process
     with pytest.warns(UserWarning, match=r"pass through Dense \(2_Dense\), LayerNorm \(3_LayerNorm\) after its "
                                          r"pooling; bertfeat does not apply those modules"):
         BertEmbedder(str(model), pooling="cls", normalize=True).fit(["a cat"])

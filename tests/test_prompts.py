@@ -238,7 +238,7 @@ def test_a_model_that_returns_fewer_batches_than_it_was_sent_is_an_error():
 
 
 def test_prompt_refusals_and_the_note_word_for_word(tiny_bert, prompted_bert, monkeypatch):
-    import bertfeat.embedder
+    import bertfeat.prompts
 
     for bad in ("", 3):
         with pytest.raises(ValueError) as info:
@@ -249,7 +249,7 @@ def test_prompt_refusals_and_the_note_word_for_word(tiny_bert, prompted_bert, mo
         BertEmbedder(prompted_bert, prefix="x: ", prompt_name="query").fit(TEXTS)
     assert str(info.value) == ("prefix='x: ' and prompt_name='query' both set the text put before each text; pass "
                                "only one of them.")
-    monkeypatch.setattr(bertfeat.embedder, "_NOTED", set())  # the note comes once per process
+    monkeypatch.setattr(bertfeat.prompts, "_NOTED", set())  # the note comes once per process
     with pytest.warns(UserWarning) as record:
         BertEmbedder(prompted_bert).fit(TEXTS)
     assert [str(w.message) for w in record] == [
@@ -260,9 +260,9 @@ def test_prompt_refusals_and_the_note_word_for_word(tiny_bert, prompted_bert, mo
 
 def test_the_prompts_note_points_at_the_callers_line(prompted_bert, monkeypatch):
     """Deselected under mutmut (its trampoline adds a frame); scripts/plant_mutants.py runs it on _resolve_prefix."""
-    import bertfeat.embedder
+    import bertfeat.prompts
 
-    monkeypatch.setattr(bertfeat.embedder, "_NOTED", set())
+    monkeypatch.setattr(bertfeat.prompts, "_NOTED", set())
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         BertEmbedder(prompted_bert).fit(TEXTS)
@@ -273,9 +273,9 @@ def test_a_note_made_an_error_by_the_warnings_filter_stays_one_on_the_next_call(
     """``pytest -W error`` or ``PYTHONWARNINGS=error`` (some CI): the note was marked given before it was raised, so
     the first fit of the model failed and every later one passed silently: a suite red or green by the order of
     its tests. Now a note that did not go through is not counted as given."""
-    import bertfeat.embedder
+    import bertfeat.prompts
 
-    monkeypatch.setattr(bertfeat.embedder, "_NOTED", set())
+    monkeypatch.setattr(bertfeat.prompts, "_NOTED", set())
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for _ in range(2):
@@ -420,7 +420,7 @@ def test_a_model_that_pools_without_its_prompt_is_told_that_bertfeat_pools_the_p
     import contextlib
     import io
 
-    import bertfeat.embedder
+    import bertfeat.prompts
     from bertfeat.cli import main
     from sentence_transformers import SentenceTransformer
 
@@ -433,7 +433,7 @@ def test_a_model_that_pools_without_its_prompt_is_told_that_bertfeat_pools_the_p
         {"embedding_dimension": 32, "pooling_mode": "mean", "include_prompt": False}))
     (model / "config_sentence_transformers.json").write_text(json.dumps({"prompts": {"query": "query: "}}))
     peer = SentenceTransformer(str(model), device="cpu").encode(TEXTS, prompt_name="query")
-    monkeypatch.setattr(bertfeat.embedder, "_NOTED", set())  # the note comes once per model and process
+    monkeypatch.setattr(bertfeat.prompts, "_NOTED", set())  # the note comes once per model and process
     with pytest.warns(UserWarning, match=r"pools a text without its prompt \(\"include_prompt\": false in its "
                                          r"sentence-transformers Pooling config\), but bertfeat pools the prefix "
                                          r"'query: ' with each text"):
@@ -443,7 +443,7 @@ def test_a_model_that_pools_without_its_prompt_is_told_that_bertfeat_pools_the_p
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         BertEmbedder(str(model), prompt_name="query").fit(TEXTS)  # once per model and process
-        monkeypatch.setattr(bertfeat.embedder, "_NOTED", {("prompts", str(model.resolve()))})
+        monkeypatch.setattr(bertfeat.prompts, "_NOTED", {("prompts", str(model.resolve()))})
         BertEmbedder(str(model)).fit(TEXTS)  # no prefix: the model's pooling and bertfeat's agree
     with contextlib.redirect_stdout(io.StringIO()) as out:
         assert main(["info", str(model), "--no-machine"]) == 0
@@ -463,7 +463,7 @@ def test_the_prompts_note_names_the_prompt_sentence_transformers_puts_by_default
 
     from sentence_transformers import SentenceTransformer
 
-    import bertfeat.embedder
+    import bertfeat.prompts
 
     config = Path(prompted_bert) / "config_sentence_transformers.json"
     config.write_text(json.dumps({"prompts": {"query": "query: ", "classification": "classification: "},
@@ -473,7 +473,7 @@ def test_the_prompts_note_names_the_prompt_sentence_transformers_puts_by_default
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
     (config.parent / "1_Pooling").mkdir()
     (config.parent / "1_Pooling" / "config.json").write_text(json.dumps({"embedding_dimension": 32}))
-    monkeypatch.setattr(bertfeat.embedder, "_NOTED", set())
+    monkeypatch.setattr(bertfeat.prompts, "_NOTED", set())
     with pytest.warns(UserWarning) as record:
         plain = BertEmbedder(prompted_bert, pooling="mean", layers=-1, dtype="float32").fit_transform(TEXTS)
     assert [str(w.message) for w in record] == [

@@ -1,0 +1,86 @@
+"""The text put before each text (``prefix=``, or a model's own prompt by ``prompt_name=``), and the notes
+:meth:`BertEmbedder.fit <bertfeat.BertEmbedder.fit>` gives once per model and process where the model's own
+embeddings differ from bertfeat's features: prompts its authors put before texts, a prompt its pooling leaves out,
+sentence-transformers modules bertfeat does not apply."""
+
+from __future__ import annotations
+
+import warnings
+
+from bertfeat.exceptions import user_stacklevel
+
+# (what, model path) of the notes given once per model and process (_note_once)
+_NOTED: set[tuple[str, str]] = set()
+
+
+def _note_once(what: str, spec, message: str) -> None:
+    """A note (a UserWarning, not an error) about ``what`` of the model ``spec``, given once per model and process."""
+    if (what, spec.path) in _NOTED:
+        return
+    warnings.warn(message, UserWarning, stacklevel=user_stacklevel())
+    _NOTED.add((what, spec.path))  # after: a note a warnings filter made an error is raised again next time
+
+
+def _note_modules_not_applied(spec) -> None:
+    """Once per model and process, a note that the model's sentence-transformers modules after its pooling (a
+    Dense projection, ...) are not applied: its model card's embeddings are not what bertfeat gives."""
+    if spec.st_not_applied:
+        _note_once("modules", spec, (
+            f"model={spec.name!r} is a sentence-transformers model whose sentence embeddings pass through "
+            f"{', '.join(spec.st_not_applied)} after its pooling; bertfeat does not apply "
+            f"{'that module' if len(spec.st_not_applied) == 1 else 'those modules'}: its features are the encoder's "
+            "pooled hidden states, not the model's own embeddings. For those, use sentence-transformers' encode()."))
+
+
+def _note_prompt_not_pooled(spec, prefix: str) -> None:
+    """Once per model and process, a note that a model whose pooling leaves its prompt out (``include_prompt``:
+    false) gets its prefix pooled with the text by bertfeat: its own embeddings of the same texts differ."""
+    if prefix and not spec.st_include_prompt:
+        _note_once("include_prompt", spec, (
+            f"model={spec.name!r} pools a text without its prompt (\"include_prompt\": false in its sentence-"
+            f"transformers Pooling config), but bertfeat pools the prefix {prefix!r} with each text, as with every "
+            "model: its features are not the model's own embeddings of those texts. For those, use "
+            "sentence-transformers' encode()."))
+
+
+def _resolve_prefix(prefix, prompt_name, spec) -> str:
+    """The text put before every text: ``prefix``, or the model's prompt ``prompt_name``, or ""."""
+    if prefix is not None and not isinstance(prefix, str):
+        raise ValueError(f"prefix={prefix!r} is not valid: expected a string (such as 'query: ') or None.")
+    if prompt_name is not None and (not isinstance(prompt_name, str) or not prompt_name):
+        raise ValueError(f"prompt_name={prompt_name!r} is not valid: expected the name of one of the model's prompts "
+                         "(`bertfeat info MODEL` lists them) or None.")
+    if prefix and prompt_name is not None:
+        raise ValueError(f"prefix={prefix!r} and prompt_name={prompt_name!r} both set the text put before each "
+                         "text; pass only one of them.")
+    if prompt_name is not None:
+        prompt = spec.prompt(prompt_name)
+        return _valid_unicode(prompt, f"prompt_name={prompt_name!r} gives the prefix {prompt!r} (from {spec.name}'s "
+                                      "config_sentence_transformers.json), which")
+    if not prefix and spec.prompts:
+        # once per model and process: a note, not an error, since plain texts are a valid (if weaker) choice
+        names = ", ".join(f"{k!r} ({v!r})" for k, v in spec.prompts)
+        default = spec.default_prompt_name
+        _note_once("prompts", spec, (
+            f"model={spec.name!r} defines prompts that its authors put before texts: {names}. Pass prompt_name= "
+            "(or prefix=) to use one; without one, texts are embedded as they are"
+            + (f", where sentence-transformers' encode() puts the model's default prompt {default!r} before every "
+               f"text (its default_prompt_name): pass prompt_name={default!r} for what the model's authors meant."
+               if default else ".")))
+    return _valid_unicode(prefix or "", f"prefix={prefix!r}")
+
+
+def _valid_unicode(value: str, what: str) -> str:
+    """``value`` if it is valid Unicode; a lone surrogate (what ``errors="surrogateescape"`` makes of bytes that are
+    not UTF-8: a command line in another encoding; a JSON escape such as ``\\ud800``) is refused here, naming it, where
+    the tokenizer would fail with "TextEncodeInput must be Union[...]"."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"{what} is not valid Unicode: it holds the lone surrogate {value[exc.start]!r} at position "
+            f"{exc.start}, which no tokenizer can read; it usually comes from bytes that are not UTF-8 (a command line "
+            "or a file in another encoding). Pass the text as UTF-8, or clean it first, for example "
+            "s.encode('utf-8', 'replace').decode('utf-8')."
+        ) from None
+    return value
