@@ -86,7 +86,8 @@ def job_counts(totals: EncodeStats, distinct: DistinctCounter, n_text_cols: int,
 
 def forward_passes(recipe) -> dict[str, int]:
     """Passes of ``recipe``'s model run in this process so far (one per batch; more where a batch was split), by the
-    arrangement of the forward pass that ran them (:func:`bertfeat.backend.forward_passes`); a process that never imported the backend ran none."""
+    arrangement of the forward pass that ran them (:func:`bertfeat.backend.forward_passes`); a process that never
+    imported the backend ran none."""
     import sys
 
     backend = sys.modules.get("bertfeat.backend")  # not imported for a run answered from the cache

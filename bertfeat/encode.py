@@ -292,8 +292,8 @@ def _check_finite(vectors: np.ndarray, todo: np.ndarray, inverse: np.ndarray, is
                "range, on GPUs from Ampere on) or dtype='float32'.")
     else:  # float32's range: no other dtype holds more, and the weights were checked finite at load
         why = ("the model's activations left float32's range, which no other dtype widens: its forward pass is not "
-               "finite for this text. Nothing was cached. Check the model's config.json against the one it was trained with (layer_norm_eps, "
-               "hidden_act), or use another model.")
+               "finite for this text. Nothing was cached. Check the model's config.json against the one it was "
+               "trained with (layer_norm_eps, hidden_act), or use another model.")
     raise ValueError(
         f"{row_name(row)} (and {len(bad) - 1} other distinct text(s)) got non-finite features (NaN or inf) in "
         f"dtype={recipe.dtype!r}: {why}"

@@ -70,30 +70,24 @@ def inside(path: str) -> bool:
     return not (folder.anchor or ".." in folder.parts or "\0" in path)
 
 
-def _is_transformer(entry) -> bool:
-    return isinstance(entry, dict) and str(entry.get("type", "")).endswith("Transformer")
-
-
 def encoder_folder(root: Path, name: str, entries: list | None) -> Path:
     """The folder holding the model's encoder: where its Transformer module lies (``root`` itself for a model that is
-    no sentence-transformers model). A model whose first module is no Transformer (a static embedding, a router of
-    several encoders, an old save's ``models.BERT``) has no encoder bertfeat can read, and is refused saying so."""
+    no sentence-transformers model; ``entries`` from :func:`modules`). A model whose first module is no Transformer
+    (a static embedding, a router of several encoders, an old save's ``models.BERT``) has no encoder bertfeat can
+    read, and is refused saying so."""
     if not entries:
         return root
-    first = entries[0]
-    kind = first.get("type") if isinstance(first, dict) else None
-    sub = first.get("path") if isinstance(first, dict) else None
-    if not _is_transformer(first) or not isinstance(sub, str):
-        where = root / sub if isinstance(sub, str) and sub else root
-        hint = (f" Its folder {where} holds a config.json: pass model={str(where)!r} to embed with that encoder "
-                "alone (without the model's own settings)." if sub and (where / "config.json").is_file() else "")
+    kind, sub = entries[0]["type"], entries[0]["path"]  # strings: :func:`modules` checked every entry
+    folder = root / sub if sub else root
+    if not kind.endswith("Transformer"):
+        hint = (f" Its folder {folder} holds a config.json: pass model={str(folder)!r} to embed with that encoder "
+                "alone (without the model's own settings)." if sub and (folder / "config.json").is_file() else "")
         raise ModelNotAvailableError(
             f"model={name!r}: the first module in {root / 'modules.json'} is {kind!r} (path {sub!r}), not a "
             "sentence-transformers Transformer: bertfeat embeds texts with the hidden states of a transformer "
             "encoder, which this model does not start with (a static embedding, a router of several encoders, or an "
             f"old save whose modules sentence-transformers no longer loads).{hint}"
         )
-    folder = (root / sub) if sub else root
     if not folder.is_dir():
         raise ModelNotAvailableError(
             f"model={name!r}: {root / 'modules.json'} puts the model's Transformer in {sub!r}, but there is no folder "
