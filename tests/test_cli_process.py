@@ -188,6 +188,24 @@ def test_a_utf8_name_in_an_ascii_locale_is_refused_for_the_locale_not_for_its_na
         assert proc.returncode == 1 and "has a UTF-8 name" in proc.stderr and "LANG=C.UTF-8" in proc.stderr, proc.stderr
 
 
+def test_a_model_folder_with_a_utf8_name_in_an_ascii_locale_is_refused_for_the_locale(tiny_bert, tmp_path):
+    """(the sibling of the --out and --cache-dir refusals above, found reading the session's diff) a ``--model``
+    folder under ``café/`` in a C locale was told it "is not a UTF-8 path ... rename it (convmv -f latin1 -t utf8
+    ...)", which would garble a name that is UTF-8 already; given as text (R), it was "no model directory there"."""
+    import shutil
+
+    model = shutil.copytree(tiny_bert, tmp_path / "café" / "m")
+    argv, env = command("info", model, "--no-machine", **C_LOCALE)
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, errors="replace", timeout=300)
+    assert proc.returncode == 2 and "has a UTF-8 name" in proc.stderr and "LANG=C.UTF-8" in proc.stderr, proc.stderr
+    assert "convmv" not in proc.stderr
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **C_LOCALE}
+    proc = subprocess.run([sys.executable, "-c", f"from bertfeat.models import resolve_model; "
+                           f"resolve_model({ascii(str(model))})"], env=env, capture_output=True, text=True,
+                          errors="replace", timeout=300)
+    assert proc.returncode == 1 and "has a UTF-8 name" in proc.stderr and "LANG=C.UTF-8" in proc.stderr, proc.stderr
+
+
 def test_a_column_name_on_the_command_line_of_an_ascii_locale_is_read_as_utf8(tiny_bert, tmp_path):
     """``--text-col texte_é --keep-col note_à`` in a C locale without UTF-8 mode came as surrogate escapes: 'column(s)
     ['texte_\\udcc3\\udca9'] not found ...; it has columns ['texte_é', ...]'."""
