@@ -253,15 +253,14 @@ bake.step_bert_embed <- function(object, new_data, ...) {
 # or /home/alice/models/minilm on a server with no /home/alice, "cuda" on a CPU server): where Python refused one
 # that does not hold here, say how to give the prepped step another. Other errors as they came.
 abort_with_step_settings <- function(error, object, call) {
-  path <- function(p) path.expand(p)
   advice <- NULL
-  cache_dir <- object$cache_dir
+  cache_dir <- if (is.null(object$cache_dir)) NULL else path.expand(object$cache_dir)
   if (identical(error$python_type, "CacheError") && !is.null(cache_dir) &&
-      !(dir.exists(path(cache_dir)) && file.access(path(cache_dir), 2L) == 0L)) {
+      !(dir.exists(cache_dir) && file.access(cache_dir, 2L) == 0L)) {
     advice <- paste("This step was prepped with that `cache_dir`, and a prepped recipe keeps it on every machine. Set",
                     "one for this machine in the prepped step, for example",
                     "`rec$steps[[1]]$cache_dir <- \"~/.cache/bertfeat\"`, or `rec$steps[[1]]$cache_dir <- NULL` for no cache.")
-  } else if (grepl(ABSOLUTE_PATH, object$model) && !dir.exists(path(object$model))) {
+  } else if (grepl(ABSOLUTE_PATH, object$model) && !dir.exists(path.expand(object$model))) {
     advice <- paste("This step was prepped with the model at that path, and a prepped recipe keeps it on every machine.",
                     "Point the prepped step at the same model's files on this machine, for example",
                     "`rec$steps[[1]]$model <- \"/srv/models/my-model\"`; bake() checks they hold the same model.")
