@@ -21,6 +21,7 @@ from tests.conftest import TINY_SENTENCES
 from tests.tiny_encoders import FAMILIES, HIDDEN, PADDING_SEEN, build_tiny_encoder
 
 torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
 
 MAX_LENGTH = 16  # short enough that the long texts below are truncated or cut into several windows
 LAYERS = [0, 1, 3]
@@ -328,7 +329,9 @@ def test_the_last_layer_is_the_models_output_whatever_else_is_asked_for(tmp_path
     with torch.inference_mode():
         ids = torch.tensor([tok(TEXTS[0])["input_ids"]])
         out = model(input_ids=ids, output_hidden_states=True)
-    assert not torch.allclose(out.hidden_states[-1], out.last_hidden_state, atol=1e-3)  # the case is real
+    if torch.allclose(out.hidden_states[-1], out.last_hidden_state, atol=1e-3):  # transformers 5.17, for one
+        pytest.skip(f"transformers {transformers.__version__} gives ModernBERT's normed output as its last hidden "
+                    "state: the case does not arise")
     want = out.last_hidden_state[0].mean(dim=0).numpy()
     alone = BertEmbedder(model=path, pooling="mean", layers=[-1], device="cpu").fit_transform(TEXTS[:1])
     both = BertEmbedder(model=path, pooling="mean", layers=[-1, 0], layer_agg="concat",
