@@ -80,7 +80,10 @@ class TokenSeqs:
 
         length = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
         total = int(length.sum())
-        flat = np.fromiter(itertools.chain.from_iterable(seqs), dtype=np.int32, count=total)
+        if any(isinstance(s, np.ndarray) for s in seqs):  # a long text's ids (bertfeat.tokens.all_tokens)
+            flat = np.concatenate([np.asarray(s, dtype=np.int32) for s in seqs])
+        else:
+            flat = np.fromiter(itertools.chain.from_iterable(seqs), dtype=np.int32, count=total)
         start = np.zeros(len(seqs), dtype=np.int64)
         np.cumsum(length[:-1], out=start[1:])
         return cls(flat, start, length)
@@ -144,7 +147,8 @@ class Units:
 
 
 def split_prefix(joint: Sequence[Sequence[int]], alone: Sequence[int]) -> tuple[list[list[int]], list[list[int]]]:
-    """Cut each ``prefix + text``, tokenized together, into the prefix's tokens and the text's.
+    """Cut each ``prefix + text``, tokenized together, into the prefix's tokens and the text's (a list, or for an
+    int32 array of ids, a view of it).
 
     The prefix's are the longest run at the start that agrees with the prefix tokenized alone. Tokenized together
     is how sentence-transformers reads a prompt, and it differs from the two tokenized apart wherever the tokenizer
@@ -160,9 +164,36 @@ def split_prefix(joint: Sequence[Sequence[int]], alone: Sequence[int]) -> tuple[
         k, limit = 0, min(len(ids), len(alone))
         while k < limit and ids[k] == alone[k]:
             k += 1
-        heads.append(list(ids[:k]))
-        rest.append(list(ids[k:]))
+        heads.append([int(i) for i in ids[:k]])
+        rest.append(ids[k:] if isinstance(ids, np.ndarray) else list(ids[k:]))
     return heads, rest
+
+
+def with_heads(units: TokenSeqs, heads: TokenSeqs, owner: np.ndarray) -> TokenSeqs:
+    """Each unit with its text's head before it: ``heads[owner[j]] + units[j]``, in one new flat array (no list per
+    unit: a long text's windows are millions of tokens).
+
+    Examples
+    --------
+    >>> units, heads = TokenSeqs.from_lists([[7, 8], [8, 9], [5]]), TokenSeqs.from_lists([[1], [2, 3]])
+    >>> with_heads(units, heads, [0, 0, 1]).tolist()
+    [[1, 7, 8], [1, 8, 9], [2, 3, 5]]
+    """
+    owner = np.asarray(owner, dtype=np.int64)
+    n = len(units)
+    length = heads.length[owner] + units.length
+    # 2n segments, a head then its unit, read from one array holding both
+    seg_start = np.empty(2 * n, dtype=np.int64)
+    seg_start[0::2] = heads.start[owner] + len(units.flat)
+    seg_start[1::2] = units.start
+    seg_length = np.empty(2 * n, dtype=np.int64)
+    seg_length[0::2] = heads.length[owner]
+    seg_length[1::2] = units.length
+    out_start = np.zeros(2 * n, dtype=np.int64)
+    np.cumsum(seg_length[:-1], out=out_start[1:])
+    index = np.repeat(seg_start - out_start, seg_length) + np.arange(int(seg_length.sum()), dtype=np.int64)
+    flat = np.concatenate([units.flat, heads.flat])[index]
+    return TokenSeqs(flat, out_start[0::2].copy(), length)
 
 
 def make_units(token_ids: Sequence[Sequence[int]] | TokenSeqs, window, long_text: str, stride: int) -> Units:

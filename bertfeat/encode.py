@@ -22,13 +22,13 @@ from dataclasses import asdict, dataclass, field, fields, replace
 import numpy as np
 
 from bertfeat.batching import (
-    TokenSeqs, Units, make_units, plan_batches, prefetched, restore_order, split_prefix, unique_strings,
+    TokenSeqs, Units, make_units, plan_batches, prefetched, restore_order, split_prefix, unique_strings, with_heads,
 )
 from bertfeat.journal import batch_key
 from bertfeat.journal import current as current_journal
 from bertfeat.pooling import average_layers, combine_windows, l2_normalize
 from bertfeat.recipe import Recipe
-from bertfeat.tokens import head_tokens
+from bertfeat.tokens import all_tokens, head_tokens
 
 
 @dataclass
@@ -249,9 +249,10 @@ def read_tokens(texts: Sequence[str], recipe: Recipe, model, prefix: list[int], 
     """Each text's tokens as :func:`encode` reads them: ``(heads, rest)``, the prefix's tokens as tokenized with the
     text (which may differ from ``prefix``, the prefix's alone: :func:`bertfeat.batching.split_prefix`; None with no
     prefix) and the text's own. With ``keep``, only the first ``keep`` tokens, heads included, are wanted, so only
-    a long text's head is tokenized (:func:`bertfeat.tokens.head_tokens`)."""
+    a long text's head is tokenized (:func:`bertfeat.tokens.head_tokens`); without, a long text is tokenized in
+    pieces and its own tokens are an int32 array (:func:`bertfeat.tokens.all_tokens`)."""
     texts = [recipe.prefix + t for t in texts] if prefix else list(texts)
-    ids = model.tokenize(texts) if keep is None else head_tokens(model.tokenize, texts, keep)
+    ids = all_tokens(model.tokenize, texts) if keep is None else head_tokens(model.tokenize, texts, keep)
     return split_prefix(ids, prefix) if prefix else (None, ids)
 
 
@@ -369,7 +370,7 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
             if heads is not None:  # every unit (every window of a long text) starts with the prefix's tokens
                 head_lengths = np.fromiter(map(len, heads), dtype=np.int64, count=len(heads))
                 units = make_units(seqs, window + len(prefix) - head_lengths, recipe.long_text, recipe.stride)
-                units.ids = TokenSeqs.from_lists([heads[i] + u for i, u in zip(units.owner, units.ids.tolist())])
+                units.ids = with_heads(units.ids, TokenSeqs.from_lists(heads), units.owner)
             else:
                 head_lengths = 0
                 units = make_units(seqs, window, recipe.long_text, recipe.stride)

@@ -294,3 +294,26 @@ def test_a_dropped_text_under_missing_error_is_refused_before_the_model_runs_its
     X, stats = encode(texts, make_recipe(), lambda: _AsciiOnly(**chunking), missing="nan")
     assert np.isnan(X[[4, 6]]).all() and not np.isnan(np.delete(X, [4, 6], axis=0)).any()
     assert (stats.missing, stats.unique) == (2, 6)
+
+
+@pytest.mark.parametrize("prefix", ["", "q: "])
+def test_chunk_tokenizes_a_long_text_in_pieces_and_embeds_every_window_as_whole(monkeypatch, prefix):
+    """Under long_text="chunk" a long text was tokenized whole: its token encodings held about 400 bytes a token
+    (a 5 MB text, 620 MB for 6 MB of ids), and with a prefix every window became a Python list. It is tokenized in
+    pieces (bertfeat.tokens.all_tokens), and its windows, vector, counts and cache hit are those of the whole text."""
+    import bertfeat.tokens
+
+    recipe = make_recipe(long_text="chunk", stride=3, prefix=prefix, pooling=("mean", "max", "cls"))
+    text = " ".join(f"w{i % 997}" for i in range(60_000))  # 290,000 characters
+    texts = ["short", text, "other"]
+    backend = CountingBackend()
+    out, stats = encode(texts, recipe, lambda: backend)
+    assert max(map(len, backend.tokenized)) < 200_000, "the long text was tokenized whole"
+    monkeypatch.setattr(bertfeat.tokens, "PIECE_CHARS", 10**9)  # every text tokenized whole, as before
+    whole = CountingBackend()
+    want, want_stats = encode(texts, recipe, lambda: whole)
+    assert text in whole.tokenized or prefix + text in whole.tokenized
+    np.testing.assert_array_equal(out, want)
+    assert whole.batches == backend.batches and backend.rows > 10_000
+    assert stats.to_dict() | {"seconds": 0} == want_stats.to_dict() | {"seconds": 0}
+    assert stats.chunked == 1

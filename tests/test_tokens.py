@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -278,3 +280,110 @@ def test_lowercase_reads_each_text_lowercased_on_both_routes(tokenizers):
         return {"input_ids": [[len(t)] for t in texts]}
 
     assert ContentTokenizer(slow, lowercase=True)(["AbC"]) == [[3]] and calls[-1] == ["abc"]
+
+
+LONG_TEXTS = [
+    (" ".join(TINY_SENTENCES) + " ") * 60,
+    "\n\r\n  " * 300 + " ".join(TINY_SENTENCES) * 40,
+    "the cat " * 30 + "y" * 5000 + " emma" * 300,  # a stretch with no place to cut, longer than a piece
+    " " * 700 + "cat " * 400 + "   ",  # whitespace first and last
+    ("x" * 150 + " cat\t") * 40,  # words past WordPiece's 100-character limit: one [UNK] each
+    "Émma [CLS] <s> </s> ünïcode 東京 \U0001f600 " * 100,  # special tokens written in the text, accents, scripts
+    "é" * 3000,  # no whitespace at all: tokenized whole
+    "short",
+]
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_a_long_text_tokenized_in_pieces_gives_the_whole_texts_ids(tokenizers, style):
+    """Under long_text="chunk" every token of a text is embedded, and a 5 MB text held 620 MB of token encodings
+    for 6 MB of ids (MiniLM's tokenizer). A long text is tokenized in pieces cut before whitespace, each cut checked
+    (bertfeat.tokens.all_tokens): its ids are exactly the whole text's, for WordPiece, byte-level BPE and SentencePiece
+    (Metaspace, unigram), and the pieces are tokenized, never the text."""
+    from bertfeat.tokens import all_tokens
+
+    content = ContentTokenizer(tokenizers[style])
+    whole = transformers_ids(tokenizers[style], LONG_TEXTS)
+    tokenized = []
+
+    def spy(some):
+        tokenized.extend(some)
+        return content(some)
+
+    got = all_tokens(spy, LONG_TEXTS, piece=300, seam=40)
+    assert [list(map(int, ids)) for ids in got] == whole
+    assert all(isinstance(ids, np.ndarray) and ids.dtype == np.int32 for ids in got[:-2])
+    assert set(tokenized) & set(LONG_TEXTS) == set(LONG_TEXTS[-2:]), "a text with places to cut was tokenized whole"
+    assert max(map(len, tokenized)) < 6000 < len(LONG_TEXTS[0])
+
+
+def test_the_bundled_tokenizer_gives_a_long_texts_ids_in_pieces():
+    from transformers import AutoTokenizer
+
+    from bertfeat.models import resolve_model
+    from bertfeat.tokens import all_tokens
+
+    tok = AutoTokenizer.from_pretrained(resolve_model("default").path)
+    content = ContentTokenizer(tok)
+    text = "".join(LONG_TEXTS[:6]) + " Emma Woodhouse, handsome, clever, and rich (naïve café). " * 500
+    got = all_tokens(content, [text], piece=2000, seam=100)[0]
+    assert got.tolist() == transformers_ids(tok, [text])[0]
+
+
+def test_a_cut_that_changes_the_tokens_is_moved_or_the_text_tokenized_whole(tokenizers):
+    """A tokenizer that strips whitespace at a text's ends (a Strip normalizer) before SentencePiece's Metaspace loses
+    the lone-space token a piece starting with a double space should give: such cuts fail their check, and where no
+    cut holds, the text is tokenized whole."""
+    import copy
+
+    from tokenizers import normalizers
+
+    from bertfeat.tokens import all_tokens
+
+    tok = copy.deepcopy(tokenizers["sentencepiece"])
+    tok.backend_tokenizer.normalizer = normalizers.Strip()
+    content = ContentTokenizer(tok)
+    texts = ["the cat  sat " * 200, "emma  woodhouse  " * 200]  # a double space where the cuts would be, or everywhere
+    tokenized = []
+
+    def spy(some):
+        tokenized.extend(some)
+        return content(some)
+
+    got = all_tokens(spy, texts, piece=300, seam=40)
+    assert [ids.tolist() for ids in got] == transformers_ids(tok, texts)
+    assert texts[1] in tokenized and texts[0] not in tokenized
+
+
+def test_a_long_texts_tokens_take_memory_for_their_ids_not_their_encodings(tmp_path):
+    """The peak memory of tokenizing a 4 MB text for long_text="chunk" (the bundled tokenizer, in a process of its
+    own): whole, its encodings took about 100 times its int32 ids (597 MB for 4 MB); in pieces, 9 MB."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from bertfeat.models import resolve_model
+
+    script = tmp_path / "peak.py"
+    script.write_text(
+        "import sys\n"
+        "from tokenizers import Tokenizer\n"
+        "from bertfeat.tokens import all_tokens\n"
+        "tok = Tokenizer.from_file(sys.argv[1])\n"
+        "tok.no_truncation()\n"
+        "def tokenize(texts):\n"
+        "    return [e.ids for e in tok.encode_batch(texts, add_special_tokens=False)]\n"
+        "def peak():\n"
+        "    return next(int(line.split()[1]) for line in open('/proc/self/status') if line.startswith('VmHWM'))\n"
+        "text = ' '.join(f'emma{i % 1000} woodhouse, handsome clever and rich;' for i in range(90_000))\n"
+        "tokenize([text[:100_000]])\n"
+        "before = peak()\n"
+        "ids = all_tokens(tokenize, [text])[0]\n"
+        "print(len(text), ids.nbytes, (peak() - before) * 1024)\n"
+    )
+    tokenizer_json = Path(resolve_model("default").path) / "tokenizer.json"
+    done = subprocess.run([sys.executable, str(script), str(tokenizer_json)], capture_output=True, text=True,
+                          check=True, cwd=Path(__file__).parents[1])
+    chars, ids_bytes, grown = map(int, done.stdout.split())
+    assert chars > 4_000_000 and ids_bytes > 3_000_000
+    assert grown < 16 * ids_bytes, f"{grown / 1e6:.0f} MB more for {ids_bytes / 1e6:.1f} MB of ids"
