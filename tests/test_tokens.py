@@ -387,3 +387,16 @@ def test_a_long_texts_tokens_take_memory_for_their_ids_not_their_encodings(tmp_p
     chars, ids_bytes, grown = map(int, done.stdout.split())
     assert chars > 4_000_000 and ids_bytes > 3_000_000
     assert grown < 16 * ids_bytes, f"{grown / 1e6:.0f} MB more for {ids_bytes / 1e6:.1f} MB of ids"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.lists(st.sampled_from(["the", "cat", "emma", " ", "  ", "\n", "\t", "\r\n", "é", "x" * 30, "[CLS]",
+                                      "<s>", "</s>", "\u2581", "\u0120", "😀", "東京", ",", "naïve", "\u00a0"]),
+                     min_size=20, max_size=200).map("".join))
+def test_any_long_text_in_pieces_gets_the_whole_texts_ids(tokenizers, text):
+    """all_tokens with pieces of 20 characters (checked seams of 8): every cut it keeps changes no token."""
+    from bertfeat.tokens import all_tokens
+
+    for tok in tokenizers.values():
+        got = all_tokens(ContentTokenizer(tok), [text], piece=20, seam=8)[0]
+        assert list(map(int, got)) == transformers_ids(tok, [text])[0]
