@@ -398,7 +398,9 @@ def print_summary(manifest: dict, stream=None) -> None:
         body += f"; {batches:,} batches of an unfinished chunk came from the killed run's checkpoint"
     stream = stream or sys.stderr
     if stream is not None:  # standard error closed: print(file=None) would put the summary on standard output
-        print(f"{head}{body}, {c['truncated']:,} truncated, {c['missing']:,} missing", file=stream)
+        # a chunk job truncates nothing: it says how many texts it cut into windows
+        long = "chunked" if manifest["provenance"].get("long_text") == "chunk" else "truncated"
+        print(f"{head}{body}, {c.get(long, 0):,} {long}, {c['missing']:,} missing", file=stream)
 
 
 def _finish(paths: OutputPaths, n_parts: int, schema: pa.Schema, featurizer, state: dict, resumed_rows: int,

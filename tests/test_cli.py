@@ -308,6 +308,21 @@ def test_batch_tokens_bounds_every_forward_pass_of_the_cli(tiny_bert, tmp_path, 
     np.testing.assert_allclose(small, big, atol=1e-5)
 
 
+def test_the_summary_line_of_a_chunk_job_counts_the_chunked_texts(tiny_bert, tmp_path, capsys):
+    """Under --long-text chunk the summary line said "0 truncated" and never how many texts were cut into windows
+    (the manifest's counts.chunked): it says how many were chunked, and the manifest agrees."""
+    src = tmp_path / "in.csv"
+    pd.DataFrame({"review": ["the cat sat on the mat " * 6, "dog", "a dog ran in the park " * 5]}).to_csv(src,
+                                                                                                      index=False)
+    out = tmp_path / "o.parquet"
+    assert embed(src, "--text-col", "review", "--out", out, "--model", tiny_bert, "--max-length", "16",
+                 "--long-text", "chunk") == 0
+    summary = capsys.readouterr().err.strip().splitlines()[-1]
+    assert summary.endswith(", 2 chunked, 0 missing"), summary
+    manifest = json.loads((tmp_path / "o.parquet.manifest.json").read_text())
+    assert (manifest["counts"]["chunked"], manifest["counts"]["truncated"]) == (2, 0)
+
+
 def test_manifest_counts_a_text_of_exactly_max_length_tokens_as_not_truncated(tiny_bert, tmp_path):
     from transformers import AutoTokenizer
 

@@ -187,6 +187,15 @@ def test_the_summary_says_what_this_run_did_and_what_it_resumed():
                               "the killed run's checkpoint, 4 truncated, 5 missing\n")
 
 
+def test_the_summary_of_a_chunk_job_says_how_many_texts_were_chunked():
+    manifest = _manifest()
+    manifest["provenance"]["long_text"] = "chunk"
+    manifest["counts"].update(truncated=0, chunked=7)
+    out = io.StringIO()
+    print_summary(manifest, out)
+    assert out.getvalue().endswith("2,000 texts embedded, 300 from cache, 7 chunked, 5 missing\n")
+
+
 # -- resume --------------------------------------------------------------------------------------------------------
 
 def _part(paths: OutputPaths, k: int, *, parquet=True, hashes=True, stats=True, readable=True):

@@ -422,8 +422,8 @@ issue_python_warnings <- function(warnings) {
 #'   character vector, the columns copied into the output (`keep_col = c("id", "label")`); `id_col` one column.
 #'
 #' @return `output`, invisibly. The command's summary of the finished job (rows, dims, texts embedded and from
-#'   the cache, truncated and missing texts) comes as a message of class `bertfeat_message_summary`
-#'   ([suppressMessages()] hides it); progress comes as it goes, as messages of class
+#'   the cache, truncated (or, with `long_text = "chunk"`, chunked) and missing texts) comes as a message of class
+#'   `bertfeat_message_summary` ([suppressMessages()] hides it); progress comes as it goes, as messages of class
 #'   `bertfeat_message_progress` (a line every 10 seconds). A non-zero exit of
 #'   the command is an error of class `bertfeat_error_cli` whose `stderr` field holds what the command printed
 #'   there.
