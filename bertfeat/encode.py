@@ -22,11 +22,11 @@ from dataclasses import asdict, dataclass, field, fields, replace
 import numpy as np
 
 from bertfeat.batching import (
-    TokenSeqs, Units, make_units, plan_batches, prefetched, restore_order, split_prefix, unique_strings, with_heads,
+    TokenSeqs, Units, make_units, plan_batches, prefetched, split_prefix, unique_strings, with_heads,
 )
 from bertfeat.journal import batch_key
 from bertfeat.journal import current as current_journal
-from bertfeat.pooling import average_layers, combine_windows, l2_normalize
+from bertfeat.pooling import WindowCombiner, average_layers, l2_normalize
 from bertfeat.recipe import Recipe
 from bertfeat.tokens import all_tokens, head_tokens
 
@@ -376,7 +376,7 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
                 units = make_units(seqs, window, recipe.long_text, recipe.stride)
             lengths = units.ids.length + model.n_special
             texts_tokens = seqs.length + head_lengths + model.n_special
-            yield _Step(units, lengths, plan_batches(lengths, batch_tokens), texts_tokens, seqs.length)
+            yield _Step(units, lengths, plan_batches(lengths, batch_tokens), texts_tokens, seqs.length, recipe.pooling)
 
     steps = prefetched(plans()) if prefetch else plans()
     open_steps: deque = deque()  # planned steps whose results are still coming back, oldest first
@@ -399,8 +399,7 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
                     key = batch_key(ids, recipe.pooling, groups)
                     saved = journal.get(key)
                     if saved is not None:  # finished by a killed run: the same batch, so the same bytes
-                        step.results[i] = saved
-                        step.waiting -= 1
+                        step.put(i, saved)
                         bar.update(len(batch))
                         tally[0] += len(batch)
                         continue
@@ -414,8 +413,7 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
             step = open_steps.popleft()
             for batch in step.batches:
                 padded += len(batch) * int(step.lengths[batch].max())
-            pooled = restore_order(step.batches, step.results)
-            combined = combine_windows(pooled, step.units.starts, step.lengths, recipe.pooling)
+            combined = step.combiner.result()
             if per_layer is not None:
                 combined = derive(combined.reshape(len(combined), -1), per_layer, replace(recipe, normalize=False))
                 combined = combined.reshape(len(combined), recipe.n_blocks, -1)
@@ -435,8 +433,7 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
     try:
         for result in outputs:
             step, i, key = running.popleft()
-            step.results[i] = result
-            step.waiting -= 1
+            step.put(i, result)
             bar.update(len(step.batches[i]))
             tally[0] += len(step.batches[i])
             if report is not None:
@@ -461,19 +458,35 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
 
 @dataclass
 class _Step:
-    """One chunk of texts, planned: its units, their padded lengths, its batches, and the results so far."""
+    """One chunk of texts, planned: its units, their padded lengths, its batches, and its texts' vectors so far."""
 
     units: Units
     lengths: np.ndarray
     batches: list
     full: np.ndarray  # each text's whole token count, special tokens included (truncate: at most max_length + 1)
     content: np.ndarray  # each text's own tokens (no special tokens, no prefix): 0 where the tokenizer kept none
-    results: list = field(init=False)  # each batch's pooled output, in plan order (None until back)
+    pooling: Sequence[str]
+    results: list = field(init=False)  # each batch's pooled output back before an earlier batch's (None otherwise)
     waiting: int = field(init=False)  # batches not yet back
+    folded: int = field(init=False)  # batches combined into the texts' vectors: the first ones, in plan order
+    combiner: WindowCombiner = field(init=False)
 
     def __post_init__(self):
         self.results = [None] * len(self.batches)
         self.waiting = len(self.batches)
+        self.folded = 0
+        # windows are weighted by their token counts, special tokens and prefix included
+        self.combiner = WindowCombiner(self.units.starts, self.lengths, self.pooling)
+
+    def put(self, i: int, result: np.ndarray) -> None:
+        """Batch ``i``'s pooled output: combined into its texts' vectors in plan order (so a text's windows are
+        added up in their own order, whatever order the batches come back in), then dropped."""
+        self.results[i] = result
+        self.waiting -= 1
+        while self.folded < len(self.batches) and self.results[self.folded] is not None:
+            self.combiner.add(self.batches[self.folded], self.results[self.folded])
+            self.results[self.folded] = None
+            self.folded += 1
 
 
 def chunk_bounds(n: int, chunk: int, first: int) -> list[tuple[int, int]]:

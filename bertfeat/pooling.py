@@ -49,26 +49,66 @@ def combine_windows(vectors: np.ndarray, starts: np.ndarray, weights: np.ndarray
 
     Text ``i`` owns windows ``starts[i]:starts[i+1]``. CLS and mean blocks are averaged across windows weighted by
     ``weights`` (each window's token count); max blocks take the elementwise max. A text with one window keeps it
-    bit for bit.
+    bit for bit. All windows at once: :class:`WindowCombiner` takes them a batch at a time.
     """
-    counts = np.diff(starts)
-    if (counts == 1).all():
-        return vectors
-    out = vectors[starts[:-1]].copy()
-    multi = np.flatnonzero(counts > 1)
-    n_blocks = vectors.shape[1]
-    per_pool = n_blocks // len(pooling)
-    w = weights.astype(np.float64)[:, None]
-    for b in range(n_blocks):
-        how = pooling[b // per_pool]
-        col = vectors[:, b, :]
-        if how == "max":
-            red = np.maximum.reduceat(col, starts[:-1], axis=0)
-        else:
-            red = np.add.reduceat(col.astype(np.float64) * w, starts[:-1], axis=0)
-            red /= np.add.reduceat(w, starts[:-1], axis=0)
-        out[multi, b, :] = red[multi]
-    return out
+    combiner = WindowCombiner(starts, weights, pooling)
+    combiner.add(np.arange(len(vectors)), vectors)
+    return combiner.result()
+
+
+class WindowCombiner:
+    """:func:`combine_windows` with the windows' vectors given a batch at a time, in any grouping, so that only the
+    texts' vectors are held, never every window's (a 5 MB text has 8,000 windows of 256 tokens: with every layer and
+    pooling of MiniLM, 260 MB of window vectors, copied twice more to combine them).
+
+    Each text's windows must come in their own order (the batches of :func:`bertfeat.batching.plan_batches` give
+    them so: longest first, ties in order, and a text's last window is its shortest): the weighted sums are then
+    added up in the order :func:`combine_windows` adds them, so the vectors are the same to the bit.
+    """
+
+    def __init__(self, starts: np.ndarray, weights: np.ndarray, pooling: Sequence[str]):
+        counts = np.diff(starts)
+        self.owner = np.repeat(np.arange(len(counts)), counts)
+        self.weights = np.asarray(weights, dtype=np.float64)
+        self.multi = np.flatnonzero(counts > 1)  # texts of several windows, each with a slot of sums
+        self.slot = np.full(len(counts), -1, dtype=np.int64)
+        self.slot[self.multi] = np.arange(len(self.multi))
+        self.pooling = list(pooling)
+        self.out = self.sums = None
+        self.total_weight = np.zeros(len(self.multi), dtype=np.float64)
+
+    def add(self, units: np.ndarray, vectors: np.ndarray) -> None:
+        """Take the block vectors (len(units), blocks, dim) of windows ``units``."""
+        units = np.asarray(units, dtype=np.int64)
+        if self.out is None:
+            n_blocks = vectors.shape[1]
+            self._is_max = [self.pooling[b // (n_blocks // len(self.pooling))] == "max" for b in range(n_blocks)]
+            self.out = np.empty((len(self.slot),) + vectors.shape[1:], dtype=vectors.dtype)
+            self.sums = np.zeros((len(self.multi),) + vectors.shape[1:], dtype=np.float64)
+            self.sums[:, self._is_max] = -np.inf
+        owner = self.owner[units]
+        slot = self.slot[owner]
+        one = slot < 0
+        self.out[owner[one]] = vectors[one]
+        many = np.flatnonzero(~one)
+        if not len(many):
+            return
+        slot = slot[many]
+        w = self.weights[units[many]][:, None]
+        for b, is_max in enumerate(self._is_max):
+            col = vectors[many, b, :]
+            if is_max:
+                np.maximum.at(self.sums[:, b], slot, col)
+            else:
+                np.add.at(self.sums[:, b], slot, col.astype(np.float64) * w)
+        np.add.at(self.total_weight, slot, w[:, 0])
+
+    def result(self) -> np.ndarray:
+        """The texts' vectors (texts, blocks, dim), once every window was added."""
+        for b, is_max in enumerate(self._is_max):
+            sums = self.sums[:, b]
+            self.out[self.multi, b, :] = sums if is_max else sums / self.total_weight[:, None]
+        return self.out
 
 
 def average_layers(blocks: np.ndarray, pool_index: Sequence[int], layer_groups: Sequence[Sequence[int]]) -> np.ndarray:

@@ -317,3 +317,60 @@ def test_chunk_tokenizes_a_long_text_in_pieces_and_embeds_every_window_as_whole(
     assert whole.batches == backend.batches and backend.rows > 10_000
     assert stats.to_dict() | {"seconds": 0} == want_stats.to_dict() | {"seconds": 0}
     assert stats.chunked == 1
+
+
+def test_a_long_texts_window_vectors_are_combined_as_they_come_back_not_held():
+    """Under long_text="chunk" every window's pooled vectors were held until the last batch of the chunk came back,
+    then copied twice to combine them: with every layer and pooling of MiniLM (the probe), a 5 MB text held 760 MB.
+    Each batch is combined into its texts' vectors as it comes back and dropped; the vectors are combine_windows'."""
+    import weakref
+
+    from bertfeat.batching import make_units
+    from bertfeat.pooling import combine_windows
+
+    class Tracking(CountingBackend):
+        def __init__(self):
+            super().__init__()
+            self.returned, self.most_alive, self.units = [], 0, []
+
+        def forward(self, units, pooling, layer_groups):
+            self.most_alive = max(self.most_alive, sum(r() is not None for r in self.returned))
+            out = super().forward(units, pooling, layer_groups)
+            self.returned.append(weakref.ref(out))
+            self.units.append((list(units), out.copy()))
+            return out
+
+    recipe = make_recipe(long_text="chunk", stride=3, pooling=("cls", "mean", "max"), layers=(1, 2), layer_agg="concat")
+    texts = [" ".join(f"w{i}" for i in range(700)), "short", "x" * 40]
+    backend = Tracking()
+    out, stats = encode(texts, recipe, lambda: backend, batch_tokens=64)
+    assert stats.batches > 50 and stats.chunked == 2
+    assert backend.most_alive <= 2, f"{backend.most_alive} batches' window vectors held at once"
+    # the same vectors as every window's combined at once
+    tokenized = CountingBackend().tokenize(texts)
+    units = make_units(tokenized, 14, "chunk", 3)
+    by_unit = {tuple(u): v for batch, vectors in backend.units for u, v in zip(batch, vectors)}
+    every = np.stack([by_unit[tuple(u)] for u in units.ids.tolist()])
+    want = combine_windows(every, units.starts, units.ids.length + 2, recipe.pooling)
+    np.testing.assert_array_equal(out, want.reshape(len(texts), -1))
+
+
+def test_batches_back_out_of_order_are_combined_in_plan_order_and_dropped():
+    """A rerun's journal answers some batches of a chunk while earlier ones still run: each text's windows are still
+    added up in their plan order (float sums depend on it; a resumed job's output must be the same bytes)."""
+    from bertfeat.batching import make_units, plan_batches
+    from bertfeat.encode import _Step
+
+    units = make_units([[7] * 40, [8] * 3, [9] * 30], 14, "chunk", 3)
+    lengths = units.ids.length + 2
+    batches = plan_batches(lengths, 32)
+    assert len(batches) >= 4
+    step = _Step(units, lengths, batches, lengths, units.ids.length, ("mean", "max"))
+    added, add = [], step.combiner.add
+    step.combiner.add = lambda batch, vectors: (added.append(batch.tolist()), add(batch, vectors))
+    rng = np.random.default_rng(0)
+    results = [rng.standard_normal((len(b), 2, 4)).astype(np.float32) for b in batches]
+    for i in [2, 0, 3, 1] + list(range(4, len(batches))):
+        step.put(i, results[i])
+    assert added == [b.tolist() for b in batches] and step.waiting == 0
+    assert all(r is None for r in step.results)

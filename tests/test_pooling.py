@@ -124,6 +124,28 @@ def test_combine_windows_weighted_mean_and_max():
     np.testing.assert_array_equal(out[1], vectors[2])
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_windows_combined_a_batch_at_a_time_are_combined_all_at_once_to_the_bit(seed):
+    """encode combines each batch of windows as it comes back (WindowCombiner), in the plan's batches: each text's
+    vectors are combine_windows' bytes over every window at once, for cls, mean and max, whatever the batch sizes."""
+    from bertfeat.batching import plan_batches
+    from bertfeat.pooling import WindowCombiner
+
+    rng = np.random.default_rng(seed)
+    for trial in range(40):
+        counts = rng.integers(1, 12, size=rng.integers(1, 9))
+        starts = np.concatenate([[0], np.cumsum(counts)])
+        lengths = np.concatenate([[50] * (c - 1) + [rng.integers(3, 51)] for c in counts])  # the last is shortest
+        pooling = [("mean",), ("max",), ("cls", "mean", "max"), ("mean", "max")][trial % 4]
+        n_blocks = len(pooling) * int(rng.integers(1, 4))
+        scale = 10 ** rng.uniform(-3, 3, size=(starts[-1], n_blocks, 8))
+        vectors = (rng.standard_normal((starts[-1], n_blocks, 8)) * scale).astype(np.float32)
+        combiner = WindowCombiner(starts, lengths, pooling)
+        for batch in plan_batches(lengths, int(rng.integers(50, 400))):
+            combiner.add(batch, vectors[batch])
+        assert combiner.result().tobytes() == combine_windows(vectors, starts, lengths, pooling).tobytes()
+
+
 def test_combine_windows_when_every_text_has_several_windows():
     # no text with a single window: the shortcut for "all single" must not fire, and texts with exactly two windows
     # each are combined like any others
