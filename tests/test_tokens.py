@@ -400,3 +400,27 @@ def test_any_long_text_in_pieces_gets_the_whole_texts_ids(tokenizers, text):
     for tok in tokenizers.values():
         got = all_tokens(ContentTokenizer(tok), [text], piece=20, seam=8)[0]
         assert list(map(int, got)) == transformers_ids(tok, [text])[0]
+
+
+def test_many_shorter_texts_are_tokenized_a_bounded_number_of_characters_at_a_time(tokenizers, monkeypatch):
+    """Texts under the piece size were tokenized in one call, all of them: a transform of 100 texts of 100,000
+    characters (10 MB) held 384 MB of token encodings (78 MB now), a corpus of 1,000 such documents ten times that.
+    Each call holds at most GROUP_CHARS characters (or one text), and a text of many tokens has them as an int32
+    array, not Python ints."""
+    import bertfeat.tokens
+    from bertfeat.tokens import all_tokens
+
+    monkeypatch.setattr(bertfeat.tokens, "GROUP_CHARS", 2000)
+    monkeypatch.setattr(bertfeat.tokens, "ARRAY_TOKENS", 100)
+    content = ContentTokenizer(tokenizers["wordpiece"])
+    texts = [(" ".join(TINY_SENTENCES) + " ") * (1 + i % 5) for i in range(40)] + ["cat", "x" * 2500]
+    calls = []
+
+    def spy(some):
+        calls.append(some)
+        return content(some)
+
+    got = all_tokens(spy, texts, piece=3000, seam=40)
+    assert [list(map(int, ids)) for ids in got] == transformers_ids(tokenizers["wordpiece"], texts)
+    assert len(calls) > 10 and all(sum(map(len, c)) <= 2000 or len(c) == 1 for c in calls)
+    assert [isinstance(ids, np.ndarray) for ids in got] == [len(ids) > 100 for ids in got]
