@@ -125,11 +125,21 @@ def _special_texts(tokenizer) -> list[str]:
     return [f"before {t} after" for t in tokens] + ["".join(tokens)]
 
 
+# a space, tab or line break after a character that is not whitespace: where a long text is cut into pieces
+_CUT = re.compile(r"(?<=\S)[ \t\n\r]")
+PIECE_CHARS = 1 << 16  # a text longer than twice this is tokenized in pieces of about this many characters
+SEAM_CHARS = 1 << 10  # the text checked on each side of a cut
+PIECES_PER_CALL = 4  # pieces tokenized together (the Rust tokenizer encodes a batch's texts in parallel)
+GROUP_CHARS = 1 << 20  # characters tokenized together, at most (a longer text or piece goes alone)
+ARRAY_TOKENS = 1024  # a text of more tokens has them as an int32 array, not a list of Python ints (36 bytes each)
+
+
 def head_tokens(tokenize, texts: Sequence[str], keep: int) -> list[list[int]]:
     """``tokenize(texts)`` where only each text's first ``keep`` tokens are wanted (``long_text="truncate"``): a long
     text gives its first ``keep + 1`` tokens (one more, so it still reads as longer than ``keep``), found by
     tokenizing its head, so time and memory follow ``keep``, not the text (a 50 MB text held 9 GB of token encodings
-    for one window of 64 tokens).
+    for one window of 64 tokens). Texts go to ``tokenize`` :data:`GROUP_CHARS` characters at a time, and no text
+    keeps more than ``keep + 1`` tokens, so memory follows ``keep`` and not the number of texts either.
 
     A text longer than ``2 * chars`` characters is cut at ``chars`` and at ``2 * chars``; where both heads give the
     same first ``keep + 1`` tokens (a cut changes only the tokens about it: the word it splits, and a word past a
@@ -147,29 +157,21 @@ def head_tokens(tokenize, texts: Sequence[str], keep: int) -> list[list[int]]:
     chars = max(256, 8 * (keep + 1))  # most tokenizers' tokens span a character or more
     while todo:
         whole = [i for i in todo if len(texts[i]) <= 2 * chars]
-        for i, ids in zip(whole, tokenize([texts[i] for i in whole]) if whole else []):
-            out[i] = ids
+        for group in _groups(whole, lambda i: len(texts[i]), GROUP_CHARS):  # a bounded number of encodings at a time
+            for i, ids in zip(group, tokenize([texts[i] for i in group])):
+                out[i] = ids if len(ids) <= keep + 1 else list(ids[:keep + 1])
         cut = [i for i in todo if len(texts[i]) > 2 * chars]
         todo = []
-        if cut:
-            short = tokenize([texts[i][:chars] for i in cut])
-            longer = tokenize([texts[i][:2 * chars] for i in cut])
-            for i, a, b in zip(cut, short, longer):
+        for group in _groups(cut, lambda i: 3 * chars, GROUP_CHARS):
+            short = tokenize([texts[i][:chars] for i in group])
+            longer = tokenize([texts[i][:2 * chars] for i in group])
+            for i, a, b in zip(group, short, longer):
                 if len(a) > keep and list(a[:keep + 1]) == list(b[:keep + 1]):
                     out[i] = list(a[:keep + 1])
                 else:
                     todo.append(i)
         chars *= 4
     return out
-
-
-# a space, tab or line break after a character that is not whitespace: where a long text is cut into pieces
-_CUT = re.compile(r"(?<=\S)[ \t\n\r]")
-PIECE_CHARS = 1 << 16  # a text longer than twice this is tokenized in pieces of about this many characters
-SEAM_CHARS = 1 << 10  # the text checked on each side of a cut
-PIECES_PER_CALL = 4  # pieces tokenized together (the Rust tokenizer encodes a batch's texts in parallel)
-GROUP_CHARS = 1 << 20  # characters of shorter texts tokenized together
-ARRAY_TOKENS = 1024  # a text of more tokens has them as an int32 array, not a list of Python ints (36 bytes each)
 
 
 def all_tokens(tokenize, texts: Sequence[str], piece: int | None = None, seam: int | None = None) -> list:
@@ -199,7 +201,7 @@ def all_tokens(tokenize, texts: Sequence[str], piece: int | None = None, seam: i
     piece, seam = piece or PIECE_CHARS, seam or SEAM_CHARS
     out: list = [None] * len(texts)
     short = [i for i, t in enumerate(texts) if len(t) <= 2 * piece]
-    for group in _groups(short, texts, GROUP_CHARS):
+    for group in _groups(short, lambda i: len(texts[i]), GROUP_CHARS):
         for i, ids in zip(group, tokenize([texts[i] for i in group])):
             out[i] = np.asarray(ids, dtype=np.int32) if len(ids) > ARRAY_TOKENS else ids
     for i, text in enumerate(texts):
@@ -217,15 +219,16 @@ def all_tokens(tokenize, texts: Sequence[str], piece: int | None = None, seam: i
     return out
 
 
-def _groups(indices: list[int], texts: Sequence[str], chars: int):
-    """``indices`` in runs of at most ``chars`` characters of ``texts`` (a longer text makes a run of its own)."""
-    group, size = [], 0
+def _groups(indices: list[int], size, chars: int):
+    """``indices`` in runs whose ``size(i)`` (the characters tokenized for text ``i``) add up to at most ``chars``
+    (a larger one makes a run of its own)."""
+    group, total = [], 0
     for i in indices:
-        if group and size + len(texts[i]) > chars:
+        if group and total + size(i) > chars:
             yield group
-            group, size = [], 0
+            group, total = [], 0
         group.append(i)
-        size += len(texts[i])
+        total += size(i)
     if group:
         yield group
 

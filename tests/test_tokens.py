@@ -424,3 +424,25 @@ def test_many_shorter_texts_are_tokenized_a_bounded_number_of_characters_at_a_ti
     assert [list(map(int, ids)) for ids in got] == transformers_ids(tokenizers["wordpiece"], texts)
     assert len(calls) > 10 and all(sum(map(len, c)) <= 2000 or len(c) == 1 for c in calls)
     assert [isinstance(ids, np.ndarray) for ids in got] == [len(ids) > 100 for ids in got]
+
+
+def test_the_heads_of_many_texts_are_tokenized_a_bounded_number_of_characters_at_a_time(tokenizers, monkeypatch):
+    """Under long_text="truncate", texts up to twice the head's characters were tokenized in one call, all of them,
+    and kept every token: 3,000 texts of 3,000 characters held 295 MB for windows of 254 tokens (73 MB now). Each
+    call holds at most GROUP_CHARS characters (or one text), and no text keeps more than keep + 1 tokens."""
+    import bertfeat.tokens
+    from bertfeat.tokens import head_tokens
+
+    monkeypatch.setattr(bertfeat.tokens, "GROUP_CHARS", 2000)
+    content = ContentTokenizer(tokenizers["wordpiece"])
+    texts = [(" ".join(TINY_SENTENCES) + " ") * (1 + i % 3) for i in range(30)] + ["cat", "the cat " * 3000]
+    whole = transformers_ids(tokenizers["wordpiece"], texts)
+    calls = []
+
+    def spy(some):
+        calls.append(some)
+        return content(some)
+
+    got = head_tokens(spy, texts, keep=40)
+    assert got == [ids[:41] for ids in whole]
+    assert len(calls) > 5 and all(sum(map(len, c)) <= 2000 or len(c) == 1 for c in calls)
