@@ -125,8 +125,9 @@ def _special_texts(tokenizer) -> list[str]:
     return [f"before {t} after" for t in tokens] + ["".join(tokens)]
 
 
-# a space, tab or line break after a character that is not whitespace: where a long text is cut into pieces
-_CUT = re.compile(r"(?<=\S)[ \t\n\r]")
+# where a long text is cut into pieces: before a space, tab or line break that follows a character that is not
+# whitespace, or after a full stop, exclamation or question mark of Chinese and Japanese, which write no spaces
+_CUT = re.compile(r"(?<=\S)[ \t\n\r]|(?<=[\u3002\uff01\uff1f])(?=\S)")
 PIECE_CHARS = 1 << 16  # a text longer than twice this is tokenized in pieces of about this many characters
 SEAM_CHARS = 1 << 10  # the text checked on each side of a cut
 PIECES_PER_CALL = 4  # pieces tokenized together (the Rust tokenizer encodes a batch's texts in parallel)
@@ -183,11 +184,13 @@ def all_tokens(tokenize, texts: Sequence[str], piece: int | None = None, seam: i
     and a transform of 1,000 such documents ten times that), their ids as ``tokenize`` gives them, or an int32 array
     past :data:`ARRAY_TOKENS` tokens.
 
-    A piece ends before a space, tab or line break that follows a character that is not whitespace, and each cut is
-    checked: the ``seam`` characters on either side of it, tokenized together, must give the ids of the two sides
-    tokenized apart (what fails for a tokenizer whose tokens span whitespace, or that strips it at a text's ends). A
-    cut that fails moves to the next such place, up to 8 times; then the text is tokenized whole, as it would be
-    without pieces. A text with no place to cut (no whitespace) is tokenized whole too.
+    A piece ends before a space, tab or line break that follows a character that is not whitespace (or after a
+    Chinese or Japanese full stop, exclamation or question mark: ``。！？``), and each cut is checked: the ``seam``
+    characters on either side of it, tokenized together, must give the ids of the two sides tokenized apart (what
+    fails for a tokenizer whose tokens span whitespace, or that strips it at a text's ends, or a SentencePiece
+    Metaspace that marks a text's start, cut where no space follows). A cut that fails moves to the next such place,
+    up to 8 times; then the text is tokenized whole, as it would be without pieces. A text with no place to cut is
+    tokenized whole too.
 
     Examples
     --------
