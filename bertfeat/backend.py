@@ -60,6 +60,25 @@ DEFAULT_BATCH_TOKENS = {"cpu": 1024, "cuda": MAX_GPU_BATCH_TOKENS, "mps": 16384}
 PREFETCH_CHUNK_TEXTS = 8192
 
 
+def device_type(device) -> str:
+    """The kind of device a ``device=`` names (``"auto"``, ``"cpu"``, ``"cuda"`` or ``"mps"``), refusing a spelling
+    bertfeat does not run on; whether this machine has it is :func:`resolve_device`'s question. The Spark driver asks
+    this alone: a cluster's executors may have GPUs the driver has not."""
+    if device == "auto":
+        return "auto"
+    import torch
+
+    if not isinstance(device, str):
+        raise ValueError(f"device={device!r} is not valid: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'.")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"device={device!r} is not valid: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'.") from exc
+    if dev.type not in ("cpu", "cuda", "mps"):  # meta, xpu, ...: torch knows them, bertfeat does not run there
+        raise ValueError(f"device={device!r} is not supported: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'.")
+    return dev.type
+
+
 def resolve_device(device: str = "auto") -> str:
     """``"auto"`` -> ``"cuda"`` if available, then ``"mps"``, then ``"cpu"``; anything else is checked and returned."""
     import torch
@@ -72,24 +91,18 @@ def resolve_device(device: str = "auto") -> str:
         if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
             return "mps"
         return "cpu"
-    if not isinstance(device, str):
-        raise ValueError(f"device={device!r} is not valid: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'.")
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise ValueError(f"device={device!r} is not valid: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'.") from exc
-    if dev.type not in ("cpu", "cuda", "mps"):  # meta, xpu, ...: torch knows them, bertfeat does not run there
-        raise ValueError(f"device={device!r} is not supported: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'.")
-    if dev.type == "cuda":
+    kind = device_type(device)
+    if kind == "cuda":
         count = gpu.device_count()  # through NVML: CUDA is not initialised
         if count == 0:
             raise ValueError(f"device={device!r} was asked for, but torch sees no CUDA GPU here; pass device='cpu' or device='auto'.")
-        if dev.index is not None and dev.index >= count:
+        index = torch.device(device).index
+        if index is not None and index >= count:
             raise ValueError(
                 f"device={device!r} was asked for, but torch sees {count} CUDA GPU(s) here (cuda:0 to "
                 f"cuda:{count - 1}); pass one of those, or check CUDA_VISIBLE_DEVICES."
             )
-    if dev.type == "mps" and not torch.backends.mps.is_available():
+    if kind == "mps" and not torch.backends.mps.is_available():
         raise ValueError(f"device={device!r} was asked for, but MPS is not available here; pass device='cpu' or device='auto'.")
     return device
 

@@ -106,9 +106,23 @@ def _task_resources(device: str) -> tuple[int, str]:
         return max(1, os.cpu_count() or 1), "cpu" if device == "auto" else device
     threads = max(1, int(tc.cpus()))
     gpus = tc.resources().get("gpu")
+    assigned = f"cuda:{gpus.addresses[0]}" if gpus is not None and gpus.addresses else None
     if device == "auto":
         # the GPU Spark's resource scheduling gave this task; without one, the CPU, not a GPU another task may hold
-        device = f"cuda:{gpus.addresses[0]}" if gpus is not None and gpus.addresses else "cpu"
+        return threads, assigned or "cpu"
+    if device == "cuda" and assigned:  # Spark hides no GPU from a task: "cuda" would put every task on GPU 0
+        return threads, assigned
+    if assigned is None and device != "cpu":
+        from bertfeat.backend import resolve_device
+
+        try:  # the executor's GPU, asked before any work: not a model load failing in every task
+            resolve_device(device)
+        except ValueError as exc:
+            raise ValueError(
+                f"{exc} (in a Spark task on host {socket.gethostname()!r}, which Spark assigned no GPU: give the "
+                "executors GPUs with spark.executor.resource.gpu.amount and spark.task.resource.gpu.amount, or pass "
+                "--device auto / device='auto' to use a GPU where Spark assigns one)"
+            ) from None
     return threads, device
 
 
@@ -178,7 +192,8 @@ def embed_dataframe(sdf, text_cols, *, keep_cols=(), layout: str = "columns", **
 
     text_cols = [text_cols] if isinstance(text_cols, str) else list(text_cols)
     keep_cols = [keep_cols] if isinstance(keep_cols, str) else list(keep_cols)
-    checker = _checked_featurizer(text_cols, keep_cols, layout, recipe, _arrow_schema(sdf.schema))
+    checker = _checked_featurizer(text_cols, keep_cols, layout, recipe, _arrow_schema(sdf.schema),
+                                  lambda: sdf.sparkSession.sparkContext.master)
     provenance = {"bertfeat": json.dumps(checker.provenance())}
     fields = [sdf.schema[c] for c in keep_cols]
     for k, name in enumerate(checker.output_feature_columns()):
@@ -209,13 +224,47 @@ def _renamed(batch: pa.RecordBatch, names: dict) -> pa.RecordBatch:
     return batch.rename_columns([names.get(n, n) for n in batch.schema.names])
 
 
-def _checked_featurizer(text_cols, keep_cols, layout, params, schema: pa.Schema):
-    """The parameters, the model, the feature names and the columns, checked on the driver before any task runs."""
+def _checked_featurizer(text_cols, keep_cols, layout, params, schema: pa.Schema, master):
+    """The parameters, the model, the feature names and the columns, checked on the driver before any task runs.
+    ``master``: a callable giving the master URL the tasks run on (asked only for a GPU device)."""
     from bertfeat.arrow import ArrowFeaturizer
 
+    _check_device(params.get("device", "auto"), master)
     checker = ArrowFeaturizer(text_cols, keep_cols, layout=layout, **{**params, "device": "cpu"})
     checker.check_schema(schema)
     return checker
+
+
+def _check_device(device, master) -> None:
+    """Refuse on the driver a device no task can run on: a spelling bertfeat does not know, and a GPU this machine
+    has not where a local master runs the tasks here. On a cluster the executors' GPUs are not the driver's (a
+    Databricks driver often has none): there each task checks its own (:func:`_task_resources`)."""
+    from bertfeat.backend import device_type, resolve_device
+
+    if device_type(device) in ("auto", "cpu"):
+        return
+    url = master()
+    if url.startswith("local"):
+        try:
+            resolve_device(device)
+        except ValueError as exc:
+            raise ValueError(f"Spark master {url!r} runs the tasks on this machine: {exc}") from None
+
+
+def _job_master(master: str | None) -> str:
+    """The master URL a job given ``master`` runs on, as :func:`_session` will pick it, before it starts: the named
+    one, the active session's, or the one Spark's configuration names (read from the JVM, which the job needs anyway)."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.sql import SparkSession
+
+    if master is not None:
+        return master
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active.sparkContext.master
+    require_java()
+    SparkContext._ensure_initialized()
+    return SparkConf().get("spark.master", "local[*]")
 
 
 def _arrow_schema(spark_schema) -> pa.Schema:
@@ -272,7 +321,7 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
     check_folder_output(paths, reader, overwrite)
     if reader.kind == "parquet" and not reader.total_rows:
         raise ValueError(f"input {reader.path!r} has no rows to embed.")
-    checker = _checked_featurizer(text_cols, keep_cols, layout, params, reader.schema)
+    checker = _checked_featurizer(text_cols, keep_cols, layout, params, reader.schema, lambda: _job_master(master))
     if reader.kind == "parquet":
         _check_visible(reader.files)
     with job_lock(paths):  # a second job on the same --out is refused, never interleaved

@@ -535,6 +535,58 @@ def test_column_and_recipe_mistakes_are_refused_before_anything_is_written(tiny_
     assert fake.asked == [] and sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]
 
 
+def test_a_gpu_a_local_master_cannot_give_is_refused_before_anything_is_written(tiny_bert, tmp_path, spark_job,
+                                                                             monkeypatch):
+    """``--engine spark --device cuda`` on a machine without a GPU started Spark and failed in every task (a Java stack
+    trace per task, then the error); Ray refuses it up front. A local master runs the tasks on this machine, so its
+    GPUs are known before Spark starts; a cluster's executors may have GPUs the driver has not, so there the driver
+    checks only the spelling (each task checks its own GPU)."""
+    fake = spark_job()
+    make_frame(5).to_parquet(tmp_path / "in.parquet")
+    masters = []
+    monkeypatch.setattr(bspark, "_job_master", lambda master: masters.append(master) or master or "local[*]")
+    for device, says in (("cuda", "torch sees no CUDA GPU here"), ("cuda:1", "torch sees no CUDA GPU here"),
+                         ("mps", "MPS is not available here")):
+        with pytest.raises(ValueError) as err:
+            bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, device=device)
+        assert str(err.value).startswith(f"Spark master 'local[*]' runs the tasks on this machine: device={device!r} "
+                                         f"was asked for, but {says}")
+    with pytest.raises(ValueError, match=r"^device='gpu' is not valid: expected 'auto', 'cpu', 'cuda', 'cuda:N'"):
+        bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, device="gpu",
+                           master="yarn")
+    assert fake.asked == [] and sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]
+    assert masters == [None, None, None]  # asked only for a GPU spelling bertfeat knows
+    assert main(["embed", str(tmp_path / "in.parquet"), "--text-col", "review", "--out", str(tmp_path / "out"),
+                 "--model", tiny_bert, "--engine", "spark", "--master", "local[2]", "--device", "cuda"]) == 2
+    assert masters[-1] == "local[2]" and fake.asked == []
+    # on a cluster the driver cannot know the executors' GPUs: the job goes to Spark, whose tasks check theirs
+    fake = spark_job(session=FakeSession(master="yarn"))
+    with pytest.raises(ValueError, match=r"which Spark assigned no GPU: give the executors GPUs"):
+        bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, device="cuda",
+                           master="yarn")
+    assert fake.asked == [("yarn", False)]
+
+
+def test_embed_dataframe_refuses_a_gpu_its_local_session_has_not(tiny_bert):
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    sdf = SimpleNamespace(schema=StructType([StructField("id", LongType()), StructField("review", StringType())]),
+                          sparkSession=FakeSession(master="local[2]"))
+    with pytest.raises(ValueError, match=r"^Spark master 'local\[2\]' runs the tasks on this machine: device='cuda' "):
+        bspark.embed_dataframe(sdf, "review", keep_cols="id", model=tiny_bert, device="cuda")
+    with pytest.raises(ValueError, match=r"^device='CUDA' is not valid"):
+        bspark.embed_dataframe(sdf, "review", keep_cols="id", model=tiny_bert, device="CUDA")
+
+
+def test_the_master_a_job_will_run_on_is_known_before_it_starts(pyspark_stand_in):
+    log = pyspark_stand_in(active=FakeSession(master="local[2]"))
+    assert bspark._job_master("yarn") == "yarn" and bspark._job_master(None) == "local[2]" and log == []
+    log = pyspark_stand_in(conf={"spark.master": "yarn"})
+    assert bspark._job_master(None) == "yarn" and log == [("java",), ("jvm",), ("conf",)]
+    pyspark_stand_in()
+    assert bspark._job_master(None) == "local[*]"
+
+
 @pytest.mark.parametrize("option, value, says", [
     ("chunk_rows", 500, "chunk_rows= is the local engine's name (bertfeat.files.embed_file): the Spark engine's is "
                         "batch_rows=, rows per batch sent to a worker; pass batch_rows=500."),

@@ -86,6 +86,26 @@ def test_a_task_takes_its_cpus_as_threads_and_the_gpu_spark_gave_it(in_task):
     assert bspark._task_resources("mps") == (max(1, os.cpu_count() or 1), "mps")
 
 
+def test_a_gpu_device_the_user_named_is_the_tasks_assigned_gpu_or_refused_where_spark_gave_none(in_task):
+    """``device="cuda"`` on an executor whose task Spark gave GPU 1 ran on GPU 0, beside the tasks given GPU 0 (Spark
+    hides no GPU from a task, as Ray does); a task Spark gave no GPU, on an executor without one, failed in the
+    model's load with "torch sees no CUDA GPU here", naming neither the Spark task nor Spark's GPU settings."""
+    in_task(FakeTask(cpus=2, gpus=["1"]))
+    assert bspark._task_resources("cuda") == (2, "cuda:1")
+    assert bspark._task_resources("cuda:0") == (2, "cuda:0")  # an ordinal the user named is kept
+    in_task(FakeTask(cpus=2))  # and this process sees no GPU (conftest)
+    with pytest.raises(ValueError) as err:
+        bspark._task_resources("cuda")
+    assert str(err.value) == (
+        "device='cuda' was asked for, but torch sees no CUDA GPU here; pass device='cpu' or device='auto'. (in a "
+        f"Spark task on host {socket.gethostname()!r}, which Spark assigned no GPU: give the executors GPUs with "
+        "spark.executor.resource.gpu.amount and spark.task.resource.gpu.amount, or pass --device auto / "
+        "device='auto' to use a GPU where Spark assigns one)")
+    with pytest.raises(ValueError, match=r"^device='mps' was asked for, but MPS is not available here"):
+        bspark._task_resources("mps")
+    assert bspark._task_resources("cpu") == (2, "cpu")
+
+
 def test_outside_a_task_the_threads_are_this_processs_cores_at_least_one(in_task, monkeypatch):
     in_task(None)
     for cores, threads in ((1, 1), (None, 1), (6, 6)):
