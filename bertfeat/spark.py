@@ -84,6 +84,7 @@ def _worker_featurizer(spec: dict):
     from bertfeat.hardware import set_threads
 
     threads, device = _task_resources(spec["params"].get("device", "auto"))
+    _check_fixed_dtype(spec, device)
     set_threads(threads)
     key = json.dumps([spec["text_cols"], spec["keep_cols"], spec["layout"], spec["params"], device], sort_keys=True,
                      default=str)
@@ -95,6 +96,44 @@ def _worker_featurizer(spec: dict):
     info = {"host": socket.gethostname(), "pid": os.getpid(), "threads": threads, "device": device,
             "loads": _WORKER["loads"]}
     return _WORKER["featurizer"], info
+
+
+def _check_fixed_dtype(spec: dict, device: str) -> None:
+    """Refuse a task whose GPU would choose another dtype than the one the driver fixed ``dtype="auto"`` as
+    (:func:`_fixed_auto_dtype`): its features would be of another recipe than the output's metadata names."""
+    fixed = spec.get("auto_dtype")
+    if fixed is None or not device.startswith("cuda"):
+        return
+    from bertfeat.backend import resolve_dtype
+
+    own = resolve_dtype("auto", device)
+    if own != fixed:
+        raise ValueError(
+            f"dtype='auto' was fixed on the Spark driver as {fixed!r} for tasks on a GPU (the output's metadata "
+            f"names it), but this task's GPU ({device}) runs {own!r} for dtype='auto': pass dtype={own!r} "
+            f"(--dtype {own}) to run every task in it, or dtype={fixed!r} to run this one as the others."
+        )
+
+
+def _fixed_auto_dtype(params: dict, session) -> tuple[dict, str | None]:
+    """``params`` with ``dtype="auto"`` fixed for the device the tasks will run on, so that the provenance the driver
+    writes before any task runs is the recipe they run: float32 for CPU tasks, and for GPU tasks (``device="cuda"``,
+    or ``"auto"`` with ``spark.task.resource.gpu.amount`` set) this machine's GPU's choice, or bfloat16 (native from
+    Ampere on) where the driver has none; and that guess for GPU tasks (else None), which a task whose GPU chooses
+    otherwise is refused for (:func:`_check_fixed_dtype`)."""
+    if params.get("dtype", "auto") != "auto":
+        return params, None
+    from bertfeat import gpu
+    from bertfeat.backend import device_type, resolve_dtype
+
+    kind = device_type(params.get("device", "auto"))
+    if kind == "auto":  # a task uses the GPU Spark assigns it (_task_resources), else the CPU, never MPS
+        amount = session.conf.get("spark.task.resource.gpu.amount", None)
+        kind = "cuda" if amount is not None and float(amount) > 0 else "cpu"
+    if kind == "cuda":
+        dtype = resolve_dtype("auto", "cuda") if gpu.device_count() > 0 else "bfloat16"
+        return {**params, "dtype": dtype}, dtype
+    return {**params, "dtype": resolve_dtype("auto", kind)}, None
 
 
 def _task_resources(device: str) -> tuple[int, str]:
@@ -192,7 +231,9 @@ def embed_dataframe(sdf, text_cols, *, keep_cols=(), layout: str = "columns", **
 
     text_cols = [text_cols] if isinstance(text_cols, str) else list(text_cols)
     keep_cols = [keep_cols] if isinstance(keep_cols, str) else list(keep_cols)
-    checker = _checked_featurizer(text_cols, keep_cols, layout, recipe, _arrow_schema(sdf.schema),
+    # the metadata is the driver's, written before any task runs: its dtype="auto" must be what the tasks run
+    fixed, gpu_guess = _fixed_auto_dtype(recipe, sdf.sparkSession)
+    checker = _checked_featurizer(text_cols, keep_cols, layout, fixed, _arrow_schema(sdf.schema),
                                   lambda: sdf.sparkSession.sparkContext.master)
     provenance = {"bertfeat": json.dumps(checker.provenance())}
     fields = [sdf.schema[c] for c in keep_cols]
@@ -200,7 +241,8 @@ def embed_dataframe(sdf, text_cols, *, keep_cols=(), layout: str = "columns", **
         meta = provenance if layout == "list" or k == 0 else {}
         kind = ArrayType(FloatType(), containsNull=False) if layout == "list" else FloatType()
         fields.append(StructField(name, kind, nullable=True, metadata=meta))
-    spec = {"text_cols": text_cols, "keep_cols": keep_cols, "layout": layout, "params": absolute_paths(recipe)}
+    spec = {"text_cols": text_cols, "keep_cols": keep_cols, "layout": layout, "params": absolute_paths(fixed),
+            "auto_dtype": gpu_guess}
     aliases = _aliases(dict.fromkeys(keep_cols + text_cols))
     spec["names"] = {alias: name for name, alias in aliases.items()}
     return sdf.selectExpr(*[f"{_quoted(c)} AS {alias}" for c, alias in aliases.items()]).mapInArrow(

@@ -568,14 +568,55 @@ def test_a_gpu_a_local_master_cannot_give_is_refused_before_anything_is_written(
 
 
 def test_embed_dataframe_refuses_a_gpu_its_local_session_has_not(tiny_bert):
-    from pyspark.sql.types import LongType, StringType, StructField, StructType
-
-    sdf = SimpleNamespace(schema=StructType([StructField("id", LongType()), StructField("review", StringType())]),
-                          sparkSession=FakeSession(master="local[2]"))
+    sdf = FakeDataFrame(spark_schema(), session=FakeSession(master="local[2]"))
     with pytest.raises(ValueError, match=r"^Spark master 'local\[2\]' runs the tasks on this machine: device='cuda' "):
         bspark.embed_dataframe(sdf, "review", keep_cols="id", model=tiny_bert, device="cuda")
     with pytest.raises(ValueError, match=r"^device='CUDA' is not valid"):
         bspark.embed_dataframe(sdf, "review", keep_cols="id", model=tiny_bert, device="CUDA")
+
+
+def dataframe_job(tiny_bert, conf, **recipe):
+    """The provenance ``embed_dataframe`` writes in the first feature field of a DataFrame of (id, review, title),
+    and the function each task runs, as it hands them to ``mapInArrow``."""
+    sdf = FakeDataFrame(spark_schema(), session=FakeSession(master="local[2]", conf=conf))
+    bspark.embed_dataframe(sdf, "review", keep_cols="id", model=tiny_bert, **recipe)
+    _, func, schema = sdf.log[-1]
+    return json.loads(schema.fields[1].metadata["bertfeat"]), func
+
+
+def test_embed_dataframe_records_the_dtype_its_gpu_tasks_run_not_the_drivers(tiny_bert, in_task, monkeypatch):  # noqa: F811
+    """``dtype="auto"`` on a CPU driver (Databricks' default) with GPU tasks: the field metadata, written by the driver
+    ahead of the tasks, said float32 while every task ran (and cached) bfloat16, silently. The driver now fixes the
+    dtype for the device the tasks run on, and a task whose GPU would choose otherwise (a T4: float16) is refused
+    with the dtype to pass, never run in a recipe the metadata does not name."""
+    import bertfeat.gpu
+
+    provenance, _ = dataframe_job(tiny_bert, {})  # tasks without GPUs: float32, as before
+    assert provenance["dtype"] == "float32"
+    gpu_conf = {"spark.task.resource.gpu.amount": "1"}
+    provenance, task = dataframe_job(tiny_bert, gpu_conf)
+    assert provenance["dtype"] == "bfloat16"
+    monkeypatch.setattr(bertfeat.gpu, "device_count", lambda: 1)
+    for native, runs in ((True, "bfloat16"), (False, None)):  # an A100's task; a T4's
+        monkeypatch.setattr(bertfeat.gpu, "native_bf16", lambda index, native=native: native)
+        monkeypatch.setattr(bspark, "_WORKER", {"key": None, "featurizer": None, "loads": 0})
+        in_task(FakeTask(cpus=1, gpus=["0"]))
+        if runs is None:
+            with pytest.raises(ValueError) as err:
+                bspark._worker_featurizer(task.keywords["spec"])
+            assert str(err.value) == (
+                "dtype='auto' was fixed on the Spark driver as 'bfloat16' for tasks on a GPU (the output's metadata "
+                "names it), but this task's GPU (cuda:0) runs 'float16' for dtype='auto': pass dtype='float16' "
+                "(--dtype float16) to run every task in it, or dtype='bfloat16' to run this one as the others.")
+        else:
+            featurizer, info = bspark._worker_featurizer(task.keywords["spec"])
+            assert info["device"] == "cuda:0" and featurizer.recipe.dtype == runs
+            assert featurizer.recipe.fingerprint() == provenance["recipe_fingerprint"]
+    # a driver with a GPU answers for its own kind (the executors' kind on a cluster of one instance type)
+    provenance, _ = dataframe_job(tiny_bert, gpu_conf, device="cuda")
+    assert provenance["dtype"] == "float16"
+    provenance, _ = dataframe_job(tiny_bert, gpu_conf, dtype="float32")  # the user's dtype stands
+    assert provenance["dtype"] == "float32"
 
 
 def test_the_master_a_job_will_run_on_is_known_before_it_starts(pyspark_stand_in):
@@ -768,12 +809,13 @@ class FakeDataFrame:
     """A Spark DataFrame's schema, ``select`` and ``mapInArrow``, recorded: nothing runs until the test runs the
     function ``mapInArrow`` was given."""
 
-    def __init__(self, schema, log=None):
+    def __init__(self, schema, log=None, session=None):
         self.schema, self.log = schema, [] if log is None else log
+        self.sparkSession = session or FakeSession()
 
     def selectExpr(self, *cols):
         self.log.append(("selectExpr", cols))
-        return FakeDataFrame(self.schema, self.log)
+        return FakeDataFrame(self.schema, self.log, self.sparkSession)
 
     def mapInArrow(self, fn, schema):
         self.log.append(("mapInArrow", fn, schema))
@@ -819,7 +861,9 @@ def test_embed_dataframe_maps_the_selected_columns_to_the_cores_output(tiny_bert
     aliased = pa.Table.from_pandas(df, preserve_index=False).rename_columns([c[-14:] for c in cols])
     batches = aliased.to_batches(max_chunksize=4)
     assert fn.keywords["spec"] == {"text_cols": ["review", "title"], "keep_cols": ["id"], "layout": layout,
-                                   "params": {"model": str(Path(tiny_bert).resolve()), "pooling": "cls"},
+                                   # dtype="auto" as the driver fixed it for CPU tasks (no GPU to check against)
+                                   "params": {"model": str(Path(tiny_bert).resolve()), "pooling": "cls",
+                                              "dtype": "float32"}, "auto_dtype": None,
                                    "names": {"_bertfeat_col0": "id", "_bertfeat_col1": "review",
                                              "_bertfeat_col2": "title"}}
     out = pa.Table.from_batches(list(fn(iter(batches))))
