@@ -218,6 +218,7 @@ class TorchBackend:
         # the residual stream in float32 (the fast CPU path by construction, the others under autocast), so a
         # recipe's dtype means one arithmetic on CPU and GPU alike.
         model = self._load_model(torch.float32)
+        self.checked = _checked_counts(model, self.tokenizer)  # the weights check's counts (bertfeat info)
         self.model = model.to(device)
         self.prefix, self.suffix = _special_tokens_around(self.tokenizer)
         pad = self.tokenizer.pad_token_id
@@ -655,6 +656,11 @@ def check_model_files(spec: ModelSpec, trust_remote_code: bool = False) -> dict:
     with _quiet_transformers():
         tokenizer = AutoTokenizer.from_pretrained(spec.path, trust_remote_code=trust_remote_code)
         model = load_checked_model(spec, torch.float32, tokenizer, trust_remote_code)
+    return _checked_counts(model, tokenizer)
+
+
+def _checked_counts(model, tokenizer) -> dict:
+    """What :func:`load_checked_model` checked: weight tensors, tokenizer tokens, embedding rows."""
     return {"tensors": len(model.state_dict()), "tokenizer_tokens": len(tokenizer),
             "embedding_rows": model.get_input_embeddings().num_embeddings}
 

@@ -381,6 +381,7 @@ INFO = {
     "default_recipe": {"pooling": ["cls", "mean"], "layers": [9, 10, 11, 12], "layer_agg": "concat",
                        "max_length": 512, "long_text": "truncate", "normalize": False, "dtype": "auto",
                        "hidden_size": 768},
+    "default_device": "cpu",
     "machine": {"cpu": "Some CPU", "arch": "x86_64", "allotted_cores": 2, "threads": 2, "torch": "2.13.0",
                 "torch_cpu_capability": "AVX512", "flags": ["avx2", "avx512f"],
                 "native_dtypes": ["float32", "bfloat16"],
@@ -406,11 +407,11 @@ def test_info_text_word_for_word(monkeypatch, capsys):
         "prompts:      query = 'query: ' (the model's default); passage = 'passage: '  (use with --prompt-name NAME / "
         "prompt_name=)",
         "default recipe: pooling=cls+mean layers=[9, 10, 11, 12] layer_agg=concat max_length=512 long_text=truncate "
-        "normalize=False dtype=auto -> 6144 features per text column",
+        "normalize=False dtype=auto on device='auto' (cpu here) -> 6144 features per text column",
         "machine:      Some CPU (x86_64), 2 cores allotted, 2 threads, torch 2.13.0 (AVX512)",
         "instructions: avx2 avx512f",
-        "native dtypes: float32, bfloat16",
-        "matmul GFLOP/s at this model's shape (64, 768, 3072): float32 401, bfloat16 n/a; fastest here: "
+        "native dtypes: float32, bfloat16 (this CPU)",
+        "matmul GFLOP/s at this model's shape (64, 768, 3072): float32 401, bfloat16 n/a; fastest on this CPU: "
         "dtype='float32'",
         "CPU kernels:  onednn (BERTFEAT_CPU_KERNELS=onednn|torch to change)",
         "forward pass: onednn-float32 (AVX-512: oneDNN's fused kernels first), float32 on this CPU",
@@ -429,7 +430,7 @@ def test_info_text_word_for_word(monkeypatch, capsys):
         "own pooling:  none declared (not a sentence-transformers model)",
         "prompts:      none",
         "default recipe: pooling=cls+mean layers=[9, 10, 11, 12] layer_agg=mean max_length=512 long_text=truncate "
-        "normalize=False dtype=auto -> 1536 features per text column",
+        "normalize=False dtype=auto on device='auto' (cpu here) -> 1536 features per text column",
     ]
     assert len(lines) == 8 and seen == [("org/model", True), ("default", False)]
     assert main(["info", "--json", "--no-machine"]) == 0
@@ -438,6 +439,38 @@ def test_info_text_word_for_word(monkeypatch, capsys):
     monkeypatch.setattr(info_module, "describe", lambda model, **kw: dict(INFO, machine=machine))
     assert main(["info"]) == 0
     assert "instructions: none of those bertfeat looks for\n" in capsys.readouterr().out
+
+
+def test_info_names_the_device_its_default_recipe_is_for_and_loads_the_model_once(tiny_bert, monkeypatch, capsys):
+    """On a GPU machine (an H100 host) the default recipe's line said dtype=bfloat16, the recipe resolved for
+    device='auto' (the GPU), right above the CPU's lines ending "fastest here: dtype='float32'", neither saying which
+    device it spoke of; and info loaded the model twice (the weights check, then the forward-pass line)."""
+    import bertfeat.backend
+    import bertfeat.gpu
+
+    monkeypatch.setattr(bertfeat.gpu, "device_count", lambda: 1)
+    monkeypatch.setattr(bertfeat.gpu, "cuda_available", lambda: True)
+    monkeypatch.setattr(bertfeat.gpu, "native_bf16", lambda index: True)
+    loads = []
+    real = bertfeat.backend.load_checked_model
+    monkeypatch.setattr(bertfeat.backend, "load_checked_model", lambda *a, **kw: loads.append(a[0].path) or real(*a, **kw))
+    monkeypatch.setattr(bertfeat.backend, "_REGISTRY", {})  # a model loaded by another test would not be loaded
+    assert main(["info", tiny_bert, "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["default_device"] == "cuda" and info["default_recipe"]["dtype"] == "bfloat16"
+    assert info["weights_tensors"] > 0 and loads == [tiny_bert]
+    assert main(["info", tiny_bert]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    recipe = next(line for line in lines if line.startswith("default recipe:"))
+    assert recipe.endswith(" dtype=bfloat16 on device='auto' (cuda here) -> 64 features per text column")
+    assert any(line.endswith(f"fastest on this CPU: dtype={info['machine']['fastest_dtype']!r}") for line in lines)
+    assert any(line.startswith("native dtypes: ") and line.endswith(" (this CPU)") for line in lines)
+    monkeypatch.setattr(bertfeat.gpu, "device_count", lambda: 0)
+    monkeypatch.setattr(bertfeat.gpu, "cuda_available", lambda: False)
+    assert main(["info", tiny_bert, "--no-machine", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["default_device"] == "cpu" and info["default_recipe"]["dtype"] == "float32"
+    assert loads == [tiny_bert, tiny_bert]  # without the machine report: the weights check alone
 
 
 @pytest.mark.parametrize("config, size", [

@@ -469,7 +469,7 @@ def test_bertfeat_info_reports_this_machine(capsys):
     assert m["flags"] == hardware.cpu_flags() and m["native_dtypes"] == hardware.native_dtypes()
     assert main(["info"]) == 0
     text = capsys.readouterr().out
-    assert "native dtypes:" in text and f"fastest here: dtype={m['fastest_dtype']!r}" in text
+    assert "native dtypes:" in text and f"fastest on this CPU: dtype={m['fastest_dtype']!r}" in text
     assert f"CPU kernels:  {m['cpu_kernels']} (BERTFEAT_CPU_KERNELS=onednn|torch to change)" in text
     assert f"forward pass: {m['forward_pass']}, float32 on this CPU" in text
     assert main(["info", "--json", "--no-machine"]) == 0

@@ -47,7 +47,7 @@ def _intermediate_size(path: str, hidden: int) -> int:
 
 
 def describe(model: str = "default", machine: bool = True) -> dict:
-    from bertfeat.backend import check_model_files
+    from bertfeat.backend import check_model_files, get_backend, resolve_device
     from bertfeat.embedder import BertEmbedder
     from bertfeat.models import resolve_model
 
@@ -55,8 +55,10 @@ def describe(model: str = "default", machine: bool = True) -> dict:
     with warnings.catch_warnings():  # the note about prompts: info lists them below
         warnings.simplefilter("ignore", UserWarning)
         recipe = BertEmbedder(model).fit(["x"]).recipe_
-    # Loads the weights once: a model whose weights do not fit its config is an error here, not a normal model.
-    checked = check_model_files(spec)
+    # Loads the weights once: a model whose weights do not fit its config is an error here, not a normal model. The
+    # machine report's forward-pass line needs the model on the CPU: that load checks the same, and is the one load.
+    backend = get_backend(spec, "cpu", "float32") if machine else None
+    checked = backend.checked if backend is not None else check_model_files(spec)
     return {
         "model": spec.label,
         "path": spec.path,
@@ -78,7 +80,10 @@ def describe(model: str = "default", machine: bool = True) -> dict:
         "prompts": dict(spec.prompts),
         "default_prompt_name": spec.default_prompt_name,
         "default_recipe": {k: v for k, v in recipe.to_dict().items() if not k.endswith("sha256")},
-        **({"machine": {**_machine(spec), "forward_pass": _forward_pass(spec)}} if machine else {}),
+        # the device the default recipe's dtype="auto" was resolved for (a GPU's bfloat16; the machine report below
+        # is this CPU's)
+        "default_device": resolve_device("auto"),
+        **({"machine": {**_machine(spec), "forward_pass": _forward_pass(backend)}} if machine else {}),
     }
 
 
@@ -89,12 +94,10 @@ def _machine(spec) -> dict:
     return machine_report(spec.hidden_size, _intermediate_size(spec.path, spec.hidden_size))
 
 
-def _forward_pass(spec) -> str:
-    """Which arrangement of the forward pass this model takes on this CPU in float32, and why (the fused pass's
-    ladder, :func:`bertfeat.fastbert.build_ladder`, or transformers' own pass)."""
-    from bertfeat.backend import get_backend
-
-    backend = get_backend(spec, "cpu", "float32")
+def _forward_pass(backend) -> str:
+    """Which arrangement of the forward pass this model takes on this CPU in float32 (``backend``: the model loaded
+    there), and why (the fused pass's ladder, :func:`bertfeat.fastbert.build_ladder`, or transformers' own pass)."""
+    spec = backend.spec
     if backend.ladder is not None and backend.ladder.rung == backend.rung:
         return backend.ladder.describe()
     if backend.ladder is not None:  # fell back after a failed batch in this process
@@ -136,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
                             + "  (use with --prompt-name NAME / prompt_name=)" if info["prompts"] else "none"),
         f"default recipe: pooling={'+'.join(r['pooling'])} layers={r['layers']} layer_agg={r['layer_agg']} "
         f"max_length={r['max_length']} long_text={r['long_text']} normalize={r['normalize']} dtype={r['dtype']} "
-        f"-> {r['hidden_size'] * len(r['pooling']) * (len(r['layers']) if r['layer_agg'] == 'concat' else 1)} "
+        f"on device='auto' ({info['default_device']} here) -> {r['hidden_size'] * len(r['pooling']) * (len(r['layers']) if r['layer_agg'] == 'concat' else 1)} "
         f"features per text column",
     ]
     m = info.get("machine")
@@ -148,8 +151,8 @@ def run(args: argparse.Namespace) -> int:
             f"machine:      {m['cpu']} ({m['arch']}), {m['allotted_cores']} cores allotted, {m['threads']} threads, "
             f"torch {m['torch']} ({m['torch_cpu_capability']})",
             f"instructions: {' '.join(m['flags']) or 'none of those bertfeat looks for'}",
-            f"native dtypes: {', '.join(m['native_dtypes'])}",
-            f"matmul GFLOP/s at this model's shape {tuple(m['matmul_shape'])}: {rates}; fastest here: "
+            f"native dtypes: {', '.join(m['native_dtypes'])} (this CPU)",
+            f"matmul GFLOP/s at this model's shape {tuple(m['matmul_shape'])}: {rates}; fastest on this CPU: "
             f"dtype={m['fastest_dtype']!r}",
             f"CPU kernels:  {m['cpu_kernels']} (BERTFEAT_CPU_KERNELS=onednn|torch to change)",
             f"forward pass: {m['forward_pass']}, float32 on this CPU",
