@@ -125,3 +125,20 @@ def machines_facts(machines: dict[str, dict]) -> dict:
     if len(machines) == 1:
         return next(iter(machines.values()))
     return dict(sorted(machines.items()))
+
+
+def keep_note(notes: dict[str, str], host: str, message: str) -> None:
+    """Keep a worker's :class:`~bertfeat.exceptions.SlowDtypeWarning` as ``host``'s, the first there (its workers
+    measure the same CPU)."""
+    notes.setdefault(host, message)
+
+
+def say_notes(notes: dict[str, str], worker: str) -> None:
+    """Say on the driver what workers found slow (``host -> message``), once per host: a worker's own warning goes
+    to its log (an executor's, or a quiet Ray job's, which no one reads), never to the user who chose the dtype."""
+    import warnings
+
+    from bertfeat.exceptions import SlowDtypeWarning, user_stacklevel
+
+    for host, message in sorted(notes.items()):
+        warnings.warn(f"{message} ({worker} on host {host!r})", SlowDtypeWarning, stacklevel=user_stacklevel())

@@ -29,9 +29,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bertfeat.arrow import first_refused
-from bertfeat.counts import add_passes, forward_passes, keep_machine, machines_facts, passes_since
+from bertfeat.counts import (add_passes, forward_passes, keep_machine, keep_note, machines_facts, passes_since,
+                             say_notes)
 from bertfeat.encode import EncodeStats
-from bertfeat.exceptions import TruncationWarning
+from bertfeat.exceptions import SlowDtypeWarning, TruncationWarning
 from bertfeat.sources import FOLDER_OUTPUT, output_path
 from bertfeat.files import (
     PARQUET_SUFFIXES, DistinctCounter, InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary,
@@ -235,7 +236,11 @@ class RayFeaturizer:
         passes = passes_since(before, self.featurizer.recipe) if job else {}
         truncated = [w for w in caught if issubclass(w.category, TruncationWarning)]
         for w in caught:
-            if w not in truncated:
+            if job and issubclass(w.category, SlowDtypeWarning):  # said by the driver (a quiet job forwards no log)
+                import ray
+
+                ray.get(self.collector.add_note.remote(socket.gethostname(), str(w.message)))
+            elif w not in truncated:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         if truncated and not self.truncation_warned:
             # one warning per worker instead of one per batch; the job's manifest has the full count
@@ -277,6 +282,7 @@ class JobCounts:
         self.distinct = DistinctCounter()
         self.workers: list[dict] = []
         self.machines: dict[str, dict] = {}
+        self.notes: dict[str, str] = {}
         self.mistake: Exception | None = None
 
     def add_worker(self, info: dict) -> None:
@@ -286,6 +292,13 @@ class JobCounts:
         """The facts of a machine the workers ran on (the first worker there to report them having run the model:
         :func:`bertfeat.counts.keep_machine`)."""
         keep_machine(self.machines, host, facts)
+
+    def add_note(self, host: str, message: str) -> None:
+        """A worker's SlowDtypeWarning (:func:`bertfeat.counts.keep_note`), for the driver to say."""
+        keep_note(self.notes, host, message)
+
+    def notes_report(self) -> dict[str, str]:
+        return self.notes
 
     def add_texts(self, hashes: np.ndarray) -> None:
         self.distinct.add(hashes)
@@ -477,11 +490,13 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
                 raise first_refused(mistake, reader, checker) from None
             distinct, workers = ray.get(collector.report.remote())
             machines = ray.get(collector.machines_report.remote())
+            notes = ray.get(collector.notes_report.remote())
             ray.kill(collector)
     finally:
         if started:
             ray.shutdown()
 
+    say_notes(notes, "a Ray worker")
     totals, batches, passes = _written_stats(data_dir)
     files, provenance = _check_written(data_dir, reader.total_rows)
     reader.check_unchanged(fingerprint)

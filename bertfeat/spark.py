@@ -30,9 +30,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bertfeat.arrow import at_input_row, first_refused
-from bertfeat.counts import add_passes, forward_passes, keep_machine, machines_facts, passes_since
+from bertfeat.counts import (add_passes, forward_passes, keep_machine, keep_note, machines_facts, passes_since,
+                             say_notes)
 from bertfeat.encode import EncodeStats
-from bertfeat.exceptions import TruncationWarning
+from bertfeat.exceptions import SlowDtypeWarning, TruncationWarning
 from bertfeat.sources import FOLDER_OUTPUT, output_path
 from bertfeat.files import (InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary,
                             refuse_local_options)
@@ -424,11 +425,14 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
             totals += EncodeStats(**s["stats"])
         workers = sorted({(w["host"], w["pid"]): w for w in (s["worker"] for s in parts)}.values(),
                          key=lambda w: (w["host"], w["pid"]))
-        passes, machines = {}, {}
+        passes, machines, notes = {}, {}, {}
         for s in parts:
             add_passes(passes, s.get("forward_pass", {}))
             if "machine" in s:
                 keep_machine(machines, s["worker"]["host"], s["machine"])
+            for message in s.get("notes", []):
+                keep_note(notes, s["worker"]["host"], message)
+        say_notes(notes, "a Spark task")
         manifest = {
             "output": str(paths.out),
             "engine": "spark",
@@ -602,6 +606,7 @@ def _write_partition(batches, spec: dict):
     tmp = final.with_name(f".{final.name}.tmp-{tc.taskAttemptId()}")  # unique to this attempt in the application
     totals = EncodeStats()
     writer = None
+    notes: list[str] = []
     try:
         for batch in batches:
             if batch.column(row_col).null_count:
@@ -611,11 +616,16 @@ def _write_partition(batches, spec: dict):
             batch = _as_input_types(_renamed(batch, spec["names"]), input_schema,
                                     featurizer.keep_cols + featurizer.text_cols)
             try:
-                with warnings.catch_warnings():
+                with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("ignore", TruncationWarning)  # counted in the manifest instead
                     result = featurizer(batch)
             except (ValueError, TypeError) as exc:
                 raise _marked(exc, rows) from None
+            for w in caught:  # a slow dtype is said by the driver (an executor's log is read by no one)
+                if issubclass(w.category, SlowDtypeWarning):
+                    notes.append(str(w.message))
+                else:
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
             totals += featurizer.embedder.stats_
             writer = writer or pq.ParquetWriter(tmp, result.schema)
             writer.write_batch(result, row_group_size=max(1, result.num_rows))
@@ -639,7 +649,7 @@ def _write_partition(batches, spec: dict):
     # rates measured once the model ran)
     stats = {"partition": part, "attempt": attempt, "stats": totals.to_dict(), "worker": info,
              "forward_pass": passes_since(passes_before, featurizer.recipe),
-             "machine": run_facts(featurizer.recipe.hidden_size)}
+             "machine": run_facts(featurizer.recipe.hidden_size), "notes": notes}
     yield pa.record_batch([pa.array([json.dumps(stats)]), pa.nulls(1, pa.int64())], names=["stats", "hash"])
 
 

@@ -692,6 +692,30 @@ def test_a_quiet_job_on_a_running_ray_with_the_users_cache(tiny_bert, fake_ray, 
     assert ray.inits == [{"logging_level": logging.ERROR, "log_to_driver": False}] and ray.shutdowns == 1
 
 
+def test_a_slow_dtype_a_worker_finds_is_said_by_the_driver_once_per_host_even_when_quiet(tiny_bert, fake_ray,
+                                                                                         quiet_threads, tmp_path,
+                                                                                         monkeypatch):
+    """``--engine ray --dtype bfloat16 --quiet`` on CPUs where bfloat16 is slower than float32: each worker's
+    SlowDtypeWarning went to its own stderr, which a quiet job does not forward (``log_to_driver=False``), so the
+    user never heard of it (the local engine says it under --quiet as well). The driver now says it, once per host."""
+    import bertfeat.backend
+    import bertfeat.hardware
+    from bertfeat.exceptions import SlowDtypeWarning
+
+    said = "dtype='bfloat16' runs slower than float32 on this CPU: measured 1 GFLOP/s against 2 GFLOP/s."
+    monkeypatch.setattr(bertfeat.hardware, "slow_dtype_message", lambda dtype, rates: said)
+    monkeypatch.setattr(bertfeat.backend, "_REGISTRY", {})  # a model loaded by another test warns no more
+    src = write_input(tmp_path, frame(20, seed=4), files=1)
+    ray = fake_ray()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        bray.embed_parquet(src, tmp_path / "out", "review", batch_rows=5, num_workers=2, model=tiny_bert,
+                           dtype="bfloat16", quiet=True)
+    assert ray.inits == [{"logging_level": logging.ERROR, "log_to_driver": False}]
+    slow = [str(w.message) for w in caught if issubclass(w.category, SlowDtypeWarning)]
+    assert slow == [f"{said} (a Ray worker on host {socket.gethostname()!r})"]
+
+
 def test_a_workers_mistake_fails_the_job_as_the_local_engine_says_it(tiny_bert, fake_ray, quiet_threads, tmp_path):
     df = frame(20)
     df.loc[13, "review"] = None

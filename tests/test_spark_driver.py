@@ -16,6 +16,7 @@ import math
 import os
 import socket
 import sys
+import warnings
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -565,6 +566,28 @@ def test_a_gpu_a_local_master_cannot_give_is_refused_before_anything_is_written(
         bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, device="cuda",
                            master="yarn")
     assert fake.asked == [("yarn", False)]
+
+
+def test_a_slow_dtype_a_task_finds_is_said_by_the_driver_once_per_host(tiny_bert, tmp_path, spark_job, monkeypatch):
+    """``--engine spark --dtype bfloat16`` on executors where bfloat16 is slower than float32: each task's
+    SlowDtypeWarning went to its executor's log (on a local master, Python's raw warning line in Spark's output), never
+    to the user who chose the dtype, as the local engine and R say it. The driver now says it, once per host."""
+    import bertfeat.backend
+    import bertfeat.hardware
+    from bertfeat.exceptions import SlowDtypeWarning
+
+    said = "dtype='bfloat16' runs slower than float32 on this CPU: measured 1 GFLOP/s against 2 GFLOP/s."
+    monkeypatch.setattr(bertfeat.hardware, "slow_dtype_message", lambda dtype, rates: said)
+    monkeypatch.setattr(bertfeat.backend, "_REGISTRY", {})  # a model loaded by another test warns no more
+    fake = spark_job()
+    make_frame(12).to_parquet(tmp_path / "in.parquet")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, dtype="bfloat16",
+                           batch_rows=4, quiet=True)
+    assert len(fake.job.stats) == 3 and fake.job.stats[0]["notes"] == [said]  # the task that loaded the model
+    slow = [str(w.message) for w in caught if issubclass(w.category, SlowDtypeWarning)]
+    assert slow == [f"{said} (a Spark task on host {socket.gethostname()!r})"]
 
 
 def test_embed_dataframe_refuses_a_gpu_its_local_session_has_not(tiny_bert):
