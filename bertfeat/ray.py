@@ -127,6 +127,9 @@ def worker_device(device, gpus_per_worker) -> str:
     """The device each actor uses: the GPU Ray gave it, or the CPU when it asked Ray for none."""
     if not isinstance(device, str):
         raise ValueError(f"device={device!r} is not valid: expected 'auto', 'cpu', 'cuda' or 'mps'.")
+    from bertfeat.backend import device_type
+
+    device_type(device)  # a spelling no worker runs on ('gpu', 'CUDA'), refused before Ray starts
     if gpus_per_worker:
         if _is_number(gpus_per_worker) and gpus_per_worker > 1:
             raise ValueError(

@@ -216,6 +216,10 @@ def test_worker_device(device, gpus, want):
     ("cuda", 0, "device='cuda' needs GPUs from Ray: pass gpus_per_worker=1 (--gpus-per-worker 1), one GPU per "
                 "worker."),
     ("cuda:0", 0, "device='cuda:0' needs GPUs from Ray"),
+    # spellings no worker runs on, refused before Ray starts (they reached the actors, which failed at their start)
+    ("gpu", 0, "device='gpu' is not valid: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'."),
+    ("CUDA", 1, "device='CUDA' is not valid: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'."),
+    ("xpu", 0, "device='xpu' is not supported: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'."),
 ])
 def test_worker_device_refusals_word_for_word(device, gpus, message):
     with pytest.raises(ValueError) as info:
