@@ -19,6 +19,7 @@ import contextlib
 import functools
 import gc
 import logging
+import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -60,12 +61,18 @@ DEFAULT_BATCH_TOKENS = {"cpu": 1024, "cuda": MAX_GPU_BATCH_TOKENS, "mps": 16384}
 PREFETCH_CHUNK_TEXTS = 8192
 
 
+# The devices bertfeat runs on, as torch.device spells them: a type, and an optional ordinal without leading zeros
+_DEVICE = re.compile(r"(cpu|cuda|mps)(:(0|[1-9][0-9]*))?")
+
+
 def device_type(device) -> str:
     """The kind of device a ``device=`` names (``"auto"``, ``"cpu"``, ``"cuda"`` or ``"mps"``), refusing a spelling
     bertfeat does not run on; whether this machine has it is :func:`resolve_device`'s question. The Spark driver asks
     this alone: a cluster's executors may have GPUs the driver has not."""
     if device == "auto":
         return "auto"
+    if isinstance(device, str) and _DEVICE.fullmatch(device):  # torch.device's own spelling, read without torch
+        return device.split(":")[0]
     import torch
 
     if not isinstance(device, str):

@@ -303,7 +303,10 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
     # -- helpers ------------------------------------------------------------------------------------------------
 
     def _check_runtime_params(self):
+        from bertfeat.backend import device_type
+
         rcp.check_choice("missing", self.missing, rcp.MISSING_POLICIES)
+        device_type(self.device)  # a spelling no model runs on, even where every text comes from the cache
         if self.batch_tokens is not None and (not rcp._is_int(self.batch_tokens) or self.batch_tokens < 1):
             raise ValueError(f"batch_tokens={self.batch_tokens!r} is not valid: expected a positive int or None.")
         if self.cache_dir is not None and not isinstance(self.cache_dir, (str, bytes)) and not hasattr(

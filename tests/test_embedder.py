@@ -282,6 +282,22 @@ def test_bad_parameters_name_the_value_and_the_choices(tiny_bert, params, messag
         BertEmbedder(tiny_bert, **params).fit_transform(TEXTS)
 
 
+@pytest.mark.parametrize("device", ["gpu", "CUDA", "cuda:01", "xpu", " cpu"])
+def test_a_device_no_model_runs_on_is_refused_at_fit_whatever_the_dtype_and_the_cache(tiny_bert, tmp_path, device):
+    """With an explicit dtype, fit never looked at the device (only dtype='auto' resolves it): device='gpu' was
+    refused at the first transform that loaded the model, and accepted, silently, by every transform answered from
+    the cache (`bertfeat embed --device gpu` on a warm cache wrote its output; on a cold one it failed)."""
+    warm = BertEmbedder(tiny_bert, dtype="float32", cache_dir=tmp_path).fit_transform(TEXTS)
+    est = BertEmbedder(tiny_bert, dtype="float32", cache_dir=tmp_path, device=device)
+    with pytest.raises(ValueError, match=rf"^device={device!r} is not (valid|supported): expected 'auto', 'cpu'"):
+        est.fit(TEXTS)
+    est.set_params(device="cpu").fit(TEXTS)
+    est.set_params(device=device)  # after fit: refused at transform, which the cache would answer
+    with pytest.raises(ValueError, match=rf"^device={device!r} is not"):
+        est.transform(TEXTS)
+    assert np.array_equal(est.set_params(device="cpu:0").transform(TEXTS), warm)  # torch's own spelling of the CPU
+
+
 def test_cuda_without_a_gpu_says_what_to_pass(tiny_bert):
     import torch
 
