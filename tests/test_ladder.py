@@ -340,6 +340,26 @@ def test_the_slow_dtype_warning_points_at_the_callers_line(tiny_bert, monkeypatc
     assert (mine.filename, mine.lineno) == (__file__, line)
 
 
+def test_one_cpu_spelled_two_ways_is_one_model_and_one_slow_dtype_warning(tiny_bert, monkeypatch):
+    """device="cpu:0" (torch's spelling of the one CPU device) loaded a second copy of the model beside device="cpu"'s,
+    and said the SlowDtypeWarning a second time (it is said once per process, at the model's load)."""
+    from bertfeat import BertEmbedder
+    from bertfeat.backend import clear_backends, get_backend
+
+    monkeypatch.setattr(hardware, "dtype_rates", lambda h, i, dtypes: {"float32": 120.0, "bfloat16": 14.0})
+    clear_backends()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for device in ("cpu", "cpu:0", "cpu"):
+                BertEmbedder(tiny_bert, dtype="bfloat16", device=device).fit_transform(["a cat"])
+        assert sum(issubclass(w.category, SlowDtypeWarning) for w in caught) == 1
+        spec = resolve_model(tiny_bert)
+        assert get_backend(spec, "cpu:0", "bfloat16") is get_backend(spec, "cpu", "bfloat16")
+    finally:
+        clear_backends()
+
+
 def test_faster_bf16_does_not_warn(tiny_bert, monkeypatch):
     monkeypatch.setattr(hardware, "dtype_rates", lambda h, i, dtypes: {"float32": 120.0, "bfloat16": 300.0})
     with warnings.catch_warnings():
