@@ -75,6 +75,8 @@ def device_type(device) -> str:
         return device.split(":")[0]
     import torch
 
+    if isinstance(device, torch.device):  # a parameter is a plain string: it pickles, clones and reaches R as one
+        raise ValueError(f"device={device!r} is not valid: pass the device as a string, device={str(device)!r}.")
     if not isinstance(device, str):
         raise ValueError(f"device={device!r} is not valid: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'.")
     try:

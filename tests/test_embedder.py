@@ -298,6 +298,18 @@ def test_a_device_no_model_runs_on_is_refused_at_fit_whatever_the_dtype_and_the_
     assert np.array_equal(est.set_params(device="cpu:0").transform(TEXTS), warm)  # torch's own spelling of the CPU
 
 
+def test_torch_objects_for_device_and_dtype_are_refused_saying_what_to_write(tiny_bert):
+    """A torch.device, as torch code holds one, was told only the list of strings ('auto', 'cpu', ...)."""
+    import torch
+
+    with pytest.raises(ValueError) as err:
+        BertEmbedder(tiny_bert, device=torch.device("cuda", 1)).fit(TEXTS)
+    assert str(err.value) == ("device=device(type='cuda', index=1) is not valid: pass the device as a string, "
+                              "device='cuda:1'.")
+    with pytest.raises(ValueError, match=r"^dtype=torch.float32 is not valid: expected one of \['auto', 'float32'"):
+        BertEmbedder(tiny_bert, dtype=torch.float32).fit(TEXTS)
+
+
 def test_cuda_without_a_gpu_says_what_to_pass(tiny_bert):
     import torch
 
