@@ -130,19 +130,24 @@ def resolve_dtype(dtype: str, device: str) -> str:
     return "float32"
 
 
+def device_key(device: str) -> str:
+    """The device a model on ``device`` (resolved, :func:`resolve_device`) runs on, one name for each: ``"cuda"`` as
+    the ``"cuda:N"`` it is, ``"cpu:N"`` as ``"cpu"``, ``"mps:0"`` as ``"mps"``."""
+    kind = device_type(device)
+    if kind == "cuda":
+        from bertfeat.gpu import device_index
+
+        return f"cuda:{device_index(device)}"
+    return kind
+
+
 def get_backend(spec: ModelSpec, device: str, dtype: str, trust_remote_code: bool = False) -> "TorchBackend":
     """The process-wide backend for this model, device and dtype: loaded on first use, then reused.
 
     ``"cuda"`` is the GPU ``"cuda:N"`` it names, and ``"cpu:N"`` (``"mps:0"``) the one CPU (Apple GPU) torch has,
     so each device shares one copy of the model, whichever way it was spelled.
     """
-    kind = device_type(device)
-    if kind == "cuda":
-        from bertfeat.gpu import device_index
-
-        device = f"cuda:{device_index(device)}"
-    else:
-        device = kind
+    device = device_key(device)
     # every file hash: a config or tokenizer edited in place must not reuse the model loaded from the old one
     key = (spec.path, spec.weights_sha256, spec.config_sha256, spec.tokenizer_sha256, device, dtype, trust_remote_code)
     with _LOCK:

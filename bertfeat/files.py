@@ -303,6 +303,13 @@ def embed_file(
     return manifest
 
 
+def _ran_on(featurizer) -> str:
+    """The device the featurizer's model ran on: its ``device=`` resolved, as the model was loaded on it."""
+    from bertfeat.backend import device_key, resolve_device
+
+    return device_key(resolve_device(featurizer.embedder.device))
+
+
 def _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, progress_every, t0, user_cache,
          checkpoint_seconds):
     progress = Progress(reader.total_rows, quiet, every=progress_every)
@@ -439,7 +446,10 @@ def _finish(paths: OutputPaths, n_parts: int, schema: pa.Schema, featurizer, sta
                        "machine": run_facts(featurizer.recipe.hidden_size),
                        # which arrangement ran this run's batches, and how many each: the fused CPU pass on oneDNN's
                        # or plain torch kernels, or transformers' own pass ({} when every text came from the cache)
-                       "forward_pass": forward_pass or {}},
+                       "forward_pass": forward_pass or {},
+                       # where those passes ran (the machine entry is this host's CPU, also when a GPU ran them);
+                       # None when every text came from the cache or a resumed run's parts
+                       "device": _ran_on(featurizer) if forward_pass else None},
             "chunk_rows": state["chunk_rows"],
             "chunk_chars": state["chunk_chars"],
             "reading": state["reading"],  # how a CSV was parsed (delimiter, kept-column types): part of what was read

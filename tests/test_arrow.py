@@ -188,9 +188,10 @@ def test_manifest_field(job, field):
 
 def test_manifest_timing(job):
     timing = job["manifest"]["timing"]
-    assert sorted(timing) == ["checkpoint_seconds", "embed_seconds", "forward_pass", "machine", "seconds",
+    assert sorted(timing) == ["checkpoint_seconds", "device", "embed_seconds", "forward_pass", "machine", "seconds",
                               "slowest_chunk_seconds"]
     assert sum(timing["forward_pass"].values()) >= 1  # which arrangement ran: tests/test_ladder.py
+    assert timing["device"] == "cpu"  # where it ran (conftest: no GPU); a GPU's: tests/test_ladder.py
     assert timing["checkpoint_seconds"] == 30.0
     assert 0 < timing["embed_seconds"] <= timing["seconds"]
     assert 0 < timing["slowest_chunk_seconds"] <= timing["embed_seconds"]

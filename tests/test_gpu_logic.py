@@ -113,6 +113,20 @@ def test_cuda_and_cuda_0_share_one_loaded_model(monkeypatch):
     assert loads == ["cuda:0", "cuda:1"]
 
 
+def test_a_local_jobs_manifest_names_the_device_its_passes_ran_on(monkeypatch):
+    """The local engine's manifest named no device: on a GPU host its timing held this host's CPU facts and a
+    forward pass "transformers-bfloat16" (a CPU's name too), never that a GPU ran it (Ray's and Spark's name each
+    worker's device). timing.device is now where the passes ran (tests/test_arrow.py: "cpu" for a CPU job)."""
+    from bertfeat.files import _ran_on
+
+    monkeypatch.setattr(gpu, "device_count", lambda: 2)
+    monkeypatch.setattr(gpu, "cuda_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+    ran = {device: _ran_on(types.SimpleNamespace(embedder=types.SimpleNamespace(device=device)))
+           for device in ("auto", "cuda", "cuda:1", "cpu", "cpu:0")}
+    assert ran == {"auto": "cuda:0", "cuda": "cuda:0", "cuda:1": "cuda:1", "cpu": "cpu", "cpu:0": "cpu"}
+
+
 # -- item 2 and 3: the out-of-memory retry ----------------------------------------------------------------------------
 
 

@@ -669,8 +669,9 @@ def test_the_manifest_and_info_say_which_forward_pass_ran(tmp_path, tiny_bert):
         manifest = json.loads(out.with_name(out.name + ".manifest.json").read_text())
         ran = manifest["timing"]["forward_pass"]
         if cache is not None and (tmp_path / "o2.parquet").exists():  # the rerun: every text from the cache
-            assert ran == {}
+            assert ran == {} and manifest["timing"]["device"] is None  # no model ran anywhere
             continue
+        assert manifest["timing"]["device"] == "cpu"
         rung = get_backend(resolve_model(model), "cpu", "float32").rung
         assert rung.startswith("transformers-" if model == electra else ("onednn-", "torch-"))
         assert list(ran) == [rung] and ran[rung] >= 1  # the batches this run sent through it
