@@ -303,10 +303,13 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
     # -- helpers ------------------------------------------------------------------------------------------------
 
     def _check_runtime_params(self):
-        from bertfeat.backend import device_type
+        from bertfeat.backend import device_type, resolve_device
 
         rcp.check_choice("missing", self.missing, rcp.MISSING_POLICIES)
-        device_type(self.device)  # a spelling no model runs on, even where every text comes from the cache
+        # a spelling no model runs on, or a GPU this machine has not: refused whatever the dtype, even where every
+        # text would come from the cache (a CPU device is checked without importing torch)
+        if device_type(self.device) in ("cuda", "mps"):
+            resolve_device(self.device)
         if self.batch_tokens is not None and (not rcp._is_int(self.batch_tokens) or self.batch_tokens < 1):
             raise ValueError(f"batch_tokens={self.batch_tokens!r} is not valid: expected a positive int or None.")
         if self.cache_dir is not None and not isinstance(self.cache_dir, (str, bytes)) and not hasattr(

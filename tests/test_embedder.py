@@ -298,6 +298,23 @@ def test_a_device_no_model_runs_on_is_refused_at_fit_whatever_the_dtype_and_the_
     assert np.array_equal(est.set_params(device="cpu:0").transform(TEXTS), warm)  # torch's own spelling of the CPU
 
 
+@pytest.mark.parametrize("device, says", [("cuda", "torch sees no CUDA GPU here"),
+                                           ("cuda:1", "torch sees no CUDA GPU here"),
+                                           ("mps", "MPS is not available here")])
+def test_a_gpu_this_machine_has_not_is_refused_at_fit_whatever_the_dtype_and_the_cache(tiny_bert, tmp_path, device,
+                                                                                     says):
+    """dtype='auto' refused device='cuda' on a CPU at fit (resolving it), an explicit dtype only where a transform
+    loaded the model: `bertfeat embed --device cuda --dtype float32` failed on a cold cache and wrote its output on a
+    warm one. Refused at fit and at transform alike now, saying what to pass (device is set without a refit)."""
+    BertEmbedder(tiny_bert, dtype="float32", cache_dir=tmp_path).fit_transform(TEXTS)  # the cache is warm
+    for dtype in ("auto", "float32", "bfloat16"):
+        with pytest.raises(ValueError, match=rf"^device={device!r} was asked for, but {says}; pass device='cpu'"):
+            BertEmbedder(tiny_bert, dtype=dtype, cache_dir=tmp_path, device=device).fit(TEXTS)
+    est = BertEmbedder(tiny_bert, dtype="float32", cache_dir=tmp_path).fit(TEXTS).set_params(device=device)
+    with pytest.raises(ValueError, match=rf"^device={device!r} was asked for"):
+        est.transform(TEXTS)
+
+
 def test_torch_objects_for_device_and_dtype_are_refused_saying_what_to_write(tiny_bert):
     """A torch.device, as torch code holds one, was told only the list of strings ('auto', 'cpu', ...)."""
     import torch
