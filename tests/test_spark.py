@@ -206,7 +206,7 @@ def test_a_retried_task_is_counted_once(tiny_bert, spark, tmp_path, monkeypatch)
     got = pq.read_table(tmp_path / "out")
     assert got.column("id").to_pylist() == df["id"].tolist()
     want = bspark._checked_featurizer(["review"], ["id"], "columns", {"model": tiny_bert},
-                                      pa.schema([("id", pa.int64()), ("review", pa.string())]))
+                                      pa.schema([("id", pa.int64()), ("review", pa.string())]), lambda: "local[1]")
     want = want(pa.Table.from_pandas(df[["id", "review"]], preserve_index=False))
     assert np.abs(features(got, 1) - features(pa.Table.from_batches([want]), 1)).max() <= 1e-5
 
