@@ -613,8 +613,8 @@ def load_checked_model(spec: ModelSpec, dtype, tokenizer, trust_remote_code: boo
 
     # Mis-shaped weights are loaded (as random) and reported rather than raised, so that the one check below names
     # them along with missing and unused ones; the check refuses the model either way.
-    kwargs = dict(dtype=dtype, use_safetensors=True, trust_remote_code=trust_remote_code, output_loading_info=True,
-                  ignore_mismatched_sizes=True)
+    kwargs = dict(_dtype_argument(dtype), use_safetensors=True, trust_remote_code=trust_remote_code,
+                  output_loading_info=True, ignore_mismatched_sizes=True)
     try:
         model, info = AutoModel.from_pretrained(spec.path, attn_implementation="sdpa", **kwargs)
     except (ValueError, ImportError):  # architectures without an SDPA kernel
@@ -628,6 +628,15 @@ def load_checked_model(spec: ModelSpec, dtype, tokenizer, trust_remote_code: boo
         check_vocab_fits(spec.name, len(tokenizer), embeddings.num_embeddings, getattr(model.config, "vocab_size", None))
     check_weights_finite(spec.name, spec.path, encoder.named_parameters())
     return model
+
+
+def _dtype_argument(dtype) -> dict:
+    """``from_pretrained``'s dtype argument under the name the installed transformers takes: ``dtype=`` since 4.56,
+    ``torch_dtype=`` before (where ``dtype=`` reaches the model's constructor, a TypeError naming ``__init__``)."""
+    import transformers
+    from packaging.version import Version
+
+    return {"dtype" if Version(transformers.__version__).release >= (4, 56) else "torch_dtype": dtype}
 
 
 def check_weights_finite(name: str, path: str, named_tensors) -> None:

@@ -574,3 +574,19 @@ def test_a_model_folder_whose_path_is_not_utf8_is_refused_naming_it(tiny_bert, t
     assert main(["embed", str(tmp_path / "in.csv"), "--text-col", "t", "--model", folder, "--out",
                  str(tmp_path / "o.parquet"), "--quiet"]) == 2
     assert not (tmp_path / "o.parquet").exists()
+
+
+def test_the_load_dtype_is_passed_under_the_name_the_installed_transformers_takes(monkeypatch):
+    """(found by a versions users bring hunt, 2026-11-26) every model load passed ``dtype=`` to ``from_pretrained``,
+    a name transformers takes from 4.56 only: on 4.40-4.55 (inside the floor, transformers>=4.40) it reached the
+    model's constructor and every fit failed with "BertModel.__init__() got an unexpected keyword argument
+    'dtype'". The floor's own run (a venv of transformers 4.40.2) is the end-to-end check."""
+    import torch
+    import transformers
+
+    from bertfeat.backend import _dtype_argument
+
+    for version, name in [("4.40.2", "torch_dtype"), ("4.55.4", "torch_dtype"), ("4.56.0", "dtype"),
+                          ("4.57.6", "dtype"), ("5.0.0rc1", "dtype")]:
+        monkeypatch.setattr(transformers, "__version__", version)
+        assert _dtype_argument(torch.bfloat16) == {name: torch.bfloat16}, version
