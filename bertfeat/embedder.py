@@ -230,7 +230,8 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
                         stats.cache_new)
         # columns side by side: (n_columns * n_rows, F) -> (n_rows, n_columns * F)
         f = self.recipe_.n_features
-        return out.reshape(len(names), n_rows, f).transpose(1, 0, 2).reshape(n_rows, len(names) * f)
+        features = out.reshape(len(names), n_rows, f).transpose(1, 0, 2).reshape(n_rows, len(names) * f)
+        return _with_series_index(self, X, features)
 
     def fit_transform(self, X, y=None, **fit_params):
         """``fit(X).transform(X)``, reading a one-pass iterator (e.g. a generator of texts) only once."""
@@ -614,6 +615,23 @@ def _row_namer(names, n_rows, X):
         return f"{where} of column {col!r}" if len(names) > 1 or col != "text" else where
 
     return row_name
+
+
+def _with_series_index(estimator, X, features):
+    """Under ``set_output(transform="pandas")``, a pandas Series' index on the output's rows. scikit-learn puts a
+    DataFrame's index on them itself, but a Series' only from 1.8: 1.6 and 1.7 gave a RangeIndex, which
+    ``pd.concat`` or ``join`` with the input's frame then paired with other rows' texts. A frame returned here keeps
+    its index under every version (scikit-learn names its columns)."""
+    import sys
+
+    pd = sys.modules.get("pandas")
+    if pd is None or not isinstance(X, pd.Series):
+        return features
+    from sklearn.utils._set_output import _get_output_config
+
+    if _get_output_config("transform", estimator)["dense"] != "pandas":
+        return features
+    return pd.DataFrame(features, index=X.index, copy=False)
 
 
 def _is_default_index(index) -> bool:
