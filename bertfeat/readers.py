@@ -486,7 +486,7 @@ class InputReader:
                                 at = f" at row {rows + row + 1:,} of that file" if row is not None else ""
                                 raise ValueError(f"parquet file {f}: column {column!r}{at} {detail}")
                             rows += b.num_rows
-                            yield b if b.schema.equals(self.schema) else b.cast(self.schema)  # only null -> the type
+                            yield b if b.schema.equals(self.schema) else _cast_batch(b, self.schema)
             return
         yield from self._csv_batches()
 
@@ -579,3 +579,9 @@ def _refuse_duplicates(names: list[str], where: str) -> None:
 def _as_batch(table: pa.Table) -> pa.RecordBatch:
     """One record batch of a table of at least one row."""
     return table.combine_chunks().to_batches()[0]
+
+
+def _cast_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """``batch`` in ``schema`` (only a null column -> the type another file gives it), column by column:
+    ``RecordBatch.cast`` is pyarrow 16's, and pyarrow 15 (the floor) has only the columns' ``cast``."""
+    return pa.RecordBatch.from_arrays([c.cast(f.type) for c, f in zip(batch.columns, schema)], schema=schema)
