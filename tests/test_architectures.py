@@ -185,8 +185,11 @@ def test_supports_only_what_it_reimplements():
     assert not _FastBert.supports(RobertaConfig(position_embedding_type="relative_key"))
     assert not _FastBert.supports(RobertaConfig(is_decoder=True))
     assert not _FastBert.supports(AutoConfig.for_model("roberta-prelayernorm"))  # pre-norm: other math
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
     for model_type in ("electra", "albert", "deberta-v2", "modernbert"):
-        assert not _FastBert.supports(AutoConfig.for_model(model_type))
+        if model_type in CONFIG_MAPPING:  # ModernBERT: transformers 4.48 on
+            assert not _FastBert.supports(AutoConfig.for_model(model_type))
 
 
 @pytest.mark.parametrize("model_type", ["roberta", "mpnet"])
@@ -292,6 +295,14 @@ def test_a_model_with_other_than_one_hidden_state_per_layer_is_refused(tmp_path)
     from bertfeat import ModelNotAvailableError
 
     path = build_tiny_encoder(tmp_path / "albert", "albert", corpus=TEXTS, inner_group_num=2)
+    tok, model = reference_model(path)
+    with torch.inference_mode():
+        states = model(input_ids=torch.tensor([tok(TEXTS[0])["input_ids"]]), output_hidden_states=True).hidden_states
+    if len(states) == 4:
+        import transformers
+
+        pytest.skip(f"transformers {transformers.__version__} gives this ALBERT one hidden state per layer: the load "
+                    "has nothing to refuse")
     embedder = BertEmbedder(model=path, pooling="mean", layers=[-1, 0], layer_agg="concat", device="cpu")
     with pytest.raises(ModelNotAvailableError, match=r"gives 7 hidden states for num_hidden_layers=3 \(4 expected"):
         with pytest.MonkeyPatch.context() as mp:  # the check at load is the net for models the config does not tell
