@@ -266,7 +266,7 @@ def test_a_rerun_of_the_same_job_reuses_its_parts_and_another_job_starts_over_sa
 def test_a_part_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
     paths = OutputPaths(tmp_path / "o.parquet")
     paths.partial.mkdir()
-    batch = pa.record_batch({"x": [1, 2]})
+    batch = pa.RecordBatch.from_pydict({"x": [1, 2]})  # pa.record_batch takes a dict from pyarrow 16 on
     stats = EncodeStats(rows=2, unique=2, seconds=0.5)
     _write_chunk(paths, 3, batch, np.array([7, 8], np.uint64), stats)
     assert pq.read_table(paths.part(3)).to_pylist() == [{"x": 1}, {"x": 2}]

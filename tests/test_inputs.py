@@ -1,6 +1,7 @@
 """What users pass, checked before any work: parameters that do not combine, unusable cache directories, and the
 one policy for empty and blank texts (issue 12, items 7 and 8)."""
 
+import contextlib
 import os
 
 import numpy as np
@@ -260,8 +261,9 @@ def test_the_advice_to_convert_a_column_to_text_keeps_its_missing_values_missing
             BertEmbedder(tiny_bert, missing="nan").fit_transform(frame)
         advice = re.search(r"df\[col\]\.astype\([^)]*\)", str(info.value)).group(0)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the option is deprecated in pandas 3
-            with pd.option_context("future.infer_string", False):
+            warnings.simplefilter("ignore")  # the option is deprecated in pandas 3, and absent before 2.1
+            with pd.option_context("future.infer_string", False) if _has_option("future.infer_string") \
+                    else contextlib.nullcontext():
                 fixed = frame.assign(text=eval(advice, {"df": frame, "col": "text"}))
         X = BertEmbedder(tiny_bert, missing="nan").fit_transform(fixed)
         assert np.isnan(X[1]).all() and not np.isnan(X[[0, 2]]).any(), advice
@@ -370,3 +372,13 @@ def test_a_boolean_mask_or_bytes_as_columns_is_refused_saying_columns_are_named(
     with pytest.raises(ValueError) as info:
         BertEmbedder(tiny_bert, columns=b"a").fit(pd.DataFrame({"a": ["a cat"]}))
     assert str(info.value) == "columns=b'a': column(s) [b'a'] not found; the DataFrame has columns ['a']."
+
+
+def _has_option(name: str) -> bool:
+    import pandas as pd
+
+    try:
+        pd.get_option(name)
+    except KeyError:  # pandas' OptionError is a KeyError
+        return False
+    return True

@@ -293,8 +293,10 @@ def test_a_column_all_missing_in_the_first_files_takes_the_type_of_the_first_typ
 
 
 def test_plain_text_types():
-    assert [_plain_text(t) for t in (pa.string(), pa.large_string(), pa.string_view(), pa.binary(), pa.int64(),
-                                     pa.dictionary(pa.int32(), pa.string()))] == [True, True, True, False, False, False]
+    assert [_plain_text(t) for t in (pa.string(), pa.large_string(), pa.binary(), pa.int64(),
+                                     pa.dictionary(pa.int32(), pa.string()))] == [True, True, False, False, False]
+    if hasattr(pa, "string_view"):  # pyarrow 16 on
+        assert _plain_text(pa.string_view())
 
 
 # -- chunks --------------------------------------------------------------------------------------------------------
@@ -630,7 +632,9 @@ def test_a_parquet_file_is_read_for_the_needed_columns_only(tmp_path):
         peak = max(peak, pa.total_allocated_bytes() - base)
         ids += batch.column("id").to_pylist()
     assert ids == list(range(n))
-    assert peak < 2**20, f"{peak / 2**20:.1f} MB of Arrow memory held while reading two small columns"
+    # pyarrow before 17 takes each column's 1 MiB read buffer (buffer_size) from its pool: the same for any file
+    buffers = 2 * 2**20 if int(pa.__version__.split(".")[0]) < 17 else 0
+    assert peak < 2**20 + buffers, f"{peak / 2**20:.1f} MB of Arrow memory held while reading two small columns"
 
 
 def test_a_column_not_found_says_what_to_do_when_the_header_shows_why(tmp_path):
