@@ -343,7 +343,7 @@ class InputReader:
         self.has_rows = False
         try:
             with self._text() as fh, _no_field_limit():
-                reader = csv.reader(fh, delimiter=self.delimiter, strict=True)
+                reader = csv.reader(_csv_lines(fh), delimiter=self.delimiter, strict=True)
                 for first in reader:
                     if first:  # blank lines before the header are skipped, as pyarrow skips them
                         break
@@ -363,6 +363,7 @@ class InputReader:
             raise ValueError(f"cannot read {self.path} as UTF-8 CSV: {str(exc).splitlines()[0]}") from None
         if not first:
             raise ValueError(f"{self.path} is empty: no header line.")
+        first = [_csv_field(name) for name in first]
         if not "".join(first).strip():
             raise ValueError(f"{self.path} is malformed: line {self.header_lines}, where the header belongs, names no "
                              "columns (it holds only delimiters or spaces); remove that line so the header comes "
@@ -385,7 +386,7 @@ class InputReader:
         line = None
         try:
             with self._text() as fh, _no_field_limit():
-                reader = csv.reader(fh, delimiter=self.delimiter, strict=True)
+                reader = csv.reader(_csv_lines(fh), delimiter=self.delimiter, strict=True)
                 width, last_end = None, 0
                 try:
                     for row in reader:
@@ -579,6 +580,26 @@ def _refuse_duplicates(names: list[str], where: str) -> None:
 def _as_batch(table: pa.Table) -> pa.RecordBatch:
     """One record batch of a table of at least one row."""
     return table.combine_chunks().to_batches()[0]
+
+
+# Python's csv module, which finds a problem's line and reads the header, refuses a NUL character before 3.11 ("line
+# contains NUL"), where pyarrow reads it as any other: there it is given lines with NUL escaped (into private-use
+# characters, none of them a delimiter, quote or line end, so the records and their lines are the same) and the
+# header's names are unescaped.
+_CSV_TAKES_NUL = sys.version_info >= (3, 11)
+_ESC, _ESC_ESC, _ESC_NUL = "\ue000", "\ue000\ue001", "\ue000\ue002"
+
+
+def _csv_lines(fh):
+    if _CSV_TAKES_NUL:
+        return fh
+    return (line.replace(_ESC, _ESC_ESC).replace("\0", _ESC_NUL) for line in fh)
+
+
+def _csv_field(field: str) -> str:
+    if _CSV_TAKES_NUL:
+        return field
+    return field.replace(_ESC_NUL, "\0").replace(_ESC_ESC, _ESC)
 
 
 def _cast_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:

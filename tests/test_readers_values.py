@@ -739,3 +739,38 @@ def test_a_parquet_file_of_long_texts_is_read_a_chunk_of_characters_at_a_time(tm
     assert ids == list(range(n))
     assert sizes == [4] * 100  # 200,000 characters hold 4 texts
     assert peak < 8 * 2**20, f"{peak / 2**20:.1f} MB of Arrow memory held beside 200 kB chunks"
+
+
+NUL_FILES = {  # (found by a versions users bring hunt, 2026-11-26): a NUL in a text, then a malformed line
+    "extra_field.csv": (b'id,text\n1,a\x00b\n2,ok,extra\n', "is malformed at line 3: CSV parse error: Expected 2 columns"),
+    "open_quote.csv": (b'id,text\n1,a\x00b\n2,"ok\n', "is malformed: a quote opened at line 3 is never closed"),
+    "text_after_quote.csv": (b'id,text\n1,a\x00b\n2,"ok" then\n', "is malformed at line 3: a quoted value (opened at"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NUL_FILES))
+def test_a_nul_in_a_text_is_read_and_a_later_malformed_line_is_named_for_what_it_is(tmp_path, name):
+    """pyarrow reads a NUL inside a text as any other character, and Python's csv module, which bertfeat's scans use
+    to find a problem's line and read the header, does too from Python 3.11; on 3.10 (the floor) it stops at one with
+    "line contains NUL": a file with a NUL in one text and a stray field or quote further on was refused as
+    "malformed at line 2: line contains NUL." (the line of the NUL, which reads fine) instead of the line at fault."""
+    data, message = NUL_FILES[name]
+    src = tmp_path / name
+    src.write_bytes(data)
+    assert refusal(lambda: read_all(InputReader(str(src), ["id", "text"], 10, ["text"]))).startswith(f"{src} {message}")
+    src.write_bytes(data.split(b"\n2,")[0] + b"\n")  # the NUL alone is no problem
+    assert read_all(InputReader(str(src), ["id", "text"], 10, ["text"]))[0].column("text").to_pylist() == ["a\x00b"]
+
+
+@pytest.mark.parametrize("escaped", [False, True])
+def test_a_header_name_holding_a_nul_or_the_escape_character_is_read_as_written(tmp_path, monkeypatch, escaped):
+    """The header is read with Python's csv module, which refuses a NUL before 3.11: there the lines it reads have
+    NUL escaped (``escaped``, forced here on any Python) and the names unescaped, so a name is read as pyarrow reads
+    its column, NUL and the escape's own private-use characters included."""
+    if escaped:
+        monkeypatch.setattr(readers, "_CSV_TAKES_NUL", False)
+    names = ["i\x00d", "t\ue000\ue002xt", "\ue000\x00\ue001"]
+    src = tmp_path / "names.csv"
+    src.write_text(",".join(names) + "\n1,a\x00b,c\n", encoding="utf-8")
+    rows = read_all(InputReader(str(src), names, 10, [names[1]]))[0].to_pylist()
+    assert rows == [{names[0]: "1", names[1]: "a\x00b", names[2]: "c"}]
