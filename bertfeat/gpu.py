@@ -231,20 +231,37 @@ def held_flag(name: str) -> HeldFlag:
         if name not in _HELD:
             if name == "ieee_float32":
                 matmul = torch.backends.cuda.matmul
-                _HELD[name] = HeldFlag(lambda: matmul.fp32_precision,
-                                       lambda v: setattr(matmul, "fp32_precision", v), "ieee")
+                if _has_fp32_precision(matmul):
+                    _HELD[name] = HeldFlag(lambda: matmul.fp32_precision,
+                                           lambda v: setattr(matmul, "fp32_precision", v), "ieee")
+                else:  # torch before 2.9: the same IEEE float32 products are allow_tf32=False
+                    _HELD[name] = HeldFlag(lambda: matmul.allow_tf32, lambda v: setattr(matmul, "allow_tf32", v),
+                                           False)
             elif name == "no_flash_attention":
                 cuda = torch.backends.cuda
+                # torch before 2.3 or so has no cuDNN attention kernel, so no switch for it: flash alone is turned off
+                cudnn = hasattr(cuda, "enable_cudnn_sdp") and hasattr(cuda, "cudnn_sdp_enabled")
 
                 def set_kernels(v):
                     cuda.enable_flash_sdp(v[0])
-                    cuda.enable_cudnn_sdp(v[1])
+                    if cudnn:
+                        cuda.enable_cudnn_sdp(v[1])
 
-                _HELD[name] = HeldFlag(lambda: (cuda.flash_sdp_enabled(), cuda.cudnn_sdp_enabled()), set_kernels,
-                                       (False, False))
+                _HELD[name] = HeldFlag(lambda: (cuda.flash_sdp_enabled(), cudnn and cuda.cudnn_sdp_enabled()),
+                                       set_kernels, (False, False))
             else:
                 raise KeyError(name)
         return _HELD[name]
+
+
+def _has_fp32_precision(matmul) -> bool:
+    """Whether torch has ``torch.backends.cuda.matmul.fp32_precision`` (2.9 on); before, asking for it raised
+    AttributeError (2.8) or AssertionError (2.1) "Unknown attribute fp32_precision", and failed every GPU job."""
+    try:
+        matmul.fp32_precision
+    except (AttributeError, AssertionError):
+        return False
+    return True
 
 
 _MEMORY_SHARE = 1.0

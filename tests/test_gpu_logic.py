@@ -283,6 +283,46 @@ def test_gpu_half_precision_runs_autocast_with_one_attention_kernel():
     assert cuda.flash_sdp_enabled()
 
 
+class _OldCuBLAS:
+    """torch.backends.cuda.matmul before torch 2.9 (no fp32_precision): 2.8 raises AttributeError for a name it does
+    not know, 2.1 AssertionError."""
+
+    def __init__(self, unknown):
+        object.__setattr__(self, "state", {"allow_tf32": True})
+        object.__setattr__(self, "unknown", unknown)
+
+    def __getattr__(self, name):
+        if name == "allow_tf32":
+            return self.state[name]
+        raise self.unknown("Unknown attribute " + name)
+
+    def __setattr__(self, name, value):
+        if name == "allow_tf32":
+            self.state[name] = value
+            return
+        raise self.unknown("Unknown attribute " + name)
+
+
+@pytest.mark.parametrize("unknown", [AttributeError, AssertionError])
+def test_the_gpu_flags_are_held_through_the_switches_an_older_torch_has(monkeypatch, unknown):
+    """(found by a versions users bring hunt, 2026-11-26) torch>=2.1 is allowed, but every GPU job asked for
+    torch.backends.cuda.matmul.fp32_precision (torch 2.9 on) and, in half precision, the cuDNN attention switch
+    (not in torch 2.1): on torch 2.1-2.8 each failed at load with "Unknown attribute fp32_precision". An older
+    torch's own switches are held instead: allow_tf32=False (the same IEEE float32 products), flash attention off."""
+    matmul = _OldCuBLAS(unknown)
+    flash = {"on": True}
+    old_cuda = types.SimpleNamespace(matmul=matmul, flash_sdp_enabled=lambda: flash["on"],
+                                     enable_flash_sdp=lambda v: flash.update(on=v))  # torch 2.1: no cudnn_sdp
+    monkeypatch.setattr(torch.backends, "cuda", old_cuda)
+    monkeypatch.setattr(gpu, "_HELD", {})
+    with gpu.held_flag("ieee_float32").held():
+        assert matmul.allow_tf32 is False
+    assert matmul.allow_tf32 is True  # the user's setting back
+    with gpu.held_flag("no_flash_attention").held():
+        assert flash["on"] is False
+    assert flash["on"] is True
+
+
 def test_low_precision_keeps_float32_weights_norms_and_residuals(tiny_bert, tmp_path):
     """The transformers path (other architectures; every GPU) in bf16 is autocast over float32 weights, the design
     of the fast CPU path, not a whole-model conversion."""
