@@ -19,6 +19,7 @@ sentence-transformers does (:func:`lowercase_first`), the prefix with them.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 
@@ -93,9 +94,12 @@ def lowercase_first(tokenizer) -> bool:
     from tokenizers.normalizers import Sequence as NormalizerSequence
 
     normalizer = rust.normalizer
-    steps = list(normalizer) if isinstance(normalizer, NormalizerSequence) else [normalizer] if normalizer else []
-    if not any(isinstance(n, Lowercase) for n in steps):
-        rust.normalizer = NormalizerSequence([Lowercase(), *steps])
+    # its steps read from its JSON form: a Sequence is iterable only from tokenizers 0.20 (transformers 4.40-4.44
+    # take 0.19), and a Sequence put inside another is flattened into it
+    steps = json.loads(normalizer.__getstate__()) if normalizer is not None else {}
+    steps = steps.get("normalizers", []) if steps.get("type") == "Sequence" else [steps] if steps else []
+    if not any(step.get("type") == "Lowercase" for step in steps):
+        rust.normalizer = NormalizerSequence([Lowercase(), normalizer] if normalizer is not None else [Lowercase()])
     return True
 
 

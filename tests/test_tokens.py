@@ -92,8 +92,12 @@ def test_split_special_tokens_is_honoured(tmp_path, tokenizers):
     tokenizers["wordpiece"].save_pretrained(str(tmp_path))
     tok = AutoTokenizer.from_pretrained(str(tmp_path), split_special_tokens=True)
     content = ContentTokenizer(tok)
-    assert content.direct
     text = ["before [CLS] after"]
+    if tok.cls_token_id in transformers_ids(tok, text)[0]:  # bertfeat follows transformers' own call: it does too
+        import transformers
+
+        pytest.skip(f"transformers {transformers.__version__} does not split special tokens with a fast tokenizer")
+    assert content.direct
     assert content(text) == transformers_ids(tok, text)
     assert tok.cls_token_id not in content(text)[0]  # written in the text, the marker is text, not the token
     assert tok.cls_token_id in ContentTokenizer(tokenizers["wordpiece"])(text)[0]
@@ -271,7 +275,7 @@ def test_lowercase_reads_each_text_lowercased_on_both_routes(tokenizers):
     assert content.direct and content(texts) == lowered
     assert transformers_ids(tok, texts) == lowered  # the tokenizer itself: what the backend's special-token probe reads
     ContentTokenizer(tok, lowercase=True)  # a second time (another backend of the same tokenizer): one step, not two
-    steps = [type(n).__name__ for n in tok.backend_tokenizer.normalizer]
+    steps = [n["type"] for n in json.loads(tok.backend_tokenizer.normalizer.__getstate__())["normalizers"]]
     assert steps.count("Lowercase") == 1
     calls = []
 
