@@ -116,7 +116,7 @@ def test_columns_layout_is_the_estimators_features_column_by_column(tiny_bert):
 
 def test_list_layout_holds_each_text_columns_block(tiny_bert):
     f = ArrowFeaturizer(["title", "body"], keep_cols=["id"], layout="list", model=tiny_bert, pooling="mean+max")
-    batch = pa.record_batch({"id": [1, 2, 3, 4], "title": TITLES, "body": TEXTS})
+    batch = pa.RecordBatch.from_pydict({"id": [1, 2, 3, 4], "title": TITLES, "body": TEXTS})
     out = f(batch)
     width = f.recipe.n_features
     assert width == 64
@@ -242,7 +242,7 @@ def test_a_string_that_is_not_utf8_is_refused_naming_its_input_row(tiny_bert, co
     offsets = np.cumsum([0] + [len(v) for v in values]).astype(np.int32)
     bad = pa.Array.from_buffers(pa.string(), 3, [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(values))])
     good = pa.array(["a", "b", "c"])
-    batch = pa.record_batch({"id": bad if column == "id" else good, "review": bad if column == "review" else good})
+    batch = pa.RecordBatch.from_pydict({"id": bad if column == "id" else good, "review": bad if column == "review" else good})
     featurizer = ArrowFeaturizer(["review"], keep_cols=["id"], model=tiny_bert)
     with pytest.raises(ValueError, match=rf"^row 41: column '{column}' holds bytes that are not UTF-8 text"):
         featurizer(batch, first_row=40)

@@ -74,12 +74,14 @@ def test_the_code_of_a_model_that_ships_its_own_is_in_its_fingerprint(tiny_bert,
 def test_added_tokens_json_is_a_tokenizer_file_so_it_is_in_the_fingerprint(tiny_bert, tmp_path):
     # The tokenizer reads it (a word becomes one token), but it was not hashed: adding or editing it kept the
     # fingerprint, and the cache answered with the vectors of the old tokenization.
+    import transformers
     from transformers import AutoTokenizer
 
     copy = shutil.copytree(tiny_bert, tmp_path / "copy")
     size = len(AutoTokenizer.from_pretrained(copy))
     (copy / "added_tokens.json").write_text(json.dumps({"xylo": size}))
-    assert AutoTokenizer.from_pretrained(copy).tokenize("a xylo cat") == ["a", "xylo", "cat"]
+    if int(transformers.__version__.split(".")[0]) >= 5:  # 4.40 reads none beside a tokenizer.json: hashed anyway
+        assert AutoTokenizer.from_pretrained(copy).tokenize("a xylo cat") == ["a", "xylo", "cat"]
     assert resolve_model(str(copy)).tokenizer_sha256 != resolve_model(tiny_bert).tokenizer_sha256
 
 

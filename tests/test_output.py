@@ -375,7 +375,7 @@ def test_atomic_writes_reach_the_disk_before_the_rename(tmp_path, monkeypatch):
     monkeypatch.setattr(output.os, "replace", lambda a, b: (order.append(("replace", Path(b).name)),
                                                             real_replace(a, b)))
     atomic_write_bytes(tmp_path / "m.json", b"12345")
-    batch = pa.record_batch({"x": pa.array([1, 2, 3], pa.int64())})
+    batch = pa.RecordBatch.from_pydict({"x": pa.array([1, 2, 3], pa.int64())})
     write_part(tmp_path / "part-000000.parquet", batch)
     size = (tmp_path / "part-000000.parquet").stat().st_size
     assert order == [("fsync", 5), ("replace", "m.json"), ("fsync", size), ("replace", "part-000000.parquet")]
@@ -384,13 +384,13 @@ def test_atomic_writes_reach_the_disk_before_the_rename(tmp_path, monkeypatch):
 def test_write_part_writes_the_batch_as_one_row_group_and_leaves_no_temp_file(tmp_path):
     path = tmp_path / "part-000000.parquet"
     n = 1024 * 1024 + 3  # past pyarrow's default row-group size: a part is still one row group, read back whole
-    batch = pa.record_batch({"i": pa.array(range(n), pa.int32())})
+    batch = pa.RecordBatch.from_pydict({"i": pa.array(range(n), pa.int32())})
     write_part(path, batch)
     meta = pq.ParquetFile(path).metadata
     assert meta.num_row_groups == 1 and meta.num_rows == n
     assert pq.read_table(path).column("i").to_pylist()[-3:] == [n - 3, n - 2, n - 1]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["part-000000.parquet"]
-    write_part(path, pa.record_batch({"i": pa.array([], pa.int32())}))  # an empty part is a valid file too
+    write_part(path, pa.RecordBatch.from_pydict({"i": pa.array([], pa.int32())}))  # an empty part is a valid file too
     assert pq.read_table(path).num_rows == 0
 
 
@@ -401,7 +401,7 @@ def test_write_part_that_fails_leaves_no_temp_file(tmp_path, monkeypatch):
 
     monkeypatch.setattr(output.pq, "write_table", full)
     with pytest.raises(OSError):
-        write_part(tmp_path / "part-000000.parquet", pa.record_batch({"i": pa.array([1])}))
+        write_part(tmp_path / "part-000000.parquet", pa.RecordBatch.from_pydict({"i": pa.array([1])}))
     assert list(tmp_path.iterdir()) == []
 
 
