@@ -913,7 +913,7 @@ def test_info_reads_a_pooling_config_as_sentence_transformers_does(tiny_bert, tm
     # model)", where sentence-transformers pools by mean; three switches in another order than it concatenates them
     import warnings
 
-    from sentence_transformers.sentence_transformer.modules import Pooling
+    Pooling = _newest_st_pooling()
 
     from bertfeat.cli.info import describe
 
@@ -927,7 +927,7 @@ def test_info_reads_a_pooling_config_as_sentence_transformers_does(tiny_bert, tm
 
 @pytest.mark.parametrize("mode", ["cls+mean", "avg", [], ["mean", 3], {"mean": True}])
 def test_a_pooling_mode_sentence_transformers_refuses_is_refused_naming_the_file(tiny_bert, tmp_path, mode):
-    from sentence_transformers.sentence_transformer.modules import Pooling
+    Pooling = _newest_st_pooling()
 
     from bertfeat import ModelNotAvailableError
     from bertfeat.models import resolve_model
@@ -962,3 +962,11 @@ def test_a_second_pooling_or_a_weighted_layer_pooling_is_a_module_bertfeat_does_
     own = describe(str(model), machine=False)["own_pooling"]
     assert (own["pooling"], own["not_applied"]) == (
         "cls", ["WeightedLayerPooling (1_WeightedLayerPooling)", "Pooling (3_Pooling)"])
+
+
+def _newest_st_pooling():
+    """sentence-transformers' Pooling as its module layout of 6.x has it: the reference these tests read a config
+    with (its list-valued pooling_mode, its refusals); an older release reads another set of config keys."""
+    modules = pytest.importorskip("sentence_transformers.sentence_transformer.modules",
+                                  reason="the reference is sentence-transformers 6's Pooling")
+    return modules.Pooling

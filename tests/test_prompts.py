@@ -430,7 +430,7 @@ def test_a_model_that_pools_without_its_prompt_is_told_that_bertfeat_pools_the_p
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
     (model / "1_Pooling").mkdir()
     (model / "1_Pooling" / "config.json").write_text(json.dumps(
-        {"embedding_dimension": 32, "pooling_mode": "mean", "include_prompt": False}))
+        {"word_embedding_dimension": 32, "pooling_mode": "mean", "include_prompt": False}))  # read by ST 3.0 to 6
     (model / "config_sentence_transformers.json").write_text(json.dumps({"prompts": {"query": "query: "}}))
     peer = SentenceTransformer(str(model), device="cpu").encode(TEXTS, prompt_name="query")
     monkeypatch.setattr(bertfeat.prompts, "_NOTED", set())  # the note comes once per model and process
@@ -472,7 +472,7 @@ def test_the_prompts_note_names_the_prompt_sentence_transformers_puts_by_default
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
     (config.parent / "1_Pooling").mkdir()
-    (config.parent / "1_Pooling" / "config.json").write_text(json.dumps({"embedding_dimension": 32}))
+    (config.parent / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 32}))
     monkeypatch.setattr(bertfeat.prompts, "_NOTED", set())
     with pytest.warns(UserWarning) as record:
         plain = BertEmbedder(prompted_bert, pooling="mean", layers=-1, dtype="float32").fit_transform(TEXTS)
