@@ -186,3 +186,16 @@ def test_the_python_cache_operations_docs_cache_md_names_refuse_what_the_command
     with pytest.raises(CacheError, match="not-a-cache"):
         eval(call, {"open_cache": open_cache, "DIR": mistyped}).info()
     assert not mistyped.exists()
+
+
+def test_the_readmes_versions_paragraph_names_the_floors_pyproject_declares():
+    """Users on a platform's pinned versions read the floors in the README: they must be the ones pip enforces."""
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    deps = pyproject.split("dependencies = [", 1)[1].split("]", 1)[0]
+    floors = dict(re.findall(r'^\s*"([a-z-]+)>=([0-9.]+)"', deps, re.M))
+    readme = (ROOT / "README.md").read_text()
+    paragraph = readme.split("**Versions.**", 1)[1].split("\n\n", 1)[0]
+    python = re.search(r'requires-python = ">=([0-9.]+)"', pyproject).group(1)
+    assert f"Python >= {python}" in paragraph
+    for name in ("torch", "transformers", "sentence-transformers", "scikit-learn", "pandas", "pyarrow", "numpy"):
+        assert f"{name} >= {floors[name]}" in paragraph, name
