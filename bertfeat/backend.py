@@ -650,7 +650,7 @@ def check_weights_finite(name: str, path: str, named_tensors) -> None:
     import torch
 
     from bertfeat.exceptions import ModelNotAvailableError
-    from bertfeat.models import _UNREAD_MODULES
+    from bertfeat.models import _UNREAD_MODULES, hub_download_command
 
     bad = []
     for key, tensor in named_tensors:
@@ -662,7 +662,7 @@ def check_weights_finite(name: str, path: str, named_tensors) -> None:
         raise ModelNotAvailableError(
             f"model={name!r}: the weights in {path} hold NaN or infinite values ({_listed(bad)}), so every text whose "
             "pass reads them would get NaN features: the checkpoint is damaged (a failed download or conversion, or a "
-            "training run that diverged). Get the files again (for a Hugging Face model: huggingface-cli download "
+            f"training run that diverged). Get the files again (for a Hugging Face model: {hub_download_command()} "
             "<name> --force-download) or use another checkpoint."
         )
 

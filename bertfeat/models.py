@@ -150,6 +150,19 @@ def _utf8_folder(folder: Path) -> Path:
     return folder
 
 
+def hub_download_command() -> str:
+    """The command that downloads a model with the installed huggingface_hub: ``hf download`` from 0.34 (from 1.0,
+    what transformers 5 takes, the only one), ``huggingface-cli download`` before."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("huggingface_hub")
+    except metadata.PackageNotFoundError:
+        return "hf download"
+    release = tuple(int(part) for part in re.findall(r"\d+", version)[:2])
+    return "hf download" if release >= (0, 34) else "huggingface-cli download"
+
+
 def _from_hub(name: str) -> Path:
     try:
         from huggingface_hub import snapshot_download
@@ -163,7 +176,7 @@ def _from_hub(name: str) -> Path:
     fix = (
         f"Pass model='default' for the bundled all-MiniLM-L6-v2, or a local directory holding config.json, the "
         f"tokenizer files and model.safetensors; or, on a machine with network access, run "
-        f"`huggingface-cli download {name}` once so it is in the Hugging Face cache."
+        f"`{hub_download_command()} {name}` once so it is in the Hugging Face cache."
     )
     if offline:
         raise ModelNotAvailableError(

@@ -14,6 +14,7 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 
 from bertfeat import BertEmbedder, ModelNotAvailableError, TruncationWarning
+from bertfeat.models import hub_download_command
 
 TEXTS = ["the cat sat on the mat", "a dog ran in the park", "statistics meets text", "glmnet loves features"]
 
@@ -1056,7 +1057,7 @@ def test_a_hub_model_whose_newest_revision_changed_since_fit_names_what_changed_
     with pytest.raises(ValueError) as info:
         est.set_params(model="org/tiny").transform(TEXTS)
     assert str(info.value).endswith(
-        f"so its features would not match. Download the fitted revision (huggingface-cli download org/tiny --revision "
+        f"so its features would not match. Download the fitted revision ({hub_download_command()} org/tiny --revision "
         f"{'1' * 40}) and pass its folder as model=, or fit again.")
 
 

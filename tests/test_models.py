@@ -592,3 +592,24 @@ def test_the_load_dtype_is_passed_under_the_name_the_installed_transformers_take
                           ("4.57.6", "dtype"), ("5.0.0rc1", "dtype")]:
         monkeypatch.setattr(transformers, "__version__", version)
         assert _dtype_argument(torch.bfloat16) == {name: torch.bfloat16}, version
+
+
+def test_the_download_advice_names_the_command_the_installed_huggingface_hub_has(monkeypatch):
+    """(found by a versions users bring hunt, 2026-11-26) a model not in the Hugging Face cache was told to run
+    `huggingface-cli download <name>`, a command huggingface_hub 1.0 and later (what transformers 5 takes) no longer
+    installs: the user got "command not found". The advice names `hf download` (huggingface_hub 0.34 on) and
+    `huggingface-cli download` only before it."""
+    from importlib import metadata
+
+    from bertfeat import models
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelNotAvailableError) as info:
+        resolve_model("no-such-org/no-such-model-bertfeat")
+    if int(metadata.version("huggingface_hub").split(".")[0]) >= 1:  # installs hf, and no huggingface-cli
+        assert "`hf download no-such-org/no-such-model-bertfeat`" in str(info.value)
+    for version, command in [("0.19.3", "huggingface-cli download"), ("0.33.5", "huggingface-cli download"),
+                             ("0.34.0", "hf download"), ("0.36.2", "hf download"), ("1.0.0", "hf download"),
+                             ("2.4.0", "hf download")]:
+        monkeypatch.setattr(metadata, "version", lambda name, v=version: v)
+        assert models.hub_download_command() == command, version
