@@ -492,7 +492,7 @@ def check_weights_fit(name: str, path: str, missing, unexpected, mismatched, enc
 
     missing = sorted(k for k in missing if module(k) not in _UNREAD_MODULES)
     unused = sorted(k for k in unexpected if module(k) in top)
-    mismatched = sorted(mismatched)
+    mismatched = sorted(mismatched, key=str)
     if not (missing or unused or mismatched):
         return
     parts = []
@@ -503,7 +503,9 @@ def check_weights_fit(name: str, path: str, missing, unexpected, mismatched, enc
     elif unexpected and missing:
         parts.append(f"the file holds {len(unexpected)} weight(s) under other names ({_some(sorted(unexpected))})")
     if mismatched:
-        shown = [f"{k[0]} {tuple(k[1])} in the file, {tuple(k[2])} for the config" for k in mismatched[:3]]
+        # transformers gives (name, shape in the file, shape for the config), or the name alone (4.5x: 4.57 for one)
+        shown = [k if isinstance(k, str) else f"{k[0]} {tuple(k[1])} in the file, {tuple(k[2])} for the config"
+                 for k in mismatched[:3]]
         parts.append(f"{len(mismatched)} weight(s) have another shape than the config says ({'; '.join(shown)}"
                      f"{', ...' if len(mismatched) > 3 else ''})")
     hint = _prefix_hint(missing, unexpected) or (

@@ -1,5 +1,6 @@
 import json
 import os
+import re
 import shutil
 
 import pytest
@@ -163,8 +164,14 @@ def test_config_claiming_fewer_layers_than_the_weights_hold_is_refused(tiny_bert
 def test_weights_of_another_shape_are_refused(tiny_bert, tmp_path):
     copy = _copy(tiny_bert, tmp_path)
     _edit_config(copy, vocab_size=300)
-    with pytest.raises(ModelNotAvailableError, match=r"another shape.*word_embeddings\.weight \(\d+, 32\) in the file"):
+    with pytest.raises(ModelNotAvailableError, match=r"1 weight\(s\) have another shape than the config says "
+                                                     r"\((bert\.)?embeddings\.word_embeddings\.weight[ );]") as info:
         _transform(copy)
+    import transformers
+
+    if int(transformers.__version__.split(".")[0]) >= 5:  # with the shapes (4.57 gives the names alone)
+        assert re.search(r"word_embeddings\.weight \(\d+, 32\) in the file, \(300, 32\) for the config",
+                         str(info.value))
 
 
 def test_prefixed_weight_names_are_refused_naming_the_prefix(tiny_bert, tmp_path):
@@ -273,7 +280,7 @@ def test_task_model_checkpoint_loads_and_its_extra_layers_are_still_noticed(tiny
     BertForMaskedLM(AutoConfig.from_pretrained(tiny_bert)).save_pretrained(str(mlm))
     assert _transform(mlm).shape == (2, 64)  # the head's weights are unused by design
     _edit_config(mlm, num_hidden_layers=2)
-    with pytest.raises(ModelNotAvailableError, match=r"not used by the config \(bert\.encoder\.layer\.2\."):
+    with pytest.raises(ModelNotAvailableError, match=r"not used by the config \((bert\.)?encoder\.layer\.2\."):
         _transform(mlm)
 
 
