@@ -73,7 +73,10 @@ def reference_features(path, texts, layers, max_length, long_text="truncate", st
 
     def pooled(ids):
         ids_t = torch.tensor([ids])
-        hidden = model(input_ids=ids_t, attention_mask=torch.ones_like(ids_t), output_hidden_states=True).hidden_states
+        out = model(input_ids=ids_t, attention_mask=torch.ones_like(ids_t), output_hidden_states=True)
+        # the last layer is the model's output (ModernBERT's after its final norm, which transformers 4.x leaves out
+        # of its last hidden state), as bertfeat reads it
+        hidden = [*out.hidden_states[:-1], out.last_hidden_state]
         return torch.cat([hidden[k][0, 0] for k in layers] + [hidden[k][0].mean(dim=0) for k in layers]).double()
 
     rows = []
