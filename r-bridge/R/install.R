@@ -13,7 +13,8 @@
 #'   if there is one, else the package `"bertfeat"` from PyPI.
 #' @param torch_spec The pip requirement for torch, such as `"torch"` or `"torch==2.13.0"`.
 #' @param torch_index_url Package index to take torch from (`NULL`: pip's default).
-#' @param python The Python interpreter to base the virtualenv on (`NULL`: reticulate's choice).
+#' @param python The Python interpreter to base the virtualenv on (`NULL`: reticulate's choice). bertfeat needs
+#'   Python 3.10 or later: an older one, here or in an existing virtualenv, is refused before anything is installed.
 #'
 #' @return The path of the virtualenv's Python, invisibly.
 #' @seealso [bf_config()] to see which Python is in use.
@@ -31,13 +32,23 @@ install_bertfeat <- function(envname = "r-bertfeat", path = NULL, torch_spec = "
   check_string(torch_index_url, "torch_index_url", null_ok = TRUE)
   check_string(python, "python", null_ok = TRUE)
   source <- bertfeat_source(path)
+  if (!is.null(python) && !is.null(old <- python_too_old(python))) {
+    abort_bf(sprintf(paste0("`python` (\"%s\") is Python %s, and bertfeat needs Python 3.10 or later. Pass a newer ",
+                            "one (reticulate::install_python(\"3.12\") installs one)."), python, old), "argument")
+  }
   if (!reticulate::virtualenv_exists(envname)) {
     reticulate::virtualenv_create(envname, python = python)
+  }
+  env_python <- reticulate::virtualenv_python(envname)
+  if (!is.null(old <- python_too_old(env_python))) {
+    abort_bf(sprintf(paste0("The virtualenv \"%s\" runs Python %s (%s), and bertfeat needs Python 3.10 or later. ",
+                            "Remove it with reticulate::virtualenv_remove(\"%s\") and run install_bertfeat(python = ",
+                            "\"<a Python 3.10 or later>\") again; nothing was installed."),
+                     envname, old, env_python, envname), "python_unavailable")
   }
   torch_options <- if (!is.null(torch_index_url)) c("--index-url", torch_index_url) else character()
   reticulate::virtualenv_install(envname, torch_spec, pip_options = torch_options)
   reticulate::virtualenv_install(envname, source)
-  env_python <- reticulate::virtualenv_python(envname)
   message(
     "bertfeat is installed in ", env_python, " (from ", source, ").\n",
     "Restart R; bertfeat then finds this virtualenv by itself",
@@ -45,6 +56,21 @@ install_bertfeat <- function(envname = "r-bertfeat", path = NULL, torch_spec = "
     ", or set RETICULATE_PYTHON=", env_python, "."
   )
   invisible(env_python)
+}
+
+# The version of `python` ("3.9") when it is older than the 3.10 bertfeat's pyproject.toml requires, else NULL (also
+# when it cannot be asked). Checked before any install: pip would install torch (gigabytes) and only then refuse
+# bertfeat with "requires a different Python".
+python_too_old <- function(python) {
+  version <- tryCatch(
+    suppressWarnings(system2(python, c("-c", shQuote("import sys; print('%d.%d' % sys.version_info[:2])")),
+                             stdout = TRUE, stderr = FALSE))[1],
+    error = function(e) NA_character_
+  )
+  if (is.na(version) || !grepl("^[0-9]+\\.[0-9]+$", version)) {
+    return(NULL)
+  }
+  if (utils::compareVersion(version, "3.10") < 0) version else NULL
 }
 
 # Where install_bertfeat() takes the Python package from: a checkout directory, or the PyPI name.

@@ -30,3 +30,26 @@ test_that("install_bertfeat() checks its arguments before touching anything", {
   expect_error(install_bertfeat(envname = ""), class = "bertfeat_error_argument")
   expect_error(install_bertfeat(path = tempdir()), class = "bertfeat_error_argument")
 })
+
+test_that("install_bertfeat() refuses a Python older than 3.10 before installing anything", {
+  # (found by a versions users bring hunt, 2026-11-26) a python= of 3.9, or a virtualenv reticulate made from an
+  # older server's python3, had torch installed (gigabytes), then pip refused bertfeat: "requires a different Python"
+  dir <- withr::local_tempdir()
+  fake <- file.path(dir, "python3.9")
+  calls <- file.path(dir, "calls")
+  writeLines(c("#!/bin/sh", sprintf("echo \"$@\" >> '%s'", calls), "echo 3.9"), fake)
+  Sys.chmod(fake, "755")
+  expect_error(install_bertfeat(envname = file.path(dir, "never"), python = fake),
+               "is Python 3.9, and bertfeat needs Python 3.10 or later", class = "bertfeat_error_argument")
+  expect_false(dir.exists(file.path(dir, "never")))
+  env <- file.path(dir, "old-env")  # an existing virtualenv of Python 3.9
+  dir.create(file.path(env, "bin"), recursive = TRUE)
+  file.copy(fake, file.path(env, "bin", "python"))
+  Sys.chmod(file.path(env, "bin", "python"), "755")
+  file.create(file.path(env, "bin", "activate"))
+  writeLines("version = 3.9.18", file.path(env, "pyvenv.cfg"))
+  unlink(calls)
+  expect_error(install_bertfeat(envname = env), "runs Python 3.9 \\(.*virtualenv_remove",
+               class = "bertfeat_error_python_unavailable")
+  expect_false(any(grepl("pip", readLines(calls))))  # asked its version only: no install was tried
+})
