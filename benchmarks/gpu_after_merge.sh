@@ -7,8 +7,10 @@ set -u
 OUT=${OUT:-/tmp/gpu-after}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONPATH=.
-python3 -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning tests/test_gpu_logic.py 2>&1 | tail -4 > "$OUT/tests.txt"
-python3 -m pytest -q -p no:cacheprovider -m gpu tests 2>&1 | tail -4 >> "$OUT/tests.txt"
+# the whole log goes to $OUT (the tracebacks say why, which a tail of the summary did not, 2026-11-26)
+python3 -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning --tb=short -rfs tests/test_gpu_logic.py \
+  > "$OUT/tests.txt" 2>&1
+python3 -m pytest -q -p no:cacheprovider --tb=short -rfs -m gpu tests >> "$OUT/tests.txt" 2>&1
 python3 - > "$OUT/cli.txt" 2>&1 <<'PY'
 import json, subprocess, sys, tempfile
 from pathlib import Path
@@ -31,4 +33,4 @@ proc = subprocess.run([sys.executable, "-m", "bertfeat", "embed", str(src), "--t
 print("cuda:1 exit", proc.returncode, proc.stderr.strip().splitlines()[-1:])
 PY
 timeout ${CHECK_SECONDS:-110} python3 -m benchmarks.gpu_check --quick > "$OUT/gpu_check.txt" 2>&1; echo "gpu_check exit $?" >> "$OUT/gpu_check.txt"
-cat "$OUT/tests.txt" "$OUT/cli.txt" "$OUT/gpu_check.txt"
+grep -E "^(FAILED|E |SKIPPED)|passed|failed" "$OUT/tests.txt"; cat "$OUT/cli.txt" "$OUT/gpu_check.txt"
