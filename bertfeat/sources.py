@@ -129,6 +129,29 @@ def output_path(path, name: str, expected: str, writes: str, *, one_file: bool =
     return path
 
 
+def files_under(folder: Path) -> list[Path]:
+    """The files in ``folder`` and its subfolders, symlinked subfolders followed (as a glob of the folder follows
+    them, and as a dataset with partitions linked in from another disk needs), each folder read once: a second link
+    to a folder already read, or a link back to an ancestor, adds nothing (``Path.rglob`` follows no links, and
+    skipped those partitions silently). A subfolder that cannot be listed is refused, not left
+    out."""
+    def unreadable(exc: OSError):  # os.walk skips a folder it cannot list, silently: part of the input unread
+        raise PermissionError(f"input folder {exc.filename!r} cannot be listed ({exc.strerror or exc}): its files "
+                              "would be left out of the job; make it readable, or pass a folder or glob without it."
+                              ) from exc
+
+    seen, out = set(), []
+    for root, dirs, names in os.walk(folder, onerror=unreadable, followlinks=True):
+        st = os.stat(root)
+        if (st.st_dev, st.st_ino) in seen:
+            dirs[:] = []
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        dirs.sort()  # a folder reached by two links is read under the first name in sorted order
+        out += [Path(root) / n for n in names if os.path.isfile(os.path.join(root, n))]
+    return out
+
+
 def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:
     """``("csv" | "parquet", files)`` for a CSV file, a parquet file, or a directory or glob of parquet files.
 
@@ -143,7 +166,7 @@ def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:
         if wildcard:
             files = sorted(Path(f) for f in glob.glob(path, recursive=True) if Path(f).is_file())
         else:
-            files = sorted(f for f in p.rglob("*") if f.is_file() and f.name.lower().endswith(PARQUET_SUFFIXES))
+            files = sorted(f for f in files_under(p) if f.name.lower().endswith(PARQUET_SUFFIXES))
         files = _leave_out(files, exclude, _literal_root(path) if wildcard else p)
         if not files and wildcard:
             raise FileNotFoundError(f"input {path!r} matches no files.")
@@ -175,7 +198,7 @@ _ONE_CSV = "embed each CSV file on its own, or join them into one CSV file (one 
 
 def _no_parquet(path: str, folder: Path) -> str:
     """The refusal of a folder with no parquet files, saying what it holds instead where that is CSV files."""
-    csvs = sorted(f.name for f in folder.rglob("*") if f.is_file() and _kind(f) == "csv")
+    csvs = sorted(f.name for f in files_under(folder) if _kind(f) == "csv")
     said = f"input directory {path!r} holds no parquet files ({', '.join(PARQUET_SUFFIXES)})"
     if not csvs:
         return f"{said}; pass a CSV or parquet file, or a folder or glob of parquet files."

@@ -468,6 +468,53 @@ def test_a_folder_input_leaves_out_the_jobs_own_output_and_parts(tmp_path):
     assert [f.relative_to(folder).as_posix() for f in files] == ["sub/b.parquet"]
 
 
+def test_a_subfolder_that_cannot_be_listed_is_refused_not_left_out(tmp_path, monkeypatch):
+    """A folder walk skips a subfolder it cannot list (os.walk and Path.rglob alike, silently): a partition another
+    user owns with mode 700 was left out of the job. It is refused now, naming the folder. (Tests run as root, who
+    may list anything, so the refusal is planted in os.scandir.)"""
+    import os
+
+    from bertfeat.readers import resolve_input
+
+    folder = tmp_path / "d"
+    for f in (folder / "a.parquet", folder / "private" / "b.parquet"):
+        f.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({"id": [f.stem], "text": ["x"]}), f)
+    scandir = os.scandir
+
+    def refusing(path="."):
+        if os.fspath(path).endswith("private"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", refusing)
+    with pytest.raises(PermissionError, match=r"input folder '.*private' cannot be listed \(Permission denied\): "
+                                              r"its files would be left out"):
+        resolve_input(str(folder))
+
+
+def test_a_folder_input_follows_symlinked_subfolders_and_reads_each_folder_once(tmp_path):
+    """(found by the versions users bring hunt, 2026-11-26, session 7) a folder input skipped the parquet files under a
+    symlinked subfolder (``Path.rglob`` does not follow links; a glob of the same folder does): a dataset with some
+    partitions linked in from another disk was read in part, silently. Links are followed now; a folder reached twice
+    (a second link to it, or a loop back to an ancestor) is read once."""
+    import os
+
+    from bertfeat.readers import resolve_input
+
+    folder, elsewhere = tmp_path / "d", tmp_path / "other-disk" / "2026"
+    for f in (folder / "a.parquet", folder / "sub" / "b.parquet", elsewhere / "c.parquet"):
+        f.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({"id": [f.stem], "text": ["x"]}), f)
+    os.symlink(elsewhere, folder / "linked")
+    os.symlink(elsewhere, folder / "sub" / "again")  # the same folder by a second link: read once
+    os.symlink(folder, folder / "sub" / "loop")  # back to the top: no endless walk, nothing read twice
+    _, files = resolve_input(str(folder))
+    assert [f.relative_to(folder).as_posix() for f in files] == ["a.parquet", "linked/c.parquet", "sub/b.parquet"]
+    _, globbed = resolve_input(str(folder / "*" / "*.parquet"))
+    assert {f.name for f in globbed} == {"b.parquet", "c.parquet"}  # a glob followed the link already
+
+
 @pytest.mark.parametrize("tail, message", [
     ('3,"open\n4,more\n', r"quote opened at line 4 is never closed"),
     ('3,"closed" early\n', r"malformed at line 4: a quoted value \(opened at line 4\)"),
