@@ -191,8 +191,21 @@ def encode(
         stats.cache_misses = len(todo)
 
     dropped = np.zeros(len(uniques), dtype=bool)  # texts of which the tokenizer keeps no token: missing too
+    model = None
+    if stats.cache_hits:
+        # A cache an older bertfeat filled holds the texts the tokenizer drops whole, embedded as the empty text
+        # ([CLS] [SEP]): such a row counts the special tokens and the prefix's, fewer than any text of its own. Only
+        # the hits that short are checked, with the tokenizer, so a cached run loads the model only where one may be.
+        fewest = int(n_tokens[found].min())
+        suspect = np.flatnonzero(found & (n_tokens == fewest)) if fewest <= _no_content_tokens_at_most(recipe) else []
+        if len(suspect):
+            model = backend()
+            dropped[suspect[dropped_texts([uniques[j] for j in suspect], recipe, model)]] = True
+            stats.cache_hits -= int(dropped.sum())
+            if missing == "error" and dropped.any():
+                _refuse_dropped(uniques, dropped, inverse, is_missing, row_name, all_seen=not len(todo))
     if len(todo):
-        model = backend()
+        model = model or backend()
         check_first_token(model, recipe.pooling if _pooling_asked is None else _pooling_asked)
 
         def refuse_dropped(lo: int, content: np.ndarray) -> None:
@@ -235,6 +248,15 @@ def encode(
     out[is_missing] = 0.0 if missing == "zero" else np.nan
     stats.seconds = time.perf_counter() - t0
     return (out, stats, is_missing) if return_missing else (out, stats)
+
+
+def _no_content_tokens_at_most(recipe: Recipe) -> int:
+    """A bound on the tokens of a text the tokenizer drops whole, special tokens and prefix included, known without
+    the tokenizer: two special tokens (BERT's [CLS] [SEP], RoBERTa's <s> </s>) and at most two tokens per UTF-8 byte
+    of the prefix, plus one (a SentencePiece word marker). A text of its own tokens always counts more than the same
+    text dropped, so no text of its own is ever taken for a dropped one: the bound only decides which hits are
+    checked."""
+    return 2 + (2 * len(recipe.prefix.encode("utf-8")) + 1 if recipe.prefix else 0)
 
 
 def dropped_texts(texts: Sequence[str], recipe: Recipe, model) -> np.ndarray:

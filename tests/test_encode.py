@@ -239,6 +239,38 @@ def test_a_text_the_tokenizer_drops_whole_is_refused_under_missing_error_naming_
     assert not list((tmp_path / "c").rglob("*.parquet"))
 
 
+@pytest.mark.parametrize("prefix", [None, "query: "])
+def test_a_cache_an_older_bertfeat_filled_with_dropped_texts_does_not_answer_them(drops_characters, tmp_path,
+                                                                                 monkeypatch, prefix):
+    """An older bertfeat embedded a text the tokenizer drops whole ([CLS] [SEP] only) and cached it; that cache
+    answered the text with a vector when every text came from it, where a fresh run treats it as missing or
+    refuses it. The answer must not depend on the cache: a cached row with no token of the text's own is missing."""
+    import bertfeat.encode as enc
+    from bertfeat import BertEmbedder
+
+    run_model = enc._run_model
+
+    def old_run_model(*args, **kwargs):  # the old behaviour: every text embedded and cached, dropped or not
+        kwargs["planned"] = None
+        vectors, tokens, run, content = run_model(*args, **kwargs)
+        return vectors, tokens, run, np.maximum(content, 1)
+
+    texts = ["the cat sat", DROPPED[0], DROPPED[1], "a dog ran"]
+    cache = str(tmp_path / "c")
+    with monkeypatch.context() as m:
+        m.setattr(enc, "_run_model", old_run_model)
+        BertEmbedder(drops_characters, pooling="mean", prefix=prefix, missing="nan", cache_dir=cache).fit_transform(
+            texts)
+    est = BertEmbedder(drops_characters, pooling="mean", prefix=prefix, missing="nan", cache_dir=cache).fit(texts)
+    fresh = BertEmbedder(drops_characters, pooling="mean", prefix=prefix, missing="nan").fit_transform(texts)
+    X = est.transform(texts)
+    assert np.isnan(X[[1, 2]]).all() and np.isnan(fresh[[1, 2]]).all()
+    np.testing.assert_allclose(X[[0, 3]], fresh[[0, 3]], atol=1e-5)
+    assert est.stats_.missing == 2 and est.stats_.unique == 2
+    with pytest.raises(ValueError, match="gives no token to this model's tokenizer"):
+        BertEmbedder(drops_characters, pooling="mean", prefix=prefix, cache_dir=cache).fit_transform(texts)
+
+
 @pytest.mark.parametrize("prefix", ["", "query: "])
 def test_truncate_tokenizes_only_the_head_of_a_long_text(prefix):
     """Under long_text="truncate" only the first window of tokens is embedded, but a 1,000,000-character text was
@@ -374,3 +406,19 @@ def test_batches_back_out_of_order_are_combined_in_plan_order_and_dropped():
         step.put(i, results[i])
     assert added == [b.tolist() for b in batches] and step.waiting == 0
     assert all(r is None for r in step.results)
+
+
+def test_a_cached_run_of_one_token_texts_still_never_loads_the_model(tmp_path):
+    """The check of old caches' dropped texts looks only at hits with no more tokens than a dropped text can have:
+    a text of one token counts more, so a run the cache answers whole still never calls the backend."""
+    from bertfeat.cache import Cache
+
+    cache, recipe = Cache(tmp_path / "c"), make_recipe()
+    first, _ = encode(["a", "b", "c d"], recipe, lambda: CountingBackend(), cache=cache)
+
+    def no_model():
+        raise AssertionError("the model was loaded for a run the cache answers whole")
+
+    again, stats = encode(["a", "b", "c d"], recipe, no_model, cache=cache)
+    np.testing.assert_array_equal(again, first)
+    assert stats.cache_hits == 3
