@@ -477,13 +477,16 @@ class _Namespace:
                         "this user read access to the cache's files.")
 
     def _set_aside(self, name: str, into: set, message: str) -> None:
-        """Stop reading shard ``name`` (its rows leave the index; it joins ``into``), saying so once per process."""
+        """Stop reading shard ``name`` (its rows leave the index; it joins ``into``), saying so once per process.
+
+        The warning comes first: where warnings are errors (``-W error``) it raises, and the shard stays in the
+        index, so every later call says it again instead of going on silently without it."""
+        if name not in self._warned:
+            warnings.warn(message, CacheWarning, stacklevel=user_stacklevel())
+            self._warned.add(name)
         into.add(name)
         if name in self.ids:
             self._forget([self.ids[name]])
-        if name not in self._warned:
-            self._warned.add(name)
-            warnings.warn(message, CacheWarning, stacklevel=user_stacklevel())
 
     # -- lookup and store ---------------------------------------------------------------------------------------
 

@@ -237,6 +237,29 @@ def _two_shards(root):
     return recipe, shards_of(root, recipe)
 
 
+def test_a_damaged_shard_under_warnings_as_errors_is_reported_on_every_call_not_once_then_silently(tmp_path):
+    """Under -W error (PYTHONWARNINGS=error, as CI runs) a damaged shard was set aside before its warning was
+    raised: the first call failed with the warning, and every later call of the process went on silently without
+    the shard, its texts recomputed. The warning now comes first, so each call says it until the shard is compacted
+    away; with warnings shown, it is said once and the shard set aside, as before."""
+    recipe, (first, _) = _two_shards(tmp_path)
+    data = first.read_bytes()
+    first.write_bytes(data[: len(data) // 2])
+    cache = Cache(tmp_path)
+    for _ in range(2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(CacheWarning, match=first.name):
+                encode(TEXTS, recipe, CountingBackend, cache=cache)
+    with pytest.warns(CacheWarning, match=first.name):
+        _, stats = encode(TEXTS, recipe, CountingBackend, cache=cache)
+    assert (stats.cache_hits, stats.cache_misses) == (20, 20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once per process where it was shown
+        _, stats = encode(TEXTS, recipe, CountingBackend, cache=cache)
+    assert stats.cache_hits == 40  # the recomputed texts were cached anew
+
+
 def test_truncated_shard_is_reported_ignored_and_its_texts_recomputed(tmp_path):
     recipe, (first, second) = _two_shards(tmp_path)
     data = first.read_bytes()
