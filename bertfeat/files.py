@@ -247,7 +247,7 @@ def embed_file(
             0 <= checkpoint_seconds < float("inf")):
         raise ValueError(f"checkpoint_seconds={checkpoint_seconds!r} is not valid: expected seconds >= 0 (0 saves "
                          "after every batch).")
-    paths = OutputPaths(Path(output_path(out, "out", "the path of the parquet file to write", FILE_OUTPUT,
+    paths = OutputPaths.of(Path(output_path(out, "out", "the path of the parquet file to write", FILE_OUTPUT,
                                          one_file=True)))
     reader = InputReader(input, keep_cols + text_cols, chunk_rows, text_cols, chunk_chars=chunk_chars,
                          delimiter=delimiter, infer_types=infer_types, exclude=[paths.out, paths.partial])

@@ -2,7 +2,7 @@
 no temp file behind when they fail, the lock that keeps two jobs off one output, and the recipe's local paths made
 absolute for a cluster engine's workers.
 
-A job writing ``<out>`` owns ``<out>.partial/`` (its finished parts, for resume), ``<out>.manifest.json`` and a
+A job writing ``<out>`` (a symbolic link there followed: :meth:`OutputPaths.of`) owns ``<out>.partial/`` (its finished parts, for resume), ``<out>.manifest.json`` and a
 lock file ``.<out>.lock``, held with ``flock`` for the whole job and removed at its end. A second job on the same
 ``<out>`` is refused at once with a message naming the lock and the process holding it, so two jobs never
 interleave their parts.
@@ -34,6 +34,16 @@ except ImportError:  # Windows: no flock; docs/cli.md says so
 @dataclass
 class OutputPaths:
     out: Path
+
+    @classmethod
+    def of(cls, out) -> "OutputPaths":
+        """The paths of a job writing ``out``. A symbolic link at ``out`` (to a file or folder on a bigger disk,
+        dangling before the first run) is followed, to the end of a chain of links: the output is put in place
+        where it points and the link stays; renamed over the link, the features landed beside it while the file
+        it points to kept the earlier ones. The manifest, ``.partial`` folder and lock go beside that file too, so
+        two jobs reaching one output by two names take one lock."""
+        out = Path(out)
+        return cls(Path(os.path.realpath(out)) if out.is_symlink() else out)
 
     @property
     def partial(self) -> Path:

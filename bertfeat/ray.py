@@ -426,8 +426,8 @@ def embed_parquet(input, out, text_col, *, keep_cols=(), layout: str = "columns"
     if STATS_COL in keep_cols + text_cols:  # it would be dropped with the counts, or make two columns of one name
         raise ValueError(f"column {STATS_COL!r} has the name the Ray engine carries each batch's counts in; rename "
                          "it, or use the local or Spark engine.")
-    paths = _Paths(Path(output_path(out, "out", "the path of the folder to write",
-                                  FOLDER_OUTPUT)))
+    paths = _Paths.of(Path(output_path(out, "out", "the path of the folder to write",
+                                     FOLDER_OUTPUT)))
     reader = InputReader(input, keep_cols + text_cols, batch_rows, text_cols, exclude=[paths.out, paths.partial])
     if reader.kind != "parquet":
         raise ValueError(

@@ -356,8 +356,8 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
     keep_cols = [keep_cols] if isinstance(keep_cols, str) else list(keep_cols)
     if not _is_int(batch_rows) or batch_rows < 1:
         raise ValueError(f"batch_rows={batch_rows!r} is not valid: expected a positive number of rows.")
-    paths = _Paths(Path(output_path(out, "out", "the path of the folder to write",
-                                  FOLDER_OUTPUT)))
+    paths = _Paths.of(Path(output_path(out, "out", "the path of the folder to write",
+                                     FOLDER_OUTPUT)))
     # CSV kept columns as text unless infer_types, as the local engine reads them (007 stays 007)
     reader = InputReader(input, keep_cols + text_cols, batch_rows, text_cols, delimiter=delimiter,
                          infer_types=infer_types, exclude=[paths.out, paths.partial])

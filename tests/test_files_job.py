@@ -778,3 +778,26 @@ def test_an_input_removed_while_the_job_reads_it_is_named_as_removed_not_as_stil
         f"input file {str(src.resolve())!r} was removed or renamed while the job read it; nothing was written. Put it "
         "back (or name it where it is now), then run the command again.")
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_an_output_that_is_a_symlink_is_written_where_it_points_and_the_link_stays(tiny_bert, tmp_path):
+    """``--out`` a link to a file on another disk: the output was renamed over the LINK, so the features landed
+    beside the link and the file it points to kept the earlier features, silently; two jobs, one through the link
+    and one through the target's own name, took two locks. The link is followed: the output, its manifest and the
+    job's files go where it points."""
+    src = _src(tmp_path, "csv", n=3)
+    big = tmp_path / "big"
+    big.mkdir()
+    target = big / "features.parquet"
+    link = tmp_path / "features.parquet"
+    os.symlink(os.path.relpath(target, tmp_path), link)  # a relative link, as `ln -s big/features.parquet` makes
+    manifest = embed_file(src, link, "review", model=tiny_bert, quiet=True)  # a dangling link: the first run
+    assert link.is_symlink() and target.is_file() and manifest["output"] == str(target)
+    assert (big / "features.parquet.manifest.json").is_file() and not (tmp_path / "features.parquet.manifest.json").exists()
+    first = pq.read_table(target)
+    manifest = embed_file(src, link, "review", model=tiny_bert, quiet=True, overwrite=True, normalize=True)
+    assert link.is_symlink() and os.readlink(link) == os.path.relpath(target, tmp_path)
+    assert pq.read_table(link).equals(pq.read_table(target)) and not pq.read_table(target).equals(first)
+    assert json.loads((big / "features.parquet.manifest.json").read_text())["provenance"]["normalize"] is True
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big", "features.parquet", "in.csv"]
+    assert OutputPaths.of(link).lock == OutputPaths.of(target).lock  # one job, whichever name reaches it

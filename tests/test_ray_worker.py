@@ -679,6 +679,24 @@ def test_an_input_rewritten_while_ray_read_it_fails_the_job_and_puts_nothing_in_
                                                  (src / "0.parquet").stat().st_mtime_ns]
 
 
+def test_an_output_folder_that_is_a_symlink_is_replaced_where_it_points_and_the_link_stays(tiny_bert, fake_ray,
+                                                                                          quiet_threads, tmp_path):
+    """``--out`` a link to a folder on a bigger disk: the job failed at its very end, renaming its folder over the
+    link (``NotADirectoryError``, a dangling link on the first run), and with --overwrite the link was moved aside
+    and rmtree refused it once the new folder stood at its name. The link is followed, as the local engine's."""
+    src = write_input(tmp_path, frame(12, seed=2), files=1)
+    fake_ray()
+    (tmp_path / "big").mkdir()
+    target, link = tmp_path / "big" / "out", tmp_path / "out"
+    link.symlink_to(target, target_is_directory=True)
+    bray.embed_parquet(src, link, "review", model=tiny_bert, quiet=True)
+    first = pq.read_table(target)
+    manifest = bray.embed_parquet(src, link, "review", model=tiny_bert, quiet=True, overwrite=True, pooling="cls")
+    assert link.is_symlink() and link.resolve() == target and manifest["output"] == str(target)
+    assert not pq.read_table(target).equals(first) and (tmp_path / "big" / "out.manifest.json").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big", "in", "out"]
+
+
 def test_a_quiet_job_on_a_running_ray_with_the_users_cache(tiny_bert, fake_ray, quiet_threads, tmp_path, capsys):
     src = write_input(tmp_path, frame(12, seed=2), files=1)
     ray = fake_ray(initialized=True)
