@@ -148,8 +148,67 @@ def files_under(folder: Path) -> list[Path]:
             continue
         seen.add((st.st_dev, st.st_ino))
         dirs.sort()  # a folder reached by two links is read under the first name in sorted order
-        out += [Path(root) / n for n in names if os.path.isfile(os.path.join(root, n))]
+        out += [Path(root) / n for n in sorted(names) if os.path.isfile(os.path.join(root, n))
+                or _dangling(Path(root) / n)]
     return out
+
+
+def _dangling(path: Path) -> bool:
+    return os.path.islink(path) and not os.path.exists(path)
+
+
+def _refuse_dangling(files: list[Path]) -> list[Path]:
+    """``files`` less the dangling links among them, refused where one is named as an input file: a partition linked
+    in from a disk that is not mounted was left out of the job without a word."""
+    for f in files:
+        if _dangling(f) and _kind(f):
+            raise FileNotFoundError(
+                f"input file {str(f)!r} is a symbolic link to {os.readlink(f)!r}, which does not exist (a disk not "
+                "mounted, a file moved?): its rows would be left out of the job; mount or restore it, or remove the "
+                "link.")
+    return [f for f in files if not _dangling(f)]
+
+
+def _one_name_each(files: list[Path]) -> list[Path]:
+    """``files`` (sorted) with a file reached by a second name (a link to it, a linked folder) left out: read twice,
+    its rows would be in the output twice."""
+    seen, out = set(), []
+    for f in files:
+        st = f.stat()
+        if (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            out.append(f)
+    return out
+
+
+def _glob(pattern: str) -> list[Path]:
+    """The files ``pattern`` matches, as ``glob.glob(recursive=True)`` matches them, but a ``**`` reads each folder
+    once (:func:`files_under`): Python's glob follows a link back to an ancestor round and round until the path is
+    too long (each file read once per turn), and with two such links never ends."""
+    if "**" not in Path(pattern).parts:
+        return [Path(f) for f in glob.glob(pattern, recursive=True) if Path(f).is_file() or _dangling(Path(f))]
+    root = _literal_root(pattern)
+    if not root.is_dir():
+        return []
+    want = Path(pattern).parts[len(root.parts):]
+    return [f for f in files_under(root) if _matches(f.relative_to(root).parts, want)]
+
+
+def _matches(parts: tuple, pattern: tuple) -> bool:
+    """Whether a path's ``parts`` match a glob's ``pattern`` parts as glob matches them: ``**`` any number of
+    folders, a name starting with a dot only by a pattern part starting with one."""
+    import fnmatch
+
+    if not pattern:
+        return not parts
+    if not parts:
+        return all(p == "**" for p in pattern)
+    head, hidden = pattern[0], parts[0].startswith(".")
+    if head == "**":
+        return _matches(parts, pattern[1:]) or (not hidden and _matches(parts[1:], pattern))
+    if hidden and not head.startswith(".") and is_pattern(head):
+        return False
+    return fnmatch.fnmatchcase(parts[0], head) and _matches(parts[1:], pattern[1:])
 
 
 def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:
@@ -164,9 +223,10 @@ def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:
     wildcard = is_pattern(path)
     if wildcard or p.is_dir():
         if wildcard:
-            files = sorted(Path(f) for f in glob.glob(path, recursive=True) if Path(f).is_file())
+            files = sorted(_glob(path))
         else:
             files = sorted(f for f in files_under(p) if f.name.lower().endswith(PARQUET_SUFFIXES))
+        files = _one_name_each(_refuse_dangling(files))
         files = _leave_out(files, exclude, _literal_root(path) if wildcard else p)
         if not files and wildcard:
             raise FileNotFoundError(f"input {path!r} matches no files.")

@@ -515,6 +515,51 @@ def test_a_folder_input_follows_symlinked_subfolders_and_reads_each_folder_once(
     assert {f.name for f in globbed} == {"b.parquet", "c.parquet"}  # a glob followed the link already
 
 
+def test_a_glob_through_symlinks_reads_each_file_once_and_ends(tmp_path):
+    """A ``**`` glob through a link back to an ancestor read each file once per turn of the loop until the path
+    grew too long (3 files read 123 times, the rows repeated, silently), and with two such links it never ended;
+    a glob reaching one folder by two names (a link beside it) read its files twice. A glob reads each folder once,
+    as a folder input does, and each file once (the first name in sorted order)."""
+    import os
+
+    from bertfeat.readers import resolve_input
+
+    folder = tmp_path / "d"
+    for f in (folder / "a.parquet", folder / "sub" / "b.parquet", folder / ".hidden" / "h.parquet"):
+        f.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({"id": [f.stem], "text": ["x"]}), f)
+    os.symlink("..", folder / "sub" / "loop")  # a relative link back to the top
+    os.symlink("sub", folder / "again")  # the same folder by a second name
+    os.symlink("a.parquet", folder / "z.parquet")  # the same file by a second name
+    for pattern, want in (("**/*.parquet", ["a.parquet", "sub/b.parquet"]), ("*/*.parquet", ["sub/b.parquet"]),
+                          ("**", ["a.parquet", "sub/b.parquet"]), ("sub/**/b.parquet", ["sub/b.parquet"]),
+                          (".hidden/*.parquet", [".hidden/h.parquet"])):
+        _, files = resolve_input(str(folder / pattern))
+        got = sorted(os.path.realpath(f)[len(str(folder.resolve())) + 1:] for f in files)
+        assert got == want, pattern
+        assert len(files) == len({os.path.realpath(f) for f in files}), pattern
+
+
+def test_a_dangling_link_among_the_input_files_is_refused_not_left_out(tmp_path):
+    """A partition linked in from a disk that is not mounted (a dangling link named ``*.parquet``) was left out of a
+    folder or glob input without a word: part of the data set unread."""
+    import os
+
+    from bertfeat.readers import resolve_input
+
+    folder = tmp_path / "d"
+    folder.mkdir()
+    pq.write_table(pa.table({"id": ["a"], "text": ["x"]}), folder / "a.parquet")
+    os.symlink(tmp_path / "unmounted" / "b.parquet", folder / "b.parquet")
+    for given in (folder, folder / "*.parquet", folder / "**"):
+        with pytest.raises(FileNotFoundError, match=r"b\.parquet' is a symbolic link to .*unmounted/b\.parquet"
+                                                    r"', which does not exist"):
+            resolve_input(str(given))
+    (folder / "notes.txt").symlink_to(tmp_path / "gone.txt")  # not an input file by its name: no matter
+    (folder / "b.parquet").unlink()
+    assert [f.name for f in resolve_input(str(folder))[1]] == ["a.parquet"]
+
+
 @pytest.mark.parametrize("tail, message", [
     ('3,"open\n4,more\n', r"quote opened at line 4 is never closed"),
     ('3,"closed" early\n', r"malformed at line 4: a quoted value \(opened at line 4\)"),
