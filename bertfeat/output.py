@@ -92,6 +92,12 @@ def check_output(paths: OutputPaths, reader, overwrite: bool, *, file_output: bo
         raise FileNotFoundError(f"the folder of --out {str(paths.out)!r} does not exist; create it first.")
     if paths.out.exists() and not overwrite:
         raise FileExistsError(f"output {str(paths.out)!r} exists; pass --overwrite (overwrite=True) to replace it.")
+    if paths.partial.is_symlink():  # rmtree refuses a link: a rerun of another job crashed, a finished one left it
+        raise FileExistsError(
+            f"{str(paths.partial)!r} is a symbolic link, and bertfeat makes and removes that folder itself (the parts "
+            "of an unfinished job): remove the link. To keep the parts on another disk, make --out a link to a file "
+            "there: they are kept beside the file it points to."
+        )
     if paths.partial.exists() and not paths.partial.is_dir():
         raise FileExistsError(
             f"{str(paths.partial)!r} is not a folder, and bertfeat keeps the parts of an unfinished job for --out "

@@ -801,3 +801,16 @@ def test_an_output_that_is_a_symlink_is_written_where_it_points_and_the_link_sta
     assert json.loads((big / "features.parquet.manifest.json").read_text())["provenance"]["normalize"] is True
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big", "features.parquet", "in.csv"]
     assert OutputPaths.of(link).lock == OutputPaths.of(target).lock  # one job, whichever name reaches it
+
+
+def test_a_parts_folder_that_is_a_symlink_is_refused_before_any_work(tiny_bert, tmp_path):
+    """``<out>.partial`` made a link to a bigger disk: the job crashed on it with "a file: Cannot call rmtree on a
+    symbolic link" (``prepare_partial`` starting the folder afresh), and the end of a job would have left it (rmtree
+    with ignore_errors refuses a link). Refused up front, before the model loads, saying to link --out instead."""
+    src = _src(tmp_path, "csv", n=3)
+    (tmp_path / "big").mkdir()
+    (tmp_path / "out.parquet.partial").symlink_to(tmp_path / "big", target_is_directory=True)
+    with pytest.raises(FileExistsError, match=r"out\.parquet\.partial' is a symbolic link.*remove the link.*make "
+                                              r"--out a link"):
+        embed_file(src, tmp_path / "out.parquet", "review", model=tiny_bert, quiet=True)
+    assert not (tmp_path / "out.parquet").exists() and list((tmp_path / "big").iterdir()) == []
