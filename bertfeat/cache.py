@@ -124,9 +124,12 @@ def open_cache(path, *, create: bool = True) -> "Cache":
         if _OPEN.get("pid") != os.getpid():  # a forked child must not share the parent's thread locks
             _OPEN.clear()
             _OPEN["pid"] = os.getpid()
-        cache = _OPEN.get(root)
+        # keyed by the folder itself: a cache reached by two names (a linked ~/.cache, a relative link) is one
+        # cache, one index in memory and one set of thread locks, as the docstring promises
+        key = os.path.realpath(root)
+        cache = _OPEN.get(key)
         if cache is None:
-            cache = _OPEN[root] = Cache(root)
+            cache = _OPEN[key] = Cache(root)
     return cache
 
 

@@ -224,6 +224,8 @@ def test_open_cache_is_shared_per_directory_and_process(tmp_path):
     a = open_cache(tmp_path / "c")
     assert open_cache(str(tmp_path / "c")) is a
     assert (tmp_path / "c" / cache_module.MARKER).exists()
+    (tmp_path / "linked").symlink_to("c", target_is_directory=True)  # the same folder by another name: one cache
+    assert open_cache(tmp_path / "linked") is a and open_cache(tmp_path / "linked" / ".." / "c") is a
 
 
 # -- corruption: detected, reported, ignored, recomputed -------------------------------------------------------------
