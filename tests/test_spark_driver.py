@@ -972,3 +972,18 @@ def test_a_hidden_parquet_file_is_refused_but_a_hidden_csv_is_staged(tiny_bert, 
     make_frame(5).to_csv(tmp_path / "_hidden.csv", index=False)
     manifest = bspark.embed_files(tmp_path / "_hidden.csv", tmp_path / "out", "review", model=tiny_bert, quiet=True)
     assert manifest["counts"]["rows"] == 5 and manifest["spark"]["csv_staged"] is True
+
+
+def test_an_output_folder_that_is_a_symlink_is_written_where_it_points_and_the_link_stays(tiny_bert, tmp_path,
+                                                                                          spark_job):
+    """``--out`` a link to a folder on a bigger disk: the job's folder was renamed over the link at its very end
+    (``NotADirectoryError``, a dangling link on the first run). The link is followed, as on the other engines."""
+    make_frame(12).to_parquet(tmp_path / "in.parquet")
+    spark_job()
+    (tmp_path / "big").mkdir()
+    target, link = tmp_path / "big" / "out", tmp_path / "out"
+    link.symlink_to(target, target_is_directory=True)
+    manifest = bspark.embed_files(tmp_path / "in.parquet", link, "review", model=tiny_bert, quiet=True)
+    assert link.is_symlink() and target.is_dir() and manifest["output"] == str(target)
+    assert pq.read_table(link).num_rows == 12 and (tmp_path / "big" / "out.manifest.json").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big", "in.parquet", "out"]
