@@ -2,10 +2,10 @@
 no temp file behind when they fail, the lock that keeps two jobs off one output, and the recipe's local paths made
 absolute for a cluster engine's workers.
 
-A job writing ``<out>`` (a symbolic link there followed: :meth:`OutputPaths.of`) owns ``<out>.partial/`` (its finished parts, for resume), ``<out>.manifest.json`` and a
-lock file ``.<out>.lock``, held with ``flock`` for the whole job and removed at its end. A second job on the same
-``<out>`` is refused at once with a message naming the lock and the process holding it, so two jobs never
-interleave their parts.
+A job writing ``<out>`` (a symbolic link there followed: :meth:`OutputPaths.of`) owns ``<out>.partial/`` (its
+finished parts, for resume), ``<out>.manifest.json`` and a lock file ``.<out>.lock``, held with ``flock`` for the
+whole job and removed at its end. A second job on the same ``<out>`` is refused at once with a message naming
+the lock and the process holding it, so two jobs never interleave their parts.
 """
 
 from __future__ import annotations

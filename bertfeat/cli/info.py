@@ -139,7 +139,8 @@ def run(args: argparse.Namespace) -> int:
                             + "  (use with --prompt-name NAME / prompt_name=)" if info["prompts"] else "none"),
         f"default recipe: pooling={'+'.join(r['pooling'])} layers={r['layers']} layer_agg={r['layer_agg']} "
         f"max_length={r['max_length']} long_text={r['long_text']} normalize={r['normalize']} dtype={r['dtype']} "
-        f"on device='auto' ({info['default_device']} here) -> {r['hidden_size'] * len(r['pooling']) * (len(r['layers']) if r['layer_agg'] == 'concat' else 1)} "
+        f"on device='auto' ({info['default_device']} here) -> "
+        f"{r['hidden_size'] * len(r['pooling']) * (len(r['layers']) if r['layer_agg'] == 'concat' else 1)} "
         f"features per text column",
     ]
     m = info.get("machine")
