@@ -6,7 +6,8 @@
 #   bertfeat_error_python_unavailable  the Python side cannot be imported (which Python, and how to fix it)
 #   bertfeat_error_python              the Python side raised while embedding (its message is kept, its advice
 #                                      in R's syntax: r_advice())
-#   bertfeat_error_model_changed       a prepped step's model now resolves to different files
+#   bertfeat_error_model_changed       a prepped step's model now resolves to different files, or the step
+#                                      now makes other features than prep() recorded
 #   bertfeat_error_cli                 the command line exited non-zero (its stderr is kept)
 #   bertfeat_error_file                an input file does not exist
 # so callers can catch them by class, and tests lock the messages with snapshots.

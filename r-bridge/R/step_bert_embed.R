@@ -25,7 +25,7 @@
 #' @param options A named list of further parameters of [bf_embed()], such as
 #'   `list(max_length = 256, long_text = "chunk")`.
 #' @param keep_original_cols A logical to keep the original text columns (by default they are removed).
-#' @param features The feature names, set by [recipes::prep()].
+#' @param features The feature names, set by [recipes::prep()]; `bake()` gives exactly these columns, or refuses.
 #' @param fingerprint The fingerprint of the embedding recipe (model content, pooling, layers, ...), set by
 #'   [recipes::prep()]; `bake()` checks the model still resolves to the same files.
 #' @param layers_used The model's layers the features come from (`layers` resolved against the model), set by
@@ -235,18 +235,41 @@ bake.step_bert_embed <- function(object, new_data, ...) {
         )
       }
     )
-    if (!identical(res$fingerprint, object$fingerprint)) {
-      abort_bf(
-        c(sprintf("model = \"%s\" now gives different embeddings than when this step was prepped.", object$model),
-          i = "The model files (or bertfeat's embedding format) changed since prep(); prep the recipe again."),
-        "model_changed", call = call
-      )
-    }
+    check_features_as_prepped(res, object, call = call)
     features <- res$matrix
   }
   features <- tibble::as_tibble(unname_rows(features))
   keep <- if (recipes::get_keep_original_cols(object)) names(new_data) else setdiff(names(new_data), col_names)
   tibble::as_tibble(c(as.list(new_data[keep]), as.list(features)))
+}
+
+# bake() gives exactly the columns prep() recorded (names, order, count), under the same fingerprint, or refuses: a
+# pooling, layers or options edited in the prepped step, or a bertfeat that names its features otherwise than the one
+# that prepped (`_l2` became `_l02`), gave other columns under the step's name, or the same columns renamed, silently.
+check_features_as_prepped <- function(res, object, call) {
+  now <- res$feature_names
+  recorded <- object$features
+  if (!identical(now, recorded)) {
+    n <- min(length(now), length(recorded))
+    first <- which(now[seq_len(n)] != recorded[seq_len(n)])[1]
+    abort_bf(
+      c(sprintf("This step now makes %d features where prep() recorded %d%s.", length(now), length(recorded),
+                if (is.na(first)) "" else sprintf(", named otherwise from `%s` (prep(): `%s`)", now[first],
+                                                  recorded[first])),
+        i = paste("Its `pooling`, `layers` or `options` changed in the prepped step, or this bertfeat names features",
+                  "otherwise than the one that prepped it; set them back, or prep the recipe again (a model fitted on",
+                  "the baked columns needs fitting again too).")),
+      "model_changed", call = call
+    )
+  }
+  if (!identical(res$fingerprint, object$fingerprint)) {
+    abort_bf(
+      c(sprintf("model = \"%s\" now gives different embeddings than when this step was prepped.", object$model),
+        i = paste("The model files, the step's `options` (`max_length`, `prefix`, `normalize`, ...) or bertfeat's",
+                  "embedding format changed since prep(); set the options back, or prep the recipe again.")),
+      "model_changed", call = call
+    )
+  }
 }
 
 # A recipe saved with saveRDS() keeps the paths and device of the machine that prepped it (/home/alice/.cache/bertfeat

@@ -332,3 +332,33 @@ test_that("a missing text at bake() says how to set the prepped step's policy, n
   expect_equal(unlist(baked[1, -1], use.names = FALSE), as.vector(bf_embed("Fine.", pooling = "mean")),
                tolerance = 1e-5)
 })
+
+test_that("bake() gives exactly the columns prep() recorded, or refuses saying what changed", {
+  # bake() compared the fingerprint only: a recipe prepped by a bertfeat that named its features otherwise (`_l2`
+  # before `_l02`) baked under new names, silently, and tidy() counted what prep() recorded; a pooling edited in the
+  # prepped step was blamed on the model's files
+  prepped <- recipe(score ~ review, data = train) |> step_bert_embed(review, pooling = "mean", layers = -1) |> prep()
+  expect_identical(names(bake(prepped, new_data = test)), c("score", prepped$steps[[1]]$features))
+
+  renamed <- prepped
+  renamed$steps[[1]]$features <- sub("_mean_", "_avg_", renamed$steps[[1]]$features, fixed = TRUE)
+  err <- expect_error(bake(renamed, new_data = test), class = "bertfeat_error_model_changed")
+  expect_match(conditionMessage(err), paste("This step now makes 384 features where prep() recorded 384, named",
+                                            "otherwise from `review_mean_000` (prep(): `review_avg_000`)."),
+               fixed = TRUE)
+  expect_match(conditionMessage(err), "prep the recipe again", fixed = TRUE)
+
+  fewer <- prepped
+  fewer$steps[[1]]$features <- fewer$steps[[1]]$features[-384]
+  err <- expect_error(bake(fewer, new_data = test), class = "bertfeat_error_model_changed")
+  expect_match(conditionMessage(err), "This step now makes 384 features where prep() recorded 383", fixed = TRUE)
+
+  edited <- prepped
+  edited$steps[[1]]$pooling <- "cls+mean"
+  err <- expect_error(bake(edited, new_data = test), class = "bertfeat_error_model_changed")
+  expect_match(conditionMessage(err), "This step now makes 768 features where prep() recorded 384", fixed = TRUE)
+  expect_match(conditionMessage(err), "`pooling`, `layers` or `options` changed in the prepped step", fixed = TRUE)
+  expect_no_match(conditionMessage(err), "model files", fixed = TRUE)
+  # zero rows need no model: the recorded columns, as ever
+  expect_identical(names(bake(prepped, new_data = test[0, ])), c("score", prepped$steps[[1]]$features))
+})
