@@ -119,6 +119,11 @@ _LITERAL = re.compile(rf"""{_SCALAR}|\[(?:\s*(?:{_SCALAR})\s*,?)*\]|\((?:\s*(?:{
 # name=value, or a bare name= ("pass cache_dir= as well"), where name is no part of an option (--max-length=8), a
 # dotted name or a URL query
 _KEYWORD = re.compile(rf"""(?<![\w.\-?&/])([a-z_][a-z0-9_]*)=(?:({_LITERAL.pattern})|(?=[\s,;.)]|$))""")
+# a list of quoted names or choices standing alone (Python's "expected one of ['cls', 'mean']"), and a run of two or
+# more quoted choices ("expected 'auto', 'cpu' or 'mps'"): as R writes them, "cls", "mean". One quoted text alone
+# ("the text 'None'") is left as it is.
+_STRING_LIST = re.compile(rf"""\[\s*(?:{_STRING})(?:\s*,\s*(?:{_STRING}))*\s*\]""")
+_CHOICE_RUN = re.compile(rf"""(?<![\w'"])(?:{_STRING})(?:(?:, | or )(?:{_STRING}))+(?![\w'"])""")
 _CLI_ASIDE = re.compile(r" \((?:--[a-z][a-z-]*(?: [^()\s]+)?(?:,? ?| or ))+\)")
 _PYTHON_CALLS = {"y.astype(str)": "as.character(y)"}
 # Python-only advice R has no use for: the cache path of a pickled pipeline and how to set it (R's step gives its own)
@@ -140,8 +145,9 @@ def _r_value(literal: str) -> str:
 
 def r_advice(message: str, cli: bool = False) -> str:
     """A message of the Python side as an R user reads it: ``missing='zero'`` as ``missing = "zero"``, ``True``,
-    ``None`` and lists in R's syntax, a bare ``cache_dir=`` as `` `cache_dir` ``, and the command line's flags given
-    beside the Python names dropped (kept with ``cli=True``: ``bf_embed_file()`` runs the command line).
+    ``None`` and lists in R's syntax (a list of choices ``['cls', 'mean']`` as ``"cls", "mean"``), a bare
+    ``cache_dir=`` as `` `cache_dir` ``, and the command line's flags given beside the Python names dropped (kept, and
+    the choices as they are, with ``cli=True``: ``bf_embed_file()`` runs the command line).
 
     Examples
     --------
@@ -164,6 +170,10 @@ def r_advice(message: str, cli: bool = False) -> str:
         return f"`{name}`" if value is None else f"{name} = {_r_value(value)}"
 
     message = _KEYWORD.sub(keyword, message)
+    if not cli:
+        message = _STRING_LIST.sub(lambda m: ", ".join(_r_value(s.group(0)) for s in re.finditer(_STRING, m.group(0))),
+                                   message)
+        message = _CHOICE_RUN.sub(lambda m: re.sub(_STRING, lambda s: _r_value(s.group(0)), m.group(0)), message)
     return _CONSTANT.sub(lambda m: _r_value(m.group(1)), message)
 
 

@@ -231,6 +231,15 @@ def test_run_cli_gives_progress_to_r_line_by_line_as_it_comes(tiny_bert, tmp_pat
      "Drop or merge the rare classes, or lower cv to at most 3; or pass baseline = FALSE, unions = 0."),
     ("missing='nan' is not valid for the probe. Pass missing='zero' (a zero vector for each missing text).",
      'missing = "nan" is not valid for the probe. Pass missing = "zero" (a zero vector for each missing text).'),
+    # a list of choices or of names, Python's ['cls', 'mean'], and a run of quoted choices, as R writes them
+    ("long_text='chunky' is not valid: expected one of ['truncate', 'chunk'].",
+     'long_text = "chunky" is not valid: expected one of "truncate", "chunk".'),
+    ("device='gpu' is not valid: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'.",
+     'device = "gpu" is not valid: expected "auto", "cpu", "cuda", "cuda:N" or "mps".'),
+    ("pooling='avg' is not valid: expected one of ['cls', 'mean', 'max'] or a '+'-joined combination.",
+     'pooling = "avg" is not valid: expected one of "cls", "mean", "max" or a \'+\'-joined combination.'),
+    ("column(s) ['t\u00e9'] not found; it has columns ['id', \"it's\"]",
+     'column(s) "t\u00e9" not found; it has columns "id", "it\'s"'),
     # left alone: options of the command line, texts quoted as they are, names in code, a path with '='
     ("--max-length=256 and the text 'None' and 'it=s' in /data/a=b/f.csv",
      "--max-length=256 and the text 'None' and 'it=s' in /data/a=b/f.csv"),

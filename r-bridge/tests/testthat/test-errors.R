@@ -90,6 +90,10 @@ test_that("Python's advice reaches R users in R's syntax", {
   file.create(output)
   err <- expect_error(bf_embed_file(input, output, "review"), class = "bertfeat_error_cli")
   expect_match(conditionMessage(err), "pass --overwrite (overwrite = TRUE) to replace it", fixed = TRUE)
+  # choices in R's quotes, not Python's "expected 'auto', 'cpu', ..." or "one of ['truncate', 'chunk']"
+  err <- expect_error(bf_embed("a", device = "gpu"), class = "bertfeat_error_python")
+  expect_match(conditionMessage(err), 'device = "gpu" is not valid: expected "auto", "cpu", "cuda", "cuda:N" or "mps".',
+               fixed = TRUE)
 })
 
 test_that("text that is not UTF-8 is refused, whatever it is marked as", {
