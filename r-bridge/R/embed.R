@@ -95,6 +95,10 @@ DOTS_PARAMS <- c("max_length", "long_text", "stride", "normalize", "batch_tokens
                  "layer_agg", "trust_remote_code", "cache_all_layers", "prefix", "prompt_name")
 INTEGER_PARAMS <- c("max_length", "stride", "batch_tokens")
 FLAG_PARAMS <- c("normalize", "progress", "trust_remote_code", "cache_all_layers")
+# Those of a few choices, Python's own (bertfeat.recipe; a test holds them equal): checked here, so a wrong one is
+# an argument error in R's words, and the step refuses it where it is written rather than at prep()
+CHOICE_PARAMS <- list(long_text = c("truncate", "chunk"), dtype = c("auto", "float32", "bfloat16", "float16"),
+                      layer_agg = c("mean", "concat"))
 
 # `dots` come from bf_embed()'s `...`, or from the step's `options` (`step = TRUE`), whose messages say so.
 embedder_params <- function(model, pooling, layers, missing, cache_dir, dots, step = FALSE,
@@ -133,6 +137,8 @@ embedder_params <- function(model, pooling, layers, missing, cache_dir, dots, st
       check_whole(value, name, max_length = 1L, call = call)
     } else if (name %in% FLAG_PARAMS) {
       check_flag(value, name, call = call)
+    } else if (name %in% names(CHOICE_PARAMS)) {
+      check_choice(check_string(value, name, call = call), name, CHOICE_PARAMS[[name]], call = call)
     } else {
       check_string(value, name, call = call)
     }

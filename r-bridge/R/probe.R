@@ -85,6 +85,8 @@ bf_probe <- function(x, y, model = "default", cv = 5, unions = 3, baseline = TRU
       check_whole(value, name, max_length = 1L, call = call)
     } else if (name == "normalize") {
       check_flag(value, name, call = call)
+    } else if (name %in% names(CHOICE_PARAMS)) { # long_text, dtype, as bf_embed() checks them
+      check_choice(check_string(value, name, call = call), name, CHOICE_PARAMS[[name]], call = call)
     } else {
       check_string(value, name, call = call)
     }

@@ -209,3 +209,19 @@ test_that("a string option that is not UTF-8 is refused, and one marked latin1 o
                class = "bertfeat_error_argument")
   expect_error(bf_embed_file("in.csv", "out\xe9.parquet", "text"), class = "bertfeat_error_argument")
 })
+
+test_that("a parameter of a few choices is refused by R, where it is written, with the choices Python takes", {
+  # long_text, layer_agg and dtype were strings to R: a wrong one reached Python as an error of class
+  # bertfeat_error_python, and the step took it when written and failed at prep()
+  err <- expect_error(bf_embed("a", long_text = "chunky"), class = "bertfeat_error_argument")
+  expect_match(conditionMessage(err), '`long_text` must be one of "truncate" or "chunk", not "chunky".', fixed = TRUE)
+  expect_error(bf_embed("a", dtype = "fp16"), class = "bertfeat_error_argument")
+  train <- data.frame(review = c("a", "b"), score = 1:2)
+  expect_error(recipes::recipe(score ~ review, data = train) |>
+                 step_bert_embed(review, options = list(layer_agg = "sum")), class = "bertfeat_error_argument")
+  expect_error(bf_probe(c("a", "b"), 1:2, long_text = "chunky"), class = "bertfeat_error_argument")
+  recipe <- reticulate::import("bertfeat.recipe")
+  expect_identical(bertfeat:::CHOICE_PARAMS,
+                   list(long_text = unlist(recipe$LONG_TEXT_MODES), dtype = unlist(recipe$DTYPES),
+                        layer_agg = unlist(recipe$LAYER_AGGS)))
+})
