@@ -386,3 +386,72 @@ def probe(texts, missing_mask, y, params=None):
             columns[name] = [float("nan") if v is None or v != v else float(v) for v in values]
     return (columns, result.recommended, result.recommended_kind, result.code(), result.metric, result.task,
             params.get("plot"), caught)
+
+
+def read_features(path):
+    """``bertfeat embed``'s output for R's ``bf_read_features()``: ``(buffer, n_rows, n_cols, feature_names, kept,
+    provenance)``, the features as in :func:`embed` and ``kept`` a list of ``(name, kind, values)`` for the kept
+    columns, where ``kind`` says how R reads the values (see :func:`_kept_for_r`).
+
+    ``path`` is the parquet file of the local engine or the folder of parquet files of the Ray and Spark engines (read
+    in the sorted order of their names, which is the input's). Raises ValueError for a file that is not bertfeat's
+    output or was written with ``--layout list``.
+    """
+    import json
+    from pathlib import Path
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
+    if not files:
+        raise ValueError(f"{str(path)!r} is a folder that holds no parquet files; name bertfeat embed's output.")
+    try:
+        table = pa.concat_tables([pq.read_table(f) for f in files])
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise ValueError(f"{str(files[0])!r} cannot be read as parquet ({exc}); name bertfeat embed's "
+                         "output.") from None
+    meta = (table.schema.metadata or {}).get(b"bertfeat")
+    if meta is None:
+        raise ValueError(f"{str(path)!r} holds no bertfeat provenance (schema metadata 'bertfeat'): it was not written "
+                         "by bertfeat embed (bf_embed_file()).")
+    provenance = json.loads(meta)
+    if provenance.get("layout", "columns") != "columns":
+        raise ValueError(f"{str(path)!r} was written with layout={provenance.get('layout')!r} (one list column per "
+                         "text column); bf_read_features() reads the default layout, one column per feature: write it "
+                         "again without layout.")
+    keep = list(provenance.get("keep_columns") or [])
+    names = [n for n in table.column_names if n not in keep]
+    X = np.column_stack([table.column(n).to_numpy(zero_copy_only=False) for n in names]) if names else np.zeros(
+        (table.num_rows, 0))
+    buf, n, d = matrix_payload(X)
+    return buf, n, d, names, [_kept_for_r(n, table.column(n)) for n in keep], provenance
+
+
+def _kept_for_r(name, column):
+    """``(name, kind, values)`` of a kept column: ``kind`` is "logical", "integer" (whole numbers within R's integer
+    range), "double" (other numbers, and whole numbers past R's integers that a double holds exactly) or "character"
+    (text, and anything else as its text: dates, decimals, whole numbers past 2**53, which a double would change);
+    missing values are None."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = column.type
+    values = column.to_pylist()
+    present = [v for v in values if v is not None]
+    if pa.types.is_boolean(t):
+        return name, "logical", values
+    if pa.types.is_integer(t):
+        if all(-(2**31) < v < 2**31 for v in present):
+            return name, "integer", values
+        if all(abs(v) <= 2**53 for v in present):
+            return name, "double", [None if v is None else float(v) for v in values]
+    elif pa.types.is_floating(t):
+        return name, "double", [None if v is None else float(v) for v in values]
+    elif pa.types.is_string(t) or pa.types.is_large_string(t):
+        return name, "character", values
+    try:  # arrow's own text of a value (a date as 2026-11-26, a decimal with its digits)
+        return name, "character", pc.cast(column, pa.string()).to_pylist()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return name, "character", [None if v is None else str(v) for v in values]

@@ -290,3 +290,57 @@ def test_a_text_the_tokenizer_drops_whole_is_named_by_rs_row_number(drops_charac
     X = _unpack(*_r.embed([["a cat", DROPPED[0]]], [[False, False]], None,
                           {"model": drops_characters, "missing": "nan"})[:3])
     assert np.isnan(X[1]).all() and not np.isnan(X[0]).any()
+
+
+def _features_file(path, ids, layout="columns"):
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    meta = {b"bertfeat": json.dumps({"layout": layout, "keep_columns": ["id"], "dims": 2}).encode()}
+    table = pa.table({"id": pa.array(ids, pa.int64()), "t_mean_0": pa.array([float(i) for i in ids], pa.float32()),
+                      "t_mean_1": pa.array([-float(i) for i in ids], pa.float32())}).replace_schema_metadata(meta)
+    pq.write_table(table, path)
+
+
+def test_read_features_reads_a_folder_in_the_order_of_its_names_and_refuses_what_is_not_the_columns_layout(tmp_path):
+    """R's bf_read_features(): the Ray and Spark engines write a folder whose sorted names give the input order."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    _features_file(folder / "part-000001.parquet", [3, 4])
+    _features_file(folder / "part-000000.parquet", [1, 2])
+    buf, n, d, names, kept, provenance = _r.read_features(str(folder))
+    assert (n, d, names) == (4, 2, ["t_mean_0", "t_mean_1"]) and provenance["dims"] == 2
+    assert np.frombuffer(bytes(buf), dtype="<f4").tolist() == [1, 2, 3, 4, -1, -2, -3, -4]  # column-major
+    assert kept == [("id", "integer", [1, 2, 3, 4])]
+    _features_file(tmp_path / "list.parquet", [1], layout="list")
+    with pytest.raises(ValueError, match="written with layout='list'.*write it again without layout"):
+        _r.read_features(str(tmp_path / "list.parquet"))
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"a": [1]}), tmp_path / "other.parquet")
+    with pytest.raises(ValueError, match="holds no bertfeat provenance"):
+        _r.read_features(str(tmp_path / "other.parquet"))
+    (tmp_path / "a.csv").write_text("a\n1\n")
+    with pytest.raises(ValueError, match="cannot be read as parquet"):
+        _r.read_features(str(tmp_path / "a.csv"))
+
+
+def test_kept_columns_reach_r_as_values_r_holds_exactly():
+    import datetime
+    import decimal
+
+    import pyarrow as pa
+
+    def kind(values, type=None):
+        return _r._kept_for_r("c", pa.chunked_array([pa.array(values, type)]))[1:]
+
+    assert kind([1, None, 2**31 - 1]) == ("integer", [1, None, 2**31 - 1])
+    assert kind([3_000_000_000, None]) == ("double", [3e9, None])
+    assert kind([18446744073709551615], pa.uint64()) == ("character", ["18446744073709551615"])  # past 2**53
+    assert kind([0.5, None]) == ("double", [0.5, None]) and kind([True, None]) == ("logical", [True, None])
+    assert kind(["a", None]) == ("character", ["a", None])
+    assert kind([datetime.date(2026, 11, 26), None]) == ("character", ["2026-11-26", None])
+    assert kind([decimal.Decimal("1.10")]) == ("character", ["1.10"])

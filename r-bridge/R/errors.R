@@ -1,6 +1,7 @@
 # Every error bertfeat raises on purpose has class "bertfeat_error" plus one of:
 #   bertfeat_error_argument            a parameter has a value bertfeat cannot use
 #   bertfeat_error_input               the texts are not text (numeric input, a non-text column, bad UTF-8)
+#                                      or a file is not bertfeat's output (bf_read_features())
 #   bertfeat_error_missing_column      a column the step or the call needs is not in the data
 #   bertfeat_error_missing_value       an NA under missing = "error"
 #   bertfeat_error_python_unavailable  the Python side cannot be imported (which Python, and how to fix it)

@@ -161,3 +161,31 @@ test_that("the command's progress reaches R as messages as it comes, its error l
   expect_identical(trimws(seen), lines[1])
   expect_match(conditionMessage(err), "output 'o.parquet' exists", fixed = TRUE)
 })
+
+test_that("bf_read_features() reads bf_embed_file()'s output into R: the features as a matrix, the kept columns", {
+  # R had no way to its own output (no arrow package here): docs/cli.md said the file "reads straight into R"
+  dir <- withr::local_tempdir()
+  texts <- c("Loved every minute.", NA, "Dreadful and far too long.")
+  input <- file.path(dir, "reviews.csv")
+  utils::write.csv(data.frame(id = c(10L, 20L, 30L), review = texts, label = c("pos", NA, "neg"),
+                              big = c(3e9, 1, 2)), input, row.names = FALSE, na = "")
+  output <- file.path(dir, "features.parquet")
+  suppressMessages(bf_embed_file(input, output, "review", pooling = "mean", keep_col = c("id", "label", "big"),
+                                 missing = "nan", infer_types = TRUE))
+  f <- bf_read_features(output, row_names = "id")
+  expected <- bf_embed(data.frame(review = texts), pooling = "mean", missing = "nan")
+  expect_identical(dim(f$x), c(3L, 384L))
+  expect_identical(colnames(f$x), colnames(expected))
+  expect_identical(rownames(f$x), c("10", "20", "30"))
+  expect_true(is.double(f$x))
+  expect_equal(unname(f$x), unname(expected), tolerance = 1e-5)
+  expect_true(all(is.na(f$x[2, ])))
+  expect_identical(f$data, tibble::tibble(id = c(10L, 20L, 30L), label = c("pos", NA, "neg"), big = c(3e9, 1, 2)))
+  expect_identical(f$provenance$pooling, "mean")
+  expect_identical(f$provenance$dims, 384L)
+  # a row name column must be one that names each row once
+  expect_error(bf_read_features(output, row_names = "label"), class = "bertfeat_error_argument")
+  expect_error(bf_read_features(output, row_names = "nope"), class = "bertfeat_error_missing_column")
+  expect_error(bf_read_features(file.path(dir, "none.parquet")), class = "bertfeat_error_file")
+  expect_error(bf_read_features(input), class = "bertfeat_error_input")
+})

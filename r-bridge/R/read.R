@@ -1,0 +1,71 @@
+#' Read the features bf_embed_file() wrote
+#'
+#' Reads the parquet output of [bf_embed_file()] (the `bertfeat embed` command line: a file, or the folder of parquet
+#' files of the Ray and Spark engines) into R, through the Python that [bf_embed()] uses, so no R parquet reader is
+#' needed: the features as a numeric matrix for glmnet and other models, and the kept columns (`keep_col`, `id_col`)
+#' as a tibble, row for row.
+#'
+#' @param path Path of the output: a parquet file, or a folder of parquet files.
+#' @param row_names `NULL`, or the name of a kept column whose values name the rows of the matrix (each once, none
+#'   missing), such as the `id_col` of the run.
+#'
+#' @return A list of
+#'   * `x`: a numeric matrix, one row per row of the input and one column per feature, named as in [bf_embed()]
+#'     (`review_cls_000`, ...); a missing text's row is `NaN` or zeros as the run's `missing` said;
+#'   * `data`: a tibble of the kept columns: text as character, whole numbers as integer (as double past R's
+#'     integers, as character past 2^53, which a double would change), other numbers as double, booleans as logical,
+#'     anything else (dates, decimals) as its text; missing values `NA`;
+#'   * `provenance`: the run's recipe as written in the file (model, its sha256, pooling, layers, dims, ...).
+#'
+#'   A file that is not bertfeat's output, or one written with `layout = "list"`, is an error of class
+#'   `bertfeat_error_input`.
+#' @seealso [bf_embed_file()]
+#' @examples
+#' \dontrun{
+#' bf_embed_file("reviews.csv", "features.parquet", text_col = "review", keep_col = c("id", "label"))
+#' f <- bf_read_features("features.parquet", row_names = "id")
+#' fit <- glmnet::cv.glmnet(f$x, f$data$label, family = "binomial")
+#' }
+#' @export
+bf_read_features <- function(path, row_names = NULL) {
+  call <- rlang::current_env()
+  path <- check_string(path, "path", call = call)
+  row_names <- check_string(row_names, "row_names", null_ok = TRUE, call = call)
+  check_nameable(path, "path", call = call)
+  if (!file.exists(path)) {
+    abort_bf(sprintf("`path` \"%s\" does not exist.", path), "file", call = call)
+  }
+  res <- tryCatch(
+    with_python_errors(python_module(call = call)$read_features(path.expand(path)), call = call),
+    # not bertfeat's output, or not parquet: the file given is the problem, not the Python side
+    bertfeat_error_python = function(e) {
+      if (!identical(e$python_type, "ValueError")) stop(e)
+      abort_bf(conditionMessage(e), "input", call = call)
+    }
+  )
+  x <- payload_matrix(res[[1]], res[[2]], res[[3]])
+  colnames(x) <- as.character(unlist(res[[4]]))
+  kept <- lapply(res[[5]], function(column) r_vector(column[[2]], column[[3]]))
+  names(kept) <- vapply(res[[5]], function(column) column[[1]], character(1))
+  data <- tibble::as_tibble(kept)
+  if (!is.null(row_names)) {
+    if (!row_names %in% names(data)) {
+      abort_missing_columns(row_names, names(data), sprintf("the kept columns of \"%s\"", path), call = call)
+    }
+    ids <- as.character(data[[row_names]])
+    if (anyNA(ids) || anyDuplicated(ids)) {
+      abort_bf(sprintf("Column `%s` cannot name the rows: it has %s; pass a column that names each row once.",
+                       row_names, if (anyNA(ids)) "missing values" else "repeated values"),
+               "argument", call = call)
+    }
+    rownames(x) <- ids
+  }
+  list(x = x, data = data, provenance = res[[6]])
+}
+
+# A kept column from Python (a list, None for a missing value) as the R vector `kind` names.
+r_vector <- function(kind, values) {
+  template <- switch(kind, logical = NA, integer = NA_integer_, double = NA_real_, NA_character_)
+  vapply(as.list(values), function(v) if (is.null(v)) template else as.vector(v, typeof(template)), template,
+         USE.NAMES = FALSE)
+}
