@@ -256,9 +256,14 @@ check_features_as_prepped <- function(res, object, call) {
       c(sprintf("This step now makes %d features where prep() recorded %d%s.", length(now), length(recorded),
                 if (is.na(first)) "" else sprintf(", named otherwise from `%s` (prep(): `%s`)", now[first],
                                                   recorded[first])),
-        i = paste("Its `pooling`, `layers` or `options` changed in the prepped step, or this bertfeat names features",
-                  "otherwise than the one that prepped it; set them back, or prep the recipe again (a model fitted on",
-                  "the baked columns needs fitting again too).")),
+        i = if (identical(res$fingerprint, object$fingerprint)) {
+          paste("The embeddings are the same, but this bertfeat names them otherwise than the one that prepped the",
+                "step; prep the recipe again (and fit what was fitted on the baked columns again).")
+        } else {
+          sprintf(paste("Its `pooling`, `layers` or `options` changed in the prepped step, or model = \"%s\" now holds",
+                        "another model; set them back, or prep the recipe again (and fit what was fitted on the baked",
+                        "columns again)."), object$model)
+        }),
       "model_changed", call = call
     )
   }

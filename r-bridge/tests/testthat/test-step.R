@@ -346,6 +346,7 @@ test_that("bake() gives exactly the columns prep() recorded, or refuses saying w
   expect_match(conditionMessage(err), paste("This step now makes 384 features where prep() recorded 384, named",
                                             "otherwise from `review_mean_000` (prep(): `review_avg_000`)."),
                fixed = TRUE)
+  expect_match(conditionMessage(err), "The embeddings are the same, but this bertfeat names them otherwise", fixed = TRUE)
   expect_match(conditionMessage(err), "prep the recipe again", fixed = TRUE)
 
   fewer <- prepped
