@@ -52,7 +52,13 @@ bf_read_features <- function(path, row_names = NULL) {
     if (!row_names %in% names(data)) {
       abort_missing_columns(row_names, names(data), sprintf("the kept columns of \"%s\"", path), call = call)
     }
-    ids <- as.character(data[[row_names]])
+    ids <- data[[row_names]]
+    # as.character(3e9) is "3e+09": whole numbers past R's integers (order numbers) are named by their digits
+    ids <- if (is.double(ids)) {
+      vapply(ids, function(v) if (is.na(v)) NA_character_ else format(v, scientific = FALSE, digits = 15L), "")
+    } else {
+      as.character(ids)
+    }
     if (anyNA(ids) || anyDuplicated(ids)) {
       abort_bf(sprintf("Column `%s` cannot name the rows: it has %s; pass a column that names each row once.",
                        row_names, if (anyNA(ids)) "missing values" else "repeated values"),

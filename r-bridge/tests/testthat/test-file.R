@@ -183,6 +183,7 @@ test_that("bf_read_features() reads bf_embed_file()'s output into R: the feature
   expect_identical(f$data, tibble::tibble(id = c(10L, 20L, 30L), label = c("pos", NA, "neg"), big = c(3e9, 1, 2)))
   expect_identical(f$provenance$pooling, "mean")
   expect_identical(f$provenance$dims, 384L)
+  expect_identical(rownames(bf_read_features(output, row_names = "big")$x), c("3000000000", "1", "2"))
   # a row name column must be one that names each row once
   expect_error(bf_read_features(output, row_names = "label"), class = "bertfeat_error_argument")
   expect_error(bf_read_features(output, row_names = "nope"), class = "bertfeat_error_missing_column")
