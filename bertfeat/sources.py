@@ -183,32 +183,63 @@ def _one_name_each(files: list[Path]) -> list[Path]:
 
 def _glob(pattern: str) -> list[Path]:
     """The files ``pattern`` matches, as ``glob.glob(recursive=True)`` matches them, but a ``**`` reads each folder
-    once (:func:`files_under`): Python's glob follows a link back to an ancestor round and round until the path is
-    too long (each file read once per turn), and with two such links never ends."""
+    once per place in the pattern: Python's glob follows a link back to an ancestor round and round until the path
+    is too long (each file read once per turn), and with two such links never ends. A file is found under every
+    name the pattern matches (a folder reached by a hidden link first, ``.x -> sub``, is still matched as ``sub``
+    by ``**``); :func:`_one_name_each` then keeps one."""
     if "**" not in Path(pattern).parts:
         return [Path(f) for f in glob.glob(pattern, recursive=True) if Path(f).is_file() or _dangling(Path(f))]
     root = _literal_root(pattern)
     if not root.is_dir():
         return []
     want = Path(pattern).parts[len(root.parts):]
-    return [f for f in files_under(root) if _matches(f.relative_to(root).parts, want)]
+    seen, out, todo = set(), [], [(root, 0)]
+    while todo:  # (a folder, how much of the pattern its name has matched): finitely many, each read once
+        folder, at = todo.pop()
+        st = os.stat(folder)
+        if (st.st_dev, st.st_ino, at) in seen:
+            continue
+        seen.add((st.st_dev, st.st_ino, at))
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError as exc:  # a folder the pattern reaches but that cannot be listed: its files unread
+            raise PermissionError(f"input folder {str(folder)!r} cannot be listed ({exc.strerror or exc}): its files "
+                                  "would be left out of the job; make it readable, or pass a glob without it."
+                                  ) from exc
+        for name in names:
+            path, after = folder / name, _step(want, at, name)
+            if path.is_dir():
+                todo += [(path, q) for q in after]
+            elif (path.is_file() or _dangling(path)) and any(len(want) in _skips(want, q) for q in after):
+                out.append(path)
+    return out
 
 
-def _matches(parts: tuple, pattern: tuple) -> bool:
-    """Whether a path's ``parts`` match a glob's ``pattern`` parts as glob matches them: ``**`` any number of
-    folders, a name starting with a dot only by a pattern part starting with one."""
+def _skips(pattern: tuple, at: int) -> set[int]:
+    """The places in ``pattern`` reached from ``at`` matching nothing more: past each ``**`` (zero folders)."""
+    reach = {at}
+    while at < len(pattern) and pattern[at] == "**":
+        at += 1
+        reach.add(at)
+    return reach
+
+
+def _step(pattern: tuple, at: int, name: str) -> set[int]:
+    """The places in ``pattern`` reached from ``at`` by one more path part ``name``, as glob matches: ``**`` any
+    number of parts, a name starting with a dot only by a pattern part starting with one (or naming it)."""
     import fnmatch
 
-    if not pattern:
-        return not parts
-    if not parts:
-        return all(p == "**" for p in pattern)
-    head, hidden = pattern[0], parts[0].startswith(".")
-    if head == "**":
-        return _matches(parts, pattern[1:]) or (not hidden and _matches(parts[1:], pattern))
-    if hidden and not head.startswith(".") and is_pattern(head):
-        return False
-    return fnmatch.fnmatchcase(parts[0], head) and _matches(parts[1:], pattern[1:])
+    hidden, reach = name.startswith("."), set()
+    for p in _skips(pattern, at):
+        if p == len(pattern):
+            continue
+        head = pattern[p]
+        if head == "**":
+            if not hidden:
+                reach.add(p)
+        elif not (hidden and not head.startswith(".") and is_pattern(head)) and fnmatch.fnmatchcase(name, head):
+            reach.add(p + 1)
+    return reach
 
 
 def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:

@@ -622,3 +622,38 @@ def test_the_csv_file_wrapper_gives_every_byte_once_and_never_more_than_asked(tm
     assert b"".join(pieces) == data and f.eof and f.read(0) == b""
     if 1 not in sizes:  # what pyarrow trips on: a piece ending in '\r' before one starting with '\n' (one-byte reads must)
         assert not any(a.endswith(b"\r") and b.startswith(b"\n") for a, b in zip(pieces, pieces[1:])), pieces
+
+
+def test_a_glob_reads_a_file_that_any_of_its_names_lets_the_pattern_match(tmp_path):
+    """A folder reached by two names (a link beside it) was read under the first name in sorted order only, and a
+    ``**`` pattern was matched against that name alone: a folder reached first through a hidden link (``.x -> sub``)
+    was skipped by ``**`` (which passes no hidden name), and a pattern naming the second name (``**/b/*.parquet``
+    with ``b -> a``) matched nothing there; the files were left out of the job, silently. A file is read when any
+    of its names matches, once (glob.glob's answer, each file once)."""
+    import glob
+    import os
+
+    from bertfeat.readers import resolve_input
+
+    folder = tmp_path / "d"
+    for f in (folder / "sub" / "s.parquet", folder / "a" / "f.parquet", folder / ".only" / "h.parquet"):
+        f.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({"id": [f.stem], "text": ["x"]}), f)
+    os.symlink("sub", folder / ".x")  # sorts before sub: the folder was read as .x only
+    os.symlink("a", folder / "b")  # the folder is a first: a pattern naming b missed it
+    for loop in (False, True):
+        if loop:  # a link back to the top: the same answers, and the walk ends (glob.glob's would not, here)
+            os.symlink("..", folder / "a" / "up")
+        for pattern, want in (("**/*.parquet", ["a/f.parquet", "sub/s.parquet"]), ("**/b/*.parquet", ["a/f.parquet"]),
+                              ("**/.x/*.parquet", ["sub/s.parquet"]), ("**/sub/**", ["sub/s.parquet"]),
+                              ("*/*.parquet", ["a/f.parquet", "sub/s.parquet"]),
+                              ("**/.*/*.parquet", [".only/h.parquet", "sub/s.parquet"]),
+                              ("b/**/*.parquet", ["a/f.parquet", "sub/s.parquet"] if loop else ["a/f.parquet"])):
+            _, files = resolve_input(str(folder / pattern))
+            got = sorted(os.path.realpath(f)[len(str(folder.resolve())) + 1:] for f in files)
+            assert got == want, pattern
+            assert len(files) == len({os.path.realpath(f) for f in files}), pattern
+            if not loop:  # as glob.glob reads it, each file once
+                said = {os.path.realpath(f)[len(str(folder.resolve())) + 1:]
+                        for f in glob.glob(str(folder / pattern), recursive=True) if os.path.isfile(f)}
+                assert sorted(said) == want, pattern
