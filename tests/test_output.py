@@ -88,6 +88,30 @@ def test_an_input_beside_out_or_with_a_similar_name_is_not_refused(tmp_path):
     check_output(OutputPaths(out), reader(*(tmp_path / n for n in ["in.csv", "f.csv", "fx/in.csv"])), False)
 
 
+def test_an_input_reached_by_a_chain_of_relative_links_across_outs_folder_is_still_the_output(tmp_path, monkeypatch):
+    """Relative links are read from the folder of the link, not the working folder: an input folder holding a chain
+    of them into the job's own ``.partial`` parts (``in/l1 -> ../hop/l2 -> ../out.parquet.partial``) must not be
+    read back, and an ``--out`` that is such a chain to the input file must be refused as the input."""
+    from bertfeat.readers import resolve_input
+
+    monkeypatch.chdir(tmp_path)
+    for d in ("in", "hop", "out.parquet.partial", "o", "m"):
+        os.mkdir(d)
+    for f in ("in/a.parquet", "out.parquet.partial/part-000000.parquet"):
+        pq.write_table(pa.table({"text": ["x"]}), f)
+    os.symlink("../hop/l2", "in/l1")
+    os.symlink("../out.parquet.partial", "hop/l2")
+    paths = OutputPaths.of("out.parquet")
+    for given in ("in", "in/**/*.parquet"):
+        assert resolve_input(given, [paths.out, paths.partial])[1] == [Path("in/a.parquet")], given
+    with pytest.raises(FileNotFoundError, match="matches no files"):  # only the parts match it
+        resolve_input("in/*/*.parquet", [paths.out, paths.partial])
+    os.symlink("../m/l2", "o/link")
+    os.symlink("../in/a.parquet", "m/l2")
+    refused(ValueError, f"--out {str(tmp_path / 'in' / 'a.parquet')!r} is the input file; write the features to "
+            "another path.", OutputPaths.of("o/link"), reader("in/a.parquet"), True)
+
+
 def test_the_folder_of_out_must_exist(tmp_path):
     out = tmp_path / "missing" / "f.parquet"
     refused(FileNotFoundError, f"the folder of --out {str(out)!r} does not exist; create it first.",
