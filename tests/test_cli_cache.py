@@ -14,6 +14,7 @@ import pytest
 from bertfeat.cache import Cache, open_cache
 from bertfeat.cli import build_parser, main
 from bertfeat.encode import encode
+from bertfeat.exceptions import CacheWarning
 from tests.conftest import CountingBackend, make_recipe
 
 REPO = Path(__file__).resolve().parents[1]
@@ -309,3 +310,23 @@ def test_the_namespace_help_states_the_shortest_prefix_the_cache_takes(cache_dir
     assert main(["cache", action, str(cache_dir), "--namespace", fingerprint[:5]]) == 2
     assert "at least 6 characters" in capsys.readouterr().err
     assert main(["cache", action, str(cache_dir), "--namespace", fingerprint[:6]]) == 0
+
+
+@pytest.mark.parametrize("action", ["compact", "info"])
+def test_the_cache_commands_finish_where_warnings_are_errors_and_still_say_the_shard(cache_dir, capsys, action):
+    """Where warnings are errors (``python -W error``, ``PYTHONWARNINGS=error``: CI), ``cache compact`` stopped on its
+    own "ignoring unreadable shard" warning before removing that shard, the one thing it was run to do, and ``cache
+    info`` before listing it: the tool's own maintenance reports the shard, it does not die on it."""
+    import warnings
+
+    shard = sorted((cache_dir / MEAN.fingerprint()).glob("shard-*.parquet"))[0]
+    shard.write_bytes(shard.read_bytes()[:50])
+    with pytest.warns(CacheWarning, match=f"ignoring unreadable shard {shard}"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(["cache", action, str(cache_dir)]) == 0
+    out = capsys.readouterr().out
+    if action == "compact":
+        assert f"{MEAN.fingerprint()}: 2 -> 1 shards, 10 rows, 0 duplicates dropped, 1 corrupt shards removed" in out
+        assert not shard.exists()
+    else:
+        assert f"1 corrupt shard(s), ignored until `compact` removes them: {shard.name}" in out

@@ -54,6 +54,20 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
+    import warnings
+
+    from bertfeat.exceptions import CacheWarning, NoLockWarning
+
+    # A corrupt shard is what info lists and compact removes, and an unlocked cache what they work on anyway: their
+    # warnings are this command's report, shown where warnings are errors too (python -W error, PYTHONWARNINGS=error:
+    # compact stopped on the shard it was run to remove).
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", CacheWarning)
+        warnings.simplefilter("always", NoLockWarning)
+        return _run(args)
+
+
+def _run(args) -> int:
     from bertfeat.cache import open_cache
     from bertfeat.exceptions import CacheError
 
