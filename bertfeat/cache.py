@@ -45,6 +45,8 @@ if TYPE_CHECKING:  # compaction imports this module's names: imported when compa
 
 MARKER = "bertfeat-cache.json"
 RECIPE_FILE = "recipe.json"
+# token counts a run with the tokenizer keeps in recipe.json for runs without it (Cache.note_tokens)
+_NOTED = ("n_special", "prefix_tokens")
 _LOCK_FILE = ".lock"
 _COMPACT_LOCK_FILE = ".compact.lock"
 _SHARD_RE = re.compile(r"^shard-\d{20}-[0-9a-f]{12}\.parquet$")
@@ -198,6 +200,16 @@ class Cache:
         q = _key_array(keys)
         return self._namespace(recipe.fingerprint(), recipe.n_features).lookup(q)
 
+    def tokens_noted(self, recipe) -> dict:
+        """What a run that had the tokenizer noted beside ``recipe``'s namespace (:meth:`note_tokens`), or {}."""
+        return self._namespace(recipe.fingerprint(), recipe.n_features).tokens_noted()
+
+    def note_tokens(self, recipe, **counts: int) -> None:
+        """Keep token ``counts`` only the tokenizer tells (``prefix_tokens``, ``n_special``) in the recipe.json of
+        ``recipe``'s namespace, where it exists, so a run the cache answers whole need not load the model to learn
+        them; a namespace that cannot be written is left as it is (they are learnt again)."""
+        self._namespace(recipe.fingerprint(), recipe.n_features).note_tokens(recipe, counts)
+
     def store(self, recipe, keys, vectors, n_tokens) -> int:
         """Append the rows whose keys are not stored yet; returns how many rows were written."""
         q = _key_array(keys)
@@ -306,6 +318,7 @@ class _Namespace:
         self.bad: set[str] = set()
         self.denied: set[str] = set()  # shards this user may not read: not corrupt, so never deleted
         self._warned: set[str] = set()
+        self._noted: dict | None = None  # recipe.json's token counts (tokens_noted), once read or written
         self._next_id = 0
         self.keys = np.empty(0, dtype=f"S{KEY_BYTES}")
         self.shard_of = np.empty(0, dtype=np.int32)
@@ -589,6 +602,31 @@ class _Namespace:
         except FileNotFoundError:
             return []
 
+    def tokens_noted(self) -> dict:
+        with self._lock:
+            if self._noted is None:
+                recipe = self._read_recipe()
+                if isinstance(recipe, dict) and recipe.get("fingerprint") == self.fingerprint:
+                    counts = {k: recipe.get(k) for k in _NOTED}
+                    if all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in counts.values()):
+                        self._noted = counts
+            return dict(self._noted or {})
+
+    def note_tokens(self, recipe, counts: dict) -> None:
+        counts = {k: int(counts[k]) for k in _NOTED}
+        with self._lock:
+            if self.tokens_noted() == counts:
+                return
+            path = os.path.join(self.dir, RECIPE_FILE)
+            old = self._read_recipe()
+            if not os.path.isdir(self.dir) or not isinstance(old, dict) or old.get("fingerprint") != self.fingerprint:
+                return  # no namespace yet (nothing stored), or a recipe.json that is not this namespace's
+            try:
+                _write_atomic(path, json.dumps({**old, **counts}, indent=2, sort_keys=True) + "\n")
+            except OSError:  # a read-only cache: the counts are learnt again next time
+                return
+            self._noted = counts
+
     def _read_recipe(self) -> dict | None:
         try:
             with open(os.path.join(self.dir, RECIPE_FILE), encoding="utf-8") as f:
@@ -649,5 +687,6 @@ class _Namespace:
                         os.unlink(os.path.join(self.dir, name))
             self._forget(list(self.shards))
             self.bad.clear()
+            self._noted = None
         with contextlib.suppress(OSError):  # left in place if something else was put there
             os.rmdir(self.dir)

@@ -197,7 +197,8 @@ def encode(
         # ([CLS] [SEP]): such a row counts the special tokens and the prefix's, fewer than any text of its own. Only
         # the hits that short are checked, with the tokenizer, so a cached run loads the model only where one may be.
         fewest = int(n_tokens[found].min())
-        suspect = np.flatnonzero(found & (n_tokens == fewest)) if fewest <= _no_content_tokens_at_most(recipe) else []
+        bound = _no_content_tokens_at_most(recipe, cache.tokens_noted(recipe) if recipe.prefix else {})
+        suspect = np.flatnonzero(found & (n_tokens == fewest)) if fewest <= bound else []
         if len(suspect):
             model = backend()
             dropped[suspect[dropped_texts([uniques[j] for j in suspect], recipe, model)]] = True
@@ -229,6 +230,8 @@ def encode(
         kept = content > 0
         if cache is not None and kept.any():  # a dropped text is never cached: it has no vector of its own
             stats.cache_new = cache.store(recipe, [keys[j] for j in todo[kept]], new_vectors[kept], new_tokens[kept])
+    if cache is not None and model is not None and recipe.prefix:  # for the runs the cache answers whole
+        cache.note_tokens(recipe, n_special=model.n_special, prefix_tokens=len(prefix_tokens(recipe, model)))
     if dropped.any():
         is_missing = is_missing.copy()
         is_missing[np.flatnonzero(~is_missing)[dropped[inverse]]] = True
@@ -250,12 +253,15 @@ def encode(
     return (out, stats, is_missing) if return_missing else (out, stats)
 
 
-def _no_content_tokens_at_most(recipe: Recipe) -> int:
+def _no_content_tokens_at_most(recipe: Recipe, noted: dict) -> int:
     """A bound on the tokens of a text the tokenizer drops whole, special tokens and prefix included, known without
     the tokenizer: two special tokens (BERT's [CLS] [SEP], RoBERTa's <s> </s>) and at most two tokens per UTF-8 byte
-    of the prefix, plus one (a SentencePiece word marker). A text of its own tokens always counts more than the same
-    text dropped, so no text of its own is ever taken for a dropped one: the bound only decides which hits are
-    checked."""
+    of the prefix, plus one (a SentencePiece word marker); where an earlier run noted them beside the cache
+    (:meth:`bertfeat.cache.Cache.note_tokens`), the model's special tokens and the prefix's own, plus that one. A text
+    of its own tokens always counts more than the same text dropped, so no text of its own is ever taken for a
+    dropped one: the bound only decides which hits are checked."""
+    if recipe.prefix and noted:
+        return noted["n_special"] + noted["prefix_tokens"] + 1
     return 2 + (2 * len(recipe.prefix.encode("utf-8")) + 1 if recipe.prefix else 0)
 
 

@@ -422,3 +422,31 @@ def test_a_cached_run_of_one_token_texts_still_never_loads_the_model(tmp_path):
     again, stats = encode(["a", "b", "c d"], recipe, no_model, cache=cache)
     np.testing.assert_array_equal(again, first)
     assert stats.cache_hits == 3
+
+
+def test_a_cached_run_with_a_prefix_loads_the_model_only_for_texts_as_short_as_a_dropped_one(tmp_path):
+    """With a prefix, which hits an older bertfeat may have filled with a dropped text was known only as a bound on
+    the prefix's bytes (17 tokens for "query: "): a run the cache answered whole, of texts of a few tokens each,
+    still loaded the model (seconds) to check them. The prefix's token count, learnt the first time the model runs,
+    is kept beside the namespace (recipe.json): a text of two tokens or more is then never a suspect."""
+    import json
+
+    from bertfeat.cache import Cache
+
+    recipe = make_recipe(prefix="query: ", max_length=32)
+    texts = ["ab", "cd e", "a text"]
+    first, _ = encode(texts, recipe, lambda: CountingBackend(), cache=Cache(tmp_path / "c"))
+    written = json.loads((tmp_path / "c" / recipe.fingerprint() / "recipe.json").read_text())
+    assert written["prefix_tokens"] == 7 and written["n_special"] == 2  # one token a character: "query: "
+
+    def no_model():
+        raise AssertionError("the model was loaded for a run the cache answers whole")
+
+    again, stats = encode(texts, recipe, no_model, cache=Cache(tmp_path / "c"))  # another process: read from disk
+    np.testing.assert_array_equal(again, first)
+    assert stats.cache_hits == 3
+    # a one-token text counts one more than the prefix alone, as a SentencePiece word marker may: still checked
+    encode(["z"], recipe, lambda: CountingBackend(), cache=Cache(tmp_path / "c"))
+    loads = []
+    encode(["z"], recipe, lambda: loads.append(1) or CountingBackend(), cache=Cache(tmp_path / "c"))
+    assert loads == [1]
