@@ -201,7 +201,8 @@ def _glob(pattern: str) -> list[Path]:
             continue
         seen.add((st.st_dev, st.st_ino, at))
         try:
-            names = sorted(os.listdir(folder))
+            with os.scandir(folder) as entries:
+                names = sorted(e.name for e in entries)
         except OSError as exc:  # a folder the pattern reaches but that cannot be listed: its files unread
             raise PermissionError(f"input folder {str(folder)!r} cannot be listed ({exc.strerror or exc}): its files "
                                   "would be left out of the job; make it readable, or pass a glob without it."
@@ -209,7 +210,7 @@ def _glob(pattern: str) -> list[Path]:
         for name in names:
             path, after = folder / name, _step(want, at, name)
             if path.is_dir():
-                todo += [(path, q) for q in after]
+                todo += [(path, q) for q in after if q < len(want)]  # a folder the pattern ends at holds no match
             elif (path.is_file() or _dangling(path)) and any(len(want) in _skips(want, q) for q in after):
                 out.append(path)
     return out

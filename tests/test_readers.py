@@ -488,9 +488,10 @@ def test_a_subfolder_that_cannot_be_listed_is_refused_not_left_out(tmp_path, mon
         return scandir(path)
 
     monkeypatch.setattr(os, "scandir", refusing)
-    with pytest.raises(PermissionError, match=r"input folder '.*private' cannot be listed \(Permission denied\): "
-                                              r"its files would be left out"):
-        resolve_input(str(folder))
+    for given in (folder, folder / "**" / "*.parquet"):  # a glob's ** walks the folders too
+        with pytest.raises(PermissionError, match=r"input folder '.*private' cannot be listed \(Permission denied\): "
+                                                  r"its files would be left out"):
+            resolve_input(str(given))
 
 
 def test_a_folder_input_follows_symlinked_subfolders_and_reads_each_folder_once(tmp_path):
