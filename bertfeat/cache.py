@@ -621,11 +621,9 @@ class _Namespace:
             old = self._read_recipe()
             if not os.path.isdir(self.dir) or not isinstance(old, dict) or old.get("fingerprint") != self.fingerprint:
                 return  # no namespace yet (nothing stored), or a recipe.json that is not this namespace's
-            try:
+            with contextlib.suppress(OSError):  # a read-only cache: another process learns them again
                 _write_atomic(path, json.dumps({**old, **counts}, indent=2, sort_keys=True) + "\n")
-            except OSError:  # a read-only cache: the counts are learnt again next time
-                return
-            self._noted = counts
+            self._noted = counts  # true in this process either way, and not written again for every call
 
     def _read_recipe(self) -> dict | None:
         try:
