@@ -258,8 +258,9 @@ def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:
             files = sorted(_glob(path))
         else:
             files = sorted(f for f in files_under(p) if f.name.lower().endswith(PARQUET_SUFFIXES))
-        files = _one_name_each(_refuse_dangling(files))
+        # the job's own output first: a linked --out in the input folder dangles until the first run writes it
         files = _leave_out(files, exclude, _literal_root(path) if wildcard else p)
+        files = _one_name_each(_refuse_dangling(files))
         if not files and wildcard:
             raise FileNotFoundError(f"input {path!r} matches no files.")
         if not files:

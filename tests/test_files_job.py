@@ -814,3 +814,20 @@ def test_a_parts_folder_that_is_a_symlink_is_refused_before_any_work(tiny_bert, 
                                               r"--out a link"):
         embed_file(src, tmp_path / "out.parquet", "review", model=tiny_bert, quiet=True)
     assert not (tmp_path / "out.parquet").exists() and list((tmp_path / "big").iterdir()) == []
+
+
+def test_a_linked_output_inside_the_input_folder_is_written_before_its_first_run_and_never_read(tiny_bert, tmp_path):
+    """Two layouts each supported, together: an output inside the input folder (left out of the input) and an
+    ``--out`` that is a link to a bigger disk, dangling before the first run. The dangling link was refused as an
+    input file "which does not exist (a disk not mounted?)" before the job's own output was left out: the job could
+    not start. Its own output is left out first, by where the link points; after the run, it is still not read."""
+    data = tmp_path / "data"
+    data.mkdir()
+    pq.write_table(pa.table({"id": ["1", "2"], "review": ["good", "bad"]}), data / "a.parquet")
+    (tmp_path / "big").mkdir()
+    link = data / "features.parquet"
+    os.symlink(os.path.join("..", "big", "features.parquet"), link)
+    for again in (False, True):
+        manifest = embed_file(data, link, "review", model=tiny_bert, quiet=True, overwrite=again)
+        assert manifest["counts"]["rows"] == 2 and [f[0] for f in manifest["input"]["files"]] == [str(data / "a.parquet")]
+        assert link.is_symlink() and pq.read_table(tmp_path / "big" / "features.parquet").num_rows == 2
