@@ -38,7 +38,7 @@ from bertfeat.shards import (  # noqa: F401  (the cache's names for its shard fo
     _pid_alive, _row_group_rows, _RowGroupWriter, _schema, _shard_table, _shard_time, _TempShard, _Unreadable,
     _vectors_from_column, _write_atomic,
 )
-from bertfeat.sources import is_url, locale_refusal
+from bertfeat.sources import absolute, is_url, locale_refusal
 
 if TYPE_CHECKING:  # compaction imports this module's names: imported when compact is called
     from bertfeat.compaction import CompactResult
@@ -86,7 +86,7 @@ def open_cache(path, *, create: bool = True) -> "Cache":
             "calls. Pass a path: a local directory, or a shared filesystem mounted at the same path on every worker "
             "(an object store mounted with s3fs, gcsfuse or blobfuse; /dbfs/... on Databricks)."
         )
-    root = os.path.abspath(os.path.expanduser(os.fsdecode(path)))
+    root = absolute(os.path.expanduser(os.fsdecode(path)))  # a `..` after a link as the system reads it
     refusal = locale_refusal(root, "cache_dir")
     if refusal:
         raise CacheError(refusal)
@@ -185,7 +185,7 @@ class Cache:
     """
 
     def __init__(self, root, *, row_group_rows: int | None = None):
-        self.root = os.path.abspath(os.fsdecode(root))
+        self.root = absolute(os.fsdecode(root))
         self.row_group_rows = row_group_rows
         self._namespaces: dict[str, _Namespace] = {}
         self._lock = threading.Lock()

@@ -582,7 +582,9 @@ def _relative_model_dir(model) -> str | None:
     """The directory a relative ``model`` path names from here (absolute), or None for anything else."""
     if not isinstance(model, (str, os.PathLike)) or model == "default" or os.path.isabs(os.path.expanduser(model)):
         return None
-    return os.path.abspath(model) if os.path.isdir(model) else None
+    from bertfeat.sources import absolute
+
+    return absolute(os.fsdecode(os.fspath(model))) if os.path.isdir(model) else None  # lnk/.. as the system reads it
 
 
 def _puts_token_first(spec, trust_remote_code: bool) -> bool:

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from bertfeat.exceptions import NoLockWarning, user_stacklevel
 from bertfeat.shards import FLOCK_UNSUPPORTED
+from bertfeat.sources import absolute
 
 try:
     import fcntl
@@ -147,7 +148,7 @@ def absolute_paths(params: dict) -> dict:
     engine (a Ray actor, a Spark task) on another node starts in another working directory."""
     out = dict(params)
     if out.get("cache_dir") is not None and os.fsdecode(os.fspath(out["cache_dir"])).strip():  # "" stays refusable
-        out["cache_dir"] = os.path.abspath(os.path.expanduser(os.fspath(out["cache_dir"])))
+        out["cache_dir"] = absolute(os.path.expanduser(os.fspath(out["cache_dir"])))
     model = out.get("model", "default")
     if isinstance(model, (str, os.PathLike)) and os.fspath(model) != "default" and Path(model).expanduser().is_dir():
         out["model"] = str(Path(model).expanduser().resolve())

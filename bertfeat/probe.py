@@ -394,7 +394,9 @@ def _check_writable(path, name: str, plot: bool = False) -> None:
     if os.fspath(path) == "-":  # the Unix name of standard output, which carries the table
         raise ValueError(f"{name} (standard output) cannot be written: the probe writes its {'plot' if plot else 'JSON'} "
                          "to a file; name the file to write (a file named '-' is ./-).")
-    folder = os.path.dirname(os.path.abspath(os.fspath(path)))
+    from bertfeat.sources import absolute
+
+    folder = os.path.dirname(absolute(os.fsdecode(os.fspath(path))))  # lnk/.. as the system reads it
     if not os.path.isdir(folder):
         raise ValueError(f"{name} cannot be written: its folder {folder!r} does not exist; create it first.")
     suffix = os.path.splitext(os.fspath(path))[1].lower()

@@ -28,6 +28,20 @@ def path_text(value, name: str, expected: str) -> str:
     return os.path.expanduser(os.fsdecode(value))
 
 
+def absolute(path):
+    """``path`` made absolute as the system reads it: ``os.path.abspath`` drops a ``..`` with the name before it, by
+    text, but after a link to a folder (``lnk/..``, ``lnk -> real/sub``) the system goes up from where the link points
+    (``real``). The part up to the last ``..`` is resolved by the system; the rest, and a path without ``..``, keep
+    their names (a linked folder stays named as given). Bytes stay bytes."""
+    if isinstance(path, bytes):
+        return os.fsencode(absolute(os.fsdecode(path)))
+    parts = Path(path).parts
+    if ".." not in parts:
+        return os.path.abspath(path)
+    last = len(parts) - parts[::-1].index("..")
+    return os.path.normpath(os.path.join(os.path.realpath(os.path.join(*parts[:last])), *parts[last:]))
+
+
 def is_url(path) -> bool:
     """Whether ``path`` is a URL (``s3://bucket/x``, ``dbfs:/x``), which bertfeat's file calls cannot reach:
     ``pathlib`` and ``abspath`` would make it the local path ``s3:/bucket/x``, a folder named after the scheme."""

@@ -228,6 +228,29 @@ def test_open_cache_is_shared_per_directory_and_process(tmp_path):
     assert open_cache(tmp_path / "linked") is a and open_cache(tmp_path / "linked" / ".." / "c") is a
 
 
+def test_a_cache_dir_whose_dotdot_follows_a_link_is_the_folder_the_system_names(tmp_path, monkeypatch):
+    """``lnk/../c`` with ``lnk -> real/sub`` is ``real/c`` to the system (and to ``ls``, R and every other program),
+    but the cache's root was made absolute by text (``os.path.abspath``), which drops ``lnk/..``: the cache was made
+    and filled in ``./c``, another folder, and a cluster engine's workers were sent there too."""
+    from bertfeat.output import absolute_paths
+
+    (tmp_path / "real" / "sub").mkdir(parents=True)
+    (tmp_path / "lnk").symlink_to(Path("real") / "sub", target_is_directory=True)
+    given = tmp_path / "lnk" / ".." / "c"
+    recipe = make_recipe()
+    encode(TEXTS[:3], recipe, CountingBackend, cache=open_cache(given))
+    assert shards_of(tmp_path / "real" / "c", recipe) and not (tmp_path / "c").exists()
+    assert Path(absolute_paths({"cache_dir": str(given)})["cache_dir"]) == tmp_path / "real" / "c"
+    # the siblings that made a path absolute by text: a relative model folder's fitted place, the probe's output folder
+    from bertfeat.embedder import _relative_model_dir
+    from bertfeat.probe import _check_writable
+
+    (tmp_path / "real" / "m").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert _relative_model_dir(os.path.join("lnk", "..", "m")) == str(tmp_path / "real" / "m")
+    _check_writable(given / "probe.json", "--json")  # real/c exists; ./c, which the text names, does not
+
+
 # -- corruption: detected, reported, ignored, recomputed -------------------------------------------------------------
 
 

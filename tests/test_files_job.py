@@ -829,5 +829,6 @@ def test_a_linked_output_inside_the_input_folder_is_written_before_its_first_run
     os.symlink(os.path.join("..", "big", "features.parquet"), link)
     for again in (False, True):
         manifest = embed_file(data, link, "review", model=tiny_bert, quiet=True, overwrite=again)
-        assert manifest["counts"]["rows"] == 2 and [f[0] for f in manifest["input"]["files"]] == [str(data / "a.parquet")]
+        assert manifest["counts"]["rows"] == 2, again
+        assert [f[0] for f in manifest["input"]["files"]] == [str(data / "a.parquet")], again
         assert link.is_symlink() and pq.read_table(tmp_path / "big" / "features.parquet").num_rows == 2
