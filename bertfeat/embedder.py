@@ -169,17 +169,14 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
     # -- scikit-learn API -------------------------------------------------------------------------------------
 
     def fit(self, X, y=None):
-        """Check parameters and input, and read the model's shape. Trains nothing; returns self."""
+        """Check parameters and input, and read the model's shape. Trains nothing; returns self.
+
+        All or nothing: a fit that fails (or is interrupted) leaves the estimator as it was, unfitted or fitted as
+        before, never half of each."""
         from bertfeat.inputs import text_columns
 
         self._check_runtime_params()
-        self.recipe_, spec = self._recipe_and_spec()
-        # the values the recipe was built from, to refuse a transform after set_params changed one (no refit)
-        self._recipe_params = copy.deepcopy({name: getattr(self, name) for name in _RECIPE_PARAMS})
-        # a relative model path is read from the working directory: where it pointed, to say so if that changes
-        self._model_dir_in_fit = _relative_model_dir(self.model)
-        # the model's folder and revision: named if its files are not the fitted ones at transform
-        self._model_files_in_fit = (spec.folder, spec.revision)
+        recipe, spec = self._recipe_and_spec()
         self._cache()  # a cache_dir that is a file or unwritable is a CacheError now, before any work
         names, values, all_columns = text_columns(X, self.columns)
         if not values and len(X):  # rows, but no column: not a lack of samples
@@ -187,14 +184,24 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
                              f"{type(self).__name__}.")
         if not values or len(values[0]) == 0:
             raise ValueError(f"Found array with 0 sample(s) while a minimum of 1 is required by {type(self).__name__}.")
-        self.text_columns_ = names
-        self.n_features_in_ = len(all_columns) if all_columns is not None else len(names)
-        # X's column labels, checked at transform also where scikit-learn records none (int names: feature_names_in_)
-        self._column_labels_in = list(all_columns) if all_columns is not None else None
+        fitted = {
+            # the values the recipe was built from, to refuse a transform after set_params changed one (no refit)
+            "_recipe_params": copy.deepcopy({name: getattr(self, name) for name in _RECIPE_PARAMS}),
+            # a relative model path is read from the working directory: where it pointed, to say so if that changes
+            "_model_dir_in_fit": _relative_model_dir(self.model),
+            # the model's folder and revision: named if its files are not the fitted ones at transform
+            "_model_files_in_fit": (spec.folder, spec.revision),
+            "text_columns_": names,
+            "n_features_in_": len(all_columns) if all_columns is not None else len(names),
+            # X's column labels, checked at transform also where scikit-learn records none (int names)
+            "_column_labels_in": list(all_columns) if all_columns is not None else None,
+        }
         if all_columns is not None and all(isinstance(c, str) for c in all_columns):
-            self.feature_names_in_ = np.asarray(all_columns, dtype=object)
+            fitted["feature_names_in_"] = np.asarray(all_columns, dtype=object)
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
+        fitted["recipe_"] = recipe  # what check_is_fitted reads
+        self.__dict__.update(fitted)  # set at once, last
         return self
 
     def transform(self, X):

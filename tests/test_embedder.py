@@ -186,6 +186,46 @@ def test_transform_before_fit_says_fit_first(emb):
         emb.transform(TEXTS)
 
 
+def test_a_failed_or_interrupted_fit_changes_nothing(tiny_bert, monkeypatch):
+    # A fit that fails half-way (bad input, an unusable cache, Ctrl-C in a notebook) used to keep the recipe it had
+    # built: a fresh estimator then passed transform's fitted check and crashed with "'BertEmbedder' object has no
+    # attribute 'text_columns_'", and a fitted one was left half old fit, half new.
+    from sklearn.exceptions import NotFittedError
+
+    frame = pd.DataFrame({"a": TEXTS})
+    for X, params in (([], {}), (pd.DataFrame({"b": TEXTS}), {"columns": ["a"]})):
+        est = BertEmbedder(tiny_bert, **params)
+        with pytest.raises(ValueError):
+            est.fit(X)
+        with pytest.raises(NotFittedError):
+            est.transform(frame)
+        with pytest.raises(NotFittedError):
+            est.get_feature_names_out()
+
+    est = BertEmbedder(tiny_bert, pooling="mean")
+    monkeypatch.setattr(BertEmbedder, "_cache", lambda self: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        est.fit(frame)
+    monkeypatch.undo()
+    with pytest.raises(NotFittedError):
+        est.transform(frame)
+
+    # a fitted estimator whose refit fails is still its earlier fit, whole: set_params is refused as not refitted
+    fitted = BertEmbedder(tiny_bert, pooling="mean").fit(frame)
+    before = {k: copy.deepcopy(v) for k, v in vars(fitted).items()}
+    fitted.set_params(pooling="max")
+    with pytest.raises(ValueError, match="0 sample"):
+        fitted.fit(frame.iloc[:0])
+    after = vars(fitted)
+    assert sorted(after) == sorted(before)
+    assert after["recipe_"].fingerprint() == before["recipe_"].fingerprint()
+    assert after["_recipe_params"] == before["_recipe_params"]
+    with pytest.raises(ValueError, match="pooling"):
+        fitted.transform(frame)
+    fitted.set_params(pooling="mean")
+    np.testing.assert_array_equal(fitted.transform(frame), BertEmbedder(tiny_bert, pooling="mean").fit_transform(frame))
+
+
 # -- missing values ---------------------------------------------------------------------------------------------
 
 
