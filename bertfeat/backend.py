@@ -201,8 +201,10 @@ def _is_oom(exc: BaseException) -> bool:
 
     if isinstance(exc, torch.cuda.OutOfMemoryError):
         return True
-    # MPS and some allocators raise a plain RuntimeError
-    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+    # MPS and some allocators raise a plain RuntimeError; torch's CPU allocator says "DefaultCPUAllocator: can't
+    # allocate memory" (no "out of memory"), and read as a fault of the fast path it left the process on the slow one
+    message = str(exc).lower()
+    return isinstance(exc, RuntimeError) and ("out of memory" in message or "can't allocate memory" in message)
 
 
 class TorchBackend:

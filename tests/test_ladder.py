@@ -295,6 +295,38 @@ def test_a_fast_path_failing_at_the_first_batch_falls_back_once_losing_no_row(ti
     assert any("failed on a batch" in r.getMessage() for r in caplog.records)
 
 
+def test_a_batch_the_cpu_has_no_memory_for_is_halved_and_the_fast_path_kept(tiny_bert, monkeypatch, caplog):
+    # torch's CPU allocator says "can't allocate memory", never "out of memory": a batch too big for the RAM left
+    # (another process's peak, a notebook holding big frames) was taken for a fast-path fault, so that one failed
+    # call loaded the transformers model on top (more memory, at the worst time), failed all the same, and left the
+    # process on the slow path for good, its vectors no longer a fresh process's.
+    from bertfeat.encode import encode
+
+    backend = fresh_backend(tiny_bert, "float32")
+    recipe = BertEmbedder(model=tiny_bert, pooling="cls+mean", layers=-1).fit(["x"]).recipe_
+    monkeypatch.setattr(backend, "workers", 1)
+    want, _ = encode(TEXTS, recipe, lambda: backend, batch_tokens=10_000)
+    real, limit, met = backend.fast, 64, []  # a row of the most tokens the model takes always fits
+
+    def little_ram(ids, mask, layers):
+        if ids.shape[0] * ids.shape[1] > limit:
+            try:
+                torch.empty(1 << 60, dtype=torch.uint8)  # the allocator's own error, whatever its wording
+            except RuntimeError as exc:
+                met.append(str(exc))
+                raise
+        return real(ids, mask, layers)
+
+    little_ram.rung = real.rung
+    monkeypatch.setattr(backend, "fast", little_ram)
+    with caplog.at_level(logging.WARNING, logger="bertfeat"):
+        got, _ = encode(TEXTS, recipe, lambda: backend, batch_tokens=10_000)
+    assert met and backend.fast is little_ram and backend.model is None  # kept, and no second copy loaded
+    assert not any("failed on a batch" in r.getMessage() for r in caplog.records)
+    np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)  # halves: other batches, the last bits may move
+    assert backend.memory_cap.capped
+
+
 def test_a_failure_of_the_transformers_path_itself_is_raised(tiny_bert, monkeypatch):
     backend = fresh_backend(tiny_bert, "float32")
     monkeypatch.setattr(backend, "fast", lambda *a: (_ for _ in ()).throw(RuntimeError("fast broke")))
