@@ -343,7 +343,8 @@ class _Namespace:
                 settled = all(shard is not None or name in self.bad or name in self.denied
                               for name, shard in zip(new, opened))
                 opened = [shard for shard in opened if shard is not None]
-                self._register(opened)  # empties the list, so each shard's keys are freed once copied
+                with self._changing_index():
+                    self._register(opened)  # empties the list, so each shard's keys are freed once copied
                 if settled:
                     break
 
@@ -474,11 +475,27 @@ class _Namespace:
 
     def _forget(self, sids) -> None:
         sids = list(sids)
-        keep = ~np.isin(self.shard_of, sids)
-        self.keys, self.shard_of, self.row_of = self.keys[keep], self.shard_of[keep], self.row_of[keep]
-        for sid in sids:
-            shard = self.shards.pop(sid)
-            self.ids.pop(shard.name, None)
+        with self._changing_index():
+            keep = ~np.isin(self.shard_of, sids)
+            self.keys, self.shard_of, self.row_of = self.keys[keep], self.shard_of[keep], self.row_of[keep]
+            for sid in sids:
+                shard = self.shards.pop(sid)
+                self.ids.pop(shard.name, None)
+
+    @contextlib.contextmanager
+    def _changing_index(self):
+        """A change of the index that stops half-way (a MemoryError growing it, Ctrl-C in a notebook) drops the index
+        whole, so that the next refresh reads every shard again: kept, it would hold a shard marked indexed without
+        its keys (its rows missed, recomputed and stored again, for the rest of the process) or copies of a key out
+        of their shards' order."""
+        try:
+            yield
+        except BaseException:
+            self.shards, self.ids = {}, {}
+            self.keys = np.empty(0, dtype=f"S{KEY_BYTES}")
+            self.shard_of = np.empty(0, dtype=np.int32)
+            self.row_of = np.empty(0, dtype=np.int32)
+            raise
 
     def _mark_bad(self, name: str, exc: BaseException) -> None:
         self._set_aside(name, self.bad,

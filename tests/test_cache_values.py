@@ -495,6 +495,60 @@ def test_a_shard_named_older_that_lands_later_still_answers_first_in_every_proce
     workers.check_found(keys, *Cache(tmp_path).lookup(recipe, keys))
 
 
+@pytest.mark.parametrize("fails", ["insert", "lexsort"])
+def test_an_index_update_stopped_half_way_is_read_again_not_kept_half_done(tmp_path, monkeypatch, fails):
+    # A MemoryError (or Ctrl-C in a notebook) while a shard joined the process's index left the shard marked as
+    # indexed without its keys ("insert"), or its copies in another order than their shards' names ("lexsort"):
+    # every later lookup of the process missed its rows (the model run again for them, stored again) or answered
+    # another copy than a fresh process does, for good.
+    recipe = recipe16()
+    ids = range(300)
+    keys = workers.rows(ids)[0]
+    write_copy(tmp_path, recipe, range(100), shard_name(5), int(fails == "lexsort"))  # other bits: answers second
+    reader = Cache(tmp_path)
+    reader.lookup(recipe, keys[:1])  # indexes the shard named 5
+    # a newer shard ("insert"); a shard named older that lands later ("lexsort"), whose copies answer first
+    write_copy(tmp_path, recipe, ids, shard_name(7 if fails == "insert" else 2), 0)
+    real, calls = getattr(np, fails), []
+
+    def runs_out(*args, **kwargs):
+        calls.append(1)
+        raise MemoryError
+
+    monkeypatch.setattr(np, fails, runs_out)
+    with pytest.raises(MemoryError):
+        reader.lookup(recipe, keys)
+    monkeypatch.setattr(np, fails, real)
+    assert calls
+    found, got, tokens = reader.lookup(recipe, keys)
+    assert found.all()
+    workers.check_found(keys, found, got, tokens)
+    fresh = Cache(tmp_path).lookup(recipe, keys)[1]
+    np.testing.assert_array_equal(got.view(np.uint32), fresh.view(np.uint32))
+
+
+def test_a_store_stopped_half_way_leaves_no_temp_file_and_no_lock(tmp_path, monkeypatch):
+    # docs/cache.md: a call stopped half-way in a process that goes on holds no lock after it, leaves no temp file
+    recipe = recipe16()
+    keys, vectors, tokens = workers.rows(range(50))
+    cache = Cache(tmp_path)
+    cache.store(recipe, keys[:10], vectors[:10], tokens[:10])
+    real = pq.write_table
+
+    def interrupted(table, where, **kwargs):
+        real(table.slice(0, 1), where, **kwargs)  # a part of the shard on disk
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cache_module.pq, "write_table", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        cache.store(recipe, keys, vectors, tokens)
+    monkeypatch.undo()
+    assert sorted(p.name for p in (tmp_path / recipe.fingerprint()).iterdir() if p.name.startswith(".tmp")) == []
+    assert cache.store(recipe, keys, vectors, tokens) == 40
+    workers.check_found(keys, *cache.lookup(recipe, keys))
+    assert cache.clear() == [recipe.fingerprint()]  # takes the exclusive locks: none is still held
+
+
 def test_a_first_lookup_builds_the_index_with_few_temporaries(tmp_path):
     # The index holds 24 bytes a row, but a new process's first lookup in a 1M-row namespace added about 130 MB to
     # it: the key column read whole beside its copy, then gathered from lists, sorted and inserted into the empty
