@@ -218,9 +218,17 @@ def encode(
                 _refuse_dropped(uniques, found, inverse, is_missing, row_name,
                                 all_seen=lo + len(content) == len(todo))
 
+        def keep(done: np.ndarray, vectors: np.ndarray, full: np.ndarray, content: np.ndarray) -> None:
+            """The run stopped half-way (a failed batch, Ctrl-C): cache the texts it finished, so that the next call
+            runs the model for the others only. A text the tokenizer dropped, or a non-finite vector, is never
+            cached."""
+            ok = (content > 0) & np.isfinite(vectors).all(axis=1)
+            if ok.any():
+                cache.store(recipe, [keys[j] for j in todo[done[ok]]], vectors[ok], full[ok])
+
         new_vectors, new_tokens, run, content = _run_model(
             [uniques[j] for j in todo], recipe, model, batch_tokens or model.default_batch_tokens, progress,
-            planned=refuse_dropped if missing == "error" else None,
+            planned=refuse_dropped if missing == "error" else None, on_stop=keep if cache is not None else None,
         )
         _check_finite(new_vectors, todo, inverse, is_missing, row_name, recipe)
         dropped[todo] = content == 0
@@ -360,11 +368,16 @@ def derive(X: np.ndarray, source: Recipe, recipe: Recipe) -> np.ndarray:
 
 
 def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progress: bool,
-               planned: Callable[[int, np.ndarray], None] | None = None):
+               planned: Callable[[int, np.ndarray], None] | None = None,
+               on_stop: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], None] | None = None):
     """Tokenize, window, batch by token budget, run, pool and combine: the part that needs the model.
 
     ``planned(lo, content)`` is called with each chunk's first text and its texts' own token counts once it is
     tokenized, before any of its batches goes to the model (it may raise: :func:`encode`'s refusal of a dropped text).
+
+    ``on_stop(texts, vectors, full tokens, content tokens)`` is given, when the run stops half-way (a batch that fails,
+    Ctrl-C, a MemoryError; not a refusal by ``planned``, nor in a file job, whose journal keeps its batches), the
+    texts whose vectors were complete, as the whole run would have returned them, before the exception goes on.
 
     Texts go in chunks of ``model.chunk_texts`` (default: all at once, the least padding). With ``model.prefetch``
     a background thread tokenizes and plans the next chunks while the model runs, which keeps a GPU busy: the
@@ -385,6 +398,7 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
     groups = (per_layer or recipe).layer_groups
     prefetch = bool(getattr(model, "prefetch", False))
     chunk = int(getattr(model, "chunk_texts", 0) or 0) or max(1, len(texts))
+    refused: list = []  # planned refused a chunk: nothing is kept
 
     # under "truncate" a unit is the first tokens, with the prefix's: never tokenize past them
     keep = window + len(prefix) if recipe.long_text == "truncate" else None
@@ -394,7 +408,11 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
             heads, rest = read_tokens(texts[lo:hi], recipe, model, prefix, keep)
             seqs = TokenSeqs.from_lists(rest)
             if planned is not None:
-                planned(lo, seqs.length)
+                try:
+                    planned(lo, seqs.length)
+                except BaseException:
+                    refused.append(lo)
+                    raise
             if heads is not None:  # every unit (every window of a long text) starts with the prefix's tokens
                 head_lengths = np.fromiter(map(len, heads), dtype=np.int64, count=len(heads))
                 units = make_units(seqs, window + len(prefix) - head_lengths, recipe.long_text, recipe.stride)
@@ -404,7 +422,8 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
                 units = make_units(seqs, window, recipe.long_text, recipe.stride)
             lengths = units.ids.length + model.n_special
             texts_tokens = seqs.length + head_lengths + model.n_special
-            yield _Step(units, lengths, plan_batches(lengths, batch_tokens), texts_tokens, seqs.length, recipe.pooling)
+            yield _Step(units, lengths, plan_batches(lengths, batch_tokens), texts_tokens, seqs.length, recipe.pooling,
+                        lo=lo)
 
     steps = prefetched(plans()) if prefetch else plans()
     open_steps: deque = deque()  # planned steps whose results are still coming back, oldest first
@@ -434,6 +453,29 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
                 running.append((step, i, key))
                 yield ids
 
+    def as_recipe(combined):
+        if per_layer is not None:  # layers averaged after combining windows
+            combined = derive(combined.reshape(len(combined), -1), per_layer, replace(recipe, normalize=False))
+            combined = combined.reshape(len(combined), recipe.n_blocks, -1)
+        return combined
+
+    def finished():
+        """The texts whose vectors are complete, and those vectors as the whole run returns them: every text of the
+        settled steps, and in the open ones the texts whose windows all came back."""
+        parts = [(lo + np.arange(len(full)), vectors, full, content) for lo, vectors, full, content in settled]
+        for step in open_steps:
+            done = step.finished_texts()
+            if len(done):
+                parts.append((step.lo + done, as_recipe(step.combiner.result_of(done)), step.full[done],
+                              step.content[done]))
+        if not parts:
+            return None
+        vectors = np.concatenate([p[1] for p in parts])
+        if recipe.normalize:
+            vectors = l2_normalize(vectors)
+        return (np.concatenate([p[0] for p in parts]), vectors.reshape(len(vectors), -1).astype(np.float32, copy=False),
+                np.concatenate([p[2] for p in parts]), np.concatenate([p[3] for p in parts]))
+
     def settle():
         """Pool and combine the oldest steps whose batches have all come back."""
         nonlocal tokens, padded, n_batches
@@ -441,13 +483,7 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
             step = open_steps.popleft()
             for batch in step.batches:
                 padded += len(batch) * int(step.lengths[batch].max())
-            combined = step.combiner.result()
-            if per_layer is not None:
-                combined = derive(combined.reshape(len(combined), -1), per_layer, replace(recipe, normalize=False))
-                combined = combined.reshape(len(combined), recipe.n_blocks, -1)
-            per_text.append(combined)
-            full_tokens.append(step.full)
-            content_tokens.append(step.content)
+            settled.append((step.lo, as_recipe(step.combiner.result()), step.full, step.content))  # one append
             tokens += int(step.lengths.sum())
             n_batches += len(step.batches)
 
@@ -455,33 +491,49 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
     run = getattr(model, "forward_batches", None) or (
         lambda sequences, pooling, groups: (model.forward(units, pooling, groups) for units in sequences)
     )
-    per_text, full_tokens, content_tokens = [], [], []
+    settled = []  # (first text, vectors, full tokens, content tokens) of each step combined, in order
     tokens = padded = n_batches = 0
     outputs = run(batch_stream(), recipe.pooling, groups)
     try:
-        for result in outputs:
-            step, i, key = running.popleft()
-            step.put(i, result)
-            bar.update(len(step.batches[i]))
-            tally[0] += len(step.batches[i])
-            if report is not None:
-                report(tally[0] / max(tally[1], 1))
-            if journal is not None:
-                journal.put(key, result)
-            settle()
-        settle()  # steps at the end that the journal answered whole
-    finally:
-        outputs.close()
-        bar.close()
-        if hasattr(steps, "close"):
-            steps.close()
+        try:
+            for result in outputs:
+                step, i, key = running.popleft()
+                step.put(i, result)
+                bar.update(len(step.batches[i]))
+                tally[0] += len(step.batches[i])
+                if report is not None:
+                    report(tally[0] / max(tally[1], 1))
+                if journal is not None:
+                    journal.put(key, result)
+                settle()
+            settle()  # steps at the end that the journal answered whole
+        finally:
+            outputs.close()  # the batches still running end first
+            bar.close()
+            if hasattr(steps, "close"):
+                steps.close()
+    except BaseException:
+        if on_stop is not None and not refused and journal is None:  # a file job's journal keeps them itself
+            done = finished()
+            if done is not None:
+                try:
+                    on_stop(*done)
+                except Exception as exc:  # the failure that stopped the run is the one to raise
+                    import warnings
+
+                    from bertfeat.exceptions import CacheWarning, user_stacklevel
+
+                    warnings.warn(f"bertfeat: the {len(done[0])} texts finished before the run stopped could not be "
+                                  f"kept ({type(exc).__name__}: {exc}); the next call embeds them again.",
+                                  CacheWarning, stacklevel=user_stacklevel())
+        raise
     if open_steps:
         raise RuntimeError("bertfeat: the model returned fewer batches than were sent to it.")
-    vectors = np.concatenate(per_text)
+    vectors = np.concatenate([s[1] for s in settled])
     if recipe.normalize:
         vectors = l2_normalize(vectors)
-    return (vectors.reshape(len(texts), -1).astype(np.float32, copy=False), np.concatenate(full_tokens),
-            (tokens, padded, n_batches), np.concatenate(content_tokens))
+    return (vectors.reshape(len(texts), -1).astype(np.float32, copy=False), np.concatenate([s[2] for s in settled]),
+            (tokens, padded, n_batches), np.concatenate([s[3] for s in settled]))
 
 
 @dataclass
@@ -494,6 +546,7 @@ class _Step:
     full: np.ndarray  # each text's whole token count, special tokens included (truncate: at most max_length + 1)
     content: np.ndarray  # each text's own tokens (no special tokens, no prefix): 0 where the tokenizer kept none
     pooling: Sequence[str]
+    lo: int = 0  # the chunk's first text
     results: list = field(init=False)  # each batch's pooled output back before an earlier batch's (None otherwise)
     waiting: int = field(init=False)  # batches not yet back
     folded: int = field(init=False)  # batches combined into the texts' vectors: the first ones, in plan order
@@ -505,6 +558,13 @@ class _Step:
         self.folded = 0
         # windows are weighted by their token counts, special tokens and prefix included
         self.combiner = WindowCombiner(self.units.starts, self.lengths, self.pooling)
+
+    def finished_texts(self) -> np.ndarray:
+        """The texts (of this chunk) every window of which is combined: those of the batches folded so far."""
+        pending = np.ones(len(self.units.owner), dtype=bool)
+        for batch in self.batches[:self.folded]:
+            pending[batch] = False
+        return np.setdiff1d(np.arange(len(self.full)), self.units.owner[pending])
 
     def put(self, i: int, result: np.ndarray) -> None:
         """Batch ``i``'s pooled output: combined into its texts' vectors in plan order (so a text's windows are

@@ -103,6 +103,17 @@ class WindowCombiner:
                 np.add.at(self.sums[:, b], slot, col.astype(np.float64) * w)
         np.add.at(self.total_weight, slot, w[:, 0])
 
+    def result_of(self, texts: np.ndarray) -> np.ndarray:
+        """The vectors (len(texts), blocks, dim) of ``texts``, every window of which was added, as :meth:`result`
+        gives them (a run stopped half-way keeps the texts it finished)."""
+        out = self.out[texts]
+        slot = self.slot[texts]
+        many = np.flatnonzero(slot >= 0)
+        for b, is_max in enumerate(self._is_max):
+            sums = self.sums[slot[many], b]
+            out[many, b, :] = sums if is_max else sums / self.total_weight[slot[many]][:, None]
+        return out
+
     def result(self) -> np.ndarray:
         """The texts' vectors (texts, blocks, dim), once every window was added."""
         for b, is_max in enumerate(self._is_max):

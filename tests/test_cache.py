@@ -67,6 +67,61 @@ def test_only_missing_texts_reach_the_model(tmp_path):
     np.testing.assert_array_equal(out, fresh)
 
 
+class _StopsAtBatch(CountingBackend):
+    """A counting backend whose ``at``-th forward pass raises ``stop`` (Ctrl-C, a MemoryError, a model failing)."""
+
+    def __init__(self, at: int, stop: type):
+        super().__init__()
+        self.at, self.stop = at, stop
+
+    def forward(self, units, pooling, layer_groups):
+        if self.forward_calls + 1 == self.at:
+            raise self.stop("stopped at a batch (simulated)")
+        return super().forward(units, pooling, layer_groups)
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, MemoryError, RuntimeError])
+@pytest.mark.parametrize("recipe", [
+    make_recipe(normalize=True), make_recipe(long_text="chunk", stride=2),
+    make_recipe(long_text="chunk", stride=3, layers=(1, 2, 3), pooling=("mean", "max")),
+], ids=["truncate", "chunk", "chunk-layers"])
+def test_a_call_stopped_half_way_caches_the_texts_it_finished_and_only_those(tmp_path, stop, recipe):
+    # A transform stopped half-way (Ctrl-C in a notebook, a batch the model fails on) threw away every vector it had
+    # computed: the next call ran the model again for all of them. The texts whose windows all came back are cached
+    # now, with the very vectors an uninterrupted run gives; no text of an unfinished batch is.
+    texts = [f"text {i} " * (i % 6 + 1) for i in range(60)]  # up to 54 characters: several windows at max_length 16
+    want, _ = encode(texts, recipe, CountingBackend, batch_tokens=64)
+    total = CountingBackend()
+    encode(texts, recipe, lambda: total, batch_tokens=64)
+    stopped = _StopsAtBatch(at=total.forward_calls // 2, stop=stop)
+    with pytest.raises(stop):
+        encode(texts, recipe, lambda: stopped, cache=Cache(tmp_path), batch_tokens=64)
+    rerun = CountingBackend()
+    got, stats = encode(texts, recipe, lambda: rerun, cache=Cache(tmp_path), batch_tokens=64)
+    assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist()  # what was cached is exactly right
+    assert stats.cache_hits > 0 and rerun.rows < total.rows  # and the finished work was not done again
+    assert stats.cache_hits + stats.cache_misses == len(set(texts))
+
+
+class _DropsOmega(CountingBackend):
+    """Tokenizes in chunks of 8 texts, as a GPU does, and drops the text "Ω" whole."""
+
+    chunk_texts = 8
+
+    def tokenize(self, texts):
+        return [[] if t == "\u03a9" else ids for t, ids in zip(texts, super().tokenize(texts))]
+
+
+def test_a_refusal_of_a_later_chunk_still_caches_nothing(tmp_path):
+    # missing='error' refuses a text the tokenizer drops whole saying "Nothing was cached.", though the chunks
+    # before it ran
+    backend = _DropsOmega()
+    with pytest.raises(ValueError, match="Nothing was cached"):
+        encode(TEXTS + ["\u03a9"], make_recipe(), lambda: backend, cache=Cache(tmp_path), missing="error")
+    assert backend.rows >= 8
+    assert not shards_of(tmp_path, make_recipe())
+
+
 # One changed value per field that goes into the fingerprint; test_every_fingerprint_field_is_covered keeps this
 # list complete when Recipe grows a field.
 RECIPE_CHANGES = {

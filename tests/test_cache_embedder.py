@@ -127,3 +127,48 @@ def test_pickled_pipeline_with_an_unusable_cache_dir_says_what_to_do(tiny_bert, 
         restored.transform(TEXTS)
     restored.set_params(cache_dir=tmp_path / "here")
     assert restored.transform(TEXTS).shape == (11, 64)
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, RuntimeError])
+def test_a_transform_stopped_in_a_worker_thread_keeps_what_it_finished_and_leaves_no_state(tiny_bert, tmp_path,
+                                                                                            monkeypatch, stop):
+    # Ctrl-C (or a batch the model fails on) in the middle of a transform, in a notebook that goes on: the batches
+    # that came back are cached, with the vectors a run of the whole gives, and the process is as before: no
+    # bertfeat thread left running, torch's thread count and the count of running calls as they were.
+    import threading
+
+    import torch
+
+    from bertfeat import hardware
+    from bertfeat.encode import text_key
+
+    texts = [f"{s} number {i}" for i, s in enumerate(TINY_SENTENCES * 8)]
+    params = dict(model=tiny_bert, batch_tokens=96)
+    want = BertEmbedder(**params).fit_transform(texts)
+    backend = bertfeat.backend.get_backend(bertfeat.models.resolve_model(tiny_bert), "cpu", "float32")
+    assert backend.workers > 1 or torch.get_num_threads() == 1  # batches in worker threads wherever cores allow
+    threads_before, shared_before = torch.get_num_threads(), dict(hardware._SHARED)
+    real, calls = backend._forward, []
+
+    def stops_at_the_fourth(*args):
+        calls.append(threading.current_thread().name)
+        if len(calls) == 4:
+            raise stop("stopped at a batch (simulated)")
+        return real(*args)
+
+    monkeypatch.setattr(backend, "_forward", stops_at_the_fourth)
+    est = BertEmbedder(cache_dir=str(tmp_path), **params).fit(texts)
+    with pytest.raises(stop):
+        est.transform(texts)
+    monkeypatch.setattr(backend, "_forward", real)
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("bertfeat")]
+    assert (torch.get_num_threads(), hardware._SHARED) == (threads_before, shared_before)
+
+    recipe = est.recipe_
+    found = open_cache(tmp_path).lookup(recipe, [text_key(t) for t in texts])[0]
+    assert 0 < found.sum() < len(texts)
+    got = est.transform(texts)
+    assert est.stats_.cache_hits == found.sum()
+    # cached from the batches a whole run has: the same bits
+    assert bits(got[found]).tolist() == bits(want[found]).tolist()
+    np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)  # the rest ran in other batches
