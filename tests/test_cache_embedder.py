@@ -131,10 +131,12 @@ def test_pickled_pipeline_with_an_unusable_cache_dir_says_what_to_do(tiny_bert, 
 
 @pytest.mark.parametrize("stop", [KeyboardInterrupt, RuntimeError])
 def test_a_transform_stopped_in_a_worker_thread_keeps_what_it_finished_and_leaves_no_state(tiny_bert, tmp_path,
-                                                                                            monkeypatch, stop):
+                                                                                            monkeypatch, stop,
+                                                                                            progress_bars):
     # Ctrl-C (or a batch the model fails on) in the middle of a transform, in a notebook that goes on: the batches
     # that came back are cached, with the vectors a run of the whole gives, and the process is as before: no
-    # bertfeat thread left running, torch's thread count and the count of running calls as they were.
+    # bertfeat thread left running, torch's thread count and the count of running calls as they were, the progress
+    # bar closed.
     import threading
 
     import torch
@@ -157,9 +159,10 @@ def test_a_transform_stopped_in_a_worker_thread_keeps_what_it_finished_and_leave
         return real(*args)
 
     monkeypatch.setattr(backend, "_forward", stops_at_the_fourth)
-    est = BertEmbedder(cache_dir=str(tmp_path), **params).fit(texts)
+    est = BertEmbedder(cache_dir=str(tmp_path), progress=True, **params).fit(texts)
     with pytest.raises(stop):
         est.transform(texts)
+    assert progress_bars[-1].shown and progress_bars[-1].bar.disable  # shown, then closed
     monkeypatch.setattr(backend, "_forward", real)
     assert not [t.name for t in threading.enumerate() if t.name.startswith("bertfeat")]
     assert (torch.get_num_threads(), hardware._SHARED) == (threads_before, shared_before)
