@@ -514,18 +514,18 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
                 steps.close()
     except BaseException:
         if on_stop is not None and not refused and journal is None:  # a file job's journal keeps them itself
-            done = finished()
-            if done is not None:
-                try:
+            try:
+                done = finished()
+                if done is not None:
                     on_stop(*done)
-                except Exception as exc:  # the failure that stopped the run is the one to raise
-                    import warnings
+            except Exception as exc:  # the failure that stopped the run is the one to raise
+                import warnings
 
-                    from bertfeat.exceptions import CacheWarning, user_stacklevel
+                from bertfeat.exceptions import CacheWarning, user_stacklevel
 
-                    warnings.warn(f"bertfeat: the {len(done[0])} texts finished before the run stopped could not be "
-                                  f"kept ({type(exc).__name__}: {exc}); the next call embeds them again.",
-                                  CacheWarning, stacklevel=user_stacklevel())
+                warnings.warn(f"bertfeat: the texts finished before the run stopped could not be kept "
+                              f"({type(exc).__name__}: {exc}); the next call embeds them again.",
+                              CacheWarning, stacklevel=user_stacklevel())
         raise
     if open_steps:
         raise RuntimeError("bertfeat: the model returned fewer batches than were sent to it.")

@@ -103,6 +103,19 @@ def test_a_call_stopped_half_way_caches_the_texts_it_finished_and_only_those(tmp
     assert stats.cache_hits + stats.cache_misses == len(set(texts))
 
 
+def test_a_stopped_call_whose_finished_texts_cannot_be_kept_raises_what_stopped_it_and_says_so(tmp_path, monkeypatch):
+    def broken_store(*args):
+        raise ValueError("store broke (simulated)")
+
+    cache = Cache(tmp_path)
+    monkeypatch.setattr(cache, "store", broken_store)
+    texts = [f"text {i} " * (i % 6 + 1) for i in range(60)]
+    stops = _StopsAtBatch(at=5, stop=KeyboardInterrupt)
+    with pytest.warns(CacheWarning, match="could not be kept .ValueError: store broke"), \
+            pytest.raises(KeyboardInterrupt):
+        encode(texts, make_recipe(), lambda: stops, cache=cache, batch_tokens=64)
+
+
 class _DropsOmega(CountingBackend):
     """Tokenizes in chunks of 8 texts, as a GPU does, and drops the text "Ω" whole."""
 
