@@ -199,7 +199,7 @@ def _quiet_transformers():
 def _is_oom(exc: BaseException) -> bool:
     import torch
 
-    if isinstance(exc, torch.cuda.OutOfMemoryError):
+    if isinstance(exc, (torch.cuda.OutOfMemoryError, MemoryError)):  # MemoryError: Python's own (numpy's copies)
         return True
     # MPS and some allocators raise a plain RuntimeError; torch's CPU allocator says "DefaultCPUAllocator: can't
     # allocate memory" (no "out of memory"), and read as a fault of the fast path it left the process on the slow one
@@ -397,7 +397,7 @@ class TorchBackend:
             return self._halves(units, pooling, layer_groups)
         try:
             result = self._forward(units, pooling, layer_groups)
-        except RuntimeError as exc:  # torch.cuda.OutOfMemoryError included
+        except (RuntimeError, MemoryError) as exc:  # torch.cuda.OutOfMemoryError included
             if not _is_oom(exc) or rows == 1:
                 raise
             # retried below, after this block: inside it the traceback keeps the failed batch's tensors alive, so

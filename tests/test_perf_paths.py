@@ -330,6 +330,27 @@ def test_oom_backoff_halves_batches_and_loses_no_row(tiny_backend, monkeypatch):
     np.testing.assert_allclose(again, expected, atol=1e-5, rtol=0)  # other batches: the last bits may move
 
 
+def test_a_memory_error_of_a_batch_is_halved_and_retried_as_out_of_memory(tiny_backend, monkeypatch):
+    # Python's own out-of-memory error (numpy's pooled copy of a big batch, an allocation outside torch's) failed the
+    # whole call where torch's was halved and retried
+    recipe = BertEmbedder(model=tiny_backend.spec.path, pooling="cls+mean", layers=[2, 3]).fit(["x"]).recipe_
+    texts = TEXTS * 3 + [f"dog {i} " * (i % 7 + 1) for i in range(20)]
+    monkeypatch.setattr(tiny_backend, "workers", 1)
+    expected, _ = encode(texts, recipe, lambda: tiny_backend, batch_tokens=10_000)
+    real, met = tiny_backend._forward, []
+
+    def little_ram(units, pooling, groups):
+        if len(units) * (max(len(u) for u in units) + tiny_backend.n_special) > 60:
+            met.append(len(units))
+            raise MemoryError
+        return real(units, pooling, groups)
+
+    monkeypatch.setattr(tiny_backend, "_forward", little_ram)
+    got, _ = encode(texts, recipe, lambda: tiny_backend, batch_tokens=10_000)
+    assert met
+    np.testing.assert_allclose(got, expected, atol=1e-5, rtol=0)  # other batches: the last bits may move
+
+
 def test_oom_on_a_single_sequence_is_raised(tiny_backend, monkeypatch):
     def no_memory(units, pooling, groups):
         raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
