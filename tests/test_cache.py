@@ -823,3 +823,20 @@ def test_the_documented_cache_key_names_every_field_of_the_recipes_fingerprint()
         if where == "README.md":  # the README gives the short list: sizes and per-family versions are details
             missing = [f for f in missing if f not in ("hidden_size", "num_layers", "model_format")]
         assert not missing, (where, missing)
+
+
+def test_a_second_ctrl_c_while_the_finished_texts_are_written_stops_that_too(tmp_path, monkeypatch):
+    # docs/cache.md: the finished texts are written as the run stops; a second Ctrl-C then stops the writing, and
+    # leaves no temp file
+    def interrupted(table, where, **kwargs):
+        open(where, "wb").close()  # the temp file begun
+        raise KeyboardInterrupt("the second Ctrl-C (simulated)")
+
+    cache = Cache(tmp_path)
+    monkeypatch.setattr(cache_module.pq, "write_table", interrupted)
+    texts = [f"text {i} " * (i % 6 + 1) for i in range(60)]
+    stops = _StopsAtBatch(at=5, stop=KeyboardInterrupt)
+    with pytest.raises(KeyboardInterrupt, match="second") as info:
+        encode(texts, make_recipe(), lambda: stops, cache=cache, batch_tokens=64)
+    assert "stopped at a batch" in str(info.value.__context__)
+    assert not [p for p in tmp_path.rglob("*") if p.name.startswith(".tmp") or p.name.startswith("shard-")]
