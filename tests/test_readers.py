@@ -457,9 +457,9 @@ def test_a_folder_input_leaves_out_the_jobs_own_output_and_parts(tmp_path):
         pq.write_table(pa.table({"id": ["1"], "text": ["x"]}), folder / f)
     out = folder / "out.parquet"
     partial = folder / "out.parquet.partial"
-    for given in (str(folder), str(folder / "**" / "*.parquet")):
-        _, files = resolve_input(given, exclude=[out, partial])
-        assert [f.relative_to(folder).as_posix() for f in files] == ["a.parquet", "sub/b.parquet"], given
+    for named in (str(folder), str(folder / "**" / "*.parquet")):
+        _, files = resolve_input(named, exclude=[out, partial])
+        assert [f.relative_to(folder).as_posix() for f in files] == ["a.parquet", "sub/b.parquet"], named
     # an output folder (the cluster engines') inside the input folder is left out too, but never the input itself
     _, files = resolve_input(str(folder), exclude=[folder / "sub"])
     assert [f.relative_to(folder).as_posix() for f in files] == ["a.parquet", "out.parquet",
@@ -488,10 +488,10 @@ def test_a_subfolder_that_cannot_be_listed_is_refused_not_left_out(tmp_path, mon
         return scandir(path)
 
     monkeypatch.setattr(os, "scandir", refusing)
-    for given in (folder, folder / "**" / "*.parquet"):  # a glob's ** walks the folders too
+    for named in (folder, folder / "**" / "*.parquet"):  # a glob's ** walks the folders too
         with pytest.raises(PermissionError, match=r"input folder '.*private' cannot be listed \(Permission denied\): "
                                                   r"its files would be left out"):
-            resolve_input(str(given))
+            resolve_input(str(named))
 
 
 def test_a_folder_input_follows_symlinked_subfolders_and_reads_each_folder_once(tmp_path):
@@ -552,10 +552,10 @@ def test_a_dangling_link_among_the_input_files_is_refused_not_left_out(tmp_path)
     folder.mkdir()
     pq.write_table(pa.table({"id": ["a"], "text": ["x"]}), folder / "a.parquet")
     os.symlink(tmp_path / "unmounted" / "b.parquet", folder / "b.parquet")
-    for given in (folder, folder / "*.parquet", folder / "**"):
+    for named in (folder, folder / "*.parquet", folder / "**"):
         with pytest.raises(FileNotFoundError, match=r"b\.parquet' is a symbolic link to .*unmounted/b\.parquet"
                                                     r"', which does not exist"):
-            resolve_input(str(given))
+            resolve_input(str(named))
     (folder / "notes.txt").symlink_to(tmp_path / "gone.txt")  # not an input file by its name: no matter
     (folder / "b.parquet").unlink()
     assert [f.name for f in resolve_input(str(folder))[1]] == ["a.parquet"]
