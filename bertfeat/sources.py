@@ -1,5 +1,6 @@
 """Which files an input names: a CSV or parquet file, or a folder or glob of parquet files (leaving out the job's
-own output), their kinds by suffix and their compression."""
+own output, and names a dataset's readers hide: starting with '.' or '_'), their kinds by suffix and their
+compression."""
 
 from __future__ import annotations
 
@@ -201,12 +202,13 @@ def _glob(pattern: str) -> list[Path]:
     is too long (each file read once per turn), and with two such links never ends. A file is found under every
     name the pattern matches (a folder reached by a hidden link first, ``.x -> sub``, is still matched as ``sub``
     by ``**``); :func:`_one_name_each` then keeps one."""
-    if "**" not in Path(pattern).parts:
-        return [Path(f) for f in glob.glob(pattern, recursive=True) if Path(f).is_file() or _dangling(Path(f))]
     root = _literal_root(pattern)
+    want = Path(pattern).parts[len(root.parts):]
+    if "**" not in Path(pattern).parts:
+        found = [Path(f) for f in glob.glob(pattern, recursive=True) if Path(f).is_file() or _dangling(Path(f))]
+        return [f for f in found if _matches(f.parts[len(root.parts):], want)]  # a _name only where asked for
     if not root.is_dir():
         return []
-    want = Path(pattern).parts[len(root.parts):]
     seen, out, todo = set(), [], [(root, 0)]
     while todo:  # (a folder, how much of the pattern its name has matched): finitely many, each read once
         folder, at = todo.pop()
@@ -241,10 +243,11 @@ def _skips(pattern: tuple, at: int) -> set[int]:
 
 def _step(pattern: tuple, at: int, name: str) -> set[int]:
     """The places in ``pattern`` reached from ``at`` by one more path part ``name``, as glob matches: ``**`` any
-    number of parts, a name starting with a dot only by a pattern part starting with one (or naming it)."""
+    number of parts, and a name starting with a dot, or with ``_`` (hidden from a dataset's readers, as in a folder
+    input), only by a pattern part starting with it, or naming it without a wildcard."""
     import fnmatch
 
-    hidden, reach = name.startswith("."), set()
+    hidden, reach = name.startswith(HIDDEN_PREFIXES), set()
     for p in _skips(pattern, at):
         if p == len(pattern):
             continue
@@ -252,9 +255,27 @@ def _step(pattern: tuple, at: int, name: str) -> set[int]:
         if head == "**":
             if not hidden:
                 reach.add(p)
-        elif not (hidden and not head.startswith(".") and is_pattern(head)) and fnmatch.fnmatchcase(name, head):
+        elif not (hidden and not head.startswith(name[0]) and is_pattern(head)) and fnmatch.fnmatchcase(name, head):
             reach.add(p + 1)
     return reach
+
+
+# Names that readers of a parquet dataset (pyarrow.dataset, pandas.read_parquet, Spark, Dask) leave out of a folder:
+# a failed Spark attempt's copies under _temporary/, Delta's _delta_log/, _metadata, a tool's .part-0.parquet temp.
+HIDDEN_PREFIXES = (".", "_")
+
+
+def _hidden(parts) -> bool:
+    """Whether a path below an input folder (its ``parts`` there) is hidden from a dataset's readers."""
+    return any(part.startswith(HIDDEN_PREFIXES) for part in parts)
+
+
+def _matches(parts: tuple, pattern: tuple) -> bool:
+    """Whether a path's ``parts`` match a glob's ``pattern`` parts, by the rule of :func:`_step`."""
+    states = {0}
+    for name in parts:
+        states = {q for at in states for q in _step(pattern, at, name)}
+    return any(len(pattern) in _skips(pattern, q) for q in states)
 
 
 def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:
@@ -271,7 +292,8 @@ def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:
         if wildcard:
             files = sorted(_glob(path))
         else:
-            files = sorted(f for f in files_under(p) if f.name.lower().endswith(PARQUET_SUFFIXES))
+            files = sorted(f for f in files_under(p) if f.name.lower().endswith(PARQUET_SUFFIXES)
+                           and not _hidden(f.relative_to(p).parts))
         # the job's own output first: a linked --out in the input folder dangles until the first run writes it
         files = _leave_out(files, exclude, _literal_root(path) if wildcard else p)
         files = _one_name_each(_refuse_dangling(files))
@@ -305,8 +327,15 @@ _ONE_CSV = "embed each CSV file on its own, or join them into one CSV file (one 
 
 def _no_parquet(path: str, folder: Path) -> str:
     """The refusal of a folder with no parquet files, saying what it holds instead where that is CSV files."""
-    csvs = sorted(f.name for f in files_under(folder) if _kind(f) == "csv")
+    under = files_under(folder)
+    csvs = sorted(f.name for f in under if _kind(f) == "csv")
     said = f"input directory {path!r} holds no parquet files ({', '.join(PARQUET_SUFFIXES)})"
+    hidden = [f.relative_to(folder).as_posix() for f in under if _kind(f) == "parquet"]
+    if hidden:  # every parquet file it holds lies under a name starting with '.' or '_'
+        return (f"{said} but hidden ones {hidden[:5]}: names starting with '.' or '_' (Spark's _temporary, a "
+                "tool's temporary files) are left out of a folder, as pyarrow, pandas and Spark leave them out; "
+                "rename them, or name them in a glob, where a pattern part starting with '.' or '_' matches them "
+                "(_*.parquet).")
     if not csvs:
         return f"{said}; pass a CSV or parquet file, or a folder or glob of parquet files."
     return (f"{said} but {len(csvs)} CSV file(s) {csvs[:5]}: a folder or glob is read as parquet files, a CSV as "

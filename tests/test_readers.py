@@ -658,3 +658,46 @@ def test_a_glob_reads_a_file_that_any_of_its_names_lets_the_pattern_match(tmp_pa
                 said = {os.path.realpath(f)[len(str(folder.resolve())) + 1:]
                         for f in glob.glob(str(folder / pattern), recursive=True) if os.path.isfile(f)}
                 assert sorted(said) == want, pattern
+
+
+def test_a_folder_input_leaves_out_the_names_a_datasets_readers_hide(tmp_path):
+    """(found by a many files that differ hunt, 2026-11-26, session 8) a folder input read every parquet file under
+    it, also those pyarrow.dataset, pandas.read_parquet, Spark and Dask leave out (a name starting with '_' or '.'):
+    the copies a failed Spark attempt left under _temporary/ and a tool's hidden temporary file came out as rows of
+    the input, twice over, silently. A glob's wildcard matches such a name only where its pattern part starts
+    with the same character, as a glob's '*' already never matched a dot."""
+    from bertfeat.readers import resolve_input
+
+    folder = tmp_path / "d"
+    kept = {"part-0.parquet": [1, 2], "year=2024/part-1.parquet": [3]}
+    hidden = {"_temporary/0/_temporary/attempt_1/part-0.parquet": [1, 2], ".part-1.parquet": [3],
+              "_x.parquet": [9], "sub/_tmp/part-2.parquet": [4], ".spark-staging-1/part-3.parquet": [5]}
+    for name, ids in {**kept, **hidden}.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({"id": ids, "text": [f"t{i}" for i in ids]}), folder / name)
+    for name in ("_SUCCESS", "_metadata", "_common_metadata", ".part-0.parquet.crc"):
+        (folder / name).write_bytes(b"")
+    import pyarrow.dataset as ds
+
+    table, _ = read(folder, ["id", "text"])
+    assert table.column("id").to_pylist() == [1, 2, 3]
+    assert sorted(ds.dataset(folder, format="parquet").to_table(columns=["id"]).column("id").to_pylist()) == [1, 2, 3]
+    for pattern in ("**/*.parquet", "*/*.parquet", "*.parquet"):
+        _, files = resolve_input(str(folder / pattern))
+        assert not any(p.startswith(("_", ".")) for f in files for p in f.relative_to(folder).parts), pattern
+    # named where asked for: a literal name, or a pattern part starting with '_'
+    _, files = resolve_input(str(folder / "_*.parquet"))
+    assert files == [folder / "_x.parquet"]
+    _, files = resolve_input(str(folder / "_temporary" / "*" / "_temporary" / "*" / "*.parquet"))
+    assert files == [folder / "_temporary/0/_temporary/attempt_1/part-0.parquet"]
+    # a folder holding only hidden parquet files says so, and what to do
+    only = tmp_path / "only"
+    (only / "_temporary").mkdir(parents=True)
+    pq.write_table(pa.table({"text": ["a"]}), only / "_temporary" / "p.parquet")
+    with pytest.raises(FileNotFoundError) as info:
+        resolve_input(str(only))
+    assert str(info.value) == (
+        f"input directory '{only}' holds no parquet files (.parquet, .pq, .parq) but hidden ones "
+        "['_temporary/p.parquet']: names starting with '.' or '_' (Spark's _temporary, a tool's temporary files) are "
+        "left out of a folder, as pyarrow, pandas and Spark leave them out; rename them, or name them in a glob, "
+        "where a pattern part starting with '.' or '_' matches them (_*.parquet).")
