@@ -233,6 +233,13 @@ class InputReader:
         same_text = unicode_form_hint(absent, names)
         if same_text:
             return same_text
+        partitions = self._partition_folders(absent)
+        if partitions:
+            return (f" {', '.join(repr(c) for c in partitions)} {'is' if len(partitions) == 1 else 'are'} in the "
+                    f"names of folders ({partitions[next(iter(partitions))]}), not in the files: a hive-partitioned "
+                    "dataset's folder names are read as no column (on every engine); write the column into the files "
+                    "(pandas.read_parquet of the folder reads it as one, then to_parquet), or keep an id column to "
+                    "join it back on.")
 
         def loose(name):
             return name.strip().casefold()
@@ -249,6 +256,17 @@ class InputReader:
                 return (f" The header reads as one column holding {other[0]!r}: if the file is separated by "
                         f"{other[0]!r}, pass --delimiter {flag} (delimiter={other[0]!r}).")
         return ""
+
+    def _partition_folders(self, absent: list[str]) -> dict[str, str]:
+        """The ``absent`` columns that name hive partition folders (``year=2024/``) the input's files lie in, each
+        with one such folder as its path shows it."""
+        found: dict[str, str] = {}
+        for f in self.files:
+            for part in f.parent.parts:
+                name, eq, _ = part.partition("=")
+                if eq and name in absent and name not in found:
+                    found[name] = part + "/"
+        return found
 
     # -- CSV -------------------------------------------------------------------------------------------------------
 

@@ -774,3 +774,26 @@ def test_a_header_name_holding_a_nul_or_the_escape_character_is_read_as_written(
     src.write_text(",".join(names) + "\n1,a\x00b,c\n", encoding="utf-8")
     rows = read_all(InputReader(str(src), names, 10, [names[1]]))[0].to_pylist()
     assert rows == [{names[0]: "1", names[1]: "a\x00b", names[2]: "c"}]
+
+
+def test_a_kept_column_that_is_a_hive_partition_folder_is_refused_saying_why(tmp_path):
+    """(found by a many files that differ hunt, 2026-11-26, session 8) ``--keep-col year`` on a hive-partitioned
+    dataset (``year=2023/part-0.parquet``, as Spark's ``partitionBy`` and pandas' ``partition_cols`` write it, and as
+    pandas reads ``year`` back) was refused "column(s) ['year'] not found ...; it has columns ['id', 'text']", nothing
+    said of why or what to do: the folder names are no column to bertfeat (on every engine, Ray told so)."""
+    d = tmp_path / "ds"
+    for year, ids in ((2023, [1]), (2024, [2, 3])):
+        (d / f"year={year}").mkdir(parents=True)
+        write_parquet(d / f"year={year}" / "part-0.parquet", id=ids, text=[f"t{i}" for i in ids])
+    assert pd.read_parquet(d)["year"].tolist() == [2023, 2024, 2024]  # what the user saw
+    for path in (str(d), f"{d}/*/*.parquet"):
+        assert refusal(InputReader, path, ["id", "year", "text"], 10, ["text"]) == (
+            f"column(s) ['year'] not found in {path}; it has columns ['id', 'text']. 'year' is in the names of folders "
+            "(year=2023/), not in the files: a hive-partitioned dataset's folder names are read as no column (on "
+            "every engine); write the column into the files (pandas.read_parquet of the folder reads it as one, then "
+            "to_parquet), or keep an id column to join it back on.")
+    # a column of that name inside the files is read as written
+    write_parquet(d / "year=2023" / "part-0.parquet", id=[1], year=[1999], text=["t1"])
+    write_parquet(d / "year=2024" / "part-0.parquet", id=[2], year=[1999], text=["t2"])
+    table, _ = read_all(InputReader(str(d), ["id", "year", "text"], 10, ["text"]))
+    assert table.column("year").to_pylist() == [1999, 1999]
