@@ -50,18 +50,33 @@ def _spark_readable(t: pa.DataType) -> pa.DataType:
     return t
 
 
+# The parquet codecs Spark's own reader decompresses (parquet-mr with Hadoop's codecs): BROTLI and LZO need codec
+# jars Spark does not ship, so a file pyarrow or pandas wrote with compression="brotli" failed the job in its tasks
+# (ClassNotFoundException: org.apache.hadoop.io.compress.BrotliCodec), where the local engine reads it.
+SPARK_CODECS = frozenset({"UNCOMPRESSED", "SNAPPY", "GZIP", "ZSTD", "LZ4", "LZ4_RAW"})
+
+
+def _spark_codecs(metadata) -> bool:
+    """Whether every column chunk of a parquet file (its ``metadata``) is compressed with a codec Spark reads."""
+    return all(metadata.row_group(g).column(c).compression in SPARK_CODECS
+               for g in range(metadata.num_row_groups) for c in range(metadata.num_columns))
+
+
 def _spark_schema(spark, files, columns: list[str]):
     """The Spark schema of ``columns`` that reads every one of ``files`` as it is, or None where there is none: a
     file Spark cannot read (a column of a type Spark has none for, float16 or a time of day, even a column the job
-    does not read), or files whose columns Spark reads as different types (a column all null in one file, written
-    as parquet's null type). Read with it, Spark never looks at the other columns. One file of each parquet schema
-    is asked."""
+    does not read; a codec Spark cannot decompress, brotli), or files whose columns Spark reads as different types
+    (a column all null in one file, written as parquet's null type). Read with it, Spark never looks at the other
+    columns. One file of each parquet schema is asked."""
     from pyspark.errors import AnalysisException
     from pyspark.sql.types import StructType
 
     kinds = []  # (parquet schema, its first file)
     for f in files:
-        schema = pq.ParquetFile(f).schema
+        pf = pq.ParquetFile(f)
+        if not _spark_codecs(pf.metadata):
+            return None
+        schema = pf.schema
         if not any(schema.equals(known) for known, _ in kinds):
             kinds.append((schema, f))
     found = None

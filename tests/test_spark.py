@@ -448,6 +448,30 @@ def test_parquet_columns_spark_cannot_read_as_they_are_come_out_as_the_local_eng
     assert got.column("at").to_pylist() == times.to_pylist()
 
 
+
+def test_parquet_files_of_a_codec_spark_cannot_decompress_come_out_as_the_local_engines(tiny_bert, spark, tmp_path):
+    """(found by a many files that differ hunt, 2026-11-26, session 8) a folder whose files were written on different
+    days with different codecs: one written with pandas' or pyarrow's ``compression="brotli"`` failed the Spark job in
+    its tasks with a Java traceback (``ClassNotFoundException: org.apache.hadoop.io.compress.BrotliCodec``: Spark
+    ships no brotli codec), where the local engine reads it. Such files are staged by the driver, as a CSV is;
+    files of the codecs Spark reads (snappy, zstd, gzip, lz4, none) are read where they are."""
+    df = make_frame(12, seed=13)
+    for name, codecs in (("mixed", ("snappy", "brotli", "zstd")), ("spark", ("gzip", "lz4", "none"))):
+        folder = tmp_path / name
+        folder.mkdir()
+        for k, codec in enumerate(codecs):
+            pq.write_table(pa.Table.from_pandas(df.iloc[4 * k:4 * k + 4], preserve_index=False),
+                           folder / f"part-{k}.parquet", compression=codec)
+        args = ["embed", str(folder), "--text-col", "review", "--id-col", "id", "--model", tiny_bert, "--quiet",
+                "--chunk-rows", "4"]
+        assert main([*args, "--out", str(tmp_path / f"{name}.parquet")]) == 0
+        assert main([*args, "--out", str(tmp_path / f"{name}_spark"), "--engine", "spark"]) == 0
+        local, got = pq.read_table(tmp_path / f"{name}.parquet"), pq.read_table(tmp_path / f"{name}_spark")
+        assert got.column("id").to_pylist() == local.column("id").to_pylist() == df["id"].tolist()
+        assert np.abs(features(got, 1) - features(local, 1)).max() <= 1e-5
+        staged = json.loads((tmp_path / f"{name}_spark.manifest.json").read_text())["spark"]["staged"]
+        assert staged is (name == "mixed"), name
+
 def test_column_names_spark_would_parse_or_fold_are_read_as_written(tiny_bert, spark, tmp_path):
     """Column names the local engine reads as written: a dot (``user.id``, Spark's path to a field), a backtick,
     a space, non-ASCII, and ``Text`` beside ``text`` in a case-insensitive session (Spark's default). The job
