@@ -444,13 +444,21 @@ class InputReader:
         longer than ``chunk_chars`` is a chunk of its own).
 
         Each raw batch's text lengths are counted once; the chunks are cut from their running sum, so a raw batch
-        holding many chunks (a CSV block of short rows) costs one pass, not one pass per chunk."""
+        holding many chunks (a CSV block of short rows) costs one pass, not one pass per chunk; and the pending rows
+        are joined only once they hold a full chunk, so many small raw batches (row groups of one row, a folder of
+        one-row files from a streaming job) cost one pass too, not one per batch over every batch pending."""
         pending: list[pa.RecordBatch] = []
-        chars = np.zeros(0, dtype=np.int64)  # the text characters of each pending row
+        pieces: list[np.ndarray] = []  # the text characters of each pending row, batch by batch
+        rows = chars_sum = 0
         for batch in self._raw_batches():
             pending.append(batch)
-            chars = np.concatenate([chars, self._chars(batch)])
-            table = pa.Table.from_batches(pending, schema=self.schema)
+            pieces.append(self._chars(batch))
+            rows += batch.num_rows
+            chars_sum += int(pieces[-1].sum())
+            if rows < self.chunk_rows and (self.chunk_chars is None or chars_sum <= self.chunk_chars):
+                continue  # no full chunk yet (what _cut would find)
+            table = _table(pending, self.schema)
+            chars = np.concatenate(pieces)
             total = np.cumsum(chars)
             start = 0
             while True:
@@ -461,9 +469,10 @@ class InputReader:
                 start += cut
             if start:
                 rest = table.slice(start)
-                pending, chars = rest.to_batches(), chars[start:]
-        if len(chars):
-            yield _as_batch(pa.Table.from_batches(pending, schema=self.schema))
+                pending, pieces = rest.to_batches(), [chars[start:]]
+                rows, chars_sum = len(chars) - start, int(total[-1] - total[start - 1])
+        if rows:
+            yield _as_batch(_table(pending, self.schema))
 
     def _chars(self, batch: pa.RecordBatch) -> np.ndarray:
         """The text characters of each row of ``batch`` (all its text columns; a missing text counts 0)."""
@@ -593,6 +602,11 @@ def _refuse_duplicates(names: list[str], where: str) -> None:
                 "each column can be told apart."
             )
         seen[name] = i
+
+
+def _table(batches: list[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
+    """The pending raw batches as one table (no copy)."""
+    return pa.Table.from_batches(batches, schema=schema)
 
 
 def _as_batch(table: pa.Table) -> pa.RecordBatch:
