@@ -200,7 +200,7 @@ class InputReader:
             with _naming_parquet_file(f):
                 other = pq.read_schema(f)
             _refuse_duplicates(other.names, str(f))
-            if other.names != first.names:
+            if set(other.names) != set(first.names):  # in another order is the same columns: read by name
                 raise ValueError(f"parquet file {f} has columns {other.names}, unlike {self.files[0]} ({first.names}).")
             for c in self.columns:
                 t = other.field(c).type

@@ -273,6 +273,28 @@ def test_parquet_files_that_disagree_are_refused_naming_both(tmp_path):
         f"{c} has two columns named 'id' (columns 1 and 3); rename one so each column can be told apart.")
 
 
+
+def test_parquet_files_with_the_same_columns_in_another_order_are_read_by_name(tmp_path):
+    """(found by a many files that differ hunt, 2026-11-26, session 8) docs/cli.md asks the files of a folder for
+    "the same column names", but a file whose columns came in another order (written from a dict, or by another
+    tool on another day) was refused "has columns ['text', 'id'], unlike ... (['id', 'text'])", nothing said of what
+    to do, though every engine reads the columns by name. Read now, each value under its own column; another set
+    of columns is still refused."""
+    d = tmp_path / "in"
+    d.mkdir()
+    write_parquet(d / "a.parquet", id=[1, 2], text=["x", "y"], label=["p", "q"])
+    pq.write_table(pa.table({"label": ["r"], "text": ["z"], "id": [3]}), d / "b.parquet")
+    pq.write_table(pa.table({"text": ["w"], "label": [None], "id": [4]}), d / "c.parquet")  # and a null-typed one
+    reader = InputReader(str(d), ["id", "label", "text"], 10, ["text"])
+    table, _ = read_all(reader)
+    assert table.to_pylist() == [{"id": 1, "label": "p", "text": "x"}, {"id": 2, "label": "q", "text": "y"},
+                                 {"id": 3, "label": "r", "text": "z"}, {"id": 4, "label": None, "text": "w"}]
+    assert reader.schema == pa.schema([("id", pa.int64()), ("label", pa.string()), ("text", pa.string())])
+    write_parquet(d / "b.parquet", label=["r"], text=["z"])
+    assert refusal(InputReader, str(d), ["text"], 10, ["text"]) == (
+        f"parquet file {d / 'b.parquet'} has columns ['label', 'text'], unlike {d / 'a.parquet'} (['id', 'text', "
+        "'label']).")
+
 def test_a_column_all_missing_in_the_first_files_takes_the_type_of_the_first_typed_one(tmp_path):
     d = tmp_path / "in"
     d.mkdir()
