@@ -20,6 +20,7 @@ import csv
 import gzip
 import io
 import os
+import re
 import sys
 import zlib
 from pathlib import Path
@@ -200,7 +201,7 @@ class InputReader:
             with _naming_parquet_file(f):
                 other = pq.read_schema(f)
             _refuse_duplicates(other.names, str(f))
-            if set(other.names) != set(first.names):  # in another order is the same columns: read by name
+            if _compared(other.names, self.columns) != _compared(first.names, self.columns):
                 raise ValueError(f"parquet file {f} has columns {other.names}, unlike {self.files[0]} ({first.names}).")
             for c in self.columns:
                 t = other.field(c).type
@@ -591,6 +592,17 @@ def _naming_parquet_file(path: Path):
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ValueError(f"cannot read parquet file {path}: {first}. The file is damaged, cut short or not parquet; "
                          "write it again, or move it out of the input.") from None
+
+
+_PANDAS_INDEX = re.compile(r"__index_level_\d+__")
+
+
+def _compared(names: list[str], read: list[str]) -> set[str]:
+    """The column names two files of one input must share, in any order (every engine reads columns by name):
+    all but pandas' index columns the job does not read. pandas writes a frame's index as ``__index_level_0__``
+    where it is not a plain range (a filtered frame) and not where it is (a fresh one), so files of one dataset
+    written on different days differ by it."""
+    return {n for n in names if n in read or not _PANDAS_INDEX.fullmatch(n)}
 
 
 def _refuse_duplicates(names: list[str], where: str) -> None:

@@ -295,6 +295,28 @@ def test_parquet_files_with_the_same_columns_in_another_order_are_read_by_name(t
         f"parquet file {d / 'b.parquet'} has columns ['label', 'text'], unlike {d / 'a.parquet'} (['id', 'text', "
         "'label']).")
 
+
+def test_a_pandas_index_column_in_some_files_only_is_no_disagreement(tmp_path):
+    """(found by a many files that differ hunt, 2026-11-26, session 8) pandas writes a frame's index into the file as
+    the column ``__index_level_0__`` where it is not a plain range (a filtered frame: ``df[df.stars > 3]``) and not
+    where it is (a fresh frame), so one dataset's files written on different days differ by it: the folder was
+    refused "has columns ['id', 'text'], unlike ... (['id', 'text', '__index_level_0__'])", a column the user never
+    made and bertfeat never reads. It is left out of the comparison unless the job reads it."""
+    d = tmp_path / "in"
+    d.mkdir()
+    filtered = pd.DataFrame({"id": [2, 4], "text": ["b", "d"]}, index=[1, 3])
+    pq.write_table(pa.Table.from_pandas(filtered, preserve_index=True), d / "a.parquet")  # as pandas 2 wrote it
+    assert pq.read_schema(d / "a.parquet").names == ["id", "text", "__index_level_0__"]
+    write_parquet(d / "b.parquet", id=[5], text=["e"])
+    table, _ = read_all(InputReader(str(d), ["id", "text"], 10, ["text"]))
+    assert table.to_pylist() == [{"id": 2, "text": "b"}, {"id": 4, "text": "d"}, {"id": 5, "text": "e"}]
+    # kept by name, it must be in every file; any other extra column is still refused
+    assert refusal(InputReader, str(d), ["__index_level_0__", "text"], 10, ["text"]).startswith(
+        f"parquet file {d / 'b.parquet'} has columns ['id', 'text'], unlike")
+    write_parquet(d / "b.parquet", id=[5], text=["e"], __index_level_0__=[0], other=[1])
+    assert refusal(InputReader, str(d), ["text"], 10, ["text"]).startswith(
+        f"parquet file {d / 'b.parquet'} has columns ['id', 'text', '__index_level_0__', 'other'], unlike")
+
 def test_a_column_all_missing_in_the_first_files_takes_the_type_of_the_first_typed_one(tmp_path):
     d = tmp_path / "in"
     d.mkdir()
