@@ -168,6 +168,13 @@ def files_under(folder: Path) -> list[Path]:
     return out
 
 
+def parquet_under(folder: Path) -> list[Path]:
+    """The parquet files a folder input reads (:func:`files_under`), sorted, less the names a dataset's readers
+    hide (starting with '.' or '_' below ``folder``)."""
+    return sorted(f for f in files_under(folder) if f.name.lower().endswith(PARQUET_SUFFIXES)
+                  and not _hidden(f.relative_to(folder).parts))
+
+
 def _dangling(path: Path) -> bool:
     return os.path.islink(path) and not os.path.exists(path)
 
@@ -201,12 +208,16 @@ def _glob(pattern: str) -> list[Path]:
     once per place in the pattern: Python's glob follows a link back to an ancestor round and round until the path
     is too long (each file read once per turn), and with two such links never ends. A file is found under every
     name the pattern matches (a folder reached by a hidden link first, ``.x -> sub``, is still matched as ``sub``
-    by ``**``); :func:`_one_name_each` then keeps one."""
+    by ``**``); :func:`_one_name_each` then keeps one. A folder it matches is read as a folder input is (its
+    parquet files), as Spark reads it: Spark writes ``features.parquet`` as a folder, so ``data/*.parquet`` over
+    pandas' files and Spark's folders left the folders' rows out, silently."""
     root = _literal_root(pattern)
     want = Path(pattern).parts[len(root.parts):]
     if "**" not in Path(pattern).parts:
-        found = [Path(f) for f in glob.glob(pattern, recursive=True) if Path(f).is_file() or _dangling(Path(f))]
-        return [f for f in found if _matches(f.parts[len(root.parts):], want)]  # a _name only where asked for
+        found = [Path(f) for f in glob.glob(pattern, recursive=True)]
+        found = [f for f in found if _matches(f.parts[len(root.parts):], want)]  # a _name only where asked for
+        return [g for f in found for g in (parquet_under(f) if f.is_dir() else [f] if f.is_file() or _dangling(f)
+                                           else [])]
     if not root.is_dir():
         return []
     seen, out, todo = set(), [], [(root, 0)]
@@ -225,9 +236,12 @@ def _glob(pattern: str) -> list[Path]:
                                   ) from exc
         for name in names:
             path, after = folder / name, _step(want, at, name)
+            ends = any(len(want) in _skips(want, q) for q in after)
             if path.is_dir():
-                todo += [(path, q) for q in after if q < len(want)]  # a folder the pattern ends at holds no match
-            elif (path.is_file() or _dangling(path)) and any(len(want) in _skips(want, q) for q in after):
+                todo += [(path, q) for q in after if q < len(want)]
+                if ends:  # a folder the pattern names, read as a folder input is
+                    out += parquet_under(path)
+            elif (path.is_file() or _dangling(path)) and ends:
                 out.append(path)
     return out
 
@@ -292,8 +306,7 @@ def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:
         if wildcard:
             files = sorted(_glob(path))
         else:
-            files = sorted(f for f in files_under(p) if f.name.lower().endswith(PARQUET_SUFFIXES)
-                           and not _hidden(f.relative_to(p).parts))
+            files = parquet_under(p)
         # the job's own output first: a linked --out in the input folder dangles until the first run writes it
         files = _leave_out(files, exclude, _literal_root(path) if wildcard else p)
         files = _one_name_each(_refuse_dangling(files))

@@ -94,7 +94,8 @@ def test_an_input_names_one_csv_or_parquet_files_and_anything_else_is_refused_wo
         f"input '{tmp_path}/*.[cC][sS][vV]': expected one CSV file (.csv, .csv.gz, .csv.bz2, .csv.zst, .tsv, .tsv.gz, "
         ".tsv.bz2, .tsv.zst) or parquet files (.parquet, .pq, .parq), got ['one.CSV', 'two.csv']; embed each CSV file "
         "on its own, or join them into one CSV file (one header) first.")
-    assert refusal(resolve_input, f"{d}/*").endswith("got ['a.PQ', 'b.parquet', 'notes.txt'].")  # mixed kinds
+    assert refusal(resolve_input, f"{d}/*").endswith(  # mixed kinds (the folder sub/ it matches read as a folder)
+        "got ['a.PQ', 'b.parquet', 'c.parq', 'notes.txt'].")
     (tmp_path / "data.json").write_text("{}")
     assert refusal(resolve_input, f"{tmp_path}/data.json").endswith("got ['data.json'].")
 
@@ -864,3 +865,32 @@ def test_many_small_raw_batches_are_joined_once_a_chunk_not_once_each(tmp_path, 
     else:  # "text 0".."text 9" are 6 characters, the rest 7 or 8: cut where the sum passes 50
         assert max(sizes) <= 8 and sum(sizes) == n
     assert sum(joined) <= 2 * n, sum(joined)  # each row's batch joined about once (at most twice: the rest of a cut)
+
+
+def test_a_folder_a_glob_matches_is_read_as_a_folder_input_is(tmp_path):
+    """(found by a many files that differ hunt, 2026-11-26, session 8) Spark writes ``features.parquet`` as a folder
+    of part files: ``data/*.parquet`` over one file pandas wrote and one folder Spark wrote read the file and left the
+    folder's rows out, silently (Spark's own ``spark.read.parquet("data/*.parquet")`` reads both). A folder a glob
+    matches is read as a folder input is: its parquet files, hidden names (``_SUCCESS``, ``.crc``) left out."""
+    d = tmp_path / "data"
+    (d / "b.parquet").mkdir(parents=True)
+    write_parquet(d / "a.parquet", id=[1], text=["x"])
+    write_parquet(d / "b.parquet" / "part-00000-1f.snappy.parquet", id=[2], text=["y"])
+    write_parquet(d / "b.parquet" / "part-00001-1f.snappy.parquet", id=[3], text=["z"])
+    (d / "b.parquet" / "_SUCCESS").write_bytes(b"")
+    (d / "b.parquet" / ".part-00000-1f.snappy.parquet.crc").write_bytes(b"")
+    (d / "c.parquet").mkdir()  # an empty folder adds nothing
+    kind, files = resolve_input(f"{d}/*.parquet")
+    assert kind == "parquet" and [f.relative_to(d).as_posix() for f in files] == [
+        "a.parquet", "b.parquet/part-00000-1f.snappy.parquet", "b.parquet/part-00001-1f.snappy.parquet"]
+    table, _ = read_all(InputReader(f"{d}/*.parquet", ["id", "text"], 10, ["text"]))
+    assert table.column("id").to_pylist() == [1, 2, 3]
+    assert resolve_input(str(d)) == (kind, files)  # as the folder itself reads
+    # a ** pattern alike: a folder it ends at is read as a folder, a file reached twice (in it, and as the folder's
+    # file) read once
+    assert resolve_input(f"{tmp_path}/**/b.parquet") == (kind, files[1:])
+    assert resolve_input(f"{tmp_path}/**/*.parquet") == (kind, files)
+    # the job's own output folder (Ray, Spark), matched by the glob, is still left out
+    (d / "out.parquet").mkdir()
+    write_parquet(d / "out.parquet" / "part-0.parquet", id=[9], text=["w"])
+    assert resolve_input(f"{d}/*.parquet", exclude=[d / "out.parquet"]) == (kind, files)
