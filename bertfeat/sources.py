@@ -314,6 +314,8 @@ def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:
             raise FileNotFoundError(f"input {path!r} matches no files.")
         if not files:
             raise FileNotFoundError(_no_parquet(path, p))
+        if not wildcard:
+            _refuse_csv_beside(path, p, exclude)
     elif p.is_file():
         files = [p]
     elif p.exists():  # a named pipe, /dev/stdin
@@ -336,6 +338,21 @@ def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:
 
 
 _ONE_CSV = "embed each CSV file on its own, or join them into one CSV file (one header) first"
+
+
+def _refuse_csv_beside(path: str, folder: Path, exclude) -> None:
+    """Refuse a folder input holding CSV files beside its parquet files: a folder is read as its parquet files, so
+    the CSV files' rows (one month exported another way) would be left out of the job without a word (pyarrow,
+    pandas and Spark refuse such a folder too, failing on the CSV file as parquet)."""
+    csvs = [f for f in files_under(folder) if _kind(f) == "csv" and not _hidden(f.relative_to(folder).parts)]
+    csvs = _leave_out(csvs, exclude, folder)
+    if csvs:
+        names = [f.relative_to(folder).as_posix() for f in csvs]
+        raise ValueError(
+            f"input directory {path!r} holds parquet files and {len(names)} CSV file(s) {names[:5]}, which a folder "
+            "input does not read: their rows would be left out of the job. Convert them to parquet in the folder "
+            "(pandas.read_csv(f).to_parquet(...)), move them out, or pass a glob of the parquet files "
+            f"({os.path.join(path, '**', '*.parquet')!r}) to read those alone.")
 
 
 def _no_parquet(path: str, folder: Path) -> str:

@@ -894,3 +894,23 @@ def test_a_folder_a_glob_matches_is_read_as_a_folder_input_is(tmp_path):
     (d / "out.parquet").mkdir()
     write_parquet(d / "out.parquet" / "part-0.parquet", id=[9], text=["w"])
     assert resolve_input(f"{d}/*.parquet", exclude=[d / "out.parquet"]) == (kind, files)
+
+
+def test_a_folder_holding_csv_files_beside_its_parquet_files_is_refused_not_read_in_part(tmp_path):
+    """(found by a many files that differ hunt, 2026-11-26, session 8) a folder of monthly exports, one month
+    written as CSV: the folder was read as its parquet files and that month's rows left out of the job, silently
+    (pyarrow.dataset, pandas.read_parquet and Spark fail on such a folder). Refused, naming the CSV files and three
+    ways out; a glob of the parquet files reads them alone, and hidden CSV files count for nothing."""
+    d = tmp_path / "exports"
+    (d / "2024").mkdir(parents=True)
+    write_parquet(d / "2024" / "01.parquet", id=[1], text=["x"])
+    (d / "2024" / "02.csv.gz").write_bytes(gzip.compress(b"id,text\n2,y\n"))
+    (d / "_tmp.csv").write_text("id,text\n3,z\n")
+    assert refusal(resolve_input, str(d)) == (
+        f"input directory '{d}' holds parquet files and 1 CSV file(s) ['2024/02.csv.gz'], which a folder input does "
+        "not read: their rows would be left out of the job. Convert them to parquet in the folder "
+        f"(pandas.read_csv(f).to_parquet(...)), move them out, or pass a glob of the parquet files ('{d}/**/*.parquet') "
+        "to read those alone.")
+    assert resolve_input(f"{d}/**/*.parquet") == ("parquet", [d / "2024" / "01.parquet"])  # the advice works
+    (d / "2024" / "02.csv.gz").unlink()
+    assert resolve_input(str(d)) == ("parquet", [d / "2024" / "01.parquet"])
