@@ -909,8 +909,8 @@ def test_a_folder_holding_csv_files_beside_its_parquet_files_is_refused_not_read
     assert refusal(resolve_input, str(d)) == (
         f"input directory '{d}' holds parquet files and 1 CSV file(s) ['2024/02.csv.gz'], which a folder input does "
         "not read: their rows would be left out of the job. Convert them to parquet in the folder "
-        f"(pandas.read_csv(f).to_parquet(...)), move them out, or pass a glob of the parquet files ('{d}/**/*.parquet') "
-        "to read those alone.")
+        "(pandas.read_csv(f).to_parquet(...)), move them out, or pass a glob of the parquet files "
+        f"('{d}/**/*.parquet') to read those alone.")
     assert resolve_input(f"{d}/**/*.parquet") == ("parquet", [d / "2024" / "01.parquet"])  # the advice works
     (d / "2024" / "02.csv.gz").unlink()
     assert resolve_input(str(d)) == ("parquet", [d / "2024" / "01.parquet"])
