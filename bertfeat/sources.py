@@ -203,24 +203,24 @@ def _one_name_each(files: list[Path]) -> list[Path]:
     return out
 
 
-def _glob(pattern: str) -> list[Path]:
-    """The files ``pattern`` matches, as ``glob.glob(recursive=True)`` matches them, but a ``**`` reads each folder
-    once per place in the pattern: Python's glob follows a link back to an ancestor round and round until the path
-    is too long (each file read once per turn), and with two such links never ends. A file is found under every
-    name the pattern matches (a folder reached by a hidden link first, ``.x -> sub``, is still matched as ``sub``
-    by ``**``); :func:`_one_name_each` then keeps one. A folder it matches is read as a folder input is (its
-    parquet files), as Spark reads it: Spark writes ``features.parquet`` as a folder, so ``data/*.parquet`` over
-    pandas' files and Spark's folders left the folders' rows out, silently."""
+def _glob(pattern: str) -> tuple[list[Path], list[Path]]:
+    """``(files, folders)`` that ``pattern`` matches, as ``glob.glob(recursive=True)`` matches them, but a ``**``
+    reads each folder once per place in the pattern: Python's glob follows a link back to an ancestor round and round
+    until the path is too long (each file read once per turn), and with two such links never ends. A file is found
+    under every name the pattern matches (a folder reached by a hidden link first, ``.x -> sub``, is still matched as
+    ``sub`` by ``**``); :func:`_one_name_each` then keeps one. A folder it matches is read as a folder input is
+    (:func:`resolve_input`), as Spark reads it: Spark writes ``features.parquet`` as a folder, so ``data/*.parquet``
+    over pandas' files and Spark's folders left the folders' rows out, silently."""
     root = _literal_root(pattern)
     want = Path(pattern).parts[len(root.parts):]
     if "**" not in Path(pattern).parts:
         found = [Path(f) for f in glob.glob(pattern, recursive=True)]
         found = [f for f in found if _matches(f.parts[len(root.parts):], want)]  # a _name only where asked for
-        return [g for f in found for g in (parquet_under(f) if f.is_dir() else [f] if f.is_file() or _dangling(f)
-                                           else [])]
+        folders = [f for f in found if f.is_dir()]
+        return [f for f in found if not f.is_dir() and (f.is_file() or _dangling(f))], folders
     if not root.is_dir():
-        return []
-    seen, out, todo = set(), [], [(root, 0)]
+        return [], []
+    seen, out, folders, todo = set(), [], [], [(root, 0)]
     while todo:  # (a folder, how much of the pattern its name has matched): finitely many, each read once
         folder, at = todo.pop()
         st = os.stat(folder)
@@ -240,10 +240,10 @@ def _glob(pattern: str) -> list[Path]:
             if path.is_dir():
                 todo += [(path, q) for q in after if q < len(want)]
                 if ends:  # a folder the pattern names, read as a folder input is
-                    out += parquet_under(path)
+                    folders.append(path)
             elif (path.is_file() or _dangling(path)) and ends:
                 out.append(path)
-    return out
+    return out, folders
 
 
 def _skips(pattern: tuple, at: int) -> set[int]:
@@ -304,7 +304,9 @@ def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:
     wildcard = is_pattern(path)
     if wildcard or p.is_dir():
         if wildcard:
-            files = sorted(_glob(path))
+            files, folders = _glob(path)
+            _refuse_csv_in_matched(path, folders, files, exclude)
+            files = sorted(files + [f for folder in folders for f in parquet_under(folder)])
         else:
             files = parquet_under(p)
         # the job's own output first: a linked --out in the input folder dangles until the first run writes it
@@ -340,12 +342,35 @@ def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:
 _ONE_CSV = "embed each CSV file on its own, or join them into one CSV file (one header) first"
 
 
+def _csvs_under(folder: Path, exclude, root: Path) -> list[Path]:
+    """The CSV files a folder input would leave out: those under ``folder`` not hidden, nor the job's own output."""
+    csvs = [f for f in files_under(folder) if _kind(f) == "csv" and not _hidden(f.relative_to(folder).parts)]
+    return _leave_out(csvs, exclude, root)
+
+
+def _refuse_csv_in_matched(pattern: str, folders: list[Path], matched: list[Path], exclude) -> None:
+    """Refuse a glob that matches a folder holding CSV files (beside parquet files or not), as a folder input holding
+    them is refused (:func:`_refuse_csv_beside`): the folder is read as its parquet files, so the CSV files' rows
+    would be left out of the job, or the glob said to match no files at all. A CSV file the pattern matches itself
+    is refused as one of mixed kinds, as before."""
+    named = {os.path.realpath(f) for f in matched}
+    for folder in sorted(folders):
+        csvs = [f for f in _csvs_under(folder, exclude, _literal_root(pattern)) if os.path.realpath(f) not in named]
+        if csvs:
+            names = [f.relative_to(folder).as_posix() for f in csvs]
+            raise ValueError(
+                f"input {pattern!r} matches the folder {str(folder)!r}, which holds {len(names)} CSV file(s) "
+                f"{names[:5]}: a folder a glob matches is read as its parquet files, as a folder input is, so their "
+                "rows would be left out of the job. Convert them to parquet in the folder "
+                "(pandas.read_csv(f).to_parquet(...)), move them out, or pass a glob that matches the parquet files "
+                "themselves, not the folder.")
+
+
 def _refuse_csv_beside(path: str, folder: Path, exclude) -> None:
     """Refuse a folder input holding CSV files beside its parquet files: a folder is read as its parquet files, so
     the CSV files' rows (one month exported another way) would be left out of the job without a word (pyarrow,
     pandas and Spark refuse such a folder too, failing on the CSV file as parquet)."""
-    csvs = [f for f in files_under(folder) if _kind(f) == "csv" and not _hidden(f.relative_to(folder).parts)]
-    csvs = _leave_out(csvs, exclude, folder)
+    csvs = _csvs_under(folder, exclude, folder)
     if csvs:
         names = [f.relative_to(folder).as_posix() for f in csvs]
         raise ValueError(

@@ -896,6 +896,35 @@ def test_a_folder_a_glob_matches_is_read_as_a_folder_input_is(tmp_path):
     assert resolve_input(f"{d}/*.parquet", exclude=[d / "out.parquet"]) == (kind, files)
 
 
+def test_a_folder_a_glob_matches_holding_csv_files_is_refused_as_a_folder_input_is(tmp_path):
+    """(found by a review hunt, 2026-11-26, session 8) a folder a glob matches is read as a folder input is, but a
+    folder input holding CSV files is refused and a matched folder was not: ``exports/*`` over ``2024-01/`` (parquet)
+    and ``2024-02/`` (the month exported as CSV, with or without parquet beside it) read January and left February's
+    rows out of the job, silently, or said it matched no files at all. Refused, naming the folder and its CSV files;
+    CSV files the pattern matches itself, hidden ones and the job's own output are not this refusal's."""
+    d = tmp_path / "exports"
+    for month in ("2024-01", "2024-02"):
+        (d / month).mkdir(parents=True)
+    write_parquet(d / "2024-01" / "part-0.parquet", id=[1], text=["x"])
+    (d / "2024-02" / "part-0.csv").write_text("id,text\n2,y\n")
+    (d / "2024-01" / "_tmp.csv").write_text("id,text\n3,z\n")  # hidden: counts for nothing
+    message = refusal(resolve_input, f"{d}/*")
+    assert message.startswith(f"input '{d}/*' matches the folder '{d / '2024-02'}', which holds 1 CSV file(s) "
+                              "['part-0.csv']"), message
+    assert "left out of the job" in message and "to_parquet" in message
+    write_parquet(d / "2024-02" / "part-1.parquet", id=[4], text=["w"])  # CSV beside parquet: refused alike
+    assert refusal(resolve_input, f"{d}/*") == message
+    assert refusal(resolve_input, f"{tmp_path}/**/2024-*") == message.replace(f"'{d}/*'", f"'{tmp_path}/**/2024-*'")
+    # the CSV file the pattern names itself is the mixed kinds' refusal, as before; the parquet files alone are read
+    assert "expected one CSV file" in refusal(resolve_input, f"{d}/*/*")
+    assert resolve_input(f"{d}/*/*.parquet")[1] == [d / "2024-01" / "part-0.parquet", d / "2024-02" / "part-1.parquet"]
+    # the job's own output folder, matched by the glob, holds what it holds
+    (d / "2024-02" / "part-0.csv").unlink()
+    (d / "out").mkdir()
+    (d / "out" / "notes.csv").write_text("a\n1\n")
+    assert len(resolve_input(f"{d}/*", exclude=[d / "out"])[1]) == 2
+
+
 def test_a_folder_holding_csv_files_beside_its_parquet_files_is_refused_not_read_in_part(tmp_path):
     """(found by a many files that differ hunt, 2026-11-26, session 8) a folder of monthly exports, one month
     written as CSV: the folder was read as its parquet files and that month's rows left out of the job, silently
