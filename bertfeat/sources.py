@@ -315,7 +315,7 @@ def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:
         if not files and wildcard:
             raise FileNotFoundError(f"input {path!r} matches no files.")
         if not files:
-            raise FileNotFoundError(_no_parquet(path, p))
+            raise FileNotFoundError(_no_parquet(path, p, exclude))
         if not wildcard:
             _refuse_csv_beside(path, p, exclude)
     elif p.is_file():
@@ -380,20 +380,27 @@ def _refuse_csv_beside(path: str, folder: Path, exclude) -> None:
             f"({os.path.join(path, '**', '*.parquet')!r}) to read those alone.")
 
 
-def _no_parquet(path: str, folder: Path) -> str:
-    """The refusal of a folder with no parquet files, saying what it holds instead where that is CSV files."""
+def _no_parquet(path: str, folder: Path, exclude=()) -> str:
+    """The refusal of a folder with no parquet files to read, saying what it holds instead: the job's own output
+    (never read as input, and not to be renamed into it), hidden parquet files, or CSV files."""
     under = files_under(folder)
-    csvs = sorted(f.name for f in under if _kind(f) == "csv")
+    parquet = [f for f in under if _kind(f) == "parquet"]
+    others = set(_leave_out(parquet, exclude, folder))
+    own = [f.relative_to(folder).as_posix() for f in parquet if f not in others]
+    csvs = sorted(f.name for f in _leave_out([f for f in under if _kind(f) == "csv"], exclude, folder))
     said = f"input directory {path!r} holds no parquet files ({', '.join(PARQUET_SUFFIXES)})"
-    hidden = [f.relative_to(folder).as_posix() for f in under if _kind(f) == "parquet"]
-    if hidden:  # every parquet file it holds lies under a name starting with '.' or '_'
-        return (f"{said} but hidden ones {hidden[:5]}: names starting with '.' or '_' (Spark's _temporary, a "
+    but = " but"
+    if own:
+        said, but = f"{said} but the job's own output {own[:5]}, which is never read as input", ", and"
+    hidden = [f.relative_to(folder).as_posix() for f in parquet if f in others]
+    if hidden:  # every parquet file it holds, less the job's own output, lies under a name starting with '.' or '_'
+        return (f"{said}{but} hidden ones {hidden[:5]}: names starting with '.' or '_' (Spark's _temporary, a "
                 "tool's temporary files) are left out of a folder, as pyarrow, pandas and Spark leave them out; "
                 "rename them, or name them in a glob, where a pattern part starting with '.' or '_' matches them "
                 "(_*.parquet).")
     if not csvs:
         return f"{said}; pass a CSV or parquet file, or a folder or glob of parquet files."
-    return (f"{said} but {len(csvs)} CSV file(s) {csvs[:5]}: a folder or glob is read as parquet files, a CSV as "
+    return (f"{said}{but} {len(csvs)} CSV file(s) {csvs[:5]}: a folder or glob is read as parquet files, a CSV as "
             f"one file; {_ONE_CSV}.")
 
 

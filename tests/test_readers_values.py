@@ -925,6 +925,38 @@ def test_a_folder_a_glob_matches_holding_csv_files_is_refused_as_a_folder_input_
     assert len(resolve_input(f"{d}/*", exclude=[d / "out"])[1]) == 2
 
 
+def test_a_folder_whose_only_parquet_file_is_the_jobs_own_output_is_not_told_to_rename_it(tmp_path):
+    """(found by a review hunt, 2026-11-26, session 8) a folder of CSV exports in which an earlier run of one of them
+    wrote its output (``exports/features.parquet``), read again with that ``--out``: the refusal said the folder held
+    "hidden ones ['features.parquet']: names starting with '.' or '_' ... rename them", which is not hidden, would be
+    read back as input if renamed, and hid what is true (a folder of CSV files). Now the job's own output is said to be
+    that, and the CSV files are named with what to do; a really hidden parquet file is still said so."""
+    d = tmp_path / "exports"
+    d.mkdir()
+    for m in ("01", "02"):
+        (d / f"2024-{m}.csv").write_text("id,text\n1,a\n")
+    write_parquet(d / "features.parquet", id=[1], text=["x"])
+    own = [d / "features.parquet", d / "features.parquet.partial"]
+    with pytest.raises(FileNotFoundError) as info:
+        resolve_input(str(d), exclude=own)
+    assert str(info.value) == (
+        f"input directory '{d}' holds no parquet files (.parquet, .pq, .parq) but the job's own output "
+        "['features.parquet'], which is never read as input, and 2 CSV file(s) ['2024-01.csv', '2024-02.csv']: a "
+        "folder or glob is read as parquet files, a CSV as one file; embed each CSV file on its own, or join them into "
+        "one CSV file (one header) first.")
+    for f in d.glob("*.csv"):
+        f.unlink()
+    with pytest.raises(FileNotFoundError) as info:
+        resolve_input(str(d), exclude=own)
+    assert str(info.value) == (
+        f"input directory '{d}' holds no parquet files (.parquet, .pq, .parq) but the job's own output "
+        "['features.parquet'], which is never read as input; pass a CSV or parquet file, or a folder or glob of "
+        "parquet files.")
+    write_parquet(d / "_part-0.parquet", id=[2], text=["y"])  # a hidden one beside: said so, as before
+    with pytest.raises(FileNotFoundError, match=r"input, and hidden ones \['_part-0.parquet'\]: names starting"):
+        resolve_input(str(d), exclude=own)
+
+
 def test_a_folder_holding_csv_files_beside_its_parquet_files_is_refused_not_read_in_part(tmp_path):
     """(found by a many files that differ hunt, 2026-11-26, session 8) a folder of monthly exports, one month
     written as CSV: the folder was read as its parquet files and that month's rows left out of the job, silently
