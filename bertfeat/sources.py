@@ -241,7 +241,7 @@ def _glob(pattern: str) -> tuple[list[Path], list[Path]]:
                 todo += [(path, q) for q in after if q < len(want)]
                 if ends:  # a folder the pattern names, read as a folder input is
                     folders.append(path)
-            elif (path.is_file() or _dangling(path)) and ends:
+            elif (path.is_file() or _dangling(path)) and _file_ends(want, at, name):
                 out.append(path)
     return out, folders
 
@@ -253,6 +253,19 @@ def _skips(pattern: tuple, at: int) -> set[int]:
         at += 1
         reach.add(at)
     return reach
+
+
+def _file_ends(pattern: tuple, at: int, name: str) -> bool:
+    """Whether a file ``name``, met at place ``at`` in ``pattern``, is a match: taken by the pattern's last part, or
+    by a ``**`` with only ``**`` after it. glob matches a part that is not the last with folders only, so in
+    ``exports/*/**`` the ``*`` takes no file (``exports/all.parquet`` beside the subfolders is no match)."""
+    for p in _skips(pattern, at) - {len(pattern)}:
+        if pattern[p] == "**":
+            if len(pattern) in _skips(pattern, p) and p in _step(pattern, p, name):  # a trailing ** takes it
+                return True
+        elif p == len(pattern) - 1 and p + 1 in _step(pattern, p, name):  # the last part matches it
+            return True
+    return False
 
 
 def _step(pattern: tuple, at: int, name: str) -> set[int]:

@@ -701,3 +701,28 @@ def test_a_folder_input_leaves_out_the_names_a_datasets_readers_hide(tmp_path):
         "['_temporary/p.parquet']: names starting with '.' or '_' (Spark's _temporary, a tool's temporary files) are "
         "left out of a folder, as pyarrow, pandas and Spark leave them out; rename them, or name them in a glob, "
         "where a pattern part starting with '.' or '_' matches them (_*.parquet).")
+
+
+def test_a_file_matches_a_glob_only_by_its_last_part_or_a_trailing_double_star(tmp_path):
+    """(found by a review hunt, 2026-11-26, session 8) ``exports/*/**`` (every file of every subfolder, as bash's
+    globstar and Python's glob read it) also read the files beside the subfolders, ``exports/all.parquet`` (the
+    years joined, an old export), so its rows came into the job twice over, silently: the walk let a file be taken
+    by ``*`` and the ``**`` after it match nothing, where glob matches a part that is not the last with folders
+    only. Checked against glob.glob(recursive=True), which reads each such file once here."""
+    import glob
+    import os
+    from pathlib import Path
+
+    from bertfeat.readers import resolve_input
+
+    d = tmp_path / "exports"
+    for f in (d / "all.parquet", d / "2024" / "a.parquet", d / "2024" / "q" / "b.parquet", d / "2025" / "c.parquet"):
+        f.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({"id": [f.stem], "text": ["x"]}), f)
+    for pattern in ("*/**", "*/**/**", "**/*/**", "2024/**", "**", "*/**/*.parquet", "**/*.parquet", "*/*/**"):
+        _, files = resolve_input(str(d / pattern))
+        got = sorted(f.relative_to(d).as_posix() for f in files)
+        said = sorted({Path(f).relative_to(d).as_posix() for f in glob.glob(str(d / pattern), recursive=True)
+                       if os.path.isfile(f)})
+        assert got == said, pattern
+    assert "all.parquet" not in [f.name for f in resolve_input(str(d / "*/**"))[1]]
