@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from bertfeat import readers
@@ -726,3 +726,68 @@ def test_a_file_matches_a_glob_only_by_its_last_part_or_a_trailing_double_star(t
                        if os.path.isfile(f)})
         assert got == said, pattern
     assert "all.parquet" not in [f.name for f in resolve_input(str(d / "*/**"))[1]]
+
+
+_TREE_NAMES = st.sampled_from(["a", "b", "Hq", "x.parquet", "y.pq", "Hz.parquet", "c.csv"])
+_PATTERN_PARTS = st.sampled_from(["*", "**", "a", "b", "Hq", "H*", "*.parquet", "[ab]", "?", "x.parquet", "*z*",
+                                  "Hz.parquet", "*.pq", "[H]q", "?q"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(tree=st.lists(st.tuples(st.lists(_TREE_NAMES, min_size=1, max_size=3), st.booleans()), max_size=8),
+       pattern=st.lists(_PATTERN_PARTS, min_size=1, max_size=4), hide=st.sampled_from([".", "_"]))
+@example(tree=[(["x.parquet"], False), (["a", "y.pq"], False)], pattern=["*", "**"], hide=".")  # no file by '*'
+@example(tree=[(["Hq", "x.parquet"], False), (["a", "Hz.parquet"], False)], pattern=["**", "*.parquet"], hide="_")
+@example(tree=[(["Hq", "x.parquet"], False), (["b", "Hz.parquet"], False)], pattern=["H*", "*"], hide="_")
+@example(tree=[(["a", "Hq", "x.parquet"], False)], pattern=["a", "Hq", "*.parquet"], hide="_")  # named literally
+@example(tree=[(["a", "x.parquet", "y.pq"], False), (["a", "x.parquet", "Hz.parquet"], False)],
+         pattern=["*", "*.parquet"], hide="_")  # a folder matched: its visible parquet files
+def test_a_glob_matches_what_python_glob_matches_with_names_starting_with_underscore_hidden_as_dotted_ones(
+        tree, pattern, hide):
+    """(review hunt, 2026-11-26, session 8) the merged glob walk (_step/_skips/_file_ends) against
+    glob.glob(recursive=True) on random trees and patterns (** at the start, middle and end, classes, hidden names
+    named literally or by a pattern part starting with the same character, folders matched). '_' names are hidden
+    as glob hides dotted ones: the reference is glob.glob over the same tree with a leading '_' written as '.'; a
+    folder matched counts as its visible parquet files."""
+    import glob
+    import os
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from bertfeat.sources import PARQUET_SUFFIXES, _glob, parquet_under
+
+    def dotted(part):  # the reference tree: a leading '_' as glob's hidden '.'
+        return "." + part[1:] if hide == "_" and part.startswith("_") else part
+
+    base = Path(tempfile.mkdtemp())
+    try:
+        for side, rename in (("ours", str), ("ref", dotted)):
+            for parts, is_dir in tree:
+                p = base.joinpath(side, *(rename(n.replace("H", hide)) for n in parts))
+                try:
+                    if is_dir:
+                        p.mkdir(parents=True, exist_ok=True)
+                    elif not p.exists():
+                        p.parent.mkdir(parents=True, exist_ok=True)
+                        p.write_text("x")
+                except (FileExistsError, NotADirectoryError):  # a name taken by a file and by a folder
+                    pass
+            (base / side).mkdir(exist_ok=True)
+        ours = [n.replace("H", hide) for n in pattern]
+        files, folders = _glob(str(base.joinpath("ours", *ours)))
+        got = {f.relative_to(base / "ours").as_posix() for f in files + [g for d in folders for g in parquet_under(d)]}
+        want = set()
+        for f in glob.glob(str(base.joinpath("ref", *map(dotted, ours))), recursive=True):
+            if os.path.isfile(f):
+                want.add(f)
+            elif os.path.isdir(f):
+                for root, dirs, names in os.walk(f):
+                    dirs[:] = [n for n in dirs if not n.startswith((".", "_"))]
+                    want |= {os.path.join(root, n) for n in names
+                             if not n.startswith((".", "_")) and n.endswith(PARQUET_SUFFIXES)}
+        undo = (lambda part: "_" + part[1:] if part.startswith(".") else part) if hide == "_" else str
+        want = {"/".join(map(undo, Path(f).relative_to(base / "ref").parts)) for f in want}
+        assert got == want
+    finally:
+        shutil.rmtree(base)
