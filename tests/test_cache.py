@@ -103,6 +103,56 @@ def test_a_call_stopped_half_way_caches_the_texts_it_finished_and_only_those(tmp
     assert stats.cache_hits + stats.cache_misses == len(set(texts))
 
 
+class _ChunkedStops(CountingBackend):
+    """Chunks of 8 texts tokenized ahead in a background thread (as on a GPU); the ``at``-th forward pass or the
+    ``tokenize_at``-th tokenization (in that thread) raises ``stop``."""
+
+    chunk_texts, prefetch = 8, True
+
+    def __init__(self, at=None, tokenize_at=None, stop=KeyboardInterrupt):
+        super().__init__()
+        self.at, self.tokenize_at, self.stop, self.tokenize_calls = at, tokenize_at, stop, 0
+
+    def tokenize(self, texts):
+        self.tokenize_calls += 1
+        if self.tokenize_calls == self.tokenize_at:
+            raise self.stop("stopped while tokenizing a chunk (simulated)")
+        return super().tokenize(texts)
+
+    def forward(self, units, pooling, layer_groups):
+        if self.forward_calls + 1 == self.at:
+            raise self.stop("stopped at a batch (simulated)")
+        return super().forward(units, pooling, layer_groups)
+
+
+@pytest.mark.parametrize("all_layers", [False, True], ids=["recipe", "all-layers"])
+@pytest.mark.parametrize("where", ["batch", "tokenizing"])
+def test_a_call_stopped_in_a_later_chunk_or_its_tokenizing_thread_caches_only_finished_texts(tmp_path, where,
+                                                                                                   all_layers):
+    """(review hunt, 2026-11-26, session 8) the stopped call's on_stop with several chunks, tokenized ahead in the
+    prefetch thread: stopped at each batch, or while a later chunk is tokenized in that thread (the exception comes
+    through the thread), with the layers averaged after the windows and normalized, or all layers cached
+    (cache_all_layers): the texts kept are exactly a whole run's, and a later call runs the model for the rest
+    only."""
+    recipe = make_recipe(long_text="chunk", stride=3, layers=(1, 2, 3), pooling=("mean", "max"), normalize=True)
+    texts = [f"text {i} " * (i % 6 + 1) for i in range(40)] + ["text 1 ", "text 2 text 2 "]  # repeats too
+    want, _ = encode(texts, recipe, CountingBackend, batch_tokens=64, all_layers=all_layers)
+    whole = _ChunkedStops()
+    encode(texts, recipe, lambda: whole, batch_tokens=64, all_layers=all_layers)
+    stops = range(2, whole.forward_calls, max(1, whole.forward_calls // 5)) if where == "batch" else range(
+        2, whole.tokenize_calls + 1)
+    for k, n in enumerate(stops):
+        stopped = _ChunkedStops(**({"at": n} if where == "batch" else {"tokenize_at": n}))
+        with pytest.raises(KeyboardInterrupt):
+            encode(texts, recipe, lambda: stopped, cache=Cache(tmp_path / str(k)), batch_tokens=64,
+                   all_layers=all_layers)
+        rerun = _ChunkedStops()
+        got, stats = encode(texts, recipe, lambda: rerun, cache=Cache(tmp_path / str(k)), batch_tokens=64,
+                            all_layers=all_layers)
+        assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist(), n
+        assert stats.cache_hits > 0 and rerun.rows < whole.rows, n  # chunks before the stop were kept
+
+
 def test_a_stopped_call_whose_finished_texts_cannot_be_kept_raises_what_stopped_it_and_says_so(tmp_path, monkeypatch):
     def broken_store(*args):
         raise ValueError("store broke (simulated)")
