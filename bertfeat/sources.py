@@ -323,10 +323,12 @@ def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:
         else:
             files = parquet_under(p)
         # the job's own output first: a linked --out in the input folder dangles until the first run writes it
-        files = _leave_out(files, exclude, _literal_root(path) if wildcard else p)
+        matched, files = files, _leave_out(files, exclude, _literal_root(path) if wildcard else p)
         files = _one_name_each(_refuse_dangling(files))
         if not files and wildcard:
-            raise FileNotFoundError(f"input {path!r} matches no files.")
+            own = sorted(str(f) for f in set(matched) - set(files))
+            raise FileNotFoundError(f"input {path!r} matches no files" + (
+                f" but the job's own output {own[:5]}, which is never read as input." if own else "."))
         if not files:
             raise FileNotFoundError(_no_parquet(path, p, exclude))
         if not wildcard:

@@ -955,6 +955,12 @@ def test_a_folder_whose_only_parquet_file_is_the_jobs_own_output_is_not_told_to_
     write_parquet(d / "_part-0.parquet", id=[2], text=["y"])  # a hidden one beside: said so, as before
     with pytest.raises(FileNotFoundError, match=r"input, and hidden ones \['_part-0.parquet'\]: names starting"):
         resolve_input(str(d), exclude=own)
+    # a glob that matches only the job's own output says so too, not that it matches nothing
+    with pytest.raises(FileNotFoundError) as info:
+        resolve_input(f"{d}/*.parquet", exclude=own)
+    assert str(info.value) == (
+        f"input '{d}/*.parquet' matches no files but the job's own output ['{d}/features.parquet'], which is never "
+        "read as input.")
 
 
 def test_a_folder_holding_csv_files_beside_its_parquet_files_is_refused_not_read_in_part(tmp_path):
