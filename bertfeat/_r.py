@@ -117,8 +117,8 @@ _STRING = r"'(?:[^'\\]|\\.)*'" + r'|"(?:[^"\\]|\\.)*"'
 _SCALAR = rf"""{_STRING}|True|False|None|-?\d+(?:\.\d+)?(?:e[-+]?\d+)?"""
 _LITERAL = re.compile(rf"""{_SCALAR}|\[(?:\s*(?:{_SCALAR})\s*,?)*\]|\((?:\s*(?:{_SCALAR})\s*,?)*\)""")
 # name=value, or a bare name= ("pass cache_dir= as well"), where name is no part of an option (--max-length=8), a
-# dotted name or a URL query
-_KEYWORD = re.compile(rf"""(?<![\w.\-?&/])([a-z_][a-z0-9_]*)=(?:({_LITERAL.pattern})|(?=[\s,;.)]|$))""")
+# dotted name or a URL query, and value no part of a folder's name (a hive partition's year=2024/, dt=2024-01-01/)
+_KEYWORD = re.compile(rf"""(?<![\w.\-?&/])([a-z_][a-z0-9_]*)=(?:({_LITERAL.pattern})(?![\w/\-])|(?=[\s,;.)]|$))""")
 # a list of quoted names or choices standing alone (Python's "expected one of ['cls', 'mean']"), and a run of two or
 # more quoted choices ("expected 'auto', 'cpu' or 'mps'"): as R writes them, "cls", "mean". One quoted text alone
 # ("the text 'None'") is left as it is.

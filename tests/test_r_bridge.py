@@ -243,6 +243,12 @@ def test_run_cli_gives_progress_to_r_line_by_line_as_it_comes(tiny_bert, tmp_pat
     # left alone: options of the command line, texts quoted as they are, names in code, a path with '='
     ("--max-length=256 and the text 'None' and 'it=s' in /data/a=b/f.csv",
      "--max-length=256 and the text 'None' and 'it=s' in /data/a=b/f.csv"),
+    # (review hunt, 2026-11-26, session 8) a hive partition folder named in the refusal of a kept column that is one:
+    # it read "(year = 2024/)", a folder no one has
+    ("'year' is in the names of folders (year=2024/), not in the files",
+     "'year' is in the names of folders (year=2024/), not in the files"),
+    ("'dt' is in the names of folders (dt=2024-01-01/), not in the files",
+     "'dt' is in the names of folders (dt=2024-01-01/), not in the files"),
 ])
 def test_python_advice_reaches_r_users_in_r_syntax(python, r):
     assert _r.r_advice(python) == r
@@ -251,6 +257,8 @@ def test_python_advice_reaches_r_users_in_r_syntax(python, r):
 def test_the_command_lines_advice_keeps_its_flags_for_bf_embed_file():
     assert _r.r_advice("output 'o.parquet' exists; pass --overwrite (overwrite=True) to replace it.", cli=True) == (
         "output 'o.parquet' exists; pass --overwrite (overwrite = TRUE) to replace it.")
+    said = "column(s) ['year'] not found; 'year' is in the names of folders (year=2024/), not in the files"
+    assert _r.r_advice(said, cli=True) == said  # bf_embed_file(keep_col = "year") on a hive-partitioned folder
 
 
 def test_the_cache_refusals_reach_r_without_the_pickled_pipelines_advice(tmp_path):
