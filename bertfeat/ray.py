@@ -476,9 +476,12 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
             plan = plan_workers(*_cluster_nodes(ray), num_workers, gpus_per_worker, cpus_per_worker,
                                 params.get("device", "auto"))
             collector = ray.remote(num_cpus=0)(JobCounts).remote()
-            # exactly the files the local engine would read: no hive partition columns, every parquet suffix
+            # exactly the files the local engine would read: no hive partition columns, every parquet suffix; and
+            # its one type per column (files whose types differ, widened as bertfeat.schemas says), so that every
+            # block, and so every part file, has the local engine's types
             ds = ray.data.read_parquet([str(f.resolve()) for f in reader.files], partitioning=None,
-                                       file_extensions=[s.lstrip(".") for s in PARQUET_SUFFIXES])
+                                       file_extensions=[s.lstrip(".") for s in PARQUET_SUFFIXES],
+                                       schema=reader.schema)
             feats = embed_dataset(ds, text_cols, keep_cols, num_workers=plan.num_workers,
                                   gpus_per_worker=gpus_per_worker, cpus_per_worker=plan.cpus, batch_rows=batch_rows,
                                   layout=layout, _collector=collector, **params)

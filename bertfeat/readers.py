@@ -31,6 +31,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from bertfeat.quotes import QuoteScanner, open_quote_line
+from bertfeat.schemas import lost_value, may_lose, widened
+from bertfeat.schemas import refusal as schema_refusal
 from bertfeat.sources import (  # noqa: F401  (readers' public names since before the split)
     CSV_SUFFIXES, PARQUET_SUFFIXES, _codec, _kind, input_path, is_pattern, path_text, recorded_name,
     resolve_input,
@@ -196,28 +198,29 @@ class InputReader:
             first = pq.read_schema(self.files[0])
         _refuse_duplicates(first.names, str(self.files[0]))
         self._check_columns(first)
-        wanted = {c: first.field(c).type for c in self.columns}
+        types = {self.files[0]: {c: first.field(c).type for c in self.columns}}  # each file's, of the columns read
+        wanted = dict(types[self.files[0]])
         for f in self.files[1:]:
             with _naming_parquet_file(f):
                 other = pq.read_schema(f)
             _refuse_duplicates(other.names, str(f))
             if _compared(other.names, self.columns) != _compared(first.names, self.columns):
                 raise ValueError(f"parquet file {f} has columns {other.names}, unlike {self.files[0]} ({first.names}).")
+            types[f] = {c: other.field(c).type for c in self.columns}
             for c in self.columns:
-                t = other.field(c).type
-                if t == wanted[c] or pa.types.is_null(t) or (_plain_text(t) and _plain_text(wanted[c])):
-                    continue  # a null column, or string vs large_string (pandas versions differ): read as the first
-                if pa.types.is_null(wanted[c]):  # all missing in the files so far: the first typed file decides
-                    wanted[c] = t
-                    continue
-                raise ValueError(
-                    f"column {c!r} is {t} in {f} but {wanted[c]} in {self._first_with(c, wanted[c])}; bertfeat will "
-                    "not cast one to the other. Rewrite the files with one type for it."
-                )
+                wider = widened(wanted[c], types[f][c])
+                if wider is None:  # the file where the type read so far first came, and this one
+                    raise ValueError(schema_refusal(c, types[f][c], f, wanted[c], _first_with(types, c, wanted[c])))
+                wanted[c] = wider
+        for f, of_file in types.items():  # every value of a widened column as it will be read, before any work
+            for c, t in of_file.items():
+                if may_lose(t, wanted[c]):
+                    with _naming_parquet_file(f):
+                        lost = lost_value(f, c, t, wanted[c])
+                    if lost is not None:
+                        differs = _widening_file(types, c, t, wanted[c])
+                        raise ValueError(schema_refusal(c, t, f, types[differs][c], differs, lost, wanted[c]))
         return pa.schema([pa.field(c, wanted[c]) for c in self.columns])
-
-    def _first_with(self, column: str, type_: pa.DataType) -> Path:
-        return next(f for f in self.files if pq.read_schema(f).field(column).type == type_)
 
     def _check_columns(self, schema: pa.Schema):
         absent = [c for c in self.columns if c not in schema.names]
@@ -605,6 +608,22 @@ def _compared(names: list[str], read: list[str]) -> set[str]:
     return {n for n in names if n in read or not _PANDAS_INDEX.fullmatch(n)}
 
 
+def _first_with(types: dict, column: str, type_: pa.DataType) -> Path:
+    """The first file whose ``column`` is ``type_`` (``types``: each file's types), or else the first typed one (a
+    type widened from two files is no one file's)."""
+    typed = [f for f, of_file in types.items() if not pa.types.is_null(of_file[column])]
+    return next((f for f in typed if types[f][column] == type_), typed[0] if typed else next(iter(types)))
+
+
+def _widening_file(types: dict, column: str, t: pa.DataType, wider: pa.DataType) -> Path:
+    """The first file that makes ``column``, ``t`` in another file, read as ``wider``: one of that type, or else one
+    of another kind (floating point beside integers) or another type."""
+    others = [f for f, of_file in types.items() if of_file[column] != t and not pa.types.is_null(of_file[column])]
+    kind = pa.types.is_integer(t)
+    return next((f for f in others if types[f][column] == wider),
+                next((f for f in others if pa.types.is_integer(types[f][column]) != kind), others[0]))
+
+
 def _refuse_duplicates(names: list[str], where: str) -> None:
     seen: dict[str, int] = {}
     for i, name in enumerate(names):
@@ -647,6 +666,7 @@ def _csv_field(field: str) -> str:
 
 
 def _cast_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    """``batch`` in ``schema`` (only a null column -> the type another file gives it), column by column:
+    """``batch`` in ``schema`` (a null column -> the type another file gives it, a type widened as
+    :mod:`bertfeat.schemas` says), column by column:
     ``RecordBatch.cast`` is pyarrow 16's, and pyarrow 15 (the floor) has only the columns' ``cast``."""
     return pa.RecordBatch.from_arrays([c.cast(f.type) for c, f in zip(batch.columns, schema)], schema=schema)

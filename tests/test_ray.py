@@ -229,3 +229,21 @@ def test_an_output_folder_inside_the_input_folder_is_never_read_as_input(tiny_be
                           overwrite=True)
     assert first["counts"]["rows"] == again["counts"]["rows"] == 12
     assert pq.read_table(folder / "features").column("id").to_pylist() == df["id"].tolist()
+
+
+def test_files_whose_types_differ_come_out_in_the_local_engines_wider_types(tiny_bert, ray_cluster, tmp_path):
+    """(found by a schemas hunt, 2026-11-26, session 8) files of one dataset in other types (int32 and int64 ids, a
+    category text beside a string, tests/test_schemas.py): Ray reads them in the local engine's wider types, and
+    the output's types and values are the local engine's."""
+    from tests.test_schemas import mixed_rows, write_mixed_types
+
+    src = write_mixed_types(tmp_path / "in")
+    keep = ["id", "n", "score", "at"]
+    args = ["embed", str(src), "--text-col", "review", *[x for k in keep for x in ("--keep-col", k)], "--model",
+            tiny_bert, "--quiet", "--chunk-rows", "2"]
+    assert main([*args, "--out", str(tmp_path / "local.parquet")]) == 0
+    assert main([*args, "--out", str(tmp_path / "ray_out"), "--engine", "ray"]) == 0
+    local, got = pq.read_table(tmp_path / "local.parquet"), pq.read_table(tmp_path / "ray_out")
+    assert got.schema.equals(local.schema, check_metadata=True)
+    assert got.select(keep).to_pydict() == local.select(keep).to_pydict() == {c: mixed_rows()[c] for c in keep}
+    assert np.abs(features(got, len(keep)) - features(local, len(keep))).max() <= 1e-5

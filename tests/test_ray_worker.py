@@ -143,9 +143,14 @@ class FakeRay(ModuleType):
     def kill(self, handle):
         self.killed.append(handle)
 
-    def read_parquet(self, paths, **kwargs):
-        self.read.append((list(paths), kwargs))
-        return FakeDataset(self, pa.concat_tables([pq.read_table(p) for p in paths]))
+    def read_parquet(self, paths, schema=None, **kwargs):
+        """Ray's read: each file in ``schema``, its columns cast to its types (pyarrow's dataset scan does it for Ray)
+        where it is given, else as written."""
+        self.read.append((list(paths), {**kwargs, "schema": schema}))
+        tables = [pq.read_table(p) for p in paths]
+        if schema is not None:
+            tables = [t.select(schema.names).cast(schema) for t in tables]
+        return FakeDataset(self, pa.concat_tables(tables))
 
 
 @pytest.fixture
@@ -626,7 +631,9 @@ def test_a_file_job_on_fake_ray_writes_what_the_local_engine_writes(tiny_bert, f
     assert ray.actor_options == [{"num_cpus": 0}] and len(ray.killed) == 1
     files = sorted(src.glob("*.parquet"))
     assert ray.read == [([str(f.resolve()) for f in files],
-                         {"partitioning": None, "file_extensions": [s.lstrip(".") for s in PARQUET_SUFFIXES]})]
+                         {"partitioning": None, "file_extensions": [s.lstrip(".") for s in PARQUET_SUFFIXES],
+                          "schema": pa.schema([("id", pa.int64()),  # the local engine's (pandas' string type)
+                                                     ("review", pq.read_schema(files[0]).field("review").type)])})]
     assert ray.mapped[0]["fn_constructor_kwargs"]["params"]["cache_dir"] == str(tmp_path / "out.partial" / "cache")
 
     assert manifest == json.loads((tmp_path / "out.manifest.json").read_text())
@@ -655,6 +662,28 @@ def test_a_file_job_on_fake_ray_writes_what_the_local_engine_writes(tiny_bert, f
     assert workers == [{"host": socket.gethostname(), "pid": os.getpid(), "device": "cpu", "threads": 1}] * 2
     err = capsys.readouterr().err
     assert err.startswith(f"bertfeat embed: wrote {out} (45 rows x ")
+
+
+def test_files_whose_types_differ_are_read_by_ray_in_the_local_engines_wider_types(tiny_bert, fake_ray,
+                                                                                   quiet_threads, tmp_path):
+    """(found by a schemas hunt, 2026-11-26, session 8) Ray reads each file in its own types (int32 ids in one,
+    int64 in the other, a category text beside a string): the driver hands Ray the local engine's one type per
+    column (tests/test_schemas.py), so each block, each part file and the output have the local engine's types and
+    values."""
+    from bertfeat.files import embed_file
+    from tests.test_schemas import WIDENED, mixed_rows, write_mixed_types
+
+    src = write_mixed_types(tmp_path / "in")
+    keep = ["id", "n", "score", "at"]
+    embed_file(src, tmp_path / "local.parquet", "review", keep_cols=keep, chunk_rows=2, model=tiny_bert, quiet=True)
+    ray = fake_ray(cpus=(2.0,))
+    bray.embed_parquet(src, tmp_path / "out", "review", keep_cols=keep, batch_rows=2, num_workers=1, model=tiny_bert,
+                       quiet=True)
+    assert ray.read[0][1]["schema"] == pa.schema([WIDENED.field(c) for c in keep + ["review"]])
+    got, want = pq.read_table(tmp_path / "out"), pq.read_table(tmp_path / "local.parquet")
+    assert got.schema.equals(want.schema, check_metadata=True)
+    assert got.select(keep).to_pydict() == want.select(keep).to_pydict() == {c: mixed_rows()[c] for c in keep}
+    np.testing.assert_allclose(np.column_stack(got.columns[4:]), np.column_stack(want.columns[4:]), atol=1e-5)
 
 
 def test_an_input_rewritten_while_ray_read_it_fails_the_job_and_puts_nothing_in_place(tiny_bert, fake_ray,

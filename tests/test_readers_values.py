@@ -262,8 +262,9 @@ def test_parquet_files_that_disagree_are_refused_naming_both(tmp_path):
     # the first column agrees, the second does not: every column is compared
     write_parquet(b, id=[2], text=[3])
     assert refusal(InputReader, str(d), ["id", "text"], 10, ["text"]) == (
-        f"column 'text' is int64 in {b} but string in {a}; bertfeat will not cast one to the other. Rewrite the files "
-        "with one type for it.")
+        f"column 'text' is int64 in {b} but string in {a}: no type holds the values of both without changing some, "
+        "so bertfeat will not cast one to the other. To read them, rewrite the files with one type for 'text' "
+        "(pandas: df['text'].astype(...), then to_parquet); or embed the files of each type as inputs of their own.")
     c = d / "c.parquet"
     pq.write_table(pa.Table.from_arrays([pa.array([1]), pa.array(["a"]), pa.array(["b"])], names=["id", "text", "id"]), c)
     b.unlink()
@@ -331,10 +332,10 @@ def test_a_column_all_missing_in_the_first_files_takes_the_type_of_the_first_typ
                                  {"id": 7, "text": "d"}, {"id": 8, "text": "e"}]
     write_parquet(d / "d.parquet", id=["8"], text=["e"])
     assert refusal(InputReader, str(d), ["id", "text"], 10, ["text"]).startswith(
-        f"column 'id' is string in {d / 'd.parquet'} but int64 in {d / 'c.parquet'};")  # the first typed file
+        f"column 'id' is string in {d / 'd.parquet'} but int64 in {d / 'c.parquet'}:")  # the first typed file
     write_parquet(d / "c.parquet", id=[7], text=[9])  # in the file where a column takes its type, the next column
     assert refusal(InputReader, str(d), ["id", "text"], 10, ["text"]).startswith(  # is compared too
-        f"column 'text' is int64 in {d / 'c.parquet'} but string in {d / 'a.parquet'};")
+        f"column 'text' is int64 in {d / 'c.parquet'} but string in {d / 'a.parquet'}:")
 
 
 def test_plain_text_types():

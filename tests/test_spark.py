@@ -503,3 +503,33 @@ def test_column_names_spark_would_parse_or_fold_are_read_as_written(tiny_bert, s
         pa.Table.from_pandas(frame.drop(columns=["Text"]), preserve_index=False))
     assert list(out.columns) == want.schema.names and out["user.id"].tolist() == df["id"].tolist()
     assert np.abs(out.iloc[:, 2:].to_numpy() - features(pa.Table.from_batches([want]), 2)).max() <= 1e-5
+
+
+def test_files_whose_types_differ_come_out_in_the_local_engines_wider_types(tiny_bert, spark, tmp_path):
+    """(found by a schemas hunt, 2026-11-26, session 8) files of one dataset in other types (tests/test_schemas.py):
+    those Spark reads as other types (int32 and int64 ids, float32 and float64, millisecond and nanosecond times)
+    are staged in the local engine's wider types; a category text beside a string, which Spark reads as one type,
+    is read where it is. Either way the output's types and values are the local engine's."""
+    from tests.test_schemas import mixed_rows, write_mixed_types
+
+    mixed = write_mixed_types(tmp_path / "mixed")
+    texts = tmp_path / "texts"
+    texts.mkdir()
+    pq.write_table(pa.table({"id": [1, 2], "review": pa.array(["the cat", "sat on"]).dictionary_encode()}),
+                   texts / "a.parquet")
+    pq.write_table(pa.table({"id": [3], "review": pa.array(["a mat"])}), texts / "b.parquet")
+    for folder, keep in ((mixed, ["id", "n", "score", "at"]), (texts, ["id"])):
+        args = ["embed", str(folder), "--text-col", "review", *[x for k in keep for x in ("--keep-col", k)],
+                "--model", tiny_bert, "--quiet", "--chunk-rows", "2"]
+        assert main([*args, "--out", str(tmp_path / f"{folder.name}.parquet")]) == 0
+        assert main([*args, "--out", str(tmp_path / f"{folder.name}_spark"), "--engine", "spark"]) == 0
+        local = pq.read_table(tmp_path / f"{folder.name}.parquet")
+        got = pq.read_table(tmp_path / f"{folder.name}_spark")
+        assert got.schema.equals(local.schema, check_metadata=True), folder.name
+        assert got.select(keep).to_pydict() == local.select(keep).to_pydict()
+        assert np.abs(features(got, len(keep)) - features(local, len(keep))).max() <= 1e-5
+        staged = json.loads((tmp_path / f"{folder.name}_spark.manifest.json").read_text())["spark"]["staged"]
+        assert staged is (folder == mixed), folder.name
+    assert local.column("id").to_pylist() == [1, 2, 3]
+    assert pq.read_table(tmp_path / "mixed_spark").select(["id", "n"]).to_pydict() == {
+        c: mixed_rows()[c] for c in ("id", "n")}

@@ -283,6 +283,32 @@ def test_parquet_spark_cannot_read_as_it_is_is_staged_and_its_types_come_back(ti
     assert manifest["counts"]["missing"] == 3 and not (tmp_path / "out.partial").exists()
 
 
+def test_files_whose_types_differ_are_staged_in_the_local_engines_wider_types(tiny_bert, tmp_path, spark_job):
+    """(found by a schemas hunt, 2026-11-26, session 8) files whose types differ losslessly (int32 and int64 ids, a
+    category text beside a string, tests/test_schemas.py), which Spark reads as different types (``_spark_schema``
+    finds none): staged by the local engine's reader in its one wider type per column, and the output's types and
+    values are the local engine's."""
+    from tests.test_schemas import WIDENED, mixed_rows, write_mixed_types
+
+    src = write_mixed_types(tmp_path / "in")
+    keep = ["id", "n", "score", "at"]
+    seen = {}
+    fake = spark_job(readable=False, during=lambda call: seen.update(
+        {f.name: pq.read_schema(f) for f in call["files"]}))
+    manifest = bspark.embed_files(src, tmp_path / "out", "review", keep_cols=keep, batch_rows=2, model=tiny_bert,
+                                  quiet=True)
+    local, _ = local_run(tmp_path, [str(src), "--text-col", "review", *[x for k in keep for x in ("--keep-col", k)],
+                                    "--model", tiny_bert, "--chunk-rows", "2"])
+    (call,) = fake.job.calls
+    assert call["input_schema"] == pa.schema([WIDENED.field(c) for c in keep + ["review"]])
+    assert len(seen) == 3 and {s.field("id").type for s in seen.values()} == {pa.int64()}  # staged in one type
+    got = pq.read_table(tmp_path / "out")
+    assert got.schema.equals(local.schema, check_metadata=True)
+    assert got.select(keep).to_pydict() == local.select(keep).to_pydict() == {c: mixed_rows()[c] for c in keep}
+    assert np.abs(features(got, 4) - features(local, 4)).max() <= 1e-5
+    assert manifest["spark"]["staged"] is True
+
+
 def test_a_session_the_job_started_is_stopped_after_its_settings_are_read(tiny_bert, tmp_path, spark_job):
     make_frame(20).to_parquet(tmp_path / "in.parquet")
     session = FakeSession(master="spark://head:7077", parallelism=2,

@@ -1,0 +1,140 @@
+"""Parquet files of one input whose column types differ (bertfeat/schemas.py): the type each pair is read as, the
+values read in it on the local engine, and each refusal word for word. The Ray and Spark engines read the same
+folder in tests/test_ray_worker.py and tests/test_spark_driver.py (against the local engine's output), and in real
+jobs in tests/test_ray.py and tests/test_spark.py."""
+
+from __future__ import annotations
+
+import datetime
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from bertfeat.readers import InputReader
+from bertfeat.schemas import _text, may_lose, widened
+
+WIDENED = pa.schema([("id", pa.int64()), ("n", pa.float64()), ("score", pa.float64()), ("at", pa.timestamp("ns")),
+                     ("review", pa.string())])
+
+
+def write_mixed_types(folder):
+    """One dataset's two files as two tools write it: Spark's int32 id, float32 score, millisecond times and a pandas
+    category text, beside pandas' int64 id, its count with a missing value (float), float64 and nanoseconds. Read
+    as ``WIDENED``; the values are ``MIXED_ROWS``."""
+    folder.mkdir()
+    ms = [datetime.datetime(2024, 1, d, 9, 30, 15, 123000) for d in (1, 2, 3)]
+    pq.write_table(pa.table({
+        "id": pa.array([1, 2, 3], pa.int32()), "n": pa.array([10, 11, 2**40], pa.int64()),
+        "score": pa.array([0.5, 0.25, 1.5], pa.float32()), "at": pa.array(ms, pa.timestamp("ms")),
+        "review": pa.array(["the cat", "sat on", "the cat"]).dictionary_encode()}), folder / "a.parquet")
+    pq.write_table(pa.table({
+        "review": pa.array(["a mat", "dogs run"]), "id": pa.array([4, 2**40], pa.int64()),
+        "n": pa.array([12.0, None]), "score": pa.array([0.1, 2.0]),
+        "at": pa.array([1_704_067_200_000_000_001, 1_704_067_200_000_000_002], pa.timestamp("ns"))}),
+        folder / "b.parquet")
+    return folder
+
+
+def mixed_rows():
+    ms = [datetime.datetime(2024, 1, d, 9, 30, 15, 123000) for d in (1, 2, 3)]
+    ns = pa.array([1_704_067_200_000_000_001, 1_704_067_200_000_000_002], pa.timestamp("ns")).to_pylist()
+    return {"id": [1, 2, 3, 4, 2**40], "n": [10.0, 11.0, float(2**40), 12.0, None],
+            "score": [0.5, 0.25, 1.5, 0.1, 2.0], "at": ms + ns,
+            "review": ["the cat", "sat on", "the cat", "a mat", "dogs run"]}
+
+
+@pytest.mark.parametrize("a, b, want", [
+    (pa.int32(), pa.int64(), pa.int64()),
+    (pa.int64(), pa.int8(), pa.int64()),
+    (pa.uint16(), pa.uint32(), pa.uint32()),
+    (pa.uint32(), pa.int32(), pa.int64()),
+    (pa.uint8(), pa.int64(), pa.int64()),
+    (pa.uint64(), pa.int64(), None),
+    (pa.float32(), pa.float64(), pa.float64()),
+    (pa.float16(), pa.float32(), pa.float32()),
+    (pa.int64(), pa.float64(), pa.float64()),
+    (pa.int32(), pa.float32(), pa.float64()),
+    (pa.int16(), pa.float32(), pa.float32()),
+    (pa.float64(), pa.uint64(), pa.float64()),
+    (pa.timestamp("ms"), pa.timestamp("ns"), pa.timestamp("ns")),
+    (pa.timestamp("us", "UTC"), pa.timestamp("s", "UTC"), pa.timestamp("us", "UTC")),
+    (pa.timestamp("us", "UTC"), pa.timestamp("us"), None),
+    (pa.timestamp("us", "UTC"), pa.timestamp("us", "Europe/Paris"), None),
+    (pa.dictionary(pa.int32(), pa.string()), pa.string(), pa.string()),
+    (pa.large_string(), pa.dictionary(pa.int8(), pa.string()), pa.large_string()),
+    (pa.string(), pa.large_string(), pa.string()),
+    (pa.string_view(), pa.string(), pa.string_view()),
+    (pa.dictionary(pa.int8(), pa.string()), pa.dictionary(pa.int32(), pa.string()), pa.string()),
+    (pa.null(), pa.int32(), pa.int32()),
+    (pa.float64(), pa.null(), pa.float64()),
+    (pa.string(), pa.int64(), None),
+    (pa.dictionary(pa.int32(), pa.int64()), pa.int64(), None),
+    (pa.date32(), pa.timestamp("ms"), None),
+    (pa.bool_(), pa.int8(), None),
+])
+def test_the_type_two_files_types_are_read_as(a, b, want):
+    assert widened(a, b) == want
+    if not (_text(a) and _text(b)):  # in either order (text takes the first file's plain type)
+        assert widened(b, a) == want
+
+
+def test_only_wide_integers_as_floating_point_and_timestamps_in_finer_units_have_their_values_checked():
+    assert may_lose(pa.int64(), pa.float64()) and may_lose(pa.uint64(), pa.float64())
+    assert may_lose(pa.int32(), pa.float32()) and not may_lose(pa.int32(), pa.float64())
+    assert not may_lose(pa.int32(), pa.int64()) and not may_lose(pa.float32(), pa.float64())
+    assert may_lose(pa.timestamp("us"), pa.timestamp("ns")) and not may_lose(pa.timestamp("ns"), pa.timestamp("ns"))
+
+
+def test_files_whose_types_differ_without_loss_are_read_in_the_wider_type(tmp_path):
+    """(found by a schemas hunt, 2026-11-26, session 8) one dataset's files written by Spark (int32 ids, float32,
+    millisecond times) and by pandas (int64, a count with a missing value as double, nanoseconds, a category text)
+    were refused "column 'id' is int64 in b.parquet but int32 in a.parquet; bertfeat will not cast one to the
+    other", where pyarrow's unify_schemas(promote_options="permissive") and Spark's mergeSchema read them. Read now
+    in the wider type, every value as it was."""
+    folder = write_mixed_types(tmp_path / "in")
+    reader = InputReader(str(folder), ["id", "n", "score", "at", "review"], 2, ["review"])
+    assert reader.schema == WIDENED
+    batches = list(reader.batches())
+    assert [b.num_rows for b in batches] == [2, 2, 1] and all(b.schema == WIDENED for b in batches)
+    assert pa.Table.from_batches(batches).to_pydict() == mixed_rows()
+
+
+def test_files_whose_types_no_type_holds_without_loss_are_refused_naming_both_and_what_to_do(tmp_path):
+    d = tmp_path / "in"
+    d.mkdir()
+    a = d / "a.parquet"
+    pq.write_table(pa.table({"id": pa.array([1.5, None]), "text": ["x", "y"]}), a)
+    b = d / "b.parquet"
+    pq.write_table(pa.table({"id": pa.array([2, 2**53 + 1]), "text": ["z", "w"]}), b)
+    with pytest.raises(ValueError) as info:
+        InputReader(str(d), ["id", "text"], 10, ["text"])
+    assert str(info.value) == (
+        f"column 'id' is int64 in {b} but double in {a}: read as double, a value of it would change (Integer value "
+        "9007199254740993 not in range: -9007199254740992 to 9007199254740992), so the files are refused rather than "
+        "read with another value. To read them, write 'id' as int64 in every file (pandas makes a column of whole "
+        "numbers with a missing value float; df['id'].astype('Int64') keeps them whole); or embed the files of each "
+        "type as inputs of their own.")
+    pq.write_table(pa.table({"id": pa.array([2, 2**53]), "text": ["z", "w"]}), b)  # 2**53: a double holds it
+    assert InputReader(str(d), ["id", "text"], 10, ["text"]).schema.field("id").type == pa.float64()
+
+    pq.write_table(pa.table({"id": pa.array([1, 2]), "text": pa.array([0, 1], pa.timestamp("us", "UTC"))}), a)
+    pq.write_table(pa.table({"id": pa.array([3]), "text": pa.array([2], pa.timestamp("ms"))}), b)
+    with pytest.raises(ValueError) as info:
+        InputReader(str(d), ["id", "text"], 10, ["text"])
+    assert str(info.value) == (
+        f"column 'text' is timestamp[ms] in {b} but timestamp[us, tz=UTC] in {a}: no type holds the values of both "
+        "without changing some, so bertfeat will not cast one to the other. To read them, give every file the one "
+        "time zone (pandas: .dt.tz_localize('UTC') for the files without one, .dt.tz_convert('UTC') for the "
+        "others), then write them again; or embed the files of each type as inputs of their own.")
+
+    pq.write_table(pa.table({"id": pa.array([3]), "text": pa.array([2**62], pa.timestamp("us", "UTC"))}), b)
+    pq.write_table(pa.table({"id": pa.array([3]), "text": pa.array([0], pa.timestamp("ns", "UTC"))}), d / "c.parquet")
+    with pytest.raises(ValueError) as info:
+        InputReader(str(d), ["id", "text"], 10, ["text"])
+    assert str(info.value) == (
+        f"column 'text' is timestamp[us, tz=UTC] in {b} but timestamp[ns, tz=UTC] in {d / 'c.parquet'}: read as "
+        "timestamp[ns, tz=UTC], a value of it would change (Casting from timestamp[us, tz=UTC] to timestamp[ns, "
+        "tz=UTC] would result in out of bounds timestamp: 4611686018427387904), so the files are refused rather "
+        "than read with another value. To read them, write the column in one type in every file (pandas: "
+        ".astype('datetime64[us]')); or embed the files of each type as inputs of their own.")
