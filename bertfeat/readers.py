@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from bertfeat.quotes import QuoteScanner, open_quote_line
-from bertfeat.schemas import lost_value, may_lose, widened
+from bertfeat.schemas import lost_value, may_lose, roomy, widened
 from bertfeat.schemas import refusal as schema_refusal
 from bertfeat.sources import (  # noqa: F401  (readers' public names since before the split)
     CSV_SUFFIXES, PARQUET_SUFFIXES, _codec, _kind, input_path, is_pattern, path_text, recorded_name,
@@ -220,7 +220,7 @@ class InputReader:
                     if lost is not None:
                         differs = _widening_file(types, c, t, wanted[c])
                         raise ValueError(schema_refusal(c, t, f, types[differs][c], differs, lost, wanted[c]))
-        return pa.schema([pa.field(c, wanted[c]) for c in self.columns])
+        return pa.schema([pa.field(c, roomy(wanted[c])) for c in self.columns])
 
     def _check_columns(self, schema: pa.Schema):
         absent = [c for c in self.columns if c not in schema.names]

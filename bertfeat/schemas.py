@@ -13,7 +13,9 @@ tool writes ``[us]`` or ``[ms]``. As pyarrow's ``unify_schemas(promote_options="
 - timestamps of one time zone (or of none) in different units: the finest unit, once every value is found within
   its range (``timestamp[ns]`` ends in 2262);
 - text as ``string``, ``large_string``, ``string_view`` or ``dictionary<string>`` (pandas' category): the first
-  file's plain string type (``string`` where the first is a dictionary);
+  plain string type of the first file with one, or where every file has a dictionary, a
+  dictionary with 32-bit indices (:func:`roomy`: pandas' 8-bit codes of one file cannot index the categories of
+  all);
 - a column all missing in one file (``null``): the other files' type.
 
 Any other pair (text and numbers, timestamps of two time zones or with and without one, dates and timestamps) is
@@ -47,7 +49,7 @@ def widened(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
         for t in (a, b):
             if plain_text(t):
                 return t
-        return pa.string()  # two dictionaries (other index widths): their values
+        return roomy(a)  # two dictionaries of other index widths (or value types): their values, int32 indices
     if pa.types.is_integer(a) and pa.types.is_integer(b):
         signed = [t for t in (a, b) if pa.types.is_signed_integer(t)]
         if len(signed) != 1:  # both signed, or both unsigned: the wider
@@ -66,6 +68,16 @@ def widened(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
     if pa.types.is_timestamp(a) and pa.types.is_timestamp(b) and a.tz == b.tz:
         return max((a, b), key=lambda t: ["s", "ms", "us", "ns"].index(t.unit))
     return None
+
+
+def roomy(t: pa.DataType) -> pa.DataType:
+    """``t``, a dictionary with indices of at least 32 bits (pyarrow's default): pandas writes a category column's
+    codes as int8 while it has fewer than 128 categories, and two files' (or row groups') categories together can
+    be more than that, which a chunk that joins them cannot index (pyarrow: "These dictionaries cannot be combined.
+    The unified dictionary requires a larger index type")."""
+    if pa.types.is_dictionary(t) and t.index_type.bit_width < 32:
+        return pa.dictionary(pa.int32(), t.value_type, t.ordered)
+    return t
 
 
 def may_lose(t: pa.DataType, wider: pa.DataType) -> bool:

@@ -686,6 +686,25 @@ def test_files_whose_types_differ_are_read_by_ray_in_the_local_engines_wider_typ
     np.testing.assert_allclose(np.column_stack(got.columns[4:]), np.column_stack(want.columns[4:]), atol=1e-5)
 
 
+def test_category_columns_of_other_categories_in_each_file_come_out_as_the_local_engines(tiny_bert, fake_ray,
+                                                                                         quiet_threads, tmp_path):
+    """(found by a schemas hunt, 2026-11-26, session 8) pandas' int8 category codes of two files, joined into one
+    batch, failed the job ("These dictionaries cannot be combined"); read in the local engine's 32-bit dictionary."""
+    from bertfeat.files import embed_file
+    from tests.test_schemas import write_categories
+
+    src = write_categories(tmp_path / "in")
+    embed_file(src, tmp_path / "local.parquet", "review", keep_cols=["id", "label"], chunk_rows=150, model=tiny_bert,
+               quiet=True)
+    fake_ray(cpus=(2.0,))
+    bray.embed_parquet(src, tmp_path / "out", "review", keep_cols=["id", "label"], batch_rows=150, num_workers=1,
+                       model=tiny_bert, quiet=True)
+    got, want = pq.read_table(tmp_path / "out"), pq.read_table(tmp_path / "local.parquet")
+    assert got.schema.equals(want.schema, check_metadata=True)
+    assert got.select(["id", "label"]).to_pylist() == want.select(["id", "label"]).to_pylist()
+    assert want.column("label").to_pylist()[98:102] == ["L0_98", "L0_99", "L1_0", "L1_1"]
+
+
 def test_an_input_rewritten_while_ray_read_it_fails_the_job_and_puts_nothing_in_place(tiny_bert, fake_ray,
                                                                                         quiet_threads, tmp_path):
     """A parquet file rewritten while the job ran (as many rows, other texts) gave an output of no one version of

@@ -65,7 +65,8 @@ def mixed_rows():
     (pa.large_string(), pa.dictionary(pa.int8(), pa.string()), pa.large_string()),
     (pa.string(), pa.large_string(), pa.string()),
     (pa.string_view(), pa.string(), pa.string_view()),
-    (pa.dictionary(pa.int8(), pa.string()), pa.dictionary(pa.int32(), pa.string()), pa.string()),
+    (pa.dictionary(pa.int8(), pa.string()), pa.dictionary(pa.int32(), pa.string()),
+     pa.dictionary(pa.int32(), pa.string())),
     (pa.null(), pa.int32(), pa.int32()),
     (pa.float64(), pa.null(), pa.float64()),
     (pa.string(), pa.int64(), None),
@@ -138,3 +139,31 @@ def test_files_whose_types_no_type_holds_without_loss_are_refused_naming_both_an
         "tz=UTC] would result in out of bounds timestamp: 4611686018427387904), so the files are refused rather "
         "than read with another value. To read them, write the column in one type in every file (pandas: "
         ".astype('datetime64[us]')); or embed the files of each type as inputs of their own.")
+
+
+def write_categories(folder, files=2, per_file=100):
+    """A folder of pandas files with a category column ``label`` of other categories in each (pandas writes their
+    codes as int8 below 128 categories), each file's row ``i`` labelled ``L<file>_<i>``."""
+    import pandas as pd
+
+    folder.mkdir()
+    for k in range(files):
+        ids = range(k * per_file, (k + 1) * per_file)
+        pd.DataFrame({"id": ids, "label": pd.Categorical([f"L{k}_{i}" for i in range(per_file)]),
+                      "review": [f"the cat {i % 7}" for i in ids]}).to_parquet(folder / f"{k}.parquet", index=False)
+    return folder
+
+
+def test_category_columns_of_other_categories_in_each_file_are_read_in_one_chunk(tmp_path):
+    """(found by a schemas hunt, 2026-11-26, session 8) pandas writes a category column's codes as int8 while it
+    has fewer than 128 categories: two files of 100 labels each, joined into one chunk, failed the job with
+    pyarrow's "These dictionaries cannot be combined. The unified dictionary requires a larger index type" (a bare
+    ArrowInvalid, after the chunks before it were written). A dictionary is now read with 32-bit indices."""
+    folder = write_categories(tmp_path / "in")
+    assert pq.read_schema(folder / "0.parquet").field("label").type.index_type == pa.int8()
+    reader = InputReader(str(folder), ["id", "label", "review"], 150, ["review"])
+    assert reader.schema.field("label").type == pa.dictionary(pa.int32(), pa.string())
+    batches = list(reader.batches())
+    assert [b.num_rows for b in batches] == [150, 50]
+    assert pa.Table.from_batches(batches).column("label").to_pylist() == [
+        f"L{k}_{i}" for k in range(2) for i in range(100)]

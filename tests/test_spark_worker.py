@@ -140,6 +140,22 @@ def test_columns_get_back_the_inputs_types_where_they_can(in_task):
     assert out.schema == pa.schema([("text", pa.null()), ("id", pa.null())]) and out.num_rows == 2
 
 
+def test_a_category_column_gets_back_a_dictionary_that_holds_a_partitions_labels(in_task, tmp_path):
+    """(found by a schemas hunt, 2026-11-26, session 8) Spark hands a task a category column as strings; the input's
+    type was pandas' int8 dictionary, which cannot index a partition of more than 127 labels from several files,
+    so that partition's part file kept Spark's string type beside the others' dictionaries (the local engine failed
+    on such input). The reader's 32-bit dictionary holds them."""
+    from bertfeat.readers import InputReader
+    from tests.test_schemas import write_categories
+
+    schema = InputReader(str(write_categories(tmp_path / "in")), ["id", "label", "review"], 100, ["review"]).schema
+    labels = [f"L{k}_{i}" for k in range(2) for i in range(100)]
+    batch = pa.record_batch([pa.array(range(200)), pa.array(labels)], names=["id", "label"])
+    out = bspark._as_input_types(batch, schema, ["id", "label"])
+    assert out.schema.field("label").type == pa.dictionary(pa.int32(), pa.string())
+    assert out.column("label").to_pylist() == labels
+
+
 # -- the featurizer a worker keeps --------------------------------------------------------------------------------
 
 
