@@ -88,15 +88,16 @@ def may_lose(t: pa.DataType, wider: pa.DataType) -> bool:
     return pa.types.is_timestamp(t) and t != wider
 
 
-def lost_value(path, column: str, t: pa.DataType, wider: pa.DataType) -> str | None:
+def lost_value(path, column: str, t: pa.DataType, wider: pa.DataType, batch_rows: int = 1 << 20) -> str | None:
     """The first value of ``column`` (type ``t``) in the parquet file ``path`` that ``wider`` cannot hold as it
-    is, as its message, or None when every one can. Reads that one column."""
-    values = pq.read_table(path, columns=[column]).column(column)
-    try:
-        values.cast(wider, safe=True)
-        return None
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        return str(exc).splitlines()[0]
+    is, as its message, or None when every one can. Reads that one column, a batch at a time (bounded memory)."""
+    with pq.ParquetFile(path, pre_buffer=False) as pf:
+        for batch in pf.iter_batches(batch_size=batch_rows, columns=[column]):
+            try:
+                batch.column(0).cast(wider, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                return str(exc).splitlines()[0]
+    return None
 
 
 def refusal(column: str, t: pa.DataType, where, other: pa.DataType, other_where, lost: str | None = None,

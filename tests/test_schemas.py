@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from bertfeat.readers import InputReader
-from bertfeat.schemas import _text, may_lose, widened
+from bertfeat.schemas import _text, lost_value, may_lose, widened
 
 WIDENED = pa.schema([("id", pa.int64()), ("n", pa.float64()), ("score", pa.float64()), ("at", pa.timestamp("ns")),
                      ("review", pa.string())])
@@ -85,6 +85,14 @@ def test_only_wide_integers_as_floating_point_and_timestamps_in_finer_units_have
     assert may_lose(pa.int32(), pa.float32()) and not may_lose(pa.int32(), pa.float64())
     assert not may_lose(pa.int32(), pa.int64()) and not may_lose(pa.float32(), pa.float64())
     assert may_lose(pa.timestamp("us"), pa.timestamp("ns")) and not may_lose(pa.timestamp("ns"), pa.timestamp("ns"))
+
+
+def test_the_values_are_checked_batch_by_batch_to_the_last(tmp_path):
+    path = tmp_path / "ids.parquet"
+    pq.write_table(pa.table({"id": [1, 2, 3, 4, 2**53 + 1], "x": [0] * 5}), path, row_group_size=2)
+    assert lost_value(path, "id", pa.int64(), pa.float64(), batch_rows=2) == (
+        "Integer value 9007199254740993 not in range: -9007199254740992 to 9007199254740992")
+    assert lost_value(path, "x", pa.int64(), pa.float64(), batch_rows=2) is None
 
 
 def test_files_whose_types_differ_without_loss_are_read_in_the_wider_type(tmp_path):
