@@ -8,6 +8,7 @@ tool writes ``[us]`` or ``[ms]``. As pyarrow's ``unify_schemas(promote_options="
 
 - integers of any widths: the widest (an unsigned one and a signed one: the signed one wider than it);
 - floating point of any widths: the widest;
+- decimals: one with the most digits before the point and after it (up to 38 digits, as far as Spark's go);
 - integers and floating point: ``float64`` (``float32`` beside 8- and 16-bit integers), once every integer value
   is found to be a whole number float64 holds exactly (up to 2**53: an int64 id beyond it would become another id);
 - timestamps of one time zone (or of none) in different units: the finest unit, once every value is found within
@@ -65,6 +66,10 @@ def widened(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
         if _width(integer) <= 16 and _width(floating) >= 32:
             return floating
         return pa.float64()
+    if pa.types.is_decimal(a) and pa.types.is_decimal(b):  # the most digits before and after the point
+        scale = max(a.scale, b.scale)
+        precision = max(a.precision - a.scale, b.precision - b.scale) + scale
+        return pa.decimal128(precision, scale) if precision <= 38 else None  # Spark's decimals end at 38 digits
     if pa.types.is_timestamp(a) and pa.types.is_timestamp(b) and a.tz == b.tz:
         return max((a, b), key=lambda t: ["s", "ms", "us", "ns"].index(t.unit))
     return None

@@ -57,6 +57,10 @@ def mixed_rows():
     (pa.int32(), pa.float32(), pa.float64()),
     (pa.int16(), pa.float32(), pa.float32()),
     (pa.float64(), pa.uint64(), pa.float64()),
+    (pa.decimal128(10, 2), pa.decimal128(12, 2), pa.decimal128(12, 2)),
+    (pa.decimal128(10, 2), pa.decimal128(9, 4), pa.decimal128(12, 4)),
+    (pa.decimal128(38, 0), pa.decimal128(10, 2), None),
+    (pa.decimal128(5, 1), pa.int32(), None),
     (pa.timestamp("ms"), pa.timestamp("ns"), pa.timestamp("ns")),
     (pa.timestamp("us", "UTC"), pa.timestamp("s", "UTC"), pa.timestamp("us", "UTC")),
     (pa.timestamp("us", "UTC"), pa.timestamp("us"), None),
@@ -107,6 +111,22 @@ def test_files_whose_types_differ_without_loss_are_read_in_the_wider_type(tmp_pa
     batches = list(reader.batches())
     assert [b.num_rows for b in batches] == [2, 2, 1] and all(b.schema == WIDENED for b in batches)
     assert pa.Table.from_batches(batches).to_pydict() == mixed_rows()
+
+
+def test_decimals_of_other_precisions_and_scales_are_read_in_one_that_holds_both(tmp_path):
+    """Spark writes a DecimalType(p, s) as its source had it: two extracts of one table on different days differ."""
+    from decimal import Decimal
+
+    d = tmp_path / "in"
+    d.mkdir()
+    pq.write_table(pa.table({"price": pa.array([Decimal("12345678.91")], pa.decimal128(10, 2)), "text": ["a"]}),
+                   d / "a.parquet")
+    pq.write_table(pa.table({"price": pa.array([Decimal("12345.6789")], pa.decimal128(9, 4)), "text": ["b"]}),
+                   d / "b.parquet")
+    reader = InputReader(str(d), ["price", "text"], 10, ["text"])
+    assert reader.schema.field("price").type == pa.decimal128(12, 4)
+    assert [v for b in reader.batches() for v in b.column("price").to_pylist()] == [
+        Decimal("12345678.9100"), Decimal("12345.6789")]
 
 
 def test_files_whose_types_no_type_holds_without_loss_are_refused_naming_both_and_what_to_do(tmp_path):
