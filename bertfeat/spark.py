@@ -663,20 +663,12 @@ def _as_input_types(batch: pa.RecordBatch, input_schema: pa.Schema, columns: lis
             col = pa.nulls(len(col))  # parquet's null type (a column all None), which Spark reads as int32
         elif col.type != want.type:
             try:
-                col = _cast_back(col, want.type)
+                col = col.cast(want.type)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 want = pa.field(name, col.type)  # Spark's type, where the input's cannot be restored
         arrays.append(col)
         fields.append(want)
     return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
-
-
-def _cast_back(col, t: pa.DataType):
-    """``col`` as Spark gave it, in the input's type ``t``. A dictionary (pandas' category), which Spark reads as
-    its values, is encoded again: pyarrow casts strings to a dictionary but no numbers (a category of ints)."""
-    if pa.types.is_dictionary(t) and not pa.types.is_dictionary(col.type):
-        col = col.cast(t.value_type).dictionary_encode()
-    return col.cast(t)
 
 
 def _marked(exc: Exception, rows: np.ndarray) -> Exception:

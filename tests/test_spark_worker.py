@@ -156,18 +156,6 @@ def test_a_category_column_gets_back_a_dictionary_that_holds_a_partitions_labels
     assert out.column("label").to_pylist() == labels
 
 
-def test_a_category_of_numbers_gets_back_its_dictionary_type(in_task):
-    """(found by a schemas hunt, 2026-11-26, session 8) a kept pandas category of whole numbers (a rating 1-5),
-    which Spark reads as its numbers: pyarrow casts no number to a dictionary, so the output's column was Spark's
-    int64 where the local engine's is the category (ordered as the input's)."""
-    want = pa.dictionary(pa.int32(), pa.int64(), ordered=True)
-    batch = pa.record_batch([pa.array([5, 1, None, 5], pa.int64()), pa.array(["a", "b", "c", "d"])],
-                            names=["rating", "text"])
-    out = bspark._as_input_types(batch, pa.schema([("rating", want), ("text", pa.string())]), ["rating", "text"])
-    assert out.schema == pa.schema([("rating", want), ("text", pa.string())])
-    assert out.column("rating").to_pylist() == [5, 1, None, 5]
-
-
 # -- the featurizer a worker keeps --------------------------------------------------------------------------------
 
 
