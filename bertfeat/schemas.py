@@ -11,8 +11,9 @@ tool writes ``[us]`` or ``[ms]``. As pyarrow's ``unify_schemas(promote_options="
 - decimals: one with the most digits before the point and after it (up to 38 digits, as far as Spark's go);
 - integers and floating point: ``float64`` (``float32`` beside 8- and 16-bit integers), once every integer value
   is found to be a whole number float64 holds exactly (up to 2**53: an int64 id beyond it would become another id);
-- timestamps of one time zone (or of none) in different units: the finest unit, once every value is found within
-  its range (``timestamp[ns]`` ends in 2262);
+- timestamps of one time zone (or of none; ``UTC`` under any of its names) in different units: the finest unit
+  (and the first file's name of the zone), once every value is found within its range (``timestamp[ns]`` ends in
+  2262);
 - text as ``string``, ``large_string``, ``string_view`` or ``dictionary<string>`` (pandas' category): the first
   plain string type of the first file with one, or where every file has a dictionary, a
   dictionary with 32-bit indices (:func:`roomy`: pandas' 8-bit codes of one file cannot index the categories of
@@ -37,6 +38,13 @@ def _text(t: pa.DataType) -> bool:
 
 def _width(t: pa.DataType) -> int:
     return t.bit_width
+
+
+# The names of UTC: a file Spark or polars wrote reads as "UTC", one pandas wrote with zoneinfo's "Etc/UTC" as that,
+# the same instants in the same zone.
+_UTC = frozenset({"UTC", "Etc/UTC", "UCT", "Etc/UCT", "Universal", "Etc/Universal", "Zulu", "Etc/Zulu", "Z",
+                  "+00:00", "GMT", "Etc/GMT", "Etc/GMT+0", "Etc/GMT-0", "Etc/GMT0", "GMT0", "Greenwich",
+                  "Etc/Greenwich"})
 
 
 def widened(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
@@ -70,8 +78,8 @@ def widened(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
         scale = max(a.scale, b.scale)
         precision = max(a.precision - a.scale, b.precision - b.scale) + scale
         return pa.decimal128(precision, scale) if precision <= 38 else None  # Spark's decimals end at 38 digits
-    if pa.types.is_timestamp(a) and pa.types.is_timestamp(b) and a.tz == b.tz:
-        return max((a, b), key=lambda t: ["s", "ms", "us", "ns"].index(t.unit))
+    if pa.types.is_timestamp(a) and pa.types.is_timestamp(b) and (a.tz == b.tz or {a.tz, b.tz} <= _UTC):
+        return pa.timestamp(max((a, b), key=lambda t: ["s", "ms", "us", "ns"].index(t.unit)).unit, a.tz)
     return None
 
 

@@ -65,6 +65,8 @@ def mixed_rows():
     (pa.timestamp("us", "UTC"), pa.timestamp("s", "UTC"), pa.timestamp("us", "UTC")),
     (pa.timestamp("us", "UTC"), pa.timestamp("us"), None),
     (pa.timestamp("us", "UTC"), pa.timestamp("us", "Europe/Paris"), None),
+    (pa.timestamp("us", "UTC"), pa.timestamp("ns", "Etc/UTC"), pa.timestamp("ns", "UTC")),
+    (pa.timestamp("ms", "+00:00"), pa.timestamp("ms", "UTC"), pa.timestamp("ms", "+00:00")),
     (pa.dictionary(pa.int32(), pa.string()), pa.string(), pa.string()),
     (pa.large_string(), pa.dictionary(pa.int8(), pa.string()), pa.large_string()),
     (pa.string(), pa.large_string(), pa.string()),
@@ -80,8 +82,8 @@ def mixed_rows():
 ])
 def test_the_type_two_files_types_are_read_as(a, b, want):
     assert widened(a, b) == want
-    if not (_text(a) and _text(b)):  # in either order (text takes the first file's plain type)
-        assert widened(b, a) == want
+    if not (_text(a) and _text(b)) and not (pa.types.is_timestamp(a) and a.tz != b.tz):  # in either order (text
+        assert widened(b, a) == want  # takes the first file's plain type, UTC the first file's name of it)
 
 
 def test_only_wide_integers_as_floating_point_and_timestamps_in_finer_units_have_their_values_checked():
@@ -127,6 +129,26 @@ def test_decimals_of_other_precisions_and_scales_are_read_in_one_that_holds_both
     assert reader.schema.field("price").type == pa.decimal128(12, 4)
     assert [v for b in reader.batches() for v in b.column("price").to_pylist()] == [
         Decimal("12345678.9100"), Decimal("12345.6789")]
+
+
+def test_timestamps_in_utc_under_other_names_are_one_zone(tmp_path):
+    """(found by a schemas hunt, 2026-11-26, session 8) a file Spark wrote reads as tz "UTC", one pandas wrote with
+    zoneinfo's UTC as "Etc/UTC": the same instants in the same zone were refused as two time zones."""
+    import zoneinfo
+
+    import pandas as pd
+
+    d = tmp_path / "in"
+    d.mkdir()
+    at = pd.Timestamp("2024-03-01 12:00", tz=zoneinfo.ZoneInfo("Etc/UTC"))
+    pd.DataFrame({"at": [at], "text": ["a"]}).to_parquet(d / "a.parquet", index=False)
+    pq.write_table(pa.table({"at": pa.array([0], pa.timestamp("us", "UTC")), "text": ["b"]}), d / "b.parquet")
+    written = pq.read_schema(d / "a.parquet").field("at").type
+    assert written.tz == "Etc/UTC" and written.unit in ("us", "ns")  # pandas 3 writes us, pandas 2 ns
+    reader = InputReader(str(d), ["at", "text"], 10, ["text"])
+    assert reader.schema.field("at").type == written
+    assert [v for b in reader.batches() for v in b.column("at").to_pylist()] == [
+        at, datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)]
 
 
 def test_files_whose_types_no_type_holds_without_loss_are_refused_naming_both_and_what_to_do(tmp_path):
