@@ -38,7 +38,6 @@ from bertfeat.sources import (  # noqa: F401  (readers' public names since befor
     resolve_input,
 )
 from bertfeat.utf8 import invalid_values, not_utf8_csv
-from bertfeat.utf8 import plain_text as _plain_text
 
 CSV_NULLS = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None", "<NA>"]
 # pyarrow parses a CSV in blocks and cannot parse a field longer than one block: the block grows and the read

@@ -14,7 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from bertfeat import readers
-from bertfeat.readers import InputReader, _codec, _plain_text, resolve_input
+from bertfeat.readers import InputReader, _codec, resolve_input
+from bertfeat.utf8 import plain_text as _plain_text
 
 
 def refusal(call, *args, **kw) -> str:
