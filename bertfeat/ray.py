@@ -40,6 +40,7 @@ from bertfeat.files import (
 )
 from bertfeat.output import absolute_paths, check_folder_output, job_lock, remove_stale_temps, replace_output
 from bertfeat.recipe import _is_int
+from bertfeat.worker_recipe import check_worker_recipe, driver_recipe
 
 INSTALL_HINT = "pip install 'bertfeat[ray]'"
 # a column the workers add to a file job's batches, with the batch's counts on its first row (null on the others);
@@ -174,11 +175,14 @@ class RayFeaturizer:
     gpu_share : float
         The fraction of a GPU Ray gave this actor: it sizes its batches for that share of the card's memory, not
         for what is free when it happens to look (another actor on the card may not have started yet).
+    expected : dict, optional
+        The driver's recipe (:func:`~bertfeat.worker_recipe.driver_recipe`): the actor refuses to start where its
+        own differs (this node's copy of the model is another), before it embeds anything.
     collector : ray.actor.ActorHandle, optional
         A job's :class:`JobCounts` actor, told about this worker and the counts of every batch.
     """
 
-    def __init__(self, text_cols, keep_cols, layout, threads, params, collector=None, gpu_share=0.0):
+    def __init__(self, text_cols, keep_cols, layout, threads, params, collector=None, gpu_share=0.0, expected=None):
         from bertfeat import gpu
         from bertfeat.arrow import ArrowFeaturizer
         from bertfeat.backend import set_threads
@@ -189,6 +193,8 @@ class RayFeaturizer:
             gpu.set_memory_share(gpu_share)
         with self._reporting_mistakes():
             self.featurizer = ArrowFeaturizer(text_cols, keep_cols, layout=layout, **params)
+            # the driver's recipe, before any text is embedded: this node's copy of the model may be another
+            check_worker_recipe(self.featurizer.recipe, expected, "a Ray worker")
         self.truncation_warned = False
         self.machine_told = False
         if collector is not None:
@@ -386,7 +392,8 @@ def embed_dataset(ds, text_col, keep_cols=(), *, num_workers=None, gpus_per_work
     return ds.select_columns(list(dict.fromkeys(keep_cols + text_cols))).map_batches(
         RayFeaturizer,
         fn_constructor_kwargs=dict(text_cols=text_cols, keep_cols=keep_cols, layout=layout, threads=plan.threads,
-                                   params=actor_params, collector=_collector, gpu_share=plan.gpus),
+                                   params=actor_params, collector=_collector, gpu_share=plan.gpus,
+                                   expected=driver_recipe(checker.recipe)),
         batch_format="pyarrow",
         batch_size=batch_rows,
         compute=ray.data.ActorPoolStrategy(size=plan.num_workers),

@@ -39,6 +39,7 @@ from bertfeat.files import (InputReader, _atomic_write_bytes, _Paths, job_counts
                             refuse_local_options)
 from bertfeat.output import absolute_paths, check_folder_output, job_lock, remove_stale_temps, replace_output
 from bertfeat.recipe import _is_int
+from bertfeat.worker_recipe import check_worker_recipe, driver_recipe
 from bertfeat.spark_input import (_check_visible, _first_rows, _hadoop_literal, _local_path, _parquet_files,
                                   _spark_schema, _stage)
 
@@ -89,11 +90,21 @@ def _worker_featurizer(spec: dict):
     set_threads(threads)
     key = json.dumps([spec["text_cols"], spec["keep_cols"], spec["layout"], spec["params"], device], sort_keys=True,
                      default=str)
+    expected = spec.get("expected")
+    if _WORKER["key"] == key and expected is not None:
+        try:  # this worker's model, read by an earlier task: the files may have been put right since
+            check_worker_recipe(_WORKER["featurizer"].recipe, expected, "a Spark task")
+        except ValueError:
+            _WORKER.update(key=None, featurizer=None)
     if _WORKER["key"] != key:
         _WORKER.update(key=None, featurizer=None)
-        _WORKER["featurizer"] = ArrowFeaturizer(spec["text_cols"], spec["keep_cols"], layout=spec["layout"],
-                                                **{**spec["params"], "device": device})
-        _WORKER.update(key=key, loads=_WORKER["loads"] + 1)
+        featurizer = ArrowFeaturizer(spec["text_cols"], spec["keep_cols"], layout=spec["layout"],
+                                     **{**spec["params"], "device": device})
+        _WORKER["loads"] += 1
+        # the driver's recipe, before any text is embedded: this node's copy of the model may be another
+        if expected is not None:
+            check_worker_recipe(featurizer.recipe, expected, "a Spark task")
+        _WORKER.update(key=key, featurizer=featurizer)
     info = {"host": socket.gethostname(), "pid": os.getpid(), "threads": threads, "device": device,
             "loads": _WORKER["loads"]}
     return _WORKER["featurizer"], info
@@ -243,7 +254,7 @@ def embed_dataframe(sdf, text_cols, *, keep_cols=(), layout: str = "columns", **
         kind = ArrayType(FloatType(), containsNull=False) if layout == "list" else FloatType()
         fields.append(StructField(name, kind, nullable=True, metadata=meta))
     spec = {"text_cols": text_cols, "keep_cols": keep_cols, "layout": layout, "params": absolute_paths(fixed),
-            "auto_dtype": gpu_guess}
+            "auto_dtype": gpu_guess, "expected": driver_recipe(checker.recipe, checker.recipe.dtype)}
     aliases = _aliases(dict.fromkeys(keep_cols + text_cols))
     spec["names"] = {alias: name for name, alias in aliases.items()}
     return sdf.selectExpr(*[f"{_quoted(c)} AS {alias}" for c, alias in aliases.items()]).mapInArrow(
@@ -405,7 +416,7 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
                 try:
                     result, partitions = _run_job(spark, files, counts, reader.schema, text_cols, keep_cols, layout,
                                                   batch_rows, data_dir, absolute_paths(params),
-                                                  read_schema=read_schema)
+                                                  read_schema=read_schema, expected=driver_recipe(checker.recipe))
                 except (ValueError, TypeError) as mistake:  # a task's: its partition's first bad text, not the input's
                     raise first_refused(mistake, reader, checker) from None
             master_url = spark.sparkContext.master
@@ -532,7 +543,7 @@ class _conf:
 
 
 def _run_job(spark, files, counts, input_schema, text_cols, keep_cols, layout, batch_rows, data_dir, params,
-             read_schema=None):
+             read_schema=None, expected=None):
     """Read, order, partition, embed and write; returns the collected counts and the number of partitions. With
     ``read_schema`` (:func:`_spark_schema`), Spark reads the files with it rather than guessing one."""
     from pyspark.sql import functions as F
@@ -552,7 +563,7 @@ def _run_job(spark, files, counts, input_schema, text_cols, keep_cols, layout, b
     # range partitions of the row number, sorted within: partition k holds the k-th stretch of the input, so the
     # part files' names give the input order (an explicit count, which adaptive execution does not coalesce)
     ordered = ordered.repartitionByRange(partitions, own["row"]).sortWithinPartitions(own["row"])
-    spec = _task_spec(text_cols, keep_cols, layout, params, data_dir, input_schema)
+    spec = _task_spec(text_cols, keep_cols, layout, params, data_dir, input_schema, expected)
     data_dir.mkdir(parents=True, exist_ok=True)
     results = ordered.mapInArrow(partial(_write_partition, spec=spec), "stats string, hash long")
     # one action: the per-partition counts, and the distinct texts counted by Spark (never gathered on the driver)
@@ -567,9 +578,12 @@ def _run_job(spark, files, counts, input_schema, text_cols, keep_cols, layout, b
     return {"stats": got["stats"], "distinct": got["distinct"]}, partitions
 
 
-def _task_spec(text_cols, keep_cols, layout, params, data_dir: Path, input_schema: pa.Schema) -> dict:
-    """What each task of a job is sent (:func:`_write_partition` reads it): plain values that pickle small."""
-    return {"text_cols": text_cols, "keep_cols": keep_cols, "layout": layout, "params": params,
+def _task_spec(text_cols, keep_cols, layout, params, data_dir: Path, input_schema: pa.Schema,
+               expected: dict | None = None) -> dict:
+    """What each task of a job is sent (:func:`_write_partition` reads it): plain values that pickle small.
+    ``expected``: the driver's recipe (:func:`~bertfeat.worker_recipe.driver_recipe`), which each task checks its own
+    against before it embeds anything."""
+    return {"text_cols": text_cols, "keep_cols": keep_cols, "layout": layout, "params": params, "expected": expected,
             "data_dir": str(data_dir.resolve()), "input_schema": input_schema.serialize().to_pybytes(),
             "row_col": _own_names(keep_cols + text_cols)["row"],
             "names": {a: c for c, a in _aliases(dict.fromkeys(keep_cols + text_cols)).items()}}

@@ -552,10 +552,16 @@ def test_embed_dataset_hands_ray_the_plan_and_the_actor_its_arguments(tiny_bert,
     kw = ray.mapped[0]
     assert feats.fn is bray.RayFeaturizer and kw["batch_format"] == "pyarrow" and kw["batch_size"] == 7
     assert kw["compute"].size == 4 and kw["num_cpus"] == 7.0 and kw["num_gpus"] == 0.0
+    from bertfeat.arrow import ArrowFeaturizer
+    from bertfeat.worker_recipe import driver_recipe
+
+    # the driver's recipe, which each actor checks its own against (the dtype each resolves for its device)
+    expected = driver_recipe(ArrowFeaturizer(["review"], ["id"], model=tiny_bert).recipe)
+    assert expected["weights_sha256"] and "dtype" not in expected
     assert kw["fn_constructor_kwargs"] == dict(
         text_cols=["review"], keep_cols=["id"], layout="columns", threads=7, collector=None, gpu_share=0.0,
         params={"model": str(Path(tiny_bert).resolve()), "cache_dir": str((tmp_path / "c").resolve()),
-                "device": "cpu"})
+                "device": "cpu"}, expected=expected)
     assert set(kw) == {"fn_constructor_kwargs", "batch_format", "batch_size", "compute", "num_cpus", "num_gpus"}
 
 
@@ -969,3 +975,41 @@ def test_a_column_named_like_the_column_the_counts_travel_in_is_refused_not_lost
         "column '__bertfeat_batch_stats__' has the name the Ray engine carries each batch's counts in; rename it, or "
         "use the local or Spark engine.")
     assert ray.inits == [] and not list(tmp_path.glob("o*"))
+
+
+def test_a_worker_whose_node_holds_another_copy_of_the_model_fails_the_job_before_it_embeds(fake_ray, quiet_threads,
+                                                                                             tmp_path):
+    """A cluster's model folder is a local copy on each node, one of them stale: the driver checked and named one
+    model while that node's actors embedded with another, refused only once every batch had run ("dtype='auto' may
+    differ"), and in ``embed_dataset`` never. Each actor now compares the model files it read with the driver's
+    before it embeds anything."""
+    from tests.conftest import build_tiny_bert
+
+    model = build_tiny_bert(tmp_path / "model")
+    src = write_input(tmp_path, frame(12), files=1)
+    ray = fake_ray(cpus=(3.0,))
+    pool = ray.data.ActorPoolStrategy
+
+    def stale_node(size):  # after the driver's checks, as the actors start: the copy they read has other weights
+        build_tiny_bert(tmp_path / "model", seed=1)
+        return pool(size)
+
+    ray.data.ActorPoolStrategy = stale_node
+    with pytest.raises(ValueError) as err:
+        bray.embed_parquet(src, tmp_path / "out", "review", batch_rows=5, model=model, quiet=True)
+    assert str(err.value).startswith(f"a Ray worker on host {socket.gethostname()!r} read other model files at "
+                                     f"{model!r} than the driver did (weights: sha256 ")
+    assert "config" not in str(err.value) and "tokenizer files" not in str(err.value)
+    assert str(err.value).endswith("; nothing was embedded by this worker.")
+    assert not (tmp_path / "out").exists() and not list((tmp_path / "out.partial").glob("data/*.parquet"))
+
+    ray.data.ActorPoolStrategy = pool  # the copy as the driver's: the job runs
+    build_tiny_bert(tmp_path / "model")
+    assert bray.embed_parquet(src, tmp_path / "out", "review", batch_rows=5, model=model, quiet=True)[
+        "counts"]["rows"] == 12
+
+    # embed_dataset: the actor it describes refuses a stale node's copy when it starts
+    feats = bray.embed_dataset(FakeDataset(ray, pa.table({"review": ["a text"]})), "review", model=model)
+    build_tiny_bert(tmp_path / "model", seed=1)
+    with pytest.raises(ValueError, match=r"read other model files at .* than the driver did \(weights: sha256 "):
+        feats.fn(**feats.kw["fn_constructor_kwargs"])

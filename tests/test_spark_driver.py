@@ -66,7 +66,7 @@ class LocalJob:
         self.calls = []
 
     def __call__(self, spark, files, counts, input_schema, text_cols, keep_cols, layout, batch_rows, data_dir,
-                 params, read_schema=None):
+                 params, read_schema=None, expected=None):
         call = {"files": list(files), "counts": list(counts), "input_schema": input_schema, "text_cols": text_cols,
                 "keep_cols": keep_cols, "layout": layout, "batch_rows": batch_rows, "data_dir": data_dir,
                 "params": params, "conf": dict(spark.conf.values), "read_schema": read_schema}
@@ -77,7 +77,7 @@ class LocalJob:
             raise self.fail_first
         columns = list(dict.fromkeys(keep_cols + text_cols))
         table = pa.concat_tables([pq.read_table(f, columns=columns).replace_schema_metadata(None) for f in files])
-        spec = bspark._task_spec(text_cols, keep_cols, layout, params, data_dir, input_schema)
+        spec = bspark._task_spec(text_cols, keep_cols, layout, params, data_dir, input_schema, expected)
         table = table.append_column(spec["row_col"], pa.array(np.arange(table.num_rows), pa.int64()))
         total = int(sum(counts))
         partitions = max(spark.sparkContext.defaultParallelism, math.ceil(total / batch_rows))
@@ -913,6 +913,9 @@ def test_embed_dataframe_maps_the_selected_columns_to_the_cores_output(tiny_bert
                                    # dtype="auto" as the driver fixed it for CPU tasks (no GPU to check against)
                                    "params": {"model": str(Path(tiny_bert).resolve()), "pooling": "cls",
                                               "dtype": "float32"}, "auto_dtype": None,
+                                   # the driver's recipe, which each task checks its own against
+                                   "expected": {**reference.recipe.key_dict(), "model": reference.recipe.model,
+                                                "bertfeat_version": provenance["bertfeat_version"]},
                                    "names": {"_bertfeat_col0": "id", "_bertfeat_col1": "review",
                                              "_bertfeat_col2": "title"}}
     out = pa.Table.from_batches(list(fn(iter(batches))))
@@ -1013,3 +1016,48 @@ def test_an_output_folder_that_is_a_symlink_is_written_where_it_points_and_the_l
     assert link.is_symlink() and target.is_dir() and manifest["output"] == str(target)
     assert pq.read_table(link).num_rows == 12 and (tmp_path / "big" / "out.manifest.json").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big", "in.parquet", "out"]
+
+
+def test_a_task_whose_node_holds_another_copy_of_the_model_fails_the_job_before_it_embeds(tmp_path, spark_job,
+                                                                                            in_task):  # noqa: F811
+    """A cluster's model folder is a local copy on each node, one of them stale: the driver checked and named one
+    model, and that node's tasks embedded with another, silently in ``embed_dataframe`` (its metadata is the
+    driver's), and in ``embed_files`` refused only once every task had run ("dtype='auto' may differ"). Each task
+    now compares the model files it read with the driver's before it embeds anything."""
+    from tests.conftest import build_tiny_bert
+
+    model = build_tiny_bert(tmp_path / "model")
+    df = make_frame(12, seed=2)
+    df.to_parquet(tmp_path / "in.parquet", index=False)
+    stale = lambda call: build_tiny_bert(tmp_path / "model", seed=1)  # noqa: E731 - the node's copy: other weights
+    spark_job(during=stale)
+    with pytest.raises(ValueError) as err:
+        bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=model, quiet=True)
+    said = str(bspark._mistake_in(RuntimeError(str(err.value))))
+    assert said.startswith(f"a Spark task on host {socket.gethostname()!r} read other model files at {model!r} "
+                           "than the driver did (weights: sha256 ")
+    assert "config" not in said and "tokenizer files" not in said  # only what differs is named
+    assert said.endswith("that node's copy of the model is stale or another version, and its vectors would be "
+                         "another model's. Make the model the same on every node (put it on a filesystem every "
+                         "node mounts, or copy it to each node again), then run the job again; nothing was embedded "
+                         "by this worker.")
+    assert not (tmp_path / "out").exists() and not list((tmp_path / "out.partial" / "data").glob("part-*"))
+
+    build_tiny_bert(tmp_path / "model")  # the copy put right: the job runs (the Python worker that read the stale
+    # copy for the last job reads the files again, not the model it kept)
+    spark_job()
+    manifest = bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=model, quiet=True)
+    assert manifest["counts"]["rows"] == 12
+    # the model updated in place on every node between two jobs of one application: the Python worker that kept
+    # the old one for the last job reads the new one (it embedded with the old, under the new one's name, silently)
+    build_tiny_bert(tmp_path / "model", seed=2)
+    spark_job()
+    again = bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=model, quiet=True,
+                               overwrite=True)
+    assert again["provenance"]["weights_sha256"] != manifest["provenance"]["weights_sha256"]
+    assert bspark._WORKER["featurizer"].recipe.weights_sha256 == again["provenance"]["weights_sha256"]
+
+    provenance, task = dataframe_job(model, {})  # embed_dataframe: the driver's metadata, then a stale node's task
+    build_tiny_bert(tmp_path / "model", seed=1)
+    with pytest.raises(ValueError, match=r"read other model files at .* than the driver did \(weights: sha256 "):
+        list(task(iter([pa.record_batch({"_bertfeat_col0": [1], "_bertfeat_col1": ["a text"]})])))

@@ -1,0 +1,61 @@
+"""What every worker of a Ray or Spark job must share with the driver: the recipe the driver checked and names.
+
+The driver of a cluster job loads the model from ``--model`` once, checks the parameters against it, and writes the
+recipe's provenance (model hashes, dtype, fingerprint) into the output. Each worker then loads the model again, from
+the same path on its own node: on a cluster that path may hold other files (a node's local copy left stale by an
+update, a Hugging Face name downloaded by each node at another revision), and the worker computes another recipe's
+vectors. Found at the end of a file job, after hours of work, or never in a lazy Dataset/DataFrame job. So the driver
+sends its recipe (:func:`driver_recipe`) and each worker compares its own with it (:func:`check_worker_recipe`)
+once its model is read, before it embeds anything.
+
+Torch-free: a recipe's fields are plain values.
+"""
+
+from __future__ import annotations
+
+import socket
+
+from bertfeat import __version__
+
+MODEL_FILES = (("weights_sha256", "weights"), ("config_sha256", "config"), ("tokenizer_sha256", "tokenizer files"))
+
+
+def driver_recipe(recipe, dtype: str | None = None) -> dict:
+    """The driver's recipe as plain values for the workers: its key fields (:meth:`Recipe.key_dict`), the model as
+    named, and this bertfeat's version. ``dtype``: the dtype the workers run (``dtype="auto"`` fixed on the driver
+    for their device), or None where each worker resolves ``"auto"`` for its own device (then left out)."""
+    expected = {**recipe.key_dict(), "model": recipe.model, "bertfeat_version": __version__}
+    if dtype is None:
+        expected.pop("dtype")
+    else:
+        expected["dtype"] = dtype
+    return expected
+
+
+def check_worker_recipe(recipe, expected: dict | None, worker: str) -> None:
+    """Refuse, before any text is embedded, a worker whose recipe is not the driver's ``expected`` one
+    (:func:`driver_recipe`): other model files at the same path, or another bertfeat computing other vectors.
+    ``worker`` names it for the message ("a Ray worker", "a Spark task"). None: nothing to compare."""
+    if expected is None:
+        return
+    where = f"{worker} on host {socket.gethostname()!r}"
+    own = recipe.key_dict()
+    files = [(key, name) for key, name in MODEL_FILES if own.get(key) != expected.get(key)]
+    if files:
+        differ = "; ".join(f"{name}: sha256 {own.get(key, '')[:12]}... here, {expected.get(key, '')[:12]}... on "
+                           "the driver" for key, name in files)
+        raise ValueError(
+            f"{where} read other model files at {expected['model']!r} than the driver did ({differ}): that node's "
+            "copy of the model is stale or another version, and its vectors would be another model's. Make the "
+            "model the same on every node (put it on a filesystem every node mounts, or copy it to each node "
+            "again), then run the job again; nothing was embedded by this worker."
+        )
+    other = sorted(k for k in (set(own) | set(expected)) - {"model", "bertfeat_version"}
+                   if k != "dtype" or "dtype" in expected if own.get(k) != expected.get(k))
+    if other:
+        said = ", ".join(f"{k}={own.get(k)!r} here, {expected.get(k)!r} on the driver" for k in other)
+        raise ValueError(
+            f"{where} computes another recipe than the driver from the same model files ({said}; bertfeat "
+            f"{__version__} here, {expected.get('bertfeat_version')} on the driver): install the same bertfeat "
+            "(and the same environment) on every node, then run the job again; nothing was embedded by this worker."
+        )
