@@ -40,7 +40,7 @@ from bertfeat.files import (
 )
 from bertfeat.output import absolute_paths, check_folder_output, job_lock, remove_stale_temps, replace_output
 from bertfeat.recipe import _is_int
-from bertfeat.worker_recipe import check_worker_recipe, driver_recipe
+from bertfeat.worker_recipe import check_fixed_dtype, check_worker_recipe, driver_recipe, fix_auto_dtype
 
 INSTALL_HINT = "pip install 'bertfeat[ray]'"
 # a column the workers add to a file job's batches, with the batch's counts on its first row (null on the others);
@@ -178,11 +178,15 @@ class RayFeaturizer:
     expected : dict, optional
         The driver's recipe (:func:`~bertfeat.worker_recipe.driver_recipe`): the actor refuses to start where its
         own differs (this node's copy of the model is another), before it embeds anything.
+    auto_dtype : str, optional
+        What the driver fixed ``dtype="auto"`` as for GPU workers (:func:`~bertfeat.worker_recipe.fix_auto_dtype`):
+        an actor whose GPU would choose another refuses to start.
     collector : ray.actor.ActorHandle, optional
         A job's :class:`JobCounts` actor, told about this worker and the counts of every batch.
     """
 
-    def __init__(self, text_cols, keep_cols, layout, threads, params, collector=None, gpu_share=0.0, expected=None):
+    def __init__(self, text_cols, keep_cols, layout, threads, params, collector=None, gpu_share=0.0, expected=None,
+                 auto_dtype=None):
         from bertfeat import gpu
         from bertfeat.arrow import ArrowFeaturizer
         from bertfeat.backend import set_threads
@@ -192,6 +196,8 @@ class RayFeaturizer:
         if 0 < gpu_share < 1:
             gpu.set_memory_share(gpu_share)
         with self._reporting_mistakes():
+            # before the model loads: a GPU that would run another dtype than the driver fixed "auto" as
+            check_fixed_dtype(auto_dtype, params.get("device", "auto"), "Ray", "worker")
             self.featurizer = ArrowFeaturizer(text_cols, keep_cols, layout=layout, **params)
             # the driver's recipe, before any text is embedded: this node's copy of the model may be another
             check_worker_recipe(self.featurizer.recipe, expected, "a Ray worker")
@@ -382,6 +388,10 @@ def embed_dataset(ds, text_col, keep_cols=(), *, num_workers=None, gpus_per_work
         ray.init()
     plan = plan_workers(*_cluster_nodes(ray), num_workers, gpus_per_worker, cpus_per_worker,
                         params.get("device", "auto"))
+    from bertfeat.backend import device_type
+
+    # dtype="auto" fixed once for the workers' device: left to each, GPUs of two kinds ran two recipes
+    params, gpu_guess = fix_auto_dtype(params, device_type(plan.device))
     # checked here, before any actor starts: the parameters, the model, the feature names against kept columns,
     # and the columns when the schema is known without running anything
     checker = ArrowFeaturizer(text_cols, keep_cols, layout=layout, **{**params, "device": "cpu"})
@@ -393,7 +403,8 @@ def embed_dataset(ds, text_col, keep_cols=(), *, num_workers=None, gpus_per_work
         RayFeaturizer,
         fn_constructor_kwargs=dict(text_cols=text_cols, keep_cols=keep_cols, layout=layout, threads=plan.threads,
                                    params=actor_params, collector=_collector, gpu_share=plan.gpus,
-                                   expected=driver_recipe(checker.recipe)),
+                                   expected=driver_recipe(checker.recipe, checker.recipe.dtype),
+                                   auto_dtype=gpu_guess),
         batch_format="pyarrow",
         batch_size=batch_rows,
         compute=ray.data.ActorPoolStrategy(size=plan.num_workers),

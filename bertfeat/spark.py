@@ -39,7 +39,7 @@ from bertfeat.files import (InputReader, _atomic_write_bytes, _Paths, job_counts
                             refuse_local_options)
 from bertfeat.output import absolute_paths, check_folder_output, job_lock, remove_stale_temps, replace_output
 from bertfeat.recipe import _is_int
-from bertfeat.worker_recipe import check_worker_recipe, driver_recipe
+from bertfeat.worker_recipe import check_fixed_dtype, check_worker_recipe, driver_recipe, fix_auto_dtype
 from bertfeat.spark_input import (_check_visible, _first_rows, _hadoop_literal, _local_path, _parquet_files,
                                   _spark_schema, _stage)
 
@@ -113,39 +113,24 @@ def _worker_featurizer(spec: dict):
 def _check_fixed_dtype(spec: dict, device: str) -> None:
     """Refuse a task whose GPU would choose another dtype than the one the driver fixed ``dtype="auto"`` as
     (:func:`_fixed_auto_dtype`): its features would be of another recipe than the output's metadata names."""
-    fixed = spec.get("auto_dtype")
-    if fixed is None or not device.startswith("cuda"):
-        return
-    from bertfeat.backend import resolve_dtype
-
-    own = resolve_dtype("auto", device)
-    if own != fixed:
-        raise ValueError(
-            f"dtype='auto' was fixed on the Spark driver as {fixed!r} for tasks on a GPU (the output's metadata "
-            f"names it), but this task's GPU ({device}) runs {own!r} for dtype='auto': pass dtype={own!r} "
-            f"(--dtype {own}) to run every task in it, or dtype={fixed!r} to run this one as the others."
-        )
+    check_fixed_dtype(spec.get("auto_dtype"), device, "Spark", "task")
 
 
 def _fixed_auto_dtype(params: dict, session) -> tuple[dict, str | None]:
-    """``params`` with ``dtype="auto"`` fixed for the device the tasks will run on, so that the provenance the driver
-    writes before any task runs is the recipe they run: float32 for CPU tasks, and for GPU tasks (``device="cuda"``,
-    or ``"auto"`` with ``spark.task.resource.gpu.amount`` set) this machine's GPU's choice, or bfloat16 (native from
-    Ampere on) where the driver has none; and that guess for GPU tasks (else None), which a task whose GPU chooses
-    otherwise is refused for (:func:`_check_fixed_dtype`)."""
+    """``params`` with ``dtype="auto"`` fixed for the device the tasks will run on
+    (:func:`~bertfeat.worker_recipe.fix_auto_dtype`), so that the provenance the driver writes before any task runs
+    is the recipe they run: GPU tasks where ``device="cuda"``, or ``"auto"`` with ``spark.task.resource.gpu.amount``
+    set; and the guess for GPU tasks (else None), which a task whose GPU chooses otherwise is refused for
+    (:func:`_check_fixed_dtype`)."""
     if params.get("dtype", "auto") != "auto":
         return params, None
-    from bertfeat import gpu
-    from bertfeat.backend import device_type, resolve_dtype
+    from bertfeat.backend import device_type
 
     kind = device_type(params.get("device", "auto"))
     if kind == "auto":  # a task uses the GPU Spark assigns it (_task_resources), else the CPU, never MPS
         amount = session.conf.get("spark.task.resource.gpu.amount", None)
         kind = "cuda" if amount is not None and float(amount) > 0 else "cpu"
-    if kind == "cuda":
-        dtype = resolve_dtype("auto", "cuda") if gpu.device_count() > 0 else "bfloat16"
-        return {**params, "dtype": dtype}, dtype
-    return {**params, "dtype": resolve_dtype("auto", kind)}, None
+    return fix_auto_dtype(params, kind)
 
 
 def _task_resources(device: str) -> tuple[int, str]:
@@ -413,10 +398,14 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
                     read_schema = _spark_schema(spark, reader.files, list(dict.fromkeys(keep_cols + text_cols)))
                     if read_schema is None:  # Spark cannot read the files as they are: staged, as a CSV is
                         files, counts = _stage(reader, staged)
+                # dtype="auto" fixed once for the tasks' device: left to each, GPUs of two kinds ran two recipes
+                fixed, gpu_guess = _fixed_auto_dtype(params, spark)
                 try:
                     result, partitions = _run_job(spark, files, counts, reader.schema, text_cols, keep_cols, layout,
-                                                  batch_rows, data_dir, absolute_paths(params),
-                                                  read_schema=read_schema, expected=driver_recipe(checker.recipe))
+                                                  batch_rows, data_dir, absolute_paths(fixed),
+                                                  read_schema=read_schema,
+                                                  expected=driver_recipe(checker.recipe, fixed.get("dtype")),
+                                                  auto_dtype=gpu_guess)
                 except (ValueError, TypeError) as mistake:  # a task's: its partition's first bad text, not the input's
                     raise first_refused(mistake, reader, checker) from None
             master_url = spark.sparkContext.master
@@ -543,7 +532,7 @@ class _conf:
 
 
 def _run_job(spark, files, counts, input_schema, text_cols, keep_cols, layout, batch_rows, data_dir, params,
-             read_schema=None, expected=None):
+             read_schema=None, expected=None, auto_dtype=None):
     """Read, order, partition, embed and write; returns the collected counts and the number of partitions. With
     ``read_schema`` (:func:`_spark_schema`), Spark reads the files with it rather than guessing one."""
     from pyspark.sql import functions as F
@@ -563,7 +552,7 @@ def _run_job(spark, files, counts, input_schema, text_cols, keep_cols, layout, b
     # range partitions of the row number, sorted within: partition k holds the k-th stretch of the input, so the
     # part files' names give the input order (an explicit count, which adaptive execution does not coalesce)
     ordered = ordered.repartitionByRange(partitions, own["row"]).sortWithinPartitions(own["row"])
-    spec = _task_spec(text_cols, keep_cols, layout, params, data_dir, input_schema, expected)
+    spec = _task_spec(text_cols, keep_cols, layout, params, data_dir, input_schema, expected, auto_dtype)
     data_dir.mkdir(parents=True, exist_ok=True)
     results = ordered.mapInArrow(partial(_write_partition, spec=spec), "stats string, hash long")
     # one action: the per-partition counts, and the distinct texts counted by Spark (never gathered on the driver)
@@ -579,11 +568,12 @@ def _run_job(spark, files, counts, input_schema, text_cols, keep_cols, layout, b
 
 
 def _task_spec(text_cols, keep_cols, layout, params, data_dir: Path, input_schema: pa.Schema,
-               expected: dict | None = None) -> dict:
+               expected: dict | None = None, auto_dtype: str | None = None) -> dict:
     """What each task of a job is sent (:func:`_write_partition` reads it): plain values that pickle small.
     ``expected``: the driver's recipe (:func:`~bertfeat.worker_recipe.driver_recipe`), which each task checks its own
-    against before it embeds anything."""
+    against before it embeds anything; ``auto_dtype``: what the driver fixed ``dtype="auto"`` as for GPU tasks."""
     return {"text_cols": text_cols, "keep_cols": keep_cols, "layout": layout, "params": params, "expected": expected,
+            "auto_dtype": auto_dtype,
             "data_dir": str(data_dir.resolve()), "input_schema": input_schema.serialize().to_pybytes(),
             "row_col": _own_names(keep_cols + text_cols)["row"],
             "names": {a: c for c, a in _aliases(dict.fromkeys(keep_cols + text_cols)).items()}}

@@ -53,9 +53,44 @@ def check_worker_recipe(recipe, expected: dict | None, worker: str) -> None:
     other = sorted(k for k in (set(own) | set(expected)) - {"model", "bertfeat_version"}
                    if k != "dtype" or "dtype" in expected if own.get(k) != expected.get(k))
     if other:
-        said = ", ".join(f"{k}={own.get(k)!r} here, {expected.get(k)!r} on the driver" for k in other)
+        said = "".join(f"{k}={own.get(k)!r} here, {expected.get(k)!r} on the driver; " for k in other)
         raise ValueError(
-            f"{where} computes another recipe than the driver from the same model files ({said}; bertfeat "
+            f"{where} computes another recipe than the driver from the same model files ({said}bertfeat "
             f"{__version__} here, {expected.get('bertfeat_version')} on the driver): install the same bertfeat "
             "(and the same environment) on every node, then run the job again; nothing was embedded by this worker."
+        )
+
+
+def fix_auto_dtype(params: dict, kind: str) -> tuple[dict, str | None]:
+    """``params`` with ``dtype="auto"`` fixed once, on the driver, for the device type ``kind`` the workers run on
+    (``"cuda"``, ``"cpu"``, ``"mps"``), so that every worker runs the recipe the driver names: float32 on CPUs, and on
+    GPUs this machine's GPU's choice, or bfloat16 (native from Ampere on) where the driver has none. Left to each
+    worker, a cluster mixing GPU types ran two recipes (an A100 bfloat16, a T4 float16), refused only once every
+    batch had run. Returns the fixed params and that guess for GPU workers (else None), which a worker whose GPU
+    chooses otherwise is refused for (:func:`check_fixed_dtype`)."""
+    if params.get("dtype", "auto") != "auto":
+        return params, None
+    from bertfeat import gpu
+    from bertfeat.backend import resolve_dtype
+
+    if kind == "cuda":
+        dtype = resolve_dtype("auto", "cuda") if gpu.device_count() > 0 else "bfloat16"
+        return {**params, "dtype": dtype}, dtype
+    return {**params, "dtype": resolve_dtype("auto", kind)}, None
+
+
+def check_fixed_dtype(fixed: str | None, device: str, engine: str, worker: str) -> None:
+    """Refuse a worker on GPU ``device`` that would choose another dtype than the one the driver fixed
+    ``dtype="auto"`` as (``fixed``, :func:`fix_auto_dtype`): its features would be of another recipe than the
+    output names. ``engine`` ("Spark", "Ray") and ``worker`` ("task", "worker") name them for the message."""
+    if fixed is None or not device.startswith("cuda"):
+        return
+    from bertfeat.backend import resolve_dtype
+
+    own = resolve_dtype("auto", device)
+    if own != fixed:
+        raise ValueError(
+            f"dtype='auto' was fixed on the {engine} driver as {fixed!r} for {worker}s on a GPU (the output's metadata "
+            f"names it), but this {worker}'s GPU ({device}) runs {own!r} for dtype='auto': pass dtype={own!r} "
+            f"(--dtype {own}) to run every {worker} in it, or dtype={fixed!r} to run this one as the others."
         )

@@ -555,13 +555,13 @@ def test_embed_dataset_hands_ray_the_plan_and_the_actor_its_arguments(tiny_bert,
     from bertfeat.arrow import ArrowFeaturizer
     from bertfeat.worker_recipe import driver_recipe
 
-    # the driver's recipe, which each actor checks its own against (the dtype each resolves for its device)
-    expected = driver_recipe(ArrowFeaturizer(["review"], ["id"], model=tiny_bert).recipe)
-    assert expected["weights_sha256"] and "dtype" not in expected
+    # the driver's recipe, which each actor checks its own against, dtype="auto" fixed for CPU workers
+    expected = driver_recipe(ArrowFeaturizer(["review"], ["id"], model=tiny_bert).recipe, "float32")
+    assert expected["weights_sha256"] and expected["dtype"] == "float32"
     assert kw["fn_constructor_kwargs"] == dict(
         text_cols=["review"], keep_cols=["id"], layout="columns", threads=7, collector=None, gpu_share=0.0,
         params={"model": str(Path(tiny_bert).resolve()), "cache_dir": str((tmp_path / "c").resolve()),
-                "device": "cpu"}, expected=expected)
+                "device": "cpu", "dtype": "float32"}, expected=expected, auto_dtype=None)
     assert set(kw) == {"fn_constructor_kwargs", "batch_format", "batch_size", "compute", "num_cpus", "num_gpus"}
 
 
@@ -1013,3 +1013,37 @@ def test_a_worker_whose_node_holds_another_copy_of_the_model_fails_the_job_befor
     build_tiny_bert(tmp_path / "model", seed=1)
     with pytest.raises(ValueError, match=r"read other model files at .* than the driver did \(weights: sha256 "):
         feats.fn(**feats.kw["fn_constructor_kwargs"])
+
+
+def test_dtype_auto_is_fixed_once_on_the_driver_and_a_gpu_that_would_choose_otherwise_refused_as_it_starts(
+        tiny_bert, fake_ray, quiet_threads, tmp_path, monkeypatch):
+    """``dtype="auto"`` on GPU workers was resolved by each actor for its own GPU: a cluster mixing an A100 (bfloat16)
+    and a T4 (float16) embedded every batch in two recipes and was refused only by the final check, the hours of
+    work lost. The driver now fixes it once (its GPU's choice, or bfloat16 where it has none, as the Spark engine
+    does) and names it in every actor's recipe; an actor whose GPU would choose otherwise refuses as it starts."""
+    import bertfeat.gpu
+
+    ray = fake_ray(cpus=(4.0, 4.0), gpus=(1.0, 1.0))
+    feats = bray.embed_dataset(FakeDataset(ray, pa.table({"review": ["a text"]})), "review", gpus_per_worker=1,
+                               model=tiny_bert)
+    kw = feats.kw["fn_constructor_kwargs"]
+    assert kw["params"]["device"] == "cuda" and kw["params"]["dtype"] == "bfloat16" and kw["auto_dtype"] == "bfloat16"
+    assert kw["expected"]["dtype"] == "bfloat16"
+    cpu = bray.embed_dataset(FakeDataset(ray, pa.table({"review": ["a text"]})), "review", model=tiny_bert)
+    assert cpu.kw["fn_constructor_kwargs"]["params"]["dtype"] == "float32"  # CPU workers: float32, as before
+    assert cpu.kw["fn_constructor_kwargs"]["auto_dtype"] is None
+    ours = bray.embed_dataset(FakeDataset(ray, pa.table({"review": ["a text"]})), "review", gpus_per_worker=1,
+                              model=tiny_bert, dtype="float16")
+    assert ours.kw["fn_constructor_kwargs"]["params"]["dtype"] == "float16"  # the user's dtype stands
+    assert ours.kw["fn_constructor_kwargs"]["auto_dtype"] is None
+
+    # a file job whose first actor starts on a T4: refused before its model loads, nothing written
+    monkeypatch.setattr(bertfeat.gpu, "native_bf16", lambda index: False)
+    src = write_input(tmp_path, frame(6), files=1)
+    with pytest.raises(ValueError) as err:
+        bray.embed_parquet(src, tmp_path / "out", "review", gpus_per_worker=1, model=tiny_bert, quiet=True)
+    assert str(err.value) == (
+        "dtype='auto' was fixed on the Ray driver as 'bfloat16' for workers on a GPU (the output's metadata names "
+        "it), but this worker's GPU (cuda) runs 'float16' for dtype='auto': pass dtype='float16' (--dtype float16) "
+        "to run every worker in it, or dtype='bfloat16' to run this one as the others.")
+    assert not (tmp_path / "out").exists()

@@ -66,10 +66,11 @@ class LocalJob:
         self.calls = []
 
     def __call__(self, spark, files, counts, input_schema, text_cols, keep_cols, layout, batch_rows, data_dir,
-                 params, read_schema=None, expected=None):
+                 params, read_schema=None, expected=None, auto_dtype=None):
         call = {"files": list(files), "counts": list(counts), "input_schema": input_schema, "text_cols": text_cols,
                 "keep_cols": keep_cols, "layout": layout, "batch_rows": batch_rows, "data_dir": data_dir,
-                "params": params, "conf": dict(spark.conf.values), "read_schema": read_schema}
+                "params": params, "conf": dict(spark.conf.values), "read_schema": read_schema,
+                "expected": expected, "auto_dtype": auto_dtype}
         self.calls.append(call)
         if self.during is not None:
             self.during(call)
@@ -77,7 +78,7 @@ class LocalJob:
             raise self.fail_first
         columns = list(dict.fromkeys(keep_cols + text_cols))
         table = pa.concat_tables([pq.read_table(f, columns=columns).replace_schema_metadata(None) for f in files])
-        spec = bspark._task_spec(text_cols, keep_cols, layout, params, data_dir, input_schema, expected)
+        spec = bspark._task_spec(text_cols, keep_cols, layout, params, data_dir, input_schema, expected, auto_dtype)
         table = table.append_column(spec["row_col"], pa.array(np.arange(table.num_rows), pa.int64()))
         total = int(sum(counts))
         partitions = max(spark.sparkContext.defaultParallelism, math.ceil(total / batch_rows))
@@ -177,8 +178,8 @@ def test_a_job_writes_the_local_engines_output_in_input_order_with_its_manifest(
     assert call["text_cols"] == ["review"] and call["keep_cols"] == ["id"]
     assert call["input_schema"].names == ["id", "review"]  # the columns the job reads, as the input types them
     assert call["data_dir"] == tmp_path / "out.partial" / "data"
-    assert call["params"] == {"model": str(Path(tiny_bert).resolve()),
-                              "cache_dir": str((tmp_path / "out.partial" / "cache").resolve())}
+    assert call["params"] == {"model": str(Path(tiny_bert).resolve()),  # dtype="auto" fixed for CPU tasks
+                              "cache_dir": str((tmp_path / "out.partial" / "cache").resolve()), "dtype": "float32"}
     assert call["read_schema"] == ("read as", ["a.parquet", "b.parquet"], ["id", "review"])  # Spark's, asked
     # Spark's batches are the job's batch_rows, and nanosecond timestamps are read as numbers, for this job only
     assert call["conf"]["spark.sql.execution.arrow.maxRecordsPerBatch"] == "40"
@@ -1061,3 +1062,41 @@ def test_a_task_whose_node_holds_another_copy_of_the_model_fails_the_job_before_
     build_tiny_bert(tmp_path / "model", seed=1)
     with pytest.raises(ValueError, match=r"read other model files at .* than the driver did \(weights: sha256 "):
         list(task(iter([pa.record_batch({"_bertfeat_col0": [1], "_bertfeat_col1": ["a text"]})])))
+
+
+def test_embed_files_fixes_dtype_auto_once_for_gpu_tasks_and_a_gpu_that_would_choose_otherwise_is_refused(
+        tiny_bert, tmp_path, spark_job, in_task, monkeypatch):  # noqa: F811
+    """The sibling of ``embed_dataframe``'s fixed dtype in a file job: each GPU task resolved ``dtype="auto"`` for its
+    own GPU, so executors mixing A100s (bfloat16) and T4s (float16) ran every partition in two recipes, refused only
+    by the final check once all had run. The driver now fixes it for the tasks' device, and a task whose GPU would
+    choose otherwise is refused before its model loads."""
+    import bertfeat.gpu
+
+    make_frame(6, seed=1).to_parquet(tmp_path / "in.parquet", index=False)
+    gpus = FakeSession(conf={"spark.task.cpus": "1", "spark.task.resource.gpu.amount": "1"})
+    fake = spark_job(session=gpus, fail_first=RuntimeError("the tasks are run below"))
+    with pytest.raises(RuntimeError):
+        bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True)
+    (call,) = fake.job.calls
+    assert call["params"]["dtype"] == "bfloat16" and call["auto_dtype"] == "bfloat16"
+    assert call["expected"]["dtype"] == "bfloat16"
+    spec = bspark._task_spec(["review"], [], "columns", call["params"], tmp_path / "d", call["input_schema"],
+                             call["expected"], call["auto_dtype"])
+    monkeypatch.setattr(bertfeat.gpu, "device_count", lambda: 1)
+    monkeypatch.setattr(bertfeat.gpu, "native_bf16", lambda index: False)  # a T4's task
+    in_task(FakeTask(cpus=1, gpus=["0"]))
+    with pytest.raises(ValueError) as err:
+        bspark._worker_featurizer(spec)
+    assert str(err.value) == (
+        "dtype='auto' was fixed on the Spark driver as 'bfloat16' for tasks on a GPU (the output's metadata names "
+        "it), but this task's GPU (cuda:0) runs 'float16' for dtype='auto': pass dtype='float16' (--dtype float16) "
+        "to run every task in it, or dtype='bfloat16' to run this one as the others.")
+    fake = spark_job(fail_first=RuntimeError("stop"))  # CPU tasks: float32, as before; the user's dtype stands
+    with pytest.raises(RuntimeError):
+        bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True)
+    assert fake.job.calls[0]["params"]["dtype"] == "float32" and fake.job.calls[0]["auto_dtype"] is None
+    fake = spark_job(session=gpus, fail_first=RuntimeError("stop"))
+    with pytest.raises(RuntimeError):
+        bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True,
+                           dtype="float16")
+    assert fake.job.calls[0]["params"]["dtype"] == "float16" and fake.job.calls[0]["auto_dtype"] is None
