@@ -307,8 +307,9 @@ def check_written(files: list[Path], data_dir: Path, expected_rows: int, workers
     metas = {pq.read_schema(f).metadata.get(b"bertfeat") for f in files} if files else set()
     if len(metas) != 1:
         raise RuntimeError(
-            f"{workers} wrote {len(files)} file(s) with {len(metas)} different recipes in {data_dir}; with "
-            "workers on different GPU types dtype='auto' may differ: pass dtype= (--dtype) explicitly."
+            f"{workers} wrote {len(files)} file(s) with {len(metas)} different recipes in {data_dir}; each worker "
+            "checks its model files, dtype and bertfeat against the driver's before it embeds, so this is a bug: "
+            "report it with the 'bertfeat' schema metadata of two of the files."
         )
     rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
     if rows != expected_rows:

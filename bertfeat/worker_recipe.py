@@ -52,7 +52,7 @@ def check_worker_recipe(recipe, expected: dict | None, worker: str) -> None:
         )
     other = sorted(k for k in (set(own) | set(expected)) - {"model", "bertfeat_version"}
                    if k != "dtype" or "dtype" in expected if own.get(k) != expected.get(k))
-    if other:
+    if other or expected.get("bertfeat_version") != __version__:  # the version: the output's metadata names it
         said = "".join(f"{k}={own.get(k)!r} here, {expected.get(k)!r} on the driver; " for k in other)
         raise ValueError(
             f"{where} computes another recipe than the driver from the same model files ({said}bertfeat "

@@ -480,8 +480,9 @@ def test_check_written_refuses_recipes_that_differ(tmp_path):
     with pytest.raises(RuntimeError) as info:
         check_written(files, tmp_path, 4, "the Spark tasks")
     assert str(info.value) == (
-        f"the Spark tasks wrote 2 file(s) with 2 different recipes in {tmp_path}; with workers on different GPU "
-        "types dtype='auto' may differ: pass dtype= (--dtype) explicitly.")
+        f"the Spark tasks wrote 2 file(s) with 2 different recipes in {tmp_path}; each worker checks its model "
+        "files, dtype and bertfeat against the driver's before it embeds, so this is a bug: report it with the "
+        "'bertfeat' schema metadata of two of the files.")
 
 
 def test_check_written_refuses_no_files_and_a_wrong_row_count(tmp_path):
