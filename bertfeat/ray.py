@@ -40,7 +40,8 @@ from bertfeat.files import (
 )
 from bertfeat.output import absolute_paths, check_folder_output, job_lock, remove_stale_temps, replace_output
 from bertfeat.recipe import _is_int
-from bertfeat.worker_recipe import check_fixed_dtype, check_worker_recipe, driver_recipe, fix_auto_dtype
+from bertfeat.worker_recipe import (check_fixed_dtype, check_worker_recipe, check_worker_tokenization, driver_recipe,
+                                    fix_auto_dtype)
 
 INSTALL_HINT = "pip install 'bertfeat[ray]'"
 # a column the workers add to a file job's batches, with the batch's counts on its first row (null on the others);
@@ -201,6 +202,7 @@ class RayFeaturizer:
             self.featurizer = ArrowFeaturizer(text_cols, keep_cols, layout=layout, **params)
             # the driver's recipe, before any text is embedded: this node's copy of the model may be another
             check_worker_recipe(self.featurizer.recipe, expected, "a Ray worker")
+            check_worker_tokenization(params, expected, "a Ray worker")  # this node's transformers and tokenizers
         self.truncation_warned = False
         self.machine_told = False
         if collector is not None:
@@ -403,7 +405,7 @@ def embed_dataset(ds, text_col, keep_cols=(), *, num_workers=None, gpus_per_work
         RayFeaturizer,
         fn_constructor_kwargs=dict(text_cols=text_cols, keep_cols=keep_cols, layout=layout, threads=plan.threads,
                                    params=actor_params, collector=_collector, gpu_share=plan.gpus,
-                                   expected=driver_recipe(checker.recipe, checker.recipe.dtype),
+                                   expected=driver_recipe(checker.recipe, checker.recipe.dtype, actor_params),
                                    auto_dtype=gpu_guess),
         batch_format="pyarrow",
         batch_size=batch_rows,

@@ -39,7 +39,8 @@ from bertfeat.files import (InputReader, _atomic_write_bytes, _Paths, job_counts
                             refuse_local_options)
 from bertfeat.output import absolute_paths, check_folder_output, job_lock, remove_stale_temps, replace_output
 from bertfeat.recipe import _is_int
-from bertfeat.worker_recipe import check_fixed_dtype, check_worker_recipe, driver_recipe, fix_auto_dtype
+from bertfeat.worker_recipe import (check_fixed_dtype, check_worker_recipe, check_worker_tokenization, driver_recipe,
+                                    fix_auto_dtype)
 from bertfeat.spark_input import (_check_visible, _first_rows, _hadoop_literal, _local_path, _parquet_files,
                                   _spark_schema, _stage)
 
@@ -104,6 +105,7 @@ def _worker_featurizer(spec: dict):
         # the driver's recipe, before any text is embedded: this node's copy of the model may be another
         if expected is not None:
             check_worker_recipe(featurizer.recipe, expected, "a Spark task")
+            check_worker_tokenization(spec["params"], expected, "a Spark task")  # this node's libraries
         _WORKER.update(key=key, featurizer=featurizer)
     info = {"host": socket.gethostname(), "pid": os.getpid(), "threads": threads, "device": device,
             "loads": _WORKER["loads"]}
@@ -239,7 +241,8 @@ def embed_dataframe(sdf, text_cols, *, keep_cols=(), layout: str = "columns", **
         kind = ArrayType(FloatType(), containsNull=False) if layout == "list" else FloatType()
         fields.append(StructField(name, kind, nullable=True, metadata=meta))
     spec = {"text_cols": text_cols, "keep_cols": keep_cols, "layout": layout, "params": absolute_paths(fixed),
-            "auto_dtype": gpu_guess, "expected": driver_recipe(checker.recipe, checker.recipe.dtype)}
+            "auto_dtype": gpu_guess,
+            "expected": driver_recipe(checker.recipe, checker.recipe.dtype, absolute_paths(fixed))}
     aliases = _aliases(dict.fromkeys(keep_cols + text_cols))
     spec["names"] = {alias: name for name, alias in aliases.items()}
     return sdf.selectExpr(*[f"{_quoted(c)} AS {alias}" for c, alias in aliases.items()]).mapInArrow(
@@ -404,7 +407,8 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
                     result, partitions = _run_job(spark, files, counts, reader.schema, text_cols, keep_cols, layout,
                                                   batch_rows, data_dir, absolute_paths(fixed),
                                                   read_schema=read_schema,
-                                                  expected=driver_recipe(checker.recipe, fixed.get("dtype")),
+                                                  expected=driver_recipe(checker.recipe, fixed.get("dtype"),
+                                                                         absolute_paths(fixed)),
                                                   auto_dtype=gpu_guess)
                 except (ValueError, TypeError) as mistake:  # a task's: its partition's first bad text, not the input's
                     raise first_refused(mistake, reader, checker) from None

@@ -20,11 +20,16 @@ from bertfeat import __version__
 MODEL_FILES = (("weights_sha256", "weights"), ("config_sha256", "config"), ("tokenizer_sha256", "tokenizer files"))
 
 
-def driver_recipe(recipe, dtype: str | None = None) -> dict:
+def driver_recipe(recipe, dtype: str | None = None, params: dict | None = None) -> dict:
     """The driver's recipe as plain values for the workers: its key fields (:meth:`Recipe.key_dict`), the model as
     named, and this bertfeat's version. ``dtype``: the dtype the workers run (``dtype="auto"`` fixed on the driver
-    for their device), or None where each worker resolves ``"auto"`` for its own device (then left out)."""
+    for their device), or None where each worker resolves ``"auto"`` for its own device (then left out). With the
+    job's ``params``, also the ids this environment's tokenizer gives :data:`~bertfeat.tokens.PROBES`
+    (:func:`tokenization`), and the library versions that gave them."""
     expected = {**recipe.key_dict(), "model": recipe.model, "bertfeat_version": __version__}
+    if params is not None:
+        expected["tokenization"] = tokenization(params)
+        expected["libraries"] = libraries()
     if dtype is None:
         expected.pop("dtype")
     else:
@@ -50,7 +55,7 @@ def check_worker_recipe(recipe, expected: dict | None, worker: str) -> None:
             "model the same on every node (put it on a filesystem every node mounts, or copy it to each node "
             "again), then run the job again; nothing was embedded by this worker."
         )
-    other = sorted(k for k in (set(own) | set(expected)) - {"model", "bertfeat_version"}
+    other = sorted(k for k in (set(own) | set(expected)) - {"model", "bertfeat_version", "tokenization", "libraries"}
                    if k != "dtype" or "dtype" in expected if own.get(k) != expected.get(k))
     if other or expected.get("bertfeat_version") != __version__:  # the version: the output's metadata names it
         said = "".join(f"{k}={own.get(k)!r} here, {expected.get(k)!r} on the driver; " for k in other)
@@ -93,4 +98,53 @@ def check_fixed_dtype(fixed: str | None, device: str, engine: str, worker: str) 
             f"dtype='auto' was fixed on the {engine} driver as {fixed!r} for {worker}s on a GPU (the output's metadata "
             f"names it), but this {worker}'s GPU ({device}) runs {own!r} for dtype='auto': pass dtype={own!r} "
             f"(--dtype {own}) to run every {worker} in it, or dtype={fixed!r} to run this one as the others."
+        )
+
+
+def libraries() -> str:
+    """The versions of the libraries that tokenize and run the model here, for a message."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def of(name):
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "none"
+
+    return ", ".join(f"{name} {of(name)}" for name in ("transformers", "tokenizers", "torch"))
+
+
+def tokenization(params: dict) -> str:
+    """A sha256 of the content token ids this environment's tokenizer gives :data:`~bertfeat.tokens.PROBES` for the
+    model ``params`` name: the tokenizer files are in the recipe's fingerprint, but another transformers or
+    tokenizers release can read the same files into other ids (upgrades have changed tokenization before)."""
+    import hashlib
+    import json
+
+    from transformers import AutoTokenizer
+
+    from bertfeat.backend import _quiet_transformers
+    from bertfeat.models import resolve_model
+    from bertfeat.tokens import PROBES, ContentTokenizer
+
+    trust = bool(params.get("trust_remote_code", False))
+    spec = resolve_model(params.get("model", "default"), trust_remote_code=trust)
+    with _quiet_transformers():
+        tokenizer = AutoTokenizer.from_pretrained(spec.path, trust_remote_code=trust)
+    ids = ContentTokenizer(tokenizer, lowercase=spec.st_do_lower_case)(PROBES)
+    return hashlib.sha256(json.dumps([list(map(int, x)) for x in ids]).encode()).hexdigest()
+
+
+def check_worker_tokenization(params: dict, expected: dict | None, worker: str) -> None:
+    """Refuse a worker whose environment tokenizes the probe texts into other ids than the driver's did
+    (:func:`tokenization`), before it embeds anything: the same recipe key would hold another tokenization's
+    vectors, in its output and in a shared cache."""
+    if expected is None or "tokenization" not in expected:
+        return
+    if tokenization(params) != expected["tokenization"]:
+        raise ValueError(
+            f"{worker} on host {socket.gethostname()!r} tokenizes texts into other ids than the driver from the same "
+            f"tokenizer files of {expected['model']!r} ({libraries()} here; {expected['libraries']} on the driver): "
+            "its vectors would be another tokenization's under the same recipe. Install the same transformers and "
+            "tokenizers on every node, then run the job again; nothing was embedded by this worker."
         )

@@ -556,7 +556,8 @@ def test_embed_dataset_hands_ray_the_plan_and_the_actor_its_arguments(tiny_bert,
     from bertfeat.worker_recipe import driver_recipe
 
     # the driver's recipe, which each actor checks its own against, dtype="auto" fixed for CPU workers
-    expected = driver_recipe(ArrowFeaturizer(["review"], ["id"], model=tiny_bert).recipe, "float32")
+    expected = driver_recipe(ArrowFeaturizer(["review"], ["id"], model=tiny_bert).recipe, "float32",
+                             {"model": str(Path(tiny_bert).resolve())})  # and the ids its tokenizer gives here
     assert expected["weights_sha256"] and expected["dtype"] == "float32"
     assert kw["fn_constructor_kwargs"] == dict(
         text_cols=["review"], keep_cols=["id"], layout="columns", threads=7, collector=None, gpu_share=0.0,
@@ -1046,4 +1047,24 @@ def test_dtype_auto_is_fixed_once_on_the_driver_and_a_gpu_that_would_choose_othe
         "dtype='auto' was fixed on the Ray driver as 'bfloat16' for workers on a GPU (the output's metadata names "
         "it), but this worker's GPU (cuda) runs 'float16' for dtype='auto': pass dtype='float16' (--dtype float16) "
         "to run every worker in it, or dtype='bfloat16' to run this one as the others.")
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_actor_whose_libraries_tokenize_otherwise_fails_the_job_as_it_starts(tiny_bert, fake_ray, quiet_threads,
+                                                                                tmp_path, monkeypatch):
+    """Another transformers/tokenizers on a node reads the same tokenizer files into other ids, under the same recipe
+    key: its actor now refuses as it starts (test_worker_recipe.py has the check itself)."""
+    from tests.test_worker_recipe import other_release
+
+    ray = fake_ray(cpus=(3.0,))
+    pool = ray.data.ActorPoolStrategy
+
+    def upgraded_node(size):  # after the driver's checks, as the actors start
+        other_release(monkeypatch)
+        return pool(size)
+
+    ray.data.ActorPoolStrategy = upgraded_node
+    src = write_input(tmp_path, frame(6), files=1)
+    with pytest.raises(ValueError, match=r"^a Ray worker on host .* tokenizes texts into other ids than the driver"):
+        bray.embed_parquet(src, tmp_path / "out", "review", model=tiny_bert, quiet=True)
     assert not (tmp_path / "out").exists()

@@ -894,6 +894,8 @@ def test_embed_dataframe_maps_the_selected_columns_to_the_cores_output(tiny_bert
     # each column under a name of the job's own (pyspark's mapInArrow looks the input's names up as paths)
     assert select == "selectExpr" and cols == ("`id` AS _bertfeat_col0", "`review` AS _bertfeat_col1",
                                                "`title` AS _bertfeat_col2")
+    from bertfeat.worker_recipe import libraries, tokenization
+
     reference = ArrowFeaturizer(["review", "title"], ["id"], layout=layout, model=tiny_bert, pooling="cls")
     want = reference(pa.Table.from_pandas(df, preserve_index=False))
     assert schema.names == want.schema.names
@@ -916,7 +918,10 @@ def test_embed_dataframe_maps_the_selected_columns_to_the_cores_output(tiny_bert
                                               "dtype": "float32"}, "auto_dtype": None,
                                    # the driver's recipe, which each task checks its own against
                                    "expected": {**reference.recipe.key_dict(), "model": reference.recipe.model,
-                                                "bertfeat_version": provenance["bertfeat_version"]},
+                                                "bertfeat_version": provenance["bertfeat_version"],
+                                                # and the ids this environment's tokenizer gives its probe texts
+                                                "tokenization": tokenization({"model": tiny_bert}),
+                                                "libraries": libraries()},
                                    "names": {"_bertfeat_col0": "id", "_bertfeat_col1": "review",
                                              "_bertfeat_col2": "title"}}
     out = pa.Table.from_batches(list(fn(iter(batches))))
@@ -1100,3 +1105,18 @@ def test_embed_files_fixes_dtype_auto_once_for_gpu_tasks_and_a_gpu_that_would_ch
         bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True,
                            dtype="float16")
     assert fake.job.calls[0]["params"]["dtype"] == "float16" and fake.job.calls[0]["auto_dtype"] is None
+
+
+def test_a_task_whose_libraries_tokenize_otherwise_fails_the_job_before_it_embeds(tiny_bert, tmp_path, spark_job,
+                                                                                  monkeypatch):
+    """Another transformers/tokenizers on an executor reads the same tokenizer files into other ids, under the same
+    recipe key: its task now refuses before its first batch (test_worker_recipe.py has the check itself)."""
+    from tests.test_worker_recipe import other_release
+
+    make_frame(6, seed=1).to_parquet(tmp_path / "in.parquet", index=False)
+    spark_job(during=lambda call: other_release(monkeypatch))  # the executors' environment
+    with pytest.raises(ValueError) as err:
+        bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True)
+    assert str(bspark._mistake_in(RuntimeError(str(err.value)))).startswith(
+        f"a Spark task on host {socket.gethostname()!r} tokenizes texts into other ids than the driver")
+    assert not (tmp_path / "out").exists()

@@ -54,3 +54,35 @@ def test_another_bertfeat_on_a_worker_is_refused_before_it_embeds_not_at_the_fin
         "node, then run the job again; nothing was embedded by this worker.")
     with pytest.raises(ValueError, match=r"\(pooling=\['cls'\] here, \['mean'\] on the driver; bertfeat 0.0.9 here"):
         wr.check_worker_recipe(make_recipe(pooling=("cls",)), expected, "a Ray worker")
+
+
+def other_release(monkeypatch):
+    """This process's tokenizer as another transformers/tokenizers release might read the same files: the ids of
+    a text with an accent split otherwise."""
+    from bertfeat.tokens import ContentTokenizer
+
+    real = ContentTokenizer.__call__
+    monkeypatch.setattr(ContentTokenizer, "__call__", lambda self, texts: [
+        ids + [1] if "café" in text else ids for text, ids in zip(texts, real(self, texts))])
+
+
+def test_a_worker_whose_libraries_tokenize_otherwise_is_refused_before_it_embeds(tiny_bert, monkeypatch):
+    """A node whose transformers or tokenizers was upgraded (or not) reads the same tokenizer files into other ids:
+    the recipe key, which hashes the files, was the same, so its vectors were written to the output and the shared
+    cache under it, silently. Each worker now compares the ids its environment gives a set of probe texts with the
+    driver's."""
+    from bertfeat.arrow import ArrowFeaturizer
+
+    params = {"model": tiny_bert}
+    expected = wr.driver_recipe(ArrowFeaturizer(["t"], **params).recipe, "float32", params)
+    assert set(expected) >= {"tokenization", "libraries"} and expected["libraries"].startswith("transformers ")
+    wr.check_worker_tokenization(params, expected, "a Spark task")  # the same environment
+    wr.check_worker_recipe(ArrowFeaturizer(["t"], **params).recipe, expected, "a Spark task")
+    other_release(monkeypatch)
+    with pytest.raises(ValueError) as err:
+        wr.check_worker_tokenization(params, expected, "a Spark task")
+    assert str(err.value) == (
+        f"a Spark task on host {HOST!r} tokenizes texts into other ids than the driver from the same tokenizer files "
+        f"of {tiny_bert!r} ({wr.libraries()} here; {wr.libraries()} on the driver): its vectors would be another "
+        "tokenization's under the same recipe. Install the same transformers and tokenizers on every node, then run "
+        "the job again; nothing was embedded by this worker.")
