@@ -82,7 +82,8 @@ def plan_workers(node_cpus, node_gpus, num_workers=None, gpus_per_worker=0, cpus
 
     With GPUs: one actor per ``gpus_per_worker`` GPUs in the cluster, one CPU each unless told otherwise. Without:
     one actor per node, and the cluster's CPUs less one per node (left to Ray Data's read and write tasks, which
-    would otherwise starve and stall the job) shared among the actors, whole CPUs where there are enough.
+    would otherwise starve and stall the job) shared among the actors, whole CPUs where there are enough, and no
+    more each than lets every actor find a node with that many spare (nodes of different sizes).
     """
     if num_workers is not None and (not _is_int(num_workers) or num_workers < 1):
         raise ValueError(f"num_workers={num_workers!r} is not valid: expected a positive int, or None for the default.")
@@ -114,7 +115,15 @@ def plan_workers(node_cpus, node_gpus, num_workers=None, gpus_per_worker=0, cpus
                     "writing; pass cpus_per_worker= explicitly (a fraction such as 0.5 lets workers share a CPU)."
                 )
             share = sum(spare) / num_workers
-            cpus = float(min(_whole(share), max(spare))) if share >= 1 else _whole(share * 100) / 100
+            if share >= 1:
+                # whole CPUs, as many as lets every actor find a node: on nodes of different sizes (16 and 4 CPUs)
+                # the share (9) fits the big node once and the small one never, so one actor ran the job and the
+                # other waited for a node for good
+                cpus = float(min(_whole(share), max(spare)))
+                while cpus > 1 and sum(_whole(c / cpus) for c in spare) < num_workers:
+                    cpus -= 1
+            else:
+                cpus = _whole(share * 100) / 100
         else:
             cpus = float(cpus_per_worker)
     return WorkerPlan(num_workers=int(num_workers), cpus=cpus, gpus=gpus, threads=max(1, int(cpus)), device=device)
@@ -361,7 +370,8 @@ def embed_dataset(ds, text_col, keep_cols=(), *, num_workers=None, gpus_per_work
         GPUs Ray gives each actor (1 = one actor per GPU; 0 = CPU only).
     cpus_per_worker : float, optional
         CPUs Ray reserves for each actor; its torch thread count is the whole part of it (at least 1). Default: 1
-        with GPUs; without, the cluster's CPUs less one per node (for reading and writing), shared among the actors.
+        with GPUs; without, the cluster's CPUs less one per node (for reading and writing), shared among the actors,
+        and no more each than lets every actor find a node with that many to spare.
     batch_rows : int, default=10000
         Rows per call of the per-batch core (the unit of deduplication and of a cache lookup).
     layout : {"columns", "list"}

@@ -62,6 +62,11 @@ def test_missing_ray_says_how_to_install_it(monkeypatch, tmp_path, capsys):
     ([16], [1], {"gpus_per_worker": 0.4}, (2, 1.0, 0.4, 1, "cuda")),  # 2.5 workers' worth: two
     ([30], [0], {"num_workers": 100}, (100, 0.29, 0.0, 1, "cpu")),  # 29 spare CPUs: 0.29 each (0.29 * 100 < 29)
     ([30], [0], {"num_workers": 3}, (3, 9.0, 0.0, 9, "cpu")),  # 9.67 each: whole CPUs, rounded down
+    # nodes of different sizes: 9 CPUs each (the share) fit the 15 spare of one node once and the 3 of the other
+    # never, so one actor waited for a node for good; every actor now finds one (both on the big node)
+    ([16, 4], [0, 0], {}, (2, 7.0, 0.0, 7, "cpu")),
+    ([16, 4, 4], [0, 0, 0], {}, (3, 5.0, 0.0, 5, "cpu")),
+    ([64, 8], [0, 0], {"num_workers": 4}, (4, 15.0, 0.0, 15, "cpu")),
 ])
 def test_worker_plan(nodes, gpus, kwargs, expected):
     plan = bray.plan_workers(nodes, gpus, **kwargs)
