@@ -293,7 +293,8 @@ class RayFeaturizer:
                 # the batch's counts travel with its first row to the file that row is written to, so a batch Ray
                 # retries is counted once, as its rows are written once (see _ordered_parquet_sink); so do the
                 # forward passes that ran it
-                stats = json.dumps({**self.featurizer.embedder.stats_.to_dict(), "forward_pass": passes})
+                stats = json.dumps({**self.featurizer.embedder.stats_.to_dict(), "forward_pass": passes,
+                                    "worker": [socket.gethostname(), os.getpid()]})
                 out = out.append_column(pa.field(STATS_COL, pa.string()),
                                         pa.array([stats] + [None] * (out.num_rows - 1), pa.string()))
         return out
@@ -533,7 +534,9 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
             ray.shutdown()
 
     say_notes(notes, "a Ray worker")
-    totals, batches, passes = _written_stats(data_dir)
+    totals, batches, passes, by_worker = _written_stats(data_dir)
+    # each actor's own forward passes, by rung: on CPUs of different kinds the fused pass may differ by node
+    workers = [{**w, "forward_pass": by_worker.get((w["host"], w["pid"]), {})} for w in workers]
     files, provenance = _check_written(data_dir, reader.total_rows)
     reader.check_unchanged(fingerprint)
     paths.manifest.unlink(missing_ok=True)  # an earlier output's: never beside features it does not describe
@@ -606,18 +609,23 @@ def _stats_file(data_file: Path) -> Path:
     return data_file.with_name(data_file.name[:-len(".parquet")] + ".stats.json")
 
 
-def _written_stats(data_dir: Path) -> tuple[EncodeStats, int, dict[str, int]]:
-    """The summed counts of the batches whose rows were written, the number of batches, and their forward passes
-    by arrangement; removes the stats files (what is left in the folder is the output)."""
-    totals, batches, passes = EncodeStats(), 0, {}
+def _written_stats(data_dir: Path) -> tuple[EncodeStats, int, dict[str, int], dict[tuple, dict[str, int]]]:
+    """The summed counts of the batches whose rows were written, the number of batches, their forward passes by
+    arrangement, and those of each worker (``(host, pid)``) that ran them; removes the stats files (what is left in
+    the folder is the output)."""
+    totals, batches, passes, by_worker = EncodeStats(), 0, {}, {}
     for f in sorted(data_dir.glob("*.stats.json")):
         for stats in json.loads(f.read_text()):
             stats = json.loads(stats)
-            add_passes(passes, stats.pop("forward_pass", {}))
+            ran = stats.pop("forward_pass", {})
+            add_passes(passes, ran)
+            worker = stats.pop("worker", None)
+            if worker is not None:
+                add_passes(by_worker.setdefault(tuple(worker), {}), ran)
             totals += EncodeStats(**stats)
             batches += 1
         f.unlink()
-    return totals, batches, passes
+    return totals, batches, passes, by_worker
 
 
 def _check_written(data_dir: Path, expected_rows: int) -> tuple[list[Path], dict]:

@@ -427,7 +427,11 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
         totals = EncodeStats()
         for s in parts:
             totals += EncodeStats(**s["stats"])
-        workers = sorted({(w["host"], w["pid"]): w for w in (s["worker"] for s in parts)}.values(),
+        by_worker: dict[tuple, dict[str, int]] = {}
+        for s in parts:  # each Python worker's own forward passes, by rung: the fused pass may differ by CPU
+            add_passes(by_worker.setdefault((s["worker"]["host"], s["worker"]["pid"]), {}), s.get("forward_pass", {}))
+        workers = sorted(({**w, "forward_pass": by_worker[(w["host"], w["pid"])]}
+                          for w in {(w["host"], w["pid"]): w for w in (s["worker"] for s in parts)}.values()),
                          key=lambda w: (w["host"], w["pid"]))
         passes, machines, notes = {}, {}, {}
         for s in parts:

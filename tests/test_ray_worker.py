@@ -299,8 +299,8 @@ def test_written_stats_sums_every_batch_and_leaves_only_the_data(tmp_path):
     (tmp_path / "part-000000-x.stats.json").write_text(json.dumps([json.dumps(a.to_dict()), json.dumps(b.to_dict())]))
     (tmp_path / "part-000001-x.stats.json").write_text(json.dumps([json.dumps(c.to_dict())]))
     (tmp_path / "part-000000-x.parquet").write_bytes(b"data")
-    totals, batches, passes = bray._written_stats(tmp_path)
-    assert batches == 3 and passes == {}  # stats of no forward pass (an older bertfeat's, or answered by the cache)
+    totals, batches, passes, by_worker = bray._written_stats(tmp_path)
+    assert batches == 3 and passes == {} and by_worker == {}  # stats of no forward pass (an older bertfeat's, or answered by the cache)
     assert totals.to_dict() == dict(rows=22, missing=1, unique=14, cache_hits=3, cache_misses=0, cache_new=0,
                                     truncated=3, chunked=2, tokens=149, padded_tokens=0, batches=0, seconds=2.0)
     assert [p.name for p in tmp_path.iterdir()] == ["part-000000-x.parquet"]
@@ -313,9 +313,22 @@ def test_written_stats_sums_the_forward_passes_that_ran_the_batches_written(tmp_
     c = {**EncodeStats(rows=1, unique=1, cache_hits=1).to_dict(), "forward_pass": {}}
     (tmp_path / "part-000000-x.stats.json").write_text(json.dumps([json.dumps(a), json.dumps(b)]))
     (tmp_path / "part-000001-x.stats.json").write_text(json.dumps([json.dumps(c)]))
-    totals, batches, passes = bray._written_stats(tmp_path)
+    totals, batches, passes, by_worker = bray._written_stats(tmp_path)
     assert batches == 3 and totals.rows == 4 and totals.cache_hits == 1
     assert passes == {"onednn-float32": 3, "torch-float32": 1}
+
+
+def test_written_stats_keeps_each_workers_forward_passes_apart(tmp_path):
+    """On a cluster of CPUs of different kinds the fused pass's rung differs by node (an AVX-512 host runs
+    onednn-float32, an AVX2 one torch-float32): the manifest summed them over the job, naming no worker that ran
+    either. Each worker's entry now has its own."""
+    a = {**EncodeStats(rows=2, unique=2).to_dict(), "forward_pass": {"onednn-float32": 2}, "worker": ["zen4", 11]}
+    b = {**EncodeStats(rows=1, unique=1).to_dict(), "forward_pass": {"torch-float32": 1}, "worker": ["avx2", 7]}
+    c = {**EncodeStats(rows=1, unique=1).to_dict(), "forward_pass": {"onednn-float32": 1}, "worker": ["zen4", 11]}
+    (tmp_path / "part-000000-x.stats.json").write_text(json.dumps([json.dumps(a), json.dumps(b), json.dumps(c)]))
+    totals, batches, passes, by_worker = bray._written_stats(tmp_path)
+    assert batches == 3 and totals.rows == 4 and passes == {"onednn-float32": 3, "torch-float32": 1}
+    assert by_worker == {("zen4", 11): {"onednn-float32": 3}, ("avx2", 7): {"torch-float32": 1}}
 
 
 def test_check_written_returns_the_files_in_name_order_and_refuses_a_short_output(tmp_path, tiny_bert):
@@ -427,6 +440,7 @@ def test_the_actor_reports_itself_every_distinct_text_and_its_counts_with_the_fi
     # the forward passes that ran this batch travel with its counts: one batch of the tiny model, on one arrangement
     passes = counted.pop("forward_pass")
     assert len(passes) == 1 and list(passes.values()) == [1], passes
+    assert counted.pop("worker") == [socket.gethostname(), os.getpid()]  # and the worker that ran them
     assert counted == first_stats
     assert json.loads(stats[0])["rows"] == 6  # two text columns of three rows
     np.testing.assert_allclose(np.column_stack(out.columns[1:-1]), np.column_stack(want.columns[1:]), atol=1e-5)
@@ -666,7 +680,9 @@ def test_a_file_job_on_fake_ray_writes_what_the_local_engine_writes(tiny_bert, f
     workers = manifest["ray"].pop("workers")
     assert manifest["ray"] == {"num_workers": 2, "cpus": 1.0, "gpus": 0.0, "threads": 1, "device": "cpu", "files": 3,
                                "preserve_order": True}
-    assert workers == [{"host": socket.gethostname(), "pid": os.getpid(), "device": "cpu", "threads": 1}] * 2
+    # each actor's own forward passes (both actors in this one process here: the job's, each)
+    assert workers == [{"host": socket.gethostname(), "pid": os.getpid(), "device": "cpu", "threads": 1,
+                        "forward_pass": passes}] * 2
     err = capsys.readouterr().err
     assert err.startswith(f"bertfeat embed: wrote {out} (45 rows x ")
 

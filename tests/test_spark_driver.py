@@ -211,7 +211,8 @@ def test_a_job_writes_the_local_engines_output_in_input_order_with_its_manifest(
     assert manifest["spark"] == {
         "master": "local[3]", "task_cpus": 3, "partitions": 4, "files": 4, "csv_staged": False, "staged": False,
         "retried_tasks": 0,
-        "workers": [{"host": socket.gethostname(), "pid": os.getpid(), "threads": 3, "device": "cpu", "loads": 1}]}
+        "workers": [{"host": socket.gethostname(), "pid": os.getpid(), "threads": 3, "device": "cpu", "loads": 1,
+                     "forward_pass": timing["forward_pass"]}]}  # the one worker's own passes: all of them
 
 
 def test_csv_input_is_staged_in_input_order_and_kept_columns_stay_text(tiny_bert, tmp_path, spark_job):
@@ -437,11 +438,18 @@ def test_a_users_cache_is_kept_named_and_answers_a_rerun(tiny_bert, tmp_path, sp
 
 def test_retried_tasks_and_each_worker_are_counted_once_from_the_tasks_reports(tiny_bert, tmp_path, spark_job):
     make_frame(40).to_parquet(tmp_path / "in.parquet")
-    spark_job(attempts={1: 1, 3: 2}, pids={0: 300, 1: 200, 2: 300, 3: 100})
+    fake = spark_job(attempts={1: 1, 3: 2}, pids={0: 300, 1: 200, 2: 300, 3: 100})
     manifest = bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True,
                                   batch_rows=10)
     assert manifest["spark"]["retried_tasks"] == 2
     assert [w["pid"] for w in manifest["spark"]["workers"]] == [100, 200, 300]  # one entry per process, sorted
+    # each worker's own forward passes, by rung (on CPUs of different kinds the fused pass differs by node)
+    passes = {pid: {} for pid in (100, 200, 300)}
+    for s in fake.job.stats:
+        for rung, n in s["forward_pass"].items():
+            passes[s["worker"]["pid"]][rung] = passes[s["worker"]["pid"]].get(rung, 0) + n
+    assert [w["forward_pass"] for w in manifest["spark"]["workers"]] == [passes[100], passes[200], passes[300]]
+    assert sum(sum(p.values()) for p in passes.values()) == sum(manifest["timing"]["forward_pass"].values()) >= 4
     assert manifest["counts"]["chunks"] == 4 and manifest["counts"]["rows"] == 40
 
 
