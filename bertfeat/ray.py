@@ -41,7 +41,7 @@ from bertfeat.files import (
 from bertfeat.output import absolute_paths, check_folder_output, job_lock, remove_stale_temps, replace_output
 from bertfeat.recipe import _is_int
 from bertfeat.worker_recipe import (check_fixed_dtype, check_worker_recipe, check_worker_tokenization, driver_recipe,
-                                    fix_auto_dtype)
+                                    fix_auto_dtype, libraries)
 
 INSTALL_HINT = "pip install 'bertfeat[ray]'"
 # a column the workers add to a file job's batches, with the batch's counts on its first row (null on the others);
@@ -217,8 +217,9 @@ class RayFeaturizer:
         if collector is not None:
             import ray
 
+            # what decides its numbers beside the recipe: its dtype and its libraries (torch's arithmetic)
             info = {"host": socket.gethostname(), "pid": os.getpid(), "device": params.get("device", "auto"),
-                    "threads": self.threads}
+                    "threads": self.threads, "dtype": self.featurizer.recipe.dtype, "libraries": libraries()}
             ray.get(collector.add_worker.remote(info))
 
     @contextlib.contextmanager

@@ -40,7 +40,7 @@ from bertfeat.files import (InputReader, _atomic_write_bytes, _Paths, job_counts
 from bertfeat.output import absolute_paths, check_folder_output, job_lock, remove_stale_temps, replace_output
 from bertfeat.recipe import _is_int
 from bertfeat.worker_recipe import (check_fixed_dtype, check_worker_recipe, check_worker_tokenization, driver_recipe,
-                                    fix_auto_dtype)
+                                    fix_auto_dtype, libraries)
 from bertfeat.spark_input import (_check_visible, _first_rows, _hadoop_literal, _local_path, _parquet_files,
                                   _spark_schema, _stage)
 
@@ -107,8 +107,10 @@ def _worker_featurizer(spec: dict):
             check_worker_recipe(featurizer.recipe, expected, "a Spark task")
             check_worker_tokenization(spec["params"], expected, "a Spark task")  # this node's libraries
         _WORKER.update(key=key, featurizer=featurizer)
+    # what decides its numbers beside the recipe: its dtype and its libraries (torch's arithmetic)
     info = {"host": socket.gethostname(), "pid": os.getpid(), "threads": threads, "device": device,
-            "loads": _WORKER["loads"]}
+            "loads": _WORKER["loads"], "dtype": getattr(getattr(_WORKER["featurizer"], "recipe", None), "dtype", None),
+            "libraries": libraries()}
     return _WORKER["featurizer"], info
 
 

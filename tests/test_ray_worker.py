@@ -29,6 +29,7 @@ from bertfeat.encode import EncodeStats
 from bertfeat.exceptions import TruncationWarning
 from bertfeat.files import PARQUET_SUFFIXES, text_hashes
 from bertfeat.hardware import run_facts
+from bertfeat.worker_recipe import libraries
 
 
 # -- stand-ins -------------------------------------------------------------------------------------------------------
@@ -419,7 +420,7 @@ def test_the_actor_reports_itself_every_distinct_text_and_its_counts_with_the_fi
                                collector=collector)
     assert quiet_threads == [3] and actor.threads == 3
     assert collector.calls == [("add_worker", ({"host": socket.gethostname(), "pid": os.getpid(), "device": "auto",
-                                                "threads": 3},))]
+                                                "threads": 3, "dtype": "float32", "libraries": libraries()},))]
     out = actor(table)
     first_stats = actor.featurizer.embedder.stats_.to_dict()
     name, (hashes,) = collector.calls[1]
@@ -682,7 +683,8 @@ def test_a_file_job_on_fake_ray_writes_what_the_local_engine_writes(tiny_bert, f
                                "preserve_order": True}
     # each actor's own forward passes (both actors in this one process here: the job's, each)
     assert workers == [{"host": socket.gethostname(), "pid": os.getpid(), "device": "cpu", "threads": 1,
-                        "forward_pass": passes}] * 2
+                        "dtype": "float32", "libraries": libraries(), "forward_pass": passes}] * 2
+    assert libraries().startswith("transformers ") and ", torch " in libraries()  # each worker's own
     err = capsys.readouterr().err
     assert err.startswith(f"bertfeat embed: wrote {out} (45 rows x ")
 

@@ -30,6 +30,7 @@ pyspark = pytest.importorskip("pyspark")
 import bertfeat.spark as bspark  # noqa: E402
 from bertfeat.cli import main  # noqa: E402
 from bertfeat.hardware import run_facts  # noqa: E402
+from bertfeat.worker_recipe import libraries  # noqa: E402
 from tests.test_cli import make_frame  # noqa: E402
 from tests.test_spark_worker import FakeConf, FakeTask, in_task  # noqa: E402,F401
 
@@ -212,7 +213,7 @@ def test_a_job_writes_the_local_engines_output_in_input_order_with_its_manifest(
         "master": "local[3]", "task_cpus": 3, "partitions": 4, "files": 4, "csv_staged": False, "staged": False,
         "retried_tasks": 0,
         "workers": [{"host": socket.gethostname(), "pid": os.getpid(), "threads": 3, "device": "cpu", "loads": 1,
-                     "forward_pass": timing["forward_pass"]}]}  # the one worker's own passes: all of them
+                     "dtype": "float32", "libraries": libraries(), "forward_pass": timing["forward_pass"]}]}  # the one worker's own passes: all of them
 
 
 def test_csv_input_is_staged_in_input_order_and_kept_columns_stay_text(tiny_bert, tmp_path, spark_job):

@@ -24,6 +24,7 @@ import bertfeat.spark as bspark  # noqa: E402
 from bertfeat.arrow import ArrowFeaturizer  # noqa: E402
 from bertfeat.encode import EncodeStats  # noqa: E402
 from bertfeat.files import text_hashes  # noqa: E402
+from bertfeat.worker_recipe import libraries  # noqa: E402
 
 
 class FakeTask:
@@ -170,7 +171,8 @@ def test_a_worker_loads_the_model_once_and_again_only_for_another_recipe(tiny_be
     threads = in_task(FakeTask(cpus=2))
     spec = spec_for(tiny_bert, tmp_path)
     first, info = bspark._worker_featurizer(spec)
-    assert info == {"host": socket.gethostname(), "pid": os.getpid(), "threads": 2, "device": "cpu", "loads": 1}
+    assert info == {"host": socket.gethostname(), "pid": os.getpid(), "threads": 2, "device": "cpu", "loads": 1,
+                    "dtype": "float32", "libraries": libraries()}  # its dtype and libraries decide its numbers too
     assert (first.text_cols, first.keep_cols, first.layout) == (["text"], ["id"], "columns")
     assert first.embedder.device == "cpu" and first.embedder.pooling == "mean" and first.embedder.model == tiny_bert
     again, info = bspark._worker_featurizer(spec_for(tiny_bert, tmp_path))  # the next task, the same recipe
@@ -265,7 +267,7 @@ def test_a_task_writes_its_part_file_and_yields_counts_and_hashes(tiny_bert, tmp
         totals += reference.embedder.stats_
     assert report["partition"] == 3 and report["attempt"] == 1
     assert report["worker"] == {"host": socket.gethostname(), "pid": os.getpid(), "threads": 2, "device": "cpu",
-                                "loads": 1}
+                                "loads": 1, "dtype": "float32", "libraries": libraries()}
     expected = totals.to_dict()
     assert report["stats"]["rows"] == 5 and report["stats"]["seconds"] > 0
     assert {k: v for k, v in report["stats"].items() if k != "seconds"} == \
