@@ -95,8 +95,9 @@ def plan_workers(node_cpus, node_gpus, num_workers=None, gpus_per_worker=0, cpus
     gpus = float(gpus_per_worker)
     if gpus > 0:
         if num_workers is None:
-            # how many shares fit, read past float error: 1 // 0.1 is 9.0, yet ten workers of 0.1 GPU fit one GPU
-            num_workers = _whole(sum(node_gpus) / gpus)
+            # how many shares fit, node by node (a share cannot span two nodes: two nodes of one GPU hold four
+            # workers of 0.4, not five), read past float error: 1 // 0.1 is 9.0, yet ten workers of 0.1 fit one GPU
+            num_workers = sum(_whole(g / gpus) for g in node_gpus)
             if num_workers < 1:
                 raise ValueError(
                     f"gpus_per_worker={gpus_per_worker} but the Ray cluster has {sum(node_gpus):g} GPU(s). Pass "
@@ -366,8 +367,8 @@ def embed_dataset(ds, text_col, keep_cols=(), *, num_workers=None, gpus_per_work
     keep_cols : str or list of str
         Columns copied through unchanged, before the features (ids, labels).
     num_workers : int, optional
-        Actors in the pool, each with its own model. Default: one per ``gpus_per_worker`` GPUs in the cluster, or
-        one per node without GPUs.
+        Actors in the pool, each with its own model. Default: one per ``gpus_per_worker`` GPUs in the cluster
+        (counted node by node: a share cannot span two nodes), or one per node without GPUs.
     gpus_per_worker : float, default=0
         GPUs Ray gives each actor (1 = one actor per GPU; 0 = CPU only).
     cpus_per_worker : float, optional

@@ -60,6 +60,10 @@ def test_missing_ray_says_how_to_install_it(monkeypatch, tmp_path, capsys):
     ([16, 16], [1, 1], {"gpus_per_worker": 0.1}, (20, 1.0, 0.1, 1, "cuda")),
     ([16], [2], {"gpus_per_worker": 0.2}, (10, 1.0, 0.2, 1, "cuda")),
     ([16], [1], {"gpus_per_worker": 0.4}, (2, 1.0, 0.4, 1, "cuda")),  # 2.5 workers' worth: two
+    # a share cannot span two nodes: two nodes of one GPU hold four workers of 0.4 (the fifth of 2 / 0.4 waited for a
+    # GPU for good), a node of 2 and one of 1 three of 0.75
+    ([16, 16], [1, 1], {"gpus_per_worker": 0.4}, (4, 1.0, 0.4, 1, "cuda")),
+    ([16, 16], [2, 1], {"gpus_per_worker": 0.75}, (3, 1.0, 0.75, 1, "cuda")),
     ([30], [0], {"num_workers": 100}, (100, 0.29, 0.0, 1, "cpu")),  # 29 spare CPUs: 0.29 each (0.29 * 100 < 29)
     ([30], [0], {"num_workers": 3}, (3, 9.0, 0.0, 9, "cpu")),  # 9.67 each: whole CPUs, rounded down
     # nodes of different sizes: 9 CPUs each (the share) fit the 15 spare of one node once and the 3 of the other
