@@ -174,6 +174,14 @@ def _cluster_nodes(ray) -> tuple[list[float], list[float]]:
 # -- the actor -----------------------------------------------------------------------------------------------------
 
 
+def _auto_dtype_of_a_gpu() -> str:
+    """What ``dtype="auto"`` is on the GPU this Ray task runs on (:func:`bertfeat.gpu.auto_dtype`): the driver's
+    answer for its GPU workers where it has no GPU of its own."""
+    from bertfeat.backend import resolve_dtype
+
+    return resolve_dtype("auto", "cuda")
+
+
 class RayFeaturizer:
     """What each actor holds: one :class:`~bertfeat.arrow.ArrowFeaturizer`, called on every batch Ray sends it.
 
@@ -406,7 +414,9 @@ def embed_dataset(ds, text_col, keep_cols=(), *, num_workers=None, gpus_per_work
     from bertfeat.backend import device_type
 
     # dtype="auto" fixed once for the workers' device: left to each, GPUs of two kinds ran two recipes
-    params, gpu_guess = fix_auto_dtype(params, device_type(plan.device))
+    # (a driver without a GPU asks one GPU of the cluster, so that a cluster of T4s runs float16 as before)
+    params, gpu_guess = fix_auto_dtype(params, device_type(plan.device), ask=lambda: ray.get(
+        ray.remote(num_gpus=min(plan.gpus, 1.0) or 1.0, num_cpus=0)(_auto_dtype_of_a_gpu).remote()))
     # checked here, before any actor starts: the parameters, the model, the feature names against kept columns,
     # and the columns when the schema is known without running anything
     checker = ArrowFeaturizer(text_cols, keep_cols, layout=layout, **{**params, "device": "cpu"})

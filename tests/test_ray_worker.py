@@ -135,8 +135,10 @@ class FakeRay(ModuleType):
         return [{"Alive": True, "Resources": {"CPU": c, "GPU": g}} for c, g in zip(self.cpus, self.gpus)]
 
     def remote(self, **options):
+        """``ray.remote(**options)``: an actor class (``.remote()`` gives a handle) or a task (an object ref)."""
         self.actor_options.append(options)
-        return lambda cls: SimpleNamespace(remote=lambda *a, **k: Handle(cls(*a, **k)))
+        return lambda f: SimpleNamespace(remote=lambda *a, **k: Handle(f(*a, **k)) if isinstance(f, type)
+                                         else Ref(f(*a, **k)))
 
     def get(self, ref):
         return ref.value
@@ -581,7 +583,10 @@ def test_embed_dataset_hands_ray_the_plan_and_the_actor_its_arguments(tiny_bert,
     assert set(kw) == {"fn_constructor_kwargs", "batch_format", "batch_size", "compute", "num_cpus", "num_gpus"}
 
 
-def test_embed_dataset_with_gpus_and_a_list_layout(tiny_bert, fake_ray):
+def test_embed_dataset_with_gpus_and_a_list_layout(tiny_bert, fake_ray, monkeypatch):
+    import bertfeat.gpu
+
+    monkeypatch.setattr(bertfeat.gpu, "native_bf16", lambda index: True)  # the GPU the driver's task asks
     ray = fake_ray(cpus=(16.0,), gpus=(2.0,), initialized=True)
     ds = FakeDataset(ray, pa.table({"t": ["a"], "u": ["b"], "k": [1], "j": [2]}))
     collector = object()
@@ -593,8 +598,9 @@ def test_embed_dataset_with_gpus_and_a_list_layout(tiny_bert, fake_ray):
     assert kw["compute"].size == 4 and kw["num_cpus"] == 1.0 and kw["num_gpus"] == 0.5 and kw["batch_size"] == 10_000
     ctor = kw["fn_constructor_kwargs"]
     assert ctor["layout"] == "list" and ctor["collector"] is collector and ctor["gpu_share"] == 0.5
-    assert ctor["params"]["device"] == "cuda" and ctor["threads"] == 1
+    assert ctor["params"]["device"] == "cuda" and ctor["threads"] == 1 and ctor["params"]["dtype"] == "bfloat16"
     assert ctor["text_cols"] == ["t", "u"] and ctor["keep_cols"] == ["k", "t"]
+    assert {"num_gpus": 0.5, "num_cpus": 0} in ray.actor_options  # dtype="auto" asked of a GPU of the cluster
 
 
 def test_embed_dataset_checks_before_any_actor_starts(tiny_bert, fake_ray):
@@ -1038,16 +1044,31 @@ def test_dtype_auto_is_fixed_once_on_the_driver_and_a_gpu_that_would_choose_othe
         tiny_bert, fake_ray, quiet_threads, tmp_path, monkeypatch):
     """``dtype="auto"`` on GPU workers was resolved by each actor for its own GPU: a cluster mixing an A100 (bfloat16)
     and a T4 (float16) embedded every batch in two recipes and was refused only by the final check, the hours of
-    work lost. The driver now fixes it once (its GPU's choice, or bfloat16 where it has none, as the Spark engine
-    does) and names it in every actor's recipe; an actor whose GPU would choose otherwise refuses as it starts."""
+    work lost. The driver now fixes it once and names it in every actor's recipe; an actor whose GPU would choose
+    otherwise refuses as it starts. A driver without a GPU (the suite's) asks one GPU of the cluster, in a Ray task:
+    a cluster of T4s runs float16, as each of its workers chose before, not a guess of bfloat16 that refuses them."""
     import bertfeat.gpu
 
+    answers = []  # what each GPU asked says: True where bfloat16 is native (an A100), False on a T4
+
+    def native_bf16(index):
+        return answers.pop(0)
+
+    monkeypatch.setattr(bertfeat.gpu, "native_bf16", native_bf16)
     ray = fake_ray(cpus=(4.0, 4.0), gpus=(1.0, 1.0))
+    answers[:] = [True]  # the GPU the driver's task lands on: an A100
     feats = bray.embed_dataset(FakeDataset(ray, pa.table({"review": ["a text"]})), "review", gpus_per_worker=1,
                                model=tiny_bert)
+    assert answers == []  # the driver asked one GPU
+    assert {"num_gpus": 1.0, "num_cpus": 0} in ray.actor_options
     kw = feats.kw["fn_constructor_kwargs"]
     assert kw["params"]["device"] == "cuda" and kw["params"]["dtype"] == "bfloat16" and kw["auto_dtype"] == "bfloat16"
     assert kw["expected"]["dtype"] == "bfloat16"
+    answers[:] = [False]  # a cluster of T4s: float16, as each worker chose before
+    t4 = bray.embed_dataset(FakeDataset(ray, pa.table({"review": ["a text"]})), "review", gpus_per_worker=1,
+                            model=tiny_bert)
+    kw = t4.kw["fn_constructor_kwargs"]
+    assert kw["params"]["dtype"] == "float16" and kw["auto_dtype"] == "float16" and kw["expected"]["dtype"] == "float16"
     cpu = bray.embed_dataset(FakeDataset(ray, pa.table({"review": ["a text"]})), "review", model=tiny_bert)
     assert cpu.kw["fn_constructor_kwargs"]["params"]["dtype"] == "float32"  # CPU workers: float32, as before
     assert cpu.kw["fn_constructor_kwargs"]["auto_dtype"] is None
@@ -1055,9 +1076,11 @@ def test_dtype_auto_is_fixed_once_on_the_driver_and_a_gpu_that_would_choose_othe
                               model=tiny_bert, dtype="float16")
     assert ours.kw["fn_constructor_kwargs"]["params"]["dtype"] == "float16"  # the user's dtype stands
     assert ours.kw["fn_constructor_kwargs"]["auto_dtype"] is None
+    assert answers == []  # neither asked a GPU
 
-    # a file job whose first actor starts on a T4: refused before its model loads, nothing written
-    monkeypatch.setattr(bertfeat.gpu, "native_bf16", lambda index: False)
+    # a file job on a mixed cluster: the driver's task lands on the A100, the first actor starts on a T4: refused
+    # before its model loads, nothing written
+    answers[:] = [True, False]
     src = write_input(tmp_path, frame(6), files=1)
     with pytest.raises(ValueError) as err:
         bray.embed_parquet(src, tmp_path / "out", "review", gpus_per_worker=1, model=tiny_bert, quiet=True)
