@@ -170,9 +170,15 @@ def test_batches_in_flight_give_the_same_vectors_and_restore_threads(tiny_backen
     one, _ = encode(TEXTS, recipe, lambda: tiny_backend, batch_tokens=24)
     seen_threads = set()
     forward = tiny_backend.forward
+    held, second = threading.Event(), threading.Event()
 
     def spy(units, pooling, groups):
         seen_threads.add(threading.current_thread().name)
+        if len(seen_threads) > 1 or held.is_set():
+            second.set()
+        else:  # the first batch is held until another worker takes one: on a loaded machine one thread could
+            held.set()  # otherwise run every batch before the others were scheduled (seen under load)
+            second.wait(10)
         return forward(units, pooling, groups)
 
     monkeypatch.setattr(tiny_backend, "forward", spy)
