@@ -317,6 +317,8 @@ class TorchBackend:
                 with torch.inference_mode(), self._numerics():
                     self.model(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask))
             except RuntimeError as exc:
+                if _is_oom(exc):  # no memory for the trial: the machine's state, not the dtype's fault
+                    raise
                 raise ValueError(
                     f"dtype={self.dtype!r} cannot run on this CPU ({cpu_model()}; instruction sets: "
                     f"{', '.join(cpu_flags()) or 'none reported'}): {str(exc).splitlines()[0]}. "

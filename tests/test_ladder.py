@@ -404,8 +404,12 @@ def test_float32_never_measures_or_warns(tiny_bert, monkeypatch):
     TorchBackend(resolve_model(tiny_bert), "cpu", "float32")
 
 
-def test_bf16_this_cpu_cannot_run_at_all_is_one_clear_error(tiny_bert, tmp_path, monkeypatch):
-    """The bottom rung (transformers in bf16) raising is a ValueError naming the CPU and the fix, not a raw crash."""
+@pytest.mark.parametrize("failure", ["bf16 kernel missing on this CPU",
+                                     "DefaultCPUAllocator: can't allocate memory: you tried to allocate 8 bytes"])
+def test_bf16_this_cpu_cannot_run_at_all_is_one_clear_error(tiny_bert, tmp_path, monkeypatch, failure):
+    """The bottom rung (transformers in bf16) raising is a ValueError naming the CPU and the fix, not a raw crash.
+    (Found reviewing session 8's merge) A machine out of memory during that one-text trial is no fault of the dtype:
+    it was told "dtype='bfloat16' cannot run on this CPU ... pass dtype='float32'"; torch's own error is raised."""
     import json
     import shutil
 
@@ -422,13 +426,17 @@ def test_bf16_this_cpu_cannot_run_at_all_is_one_clear_error(tiny_bert, tmp_path,
 
         def bf16_missing(**kw):
             if torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") == torch.bfloat16:
-                raise RuntimeError("bf16 kernel missing on this CPU")
+                raise RuntimeError(failure)
             return forward(**kw)
 
         model.forward = bf16_missing
         return model
 
     monkeypatch.setattr(TorchBackend, "_load_model", load)
+    if "allocate" in failure:
+        with pytest.raises(RuntimeError, match="can't allocate memory"):
+            TorchBackend(resolve_model(str(path)), "cpu", "bfloat16")
+        return
     with pytest.raises(ValueError, match=r"dtype='bfloat16' cannot run on this CPU .*dtype='float32'"):
         TorchBackend(resolve_model(str(path)), "cpu", "bfloat16")
 
