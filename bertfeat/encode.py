@@ -470,11 +470,16 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
                               step.content[done]))
         if not parts:
             return None
+        return (np.concatenate([p[0] for p in parts]), *assembled(parts))
+
+    def assembled(parts):
+        """The vectors, full and content token counts of ``parts`` ((texts, vectors, full, content), in order)
+        joined, the vectors as the run returns them: normalized where the recipe says, float32 rows."""
         vectors = np.concatenate([p[1] for p in parts])
         if recipe.normalize:
             vectors = l2_normalize(vectors)
-        return (np.concatenate([p[0] for p in parts]), vectors.reshape(len(vectors), -1).astype(np.float32, copy=False),
-                np.concatenate([p[2] for p in parts]), np.concatenate([p[3] for p in parts]))
+        return (vectors.reshape(len(vectors), -1).astype(np.float32, copy=False), np.concatenate([p[2] for p in parts]),
+                np.concatenate([p[3] for p in parts]))
 
     def settle():
         """Pool and combine the oldest steps whose batches have all come back."""
@@ -529,11 +534,8 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
         raise
     if open_steps:
         raise RuntimeError("bertfeat: the model returned fewer batches than were sent to it.")
-    vectors = np.concatenate([s[1] for s in settled])
-    if recipe.normalize:
-        vectors = l2_normalize(vectors)
-    return (vectors.reshape(len(texts), -1).astype(np.float32, copy=False), np.concatenate([s[2] for s in settled]),
-            (tokens, padded, n_batches), np.concatenate([s[3] for s in settled]))
+    vectors, full, content = assembled(settled)  # every text, in order
+    return vectors, full, (tokens, padded, n_batches), content
 
 
 @dataclass
