@@ -236,11 +236,10 @@ def _glob(pattern: str) -> tuple[list[Path], list[Path]]:
                                   ) from exc
         for name in names:
             path, after = folder / name, _step(want, at, name)
-            ends = any(len(want) in _skips(want, q) for q in after)
             if path.is_dir():
                 todo += [(path, q) for q in after if q < len(want)]
-                if ends:  # a folder the pattern names, read as a folder input is
-                    folders.append(path)
+                if any(len(want) in _skips(want, q) for q in after):  # a folder the pattern names, read as a folder
+                    folders.append(path)  # input is
             elif (path.is_file() or _dangling(path)) and _file_ends(want, at, name):
                 out.append(path)
     return out, folders
