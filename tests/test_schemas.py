@@ -151,6 +151,13 @@ def test_timestamps_in_utc_under_other_names_are_one_zone(tmp_path):
         at, datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)]
 
 
+def refusal(folder) -> str:
+    """The message of the ValueError a folder input of files whose types no type holds is refused with."""
+    with pytest.raises(ValueError) as info:
+        InputReader(str(folder), ["id", "text"], 10, ["text"])
+    return str(info.value)
+
+
 def test_files_whose_types_no_type_holds_without_loss_are_refused_naming_both_and_what_to_do(tmp_path):
     d = tmp_path / "in"
     d.mkdir()
@@ -158,9 +165,7 @@ def test_files_whose_types_no_type_holds_without_loss_are_refused_naming_both_an
     pq.write_table(pa.table({"id": pa.array([1.5, None]), "text": ["x", "y"]}), a)
     b = d / "b.parquet"
     pq.write_table(pa.table({"id": pa.array([2, 2**53 + 1]), "text": ["z", "w"]}), b)
-    with pytest.raises(ValueError) as info:
-        InputReader(str(d), ["id", "text"], 10, ["text"])
-    assert str(info.value) == (
+    assert refusal(d) == (
         f"column 'id' is int64 in {b} but double in {a}: read as double, a value of it would change (Integer value "
         "9007199254740993 not in range: -9007199254740992 to 9007199254740992), so the files are refused rather than "
         "read with another value. To read them, write 'id' as int64 in every file (pandas makes a column of whole "
@@ -171,9 +176,7 @@ def test_files_whose_types_no_type_holds_without_loss_are_refused_naming_both_an
 
     pq.write_table(pa.table({"id": pa.array([1, 2]), "text": pa.array([0, 1], pa.timestamp("us", "UTC"))}), a)
     pq.write_table(pa.table({"id": pa.array([3]), "text": pa.array([2], pa.timestamp("ms"))}), b)
-    with pytest.raises(ValueError) as info:
-        InputReader(str(d), ["id", "text"], 10, ["text"])
-    assert str(info.value) == (
+    assert refusal(d) == (
         f"column 'text' is timestamp[ms] in {b} but timestamp[us, tz=UTC] in {a}: no type holds the values of both "
         "without changing some, so bertfeat will not cast one to the other. To read them, give every file the one "
         "time zone (pandas: .dt.tz_localize('UTC') for the files without one, .dt.tz_convert('UTC') for the "
@@ -181,9 +184,7 @@ def test_files_whose_types_no_type_holds_without_loss_are_refused_naming_both_an
 
     pq.write_table(pa.table({"id": pa.array([3]), "text": pa.array([2**62], pa.timestamp("us", "UTC"))}), b)
     pq.write_table(pa.table({"id": pa.array([3]), "text": pa.array([0], pa.timestamp("ns", "UTC"))}), d / "c.parquet")
-    with pytest.raises(ValueError) as info:
-        InputReader(str(d), ["id", "text"], 10, ["text"])
-    assert str(info.value) == (
+    assert refusal(d) == (
         f"column 'text' is timestamp[us, tz=UTC] in {b} but timestamp[ns, tz=UTC] in {d / 'c.parquet'}: read as "
         "timestamp[ns, tz=UTC], a value of it would change (Casting from timestamp[us, tz=UTC] to timestamp[ns, "
         "tz=UTC] would result in out of bounds timestamp: 4611686018427387904), so the files are refused rather "
