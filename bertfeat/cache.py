@@ -313,17 +313,21 @@ class _Namespace:
         self.dir = os.path.join(root, fingerprint)
         self.n_features = n_features
         self.row_group_rows: int | None = None
-        self.shards: dict[int, _Shard] = {}
-        self.ids: dict[str, int] = {}
         self.bad: set[str] = set()
         self.denied: set[str] = set()  # shards this user may not read: not corrupt, so never deleted
         self._warned: set[str] = set()
         self._noted: dict | None = None  # recipe.json's token counts (tokens_noted), once read or written
         self._next_id = 0
+        self._empty_index()
+        self._lock = threading.RLock()
+
+    def _empty_index(self) -> None:
+        """No shard indexed: the next refresh reads every shard's keys."""
+        self.shards: dict[int, _Shard] = {}
+        self.ids: dict[str, int] = {}
         self.keys = np.empty(0, dtype=f"S{KEY_BYTES}")
         self.shard_of = np.empty(0, dtype=np.int32)
         self.row_of = np.empty(0, dtype=np.int32)
-        self._lock = threading.RLock()
 
     # -- index ------------------------------------------------------------------------------------------------
 
@@ -491,10 +495,7 @@ class _Namespace:
         try:
             yield
         except BaseException:
-            self.shards, self.ids = {}, {}
-            self.keys = np.empty(0, dtype=f"S{KEY_BYTES}")
-            self.shard_of = np.empty(0, dtype=np.int32)
-            self.row_of = np.empty(0, dtype=np.int32)
+            self._empty_index()
             raise
 
     def _mark_bad(self, name: str, exc: BaseException) -> None:
