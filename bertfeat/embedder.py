@@ -108,6 +108,8 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         Column names seen in ``fit``, when the input was a DataFrame.
     stats_ : bertfeat.encode.EncodeStats
         Counts of the last ``transform``: rows, distinct texts, cache hits/misses, truncated, chunked, missing.
+        A ``transform`` that fails (or is interrupted) leaves no ``stats_`` and no ``missing_``, rather than the
+        call before's.
     missing_ : ndarray of bool, shape (n_rows, n_columns)
         Which texts of the last ``transform`` were read as missing (None, NaN, blank, or dropped whole by the
         tokenizer): the rows ``missing=`` filled. Of a call in this process: not pickled (nor copied by
@@ -209,6 +211,10 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         from bertfeat.encode import encode
         from bertfeat.inputs import series_label, text_columns
 
+        # stats_ and missing_ are the last call's: a call that fails leaves none, not the call before's (read after
+        # the error, they would pass for this one's)
+        for name in _PER_CALL:
+            self.__dict__.pop(name, None)
         check_is_fitted(self, "recipe_")
         self._check_runtime_params()
         self._check_same_recipe()
@@ -548,6 +554,9 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
 
         return open_cache(self.cache_dir)
 
+
+# What each transform sets, of that call alone (not fitted state): removed as a call starts.
+_PER_CALL = ("stats_", "missing_")
 
 # The parameters that decide the recipe (the numbers), as opposed to those transform reads each time.
 _RECIPE_PARAMS = ("model", "pooling", "layers", "layer_agg", "max_length", "long_text", "stride", "normalize", "prefix",

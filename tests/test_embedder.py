@@ -226,6 +226,28 @@ def test_a_failed_or_interrupted_fit_changes_nothing(tiny_bert, monkeypatch):
     np.testing.assert_array_equal(fitted.transform(frame), BertEmbedder(tiny_bert, pooling="mean").fit_transform(frame))
 
 
+def test_a_failed_transform_leaves_no_stats_or_mask_of_the_call_before(tiny_bert, monkeypatch):
+    # stats_ and missing_ describe the last transform; after one that failed (a text refused, a model that would not
+    # load, Ctrl-C) they still held the call before's counts and mask, read after the error as this call's
+    import bertfeat.encode
+
+    est = BertEmbedder(tiny_bert, missing="zero").fit(TEXTS)
+    est.transform(TEXTS + [None])
+    assert est.stats_.rows == 5 and est.missing_.shape == (5, 1)
+    for failing in (lambda: est.transform(TEXTS + [3]), lambda: est.set_params(missing="error").transform([None])):
+        with pytest.raises((TypeError, ValueError)):
+            failing()
+        assert not hasattr(est, "stats_") and not hasattr(est, "missing_")
+        est.set_params(missing="zero").transform(TEXTS + [None])
+    monkeypatch.setattr(bertfeat.encode, "_run_model", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        est.transform(["a text never seen"])
+    assert not hasattr(est, "stats_") and not hasattr(est, "missing_")
+    monkeypatch.undo()
+    np.testing.assert_array_equal(est.transform(TEXTS), BertEmbedder(tiny_bert).fit_transform(TEXTS))
+    assert est.stats_.rows == 4 and est.missing_.shape == (4, 1)
+
+
 # -- missing values ---------------------------------------------------------------------------------------------
 
 
