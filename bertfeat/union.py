@@ -33,16 +33,26 @@ class BlockScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """
 
     def fit(self, X, y=None):
-        X = validate_data(self, X, dtype=(np.float64, np.float32))  # sets n_features_in_, and feature_names_in_
+        """Learn each column's mean and scale from ``X``; returns self.
+
+        All or nothing: a fit that fails (bad rows, a MemoryError, Ctrl-C) leaves the scaler as it was, unfitted or
+        fitted as before, never the new names or mean beside the old scale."""
+        from sklearn.base import clone
+
+        new = clone(self)  # validate_data writes n_features_in_ and feature_names_in_ as it goes: on a copy
+        X = validate_data(new, X, dtype=(np.float64, np.float32))
         # A constant column is found by equality, not by a standard deviation of 0: the mean of one value repeated
         # is rounded (0.1 in float32 over 1,000 rows: off by 1e-6), so its deviation came out tiny, not 0, and a new
         # row's difference was divided by it (a feature of 50,000 where the others are near 1).
         constant = (X == X[:1]).all(axis=0)
-        self.mean_ = X.mean(axis=0, dtype=np.float64)
-        self.mean_[constant] = X[0, constant]
+        mean = X.mean(axis=0, dtype=np.float64)
+        mean[constant] = X[0, constant]
         sd = X.std(axis=0, dtype=np.float64)
         sd[constant] = 1.0
-        self.scale_ = sd * np.sqrt(X.shape[1])
+        new.mean_, new.scale_ = mean, sd * np.sqrt(X.shape[1])
+        if not hasattr(new, "feature_names_in_"):
+            self.__dict__.pop("feature_names_in_", None)  # a refit on an array: the old names no longer apply
+        self.__dict__.update(vars(new))  # set at once, last
         return self
 
     def transform(self, X):

@@ -1,5 +1,6 @@
 """The probe: one embedding pass, candidate features equal to BertEmbedder's, sorted scores, plot, CLI."""
 
+import copy
 import json
 
 import numpy as np
@@ -224,6 +225,40 @@ def test_block_scaler_leaves_a_constant_column_centred_and_unscaled_whatever_its
         Z = scaler.transform(new)
         np.testing.assert_allclose(Z[:, 0], [0.1 / 2, 0.0], rtol=1e-4, atol=1e-6)  # centred, divided by sqrt(4) only
         np.testing.assert_allclose(Z[:, 1:], scaler.transform(X[:2])[:, 1:])
+
+def test_a_block_scaler_whose_refit_fails_is_its_earlier_fit_whole(monkeypatch):
+    """A refit that failed half-way (bad rows, a MemoryError computing the scale, Ctrl-C) left a fitted BlockScaler
+    half new fit, half old: the new data's column names with the old scale (refused on the very frame it was fitted
+    on), or the new mean with the old scale (a silently wrong transform). Now all or nothing, as BertEmbedder.fit."""
+    from bertfeat.union import BlockScaler
+
+    rng = np.random.default_rng(0)
+    old = pd.DataFrame(rng.normal(5.0, 3.0, size=(50, 3)), columns=["a", "b", "c"])
+    new = pd.DataFrame(rng.normal(-2.0, 9.0, size=(50, 3)), columns=["x", "y", "z"])
+    scaler = BlockScaler().fit(old)
+    want = scaler.transform(old)
+    before = {k: copy.deepcopy(v) for k, v in vars(scaler).items()}
+    bad = new.copy()
+    bad.iloc[3, 1] = np.nan
+
+    def memory_error(*args, **kwargs):
+        raise MemoryError()
+
+    for failing, exc in ((lambda: scaler.fit(bad), ValueError), (lambda: scaler.fit(new), MemoryError)):
+        with monkeypatch.context() as patch:
+            if exc is MemoryError:
+                patch.setattr(np, "sqrt", memory_error)  # after the mean, before the scale
+            with pytest.raises(exc):
+                failing()
+        assert sorted(vars(scaler)) == sorted(before), exc
+        for k, v in before.items():
+            np.testing.assert_array_equal(vars(scaler)[k], v)
+    fresh = BlockScaler()
+    with monkeypatch.context() as patch, pytest.raises(MemoryError):
+        patch.setattr(np, "sqrt", memory_error)
+        fresh.fit(new)
+    assert vars(fresh) == {}  # an unfitted one stays unfitted
+    np.testing.assert_array_equal(scaler.transform(old), want)
 
 
 def test_block_scaler_transforms_float32_in_float32_with_one_new_matrix():
