@@ -143,6 +143,8 @@ def encode(
     ``lookup(recipe, keys) -> (found_mask, vectors, n_tokens)`` and ``store(recipe, keys, vectors, n_tokens) -> int``,
     where ``n_tokens`` is each text's full token count, special tokens included (under ``long_text="truncate"``,
     ``max_length + 1`` for a longer text: only its head is tokenized, :func:`bertfeat.tokens.head_tokens`).
+    ``tokens_noted(recipe)`` and ``note_tokens(recipe, **counts)`` (:class:`bertfeat.cache.Cache`'s) are optional:
+    without them a run with a prefix that the cache answers whole may load the model to count the prefix's tokens.
 
     With ``all_layers=True`` the texts are embedded (and cached) under ``recipe.all_layers()`` and this recipe's
     features are derived from those (:func:`derive`), so every pooling/layers choice shares one forward pass.
@@ -197,7 +199,8 @@ def encode(
         # ([CLS] [SEP]): such a row counts the special tokens and the prefix's, fewer than any text of its own. Only
         # the hits that short are checked, with the tokenizer, so a cached run loads the model only where one may be.
         fewest = int(n_tokens[found].min())
-        bound = _no_content_tokens_at_most(recipe, cache.tokens_noted(recipe) if recipe.prefix else {})
+        noted = getattr(cache, "tokens_noted", None)  # optional: a cache of one's own may have lookup and store only
+        bound = _no_content_tokens_at_most(recipe, noted(recipe) if recipe.prefix and noted is not None else {})
         suspect = np.flatnonzero(found & (n_tokens == fewest)) if fewest <= bound else []
         if len(suspect):
             model = backend()
@@ -238,7 +241,7 @@ def encode(
         kept = content > 0
         if cache is not None and kept.any():  # a dropped text is never cached: it has no vector of its own
             stats.cache_new = cache.store(recipe, [keys[j] for j in todo[kept]], new_vectors[kept], new_tokens[kept])
-    if cache is not None and model is not None and recipe.prefix:  # for the runs the cache answers whole
+    if model is not None and recipe.prefix and hasattr(cache, "note_tokens"):  # for the runs the cache answers whole
         cache.note_tokens(recipe, n_special=model.n_special, prefix_tokens=len(prefix_tokens(recipe, model)))
     if dropped.any():
         is_missing = is_missing.copy()

@@ -450,3 +450,37 @@ def test_a_cached_run_with_a_prefix_loads_the_model_only_for_texts_as_short_as_a
     loads = []
     encode(["z"], recipe, lambda: loads.append(1) or CountingBackend(), cache=Cache(tmp_path / "c"))
     assert loads == [1]
+
+
+class _OwnCache:
+    """A user's cache with only what encode's docstring asks: lookup and store."""
+
+    def __init__(self):
+        self.rows = {}
+
+    def lookup(self, recipe, keys):
+        found = np.array([k in self.rows for k in keys], dtype=bool)
+        got = [self.rows[k] for k in keys if k in self.rows]
+        vectors = np.array([v for v, _ in got], dtype=np.float32).reshape(len(got), recipe.n_features)
+        return found, vectors, np.array([n for _, n in got], dtype=np.int64)
+
+    def store(self, recipe, keys, vectors, n_tokens):
+        new = [k for k in keys if k not in self.rows]
+        self.rows.update({k: (v, int(n)) for k, v, n in zip(keys, vectors, n_tokens) if k in new})
+        return len(new)
+
+
+def test_a_cache_of_ones_own_with_lookup_and_store_only_still_works_with_a_prefix(counting_backend):
+    # encode's docstring: a cache is any object with lookup and store. Since the token counts a run notes beside
+    # the cache (session 8), a recipe with a prefix also called tokens_noted and note_tokens on it: AttributeError
+    # "'_OwnCache' object has no attribute 'note_tokens'" at the first call, after the model had run
+    recipe = make_recipe(prefix="query: ")
+    cache = _OwnCache()
+    texts = ["a b c", "d e", "f"]
+    first, stats = encode(texts, recipe, lambda: counting_backend, cache=cache)
+    assert stats.cache_new == 3
+    again, stats = encode(texts + ["g h"], recipe, lambda: counting_backend, cache=cache)
+    assert stats.cache_hits == 3 and stats.cache_new == 1
+    want, _ = encode(texts + ["g h"], recipe, lambda: counting_backend)
+    np.testing.assert_array_equal(again, want)
+    np.testing.assert_array_equal(first, want[:3])
