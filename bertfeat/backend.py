@@ -304,26 +304,37 @@ class TorchBackend:
     def _check_reduced_precision(self) -> None:
         """bfloat16 / float16 on CPU: run it once (a CPU that cannot is told so in one line, never a raw crash) and
         warn, with the measured rates, when it is slower than float32 here. The dtype is never switched."""
-        import warnings
+        if self.fast is None:  # the transformers forward pass in this dtype is the bottom rung: prove it runs
+            self._check_dtype_runs(self.model)
+        self._warn_if_slow()
 
+    def _check_dtype_runs(self, model) -> None:
+        """Run the transformers ``model`` once in this dtype: a CPU that cannot is told so in one line."""
         import torch
 
-        from bertfeat.exceptions import SlowDtypeWarning, user_stacklevel
-        from bertfeat.hardware import cpu_flags, cpu_model, dtype_rates, slow_dtype_message
+        from bertfeat.hardware import cpu_flags, cpu_model
 
-        if self.fast is None:  # the transformers forward pass in this dtype is the bottom rung: prove it runs
-            ids, mask = self._pad(self._probe_content())
-            try:
-                with torch.inference_mode(), self._numerics():
-                    self.model(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask))
-            except RuntimeError as exc:
-                if _is_oom(exc):  # no memory for the trial: the machine's state, not the dtype's fault
-                    raise
-                raise ValueError(
-                    f"dtype={self.dtype!r} cannot run on this CPU ({cpu_model()}; instruction sets: "
-                    f"{', '.join(cpu_flags()) or 'none reported'}): {str(exc).splitlines()[0]}. "
-                    "Pass dtype='float32', the fast mode here."
-                ) from None
+        ids, mask = self._pad(self._probe_content())
+        try:
+            with torch.inference_mode(), self._numerics():
+                model(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask))
+        except RuntimeError as exc:
+            if _is_oom(exc):  # no memory for the trial: the machine's state, not the dtype's fault
+                raise
+            raise ValueError(
+                f"dtype={self.dtype!r} cannot run on this CPU ({cpu_model()}; instruction sets: "
+                f"{', '.join(cpu_flags()) or 'none reported'}): {str(exc).splitlines()[0]}. "
+                "Pass dtype='float32', the fast mode here."
+            ) from None
+
+    def _warn_if_slow(self) -> None:
+        """A :class:`~bertfeat.exceptions.SlowDtypeWarning`, with the measured rates, where this dtype is slower
+        than float32 here."""
+        import warnings
+
+        from bertfeat.exceptions import SlowDtypeWarning, user_stacklevel
+        from bertfeat.hardware import dtype_rates, slow_dtype_message
+
         intermediate = int(getattr(self.config, "intermediate_size", 4 * self.spec.hidden_size))
         rates = dtype_rates(self.spec.hidden_size, intermediate, ("float32", self.dtype))
         message = slow_dtype_message(self.dtype, rates)
@@ -492,7 +503,9 @@ class TorchBackend:
             self.forward(units[half:], pooling, layer_groups),
         ])
 
-    def _forward(self, units, pooling, layer_groups) -> np.ndarray:
+    def _forward(self, units, pooling, layer_groups, trial=None) -> np.ndarray:
+        """One pass of ``units``: on the fast path where there is one, else on the transformers model (``trial``, a
+        transformers model not yet this backend's, runs the pass instead of either)."""
         import torch
 
         from bertfeat.pooling import pool_blocks
@@ -506,7 +519,8 @@ class TorchBackend:
         input_ids = input_ids.to(self.device, non_blocking=on_gpu)
         attention = attention.to(self.device, non_blocking=on_gpu)
         needed = sorted({layer for group in layer_groups for layer in group})
-        fast = self.fast  # read once: another worker may leave the fast path meanwhile
+        fast = self.fast if trial is None else None  # read once: another worker may leave the fast path meanwhile
+        model = self.model if trial is None else trial
         with torch.inference_mode(), self._numerics(fast):
             failure = None
             if fast is not None:
@@ -517,18 +531,17 @@ class TorchBackend:
                         raise
                     failure = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
             elif needed == [self.spec.num_layers]:
-                out = self.model(input_ids=input_ids, attention_mask=attention)
+                out = model(input_ids=input_ids, attention_mask=attention)
                 hidden = {self.spec.num_layers: out.last_hidden_state}
             else:
-                out = self.model(input_ids=input_ids, attention_mask=attention, output_hidden_states=True)
+                out = model(input_ids=input_ids, attention_mask=attention, output_hidden_states=True)
                 # the last layer is the model's output, as when it is asked for alone: a model may give the state
                 # before a final norm as its last hidden state (ModernBERT with tie_last_hidden_states=False)
                 hidden = (*out.hidden_states[:-1], out.last_hidden_state)
             if failure is None:
                 pooled = pool_blocks(hidden, attention, pooling, layer_groups)
         if failure is not None:  # outside the except block, so the failed batch's tensors are gone
-            self._leave_fast_path(fast, failure)
-            return self._forward(units, pooling, layer_groups)
+            return self._leave_fast_path(fast, failure, units, pooling, layer_groups)
         _count_pass(self.spec, self.dtype, (getattr(fast, "rung", "") or self.rung) if fast is not None
                     else f"transformers-{self.dtype}")
         return pooled.cpu().numpy()
@@ -559,22 +572,27 @@ class TorchBackend:
             stack.enter_context(gpu.held_flag("no_flash_attention").held())
         return stack
 
-    def _leave_fast_path(self, fast, failure: str) -> None:
-        """The fast path failed on a real batch after passing its load-time check: go to the transformers forward
-        pass for the rest of this backend's life (once; a failure there is raised). The batch is then run again,
-        so no row is lost or repeated."""
+    def _leave_fast_path(self, fast, failure: str, units, pooling, layer_groups) -> np.ndarray:
+        """The fast path failed on a real batch after passing its load-time check: run the batch on the transformers
+        forward pass, and if that succeeds, stay on it for the rest of this backend's life (once). If the batch fails
+        there too, the fault was the batch's, not the fast path's: its error is raised and the fast path kept, so a
+        bad batch does not cost every later call the fast path. No row is lost or repeated."""
         import torch
 
         with self._fallback_lock:
             if self.fast is not fast:  # another worker thread already fell back
-                return
-            log.warning("bertfeat: the fast CPU path (%s) failed on a batch (%s); using the transformers forward pass "
-                        "from now on", self.rung, failure)
-            self.model = self._load_model(torch.float32).to(self.device)  # low dtypes: autocast
-            self.fast = None
-            self.rung = f"transformers-{self.dtype}"
-            if self.torch_dtype != torch.float32:
-                self._check_reduced_precision()
+                trial = None
+            else:
+                trial = self._load_model(torch.float32).to(self.device)  # low dtypes: autocast
+                if self.torch_dtype != torch.float32:
+                    self._check_dtype_runs(trial)
+                result = self._forward(units, pooling, layer_groups, trial=trial)  # raises: the fast path is kept
+                log.warning("bertfeat: the fast CPU path (%s) failed on a batch (%s) that the transformers forward "
+                            "pass runs; using that from now on", self.rung, failure)
+                self.model, self.fast, self.rung = trial, None, f"transformers-{self.dtype}"
+                if self.torch_dtype != torch.float32:
+                    self._warn_if_slow()
+        return self._forward(units, pooling, layer_groups) if trial is None else result
 
     def _pad(self, units) -> tuple[np.ndarray, np.ndarray]:
         """``[prefix] + units + [suffix]``, right-padded to the longest: int64 ids and attention mask."""

@@ -334,6 +334,58 @@ def test_a_failure_of_the_transformers_path_itself_is_raised(tiny_bert, monkeypa
     with pytest.raises(RuntimeError, match="transformers broke"):
         backend.forward([[5, 6, 7], [8]], ("mean",), ((3,),))
 
+def test_a_batch_that_fails_the_transformers_path_too_keeps_the_fast_path(tiny_bert, monkeypatch, caplog):
+    # A batch the fast path failed on (not for memory) left the process on the transformers forward pass for good,
+    # even where that pass failed the same batch too: the fault was the batch's, yet every later call ran on the
+    # slow path (and another rung's bits). Now the fast path is dropped only where the transformers pass runs the
+    # batch it failed; else the batch's error is raised and the next call is a fresh backend's, bit for bit.
+    from bertfeat.backend import forward_passes
+    from bertfeat.encode import encode
+
+    recipe = BertEmbedder(model=tiny_bert, pooling="cls+mean", layers=-1).fit(["x"]).recipe_
+    want, _ = encode(TEXTS, recipe, lambda: fresh_backend(tiny_bert, "float32"), batch_tokens=10_000)
+    backend = fresh_backend(tiny_bert, "float32")
+    monkeypatch.setattr(backend, "workers", 1)
+    poison = backend.tokenize(["zebra"])[0][0]  # a text holding this token fails on both paths
+    real_fast, real_load = backend.fast, TorchBackend._load_model
+
+    def fast(ids, mask, layers):
+        if (ids == poison).any():
+            raise RuntimeError("simulated: an op fails on this batch")
+        return real_fast(ids, mask, layers)
+
+    fast.rung = real_fast.rung
+
+    class FailsToo(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, **kwargs):
+            if (input_ids == poison).any():
+                raise RuntimeError("simulated: the same op fails in transformers")
+            return self.model(input_ids=input_ids, **kwargs)
+
+    monkeypatch.setattr(backend, "fast", fast)
+    monkeypatch.setattr(TorchBackend, "_load_model", lambda self, dtype: FailsToo(real_load(self, dtype)))
+    count = (recipe.weights_sha256, recipe.config_sha256, recipe.tokenizer_sha256, "float32")
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="same op fails in transformers"):
+            encode(["zebra"], recipe, lambda: backend, batch_tokens=10_000)
+        assert backend.fast is fast and backend.model is None and backend.rung == real_fast.rung
+    before = forward_passes(*count)
+    with caplog.at_level(logging.WARNING, logger="bertfeat"):
+        got, _ = encode(TEXTS, recipe, lambda: backend, batch_tokens=10_000)
+    np.testing.assert_array_equal(got, want)
+    after = forward_passes(*count)
+    assert {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)} == {real_fast.rung: 1}
+    assert not any("failed on a batch" in r.getMessage() for r in caplog.records)
+    # a batch the transformers pass runs: the fast path's fault, left for good, the batch's rows kept
+    monkeypatch.setattr(TorchBackend, "_load_model", real_load)
+    got, _ = encode(["zebra"] + TEXTS, recipe, lambda: backend, batch_tokens=10_000)
+    assert backend.fast is None and backend.rung == "transformers-float32"
+    np.testing.assert_allclose(got[1:], want, atol=1e-5, rtol=0)
+
 
 class _Broken(torch.nn.Module if torch else object):
     def forward(self, **kwargs):
