@@ -28,6 +28,8 @@ import warnings
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
+import logging
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -42,6 +44,8 @@ from bertfeat.sources import absolute, is_url, locale_refusal
 
 if TYPE_CHECKING:  # compaction imports this module's names: imported when compact is called
     from bertfeat.compaction import CompactResult
+
+log = logging.getLogger("bertfeat")
 
 MARKER = "bertfeat-cache.json"
 RECIPE_FILE = "recipe.json"
@@ -316,6 +320,7 @@ class _Namespace:
         self.bad: set[str] = set()
         self.denied: set[str] = set()  # shards this user may not read: not corrupt, so never deleted
         self._warned: set[str] = set()
+        self._held: dict[int, list[str]] = {}  # per thread, the notices of a compact or info in it (_said_after)
         self._noted: dict | None = None  # recipe.json's token counts (tokens_noted), once read or written
         self._next_id = 0
         self._empty_index()
@@ -498,6 +503,26 @@ class _Namespace:
             self._empty_index()
             raise
 
+    @contextlib.contextmanager
+    def _said_after(self):
+        """Maintenance (compact, info) that reads every shard says the shards it sets aside when it is done, and
+        never stops on its own notice: where warnings are errors (``python -W error``) a notice goes to the
+        ``bertfeat`` logger instead, so compact still removes the corrupt shard it was called to remove (and lists
+        it in its result, as info does). The caller's warnings filters are left as they are."""
+        if threading.get_ident() in self._held:  # within another: said when that one is done
+            yield
+            return
+        held = self._held[threading.get_ident()] = []
+        try:
+            yield
+        finally:
+            del self._held[threading.get_ident()]
+            for message in held:
+                try:
+                    warnings.warn(message, CacheWarning, stacklevel=user_stacklevel())
+                except CacheWarning:
+                    log.warning("%s", message)
+
     def _mark_bad(self, name: str, exc: BaseException) -> None:
         self._set_aside(name, self.bad,
                         f"bertfeat cache: ignoring unreadable shard {os.path.join(self.dir, name)} "
@@ -516,7 +541,11 @@ class _Namespace:
         The warning comes first: where warnings are errors (``-W error``) it raises, and the shard stays in the
         index, so every later call says it again instead of going on silently without it."""
         if name not in self._warned:
-            warnings.warn(message, CacheWarning, stacklevel=user_stacklevel())
+            held = self._held.get(threading.get_ident())
+            if held is not None:
+                held.append(message)
+            else:
+                warnings.warn(message, CacheWarning, stacklevel=user_stacklevel())
             self._warned.add(name)
         into.add(name)
         if name in self.ids:
@@ -670,7 +699,7 @@ class _Namespace:
     def info(self) -> NamespaceInfo:
         recipe = self._read_recipe()
         self._learn_width(recipe)
-        with self._lock:
+        with self._said_after(), self._lock:
             self.refresh()
             distinct = int(np.count_nonzero(self.keys[1:] != self.keys[:-1])) + 1 if len(self.keys) else 0
             names = [s.name for s in self.shards.values()]

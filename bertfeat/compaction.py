@@ -41,6 +41,11 @@ class CompactResult:
 
 
 def compact(ns) -> CompactResult:
+    with ns._said_after():  # the shards set aside are said once the work is done (never stopping it)
+        return _compact(ns)
+
+
+def _compact(ns) -> CompactResult:
     with _flock(os.path.join(ns.dir, _COMPACT_LOCK_FILE), exclusive=True), ns._lock:
         temp_removed = _remove_stale_temp_files(ns)
         ns._learn_width(ns._read_recipe())

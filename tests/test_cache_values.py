@@ -1200,3 +1200,35 @@ def test_reads_after_indexing_reuse_the_footer_read_at_indexing(tmp_path, monkey
     cache.compact()
     [merged] = shards(tmp_path, recipe)  # named with the oldest shard's time, so it sorts among the old names
     assert sorted(opened) == sorted([(n, True) for n in names] + [(merged.name, False)])  # the new one: indexed
+
+
+@pytest.mark.parametrize("operation", ["compact", "info"])
+def test_compact_and_info_from_python_finish_where_warnings_are_errors_and_leave_the_filters(tmp_path, caplog,
+                                                                                            operation):
+    # Cache.compact() under python -W error (warnings.simplefilter("error")) stopped on its own "ignoring unreadable
+    # shard" warning, before removing that shard, the one thing it was called to do, and Cache.info() before listing
+    # it (the CLI got round it by changing the warnings filter for the command, which a library must not do). Now
+    # their notices are said when the work is done, and where warnings are errors, logged instead of raised.
+    import logging
+
+    recipe, _ = two_shards(tmp_path, 10)
+    damaged = shards(tmp_path, recipe)[0]
+    damaged.write_bytes(damaged.read_bytes()[:50])
+    with warnings.catch_warnings(), caplog.at_level(logging.WARNING, logger="bertfeat"):
+        warnings.simplefilter("error")
+        filters = list(warnings.filters)
+        if operation == "compact":
+            result = Cache(tmp_path).compact()[0]
+            assert result.corrupt_removed == [damaged.name] and not damaged.exists() and result.rows == 10
+        else:
+            assert Cache(tmp_path).info()[0].corrupt == [damaged.name]
+        assert warnings.filters == filters
+    assert [r.getMessage() for r in caplog.records] == [
+        f"bertfeat cache: ignoring unreadable shard {damaged} (ArrowInvalid: Parquet magic bytes not found in footer. "
+        f"Either the file is corrupted or this is not a parquet file.); its texts will be recomputed. `bertfeat "
+        f"cache compact {tmp_path}` removes it."]
+    caplog.clear()
+    if operation == "info":  # said once per process, as a warning where warnings are not errors
+        with pytest.warns(CacheWarning, match="ignoring unreadable shard") as record:
+            Cache(tmp_path).compact()
+        assert len(record) == 1 and not caplog.records

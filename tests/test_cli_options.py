@@ -661,6 +661,29 @@ def test_debug_shows_the_traceback_and_warnings_are_formatted_only_during_the_co
     assert formats == ["bertfeat cache: warning: a shard is damaged\n", "f.py:3: UserWarning: not ours\n  x = 1\n"]
     assert warnings.formatwarning is plain
 
+@pytest.mark.parametrize("message, line", [
+    ("bertfeat cache: ignoring unreadable shard s.parquet", "bertfeat cache: warning: ignoring unreadable shard s.parquet\n"),
+    ("bertfeat: the texts finished could not be kept", "bertfeat cache: warning: the texts finished could not be kept\n"),
+    ("a shard is damaged", "bertfeat cache: warning: a shard is damaged\n"),
+])
+def test_a_warning_that_names_bertfeat_itself_is_not_prefixed_twice(monkeypatch, message, line):
+    # `bertfeat cache compact` printed "bertfeat cache: warning: bertfeat cache: ignoring unreadable shard ...": the
+    # command's prefix before the cache's own
+    import warnings
+
+    import bertfeat.cli.cache
+    from bertfeat.exceptions import CacheWarning
+
+    formats = []
+
+    def run(args):
+        formats.append(warnings.formatwarning(CacheWarning(message), CacheWarning, "f.py", 3))
+        return 0
+
+    monkeypatch.setattr(bertfeat.cli.cache, "run", run)
+    assert main(["cache", "info", "x"]) == 0
+    assert formats == [line]
+
 
 @pytest.mark.parametrize("returned, code", [(None, 0), (0, 0), (3, 3)])
 def test_a_commands_return_value_is_the_exit_code(monkeypatch, returned, code):

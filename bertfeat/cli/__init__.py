@@ -98,9 +98,14 @@ def _one_line_warnings(command: str):
 
     plain = warnings.formatwarning
 
+    prefix = f"bertfeat {command}: warning: "
+
     def formatted(message, category, filename, lineno, line=None):
         if category.__module__.startswith("bertfeat"):
-            return f"bertfeat {command}: warning: {message}\n"
+            text = str(message)
+            for own in (f"bertfeat {command}: ", "bertfeat: "):  # said once: not "bertfeat cache: ... bertfeat cache:"
+                text = text[len(own):] if text.startswith(own) else text
+            return f"{prefix}{text}\n"
         return plain(message, category, filename, lineno, line)
 
     warnings.formatwarning = formatted
