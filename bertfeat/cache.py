@@ -632,9 +632,13 @@ class _Namespace:
         os.makedirs(self.dir, exist_ok=True)
         recipe_path = os.path.join(self.dir, RECIPE_FILE)
         if not os.path.exists(recipe_path):
-            d = recipe.to_dict()
-            d["n_features"] = recipe.n_features
-            _write_atomic(recipe_path, json.dumps(d, indent=2, sort_keys=True) + "\n")
+            # under the lock note_tokens writes it with, looking again: a writer that noted token counts in it
+            # meanwhile would otherwise lose them to this plain copy
+            with _flock(os.path.join(self.dir, _LOCK_FILE), exclusive=True):
+                if not os.path.exists(recipe_path):
+                    d = recipe.to_dict()
+                    d["n_features"] = recipe.n_features
+                    _write_atomic(recipe_path, json.dumps(d, indent=2, sort_keys=True) + "\n")
         with _TempShard(self.dir) as tmp:
             pq.write_table(table, tmp.path, row_group_size=_row_group_rows(self.n_features, self.row_group_rows),
                            **_WRITE_OPTIONS)
@@ -664,12 +668,17 @@ class _Namespace:
         with self._lock:
             if self.tokens_noted() == counts:
                 return
+            if not os.path.isdir(self.dir):
+                return  # no namespace yet (nothing stored)
             path = os.path.join(self.dir, RECIPE_FILE)
-            old = self._read_recipe()
-            if not os.path.isdir(self.dir) or not isinstance(old, dict) or old.get("fingerprint") != self.fingerprint:
-                return  # no namespace yet (nothing stored), or a recipe.json that is not this namespace's
-            with contextlib.suppress(OSError):  # a read-only cache: another process learns them again
-                _write_atomic(path, json.dumps({**old, **counts}, indent=2, sort_keys=True) + "\n")
+            # read and rewritten under the namespace's lock, as a first store writes it: no other writer's copy
+            # lands between the two
+            with _flock(os.path.join(self.dir, _LOCK_FILE), exclusive=True):
+                old = self._read_recipe()
+                if not isinstance(old, dict) or old.get("fingerprint") != self.fingerprint:
+                    return  # no recipe.json yet, or one that is not this namespace's
+                with contextlib.suppress(OSError):  # a read-only cache: another process learns them again
+                    _write_atomic(path, json.dumps({**old, **counts}, indent=2, sort_keys=True) + "\n")
             self._noted = counts  # true in this process either way, and not written again for every call
 
     def _read_recipe(self) -> dict | None:

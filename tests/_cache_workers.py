@@ -124,3 +124,20 @@ if __name__ == "__main__":
         locked_operation_main(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     else:
         killed_writer_main(sys.argv[1], sys.argv[2])
+
+
+def first_store_held(root: str, recipe, held, go) -> None:
+    """Store the first rows of ``recipe``'s namespace, stopping just before recipe.json is written (``held`` set)
+    until ``go``: a first writer slow between seeing no recipe.json and writing one."""
+    from bertfeat import cache as cache_module
+
+    real = cache_module._write_atomic
+
+    def write_atomic(path, text):
+        if path.endswith("recipe.json"):
+            held.set()
+            go.wait(30)
+        real(path, text)
+
+    cache_module._write_atomic = write_atomic
+    cache_module.Cache(root).store(recipe, *rows(range(5)))

@@ -635,6 +635,41 @@ def test_concurrent_writers_and_a_compactor_lose_and_corrupt_nothing(tmp_path):
     info = Cache(tmp_path).info()[0]
     assert info.rows == len(expected) and not info.corrupt and info.temp_files == 0
 
+def test_the_token_counts_noted_beside_a_namespace_are_not_lost_to_a_first_writer(tmp_path):
+    # note_tokens rewrote recipe.json without the cache's lock, and a first store wrote it where it saw none: a store
+    # that saw no recipe.json, slowed before writing it (while another process stored and noted the counts), wrote
+    # the plain recipe over the noted one, and every later cached run with a prefix had to load the model to learn
+    # them again. Both now write under the namespace's lock, the first store checking again once it holds it.
+    import threading
+
+    recipe = make_recipe(hidden_size=workers.N_FEATURES, prefix="q: ")
+    ctx = multiprocessing.get_context("spawn")
+    held, go = ctx.Event(), ctx.Event()
+    first = ctx.Process(target=workers.first_store_held, args=(str(tmp_path), recipe, held, go))
+    first.start()
+    try:
+        assert held.wait(60)
+        cache = Cache(tmp_path)
+
+        def store_and_note():
+            cache.store(recipe, *workers.rows(range(5, 10)))
+            cache.note_tokens(recipe, n_special=2, prefix_tokens=3)
+
+        here = threading.Thread(target=store_and_note)
+        here.start()
+        here.join(0.5)  # runs through where nothing holds it back; waits for the first writer's lock where it does
+        go.set()
+        here.join(30)
+        first.join(30)
+    finally:
+        go.set()
+        first.join(30)
+    assert first.exitcode == 0 and not here.is_alive()
+    noted = json.loads((tmp_path / recipe.fingerprint() / "recipe.json").read_text())
+    assert (noted["n_special"], noted["prefix_tokens"]) == (2, 3)
+    assert Cache(tmp_path).tokens_noted(recipe) == {"n_special": 2, "prefix_tokens": 3}
+    assert Cache(tmp_path).lookup(recipe, workers.rows(range(10))[0])[0].all()
+
 
 def flock_waiters(path) -> list[tuple[int, str]]:
     """(pid, "READ" or "WRITE") of every process blocked waiting for the flock on ``path``, read from /proc/locks."""
