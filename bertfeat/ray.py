@@ -545,7 +545,6 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
         if started:
             ray.shutdown()
 
-    say_notes(notes, "a Ray worker")
     totals, batches, passes, by_worker = _written_stats(data_dir)
     # each actor's own forward passes, by rung: on CPUs of different kinds the fused pass may differ by node
     workers = [{**w, "forward_pass": by_worker.get((w["host"], w["pid"]), {})} for w in workers]
@@ -573,6 +572,8 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
     _atomic_write_bytes(paths.manifest, json.dumps(manifest, indent=2).encode())
     if not quiet:
         print_summary(manifest)
+    # said once the output is whole: where warnings are errors, it stops nothing half-way
+    say_notes(notes, "a Ray worker")
     return manifest
 
 

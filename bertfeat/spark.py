@@ -442,7 +442,6 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
                 keep_machine(machines, s["worker"]["host"], s["machine"])
             for message in s.get("notes", []):
                 keep_note(notes, s["worker"]["host"], message)
-        say_notes(notes, "a Spark task")
         manifest = {
             "output": str(paths.out),
             "engine": "spark",
@@ -465,6 +464,8 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
         _atomic_write_bytes(paths.manifest, json.dumps(manifest, indent=2).encode())
         if not quiet:
             print_summary(manifest)
+        # said once the output is whole: where warnings are errors, it stops nothing half-way
+        say_notes(notes, "a Spark task")
         return manifest
 
 

@@ -816,6 +816,30 @@ def test_a_slow_dtype_a_worker_finds_is_said_by_the_driver_once_per_host_even_wh
     slow = [str(w.message) for w in caught if issubclass(w.category, SlowDtypeWarning)]
     assert slow == [f"{said} (a Ray worker on host {socket.gethostname()!r})"]
 
+def test_a_slow_dtype_said_where_warnings_are_errors_comes_after_the_output_is_whole(tiny_bert, fake_ray,
+                                                                                   quiet_threads, tmp_path,
+                                                                                   monkeypatch):
+    """The driver said the workers' SlowDtypeWarning before putting the written features in place: where its
+    warnings are errors (python -W error; the workers, other processes, recording theirs) the job stopped on its
+    own notice with every batch written, no output and no manifest. Now it is said once the output is whole."""
+    import bertfeat.backend
+    import bertfeat.hardware
+    from bertfeat.exceptions import SlowDtypeWarning
+
+    said = "dtype='bfloat16' runs slower than float32 on this CPU: measured 1 GFLOP/s against 2 GFLOP/s."
+    monkeypatch.setattr(bertfeat.hardware, "slow_dtype_message", lambda dtype, rates: said)
+    monkeypatch.setattr(bertfeat.backend, "_REGISTRY", {})
+    src = write_input(tmp_path, frame(20, seed=4), files=1)
+    fake_ray()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=r".*\(a Ray worker on host", category=SlowDtypeWarning)  # the driver's
+        with pytest.raises(SlowDtypeWarning, match=r"\(a Ray worker on host"):
+            bray.embed_parquet(src, tmp_path / "out", "review", batch_rows=5, num_workers=2, model=tiny_bert,
+                               dtype="bfloat16", quiet=True)
+    manifest = json.loads((tmp_path / "out.manifest.json").read_text())
+    assert manifest["counts"]["rows"] == 20 and manifest["provenance"]["dtype"] == "bfloat16"
+    assert pq.read_table(tmp_path / "out").num_rows == 20
+
 
 def test_a_workers_mistake_fails_the_job_as_the_local_engine_says_it(tiny_bert, fake_ray, quiet_threads, tmp_path):
     df = frame(20)
