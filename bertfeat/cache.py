@@ -28,13 +28,11 @@ import warnings
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
-import logging
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bertfeat.exceptions import CacheError, CacheWarning, user_stacklevel
+from bertfeat.exceptions import CacheError, CacheWarning, notice, user_stacklevel
 from bertfeat.shards import (  # noqa: F401  (the cache's names for its shard format since before the split)
     _HOST, _WRITE_OPTIONS, CACHE_FORMAT, KEY_BYTES, _flock, _fsync_dir, _fsync_file, _key_array, _keys_from_column,
     _pid_alive, _row_group_rows, _RowGroupWriter, _schema, _shard_table, _shard_time, _TempShard, _Unreadable,
@@ -44,8 +42,6 @@ from bertfeat.sources import absolute, is_url, locale_refusal
 
 if TYPE_CHECKING:  # compaction imports this module's names: imported when compact is called
     from bertfeat.compaction import CompactResult
-
-log = logging.getLogger("bertfeat")
 
 MARKER = "bertfeat-cache.json"
 RECIPE_FILE = "recipe.json"
@@ -518,10 +514,7 @@ class _Namespace:
         finally:
             del self._held[threading.get_ident()]
             for message in held:
-                try:
-                    warnings.warn(message, CacheWarning, stacklevel=user_stacklevel())
-                except CacheWarning:
-                    log.warning("%s", message)
+                notice(message, CacheWarning)
 
     def _mark_bad(self, name: str, exc: BaseException) -> None:
         self._set_aside(name, self.bad,

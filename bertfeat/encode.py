@@ -526,14 +526,11 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
                 done = finished()
                 if done is not None:
                     on_stop(*done)
-            except Exception as exc:  # the failure that stopped the run is the one to raise
-                import warnings
+            except Exception as exc:  # the failure that stopped the run is the one to raise (a notice, not in its place)
+                from bertfeat.exceptions import CacheWarning, notice
 
-                from bertfeat.exceptions import CacheWarning, user_stacklevel
-
-                warnings.warn(f"bertfeat: the texts finished before the run stopped could not be kept "
-                              f"({type(exc).__name__}: {exc}); the next call embeds them again.",
-                              CacheWarning, stacklevel=user_stacklevel())
+                notice(f"bertfeat: the texts finished before the run stopped could not be kept ({type(exc).__name__}: "
+                       f"{exc}); the next call embeds them again.", CacheWarning)
         raise
     if open_steps:
         raise RuntimeError("bertfeat: the model returned fewer batches than were sent to it.")

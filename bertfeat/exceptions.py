@@ -44,3 +44,17 @@ def user_stacklevel() -> int:
         frame = frame.f_back
         level += 1
     return level
+
+
+def notice(message: str, category: type[Warning]) -> None:
+    """Warn ``message`` from where bertfeat goes on (or is already raising something else): where warnings are
+    errors (``python -W error``), it goes to the ``bertfeat`` logger instead of being raised, so a notice never stops
+    the work it reports on, nor takes the place of the error that stopped it. The caller's filters are untouched."""
+    import warnings
+
+    try:
+        warnings.warn(message, category, stacklevel=user_stacklevel())
+    except category:
+        import logging
+
+        logging.getLogger("bertfeat").warning("%s", message)

@@ -165,6 +165,28 @@ def test_a_stopped_call_whose_finished_texts_cannot_be_kept_raises_what_stopped_
             pytest.raises(KeyboardInterrupt):
         encode(texts, make_recipe(), lambda: stops, cache=cache, batch_tokens=64)
 
+def test_a_stopped_call_whose_finished_texts_cannot_be_kept_raises_what_stopped_it_where_warnings_are_errors(
+        tmp_path, monkeypatch, caplog):
+    # Where warnings are errors (python -W error) the "could not be kept" notice, warned while the stop was handled,
+    # was raised in place of what stopped the run: a Ctrl-C came out as a CacheWarning (an Exception, which a
+    # service's `except Exception` then caught, and `except KeyboardInterrupt` missed). Now the notice is logged.
+    import logging
+
+    def broken_store(*args):
+        raise ValueError("store broke (simulated)")
+
+    cache = Cache(tmp_path)
+    monkeypatch.setattr(cache, "store", broken_store)
+    texts = [f"text {i} " * (i % 6 + 1) for i in range(60)]
+    stops = _StopsAtBatch(at=5, stop=KeyboardInterrupt)
+    with warnings.catch_warnings(), caplog.at_level(logging.WARNING, logger="bertfeat"):
+        warnings.simplefilter("error")
+        with pytest.raises(KeyboardInterrupt):
+            encode(texts, make_recipe(), lambda: stops, cache=cache, batch_tokens=64)
+    assert [r.getMessage() for r in caplog.records] == [
+        "bertfeat: the texts finished before the run stopped could not be kept (ValueError: store broke "
+        "(simulated)); the next call embeds them again."]
+
 
 class _DropsOmega(CountingBackend):
     """Tokenizes in chunks of 8 texts, as a GPU does, and drops the text "Ω" whole."""
