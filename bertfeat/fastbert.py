@@ -236,7 +236,8 @@ def build_ladder(cls, model, dtype, probe_ids: list[list[int]]) -> Ladder:
     layer: float32 rungs to 1e-4, reduced-precision rungs to a per-token cosine of
     :data:`LOW_PRECISION_MIN_COSINE` and a per-layer step error of :data:`LOW_PRECISION_MAX_STEP_ERROR`. A rung that
     raises (a private oneDNN op missing, or refusing this CPU, as the bfloat16 weight packing does on AVX2-only
-    machines) or disagrees falls to the next. A reduced precision is only tried once a float32 arrangement has shown
+    machines) or disagrees falls to the next; running out of memory is raised (the load fails, and the next one
+    tries again), not taken for the rung's fault. A reduced precision is only tried once a float32 arrangement has shown
     the architecture's math is reproduced. One debug line says which rung runs and why.
     """
     import torch
@@ -265,6 +266,10 @@ def build_ladder(cls, model, dtype, probe_ids: list[list[int]]) -> Ladder:
                 fast = cls(model, rung_dtype, use_onednn)
                 got = fast(ids, mask, layers)
             except (RuntimeError, NotImplementedError, TypeError, AttributeError) as exc:
+                from bertfeat.backend import _is_oom  # imported here: backend imports this module
+
+                if _is_oom(exc):  # the machine's state now, not the rung's fault: passed over, it was for good
+                    raise
                 passed.append((name, f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"))
                 return None
             problem = _disagreement(got, want, layers, real, low=rung_dtype != torch.float32)

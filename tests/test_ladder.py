@@ -248,6 +248,31 @@ def test_a_low_precision_rung_that_disagrees_falls_to_the_next(tiny_bert, monkey
     else:
         assert ladder.rung == "torch-bfloat16", ladder.describe()
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_no_memory_while_a_rung_is_built_fails_the_load_not_the_rung(tiny_bert, monkeypatch, dtype):
+    # A rung is built at load (its own packed copies of every layer's weights) and any RuntimeError passed it over,
+    # torch's CPU allocator's "can't allocate memory" included: a load on a machine short of memory for a moment
+    # settled on a lower rung, or the transformers forward pass, for the rest of the process (the backend is kept
+    # and reused), slower and with another rung's bits than a fresh process's. Now the load fails, saying so, and
+    # the next one, with memory back, takes the rung a fresh process takes.
+    want = fresh_backend(tiny_bert, dtype).rung
+    real_init, met = _FastBert.__init__, []
+
+    def short_of_memory(self, *args, **kwargs):
+        if not met:
+            try:
+                torch.empty(1 << 60, dtype=torch.uint8)  # the allocator's own error, whatever its wording
+            except RuntimeError as exc:
+                met.append(str(exc))
+                raise
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(_FastBert, "__init__", short_of_memory)
+    with pytest.raises(RuntimeError) as info:
+        fresh_backend(tiny_bert, dtype)
+    assert met and str(info.value) == met[0]
+    assert fresh_backend(tiny_bert, dtype).rung == want
+
 
 def test_when_every_rung_fails_the_transformers_forward_runs(tiny_bert, monkeypatch):
     def crash(self, *args, **kwargs):
