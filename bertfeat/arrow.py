@@ -73,6 +73,8 @@ class ArrowFeaturizer:
         if clash:
             raise ValueError(f"kept column(s) {clash} would clash with feature column names; rename them first.")
         self.stats = EncodeStats()
+        # False: a caller that reports truncation itself (counted in self.stats) gets no warning per batch
+        self.warn_truncation = True
         self._checking_model = None  # loaded by check_texts only where it must tokenize
 
     @property
@@ -190,7 +192,8 @@ class ArrowFeaturizer:
         import pandas as pd
 
         try:
-            features = self.embedder.transform(pd.DataFrame(frame, dtype=object))
+            features = self.embedder._transform(pd.DataFrame(frame, dtype=object),
+                                                warn_truncation=self.warn_truncation)
         except (ValueError, TypeError) as exc:
             raise_at_input_row(exc, range(first_row, first_row + batch.num_rows))
             raise

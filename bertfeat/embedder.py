@@ -208,6 +208,11 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
 
     def transform(self, X):
         """Embed every text column of ``X``: returns a float32 array (n_rows, n_columns x features per column)."""
+        return self._transform(X)
+
+    def _transform(self, X, warn_truncation: bool = True):
+        """:meth:`transform`; ``warn_truncation=False`` for a caller that reports truncation itself (a file job's
+        summary), so that it need not change the process's warnings filters to silence it."""
         from bertfeat.encode import encode
         from bertfeat.inputs import series_label, text_columns
 
@@ -230,7 +235,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         )
         self.stats_ = stats
         self.missing_ = is_missing.reshape(len(names), n_rows).T
-        if stats.truncated:
+        if stats.truncated and warn_truncation:
             warnings.warn(
                 f"{stats.truncated} of {stats.rows - stats.missing} texts were longer than max_length="
                 f"{self.recipe_.max_length} tokens and were truncated. Pass long_text='chunk' to embed them in "

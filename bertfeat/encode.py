@@ -526,7 +526,7 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
                 done = finished()
                 if done is not None:
                     on_stop(*done)
-            except Exception as exc:  # the failure that stopped the run is the one to raise (a notice, not in its place)
+            except Exception as exc:  # the failure that stopped the run is the one to raise (this, a notice)
                 from bertfeat.exceptions import CacheWarning, notice
 
                 notice(f"bertfeat: the texts finished before the run stopped could not be kept ({type(exc).__name__}: "

@@ -19,7 +19,6 @@ import os
 import shutil
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +27,6 @@ import pyarrow.parquet as pq
 
 from bertfeat.counts import DistinctCounter, forward_passes, job_counts, passes_since, text_hashes
 from bertfeat.encode import EncodeStats, reporting
-from bertfeat.exceptions import TruncationWarning
 from bertfeat.hardware import run_facts
 from bertfeat.journal import BatchJournal
 from bertfeat.journal import use as use_journal
@@ -315,6 +313,9 @@ def _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, pr
     progress = Progress(reader.total_rows, quiet, every=progress_every)
     resumed_rows = batches_resumed = 0
     this_run = EncodeStats()
+    # one summary at the end instead of a truncation warning per chunk, asked of the featurizer, not of the process's
+    # warnings filters: they are every thread's (catch_warnings puts back the whole list, another thread's changes too)
+    featurizer.warn_truncation = False
     passes_before = forward_passes(featurizer.recipe)
     k = -1
     rows_read = 0  # rows of the chunks before this one: a mistake in the data names its row in the input
@@ -327,10 +328,7 @@ def _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, pr
                 continue
             journal = BatchJournal(paths.part_journal(k), every=checkpoint_seconds)
             try:
-                with warnings.catch_warnings(), use_journal(journal), \
-                        reporting(functools.partial(progress.within, rows=batch.num_rows)):
-                    # one summary at the end instead of a truncation warning per chunk
-                    warnings.simplefilter("ignore", TruncationWarning)
+                with use_journal(journal), reporting(functools.partial(progress.within, rows=batch.num_rows)):
                     result = featurizer(batch, first_row)
             except (ValueError, TypeError):
                 raise  # a mistake in the data: the job's folder goes, journal and all

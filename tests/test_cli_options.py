@@ -662,8 +662,10 @@ def test_debug_shows_the_traceback_and_warnings_are_formatted_only_during_the_co
     assert warnings.formatwarning is plain
 
 @pytest.mark.parametrize("message, line", [
-    ("bertfeat cache: ignoring unreadable shard s.parquet", "bertfeat cache: warning: ignoring unreadable shard s.parquet\n"),
-    ("bertfeat: the texts finished could not be kept", "bertfeat cache: warning: the texts finished could not be kept\n"),
+    ("bertfeat cache: ignoring unreadable shard s.parquet",
+     "bertfeat cache: warning: ignoring unreadable shard s.parquet\n"),
+    ("bertfeat: the texts finished could not be kept",
+     "bertfeat cache: warning: the texts finished could not be kept\n"),
     ("a shard is damaged", "bertfeat cache: warning: a shard is damaged\n"),
 ])
 def test_a_warning_that_names_bertfeat_itself_is_not_prefixed_twice(monkeypatch, message, line):

@@ -329,3 +329,46 @@ def test_the_path_helpers_name_the_files_of_a_job(tmp_path):
     assert [p.name for p in (paths.part(7), paths.part_stats(7), paths.part_hashes(7), paths.part_journal(7))] == [
         "part-000007.parquet", "part-000007.json", "part-000007.hashes.npy", "part-000007.journal"]
     assert isinstance(paths.partial, Path)
+
+
+def test_a_job_leaves_the_warnings_filters_of_the_process_as_they_are(tiny_bert, tmp_path, monkeypatch):
+    """embed_file silenced its per-chunk TruncationWarning with warnings.catch_warnings(), which saves the process's
+    filters and puts them back when each chunk ends: a filter another thread of a long-lived process (a web service,
+    a notebook's background job) set while a chunk ran was undone, and that thread's own truncation warnings were
+    ignored meanwhile. Now the job asks its embedder not to warn and touches no filter."""
+    import threading
+    import warnings
+
+    import pandas as pd
+
+    from bertfeat.arrow import ArrowFeaturizer
+    from bertfeat.exceptions import TruncationWarning
+
+    src = tmp_path / "in.parquet"
+    pd.DataFrame({"review": ["the cat sat on the mat " * 20, "a dog"] * 3}).to_parquet(src)
+    in_chunk, go = threading.Event(), threading.Event()
+    real = ArrowFeaturizer.__call__
+
+    def held(self, *args, **kwargs):
+        in_chunk.set()
+        assert go.wait(30)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ArrowFeaturizer, "__call__", held)
+    out = {}
+    job = threading.Thread(target=lambda: out.update(m=embed_file(
+        src, tmp_path / "out.parquet", "review", model=tiny_bert, max_length=8, chunk_rows=100, quiet=True)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        job.start()
+        try:
+            assert in_chunk.wait(60)
+            warnings.filterwarnings("error", message="set by another thread")  # while the chunk runs
+            warnings.warn("another thread's truncation", TruncationWarning)
+        finally:
+            go.set()
+            job.join(60)
+        assert out["m"]["counts"]["truncated"] == 3
+        ours = [str(w.message) for w in caught if w.category is TruncationWarning]
+        kept = [f for f in warnings.filters if f[1] is not None and f[1].pattern == "set by another thread"]
+    assert (ours, len(kept)) == (["another thread's truncation"], 1)
