@@ -85,6 +85,23 @@ def column_form_hint(absent, names) -> str:
     return unicode_form_hint(_as_list(absent), _as_list(names), r=True).strip()
 
 
+def input_found(path) -> bool:
+    """Whether ``bertfeat embed`` finds something at ``path``: a file or folder, or a glob that matches a file or folder
+    as the command line matches one (``**`` any depth of folders, ``_``-prefixed names hidden), for R's pre-check of
+    ``bf_embed_file()``'s input, so one rule says what a glob matches (R's ``Sys.glob()`` has no ``**``). A folder
+    the walk cannot read is the command's to name: found."""
+    from bertfeat.sources import _glob, is_pattern
+
+    path = str(path)
+    if not is_pattern(path):
+        return os.path.exists(path)
+    try:
+        files, folders = _glob(path)
+    except OSError:
+        return True
+    return bool(files or folders)
+
+
 def matrix_payload(X) -> tuple[bytearray, int, int]:
     """``(buffer, n_rows, n_cols)``: ``X`` as little-endian float32 bytes in column-major (R's) order.
 

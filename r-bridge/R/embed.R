@@ -450,8 +450,8 @@ bf_embed_file <- function(input, output, text_col, model = "default", pooling = 
   check_nameable(input, "input")
   check_nameable(output, "output")
   if (!is.null(cache_dir)) check_nameable(cache_dir, "cache_dir")
-  # a folder of parquet files, or a glob of files, as the command line reads them
-  if (!file.exists(input) && !length(Sys.glob(path.expand(input)))) {
+  # a folder of parquet files, or a glob of files, matched as the command line matches it (Sys.glob() has no `**`)
+  if (!file.exists(input) && !python_module()$input_found(path.expand(input))) {
     abort_bf(sprintf("`input` \"%s\" does not exist, and matches no file as a glob.", input), "file")
   }
   # paths as ./-x.csv and values as --name=value: the command line reads a word starting with "-" as an option

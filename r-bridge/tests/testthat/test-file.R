@@ -73,6 +73,22 @@ test_that("bf_embed_file() takes a glob as the command line does", {
   expect_match(conditionMessage(err), "does not exist, and matches no file as a glob", fixed = TRUE)
 })
 
+test_that("bf_embed_file() leaves a glob's `**` to the command line, which reads nested folders", {
+  # R's pre-check used Sys.glob(), which has no `**` (it reads it as `*`): a file two folders down was refused as
+  # "matches no file as a glob", where `bertfeat embed` reads it; one rule, Python's, now says what a glob matches
+  dir <- withr::local_tempdir()
+  dir.create(file.path(dir, "2024", "jan"), recursive = TRUE)
+  pd <- reticulate::import("pandas", convert = FALSE)
+  pd$DataFrame(reticulate::dict(review = c("a cat sat", "stocks fell")))$to_parquet(
+    file.path(dir, "2024", "jan", "reviews.parquet"))
+  output <- file.path(dir, "out.parquet")
+  expect_identical(suppressMessages(bf_embed_file(file.path(dir, "**", "*.parquet"), output, "review",
+                                                  pooling = "mean")), output)
+  expect_identical(dim(bf_read_features(output)$x), c(2L, 384L))
+  err <- expect_error(bf_embed_file(file.path(dir, "**", "*.csv"), tempfile(), "review"), class = "bertfeat_error_file")
+  expect_match(conditionMessage(err), "does not exist, and matches no file as a glob", fixed = TRUE)
+})
+
 test_that("bf_embed_file() reads and writes files whose names start with a dash", {
   # the names went to the command line as they are, read there as options: "the following arguments are required:
   # INPUT"; a text column or model named with a dash lost its value the same way
