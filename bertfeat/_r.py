@@ -411,8 +411,9 @@ def read_features(path):
     columns, where ``kind`` says how R reads the values (see :func:`_kept_for_r`).
 
     ``path`` is the parquet file of the local engine or the folder of parquet files of the Ray and Spark engines (read
-    in the sorted order of their names, which is the input's). Raises ValueError for a file that is not bertfeat's
-    output or was written with ``--layout list``.
+    in the sorted order of their names, which is the input's). A file written with ``--layout list`` (a list column
+    per text column) gives the same matrix and names as the default layout. Raises ValueError for a file that is not
+    bertfeat's output.
     """
     import json
     from pathlib import Path
@@ -434,16 +435,46 @@ def read_features(path):
         raise ValueError(f"{str(path)!r} holds no bertfeat provenance (schema metadata 'bertfeat'): it was not written "
                          "by bertfeat embed (bf_embed_file()).")
     provenance = json.loads(meta)
-    if provenance.get("layout", "columns") != "columns":
-        raise ValueError(f"{str(path)!r} was written with layout={provenance.get('layout')!r} (one list column per "
-                         "text column); bf_read_features() reads the default layout, one column per feature: write it "
-                         "again without layout.")
     keep = list(provenance.get("keep_columns") or [])
-    names = [n for n in table.column_names if n not in keep]
-    X = np.column_stack([table.column(n).to_numpy(zero_copy_only=False) for n in names]) if names else np.zeros(
-        (table.num_rows, 0))
+    if provenance.get("layout", "columns") == "list":
+        names, X = _list_layout(path, table, provenance)
+    else:
+        names = [n for n in table.column_names if n not in keep]
+        X = np.column_stack([table.column(n).to_numpy(zero_copy_only=False) for n in names]) if names else np.zeros(
+            (table.num_rows, 0))
     buf, n, d = matrix_payload(X)
     return buf, n, d, names, [_kept_for_r(n, table.column(n)) for n in keep], provenance
+
+
+def _list_layout(path, table, provenance) -> tuple[list[str], np.ndarray]:
+    """``(feature names, matrix)`` of a ``--layout list`` output: its ``{column}_embedding`` list columns (fixed-size
+    lists; Spark writes variable-size ones) side by side, named as the default layout names its columns, from the
+    recipe the provenance records."""
+    from bertfeat.recipe import Recipe
+
+    columns, dims = list(provenance["text_columns"]), int(provenance["dims"])
+    concat = provenance.get("layer_agg") == "concat"
+    if concat and "num_layers" not in provenance:  # the names pad the layer to the model's width, unrecorded before
+        raise ValueError(f"{str(path)!r} was written with layout='list' and layer_agg='concat' by a bertfeat that did not "
+                         "record the model's number of layers, which names the features; write it again with "
+                         "layout='columns' (the default), or with this bertfeat.")
+    blocks = len(provenance["pooling"]) * (len(provenance["layers"]) if concat else 1)
+    recipe = Recipe(model=provenance.get("model_label", ""), weights_sha256="", tokenizer_sha256="", config_sha256="",
+                    hidden_size=dims // blocks, num_layers=int(provenance.get("num_layers") or 0),
+                    pooling=tuple(provenance["pooling"]), layers=tuple(provenance["layers"]),
+                    layer_agg=provenance.get("layer_agg", "mean"), max_length=0, long_text="", stride=0,
+                    normalize=False, dtype="")
+    blocks_out = []
+    for c in columns:
+        column = table.column(f"{c}_embedding").combine_chunks()
+        lengths = column.value_lengths() if hasattr(column, "value_lengths") else None
+        if column.null_count or (lengths is not None and set(lengths.to_pylist()) - {dims}):
+            raise ValueError(f"{str(path)!r}: column {c + '_embedding'!r} holds rows that are not {dims} features each; "
+                             "name bertfeat embed's output as it wrote it.")
+        values = column.flatten().to_numpy(zero_copy_only=False)
+        blocks_out.append(values.reshape(len(column), dims))
+    X = np.hstack(blocks_out) if blocks_out else np.zeros((table.num_rows, 0))
+    return [n for c in columns for n in recipe.feature_names(c)], X
 
 
 def _kept_for_r(name, column):

@@ -160,6 +160,7 @@ class ArrowFeaturizer:
             "recipe_fingerprint": r.fingerprint(),
             "pooling": list(r.pooling),
             "layers": list(r.layers),
+            "num_layers": r.num_layers,  # the model's: concatenated layers' names pad to its width (l02 ... l12)
             "layer_agg": r.layer_agg,
             "max_length": r.max_length,
             "long_text": r.long_text,

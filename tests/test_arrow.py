@@ -85,6 +85,7 @@ EXPECTED_PROVENANCE = {
     "recipe_fingerprint": lambda j: BertEmbedder(j["model"], **PARAMS).fit(["x"]).recipe_.fingerprint(),
     "pooling": lambda j: ["mean", "max"],
     "layers": lambda j: [1, 2],
+    "num_layers": lambda j: 3,  # the tiny BERT's: a reader of the list layout names concatenated layers by it
     "layer_agg": lambda j: "concat",
     "max_length": lambda j: 16,
     "long_text": lambda j: "chunk",

@@ -322,9 +322,6 @@ def test_read_features_reads_a_folder_in_the_order_of_its_names_and_refuses_what
     assert (n, d, names) == (4, 2, ["t_mean_0", "t_mean_1"]) and provenance["dims"] == 2
     assert np.frombuffer(bytes(buf), dtype="<f4").tolist() == [1, 2, 3, 4, -1, -2, -3, -4]  # column-major
     assert kept == [("id", "integer", [1, 2, 3, 4])]
-    _features_file(tmp_path / "list.parquet", [1], layout="list")
-    with pytest.raises(ValueError, match="written with layout='list'.*write it again without layout"):
-        _r.read_features(str(tmp_path / "list.parquet"))
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -352,3 +349,43 @@ def test_kept_columns_reach_r_as_values_r_holds_exactly():
     assert kind(["a", None]) == ("character", ["a", None])
     assert kind([datetime.date(2026, 11, 26), None]) == ("character", ["2026-11-26", None])
     assert kind([decimal.Decimal("1.10")]) == ("character", ["1.10"])
+
+
+def test_read_features_reads_the_list_layout_as_the_matrix_and_names_of_the_columns_layout(tmp_path):
+    """bf_read_features() refused a ``--layout list`` output ("write it again without layout": the whole model pass
+    again); its list columns are the same matrix, named from the recorded recipe, also where concatenated layers pad
+    to the width of a model of 10+ layers (l02, l10) and from Spark's variable-size lists."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from bertfeat.files import embed_file
+    from tests.conftest import build_tiny_bert
+
+    deep = str(build_tiny_bert(tmp_path / "deep", num_layers=10, hidden=8))
+    src = tmp_path / "in.csv"
+    pd.DataFrame({"id": [7, 8, 9], "title": ["a cat", None, "the dog"], "body": ["sat", "on it", "ran"]}).to_csv(
+        src, index=False)
+    got = {}
+    for layout in ("columns", "list"):
+        out = tmp_path / f"{layout}.parquet"
+        embed_file(str(src), str(out), ["title", "body"], keep_cols=["id"], layout=layout, quiet=True, model=deep,
+                   pooling="cls+mean", layers=[2, 10], layer_agg="concat", missing="nan")
+        got[layout] = _r.read_features(str(out))
+    (buf, n, d, names, kept, _), (lbuf, ln, ld, lnames, lkept, _) = got["columns"], got["list"]
+    assert (ln, ld, lkept) == (n, d, kept) == (3, 2 * 2 * 2 * 8, [("id", "character", ["7", "8", "9"])])
+    assert lnames == names and names[0] == "title_cls_l02_0" and "body_mean_l10_7" in names
+    assert bytes(lbuf) == bytes(buf)
+    # Spark's list layout: variable-size lists of float32
+    table = pq.read_table(tmp_path / "list.parquet")
+    spark = table.cast(pa.schema([f if not pa.types.is_fixed_size_list(f.type) else pa.field(f.name, pa.list_(pa.float32()))
+                                  for f in table.schema], metadata=table.schema.metadata))
+    pq.write_table(spark, tmp_path / "spark.parquet")
+    assert bytes(_r.read_features(str(tmp_path / "spark.parquet"))[0]) == bytes(buf)
+    # a list-layout file of concatenated layers by a bertfeat that did not record the model's layers: refused, saying
+    meta = json.loads(table.schema.metadata[b"bertfeat"])
+    del meta["num_layers"]
+    pq.write_table(table.replace_schema_metadata({b"bertfeat": json.dumps(meta).encode()}), tmp_path / "old.parquet")
+    with pytest.raises(ValueError, match="did not record the model's number of layers.*layout='columns'"):
+        _r.read_features(str(tmp_path / "old.parquet"))

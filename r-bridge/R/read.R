@@ -17,8 +17,8 @@
 #'     anything else (dates, decimals) as its text; missing values `NA`;
 #'   * `provenance`: the run's recipe as written in the file (model, its sha256, pooling, layers, dims, ...).
 #'
-#'   A file that is not bertfeat's output, or one written with `layout = "list"`, is an error of class
-#'   `bertfeat_error_input`.
+#'   A file written with `layout = "list"` gives the same matrix, named as the default layout names its
+#'   columns. A file that is not bertfeat's output is an error of class `bertfeat_error_input`.
 #' @seealso [bf_embed_file()]
 #' @examples
 #' \dontrun{

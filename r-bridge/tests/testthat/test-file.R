@@ -206,3 +206,24 @@ test_that("bf_read_features() reads bf_embed_file()'s output into R: the feature
   expect_error(bf_read_features(file.path(dir, "none.parquet")), class = "bertfeat_error_file")
   expect_error(bf_read_features(input), class = "bertfeat_error_input")
 })
+
+test_that("bf_read_features() reads a `layout = \"list\"` output as the same matrix as the default layout", {
+  # it was refused ("write it again without layout": the whole model pass again) though the list columns hold the
+  # same features
+  dir <- withr::local_tempdir()
+  input <- file.path(dir, "reviews.csv")
+  utils::write.csv(data.frame(id = c("a", "b", "c"), review = c("Loved it.", NA, "Far too long.")), input,
+                   row.names = FALSE, na = "")
+  read <- lapply(c("columns", "list"), function(layout) {
+    output <- file.path(dir, paste0(layout, ".parquet"))
+    suppressMessages(bf_embed_file(input, output, "review", pooling = "cls+mean", layers = "-1,-2",
+                                   layer_agg = "concat", missing = "nan", keep_col = "id", layout = layout))
+    bf_read_features(output, row_names = "id")
+  })
+  expect_identical(read[[2]]$x, read[[1]]$x)
+  expect_identical(read[[2]]$data, read[[1]]$data)
+  expect_identical(dim(read[[2]]$x), c(3L, 4L * 384L))
+  expect_identical(colnames(read[[2]]$x)[c(1, 385, 769)], c("review_cls_l6_000", "review_cls_l5_000", "review_mean_l6_000"))
+  expect_true(all(is.nan(read[[2]]$x["b", ])))
+  expect_identical(read[[2]]$provenance$layout, "list")
+})
