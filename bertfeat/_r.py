@@ -82,7 +82,7 @@ def column_form_hint(absent, names) -> str:
     which R, without Unicode normalization of its own, cannot tell)."""
     from bertfeat.inputs import unicode_form_hint
 
-    return unicode_form_hint(_as_list(absent), _as_list(names), r=True).strip()
+    return r_advice(unicode_form_hint(_as_list(absent), _as_list(names), r=True)).strip()
 
 
 def input_found(path) -> bool:
@@ -141,6 +141,9 @@ _KEYWORD = re.compile(rf"""(?<![\w.\-?&/])([a-z_][a-z0-9_]*)=(?:({_LITERAL.patte
 # ("the text 'None'") is left as it is.
 _STRING_LIST = re.compile(rf"""\[\s*(?:{_STRING})(?:\s*,\s*(?:{_STRING}))*\s*\]""")
 _CHOICE_RUN = re.compile(rf"""(?<![\w'"])(?:{_STRING})(?:(?:, | or )(?:{_STRING}))+(?![\w'"])""")
+# one quoted text standing alone (a path, a name, a row's text: Python's {value!r}), as R quotes it; an apostrophe
+# inside or after a word (the model's limit, the users' texts) opens no quote
+_QUOTED = re.compile(r"(?<![\w'\"])'(?:[^'\\\n]|\\.)*'(?![\w'])")
 _CLI_ASIDE = re.compile(r" \((?:--[a-z][a-z-]*(?: [^()\s]+)?(?:,? ?| or ))+\)")
 _PYTHON_CALLS = {"y.astype(str)": "as.character(y)"}
 # Python-only advice R has no use for: the cache path of a pickled pipeline and how to set it (R's step gives its own)
@@ -162,7 +165,8 @@ def _r_value(literal: str) -> str:
 
 def r_advice(message: str, cli: bool = False) -> str:
     """A message of the Python side as an R user reads it: ``missing='zero'`` as ``missing = "zero"``, ``True``,
-    ``None`` and lists in R's syntax (a list of choices ``['cls', 'mean']`` as ``"cls", "mean"``), a bare
+    ``None`` and lists in R's syntax (a list of choices ``['cls', 'mean']`` as ``"cls", "mean"``, a quoted text
+    ``'f.csv'`` as ``"f.csv"``), a bare
     ``cache_dir=`` as `` `cache_dir` ``, and the command line's flags given beside the Python names dropped (kept, and
     the choices as they are, with ``cli=True``: ``bf_embed_file()`` runs the command line).
 
@@ -191,7 +195,8 @@ def r_advice(message: str, cli: bool = False) -> str:
         message = _STRING_LIST.sub(lambda m: ", ".join(_r_value(s.group(0)) for s in re.finditer(_STRING, m.group(0))),
                                    message)
         message = _CHOICE_RUN.sub(lambda m: re.sub(_STRING, lambda s: _r_value(s.group(0)), m.group(0)), message)
-    return _CONSTANT.sub(lambda m: _r_value(m.group(1)), message)
+    message = _CONSTANT.sub(lambda m: _r_value(m.group(1)), message)
+    return message if cli else _QUOTED.sub(lambda m: _r_value(m.group(0)), message)
 
 
 def embed(texts, missing_masks, column_names=None, params=None):

@@ -237,18 +237,25 @@ def test_run_cli_gives_progress_to_r_line_by_line_as_it_comes(tiny_bert, tmp_pat
     ("device='gpu' is not valid: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'.",
      'device = "gpu" is not valid: expected "auto", "cpu", "cuda", "cuda:N" or "mps".'),
     ("pooling='avg' is not valid: expected one of ['cls', 'mean', 'max'] or a '+'-joined combination.",
-     'pooling = "avg" is not valid: expected one of "cls", "mean", "max" or a \'+\'-joined combination.'),
+     'pooling = "avg" is not valid: expected one of "cls", "mean", "max" or a "+"-joined combination.'),
     ("column(s) ['t\u00e9'] not found; it has columns ['id', \"it's\"]",
      'column(s) "t\u00e9" not found; it has columns "id", "it\'s"'),
-    # left alone: options of the command line, texts quoted as they are, names in code, a path with '='
+    # left alone: options of the command line, names in code, a path with '='; a quoted text keeps its words (no
+    # NULL, no `it = s`) in R's quotes
     ("--max-length=256 and the text 'None' and 'it=s' in /data/a=b/f.csv",
-     "--max-length=256 and the text 'None' and 'it=s' in /data/a=b/f.csv"),
+     '--max-length=256 and the text "None" and "it=s" in /data/a=b/f.csv'),
     # (review hunt, 2026-11-26, session 8) a hive partition folder named in the refusal of a kept column that is one:
     # it read "(year = 2024/)", a folder no one has
     ("'year' is in the names of folders (year=2024/), not in the files",
-     "'year' is in the names of folders (year=2024/), not in the files"),
+     '"year" is in the names of folders (year=2024/), not in the files'),
     ("'dt' is in the names of folders (dt=2024-01-01/), not in the files",
-     "'dt' is in the names of folders (dt=2024-01-01/), not in the files"),
+     '"dt" is in the names of folders (dt=2024-01-01/), not in the files'),
+    # (R bridge hunt, session 9) one quoted text alone (a path, a row's text) reached R in Python's quotes; an
+    # apostrophe in or after a word opens none, and a text holding quotes is escaped as R writes it
+    ("row 3 ('\u03a9') gives no token; model '/m/x' not found",
+     'row 3 ("\u03a9") gives no token; model "/m/x" not found'),
+    ("the model's limit and the users' texts; the text 'it\\'s \"so\"' is long",
+     'the model\'s limit and the users\' texts; the text "it\'s \\"so\\"" is long'),
 ])
 def test_python_advice_reaches_r_users_in_r_syntax(python, r):
     assert _r.r_advice(python) == r

@@ -96,6 +96,26 @@ test_that("Python's advice reaches R users in R's syntax", {
                fixed = TRUE)
 })
 
+test_that("a message quoting one text quotes it as R does", {
+  # lists of choices reached R in R's quotes, but one text alone kept Python's: "a Hugging Face model name such as
+  # 'sentence-transformers/all-mpnet-base-v2'", "'/tmp/x.csv' cannot be read as parquet", "'texte_\u00e9' is that
+  # name in another Unicode form"
+  err <- expect_error(bf_embed("a", model = "./no/such/model"), class = "bertfeat_error_python")
+  expect_match(conditionMessage(err), 'such as "sentence-transformers/all-mpnet-base-v2", or model = "default"',
+               fixed = TRUE)
+  input <- tempfile(fileext = ".csv")
+  writeLines(c("review", "a cat"), input)
+  err <- expect_error(bf_read_features(input), class = "bertfeat_error_input")
+  expect_match(conditionMessage(err), sprintf('"%s" cannot be read as parquet', input), fixed = TRUE)
+  df <- data.frame(x = "the cat sat")
+  names(df) <- "texte_e\u0301"
+  err <- expect_error(bf_embed(df, columns = "texte_\u00e9"), class = "bertfeat_error_missing_column")
+  expect_match(conditionMessage(err), '"texte_e\u0301" is that name in another Unicode form', fixed = TRUE)
+  # the words of a message keep their apostrophes
+  err <- expect_error(bf_embed("a", max_length = 100000), class = "bertfeat_error_python")
+  expect_match(conditionMessage(err), "the model's limit", fixed = TRUE)
+})
+
 test_that("text that is not UTF-8 is refused, whatever it is marked as", {
   # unmarked, as read.csv() reads a latin-1 file in a UTF-8 session: enc2utf8() turned the bad byte into the
   # four characters "<e9>", which were embedded as text
