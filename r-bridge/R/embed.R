@@ -192,6 +192,17 @@ frame_input <- function(x, columns, where, call) {
     if (length(absent)) {
       abort_missing_columns(absent, names(x), where, call = call)
     }
+    # `[` takes the first of the columns a name is shared by and leaves the others out, silently
+    shared <- columns[columns %in% names(x)[duplicated(names(x))]]
+    if (length(shared)) {
+      at <- which(names(x) == shared[1])
+      abort_bf(
+        c(sprintf("Column `%s` of %s is the name of %d columns (%s): which one to embed is unclear.", shared[1], where,
+                  length(at), paste(at, collapse = ", ")),
+          i = "Give each column a unique name, for example with names(x) <- make.unique(names(x))."),
+        "input", call = call
+      )
+    }
     x <- x[columns]
   }
   if (ncol(x) == 0L || nrow(x) == 0L) {

@@ -177,6 +177,16 @@ test_that("a column named twice in `columns` is refused, not embedded again unde
   expect_match(conditionMessage(err), "`columns` names `a` more than once", fixed = TRUE)
 })
 
+test_that("`columns` naming a name two columns of the data frame share is refused, not the first one embedded", {
+  # data.frame's `[` took the first `a` ("x") and left the second ("y") out, silently; Python's BertEmbedder refuses
+  # it ("column 'a' appears more than once")
+  df <- data.frame(a = "x", a = "y", b = "z", check.names = FALSE)
+  err <- expect_error(bf_embed(df, columns = c("b", "a")), class = "bertfeat_error_input")
+  expect_match(conditionMessage(err), "Column `a` of `x` is the name of 2 columns (1, 2)", fixed = TRUE)
+  # a name used once beside a repeated one is read as ever
+  expect_identical(unname(bf_embed(df, columns = "b", pooling = "mean")), unname(bf_embed("z", pooling = "mean")))
+})
+
 test_that("a column name that is not UTF-8 is refused, and one marked latin1 or bytes is read as UTF-8", {
   df <- data.frame(x = c("a cat", "a dog"))
   # unmarked, as data.table::fread() or read.csv(check.names = FALSE) gives a latin-1 header in a UTF-8 session:
