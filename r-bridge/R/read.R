@@ -47,7 +47,7 @@ bf_read_features <- function(path, row_names = NULL) {
   colnames(x) <- as.character(unlist(res[[4]]))
   kept <- lapply(res[[5]], function(column) r_vector(column[[2]], column[[3]]))
   names(kept) <- vapply(res[[5]], function(column) column[[1]], character(1))
-  data <- tibble::as_tibble(kept)
+  data <- tibble::as_tibble(kept, .rows = nrow(x)) # row for row, also with no kept column
   if (!is.null(row_names)) {
     if (!row_names %in% names(data)) {
       abort_missing_columns(row_names, names(data), sprintf("the kept columns of \"%s\"", path), call = call)

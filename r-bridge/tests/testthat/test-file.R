@@ -227,3 +227,13 @@ test_that("bf_read_features() reads a `layout = \"list\"` output as the same mat
   expect_true(all(is.nan(read[[2]]$x["b", ])))
   expect_identical(read[[2]]$provenance$layout, "list")
 })
+
+test_that("bf_read_features() of an output without kept columns gives `data` of its rows, to bind beside `x`", {
+  # `data` was a 0 x 0 tibble: cbind(f$data, f$x) failed "arguments imply differing number of rows: 0, 2"
+  input <- csv_with_text(c("a cat sat", "stocks fell"))
+  output <- tempfile("bertfeat-out-", fileext = ".parquet")
+  suppressMessages(bf_embed_file(input, output, "review", pooling = "mean"))
+  f <- bf_read_features(output)
+  expect_identical(dim(f$data), c(2L, 0L))
+  expect_identical(dim(cbind(f$data, f$x)), c(2L, 384L))
+})
