@@ -271,7 +271,7 @@ utf8_texts <- function(v, what, row_names, call) {
   if (length(res$bad)) {
     abort_bf(
       c(sprintf("%s of %s is not valid UTF-8, so it cannot be tokenized.", row_label(res$bad[1], row_names), what),
-        i = "Fix the encoding first, for example with iconv(x, from = \"latin1\", to = \"UTF-8\")."),
+        i = encoding_advice("x")),
       "input", call = call
     )
   }
@@ -286,7 +286,7 @@ utf8_names <- function(col_names, what, call) {
     abort_bf(
       c(sprintf("Column name %d of %s (%s) is not valid UTF-8, so it cannot name the features.", j, what,
                 encodeString(col_names[j], quote = "\"")),
-        i = "Fix the encoding first, for example with names(x) <- iconv(names(x), from = \"latin1\", to = \"UTF-8\")."),
+        i = encoding_advice("names(x)", assign = TRUE)),
       "input", call = call
     )
   }

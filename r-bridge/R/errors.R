@@ -63,11 +63,19 @@ check_string <- function(value, arg, null_ok = FALSE, call = rlang::caller_env()
   if (length(res$bad)) {
     abort_bf(
       c(sprintf("`%s` is not valid UTF-8 (%s).", arg, encodeString(value, quote = "\"")),
-        i = sprintf("Fix the encoding first, for example with iconv(%s, from = \"latin1\", to = \"UTF-8\").", arg)),
+        i = encoding_advice(arg)),
       "argument", call = call
     )
   }
   res$values
+}
+
+# How to make `what` UTF-8: from Windows-1252, what Excel and write.csv on Windows write, and whose letters are
+# Latin-1's; read as Latin-1 its curly quotes, dashes and euro signs become invisible control characters, which the
+# tokenizer drops, silently (the command line advises cp1252 alike).
+encoding_advice <- function(what, assign = FALSE) {
+  sprintf("Fix the encoding first, for example with %siconv(%s, from = \"CP1252\", to = \"UTF-8\") (text written on Windows, by Excel or write.csv there, or in Latin-1).",
+          if (assign) paste(what, "<- ") else "", what)
 }
 
 POOLINGS <- c("cls", "mean", "max")

@@ -187,6 +187,25 @@ test_that("`columns` naming a name two columns of the data frame share is refuse
   expect_identical(unname(bf_embed(df, columns = "b", pooling = "mean")), unname(bf_embed("z", pooling = "mean")))
 })
 
+test_that("the advice for text that is not UTF-8 converts Windows-1252, keeping its quotes, dashes and euro signs", {
+  # it said iconv(x, from = "latin1", ...): a file Excel (or write.csv on Windows) wrote is Windows-1252, and read as
+  # Latin-1 its curly quotes, dashes and euro signs became invisible C1 control characters, which the tokenizer drops,
+  # silently ("\u201cGreat\u201d \u2013 \u20ac5" embedded as "Great 5"); the command line advises cp1252
+  excel <- "\x93Great\x94 \x96 \x805"
+  meant <- "\u201cGreat\u201d \u2013 \u20ac5"
+  err <- expect_error(bf_embed(excel), class = "bertfeat_error_input")
+  expect_match(conditionMessage(err), 'iconv(x, from = "CP1252", to = "UTF-8")', fixed = TRUE)
+  expect_identical(iconv(excel, from = "CP1252", to = "UTF-8"), meant) # the advice, followed
+  err <- expect_error(bf_embed(data.frame(t = excel)), class = "bertfeat_error_input")
+  expect_match(conditionMessage(err), 'iconv(x, from = "CP1252", to = "UTF-8")', fixed = TRUE)
+  err <- expect_error(bf_embed("a", prefix = excel), class = "bertfeat_error_argument")
+  expect_match(conditionMessage(err), 'iconv(prefix, from = "CP1252", to = "UTF-8")', fixed = TRUE)
+  df <- data.frame(x = "a cat")
+  names(df) <- "caf\xe9"
+  err <- expect_error(bf_embed(df), class = "bertfeat_error_input")
+  expect_match(conditionMessage(err), 'names(x) <- iconv(names(x), from = "CP1252", to = "UTF-8")', fixed = TRUE)
+})
+
 test_that("a column name that is not UTF-8 is refused, and one marked latin1 or bytes is read as UTF-8", {
   df <- data.frame(x = c("a cat", "a dog"))
   # unmarked, as data.table::fread() or read.csv(check.names = FALSE) gives a latin-1 header in a UTF-8 session:
