@@ -305,6 +305,12 @@ as_utf8 <- function(v) {
   as_bytes <- enc == "bytes" | (enc == "unknown" & ascii_session() & !is.na(v) & grepl("[^\x01-\x7f]", v,
                                                                                            useBytes = TRUE))
   raw_bad <- !is.na(v) & (as_bytes | (enc == "unknown" & isTRUE(l10n_info()[["UTF-8"]]))) & !validUTF8(v)
+  # R reads a string marked latin1 as Windows-1252 (curly quotes, euro sign), but writes each byte Windows-1252 leaves
+  # undefined (0x81, 0x8d, 0x8f, 0x90, 0x9d) as the four characters "<81>", embedded as text: read each as Latin-1's
+  # control character, as the WHATWG's windows-1252 (a browser's "latin1") reads it
+  latin <- which(enc == "latin1")
+  undefined <- latin[vapply(v[latin], function(s) any(charToRaw(s) %in% as.raw(CP1252_UNDEFINED)), logical(1))]
+  v[undefined] <- vapply(v[undefined], windows_1252, "")
   bytes <- which(as_bytes & !raw_bad)
   if (length(bytes)) { # valid UTF-8 marked as bytes: read as UTF-8 (reticulate refuses "bytes" strings)
     b <- v[bytes]
@@ -313,6 +319,20 @@ as_utf8 <- function(v) {
   }
   v <- enc2utf8(v)
   list(values = v, bad = which(raw_bad | (!is.na(v) & !validUTF8(v))))
+}
+
+# The code points of the bytes 0x80-0x9f in Windows-1252, where it has none those of Latin-1 (CP1252_UNDEFINED).
+CP1252_C1 <- c(0x20AC, 0x81, 0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160, 0x2039, 0x0152,
+               0x8D, 0x017D, 0x8F, 0x90, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022, 0x2013, 0x2014, 0x02DC, 0x2122, 0x0161,
+               0x203A, 0x0153, 0x9D, 0x017E, 0x0178)
+CP1252_UNDEFINED <- c(0x81, 0x8D, 0x8F, 0x90, 0x9D)
+
+# One string's bytes read as Windows-1252 (CP1252_C1), as a UTF-8 string.
+windows_1252 <- function(s) {
+  points <- as.integer(charToRaw(s))
+  c1 <- points >= 0x80 & points <= 0x9f
+  points[c1] <- CP1252_C1[points[c1] - 0x7f]
+  intToUtf8(points)
 }
 
 # Whether this R session's native encoding is ASCII (a C or POSIX locale), where enc2utf8() cannot read a byte

@@ -206,6 +206,20 @@ test_that("the advice for text that is not UTF-8 converts Windows-1252, keeping 
   expect_match(conditionMessage(err), 'names(x) <- iconv(names(x), from = "CP1252", to = "UTF-8")', fixed = TRUE)
 })
 
+test_that("a string marked latin1 with a byte Windows-1252 leaves undefined is that character, not the text \"<81>\"", {
+  # R reads latin1 as Windows-1252, and wrote its five undefined bytes as the four characters "<81>", embedded so
+  marked <- c("a\x81b \x93caf\xe9\x94", "fine")
+  Encoding(marked) <- "latin1"
+  meant <- c("a\u0081b \u201ccaf\u00e9\u201d", "fine")
+  expect_identical(bf_embed(marked, pooling = "mean"), bf_embed(meant, pooling = "mean"))
+  expect_identical(bertfeat:::as_utf8(marked)$values, meant)
+  expect_identical(bertfeat:::as_utf8(rawToChar(as.raw(c(0x80:0x9f, 0xe9))) |> `Encoding<-`("latin1"))$values,
+                   intToUtf8(c(bertfeat:::CP1252_C1, 0xe9)))
+  df <- data.frame(x = "a cat")
+  names(df) <- marked[1]
+  expect_identical(colnames(bf_embed(df, pooling = "mean"))[1], paste0(meant[1], "_mean_000"))
+})
+
 test_that("a column name that is not UTF-8 is refused, and one marked latin1 or bytes is read as UTF-8", {
   df <- data.frame(x = c("a cat", "a dog"))
   # unmarked, as data.table::fread() or read.csv(check.names = FALSE) gives a latin-1 header in a UTF-8 session:
