@@ -535,6 +535,9 @@ cli_options <- function(options, call = rlang::caller_env()) {
     if (identical(value, TRUE)) {
       return(flag)
     }
+    if (is.character(value)) { # read as bf_embed() reads its strings: "caf\xe9" went as the text "caf<e9>"
+      value <- utf8_option(value, name, call = call)
+    }
     if (name %in% REPEATED_OPTIONS && is.character(value) && length(value) && !anyNA(value)) {
       return(paste0(flag, "=", value)) # the command line takes the flag once per value
     }

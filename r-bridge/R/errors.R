@@ -58,11 +58,15 @@ check_string <- function(value, arg, null_ok = FALSE, call = rlang::caller_env()
       "argument", call = call
     )
   }
-  # the string crosses to Python: unmarked bytes that are not UTF-8 would arrive as "<e9>" (see as_utf8())
+  utf8_option(value, arg, call = call)
+}
+
+# Strings that cross to Python as UTF-8: unmarked bytes that are not UTF-8 would arrive as "<e9>" (see as_utf8()).
+utf8_option <- function(value, arg, call = rlang::caller_env()) {
   res <- as_utf8(value)
   if (length(res$bad)) {
     abort_bf(
-      c(sprintf("`%s` is not valid UTF-8 (%s).", arg, encodeString(value, quote = "\"")),
+      c(sprintf("`%s` is not valid UTF-8 (%s).", arg, encodeString(value[res$bad[1]], quote = "\"")),
         i = encoding_advice(arg)),
       "argument", call = call
     )

@@ -237,3 +237,19 @@ test_that("bf_read_features() of an output without kept columns gives `data` of 
   expect_identical(dim(f$data), c(2L, 0L))
   expect_identical(dim(cbind(f$data, f$x)), c(2L, 384L))
 })
+
+test_that("bf_embed_file() reads its options' strings as UTF-8, as bf_embed() does, refusing bytes that are not", {
+  # `prefix = "caf\xe9: "` (a script or a value read in Latin-1) went to the command line as the text "caf<e9>: " and
+  # was put before every text, silently, where bf_embed() refuses it; a `keep_col` was "not found" as "caf<e9>"
+  input <- csv_with_text(c("a cat sat", "stocks fell"))
+  err <- expect_error(bf_embed_file(input, tempfile(fileext = ".parquet"), "review", prefix = "caf\xe9: "),
+                      class = "bertfeat_error_argument")
+  expect_match(conditionMessage(err), '`prefix` is not valid UTF-8 ("caf\\xe9: ")', fixed = TRUE)
+  expect_error(bf_embed_file(input, tempfile(fileext = ".parquet"), "review", keep_col = c("id", "caf\xe9")),
+               class = "bertfeat_error_argument")
+  marked <- "caf\xe9: "
+  Encoding(marked) <- "latin1"
+  output <- tempfile(fileext = ".parquet")
+  suppressMessages(bf_embed_file(input, output, "review", pooling = "mean", prefix = marked))
+  expect_identical(bf_read_features(output)$provenance$prefix, "caf\u00e9: ")
+})
