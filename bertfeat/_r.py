@@ -89,10 +89,13 @@ def input_found(path) -> bool:
     """Whether ``bertfeat embed`` finds something at ``path``: a file or folder, or a glob that matches a file or folder
     as the command line matches one (``**`` any depth of folders, ``_``-prefixed names hidden), for R's pre-check of
     ``bf_embed_file()``'s input, so one rule says what a glob matches (R's ``Sys.glob()`` has no ``**``). A folder
-    the walk cannot read is the command's to name: found."""
-    from bertfeat.sources import _glob, is_pattern
+    the walk cannot read, and a URL (``s3://...``, which the command refuses saying how to reach it), are the command's
+    to name: found."""
+    from bertfeat.sources import _glob, is_pattern, is_url
 
     path = str(path)
+    if is_url(path):
+        return True
     if not is_pattern(path):
         return os.path.exists(path)
     try:

@@ -89,6 +89,14 @@ test_that("bf_embed_file() leaves a glob's `**` to the command line, which reads
   expect_match(conditionMessage(err), "does not exist, and matches no file as a glob", fixed = TRUE)
 })
 
+test_that("bf_embed_file() of a URL is refused by the command line, saying to mount it, not said not to exist", {
+  # R's pre-check said `input` "s3://..." "does not exist, and matches no file as a glob", which sent users looking
+  # for a typo; the command line says bertfeat reads files by their path and how to reach the bucket as one
+  err <- expect_error(bf_embed_file("s3://bucket/reviews.csv", tempfile(fileext = ".parquet"), "review"),
+                      class = "bertfeat_error_cli")
+  expect_match(conditionMessage(err), "is a URL, but bertfeat reads files with ordinary file calls", fixed = TRUE)
+})
+
 test_that("bf_embed_file() reads and writes files whose names start with a dash", {
   # the names went to the command line as they are, read there as options: "the following arguments are required:
   # INPUT"; a text column or model named with a dash lost its value the same way
