@@ -67,9 +67,9 @@ bf_probe <- function(x, y, model = "default", cv = 5, unions = 3, baseline = TRU
     abort_bf(sprintf("`y` has %d missing labels (the first in row %d); drop those rows first.", sum(is.na(y)),
                      which(is.na(y))[1]), "missing_value", call = call)
   }
-  if (!is.numeric(y)) {
-    y <- as.character(y)
-  }
+  # numbers as doubles: an integer vector (read.csv()'s whole numbers) crossed as Python ints, which the probe's
+  # task = "auto" reads as classes whatever their count, where the help says numbers past 10 values are a regression
+  y <- if (is.numeric(y)) as.double(y) else as.character(y)
   if (!is.character(model) || !length(model) || anyNA(model) || any(!nzchar(model))) {
     abort_bf(sprintf("`model` must be a character vector of model names or paths, not %s.", show_value(model)),
              "argument", call = call)

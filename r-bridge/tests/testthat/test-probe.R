@@ -48,6 +48,15 @@ test_that("bf_probe() returns the Python probe's table as a tibble, and settings
   expect_equal(unname(as.matrix(baked[, -1])), unname(direct), tolerance = 1e-6)
 })
 
+test_that("bf_probe() reads whole numbers as its help says, a regression past 10 values, whether integer or double", {
+  # R's help says numbers with more than 10 distinct values are a regression, but an integer vector (what read.csv()
+  # gives for a column of whole numbers: prices, counts, 1-100 scores) crossed as Python ints, which Python's "auto"
+  # reads as classes: a 12-class classification, silently
+  d <- probe_texts(12)
+  p <- bf_probe(d$texts, 1:12 * 10L, cv = 2, unions = 0, baseline = FALSE, max_length = 32)
+  expect_identical(c(p$task, p$metric), c("regression", "r2"))
+})
+
 test_that("bf_probe() checks its arguments", {
   expect_error(bf_probe(c("a", "b"), 1), class = "bertfeat_error_input")
   expect_error(bf_probe(c("a", "b"), c(1, NA)), class = "bertfeat_error_missing_value")
