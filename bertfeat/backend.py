@@ -350,7 +350,7 @@ class TorchBackend:
         return self.content_tokens(texts)
 
     def forward_batches(self, batches: Iterable[Sequence[Sequence[int]]], pooling: Sequence[str],
-                        layer_groups) -> Iterator[np.ndarray]:
+                        layer_groups, skip: int = 0) -> Iterator[np.ndarray]:
         """:meth:`forward` over each batch, yielded in order, with up to ``self.workers`` batches running at once.
 
         On CPU the workers share the cores torch was using (each sets ``threads // workers`` of them for itself; the
@@ -359,7 +359,7 @@ class TorchBackend:
         """
         if self.workers <= 1:
             for units in batches:
-                yield self.forward(units, pooling, layer_groups)
+                yield self.forward(units, pooling, layer_groups, skip)
             return
         from collections import deque
         from concurrent.futures import ThreadPoolExecutor
@@ -372,7 +372,7 @@ class TorchBackend:
                 for units in batches:
                     while len(pending) >= self._queue_limit():
                         yield pending.popleft().result()
-                    pending.append(pool.submit(self.forward, units, pooling, layer_groups))
+                    pending.append(pool.submit(self.forward, units, pooling, layer_groups, skip))
                 while pending:
                     yield pending.popleft().result()
             finally:
@@ -394,8 +394,10 @@ class TorchBackend:
         with threads_shared_by(self.workers) as threads:
             yield threads
 
-    def forward(self, units: Sequence[Sequence[int]], pooling: Sequence[str], layer_groups) -> np.ndarray:
-        """Pool a batch of content-token sequences: returns (len(units), n_blocks, hidden) float32.
+    def forward(self, units: Sequence[Sequence[int]], pooling: Sequence[str], layer_groups,
+                skip: int = 0) -> np.ndarray:
+        """Pool a batch of content-token sequences: returns (len(units), n_blocks, hidden) float32. ``skip``: the
+        first positions left out of mean and max pooling (:func:`bertfeat.pooling.pool_blocks`).
 
         On an out-of-memory error the batch is halved and retried, down to one sequence, so no row is lost; later
         batches are split to the size that fitted (:class:`~bertfeat.gpu.MemoryCap`) until enough batches have
@@ -404,12 +406,12 @@ class TorchBackend:
         units = _as_token_seqs(units)
         rows = len(units)
         if self.one_length_per_pass and rows > 1 and units.length.min() != units.length.max():
-            return self._by_length(units, pooling, layer_groups)
+            return self._by_length(units, pooling, layer_groups, skip)
         padded = rows * (int(units.length.max()) + self.n_special) if rows else 0
         if rows > 1 and not self.memory_cap.fits(padded):
-            return self._halves(units, pooling, layer_groups)
+            return self._halves(units, pooling, layer_groups, skip)
         try:
-            result = self._forward(units, pooling, layer_groups)
+            result = self._forward(units, pooling, layer_groups, skip)
         except (RuntimeError, MemoryError) as exc:  # torch.cuda.OutOfMemoryError included
             if not _is_oom(exc) or rows == 1:
                 raise
@@ -420,7 +422,7 @@ class TorchBackend:
             return result
         self.memory_cap.failed(padded, rows)
         self._release_memory()
-        return self._halves(units, pooling, layer_groups)
+        return self._halves(units, pooling, layer_groups, skip)
 
     def _release_memory(self) -> None:
         """Free what a failed batch left: its tensors (cycles included), then the allocator's cached blocks."""
@@ -430,12 +432,12 @@ class TorchBackend:
 
             torch.cuda.empty_cache()
 
-    def _by_length(self, units, pooling, layer_groups) -> np.ndarray:
+    def _by_length(self, units, pooling, layer_groups, skip: int = 0) -> np.ndarray:
         """:meth:`forward` of each length in the batch alone, so that no sequence is padded, in the batch's order."""
         out = None
         for n in np.unique(units.length):
             rows = np.flatnonzero(units.length == n)
-            part = self.forward(units[rows], pooling, layer_groups)
+            part = self.forward(units[rows], pooling, layer_groups, skip)
             if out is None:
                 out = np.empty((len(units), *part.shape[1:]), dtype=part.dtype)
             out[rows] = part
@@ -496,14 +498,14 @@ class TorchBackend:
         return not all(torch.allclose(a[0], p[0, :n], atol=1e-4, rtol=1e-4)
                        for a, p in zip(alone.hidden_states, padded.hidden_states))
 
-    def _halves(self, units, pooling, layer_groups) -> np.ndarray:
+    def _halves(self, units, pooling, layer_groups, skip: int = 0) -> np.ndarray:
         half = len(units) // 2
         return np.concatenate([
-            self.forward(units[:half], pooling, layer_groups),
-            self.forward(units[half:], pooling, layer_groups),
+            self.forward(units[:half], pooling, layer_groups, skip),
+            self.forward(units[half:], pooling, layer_groups, skip),
         ])
 
-    def _forward(self, units, pooling, layer_groups, trial=None) -> np.ndarray:
+    def _forward(self, units, pooling, layer_groups, skip: int = 0, trial=None) -> np.ndarray:
         """One pass of ``units``: on the fast path where there is one, else on the transformers model (``trial``, a
         transformers model not yet this backend's, runs the pass instead of either)."""
         import torch
@@ -539,9 +541,9 @@ class TorchBackend:
                 # before a final norm as its last hidden state (ModernBERT with tie_last_hidden_states=False)
                 hidden = (*out.hidden_states[:-1], out.last_hidden_state)
             if failure is None:
-                pooled = pool_blocks(hidden, attention, pooling, layer_groups)
+                pooled = pool_blocks(hidden, attention, pooling, layer_groups, skip)
         if failure is not None:  # outside the except block, so the failed batch's tensors are gone
-            return self._leave_fast_path(fast, failure, units, pooling, layer_groups)
+            return self._leave_fast_path(fast, failure, units, pooling, layer_groups, skip)
         _count_pass(self.spec, self.dtype, (getattr(fast, "rung", "") or self.rung) if fast is not None
                     else f"transformers-{self.dtype}")
         return pooled.cpu().numpy()
@@ -572,7 +574,7 @@ class TorchBackend:
             stack.enter_context(gpu.held_flag("no_flash_attention").held())
         return stack
 
-    def _leave_fast_path(self, fast, failure: str, units, pooling, layer_groups) -> np.ndarray:
+    def _leave_fast_path(self, fast, failure: str, units, pooling, layer_groups, skip: int = 0) -> np.ndarray:
         """The fast path failed on a real batch after passing its load-time check: run the batch on the transformers
         forward pass, and if that succeeds, stay on it for the rest of this backend's life (once). If the batch fails
         there too, the fault was the batch's, not the fast path's: its error is raised and the fast path kept, so a
@@ -586,13 +588,13 @@ class TorchBackend:
                 trial = self._load_model(torch.float32).to(self.device)  # low dtypes: autocast
                 if self.torch_dtype != torch.float32:
                     self._check_dtype_runs(trial)
-                result = self._forward(units, pooling, layer_groups, trial=trial)  # raises: the fast path is kept
+                result = self._forward(units, pooling, layer_groups, skip, trial=trial)  # raises: the fast path is kept
                 log.warning("bertfeat: the fast CPU path (%s) failed on a batch (%s) that the transformers forward "
                             "pass runs; using that from now on", self.rung, failure)
                 self.model, self.fast, self.rung = trial, None, f"transformers-{self.dtype}"
                 if self.torch_dtype != torch.float32:
                     self._warn_if_slow()
-        return self._forward(units, pooling, layer_groups) if trial is None else result
+        return self._forward(units, pooling, layer_groups, skip) if trial is None else result
 
     def _pad(self, units) -> tuple[np.ndarray, np.ndarray]:
         """``[prefix] + units + [suffix]``, right-padded to the longest: int64 ids and attention mask."""

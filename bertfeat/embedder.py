@@ -15,7 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from bertfeat import recipe as rcp
 from bertfeat.exceptions import TruncationWarning, user_stacklevel
-from bertfeat.prompts import _note_modules_not_applied, _note_prompt_not_pooled, _resolve_prefix
+from bertfeat.prompts import _note_modules_not_applied, _resolve_prefix
 
 logger = logging.getLogger("bertfeat")
 
@@ -57,8 +57,10 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         L2-normalize each pooled block (each pooling, and each layer under ``layer_agg="concat"``).
     prefix : str, default=None
         Text put before every text, such as ``"query: "`` for E5 or ``"classification: "`` for nomic-embed. Its
-        tokens count toward ``max_length`` and are pooled with the text's, and under ``long_text="chunk"`` every
-        window starts with it. Part of the recipe fingerprint. None (or "") adds nothing.
+        tokens count toward ``max_length`` and are pooled with the text's (not where the model's sentence-transformers
+        Pooling config says ``"include_prompt": false``: then, as there, the first token and the prefix's are left
+        out of mean and max pooling), and under ``long_text="chunk"`` every window starts with it. Part of the
+        recipe fingerprint. None (or "") adds nothing.
     prompt_name : str, default=None
         The name of a prompt in the model's sentence-transformers config (``config_sentence_transformers.json``
         "prompts"; ``bertfeat info MODEL`` lists them), used as ``prefix``. Pass one of ``prefix`` and
@@ -392,7 +394,6 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
             )
         prefix = _resolve_prefix(self.prefix, self.prompt_name, spec)
         _note_modules_not_applied(spec)
-        _note_prompt_not_pooled(spec, prefix)
         if dtype == "auto" and auto_dtype is not None:
             dtype = auto_dtype
         elif dtype == "auto":
@@ -415,6 +416,9 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
             normalize=bool(self.normalize),
             dtype=dtype,
             prefix=prefix,
+            # the model's pooling leaves its prompt out (sentence-transformers' "include_prompt": false): so does
+            # bertfeat's mean and max pooling, for any prefix
+            pool_prefix=spec.st_include_prompt or not prefix,
             model_format=rcp.model_format(spec.model_type),
         )
         return recipe, spec

@@ -350,9 +350,9 @@ def derive(X: np.ndarray, source: Recipe, recipe: Recipe) -> np.ndarray:
     if source.layer_agg != "concat" or source.normalize:
         raise ValueError("derive() needs a source recipe with layer_agg='concat' and normalize=False.")
     if (source.weights_sha256, source.tokenizer_sha256, source.config_sha256, source.max_length, source.long_text,
-            source.stride, source.dtype, source.prefix) != (
+            source.stride, source.dtype, source.prefix, source.pool_prefix) != (
                 recipe.weights_sha256, recipe.tokenizer_sha256, recipe.config_sha256, recipe.max_length,
-                recipe.long_text, recipe.stride, recipe.dtype, recipe.prefix):
+                recipe.long_text, recipe.stride, recipe.dtype, recipe.prefix, recipe.pool_prefix):
         raise ValueError("derive() needs a source recipe with the same model, window, long-text handling, dtype and "
                          "prefix.")
     missing_pool = [p for p in recipe.pooling if p not in source.pooling]
@@ -395,6 +395,7 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
     """
     prefix = prefix_tokens(recipe, model)
     window = recipe.max_length - model.n_special - len(prefix)
+    skip = pooled_from(recipe, model, prefix)
     per_layer = None  # the recipe the model pass computes when layers are averaged after combining windows
     if recipe.long_text == "chunk" and recipe.layer_agg == "mean" and len(recipe.layers) > 1:
         per_layer = replace(recipe, layer_agg="concat", normalize=False)
@@ -426,7 +427,7 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
             lengths = units.ids.length + model.n_special
             texts_tokens = seqs.length + head_lengths + model.n_special
             yield _Step(units, lengths, plan_batches(lengths, batch_tokens), texts_tokens, seqs.length, recipe.pooling,
-                        lo=lo)
+                        lo=lo, skip=skip)
 
     steps = prefetched(plans()) if prefetch else plans()
     open_steps: deque = deque()  # planned steps whose results are still coming back, oldest first
@@ -497,11 +498,13 @@ def _run_model(texts: list[str], recipe: Recipe, model, batch_tokens: int, progr
 
     # a backend may run several batches at once (forward_batches); a plain one runs them in turn
     run = getattr(model, "forward_batches", None) or (
-        lambda sequences, pooling, groups: (model.forward(units, pooling, groups) for units in sequences)
+        lambda sequences, pooling, groups, *skip: (model.forward(units, pooling, groups, *skip)
+                                                   for units in sequences)
     )
     settled = []  # (first text, vectors, full tokens, content tokens) of each step combined, in order
     tokens = padded = n_batches = 0
-    outputs = run(batch_stream(), recipe.pooling, groups)
+    # skip only where a prefix is left out of pooling: a backend of its own (a test's) need not know of it
+    outputs = run(batch_stream(), recipe.pooling, groups, *([skip] if skip else []))
     try:
         try:
             for result in outputs:
@@ -549,6 +552,7 @@ class _Step:
     content: np.ndarray  # each text's own tokens (no special tokens, no prefix): 0 where the tokenizer kept none
     pooling: Sequence[str]
     lo: int = 0  # the chunk's first text
+    skip: int = 0  # each unit's first positions left out of pooling (pooled_from)
     results: list = field(init=False)  # each batch's pooled output back before an earlier batch's (None otherwise)
     waiting: int = field(init=False)  # batches not yet back
     folded: int = field(init=False)  # batches combined into the texts' vectors: the first ones, in plan order
@@ -558,8 +562,8 @@ class _Step:
         self.results = [None] * len(self.batches)
         self.waiting = len(self.batches)
         self.folded = 0
-        # windows are weighted by their token counts, special tokens and prefix included
-        self.combiner = WindowCombiner(self.units.starts, self.lengths, self.pooling)
+        # windows are weighted by the tokens they pool: special tokens and prefix included, unless left out (skip)
+        self.combiner = WindowCombiner(self.units.starts, np.maximum(self.lengths - self.skip, 1), self.pooling)
 
     def finished_texts(self) -> np.ndarray:
         """The texts (of this chunk) every window of which is combined: those of the batches folded so far."""
@@ -646,6 +650,20 @@ def prefix_tokens(recipe: Recipe, model) -> list[int]:
                else "; pass a larger max_length or a shorter prefix.")
         )
     return ids
+
+
+def pooled_from(recipe: Recipe, model, prefix: list[int]) -> int:
+    """The positions of each sequence (each long-text window) left out of mean and max pooling: none, unless the
+    recipe leaves its prefix out (``pool_prefix``: the model's sentence-transformers Pooling says ``"include_prompt":
+    false``). Then the special tokens before the text and the prefix's tokens, ``prefix`` (tokenized alone), as
+    sentence-transformers counts a prompt's length (the prompt tokenized alone, less a special token at its end)."""
+    if recipe.pool_prefix or not prefix:
+        return 0
+    lead = getattr(model, "prefix", None)
+    if lead is None:
+        raise ValueError("bertfeat: this backend does not say which special tokens it puts before a text, so the "
+                         "model's prompt cannot be left out of pooling.")
+    return len(lead) + len(prefix)
 
 
 # told, as each batch of the model pass comes back, the fraction of the pass done (a file job's progress within a

@@ -73,7 +73,7 @@ class ModelSpec:
     # before the tokenizer, whether or not the tokenizer is cased; bertfeat does the same (bertfeat.tokens)
     st_do_lower_case: bool = False
     # the Pooling config's include_prompt: false where sentence-transformers pools a text without its prompt's tokens;
-    # bertfeat pools a prefix with the text, and says so once (prompts._note_prompt_not_pooled)
+    # so does bertfeat's mean and max pooling of a prefix (Recipe.pool_prefix)
     st_include_prompt: bool = True
     # the folder ``name`` resolved to (``path`` may be its Transformer module's subfolder): what model= can name
     folder: str = ""

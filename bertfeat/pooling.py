@@ -29,13 +29,20 @@ def pool_tokens(hidden, mask, how: str):
     raise ValueError(f"unknown pooling {how!r}")
 
 
-def pool_blocks(hidden_states: Sequence, mask, pooling: Sequence[str], layer_groups: Sequence[Sequence[int]]):
+def pool_blocks(hidden_states: Sequence, mask, pooling: Sequence[str], layer_groups: Sequence[Sequence[int]],
+                skip: int = 0):
     """Pool every (pooling, layer group) block: returns (batch, n_blocks, dim) float32, pooling-major.
 
-    A group of several layers is the mean of each layer's pooled vector.
+    A group of several layers is the mean of each layer's pooled vector. ``skip``: the first positions of every
+    sequence, attended to but left out of mean and max pooling (CLS pooling still reads the first token): a prompt
+    that a model's pooling leaves out (sentence-transformers' ``"include_prompt": false``, which masks the first
+    token and the prompt's).
     """
     import torch
 
+    if skip:
+        mask = mask.clone()  # never written into: the caller's mask
+        mask[:, :skip] = 0
     blocks = []
     for how in pooling:
         for group in layer_groups:

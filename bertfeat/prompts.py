@@ -1,7 +1,7 @@
 """The text put before each text (``prefix=``, or a model's own prompt by ``prompt_name=``), and the notes
 :meth:`BertEmbedder.fit <bertfeat.BertEmbedder.fit>` gives once per model and process where the model's own
-embeddings differ from bertfeat's features: prompts its authors put before texts, a prompt its pooling leaves out,
-sentence-transformers modules bertfeat does not apply."""
+embeddings differ from bertfeat's features: prompts its authors put before texts, sentence-transformers modules
+bertfeat does not apply."""
 
 from __future__ import annotations
 
@@ -30,17 +30,6 @@ def _note_modules_not_applied(spec) -> None:
             f"{', '.join(spec.st_not_applied)} after its pooling; bertfeat does not apply "
             f"{'that module' if len(spec.st_not_applied) == 1 else 'those modules'}: its features are the encoder's "
             "pooled hidden states, not the model's own embeddings. For those, use sentence-transformers' encode()."))
-
-
-def _note_prompt_not_pooled(spec, prefix: str) -> None:
-    """Once per model and process, a note that a model whose pooling leaves its prompt out (``include_prompt``:
-    false) gets its prefix pooled with the text by bertfeat: its own embeddings of the same texts differ."""
-    if prefix and not spec.st_include_prompt:
-        _note_once("include_prompt", spec, (
-            f"model={spec.name!r} pools a text without its prompt (\"include_prompt\": false in its sentence-"
-            f"transformers Pooling config), but bertfeat pools the prefix {prefix!r} with each text, as with every "
-            "model: its features are not the model's own embeddings of those texts. For those, use "
-            "sentence-transformers' encode()."))
 
 
 def _resolve_prefix(prefix, prompt_name, spec) -> str:

@@ -2,7 +2,7 @@
 
 A :class:`Recipe` says everything that decides the numbers in an embedding: the model's content (weights, tokenizer
 and config hashes), pooling, layers, layer aggregation, window length, long-text handling, normalization, dtype, the
-text prefix (a model prompt such as "query: ") and bertfeat's embedding-format version. Its :meth:`Recipe.fingerprint` keys the cache and is written into provenance.
+text prefix (a model prompt such as "query: ") and whether it is pooled, and bertfeat's embedding-format version. Its :meth:`Recipe.fingerprint` keys the cache and is written into provenance.
 Nothing here imports torch.
 """
 
@@ -139,6 +139,10 @@ class Recipe:
     # "query: ". Resolved from prompt_name= when that was given, so the fingerprint holds the text that decides
     # the numbers.
     prefix: str = ""
+    # False where the model's pooling leaves the prefix out (sentence-transformers' "include_prompt": false): the
+    # first token and the prefix's are attended to but not mean- or max-pooled. Only with a prefix; True (pooled
+    # with the text, as ever) stays out of the key.
+    pool_prefix: bool = True
     format_version: int = FORMAT_VERSION
     # :func:`model_format` of the model's family; 0 (most families) stays out of the key
     model_format: int = 0
@@ -198,6 +202,8 @@ class Recipe:
             d.pop("prefix")
         else:
             d["prefix_format"] = PREFIX_FORMAT
+        if self.pool_prefix or not self.prefix:  # recipes that pool their prefix keep their fingerprints
+            d.pop("pool_prefix")
         if not self.model_format:  # families whose vectors never changed keep their fingerprints
             d.pop("model_format")
         d["pooling"] = list(self.pooling)

@@ -27,11 +27,11 @@ def _count_forward(monkeypatch, die_after=None):
     """Count the model's forward passes; with ``die_after``, stop the job (as Ctrl-C does) in the next one."""
     calls = []
 
-    def forward(self, units, pooling, layer_groups):
+    def forward(self, units, pooling, layer_groups, skip=0):
         if die_after is not None and len(calls) == die_after:
             raise _Killed()
         calls.append(len(units))
-        return _FORWARD(self, units, pooling, layer_groups)
+        return _FORWARD(self, units, pooling, layer_groups, skip)
 
     monkeypatch.setattr(TorchBackend, "forward", forward)
     return calls

@@ -531,9 +531,9 @@ def record_forward_passes(monkeypatch):
     passes = []
     real = TorchBackend._forward
 
-    def spy(self, units, pooling, layer_groups):
+    def spy(self, units, pooling, layer_groups, skip=0):
         passes.append((len(units), max(len(u) for u in units) + self.n_special))
-        return real(self, units, pooling, layer_groups)
+        return real(self, units, pooling, layer_groups, skip)
 
     monkeypatch.setattr(TorchBackend, "_forward", spy)
     return passes

@@ -138,7 +138,7 @@ def test_oom_retry_runs_after_the_failed_batch_is_released(tiny_backend, monkeyp
     failed: list[weakref.ref] = []
     alive_at_retry, alive_at_empty_cache = [], []
 
-    def small_gpu(units, pooling, groups):
+    def small_gpu(units, pooling, groups, skip=0):
         activation = Activation()  # noqa: F841 (held by this frame, as a layer's locals hold its tensors)
         if len(units) > 2:
             failed.append(weakref.ref(activation))
@@ -187,12 +187,12 @@ def test_a_transient_oom_stops_costing_throughput(tiny_backend, monkeypatch):
     real = tiny_backend._forward
     sizes, errors = [], []
 
-    def flaky(units, pooling, groups):
+    def flaky(units, pooling, groups, skip=0):
         if not errors and len(units) > 1:
             errors.append(len(units))
             raise torch.cuda.OutOfMemoryError("CUDA out of memory (another process, simulated)")
         sizes.append(len(units))
-        return real(units, pooling, groups)
+        return real(units, pooling, groups, skip)
 
     monkeypatch.setattr(tiny_backend, "_forward", flaky)
     got, stats = encode(texts, recipe, lambda: tiny_backend, batch_tokens=64)
@@ -205,7 +205,7 @@ def test_one_batch_in_flight_while_an_oom_cap_holds(tiny_backend, monkeypatch):
     active, peak = [0], []
     lock = threading.Lock()
 
-    def slow(units, pooling, groups):
+    def slow(units, pooling, groups, skip=0):
         with lock:
             active[0] += 1
             peak.append(active[0])
@@ -370,8 +370,8 @@ def test_non_finite_vectors_are_refused_before_the_cache(monkeypatch):
     backend = CountingBackend()
     forward = backend.forward
 
-    def overflowing(units, pooling, groups):
-        out = forward(units, pooling, groups)
+    def overflowing(units, pooling, groups, *skip):
+        out = forward(units, pooling, groups, *skip)
         out[[len(u) == 3 for u in units]] = np.nan  # the text "bad" overflowed
         return out
 
@@ -399,8 +399,8 @@ def test_non_finite_vectors_in_float32s_range_are_not_told_to_pass_float32(dtype
     the float16 advice: "left that dtype's range ... Pass dtype='bfloat16' ... or dtype='float32'"."""
     backend = CountingBackend()
     forward = backend.forward
-    backend.forward = lambda units, pooling, groups: np.where(
-        np.array([len(u) == 3 for u in units])[:, None, None], np.inf, forward(units, pooling, groups))
+    backend.forward = lambda units, pooling, groups, *skip: np.where(
+        np.array([len(u) == 3 for u in units])[:, None, None], np.inf, forward(units, pooling, groups, *skip))
     with pytest.raises(ValueError) as info:
         encode(["fine text", "bad"], make_recipe(dtype=dtype), lambda: backend)
     assert str(info.value) == (

@@ -172,14 +172,14 @@ def test_batches_in_flight_give_the_same_vectors_and_restore_threads(tiny_backen
     forward = tiny_backend.forward
     held, second = threading.Event(), threading.Event()
 
-    def spy(units, pooling, groups):
+    def spy(units, pooling, groups, skip=0):
         seen_threads.add(threading.current_thread().name)
         if len(seen_threads) > 1 or held.is_set():
             second.set()
         else:  # the first batch is held until another worker takes one: on a loaded machine one thread could
             held.set()  # otherwise run every batch before the others were scheduled (seen under load)
             second.wait(10)
-        return forward(units, pooling, groups)
+        return forward(units, pooling, groups, skip)
 
     monkeypatch.setattr(tiny_backend, "forward", spy)
     monkeypatch.setattr(tiny_backend, "workers", 3)
@@ -207,7 +207,7 @@ def test_overlapping_transforms_from_threads_never_lower_the_threads_torch_gives
     a_running, b_running, a_done = threading.Event(), threading.Event(), threading.Event()
     seen = []  # (which call, the torch threads of the worker running its batch)
 
-    def spy(units, pooling, groups):  # one batch per call: the first is A's, the second B's
+    def spy(units, pooling, groups, skip=0):  # one batch per call: the first is A's, the second B's
         with lock:
             call = "AB"[len(order)]
             order.append(call)
@@ -218,7 +218,7 @@ def test_overlapping_transforms_from_threads_never_lower_the_threads_torch_gives
         else:
             b_running.set()
             assert a_done.wait(30)
-        return forward(units, pooling, groups)
+        return forward(units, pooling, groups, skip)
 
     monkeypatch.setattr(tiny_backend, "forward", spy)
     before = torch.get_num_threads()
@@ -316,12 +316,12 @@ def test_oom_backoff_halves_batches_and_loses_no_row(tiny_backend, monkeypatch):
     limit = 60  # padded tokens a simulated GPU can hold
     calls = {"ok": 0, "oom": 0}
 
-    def small_gpu(units, pooling, groups):
+    def small_gpu(units, pooling, groups, skip=0):
         if len(units) * (max(len(u) for u in units) + tiny_backend.n_special) > limit:
             calls["oom"] += 1
             raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
         calls["ok"] += 1
-        return real(units, pooling, groups)
+        return real(units, pooling, groups, skip)
 
     monkeypatch.setattr(tiny_backend, "_forward", small_gpu)
     got, _ = encode(texts, recipe, lambda: tiny_backend, batch_tokens=10_000)
@@ -345,11 +345,11 @@ def test_a_memory_error_of_a_batch_is_halved_and_retried_as_out_of_memory(tiny_b
     expected, _ = encode(texts, recipe, lambda: tiny_backend, batch_tokens=10_000)
     real, met = tiny_backend._forward, []
 
-    def little_ram(units, pooling, groups):
+    def little_ram(units, pooling, groups, skip=0):
         if len(units) * (max(len(u) for u in units) + tiny_backend.n_special) > 60:
             met.append(len(units))
             raise MemoryError
-        return real(units, pooling, groups)
+        return real(units, pooling, groups, skip)
 
     monkeypatch.setattr(tiny_backend, "_forward", little_ram)
     got, _ = encode(texts, recipe, lambda: tiny_backend, batch_tokens=10_000)
@@ -358,7 +358,7 @@ def test_a_memory_error_of_a_batch_is_halved_and_retried_as_out_of_memory(tiny_b
 
 
 def test_oom_on_a_single_sequence_is_raised(tiny_backend, monkeypatch):
-    def no_memory(units, pooling, groups):
+    def no_memory(units, pooling, groups, skip=0):
         raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
 
     monkeypatch.setattr(tiny_backend, "_forward", no_memory)
@@ -369,7 +369,7 @@ def test_oom_on_a_single_sequence_is_raised(tiny_backend, monkeypatch):
 def test_other_runtime_errors_are_not_mistaken_for_oom(tiny_backend, monkeypatch):
     calls = []
 
-    def broken(units, pooling, groups):
+    def broken(units, pooling, groups, skip=0):
         calls.append(len(units))
         raise RuntimeError("shape mismatch")
 
@@ -552,7 +552,7 @@ def test_a_failing_model_stops_the_prefetch_thread_at_once(monkeypatch):
     backend = CountingBackend()
     backend.prefetch, backend.chunk_texts = True, 2  # many chunks: the producer has more to plan when the model fails
 
-    def broken(units, pooling, groups):
+    def broken(units, pooling, groups, skip=0):
         raise RuntimeError("the model broke")
 
     monkeypatch.setattr(backend, "forward", broken)

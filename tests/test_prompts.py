@@ -413,43 +413,103 @@ def test_cls_pooling_is_refused_at_fit_where_tokenizer_json_does_not_tell(bert_w
         bertfeat.models._describe_cached.cache_clear()
 
 
-def test_a_model_that_pools_without_its_prompt_is_told_that_bertfeat_pools_the_prefix(tiny_bert, tmp_path,
-                                                                                       monkeypatch):
-    # "include_prompt": false in 1_Pooling/config.json (INSTRUCTOR-style models): sentence-transformers pools a text's
-    # tokens without its prompt's, bertfeat pooled the prefix with them, and neither fit nor `bertfeat info` said so
-    import contextlib
-    import io
-
-    import bertfeat.prompts
-    from bertfeat.cli import main
-    from sentence_transformers import SentenceTransformer
-
-    model = shutil.copytree(tiny_bert, tmp_path / "instructor")
+def _instructor_folder(tiny_bert, path, pooling_mode: str = "mean", include_prompt: bool = False):
+    """The tiny BERT as a sentence-transformers model whose Pooling config says ``include_prompt`` (INSTRUCTOR-style
+    models: false, the text pooled without its prompt's tokens), with the prompt "query: "."""
+    model = path if path.exists() else shutil.copytree(tiny_bert, path)
     (model / "modules.json").write_text(json.dumps([
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
-    (model / "1_Pooling").mkdir()
+    (model / "1_Pooling").mkdir(exist_ok=True)
     (model / "1_Pooling" / "config.json").write_text(json.dumps(
-        {"word_embedding_dimension": 32, "pooling_mode": "mean", "include_prompt": False}))  # read by ST 3.0 to 6
+        {"word_embedding_dimension": 32, "pooling_mode": pooling_mode, "include_prompt": include_prompt}))
     (model / "config_sentence_transformers.json").write_text(json.dumps({"prompts": {"query": "query: "}}))
-    peer = SentenceTransformer(str(model), device="cpu").encode(TEXTS, prompt_name="query")
-    monkeypatch.setattr(bertfeat.prompts, "_NOTED", set())  # the note comes once per model and process
-    with pytest.warns(UserWarning, match=r"pools a text without its prompt \(\"include_prompt\": false in its "
-                                         r"sentence-transformers Pooling config\), but bertfeat pools the prefix "
-                                         r"'query: ' with each text"):
-        mine = BertEmbedder(str(model), pooling="mean", layers=-1, prompt_name="query",
-                            dtype="float32").fit_transform(TEXTS)
-    assert np.abs(mine - peer).max() > 1e-3  # what the note warns of: the model's own embeddings differ
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        BertEmbedder(str(model), prompt_name="query").fit(TEXTS)  # once per model and process
-        monkeypatch.setattr(bertfeat.prompts, "_NOTED", {("prompts", str(model.resolve()))})
-        BertEmbedder(str(model)).fit(TEXTS)  # no prefix: the model's pooling and bertfeat's agree
+    return model
+
+
+def test_a_model_that_pools_without_its_prompt_gets_its_own_encode_vectors(tiny_bert, tmp_path):
+    # "include_prompt": false in 1_Pooling/config.json: sentence-transformers pools a text's tokens without its
+    # prompt's (its [CLS] and the prompt's tokens are masked out of the pooling, not out of attention). bertfeat
+    # pooled the prefix with the text and only warned: 0.1-1 off the model's own encode()
+    from sentence_transformers import SentenceTransformer
+
+    texts = TEXTS + ["", "the quick brown fox jumps over the lazy dog " * 3]  # one empty (missing), one truncated
+    for how in ("mean", "max"):
+        model = _instructor_folder(tiny_bert, tmp_path / "instructor", how)
+        peer = SentenceTransformer(str(model), device="cpu")
+        peer.max_seq_length = 24
+        for kw, st_kw in (({"prompt_name": "query"}, {"prompt_name": "query"}),
+                          ({"prefix": "passage: "}, {"prompt": "passage: "})):
+            mine = BertEmbedder(str(model), pooling=how, layers=-1, dtype="float32", missing="zero", max_length=24,
+                                **kw).fit_transform(texts)
+            own = peer.encode(texts, **st_kw)
+            np.testing.assert_allclose(mine[[0, 1, 2, 4]], own[[0, 1, 2, 4]], atol=1e-5, rtol=0, err_msg=f"{how} {kw}")
+    # CLS pooling reads the first token, whichever way the prompt is pooled: the same vectors as a model that pools
+    # its prompt (sentence-transformers 3 reads token 0 as well; 6 reads the first token after the prompt instead)
+    cls = BertEmbedder(str(model), pooling="cls+mean", layers=-1, dtype="float32", prompt_name="query")
+    pooled = _instructor_folder(tiny_bert, tmp_path / "pooled", include_prompt=True)
+    with_prompt = BertEmbedder(str(pooled), pooling="cls+mean", layers=-1, dtype="float32", prompt_name="query")
+    a, b = cls.fit_transform(TEXTS), with_prompt.fit_transform(TEXTS)
+    np.testing.assert_allclose(a[:, :32], b[:, :32], atol=1e-6, rtol=0)
+    assert np.abs(a[:, 32:] - b[:, 32:]).max() > 1e-3  # the mean differs: the prompt is left out
+    assert cls.recipe_.fingerprint() != with_prompt.recipe_.fingerprint()  # only the pooling of the prefix differs
+
+
+def test_a_prompt_left_out_of_pooling_is_left_out_of_every_window_and_keys_its_own_cache(tiny_bert, tmp_path):
+    # long_text="chunk" puts the prefix before every window: each window's mean leaves out its [CLS] and the
+    # prefix's tokens, and the windows are weighted by the tokens they pool; the cache filled while the prompt was
+    # pooled must not answer (the recipe key holds pool_prefix), nor the all-layers cache of the other recipe
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from bertfeat.batching import split_windows
+
+    model = _instructor_folder(tiny_bert, tmp_path / "instructor")
+    text = "the quick brown fox jumps over the lazy dog " * 4
+    prefix, max_length, stride = "query: ", 20, 3
+    tok = AutoTokenizer.from_pretrained(str(model))
+    bert = AutoModel.from_pretrained(str(model)).eval()
+    alone = tok(prefix, add_special_tokens=False)["input_ids"]
+    rest = tok(prefix + text, add_special_tokens=False)["input_ids"][len(alone):]
+    skip = 1 + len(alone)  # [CLS] and the prompt, as sentence-transformers counts a prompt's length
+    means, weights = [], []
+    for a, b in split_windows(len(rest), max_length - 2 - len(alone), stride):
+        ids = [tok.cls_token_id] + alone + rest[a:b] + [tok.sep_token_id]
+        with torch.no_grad():
+            hidden = bert(input_ids=torch.tensor([ids])).last_hidden_state[0]
+        means.append(hidden[skip:].mean(dim=0).numpy())
+        weights.append(len(ids) - skip)
+    assert len(means) > 2
+    want = np.average(means, axis=0, weights=weights)
+
+    def embed(**kw):
+        return BertEmbedder(str(model), pooling="mean", layers=-1, dtype="float32", prompt_name="query",
+                            long_text="chunk", max_length=max_length, stride=stride, cache_dir=tmp_path / "cache",
+                            **kw).fit_transform([text])[0]
+
+    pooled = _instructor_folder(tiny_bert, tmp_path / "pooled", include_prompt=True)
+    for kw in ({}, {"cache_all_layers": True}):
+        # the cache first holds the vectors of the same files with the prompt pooled
+        before = BertEmbedder(str(pooled), pooling="mean", layers=-1, dtype="float32", prompt_name="query",
+                              long_text="chunk", max_length=max_length, stride=stride, cache_dir=tmp_path / "cache",
+                              **kw).fit_transform([text])[0]
+        assert np.abs(before - want).max() > 1e-3
+        np.testing.assert_allclose(embed(**kw), want, atol=1e-5, rtol=0, err_msg=str(kw))
+        np.testing.assert_allclose(embed(**kw), want, atol=1e-5, rtol=0, err_msg=f"{kw}, from the cache")
+
+
+def test_bertfeat_info_says_the_prompt_is_left_out_of_pooling(tiny_bert, tmp_path):
+    import contextlib
+    import io
+
+    from bertfeat.cli import main
+
+    model = _instructor_folder(tiny_bert, tmp_path / "instructor")
     with contextlib.redirect_stdout(io.StringIO()) as out:
         assert main(["info", str(model), "--no-machine"]) == 0
     assert ("prompt:       include_prompt=False in its Pooling config: the model pools a text without its prompt; "
-            "bertfeat pools a --prefix/--prompt-name with the text, so those features are not the model's own "
-            "embeddings") in out.getvalue().splitlines()
+            "so does bertfeat: a --prefix/--prompt-name is attended to but left out of mean and max pooling (cls "
+            "reads the first token)") in out.getvalue().splitlines()
     with contextlib.redirect_stdout(io.StringIO()) as out:
         assert main(["info", str(tiny_bert), "--no-machine"]) == 0
     assert "prompt:  " not in out.getvalue()

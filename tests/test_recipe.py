@@ -58,13 +58,16 @@ def test_every_key_field_changes_the_fingerprint():
     changes = dict(
         weights_sha256="x" * 64, tokenizer_sha256="y" * 64, config_sha256="z" * 64, hidden_size=8, num_layers=4,
         pooling=("cls",), layers=(2,), layer_agg="concat", max_length=32, long_text="chunk", stride=3,
-        normalize=True, dtype="bfloat16", prefix="query: ", format_version=99, model_format=1,
+        normalize=True, dtype="bfloat16", prefix="query: ", pool_prefix=False, format_version=99, model_format=1,
     )
     key_fields = {f.name for f in dataclasses.fields(Recipe)} - {"model", "_fingerprint"}
     assert set(changes) == key_fields, "every key field needs a case here"
     seen = {base.fingerprint()}
+    # whether the prefix is pooled says something only where there is one (after prefix="query: " alone, below)
+    assert dataclasses.replace(base, pool_prefix=False).fingerprint() == base.fingerprint()
     for name, value in changes.items():
-        fp = dataclasses.replace(base, **{name: value}).fingerprint()
+        also = {"prefix": "query: "} if name == "pool_prefix" else {}
+        fp = dataclasses.replace(base, **{name: value}, **also).fingerprint()
         assert fp not in seen, name
         seen.add(fp)
 

@@ -132,8 +132,8 @@ def run(args: argparse.Namespace) -> int:
            "after its pooling: bertfeat's features are the encoder's pooled hidden states, not those embeddings"]
           if own["not_applied"] else []),
         *(["prompt:       include_prompt=False in its Pooling config: the model pools a text without its prompt; "
-           "bertfeat pools a --prefix/--prompt-name with the text, so those features are not the model's own "
-           "embeddings"] if not own["include_prompt"] else []),
+           "so does bertfeat: a --prefix/--prompt-name is attended to but left out of mean and max pooling (cls "
+           "reads the first token)"] if not own["include_prompt"] else []),
         "prompts:      " + ("; ".join(f"{k} = {v!r}" + (" (the model's default)" if k == info["default_prompt_name"]
                                                          else "") for k, v in info["prompts"].items())
                             + "  (use with --prompt-name NAME / prompt_name=)" if info["prompts"] else "none"),
