@@ -64,7 +64,7 @@ class ContentTokenizer:
         if not texts:
             return []
         if self._lower:
-            texts = [t.lower() for t in texts]
+            texts = [lowercase(t) for t in texts]
         if self._rust is not None:
             return self._direct(texts)
         return self._by_transformers(texts)
@@ -85,8 +85,9 @@ def lowercase_first(tokenizer) -> bool:
     """Make ``tokenizer`` lowercase every text first, as sentence-transformers does for a model whose
     sentence_bert_config.json says ``do_lower_case`` (whether or not the tokenizer is cased): a ``Lowercase``
     normalizer put before the tokenizer's own, unless it has one. Returns False for a tokenizer with no Rust
-    normalizer to extend (a slow one), whose texts the caller lowercases with ``str.lower()``, as
-    earlier sentence-transformers releases did (the two differ only on a word-final capital sigma)."""
+    normalizer to extend (a slow one), whose texts the caller lowercases with :func:`lowercase`, as that normalizer
+    does, so that one recipe (whose fingerprint does not tell a slow tokenizer from a fast one of the same files)
+    gives one vector."""
     rust = getattr(tokenizer, "backend_tokenizer", None) if getattr(tokenizer, "is_fast", False) else None
     if rust is None:
         return False
@@ -101,6 +102,18 @@ def lowercase_first(tokenizer) -> bool:
     if not any(step.get("type") == "Lowercase" for step in steps):
         rust.normalizer = NormalizerSequence([Lowercase(), normalizer] if normalizer is not None else [Lowercase()])
     return True
+
+
+def lowercase(text: str) -> str:
+    """``text`` lowercased as the tokenizers library's ``Lowercase`` normalizer does, one character at a time:
+    ``str.lower()`` but for a word-final capital sigma, which ``str.lower()`` makes "ς" (Unicode's Final_Sigma rule)
+    and that normalizer "σ" (as does every other capital sigma). Characters newer than this Python's Unicode
+    tables are left as they are.
+
+    >>> lowercase("ΟΔΟΣ Σας"), "ΟΔΟΣ Σας".lower()
+    ('οδοσ σας', 'οδος σας')
+    """
+    return text.replace("\u03a3", "\u03c3").lower()  # only a capital sigma lowercases by its context
 
 
 def _private_rust_copy(tokenizer):

@@ -286,6 +286,24 @@ def test_lowercase_reads_each_text_lowercased_on_both_routes(tokenizers):
     assert ContentTokenizer(slow, lowercase=True)(["AbC"]) == [[3]] and calls[-1] == ["abc"]
 
 
+
+def test_a_slow_tokenizer_is_lowercased_as_a_fast_one_of_the_same_files(tokenizers):
+    # a slow tokenizer (no Rust normalizer to put Lowercase in) had its texts lowercased by str.lower(), which makes a
+    # word-final capital sigma "ς" where the fast tokenizer's Lowercase normalizer makes "σ": two vectors for one
+    # recipe (the fingerprint hashes the files, not which class reads them), in a cache shared by both
+    import copy
+
+    texts = ["ΟΔΟΣ ΣΑΣ", "Η ΟΔΟΣ.", "ΣΟΦΙΑ ΚΑΙ ΟΔΥΣΣΕΑΣ", "The CAT İstanbul ΑΣ"]
+    fast = ContentTokenizer(copy.deepcopy(tokenizers["bpe"]), lowercase=True)
+    assert fast.direct
+
+    def slow(texts, **kwargs):  # the same files read by a tokenizer that does not lowercase by itself
+        return {"input_ids": transformers_ids(tokenizers["bpe"], texts)}
+
+    assert ContentTokenizer(slow, lowercase=True)(texts) == fast(texts)
+    assert fast(texts) != transformers_ids(tokenizers["bpe"], [t.lower() for t in texts])  # what it was
+
+
 LONG_TEXTS = [
     (" ".join(TINY_SENTENCES) + " ") * 60,
     "\n\r\n  " * 300 + " ".join(TINY_SENTENCES) * 40,
