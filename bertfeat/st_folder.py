@@ -119,7 +119,12 @@ def sentence_transformers_config(root: Path, encoder: Path, entries: list | None
             cfg = read_json(f, name, dict, "the Pooling module's settings")
             pooling = _pooling_modes(cfg, f, name)
             # false: sentence-transformers pools a text's tokens without its prompt's (INSTRUCTOR-style models)
-            include_prompt = cfg.get("include_prompt", True) is not False
+            include_prompt = cfg.get("include_prompt", True)
+            if not isinstance(include_prompt, bool):  # read by its truth there: "false" would pool the prompt
+                raise ModelNotAvailableError(
+                    f"model={name!r}: {f} says \"include_prompt\": {json.dumps(include_prompt)}, where true or false "
+                    "is expected: fix the file, or download the model again."
+                )
     st_max, lower = None, False
     sb = encoder / "sentence_bert_config.json"  # the Transformer module's own file, in its folder
     if sb.is_file():

@@ -504,6 +504,12 @@ BROKEN_ST_FILES = [
     ("1_Pooling/config.json", "pooling_mode_mean_tokens: true", r"1_Pooling/config.json is not valid JSON"),
     ("1_Pooling/config.json", '["mean"]', r"holds a JSON array where the Pooling module's settings should be a JSON "
                                           r"object"),
+    # (sentence-transformers loads these two, reading "include_prompt" by truth: a string "false" pools the prompt
+    # against its author's word, and a null leaves it out where bertfeat pooled it)
+    ("1_Pooling/config.json", '{"pooling_mode": "mean", "include_prompt": "false"}',
+     r"says \"include_prompt\": \"false\", where true or false is expected"),
+    ("1_Pooling/config.json", '{"pooling_mode": "mean", "include_prompt": null}',
+     r"says \"include_prompt\": null, where true or false is expected"),
     ("sentence_bert_config.json", '{"max_seq_length": 64, "do_lower_case": tr',
      r"sentence_bert_config.json is not valid JSON"),
     ("sentence_bert_config.json", '[64, true]', r"holds a JSON array where the Transformer module's settings"),
