@@ -455,6 +455,21 @@ def test_a_model_that_pools_without_its_prompt_gets_its_own_encode_vectors(tiny_
     assert cls.recipe_.fingerprint() != with_prompt.recipe_.fingerprint()  # only the pooling of the prefix differs
 
 
+@pytest.mark.parametrize("family", ["roberta", "xlm-roberta"])
+def test_a_prompt_left_out_of_pooling_matches_encode_with_every_tokenizer(tokenizer_families, family, tmp_path):
+    # byte-level BPE and SentencePiece: <s> first, and a prefix whose trailing space may join the text's first word
+    from sentence_transformers import SentenceTransformer
+
+    model = _instructor_folder(None, shutil.copytree(tokenizer_families[family], tmp_path / family))
+    peer = SentenceTransformer(str(model), device="cpu")
+    peer.max_seq_length = 24
+    texts = TEXTS + ["query: the dog", "x", "the quick brown fox jumps over the lazy dog " * 3]
+    for prefix in ("query: ", "passage:", "query: query: "):
+        mine = BertEmbedder(str(model), pooling="mean", layers=-1, dtype="float32", prefix=prefix,
+                            max_length=24).fit_transform(texts)
+        np.testing.assert_allclose(mine, peer.encode(texts, prompt=prefix), atol=1e-5, rtol=0, err_msg=prefix)
+
+
 def test_a_prompt_left_out_of_pooling_is_left_out_of_every_window_and_keys_its_own_cache(tiny_bert, tmp_path):
     # long_text="chunk" puts the prefix before every window: each window's mean leaves out its [CLS] and the
     # prefix's tokens, and the windows are weighted by the tokens they pool; the cache filled while the prompt was
