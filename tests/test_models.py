@@ -357,6 +357,32 @@ def test_do_lower_case_lowercases_each_text_as_sentence_transformers_does(tiny_b
     assert np.abs(mine - lower).max() <= 1e-6
 
 
+@pytest.mark.parametrize("name", ["sentence_roberta_config.json", "sentence_xlm-roberta_config.json"])
+def test_an_older_saves_transformer_settings_file_is_read_as_sentence_transformers_reads_it(tiny_bert, tmp_path,
+                                                                                          name):
+    # older sentence-transformers saved the Transformer module's settings as sentence_<family>_config.json, which
+    # sentence-transformers still reads (after sentence_bert_config.json); bertfeat read only the bert one, so such a
+    # model lost its do_lower_case (capitals as [UNK] on this cased tokenizer) and max_seq_length, silently
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+
+    from bertfeat import BertEmbedder
+    from bertfeat.models import _HUB_PATTERNS
+
+    model = _cased_st_model(tiny_bert, tmp_path / "st", do_lower_case=True)
+    (model / "sentence_bert_config.json").rename(model / name)
+    spec = resolve_model(str(model))
+    assert (spec.st_do_lower_case, spec.st_max_seq_length) == (True, 64)
+    peer = SentenceTransformer(str(model), device="cpu").encode(CAPITALS)
+    mine = BertEmbedder(str(model), pooling="mean", layers=-1, dtype="float32").fit_transform(CAPITALS)
+    assert np.abs(mine - peer).max() <= 1e-5
+    import fnmatch
+
+    assert any(fnmatch.fnmatch(name, p) for p in _HUB_PATTERNS)  # downloaded with the model
+    (model / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 32}))  # the first name wins
+    assert (resolve_model(str(model)).st_do_lower_case, resolve_model(str(model)).st_max_seq_length) == (False, 32)
+
+
 def test_do_lower_case_is_in_the_fingerprint_and_the_default_models_is_not_changed(tiny_bert, tmp_path):
     from bertfeat import BertEmbedder
     from bertfeat.models import _TOKENIZER_FILES, _hash_files, resolve_model
