@@ -643,6 +643,9 @@ def load_checked_model(spec: ModelSpec, dtype, tokenizer, trust_remote_code: boo
         model, info = AutoModel.from_pretrained(spec.path, attn_implementation="sdpa", **kwargs)
     except (ValueError, ImportError):  # architectures without an SDPA kernel
         model, info = AutoModel.from_pretrained(spec.path, attn_implementation="eager", **kwargs)
+    # bertfeat reads the forward pass's outputs by name; a config saying "return_dict": false (a model saved for
+    # TorchScript or ONNX export) makes it return tuples
+    model.config.return_dict = True
     encoder = getattr(model, "base_model", model)
     check_weights_fit(spec.name, spec.path, info.get("missing_keys", ()), info.get("unexpected_keys", ()),
                       info.get("mismatched_keys", ()), [n for n, _ in encoder.named_children()],

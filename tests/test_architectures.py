@@ -313,6 +313,24 @@ def test_a_model_with_other_than_one_hidden_state_per_layer_is_refused(tmp_path)
             embedder.fit_transform(TEXTS[:2])
 
 
+@pytest.mark.parametrize("model_type", ["bert", "electra"])  # the fused CPU pass, and transformers' own
+def test_a_config_that_asks_for_tuples_gives_the_same_vectors(tmp_path, model_type):
+    # "return_dict": false in config.json (a model saved for TorchScript or ONNX export): transformers' forward pass
+    # then returns tuples, and every fit failed with "AttributeError: 'tuple' object has no attribute
+    # 'hidden_states'", where sentence-transformers embeds the model as any other
+    import json
+    import shutil
+
+    path = build_tiny_encoder(tmp_path / model_type, model_type, corpus=TEXTS)
+    tuples = shutil.copytree(path, tmp_path / f"{model_type}-tuples")
+    config = json.loads((tuples / "config.json").read_text())
+    (tuples / "config.json").write_text(json.dumps({**config, "return_dict": False}))
+    for layers in (-1, [0, -1]):
+        want = BertEmbedder(path, pooling="mean", layers=layers, dtype="float32").fit_transform(TEXTS)
+        got = BertEmbedder(str(tuples), pooling="mean", layers=layers, dtype="float32").fit_transform(TEXTS)
+        np.testing.assert_allclose(got, want, atol=1e-6, rtol=0)
+
+
 def test_an_albert_with_several_layers_per_group_is_refused_from_its_config_so_cached_runs_refuse_too(tmp_path):
     """The ALBERT above was refused at load only, and a run whose every text is cached never loads the model: a
     cache filled by an older bertfeat (which read state k as layer k) still answered, silently. The config, read
