@@ -36,7 +36,9 @@ def _resolve_prefix(prefix, prompt_name, spec) -> str:
     """The text put before every text: ``prefix``, or the model's prompt ``prompt_name``, or ""."""
     if prefix is not None and not isinstance(prefix, str):
         raise ValueError(f"prefix={prefix!r} is not valid: expected a string (such as 'query: ') or None.")
-    if prompt_name is not None and (not isinstance(prompt_name, str) or not prompt_name):
+    # "" names a prompt like any other where the model has one of that name, as sentence-transformers reads it
+    if prompt_name is not None and (not isinstance(prompt_name, str)
+                                    or (not prompt_name and "" not in dict(spec.prompts))):
         raise ValueError(f"prompt_name={prompt_name!r} is not valid: expected the name of one of the model's prompts "
                          "(`bertfeat info MODEL` lists them) or None.")
     if prefix and prompt_name is not None:
@@ -55,7 +57,7 @@ def _resolve_prefix(prefix, prompt_name, spec) -> str:
             "(or prefix=) to use one; without one, texts are embedded as they are"
             + (f", where sentence-transformers' encode() puts the model's default prompt {default!r} before every "
                f"text (its default_prompt_name): pass prompt_name={default!r} for what the model's authors meant."
-               if default else ".")))
+               if default is not None else ".")))
     return _valid_unicode(prefix or "", f"prefix={prefix!r}")
 
 

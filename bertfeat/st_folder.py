@@ -170,8 +170,11 @@ def prompts(root: Path, name: str) -> dict:
         return {}
     cfg = read_json(f, name, dict, "the model's sentence-transformers settings (its prompts)")
     found = cfg.get("prompts") or {}
-    if not isinstance(found, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in found.items()):
+    if not isinstance(found, dict) or not all(isinstance(k, str) and isinstance(v, (str, type(None)))
+                                              for k, v in found.items()):
         raise ModelNotAvailableError(f"model={name!r}: \"prompts\" in {f} should map names to strings.")
+    # a null prompt is the empty one, as sentence-transformers reads it (no text put before a text)
+    found = {k: "" if v is None else v for k, v in found.items()}
     default = cfg.get("default_prompt_name")
     if default is not None and not isinstance(default, str):
         raise ModelNotAvailableError(

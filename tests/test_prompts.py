@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
-from bertfeat import BertEmbedder
+from bertfeat import BertEmbedder, ModelNotAvailableError
 from bertfeat.encode import encode
 from tests.conftest import CountingBackend, make_recipe
 
@@ -528,6 +528,46 @@ def test_bertfeat_info_says_the_prompt_is_left_out_of_pooling(tiny_bert, tmp_pat
     with contextlib.redirect_stdout(io.StringIO()) as out:
         assert main(["info", str(tiny_bert), "--no-machine"]) == 0
     assert "prompt:  " not in out.getvalue()
+
+
+def test_prompts_named_or_valued_empty_are_read_as_sentence_transformers_reads_them(prompted_bert, monkeypatch):
+    # {"": "search: "} is a prompt sentence-transformers takes by prompt_name="" (and puts before every text as its
+    # default_prompt_name ""), but bertfeat refused prompt_name="" ("not valid: expected the name of one of the model's
+    # prompts") while `bertfeat info` listed it, and its note left that default out; {"document": null}, the empty
+    # prompt there, had the whole model refused ("should map names to strings")
+    from pathlib import Path
+
+    from sentence_transformers import SentenceTransformer
+
+    import bertfeat.prompts
+    from bertfeat.models import resolve_model
+
+    folder = Path(prompted_bert)
+    (folder / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    (folder / "1_Pooling").mkdir()
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 32}))
+    config = folder / "config_sentence_transformers.json"
+    config.write_text(json.dumps({"prompts": {"": "search: ", "query": "query: ", "document": None},
+                                  "default_prompt_name": ""}))
+    assert dict(resolve_model(prompted_bert).prompts) == {"": "search: ", "query": "query: ", "document": ""}
+    peer = SentenceTransformer(prompted_bert, device="cpu")
+    for name in ("", "document", "query"):
+        mine = BertEmbedder(prompted_bert, pooling="mean", layers=-1, dtype="float32",
+                            prompt_name=name).fit_transform(TEXTS)
+        np.testing.assert_allclose(mine, peer.encode(TEXTS, prompt_name=name), atol=1e-5, rtol=0, err_msg=repr(name))
+    monkeypatch.setattr(bertfeat.prompts, "_NOTED", set())
+    with pytest.warns(UserWarning, match=r"where sentence-transformers' encode\(\) puts the model's default prompt '' "
+                                         r"before every text \(its default_prompt_name\): pass prompt_name=''"):
+        BertEmbedder(prompted_bert).fit(TEXTS)
+    config.write_text(json.dumps({"prompts": {"query": "query: "}}))
+    with pytest.raises(ValueError, match=r"prompt_name='' is not valid"):  # no prompt of that name
+        BertEmbedder(prompted_bert, prompt_name="").fit(TEXTS[:1])
+    config.write_text(json.dumps({"prompts": {"query": 7}}))  # no text at all: still refused, naming the file
+    with pytest.raises(ModelNotAvailableError, match=r"\"prompts\" in .*config_sentence_transformers.json should map "
+                                                     r"names to strings"):
+        resolve_model(prompted_bert)
 
 
 def test_the_prompts_note_names_the_prompt_sentence_transformers_puts_by_default(prompted_bert, monkeypatch):
