@@ -286,13 +286,23 @@ def test_info_tells_apart_recipes_that_differ_by_their_prefix(tmp_path, capsys):
     """E5's 'query: ' and 'passage: ' recipes (or one with and one without a prefix) are different namespaces; the
     text of `cache info` names each prefix, so a user choosing which namespace to clear can tell them apart."""
     open_cache(tmp_path / "c")
-    recipes = [make_recipe(prefix="query: "), make_recipe(prefix="passage: "), make_recipe()]
+
+    class Leading(CountingBackend):  # says which special tokens go before a text, as a prefix left out needs
+        prefix = [1]
+
+        def forward(self, units, pooling, layer_groups, skip=0):
+            return super().forward(units, pooling, layer_groups)
+
+    # the last: a model whose pooling leaves its prompt out ("include_prompt": false), the same prefix otherwise
+    recipes = [make_recipe(prefix="query: "), make_recipe(prefix="passage: "), make_recipe(),
+               make_recipe(prefix="query: ", pool_prefix=False)]
     for recipe in recipes:
-        encode(TEXTS[:3], recipe, CountingBackend, cache=Cache(tmp_path / "c"))
+        encode(TEXTS[:3], recipe, Leading, cache=Cache(tmp_path / "c"))
     assert main(["cache", "info", str(tmp_path / "c")]) == 0
     blocks = capsys.readouterr().out.split("\n\n")[1:]
     described = {block.split()[0]: block.split("\n")[1] for block in blocks}
-    assert len(set(described.values())) == 3, described
+    assert len(set(described.values())) == 4, described
+    assert described[recipes[3].fingerprint()].endswith(", prefix 'query: ' (left out of pooling)")
     assert described[recipes[0].fingerprint()].endswith(", prefix 'query: '")
     assert described[recipes[1].fingerprint()].endswith(", prefix 'passage: '")
     assert "prefix" not in described[recipes[2].fingerprint()]

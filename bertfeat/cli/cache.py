@@ -128,6 +128,8 @@ def _format_info(root: str, infos) -> str:
                 + (f" (stride {r.get('stride')})" if r.get("long_text") == "chunk" else "")
                 + f", normalize {'yes' if r.get('normalize') else 'no'}, dtype {r.get('dtype')}"
                 + (f", prefix {r['prefix']!r}" if r.get("prefix") else "")  # 'query: ' and 'passage: ' differ here only
+                # the same prefix pooled with the text, or left out as the model's pooling leaves its prompt out
+                + (" (left out of pooling)" if r.get("prefix") and r.get("pool_prefix") is False else "")
             )
         dup = i.stored_rows - i.rows
         lines.append(
