@@ -918,7 +918,8 @@ def test_the_documented_cache_key_names_every_field_of_the_recipes_fingerprint()
     said = {"weights_sha256": "weights", "tokenizer_sha256": "tokenizer", "config_sha256": "config",
             "hidden_size": "hidden size", "num_layers": "layer count", "pooling": "pooling", "layers": "layers",
             "layer_agg": "layer aggregation", "max_length": "max", "long_text": "long", "stride": "stride",
-            "normalize": "normaliz", "dtype": "dtype", "prefix": "the prefix", "format_version": "format version",
+            "normalize": "normaliz", "dtype": "dtype", "prefix": "the prefix", "pool_prefix": "whether the prefix is pooled",
+            "format_version": "format version",
             "model_format": "model family"}
     fields = {f.name for f in dataclasses.fields(Recipe)} - {"model", "_fingerprint"}
     assert fields == set(said)
