@@ -124,17 +124,43 @@ def _fixed_auto_dtype(params: dict, session) -> tuple[dict, str | None]:
     """``params`` with ``dtype="auto"`` fixed for the device the tasks will run on
     (:func:`~bertfeat.worker_recipe.fix_auto_dtype`), so that the provenance the driver writes before any task runs
     is the recipe they run: GPU tasks where ``device="cuda"``, or ``"auto"`` with ``spark.task.resource.gpu.amount``
-    set; and the guess for GPU tasks (else None), which a task whose GPU chooses otherwise is refused for
-    (:func:`_check_fixed_dtype`)."""
+    set (a driver without a GPU asks a task of the session, :func:`_ask_a_task`); and that choice for GPU tasks
+    (else None), which a task whose GPU chooses otherwise is refused for (:func:`_check_fixed_dtype`)."""
     if params.get("dtype", "auto") != "auto":
         return params, None
     from bertfeat.backend import device_type
 
-    kind = device_type(params.get("device", "auto"))
+    device = params.get("device", "auto")
+    kind = device_type(device)
     if kind == "auto":  # a task uses the GPU Spark assigns it (_task_resources), else the CPU, never MPS
         amount = session.conf.get("spark.task.resource.gpu.amount", None)
         kind = "cuda" if amount is not None and float(amount) > 0 else "cpu"
-    return fix_auto_dtype(params, kind)
+    return fix_auto_dtype(params, kind, ask=lambda: _ask_a_task(session, device))
+
+
+def _ask_a_task(session, device: str) -> str:
+    """What ``dtype="auto"`` is in a task of ``session`` with ``device``: a one-task Spark job, given the GPU Spark
+    gives every task (``spark.task.resource.gpu.amount``). A driver without a GPU (Databricks' CPU driver) guessed
+    bfloat16, so a cluster of T4s or V100s, which run float16, failed in every task asking for ``--dtype float16``."""
+    try:
+        (dtype,) = session.sparkContext.parallelize([device], 1).map(_task_auto_dtype).collect()
+    except Exception as exc:
+        mistake = _mistake_in(exc)
+        if mistake is None:
+            raise
+        raise mistake from None  # the task's device cannot be used: said as the job's tasks would say it
+    return dtype
+
+
+def _task_auto_dtype(device: str) -> str:
+    """In a Spark task: ``dtype="auto"`` on the device this task runs ``device`` on (:func:`_task_resources`)."""
+    from bertfeat.backend import resolve_dtype
+
+    try:
+        _, here = _task_resources(device)
+    except ValueError as exc:
+        raise _marked(exc, np.empty(0, dtype=np.int64)) from None
+    return resolve_dtype("auto", here)
 
 
 def _task_resources(device: str) -> tuple[int, str]:
@@ -232,10 +258,11 @@ def embed_dataframe(sdf, text_cols, *, keep_cols=(), layout: str = "columns", **
 
     text_cols = [text_cols] if isinstance(text_cols, str) else list(text_cols)
     keep_cols = [keep_cols] if isinstance(keep_cols, str) else list(keep_cols)
+    master = lambda: sdf.sparkSession.sparkContext.master  # noqa: E731
+    _check_device(recipe.get("device", "auto"), master)  # before a task is asked for its dtype
     # the metadata is the driver's, written before any task runs: its dtype="auto" must be what the tasks run
     fixed, gpu_guess = _fixed_auto_dtype(recipe, sdf.sparkSession)
-    checker = _checked_featurizer(text_cols, keep_cols, layout, fixed, _arrow_schema(sdf.schema),
-                                  lambda: sdf.sparkSession.sparkContext.master)
+    checker = _checked_featurizer(text_cols, keep_cols, layout, fixed, _arrow_schema(sdf.schema), master)
     provenance = {"bertfeat": json.dumps(checker.provenance())}
     fields = [sdf.schema[c] for c in keep_cols]
     for k, name in enumerate(checker.output_feature_columns()):

@@ -69,9 +69,9 @@ def check_worker_recipe(recipe, expected: dict | None, worker: str) -> None:
 def fix_auto_dtype(params: dict, kind: str, ask=None) -> tuple[dict, str | None]:
     """``params`` with ``dtype="auto"`` fixed once, on the driver, for the device type ``kind`` the workers run on
     (``"cuda"``, ``"cpu"``, ``"mps"``), so that every worker runs the recipe the driver names: float32 on CPUs, and on
-    GPUs this machine's GPU's choice; where the driver has no GPU, what ``ask()`` answers (the Ray engine asks one
-    GPU of the cluster: a cluster of T4s runs float16, as each worker would choose), or else bfloat16 (native from
-    Ampere on). Left to each worker, a cluster mixing GPU types ran two recipes (an A100 bfloat16, a T4 float16),
+    GPUs this machine's GPU's choice; where the driver has no GPU, what ``ask()`` answers (the Ray and Spark engines
+    ask one GPU of the cluster: a cluster of T4s runs float16, as each worker would choose), or else bfloat16 (native
+    from Ampere on). Left to each worker, a cluster mixing GPU types ran two recipes (an A100 bfloat16, a T4 float16),
     refused only once every batch had run. Returns the fixed params and that choice for GPU workers (else None),
     which a worker whose GPU chooses otherwise is refused for (:func:`check_fixed_dtype`)."""
     if params.get("dtype", "auto") != "auto":

@@ -160,6 +160,18 @@ def test_embed_dataframe_is_lazy_and_equals_the_core(tiny_bert, spark):
         assert np.abs(features(got, 1) - features(pa.Table.from_batches([want]), 1)).max() <= 1e-5
 
 
+def test_the_task_the_driver_asks_for_dtype_auto_answers_for_the_device_it_runs_on(spark):
+    """A driver without a GPU asks a task of the session what ``dtype="auto"`` is where the tasks run (a cluster of
+    T4s: float16, test_spark_driver.py): here a real one-task job, float32 on a task Spark gives no GPU, and a
+    ``device="cuda"`` that task cannot use is its own refusal, not Spark's Java traceback."""
+    from bertfeat import gpu
+
+    assert bspark._ask_a_task(spark, "auto") == "float32"
+    if gpu.device_count() == 0:
+        with pytest.raises(ValueError, match=r"^device='cuda' was asked for, .* which Spark assigned no GPU"):
+            bspark._ask_a_task(spark, "cuda")
+
+
 def test_a_bad_text_fails_the_job_with_the_local_engines_message(tiny_bert, spark, tmp_path, capsys):
     src = tmp_path / "bad.parquet"
     df = pd.DataFrame({"id": range(90), "text": [f"text {i}" for i in range(90)]})

@@ -43,8 +43,16 @@ class FakeSession:
 
     def __init__(self, master="local[3]", parallelism=3, conf=None):
         self.conf = FakeConf({"spark.task.cpus": "3"} if conf is None else conf)
-        self.sparkContext = SimpleNamespace(master=master, defaultParallelism=parallelism)
+        self.sparkContext = SimpleNamespace(master=master, defaultParallelism=parallelism, parallelize=self.parallelize)
         self.stopped = 0
+        self.jobs = []  # the values of each small job run through sparkContext.parallelize
+
+    def parallelize(self, values, slices):
+        """A job of ``slices`` tasks over ``values``: ``.map(f).collect()`` runs ``f`` here, in the task
+        TaskContext.get gives (the ``in_task`` fixture's)."""
+        assert slices == len(values)
+        self.jobs.append(list(values))
+        return SimpleNamespace(map=lambda f: SimpleNamespace(collect=lambda: [f(v) for v in values]))
 
     def stop(self):
         self.stopped += 1
@@ -676,8 +684,12 @@ def test_embed_dataframe_records_the_dtype_its_gpu_tasks_run_not_the_drivers(tin
     provenance, _ = dataframe_job(tiny_bert, {})  # tasks without GPUs: float32, as before
     assert provenance["dtype"] == "float32"
     gpu_conf = {"spark.task.resource.gpu.amount": "1"}
+    in_task(FakeTask(cpus=1, gpus=["0"]))  # the task the driver (no GPU) asks: an A100's
+    monkeypatch.setattr(bertfeat.gpu, "native_bf16", lambda index: True)
     provenance, task = dataframe_job(tiny_bert, gpu_conf)
     assert provenance["dtype"] == "bfloat16"
+    monkeypatch.setattr(bertfeat.gpu, "native_bf16", lambda index: False)  # a T4's: float16, not refused
+    assert dataframe_job(tiny_bert, gpu_conf)[0]["dtype"] == "float16"
     monkeypatch.setattr(bertfeat.gpu, "device_count", lambda: 1)
     for native, runs in ((True, "bfloat16"), (False, None)):  # an A100's task; a T4's
         monkeypatch.setattr(bertfeat.gpu, "native_bf16", lambda index, native=native: native)
@@ -1111,9 +1123,14 @@ def test_embed_files_fixes_dtype_auto_once_for_gpu_tasks_and_a_gpu_that_would_ch
 
     make_frame(6, seed=1).to_parquet(tmp_path / "in.parquet", index=False)
     gpus = FakeSession(conf={"spark.task.cpus": "1", "spark.task.resource.gpu.amount": "1"})
+    native = []  # what the GPU of the task the driver asks says: True where bfloat16 is native (an A100)
+    monkeypatch.setattr(bertfeat.gpu, "native_bf16", lambda index: native.pop(0))
+    in_task(FakeTask(cpus=1, gpus=["0"]))  # the driver (the suite's: no GPU) asks a task Spark gives a GPU
+    native[:] = [True]
     fake = spark_job(session=gpus, fail_first=RuntimeError("the tasks are run below"))
     with pytest.raises(RuntimeError):
         bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True)
+    assert native == [] and gpus.jobs == [["auto"]]  # one task asked, of the job's device
     (call,) = fake.job.calls
     assert call["params"]["dtype"] == "bfloat16" and call["auto_dtype"] == "bfloat16"
     assert call["expected"]["dtype"] == "bfloat16"
@@ -1128,15 +1145,39 @@ def test_embed_files_fixes_dtype_auto_once_for_gpu_tasks_and_a_gpu_that_would_ch
         "dtype='auto' was fixed on the Spark driver as 'bfloat16' for tasks on a GPU (the output's metadata names "
         "it), but this task's GPU (cuda:0) runs 'float16' for dtype='auto': pass dtype='float16' (--dtype float16) "
         "to run every task in it, or dtype='bfloat16' to run this one as the others.")
+    # a cluster of T4s under a driver without a GPU: the task asked says float16, and every task runs it (the guess
+    # of bfloat16 refused them all)
+    monkeypatch.setattr(bertfeat.gpu, "device_count", lambda: 0)
+    native[:] = [False]
+    monkeypatch.setattr(bertfeat.gpu, "native_bf16", lambda index: native.pop(0))
+    fake = spark_job(session=gpus, fail_first=RuntimeError("the tasks are run below"))
+    with pytest.raises(RuntimeError):
+        bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True)
+    (call,) = fake.job.calls
+    assert call["params"]["dtype"] == "float16" and call["auto_dtype"] == "float16"
+    assert call["expected"]["dtype"] == "float16"
+    spec = bspark._task_spec(["review"], [], "columns", call["params"], tmp_path / "d", call["input_schema"],
+                             call["expected"], call["auto_dtype"])
+    monkeypatch.setattr(bertfeat.gpu, "native_bf16", lambda index: False)  # the job's T4 tasks: not refused
+    assert bspark._check_fixed_dtype(spec, "cuda:0") is None and spec["params"]["dtype"] == "float16"
+    # a task that gets no GPU where device='cuda' is asked for: the tasks' own refusal, before the job, not Spark's
+    in_task(FakeTask(cpus=1))
+    monkeypatch.setattr(bertfeat.gpu, "device_count", lambda: 0)
+    with pytest.raises(ValueError, match=r"in a Spark task on host .*, which Spark assigned no GPU: give the "
+                                         r"executors GPUs with spark.executor.resource.gpu.amount"):
+        bspark._fixed_auto_dtype({"device": "cuda"}, FakeSession(master="spark://h:7077"))
+    asked = len(gpus.jobs)
     fake = spark_job(fail_first=RuntimeError("stop"))  # CPU tasks: float32, as before; the user's dtype stands
     with pytest.raises(RuntimeError):
         bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True)
     assert fake.job.calls[0]["params"]["dtype"] == "float32" and fake.job.calls[0]["auto_dtype"] is None
+    assert fake.session.jobs == []  # no task asked
     fake = spark_job(session=gpus, fail_first=RuntimeError("stop"))
     with pytest.raises(RuntimeError):
         bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True,
                            dtype="float16")
     assert fake.job.calls[0]["params"]["dtype"] == "float16" and fake.job.calls[0]["auto_dtype"] is None
+    assert len(gpus.jobs) == asked
 
 
 def test_a_task_whose_libraries_tokenize_otherwise_fails_the_job_before_it_embeds(tiny_bert, tmp_path, spark_job,
