@@ -525,7 +525,7 @@ def _session(master: str | None, quiet: bool):
     require_java()
     # the JVM first (spark-submit's own, when it started this process): its configuration holds the master that
     # spark-submit, spark-defaults.conf or PYSPARK_SUBMIT_ARGS gave (local[*] when none did), never overridden here
-    SparkContext._ensure_initialized()
+    _launch_jvm(quiet)
     configured = SparkConf()
     builder = SparkSession.builder.appName("bertfeat embed")
     if master is not None:
@@ -543,9 +543,39 @@ def _session(master: str | None, quiet: bool):
         # pyspark starts its Python workers with SparkContext.pythonExec, which it reads from PYSPARK_PYTHON alone
         # (else `python3` on PATH): spark.pyspark.python is read by spark-submit only, which sets PYSPARK_PYTHON
         spark.sparkContext.pythonExec = python
-    if quiet:
-        spark.sparkContext.setLogLevel("ERROR")
+    if quiet:  # a JVM this job did not start (spark-submit's) logs from here on as _launch_jvm's would
+        spark.sparkContext.setLogLevel("FATAL")
+    elif _QUIET_JVM["launched"]:  # started by an earlier quiet job of this process: Spark's own level again
+        spark.sparkContext.setLogLevel("WARN")
     return spark, True
+
+
+QUIET_LOG4J = Path(__file__).with_name("spark_quiet.log4j2.properties")
+_QUIET_JVM = {"launched": False}
+
+
+def _launch_jvm(quiet: bool) -> None:
+    """Start the JVM this process's Spark runs in, unless it runs already (spark-submit's, an earlier job's).
+
+    ``quiet``: with :data:`QUIET_LOG4J` (fatal errors only), so that ``--quiet`` shows no JVM lines: Spark's WARN
+    lines at start, and a failed task's ERROR lines with its traceback, which the job's own error says again. It
+    goes in ``SPARK_SUBMIT_OPTS`` for the launch only, ahead of the driver's ``spark.driver.extraJavaOptions``, so a
+    log4j configuration the user gave there still wins."""
+    from pyspark import SparkContext
+
+    if not quiet or SparkContext._gateway is not None:
+        SparkContext._ensure_initialized()
+        return
+    saved = os.environ.get("SPARK_SUBMIT_OPTS")
+    os.environ["SPARK_SUBMIT_OPTS"] = " ".join(filter(None, [saved, f'"-Dlog4j2.configurationFile={QUIET_LOG4J}"']))
+    try:
+        SparkContext._ensure_initialized()
+        _QUIET_JVM["launched"] = True
+    finally:
+        if saved is None:
+            os.environ.pop("SPARK_SUBMIT_OPTS", None)
+        else:
+            os.environ["SPARK_SUBMIT_OPTS"] = saved
 
 
 class _conf:

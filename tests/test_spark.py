@@ -7,6 +7,7 @@ Needs pyspark and Java (scripts/setup.sh installs both; BERTFEAT_SKIP_SPARK=1 sk
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -297,6 +298,38 @@ def test_a_local_job_started_outside_spark_submit_runs_its_workers_on_this_pytho
         env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     assert pq.read_table(tmp_path / "out").column("id").to_pylist() == make_frame(6, seed=9)["id"].tolist()
+    assert jvm_lines(run.stderr) == []  # --quiet: Spark's WARN lines at start, before the session had a level
+
+
+def jvm_lines(stderr: str) -> list[str]:
+    """The lines of ``stderr`` a Spark driver's JVM logged (log4j's, and a Java stack trace's)."""
+    jvm = re.compile(r"^(\d\d/\d\d/\d\d \d\d:\d\d:\d\d [A-Z]+ |\s+at [\w.$]+\(|Using Spark's|Setting default log "
+                     r"level|To adjust logging level|org\.apache\.spark\.)")
+    return [line for line in stderr.splitlines() if jvm.search(line)]
+
+
+def test_a_quiet_job_that_fails_says_its_error_without_the_jvms_lines(tiny_bert, tmp_path):
+    """``--quiet`` with a bad text: Spark's JVM logged the failed task at ERROR (the worker's whole traceback, the
+    bertfeat error marked for the driver, a Java stack trace: 45 lines) before the job's own error said it again;
+    its WARN lines at start came before any level was set. A job that starts its session quietly now starts its JVM
+    logging fatal errors only."""
+    import subprocess
+
+    pd.DataFrame({"id": [1, 2, 3], "review": ["a text", "", "another"]}).to_parquet(tmp_path / "in.parquet")
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "HF_HUB_OFFLINE": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    run = subprocess.run(
+        [sys.executable, "-m", "bertfeat", "embed", str(tmp_path / "in.parquet"), "--text-col", "review", "--id-col",
+         "id", "--out", str(tmp_path / "out"), "--engine", "spark", "--master", "local[1]", "--model", tiny_bert,
+         "--missing", "error", "--quiet"],
+        env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 2, run.stderr[-3000:]
+    assert jvm_lines(run.stderr) == [], run.stderr[-3000:]
+    errors = [line for line in run.stderr.splitlines() if "error" in line.lower() and "Warning" not in line]
+    assert errors == ["bertfeat embed: error: row 1 of column 'review' is blank (''): bertfeat treats empty texts "
+                      "and texts of only whitespace, control, invisible or replacement characters as missing, and "
+                      "missing='error'. Pass missing='zero' for a zero vector, missing='nan' for a row of NaN, or drop "
+                      "or fill those rows first."], run.stderr[-3000:]
 
 
 def test_input_columns_named_like_the_jobs_own_are_the_users_and_kept(tiny_bert, spark, tmp_path):

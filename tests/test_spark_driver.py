@@ -807,9 +807,12 @@ def pyspark_stand_in(monkeypatch):
             return state["active"]
 
     class Context:
+        _gateway = None  # no JVM yet; spark-submit's when it started this process
+
         @staticmethod
-        def _ensure_initialized():
-            log.append(("jvm",))
+        def _ensure_initialized():  # the JVM, started with the options the launcher reads, if it starts now
+            opts = os.environ.get("SPARK_SUBMIT_OPTS") if Context._gateway is None else None
+            log.append(("jvm",) if opts is None else ("jvm", opts))
 
     class Conf:
         def __init__(self):
@@ -825,11 +828,13 @@ def pyspark_stand_in(monkeypatch):
     monkeypatch.setattr(pyspark, "SparkContext", Context)
     monkeypatch.setattr(pyspark, "SparkConf", Conf)
     monkeypatch.setattr(bspark, "require_java", lambda: log.append(("java",)) or "/usr/bin/java")
-    for var in ("PYSPARK_PYTHON",):
+    monkeypatch.setattr(bspark, "_QUIET_JVM", {"launched": False})
+    for var in ("PYSPARK_PYTHON", "SPARK_SUBMIT_OPTS"):
         monkeypatch.delenv(var, raising=False)
 
-    def use(active=None, conf=None):
+    def use(active=None, conf=None, jvm=False):
         state["active"], state["conf"] = active, conf or {}
+        Context._gateway = object() if jvm else None
         return log
 
     return use
@@ -864,10 +869,11 @@ def test_without_master_the_configured_one_is_used_and_local_workers_run_this_py
     log = pyspark_stand_in(conf=conf)
     session, started = bspark._session(None, True)
     assert started is True and isinstance(session, FakeSession)
-    want = [("java",), ("jvm",), ("conf",), ("appName", "bertfeat embed")]
+    want = [("java",), ("jvm", f'"-Dlog4j2.configurationFile={bspark.QUIET_LOG4J}"'), ("conf",),
+            ("appName", "bertfeat embed")]
     if python is not None:
         want.append(("config", "spark.pyspark.python", python))
-    want += [("config", "spark.ui.showConsoleProgress", "false"), ("getOrCreate",), ("setLogLevel", "ERROR")]
+    want += [("config", "spark.ui.showConsoleProgress", "false"), ("getOrCreate",), ("setLogLevel", "FATAL")]
     assert log == want  # never ("master", ...): spark-submit's or the configuration's master stands
     # what pyspark starts the local workers with (it reads no spark.pyspark.python): this python, or the one named
     want_exec = None if conf.get("spark.master") == "yarn" else conf.get("spark.pyspark.python", sys.executable)
@@ -887,6 +893,32 @@ def test_a_named_master_is_asked_for(pyspark_stand_in, master, conf, python):
         want.append(("config", "spark.pyspark.python", python))
     want += [("config", "spark.ui.showConsoleProgress", "true"), ("getOrCreate",)]  # not quiet: progress, logs
     assert log == want
+
+
+def test_a_quiet_job_starts_its_jvm_logging_fatal_errors_only_and_leaves_the_environment(pyspark_stand_in,
+                                                                                        monkeypatch):
+    """``--quiet`` showed Spark's JVM lines: its WARN lines at start (before any level could be set) and a failed
+    task's ERROR lines (its whole traceback, said again by the job's error). A JVM the job starts gets a log4j
+    configuration of fatal errors only, through the launcher's SPARK_SUBMIT_OPTS (the user's own kept ahead of it,
+    and put back after); a JVM already running (spark-submit's) is set to FATAL once the session is there; a later
+    job that is not quiet gets Spark's level back in that quiet JVM."""
+    assert "rootLogger.level = fatal" in bspark.QUIET_LOG4J.read_text()
+    monkeypatch.setenv("SPARK_SUBMIT_OPTS", "-Dmine=1")
+    log = pyspark_stand_in(conf={"spark.master": "yarn"})
+    bspark._session(None, True)
+    assert ("jvm", f'-Dmine=1 "-Dlog4j2.configurationFile={bspark.QUIET_LOG4J}"') in log
+    assert os.environ["SPARK_SUBMIT_OPTS"] == "-Dmine=1" and log[-1] == ("setLogLevel", "FATAL")
+    log = pyspark_stand_in(conf={"spark.master": "yarn"}, jvm=True)  # the quiet JVM of the job above
+    log.clear()
+    bspark._session(None, False)
+    assert ("jvm",) in log and log[-1] == ("setLogLevel", "WARN")
+    monkeypatch.setattr(bspark, "_QUIET_JVM", {"launched": False})
+    log.clear()
+    bspark._session(None, True)  # spark-submit's JVM: its level once the session is there
+    assert ("jvm",) in log and log[-1] == ("setLogLevel", "FATAL")
+    log.clear()
+    bspark._session(None, False)
+    assert ("jvm",) in log and log[-1] == ("getOrCreate",)  # not quiet, in a JVM not ours: its own level
 
 
 def test_pyspark_python_in_the_environment_is_left_to_spark(pyspark_stand_in, monkeypatch):
