@@ -74,7 +74,7 @@ def require_java() -> str:
 
 # -- what each Python worker keeps -----------------------------------------------------------------------------
 
-_WORKER: dict = {"key": None, "featurizer": None, "loads": 0}
+_WORKER: dict = {"key": None, "featurizer": None, "loads": 0, "tokenization": None}
 
 
 def _worker_featurizer(spec: dict):
@@ -95,10 +95,13 @@ def _worker_featurizer(spec: dict):
     if _WORKER["key"] == key and expected is not None:
         try:  # this worker's model, read by an earlier task: the files may have been put right since
             check_worker_recipe(_WORKER["featurizer"].recipe, expected, "a Spark task")
+            if expected.get("tokenization") != _WORKER.get("tokenization"):  # checked against another driver's ids
+                check_worker_tokenization(spec["params"], expected, "a Spark task")
+                _WORKER["tokenization"] = expected.get("tokenization")
         except ValueError:
-            _WORKER.update(key=None, featurizer=None)
+            _WORKER.update(key=None, featurizer=None, tokenization=None)
     if _WORKER["key"] != key:
-        _WORKER.update(key=None, featurizer=None)
+        _WORKER.update(key=None, featurizer=None, tokenization=None)
         featurizer = ArrowFeaturizer(spec["text_cols"], spec["keep_cols"], layout=spec["layout"],
                                      **{**spec["params"], "device": device})
         _WORKER["loads"] += 1
@@ -106,7 +109,7 @@ def _worker_featurizer(spec: dict):
         if expected is not None:
             check_worker_recipe(featurizer.recipe, expected, "a Spark task")
             check_worker_tokenization(spec["params"], expected, "a Spark task")  # this node's libraries
-        _WORKER.update(key=key, featurizer=featurizer)
+        _WORKER.update(key=key, featurizer=featurizer, tokenization=(expected or {}).get("tokenization"))
     # what decides its numbers beside the recipe: its dtype and its libraries (torch's arithmetic)
     info = {"host": socket.gethostname(), "pid": os.getpid(), "threads": threads, "device": device,
             "loads": _WORKER["loads"], "dtype": getattr(getattr(_WORKER["featurizer"], "recipe", None), "dtype", None),

@@ -182,6 +182,35 @@ def test_a_worker_loads_the_model_once_and_again_only_for_another_recipe(tiny_be
     assert threads == [2, 2, 2]
 
 
+def test_a_worker_that_keeps_a_model_embeds_for_no_task_whose_driver_it_disagrees_with(tiny_bert, tmp_path, in_task):
+    """A Python worker keeps the model of its last recipe for the tasks after (``spark.python.worker.reuse``). A
+    task of another recipe loads and checks its own model (the kept one is never used for it); a task of the same
+    recipe whose driver tokenized the probe texts into other ids than those the kept model was checked against
+    (another driver environment, workers kept) was embedded with the kept model unchecked: now refused."""
+    from bertfeat.arrow import ArrowFeaturizer
+    from bertfeat.worker_recipe import driver_recipe
+
+    in_task(FakeTask(cpus=1))
+
+    def spec(**params):
+        sent = spec_for(tiny_bert, tmp_path, **params)
+        recipe = ArrowFeaturizer(["text"], ["id"], **{**sent["params"], "device": "cpu"}).recipe
+        return dict(sent, expected=driver_recipe(recipe, "float32", sent["params"]))
+
+    kept, info = bspark._worker_featurizer(spec())
+    assert info["loads"] == 1 and bspark._worker_featurizer(spec())[0] is kept  # the same driver: kept, checked
+    other = spec(pooling="cls")
+    other["expected"]["tokenization"] = "0" * 64  # a driver whose environment tokenizes otherwise
+    with pytest.raises(ValueError, match=r"^a Spark task on host .* tokenizes texts into other ids than the driver"):
+        bspark._worker_featurizer(other)
+    kept, info = bspark._worker_featurizer(spec())
+    again = spec()
+    again["expected"]["tokenization"] = "0" * 64
+    with pytest.raises(ValueError, match=r"^a Spark task on host .* tokenizes texts into other ids than the driver"):
+        bspark._worker_featurizer(again)
+    assert bspark._worker_featurizer(spec())[0] is not kept  # nothing kept from the refused task
+
+
 def test_the_same_recipe_on_another_device_is_another_featurizer(tmp_path, in_task, monkeypatch):
     import bertfeat.arrow
 
