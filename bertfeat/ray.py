@@ -80,10 +80,11 @@ def plan_workers(node_cpus, node_gpus, num_workers=None, gpus_per_worker=0, cpus
                  device: str = "auto") -> WorkerPlan:
     """Size the actor pool from the cluster's nodes (their CPU and GPU counts) and the user's choices.
 
-    With GPUs: one actor per ``gpus_per_worker`` GPUs in the cluster, one CPU each unless told otherwise. Without:
-    one actor per node, and the cluster's CPUs less one per node (left to Ray Data's read and write tasks, which
-    would otherwise starve and stall the job) shared among the actors, whole CPUs where there are enough, and no
-    more each than lets every actor find a node with that many spare (nodes of different sizes).
+    With GPUs: one actor per ``gpus_per_worker`` GPUs in the cluster, one CPU each unless told otherwise. Without,
+    the nodes' CPUs less one each (left to Ray Data's read and write tasks, which would otherwise starve and stall
+    the job) are the actors': by default one actor per node on nodes of one size, and on nodes of different sizes as
+    many as fit node by node (:func:`_fill_nodes`); with ``num_workers``, shared among them, whole CPUs where there
+    are enough, and no more each than lets every actor find a node with that many spare.
     """
     if num_workers is not None and (not _is_int(num_workers) or num_workers < 1):
         raise ValueError(f"num_workers={num_workers!r} is not valid: expected a positive int, or None for the default.")
@@ -107,6 +108,9 @@ def plan_workers(node_cpus, node_gpus, num_workers=None, gpus_per_worker=0, cpus
         cpus = 1.0 if cpus_per_worker is None else float(cpus_per_worker)
     else:
         spare = [c - 1 for c in node_cpus if c >= 2]
+        if num_workers is None and cpus_per_worker is None and spare:
+            num_workers, cpus = _fill_nodes(spare)
+            return WorkerPlan(num_workers=num_workers, cpus=cpus, gpus=0.0, threads=max(1, int(cpus)), device=device)
         if num_workers is None:
             num_workers = max(1, len(spare))
         if cpus_per_worker is None:
@@ -128,6 +132,21 @@ def plan_workers(node_cpus, node_gpus, num_workers=None, gpus_per_worker=0, cpus
         else:
             cpus = float(cpus_per_worker)
     return WorkerPlan(num_workers=int(num_workers), cpus=cpus, gpus=gpus, threads=max(1, int(cpus)), device=device)
+
+
+FILLED = 0.85  # the part of the nodes' spare CPUs the default CPU actors use at least
+
+
+def _fill_nodes(spare: list[float]) -> tuple[int, float]:
+    """The default CPU pool on nodes with ``spare`` CPUs each: ``(actors, CPUs each)``. The biggest actor (fewest
+    model copies) such that the actors that fit node by node use :data:`FILLED` of the spare CPUs: one actor per
+    node on nodes of one size; on nodes of 16 and 4 CPUs six of 3 (one actor per node, 9 each, fitted the small node
+    never, and two of 7 both went to the big node, the small one idle). A node too small to matter (16 and 2: one
+    spare CPU of 16) is left to the reads rather than every actor cut to one CPU."""
+    for cpus in range(max(1, _whole(max(spare))), 0, -1):
+        fit = sum(_whole(s / cpus) for s in spare)
+        if fit * cpus >= FILLED * sum(spare) or cpus == 1:
+            return max(1, fit), float(cpus)
 
 
 def _whole(x: float) -> int:
@@ -376,7 +395,8 @@ def embed_dataset(ds, text_col, keep_cols=(), *, num_workers=None, gpus_per_work
         Columns copied through unchanged, before the features (ids, labels).
     num_workers : int, optional
         Actors in the pool, each with its own model. Default: one per ``gpus_per_worker`` GPUs in the cluster
-        (counted node by node: a share cannot span two nodes), or one per node without GPUs.
+        (counted node by node: a share cannot span two nodes), or without GPUs one per node on nodes of one size,
+        and on nodes of different sizes as many as fit node by node (16 and 4 CPUs: six of 3 CPUs).
     gpus_per_worker : float, default=0
         GPUs Ray gives each actor (1 = one actor per GPU; 0 = CPU only).
     cpus_per_worker : float, optional

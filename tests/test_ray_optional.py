@@ -67,9 +67,14 @@ def test_missing_ray_says_how_to_install_it(monkeypatch, tmp_path, capsys):
     ([30], [0], {"num_workers": 100}, (100, 0.29, 0.0, 1, "cpu")),  # 29 spare CPUs: 0.29 each (0.29 * 100 < 29)
     ([30], [0], {"num_workers": 3}, (3, 9.0, 0.0, 9, "cpu")),  # 9.67 each: whole CPUs, rounded down
     # nodes of different sizes: 9 CPUs each (the share) fit the 15 spare of one node once and the 3 of the other
-    # never, so one actor waited for a node for good; every actor now finds one (both on the big node)
-    ([16, 4], [0, 0], {}, (2, 7.0, 0.0, 7, "cpu")),
-    ([16, 4, 4], [0, 0, 0], {}, (3, 5.0, 0.0, 5, "cpu")),
+    # never, so one actor waited for a node for good; then two of 7 both went to the big node, the small node idle
+    # (14 of 18 spare CPUs used; 15 of 21 on three nodes); now as many actors as fit node by node, of the size that
+    # uses most of the spare CPUs with the fewest model copies
+    ([16, 4], [0, 0], {}, (6, 3.0, 0.0, 3, "cpu")),
+    ([16, 4, 4], [0, 0, 0], {}, (7, 3.0, 0.0, 3, "cpu")),
+    ([16, 8], [0, 0], {}, (3, 7.0, 0.0, 7, "cpu")),
+    ([2, 2, 16], [0, 0, 0], {}, (1, 15.0, 0.0, 15, "cpu")),  # nodes too small to matter: not 17 actors of one CPU
+    ([16, 4], [0, 0], {"cpus_per_worker": 2}, (2, 2.0, 0.0, 2, "cpu")),  # the user's size: one actor per node
     ([64, 8], [0, 0], {"num_workers": 4}, (4, 15.0, 0.0, 15, "cpu")),
 ])
 def test_worker_plan(nodes, gpus, kwargs, expected):

@@ -81,7 +81,8 @@ def add_parser(sub) -> None:
                    help="Spark master with --engine spark: local[N], spark://host:7077, yarn, k8s://... (default: "
                         "the one spark-submit was given, else local[*])")
     e.add_argument("--num-workers", type=positive_int, default=None, metavar="N",
-                   help="Ray workers, each holding one model (default: one per GPU, or one per node without GPUs)")
+                   help="Ray workers, each holding one model (default: one per GPU; without GPUs one per node, or "
+                        "on nodes of different sizes as many as fit each node)")
     e.add_argument("--gpus-per-worker", type=non_negative_float, default=None, metavar="G",
                    help="GPUs per Ray worker (1 = one worker per GPU; default 0 = CPU workers)")
     e.add_argument("--cpus-per-worker", type=positive_float, default=None, metavar="C",
