@@ -430,7 +430,8 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
                                "spark.sql.caseSensitive": "true"}):
                 read_schema = None
                 if reader.kind == "parquet":
-                    read_schema = _spark_schema(spark, reader.files, list(dict.fromkeys(keep_cols + text_cols)))
+                    read_schema = _spark_schema(spark, reader.files, list(dict.fromkeys(keep_cols + text_cols)),
+                                                reader.schema)
                     if read_schema is None:  # Spark cannot read the files as they are: staged, as a CSV is
                         files, counts = _stage(reader, staged)
                 # dtype="auto" fixed once for the tasks' device: left to each, GPUs of two kinds ran two recipes

@@ -62,11 +62,12 @@ def _spark_codecs(metadata) -> bool:
                for g in range(metadata.num_row_groups) for c in range(metadata.num_columns))
 
 
-def _spark_schema(spark, files, columns: list[str]):
-    """The Spark schema of ``columns`` that reads every one of ``files`` as it is, or None where there is none: a
-    file Spark cannot read (a column of a type Spark has none for, float16 or a time of day, even a column the job
-    does not read; a codec Spark cannot decompress, brotli), or files whose columns Spark reads as different types
-    (a column all null in one file, written as parquet's null type). Read with it, Spark never looks at the other
+def _spark_schema(spark, files, columns: list[str], widened: pa.Schema | None = None):
+    """The Spark schema of ``columns`` that reads every one of ``files``, or None where there is none: a file Spark
+    cannot read (a column of a type Spark has none for, float16 or a time of day, even a column the job does not
+    read; a codec Spark cannot decompress, brotli), or files whose columns Spark reads as different types that its
+    reader cannot read in the local engine's wider type (``widened``: a column all null in one file, written as
+    parquet's null type; millisecond beside nanosecond times). Read with it, Spark never looks at the other
     columns. One file of each parquet schema is asked."""
     from pyspark.errors import AnalysisException
     from pyspark.sql.types import StructType
@@ -79,18 +80,53 @@ def _spark_schema(spark, files, columns: list[str]):
         schema = pf.schema
         if not any(schema.equals(known) for known, _ in kinds):
             kinds.append((schema, f))
-    found = None
+    read = []
     for _, f in kinds:
         try:
             inferred = spark.read.parquet(_hadoop_literal(str(f.resolve()))).schema
         except AnalysisException:  # PARQUET_TYPE_ILLEGAL, UNSUPPORTED_TIME_TYPE, ...
             return None
-        wanted = StructType([inferred[c] for c in columns])
-        if found is None:
-            found = wanted
-        elif wanted != found:
+        read.append(StructType([inferred[c] for c in columns]))
+    if all(schema == read[0] for schema in read):
+        return read[0]
+    return None if widened is None else _widened_schema(read, widened, columns)
+
+
+def _widened_schema(read, widened: pa.Schema, columns: list[str]):
+    """The Spark schema of ``columns`` in the local engine's wider types (``widened``), where Spark's parquet reader
+    reads each file's type (``read``: a Spark schema per kind of file) as that wider one: int32 ids beside int64
+    ones, float32 beside float64, decimals of other precisions. Those files were staged through the driver, every
+    row read and written again by one machine, where Spark reads them itself. None for any other difference."""
+    from pyspark.sql.pandas.types import from_arrow_type
+    from pyspark.sql.types import StructField, StructType
+
+    fields = []
+    for c in columns:
+        try:
+            want = from_arrow_type(widened.field(c).type)
+        except (TypeError, KeyError):  # a type Spark has none for
             return None
-    return found
+        if not all(_spark_widens(schema[c].dataType, want) for schema in read):
+            return None
+        fields.append(StructField(c, want, nullable=True))
+    return StructType(fields)
+
+
+def _spark_widens(have, want) -> bool:
+    """Whether Spark's parquet reader reads a column it infers as ``have`` in type ``want`` (Spark 4's type
+    widening, SPARK-40876): the same type, an int as a long or a double, a float as a double, a decimal as one with
+    as many digits before and after the point."""
+    from pyspark.sql.types import DecimalType, DoubleType, FloatType, IntegerType, LongType
+
+    if have == want:
+        return True
+    if isinstance(have, IntegerType):
+        return isinstance(want, (LongType, DoubleType))
+    if isinstance(have, FloatType):
+        return isinstance(want, DoubleType)
+    if isinstance(have, DecimalType) and isinstance(want, DecimalType):
+        return want.scale >= have.scale and want.precision - want.scale >= have.precision - have.scale
+    return False
 
 
 def _check_visible(files) -> None:

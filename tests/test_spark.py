@@ -9,6 +9,7 @@ import json
 import os
 import re
 import sys
+from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
@@ -563,7 +564,16 @@ def test_files_whose_types_differ_come_out_in_the_local_engines_wider_types(tiny
     pq.write_table(pa.table({"id": [1, 2], "review": pa.array(["the cat", "sat on"]).dictionary_encode()}),
                    texts / "a.parquet")
     pq.write_table(pa.table({"id": [3], "review": pa.array(["a mat"])}), texts / "b.parquet")
-    for folder, keep in ((mixed, ["id", "n", "score", "at"]), (texts, ["id"])):
+    # types Spark's reader reads in the wider one itself: no longer every row through the driver (staged)
+    widens = tmp_path / "widens"
+    widens.mkdir()
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int32()), "score": pa.array([0.5, 0.25], pa.float32()),
+                             "price": pa.array([Decimal("1.5"), None], pa.decimal128(5, 1)),
+                             "review": ["the cat", "sat on"]}), widens / "a.parquet")
+    pq.write_table(pa.table({"id": pa.array([2**40], pa.int64()), "score": pa.array([0.1]),
+                             "price": pa.array([Decimal("12.25")], pa.decimal128(7, 2)), "review": ["a mat"]}),
+                   widens / "b.parquet")
+    for folder, keep in ((mixed, ["id", "n", "score", "at"]), (texts, ["id"]), (widens, ["id", "score", "price"])):
         args = ["embed", str(folder), "--text-col", "review", *[x for k in keep for x in ("--keep-col", k)],
                 "--model", tiny_bert, "--quiet", "--chunk-rows", "2"]
         assert main([*args, "--out", str(tmp_path / f"{folder.name}.parquet")]) == 0
@@ -574,7 +584,9 @@ def test_files_whose_types_differ_come_out_in_the_local_engines_wider_types(tiny
         assert got.select(keep).to_pydict() == local.select(keep).to_pydict()
         assert np.abs(features(got, len(keep)) - features(local, len(keep))).max() <= 1e-5
         staged = json.loads((tmp_path / f"{folder.name}_spark.manifest.json").read_text())["spark"]["staged"]
-        assert staged is (folder == mixed), folder.name
-    assert local.column("id").to_pylist() == [1, 2, 3]
+        assert staged is (folder == mixed), folder.name  # the times: Spark reads nanoseconds as numbers
+    assert local.select(["id", "score", "price"]).to_pydict() == {
+        "id": [1, 2, 2**40], "score": [0.5, 0.25, 0.1], "price": [Decimal("1.50"), None, Decimal("12.25")]}
+    assert pq.read_table(tmp_path / "texts.parquet").column("id").to_pylist() == [1, 2, 3]
     assert pq.read_table(tmp_path / "mixed_spark").select(["id", "n"]).to_pydict() == {
         c: mixed_rows()[c] for c in ("id", "n")}

@@ -127,7 +127,7 @@ def spark_job(monkeypatch, in_task):  # noqa: F811
 
         monkeypatch.setattr(bspark, "_session", fake_session)
         monkeypatch.setattr(bspark, "_run_job", local)
-        monkeypatch.setattr(bspark, "_spark_schema", lambda spark, files, columns: (
+        monkeypatch.setattr(bspark, "_spark_schema", lambda spark, files, columns, widened: (
             ("read as", [f.name for f in files], columns) if readable else None))
         return SimpleNamespace(session=session, job=local, asked=asked)
 

@@ -520,3 +520,39 @@ def test_spark_schema_is_the_needed_columns_as_spark_reads_every_file_or_none(tm
     spark = SimpleNamespace(read=SimpleNamespace(parquet=lambda path: 1 / 0))
     with pytest.raises(ZeroDivisionError):  # anything but Spark's refusal of the file passes through
         bspark._spark_schema(spark, files[:1], ["t"])
+
+
+def test_files_spark_reads_in_the_local_engines_wider_types_are_read_by_spark_not_staged(tmp_path):
+    """int32 ids beside int64 ones (Spark's files beside pandas'), float32 beside float64, decimals of other
+    precisions: Spark infers other types per file, so ``_spark_schema`` found no schema and the driver staged the
+    input, every row read and written again on one machine. Spark 4's parquet reader reads each in the wider type
+    given (test_spark.py runs it), so the job now reads them in the local engine's wider types; a difference it does
+    not widen (a long beside a double, times of two units) is still staged."""
+    from pyspark.sql.types import (DecimalType, DoubleType, FloatType, IntegerType, LongType, StringType,
+                                   StructField, StructType)
+
+    for name, t in (("a.parquet", pa.int32()), ("b.parquet", pa.int64())):
+        pq.write_table(pa.table({"id": pa.array([1], t), "t": ["a"]}), tmp_path / name)
+    files = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
+
+    def kinds(*types):
+        return SimpleNamespace(read=FakeReader({f.name: StructType([StructField("id", t), StructField("t", s)])
+                                                for f, (t, s) in zip(files, types)}))
+
+    widened = pa.schema([("id", pa.int64()), ("t", pa.string())])
+    spark = kinds((IntegerType(), StringType()), (LongType(), StringType()))
+    want = StructType([StructField("id", LongType()), StructField("t", StringType())])
+    assert bspark._spark_schema(spark, files, ["id", "t"], widened) == want
+    assert bspark._spark_schema(spark, files, ["id", "t"]) is None  # no wider types known: staged
+    doubles = pa.schema([("id", pa.float64()), ("t", pa.string())])
+    assert bspark._spark_schema(kinds((FloatType(), StringType()), (DoubleType(), StringType())), files, ["id"],
+                                doubles) == StructType([StructField("id", DoubleType())])
+    assert bspark._spark_schema(kinds((IntegerType(), StringType()), (DoubleType(), StringType())), files, ["id"],
+                                doubles) == StructType([StructField("id", DoubleType())])
+    assert bspark._spark_schema(kinds((LongType(), StringType()), (DoubleType(), StringType())), files, ["id"],
+                                doubles) is None  # a long as a double: not Spark's
+    decimals = pa.schema([("id", pa.decimal128(8, 2)), ("t", pa.string())])
+    assert bspark._spark_schema(kinds((DecimalType(5, 1), StringType()), (DecimalType(7, 2), StringType())), files,
+                                ["id"], decimals) == StructType([StructField("id", DecimalType(8, 2))])
+    assert bspark._spark_schema(kinds((DecimalType(9, 1), StringType()), (DecimalType(7, 2), StringType())), files,
+                                ["id"], decimals) is None  # 8 digits before the point do not fit 6
