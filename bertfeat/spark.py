@@ -123,12 +123,13 @@ def _check_fixed_dtype(spec: dict, device: str) -> None:
     check_fixed_dtype(spec.get("auto_dtype"), device, "Spark", "task")
 
 
-def _fixed_auto_dtype(params: dict, session) -> tuple[dict, str | None]:
+def _fixed_auto_dtype(params: dict, session, profile=None) -> tuple[dict, str | None]:
     """``params`` with ``dtype="auto"`` fixed for the device the tasks will run on
     (:func:`~bertfeat.worker_recipe.fix_auto_dtype`), so that the provenance the driver writes before any task runs
-    is the recipe they run: GPU tasks where ``device="cuda"``, or ``"auto"`` with ``spark.task.resource.gpu.amount``
-    set (a driver without a GPU asks a task of the session, :func:`_ask_a_task`); and that choice for GPU tasks
-    (else None), which a task whose GPU chooses otherwise is refused for (:func:`_check_fixed_dtype`)."""
+    is the recipe they run: GPU tasks where ``device="cuda"``, or ``"auto"`` with a GPU for each task (the resource
+    ``profile`` the tasks run under asks one, else ``spark.task.resource.gpu.amount``; a driver without a GPU asks
+    a task, :func:`_ask_a_task`); and that choice for GPU tasks (else None), which a task whose GPU chooses otherwise
+    is refused for (:func:`_check_fixed_dtype`)."""
     if params.get("dtype", "auto") != "auto":
         return params, None
     from bertfeat.backend import device_type
@@ -136,17 +137,24 @@ def _fixed_auto_dtype(params: dict, session) -> tuple[dict, str | None]:
     device = params.get("device", "auto")
     kind = device_type(device)
     if kind == "auto":  # a task uses the GPU Spark assigns it (_task_resources), else the CPU, never MPS
-        amount = session.conf.get("spark.task.resource.gpu.amount", None)
+        if profile is not None:  # stage-level scheduling: the stage's own requests, not the session's
+            request = profile.taskResources.get("gpu")
+            amount = None if request is None else request.amount
+        else:
+            amount = session.conf.get("spark.task.resource.gpu.amount", None)
         kind = "cuda" if amount is not None and float(amount) > 0 else "cpu"
-    return fix_auto_dtype(params, kind, ask=lambda: _ask_a_task(session, device))
+    return fix_auto_dtype(params, kind, ask=lambda: _ask_a_task(session, device, profile))
 
 
-def _ask_a_task(session, device: str) -> str:
+def _ask_a_task(session, device: str, profile=None) -> str:
     """What ``dtype="auto"`` is in a task of ``session`` with ``device``: a one-task Spark job, given the GPU Spark
     gives every task (``spark.task.resource.gpu.amount``). A driver without a GPU (Databricks' CPU driver) guessed
     bfloat16, so a cluster of T4s or V100s, which run float16, failed in every task asking for ``--dtype float16``."""
+    rdd = session.sparkContext.parallelize([device], 1)
+    if profile is not None:  # the resources the job's tasks get
+        rdd = rdd.withResources(profile)
     try:
-        (dtype,) = session.sparkContext.parallelize([device], 1).map(_task_auto_dtype).collect()
+        (dtype,) = rdd.map(_task_auto_dtype).collect()
     except Exception as exc:
         mistake = _mistake_in(exc)
         if mistake is None:
@@ -216,12 +224,13 @@ def _embed_partition(batches, spec: dict):
 # -- the public API ------------------------------------------------------------------------------------------------
 
 
-def embed_dataframe(sdf, text_cols, *, keep_cols=(), layout: str = "columns", **recipe):
+def embed_dataframe(sdf, text_cols, *, keep_cols=(), layout: str = "columns", resource_profile=None, **recipe):
     """Embed the text column(s) of a Spark DataFrame: returns a DataFrame of the kept columns, then the features.
 
     Lazy, like any Spark transformation: nothing runs until an action (``write.parquet``, ``count``, ``collect``
-    ...). The feature columns are named as in Python, the CLI and R (``review_mean_000`` ...), float32
-    (``FloatType``), or with ``layout="list"`` one ``array<float>`` column per text column (``review_embedding``).
+    ...), but for GPU tasks under a driver without a GPU one task, run now, says what ``dtype="auto"`` is there.
+    The feature columns are named as in Python, the CLI and R (``review_mean_000`` ...), float32 (``FloatType``),
+    or with ``layout="list"`` one ``array<float>`` column per text column (``review_embedding``).
     The provenance (model, hashes, recipe fingerprint) is in the field metadata, key ``bertfeat``, of the first
     feature column (``layout="columns"``) or of each embedding column (``layout="list"``). Rows keep their
     partitions and their order within them.
@@ -236,6 +245,10 @@ def embed_dataframe(sdf, text_cols, *, keep_cols=(), layout: str = "columns", **
         Columns copied through unchanged, before the features (ids, labels).
     layout : {"columns", "list"}
         One float column per feature, or one array column per text column.
+    resource_profile : pyspark.resource.ResourceProfile, optional
+        Stage-level scheduling: the resources each embedding task asks for (a GPU where the rest of the job runs on
+        CPUs), given to ``mapInArrow``; with a GPU in it, ``dtype="auto"`` is the GPU's choice, as with
+        ``spark.task.resource.gpu.amount``.
     **recipe
         Any :class:`~bertfeat.BertEmbedder` parameter (model, pooling, layers, cache_dir, batch_tokens, ...). On a
         cluster, ``model`` and ``cache_dir`` must be paths every executor can read (a shared filesystem); with
@@ -264,7 +277,7 @@ def embed_dataframe(sdf, text_cols, *, keep_cols=(), layout: str = "columns", **
     master = lambda: sdf.sparkSession.sparkContext.master  # noqa: E731
     _check_device(recipe.get("device", "auto"), master)  # before a task is asked for its dtype
     # the metadata is the driver's, written before any task runs: its dtype="auto" must be what the tasks run
-    fixed, gpu_guess = _fixed_auto_dtype(recipe, sdf.sparkSession)
+    fixed, gpu_guess = _fixed_auto_dtype(recipe, sdf.sparkSession, resource_profile)
     checker = _checked_featurizer(text_cols, keep_cols, layout, fixed, _arrow_schema(sdf.schema), master)
     provenance = {"bertfeat": json.dumps(checker.provenance())}
     fields = [sdf.schema[c] for c in keep_cols]
@@ -277,8 +290,10 @@ def embed_dataframe(sdf, text_cols, *, keep_cols=(), layout: str = "columns", **
             "expected": driver_recipe(checker.recipe, checker.recipe.dtype, absolute_paths(fixed))}
     aliases = _aliases(dict.fromkeys(keep_cols + text_cols))
     spec["names"] = {alias: name for name, alias in aliases.items()}
-    return sdf.selectExpr(*[f"{_quoted(c)} AS {alias}" for c, alias in aliases.items()]).mapInArrow(
-        partial(_embed_partition, spec=spec), StructType(fields))
+    selected = sdf.selectExpr(*[f"{_quoted(c)} AS {alias}" for c, alias in aliases.items()])
+    if resource_profile is None:
+        return selected.mapInArrow(partial(_embed_partition, spec=spec), StructType(fields))
+    return selected.mapInArrow(partial(_embed_partition, spec=spec), StructType(fields), profile=resource_profile)
 
 
 def _quoted(name: str) -> str:

@@ -52,7 +52,9 @@ class FakeSession:
         TaskContext.get gives (the ``in_task`` fixture's)."""
         assert slices == len(values)
         self.jobs.append(list(values))
-        return SimpleNamespace(map=lambda f: SimpleNamespace(collect=lambda: [f(v) for v in values]))
+        rdd = SimpleNamespace(map=lambda f: SimpleNamespace(collect=lambda: [f(v) for v in values]))
+        rdd.withResources = lambda profile: self.jobs.append(("withResources", profile)) or rdd
+        return rdd
 
     def stop(self):
         self.stopped += 1
@@ -713,6 +715,31 @@ def test_embed_dataframe_records_the_dtype_its_gpu_tasks_run_not_the_drivers(tin
     assert provenance["dtype"] == "float32"
 
 
+def test_embed_dataframe_under_stage_level_gpu_scheduling_runs_the_gpus_dtype(tiny_bert, in_task, monkeypatch):  # noqa: F811
+    """A GPU for the embedding stage alone (stage-level scheduling, the rest of the job on CPUs): the session names
+    no task GPU, so ``dtype="auto"`` was fixed as float32 for CPU tasks and every GPU task ran float32 (right, but
+    slow), and ``embed_dataframe`` had no way to give its stage the profile. ``resource_profile=`` now goes to
+    ``mapInArrow``, and its GPU request makes ``dtype="auto"`` the GPU's choice, asked of a task run under it."""
+    import bertfeat.gpu
+    from pyspark.resource import ResourceProfileBuilder, TaskResourceRequests
+
+    profile = ResourceProfileBuilder().require(TaskResourceRequests().cpus(1).resource("gpu", 1)).build
+    in_task(FakeTask(cpus=1, gpus=["0"]))
+    monkeypatch.setattr(bertfeat.gpu, "native_bf16", lambda index: True)
+    session = FakeSession(master="spark://h:7077", conf={})
+    sdf = FakeDataFrame(spark_schema(), session=session)
+    bspark.embed_dataframe(sdf, "review", keep_cols="id", model=tiny_bert, resource_profile=profile)
+    _, func, schema, given = sdf.log[-1]
+    assert given is profile and json.loads(schema.fields[1].metadata["bertfeat"])["dtype"] == "bfloat16"
+    assert func.keywords["spec"]["auto_dtype"] == "bfloat16"
+    assert session.jobs == [["auto"], ("withResources", profile)]  # the task asked ran under the stage's profile
+    cpus = ResourceProfileBuilder().require(TaskResourceRequests().cpus(2)).build  # a profile without a GPU
+    sdf = FakeDataFrame(spark_schema(), session=FakeSession(master="spark://h:7077", conf={}))
+    bspark.embed_dataframe(sdf, "review", keep_cols="id", model=tiny_bert, resource_profile=cpus)
+    assert json.loads(sdf.log[-1][2].fields[1].metadata["bertfeat"])["dtype"] == "float32"
+    assert sdf.sparkSession.jobs == [] and sdf.log[-1][3] is cpus
+
+
 def test_the_master_a_job_will_run_on_is_known_before_it_starts(pyspark_stand_in):
     log = pyspark_stand_in(active=FakeSession(master="local[2]"))
     assert bspark._job_master("yarn") == "yarn" and bspark._job_master(None) == "local[2]" and log == []
@@ -943,8 +970,8 @@ class FakeDataFrame:
         self.log.append(("selectExpr", cols))
         return FakeDataFrame(self.schema, self.log, self.sparkSession)
 
-    def mapInArrow(self, fn, schema):
-        self.log.append(("mapInArrow", fn, schema))
+    def mapInArrow(self, fn, schema, profile=None):
+        self.log.append(("mapInArrow", fn, schema) if profile is None else ("mapInArrow", fn, schema, profile))
         return "the mapped DataFrame"
 
 
