@@ -27,6 +27,12 @@ def _stage(reader: InputReader, staged: Path) -> tuple[list[Path], list[int]]:
     """The input's needed columns streamed by the local engine's reader (its parsing, its one type per column) into
     one parquet file per ``chunk_rows`` rows, in types Spark reads: a type Spark has none for goes as the numbers
     it holds (float16 as float32, a time of day as its integer), and each task casts it back to the input's type."""
+    if not _hadoop_readable(staged):
+        raise ValueError(
+            f"the Spark engine stages this input under {str(staged)!r}, and Spark (Hadoop) reads no path with ':' in "
+            "a folder or file name ('Relative path in absolute URI'): pass an --out whose path has no ':', or use "
+            "the local engine."
+        )
     staged.mkdir(parents=True)
     files, counts = [], []
     for k, batch in enumerate(reader.batches()):
@@ -65,13 +71,15 @@ def _spark_codecs(metadata) -> bool:
 def _spark_schema(spark, files, columns: list[str], widened: pa.Schema | None = None):
     """The Spark schema of ``columns`` that reads every one of ``files``, or None where there is none: a file Spark
     cannot read (a column of a type Spark has none for, float16 or a time of day, even a column the job does not
-    read; a codec Spark cannot decompress, brotli), or files whose columns Spark reads as different types that its
-    reader cannot read in the local engine's wider type (``widened``: a column all null in one file, written as
-    parquet's null type; millisecond beside nanosecond times). Read with it, Spark never looks at the other
-    columns. One file of each parquet schema is asked."""
+    read; a codec Spark cannot decompress, brotli; a path Hadoop cannot read, :func:`_hadoop_readable`), or files
+    whose columns Spark reads as different types that its reader cannot read in the local engine's wider type
+    (``widened``: a column all null in one file, written as parquet's null type; millisecond beside nanosecond
+    times). Read with it, Spark never looks at the other columns. One file of each parquet schema is asked."""
     from pyspark.errors import AnalysisException
     from pyspark.sql.types import StructType
 
+    if not all(_hadoop_readable(f) for f in files):
+        return None
     kinds = []  # (parquet schema, its first file)
     for f in files:
         pf = pq.ParquetFile(f)
@@ -127,6 +135,13 @@ def _spark_widens(have, want) -> bool:
     if isinstance(have, DecimalType) and isinstance(want, DecimalType):
         return want.scale >= have.scale and want.precision - want.scale >= have.precision - have.scale
     return False
+
+
+def _hadoop_readable(path: Path) -> bool:
+    """Whether Spark can read ``path``: Hadoop takes a ``:`` in a folder or file name (a time in it,
+    ``2024-01-01T00:00:00.parquet``) for a URI's scheme, and the job failed with a Java traceback ('Relative path in
+    absolute URI') where the local engine reads the file."""
+    return ":" not in str(Path(path).resolve())
 
 
 def _check_visible(files) -> None:

@@ -399,6 +399,24 @@ def test_a_second_spark_job_on_the_same_output_is_refused_and_a_killed_runs_left
     assert sorted(p.name for p in tmp_path.iterdir()) == ["features", "features.manifest.json", "in.parquet"]
 
 
+def test_input_files_named_with_a_time_come_out_as_the_local_engines(tiny_bert, spark, tmp_path):
+    """A ':' in an input file's name (a time: ``2024-01-01T00:00:00.parquet``) failed the job with Hadoop's Java
+    traceback ('Relative path in absolute URI'); such files are now staged by the driver and read as named."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    df = make_frame(6, seed=3)
+    df.iloc[:4].to_parquet(folder / "2024-01-01T00:00:00.parquet", index=False)
+    df.iloc[4:].to_parquet(folder / "2024-01-02T00:00:00.parquet", index=False)
+    args = ["embed", str(folder), "--text-col", "review", "--id-col", "id", "--model", tiny_bert, "--quiet"]
+    assert main([*args, "--out", str(tmp_path / "local.parquet")]) == 0
+    assert main([*args, "--out", str(tmp_path / "spark"), "--engine", "spark"]) == 0
+    local, got = pq.read_table(tmp_path / "local.parquet"), pq.read_table(tmp_path / "spark")
+    assert got.schema.equals(local.schema, check_metadata=True)
+    assert got.column("id").to_pylist() == df["id"].tolist()
+    assert np.abs(features(got, 1) - features(local, 1)).max() <= 1e-5
+    assert json.loads((tmp_path / "spark.manifest.json").read_text())["spark"]["staged"] is True
+
+
 def test_paths_hadoop_would_read_as_patterns_are_read_as_named(tiny_bert, spark, tmp_path):
     """Spark reads a path as a Hadoop glob: the input file ``reviews[1].parquet`` read ``reviews1.parquet`` beside
     it, another file, and a folder named with braces (the CSV staged under ``<out>.partial``) was "path does not

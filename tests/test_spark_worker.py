@@ -522,6 +522,32 @@ def test_spark_schema_is_the_needed_columns_as_spark_reads_every_file_or_none(tm
         bspark._spark_schema(spark, files[:1], ["t"])
 
 
+def test_files_with_a_colon_in_their_path_are_staged_and_a_staging_folder_with_one_refused(tmp_path):
+    """Input files named with a time (``2024-01-01T00:00:00.parquet``) failed the Spark job with Hadoop's Java
+    traceback ('Relative path in absolute URI'): Spark is not asked to read them, so the driver stages them (as
+    files Spark cannot read otherwise); where the staging folder itself would hold a ':' (``--out`` under one),
+    the job is refused before any work, saying what to do."""
+    from bertfeat.files import InputReader
+    from bertfeat.spark_input import _stage
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    pq.write_table(pa.table({"id": [1], "t": ["a"]}), folder / "2024-01-01T00:00:00.parquet")
+    read = FakeReader({})
+    assert bspark._spark_schema(SimpleNamespace(read=read), [folder / "2024-01-01T00:00:00.parquet"], ["t"]) is None
+    assert read.asked == []
+    reader = InputReader(str(folder), ["id", "t"], 10, ["t"])
+    with pytest.raises(ValueError) as err:
+        _stage(reader, tmp_path / "at 10:30" / "out.partial" / "input")
+    assert str(err.value) == (
+        f"the Spark engine stages this input under {str(tmp_path / 'at 10:30' / 'out.partial' / 'input')!r}, and "
+        "Spark (Hadoop) reads no path with ':' in a folder or file name ('Relative path in absolute URI'): pass an "
+        "--out whose path has no ':', or use the local engine.")
+    assert not (tmp_path / "at 10:30").exists()
+    files, counts = _stage(reader, tmp_path / "staged")
+    assert counts == [1] and pq.read_table(files[0]).to_pydict() == {"id": [1], "t": ["a"]}
+
+
 def test_files_spark_reads_in_the_local_engines_wider_types_are_read_by_spark_not_staged(tmp_path):
     """int32 ids beside int64 ones (Spark's files beside pandas'), float32 beside float64, decimals of other
     precisions: Spark infers other types per file, so ``_spark_schema`` found no schema and the driver staged the
