@@ -528,7 +528,7 @@ class _Exact:
 def _session(master: str | None, quiet: bool):
     """``(session, started)``: the active Spark session, or a new one this job starts (and stops), on ``master`` or
     else the master the Spark configuration names."""
-    from pyspark import SparkConf, SparkContext
+    from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
