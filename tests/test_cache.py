@@ -153,7 +153,8 @@ def test_a_call_stopped_in_a_later_chunk_or_its_tokenizing_thread_caches_only_fi
         assert stats.cache_hits > 0 and rerun.rows < whole.rows, n  # chunks before the stop were kept
 
 
-def test_a_stopped_call_whose_finished_texts_cannot_be_kept_raises_what_stopped_it_and_says_so(tmp_path, monkeypatch):
+def _stopped_run_with_a_broken_store(tmp_path, monkeypatch):
+    """A run that a Ctrl-C stops at batch 5, whose cache cannot store the texts finished before: call it to run."""
     def broken_store(*args):
         raise ValueError("store broke (simulated)")
 
@@ -161,9 +162,15 @@ def test_a_stopped_call_whose_finished_texts_cannot_be_kept_raises_what_stopped_
     monkeypatch.setattr(cache, "store", broken_store)
     texts = [f"text {i} " * (i % 6 + 1) for i in range(60)]
     stops = _StopsAtBatch(at=5, stop=KeyboardInterrupt)
+    return lambda: encode(texts, make_recipe(), lambda: stops, cache=cache, batch_tokens=64)
+
+
+def test_a_stopped_call_whose_finished_texts_cannot_be_kept_raises_what_stopped_it_and_says_so(tmp_path, monkeypatch):
+    run = _stopped_run_with_a_broken_store(tmp_path, monkeypatch)
     with pytest.warns(CacheWarning, match="could not be kept .ValueError: store broke"), \
             pytest.raises(KeyboardInterrupt):
-        encode(texts, make_recipe(), lambda: stops, cache=cache, batch_tokens=64)
+        run()
+
 
 def test_a_stopped_call_whose_finished_texts_cannot_be_kept_raises_what_stopped_it_where_warnings_are_errors(
         tmp_path, monkeypatch, caplog):
@@ -172,17 +179,11 @@ def test_a_stopped_call_whose_finished_texts_cannot_be_kept_raises_what_stopped_
     # service's `except Exception` then caught, and `except KeyboardInterrupt` missed). Now the notice is logged.
     import logging
 
-    def broken_store(*args):
-        raise ValueError("store broke (simulated)")
-
-    cache = Cache(tmp_path)
-    monkeypatch.setattr(cache, "store", broken_store)
-    texts = [f"text {i} " * (i % 6 + 1) for i in range(60)]
-    stops = _StopsAtBatch(at=5, stop=KeyboardInterrupt)
+    run = _stopped_run_with_a_broken_store(tmp_path, monkeypatch)
     with warnings.catch_warnings(), caplog.at_level(logging.WARNING, logger="bertfeat"):
         warnings.simplefilter("error")
         with pytest.raises(KeyboardInterrupt):
-            encode(texts, make_recipe(), lambda: stops, cache=cache, batch_tokens=64)
+            run()
     assert [r.getMessage() for r in caplog.records] == [
         "bertfeat: the texts finished before the run stopped could not be kept (ValueError: store broke "
         "(simulated)); the next call embeds them again."]
