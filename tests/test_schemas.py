@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from bertfeat.readers import InputReader
-from bertfeat.schemas import _text, lost_value, may_lose, widened
+from bertfeat.schemas import _text, lost_value, may_lose, roomy, widened
 
 WIDENED = pa.schema([("id", pa.int64()), ("n", pa.float64()), ("score", pa.float64()), ("at", pa.timestamp("ns")),
                      ("review", pa.string())])
@@ -50,6 +50,9 @@ def mixed_rows():
     (pa.uint16(), pa.uint32(), pa.uint32()),
     (pa.uint32(), pa.int32(), pa.int64()),
     (pa.uint8(), pa.int64(), pa.int64()),
+    (pa.uint8(), pa.int8(), pa.int16()),  # an unsigned one as wide as the signed one: the next signed width
+    (pa.uint16(), pa.int16(), pa.int32()),
+    (pa.uint16(), pa.int8(), pa.int32()),
     (pa.uint64(), pa.int64(), None),
     (pa.float32(), pa.float64(), pa.float64()),
     (pa.float16(), pa.float32(), pa.float32()),
@@ -60,6 +63,8 @@ def mixed_rows():
     (pa.decimal128(10, 2), pa.decimal128(12, 2), pa.decimal128(12, 2)),
     (pa.decimal128(10, 2), pa.decimal128(9, 4), pa.decimal128(12, 4)),
     (pa.decimal128(38, 0), pa.decimal128(10, 2), None),
+    (pa.decimal128(36, 0), pa.decimal128(10, 2), pa.decimal128(38, 2)),  # 38 digits: Spark's most
+    (pa.decimal128(37, 0), pa.decimal128(10, 2), None),  # 39
     (pa.decimal128(5, 1), pa.int32(), None),
     (pa.timestamp("ms"), pa.timestamp("ns"), pa.timestamp("ns")),
     (pa.timestamp("us", "UTC"), pa.timestamp("s", "UTC"), pa.timestamp("us", "UTC")),
@@ -91,6 +96,18 @@ def test_only_wide_integers_as_floating_point_and_timestamps_in_finer_units_have
     assert may_lose(pa.int32(), pa.float32()) and not may_lose(pa.int32(), pa.float64())
     assert not may_lose(pa.int32(), pa.int64()) and not may_lose(pa.float32(), pa.float64())
     assert may_lose(pa.timestamp("us"), pa.timestamp("ns")) and not may_lose(pa.timestamp("ns"), pa.timestamp("ns"))
+    # a column whose type is the one read (every file's int64 id beside the others') is never read twice
+    assert not may_lose(pa.int64(), pa.int64()) and not may_lose(pa.uint32(), pa.uint32())
+
+
+def test_a_dictionary_is_read_with_32_bit_indices_keeping_its_order_flag():
+    """pandas writes an ordered category (``pd.Categorical(..., ordered=True)``: sizes, grades) as an ordered
+    dictionary; a kept column read with wider indices is still ordered in the output."""
+    assert roomy(pa.dictionary(pa.int8(), pa.string(), ordered=True)) == pa.dictionary(pa.int32(), pa.string(),
+                                                                                        ordered=True)
+    assert roomy(pa.dictionary(pa.int16(), pa.large_string())) == pa.dictionary(pa.int32(), pa.large_string())
+    assert roomy(pa.dictionary(pa.int64(), pa.string())) == pa.dictionary(pa.int64(), pa.string())
+    assert roomy(pa.string()) == pa.string()
 
 
 def test_the_values_are_checked_batch_by_batch_to_the_last(tmp_path):
@@ -190,6 +207,14 @@ def test_files_whose_types_no_type_holds_without_loss_are_refused_naming_both_an
         "tz=UTC] would result in out of bounds timestamp: 4611686018427387904), so the files are refused rather "
         "than read with another value. To read them, write the column in one type in every file (pandas: "
         ".astype('datetime64[us]')); or embed the files of each type as inputs of their own.")
+
+    for f in (b, d / "c.parquet"):
+        f.unlink()
+    pq.write_table(pa.table({"id": pa.array(["A-3"]), "text": pa.array([0], pa.timestamp("us", "UTC"))}), b)
+    assert refusal(d) == (
+        f"column 'id' is string in {b} but int64 in {a}: no type holds the values of both without changing some, so "
+        "bertfeat will not cast one to the other. To read them, rewrite the files with one type for 'id' (pandas: "
+        "df['id'].astype(...), then to_parquet); or embed the files of each type as inputs of their own.")
 
 
 def write_categories(folder, files=2, per_file=100):
