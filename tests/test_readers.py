@@ -6,6 +6,7 @@ import csv
 import gzip
 import io
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -561,6 +562,75 @@ def test_a_dangling_link_among_the_input_files_is_refused_not_left_out(tmp_path)
     assert [f.name for f in resolve_input(str(folder))[1]] == ["a.parquet"]
 
 
+def test_the_refusal_of_a_dangling_link_says_what_to_do_word_for_word(tmp_path):
+    from bertfeat.readers import resolve_input
+
+    folder = tmp_path / "d"
+    folder.mkdir()
+    (folder / "b.parquet").symlink_to(tmp_path / "unmounted" / "b.parquet")
+    with pytest.raises(FileNotFoundError) as err:
+        resolve_input(str(folder / "*.parquet"))
+    assert str(err.value) == (
+        f"input file {str(folder / 'b.parquet')!r} is a symbolic link to {str(tmp_path / 'unmounted' / 'b.parquet')!r}, "
+        "which does not exist (a disk not mounted, a file moved?): its rows would be left out of the job; mount or "
+        "restore it, or remove the link.")
+
+
+def test_a_glob_with_two_links_back_to_an_ancestor_ends_reading_each_file_once(tmp_path):
+    """Python's glob follows each link back to an ancestor round and round: with two of them the paths it walks
+    double at every level until the system's limit of 40 links in a path, which never ends in practice."""
+    import os
+
+    from bertfeat.readers import resolve_input
+
+    folder = tmp_path / "d"
+    (folder / "sub").mkdir(parents=True)
+    for f in (folder / "a.parquet", folder / "sub" / "b.parquet"):
+        pq.write_table(pa.table({"id": [f.stem], "text": ["x"]}), f)
+    os.symlink("..", folder / "sub" / "up")
+    os.symlink("..", folder / "sub" / "up2")
+    top = os.path.realpath(folder)
+    for pattern, want in (("**/*.parquet", ["a.parquet", "sub/b.parquet"]), ("**/b.parquet", ["sub/b.parquet"]),
+                          ("*/**/*.parquet", ["a.parquet", "sub/b.parquet"])):  # a.parquet as sub/up/a.parquet
+        _, files = resolve_input(str(folder / pattern))
+        assert sorted(os.path.relpath(os.path.realpath(f), top) for f in files) == want, pattern
+    # a folder input: the second name of a folder (read first, in sorted order) leaves the folders after it read
+    os.symlink("sub", folder / "again")
+    (folder / "zz").mkdir()
+    pq.write_table(pa.table({"id": ["c"], "text": ["x"]}), folder / "zz" / "c.parquet")
+    assert [os.path.relpath(f, folder) for f in resolve_input(str(folder))[1]] == [
+        "a.parquet", "again/b.parquet", "zz/c.parquet"]
+
+
+def test_a_glob_or_folder_reads_regular_files_only_not_a_pipe_named_like_parquet(tmp_path):
+    """A named pipe (or a socket) named ``*.parquet`` beside the files is no input file: opened, a pipe blocks until
+    something writes into it."""
+    import os
+
+    from bertfeat.readers import resolve_input
+
+    folder = tmp_path / "d"
+    folder.mkdir()
+    pq.write_table(pa.table({"id": ["a"], "text": ["x"]}), folder / "a.parquet")
+    os.mkfifo(folder / "b.parquet")
+    for named in (folder, folder / "*.parquet", folder / "**" / "*.parquet", folder / "[ab].parquet"):
+        assert [f.name for f in resolve_input(str(named))[1]] == ["a.parquet"], named
+
+
+def test_a_glob_relative_to_the_working_folder_is_searched_there(tmp_path, monkeypatch):
+    """``bertfeat embed '*.parquet' --out ...`` run in the data's folder: a pattern whose first part is a wildcard
+    is searched from the working folder."""
+    from bertfeat.readers import resolve_input
+
+    (tmp_path / "sub").mkdir()
+    for f in (tmp_path / "a.parquet", tmp_path / "sub" / "b.parquet"):
+        pq.write_table(pa.table({"id": [f.stem], "text": ["x"]}), f)
+    monkeypatch.chdir(tmp_path)
+    assert resolve_input("*.parquet") == ("parquet", [Path("a.parquet")])
+    assert resolve_input("*/*.parquet") == ("parquet", [Path("sub/b.parquet")])
+    assert resolve_input("**/*.parquet") == ("parquet", [Path("a.parquet"), Path("sub/b.parquet")])
+
+
 @pytest.mark.parametrize("tail, message", [
     ('3,"open\n4,more\n', r"quote opened at line 4 is never closed"),
     ('3,"closed" early\n', r"malformed at line 4: a quoted value \(opened at line 4\)"),
@@ -711,7 +781,6 @@ def test_a_file_matches_a_glob_only_by_its_last_part_or_a_trailing_double_star(t
     only. Checked against glob.glob(recursive=True), which reads each such file once here."""
     import glob
     import os
-    from pathlib import Path
 
     from bertfeat.readers import resolve_input
 
@@ -753,7 +822,6 @@ def test_a_glob_matches_what_python_glob_matches_with_names_starting_with_unders
     import os
     import shutil
     import tempfile
-    from pathlib import Path
 
     from bertfeat.sources import PARQUET_SUFFIXES, _glob, parquet_under
 
