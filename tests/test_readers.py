@@ -602,6 +602,21 @@ def test_a_glob_with_two_links_back_to_an_ancestor_ends_reading_each_file_once(t
         "a.parquet", "again/b.parquet", "zz/c.parquet"]
 
 
+def test_a_glob_matching_only_the_jobs_own_parts_names_the_first_five(tmp_path):
+    from bertfeat.readers import resolve_input
+
+    parts = tmp_path / "out.parquet.partial"
+    parts.mkdir()
+    for i in range(6):
+        pq.write_table(pa.table({"id": [i], "text": ["x"]}), parts / f"part-{i}.parquet")
+    pattern = str(tmp_path / "**" / "*.parquet")
+    with pytest.raises(FileNotFoundError) as err:
+        resolve_input(pattern, exclude=(tmp_path / "out.parquet", parts))
+    own = [str(parts / f"part-{i}.parquet") for i in range(5)]
+    assert str(err.value) == (
+        f"input {pattern!r} matches no files but the job's own output {own}, which is never read as input.")
+
+
 def test_a_glob_or_folder_reads_regular_files_only_not_a_pipe_named_like_parquet(tmp_path):
     """A named pipe (or a socket) named ``*.parquet`` beside the files is no input file: opened, a pipe blocks until
     something writes into it."""
