@@ -46,7 +46,7 @@ files    | bertfeat/files.py bertfeat/resume.py | tests/test_files.py tests/test
 readers  | bertfeat/readers.py bertfeat/quotes.py bertfeat/utf8.py | tests/test_readers_values.py tests/test_readers.py tests/test_cli_inputs.py tests/test_cli.py::test_reading_parquet_streams_with_bounded_arrow_memory tests/test_files_job.py::test_an_input_that_is_no_path_is_refused_saying_so
 sources  | bertfeat/sources.py  | tests/test_readers.py tests/test_readers_values.py tests/test_cli_inputs.py tests/test_output.py tests/test_cli_files.py::test_a_name_that_is_not_utf8_is_refused_early_for_the_output_and_a_parquet_input_and_read_as_csv
 schemas  | bertfeat/schemas.py  | tests/test_schemas.py
-worker_recipe | bertfeat/worker_recipe.py | tests/test_worker_recipe.py tests/test_ray_worker.py tests/test_spark_driver.py tests/test_spark_worker.py
+worker_recipe | bertfeat/worker_recipe.py | tests/test_worker_recipe.py
 output   | bertfeat/output.py   | tests/test_output.py tests/test_cli_files.py tests/test_cli.py tests/test_inputs.py
 probe    | bertfeat/probe.py bertfeat/probe_labels.py bertfeat/union.py | tests/test_probe.py
 ray      | bertfeat/ray.py      | tests/test_ray_optional.py tests/test_ray_worker.py tests/test_ray.py
