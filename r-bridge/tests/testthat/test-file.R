@@ -143,7 +143,7 @@ test_that("bf_embed_file() writes the features bf_embed() gives", {
   texts <- c("a cat sat", "NA", "stocks fell")
   input <- csv_with_text(texts)
   output <- tempfile("bertfeat-out-", fileext = ".parquet")
-  expect_identical(bf_embed_file(input, output, "review"), output)
+  expect_identical(suppressMessages(bf_embed_file(input, output, "review")), output)
   expect_true(file.exists(output))
   expected <- bf_embed(data.frame(review = texts))
   pd <- reticulate::import("pandas", convert = FALSE)
@@ -153,7 +153,7 @@ test_that("bf_embed_file() writes the features bf_embed() gives", {
   got <- bertfeat:::payload_matrix(payload[[1]], payload[[2]], payload[[3]])
   expect_identical(got, unname(expected))
   expect_error(bf_embed_file(input, output, "review"), class = "bertfeat_error_cli") # exists, no overwrite
-  expect_identical(bf_embed_file(input, output, "review", overwrite = TRUE), output)
+  expect_identical(suppressMessages(bf_embed_file(input, output, "review", overwrite = TRUE)), output)
 })
 
 test_that("bf_embed_file() gives the command's summary as an R message", {
