@@ -656,8 +656,9 @@ def pooled_from(recipe: Recipe, model, prefix: list[int]) -> int:
     """The positions of each sequence (each long-text window) left out of mean and max pooling: none, unless the
     recipe leaves its prefix out (``pool_prefix``: the model's sentence-transformers Pooling says ``"include_prompt":
     false``). Then the special tokens before the text and the prefix's tokens, ``prefix`` (tokenized alone), as
-    sentence-transformers counts a prompt's length (the prompt tokenized alone, less a special token at its end)."""
-    if recipe.pool_prefix or not prefix:
+    sentence-transformers counts a prompt's length (the prompt tokenized alone, less a special token at its end):
+    a prefix of no tokens (" ") still leaves out the special tokens before the text."""
+    if recipe.pool_prefix or not recipe.prefix:
         return 0
     lead = getattr(model, "prefix", None)
     if lead is None:

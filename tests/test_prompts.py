@@ -470,6 +470,19 @@ def test_a_prompt_left_out_of_pooling_matches_encode_with_every_tokenizer(tokeni
         np.testing.assert_allclose(mine, peer.encode(texts, prompt=prefix), atol=1e-5, rtol=0, err_msg=prefix)
 
 
+def test_a_prompt_of_no_tokens_left_out_of_pooling_still_leaves_out_the_first_token(tiny_bert, tmp_path):
+    # a prefix the tokenizer reads as nothing (" ", a zero-width space): sentence-transformers still counts the
+    # prompt's length as [CLS] (the prompt tokenized alone, less its [SEP]) and masks it out of mean and max
+    # pooling; bertfeat left nothing out (no prefix tokens: skip 0), so its mean held [CLS], 0.35 off encode()
+    from sentence_transformers import SentenceTransformer
+
+    model = _instructor_folder(tiny_bert, tmp_path / "instructor")
+    peer = SentenceTransformer(str(model), device="cpu")
+    for prefix in (" ", "\u200b"):
+        mine = BertEmbedder(str(model), pooling="mean", layers=-1, dtype="float32", prefix=prefix).fit_transform(TEXTS)
+        np.testing.assert_allclose(mine, peer.encode(TEXTS, prompt=prefix), atol=1e-5, rtol=0, err_msg=repr(prefix))
+
+
 def test_a_prompt_left_out_of_pooling_is_left_out_of_every_window_and_keys_its_own_cache(tiny_bert, tmp_path):
     # long_text="chunk" puts the prefix before every window: each window's mean leaves out its [CLS] and the
     # prefix's tokens, and the windows are weighted by the tokens they pool; the cache filled while the prompt was
