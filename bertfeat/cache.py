@@ -228,12 +228,10 @@ class Cache:
         ns = self._namespace(recipe.fingerprint(), n_features)
         try:
             return ns.store(q, vectors, n_tokens.astype(np.int64, copy=False), recipe)
-        except OSError as exc:  # the vectors are already computed: a failed cache write must not lose them
-            warnings.warn(
-                f"bertfeat cache: could not write new rows to {ns.dir} ({exc}); they are not cached. Check the free "
-                "space and permissions of the cache directory.",
-                CacheWarning, stacklevel=user_stacklevel(),
-            )
+        except OSError as exc:  # the vectors are already computed: a failed cache write must not lose them (a
+            # notice: where warnings are errors, raised it would)
+            notice(f"bertfeat cache: could not write new rows to {ns.dir} ({exc}); they are not cached. Check the free "
+                   "space and permissions of the cache directory.", CacheWarning)
             return 0
 
     # -- maintenance (the `bertfeat cache` command) ---------------------------------------------------------------

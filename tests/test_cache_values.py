@@ -248,6 +248,25 @@ def test_a_failed_cache_write_warns_once_and_keeps_the_vectors(tmp_path, monkeyp
     assert not list(ns.glob(".tmp-*")), "the failed write's temporary file was left behind"
 
 
+def test_a_failed_cache_write_keeps_the_vectors_where_warnings_are_errors(tmp_path, monkeypatch, caplog):
+    # docs/cache.md: "a CacheWarning says so and the transform still returns its vectors". Where warnings are errors
+    # (python -W error, PYTHONWARNINGS=error as CI runs) the warning was raised from store: the vectors computed were
+    # lost (a file job stopped at its first chunk). Now the notice goes to the bertfeat logger there.
+    import logging
+
+    recipe = make_recipe()
+    texts = [f"t{i}" for i in range(6)]
+    monkeypatch.setattr(pq, "write_table", lambda *a, **k: (_ for _ in ()).throw(OSError(errno.ENOSPC, "full")))
+    with warnings.catch_warnings(), caplog.at_level(logging.WARNING, logger="bertfeat"):
+        warnings.simplefilter("error")
+        out, stats = encode(texts, recipe, CountingBackend, cache=Cache(tmp_path))
+    assert [r.getMessage() for r in caplog.records] == [
+        f"bertfeat cache: could not write new rows to {tmp_path / recipe.fingerprint()} ([Errno 28] full); they are "
+        "not cached. Check the free space and permissions of the cache directory."]
+    assert stats.cache_new == 0
+    np.testing.assert_array_equal(out, encode(texts, recipe, CountingBackend)[0])
+
+
 def test_cache_warnings_point_at_the_callers_line(tmp_path, monkeypatch, tiny_bert):
     """Each CacheWarning names the user's line, through a Pipeline (under mutmut a trampoline frame sits in between:
     deselected there, checked with scripts/plant_mutants.py)."""
