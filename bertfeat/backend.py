@@ -578,7 +578,9 @@ class TorchBackend:
         """The fast path failed on a real batch after passing its load-time check: run the batch on the transformers
         forward pass, and if that succeeds, stay on it for the rest of this backend's life (once). If the batch fails
         there too, the fault was the batch's, not the fast path's: its error is raised and the fast path kept, so a
-        bad batch does not cost every later call the fast path. No row is lost or repeated."""
+        bad batch does not cost every later call the fast path. If the transformers pass has no memory for the batch,
+        that shows no fault of the batch: the backend stays on it, and :meth:`forward` halves the batch there (thrown
+        away, the model was loaded again for each half the fast path failed). No row is lost or repeated."""
         import torch
 
         with self._fallback_lock:
@@ -588,13 +590,25 @@ class TorchBackend:
                 trial = self._load_model(torch.float32).to(self.device)  # low dtypes: autocast
                 if self.torch_dtype != torch.float32:
                     self._check_dtype_runs(trial)
-                result = self._forward(units, pooling, layer_groups, skip, trial=trial)  # raises: the fast path is kept
-                log.warning("bertfeat: the fast CPU path (%s) failed on a batch (%s) that the transformers forward "
-                            "pass runs; using that from now on", self.rung, failure)
-                self.model, self.fast, self.rung = trial, None, f"transformers-{self.dtype}"
-                if self.torch_dtype != torch.float32:
-                    self._warn_if_slow()
+                try:
+                    result = self._forward(units, pooling, layer_groups, skip, trial=trial)
+                except (RuntimeError, MemoryError) as exc:
+                    if not _is_oom(exc):
+                        raise  # the batch's fault: the fast path is kept
+                    self._stay_on(trial, failure, "that the transformers forward pass has no memory for at once")
+                    raise
+                self._stay_on(trial, failure, "that the transformers forward pass runs")
         return self._forward(units, pooling, layer_groups, skip) if trial is None else result
+
+    def _stay_on(self, model, failure: str, how: str) -> None:
+        """Leave the fast path for the transformers forward pass of ``model``, for the rest of this backend's life."""
+        import torch
+
+        log.warning("bertfeat: the fast CPU path (%s) failed on a batch (%s) %s; using that from now on", self.rung,
+                    failure, how)
+        self.model, self.fast, self.rung = model, None, f"transformers-{self.dtype}"
+        if self.torch_dtype != torch.float32:
+            self._warn_if_slow()
 
     def _pad(self, units) -> tuple[np.ndarray, np.ndarray]:
         """``[prefix] + units + [suffix]``, right-padded to the longest: int64 ids and attention mask."""

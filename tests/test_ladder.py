@@ -412,6 +412,39 @@ def test_a_batch_that_fails_the_transformers_path_too_keeps_the_fast_path(tiny_b
     np.testing.assert_allclose(got[1:], want, atol=1e-5, rtol=0)
 
 
+def test_a_fast_path_failure_whose_transformers_trial_runs_out_of_memory_loads_the_model_once(tiny_bert, monkeypatch):
+    # The fast path failed on a batch (not for memory) and the transformers trial of that batch ran out of memory:
+    # the trial model was thrown away, the batch halved, and each half failed the fast path again and loaded the
+    # whole model again (a batch of 8 rows: 4 loads, each while memory was short). A trial that fails for memory
+    # has not shown the fault to be the batch's: the backend stays on the transformers pass, loaded once, and halves
+    # the batch there, as before the trial.
+    from bertfeat.encode import encode
+
+    recipe = BertEmbedder(model=tiny_bert, pooling="cls+mean", layers=-1).fit(["x"]).recipe_
+    backend = fresh_backend(tiny_bert, "float32")
+    monkeypatch.setattr(backend, "workers", 1)
+    monkeypatch.setattr(backend, "fast", lambda *a: (_ for _ in ()).throw(RuntimeError("simulated oneDNN failure")))
+    real_load, loads = TorchBackend._load_model, []
+
+    class LittleRam(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, **kwargs):
+            if input_ids.shape[0] > 1:
+                raise RuntimeError("DefaultCPUAllocator: can't allocate memory (simulated)")
+            return self.model(input_ids=input_ids, **kwargs)
+
+    monkeypatch.setattr(TorchBackend, "_load_model",
+                        lambda self, dtype: loads.append(dtype) or LittleRam(real_load(self, dtype)))
+    texts = [f"text number {i}" for i in range(8)]
+    got, _ = encode(texts, recipe, lambda: backend, batch_tokens=10_000)
+    assert len(loads) == 1
+    assert backend.fast is None and backend.rung == "transformers-float32"
+    np.testing.assert_allclose(got, reference(tiny_bert, texts), atol=1e-5, rtol=0)
+
+
 class _Broken(torch.nn.Module if torch else object):
     def forward(self, **kwargs):
         raise RuntimeError("transformers broke")
