@@ -153,6 +153,8 @@ _PYTHON_CALLS = {"y.astype(str)": "as.character(y)"}
 _PYTHON_ONLY = (SET_PARAMS_ASIDE, PICKLED_NOTE)
 # True, False and None standing alone ("cache_dir is None", "or None for that limit"), not inside a quoted text
 _CONSTANT = re.compile(r"(?<![\w'\"])(True|False|None)(?![\w'\"])")
+# a quoted text (kept as it is: a path, a prefix or a row's text of the user's, "/runs/None/f.csv") or a constant
+_QUOTED_OR_CONSTANT = re.compile(rf"""({_QUOTED.pattern}|"(?:[^"\\\n]|\\.)*")|{_CONSTANT.pattern}""")
 
 
 def _r_value(literal: str) -> str:
@@ -198,7 +200,7 @@ def r_advice(message: str, cli: bool = False) -> str:
         message = _STRING_LIST.sub(lambda m: ", ".join(_r_value(s.group(0)) for s in re.finditer(_STRING, m.group(0))),
                                    message)
         message = _CHOICE_RUN.sub(lambda m: re.sub(_STRING, lambda s: _r_value(s.group(0)), m.group(0)), message)
-    message = _CONSTANT.sub(lambda m: _r_value(m.group(1)), message)
+    message = _QUOTED_OR_CONSTANT.sub(lambda m: m.group(1) if m.group(1) is not None else _r_value(m.group(2)), message)
     return message if cli else _QUOTED.sub(lambda m: _r_value(m.group(0)), message)
 
 

@@ -256,6 +256,11 @@ def test_run_cli_gives_progress_to_r_line_by_line_as_it_comes(tiny_bert, tmp_pat
      'row 3 ("\u03a9") gives no token; model "/m/x" not found'),
     ("the model's limit and the users' texts; the text 'it\\'s \"so\"' is long",
      'the model\'s limit and the users\' texts; the text "it\'s \\"so\\"" is long'),
+    # (review hunt, 2026-11-26, session 9) True, False and None inside a quoted text of more than the one word (a
+    # path, a prefix, a row's text) became TRUE, FALSE and NULL: a file "/runs/NULL/f.csv" no one has; and in the
+    # command line's advice (cli=True), which keeps Python's quotes, alike
+    ("cannot read '/runs/None/f.csv'; the text 'a True story' and prefix='is False: ' and \"it's None\"; or None",
+     'cannot read "/runs/None/f.csv"; the text "a True story" and prefix = "is False: " and "it\'s None"; or NULL'),
 ])
 def test_python_advice_reaches_r_users_in_r_syntax(python, r):
     assert _r.r_advice(python) == r
@@ -266,6 +271,8 @@ def test_the_command_lines_advice_keeps_its_flags_for_bf_embed_file():
         "output 'o.parquet' exists; pass --overwrite (overwrite = TRUE) to replace it.")
     said = "column(s) ['year'] not found; 'year' is in the names of folders (year=2024/), not in the files"
     assert _r.r_advice(said, cli=True) == said  # bf_embed_file(keep_col = "year") on a hive-partitioned folder
+    assert _r.r_advice("input '/runs/True/*.csv' matches no file; or None", cli=True) == (
+        "input '/runs/True/*.csv' matches no file; or NULL")
 
 
 def test_the_cache_refusals_reach_r_without_the_pickled_pipelines_advice(tmp_path):
