@@ -153,8 +153,11 @@ _PYTHON_CALLS = {"y.astype(str)": "as.character(y)"}
 _PYTHON_ONLY = (SET_PARAMS_ASIDE, PICKLED_NOTE)
 # True, False and None standing alone ("cache_dir is None", "or None for that limit"), not inside a quoted text
 _CONSTANT = re.compile(r"(?<![\w'\"])(True|False|None)(?![\w'\"])")
-# a quoted text (kept as it is: a path, a prefix or a row's text of the user's, "/runs/None/f.csv") or a constant
-_QUOTED_OR_CONSTANT = re.compile(rf"""({_QUOTED.pattern}|"(?:[^"\\\n]|\\.)*")|{_CONSTANT.pattern}""")
+# a quoted text (kept as it is: a path, a prefix or a row's text of the user's, "/runs/None/f.csv", "set a=1"), or
+# a constant, or a name=value
+_QUOTED_TEXT = rf"""({_QUOTED.pattern}|"(?:[^"\\\n]|\\.)*")"""
+_QUOTED_OR_CONSTANT = re.compile(rf"""{_QUOTED_TEXT}|{_CONSTANT.pattern}""")
+_QUOTED_OR_KEYWORD = re.compile(rf"""{_QUOTED_TEXT}|{_KEYWORD.pattern}""")
 
 
 def _r_value(literal: str) -> str:
@@ -192,10 +195,12 @@ def r_advice(message: str, cli: bool = False) -> str:
         message = message.replace(python, "")
 
     def keyword(match):
-        name, value = match.group(1), match.group(2)
+        if match.group(1) is not None:  # a quoted text: its words are the user's
+            return match.group(1)
+        name, value = match.group(2), match.group(3)
         return f"`{name}`" if value is None else f"{name} = {_r_value(value)}"
 
-    message = _KEYWORD.sub(keyword, message)
+    message = _QUOTED_OR_KEYWORD.sub(keyword, message)
     if not cli:
         message = _STRING_LIST.sub(lambda m: ", ".join(_r_value(s.group(0)) for s in re.finditer(_STRING, m.group(0))),
                                    message)

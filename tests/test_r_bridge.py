@@ -261,6 +261,9 @@ def test_run_cli_gives_progress_to_r_line_by_line_as_it_comes(tiny_bert, tmp_pat
     # command line's advice (cli=True), which keeps Python's quotes, alike
     ("cannot read '/runs/None/f.csv'; the text 'a True story' and prefix='is False: ' and \"it's None\"; or None",
      'cannot read "/runs/None/f.csv"; the text "a True story" and prefix = "is False: " and "it\'s None"; or NULL'),
+    # and a name=value inside one became R's "name = value": the text "set a = 1 and b = NULL"
+    ("row 2: the text 'set a=1 and b=None' is long; pass max_length=512",
+     'row 2: the text "set a=1 and b=None" is long; pass max_length = 512'),
 ])
 def test_python_advice_reaches_r_users_in_r_syntax(python, r):
     assert _r.r_advice(python) == r
