@@ -502,7 +502,10 @@ class _Namespace:
         """Maintenance (compact, info) that reads every shard says the shards it sets aside when it is done, and
         never stops on its own notice: where warnings are errors (``python -W error``) a notice goes to the
         ``bertfeat`` logger instead, so compact still removes the corrupt shard it was called to remove (and lists
-        it in its result, as info does). The caller's warnings filters are left as they are."""
+        it in its result, as info does). The caller's warnings filters are left as they are.
+
+        A shard whose notice was only logged is not set aside for the process: the next lookup that meets it warns,
+        and where warnings are errors stops, as it would have without the listing (docs/cache.md)."""
         if threading.get_ident() in self._held:  # within another: said when that one is done
             yield
             return
@@ -511,8 +514,11 @@ class _Namespace:
             yield
         finally:
             del self._held[threading.get_ident()]
-            for message in held:
-                notice(message, CacheWarning)
+            for name, into, message in held:
+                if not notice(message, CacheWarning):
+                    with self._lock:
+                        self._warned.discard(name)
+                        into.discard(name)
 
     def _mark_bad(self, name: str, exc: BaseException) -> None:
         self._set_aside(name, self.bad,
@@ -534,7 +540,7 @@ class _Namespace:
         if name not in self._warned:
             held = self._held.get(threading.get_ident())
             if held is not None:
-                held.append(message)
+                held.append((name, into, message))
             else:
                 warnings.warn(message, CacheWarning, stacklevel=user_stacklevel())
             self._warned.add(name)

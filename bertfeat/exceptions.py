@@ -46,10 +46,11 @@ def user_stacklevel() -> int:
     return level
 
 
-def notice(message: str, category: type[Warning]) -> None:
+def notice(message: str, category: type[Warning]) -> bool:
     """Warn ``message`` from where bertfeat goes on (or is already raising something else): where warnings are
     errors (``python -W error``), it goes to the ``bertfeat`` logger instead of being raised, so a notice never stops
-    the work it reports on, nor takes the place of the error that stopped it. The caller's filters are untouched."""
+    the work it reports on, nor takes the place of the error that stopped it. The caller's filters are untouched.
+    Returns whether it was warned (False: logged)."""
     import warnings
 
     try:
@@ -58,3 +59,5 @@ def notice(message: str, category: type[Warning]) -> None:
         import logging
 
         logging.getLogger("bertfeat").warning("%s", message)
+        return False
+    return True

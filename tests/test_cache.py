@@ -426,6 +426,32 @@ def test_a_damaged_shard_under_warnings_as_errors_is_reported_on_every_call_not_
     assert stats.cache_hits == 40  # the recomputed texts were cached anew
 
 
+def test_a_damaged_shard_listed_by_info_where_warnings_are_errors_still_stops_each_later_call(tmp_path, caplog):
+    """Cache.info() under -W error logs a damaged shard instead of raising (it must finish its listing), and it set the
+    shard aside for the process as if the warning had been shown: every later call then went on silently without it,
+    where before info each call raised until compact. A shard only logged is now not set aside: later calls still
+    stop on it; where the warning was shown, it is said once per process, as for a lookup."""
+    import logging
+
+    recipe, (first, _) = _two_shards(tmp_path)
+    first.write_bytes(first.read_bytes()[:50])
+    cache = Cache(tmp_path)
+    with warnings.catch_warnings(), caplog.at_level(logging.WARNING, logger="bertfeat"):
+        warnings.simplefilter("error")
+        assert cache.info()[0].corrupt == [first.name]
+        assert cache.info()[0].corrupt == [first.name]  # and said again by a second listing
+        for _ in range(2):
+            with pytest.raises(CacheWarning, match=first.name):
+                encode(TEXTS, recipe, CountingBackend, cache=cache)
+    assert [r.getMessage() for r in caplog.records if first.name in r.getMessage()] != [] and len(caplog.records) == 2
+    with pytest.warns(CacheWarning, match=first.name):
+        cache.info()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # shown once: set aside for the process
+        _, stats = encode(TEXTS, recipe, CountingBackend, cache=cache)
+    assert (stats.cache_hits, stats.cache_misses) == (20, 20)
+
+
 def test_truncated_shard_is_reported_ignored_and_its_texts_recomputed(tmp_path):
     recipe, (first, second) = _two_shards(tmp_path)
     data = first.read_bytes()
