@@ -181,7 +181,13 @@ def prompts(root: Path, name: str) -> dict:
             f"model={name!r}: {f} says \"default_prompt_name\": {json.dumps(default)}, where the name of one of its "
             "prompts or null is expected: fix the file, or download the model again."
         )
-    return {"prompts": tuple(found.items()), "default_prompt_name": default if default in found else None}
+    if default is not None and default not in found:  # sentence-transformers refuses to load such a model
+        raise ModelNotAvailableError(
+            f"model={name!r}: {f} says \"default_prompt_name\": {json.dumps(default)}, which names none of its "
+            f"prompts ({list(found)}); sentence-transformers refuses to load it too: fix the file (name one of the "
+            "prompts, or null), or download the model again."
+        )
+    return {"prompts": tuple(found.items()), "default_prompt_name": default}
 
 
 # sentence-transformers' poolings, in the order it concatenates them, with the keys older saves say them by; bertfeat's

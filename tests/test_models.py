@@ -547,6 +547,10 @@ BROKEN_ST_FILES = [
     # (found reviewing the merge) a default_prompt_name that is no name failed with "unhashable type: 'list'"
     ("config_sentence_transformers.json", '{"prompts": {"query": "query: "}, "default_prompt_name": ["query"]}',
      r"says \"default_prompt_name\": \[\"query\"\], where the name of one of its prompts or null is expected"),
+    # (leftovers hunt) a default_prompt_name that names no prompt was ignored quietly (sentence-transformers refuses
+    # the model: "Default prompt name 'passage' not found in the configured prompts dictionary")
+    ("config_sentence_transformers.json", '{"prompts": {"query": "query: "}, "default_prompt_name": "passage"}',
+     r"says \"default_prompt_name\": \"passage\", which names none of its prompts \(\['query'\]\)"),
     ("config.json", '{"model_type": "bert", "hidden_size": 32,', r"config.json is not valid JSON"),
     ("tokenizer_config.json", '{"model_max_length": 64', r"tokenizer_config.json is not valid JSON"),
 ]
