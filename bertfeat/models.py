@@ -75,6 +75,9 @@ class ModelSpec:
     # the Pooling config's include_prompt: false where sentence-transformers pools a text without its prompt's tokens;
     # so does bertfeat's mean and max pooling of a prefix (Recipe.pool_prefix)
     st_include_prompt: bool = True
+    # the Transformer module's settings file its max_seq_length and do_lower_case were read from
+    # (sentence_bert_config.json, or an older save's sentence_<family>_config.json), if it has one
+    st_settings_file: str | None = None
     # the folder ``name`` resolved to (``path`` may be its Transformer module's subfolder): what model= can name
     folder: str = ""
 
@@ -230,6 +233,10 @@ def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple
     offset = _position_offset(config)
     tok_max = _tokenizer_max_length(root, name)
     max_length = min(int(max_pos) - offset, tok_max) if tok_max else int(max_pos) - offset
+    if st and st["st_max_seq_length"] is None:
+        # where its settings file gives no max_seq_length (sentence-transformers 6 saves none), sentence-transformers
+        # reads the tokenizer's model_max_length, capped at max_position_embeddings
+        st["st_max_seq_length"] = min(int(max_pos), tok_max) if tok_max else int(max_pos)
     stable_config = {k: v for k, v in config.items() if not k.startswith("_") and k not in _VOLATILE_CONFIG_KEYS}
     revision = top.name if re.fullmatch(r"[0-9a-f]{40}", top.name) else None
     return ModelSpec(

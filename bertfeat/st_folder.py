@@ -141,7 +141,8 @@ def sentence_transformers_config(root: Path, encoder: Path, entries: list | None
                 "expected: fix the file, or download the model again."
             )
     return {"st_pooling": pooling, "st_normalize": normalize, "st_max_seq_length": st_max,
-            "st_not_applied": tuple(not_applied), "st_do_lower_case": lower, "st_include_prompt": include_prompt}
+            "st_not_applied": tuple(not_applied), "st_do_lower_case": lower, "st_include_prompt": include_prompt,
+            "st_settings_file": sb.name if sb is not None else None}
 
 
 # The Transformer module's own settings file, in its folder, by the names sentence-transformers tries in turn (older

@@ -511,10 +511,12 @@ def test_info_reports_a_sentence_transformers_models_own_pooling(tiny_bert, tmp_
     (model / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 48}))
     info = describe(str(model), machine=False)
     assert info["own_pooling"] == {"pooling": "cls+mean", "normalize": True, "max_seq_length": 48,
-                                   "do_lower_case": False, "not_applied": [], "include_prompt": True}
+                                   "do_lower_case": False, "not_applied": [], "include_prompt": True,
+                                   "settings_file": "sentence_bert_config.json"}
     assert describe(tiny_bert, machine=False)["own_pooling"] == {"pooling": None, "normalize": False,
                                                                  "max_seq_length": None, "do_lower_case": False,
-                                                                 "not_applied": [], "include_prompt": True}
+                                                                 "not_applied": [], "include_prompt": True,
+                                                                 "settings_file": None}
     # describe() is what `bertfeat info` runs with no arguments: the bundled model and the machine report
     defaults = {k: p.default for k, p in inspect.signature(describe).parameters.items()}
     assert defaults == {"model": "default", "machine": True}
@@ -549,6 +551,42 @@ def test_info_reports_a_sentence_transformers_models_own_pooling(tiny_bert, tmp_
     (other / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 32,
                                                                  "pooling_mode_max_tokens": True}))
     assert describe(str(other), machine=False)["own_pooling"]["pooling"] == "max"
+
+
+def test_info_reads_max_seq_length_and_lowercasing_where_sentence_transformers_does(tiny_bert, tmp_path):
+    # (leftovers hunt) a model saved by sentence-transformers 6 keeps its length in the tokenizer (model_max_length in
+    # tokenizer_config.json; its sentence_bert_config.json has no max_seq_length), and `bertfeat info` showed
+    # max_seq_length=None where sentence-transformers reads 20 (capped at max_position_embeddings); and an older
+    # save's sentence_roberta_config.json with do_lower_case was said to be "in sentence_bert_config.json".
+    import contextlib
+    import io
+    import shutil
+
+    from bertfeat.cli.info import describe
+
+    model = tmp_path / "st6"
+    shutil.copytree(tiny_bert, model)
+    (model / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.base.modules.transformer.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    (model / "1_Pooling").mkdir()
+    (model / "1_Pooling" / "config.json").write_text(json.dumps({"embedding_dimension": 32, "pooling_mode": "mean"}))
+    (model / "sentence_bert_config.json").write_text(json.dumps({"transformer_task": "feature-extraction"}))
+    tok_config = json.loads((model / "tokenizer_config.json").read_text())
+    max_pos = json.loads((model / "config.json").read_text())["max_position_embeddings"]
+    for kept, read in ((20, 20), (None, max_pos), (10**30, max_pos), (max_pos + 100, max_pos)):
+        (model / "tokenizer_config.json").write_text(json.dumps(
+            {**{k: v for k, v in tok_config.items() if k != "model_max_length"},
+             **({"model_max_length": kept} if kept is not None else {})}))
+        assert describe(str(model), machine=False)["own_pooling"]["max_seq_length"] == read, kept
+    (model / "sentence_bert_config.json").unlink()
+    (model / "sentence_roberta_config.json").write_text(json.dumps({"max_seq_length": 16, "do_lower_case": True}))
+    assert describe(str(model), machine=False)["own_pooling"]["max_seq_length"] == 16
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        assert main(["info", str(model), "--no-machine"]) == 0
+    assert ("lowercase:    do_lower_case=True in sentence_roberta_config.json: every text (its prefix with it) is "
+            "lowercased before the tokenizer, as sentence-transformers does") in out.getvalue().splitlines()
+    assert describe(tiny_bert, machine=False)["own_pooling"]["max_seq_length"] is None  # not a sentence-transformers one
 
 
 def test_info_measures_the_machine_at_the_models_own_shapes(tiny_bert, monkeypatch):
@@ -885,8 +923,9 @@ def test_a_sentence_transformers_model_with_modules_bertfeat_does_not_apply_says
     (model / "2_Dense").mkdir()
     (model / "2_Dense" / "config.json").write_text(json.dumps({"in_features": 32, "out_features": 16}))
     assert describe(str(model), machine=False)["own_pooling"] == {
-        "pooling": "cls", "normalize": True, "max_seq_length": None, "do_lower_case": False,
-        "not_applied": ["Dense (2_Dense)", "LayerNorm (3_LayerNorm)"], "include_prompt": True}
+        "pooling": "cls", "normalize": True, "max_seq_length": 64, "do_lower_case": False,  # the tokenizer's, as
+        "not_applied": ["Dense (2_Dense)", "LayerNorm (3_LayerNorm)"], "include_prompt": True,  # s-t reads it
+        "settings_file": None}
     with contextlib.redirect_stdout(io.StringIO()) as out:
         assert main(["info", str(model), "--no-machine"]) == 0
     line = next(line for line in out.getvalue().splitlines() if line.startswith("not applied:"))

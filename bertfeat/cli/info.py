@@ -76,6 +76,7 @@ def describe(model: str = "default", machine: bool = True) -> dict:
             "do_lower_case": spec.st_do_lower_case,
             "not_applied": list(spec.st_not_applied),
             "include_prompt": spec.st_include_prompt,
+            "settings_file": spec.st_settings_file,
         },
         "prompts": dict(spec.prompts),
         "default_prompt_name": spec.default_prompt_name,
@@ -126,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         "own pooling:  " + (f"{own['pooling']}{_not_offered(own['pooling'])}, normalize={own['normalize']}, "
                             f"max_seq_length={own['max_seq_length']}"
                             if own["pooling"] else "none declared (not a sentence-transformers model)"),
-        *(["lowercase:    do_lower_case=True in sentence_bert_config.json: every text (its prefix with it) is "
+        *([f"lowercase:    do_lower_case=True in {own['settings_file']}: every text (its prefix with it) is "
            "lowercased before the tokenizer, as sentence-transformers does"] if own["do_lower_case"] else []),
         *([f"not applied:  {', '.join(own['not_applied'])}, which the model's sentence embeddings pass through "
            "after its pooling: bertfeat's features are the encoder's pooled hidden states, not those embeddings"]
