@@ -457,6 +457,7 @@ issue_python_warnings <- function(warnings) {
 #' @param ... Further options of `bertfeat embed`, as `name = value`: `max_length = 256` becomes
 #'   `--max-length=256`; `TRUE` passes a bare flag and `FALSE` or `NULL` passes nothing. `keep_col` takes a
 #'   character vector, the columns copied into the output (`keep_col = c("id", "label")`); `id_col` one column.
+#'   `layers` takes whole numbers as in [bf_embed()] (`layers = c(-1, -2)`), or the command line's string `"-1,-2"`.
 #'
 #' @return `output`, invisibly. The command's summary of the finished job (rows, dims, texts embedded and from
 #'   the cache, truncated (or, with `long_text = "chunk"`, chunked) and missing texts) comes as a message of class
@@ -529,6 +530,10 @@ cli_options <- function(options, call = rlang::caller_env()) {
   unlist(lapply(names(options), function(name) {
     value <- options[[name]]
     flag <- paste0("--", gsub("_", "-", name, fixed = TRUE))
+    if (name == "layers" && !is.null(value) && !is.character(value)) {
+      # as bf_embed() takes them (c(-1, -2)), with its checks, in the command line's syntax ("-1,-2")
+      value <- paste(check_whole(value, "layers", call = call), collapse = ",")
+    }
     if (is.null(value) || identical(value, FALSE)) {
       return(NULL)
     }

@@ -9,8 +9,26 @@ test_that("bf_embed_file() checks its input before running anything", {
   expect_error(bf_embed_file(csv_with_text("a"), tempfile(), text_col = 1), class = "bertfeat_error_argument")
   expect_error(bf_embed_file(csv_with_text("a"), tempfile(), "review", pooling = "avg"),
                class = "bertfeat_error_argument")
-  expect_error(bf_embed_file(csv_with_text("a"), tempfile(), "review", layers = c(1, 2)),
-               class = "bertfeat_error_argument")
+  # layers as bf_embed() takes them: whole numbers (a vector is several layers), checked before anything runs
+  for (layers in list(c(1, NA), c(-1, 1.5), list(-1, -2), c(TRUE, FALSE))) {
+    expect_error(bf_embed_file(csv_with_text("a"), tempfile(), "review", layers = layers),
+                 class = "bertfeat_error_argument")
+  }
+})
+
+test_that("bf_embed_file() takes layers as a vector of whole numbers, as bf_embed() does, or as the command's string", {
+  # `layers = c(-1, -2)` was refused ("must be a single value"): users had to write the command line's "-1,-2"
+  input <- csv_with_text(c("a cat sat", "stocks fell"))
+  read <- lapply(list(c(-1L, -2L), c(-1, -2), "-1,-2"), function(layers) {
+    output <- tempfile("bertfeat-out-", fileext = ".parquet")
+    suppressMessages(bf_embed_file(input, output, "review", pooling = "mean", layers = layers, layer_agg = "concat"))
+    bf_read_features(output)$x
+  })
+  expect_identical(read[[1]], read[[3]])
+  expect_identical(read[[2]], read[[3]])
+  expect_identical(colnames(read[[1]])[c(1, 385)], c("review_mean_l6_000", "review_mean_l5_000"))
+  expect_equal(unname(read[[1]]), unname(bf_embed(c("a cat sat", "stocks fell"), pooling = "mean",
+                                                  layers = c(-1, -2), layer_agg = "concat")), tolerance = 1e-6)
 })
 
 test_that("in a C locale a path past ASCII is refused for the locale, not said not to exist", {
