@@ -23,6 +23,7 @@ import numpy as np
 
 from bertfeat.cache import PICKLED_NOTE, SET_PARAMS_ASIDE
 from bertfeat.embedder import BertEmbedder
+from bertfeat.sources import input_found  # noqa: F401  (R's pre-check of bf_embed_file()'s input)
 
 
 # How torch was imported in this process: "deepbind" (by this module, inside R), "plain", or None (not yet).
@@ -83,26 +84,6 @@ def column_form_hint(absent, names) -> str:
     from bertfeat.inputs import unicode_form_hint
 
     return r_advice(unicode_form_hint(_as_list(absent), _as_list(names), r=True)).strip()
-
-
-def input_found(path) -> bool:
-    """Whether ``bertfeat embed`` finds something at ``path``: a file or folder, or a glob that matches a file or folder
-    as the command line matches one (``**`` any depth of folders, ``_``-prefixed names hidden), for R's pre-check of
-    ``bf_embed_file()``'s input, so one rule says what a glob matches (R's ``Sys.glob()`` has no ``**``). A folder
-    the walk cannot read, and a URL (``s3://...``, which the command refuses saying how to reach it), are the command's
-    to name: found."""
-    from bertfeat.sources import _glob, is_pattern, is_url
-
-    path = str(path)
-    if is_url(path):
-        return True
-    if not is_pattern(path):
-        return os.path.exists(path)
-    try:
-        files, folders = _glob(path)
-    except OSError:
-        return True
-    return bool(files or folders)
 
 
 def matrix_payload(X) -> tuple[bytearray, int, int]:

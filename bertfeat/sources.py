@@ -418,6 +418,24 @@ def _no_parquet(path: str, folder: Path, exclude=()) -> str:
             f"one file; {_ONE_CSV}.")
 
 
+def input_found(path) -> bool:
+    """Whether ``path`` names something :func:`resolve_input` reads: a file or folder, or a glob that matches a file or
+    folder by the rule of :func:`resolve_input` (``**`` any depth of folders, ``_``-prefixed names hidden), for R's
+    pre-check of ``bf_embed_file()``'s input, so one rule says what a glob matches (R's ``Sys.glob()`` has no ``**``).
+    A folder the walk cannot read, and a URL (``s3://...``, which the command refuses saying how to reach it), are
+    the command's to name: found."""
+    path = str(path)
+    if is_url(path):
+        return True
+    if not is_pattern(path):
+        return os.path.exists(path)
+    try:
+        files, folders = _glob(path)
+    except OSError:
+        return True
+    return bool(files or folders)
+
+
 def is_pattern(path: str) -> bool:
     """Whether ``path`` is a glob: it holds ``*``, ``?`` or ``[`` and names no file or folder. A name that exists is
     read as named: ``reviews[1].csv`` taken for a pattern would read ``reviews1.csv``, another file."""

@@ -874,3 +874,25 @@ def test_a_glob_matches_what_python_glob_matches_with_names_starting_with_unders
         assert got == want
     finally:
         shutil.rmtree(base)
+
+
+def test_input_found_is_resolve_inputs_rule_for_what_an_input_names(tmp_path, monkeypatch):
+    # R's pre-check of bf_embed_file()'s input (bertfeat._r.input_found) called the private sources._glob; the rule
+    # now lives beside resolve_input as sources.input_found, and says found exactly where resolve_input finds files
+    from bertfeat import _r, sources
+
+    assert _r.input_found is sources.input_found
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "_hidden").mkdir()
+    pd.DataFrame({"t": ["x"]}).to_parquet(tmp_path / "a" / "b" / "x.parquet")
+    pd.DataFrame({"t": ["y"]}).to_parquet(tmp_path / "_hidden" / "y.parquet")
+    monkeypatch.chdir(tmp_path)
+    for path in ("**/*.parquet", "a/**/x.parquet", "*/*/x.parquet", "a", "*/y.parquet", "*.parquet", "nope*/x.parquet",
+                 "a/b/x.parquet", "a/b/z.parquet"):
+        try:
+            sources.resolve_input(path)
+            read = True
+        except FileNotFoundError:
+            read = False
+        assert sources.input_found(path) is read, path
+    assert sources.input_found("s3://bucket/data/*.parquet")  # the command's to refuse, saying how to reach it
