@@ -300,6 +300,7 @@ def test_a_local_job_started_outside_spark_submit_runs_its_workers_on_this_pytho
     assert run.returncode == 0, run.stderr[-3000:]
     assert pq.read_table(tmp_path / "out").column("id").to_pylist() == make_frame(6, seed=9)["id"].tolist()
     assert jvm_lines(run.stderr) == []  # --quiet: Spark's WARN lines at start, before the session had a level
+    assert "FutureWarning" not in run.stderr  # pyspark's pandas-version notice (pandas 3), twice before
 
 
 def jvm_lines(stderr: str) -> list[str]:

@@ -1252,3 +1252,26 @@ def test_a_task_whose_libraries_tokenize_otherwise_fails_the_job_before_it_embed
     assert str(bspark._mistake_in(RuntimeError(str(err.value)))).startswith(
         f"a Spark task on host {socket.gethostname()!r} tokenizes texts into other ids than the driver")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_quiet_job_leaves_out_pysparks_pandas_version_notice_and_nothing_else(monkeypatch, tmp_path):
+    # `bertfeat embed --engine spark --quiet` printed pyspark's "FutureWarning: PySpark does not yet fully support
+    # pandas >= 3.0.0" twice on stderr (at its import and at the pandas UDF), a notice about versions, not the job.
+    # Now a quiet job leaves that one notice out, and shows every other warning; a job that is not quiet shows it.
+    notice = ("PySpark does not yet fully support pandas >= 3.0.0. Some features may not work correctly. It is "
+              "recommended to use pandas < 3.0.0 for now.")
+
+    @bspark._without_pandas_notice_if_quiet
+    def job(*, quiet=False):
+        warnings.warn(notice, FutureWarning)
+        warnings.warn("something else pyspark says", FutureWarning)
+        warnings.warn("a note of bertfeat's", UserWarning)
+        return "manifest"
+
+    for quiet in (True, False):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert job(quiet=quiet) == "manifest"
+        assert [str(w.message) for w in caught] == ([] if quiet else [notice]) + [
+            "something else pyspark says", "a note of bertfeat's"]
+    assert bspark.embed_files.__wrapped__.__name__ == "embed_files"  # the job itself runs under it
