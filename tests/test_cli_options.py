@@ -586,7 +586,7 @@ def test_info_reads_max_seq_length_and_lowercasing_where_sentence_transformers_d
         assert main(["info", str(model), "--no-machine"]) == 0
     assert ("lowercase:    do_lower_case=True in sentence_roberta_config.json: every text (its prefix with it) is "
             "lowercased before the tokenizer, as sentence-transformers does") in out.getvalue().splitlines()
-    assert describe(tiny_bert, machine=False)["own_pooling"]["max_seq_length"] is None  # not a sentence-transformers one
+    assert describe(tiny_bert, machine=False)["own_pooling"]["max_seq_length"] is None  # no s-t model: none
 
 
 def test_info_measures_the_machine_at_the_models_own_shapes(tiny_bert, monkeypatch):
