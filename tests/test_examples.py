@@ -62,3 +62,15 @@ def test_austen_logreg_on_cli_features(tiny_bert, tmp_path):
                  "--model", tiny_bert, "--out", str(tmp_path / "f.parquet"), "--quiet", "--long-text", "chunk"]) == 0
     accuracy = austen_logreg.main(["--features", str(tmp_path / "f.parquet"), "--folds", "2"])
     assert 0 <= accuracy <= 1
+
+
+def test_austen_sample_larger_than_a_novel_takes_all_of_that_novel():
+    """`PER_BOOK=N bash scripts/main.sh` (the README) passes N to --per-book; Northanger Abbey has 696 paragraphs of 20
+    words or more, so N=700 failed in pandas' sample ("Cannot take a larger sample than population") after the set-up.
+    As the R twin (examples/austen_glmnet.R) does, a novel with fewer paragraphs gives all of them."""
+    import austen_logreg
+
+    counts = austen_logreg.load_austen(700)["book"].value_counts()
+    assert counts["Northanger Abbey"] == 696 and counts["Persuasion"] == 700 and counts["Emma"] == 700
+    assert austen_logreg.load_austen(700).equals(austen_logreg.load_austen(700))  # reproducible
+    assert (austen_logreg.load_austen(12)["book"].value_counts() == 12).all()
