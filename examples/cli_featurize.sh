@@ -16,9 +16,10 @@ df = pd.read_csv('$HERE/data/fine_foods.csv.gz').head($N)
 df[['id', 'score', 'review']].to_csv('$WORK/reviews.csv', index=False)
 "
 
-# --infer-types: the kept score is a number to model (CSV kept columns are otherwise kept as written, as text)
+# the kept columns come as written, as text: id (food-0001, ...) and score ("great" or "other"); a CSV's numbers
+# would need --infer-types to be read as numbers
 "$PY" -m bertfeat embed "$WORK/reviews.csv" --text-col review --keep-col id --keep-col score \
-    --out "$OUT" --long-text chunk --infer-types --overwrite
+    --out "$OUT" --long-text chunk --overwrite
 
 "$PY" -c "
 import json, pyarrow.parquet as pq
@@ -26,4 +27,5 @@ t = pq.read_table('$OUT')
 meta = json.loads(t.schema.metadata[b'bertfeat'])
 print(f'{t.num_rows} rows x {t.num_columns} columns: {t.column_names[:3]} ... {t.column_names[-1]}')
 print(f'model {meta[\"model_label\"]}, pooling {meta[\"pooling\"]}, layers {meta[\"layers\"]}, {meta[\"dims\"]} dims')
+print('kept: ' + ', '.join(f'{c} {t.schema.field(c).type} ({t.column(c)[0]})' for c in ('id', 'score')))
 "

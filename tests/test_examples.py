@@ -48,6 +48,9 @@ def test_cli_featurize_script(tmp_path):
                          capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "25 rows x 770 columns: ['id', 'score', 'review_cls_000']" in res.stdout
+    # the script's comment says what the kept columns come as (it once said --infer-types made score a number to
+    # model: score is "great" or "other", text either way)
+    assert "kept: id string (food-0001), score string (other)" in res.stdout
 
 
 def test_austen_logreg_on_cli_features(tiny_bert, tmp_path):
