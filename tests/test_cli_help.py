@@ -158,6 +158,31 @@ def test_the_synopsis_names_only_options_that_exist(command):
         assert shown == takes, f"docs/cli.md's synopsis misses options of bertfeat {command}: {sorted(takes - shown)}"
 
 
+def test_every_example_in_the_help_is_one_whole_command_that_parses(columns):
+    """Users copy the examples of ``--help``: each is a command the parser takes, shown as it is typed. A backslash
+    at the end of a line inside a Python string joins the lines, so probe's third example once read
+    ``--model ./e5-small       --prompt-name query`` on one line of 155 characters; and probe's description, in a
+    raw layout, ran to 131 characters where every other line keeps within the 120 the help texts are wrapped to."""
+    import shlex
+
+    parser = build_parser()
+    examples = 0
+    for words, text in helps(parser):
+        assert max(len(line) for line in text.splitlines()) <= 120, (words, max(text.splitlines(), key=len))
+        if "examples:\n" not in text:
+            continue
+        block = re.sub(r"\\\n\s*", " ", text.split("examples:\n", 1)[1].split("\n\n", 1)[0])  # a shell's continuation
+        for line in block.splitlines():
+            command = re.split(r"\s{2,}(?:#|[a-z])", line.strip(), maxsplit=1)[0]  # cache's examples say what each does
+            assert command.startswith("bertfeat ") and "   " not in command, (words, line)
+            try:
+                parser.parse_args(shlex.split(command)[1:])
+            except SystemExit:
+                pytest.fail(f"{' '.join(words)} --help shows an example the parser refuses: {command}")
+            examples += 1
+    assert examples >= 12
+
+
 @pytest.mark.parametrize("command", ["embed", "info", "probe", "cache"])
 def test_the_help_is_the_same_under_python_oo_and_each_description_is_whole(command):
     """``python -OO`` / ``PYTHONOPTIMIZE=2`` (some Docker images and deployments) strips docstrings, and embed, info

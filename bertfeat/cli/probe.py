@@ -10,14 +10,15 @@ from bertfeat.cli._options import HELP, add_prefix_options, non_negative_int, po
 from bertfeat.recipe import DTYPES, LONG_TEXT_MODES
 
 # --help's description: not read from the docstring, which python -OO (PYTHONOPTIMIZE=2) strips
-DESCRIPTION = ("score every pooling x layer choice, alone and beside TF-IDF, on a labelled file and recommend the "
+# (shown as written: the raw layout keeps the examples' lines)
+DESCRIPTION = ("score every pooling x layer choice, alone and beside TF-IDF, on a labelled file and recommend the\n"
                "features, printed as Python code.")
 
 EXAMPLES = """
 examples:
   bertfeat probe reviews.csv --text-col review --label-col stars --plot probe.png
   bertfeat probe data.parquet --text-col text --label-col y --task regression --cv 10 --json probe.json
-  bertfeat probe reviews.csv --text-col review --label-col stars --model default --model ./e5-small \
+  bertfeat probe reviews.csv --text-col review --label-col stars --model default --model ./e5-small \\
       --prompt-name query --cache-dir ~/.cache/bertfeat
 """
 
