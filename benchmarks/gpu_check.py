@@ -1,6 +1,6 @@
 """The first-GPU-run check: everything about bertfeat's GPU path that cannot be tested on a CPU, in one command.
 
-    PYTHONPATH=. python -m benchmarks.gpu_check            # about 5 minutes on one GPU; --quick for a smoke run
+    PYTHONPATH=. python -m benchmarks.gpu_check            # 90 s on an H200 or H100; --quick for a smoke run
 
 It runs the test suite's GPU tests, then measures and prints one table of checks, each PASS or FAIL against a
 stated bound (see docs/performance.md, "The GPU check", for what each line means). Models are random-weight BERTs of
