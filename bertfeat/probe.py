@@ -257,8 +257,8 @@ def probe(
     --------
     >>> import pandas as pd
     >>> from bertfeat import probe
-    >>> df = pd.read_csv("data/fine_foods.csv.gz").head(60)
-    >>> result = probe(df["review"], df["score"], cv=3, baseline=False, unions=0)
+    >>> df = pd.read_csv("data/fine_foods.csv.gz").head(40)
+    >>> result = probe(df["review"], df["score"], cv=2, poolings=["mean"], baseline=False, unions=0)
     >>> result.metric, result.recommended_kind, sorted(result.recommended)
     ('roc_auc', 'embedding', ['layer_agg', 'layers', 'model', 'pooling'])
     """
