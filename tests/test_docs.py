@@ -235,3 +235,49 @@ def test_the_gpu_figures_docs_performance_md_quotes_are_the_recorded_runs():
                                           flags=re.M) for s in s if s]
     stated = int(re.search(r"benchmarks\.gpu_check +# (\d+) s on", doc).group(1))
     assert seconds and all(abs(s - stated) <= 10 for s in seconds), (seconds, stated)
+
+
+def _documented_command_lines():
+    """(doc, line) for each whole ``bertfeat ...`` command in a code block of the README, docs/*.md (the generated
+    reference aside) and the shell scripts users copy from, continuation lines joined and comments dropped."""
+    sources = ["README.md", *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md")
+                                    if p.name != "cli-help.md"), "examples/cli_featurize.sh", "scripts/main.sh"]
+    for doc in sources:
+        text = (ROOT / doc).read_text(encoding="utf-8")
+        blocks = re.findall(r"```[a-z]*\n(.*?)```", text, flags=re.S) if doc.endswith(".md") else [text]
+        for block in blocks:
+            for line in re.sub(r"\\\n\s*", " ", block).splitlines():
+                found = re.match(r"\s*(?:\S+ -m )?bertfeat ((?:embed|info|cache|probe)\b.*)", line)
+                if found:  # what follows two spaces and a word or a '#' says what the command does
+                    yield doc, re.split(r"\s{2,}(?=#|[a-z])", found.group(1))[0].strip()
+
+
+def test_every_command_line_the_docs_show_is_one_the_parser_takes():
+    """Users copy the docs' command lines: each takes only options that exist, with values they accept (parsed, not
+    run; the synopsis blocks, in brackets, are test_cli_help.py's)."""
+    import argparse
+    import contextlib
+    import io
+    import shlex
+
+    from bertfeat.cli import build_parser
+
+    parser = build_parser()
+    stack = [parser]
+    while stack:  # the docs write options whole: argparse would take '--prompt' for '--prompt-name'
+        p = stack.pop()
+        p.allow_abbrev = False
+        stack += [c for a in p._actions if isinstance(a, argparse._SubParsersAction) for c in a.choices.values()]
+    checked = []
+    for doc, command in _documented_command_lines():
+        if "[" in command.replace("'local[4]'", "") or "..." in command:  # a synopsis, or a command left open
+            continue
+        words = shlex.split(command.replace('"$OUT"', "f.parquet").replace('"$WORK/reviews.csv"', "r.csv"))
+        try:
+            with contextlib.redirect_stderr(io.StringIO()) as err:
+                parser.parse_args(words)
+        except SystemExit:
+            pytest.fail(f"{doc} shows a command bertfeat refuses: bertfeat {command}\n{err.getvalue()}")
+        checked.append(doc)
+    assert {"README.md", "docs/ray.md", "docs/spark.md", "examples/cli_featurize.sh", "scripts/main.sh"} <= set(checked)
+    assert len(checked) >= 12
