@@ -201,6 +201,25 @@ def test_the_help_is_the_same_under_python_oo_and_each_description_is_whole(comm
     assert parser.description is None or parser.description.rstrip().endswith("."), parser.description
 
 
+def test_the_help_of_an_option_some_engines_refuse_or_read_otherwise_says_which(tmp_path, capsys):
+    """--chunk-chars and --checkpoint-every are refused with --engine ray or spark, and --chunk-rows is Spark's rows
+    per batch too (docs/cli.md, docs/spark.md); the help said nothing of the first two's engine, and named only Ray
+    for the last, so a Spark user read '--chunk-rows' as the local engine's resume unit only."""
+    from bertfeat.cli import main
+
+    data = tmp_path / "in.csv"
+    data.write_text("id,t\n1,a\n")
+    embed = subcommands(build_parser())["embed"]
+    helps = {s: a.help for a in embed._actions for s in a.option_strings}
+    for option in ("--chunk-chars", "--checkpoint-every"):
+        for engine in ("ray", "spark"):
+            code = main(["embed", str(data), "--text-col", "t", "--out", str(tmp_path / "o"), "--engine", engine,
+                         option, "5"])
+            assert code == 2 and f"{option} applies to the local engine only" in capsys.readouterr().err
+        assert "local engine only" in helps[option], option
+    assert "--engine ray or spark" in " ".join(helps["--chunk-rows"].split())
+
+
 if __name__ == "__main__":  # rewrite the reference from the program's help
     import os
 

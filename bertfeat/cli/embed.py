@@ -65,12 +65,13 @@ def add_parser(sub) -> None:
                         "(default: columns)")
     o.add_argument("--chunk-rows", type=positive_int, default=10_000,
                    help="rows per chunk (default 10,000; memory bound, resume unit and output row group; with "
-                        "--engine ray, rows per batch sent to a worker)")
+                        "--engine ray or spark, rows per batch sent to a worker)")
     o.add_argument("--chunk-chars", type=positive_int, default=None, metavar="N",
-                   help="text characters per chunk at most (default 1,000,000): bounds its memory whatever the text lengths")
+                   help="text characters per chunk at most (default 1,000,000): bounds its memory whatever the text "
+                        "lengths (local engine only)")
     o.add_argument("--checkpoint-every", type=non_negative_float, default=None, metavar="SECONDS",
                    help="save the running chunk's finished batches this often (default 30): about the most work a "
-                        "kill can lose; the output does not depend on it")
+                        "kill can lose; the output does not depend on it (local engine only)")
     o.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     o.add_argument("--quiet", action="store_true", help="no progress and no summary")
     e = p.add_argument_group("engine")
