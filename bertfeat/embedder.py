@@ -195,6 +195,8 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
             "_model_dir_in_fit": _relative_model_dir(self.model),
             # the model's folder and revision: named if its files are not the fitted ones at transform
             "_model_files_in_fit": (spec.folder, spec.revision),
+            # the longest max_length the model takes: the truncation warning advises a larger one only below it
+            "_model_max_length": spec.max_length,
             "text_columns_": names,
             "n_features_in_": len(all_columns) if all_columns is not None else len(names),
             # X's column labels, checked at transform also where scikit-learn records none (int names)
@@ -238,10 +240,15 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         self.stats_ = stats
         self.missing_ = is_missing.reshape(len(names), n_rows).T
         if stats.truncated and warn_truncation:
+            # a larger max_length is advice only below the model's limit (None: fitted by a bertfeat that kept none)
+            limit = getattr(self, "_model_max_length", None)
+            larger = (" (max_length is already the model's limit)" if limit is not None and
+                      self.recipe_.max_length >= limit else
+                      ", or a larger max_length (up to the model's limit" + (f" of {limit})" if limit else ")"))
             warnings.warn(
                 f"{stats.truncated} of {stats.rows - stats.missing} texts were longer than max_length="
                 f"{self.recipe_.max_length} tokens and were truncated. Pass long_text='chunk' to embed them in "
-                "full, or a larger max_length (up to the model's limit).",
+                f"full{larger}.",
                 TruncationWarning,
                 stacklevel=user_stacklevel(),
             )

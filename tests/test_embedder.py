@@ -703,7 +703,24 @@ def test_the_truncation_warning_counts_the_texts_embedded(tiny_bert):
         BertEmbedder(tiny_bert, max_length=16, missing="zero").fit_transform([long, None, "a cat", long])
     assert [str(w.message) for w in record] == [
         "2 of 3 texts were longer than max_length=16 tokens and were truncated. Pass long_text='chunk' to embed them "
-        "in full, or a larger max_length (up to the model's limit)."]
+        "in full, or a larger max_length (up to the model's limit of 64)."]
+
+
+def test_the_truncation_warning_advises_a_larger_max_length_only_below_the_models_limit(tiny_bert):
+    """At the default max_length, the model's limit, the warning told users to pass a larger max_length, which fit
+    refuses ('expected an int from 4 to the model's limit of 64 tokens'): what every user with long texts and the
+    defaults was told (bf_probe()'s example in R gives it)."""
+    long = " ".join(["the quick brown fox jumps over the lazy dog"] * 10)
+    for max_length in (None, 64):
+        with pytest.warns(TruncationWarning) as record:
+            BertEmbedder(tiny_bert, max_length=max_length).fit_transform([long])
+        assert [str(w.message) for w in record] == [
+            "1 of 1 texts were longer than max_length=64 tokens and were truncated. Pass long_text='chunk' to embed "
+            "them in full (max_length is already the model's limit)."]
+    old = BertEmbedder(tiny_bert, max_length=16).fit(["a"])
+    del old.__dict__["_model_max_length"]  # fitted and pickled by a bertfeat that kept no limit: the advice as before
+    with pytest.warns(TruncationWarning, match=r"or a larger max_length \(up to the model's limit\)\.$"):
+        old.transform([long])
 
 
 def test_row_names_in_messages_name_the_column_unless_it_is_the_only_unnamed_one(tiny_bert):

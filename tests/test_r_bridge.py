@@ -299,7 +299,7 @@ def test_warnings_for_r_carry_r_syntax(tiny_bert):
                          {"model": tiny_bert, "max_length": 8})
     assert warns == [("TruncationWarning", '1 of 1 texts were longer than max_length = 8 tokens and were truncated. '
                       'Pass long_text = "chunk" to embed them in full, or a larger max_length (up to the model\'s '
-                      'limit).')]
+                      'limit of 64).')]
 
 
 def test_a_text_the_tokenizer_drops_whole_is_named_by_rs_row_number(drops_characters):
