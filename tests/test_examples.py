@@ -77,3 +77,17 @@ def test_austen_sample_larger_than_a_novel_takes_all_of_that_novel():
     assert counts["Northanger Abbey"] == 696 and counts["Persuasion"] == 700 and counts["Emma"] == 700
     assert austen_logreg.load_austen(700).equals(austen_logreg.load_austen(700))  # reproducible
     assert (austen_logreg.load_austen(12)["book"].value_counts() == 12).all()
+
+
+def test_every_example_is_named_in_the_readme_and_run_by_a_test():
+    """The README says each script in examples/ is exercised by the test suite: each is run here or, for R, by
+    r-bridge/tests/testthat/test-example.R (xgboost_features.py only where xgboost is installed: the dev extra's
+    xgboost-cpu)."""
+    readme = (ROOT / "README.md").read_text()
+    runners = (Path(__file__).read_text() + (ROOT / "r-bridge/tests/testthat/test-example.R").read_text())
+    examples = sorted(p.name for p in (ROOT / "examples").iterdir() if not p.name.startswith("_"))
+    assert "austen_glmnet.R" in examples and "cli_featurize.sh" in examples
+    for name in examples:
+        assert f"`{name}`" in readme or f"`examples/{name}`" in readme, name
+        stem = name.rsplit(".", 1)[0]
+        assert f"import {stem}" in runners or f'"{name}"' in runners, name
