@@ -152,12 +152,37 @@ def _r_value(literal: str) -> str:
     return literal
 
 
+def _sh_value(literal: str) -> str:
+    """A quoted text of the command line's (Python's repr of a path or a value) as a shell reads it back: in single
+    quotes; in double quotes, ``"$`\\`` escaped, where it holds an apostrophe (as R's ``shQuote()``); in bash's
+    ``$'...'`` where it holds a character a line cannot show (a tab, a line break, U+200B). Python's repr differs
+    from each where the text holds a backslash (doubled), a ``$`` beside an apostrophe (expanded) or such a
+    character (``\\t``, read by a shell as a backslash and a t). Words in quotes that are no Python literal
+    (pyarrow's ``';' expected after '"'``) are left as they are."""
+    import ast
+
+    try:
+        text = ast.literal_eval(literal)
+    except (ValueError, SyntaxError):
+        return literal
+    if not isinstance(text, str):
+        return literal
+    if not text.isprintable():
+        from bertfeat.inputs import _escaped
+
+        return f"$'{_escaped(text)}'"
+    if "'" not in text:
+        return f"'{text}'"
+    return '"' + re.sub(r'(["$`\\])', r"\\\1", text) + '"'
+
+
 def r_advice(message: str, cli: bool = False) -> str:
     """A message of the Python side as an R user reads it: ``missing='zero'`` as ``missing = "zero"``, ``True``,
     ``None`` and lists in R's syntax (a list of choices ``['cls', 'mean']`` as ``"cls", "mean"``, a quoted text
     ``'f.csv'`` as ``"f.csv"``), a bare
     ``cache_dir=`` as `` `cache_dir` ``, and the command line's flags given beside the Python names dropped (kept, and
-    the choices as they are, with ``cli=True``: ``bf_embed_file()`` runs the command line).
+    the choices as they are, with ``cli=True``: ``bf_embed_file()`` runs the command line, whose quoted texts
+    are then quoted as a shell reads them, :func:`_sh_value`).
 
     Examples
     --------
@@ -176,8 +201,8 @@ def r_advice(message: str, cli: bool = False) -> str:
         message = message.replace(python, "")
 
     def keyword(match):
-        if match.group(1) is not None:  # a quoted text: its words are the user's
-            return match.group(1)
+        if match.group(1) is not None:  # a quoted text: its words are the user's (a path the user pastes, cli=True)
+            return _sh_value(match.group(1)) if cli else match.group(1)
         name, value = match.group(2), match.group(3)
         return f"`{name}`" if value is None else f"{name} = {_r_value(value)}"
 

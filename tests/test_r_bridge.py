@@ -278,6 +278,32 @@ def test_the_command_lines_advice_keeps_its_flags_for_bf_embed_file():
         "input '/runs/True/*.csv' matches no file; or NULL")
 
 
+def test_the_command_lines_quoted_texts_reach_r_quoted_for_a_shell():
+    """bf_embed_file() shows the command line's own lines, whose paths and values a user pastes into a shell: they
+    came in Python's quotes, which a shell reads otherwise where a text holds a backslash, a `$` beside an
+    apostrophe, or a character Python escapes (api hunt, 2026-11-26, session 10)."""
+    import subprocess
+
+    def shell_reads(shell, word):
+        return subprocess.run([shell, "-c", f"printf '%s' {word}"], capture_output=True, check=True,
+                              env={"HOME": "/home/u", "LANG": "C.UTF-8"}).stdout.decode()
+
+    for path in ("/data/it's $HOME.parquet", "C:\\runs\\o.parquet", "/data/a\tb.csv", "/data/caf\u00e9 `x`.csv",
+                 "/data/\u200bzero.csv", "o.parquet", "/data/it's \"so\".csv"):
+        said = _r.r_advice(f"output {path!r} exists; pass --overwrite (overwrite=True) to replace it.", cli=True)
+        head, tail = "output ", " exists; pass --overwrite (overwrite = TRUE) to replace it."
+        assert said.startswith(head) and said.endswith(tail), said
+        quoted = said[len(head):-len(tail)]
+        # a character a line cannot show (a tab, U+200B) in bash's $'...', as the Unicode-form hint writes it
+        shell = "bash" if quoted.startswith("$'") else "sh"
+        assert (shell == "bash") == (not path.isprintable()) and quoted.isprintable(), quoted
+        assert shell_reads(shell, quoted) == path, (path, quoted)
+    assert _r.r_advice("output 'o.parquet' exists", cli=True) == "output 'o.parquet' exists"  # as Python wrote it
+    # pyarrow's own words (not Python's repr of a text) read alike
+    said = "in.csv has a malformed header: ';' expected after '\"'."
+    assert _r.r_advice(said, cli=True) == said
+
+
 def test_the_cache_refusals_reach_r_without_the_pickled_pipelines_advice(tmp_path):
     """est.set_params(cache_dir=...) and <step>__cache_dir= are Python's; R's bf_embed() takes cache_dir per call and
     the step's bake() says how to set the prepped step's own."""

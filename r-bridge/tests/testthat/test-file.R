@@ -157,6 +157,19 @@ test_that("a failing command line is a classed error carrying its stderr", {
   expect_match(conditionMessage(err), "`bertfeat embed` failed (exit status 2)", fixed = TRUE)
 })
 
+test_that("the command line's lines bf_embed_file() shows quote paths as a shell reads them", {
+  # they came in Python's quotes: "/tmp/it's $HOME/o.parquet" pasted into a shell named the user's home folder
+  skip_on_os("windows")
+  folder <- file.path(tempfile(), "it's $HOME")
+  dir.create(folder, recursive = TRUE)
+  output <- file.path(folder, "o.parquet")
+  file.create(output)
+  err <- expect_error(bf_embed_file(csv_with_text("a cat"), output, "review"), class = "bertfeat_error_cli")
+  line <- regmatches(conditionMessage(err), regexpr("output .* exists;", conditionMessage(err)))
+  quoted <- sub("^output (.*) exists;$", "\\1", line)
+  expect_identical(system2("sh", c("-c", shQuote(paste("printf %s", quoted))), stdout = TRUE), output)
+})
+
 test_that("bf_embed_file() writes the features bf_embed() gives", {
   texts <- c("a cat sat", "NA", "stocks fell")
   input <- csv_with_text(texts)
