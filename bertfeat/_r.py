@@ -499,28 +499,72 @@ def _list_layout(path, table, provenance) -> tuple[list[str], np.ndarray]:
 
 
 def _kept_for_r(name, column):
-    """``(name, kind, values)`` of a kept column: ``kind`` is "logical", "integer" (whole numbers within R's integer
-    range), "double" (other numbers, and whole numbers past R's integers that a double holds exactly) or "character"
-    (text, and anything else as its text: dates, decimals, whole numbers past 2**53, which a double would change);
-    missing values are None."""
+    """``(name, kind, values)`` of a kept column, as :func:`_r_values` describes it for R."""
+    return (name, *_r_values(column))
+
+
+def _r_values(column) -> tuple[str, object]:
+    """``(kind, values)``: how R reads a pyarrow column. ``kind`` is "logical", "integer" (whole numbers within R's
+    integer range), "double" (other numbers, and whole numbers past R's integers that a double holds exactly) or
+    "character" (text, and anything else as its text: dates, decimals, whole numbers past 2**53, which a double
+    would change), with ``values`` one per row, None where missing; or, as the arrow R package reads them, "list"
+    (a list column: per row the ``(kind, values)`` of its items, None where missing; a map is a list of
+    key/value structs), "struct" (``(field names, (kind, values) per field, rows)``, a data frame column; a
+    missing row is missing in every field) or "raw" (bytes, per row a list of byte values). A list read as its
+    Python repr ("['x', 'y']") was a text R cannot take apart."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
     t = column.type
+    if pa.types.is_map(t):  # its storage: a list of key/value structs
+        column = pa.ListArray.from_arrays(column.offsets, pa.StructArray.from_arrays(
+            [column.keys, column.items], ["key", "value"]), mask=column.is_null())
+        t = column.type
+    if _is_list(t):
+        kind, items = _r_values(pc.list_flatten(column))  # one kind for every row's items
+        rows, at = [], 0
+        for n in pc.list_value_length(column).to_pylist():
+            rows.append(None if n is None else _r_slice(kind, items, at, at + n))
+            at += n or 0
+        return "list", rows
+    if pa.types.is_struct(t):
+        names = [t.field(i).name for i in range(t.num_fields)]
+        return "struct", (names, [_r_values(pc.struct_field(column, [i])) for i in range(t.num_fields)], len(column))
     values = column.to_pylist()
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t) or (
+        hasattr(pa.types, "is_binary_view") and pa.types.is_binary_view(t)
+    ):
+        return "raw", [None if v is None else list(v) for v in values]
     present = [v for v in values if v is not None]
     if pa.types.is_boolean(t):
-        return name, "logical", values
+        return "logical", values
     if pa.types.is_integer(t):
         if all(-(2**31) < v < 2**31 for v in present):
-            return name, "integer", values
+            return "integer", values
         if all(abs(v) <= 2**53 for v in present):
-            return name, "double", [None if v is None else float(v) for v in values]
+            return "double", [None if v is None else float(v) for v in values]
     elif pa.types.is_floating(t):
-        return name, "double", [None if v is None else float(v) for v in values]
+        return "double", [None if v is None else float(v) for v in values]
     elif pa.types.is_string(t) or pa.types.is_large_string(t):
-        return name, "character", values
+        return "character", values
     try:  # arrow's own text of a value (a date as 2026-11-26, a decimal with its digits)
-        return name, "character", pc.cast(column, pa.string()).to_pylist()
+        return "character", pc.cast(column, pa.string()).to_pylist()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return name, "character", [None if v is None else str(v) for v in values]
+        return "character", [None if v is None else str(v) for v in values]
+
+
+def _is_list(t) -> bool:
+    import pyarrow as pa
+
+    return any(getattr(pa.types, f"is_{name}", lambda _: False)(t) for name in (
+        "list", "large_list", "fixed_size_list", "list_view", "large_list_view"))
+
+
+def _r_slice(kind: str, values, start: int, stop: int) -> tuple[str, object]:
+    """Rows ``start`` to ``stop`` of a ``(kind, values)`` description (a list column's row: a run of its items)."""
+    if kind == "struct":
+        names, fields, _ = values
+        return kind, (names, [_r_slice(k, v, start, stop) for k, v in fields], stop - start)
+    return kind, values[start:stop]

@@ -394,6 +394,35 @@ def test_kept_columns_reach_r_as_values_r_holds_exactly():
     assert kind([decimal.Decimal("1.10")]) == ("character", ["1.10"])
 
 
+def test_kept_list_struct_and_binary_columns_reach_r_as_values_not_python_reprs():
+    """A kept list column (tags a pandas frame wrote as lists) reached R as the text of Python's repr, "['x', 'y']",
+    a struct as "{'a': 1, 'b': 'u'}" and bytes as the text "b'\\xff'" (api hunt, 2026-11-26, session 10): now each row
+    of a list is described as its own vector (None where missing), a struct as the columns of a data frame, a map as
+    a list of key/value frames and bytes as raw values, as the arrow R package reads them."""
+    import pyarrow as pa
+
+    def kind(values, type=None):
+        return _r._kept_for_r("c", pa.chunked_array([pa.array(values, type)]))[1:]
+
+    assert kind([["x", "y"], None, []], pa.list_(pa.string())) == (
+        "list", [("character", ["x", "y"]), None, ("character", [])])
+    assert kind([[1, None], [2**40], None], pa.large_list(pa.int64())) == (  # one kind for every row, past R's ints
+        "list", [("double", [1.0, None]), ("double", [float(2**40)]), None])
+    assert kind([[1.5, 2.0], None], pa.list_(pa.float64(), 2)) == ("list", [("double", [1.5, 2.0]), None])
+    assert kind([[["a"], ["b", None]], None, [[]]], pa.list_(pa.list_(pa.string()))) == (
+        "list", [("list", [("character", ["a"]), ("character", ["b", None])]), None, ("list", [("character", [])])])
+    assert kind([{"a": 1, "b": "u"}, None, {"a": None, "b": "v"}]) == (
+        "struct", (["a", "b"], [("integer", [1, None, None]), ("character", ["u", None, "v"])], 3))
+    assert kind([[("k", 1)], None, []], pa.map_(pa.string(), pa.int64())) == (
+        "list", [("struct", (["key", "value"], [("character", ["k"]), ("integer", [1])], 1)), None,
+                 ("struct", (["key", "value"], [("character", []), ("integer", [])], 0))])
+    assert kind([b"\x00a", None, b"\xff"]) == ("raw", [[0, 97], None, [255]])
+    assert kind([["a cat", None]], pa.list_(pa.dictionary(pa.int8(), pa.string()))) == (
+        "list", [("character", ["a cat", None])])
+    sliced = pa.chunked_array([pa.array([["x"], ["y", "z"], None, ["w"]], pa.list_(pa.string())).slice(1)])
+    assert _r._kept_for_r("c", sliced)[1:] == ("list", [("character", ["y", "z"]), None, ("character", ["w"])])
+
+
 def test_read_features_reads_the_list_layout_as_the_matrix_and_names_of_the_columns_layout(tmp_path):
     """bf_read_features() refused a ``--layout list`` output ("write it again without layout": the whole model pass
     again); its list columns are the same matrix, named from the recorded recipe, also where concatenated layers pad

@@ -14,7 +14,9 @@
 #'     (`review_cls_000`, ...); a missing text's row is `NaN` or zeros as the run's `missing` said;
 #'   * `data`: a tibble of the kept columns: text as character, whole numbers as integer (as double past R's
 #'     integers, as character past 2^53, which a double would change), other numbers as double, booleans as logical,
-#'     anything else (dates, decimals) as its text; missing values `NA`;
+#'     anything else (dates, decimals) as its text; missing values `NA`; a list column (tags a pandas frame wrote as
+#'     lists) as a list column of such vectors (`NULL` for a missing row), a struct as a data frame column, bytes as
+#'     raw vectors, as the arrow R package reads them;
 #'   * `provenance`: the run's recipe as written in the file (model, its sha256, pooling, layers, dims, ...).
 #'
 #'   A file written with `layout = "list"` gives the same matrix, named as the default layout names its
@@ -45,7 +47,7 @@ bf_read_features <- function(path, row_names = NULL) {
   )
   x <- payload_matrix(res[[1]], res[[2]], res[[3]])
   colnames(x) <- as.character(unlist(res[[4]]))
-  kept <- lapply(res[[5]], function(column) r_vector(column[[2]], column[[3]]))
+  kept <- lapply(res[[5]], function(column) r_value(column[[2]], column[[3]]))
   names(kept) <- vapply(res[[5]], function(column) column[[1]], character(1))
   data <- tibble::as_tibble(kept, .rows = nrow(x)) # row for row, also with no kept column
   if (!is.null(row_names)) {
@@ -53,6 +55,11 @@ bf_read_features <- function(path, row_names = NULL) {
       abort_missing_columns(row_names, names(data), sprintf("the kept columns of \"%s\"", path), call = call)
     }
     ids <- data[[row_names]]
+    if (!is.atomic(ids)) {
+      abort_bf(sprintf("Column `%s` cannot name the rows: it holds %s, not one value per row; pass a column that names each row once.",
+                       row_names, if (is.data.frame(ids)) "fields" else "lists"),
+               "argument", call = call)
+    }
     # as.character(3e9) is "3e+09": whole numbers past R's integers (order numbers) are named by their digits
     ids <- if (is.double(ids)) {
       vapply(ids, function(v) if (is.na(v)) NA_character_ else format(v, scientific = FALSE, digits = 15L), "")
@@ -67,6 +74,21 @@ bf_read_features <- function(path, row_names = NULL) {
     rownames(x) <- ids
   }
   list(x = x, data = data, provenance = res[[6]])
+}
+
+# A kept column from Python (bertfeat._r._r_values) as R holds it: a list column of such values (NULL for a missing
+# row), a data frame column of a struct's fields, a list of raw vectors for bytes, else the vector `kind` names.
+r_value <- function(kind, values) {
+  switch(kind,
+    list = lapply(values, function(row) if (is.null(row)) NULL else r_value(row[[1]], row[[2]])),
+    raw = lapply(values, function(v) if (is.null(v)) NULL else as.raw(as.integer(unlist(v)))),
+    struct = {
+      fields <- lapply(values[[2]], function(field) r_value(field[[1]], field[[2]]))
+      names(fields) <- as.character(unlist(values[[1]]))
+      tibble::new_tibble(fields, nrow = as.integer(values[[3]]))
+    },
+    r_vector(kind, values)
+  )
 }
 
 # A kept column from Python (a list, None for a missing value) as the R vector `kind` names.

@@ -246,6 +246,28 @@ test_that("bf_read_features() reads bf_embed_file()'s output into R: the feature
   expect_error(bf_read_features(input), class = "bertfeat_error_input")
 })
 
+test_that("bf_read_features() gives kept list, struct and bytes columns as R values, not Python's text of them", {
+  # a list column (tags a pandas frame wrote as lists) came as the text "['x', 'y']", a struct as "{'a': 1, ...}"
+  dir <- withr::local_tempdir()
+  pa <- reticulate::import("pyarrow")
+  input <- file.path(dir, "reviews.parquet")
+  table <- reticulate::py_eval(paste0(
+    "__import__('pyarrow').table({'id': [1, 2, 3], 'review': ['a cat sat', 'stocks fell', 'a dog'], ",
+    "'tags': [['x', 'y'], None, []], 'st': [{'a': 1, 'b': 'u'}, None, {'a': None, 'b': 'v'}], ",
+    "'blob': [b'\\x00a', None, b'\\xff']})"), convert = FALSE)
+  reticulate::import("pyarrow.parquet")$write_table(table, input)
+  output <- file.path(dir, "features.parquet")
+  suppressMessages(bf_embed_file(input, output, "review", pooling = "mean", keep_col = c("id", "tags", "st", "blob")))
+  f <- bf_read_features(output, row_names = "id")
+  expect_identical(f$data$tags, list(c("x", "y"), NULL, character(0)))
+  expect_identical(f$data$st, tibble::tibble(a = c(1L, NA, NA), b = c("u", NA, "v")))
+  expect_identical(f$data$blob, list(as.raw(c(0, 97)), NULL, as.raw(255)))
+  expect_identical(rownames(f$x), c("1", "2", "3"))
+  # a column of lists names no row
+  expect_error(bf_read_features(output, row_names = "tags"), class = "bertfeat_error_argument")
+  expect_error(bf_read_features(output, row_names = "st"), class = "bertfeat_error_argument")
+})
+
 test_that("bf_read_features() reads a `layout = \"list\"` output as the same matrix as the default layout", {
   # it was refused ("write it again without layout": the whole model pass again) though the list columns hold the
   # same features
