@@ -505,9 +505,11 @@ def _kept_for_r(name, column):
 
 def _r_values(column) -> tuple[str, object]:
     """``(kind, values)``: how R reads a pyarrow column. ``kind`` is "logical", "integer" (whole numbers within R's
-    integer range), "double" (other numbers, and whole numbers past R's integers that a double holds exactly) or
-    "character" (text, and anything else as its text: dates, decimals, whole numbers past 2**53, which a double
-    would change), with ``values`` one per row, None where missing; or, as the arrow R package reads them, "list"
+    integer range), "double" (other numbers, and whole numbers past R's integers that a double holds exactly),
+    "date" (days since 1970-01-01) or "character" (text, and anything else as its text: decimals, whole numbers
+    past 2**53, which a double would change), with ``values`` one per row, None where missing; "datetime" (``[zone,
+    seconds since 1970 UTC]``, or ``["", texts]`` for a time without a zone, a wall clock); or, as the arrow R
+    package reads them, "list"
     (a list column: per row the ``(kind, values)`` of its items, None where missing; a map is a list of
     key/value structs), "struct" (``(field names, (kind, values) per field, rows)``, a data frame column; a
     missing row is missing in every field) or "raw" (bytes, per row a list of byte values). A list read as its
@@ -532,6 +534,16 @@ def _r_values(column) -> tuple[str, object]:
     if pa.types.is_struct(t):
         names = [t.field(i).name for i in range(t.num_fields)]
         return "struct", (names, [_r_values(pc.struct_field(column, [i])) for i in range(t.num_fields)], len(column))
+    if pa.types.is_date(t):  # R's Date: days since 1970-01-01
+        days = pc.cast(pc.cast(column, pa.date32()), pa.int32()).to_pylist()
+        return "date", [None if d is None else float(d) for d in days]
+    if pa.types.is_timestamp(t):
+        if t.tz is None:  # a wall clock: its text, which R reads in the session's zone as as.POSIXct() reads it
+            return "datetime", ["", pc.cast(column, pa.string()).to_pylist()]
+        per_second = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[t.unit]
+        seconds = [None if v is None else v / per_second for v in pc.cast(column, pa.int64()).to_pylist()]
+        # a zone as an offset (+01:00) is no zone R knows: the same instants, in UTC
+        return "datetime", ["UTC" if t.tz[:1] in "+-" else t.tz, seconds]
     values = column.to_pylist()
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t) or (
         hasattr(pa.types, "is_binary_view") and pa.types.is_binary_view(t)

@@ -390,7 +390,15 @@ def test_kept_columns_reach_r_as_values_r_holds_exactly():
     assert kind([18446744073709551615], pa.uint64()) == ("character", ["18446744073709551615"])  # past 2**53
     assert kind([0.5, None]) == ("double", [0.5, None]) and kind([True, None]) == ("logical", [True, None])
     assert kind(["a", None]) == ("character", ["a", None])
-    assert kind([datetime.date(2026, 11, 26), None]) == ("character", ["2026-11-26", None])
+    # dates and times as R's Date and POSIXct (api hunt, 2026-11-26, session 10: they were arrow's text, so an R
+    # POSIXct id written by write.csv() as "2024-01-01 10:00:00" came back as "2024-01-01 10:00:00.000000000")
+    assert kind([datetime.date(2026, 11, 26), None]) == ("date", [20783.0, None])
+    assert kind([datetime.datetime(1970, 1, 2, 0, 0, 1, 500000), None], pa.timestamp("ms", tz="Europe/Paris")) == (
+        "datetime", ["Europe/Paris", [86401.5, None]])
+    assert kind([datetime.datetime(1970, 1, 2)], pa.timestamp("s", tz="+01:00")) == ("datetime", ["UTC", [86400.0]])
+    # a time without a zone is a wall clock: R reads its text in the session's zone, as as.POSIXct() reads it
+    assert kind([datetime.datetime(2024, 1, 1, 10, 0, 1, 500000), None], pa.timestamp("ns")) == (
+        "datetime", ["", ["2024-01-01 10:00:01.500000000", None]])
     assert kind([decimal.Decimal("1.10")]) == ("character", ["1.10"])
 
 

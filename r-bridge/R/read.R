@@ -14,7 +14,8 @@
 #'     (`review_cls_000`, ...); a missing text's row is `NaN` or zeros as the run's `missing` said;
 #'   * `data`: a tibble of the kept columns: text as character, whole numbers as integer (as double past R's
 #'     integers, as character past 2^53, which a double would change), other numbers as double, booleans as logical,
-#'     anything else (dates, decimals) as its text; missing values `NA`; a list column (tags a pandas frame wrote as
+#'     dates as Date, times as POSIXct (a time without a zone in the session's, as [as.POSIXct()] reads its text),
+#'     anything else (decimals) as its text; missing values `NA`; a list column (tags a pandas frame wrote as
 #'     lists) as a list column of such vectors (`NULL` for a missing row), a struct as a data frame column, bytes as
 #'     raw vectors, as the arrow R package reads them;
 #'   * `provenance`: the run's recipe as written in the file (model, its sha256, pooling, layers, dims, ...).
@@ -86,6 +87,13 @@ r_value <- function(kind, values) {
       fields <- lapply(values[[2]], function(field) r_value(field[[1]], field[[2]]))
       names(fields) <- as.character(unlist(values[[1]]))
       tibble::new_tibble(fields, nrow = as.integer(values[[3]]))
+    },
+    date = structure(r_vector("double", values), class = "Date"),
+    # a time without a zone is a wall clock, read in the session's zone as as.POSIXct() reads its text
+    datetime = if (identical(values[[1]], "")) {
+      as.POSIXct(r_vector("character", values[[2]]), tz = "", format = "%Y-%m-%d %H:%M:%OS")
+    } else {
+      .POSIXct(r_vector("double", values[[2]]), tz = values[[1]])
     },
     r_vector(kind, values)
   )

@@ -268,6 +268,27 @@ test_that("bf_read_features() gives kept list, struct and bytes columns as R val
   expect_error(bf_read_features(output, row_names = "st"), class = "bertfeat_error_argument")
 })
 
+test_that("bf_read_features() gives Date and POSIXct id columns back as R wrote them, not arrow's text", {
+  # a POSIXct id written by write.csv() as "2024-01-01 10:00:00" came back as the text "2024-01-01 10:00:00.000000000":
+  # merge() on it matched no row, and row_names named the rows otherwise; a Date came back as text
+  withr::local_timezone("America/New_York")
+  dir <- withr::local_tempdir()
+  df <- data.frame(day = as.Date("2024-03-09") + 0:2, when = as.POSIXct("2024-03-09 10:00:00") + c(0, 86400, 1.5),
+                   review = c("a cat sat", "stocks fell", "a dog"))
+  input <- file.path(dir, "reviews.csv")
+  utils::write.csv(df, input, row.names = FALSE)
+  output <- file.path(dir, "features.parquet")
+  suppressMessages(bf_embed_file(input, output, "review", pooling = "mean", keep_col = c("day", "when"),
+                                 infer_types = TRUE))
+  f <- bf_read_features(output, row_names = "when")
+  expect_identical(f$data$day, df$day)
+  expect_s3_class(f$data$when, "POSIXct")
+  expect_equal(as.numeric(f$data$when), as.numeric(df$when)) # the same instants, in the session's zone
+  expect_identical(format(f$data$when), format(df$when))
+  expect_identical(rownames(f$x), as.character(df$when))
+  expect_identical(nrow(merge(df, f$data)), 3L)
+})
+
 test_that("bf_read_features() reads a `layout = \"list\"` output as the same matrix as the default layout", {
   # it was refused ("write it again without layout": the whole model pass again) though the list columns hold the
   # same features
