@@ -579,7 +579,8 @@ run_cli <- function(module, args, call = rlang::caller_env()) {
     abort_bf(
       c(sprintf("`bertfeat embed` failed (exit status %s).", status),
         stats::setNames(if (length(shown)) shown else "(nothing on stderr)", rep(" ", max(1L, length(shown)))),
-        i = sprintf("Command: bertfeat %s", paste(shQuote(args), collapse = " "))),
+        # as a shell runs it: install_bertfeat()'s virtualenv is on no PATH, so `bertfeat` alone was not found
+        i = sprintf("Command: %s -m bertfeat %s", shQuote(reticulate::py_exe()), paste(shQuote(args), collapse = " "))),
       "cli", status = status, stderr = paste(stderr, collapse = "\n"), call = call
     )
   }

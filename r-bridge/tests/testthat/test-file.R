@@ -168,6 +168,13 @@ test_that("the command line's lines bf_embed_file() shows quote paths as a shell
   line <- regmatches(conditionMessage(err), regexpr("output .* exists;", conditionMessage(err)))
   quoted <- sub("^output (.*) exists;$", "\\1", line)
   expect_identical(system2("sh", c("-c", shQuote(paste("printf %s", quoted))), stdout = TRUE), output)
+  # and the command it names runs in a shell, where `bertfeat` alone is not on the PATH of install_bertfeat()'s
+  # virtualenv: the same refusal
+  command <- sub(".*Command: ", "", grep("Command: ", strsplit(conditionMessage(err), "\n")[[1]], value = TRUE))
+  withr::local_envvar(PATH = "/usr/bin:/bin", LD_LIBRARY_PATH = NA) # a shell of its own, not R's libraries
+  said <- suppressWarnings(system2("sh", c("-c", shQuote(paste(command, "2>&1"))), stdout = TRUE))
+  expect_identical(attr(said, "status"), 2L)
+  expect_match(paste(said, collapse = "\n"), "exists; pass --overwrite", fixed = TRUE)
 })
 
 test_that("bf_embed_file() writes the features bf_embed() gives", {
