@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from bertfeat._version import __version__
-from bertfeat.encode import EncodeStats
+from bertfeat.encode import JOIN_ITEMS, TAKE_FIELD, EncodeStats
 from bertfeat.utf8 import invalid_values
 
 LAYOUTS = ("columns", "list")
@@ -98,8 +98,13 @@ class ArrowFeaturizer:
         for c in self.text_cols:
             t = schema.field(c).type
             if not is_text_type(t):
+                nested = pa.types.is_struct(t) or any(f(t) for f in (
+                    pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list))
+                # cast to a string (as Spark casts), a row of items or fields would be embedded as "[a, cat]"
                 raise TypeError(
-                    f"text column {c!r} holds {t} values, not text; embed a string column (or cast it to string first)."
+                    f"text column {c!r} holds {t} values, not text"
+                    + (f": {TAKE_FIELD if pa.types.is_struct(t) else JOIN_ITEMS} Then write the file again."
+                       if nested else "; embed a string column (or cast it to string first).")
                 )
 
     def output_schema(self, input_schema: pa.Schema) -> pa.Schema:

@@ -62,6 +62,16 @@ def text_key(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8")).digest()[:16]
 
 
+# A row of several items (tags, tokens) or fields is no one text, and converted to a string its repr ("['a', 'cat']")
+# would be embedded, brackets and quotes: what to do instead, for values and for whole columns (bertfeat.inputs)
+JOIN_ITEMS = ("a row of several items (tags, tokens) is no one text, and converted to a string its repr (brackets, "
+              "quotes) would be embedded. Join each row's items into one text first (pandas: df[col].str.join(' '); "
+              "polars: pl.col(col).list.join(' ')), or embed the items as texts of their own.")
+TAKE_FIELD = ("a record of several fields is no one text, and converted to a string its repr would be embedded. Take "
+              "the field that holds the text first (pandas: df[col].str.get('field'); polars: "
+              "pl.col(col).struct.field('field')).")
+
+
 def _is_missing(value) -> bool:
     if value is None:
         return True
@@ -108,6 +118,9 @@ def split_missing(texts: Sequence, missing: str, row_name: Callable[[int], str])
             continue
         if isinstance(value, (bytes, bytearray)):
             raise TypeError(f"{row_name(i)} holds bytes, not a string: decode it first (for example b.decode('utf-8')).")
+        if isinstance(value, (list, tuple, np.ndarray, dict)):
+            raise TypeError(f"{row_name(i)} holds {type(value).__name__} {_describe_value(value)}, not a string: "
+                            + (JOIN_ITEMS if not isinstance(value, dict) else TAKE_FIELD))
         if not _is_missing(value):
             raise TypeError(
                 f"{row_name(i)} holds {type(value).__name__} {_describe_value(value)}, not a string: bertfeat embeds "

@@ -191,6 +191,14 @@ def _pandas_frame(X, columns):
         if isinstance(s, pd.DataFrame):
             raise ValueError(f"column {c!r} appears more than once in the DataFrame; give each column a unique name.")
         dtype = s.dtype
+        nested = _arrow_nested(dtype)
+        if nested:
+            raise TypeError(
+                f"column {c!r} holds {dtype} values, {nested} rather than one text per row; "
+                + ("join each row's items into one text first: df[col].astype(object).str.join(' ') (a missing row "
+                   "stays missing), or embed the items as texts of their own." if nested == "lists" else
+                   "take the field that holds the text first: df[col].struct.field('field').")
+            )
         if (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_datetime64_any_dtype(dtype)) and not s.isna().all():
             raise TypeError(
                 f"column {c!r} holds {dtype} values, not text. Embed text columns only (select them with "
@@ -203,6 +211,20 @@ def _pandas_frame(X, columns):
     return names, values, list(X.columns)
 
 
+def _arrow_nested(dtype) -> str:
+    """"lists" or "records" for a pandas ArrowDtype of pyarrow lists or structs (whose values pandas' .str cannot
+    join), else ""."""
+    arrow = getattr(dtype, "pyarrow_dtype", None)
+    if arrow is None:
+        return ""
+    import pyarrow as pa
+
+    if pa.types.is_struct(arrow):
+        return "records"
+    is_list = (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list)
+    return "lists" if any(f(arrow) for f in is_list) else ""
+
+
 def _polars_frame(X, columns):
     import polars as pl
 
@@ -213,6 +235,16 @@ def _polars_frame(X, columns):
         if s.dtype not in (pl.String, pl.Categorical, pl.Null) and not isinstance(s.dtype, pl.Enum) and (
             s.null_count() < len(s)
         ):
+            nested = {pl.List: ("lists", "list"), pl.Array: ("arrays", "arr"), pl.Struct: ("records", "")}.get(
+                type(s.dtype))
+            if nested:  # which polars cannot cast to a string, and whose repr would say nothing
+                what, namespace = nested
+                raise TypeError(
+                    f"column {c!r} holds {s.dtype} values, {what} rather than one text per row; "
+                    + (f"join each row's items into one text first: pl.col(col).{namespace}.join(' ') (a missing "
+                       "row stays missing), or embed the items as texts of their own." if namespace else
+                       "take the field that holds the text first: pl.col(col).struct.field('field').")
+                )
             raise TypeError(
                 f"column {c!r} holds {s.dtype} values, not text. Embed text columns only (select them with "
                 "columns=), or cast with pl.col(col).cast(pl.String) if the values are labels."

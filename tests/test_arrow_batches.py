@@ -89,6 +89,14 @@ def test_check_schema_names_what_is_missing_and_what_is_not_text(tiny_bert):
                                "string first).")
     f.check_schema(pa.schema([("title", pa.large_string()), ("body", pa.dictionary(pa.int16(), pa.string())),
                               ("label", pa.int8()), ("id", pa.string())]))  # any order, any kept type
+    # (api hunt, 2026-11-26, session 10) a list of items per row (tags) was told to "cast it to string first",
+    # which Spark's cast does: each row's "[a, cat]", brackets and all, embedded; a struct alike
+    for t, advice in ((pa.list_(pa.string()), "df[col].str.join(' ')"), (pa.large_list(pa.string()), "str.join"),
+                      (pa.struct([("text", pa.string())]), "df[col].str.get('field')")):
+        with pytest.raises(TypeError) as info:
+            f.check_schema(pa.schema([("id", pa.int64()), ("label", pa.int8()), ("title", pa.string()), ("body", t)]))
+        assert str(info.value).startswith(f"text column 'body' holds {t} values, ") and advice in str(info.value)
+        assert "cast it to string" not in str(info.value)
 
 
 def test_columns_layout_is_the_estimators_features_column_by_column(tiny_bert):

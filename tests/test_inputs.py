@@ -382,3 +382,51 @@ def _has_option(name: str) -> bool:
     except KeyError:  # pandas' OptionError is a KeyError
         return False
     return True
+
+
+def test_a_column_of_lists_or_records_is_refused_with_advice_that_embeds_its_items_not_their_repr(tiny_bert):
+    """(found by an api hunt, 2026-11-26, session 10) a column holding lists (tags, tokens: a pandas column of
+    lists, pyarrow's list type, a polars List) was refused as "row 0 holds list ['a', 'cat'], not a string ...
+    Convert the column to strings first (for example df[col].astype('string'))", which embeds each row's repr
+    "['a', 'cat']", brackets and quotes, silently; a polars List column was told pl.col(col).cast(pl.String), which
+    polars refuses. Each is now told how to join the items (or take a record's field), and the advice, followed,
+    gives the features of the joined texts."""
+    import pandas as pd
+    import pyarrow as pa
+
+    pl = pytest.importorskip("polars")
+    tags = [["a", "cat"], ["a", "dog"], None]
+    want = BertEmbedder(tiny_bert, missing="zero").fit_transform(["a cat", "a dog", None])
+
+    def refused(X, *advice):
+        with pytest.raises(TypeError) as info:
+            BertEmbedder(tiny_bert, missing="zero").fit_transform(X)
+        said = str(info.value)
+        assert all(a in said for a in advice), said
+        assert "astype('string')" not in said and "astype(str)" not in said and "cast(pl.String)" not in said, said
+
+    df = pd.DataFrame({"tags": pd.Series(tags, dtype=object)})
+    refused(df, "df[col].str.join(' ')", "pl.col(col).list.join(' ')")
+    refused(pd.Series([("a", "cat")], dtype=object), "df[col].str.join(' ')")
+    cells = np.empty(2, dtype=object)
+    cells[:] = [np.array(["a", "cat"]), np.array(["a", "dog"])]
+    refused(cells, "df[col].str.join(' ')")
+    arrow = pd.DataFrame({"tags": pd.Series(tags, dtype=pd.ArrowDtype(pa.list_(pa.string())))})
+    refused(arrow, "df[col].astype(object).str.join(' ')")
+    polars = pl.DataFrame({"tags": tags})
+    refused(polars, "pl.col(col).list.join(' ')")
+    refused(polars["tags"], "pl.col(col).list.join(' ')")
+    refused(pl.DataFrame({"tags": pl.Series([["a", "cat"]], dtype=pl.Array(pl.String, 2))}),
+            "pl.col(col).arr.join(' ')")
+    # the advice, followed
+    for X in (df["tags"].str.join(" "), arrow["tags"].astype(object).str.join(" "),
+              polars.select(pl.col("tags").list.join(" "))):
+        np.testing.assert_array_equal(BertEmbedder(tiny_bert, missing="zero").fit_transform(X), want)
+    # a record (a dict, pyarrow's struct, a polars Struct): the field that holds the text
+    records = [{"text": "a cat"}, {"text": "a dog"}, None]
+    refused(pd.DataFrame({"r": records}), "df[col].str.get('field')", "pl.col(col).struct.field('field')")
+    refused(pd.DataFrame({"r": pd.Series(records, dtype=pd.ArrowDtype(pa.struct([("text", pa.string())])))}),
+            "df[col].struct.field('field')")
+    refused(pl.DataFrame({"r": records}), "pl.col(col).struct.field('field')")
+    np.testing.assert_array_equal(
+        BertEmbedder(tiny_bert, missing="zero").fit_transform(pd.DataFrame({"r": records})["r"].str.get("text")), want)

@@ -57,8 +57,8 @@ bf_read_features <- function(path, row_names = NULL) {
     }
     ids <- data[[row_names]]
     if (!is.atomic(ids)) {
-      abort_bf(sprintf("Column `%s` cannot name the rows: it holds %s, not one value per row; pass a column that names each row once.",
-                       row_names, if (is.data.frame(ids)) "fields" else "lists"),
+      abort_bf(sprintf(paste("Column `%s` cannot name the rows: it holds %s, not one value per row; pass a column",
+                             "that names each row once."), row_names, if (is.data.frame(ids)) "fields" else "lists"),
                "argument", call = call)
     }
     # as.character(3e9) is "3e+09": whole numbers past R's integers (order numbers) are named by their digits
