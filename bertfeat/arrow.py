@@ -173,6 +173,9 @@ class ArrowFeaturizer:
             "normalize": r.normalize,
             "dtype": r.dtype,
             "prefix": r.prefix,  # the text put before every text (from prefix= or prompt_name=); "" for none
+            # False where the prefix (and the first token) were left out of mean and max pooling, as the model's
+            # sentence-transformers Pooling config says ("include_prompt": false): other vectors from the same prefix
+            "pool_prefix": r.pool_prefix,
             "dims": r.n_features,
             "text_columns": self.text_cols,
             "keep_columns": self.keep_cols,

@@ -93,6 +93,7 @@ EXPECTED_PROVENANCE = {
     "normalize": lambda j: True,
     "dtype": lambda j: "float32",
     "prefix": lambda j: "",  # a job with one: test_files_job.py::test_a_prefix_is_recorded_and_the_record_reproduces_...
+    "pool_prefix": lambda j: True,  # left out: test_files_job.py::test_whether_the_prefix_was_pooled_is_recorded
     "dims": lambda j: 2 * 2 * 32,  # poolings x layers (concatenated) x hidden size, per text column
     "text_columns": lambda j: ["title", "body"],
     "keep_columns": lambda j: ["id"],

@@ -545,6 +545,35 @@ def test_a_prefix_is_recorded_and_the_record_reproduces_the_features(tiny_bert, 
     np.testing.assert_allclose(got, expected, atol=1e-5)
 
 
+def test_whether_the_prefix_was_pooled_is_recorded(tiny_bert, tmp_path):
+    """A model whose Pooling config says "include_prompt": false leaves the prefix (and the first token) out of mean
+    pooling: other vectors than the same prefix pooled with the text (Recipe.pool_prefix, in the fingerprint), but the
+    provenance recorded only the prefix, so a file's record could not say which of the two its vectors are."""
+    from tests.test_prompts import _instructor_folder
+
+    src = tmp_path / "p.csv"
+    pd.DataFrame({"text": ["the cat sat on the mat", "a dog ran in the park"]}).to_csv(src, index=False)
+    recorded = {}
+    for include_prompt in (False, True):
+        model = _instructor_folder(tiny_bert, tmp_path / f"m-{include_prompt}", include_prompt=include_prompt)
+        out = tmp_path / f"p-{include_prompt}.parquet"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # the model's prompts note
+            manifest = embed_file(str(src), str(out), "text", model=str(model), prefix="query: ", pooling="mean",
+                                  quiet=True)
+        m = json.loads(pq.read_schema(out).metadata[b"bertfeat"])
+        assert m == manifest["provenance"] and m["prefix"] == "query: "
+        recorded[include_prompt] = m
+    assert recorded[False]["pool_prefix"] is False and recorded[True]["pool_prefix"] is True
+    # the two records differ in the fingerprint and, now, in a field that says why
+    differ = {k for k in recorded[True] if recorded[True][k] != recorded[False][k]}
+    assert differ == {"model", "model_label", "recipe_fingerprint", "pool_prefix"}
+    # no prefix: nothing to leave out, pooled as ever
+    manifest = embed_file(str(src), str(tmp_path / "none.parquet"), "text", model=str(tmp_path / "m-False"),
+                          pooling="mean", quiet=True, prompt_name=None)
+    assert manifest["provenance"]["pool_prefix"] is True and manifest["provenance"]["prefix"] == ""
+
+
 def test_a_text_the_tokenizer_drops_whole_is_missing_in_a_file_job_and_named_by_its_input_row(drops_characters,
                                                                                                  tmp_path):
     """A file's text of which the tokenizer keeps no token got the empty text's vector, counted as embedded; now
