@@ -174,9 +174,40 @@ def _count_pass(spec: ModelSpec, dtype: str, rung: str) -> None:
 
 
 def clear_backends() -> None:
-    """Drop every loaded model (frees memory; the next transform loads again)."""
+    """Drop every loaded model and tokenizer (frees memory; the next transform loads again)."""
     with _LOCK:
         _REGISTRY.clear()
+    with _TOKENIZERS_LOCK:
+        _TOKENIZERS.clear()
+
+
+# (path, tokenizer sha256, lowercase, trust_remote_code) -> (transformers tokenizer, its ContentTokenizer): a Ray or
+# Spark worker's check of its tokenization (bertfeat.worker_recipe) loads them before its model does, and building
+# them is not free (1.1 s for a 250,000-token vocabulary: loading, copying the Rust tokenizer, the probe check)
+_TOKENIZERS: dict[tuple, tuple] = {}
+_TOKENIZERS_KEPT = 4
+_TOKENIZERS_LOCK = threading.Lock()  # not _LOCK, which get_backend holds while a backend loads its tokenizer
+
+
+def load_tokenizer(spec: ModelSpec, trust_remote_code: bool = False) -> tuple:
+    """The model's transformers tokenizer and its :class:`~bertfeat.tokens.ContentTokenizer` (lowercasing where the
+    model's sentence-transformers config says so), loaded once per process for the same tokenizer files and shared
+    by every caller: the worker's tokenization check and the model's backend. Neither changes them after."""
+    from transformers import AutoTokenizer
+
+    key = (spec.path, spec.tokenizer_sha256, spec.st_do_lower_case, trust_remote_code)
+    with _TOKENIZERS_LOCK:
+        found = _TOKENIZERS.get(key)
+    if found is not None:
+        return found
+    with _quiet_transformers():
+        tokenizer = AutoTokenizer.from_pretrained(spec.path, trust_remote_code=trust_remote_code)
+    found = (tokenizer, ContentTokenizer(tokenizer, lowercase=spec.st_do_lower_case))
+    with _TOKENIZERS_LOCK:
+        found = _TOKENIZERS.setdefault(key, found)  # two threads loading at once: both take the first kept
+        while len(_TOKENIZERS) > _TOKENIZERS_KEPT:
+            _TOKENIZERS.pop(next(iter(_TOKENIZERS)))
+    return found
 
 
 @contextlib.contextmanager
@@ -217,7 +248,6 @@ class TorchBackend:
 
     def __init__(self, spec: ModelSpec, device: str, dtype: str, trust_remote_code: bool = False):
         import torch
-        from transformers import AutoTokenizer
 
         self.spec = spec
         self.device = device
@@ -227,11 +257,10 @@ class TorchBackend:
         if device_type == "cpu":
             _bound_onednn_cache()
             limit_threads_to_allotted_cores()
+        self.tokenizer, self.content_tokens = load_tokenizer(spec, trust_remote_code)
         with _quiet_transformers():
-            self.tokenizer = AutoTokenizer.from_pretrained(spec.path, trust_remote_code=trust_remote_code)
             config = _load_config(spec.path, trust_remote_code)
         self.config = config
-        self.content_tokens = ContentTokenizer(self.tokenizer, lowercase=spec.st_do_lower_case)
         self.trust_remote_code = trust_remote_code
         fast = device_type == "cpu" and _FastBert.supports(config)
         # Weights stay float32 on every path: a low dtype runs the products only, with embeddings, layer norms and

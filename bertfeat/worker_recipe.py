@@ -125,17 +125,14 @@ def tokenization(params: dict) -> str:
     import hashlib
     import json
 
-    from transformers import AutoTokenizer
-
-    from bertfeat.backend import _quiet_transformers
+    from bertfeat.backend import load_tokenizer
     from bertfeat.models import resolve_model
-    from bertfeat.tokens import PROBES, ContentTokenizer
+    from bertfeat.tokens import PROBES
 
     trust = bool(params.get("trust_remote_code", False))
     spec = resolve_model(params.get("model", "default"), trust_remote_code=trust)
-    with _quiet_transformers():
-        tokenizer = AutoTokenizer.from_pretrained(spec.path, trust_remote_code=trust)
-    ids = ContentTokenizer(tokenizer, lowercase=spec.st_do_lower_case)(PROBES)
+    # the tokenizer the worker's model then uses, loaded once (bertfeat.backend.load_tokenizer)
+    ids = load_tokenizer(spec, trust)[1](PROBES)
     return hashlib.sha256(json.dumps([list(map(int, x)) for x in ids]).encode()).hexdigest()
 
 
