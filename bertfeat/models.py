@@ -59,8 +59,9 @@ class ModelSpec:
     st_pooling: tuple[str, ...] | None = None
     st_normalize: bool = False
     st_max_seq_length: int | None = None
-    # sentence-transformers modules after the pooling that bertfeat does not apply (a Dense projection, a
-    # LayerNorm, ...), as "Dense (2_Dense)": the model's sentence embeddings are not bertfeat's features then
+    # what sentence-transformers computes the model's embeddings with beside its pooling, which bertfeat does not
+    # apply: modules after it or before it ("Dense (2_Dense)", "WordWeights (1_WordWeights)") and settings it loads the
+    # encoder with ('config_args {...} (sentence_bert_config.json)'): the model's embeddings are not bertfeat's features
     st_not_applied: tuple[str, ...] = ()
     revision: str | None = None
     # The model's named prompts (config_sentence_transformers.json "prompts"), as (name, text) pairs in file order.

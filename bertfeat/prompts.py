@@ -22,14 +22,16 @@ def _note_once(what: str, spec, message: str) -> None:
 
 
 def _note_modules_not_applied(spec) -> None:
-    """Once per model and process, a note that the model's sentence-transformers modules after its pooling (a
-    Dense projection, ...) are not applied: its model card's embeddings are not what bertfeat gives."""
+    """Once per model and process, a note that what sentence-transformers computes the model's embeddings with
+    beside its pooling (a Dense projection after it, a WordWeights before it, settings it loads the encoder with) is
+    not applied: its model card's embeddings are not what bertfeat gives."""
     if spec.st_not_applied:
         _note_once("modules", spec, (
-            f"model={spec.name!r} is a sentence-transformers model whose sentence embeddings pass through "
-            f"{', '.join(spec.st_not_applied)} after its pooling; bertfeat does not apply "
-            f"{'that module' if len(spec.st_not_applied) == 1 else 'those modules'}: its features are the encoder's "
-            "pooled hidden states, not the model's own embeddings. For those, use sentence-transformers' encode()."))
+            f"model={spec.name!r} is a sentence-transformers model whose sentence embeddings sentence-transformers "
+            f"computes with {', '.join(spec.st_not_applied)} as well as its pooling; bertfeat does not apply "
+            f"{'that' if len(spec.st_not_applied) == 1 else 'those'}: its features are the pooled hidden states of "
+            "the encoder its config.json describes, not the model's own embeddings. For those, use "
+            "sentence-transformers' encode()."))
 
 
 def _resolve_prefix(prefix, prompt_name, spec) -> str:

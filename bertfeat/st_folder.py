@@ -140,9 +140,41 @@ def sentence_transformers_config(root: Path, encoder: Path, entries: list | None
                 f"model={name!r}: {sb} says \"do_lower_case\": {json.dumps(lower)}, where true or false is "
                 "expected: fix the file, or download the model again."
             )
+        not_applied += _load_settings_not_applied(sb, sb_config, name)
     return {"st_pooling": pooling, "st_normalize": normalize, "st_max_seq_length": st_max,
             "st_not_applied": tuple(not_applied), "st_do_lower_case": lower, "st_include_prompt": include_prompt,
             "st_settings_file": sb.name if sb is not None else None}
+
+
+# What sentence-transformers passes from the Transformer's settings file to AutoConfig, AutoTokenizer and AutoModel
+# (the older names, then those of sentence-transformers 6), and the settings among them that change no vector bertfeat
+# gives: trust_remote_code (sentence-transformers drops it), where to download from, the dtype (bertfeat's dtype=),
+# the attention's implementation (the same math), the padding side (bertfeat pads each text on its right and pools
+# each text alone: what a text batched alone gets), the pooler (never read)
+_LOAD_SETTINGS = ("config_args", "tokenizer_args", "model_args", "config_kwargs", "processor_kwargs", "model_kwargs")
+_SAME_VECTORS = {"trust_remote_code", "cache_dir", "revision", "token", "use_auth_token", "local_files_only",
+                 "subfolder", "torch_dtype", "dtype", "attn_implementation", "low_cpu_mem_usage", "device_map",
+                 "padding_side", "add_pooling_layer"}
+
+
+def _load_settings_not_applied(sb: Path, settings: dict, name: str) -> list[str]:
+    """The settings ``sb`` (the Transformer's settings file) gives sentence-transformers to load the encoder and its
+    tokenizer with, which bertfeat does not apply (it loads them as config.json and the tokenizer files say), as
+    ``'config_args {"layer_norm_eps": 0.001} (sentence_bert_config.json)'``; those that change no vector left out."""
+    found = []
+    for key in _LOAD_SETTINGS:
+        value = settings.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, dict):  # sentence-transformers fails on it too
+            raise ModelNotAvailableError(
+                f"model={name!r}: {sb} says {json.dumps(key)}: {json.dumps(value)[:120]}, where an object of settings "
+                "(or null) is expected: fix the file, or download the model again."
+            )
+        other = {k: v for k, v in value.items() if k not in _SAME_VECTORS}
+        if other:
+            found.append(f"{key} {json.dumps(other, sort_keys=True)} ({sb.name})")
+    return found
 
 
 # The Transformer module's own settings file, in its folder, by the names sentence-transformers tries in turn (older

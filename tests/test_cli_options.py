@@ -929,12 +929,12 @@ def test_a_sentence_transformers_model_with_modules_bertfeat_does_not_apply_says
     with contextlib.redirect_stdout(io.StringIO()) as out:
         assert main(["info", str(model), "--no-machine"]) == 0
     line = next(line for line in out.getvalue().splitlines() if line.startswith("not applied:"))
-    assert line == ("not applied:  Dense (2_Dense), LayerNorm (3_LayerNorm), which the model's sentence embeddings "
-                    "pass through after its pooling: bertfeat's features are the encoder's pooled hidden states, not "
-                    "those embeddings")
+    assert line == ("not applied:  Dense (2_Dense), LayerNorm (3_LayerNorm), with which sentence-transformers "
+                    "computes the model's sentence embeddings beside its pooling: bertfeat's features are the "
+                    "encoder's pooled hidden states, not those embeddings")
     monkeypatch.setattr(bertfeat.prompts, "_NOTED", set())  # the note comes once per model and process
-    with pytest.warns(UserWarning, match=r"pass through Dense \(2_Dense\), LayerNorm \(3_LayerNorm\) after its "
-                                         r"pooling; bertfeat does not apply those modules"):
+    with pytest.warns(UserWarning, match=r"computes with Dense \(2_Dense\), LayerNorm \(3_LayerNorm\) as well as "
+                                         r"its pooling; bertfeat does not apply those: "):
         BertEmbedder(str(model), pooling="cls", normalize=True).fit(["a cat"])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -1034,3 +1034,72 @@ def _newest_st_pooling():
     modules = pytest.importorskip("sentence_transformers.sentence_transformer.modules",
                                   reason="the reference is sentence-transformers 6's Pooling")
     return modules.Pooling
+
+
+def test_settings_sentence_transformers_loads_the_encoder_with_are_named_as_not_applied(tiny_bert, tmp_path,
+                                                                                         monkeypatch):
+    # sentence_bert_config.json's config_args (tokenizer_args, model_args; *_kwargs in newer saves) are passed by
+    # sentence-transformers to AutoConfig (AutoTokenizer, AutoModel): a layer_norm_eps there gives encode() other
+    # vectors than the encoder config.json describes. bertfeat loaded config.json alone and said nothing: its
+    # features differed from the model's own embeddings, silently (0.001 here), and `bertfeat info` named nothing.
+    # And a module before the pooling (WordWeights, WeightedLayerPooling, a CNN) was said to come "after" it.
+    import contextlib
+    import io
+    import shutil
+
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+
+    import bertfeat.prompts
+    from bertfeat import BertEmbedder
+    from bertfeat.cli.info import describe
+
+    model = shutil.copytree(tiny_bert, tmp_path / "st-args")
+    (model / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    (model / "1_Pooling").mkdir()
+    (model / "1_Pooling" / "config.json").write_text(json.dumps({"embedding_dimension": 32, "pooling_mode": "mean"}))
+    settings = {"max_seq_length": 32, "do_lower_case": False,
+                # what changes no vector is not named: sentence-transformers drops trust_remote_code, bertfeat pads
+                # each text on its right and has its own dtype=
+                "config_args": {"layer_norm_eps": 1e-3, "trust_remote_code": True},
+                "tokenizer_args": {"padding_side": "left"}, "model_kwargs": {"torch_dtype": "float16"}}
+    (model / "sentence_bert_config.json").write_text(json.dumps(settings))
+    texts = ["the cat sat on the mat", "a dog ran in the park"]
+    monkeypatch.setattr(bertfeat.prompts, "_NOTED", set())
+    with pytest.warns(UserWarning) as noted:
+        mine = BertEmbedder(str(model), pooling="mean", layers=-1, dtype="float32").fit_transform(texts)
+    own = SentenceTransformer(str(model), device="cpu", model_kwargs={"torch_dtype": "float32"}).encode(texts)
+    assert np.abs(mine - own).max() > 1e-4  # the difference that was silent
+    label = 'config_args {"layer_norm_eps": 0.001} (sentence_bert_config.json)'
+    assert [str(w.message) for w in noted] == [
+        f"model={str(model)!r} is a sentence-transformers model whose sentence embeddings sentence-transformers "
+        f"computes with {label} as well as its pooling; bertfeat does not apply that: its features are the pooled "
+        "hidden states of the encoder its config.json describes, not the model's own embeddings. For those, use "
+        "sentence-transformers' encode()."]
+    assert describe(str(model), machine=False)["own_pooling"]["not_applied"] == [label]
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        assert main(["info", str(model), "--no-machine"]) == 0
+    line = next(line for line in out.getvalue().splitlines() if line.startswith("not applied:"))
+    assert line == (f"not applied:  {label}, with which sentence-transformers computes the model's sentence "
+                    "embeddings beside its pooling: bertfeat's features are the encoder's pooled hidden states, not "
+                    "those embeddings")
+    # settings that change nothing, or none: no note
+    settings.pop("config_args")
+    (model / "sentence_bert_config.json").write_text(json.dumps(settings))
+    assert describe(str(model), machine=False)["own_pooling"]["not_applied"] == []
+    # a module before the pooling and one after it, and tokenizer_args that do change the tokens
+    (model / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_WordWeights", "type": "sentence_transformers.models.WordWeights"},
+        {"idx": 2, "name": "2", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 3, "name": "3", "path": "3_Dense", "type": "sentence_transformers.models.Dense"}]))
+    (model / "sentence_bert_config.json").write_text(json.dumps({"tokenizer_args": {"do_lower_case": False}}))
+    assert describe(str(model), machine=False)["own_pooling"]["not_applied"] == [
+        "WordWeights (1_WordWeights)", "Dense (3_Dense)",
+        'tokenizer_args {"do_lower_case": false} (sentence_bert_config.json)']
+    (model / "sentence_bert_config.json").write_text(json.dumps({"config_args": ["layer_norm_eps"]}))
+    with pytest.raises(ValueError, match=r"sentence_bert_config.json says \"config_args\": \[\"layer_norm_eps\"\], "
+                                         r"where an object of settings .* is expected"):
+        describe(str(model), machine=False)

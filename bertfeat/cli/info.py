@@ -129,9 +129,9 @@ def run(args: argparse.Namespace) -> int:
                             if own["pooling"] else "none declared (not a sentence-transformers model)"),
         *([f"lowercase:    do_lower_case=True in {own['settings_file']}: every text (its prefix with it) is "
            "lowercased before the tokenizer, as sentence-transformers does"] if own["do_lower_case"] else []),
-        *([f"not applied:  {', '.join(own['not_applied'])}, which the model's sentence embeddings pass through "
-           "after its pooling: bertfeat's features are the encoder's pooled hidden states, not those embeddings"]
-          if own["not_applied"] else []),
+        *([f"not applied:  {', '.join(own['not_applied'])}, with which sentence-transformers computes the model's "
+           "sentence embeddings beside its pooling: bertfeat's features are the encoder's pooled hidden states, not "
+           "those embeddings"] if own["not_applied"] else []),
         *(["prompt:       include_prompt=False in its Pooling config: the model pools a text without its prompt; "
            "so does bertfeat: a --prefix/--prompt-name is attended to but left out of mean and max pooling (cls "
            "reads the first token)"] if not own["include_prompt"] else []),
