@@ -388,3 +388,34 @@ def test_a_config_transformers_cannot_run_is_refused_at_load_saying_so(model_typ
     with pytest.raises(ModelNotAvailableError, match=r"transformers' forward pass of this model fails on a short "
                                                      r"probe text \((IndexError|RuntimeError|TypeError): "):
         BertEmbedder(model=path, device="cpu").fit_transform(["a cat"])
+
+
+@pytest.mark.parametrize("model_type", ["bert", "roberta", "electra"])  # fused (WordPiece, BPE), transformers' own
+def test_a_tokenizer_that_pads_left_has_no_pad_token_or_no_length_limit_gives_the_models_own_vectors(
+        tiny_encoder, model_type, tmp_path):
+    # (guard, models users bring hunt, session 10) tokenizer_config.json's "padding_side": "left" (what decoder
+    # embedders save), no pad token, and a model_max_length of 1e30 (what a tokenizer saved without a limit says):
+    # bertfeat pads every batch on the right itself (CLS pooling reads token 0; left padding would read a pad, and
+    # move a BERT's positions), pads with id 0 where there is no pad token (masked, never attended to), and takes
+    # the model's position table as its limit: each text's vectors are those of the text run alone by transformers,
+    # truncated and in windows. (sentence-transformers' own encode() pads left there, so a BERT's text in a batch
+    # gets other vectors than alone, and fails without a pad token.)
+    import json
+    import shutil
+
+    path = tiny_encoder(model_type)
+    model = shutil.copytree(path, tmp_path / "m")
+    f = model / "tokenizer_config.json"
+    config = {k: v for k, v in json.loads(f.read_text()).items() if k != "pad_token"}
+    f.write_text(json.dumps({**config, "padding_side": "left", "model_max_length": 1e30}))
+    tok = transformers.AutoTokenizer.from_pretrained(str(model))
+    assert tok.padding_side == "left" and tok.pad_token is None
+    kwargs = dict(model=str(model), pooling="cls+mean", layers=LAYERS, layer_agg="concat", device="cpu")
+    spec_limit = BertEmbedder(**kwargs).fit(["x"]).recipe_.max_length
+    assert spec_limit == BertEmbedder(path).fit(["x"]).recipe_.max_length  # the position table's, not 1e30
+    with pytest.warns(UserWarning):  # the long texts are truncated, and bertfeat says so
+        truncated = BertEmbedder(**kwargs, max_length=MAX_LENGTH).fit_transform(TEXTS)
+    np.testing.assert_allclose(truncated, reference_features(path, TEXTS, LAYERS, MAX_LENGTH), atol=1e-5, rtol=0)
+    chunked = BertEmbedder(**kwargs, max_length=MAX_LENGTH, long_text="chunk", stride=3).fit_transform(TEXTS)
+    np.testing.assert_allclose(chunked, reference_features(path, TEXTS, LAYERS, MAX_LENGTH, "chunk", 3),
+                               atol=1e-5, rtol=0)
