@@ -64,7 +64,8 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
     prompt_name : str, default=None
         The name of a prompt in the model's sentence-transformers config (``config_sentence_transformers.json``
         "prompts"; ``bertfeat info MODEL`` lists them), used as ``prefix``. Pass one of ``prefix`` and
-        ``prompt_name``. A model that defines prompts, used with neither, gets a one-time note naming them.
+        ``prompt_name``. A model that defines prompts, used with neither, gets a one-time note naming them (those
+        that put something before a text: sentence-transformers 5 and later save empty ones in every model).
     batch_tokens : int, default=None
         Token budget of one forward pass (rows x padded length); None picks one for the device.
     device : str, default="auto"

@@ -50,10 +50,13 @@ def _resolve_prefix(prefix, prompt_name, spec) -> str:
         prompt = spec.prompt(prompt_name)
         return _valid_unicode(prompt, f"prompt_name={prompt_name!r} gives the prefix {prompt!r} (from {spec.name}'s "
                                       "config_sentence_transformers.json), which")
-    if not prefix and spec.prompts:
+    # prompts that put something before a text: sentence-transformers 5 and 6 save an empty "query" and "document"
+    # prompt in every model's config (encode_query, encode_document), which are no prompts to tell of
+    worded = [(k, v) for k, v in spec.prompts if v]
+    if not prefix and worded:
         # once per model and process: a note, not an error, since plain texts are a valid (if weaker) choice
-        names = ", ".join(f"{k!r} ({v!r})" for k, v in spec.prompts)
-        default = spec.default_prompt_name
+        names = ", ".join(f"{k!r} ({v!r})" for k, v in worded)
+        default = spec.default_prompt_name if dict(worded).get(spec.default_prompt_name) else None
         _note_once("prompts", spec, (
             f"model={spec.name!r} defines prompts that its authors put before texts: {names}. Pass prompt_name= "
             "(or prefix=) to use one; without one, texts are embedded as they are"

@@ -583,6 +583,34 @@ def test_prompts_named_or_valued_empty_are_read_as_sentence_transformers_reads_t
         resolve_model(prompted_bert)
 
 
+def test_empty_prompts_are_no_prompts_to_note(prompted_bert, monkeypatch):
+    # sentence-transformers 5 and 6 save "prompts": {"query": "", "document": ""} in every model's
+    # config_sentence_transformers.json (encode_query and encode_document read them): every such model got the note
+    # that its authors put prompts before texts and to pass prompt_name=, which puts nothing before them (the same
+    # vectors), and under -W error its fit failed on that note
+    import warnings
+    from pathlib import Path
+
+    import bertfeat.prompts
+
+    config = Path(prompted_bert) / "config_sentence_transformers.json"
+    monkeypatch.setattr(bertfeat.prompts, "_NOTED", set())
+    for default in (None, "query"):
+        config.write_text(json.dumps({"prompts": {"query": "", "document": ""}, "default_prompt_name": default}))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            plain = BertEmbedder(prompted_bert, pooling="mean", dtype="float32").fit_transform(TEXTS)
+        named = BertEmbedder(prompted_bert, pooling="mean", dtype="float32", prompt_name="query").fit_transform(TEXTS)
+        np.testing.assert_array_equal(plain, named)  # what the note advised changes nothing
+    # beside a prompt with a text, an empty one is not named either, nor an empty default
+    config.write_text(json.dumps({"prompts": {"query": "", "passage": "passage: "}, "default_prompt_name": "query"}))
+    with pytest.warns(UserWarning) as record:
+        BertEmbedder(prompted_bert, pooling="mean", dtype="float32").fit(TEXTS)
+    assert [str(w.message) for w in record] == [
+        f"model={prompted_bert!r} defines prompts that its authors put before texts: 'passage' ('passage: '). Pass "
+        "prompt_name= (or prefix=) to use one; without one, texts are embedded as they are."]
+
+
 def test_the_prompts_note_names_the_prompt_sentence_transformers_puts_by_default(prompted_bert, monkeypatch):
     # default_prompt_name: sentence-transformers' encode() puts that prompt before every text unless told otherwise;
     # the note said only "without one, texts are embedded as they are", so a user comparing with encode() got other
