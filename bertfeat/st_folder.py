@@ -155,11 +155,15 @@ _LOAD_SETTINGS = ("config_args", "tokenizer_args", "model_args", "config_kwargs"
 _SAME_VECTORS = {"trust_remote_code", "cache_dir", "revision", "token", "use_auth_token", "local_files_only",
                  "subfolder", "torch_dtype", "dtype", "attn_implementation", "low_cpu_mem_usage", "device_map",
                  "padding_side", "add_pooling_layer"}
+# and the tokenizer's call settings that give each text the same tokens (bertfeat pads and batches itself)
+_SAME_TOKENS = {"padding", "padding_side", "pad_to_multiple_of", "return_tensors", "return_attention_mask",
+                "return_token_type_ids", "verbose"}
 
 
 def _load_settings_not_applied(sb: Path, settings: dict, name: str) -> list[str]:
     """The settings ``sb`` (the Transformer's settings file) gives sentence-transformers to load the encoder and its
-    tokenizer with, which bertfeat does not apply (it loads them as config.json and the tokenizer files say), as
+    tokenizer with, or to call the tokenizer with, which bertfeat does not apply (it loads and calls them as
+    config.json and the tokenizer files say), as
     ``'config_args {"layer_norm_eps": 0.001} (sentence_bert_config.json)'``; those that change no vector left out."""
     found = []
     for key in _LOAD_SETTINGS:
@@ -174,6 +178,18 @@ def _load_settings_not_applied(sb: Path, settings: dict, name: str) -> list[str]
         other = {k: v for k, v in value.items() if k not in _SAME_VECTORS}
         if other:
             found.append(f"{key} {json.dumps(other, sort_keys=True)} ({sb.name})")
+    # sentence-transformers 6: what its tokenizer is called with, by modality ("text", and "common" to every one)
+    calls = settings.get("processing_kwargs")
+    if calls is not None:
+        if not (isinstance(calls, dict) and all(isinstance(v, dict) for v in calls.values())):
+            raise ModelNotAvailableError(
+                f"model={name!r}: {sb} says \"processing_kwargs\": {json.dumps(calls)[:120]}, where an object of "
+                "settings per modality (or null) is expected: fix the file, or download the model again."
+            )
+        other = {bucket: kept for bucket in ("common", "text")
+                 if (kept := {k: v for k, v in calls.get(bucket, {}).items() if k not in _SAME_TOKENS})}
+        if other:
+            found.append(f"processing_kwargs {json.dumps(other, sort_keys=True)} ({sb.name})")
     return found
 
 

@@ -1099,6 +1099,17 @@ def test_settings_sentence_transformers_loads_the_encoder_with_are_named_as_not_
     assert describe(str(model), machine=False)["own_pooling"]["not_applied"] == [
         "WordWeights (1_WordWeights)", "Dense (3_Dense)",
         'tokenizer_args {"do_lower_case": false} (sentence_bert_config.json)']
+    # sentence-transformers 6's processing_kwargs: what its tokenizer is called with (0.15 off encode() for a
+    # max_length of 6, 0.2 without special tokens, in a check of this test's making)
+    (model / "sentence_bert_config.json").write_text(json.dumps({"processing_kwargs": {
+        "text": {"max_length": 6, "padding_side": "left"}, "common": {"padding": True}, "image": {"size": 4}}}))
+    assert describe(str(model), machine=False)["own_pooling"]["not_applied"] == [
+        "WordWeights (1_WordWeights)", "Dense (3_Dense)",
+        'processing_kwargs {"text": {"max_length": 6}} (sentence_bert_config.json)']
+    (model / "sentence_bert_config.json").write_text(json.dumps({"processing_kwargs": {"text": 6}}))
+    with pytest.raises(ValueError, match=r"says \"processing_kwargs\": \{\"text\": 6\}, where an object of "
+                                         r"settings per modality"):
+        describe(str(model), machine=False)
     (model / "sentence_bert_config.json").write_text(json.dumps({"config_args": ["layer_norm_eps"]}))
     with pytest.raises(ValueError, match=r"sentence_bert_config.json says \"config_args\": \[\"layer_norm_eps\"\], "
                                          r"where an object of settings .* is expected"):
