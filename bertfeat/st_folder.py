@@ -178,6 +178,15 @@ def _load_settings_not_applied(sb: Path, settings: dict, name: str) -> list[str]
         other = {k: v for k, v in value.items() if k not in _SAME_VECTORS}
         if other:
             found.append(f"{key} {json.dumps(other, sort_keys=True)} ({sb.name})")
+    # sentence-transformers 6: which of the model's outputs are its token embeddings (a "fill-mask" Transformer's are
+    # the masked-LM head's logits, SPLADE's; bertfeat's are always the encoder's hidden states)
+    task = settings.get("transformer_task")
+    if task not in (None, "feature-extraction"):
+        found.append(f"transformer_task {json.dumps(task)} ({sb.name})")
+    text = (settings.get("modality_config") or {}).get("text") if task in (None, "feature-extraction") else None
+    output = text.get("method_output_name", "last_hidden_state") if isinstance(text, dict) else "last_hidden_state"
+    if output != "last_hidden_state":
+        found.append(f"modality_config {json.dumps({'text': text}, sort_keys=True)} ({sb.name})")
     # sentence-transformers 6: what its tokenizer is called with, by modality ("text", and "common" to every one)
     calls = settings.get("processing_kwargs")
     if calls is not None:

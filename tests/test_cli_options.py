@@ -1106,6 +1106,17 @@ def test_settings_sentence_transformers_loads_the_encoder_with_are_named_as_not_
     assert describe(str(model), machine=False)["own_pooling"]["not_applied"] == [
         "WordWeights (1_WordWeights)", "Dense (3_Dense)",
         'processing_kwargs {"text": {"max_length": 6}} (sentence_bert_config.json)']
+    # sentence-transformers 6's transformer_task: a "fill-mask" Transformer's token embeddings are masked-LM logits
+    (model / "sentence_bert_config.json").write_text(json.dumps({"transformer_task": "fill-mask"}))
+    assert describe(str(model), machine=False)["own_pooling"]["not_applied"][2:] == [
+        'transformer_task "fill-mask" (sentence_bert_config.json)']
+    other_output = {"text": {"method": "forward", "method_output_name": "pooler_output"}}
+    for task in ("feature-extraction", None):
+        (model / "sentence_bert_config.json").write_text(json.dumps(
+            {"modality_config": other_output, **({"transformer_task": task} if task else {})}))
+        assert describe(str(model), machine=False)["own_pooling"]["not_applied"][2:] == [
+            'modality_config {"text": {"method": "forward", "method_output_name": "pooler_output"}} '
+            '(sentence_bert_config.json)']
     (model / "sentence_bert_config.json").write_text(json.dumps({"processing_kwargs": {"text": 6}}))
     with pytest.raises(ValueError, match=r"says \"processing_kwargs\": \{\"text\": 6\}, where an object of "
                                          r"settings per modality"):
