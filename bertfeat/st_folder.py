@@ -183,7 +183,13 @@ def _load_settings_not_applied(sb: Path, settings: dict, name: str) -> list[str]
     task = settings.get("transformer_task")
     if task not in (None, "feature-extraction"):
         found.append(f"transformer_task {json.dumps(task)} ({sb.name})")
-    text = (settings.get("modality_config") or {}).get("text") if task in (None, "feature-extraction") else None
+    modalities = settings.get("modality_config")
+    if modalities is not None and not isinstance(modalities, dict):  # sentence-transformers fails on it too
+        raise ModelNotAvailableError(
+            f"model={name!r}: {sb} says \"modality_config\": {json.dumps(modalities)[:120]}, where an object of "
+            "settings per modality (or null) is expected: fix the file, or download the model again."
+        )
+    text = (modalities or {}).get("text") if task in (None, "feature-extraction") else None
     output = text.get("method_output_name", "last_hidden_state") if isinstance(text, dict) else "last_hidden_state"
     if output != "last_hidden_state":
         found.append(f"modality_config {json.dumps({'text': text}, sort_keys=True)} ({sb.name})")

@@ -1110,6 +1110,10 @@ def test_settings_sentence_transformers_loads_the_encoder_with_are_named_as_not_
     (model / "sentence_bert_config.json").write_text(json.dumps({"transformer_task": "fill-mask"}))
     assert describe(str(model), machine=False)["own_pooling"]["not_applied"][2:] == [
         'transformer_task "fill-mask" (sentence_bert_config.json)']
+    (model / "sentence_bert_config.json").write_text(json.dumps({"modality_config": ["text"]}))
+    with pytest.raises(ValueError, match=r"says \"modality_config\": \[\"text\"\], where an object of settings per "
+                                         r"modality \(or null\) is expected: fix the file"):
+        describe(str(model), machine=False)
     other_output = {"text": {"method": "forward", "method_output_name": "pooler_output"}}
     for task in ("feature-extraction", None):
         (model / "sentence_bert_config.json").write_text(json.dumps(
