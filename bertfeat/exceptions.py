@@ -8,6 +8,11 @@ class TruncationWarning(UserWarning):
     """Some texts were longer than ``max_length`` tokens and were cut (``long_text="truncate"``)."""
 
 
+class ModelNoteWarning(UserWarning):
+    """A note, once per model and process, where the model's own embeddings differ from bertfeat's features: prompts
+    its authors put before texts, what sentence-transformers computes them with that bertfeat does not apply."""
+
+
 class ModelNotAvailableError(ValueError):
     """The requested model cannot be used: it is neither a local directory nor reachable (offline, or not on the
     hub), or its files do not fit together (weights that are not safetensors, a missing shard, weights missing or

@@ -7,17 +7,18 @@ from __future__ import annotations
 
 import warnings
 
-from bertfeat.exceptions import user_stacklevel
+from bertfeat.exceptions import ModelNoteWarning, user_stacklevel
 
 # (what, model path) of the notes given once per model and process (_note_once)
 _NOTED: set[tuple[str, str]] = set()
 
 
 def _note_once(what: str, spec, message: str) -> None:
-    """A note (a UserWarning, not an error) about ``what`` of the model ``spec``, given once per model and process."""
+    """A note (a :class:`~bertfeat.exceptions.ModelNoteWarning`, a UserWarning: not an error) about ``what`` of the
+    model ``spec``, given once per model and process; the command line shows it as one line, as its own warnings."""
     if (what, spec.path) in _NOTED:
         return
-    warnings.warn(message, UserWarning, stacklevel=user_stacklevel())
+    warnings.warn(message, ModelNoteWarning, stacklevel=user_stacklevel())
     _NOTED.add((what, spec.path))  # after: a note a warnings filter made an error is raised again next time
 
 

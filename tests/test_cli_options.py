@@ -1129,3 +1129,40 @@ def test_settings_sentence_transformers_loads_the_encoder_with_are_named_as_not_
     with pytest.raises(ValueError, match=r"sentence_bert_config.json says \"config_args\": \[\"layer_norm_eps\"\], "
                                          r"where an object of settings .* is expected"):
         describe(str(model), machine=False)
+
+
+def test_the_models_notes_are_one_line_warnings_of_the_command(tiny_bert, tmp_path, monkeypatch):
+    # the notes that a model defines prompts, or that sentence-transformers computes its embeddings with modules
+    # bertfeat does not apply, were plain UserWarnings, which the command line printed in Python's two-line form
+    # ("/.../bertfeat/__main__.py:5: UserWarning: model=... \n  sys.exit(main())"), where its own warnings are one
+    # "bertfeat embed: warning: ..." line each
+    import shutil
+    import warnings
+
+    import bertfeat.prompts
+
+    model = shutil.copytree(tiny_bert, tmp_path / "st-dense")
+    (model / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"}]))
+    (model / "1_Pooling").mkdir()
+    (model / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode": "mean"}))
+    (model / "config_sentence_transformers.json").write_text(json.dumps({"prompts": {"query": "query: "}}))
+    src = tmp_path / "in.csv"
+    pd.DataFrame({"text": ["the cat sat"]}).to_csv(src, index=False)
+    shown = []
+    monkeypatch.setattr(bertfeat.prompts, "_NOTED", set())
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        monkeypatch.setattr(warnings, "showwarning", lambda message, category, filename, lineno, file=None,
+                            line=None: shown.append(warnings.formatwarning(message, category, filename, lineno, line)))
+        assert main(["embed", str(src), "--out", str(tmp_path / "out.parquet"), "--text-col", "text", "--model",
+                     str(model), "--quiet"]) == 0
+    assert shown == [
+        f"bertfeat embed: warning: model={str(model)!r} defines prompts that its authors put before texts: 'query' "
+        "('query: '). Pass prompt_name= (or prefix=) to use one; without one, texts are embedded as they are.\n",
+        f"bertfeat embed: warning: model={str(model)!r} is a sentence-transformers model whose sentence embeddings "
+        "sentence-transformers computes with Dense (2_Dense) as well as its pooling; bertfeat does not apply that: its "
+        "features are the pooled hidden states of the encoder its config.json describes, not the model's own "
+        "embeddings. For those, use sentence-transformers' encode().\n"]

@@ -119,7 +119,7 @@ def test_describe_and_probe_return_their_warnings_for_r(tiny_bert, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # recorded, not raised
         _, _, warns, *_ = _r.describe(["review"], {"model": str(prompted)})
-        assert [w[0] for w in warns] == ["UserWarning"] and "defines prompts" in warns[0][1]
+        assert [w[0] for w in warns] == ["ModelNoteWarning"] and "defines prompts" in warns[0][1]
         long = "the quick brown fox jumps over the lazy dog " * 4
         texts = [long + str(i) for i in range(8)]
         *_, warns = _r.probe(texts, [False] * 8, [0, 1] * 4, {"model": tiny_bert, "max_length": 8, "cv": 2,
