@@ -6,7 +6,7 @@ before any work (header, duplicate or absent columns, parquet schemas that disag
 the needed columns re-cut into chunks of at most ``chunk_rows`` rows and ``chunk_chars`` text characters.
 
 CSV policy (docs/cli.md lists it for users): the delimiter is the one declared (``,``, or tab for ``.tsv``, or
-``delimiter=``); a UTF-8 byte order mark is skipped; every column is read as text unless ``infer_types=True``; an
+``delimiter=``, or a first line ``sep=;`` as Excel reads it); a UTF-8 byte order mark is skipped; every column is read as text unless ``infer_types=True``; an
 unquoted empty field or NA marker is missing, a quoted one is text; a quote left open at the end of the file, and a
 quoted value with more text after its closing quote, are errors naming their lines. Parquet string values must be
 valid UTF-8 (an error names the file, column and row).
@@ -44,6 +44,23 @@ CSV_NULLS = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None", "<NA>"]
 # restarts (skipping the rows already delivered) until the longest field fits, up to this bound.
 BLOCK_BYTES = 1 << 20
 MAX_BLOCK_BYTES = 1 << 31
+
+
+_SEP_LINE = re.compile(rb"(?:\xef\xbb\xbf)?sep=([\x01-\x7f])(?:\r|\n|\Z)")
+
+
+def excel_sep_line(path: Path) -> str | None:
+    """The delimiter a CSV file declares on its first line as Excel reads it (``sep=;``, after a UTF-8 BOM or not),
+    or None. Exports made for Excel write it; read as the header it hid every column (``['sep=;']``)."""
+    try:
+        with open_decompressed(path) as fh:
+            head = fh.read(9)  # a BOM, sep=, the delimiter and what ends the line (CRLF, LF or an old Mac's CR)
+    except (OSError, EOFError, zlib.error):  # a damaged or cut file: the header's read says so
+        return None
+    found = _SEP_LINE.match(head)
+    if found is None or found[1] in b'"\r\n':
+        return None
+    return found[1].decode()
 
 
 def open_decompressed(path: Path, raw=None):
@@ -143,6 +160,7 @@ class InputReader:
                 with _naming_parquet_file(f):
                     self.total_rows += pq.ParquetFile(f).metadata.num_rows
         else:
+            self.sep_line = excel_sep_line(self.files[0])
             self.delimiter = self._delimiter(delimiter)
             self.schema = self._csv_schema()
 
@@ -274,6 +292,12 @@ class InputReader:
     # -- CSV -------------------------------------------------------------------------------------------------------
 
     def _delimiter(self, declared: str | None) -> str:
+        if self.sep_line is not None:  # the file's own declaration, as Excel reads it
+            if declared is not None and declared != self.sep_line:
+                raise ValueError(f"{self.path} declares its delimiter on its first line, 'sep={self.sep_line}' (as "
+                                 f"Excel reads it), but delimiter={declared!r} was passed; drop --delimiter "
+                                 "(delimiter=) to read it as the file says, or remove that line.")
+            return self.sep_line
         if declared is None:
             name = self.files[0].name.lower()
             stem = name[:name.rfind(".")] if _codec(self.files[0]) else name
@@ -365,6 +389,8 @@ class InputReader:
         try:
             with self._text() as fh, _no_field_limit():
                 reader = csv.reader(_csv_lines(fh), delimiter=self.delimiter, strict=True)
+                if self.sep_line is not None:
+                    next(reader)  # Excel's "sep=;": it declared the delimiter, and is counted as the line it is
                 for first in reader:
                     if first:  # blank lines before the header are skipped, as pyarrow skips them
                         break
@@ -408,7 +434,9 @@ class InputReader:
         try:
             with self._text() as fh, _no_field_limit():
                 reader = csv.reader(_csv_lines(fh), delimiter=self.delimiter, strict=True)
-                width, last_end = None, 0
+                if self.sep_line is not None:
+                    next(reader)  # Excel's "sep=;" line, no record
+                width, last_end = None, reader.line_num
                 try:
                     for row in reader:
                         if width is None:

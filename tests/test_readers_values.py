@@ -983,3 +983,40 @@ def test_a_folder_holding_csv_files_beside_its_parquet_files_is_refused_not_read
     assert resolve_input(f"{d}/**/*.parquet") == ("parquet", [d / "2024" / "01.parquet"])  # the advice works
     (d / "2024" / "02.csv.gz").unlink()
     assert resolve_input(str(d)) == ("parquet", [d / "2024" / "01.parquet"])
+
+
+def test_an_excel_sep_line_first_declares_the_delimiter_and_is_no_header(tmp_path):
+    """Excel reads a first line ``sep=;`` as the file's delimiter, and exports made for Excel write one. It was read
+    as the header: refused "has columns ['sep=;'] ... pass --delimiter ';'", and with --delimiter ';' as a header of
+    columns 'sep=' and '', "not found" again, advice that led nowhere. Now the line declares the delimiter (a
+    declared one must agree), lines are counted from the top of the file, and every row comes out."""
+    body = b'sep=;\r\nid;text\r\n1;"a;b"\r\n2;"two\r\nlines"\r\n3;c\r\n'
+    want = [{"id": "1", "text": "a;b"}, {"id": "2", "text": "two\r\nlines"}, {"id": "3", "text": "c"}]
+    for name, data, sep in (("s.csv", body, ";"), ("bom.csv", b"\xef\xbb\xbf" + body, ";"),
+                            ("s.csv.gz", gzip.compress(body), ";"), ("comma.csv", body.replace(b";", b","), ","),
+                            ("tab.csv", body.replace(b";", b"\t"), "\t"), ("cr.tsv", body.replace(b"\r\n", b"\r"), ";")):
+        src = tmp_path / name
+        src.write_bytes(data)
+        reader = csv_reader(src, ["id", "text"], chunk_rows=2)
+        got, sizes = read_all(reader)
+        assert got.to_pylist() == [{"id": r["id"], "text": r["text"].replace(";", sep).replace(
+            "\r\n", "\r" if name == "cr.tsv" else "\r\n")} for r in want], name
+        assert sizes == [2, 1]
+        assert reader.reading()["delimiter"] == sep
+    src = tmp_path / "s.csv"
+    assert read_all(csv_reader(src, ["id", "text"], delimiter=";"))[0].to_pylist() == want
+    assert refusal(csv_reader, src, ["id", "text"], delimiter=",") == (
+        f"{src} declares its delimiter on its first line, 'sep=;' (as Excel reads it), but delimiter=',' was "
+        "passed; drop --delimiter (delimiter=) to read it as the file says, or remove that line.")
+    ragged = tmp_path / "ragged.csv"
+    ragged.write_bytes(b"sep=;\nid;text;n\n1;a;1\n2;b;2;extra\n")
+    assert refusal(csv_reader, ragged, ["id", "text"]) == (
+        f"{ragged} is malformed at line 4: CSV parse error: Expected 3 columns, got 4: 2;b;2;extra")
+    stray = tmp_path / "stray.csv"
+    stray.write_bytes(b'sep=;\nid;text\n1;"Meh" said I\n2;b\n')
+    assert refusal(csv_reader, stray, ["id", "text"]).startswith(
+        f"{stray} is malformed at line 3: a quoted value (opened at line 3) has more text after its closing quote")
+    # a header that only looks like it (more than one character after sep=, or a column named so) stays a header
+    named = tmp_path / "named.csv"
+    named.write_bytes(b"sep=ab,text\n1,a\n")
+    assert read_all(csv_reader(named, ["sep=ab", "text"]))[0].to_pylist() == [{"sep=ab": "1", "text": "a"}]
