@@ -843,6 +843,34 @@ def test_an_extra_name_starting_with_a_dash_that_is_a_file_gets_the_hint(capsys,
                                        "read as an option: write it ./-x.csv (see bertfeat embed --help)\n")
 
 
+
+def test_an_input_a_shell_expanded_into_several_files_gets_told_to_quote_the_glob(capsys, tmp_path, monkeypatch):
+    """``bertfeat embed data/*.parquet ...`` unquoted: the shell hands over every file, and argparse said only
+    "unrecognized arguments: data/b.parquet data/c.parquet", naming neither the cause nor what to do."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    for name in ("a.parquet", "b.parquet", "c.parquet", "x.csv", "y.csv"):
+        (tmp_path / "data" / name).write_bytes(b"")
+    for command in ("embed", "probe"):
+        rest = ["--text-col", "t", *(["--out", "o.parquet"] if command == "embed" else ["--label-col", "y"])]
+        with pytest.raises(SystemExit):
+            main([command, "data/a.parquet", "data/b.parquet", "data/c.parquet", *rest])
+        assert capsys.readouterr().err == (
+            f"bertfeat {command}: error: unrecognized arguments: data/b.parquet data/c.parquet; bertfeat {command} "
+            "reads one INPUT and was given 3 files: a shell expands an unquoted glob into its files, so quote it "
+            f"('data/*.parquet') for bertfeat to read the files as one input, or pass their folder (see bertfeat "
+            f"{command} --help)\n")
+    with pytest.raises(SystemExit):
+        main(["embed", "--text-col", "t", "data/x.csv", "data/y.csv", "--out", "o.parquet"])
+    assert capsys.readouterr().err == (
+        "bertfeat embed: error: unrecognized arguments: data/y.csv; bertfeat embed reads one INPUT and was given 2 "
+        "files: a shell expands an unquoted glob into its files, but a CSV input is one file: embed each CSV file on "
+        "its own, or join them into one CSV file (one header) first (see bertfeat embed --help)\n")
+    with pytest.raises(SystemExit):  # an extra word that names no file: no such hint
+        main(["embed", "data/a.parquet", "extra", "--text-col", "t", "--out", "o.parquet"])
+    assert capsys.readouterr().err == (
+        "bertfeat embed: error: unrecognized arguments: extra (see bertfeat embed --help)\n")
+
 def _defaults(command: str) -> dict:
     from bertfeat.cli import build_parser
     from tests.test_cli_help import subcommands

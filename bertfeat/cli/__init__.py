@@ -14,6 +14,7 @@ import os
 import re
 import signal
 import sys
+from pathlib import Path
 
 # command name -> module under bertfeat.cli that defines add_parser() and run()
 COMMANDS: dict[str, str] = {"embed": "embed", "info": "info", "cache": "cache", "probe": "probe"}
@@ -159,7 +160,7 @@ def main(argv=None) -> int:
     if unknown:  # argparse blames the top parser, whose --help lists no command's options
         command = _command_parser(parser, args)
         message = f"unrecognized arguments: {' '.join(unknown)}"
-        command.error(message + command.dash_hint(message, unknown))
+        command.error(message + command.dash_hint(message, unknown) + _expanded_glob_hint(command, args, unknown))
     _texts_as_utf8(args)
     plain_format = _one_line_warnings(args.command)
     previous = None
@@ -220,6 +221,27 @@ def _texts_as_utf8(args: argparse.Namespace) -> None:
     for name in _TEXT_OPTIONS:
         if getattr(args, name, None) is not None:
             setattr(args, name, utf8(getattr(args, name)))
+
+
+def _expanded_glob_hint(command: argparse.ArgumentParser, args: argparse.Namespace, unknown: list[str]) -> str:
+    """Why files followed the INPUT, where they did: ``bertfeat embed data/*.parquet`` unquoted reaches bertfeat as
+    every file the shell's glob matched, and argparse names only the ones past the first."""
+    from bertfeat.sources import _ONE_CSV, _kind
+
+    given = getattr(args, "input", None)
+    extra = [t for t in unknown if not t.startswith("-") and os.path.lexists(t)]
+    if not isinstance(given, str) or not extra:
+        return ""
+    files = [given, *extra]
+    said = (f"; {command.prog} reads one INPUT and was given {len(files)} files: a shell expands an unquoted glob "
+            "into its files")
+    if any(_kind(Path(f)) == "csv" for f in files):
+        return f"{said}, but a CSV input is one file: {_ONE_CSV}"
+    folders = {os.path.dirname(f) for f in files}
+    suffixes = {Path(f).suffix for f in files}
+    pattern = (os.path.join(folders.pop(), "*" + suffixes.pop()) if len(folders) == 1 and len(suffixes) == 1
+               else "data/*.parquet")
+    return (f"{said}, so quote it ({pattern!r}) for bertfeat to read the files as one input, or pass their folder")
 
 
 def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
