@@ -37,7 +37,7 @@ from bertfeat.sources import (  # noqa: F401  (readers' public names since befor
     CSV_SUFFIXES, PARQUET_SUFFIXES, _codec, _kind, input_path, is_pattern, path_text, recorded_name,
     resolve_input,
 )
-from bertfeat.utf8 import invalid_values, not_utf8_csv
+from bertfeat.utf8 import invalid_values, not_csv_text, not_utf8_csv
 
 CSV_NULLS = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None", "<NA>"]
 # pyarrow parses a CSV in blocks and cannot parse a field longer than one block: the block grows and the read
@@ -386,6 +386,13 @@ class InputReader:
     def _csv_header(self) -> list[str]:
         first = None
         self.has_rows = False
+        try:  # no text at all (a .gz saved as .csv, a workbook renamed): named as what it is, before any reading
+            with open_decompressed(self.files[0]) as fh:
+                said = not_csv_text(self.path, fh.read(64))
+        except (OSError, EOFError, zlib.error):  # damaged or cut short: the reading below says so
+            said = None
+        if said:
+            raise ValueError(said)
         try:
             with self._text() as fh, _no_field_limit():
                 reader = csv.reader(_csv_lines(fh), delimiter=self.delimiter, strict=True)

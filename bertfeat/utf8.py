@@ -4,6 +4,10 @@ another encoding (Excel's Windows-1252, UTF-16). Finding the first bad value or 
 
 from __future__ import annotations
 
+import os
+import re
+from pathlib import Path
+
 import pyarrow as pa
 
 
@@ -66,9 +70,9 @@ def not_utf8_csv(path, fh) -> str | None:
     Python's decoder names a position in one of its own read pieces, which says nothing about where the byte is.
     """
     convert = "bertfeat reads CSV files as UTF-8: convert the file first, for example with iconv -f"
-    if fh.peek(2)[:2] in (b"\xff\xfe", b"\xfe\xff"):  # peek: the bytes stay for the lines below
-        return (f"{path} is UTF-16 (it begins with a UTF-16 byte order mark), not UTF-8: {convert} utf-16 -t "
-                "utf-8.")
+    said = not_csv_text(path, fh.peek(64)[:64])  # peek: the bytes stay for the lines below
+    if said:
+        return said
     for number, line in enumerate(fh, start=1):
         try:
             line.decode("utf-8-sig" if number == 1 else "utf-8")
@@ -79,3 +83,48 @@ def not_utf8_csv(path, fh) -> str | None:
                     "as Excel and R's write.csv do on Windows).")
     return None
 
+
+
+# The first bytes of files users name as CSV that hold no CSV text: a download saved without its .gz, a workbook
+# renamed .csv. Read as text, each was "not UTF-8 ... iconv -f cp1252", which turns them into garbage.
+_COMPRESSED = [(re.compile(rb"\x1f\x8b"), "gzip", ".gz"),
+               (re.compile(rb"BZh[1-9](1AY&SY|\x17rE8P\x90)"), "bz2", ".bz2"),
+               (re.compile(rb"\x28\xb5\x2f\xfd"), "zstd", ".zst")]
+_SEEN = "its first bytes say so"
+
+
+def not_csv_text(path, head: bytes) -> str | None:
+    """What to tell a user whose CSV ``path`` (its decompressed ``head``, the first 64 bytes) is no UTF-8 text at all:
+    UTF-16 or UTF-32 by its byte order mark, or a compressed file, an archive, a workbook or parquet by its first
+    bytes; None otherwise."""
+    from bertfeat.sources import CSV_SUFFIXES, _codec
+
+    convert = "bertfeat reads CSV files as UTF-8: convert the file first, for example with iconv -f"
+    for marks, name in (((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"), "UTF-32"), ((b"\xff\xfe", b"\xfe\xff"), "UTF-16")):
+        if head.startswith(marks):
+            return (f"{path} is {name} (it begins with a {name} byte order mark), not UTF-8: {convert} "
+                    f"{name.lower()} -t utf-8.")
+    file_name = os.path.basename(os.fsdecode(path))
+    outer = _codec(Path(file_name))
+    for magic, codec, suffix in _COMPRESSED:
+        if magic.match(head):
+            if outer:
+                return (f"{path} is compressed twice ({codec} data in its {outer} compression; {_SEEN}): decompress "
+                        "it, then compress it once.")
+            return (f"{path} is compressed ({codec}: {_SEEN}), but its name does not end with {suffix}, so it was "
+                    f"read as text: rename it {file_name}{suffix}.")
+    if head.startswith(b"\xfd7zXZ\x00"):
+        return (f"{path} is xz-compressed ({_SEEN}), which bertfeat does not read: decompress it (xz -d), or "
+                "compress it again as .gz, .bz2 or .zst.")
+    if head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
+        return (f"{path} is a zip archive ({_SEEN}; an Excel .xlsx workbook is one too), not CSV text: unzip it, or "
+                'save the workbook from Excel as "CSV UTF-8".')
+    if head.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"):
+        return f'{path} is an Excel .xls workbook ({_SEEN}), not CSV text: save it from Excel as "CSV UTF-8".'
+    if head.startswith(b"PAR1") and any(b < 0x09 for b in head[4:]):
+        stem = next((file_name[:-len(s)] for s in CSV_SUFFIXES[::-1] if file_name.lower().endswith(s)), file_name)
+        if outer:
+            return (f"{path} is a parquet file compressed as {outer} ({_SEEN}), not CSV text: decompress it and name "
+                    f"it {stem}.parquet.")
+        return f"{path} is a parquet file ({_SEEN}), not CSV text: name it {stem}.parquet."
+    return None

@@ -234,6 +234,48 @@ def test_a_file_that_is_not_utf8_is_named_by_its_line_and_told_how_to_convert(tm
         "heat'). bertfeat reads CSV files as UTF-8")
 
 
+
+def test_a_file_that_is_no_csv_text_is_named_as_what_it_is_not_told_to_convert_from_cp1252(tmp_path):
+    """A compressed file without its suffix (a download saved as .csv), an Excel workbook renamed .csv, a zip, a
+    parquet file under a .csv name: each was "not UTF-8: line 1 holds byte 0x8b ... iconv -f cp1252 -t utf-8",
+    advice that turns the bytes into garbage text; a UTF-32 file was said to be UTF-16."""
+    import io
+    import lzma
+    import zipfile
+
+    data = b"id,text\n1,a\n"
+    zipped = io.BytesIO()
+    with zipfile.ZipFile(zipped, "w") as z:
+        z.writestr("in.csv", data)
+    parquet = io.BytesIO()
+    pq.write_table(pa.table({"id": [1], "text": ["a"]}), parquet)
+    compressed = ("is compressed ({}: its first bytes say so), but its name does not end with {}, so it was read as "
+                  "text: rename it {}.")
+    for name, blob, said in [
+        ("g.csv", gzip.compress(data), compressed.format("gzip", ".gz", "g.csv.gz")),
+        ("b.tsv", bz2.compress(data), compressed.format("bz2", ".bz2", "b.tsv.bz2")),
+        ("z.csv", b"\x28\xb5\x2f\xfd" + b"\0" * 20, compressed.format("zstd", ".zst", "z.csv.zst")),
+        ("x.csv", lzma.compress(data), "is xz-compressed (its first bytes say so), which bertfeat does not read: "
+                                       "decompress it (xz -d), or compress it again as .gz, .bz2 or .zst."),
+        ("w.csv", zipped.getvalue(), "is a zip archive (its first bytes say so; an Excel .xlsx workbook is one too), "
+                                     "not CSV text: unzip it, or save the workbook from Excel as \"CSV UTF-8\"."),
+        ("o.csv", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 600,
+         "is an Excel .xls workbook (its first bytes say so), not CSV text: save it from Excel as \"CSV UTF-8\"."),
+        ("p.csv", parquet.getvalue(), "is a parquet file (its first bytes say so), not CSV text: name it p.parquet."),
+        ("in.csv.gz", gzip.compress(parquet.getvalue()),
+         "is a parquet file compressed as gzip (its first bytes say so), not CSV text: decompress it and name it "
+         "in.parquet."),
+        ("twice.csv.gz", gzip.compress(gzip.compress(data)),
+         "is compressed twice (gzip data in its gzip compression; its first bytes say so): decompress it, then "
+         "compress it once."),
+        ("u32.csv", "id,text\n1,a\n".encode("utf-32"),
+         "is UTF-32 (it begins with a UTF-32 byte order mark), not UTF-8: bertfeat reads CSV files as UTF-8: convert "
+         "the file first, for example with iconv -f utf-32 -t utf-8."),
+    ]:
+        src = tmp_path / name
+        src.write_bytes(blob)
+        assert refusal(csv_reader, src, ["text"]) == f"{src} {said}", name
+
 def test_the_open_quote_and_the_inferred_type_refusals_say_what_to_do(tmp_path):
     src = tmp_path / "q.csv"
     src.write_text('id,text\n1,"open\n2,b\n')
