@@ -346,11 +346,34 @@ def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:
         for f in files:
             utf8_path(str(f), "input file", "reads parquet files")
         return "parquet", files
+    hint = _ONE_CSV + "." if kinds == {"csv"} else _other_suffix(files[0].name) if len(files) == 1 else None
     raise ValueError(
         f"input {path!r}: expected one CSV file ({', '.join(CSV_SUFFIXES)}) or parquet files "
         f"({', '.join(PARQUET_SUFFIXES)}), got {sorted(str(f.name) for f in files)[:5]}"
-        + (f"; {_ONE_CSV}." if kinds == {"csv"} else ".")
+        + (f"; {hint}" if hint else ".")
     )
+
+
+_ARCHIVES = {".xz": "xz -d", ".lz4": "lz4 -d", ".lzma": "xz -d", ".z": "uncompress", ".7z": "7z x"}
+
+
+def _other_suffix(name: str) -> str | None:
+    """What to do with a file whose suffix bertfeat does not read, where the suffix says: a tab-separated export
+    named .tab or .txt, an xz or zip download, an Excel workbook."""
+    lower = name.lower()
+    stem, suffix = os.path.splitext(name)
+    if lower.endswith((".tab", ".txt", ".dat")):
+        return f"if it is text separated by tabs, name it {stem}.tsv (or by commas, {stem}.csv)."
+    if suffix.lower() in _ARCHIVES:
+        return (f"decompress it ({_ARCHIVES[suffix.lower()]}), or compress it again as {stem}.gz, .bz2 or .zst."
+                if stem.lower().endswith((".csv", ".tsv")) else f"decompress it ({_ARCHIVES[suffix.lower()]}).")
+    if lower.endswith(".zip"):
+        return "unzip it and name the CSV file, or the folder of parquet files, it holds."
+    if _codec(Path(name)):
+        return f"if it is a compressed CSV file, name it {stem}.csv{suffix} (or .tsv{suffix})."
+    if lower.endswith((".xlsx", ".xlsm", ".xls")):
+        return f'save it from Excel as "CSV UTF-8" ({stem}.csv).'
+    return None
 
 
 _ONE_CSV = "embed each CSV file on its own, or join them into one CSV file (one header) first"

@@ -235,6 +235,26 @@ def test_a_file_that_is_not_utf8_is_named_by_its_line_and_told_how_to_convert(tm
 
 
 
+
+@pytest.mark.parametrize("name, hint", [
+    ("export.tab", "if it is text separated by tabs, name it export.tsv (or by commas, export.csv)."),
+    ("export.TXT", "if it is text separated by tabs, name it export.tsv (or by commas, export.csv)."),
+    ("reviews.csv.xz", "decompress it (xz -d), or compress it again as reviews.csv.gz, .bz2 or .zst."),
+    ("reviews.tsv.lz4", "decompress it (lz4 -d), or compress it again as reviews.tsv.gz, .bz2 or .zst."),
+    ("reviews.zip", "unzip it and name the CSV file, or the folder of parquet files, it holds."),
+    ("reviews.csv.zip", "unzip it and name the CSV file, or the folder of parquet files, it holds."),
+    ("book.xlsx", 'save it from Excel as "CSV UTF-8" (book.csv).'),
+    ("reviews.gz", "if it is a compressed CSV file, name it reviews.csv.gz (or .tsv.gz)."),
+])
+def test_a_file_of_a_suffix_bertfeat_does_not_read_is_told_what_to_do(tmp_path, name, hint):
+    """A tab-separated export named .tab or .txt, an xz or zip download, a workbook: each was refused "expected one
+    CSV file (...) or parquet files (...), got ['export.tab']", with nothing said of what to do."""
+    src = tmp_path / name
+    src.write_bytes(b"id\ttext\n1\ta\n")
+    assert refusal(resolve_input, str(src)) == (
+        f"input {str(src)!r}: expected one CSV file (.csv, .csv.gz, .csv.bz2, .csv.zst, .tsv, .tsv.gz, .tsv.bz2, "
+        f".tsv.zst) or parquet files (.parquet, .pq, .parq), got [{name!r}]; {hint}")
+
 def test_a_file_that_is_no_csv_text_is_named_as_what_it_is_not_told_to_convert_from_cp1252(tmp_path):
     """A compressed file without its suffix (a download saved as .csv), an Excel workbook renamed .csv, a zip, a
     parquet file under a .csv name: each was "not UTF-8: line 1 holds byte 0x8b ... iconv -f cp1252 -t utf-8",
