@@ -234,6 +234,11 @@ def _glob(pattern: str) -> tuple[list[Path], list[Path]]:
             raise PermissionError(f"input folder {str(folder)!r} cannot be listed ({exc.strerror or exc}): its files "
                                   "would be left out of the job; make it readable, or pass a glob without it."
                                   ) from exc
+        for q in _skips(want, at):  # a ".." the pattern names (after a "**"): up from here, as glob goes
+            if q < len(want) and want[q] == "..":
+                todo += [(folder / "..", q + 1)] if q + 1 < len(want) else []
+                if len(want) in _skips(want, q + 1):
+                    folders.append(folder / "..")
         for name in names:
             path, after = folder / name, _step(want, at, name)
             if path.is_dir():
@@ -327,7 +332,7 @@ def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:
         if not files and wildcard:
             own = sorted(str(f) for f in set(matched) - set(files))
             raise FileNotFoundError(f"input {path!r} matches no files" + (
-                f" but the job's own output {own[:5]}, which is never read as input." if own else "."))
+                f" but the job's own output {own[:5]}, which is never read as input." if own else _braces(path)))
         if not files:
             raise FileNotFoundError(_no_parquet(path, p, exclude))
         if not wildcard:
@@ -374,6 +379,15 @@ def _other_suffix(name: str) -> str | None:
     if lower.endswith((".xlsx", ".xlsm", ".xls")):
         return f'save it from Excel as "CSV UTF-8" ({stem}.csv).'
     return None
+
+
+def _braces(pattern: str) -> str:
+    """The end of the refusal of a glob that matches nothing: why, where it holds bash's braces (``{a,b}``)."""
+    if not re.search(r"\{[^{}]*,[^{}]*\}", pattern):
+        return "."
+    return ("; braces ({a,b}) are not glob syntax here (a shell expands them in an unquoted word; bertfeat, like "
+            "Python's glob, reads them as written): pass a pattern that matches both (a folder's name by '*' or "
+            "'[ab]'), or their folder.")
 
 
 _ONE_CSV = "embed each CSV file on its own, or join them into one CSV file (one header) first"

@@ -896,3 +896,38 @@ def test_input_found_is_resolve_inputs_rule_for_what_an_input_names(tmp_path, mo
             read = False
         assert sources.input_found(path) is read, path
     assert sources.input_found("s3://bucket/data/*.parquet")  # the command's to refuse, saying how to reach it
+
+
+def test_a_dot_dot_after_a_double_star_goes_up_as_glob_goes_and_braces_are_said_to_be_no_glob(tmp_path):
+    """``data/**/../b/*.parquet`` (``..`` after ``**``) "matched no files", though Python's glob matches it and
+    ``data/*/../b/*.parquet`` was read; each file is read once whatever names reach it. ``data/{a,b}/*.parquet``
+    (bash's braces, which Python's glob does not expand) "matched no files" without a word of why."""
+    import glob
+    import os
+
+    from bertfeat.sources import resolve_input
+
+    d = tmp_path / "data"
+    for sub in ("a", "b", "a/deep"):
+        (d / sub).mkdir(parents=True)
+    for name in ("a/1.parquet", "b/2.parquet", "b/3.parquet", "a/deep/4.parquet"):
+        pd.DataFrame({"t": [name]}).to_parquet(d / name)
+    for pattern, want in [
+        ("**/../b/*.parquet", ["b/2.parquet", "b/3.parquet"]),
+        ("*/../b/*.parquet", ["b/2.parquet", "b/3.parquet"]),
+        ("a/**/../*.parquet", ["a/1.parquet"]),  # a/deep/.. is a; a/.. is data, which holds no parquet file
+        ("**/deep/../../b/2.parquet", ["b/2.parquet"]),
+        ("**/..", ["a/1.parquet", "a/deep/4.parquet", "b/2.parquet", "b/3.parquet"]),  # folders, read as folders
+    ]:
+        kind, files = resolve_input(f"{d}/{pattern}")
+        assert kind == "parquet"
+        assert sorted(f.resolve().relative_to(d).as_posix() for f in files) == want, pattern
+        matched = {os.path.realpath(f) for f in glob.glob(f"{d}/{pattern}", recursive=True)}
+        if pattern != "**/..":  # (glob gives the folders themselves)
+            assert matched == {str(d / w) for w in want}, pattern
+    with pytest.raises(FileNotFoundError) as info:
+        resolve_input(f"{d}/{{a,b}}/*.parquet")
+    assert str(info.value) == (
+        f"input '{d}/{{a,b}}/*.parquet' matches no files; braces ({{a,b}}) are not glob syntax here (a shell expands "
+        "them in an unquoted word; bertfeat, like Python's glob, reads them as written): pass a pattern that matches "
+        "both (a folder's name by '*' or '[ab]'), or their folder.")
