@@ -29,6 +29,20 @@ def is_text_type(t: pa.DataType) -> bool:
     return any(check(t) for check in _TEXT_TYPES)
 
 
+def _bytes(t: pa.DataType) -> bool:
+    if pa.types.is_dictionary(t):
+        return _bytes(t.value_type)
+    return (pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)
+            or getattr(pa.types, "is_binary_view", lambda _: False)(t))
+
+
+# a parquet column of text stored as bytes without its UTF-8 mark; Spark reads it as text only under
+# spark.sql.parquet.binaryAsString, pandas as bytes objects: told how to write it again as strings
+_BYTES = ("bytes not marked as text (as Impala and older Hive write strings in parquet); if they are UTF-8 text, write "
+          "the column again as strings: with pyarrow, t = pq.read_table(f); t = t.set_column("
+          "t.schema.get_field_index('{c}'), '{c}', t['{c}'].cast(pa.string())); pq.write_table(t, f).")
+
+
 class ArrowFeaturizer:
     """Callable: Arrow table or record batch -> record batch of kept columns followed by the features.
 
@@ -101,11 +115,11 @@ class ArrowFeaturizer:
                 nested = pa.types.is_struct(t) or any(f(t) for f in (
                     pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list))
                 # cast to a string (as Spark casts), a row of items or fields would be embedded as "[a, cat]"
-                raise TypeError(
-                    f"text column {c!r} holds {t} values, not text"
-                    + (f": {TAKE_FIELD if pa.types.is_struct(t) else JOIN_ITEMS} Then write the file again."
-                       if nested else "; embed a string column (or cast it to string first).")
-                )
+                if nested:
+                    raise TypeError(f"text column {c!r} holds {t} values, not text: "
+                                    f"{TAKE_FIELD if pa.types.is_struct(t) else JOIN_ITEMS} Then write the file again.")
+                raise TypeError(f"text column {c!r} holds {t} values, " + (_BYTES.format(c=c) if _bytes(t) else
+                                "not text; embed a string column (or cast it to string first)."))
 
     def output_schema(self, input_schema: pa.Schema) -> pa.Schema:
         fields = [input_schema.field(c) for c in self.keep_cols]

@@ -97,6 +97,16 @@ def test_check_schema_names_what_is_missing_and_what_is_not_text(tiny_bert):
             f.check_schema(pa.schema([("id", pa.int64()), ("label", pa.int8()), ("title", pa.string()), ("body", t)]))
         assert str(info.value).startswith(f"text column 'body' holds {t} values, ") and advice in str(info.value)
         assert "cast it to string" not in str(info.value)
+    # text stored as bytes (Impala, older Hive; Spark reads them as strings only under binaryAsString): "cast it to
+    # string first" said nothing of how, to a user with a parquet file
+    for t in (pa.binary(), pa.large_binary(), pa.dictionary(pa.int32(), pa.binary())):
+        with pytest.raises(TypeError) as info:
+            f.check_schema(pa.schema([("title", pa.string()), ("body", t), ("label", pa.int8()), ("id", pa.string())]))
+        assert str(info.value) == (
+            f"text column 'body' holds {t} values, bytes not marked as text (as Impala and older Hive write strings "
+            "in parquet); if they are UTF-8 text, write the column again as strings: with pyarrow, "
+            "t = pq.read_table(f); t = t.set_column(t.schema.get_field_index('body'), 'body', "
+            "t['body'].cast(pa.string())); pq.write_table(t, f).")
 
 
 def test_columns_layout_is_the_estimators_features_column_by_column(tiny_bert):
