@@ -46,17 +46,29 @@ def is_blank(text: str) -> bool:
 def unicode_form_hint(absent: list, names: list, r: bool = False) -> str:
     """What to do where a name asked for is a column's name written in another Unicode form: ``"texte_é"`` with the
     accent as one character (NFC, as typed) and as ``e`` plus a combining accent (NFD, as macOS writes names and
-    some exports headers), which print alike, so "not found" beside a list showing the same name says nothing; ""
-    where there is none. ``r=True``: the name to pass as R writes it."""
+    some exports headers), which print alike, so "not found" beside a list showing the same name says nothing; or
+    with an invisible character more or less (a byte order mark left by reading a UTF-8 CSV file with one as plain
+    UTF-8, a zero-width space); "" where there is none. ``r=True``: the name to pass as R writes it."""
     pairs = [(a, n) for a in absent if isinstance(a, str) for n in names
-             if isinstance(n, str) and a != n and unicodedata.normalize("NFC", a) == unicodedata.normalize("NFC", n)]
+             if isinstance(n, str) and a != n and _visible(a) == _visible(n)]
     if not pairs:
         return ""
     a, n = pairs[0]
-    return (f" {n!r} is that name in another Unicode form (code points {_escaped(n)}; {_escaped(a)} was given), "
+    how = ("in another Unicode form" if unicodedata.normalize("NFC", a) == unicodedata.normalize("NFC", n) else
+           "with an invisible character")
+    bom = (" (a byte order mark first in a name is what reading a UTF-8 CSV file with one as plain UTF-8 leaves: "
+           + ("read.csv(..., fileEncoding = \"UTF-8-BOM\")" if r else "pandas.read_csv(..., encoding='utf-8-sig')")
+           + " leaves it out)" if n.startswith("\ufeff") else "")
+    return (f" {n!r} is that name {how} (code points {_escaped(n)}; {_escaped(a)} was given), "
             "which prints alike: names must match as written. Pass the name as the data writes it ("
             + (f'"{_escaped(n, chr(34))}"' if r else f"in Python '{_escaped(n)}', in bash $'{_escaped(n)}'")
-            + "), or rename the column.")
+            + f"), or rename the column{bom}.")
+
+
+def _visible(name: str) -> str:
+    """``name`` as it prints: in one Unicode form (NFC), less the format characters that print as nothing (a byte
+    order mark, a zero-width space or joiner, a left-to-right mark)."""
+    return "".join(c for c in unicodedata.normalize("NFC", name) if unicodedata.category(c) != "Cf")
 
 
 def _escaped(name: str, quote: str = "'") -> str:

@@ -796,6 +796,25 @@ def test_a_column_named_in_another_unicode_form_is_refused_saying_so_with_the_na
         refusal(InputReader, str(tmp_path / "p.parquet"), [nfd], 10, [nfd]))
 
 
+
+def test_a_column_name_holding_an_invisible_character_is_refused_saying_so_with_the_name_to_pass(tmp_path):
+    """pandas.read_csv(encoding="utf-8") of an Excel "CSV UTF-8" file keeps the byte order mark in the first name,
+    and to_parquet writes it: --id-col id was "not found ...; it has columns ['\\ufeffid', 'text']" and nothing
+    else (a zero-width space, a left-to-right mark pasted into a header alike). Now it says why and what to pass."""
+    pq.write_table(pa.table({"\ufeffid": [1], "text": ["a"]}), tmp_path / "bom.parquet")
+    assert refusal(InputReader, str(tmp_path / "bom.parquet"), ["id", "text"], 10, ["text"]) == (
+        f"column(s) ['id'] not found in {tmp_path / 'bom.parquet'}; it has columns ['\\ufeffid', 'text']. '\\ufeffid' "
+        "is that name with an invisible character (code points \\ufeffid; id was given), which prints alike: names "
+        "must match as written. Pass the name as the data writes it (in Python '\\ufeffid', in bash $'\\ufeffid'), "
+        "or rename the column (a byte order mark first in a name is what reading a UTF-8 CSV file with one as plain "
+        "UTF-8 leaves: pandas.read_csv(..., encoding='utf-8-sig') leaves it out).")
+    path = tmp_path / "zw.csv"
+    path.write_text("id,re\u200bview\n1,a\n", encoding="utf-8")
+    assert refusal(csv_reader, path, ["id", "review"]).endswith(
+        "'re\\u200bview' is that name with an invisible character (code points re\\u200bview; review was given), which "
+        "prints alike: names must match as written. Pass the name as the data writes it (in Python 're\\u200bview', "
+        "in bash $'re\\u200bview'), or rename the column.")
+
 def test_a_file_or_folder_whose_name_holds_brackets_is_read_as_named_not_as_a_pattern(tmp_path):
     """``reviews[1].csv`` (an export's or a copy's name) was taken for a glob: it read ``reviews1.csv`` beside it,
     another file, without a word, and a name no pattern of it matches was "matches no files". A path that exists is

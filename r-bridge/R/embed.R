@@ -400,10 +400,12 @@ abort_missing_columns <- function(absent, present, where, call) {
 }
 
 # Where a name asked for is a column's name in another Unicode form ("texte_\u00e9" typed, "texte_e\u0301" from a
-# macOS export), which print alike: why, and the name to pass. R has no Unicode normalization of its own, so Python
-# tells; asked only for a name past ASCII, and any failure there leaves the hint out (NULL).
+# macOS export), which print alike, or with an invisible character more or less (a byte order mark read.csv() leaves
+# in a first name read without fileEncoding = "UTF-8-BOM"): why, and the name to pass. R has no Unicode normalization
+# of its own, so Python tells; asked only where a name past ASCII is in play, and any failure there leaves the hint
+# out (NULL).
 unicode_form_hint <- function(absent, present) {
-  if (!any(grepl("[^\x01-\x7f]", absent, perl = TRUE))) {
+  if (!any(grepl("[^\x01-\x7f]", c(absent, present), perl = TRUE))) {
     return(NULL)
   }
   hint <- tryCatch(python_module()$column_form_hint(as.list(enc2utf8(absent)), as.list(enc2utf8(present))),

@@ -63,6 +63,18 @@ test_that("a column named in another Unicode form is refused saying so, with the
   expect_no_match(conditionMessage(err), "Unicode form")
 })
 
+test_that("a column name holding an invisible character is refused saying so, with the name to pass", {
+  # read.csv(check.names = FALSE) of an Excel "CSV UTF-8" file without fileEncoding = "UTF-8-BOM" keeps the byte
+  # order mark in the first name: `review` was "not in `x`", which has `review` (the mark prints as nothing), and R
+  # asked Python for a hint only where the name asked for was past ASCII
+  df <- data.frame(x = "the cat sat", id = "1")
+  names(df)[1] <- "\ufeffreview"
+  err <- expect_error(bf_embed(df, columns = "review"), class = "bertfeat_error_missing_column")
+  expect_match(conditionMessage(err), paste0("is that name with an invisible character (code points \\ufeffreview; ",
+                                             "review was given), which prints alike"), fixed = TRUE)
+  expect_match(conditionMessage(err), 'read.csv(..., fileEncoding = "UTF-8-BOM") leaves it out', fixed = TRUE)
+})
+
 test_that("missing-column errors read well", {
   expect_snapshot(error = TRUE, bf_embed(data.frame(title = "a", body = "b"), columns = c("title", "review")))
 })
