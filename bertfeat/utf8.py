@@ -95,7 +95,8 @@ _SEEN = "its first bytes say so"
 
 def not_csv_text(path, head: bytes) -> str | None:
     """What to tell a user whose CSV ``path`` (its decompressed ``head``, the first 64 bytes) is no UTF-8 text at all:
-    UTF-16 or UTF-32 by its byte order mark, or a compressed file, an archive, a workbook or parquet by its first
+    UTF-16 or UTF-32 by its byte order mark, UTF-16 without one by a 0 in every other byte (no UTF-8 text has that:
+    its NULs are characters, not half of each), or a compressed file, an archive, a workbook or parquet by its first
     bytes; None otherwise."""
     from bertfeat.sources import CSV_SUFFIXES, _codec
 
@@ -104,6 +105,11 @@ def not_csv_text(path, head: bytes) -> str | None:
         if head.startswith(marks):
             return (f"{path} is {name} (it begins with a {name} byte order mark), not UTF-8: {convert} "
                     f"{name.lower()} -t utf-8.")
+    pairs = len(head) // 2
+    for order, zeros, others in (("le", head[1::2], head[0::2]), ("be", head[0::2], head[1::2])):
+        if pairs >= 4 and zeros[:pairs].count(0) >= 0.9 * pairs and others[:pairs].count(0) <= 0.1 * pairs:
+            return (f"{path} is UTF-16 without a byte order mark (every other byte is 0), not UTF-8: {convert} "
+                    f"utf-16{order} -t utf-8.")
     file_name = os.path.basename(os.fsdecode(path))
     outer = _codec(Path(file_name))
     for magic, codec, suffix in _COMPRESSED:

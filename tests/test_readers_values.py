@@ -296,6 +296,21 @@ def test_a_file_that_is_no_csv_text_is_named_as_what_it_is_not_told_to_convert_f
         src.write_bytes(blob)
         assert refusal(csv_reader, src, ["text"]) == f"{src} {said}", name
 
+
+def test_a_utf16_file_without_a_byte_order_mark_is_told_so(tmp_path):
+    """UTF-16 without its byte order mark (PowerShell's and some .NET exports' "Unicode" without a BOM) was read as
+    UTF-8, every other byte a NUL: "column(s) ['id', 'text'] not found ...; it has columns ['i\\x00d\\x00',
+    '\\x00t\\x00e\\x00x\\x00t\\x00']", nothing said of why."""
+    for order in ("le", "be"):
+        src = tmp_path / f"{order}.csv"
+        src.write_bytes("id,text\n1,caf\u00e9\n".encode(f"utf-16-{order}"))
+        assert refusal(csv_reader, src, ["id", "text"]) == (
+            f"{src} is UTF-16 without a byte order mark (every other byte is 0), not UTF-8: bertfeat reads CSV files "
+            f"as UTF-8: convert the file first, for example with iconv -f utf-16{order} -t utf-8.")
+    src = tmp_path / "nul.csv"  # a NUL here and there in UTF-8 text is no such file
+    src.write_bytes(b"id,text\n1,a\x00b\n2,c\x00\x00d\n")
+    assert read_all(csv_reader(src, ["id", "text"]))[0].column("text").to_pylist() == ["a\x00b", "c\x00\x00d"]
+
 def test_the_open_quote_and_the_inferred_type_refusals_say_what_to_do(tmp_path):
     src = tmp_path / "q.csv"
     src.write_text('id,text\n1,"open\n2,b\n')
