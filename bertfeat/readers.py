@@ -414,7 +414,8 @@ class InputReader:
         except UnicodeDecodeError as exc:
             raise ValueError(self._not_utf8() or f"cannot read {self.path} as UTF-8 CSV: {exc}") from None
         except (OSError, pa.ArrowException) as exc:
-            raise ValueError(f"cannot read {self.path} as UTF-8 CSV: {str(exc).splitlines()[0]}") from None
+            raise ValueError(_long_window(self.path, exc)
+                             or f"cannot read {self.path} as UTF-8 CSV: {str(exc).splitlines()[0]}") from None
         if not first:
             raise ValueError(f"{self.path} is empty: no header line.")
         first = [_csv_field(name) for name in first]
@@ -429,6 +430,9 @@ class InputReader:
             return not_utf8_csv(self.path, fh)
 
     def _damaged(self, exc: Exception, rows: int) -> str:
+        long_window = _long_window(self.path, exc)
+        if long_window:
+            return long_window
         where = f"past its first {rows:,} rows" if rows else "in full"
         return (f"{self.path} cannot be read {where}: {exc} ({type(exc).__name__}). The "
                 f"{_codec(self.files[0]) or 'file'} is truncated or damaged; copy or compress it again.")
@@ -606,6 +610,16 @@ class InputReader:
             finally:
                 if self._counting is not None:
                     self._counting.close()
+
+
+def _long_window(path, exc: Exception) -> str | None:
+    """The refusal of a zstd frame whose window is past what pyarrow's decoder allows (2^27 bytes, zstd's default
+    limit): ``zstd --long=31`` writes such frames, which are not damaged; None for any other error."""
+    if "requires too much memory" not in str(exc):
+        return None
+    return (f"{path} cannot be read: it was compressed with zstd's long window (--long=28 or more, or --ultra), more "
+            "than the 128 MiB pyarrow's zstd reader takes. Decompress it (zstd -d --long=31) and pass the CSV file, "
+            "or compress it again with --long=27 at most.")
 
 
 @contextlib.contextmanager

@@ -297,6 +297,33 @@ def test_a_file_that_is_no_csv_text_is_named_as_what_it_is_not_told_to_convert_f
         assert refusal(csv_reader, src, ["text"]) == f"{src} {said}", name
 
 
+
+def test_a_zstd_file_compressed_with_a_long_window_is_refused_saying_how_to_read_it(tmp_path):
+    """``zstd --long=31`` (what big exports use; streamed input keeps the whole window) writes frames needing more
+    than the 128 MiB window pyarrow's zstd reader allows: refused "cannot read ... as UTF-8 CSV: ZSTD decompress
+    failed: Frame requires too much memory for decoding", as if the file were not CSV, nothing said of what to do.
+    The frame is built by hand (a 2 GiB window descriptor, one raw block), as zstd --long=31 writes its header."""
+    data = b"id,text\n1,a\n2,b\n"
+    block = (1 | len(data) << 3).to_bytes(3, "little") + data  # the last block, raw
+    for log, readable in ((27, True), (31, False)):
+        src = tmp_path / f"w{log}.csv.zst"
+        src.write_bytes(b"\x28\xb5\x2f\xfd" + bytes([0x00, (log - 10) << 3]) + block)
+        if readable:
+            assert read_all(csv_reader(src, ["id", "text"]))[0].column("id").to_pylist() == ["1", "2"]
+            continue
+        said = (f"{src} cannot be read: it was compressed with zstd's long window (--long=28 or more, or --ultra), "
+                "more than the 128 MiB pyarrow's zstd reader takes. Decompress it (zstd -d --long=31) and pass the CSV "
+                "file, or compress it again with --long=27 at most.")
+        assert refusal(csv_reader, src, ["id", "text"]) == said
+    # such a frame past the first read block (concatenated files): refused as the reading meets it
+    rows = b"".join(b"%d,some words\n" % i for i in range(200_000))
+    pieces = [rows[i:i + 100_000] for i in range(0, len(rows), 100_000)]
+    first = b"".join((int(k == len(pieces) - 1) | len(p) << 3).to_bytes(3, "little") + p for k, p in enumerate(pieces))
+    src.write_bytes(b"\x28\xb5\x2f\xfd" + bytes([0x00, 17 << 3]) + (1 | 8 << 3).to_bytes(3, "little") + b"id,text\n"
+                    + b"\x28\xb5\x2f\xfd" + bytes([0x00, 17 << 3]) + first
+                    + b"\x28\xb5\x2f\xfd" + bytes([0x00, 21 << 3]) + block)
+    assert refusal(lambda: read_all(csv_reader(src, ["id", "text"], chunk_rows=1000))) == said
+
 def test_a_utf16_file_without_a_byte_order_mark_is_told_so(tmp_path):
     """UTF-16 without its byte order mark (PowerShell's and some .NET exports' "Unicode" without a BOM) was read as
     UTF-8, every other byte a NUL: "column(s) ['id', 'text'] not found ...; it has columns ['i\\x00d\\x00',
