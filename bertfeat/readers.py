@@ -336,7 +336,9 @@ class InputReader:
 
     def _csv_schema(self) -> pa.Schema:
         self.header = self._csv_header()
-        _refuse_duplicates(self.header, self.path)
+        # header cells left empty (an Excel export's blank columns at the right: ",,") are no name used twice, unless
+        # the job reads the column of no name (pandas' index)
+        _refuse_duplicates([n if n or "" in self.columns else None for n in self.header], self.path)
         self._check_columns(pa.schema([(c, pa.string()) for c in self.header]))
         if not self.has_rows:  # pyarrow refuses a header with no line break after it ("could not skip initial rows")
             as_text = set(self.text_cols if self.infer_types else self.columns)
@@ -672,9 +674,12 @@ def _widening_file(types: dict, column: str, t: pa.DataType, wider: pa.DataType)
                 next((f for f in others if pa.types.is_integer(types[f][column]) != kind), others[0]))
 
 
-def _refuse_duplicates(names: list[str], where: str) -> None:
+def _refuse_duplicates(names: list[str | None], where: str) -> None:
+    """Refuse a name used twice (None: a column not compared)."""
     seen: dict[str, int] = {}
     for i, name in enumerate(names):
+        if name is None:
+            continue
         if name in seen:
             raise ValueError(
                 f"{where} has two columns named {name!r} (columns {seen[name] + 1} and {i + 1}); rename one so "

@@ -674,6 +674,22 @@ def test_a_csv_header_with_a_repeated_name_is_refused_with_the_file(tmp_path):
         f"{src} has two columns named 'text' (columns 2 and 3); rename one so each column can be told apart.")
 
 
+def test_empty_header_cells_of_columns_the_job_does_not_read_are_no_name_used_twice(tmp_path):
+    """An Excel export with blank columns at the right (a cell once formatted there) ends every line with ',,':
+    the whole file was refused "has two columns named '' (columns 3 and 4); rename one", a header cell with no name
+    to rename, though the job reads neither (pandas reads them as 'Unnamed: 2', 'Unnamed: 3'). Where the job reads
+    the column of no name (--id-col '', pandas' index), two of them are still refused."""
+    src = tmp_path / "excel.csv"
+    src.write_bytes(b"id,text,,\r\n1,hello,,\r\n2,\"there, you\",,\r\n")
+    got, _ = read_all(csv_reader(src, ["id", "text"]))
+    assert got.to_pylist() == pd.read_csv(src, dtype=str)[["id", "text"]].to_dict("records")
+    assert refusal(csv_reader, src, ["", "text"]) == (
+        f"{src} has two columns named '' (columns 3 and 4); rename one so each column can be told apart.")
+    src.write_bytes(b",id,text,id\n,1,a,2\n")  # a name used twice is still refused, at its own positions
+    assert refusal(csv_reader, src, ["text"]) == (
+        f"{src} has two columns named 'id' (columns 2 and 4); rename one so each column can be told apart.")
+
+
 def test_a_first_record_bigger_than_the_block_is_read_whole_with_a_bigger_block(tmp_path, monkeypatch):
     """The schema is read from the first block: a quoted value straddling it makes pyarrow refuse, and the read is
     tried again with a block 8 times bigger, as for the rows."""
