@@ -341,6 +341,30 @@ def test_probe_options_reach_probe_and_its_result_is_printed(tmp_path, monkeypat
     assert json.loads(saved["table"][0]["params"]) == dict(model="m/a", pooling="cls", layers=6)
 
 
+
+def test_probe_reads_a_csv_of_another_delimiter_as_its_refusal_says(tmp_path, monkeypatch, capsys):
+    """A ';'-separated CSV (a European Excel export) was refused by the probe with "pass --delimiter ';'", an option
+    only embed had: "unrecognized arguments: --delimiter ;". The probe now takes --delimiter as embed does."""
+    probe_module = importlib.import_module("bertfeat.probe")
+    path = tmp_path / "semi.csv"
+    path.write_text("text;label\na b;0\nc, d;1\ne f;0\ng h;1\n")
+    assert main(["probe", str(path), "--text-col", "text", "--label-col", "label"]) == 2
+    assert capsys.readouterr().err.endswith("pass --delimiter ';' (delimiter=';').\n")
+    spy = Spy(probe_result())
+    monkeypatch.setattr(probe_module, "probe", spy)
+    assert main(["probe", str(path), "--text-col", "text", "--label-col", "label", "--delimiter", ";"]) == 0
+    (args, _), = spy.calls
+    assert args[0] == ["a b", "c, d", "e f", "g h"] and args[1].tolist() == [0, 1, 0, 1]
+    tabs = tmp_path / "tabs.csv"
+    tabs.write_text("text\tlabel\na b\t0\nc d\t1\n")
+    assert main(["probe", str(tabs), "--text-col", "text", "--label-col", "label", "--delimiter", "tab"]) == 0
+    assert spy.calls[-1][0][0] == ["a b", "c d"]
+    pd.DataFrame({"text": ["a"], "label": [0]}).to_parquet(tmp_path / "p.parquet")
+    assert main(["probe", str(tmp_path / "p.parquet"), "--text-col", "text", "--label-col", "label", "--delimiter",
+                 ";"]) == 2
+    assert capsys.readouterr().err == (f"bertfeat probe: error: --delimiter applies to CSV input only, and "
+                                       f"{str(tmp_path / 'p.parquet')!r} is parquet; drop --delimiter.\n")
+
 def test_probe_defaults_reach_probe_and_one_model_has_no_model_column(tmp_path, monkeypatch, capsys):
     probe_module = importlib.import_module("bertfeat.probe")  # bertfeat.probe is the function
 
@@ -893,8 +917,9 @@ def test_every_embed_option_has_the_documented_default():
 
 def test_every_probe_option_has_the_documented_default():
     assert _defaults("probe") == {
-        "text_col": None, "label_col": None, "model": None, "task": "auto", "cv": 5, "max_length": None,
-        "long_text": "truncate", "normalize": False, "prefix": None, "prompt_name": None, "missing": "error",
+        "text_col": None, "label_col": None, "delimiter": None, "model": None, "task": "auto", "cv": 5,
+        "max_length": None, "long_text": "truncate", "normalize": False, "prefix": None, "prompt_name": None,
+        "missing": "error",
         "device": "auto", "dtype": "auto", "cache_dir": None, "no_baseline": False, "unions": 3, "plot": None,
         "json": None, "top": 15,
     }

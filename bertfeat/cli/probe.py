@@ -30,6 +30,8 @@ def add_parser(sub) -> None:
     p.add_argument("input", metavar="INPUT", help="a CSV file, a parquet file, or a directory or glob of parquet")
     p.add_argument("--text-col", required=True, metavar="COL", help="the text column")
     p.add_argument("--label-col", required=True, metavar="COL", help="classes (logistic) or numbers (ridge)")
+    p.add_argument("--delimiter", default=None, metavar="CHAR",
+                   help="a CSV's field delimiter (default: tab for .tsv, else comma); 'tab' or '\\t' for a tab")
     p.add_argument("--model", action="append", default=None, metavar="MODEL",
                    help="'default', a Hugging Face name or a local directory; repeat to compare models in one table "
                         "(default: 'default', the bundled model)")
@@ -57,15 +59,20 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from bertfeat.cli import UsageError
+    from bertfeat.cli.embed import _delimiter
     from bertfeat.files import InputReader, resolve_input
     from bertfeat.probe import _check_writable, probe
 
     if args.json:  # written after the work: refused before it
         _check_writable(args.json, f"--json {args.json!r}")
 
+    is_csv = resolve_input(args.input)[0] == "csv"
+    if args.delimiter is not None and not is_csv:
+        raise UsageError(f"--delimiter applies to CSV input only, and {args.input!r} is parquet; drop --delimiter.")
     # numeric labels as numbers (a regression task needs them), text as text; parquet has its types
     reader = InputReader(args.input, [args.text_col, args.label_col], 100_000, [args.text_col],
-                         infer_types=resolve_input(args.input)[0] == "csv")
+                         delimiter=_delimiter(args.delimiter), infer_types=is_csv)
     import pyarrow as pa
 
     table = pa.Table.from_batches(list(reader.batches()), schema=reader.schema)
