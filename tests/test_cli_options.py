@@ -365,6 +365,28 @@ def test_probe_reads_a_csv_of_another_delimiter_as_its_refusal_says(tmp_path, mo
     assert capsys.readouterr().err == (f"bertfeat probe: error: --delimiter applies to CSV input only, and "
                                        f"{str(tmp_path / 'p.parquet')!r} is parquet; drop --delimiter.\n")
 
+
+def test_probe_reads_csv_labels_by_every_value_not_by_the_first_block(tmp_path, monkeypatch, capsys):
+    """The probe read a CSV's labels with --infer-types' guess from the first 1 MB block: a label column of whole
+    numbers there and 'unknown' (or 2.5) further on failed after the whole read with "drop infer_types
+    (--infer-types) to read kept columns as written", an option the probe does not have. Now the labels are read as
+    written and are numbers where every one is (whole numbers as int64, else float64), else classes as written."""
+    probe_module = importlib.import_module("bertfeat.probe")
+    spy = Spy(probe_result())
+    monkeypatch.setattr(probe_module, "probe", spy)
+    path = tmp_path / "labels.csv"
+    head = "".join(f"text {i},{i % 3}\n" for i in range(120_000))  # past the first read block
+    for last, want in (("unknown", ["0", "1", "2", "unknown"]), ("2.5", [0.0, 1.0, 2.0, 2.5]), ("2", [0, 1, 2])):
+        path.write_text("text,label\n" + head + f"late,{last}\n")
+        assert main(["probe", str(path), "--text-col", "text", "--label-col", "label"]) == 0, capsys.readouterr().err
+        labels = spy.calls[-1][0][1]
+        assert len(labels) == 120_001 and sorted(set(labels.tolist())) == want
+        assert type(labels.tolist()[-1]) is type(want[-1])
+    path.write_text("text,label\na,1\nb,\nc,NA\nd,2\n")  # missing labels stay missing (the probe refuses them)
+    assert main(["probe", str(path), "--text-col", "text", "--label-col", "label"]) == 0
+    assert pd.isna(spy.calls[-1][0][1][1:3]).all() and spy.calls[-1][0][1][[0, 3]].tolist() == [1, 2]
+
+
 def test_probe_defaults_reach_probe_and_one_model_has_no_model_column(tmp_path, monkeypatch, capsys):
     probe_module = importlib.import_module("bertfeat.probe")  # bertfeat.probe is the function
 

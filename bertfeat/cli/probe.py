@@ -70,15 +70,16 @@ def run(args: argparse.Namespace) -> int:
     is_csv = resolve_input(args.input)[0] == "csv"
     if args.delimiter is not None and not is_csv:
         raise UsageError(f"--delimiter applies to CSV input only, and {args.input!r} is parquet; drop --delimiter.")
-    # numeric labels as numbers (a regression task needs them), text as text; parquet has its types
     reader = InputReader(args.input, [args.text_col, args.label_col], 100_000, [args.text_col],
-                         delimiter=_delimiter(args.delimiter), infer_types=is_csv)
+                         delimiter=_delimiter(args.delimiter))
     import pyarrow as pa
 
     table = pa.Table.from_batches(list(reader.batches()), schema=reader.schema)
     if table.num_rows == 0:
         raise ValueError(f"input {args.input!r} has no rows.")
     labels = table.column(args.label_col)
+    if is_csv:
+        labels = _as_numbers(labels)
     if pa.types.is_decimal(labels.type):  # a database's prices: numbers, not Decimal objects read as classes
         labels = labels.cast(pa.float64())
     result = probe(
@@ -117,3 +118,17 @@ def run(args: argparse.Namespace) -> int:
                        "seconds": result.seconds,
                        "table": records}, fh, indent=2, default=str)
     return 0
+
+
+def _as_numbers(labels):
+    """A CSV's labels, read as written, as numbers where every one is a number (a regression task needs them): whole
+    numbers as int64, else float64; else as written (classes). Every value counts, not the first block's, as
+    --infer-types would guess from it: a column of whole numbers there and 'unknown' or 2.5 further on failed."""
+    import pyarrow as pa
+
+    for to in (pa.int64(), pa.float64()):
+        try:
+            return labels.cast(to)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            continue
+    return labels
