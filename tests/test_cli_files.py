@@ -640,3 +640,54 @@ def test_a_name_that_is_not_utf8_is_refused_early_for_the_output_and_a_parquet_i
     manifest = json.loads(Path("f.parquet.manifest.json").read_text())
     assert manifest["input"]["path"] == str(tmp_path) + "/in\\xe9.csv"
     assert pq.read_table("f.parquet").num_rows == 3
+
+
+def test_excel_and_old_mac_exports_of_one_table_embed_as_the_plain_csv_does(tiny_bert, tmp_path):
+    """(files hunt, 2026-11-26, session 10) one table as Windows, old Mac (a bare CR ends each line, also inside a
+    quoted value), mixed line ends, Excel's 'sep=;' first line after a BOM, blank columns at the right, and a gzip of
+    the old Mac file: every row comes out, in order, with its id and the vectors of the texts pandas reads."""
+    import gzip
+
+    import numpy as np
+
+    from bertfeat import BertEmbedder
+
+    texts = ["plain words", "a, comma", 'a "quote" in it', "two\nlines", "sp\u00e9cial", "last one"]
+
+    def table(eol, sep=",", inner="\n", tail=""):
+        rows = [f"id{sep}text{tail}"] + [
+            f"{i}{sep}" + ('"' + t.replace('"', '""').replace("\n", inner) + '"' if any(c in t for c in ',"\n')
+                           else t) + tail for i, t in enumerate(texts, start=1)]
+        return eol.join(rows) + eol
+
+    files = {
+        "plain.csv": table("\n").encode(),
+        "windows.csv": table("\r\n", inner="\r\n").encode(),
+        "mac.csv": table("\r", inner="\r").encode(),
+        "mixed.csv": b"id,text\r\n1,plain words\n2,\"a, comma\"\r3,\"a \"\"quote\"\" in it\"\r\n4,\"two\r\nlines\"\n"
+                     b"5,sp\xc3\xa9cial\r6,last one",
+        "excel.csv": b"\xef\xbb\xbfsep=;\r\n" + table("\r\n", sep=";", inner="\r\n").encode(),
+        "blank_columns.csv": table("\r\n", inner="\r\n", tail=",,").encode(),
+        "mac.csv.gz": gzip.compress(table("\r", inner="\r").encode()),
+    }
+    outputs = {}
+    for name, data in files.items():
+        src = tmp_path / name
+        src.write_bytes(data)
+        out = tmp_path / f"{name}.parquet"
+        assert main(["embed", str(src), "--text-col", "text", "--keep-col", "id", "--keep-col", "text", "--out",
+                     str(out), "--model", tiny_bert, "--chunk-rows", "4", "--quiet"]) == 0, name
+        outputs[name] = pq.read_table(out).replace_schema_metadata(None)
+        assert outputs[name].column("id").to_pylist() == [str(i) for i in range(1, 7)], name
+        if "sep=" not in data.decode("utf-8", "replace")[:10]:  # pandas reads the rest as bertfeat does
+            read = pd.read_csv(src, dtype=str, keep_default_na=False)
+            assert read["id"].tolist() == outputs[name].column("id").to_pylist(), name
+    for name, got in outputs.items():
+        # the texts as each file writes them: a line break inside a value is that file's own (\n, \r\n, \r)
+        inner = {"plain.csv": "\n", "mac.csv": "\r", "mac.csv.gz": "\r"}.get(name, "\r\n")
+        expected = BertEmbedder(model=tiny_bert, columns=["text"]).fit_transform(
+            pd.DataFrame({"text": [t.replace("\n", inner) for t in texts]}))
+        assert got.column("text").to_pylist() == [t.replace("\n", inner) for t in texts], name
+        features = got.drop(["id", "text"]).to_pandas().to_numpy()
+        np.testing.assert_allclose(features, expected, rtol=1e-5, atol=1e-6, err_msg=name)
+        assert got.column_names == outputs["plain.csv"].column_names, name
