@@ -351,7 +351,7 @@ def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:
         for f in files:
             utf8_path(str(f), "input file", "reads parquet files")
         return "parquet", files
-    hint = _ONE_CSV + "." if kinds == {"csv"} else _other_suffix(files[0].name) if len(files) == 1 else None
+    hint = _ONE_CSV + "." if kinds == {"csv"} else _other_suffix(files[0]) if len(files) == 1 else _unmarked(files)
     raise ValueError(
         f"input {path!r}: expected one CSV file ({', '.join(CSV_SUFFIXES)}) or parquet files "
         f"({', '.join(PARQUET_SUFFIXES)}), got {sorted(str(f.name) for f in files)[:5]}"
@@ -362,9 +362,31 @@ def resolve_input(path, exclude=()) -> tuple[str, list[Path]]:
 _ARCHIVES = {".xz": "xz -d", ".lz4": "lz4 -d", ".lzma": "xz -d", ".z": "uncompress", ".7z": "7z x"}
 
 
-def _other_suffix(name: str) -> str | None:
-    """What to do with a file whose suffix bertfeat does not read, where the suffix says: a tab-separated export
-    named .tab or .txt, an xz or zip download, an Excel workbook."""
+def _is_parquet(path: Path) -> bool:
+    """Whether ``path`` begins as a parquet file does (``PAR1``), whatever its name."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == b"PAR1"
+    except OSError:
+        return False
+
+
+def _unmarked(files: list[Path]) -> str | None:
+    """What to do where the files of a glob without a parquet or CSV suffix are parquet files (Hive's 000000_0)."""
+    unmarked = [f for f in files if _kind(f) is None]
+    if not unmarked or not all(map(_is_parquet, unmarked)):
+        return None
+    return ("those without a parquet suffix are parquet files (their first bytes say so; Hive and Impala name them "
+            f"so): rename them with one ({unmarked[0].name}.parquet).")
+
+
+def _other_suffix(path: Path) -> str | None:
+    """What to do with a file whose suffix bertfeat does not read, where its suffix or its first bytes say: a
+    tab-separated export named .tab or .txt, an xz or zip download, an Excel workbook, parquet without its suffix
+    (Hive's 000000_0)."""
+    name = path.name
+    if _is_parquet(path):
+        return f"it is a parquet file (its first bytes say so): name it {name}.parquet."
     lower = name.lower()
     stem, suffix = os.path.splitext(name)
     if lower.endswith((".tab", ".txt", ".dat")):
@@ -449,6 +471,12 @@ def _no_parquet(path: str, folder: Path, exclude=()) -> str:
                 "tool's temporary files) are left out of a folder, as pyarrow, pandas and Spark leave them out; "
                 "rename them, or name them in a glob, where a pattern part starting with '.' or '_' matches them "
                 "(_*.parquet).")
+    unmarked = [f for f in under if _kind(f) is None and not _hidden(f.relative_to(folder).parts) and _is_parquet(f)]
+    if unmarked and not csvs:
+        names = [f.relative_to(folder).as_posix() for f in unmarked]
+        return (f"{said}{but} {len(names)} file(s) of parquet without such a suffix {names[:5]} (as Hive and Impala "
+                "name them): bertfeat tells parquet by its suffix: rename them with one "
+                f"({names[0]}.parquet), or link them under such names in another folder and pass that.")
     if not csvs:
         return f"{said}; pass a CSV or parquet file, or a folder or glob of parquet files."
     return (f"{said}{but} {len(csvs)} CSV file(s) {csvs[:5]}: a folder or glob is read as parquet files, a CSV as "

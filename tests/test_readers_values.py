@@ -255,6 +255,29 @@ def test_a_file_of_a_suffix_bertfeat_does_not_read_is_told_what_to_do(tmp_path, 
         f"input {str(src)!r}: expected one CSV file (.csv, .csv.gz, .csv.bz2, .csv.zst, .tsv, .tsv.gz, .tsv.bz2, "
         f".tsv.zst) or parquet files (.parquet, .pq, .parq), got [{name!r}]; {hint}")
 
+
+def test_parquet_files_without_a_parquet_suffix_are_said_to_be_parquet_with_what_to_do(tmp_path):
+    """Hive and Impala name a table's parquet files 000000_0: a folder of them was "holds no parquet files", which
+    it does, and one such file "expected one CSV file ... or parquet files ..., got ['000000_0']", nothing said of
+    the suffix bertfeat tells parquet by."""
+    table = tmp_path / "warehouse" / "reviews"
+    table.mkdir(parents=True)
+    for name in ("000000_0", "000001_0", "000002_0_copy_1"):
+        write_parquet(table / name, text=["a"])
+    (table / "_SUCCESS").write_text("")
+    with pytest.raises(FileNotFoundError) as info:
+        resolve_input(str(table))
+    assert str(info.value) == (
+        f"input directory {str(table)!r} holds no parquet files (.parquet, .pq, .parq) but 3 file(s) of parquet "
+        "without such a suffix ['000000_0', '000001_0', '000002_0_copy_1'] (as Hive and Impala name them): bertfeat "
+        "tells parquet by its suffix: rename them with one (000000_0.parquet), or link them under such names in "
+        "another folder and pass that.")
+    assert refusal(resolve_input, str(table / "000000_0")).endswith(
+        "got ['000000_0']; it is a parquet file (its first bytes say so): name it 000000_0.parquet.")
+    assert refusal(resolve_input, f"{table}/0*").endswith(
+        "got ['000000_0', '000001_0', '000002_0_copy_1']; those without a parquet suffix are parquet files (their "
+        "first bytes say so; Hive and Impala name them so): rename them with one (000000_0.parquet).")
+
 def test_a_file_that_is_no_csv_text_is_named_as_what_it_is_not_told_to_convert_from_cp1252(tmp_path):
     """A compressed file without its suffix (a download saved as .csv), an Excel workbook renamed .csv, a zip, a
     parquet file under a .csv name: each was "not UTF-8: line 1 holds byte 0x8b ... iconv -f cp1252 -t utf-8",
