@@ -22,7 +22,7 @@ import socket
 import sys
 import time
 import warnings
-from functools import partial, wraps
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -373,26 +373,6 @@ def _arrow_schema(spark_schema) -> pa.Schema:
 # -- a whole job: files in, a directory of parquet out -----------------------------------------------------------
 
 
-# pyspark's notice, at its import and at each pandas UDF, that it does not fully support the installed pandas (3.x): a
-# notice about versions that bertfeat's Spark path is tested with, not about the job, which --quiet leaves out
-_PANDAS_NOTICE = r"PySpark does not yet fully support pandas"
-
-
-def _without_pandas_notice_if_quiet(func):
-    """Run ``func`` with pyspark's pandas-version FutureWarning (:data:`_PANDAS_NOTICE`) left out where ``quiet=``
-    is true; every other warning, pyspark's or bertfeat's, is shown as the caller's filters say."""
-    @wraps(func)
-    def run(*args, **kwargs):
-        if not kwargs.get("quiet"):
-            return func(*args, **kwargs)
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=_PANDAS_NOTICE, category=FutureWarning)
-            return func(*args, **kwargs)
-
-    return run
-
-
-@_without_pandas_notice_if_quiet
 def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns", overwrite: bool = False,
                 batch_rows: int = 10_000, master: str | None = None, quiet: bool = False,
                 delimiter: str | None = None, infer_types: bool = False, **params) -> dict:

@@ -1254,24 +1254,67 @@ def test_a_task_whose_libraries_tokenize_otherwise_fails_the_job_before_it_embed
     assert not (tmp_path / "out").exists()
 
 
-def test_a_quiet_job_leaves_out_pysparks_pandas_version_notice_and_nothing_else(monkeypatch, tmp_path):
+PANDAS_NOTICE = ("PySpark does not yet fully support pandas >= 3.0.0. Some features may not work correctly. It is "
+                 "recommended to use pandas < 3.0.0 for now.")
+
+
+def test_a_quiet_command_leaves_out_pysparks_pandas_version_notice_and_nothing_else(monkeypatch, tmp_path):
     # `bertfeat embed --engine spark --quiet` printed pyspark's "FutureWarning: PySpark does not yet fully support
     # pandas >= 3.0.0" twice on stderr (at its import and at the pandas UDF), a notice about versions, not the job.
-    # Now a quiet job leaves that one notice out, and shows every other warning; a job that is not quiet shows it.
-    notice = ("PySpark does not yet fully support pandas >= 3.0.0. Some features may not work correctly. It is "
-              "recommended to use pandas < 3.0.0 for now.")
+    # The command (which owns its process) leaves that one notice out, and shows every other warning; a command that
+    # is not quiet shows it.
+    from pyspark.sql import SparkSession
 
-    @bspark._without_pandas_notice_if_quiet
-    def job(*, quiet=False):
-        warnings.warn(notice, FutureWarning)
+    seen = []
+
+    def job(*args, quiet=False, **kwargs):
+        seen.append(quiet)
+        warnings.warn(PANDAS_NOTICE, FutureWarning)
         warnings.warn("something else pyspark says", FutureWarning)
         warnings.warn("a note of bertfeat's", UserWarning)
-        return "manifest"
+        return {}
 
+    monkeypatch.setattr(bspark, "embed_files", job)
+    monkeypatch.setattr(bspark, "require_java", lambda: "/usr/bin/java")
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
+    make_frame(3).to_parquet(tmp_path / "in.parquet", index=False)
     for quiet in (True, False):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            assert job(quiet=quiet) == "manifest"
-        assert [str(w.message) for w in caught] == ([] if quiet else [notice]) + [
+            before = list(warnings.filters)
+            assert main(["embed", str(tmp_path / "in.parquet"), "--text-col", "review", "--out", str(tmp_path / "o"),
+                         "--engine", "spark", *(["--quiet"] if quiet else [])]) == 0
+            assert warnings.filters == before  # the command's filter ends with it (main runs in R's process too)
+        assert [str(w.message) for w in caught] == ([] if quiet else [PANDAS_NOTICE]) + [
             "something else pyspark says", "a note of bertfeat's"]
-    assert bspark.embed_files.__wrapped__.__name__ == "embed_files"  # the job itself runs under it
+    assert seen == [True, False]
+
+
+def test_a_quiet_job_of_the_api_leaves_the_warnings_filters_of_the_process_as_they_are(tiny_bert, tmp_path,
+                                                                                      spark_job):
+    """spark.embed_files(quiet=True) ran the whole job under warnings.catch_warnings() to hide pyspark's pandas
+    notice: the filters are the process's, every thread's, so a filter another thread (a notebook's, a web service's)
+    added during the job was undone when it ended, and that thread's own notices were hidden meanwhile. A library call
+    now leaves them as they are: only the command line, which owns its process, leaves the notice out."""
+    import threading
+
+    make_frame(6, seed=1).to_parquet(tmp_path / "in.parquet", index=False)
+    during = {}
+
+    def meanwhile(call):
+        during["filters"] = list(warnings.filters)
+        warnings.warn(PANDAS_NOTICE, FutureWarning)  # pyspark's, at the job's pandas UDF: the caller's filters decide
+        other = threading.Thread(target=lambda: warnings.filterwarnings("ignore", message="another thread's"))
+        other.start()
+        other.join()
+
+    spark_job(during=meanwhile)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        before = list(warnings.filters)
+        bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True)
+        after = list(warnings.filters)
+    assert during["filters"] == before  # nothing added for the job
+    assert after == [("ignore", after[0][1], Warning, None, 0)] + before  # the other thread's filter stays
+    assert after[0][1].pattern == "another thread's"
+    assert [str(w.message) for w in caught if issubclass(w.category, FutureWarning)] == [PANDAS_NOTICE]

@@ -183,21 +183,33 @@ def _run_ray(args: argparse.Namespace, keep: list, params: dict) -> int:
     return 0
 
 
+# pyspark's notice, at its import and at each pandas UDF, that it does not fully support the installed pandas (3.x): a
+# notice about versions that bertfeat's Spark path is tested with, not about the job, which --quiet leaves out
+PANDAS_NOTICE = r"PySpark does not yet fully support pandas"
+
+
 def _run_spark(args: argparse.Namespace, keep: list, params: dict) -> int:
+    import warnings
+
     from bertfeat.cli import UsageError
     from bertfeat.spark import embed_files, require_java, require_spark
 
-    try:
-        require_spark()
-        from pyspark.sql import SparkSession
+    # the command owns its process, so it may filter the process's warnings; bertfeat.spark.embed_files, a library
+    # call, leaves them as they are (catch_warnings puts back the whole list, another thread's changes too)
+    with warnings.catch_warnings():
+        if args.quiet:  # pyspark's import (require_spark) says it once, the job's pandas UDF again
+            warnings.filterwarnings("ignore", message=PANDAS_NOTICE, category=FutureWarning)
+        try:
+            require_spark()
+            from pyspark.sql import SparkSession
 
-        if SparkSession.getActiveSession() is None:
-            require_java()
-    except (ImportError, RuntimeError) as exc:
-        raise UsageError(str(exc)) from None
-    embed_files(
-        args.input, args.out, args.text_col, keep_cols=keep, layout=args.layout, overwrite=args.overwrite,
-        batch_rows=args.chunk_rows, master=args.master, quiet=args.quiet, delimiter=_delimiter(args.delimiter),
-        infer_types=args.infer_types, **params,
-    )
+            if SparkSession.getActiveSession() is None:
+                require_java()
+        except (ImportError, RuntimeError) as exc:
+            raise UsageError(str(exc)) from None
+        embed_files(
+            args.input, args.out, args.text_col, keep_cols=keep, layout=args.layout, overwrite=args.overwrite,
+            batch_rows=args.chunk_rows, master=args.master, quiet=args.quiet, delimiter=_delimiter(args.delimiter),
+            infer_types=args.infer_types, **params,
+        )
     return 0
