@@ -6,8 +6,9 @@ metadata and manifest as the single-machine ``bertfeat embed``. Every Python wor
 :class:`~bertfeat.arrow.ArrowFeaturizer` (one model load) for all the batches and tasks it runs, sets its torch
 threads from ``spark.task.cpus``, and reads and writes the shared cache. See docs/spark.md.
 
-This module and :mod:`bertfeat.spark_input` (what the job reads: the input's files, staged where Spark cannot read
-them as they are) are the only ones that import pyspark, and only when one of their functions is called:
+This module, :mod:`bertfeat.spark_input` (what the job reads: the input's files, staged where Spark cannot read
+them as they are) and :mod:`bertfeat.spark_session` (the session a job runs in, and the JVM it starts) are the only
+ones that import pyspark, and only when one of their functions is called:
 ``import bertfeat`` never does.
 """
 
@@ -19,7 +20,6 @@ import os
 import re
 import shutil
 import socket
-import sys
 import time
 import warnings
 from functools import partial
@@ -41,11 +41,12 @@ from bertfeat.output import absolute_paths, check_folder_output, job_lock, remov
 from bertfeat.recipe import _is_int
 from bertfeat.worker_recipe import (check_fixed_dtype, check_worker_recipe, check_worker_tokenization, driver_recipe,
                                     fix_auto_dtype, libraries)
+# the session's side of a job; require_java and JAVA_HINT are imported from here too (the command line, users)
+from bertfeat.spark_session import JAVA_HINT, _conf, _job_master, _session, require_java  # noqa: F401
 from bertfeat.spark_input import (_check_visible, _first_rows, _hadoop_literal, _local_path, _parquet_files,
                                   _spark_schema, _stage)
 
 INSTALL_HINT = "pip install 'bertfeat[spark]'"
-JAVA_HINT = "install Java 17 or later (Debian/Ubuntu: apt-get install default-jre-headless) or set JAVA_HOME"
 _MISTAKE = "[bertfeat-mistake]"  # marks a user's mistake in a worker's traceback, which is all Spark passes on
 
 
@@ -60,16 +61,6 @@ def require_spark():
             f"{INSTALL_HINT} (and a Java runtime), or use the local engine."
         ) from exc
     return pyspark
-
-
-def require_java() -> str:
-    """The ``java`` a local Spark driver will start, or an error saying how to get one."""
-    home = os.environ.get("JAVA_HOME")
-    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
-    if not java or not os.access(java, os.X_OK):
-        where = f"JAVA_HOME={home!r} has no bin/java" if home else "no JAVA_HOME and no java on PATH"
-        raise RuntimeError(f"the Spark engine needs Java to start Spark, and none was found ({where}): {JAVA_HINT}.")
-    return java
 
 
 # -- what each Python worker keeps -----------------------------------------------------------------------------
@@ -340,22 +331,6 @@ def _check_device(device, master) -> None:
             raise ValueError(f"Spark master {url!r} runs the tasks on this machine: {exc}") from None
 
 
-def _job_master(master: str | None) -> str:
-    """The master URL a job given ``master`` runs on, as :func:`_session` will pick it, before it starts: the named
-    one, the active session's, or the one Spark's configuration names (read from the JVM, which the job needs anyway)."""
-    from pyspark import SparkConf, SparkContext
-    from pyspark.sql import SparkSession
-
-    if master is not None:
-        return master
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return active.sparkContext.master
-    require_java()
-    SparkContext._ensure_initialized()
-    return SparkConf().get("spark.master", "local[*]")
-
-
 def _arrow_schema(spark_schema) -> pa.Schema:
     """The Arrow types Spark hands ``mapInArrow`` for these columns (what the column checks read)."""
     from pyspark.sql.pandas.types import to_arrow_type
@@ -523,99 +498,6 @@ class _Exact:
 
     def count(self) -> tuple[int, bool]:
         return self.n, True
-
-
-def _session(master: str | None, quiet: bool):
-    """``(session, started)``: the active Spark session, or a new one this job starts (and stops), on ``master`` or
-    else the master the Spark configuration names."""
-    from pyspark import SparkConf
-    from pyspark.sql import SparkSession
-
-    active = SparkSession.getActiveSession()
-    if active is not None and master is None:
-        return active, False
-    if active is not None:
-        if active.sparkContext.master != master:
-            raise ValueError(
-                f"--master {master!r}, but this process already has a Spark session on {active.sparkContext.master!r};"
-                " drop --master to use it, or stop it first."
-            )
-        return active, False
-    require_java()
-    # the JVM first (spark-submit's own, when it started this process): its configuration holds the master that
-    # spark-submit, spark-defaults.conf or PYSPARK_SUBMIT_ARGS gave (local[*] when none did), never overridden here
-    _launch_jvm(quiet)
-    configured = SparkConf()
-    builder = SparkSession.builder.appName("bertfeat embed")
-    if master is not None:
-        builder = builder.master(master)
-    target = master if master is not None else configured.get("spark.master", "local[*]")
-    python = None  # local workers run this environment, or the interpreter the configuration names
-    if target.startswith("local") and not os.environ.get("PYSPARK_PYTHON"):
-        python = configured.get("spark.pyspark.python", None)
-        if python is None:
-            python = sys.executable
-            builder = builder.config("spark.pyspark.python", python)
-    builder = builder.config("spark.ui.showConsoleProgress", "false" if quiet else "true")
-    spark = builder.getOrCreate()
-    if python is not None:
-        # pyspark starts its Python workers with SparkContext.pythonExec, which it reads from PYSPARK_PYTHON alone
-        # (else `python3` on PATH): spark.pyspark.python is read by spark-submit only, which sets PYSPARK_PYTHON
-        spark.sparkContext.pythonExec = python
-    if quiet:  # a JVM this job did not start (spark-submit's) logs from here on as _launch_jvm's would
-        spark.sparkContext.setLogLevel("FATAL")
-    elif _QUIET_JVM["launched"]:  # started by an earlier quiet job of this process: Spark's own level again
-        spark.sparkContext.setLogLevel("WARN")
-    return spark, True
-
-
-QUIET_LOG4J = Path(__file__).with_name("spark_quiet.log4j2.properties")
-_QUIET_JVM = {"launched": False}
-
-
-def _launch_jvm(quiet: bool) -> None:
-    """Start the JVM this process's Spark runs in, unless it runs already (spark-submit's, an earlier job's).
-
-    ``quiet``: with :data:`QUIET_LOG4J` (fatal errors only), so that ``--quiet`` shows no JVM lines: Spark's WARN
-    lines at start, and a failed task's ERROR lines with its traceback, which the job's own error says again. It
-    goes in ``SPARK_SUBMIT_OPTS`` for the launch only, ahead of the driver's ``spark.driver.extraJavaOptions``, so a
-    log4j configuration the user gave there still wins."""
-    from pyspark import SparkContext
-
-    if not quiet or SparkContext._gateway is not None:
-        SparkContext._ensure_initialized()
-        return
-    saved = os.environ.get("SPARK_SUBMIT_OPTS")
-    os.environ["SPARK_SUBMIT_OPTS"] = " ".join(filter(None, [saved, f'"-Dlog4j2.configurationFile={QUIET_LOG4J}"']))
-    try:
-        SparkContext._ensure_initialized()
-        _QUIET_JVM["launched"] = True
-    finally:
-        if saved is None:
-            os.environ.pop("SPARK_SUBMIT_OPTS", None)
-        else:
-            os.environ["SPARK_SUBMIT_OPTS"] = saved
-
-
-class _conf:
-    """Set Spark SQL options for one job and put the caller's back after it."""
-
-    def __init__(self, spark, options: dict):
-        self.spark, self.options = spark, options
-
-    def __enter__(self):
-        self.saved = {k: self.spark.conf.get(k, None) for k in self.options}
-        for k, v in self.options.items():
-            self.spark.conf.set(k, v)
-        return self
-
-    def __exit__(self, *exc):
-        for k, v in self.saved.items():
-            if v is None:
-                self.spark.conf.unset(k)
-            else:
-                self.spark.conf.set(k, v)
-        return False
 
 
 def _run_job(spark, files, counts, input_schema, text_cols, keep_cols, layout, batch_rows, data_dir, params,

@@ -202,10 +202,11 @@ def test_embed_options_reach_the_ray_engine(parquet_input, monkeypatch):
 def test_embed_options_reach_the_spark_engine(csv_input, monkeypatch):
     pytest.importorskip("pyspark")
     import bertfeat.spark
+    import bertfeat.spark_session
 
     spy = Spy()
     monkeypatch.setattr(bertfeat.spark, "embed_files", spy)
-    monkeypatch.setattr(bertfeat.spark, "require_java", lambda: None)
+    monkeypatch.setattr(bertfeat.spark_session, "require_java", lambda: None)
     assert main(["embed", csv_input, "--text-col", "title", "--out", "o", "--id-col", "id", "--engine", "spark",
                  "--master", "local[2]", "--layout", "list", "--chunk-rows", "7", "--overwrite", "--quiet",
                  *RECIPE_ARGS]) == 0
@@ -241,6 +242,7 @@ def test_the_spark_engine_looks_for_java_only_without_a_running_session(csv_inpu
     from pyspark.sql import SparkSession
 
     import bertfeat.spark
+    import bertfeat.spark_session
 
     spy, looked = Spy(), []
 
@@ -249,7 +251,7 @@ def test_the_spark_engine_looks_for_java_only_without_a_running_session(csv_inpu
         raise RuntimeError("the Spark engine needs Java to start Spark, and none was found")
 
     monkeypatch.setattr(bertfeat.spark, "embed_files", spy)
-    monkeypatch.setattr(bertfeat.spark, "require_java", no_java)
+    monkeypatch.setattr(bertfeat.spark_session, "require_java", no_java)
     args = ["embed", csv_input, "--text-col", "title", "--out", "o", "--engine", "spark"]
     monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
     assert main(args) == 2 and looked == [True] and spy.calls == []

@@ -28,6 +28,7 @@ import pytest
 pyspark = pytest.importorskip("pyspark")
 
 import bertfeat.spark as bspark  # noqa: E402
+import bertfeat.spark_session as bsession  # noqa: E402
 from bertfeat.cli import main  # noqa: E402
 from bertfeat.hardware import run_facts  # noqa: E402
 from bertfeat.worker_recipe import libraries  # noqa: E402
@@ -742,11 +743,11 @@ def test_embed_dataframe_under_stage_level_gpu_scheduling_runs_the_gpus_dtype(ti
 
 def test_the_master_a_job_will_run_on_is_known_before_it_starts(pyspark_stand_in):
     log = pyspark_stand_in(active=FakeSession(master="local[2]"))
-    assert bspark._job_master("yarn") == "yarn" and bspark._job_master(None) == "local[2]" and log == []
+    assert bsession._job_master("yarn") == "yarn" and bsession._job_master(None) == "local[2]" and log == []
     log = pyspark_stand_in(conf={"spark.master": "yarn"})
-    assert bspark._job_master(None) == "yarn" and log == [("java",), ("jvm",), ("conf",)]
+    assert bsession._job_master(None) == "yarn" and log == [("java",), ("jvm",), ("conf",)]
     pyspark_stand_in()
-    assert bspark._job_master(None) == "local[*]"
+    assert bsession._job_master(None) == "local[*]"
 
 
 @pytest.mark.parametrize("option, value, says", [
@@ -854,8 +855,8 @@ def pyspark_stand_in(monkeypatch):
     monkeypatch.setattr(pyspark.sql, "SparkSession", Session)
     monkeypatch.setattr(pyspark, "SparkContext", Context)
     monkeypatch.setattr(pyspark, "SparkConf", Conf)
-    monkeypatch.setattr(bspark, "require_java", lambda: log.append(("java",)) or "/usr/bin/java")
-    monkeypatch.setattr(bspark, "_QUIET_JVM", {"launched": False})
+    monkeypatch.setattr(bsession, "require_java", lambda: log.append(("java",)) or "/usr/bin/java")
+    monkeypatch.setattr(bsession, "_QUIET_JVM", {"launched": False})
     for var in ("PYSPARK_PYTHON", "SPARK_SUBMIT_OPTS"):
         monkeypatch.delenv(var, raising=False)
 
@@ -870,15 +871,15 @@ def pyspark_stand_in(monkeypatch):
 def test_the_active_session_is_used_and_never_stopped(pyspark_stand_in):
     active = FakeSession(master="local[2]")
     log = pyspark_stand_in(active=active)
-    assert bspark._session(None, True) == (active, False)
-    assert bspark._session("local[2]", False) == (active, False)  # the same master, named
+    assert bsession._session(None, True) == (active, False)
+    assert bsession._session("local[2]", False) == (active, False)  # the same master, named
     assert log == []  # no JVM, no builder
 
 
 def test_another_master_than_the_active_sessions_is_refused(pyspark_stand_in):
     log = pyspark_stand_in(active=FakeSession(master="local[2]"))
     with pytest.raises(ValueError) as err:
-        bspark._session("yarn", True)
+        bsession._session("yarn", True)
     assert str(err.value) == ("--master 'yarn', but this process already has a Spark session on 'local[2]'; drop "
                               "--master to use it, or stop it first.")
     assert log == []
@@ -894,9 +895,9 @@ def test_another_master_than_the_active_sessions_is_refused(pyspark_stand_in):
 def test_without_master_the_configured_one_is_used_and_local_workers_run_this_python(pyspark_stand_in, conf,
                                                                                        python):
     log = pyspark_stand_in(conf=conf)
-    session, started = bspark._session(None, True)
+    session, started = bsession._session(None, True)
     assert started is True and isinstance(session, FakeSession)
-    want = [("java",), ("jvm", f'"-Dlog4j2.configurationFile={bspark.QUIET_LOG4J}"'), ("conf",),
+    want = [("java",), ("jvm", f'"-Dlog4j2.configurationFile={bsession.QUIET_LOG4J}"'), ("conf",),
             ("appName", "bertfeat embed")]
     if python is not None:
         want.append(("config", "spark.pyspark.python", python))
@@ -914,7 +915,7 @@ def test_without_master_the_configured_one_is_used_and_local_workers_run_this_py
 ])
 def test_a_named_master_is_asked_for(pyspark_stand_in, master, conf, python):
     log = pyspark_stand_in(conf=conf)
-    bspark._session(master, False)
+    bsession._session(master, False)
     want = [("java",), ("jvm",), ("conf",), ("appName", "bertfeat embed"), ("master", master)]
     if python is not None:
         want.append(("config", "spark.pyspark.python", python))
@@ -929,29 +930,29 @@ def test_a_quiet_job_starts_its_jvm_logging_fatal_errors_only_and_leaves_the_env
     configuration of fatal errors only, through the launcher's SPARK_SUBMIT_OPTS (the user's own kept ahead of it,
     and put back after); a JVM already running (spark-submit's) is set to FATAL once the session is there; a later
     job that is not quiet gets Spark's level back in that quiet JVM."""
-    assert "rootLogger.level = fatal" in bspark.QUIET_LOG4J.read_text()
+    assert "rootLogger.level = fatal" in bsession.QUIET_LOG4J.read_text()
     monkeypatch.setenv("SPARK_SUBMIT_OPTS", "-Dmine=1")
     log = pyspark_stand_in(conf={"spark.master": "yarn"})
-    bspark._session(None, True)
-    assert ("jvm", f'-Dmine=1 "-Dlog4j2.configurationFile={bspark.QUIET_LOG4J}"') in log
+    bsession._session(None, True)
+    assert ("jvm", f'-Dmine=1 "-Dlog4j2.configurationFile={bsession.QUIET_LOG4J}"') in log
     assert os.environ["SPARK_SUBMIT_OPTS"] == "-Dmine=1" and log[-1] == ("setLogLevel", "FATAL")
     log = pyspark_stand_in(conf={"spark.master": "yarn"}, jvm=True)  # the quiet JVM of the job above
     log.clear()
-    bspark._session(None, False)
+    bsession._session(None, False)
     assert ("jvm",) in log and log[-1] == ("setLogLevel", "WARN")
-    monkeypatch.setattr(bspark, "_QUIET_JVM", {"launched": False})
+    monkeypatch.setattr(bsession, "_QUIET_JVM", {"launched": False})
     log.clear()
-    bspark._session(None, True)  # spark-submit's JVM: its level once the session is there
+    bsession._session(None, True)  # spark-submit's JVM: its level once the session is there
     assert ("jvm",) in log and log[-1] == ("setLogLevel", "FATAL")
     log.clear()
-    bspark._session(None, False)
+    bsession._session(None, False)
     assert ("jvm",) in log and log[-1] == ("getOrCreate",)  # not quiet, in a JVM not ours: its own level
 
 
 def test_pyspark_python_in_the_environment_is_left_to_spark(pyspark_stand_in, monkeypatch):
     monkeypatch.setenv("PYSPARK_PYTHON", "/opt/other/python")
     log = pyspark_stand_in(conf={"spark.master": "local[*]"})
-    bspark._session(None, True)
+    bsession._session(None, True)
     assert not [e for e in log if e[:2] == ("config", "spark.pyspark.python")]
 
 
@@ -1275,7 +1276,7 @@ def test_a_quiet_command_leaves_out_pysparks_pandas_version_notice_and_nothing_e
         return {}
 
     monkeypatch.setattr(bspark, "embed_files", job)
-    monkeypatch.setattr(bspark, "require_java", lambda: "/usr/bin/java")
+    monkeypatch.setattr(bsession, "require_java", lambda: "/usr/bin/java")
     monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
     make_frame(3).to_parquet(tmp_path / "in.parquet", index=False)
     for quiet in (True, False):

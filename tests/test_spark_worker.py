@@ -21,6 +21,7 @@ import pytest
 pyspark = pytest.importorskip("pyspark")
 
 import bertfeat.spark as bspark  # noqa: E402
+import bertfeat.spark_session as bsession  # noqa: E402
 from bertfeat.arrow import ArrowFeaturizer  # noqa: E402
 from bertfeat.encode import EncodeStats  # noqa: E402
 from bertfeat.files import text_hashes  # noqa: E402
@@ -451,13 +452,13 @@ class FakeConf:
 def test_spark_options_are_set_for_one_job_and_the_callers_put_back():
     conf = FakeConf({"a": "caller's", "c": "untouched"})
     spark = SimpleNamespace(conf=conf)
-    with bspark._conf(spark, {"a": "job's", "b": "1"}) as entered:
-        assert isinstance(entered, bspark._conf)
+    with bsession._conf(spark, {"a": "job's", "b": "1"}) as entered:
+        assert isinstance(entered, bsession._conf)
         assert conf.values == {"a": "job's", "b": "1", "c": "untouched"}
     assert conf.values == {"a": "caller's", "c": "untouched"}  # b was not set before: unset again
     assert conf.log[-2:] in ([("set", "a", "caller's"), ("unset", "b")], [("unset", "b"), ("set", "a", "caller's")])
     with pytest.raises(KeyError):  # put back when the job fails too, and the failure passes through
-        with bspark._conf(spark, {"a": "job's"}):
+        with bsession._conf(spark, {"a": "job's"}):
             raise KeyError("job failed")
     assert conf.values == {"a": "caller's", "c": "untouched"}
 

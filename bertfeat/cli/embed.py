@@ -192,7 +192,8 @@ def _run_spark(args: argparse.Namespace, keep: list, params: dict) -> int:
     import warnings
 
     from bertfeat.cli import UsageError
-    from bertfeat.spark import embed_files, require_java, require_spark
+    from bertfeat.spark import embed_files, require_spark
+    from bertfeat.spark_session import require_java
 
     # the command owns its process, so it may filter the process's warnings; bertfeat.spark.embed_files, a library
     # call, leaves them as they are (catch_warnings puts back the whole list, another thread's changes too)

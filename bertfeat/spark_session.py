@@ -1,0 +1,134 @@
+"""The Spark session a job runs in: the active one (yours, spark-submit's, Databricks'), or one the job starts, and
+stops, in a JVM it launches quietly where asked; the SQL options set for one job and put back after it; and the Java
+a local driver needs.
+
+Imported by :mod:`bertfeat.spark`, which runs the job; pyspark is imported only when a function here is called.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+JAVA_HINT = "install Java 17 or later (Debian/Ubuntu: apt-get install default-jre-headless) or set JAVA_HOME"
+
+
+def require_java() -> str:
+    """The ``java`` a local Spark driver will start, or an error saying how to get one."""
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    if not java or not os.access(java, os.X_OK):
+        where = f"JAVA_HOME={home!r} has no bin/java" if home else "no JAVA_HOME and no java on PATH"
+        raise RuntimeError(f"the Spark engine needs Java to start Spark, and none was found ({where}): {JAVA_HINT}.")
+    return java
+
+
+def _job_master(master: str | None) -> str:
+    """The master URL a job given ``master`` runs on, as :func:`_session` will pick it, before it starts: the named
+    one, the active session's, or the one Spark's configuration names (read from the JVM, which the job needs anyway)."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.sql import SparkSession
+
+    if master is not None:
+        return master
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active.sparkContext.master
+    require_java()
+    SparkContext._ensure_initialized()
+    return SparkConf().get("spark.master", "local[*]")
+
+
+def _session(master: str | None, quiet: bool):
+    """``(session, started)``: the active Spark session, or a new one this job starts (and stops), on ``master`` or
+    else the master the Spark configuration names."""
+    from pyspark import SparkConf
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None and master is None:
+        return active, False
+    if active is not None:
+        if active.sparkContext.master != master:
+            raise ValueError(
+                f"--master {master!r}, but this process already has a Spark session on {active.sparkContext.master!r};"
+                " drop --master to use it, or stop it first."
+            )
+        return active, False
+    require_java()
+    # the JVM first (spark-submit's own, when it started this process): its configuration holds the master that
+    # spark-submit, spark-defaults.conf or PYSPARK_SUBMIT_ARGS gave (local[*] when none did), never overridden here
+    _launch_jvm(quiet)
+    configured = SparkConf()
+    builder = SparkSession.builder.appName("bertfeat embed")
+    if master is not None:
+        builder = builder.master(master)
+    target = master if master is not None else configured.get("spark.master", "local[*]")
+    python = None  # local workers run this environment, or the interpreter the configuration names
+    if target.startswith("local") and not os.environ.get("PYSPARK_PYTHON"):
+        python = configured.get("spark.pyspark.python", None)
+        if python is None:
+            python = sys.executable
+            builder = builder.config("spark.pyspark.python", python)
+    builder = builder.config("spark.ui.showConsoleProgress", "false" if quiet else "true")
+    spark = builder.getOrCreate()
+    if python is not None:
+        # pyspark starts its Python workers with SparkContext.pythonExec, which it reads from PYSPARK_PYTHON alone
+        # (else `python3` on PATH): spark.pyspark.python is read by spark-submit only, which sets PYSPARK_PYTHON
+        spark.sparkContext.pythonExec = python
+    if quiet:  # a JVM this job did not start (spark-submit's) logs from here on as _launch_jvm's would
+        spark.sparkContext.setLogLevel("FATAL")
+    elif _QUIET_JVM["launched"]:  # started by an earlier quiet job of this process: Spark's own level again
+        spark.sparkContext.setLogLevel("WARN")
+    return spark, True
+
+
+QUIET_LOG4J = Path(__file__).with_name("spark_quiet.log4j2.properties")
+_QUIET_JVM = {"launched": False}
+
+
+def _launch_jvm(quiet: bool) -> None:
+    """Start the JVM this process's Spark runs in, unless it runs already (spark-submit's, an earlier job's).
+
+    ``quiet``: with :data:`QUIET_LOG4J` (fatal errors only), so that ``--quiet`` shows no JVM lines: Spark's WARN
+    lines at start, and a failed task's ERROR lines with its traceback, which the job's own error says again. It
+    goes in ``SPARK_SUBMIT_OPTS`` for the launch only, ahead of the driver's ``spark.driver.extraJavaOptions``, so a
+    log4j configuration the user gave there still wins."""
+    from pyspark import SparkContext
+
+    if not quiet or SparkContext._gateway is not None:
+        SparkContext._ensure_initialized()
+        return
+    saved = os.environ.get("SPARK_SUBMIT_OPTS")
+    os.environ["SPARK_SUBMIT_OPTS"] = " ".join(filter(None, [saved, f'"-Dlog4j2.configurationFile={QUIET_LOG4J}"']))
+    try:
+        SparkContext._ensure_initialized()
+        _QUIET_JVM["launched"] = True
+    finally:
+        if saved is None:
+            os.environ.pop("SPARK_SUBMIT_OPTS", None)
+        else:
+            os.environ["SPARK_SUBMIT_OPTS"] = saved
+
+
+class _conf:
+    """Set Spark SQL options for one job and put the caller's back after it."""
+
+    def __init__(self, spark, options: dict):
+        self.spark, self.options = spark, options
+
+    def __enter__(self):
+        self.saved = {k: self.spark.conf.get(k, None) for k in self.options}
+        for k, v in self.options.items():
+            self.spark.conf.set(k, v)
+        return self
+
+    def __exit__(self, *exc):
+        for k, v in self.saved.items():
+            if v is None:
+                self.spark.conf.unset(k)
+            else:
+                self.spark.conf.set(k, v)
+        return False
