@@ -42,7 +42,8 @@ from bertfeat.recipe import _is_int
 from bertfeat.worker_recipe import (check_fixed_dtype, check_worker_recipe, check_worker_tokenization, driver_recipe,
                                     fix_auto_dtype, libraries)
 # the session's side of a job; require_java and JAVA_HINT are imported from here too (the command line, users)
-from bertfeat.spark_session import JAVA_HINT, _conf, _job_master, _session, require_java  # noqa: F401
+from bertfeat.spark_session import (JAVA_HINT, _conf, _job_master, _session, context, master_of,  # noqa: F401
+                                    require_java)
 from bertfeat.spark_input import (_check_visible, _first_rows, _hadoop_literal, _local_path, _parquet_files,
                                   _spark_schema, _stage)
 
@@ -140,18 +141,29 @@ def _fixed_auto_dtype(params: dict, session, profile=None) -> tuple[dict, str | 
 def _ask_a_task(session, device: str, profile=None) -> str:
     """What ``dtype="auto"`` is in a task of ``session`` with ``device``: a one-task Spark job, given the GPU Spark
     gives every task (``spark.task.resource.gpu.amount``). A driver without a GPU (Databricks' CPU driver) guessed
-    bfloat16, so a cluster of T4s or V100s, which run float16, failed in every task asking for ``--dtype float16``."""
-    rdd = session.sparkContext.parallelize([device], 1)
+    bfloat16, so a cluster of T4s or V100s, which run float16, failed in every task asking for ``--dtype float16``.
+    A DataFrame job, not an RDD one: a Spark Connect session (Databricks serverless) has no SparkContext."""
+    one = session.range(0, 1, 1, 1)  # one row in one partition: one task
+    asking = partial(_task_auto_dtypes, device=device)
     if profile is not None:  # the resources the job's tasks get
-        rdd = rdd.withResources(profile)
+        one = one.mapInArrow(asking, "dtype string", profile=profile)
+    else:
+        one = one.mapInArrow(asking, "dtype string")
     try:
-        (dtype,) = rdd.map(_task_auto_dtype).collect()
+        (row,) = one.collect()
     except Exception as exc:
         mistake = _mistake_in(exc)
         if mistake is None:
             raise
         raise mistake from None  # the task's device cannot be used: said as the job's tasks would say it
-    return dtype
+    return row["dtype"]
+
+
+def _task_auto_dtypes(batches, device: str):
+    """The function of :func:`_ask_a_task`'s ``mapInArrow``: one row, :func:`_task_auto_dtype` in this task."""
+    for _ in batches:  # the job's one row, read as Spark hands it
+        pass
+    yield pa.record_batch([pa.array([_task_auto_dtype(device)], pa.string())], names=["dtype"])
 
 
 def _task_auto_dtype(device: str) -> str:
@@ -265,7 +277,7 @@ def embed_dataframe(sdf, text_cols, *, keep_cols=(), layout: str = "columns", re
 
     text_cols = [text_cols] if isinstance(text_cols, str) else list(text_cols)
     keep_cols = [keep_cols] if isinstance(keep_cols, str) else list(keep_cols)
-    master = lambda: sdf.sparkSession.sparkContext.master  # noqa: E731
+    master = lambda: master_of(sdf.sparkSession)  # noqa: E731
     _check_device(recipe.get("device", "auto"), master)  # before a task is asked for its dtype
     # the metadata is the driver's, written before any task runs: its dtype="auto" must be what the tasks run
     fixed, gpu_guess = _fixed_auto_dtype(recipe, sdf.sparkSession, resource_profile)
@@ -318,13 +330,14 @@ def _checked_featurizer(text_cols, keep_cols, layout, params, schema: pa.Schema,
 def _check_device(device, master) -> None:
     """Refuse on the driver a device no task can run on: a spelling bertfeat does not know, and a GPU this machine
     has not where a local master runs the tasks here. On a cluster the executors' GPUs are not the driver's (a
-    Databricks driver often has none): there each task checks its own (:func:`_task_resources`)."""
+    Databricks driver often has none): there each task checks its own (:func:`_task_resources`), as on a Spark
+    Connect session's server (``master()`` None)."""
     from bertfeat.backend import device_type, resolve_device
 
     if device_type(device) in ("auto", "cpu"):
         return
     url = master()
-    if url.startswith("local"):
+    if url is not None and url.startswith("local"):
         try:
             resolve_device(device)
         except ValueError as exc:
@@ -435,7 +448,7 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
                                                   auto_dtype=gpu_guess)
                 except (ValueError, TypeError) as mistake:  # a task's: its partition's first bad text, not the input's
                     raise first_refused(mistake, reader, checker) from None
-            master_url = spark.sparkContext.master
+            master_url = master_of(spark)
             task_cpus = int(spark.conf.get("spark.task.cpus", "1"))
         finally:
             if started:
@@ -517,7 +530,7 @@ def _run_job(spark, files, counts, input_schema, text_cols, keep_cols, layout, b
     row = F.element_at(_first_rows(files, counts), _local_path(F.col(own["file"]))) + F.col(own["index"])
     ordered = sdf.select(*aliases.values(), row.alias(own["row"]))
     total = int(sum(counts))
-    partitions = max(spark.sparkContext.defaultParallelism, math.ceil(total / batch_rows))
+    partitions = _partitions(spark, total, batch_rows)
     # range partitions of the row number, sorted within: partition k holds the k-th stretch of the input, so the
     # part files' names give the input order (an explicit count, which adaptive execution does not coalesce)
     ordered = ordered.repartitionByRange(partitions, own["row"]).sortWithinPartitions(own["row"])
@@ -534,6 +547,13 @@ def _run_job(spark, files, counts, input_schema, text_cols, keep_cols, layout, b
             raise
         raise mistake from None  # the user's mistake, as the local engine words it, not Spark's wrapping
     return {"stats": got["stats"], "distinct": got["distinct"]}, partitions
+
+
+def _partitions(spark, total: int, batch_rows: int) -> int:
+    """How many partitions a job of ``total`` rows has: about ``batch_rows`` rows each, and at least as many as Spark
+    has cores; on a Spark Connect session, which has no SparkContext to say its cores, the rows alone decide."""
+    sc = context(spark)
+    return max(1 if sc is None else sc.defaultParallelism, math.ceil(total / batch_rows))
 
 
 def _task_spec(text_cols, keep_cols, layout, params, data_dir: Path, input_schema: pa.Schema,

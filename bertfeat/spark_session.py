@@ -25,9 +25,26 @@ def require_java() -> str:
     return java
 
 
-def _job_master(master: str | None) -> str:
+def context(session):
+    """``session``'s SparkContext, or None for a Spark Connect session (Spark 3.4+ ``remote``, Databricks serverless),
+    which has none: reading ``sparkContext`` there raises pyspark's ``JVM_ATTRIBUTE_NOT_SUPPORTED`` (an
+    AttributeError)."""
+    try:
+        return session.sparkContext
+    except AttributeError:
+        return None
+
+
+def master_of(session) -> str | None:
+    """The master URL ``session``'s tasks run on, or None for a Spark Connect session (its server's, unknown here)."""
+    sc = context(session)
+    return None if sc is None else sc.master
+
+
+def _job_master(master: str | None) -> str | None:
     """The master URL a job given ``master`` runs on, as :func:`_session` will pick it, before it starts: the named
-    one, the active session's, or the one Spark's configuration names (read from the JVM, which the job needs anyway)."""
+    one, the active session's (None for a Spark Connect session, :func:`master_of`), or the one Spark's configuration
+    names (read from the JVM, which the job needs anyway)."""
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
@@ -35,7 +52,7 @@ def _job_master(master: str | None) -> str:
         return master
     active = SparkSession.getActiveSession()
     if active is not None:
-        return active.sparkContext.master
+        return master_of(active)
     require_java()
     SparkContext._ensure_initialized()
     return SparkConf().get("spark.master", "local[*]")
@@ -51,10 +68,16 @@ def _session(master: str | None, quiet: bool):
     if active is not None and master is None:
         return active, False
     if active is not None:
-        if active.sparkContext.master != master:
+        running = master_of(active)
+        if running is None:
             raise ValueError(
-                f"--master {master!r}, but this process already has a Spark session on {active.sparkContext.master!r};"
-                " drop --master to use it, or stop it first."
+                f"--master {master!r}, but this process already has a Spark Connect session, whose tasks run where its "
+                "server sends them; drop --master to use it, or stop it first."
+            )
+        if running != master:
+            raise ValueError(
+                f"--master {master!r}, but this process already has a Spark session on {running!r}; drop --master to "
+                "use it, or stop it first."
             )
         return active, False
     require_java()
@@ -74,6 +97,8 @@ def _session(master: str | None, quiet: bool):
             builder = builder.config("spark.pyspark.python", python)
     builder = builder.config("spark.ui.showConsoleProgress", "false" if quiet else "true")
     spark = builder.getOrCreate()
+    if context(spark) is None:  # SPARK_REMOTE made the builder's session a Spark Connect one: its server's workers
+        return spark, True
     if python is not None:
         # pyspark starts its Python workers with SparkContext.pythonExec, which it reads from PYSPARK_PYTHON alone
         # (else `python3` on PATH): spark.pyspark.python is read by spark-submit only, which sets PYSPARK_PYTHON

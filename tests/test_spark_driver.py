@@ -12,7 +12,6 @@ value-level test a mutation run can afford.
 from __future__ import annotations
 
 import json
-import math
 import os
 import socket
 import sys
@@ -44,18 +43,26 @@ class FakeSession:
 
     def __init__(self, master="local[3]", parallelism=3, conf=None):
         self.conf = FakeConf({"spark.task.cpus": "3"} if conf is None else conf)
-        self.sparkContext = SimpleNamespace(master=master, defaultParallelism=parallelism, parallelize=self.parallelize)
+        self.sparkContext = SimpleNamespace(master=master, defaultParallelism=parallelism)
         self.stopped = 0
-        self.jobs = []  # the values of each small job run through sparkContext.parallelize
+        self.jobs = []  # the device each small job (_ask_a_task's) asks about, and the profile it runs under
 
-    def parallelize(self, values, slices):
-        """A job of ``slices`` tasks over ``values``: ``.map(f).collect()`` runs ``f`` here, in the task
-        TaskContext.get gives (the ``in_task`` fixture's)."""
-        assert slices == len(values)
-        self.jobs.append(list(values))
-        rdd = SimpleNamespace(map=lambda f: SimpleNamespace(collect=lambda: [f(v) for v in values]))
-        rdd.withResources = lambda profile: self.jobs.append(("withResources", profile)) or rdd
-        return rdd
+    def range(self, start, end, step, partitions):
+        """A DataFrame of ``range(start, end, step)`` in ``partitions`` partitions: ``.mapInArrow(f, schema)
+        .collect()`` runs ``f`` here over each partition's one batch, in the task TaskContext.get gives (the
+        ``in_task`` fixture's)."""
+        assert (start, end, step, partitions) == (0, 1, 1, 1)  # one row in one task
+        values = pa.record_batch([pa.array(range(start, end, step), pa.int64())], names=["id"])
+
+        def mapped(f, schema, profile=None):
+            assert schema == "dtype string"
+            self.jobs.append([f.keywords["device"]])
+            if profile is not None:
+                self.jobs.append(("withResources", profile))
+            rows = [row for out in f(iter([values])) for row in out.to_pylist()]
+            return SimpleNamespace(collect=lambda: rows)
+
+        return SimpleNamespace(mapInArrow=mapped)
 
     def stop(self):
         self.stopped += 1
@@ -93,7 +100,7 @@ class LocalJob:
         spec = bspark._task_spec(text_cols, keep_cols, layout, params, data_dir, input_schema, expected, auto_dtype)
         table = table.append_column(spec["row_col"], pa.array(np.arange(table.num_rows), pa.int64()))
         total = int(sum(counts))
-        partitions = max(spark.sparkContext.defaultParallelism, math.ceil(total / batch_rows))
+        partitions = bspark._partitions(spark, total, batch_rows)
         data_dir.mkdir(parents=True, exist_ok=True)
         stats, hashes = [], set()
         for k, rows in enumerate(np.array_split(np.arange(total), partitions)):
@@ -1319,3 +1326,97 @@ def test_a_quiet_job_of_the_api_leaves_the_warnings_filters_of_the_process_as_th
     assert after == [("ignore", after[0][1], Warning, None, 0)] + before  # the other thread's filter stays
     assert after[0][1].pattern == "another thread's"
     assert [str(w.message) for w in caught if issubclass(w.category, FutureWarning)] == [PANDAS_NOTICE]
+
+
+class FakeConnectSession(FakeSession):
+    """A Spark Connect session (Spark 3.4+ ``SparkSession.builder.remote(...)``, Databricks serverless): it has no
+    SparkContext, and says so as pyspark's connect session does (pyspark/sql/connect/session.py's ``__getattr__``)."""
+
+    @property
+    def sparkContext(self):
+        from pyspark.errors import PySparkAttributeError
+
+        raise PySparkAttributeError(errorClass="JVM_ATTRIBUTE_NOT_SUPPORTED",
+                                    messageParameters={"attr_name": "sparkContext"})
+
+    @sparkContext.setter
+    def sparkContext(self, value):  # FakeSession's __init__ and stop set one: a Connect session keeps none
+        pass
+
+
+def test_the_connect_stand_in_refuses_sparkcontext_as_pysparks_connect_session_does():
+    from pyspark.errors import PySparkAttributeError
+
+    with pytest.raises(PySparkAttributeError) as err:
+        FakeConnectSession().sparkContext
+    assert err.value.getCondition() == "JVM_ATTRIBUTE_NOT_SUPPORTED" and isinstance(err.value, AttributeError)
+    assert "Attribute `sparkContext` is not supported in Spark Connect" in str(err.value)
+
+
+def test_embed_dataframe_on_a_spark_connect_session_asks_its_gpu_task_without_a_sparkcontext(tiny_bert, in_task,
+                                                                                             monkeypatch):  # noqa: F811
+    """A Spark Connect session has no ``sparkContext``: ``dtype="auto"`` for GPU tasks asked a task through
+    ``sparkContext.parallelize`` and failed with pyspark's JVM_ATTRIBUTE_NOT_SUPPORTED, and ``device="cuda"`` read
+    the master from it. The task is now asked by a one-row DataFrame job (which Connect runs), and a Connect
+    session's tasks check their own GPU, as a cluster's do."""
+    import bertfeat.gpu
+
+    gpu_conf = {"spark.task.resource.gpu.amount": "1"}
+    in_task(FakeTask(cpus=1, gpus=["0"]))  # the task the driver (no GPU) asks: a T4's
+    monkeypatch.setattr(bertfeat.gpu, "native_bf16", lambda index: False)
+    for device in ("auto", "cuda"):
+        session = FakeConnectSession(conf=dict(gpu_conf))
+        sdf = FakeDataFrame(spark_schema(), session=session)
+        assert bspark.embed_dataframe(sdf, "review", keep_cols="id", model=tiny_bert, device=device) == (
+            "the mapped DataFrame")
+        _, func, schema = sdf.log[-1]
+        assert json.loads(schema.fields[1].metadata["bertfeat"])["dtype"] == "float16"
+        assert func.keywords["spec"]["auto_dtype"] == "float16" and session.jobs == [[device]]
+    # and the classic session's task is asked the same way (tests/test_spark.py runs it in a real Spark job)
+    session = FakeSession(master="spark://h:7077", conf=dict(gpu_conf))
+    assert bspark._ask_a_task(session, "auto") == "float16" and session.jobs == [["auto"]]
+
+
+def test_embed_files_runs_on_a_spark_connect_session(tiny_bert, tmp_path, spark_job):
+    """embed_files on the active Spark Connect session read ``spark.sparkContext`` for the partitions and the
+    manifest's master, failing the job after the model loaded (JVM_ATTRIBUTE_NOT_SUPPORTED). Now the rows alone set
+    the partitions (about batch_rows each: Connect does not say its cores), and the manifest's master is None
+    (the server's, unknown to the client)."""
+    df = make_frame(50, seed=5)
+    df.to_parquet(tmp_path / "in.parquet", index=False)
+    fake = spark_job(session=FakeConnectSession(conf={"spark.task.cpus": "2"}))
+    manifest = bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", keep_cols="id",
+                                  batch_rows=20, model=tiny_bert, quiet=True)
+    assert manifest["spark"]["master"] is None and manifest["spark"]["partitions"] == 3  # ceil(50 / 20)
+    assert manifest["spark"]["task_cpus"] == 2 and manifest["counts"]["rows"] == 50
+    out = pq.read_table(tmp_path / "out")
+    assert out.column("id").to_pylist() == df["id"].tolist()
+    assert fake.asked == [(None, True)]
+    assert bspark._partitions(FakeSession(parallelism=8), 50, 20) == 8  # a classic session: its cores, at least
+
+
+def test_a_spark_connect_session_is_used_as_it_is_and_master_is_refused_with_it(pyspark_stand_in):
+    """``_session``/``_job_master`` read the active session's master from its SparkContext: on a Spark Connect
+    session, pyspark's JVM_ATTRIBUTE_NOT_SUPPORTED. The session is now used as it is; ``--master`` beside it is
+    refused saying what to do; its tasks run where its server sends them (no master here: no local GPU check)."""
+    active = FakeConnectSession()
+    log = pyspark_stand_in(active=active)
+    assert bsession._session(None, True) == (active, False)
+    assert bsession._job_master(None) is None
+    with pytest.raises(ValueError) as err:
+        bsession._session("local[2]", True)
+    assert str(err.value) == ("--master 'local[2]', but this process already has a Spark Connect session, whose tasks "
+                              "run where its server sends them; drop --master to use it, or stop it first.")
+    assert log == []
+    bspark._check_device("cuda", lambda: None)  # the server's executors check their own GPU
+
+
+def test_a_session_the_builder_makes_a_spark_connect_one_is_not_given_a_python_or_a_log_level(pyspark_stand_in,
+                                                                                             monkeypatch):
+    """With SPARK_REMOTE set, pyspark's builder makes a Spark Connect session: the local workers' Python and the
+    JVM's log level, set through its SparkContext, failed the job; they are the server's, and left to it."""
+    log = pyspark_stand_in(conf={"spark.master": "local[*]"})
+    monkeypatch.setattr(FakeBuilder, "getOrCreate", lambda self: self.log.append(("getOrCreate",))
+                        or FakeConnectSession())
+    session, started = bsession._session(None, True)
+    assert isinstance(session, FakeConnectSession) and started is True and log[-1] == ("getOrCreate",)
