@@ -41,16 +41,33 @@ def master_of(session) -> str | None:
     return None if sc is None else sc.master
 
 
+def running_session():
+    """The Spark session this process already has, or None: the one active in this thread, else the one another
+    thread made (pyspark's active session is per thread, so called from a worker thread, a notebook's background job
+    or a web service's request, ``getActiveSession()`` said None while the builder would hand back the user's
+    session, which a job taking it for its own then stopped)."""
+    from pyspark.errors import PySparkRuntimeError
+    from pyspark.sql import SparkSession
+
+    try:
+        session = SparkSession.active()  # this thread's, else the process's default session (Connect's too)
+    except PySparkRuntimeError:  # NO_ACTIVE_OR_DEFAULT_SESSION
+        return None
+    sc = context(session)
+    if sc is not None and getattr(sc, "_jsc", None) is None:  # its SparkContext was stopped: nothing runs on it
+        return None
+    return session
+
+
 def _job_master(master: str | None) -> str | None:
     """The master URL a job given ``master`` runs on, as :func:`_session` will pick it, before it starts: the named
     one, the active session's (None for a Spark Connect session, :func:`master_of`), or the one Spark's configuration
     names (read from the JVM, which the job needs anyway)."""
     from pyspark import SparkConf, SparkContext
-    from pyspark.sql import SparkSession
 
     if master is not None:
         return master
-    active = SparkSession.getActiveSession()
+    active = running_session()
     if active is not None:
         return master_of(active)
     require_java()
@@ -59,12 +76,12 @@ def _job_master(master: str | None) -> str | None:
 
 
 def _session(master: str | None, quiet: bool):
-    """``(session, started)``: the active Spark session, or a new one this job starts (and stops), on ``master`` or
-    else the master the Spark configuration names."""
+    """``(session, started)``: the Spark session this process has (:func:`running_session`), or a new one this job
+    starts (and stops), on ``master`` or else the master the Spark configuration names."""
     from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
-    active = SparkSession.getActiveSession()
+    active = running_session()
     if active is not None and master is None:
         return active, False
     if active is not None:

@@ -609,3 +609,68 @@ def test_files_whose_types_differ_come_out_in_the_local_engines_wider_types(tiny
     assert pq.read_table(tmp_path / "texts.parquet").column("id").to_pylist() == [1, 2, 3]
     assert pq.read_table(tmp_path / "mixed_spark").select(["id", "n"]).to_pydict() == {
         c: mixed_rows()[c] for c in ("id", "n")}
+
+
+def test_the_users_session_comes_back_as_it_was(tiny_bert, spark, tmp_path):
+    """A job on the user's own active session (a notebook's, spark-submit's), and an ``embed_dataframe`` on it, leave
+    it as it was: its options (none set, changed or left set, the three a job sets for itself included), its log
+    level, the active session, its temporary views and functions, and what those return."""
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import IntegerType
+
+    def log_level():
+        return str(spark.sparkContext._jvm.org.apache.logging.log4j.LogManager.getRootLogger().getLevel())
+
+    def state():
+        return {"conf": dict(spark.conf.getAll), "level": log_level(),
+                "active": SparkSession.getActiveSession() is spark,
+                "views": sorted(t.name for t in spark.catalog.listTables() if t.isTemporary),
+                "functions": sorted(f.name for f in spark.catalog.listFunctions() if f.isTemporary),
+                "mine": [tuple(r) for r in spark.sql("SELECT plus_one(id) FROM my_view ORDER BY id").collect()]}
+
+    spark.udf.register("plus_one", lambda x: x + 1, IntegerType())
+    spark.createDataFrame([(1,), (2,)], "id int").createOrReplaceTempView("my_view")
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "123")  # the user's, for their own UDFs
+    try:
+        before = state()
+        assert before["active"] and before["views"] == ["my_view"] and "plus_one" in before["functions"]
+        df = make_frame(12, seed=4)
+        df.to_parquet(tmp_path / "in.parquet", index=False)
+        assert main(["embed", str(tmp_path / "in.parquet"), "--text-col", "review", "--id-col", "id", "--model",
+                     tiny_bert, "--quiet", "--chunk-rows", "5", "--out", str(tmp_path / "out"), "--engine",
+                     "spark"]) == 0
+        assert state() == before
+        feats = bspark.embed_dataframe(spark.createDataFrame(df[["id", "review"]]), "review", keep_cols="id",
+                                       model=tiny_bert)
+        assert feats.count() == 12 and state() == before
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+        spark.catalog.dropTempView("my_view")
+
+
+def test_a_job_run_from_another_thread_uses_the_users_session_and_leaves_it_running(tiny_bert, spark, tmp_path):
+    """pyspark's active session is per thread: a job run from a worker thread (a notebook's background job, a web
+    service's request) found none, took the session the builder handed back (the user's) for one of its own, set it
+    to log fatal errors only, and stopped it when it ended: the user's SparkContext gone. Now it is used as the
+    process's session, and left running."""
+    import threading
+
+    df = make_frame(8, seed=6)
+    df.to_parquet(tmp_path / "in.parquet", index=False)
+    done = {}
+
+    def job():
+        done["code"] = main(["embed", str(tmp_path / "in.parquet"), "--text-col", "review", "--id-col", "id",
+                             "--model", tiny_bert, "--quiet", "--chunk-rows", "4", "--out", str(tmp_path / "out"),
+                             "--engine", "spark"])
+
+    worker = threading.Thread(target=job)
+    worker.start()
+    worker.join()
+    assert done == {"code": 0}
+    manifest = json.loads((tmp_path / "out.manifest.json").read_text())
+    assert manifest["spark"]["master"] == "local[2,2]"  # the user's session's
+    assert spark.sparkContext._jsc is not None and spark.range(3).count() == 3  # still running
+    level = spark.sparkContext._jvm.org.apache.logging.log4j.LogManager.getRootLogger().getLevel()
+    assert str(level) == "ERROR"  # the fixture's, not the quiet job's FATAL
+    assert pq.read_table(tmp_path / "out").column("id").to_pylist() == df["id"].tolist()

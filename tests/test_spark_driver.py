@@ -43,7 +43,7 @@ class FakeSession:
 
     def __init__(self, master="local[3]", parallelism=3, conf=None):
         self.conf = FakeConf({"spark.task.cpus": "3"} if conf is None else conf)
-        self.sparkContext = SimpleNamespace(master=master, defaultParallelism=parallelism)
+        self.sparkContext = SimpleNamespace(master=master, defaultParallelism=parallelism, _jsc="its JVM context")
         self.stopped = 0
         self.jobs = []  # the device each small job (_ask_a_task's) asks about, and the profile it runs under
 
@@ -832,14 +832,23 @@ class FakeBuilder:
 def pyspark_stand_in(monkeypatch):
     """``pyspark``'s session, context and configuration as ``_session`` sees them: returns the log of what it asked,
     and a setter for the active session and the JVM's configuration."""
-    log, state = [], {"active": None, "conf": {}}
+    log, state = [], {"active": None, "conf": {}, "default": None}
 
     class Session:
         builder = FakeBuilder(log)
 
         @staticmethod
-        def getActiveSession():
+        def getActiveSession():  # this thread's
             return state["active"]
+
+        @staticmethod
+        def active():  # this thread's, else the process's default session (another thread's)
+            from pyspark.errors import PySparkRuntimeError
+
+            session = state["active"] or state["default"]
+            if session is None:
+                raise PySparkRuntimeError(errorClass="NO_ACTIVE_OR_DEFAULT_SESSION", messageParameters={})
+            return session
 
     class Context:
         _gateway = None  # no JVM yet; spark-submit's when it started this process
@@ -867,8 +876,8 @@ def pyspark_stand_in(monkeypatch):
     for var in ("PYSPARK_PYTHON", "SPARK_SUBMIT_OPTS"):
         monkeypatch.delenv(var, raising=False)
 
-    def use(active=None, conf=None, jvm=False):
-        state["active"], state["conf"] = active, conf or {}
+    def use(active=None, conf=None, jvm=False, default=None):
+        state["active"], state["conf"], state["default"] = active, conf or {}, default
         Context._gateway = object() if jvm else None
         return log
 
@@ -881,6 +890,26 @@ def test_the_active_session_is_used_and_never_stopped(pyspark_stand_in):
     assert bsession._session(None, True) == (active, False)
     assert bsession._session("local[2]", False) == (active, False)  # the same master, named
     assert log == []  # no JVM, no builder
+
+
+def test_a_session_another_thread_made_is_used_and_never_stopped(pyspark_stand_in):
+    """pyspark's active session is per thread: called from a worker thread (a notebook's background job, a web
+    service's request), ``getActiveSession()`` said None, so the job built a session of its own, and the builder
+    handed back the user's session, which the job then set to log fatal errors only, gave its pythonExec, and stopped
+    at the end (the user's Spark gone). The session another thread made is now the process's, used as it is."""
+    users = FakeSession(master="local[2]")
+    log = pyspark_stand_in(default=users)
+    assert bsession._session(None, True) == (users, False) and bsession._job_master(None) == "local[2]"
+    assert bsession.running_session() is users and log == []  # no JVM, no builder, no log level
+    with pytest.raises(ValueError, match=r"^--master 'yarn', but this process already has a Spark session on"):
+        bsession._session("yarn", True)
+    dead = FakeSession(master="local[2]")
+    dead.sparkContext._jsc = None  # its SparkContext stopped (sc.stop()): pyspark still holds the session
+    log = pyspark_stand_in(default=dead)
+    session, started = bsession._session(None, False)
+    assert session is not dead and started is True and ("getOrCreate",) in log
+    pyspark_stand_in()
+    assert bsession.running_session() is None
 
 
 def test_another_master_than_the_active_sessions_is_refused(pyspark_stand_in):

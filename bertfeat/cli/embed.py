@@ -193,7 +193,7 @@ def _run_spark(args: argparse.Namespace, keep: list, params: dict) -> int:
 
     from bertfeat.cli import UsageError
     from bertfeat.spark import embed_files, require_spark
-    from bertfeat.spark_session import require_java
+    from bertfeat.spark_session import require_java, running_session
 
     # the command owns its process, so it may filter the process's warnings; bertfeat.spark.embed_files, a library
     # call, leaves them as they are (catch_warnings puts back the whole list, another thread's changes too)
@@ -202,9 +202,7 @@ def _run_spark(args: argparse.Namespace, keep: list, params: dict) -> int:
             warnings.filterwarnings("ignore", message=PANDAS_NOTICE, category=FutureWarning)
         try:
             require_spark()
-            from pyspark.sql import SparkSession
-
-            if SparkSession.getActiveSession() is None:
+            if running_session() is None:
                 require_java()
         except (ImportError, RuntimeError) as exc:
             raise UsageError(str(exc)) from None
