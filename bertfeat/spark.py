@@ -42,8 +42,8 @@ from bertfeat.recipe import _is_int
 from bertfeat.worker_recipe import (check_fixed_dtype, check_worker_recipe, check_worker_tokenization, driver_recipe,
                                     fix_auto_dtype, libraries)
 # the session's side of a job; require_java and JAVA_HINT are imported from here too (the command line, users)
-from bertfeat.spark_session import (JAVA_HINT, _conf, _job_master, _session, context, master_of,  # noqa: F401
-                                    require_java)
+from bertfeat.spark_session import (JAVA_HINT, _conf, _job_master, _job_session, _session, context,  # noqa: F401
+                                    master_of, require_java)
 from bertfeat.spark_input import (_check_visible, _first_rows, _hadoop_literal, _local_path, _parquet_files,
                                   _spark_schema, _stage)
 
@@ -425,22 +425,23 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
         spark, started = _session(master, quiet)
         start_seconds = time.perf_counter() - t_start
         try:
-            with _conf(spark, {"spark.sql.execution.arrow.maxRecordsPerBatch": str(batch_rows),
-                               # pandas' datetime64[ns] columns: read as the whole numbers they are, and given back
-                               # their type in the task, where Spark refuses them otherwise
-                               "spark.sql.legacy.parquet.nanosAsLong": "true",
-                               # names as written, as the local engine reads them: columns `Text` and `text` are two
-                               "spark.sql.caseSensitive": "true"}):
+            job = _job_session(spark, started)  # the user's session is never changed, not even while the job runs
+            with _conf(job, {"spark.sql.execution.arrow.maxRecordsPerBatch": str(batch_rows),
+                             # pandas' datetime64[ns] columns: read as the whole numbers they are, and given back
+                             # their type in the task, where Spark refuses them otherwise
+                             "spark.sql.legacy.parquet.nanosAsLong": "true",
+                             # names as written, as the local engine reads them: columns `Text` and `text` are two
+                             "spark.sql.caseSensitive": "true"}):
                 read_schema = None
                 if reader.kind == "parquet":
-                    read_schema = _spark_schema(spark, reader.files, list(dict.fromkeys(keep_cols + text_cols)),
+                    read_schema = _spark_schema(job, reader.files, list(dict.fromkeys(keep_cols + text_cols)),
                                                 reader.schema)
                     if read_schema is None:  # Spark cannot read the files as they are: staged, as a CSV is
                         files, counts = _stage(reader, staged)
                 # dtype="auto" fixed once for the tasks' device: left to each, GPUs of two kinds ran two recipes
-                fixed, gpu_guess = _fixed_auto_dtype(params, spark)
+                fixed, gpu_guess = _fixed_auto_dtype(params, job)
                 try:
-                    result, partitions = _run_job(spark, files, counts, reader.schema, text_cols, keep_cols, layout,
+                    result, partitions = _run_job(job, files, counts, reader.schema, text_cols, keep_cols, layout,
                                                   batch_rows, data_dir, absolute_paths(fixed),
                                                   read_schema=read_schema,
                                                   expected=driver_recipe(checker.recipe, fixed.get("dtype"),

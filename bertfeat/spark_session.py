@@ -155,6 +155,16 @@ def _launch_jvm(quiet: bool) -> None:
             os.environ["SPARK_SUBMIT_OPTS"] = saved
 
 
+def _job_session(spark, started: bool):
+    """The session a job's queries run in: ``spark`` where the job started it (and stops it), else a session of the
+    job's own beside the user's (``newSession()``: their SparkContext and the cluster's configuration, its own SQL
+    options), so that the options a job sets (:class:`_conf`) are never the user's session's, not even while it
+    runs: another thread's queries on it (a notebook's, a service's) ran with case-sensitive names meanwhile, and an
+    option that thread set during the job was put back when it ended. The user's session's own settings (set with
+    ``spark.conf.set``) do not reach the job, whose output is the local engine's whatever they are."""
+    return spark if started else spark.newSession()
+
+
 class _conf:
     """Set Spark SQL options for one job and put the caller's back after it."""
 

@@ -674,3 +674,26 @@ def test_a_job_run_from_another_thread_uses_the_users_session_and_leaves_it_runn
     level = spark.sparkContext._jvm.org.apache.logging.log4j.LogManager.getRootLogger().getLevel()
     assert str(level) == "ERROR"  # the fixture's, not the quiet job's FATAL
     assert pq.read_table(tmp_path / "out").column("id").to_pylist() == df["id"].tolist()
+
+
+def test_a_job_leaves_the_users_session_options_alone_while_it_runs(tiny_bert, spark, tmp_path, monkeypatch):
+    """The job's options (names as written, Arrow batch rows, nanoseconds as numbers) were set on the user's session
+    for the job's length: another thread's queries on it saw them, and an option it set meanwhile was undone. The
+    job runs in a session of its own (newSession), here in a real Spark job."""
+    run_job, seen = bspark._run_job, {}
+
+    def watched(job, *args, **kwargs):
+        seen["users"] = spark.conf.get("spark.sql.caseSensitive")
+        seen["job"] = job.conf.get("spark.sql.caseSensitive")
+        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "77")  # another thread's, meanwhile
+        return run_job(job, *args, **kwargs)
+
+    monkeypatch.setattr(bspark, "_run_job", watched)
+    make_frame(6, seed=2).to_parquet(tmp_path / "in.parquet", index=False)
+    try:
+        assert main(["embed", str(tmp_path / "in.parquet"), "--text-col", "review", "--model", tiny_bert, "--quiet",
+                     "--out", str(tmp_path / "out"), "--engine", "spark"]) == 0
+        assert seen == {"users": "false", "job": "true"}
+        assert spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch") == "77"
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")

@@ -43,9 +43,20 @@ class FakeSession:
 
     def __init__(self, master="local[3]", parallelism=3, conf=None):
         self.conf = FakeConf({"spark.task.cpus": "3"} if conf is None else conf)
+        self.cluster = dict(self.conf.values)  # the configuration a new session beside this one starts from
+        self.sessions = []  # the sessions made beside this one (newSession)
         self.sparkContext = SimpleNamespace(master=master, defaultParallelism=parallelism, _jsc="its JVM context")
         self.stopped = 0
         self.jobs = []  # the device each small job (_ask_a_task's) asks about, and the profile it runs under
+
+    def newSession(self):
+        """A session sharing this one's SparkContext, with its own options: the cluster's, not this one's since."""
+        other = type(self)(conf=dict(self.cluster))
+        if "sparkContext" in vars(self):  # a Connect session has none
+            other.sparkContext = self.sparkContext
+        other.jobs = self.jobs  # run on the same SparkContext (or Connect server)
+        self.sessions.append(other)
+        return other
 
     def range(self, start, end, step, partitions):
         """A DataFrame of ``range(start, end, step)`` in ``partitions`` partitions: ``.mapInArrow(f, schema)
@@ -1449,3 +1460,35 @@ def test_a_session_the_builder_makes_a_spark_connect_one_is_not_given_a_python_o
                         or FakeConnectSession())
     session, started = bsession._session(None, True)
     assert isinstance(session, FakeConnectSession) and started is True and log[-1] == ("getOrCreate",)
+
+
+def test_a_job_on_the_users_session_never_changes_its_options_not_even_while_it_runs(tiny_bert, tmp_path,
+                                                                                      spark_job):
+    """A job on the user's session set its three options on it for the job's length (_conf) and put the old values
+    back after: another thread's queries on that session (a notebook's, a web service's) ran with case-sensitive
+    names meanwhile, and an option that thread set during the job was undone when it ended. The job now runs in a
+    session of its own beside the user's (newSession: their SparkContext, the cluster's configuration)."""
+    import threading
+
+    make_frame(6, seed=1).to_parquet(tmp_path / "in.parquet", index=False)
+    users = FakeSession(conf={"spark.task.cpus": "2"})
+    users.conf.set("spark.sql.session.timeZone", "Asia/Tokyo")  # the user's own, set at run time
+    before = dict(users.conf.values)
+    seen = {}
+
+    def meanwhile(call):
+        seen["users"] = dict(users.conf.values)
+        other = threading.Thread(target=lambda: users.conf.set("spark.sql.caseSensitive", "false"))
+        other.start()
+        other.join()
+
+    fake = spark_job(session=users, during=meanwhile)
+    manifest = bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True)
+    assert seen["users"] == before  # nothing of the job's on the user's session while it ran
+    assert users.conf.values == {**before, "spark.sql.caseSensitive": "false"}  # the other thread's option stays
+    (job,) = users.sessions
+    assert fake.job.calls[0]["conf"] == {"spark.task.cpus": "2", "spark.sql.execution.arrow.maxRecordsPerBatch":
+                                         "10000", "spark.sql.legacy.parquet.nanosAsLong": "true",
+                                         "spark.sql.caseSensitive": "true"}  # the cluster's, and the job's own
+    assert job.stopped == 0 and users.stopped == 0  # stopping either would stop the user's SparkContext
+    assert manifest["spark"]["task_cpus"] == 2 and manifest["spark"]["master"] == "local[3]"
