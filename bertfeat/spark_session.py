@@ -121,10 +121,28 @@ def _session(master: str | None, quiet: bool):
         # (else `python3` on PATH): spark.pyspark.python is read by spark-submit only, which sets PYSPARK_PYTHON
         spark.sparkContext.pythonExec = python
     if quiet:  # a JVM this job did not start (spark-submit's) logs from here on as _launch_jvm's would
+        # put back by _stop: the JVM outlives the job, and the user's later sessions in this process log through it
+        _QUIET_JVM["restore"] = "WARN" if _QUIET_JVM["launched"] else _root_level(spark.sparkContext)
         spark.sparkContext.setLogLevel("FATAL")
     elif _QUIET_JVM["launched"]:  # started by an earlier quiet job of this process: Spark's own level again
         spark.sparkContext.setLogLevel("WARN")
     return spark, True
+
+
+def _root_level(sc) -> str:
+    """The level the JVM's root logger (log4j2) logs at, as ``setLogLevel`` takes it."""
+    return str(sc._jvm.org.apache.logging.log4j.LogManager.getRootLogger().getLevel())
+
+
+def _stop(spark) -> None:
+    """Stop a session the job started, the JVM's log level first put back where a quiet job set it: the JVM stays
+    with the process, so a session the user makes later (a spark-submit script's next step, a notebook's next cell)
+    logged fatal errors only, its task failures unsaid. A JVM a quiet job launched (:func:`_launch_jvm`) gets
+    Spark's own level (WARN), spark-submit's the level it had before the job."""
+    level = _QUIET_JVM.pop("restore", None)
+    if level is not None:
+        spark.sparkContext.setLogLevel(level)
+    spark.stop()
 
 
 QUIET_LOG4J = Path(__file__).with_name("spark_quiet.log4j2.properties")

@@ -697,3 +697,21 @@ def test_a_job_leaves_the_users_session_options_alone_while_it_runs(tiny_bert, s
         assert spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch") == "77"
     finally:
         spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+
+
+def test_a_quiet_job_leaves_the_users_next_session_logging_at_sparks_level(tiny_bert, tmp_path):
+    """``embed_files(quiet=True)`` in a process with no session launched the JVM with a fatal-only log4j and left
+    it so: the user's next session in that process (a script's next step, a notebook's next cell) logged fatal
+    errors only, its failed tasks unsaid. The level is put back when the job's session stops."""
+    import subprocess
+
+    make_frame(6, seed=9).to_parquet(tmp_path / "in.parquet")
+    code = (f"import bertfeat.spark as s; s.embed_files({str(tmp_path / 'in.parquet')!r}, {str(tmp_path / 'out')!r}, "
+            f"'review', model={tiny_bert!r}, quiet=True, master='local[1]'); "
+            "from pyspark.sql import SparkSession; spark = SparkSession.builder.getOrCreate(); "
+            "print('level', spark.sparkContext._jvm.org.apache.logging.log4j.LogManager.getRootLogger().getLevel())")
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "HF_HUB_OFFLINE": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.splitlines()[-1] == "level WARN"

@@ -819,6 +819,7 @@ def test_embed_dataframe_refuses_the_local_engines_file_options_by_name():
 class FakeBuilder:
     def __init__(self, log):
         self.log = log
+        self.level = "INFO"  # the JVM's root log level (log4j2's), as its configuration set it
 
     def appName(self, name):
         self.log.append(("appName", name))
@@ -835,7 +836,16 @@ class FakeBuilder:
     def getOrCreate(self):
         self.log.append(("getOrCreate",))
         session = FakeSession(master=None)
-        session.sparkContext.setLogLevel = lambda level: self.log.append(("setLogLevel", level))
+
+        def set_level(level):
+            self.log.append(("setLogLevel", level))
+            self.level = level
+
+        session.sparkContext.setLogLevel = set_level
+        root = SimpleNamespace(getLevel=lambda: self.level)
+        log4j = SimpleNamespace(LogManager=SimpleNamespace(getRootLogger=lambda: root))
+        session.sparkContext._jvm = SimpleNamespace(org=SimpleNamespace(apache=SimpleNamespace(
+            logging=SimpleNamespace(log4j=log4j))))
         return session
 
 
@@ -994,6 +1004,27 @@ def test_a_quiet_job_starts_its_jvm_logging_fatal_errors_only_and_leaves_the_env
     log.clear()
     bsession._session(None, False)
     assert ("jvm",) in log and log[-1] == ("getOrCreate",)  # not quiet, in a JVM not ours: its own level
+
+
+def test_a_quiet_job_puts_the_jvms_log_level_back_before_it_stops_its_session(pyspark_stand_in):
+    """A quiet job that started its session set the JVM's log level to FATAL and stopped the session: the JVM stays
+    with the process, so a session the user made later (a spark-submit script's next step, a notebook's next cell)
+    logged fatal errors only, its failed tasks unsaid. The level is now put back as the session stops: spark-submit's
+    JVM's own from before the job, and Spark's WARN in a JVM the quiet job launched with its fatal-only log4j."""
+    log = pyspark_stand_in(conf={"spark.master": "yarn"}, jvm=True)  # spark-submit's JVM, logging at INFO
+    session, started = bsession._session(None, True)
+    assert started and log[-1] == ("setLogLevel", "FATAL")
+    bsession._stop(session)
+    assert log[-1] == ("setLogLevel", "INFO") and session.stopped == 1
+    log = pyspark_stand_in(conf={"spark.master": "local[*]"})  # no JVM yet: the quiet job launches it, fatal-only
+    session, _ = bsession._session(None, True)
+    assert bsession._QUIET_JVM["launched"] and log[-1] == ("setLogLevel", "FATAL")
+    bsession._stop(session)
+    assert log[-1] == ("setLogLevel", "WARN") and session.stopped == 1
+    log.clear()
+    session, _ = bsession._session(None, False)  # not quiet: Spark's level at start, nothing to put back
+    bsession._stop(session)
+    assert [e for e in log if e[0] == "setLogLevel"] == [("setLogLevel", "WARN")] and session.stopped == 1
 
 
 def test_pyspark_python_in_the_environment_is_left_to_spark(pyspark_stand_in, monkeypatch):
