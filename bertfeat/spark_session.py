@@ -140,9 +140,11 @@ def _stop(spark) -> None:
     logged fatal errors only, its task failures unsaid. A JVM a quiet job launched (:func:`_launch_jvm`) gets
     Spark's own level (WARN), spark-submit's the level it had before the job."""
     level = _QUIET_JVM.pop("restore", None)
-    if level is not None:
-        spark.sparkContext.setLogLevel(level)
-    spark.stop()
+    try:
+        if level is not None:
+            spark.sparkContext.setLogLevel(level)
+    finally:  # a JVM that went away with the job: stopped all the same
+        spark.stop()
 
 
 QUIET_LOG4J = Path(__file__).with_name("spark_quiet.log4j2.properties")

@@ -1025,6 +1025,15 @@ def test_a_quiet_job_puts_the_jvms_log_level_back_before_it_stops_its_session(py
     session, _ = bsession._session(None, False)  # not quiet: Spark's level at start, nothing to put back
     bsession._stop(session)
     assert [e for e in log if e[0] == "setLogLevel"] == [("setLogLevel", "WARN")] and session.stopped == 1
+    session, _ = bsession._session(None, True)
+
+    def gone(level):
+        raise ConnectionError("planted: the JVM went away with the job")
+
+    session.sparkContext.setLogLevel = gone
+    with pytest.raises(ConnectionError):
+        bsession._stop(session)
+    assert session.stopped == 1  # stopped all the same
 
 
 def test_pyspark_python_in_the_environment_is_left_to_spark(pyspark_stand_in, monkeypatch):
