@@ -244,7 +244,10 @@ def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple
         name=name,
         path=str(root),
         weights_sha256=_hash_files(weights),
-        tokenizer_sha256=_tokenizer_sha256(tok_files, st.get("st_do_lower_case", False)),
+        tokenizer_sha256=_tokenizer_sha256(
+            tok_files, st.get("st_do_lower_case", False),
+            # code the tokenizer runs; where the model ships code too, the config's hash holds it already
+            root if trust_remote_code and not config.get("auto_map") and _tokenizer_ships_code(root, name) else None),
         config_sha256=_config_sha256(stable_config, root if config.get("auto_map") else None),
         num_layers=int(num_layers),
         hidden_size=int(hidden),
@@ -258,12 +261,26 @@ def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple
     )
 
 
-def _tokenizer_sha256(files: list[Path], lowercase: bool) -> str:
+def _tokenizer_sha256(files: list[Path], lowercase: bool, code_dir: Path | None = None) -> str:
     """The tokenizer's hash: its files', and, where the model lowercases texts before it (do_lower_case), that too,
-    since the same files then give other ids. A model that does not keeps the hash of its files alone (the default
-    model's, and every cache of it, as before)."""
+    since the same files then give other ids; and where it runs its own code (``code_dir``: tokenizer_config.json's
+    ``auto_map``, with trust_remote_code=True), the Python files there, since an edit to that code gives other ids
+    from the same files. A model that does neither keeps the hash of its files alone (the default model's, and
+    every cache of it, as before)."""
     files_sha256 = _hash_files(files)
-    return hashlib.sha256(f"{files_sha256}\0do_lower_case".encode()).hexdigest() if lowercase else files_sha256
+    if lowercase:
+        files_sha256 = hashlib.sha256(f"{files_sha256}\0do_lower_case".encode()).hexdigest()
+    code = sorted(code_dir.glob("*.py")) if code_dir is not None else []
+    if code:
+        files_sha256 = hashlib.sha256(f"{files_sha256}\0code\0{_hash_files(code)}".encode()).hexdigest()
+    return files_sha256
+
+
+def _tokenizer_ships_code(root: Path, name: str) -> bool:
+    """Whether the tokenizer names its own class in tokenizer_config.json (``auto_map``), which transformers runs
+    from the model's Python files under trust_remote_code=True."""
+    f = root / "tokenizer_config.json"
+    return f.is_file() and bool(st_folder.read_json(f, name, dict, "the tokenizer's settings").get("auto_map"))
 
 
 def _special_first(root: Path) -> bool | None:

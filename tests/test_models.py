@@ -72,6 +72,43 @@ def test_the_code_of_a_model_that_ships_its_own_is_in_its_fingerprint(tiny_bert,
     assert fingerprint() != after
 
 
+def test_the_code_of_a_tokenizer_that_ships_its_own_is_in_its_fingerprint(tiny_bert, tmp_path, monkeypatch):
+    # A tokenizer named in tokenizer_config.json's auto_map (run under trust_remote_code=True) turns texts into ids
+    # by its own code: that code was hashed only where config.json has an auto_map, so after an edit to it (each
+    # text given three more words) the cache answered with the old tokenization's vectors, 0.6 off a fresh run.
+    import numpy as np
+
+    from bertfeat import BertEmbedder
+
+    monkeypatch.setenv("HF_MODULES_CACHE", str(tmp_path / "modules"))  # transformers copies the code there
+    copy = shutil.copytree(tiny_bert, tmp_path / "copy")
+    settings = json.loads((copy / "tokenizer_config.json").read_text())
+    settings["auto_map"] = {"AutoTokenizer": [None, "tokenization_more.MoreWords"]}
+    (copy / "tokenizer_config.json").write_text(json.dumps(settings))
+
+    def tokenizer_code(more: str) -> None:
+        (copy / "tokenization_more.py").write_text(
+            "from transformers import PreTrainedTokenizerFast\n\n\nclass MoreWords(PreTrainedTokenizerFast):\n"
+            "    def __call__(self, text, *args, **kwargs):\n"
+            f"        text = [t + {more!r} for t in text] if isinstance(text, list) else text + {more!r}\n"
+            "        return super().__call__(text, *args, **kwargs)\n"
+        )
+
+    texts = ["a cat sat on the mat", "the dog"]
+
+    def embed(**kwargs):
+        return BertEmbedder(model=str(copy), trust_remote_code=True, dtype="float32", **kwargs).fit_transform(texts)
+
+    tokenizer_code("")
+    before = embed(cache_dir=str(tmp_path / "cache"))
+    tokenizer_code(" the dog sat")
+    fresh = embed()
+    assert np.abs(fresh - before).max() > 0.05  # the edit changes the vectors
+    np.testing.assert_array_equal(embed(cache_dir=str(tmp_path / "cache")), fresh)
+    # without trust_remote_code transformers runs none of the model's code: another tokenizer, another hash
+    assert resolve_model(str(copy)).tokenizer_sha256 != resolve_model(str(copy), trust_remote_code=True).tokenizer_sha256
+
+
 def test_added_tokens_json_is_a_tokenizer_file_so_it_is_in_the_fingerprint(tiny_bert, tmp_path):
     # The tokenizer reads it (a word becomes one token), but it was not hashed: adding or editing it kept the
     # fingerprint, and the cache answered with the vectors of the old tokenization.
