@@ -233,8 +233,11 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         n_rows = len(values[0]) if values else 0
         flat = [v for col in values for v in col]
         row_name = _row_namer(names, n_rows, X)
+        cache = self._cache()
+        if cache is not None:  # refused as a call without the cache would be, where the cache could answer it whole
+            self._model_as_fitted()
         out, stats, is_missing = encode(
-            flat, self.recipe_, self._backend_loader(), cache=self._cache(), batch_tokens=self.batch_tokens,
+            flat, self.recipe_, self._backend_loader(), cache=cache, batch_tokens=self.batch_tokens,
             missing=self.missing, row_name=row_name, progress=bool(self.progress),
             all_layers=bool(self.cache_all_layers), return_missing=True,
         )
@@ -525,44 +528,54 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
 
     def _backend_loader(self):
         """A callable that loads (or reuses) the model, checking it is still the one the recipe was fitted with."""
-        recipe, model, device, trust = self.recipe_, self.model, self.device, self.trust_remote_code
-        fitted_dir, name = getattr(self, "_model_dir_in_fit", None), type(self).__name__
-        fitted_files = getattr(self, "_model_files_in_fit", None)  # None: pickled by a version that did not record it
+        recipe, device, trust = self.recipe_, self.device, self.trust_remote_code
+        as_fitted = self._model_as_fitted
 
         def load():
             from bertfeat.backend import get_backend, resolve_device
-            from bertfeat.exceptions import ModelNotAvailableError
-            from bertfeat.models import resolve_model
 
-            try:
-                spec = resolve_model(model, trust_remote_code=trust)
-            except ModelNotAvailableError:
-                if fitted_dir is None or _relative_model_dir(model) is not None:
-                    raise
-                raise ModelNotAvailableError(
-                    f"model={model!r} is a relative path, read from the working directory ({os.getcwd()}), which "
-                    f"holds no such directory; when this {name} was fitted it was {fitted_dir}. Name the model by "
-                    f"its absolute path: set_params(model={fitted_dir!r}) (<step>__model= in a Pipeline)."
-                ) from None
-            changed = [what for what, now, then in (
-                ("weights", spec.weights_sha256, recipe.weights_sha256),
-                ("tokenizer", spec.tokenizer_sha256, recipe.tokenizer_sha256),
-                ("config", spec.config_sha256, recipe.config_sha256),
-            ) if now != then]
-            if changed:
-                raise ValueError(_model_changed(model, name, changed, (spec.folder, spec.revision), fitted_files))
-            if rcp.model_format(spec.model_type) != recipe.model_format:
-                # a recipe pickled before its family's vectors changed keeps the old key: the vectors computed here
-                # would be cached beside the old ones under it (a recipe fitted here is keyed anew)
-                raise ValueError(
-                    f"model={model!r} is a {spec.model_type} model, whose vectors this bertfeat computes otherwise "
-                    f"than the bertfeat this {name} was fitted with did (the family's vector format: "
-                    f"{rcp.model_format(spec.model_type)} here, {recipe.model_format} at fit; MODEL_FORMATS in "
-                    "bertfeat/recipe.py): its features would not match those at fit, nor those in the cache. Fit again."
-                )
-            return get_backend(spec, resolve_device(device), recipe.dtype, trust)
+            return get_backend(as_fitted(), resolve_device(device), recipe.dtype, trust)
 
         return load
+
+    def _model_as_fitted(self):
+        """The model resolved from its files now, refused where those differ from the files at fit: checked before
+        every model load, and before a transform the cache may answer whole (whose answer must not depend on the
+        cache: without it, the same call would be refused)."""
+        recipe, model, trust = self.recipe_, self.model, self.trust_remote_code
+        fitted_dir, name = getattr(self, "_model_dir_in_fit", None), type(self).__name__
+        fitted_files = getattr(self, "_model_files_in_fit", None)  # None: pickled by a version that did not record it
+
+        from bertfeat.exceptions import ModelNotAvailableError
+        from bertfeat.models import resolve_model
+
+        try:
+            spec = resolve_model(model, trust_remote_code=trust)
+        except ModelNotAvailableError:
+            if fitted_dir is None or _relative_model_dir(model) is not None:
+                raise
+            raise ModelNotAvailableError(
+                f"model={model!r} is a relative path, read from the working directory ({os.getcwd()}), which "
+                f"holds no such directory; when this {name} was fitted it was {fitted_dir}. Name the model by "
+                f"its absolute path: set_params(model={fitted_dir!r}) (<step>__model= in a Pipeline)."
+            ) from None
+        changed = [what for what, now, then in (
+            ("weights", spec.weights_sha256, recipe.weights_sha256),
+            ("tokenizer", spec.tokenizer_sha256, recipe.tokenizer_sha256),
+            ("config", spec.config_sha256, recipe.config_sha256),
+        ) if now != then]
+        if changed:
+            raise ValueError(_model_changed(model, name, changed, (spec.folder, spec.revision), fitted_files))
+        if rcp.model_format(spec.model_type) != recipe.model_format:
+            # a recipe pickled before its family's vectors changed keeps the old key: the vectors computed here
+            # would be cached beside the old ones under it (a recipe fitted here is keyed anew)
+            raise ValueError(
+                f"model={model!r} is a {spec.model_type} model, whose vectors this bertfeat computes otherwise "
+                f"than the bertfeat this {name} was fitted with did (the family's vector format: "
+                f"{rcp.model_format(spec.model_type)} here, {recipe.model_format} at fit; MODEL_FORMATS in "
+                "bertfeat/recipe.py): its features would not match those at fit, nor those in the cache. Fit again."
+            )
+        return spec
 
     def _cache(self):
         if self.cache_dir is None:

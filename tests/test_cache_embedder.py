@@ -92,6 +92,46 @@ def test_clone_and_pickle_keep_using_the_cache(tiny_bert, tmp_path, monkeypatch)
         assert other.stats_.cache_hits == 10 and other.stats_.cache_misses == 0
 
 
+@pytest.mark.parametrize("edit", ["weights", "vocabulary", "config"])
+def test_model_files_changed_after_fit_are_refused_whether_or_not_the_cache_could_answer(tiny_bert, tmp_path, edit):
+    # A fitted embedder whose model folder was edited in place (fine-tuned and saved over, a vocabulary entry
+    # changed, layer_norm_eps edited) refused every transform without a cache, and one with a new text,
+    # but answered a transform the cache held whole with the old files' vectors: the answer depended on the cache.
+    import json
+
+    folder = Path(shutil.copytree(tiny_bert, tmp_path / "model"))
+    fitted = BertEmbedder(str(folder), cache_dir=tmp_path / "cache", dtype="float32").fit(TEXTS)
+    fitted.transform(TEXTS)  # fills the cache
+    if edit == "weights":
+        with open(folder / "model.safetensors", "r+b") as fh:  # one weight's last byte, the header untouched
+            fh.seek(-1, os.SEEK_END)
+            last = fh.read(1)
+            fh.seek(-1, os.SEEK_END)
+            fh.write(bytes([last[0] ^ 1]))
+    elif edit == "vocabulary":
+        tokenizer = json.loads((folder / "tokenizer.json").read_text())
+        vocab = tokenizer["model"]["vocab"]
+        vocab["cat"], vocab["dog"] = vocab["dog"], vocab["cat"]
+        (folder / "tokenizer.json").write_text(json.dumps(tokenizer))
+    else:
+        config = json.loads((folder / "config.json").read_text())
+        config["layer_norm_eps"] = 0.1
+        (folder / "config.json").write_text(json.dumps(config))
+    uncached = clone(fitted).set_params(cache_dir=None)
+    uncached.__dict__.update({k: v for k, v in fitted.__dict__.items() if k.endswith("_") or k.startswith("_")})
+    expected = rf"now resolves to other files than when this BertEmbedder was fitted: its {edit[:6]}"
+    with pytest.raises(ValueError, match=expected.replace("vocabu", "tokenizer")):
+        uncached.transform(TEXTS)
+    with pytest.raises(ValueError, match=expected.replace("vocabu", "tokenizer")):
+        fitted.transform(TEXTS)
+    assert not hasattr(fitted, "stats_")
+    # fitted anew, the edited files are another recipe, with no cached row
+    again = clone(fitted).fit(TEXTS)
+    assert again.recipe_.fingerprint() != fitted.recipe_.fingerprint()
+    again.transform(TEXTS)
+    assert again.stats_.cache_hits == 0
+
+
 def test_grid_search_over_poolings_hits_the_cache_on_the_second_fit(tiny_bert, tmp_path, monkeypatch):
     texts = np.array(TEXTS * 2, dtype=object)
     y = np.array([0, 1] * 11)
