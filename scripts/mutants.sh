@@ -87,9 +87,9 @@ for module in "$@"; do
   # a fresh copy of the code and tests. mutmut's cached verdicts (work/mutants/) are dropped too: mutmut 3.8 keeps a
   # survivor's verdict after a new test is added, so a rerun would report mutants the new test kills as surviving.
   # MUTANTS_KEEP=1 keeps them (quicker when only the source changed).
-  rm -rf "$work/bertfeat" "$work/tests" "$work/docs"
+  rm -rf "$work/bertfeat" "$work/tests" "$work/docs" "$work/README.md"
   [ "${MUTANTS_KEEP:-0}" = 1 ] || rm -rf "$work/mutants"
-  cp -r bertfeat tests docs pyproject.toml "$work/"
+  cp -r bertfeat tests docs README.md pyproject.toml "$work/"
   {
     echo "[mutmut]"
     [ "${MUTANTS_DEBUG:-0}" = 1 ] && echo "debug = true"
@@ -106,9 +106,11 @@ for module in "$@"; do
     # torch's thread pools are not fork-safe: fork workers from a clean server, not from the process that ran pytest
     echo "process_isolation = forkserver"
     echo "use_git_change_detection = false"
-    # what the tests read besides the code: docs/cli-help.md, the reference test_cli_help checks the help against
+    # what the tests read besides the code: docs/cli-help.md, the reference test_cli_help checks the help against;
+    # README.md, whose cache-key table test_cache.py checks against the recipe
     echo "also_copy ="
     echo "    docs"
+    echo "    README.md"
   } > "$work/setup.cfg"
   echo "== mutants: $module ($sources) against $tests"
   (
