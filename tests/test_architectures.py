@@ -419,3 +419,134 @@ def test_a_tokenizer_that_pads_left_has_no_pad_token_or_no_length_limit_gives_th
     chunked = BertEmbedder(**kwargs, max_length=MAX_LENGTH, long_text="chunk", stride=3).fit_transform(TEXTS)
     np.testing.assert_allclose(chunked, reference_features(path, TEXTS, LAYERS, MAX_LENGTH, "chunk", 3),
                                atol=1e-5, rtol=0)
+
+
+# -- bertfeat.architectures by value, without a model: which configurations take the fused pass, where each family's
+# weights are read from, and MPNet's buckets (fast: these pin what the slow matrix above only reaches whole)
+
+
+def _config(**kw):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(**{"model_type": "bert", "hidden_act": "gelu", "hidden_size": 32,
+                              "num_attention_heads": 4, **kw})
+
+
+def test_supports_reads_each_setting_with_transformers_defaults_where_a_config_lacks_it():
+    from transformers import BertConfig, CamembertConfig
+
+    from bertfeat.architectures import supports
+
+    assert supports(BertConfig()) and supports(CamembertConfig())
+    assert supports(_config())  # no position_embedding_type, is_decoder, add_cross_attention: the defaults
+    for model_type in ("roberta", "xlm-roberta", "camembert", "mpnet"):
+        assert supports(_config(model_type=model_type))
+    assert supports(_config(model_type="distilbert", hidden_act="relu", activation="gelu"))  # its own key
+    assert not supports(_config(model_type="distilbert"))  # no "activation": not known to be GELU
+    assert not supports(_config(model_type=None)) and not supports(_config(model_type="electra"))
+    assert not supports(_config(hidden_act="gelu_new"))  # the tanh approximation: other math
+    assert not supports(_config(position_embedding_type="relative_key_query"))
+    assert supports(_config(position_embedding_type="absolute", is_decoder=False, add_cross_attention=False))
+    assert not supports(_config(is_decoder=True))
+    assert not supports(_config(add_cross_attention=True))
+    assert not supports(_config(hidden_size=30))  # 30 does not split into 4 heads
+    from types import SimpleNamespace
+
+    assert not supports(SimpleNamespace(hidden_act="gelu"))  # no model_type at all
+
+
+def _module(**kw):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(**kw)
+
+
+def _lin(name):
+    return _module(weight=f"{name}.w", bias=f"{name}.b")
+
+
+def _norm(name, eps=None):
+    return _module(weight=f"{name}.w", bias=f"{name}.b", **({} if eps is None else {"eps": eps}))
+
+
+def _bert_like():
+    layer = _module(
+        attention=_module(self=_module(query=_lin("q"), key=_lin("k"), value=_lin("v")),
+                          output=_module(dense=_lin("o"), LayerNorm=_norm("ln1"))),
+        intermediate=_module(dense=_lin("up")), output=_module(dense=_lin("down"), LayerNorm=_norm("ln2")))
+    emb = _module(word_embeddings=_module(weight="word"), position_embeddings=_module(weight="pos"),
+                  token_type_embeddings=_module(weight=["type0", "type1"]), LayerNorm=_norm("emb", 1e-7),
+                  padding_idx=1.0)
+    return _module(config=_module(model_type="bert"), embeddings=emb, encoder=_module(layer=[layer, layer]))
+
+
+def _layer_fields(w):
+    return (w.query, w.key, w.value, w.attention_out, w.attention_norm, w.up, w.down, w.output_norm)
+
+
+PLAIN_LAYER = (("q.w", "q.b"), ("k.w", "k.b"), ("v.w", "v.b"), ("o.w", "o.b"), ("ln1.w", "ln1.b"), ("up.w", "up.b"),
+               ("down.w", "down.b"), ("ln2.w", "ln2.b"))
+
+
+@pytest.mark.parametrize("model_type, padding_idx", [("bert", None), ("roberta", 1), ("xlm-roberta", 1),
+                                                     ("camembert", 1)])
+def test_bert_and_roberta_weights_are_read_from_their_modules(model_type, padding_idx):
+    from bertfeat.architectures import encoder_weights
+
+    model = _bert_like()
+    model.config.model_type = model_type
+    w = encoder_weights(model)
+    assert (w.word, w.position, w.type0, w.embedding_norm, w.eps, w.relative_bias) == (
+        "word", "pos", "type0", ("emb.w", "emb.b"), 1e-7, None)
+    assert w.padding_idx == padding_idx and type(w.padding_idx) is (int if padding_idx else type(None))
+    assert [_layer_fields(layer) for layer in w.layers] == [PLAIN_LAYER, PLAIN_LAYER]
+
+
+def test_distilbert_and_mpnet_weights_are_read_from_their_modules():
+    from bertfeat.architectures import encoder_weights
+
+    emb = _module(word_embeddings=_module(weight="word"), position_embeddings=_module(weight="pos"),
+                  LayerNorm=_norm("emb", 1e-12), padding_idx=1)
+    distil = _module(config=_module(model_type="distilbert"), embeddings=emb, transformer=_module(layer=[_module(
+        attention=_module(q_lin=_lin("q"), k_lin=_lin("k"), v_lin=_lin("v"), out_lin=_lin("o")),
+        sa_layer_norm=_norm("ln1"), ffn=_module(lin1=_lin("up"), lin2=_lin("down")),
+        output_layer_norm=_norm("ln2"))]))
+    w = encoder_weights(distil)
+    assert (w.word, w.position, w.type0, w.embedding_norm, w.eps, w.padding_idx, w.relative_bias) == (
+        "word", "pos", None, ("emb.w", "emb.b"), 1e-12, None, None)
+    assert [_layer_fields(layer) for layer in w.layers] == [PLAIN_LAYER]
+    mpnet = _module(config=_module(model_type="mpnet"), embeddings=emb, encoder=_module(
+        relative_attention_bias=_module(weight="bias"), layer=[_module(
+            attention=_module(attn=_module(q=_lin("q"), k=_lin("k"), v=_lin("v"), o=_lin("o")), LayerNorm=_norm("ln1")),
+            intermediate=_module(dense=_lin("up")), output=_module(dense=_lin("down"), LayerNorm=_norm("ln2")))]))
+    w = encoder_weights(mpnet)
+    assert (w.word, w.position, w.type0, w.embedding_norm, w.eps, w.padding_idx, w.relative_bias) == (
+        "word", "pos", None, ("emb.w", "emb.b"), 1e-12, 1, "bias")
+    assert [_layer_fields(layer) for layer in w.layers] == [PLAIN_LAYER]
+
+
+def test_a_model_not_laid_out_as_its_family_has_no_weights_for_the_fused_pass():
+    from bertfeat.architectures import encoder_weights
+
+    assert encoder_weights(_module(config=_module(model_type="bert"))) is None  # no embeddings module
+    electra = _bert_like()  # laid out as BERT, of a family the fused pass does not know
+    electra.config.model_type = "electra"
+    assert encoder_weights(electra) is None
+    assert encoder_weights(_module(config=_module())) is None  # no model_type
+
+
+def test_mpnet_buckets_are_transformers_own_past_max_distance():
+    from transformers.models.mpnet.modeling_mpnet import MPNetEncoder
+
+    from bertfeat.architectures import mpnet_relative_buckets
+
+    tokens = 300  # past max_distance (128) both ways, so the clamp to the last bucket is reached
+    position = torch.arange(tokens)
+    want = MPNetEncoder.relative_position_bucket(position[None, :] - position[:, None])  # key - query
+    got = mpnet_relative_buckets(tokens)
+    assert got.dtype == torch.long and got.shape == (tokens, tokens)
+    assert torch.equal(got, want)
+    assert set(got.unique().tolist()) == set(range(32)) - {16}  # 16: a key before the query at distance 0
+    assert mpnet_relative_buckets(4, device="meta").device.type == "meta"  # built on the model's device
+    assert torch.equal(mpnet_relative_buckets(20, num_buckets=64, max_distance=16),
+                       MPNetEncoder.relative_position_bucket(position[None, :20] - position[:20, None], 64, 16))
