@@ -693,3 +693,225 @@ def test_the_download_advice_names_the_command_the_installed_huggingface_hub_has
                              ("2.4.0", "hf download")]:
         monkeypatch.setattr(metadata, "version", lambda name, v=version: v)
         assert models.hub_download_command() == command, version
+
+
+# -- bertfeat.models' checks by value, on files and lists alone (no model loads): each refusal word for word, each
+# bound at its edge (mutation testing found them read by pattern only, or through whole models)
+
+
+def _refused(call, *args) -> str:
+    with pytest.raises(ModelNotAvailableError) as refused:
+        call(*args)
+    return str(refused.value)
+
+
+@pytest.mark.parametrize("config, offset", [
+    ({"model_type": "bert"}, 0), ({}, 0), ({"model_type": "mpnet", "pad_token_id": 5}, 2),
+    ({"model_type": "roberta", "pad_token_id": 1}, 2), ({"model_type": "roberta", "pad_token_id": 0}, 1),
+    ({"model_type": "camembert", "pad_token_id": 3}, 4), ({"model_type": "xlm-roberta"}, 2),
+    ({"model_type": "roberta", "pad_token_id": -1}, 2), ({"model_type": "roberta", "pad_token_id": None}, 2),
+    ({"model_type": "roberta", "pad_token_id": "1"}, 2),
+    ({"model_type": "esm", "pad_token_id": 1}, 2), ({"model_type": "esm", "position_embedding_type": "absolute"}, 2),
+    ({"model_type": "esm", "position_embedding_type": "rotary", "pad_token_id": 1}, 0),
+    ({"model_type": "bert", "position_embedding_type": "rotary", "pad_token_id": 1}, 0),
+])
+def test_the_position_offset_of_each_family(config, offset):
+    from bertfeat.models import _PADDING_OFFSET_TYPES, _position_offset
+
+    assert _position_offset(config) == offset
+    assert {"roberta", "xlm-roberta", "camembert", "longformer", "roberta-prelayernorm", "xlm-roberta-xl",
+            "data2vec-text", "ibert", "xmod", "esm", "luke", "lilt", "markuplm"} == _PADDING_OFFSET_TYPES
+
+
+def test_first_gives_the_first_key_that_is_set():
+    from bertfeat.models import _first
+
+    assert _first({"a": None, "b": 0, "c": 2}, "a", "b", "c") == 0
+    assert _first({"a": None}, "a", "z") is None
+
+
+def _safetensors(path, header: bytes, length: int | None = None, tail: bytes = b""):
+    n = len(header) if length is None else length
+    path.write_bytes(n.to_bytes(8, "little") + header + tail)
+    return path
+
+
+@pytest.mark.parametrize("header, length, tail, problem", [
+    (b"{}", None, b"", None),  # the smallest header: no tensors
+    (b'{"a": 1}', None, b"\0" * 4, None),
+    (b"", 1, b"x", "its first 8 bytes do not give a header length that fits the file"),
+    (b"{}", 3, b"", "its first 8 bytes do not give a header length that fits the file"),  # one byte past the end
+    (b"[1]", None, b"", "its header is not a JSON object"),
+    (b"{x}", None, b"", "its header is not JSON"),
+    (b'"\xff"', None, b"", "its header is not JSON"),
+])
+def test_a_safetensors_header_is_checked_at_its_bounds(tmp_path, header, length, tail, problem):
+    from bertfeat.models import _check_safetensors
+
+    f = _safetensors(tmp_path / "model.safetensors", header, length, tail)
+    if problem is None:
+        assert _check_safetensors(f, "m") is None
+        return
+    assert _refused(_check_safetensors, f, "m") == (
+        f"model='m': {f} is not a safetensors file ({problem}; {f.stat().st_size} bytes). It may be a renamed pickle "
+        "(.bin) file or a damaged download: download it again, or convert once with transformers: "
+        "AutoModel.from_pretrained(dir).save_pretrained(dir, safe_serialization=True).")
+
+
+def test_a_safetensors_header_past_100_mib_or_a_file_under_8_bytes_is_refused(tmp_path):
+    from bertfeat.models import _check_safetensors
+
+    f = tmp_path / "model.safetensors"
+    f.write_bytes(b"\x05\0\0")
+    assert "(its first 8 bytes do not give a header length that fits the file; 3 bytes)" in _refused(
+        _check_safetensors, f, "m")
+    with open(f, "wb") as fh:  # a sparse file big enough for the header it claims
+        fh.write(((100 << 20) + 1).to_bytes(8, "little"))
+        fh.truncate(8 + (100 << 20) + 1)
+    assert "(its first 8 bytes do not give a header length that fits the file;" in _refused(_check_safetensors, f, "m")
+    with open(f, "wb") as fh:  # exactly 100 MiB (sparse, no JSON): within the bound, so read, and refused as such
+        fh.write((100 << 20).to_bytes(8, "little"))
+        fh.truncate(8 + (100 << 20))
+    assert "(its header is not JSON;" in _refused(_check_safetensors, f, "m")
+
+
+def test_weights_files_are_the_single_file_or_the_shards_its_index_names(tmp_path):
+    from bertfeat.models import _weights_files
+
+    for s in ("b.safetensors", "a.safetensors"):
+        _safetensors(tmp_path / s, b"{}")
+    index = tmp_path / "model.safetensors.index.json"
+    index.write_text(json.dumps({"weight_map": {"x": "b.safetensors", "y": "a.safetensors", "z": "b.safetensors"}}))
+    assert _weights_files(tmp_path, "m") == [tmp_path / "a.safetensors", tmp_path / "b.safetensors"]
+    index.write_text(json.dumps({"weight_map": {"x": "b.safetensors", "y": "c.safetensors", "w": "d.safetensors"}}))
+    assert _refused(_weights_files, tmp_path, "m") == (
+        f"model='m': model.safetensors.index.json lists weight shard(s) ['c.safetensors', 'd.safetensors'] that are "
+        f"not in {tmp_path}, so part of the model would be random. Copy or download the missing shard(s) (an "
+        "interrupted download leaves this).")
+    index.write_text(json.dumps({"weights": {}}))
+    assert _refused(_weights_files, tmp_path, "m") == (
+        f"model='m': {index} is not a valid safetensors index (it needs a 'weight_map' of weight name -> shard file; "
+        "KeyError: 'weight_map'). Re-save the model with save_pretrained().")
+    (tmp_path / "a.safetensors").write_bytes(b"not safetensors")
+    index.write_text(json.dumps({"weight_map": {"y": "a.safetensors"}}))
+    assert _refused(_weights_files, tmp_path, "m").startswith(
+        f"model='m': {tmp_path / 'a.safetensors'} is not a safetensors file")
+    _safetensors(tmp_path / "model.safetensors", b"{}")  # the single file wins over an index
+    assert _weights_files(tmp_path, "m") == [tmp_path / "model.safetensors"]
+    (tmp_path / "model.safetensors").write_bytes(b"<html>")
+    assert _refused(_weights_files, tmp_path, "m").startswith(
+        f"model='m': {tmp_path / 'model.safetensors'} is not a safetensors file")
+
+
+def test_no_safetensors_is_refused_naming_the_pickles_there(tmp_path):
+    from bertfeat.models import _weights_files
+
+    assert _refused(_weights_files, tmp_path, "m") == f"model='m': {tmp_path} holds no model.safetensors weights."
+    for name in ("pytorch_model.bin", "a.bin", "model.pt", "model.pth"):
+        (tmp_path / name).write_bytes(b"x")
+    assert _refused(_weights_files, tmp_path, "m") == (
+        f"model='m': {tmp_path} holds no model.safetensors weights. It has ['a.bin', 'pytorch_model.bin', 'model.pt', "
+        "'model.pth']: bertfeat loads safetensors only, because pickled weights can run code. Convert once with "
+        "transformers: AutoModel.from_pretrained(dir).save_pretrained(dir, safe_serialization=True).")
+
+
+@pytest.mark.parametrize("content, length", [
+    ({"model_max_length": 512}, 512), ({"model_max_length": 1}, 1), ({"model_max_length": 999_999}, 999_999),
+    ({"model_max_length": 1_000_000}, None), ({"model_max_length": int(1e30)}, None),  # transformers' "no limit"
+    ({"model_max_length": 0}, None), ({"model_max_length": 512.0}, None), ({}, None), (None, None),
+])
+def test_the_tokenizers_own_length_limit(tmp_path, content, length):
+    from bertfeat.models import _tokenizer_max_length
+
+    if content is not None:
+        (tmp_path / "tokenizer_config.json").write_text(json.dumps(content))
+    assert _tokenizer_max_length(tmp_path, "m") == length
+
+
+def test_a_tokenizer_config_that_is_no_object_is_refused():
+    from pathlib import Path
+    import tempfile
+
+    from bertfeat.models import _tokenizer_max_length
+
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "tokenizer_config.json").write_text("[512]")
+        assert _refused(_tokenizer_max_length, Path(d), "m").startswith(
+            f"model='m': {Path(d) / 'tokenizer_config.json'} holds a JSON array where the tokenizer's settings should "
+            "be a JSON object.")
+
+
+def test_a_vocabulary_past_the_embedding_table_is_refused_word_for_word():
+    from bertfeat.models import check_vocab_fits
+
+    assert check_vocab_fits("m", 100, 100, 100) is None and check_vocab_fits("m", 99, 100, None) is None
+    assert _refused(check_vocab_fits, "m", 101, 100, 100) == (
+        "model='m': the tokenizer has 101 tokens, but the model's embedding table has 100 rows (config.json "
+        "vocab_size=100), so token ids from 100 on have no embedding. The tokenizer files and the weights come from "
+        "different models: use the tokenizer saved with these weights.")
+
+
+def test_some_names_four_keys_then_how_many_more():
+    from bertfeat.models import _some
+
+    assert _some(["a", "b", "c", "d"]) == "a, b, c, d"
+    assert _some(["a", "b", "c", "d", "e", "f"]) == "a, b, c, d, ... (2 more)"
+    assert _some(["a", "b", "c"], 2) == "a, b, ... (1 more)"
+
+
+CHECK = ("Check config.json (num_hidden_layers, hidden_size, intermediate_size, vocab_size) against the weights, or "
+         "re-save the model with transformers' save_pretrained().")
+
+
+def test_weights_that_fit_pass_and_unread_or_other_task_weights_are_fine():
+    from bertfeat.models import check_weights_fit
+
+    top = ["embeddings", "encoder", "pooler"]
+    assert check_weights_fit("m", "/m", [], [], [], top) is None
+    assert check_weights_fit("m", "/m", ["pooler.dense.weight"], ["cls.predictions.bias"], [], top) is None
+    assert check_weights_fit("m", "/m", ["bert.pooler.dense.bias"], ["lm_head.x"], [], top, "bert") is None
+    # only a key under the prefix loses it: a task head's own "encoder" is the head's
+    assert check_weights_fit("m", "/m", [], ["head.encoder.w"], [], top, "bert") is None
+
+
+def test_weights_that_do_not_fit_are_refused_naming_each_kind_word_for_word():
+    from bertfeat.models import check_weights_fit
+
+    top = ["embeddings", "encoder"]
+    head = "model='m': the weights in /m do not fit its config.json, so part of the model would be random and the " \
+           "features meaningless: "
+    missing = [f"encoder.layer.{i}.w" for i in (5, 1, 3, 2, 4)]
+    assert _refused(check_weights_fit, "m", "/m", missing, [], [], top) == head + (
+        "5 weight(s) the config needs are not in the file (encoder.layer.1.w, encoder.layer.2.w, encoder.layer.3.w, "
+        f"encoder.layer.4.w, ... (1 more)). {CHECK}")
+    assert _refused(check_weights_fit, "m", "/m", [], ["encoder.layer.9.w", "cls.x"], [], top) == head + (
+        f"1 weight(s) in the file are not used by the config (encoder.layer.9.w). {CHECK}")
+    # a task model's own prefix is taken off before the module is read
+    assert _refused(check_weights_fit, "m", "/m", [], ["bert.encoder.layer.9.w"], [], top, "bert") == head + (
+        f"1 weight(s) in the file are not used by the config (bert.encoder.layer.9.w). {CHECK}")
+    assert _refused(check_weights_fit, "m", "/m", ["encoder.a"], ["other.z", "other.y"], [], top) == head + (
+        "1 weight(s) the config needs are not in the file (encoder.a); the file holds 2 weight(s) under other names "
+        f"(other.y, other.z). {CHECK}")
+    mismatched = [("e.w", [3, 4], [3, 5]), ("d.w", [2], [1]), ("c.w", [1], [2]), ("b.w", [1], [2])]
+    assert _refused(check_weights_fit, "m", "/m", [], [], mismatched, top) == head + (
+        "4 weight(s) have another shape than the config says (b.w (1,) in the file, (2,) for the config; c.w (1,) in "
+        f"the file, (2,) for the config; d.w (2,) in the file, (1,) for the config, ...). {CHECK}")
+    assert _refused(check_weights_fit, "m", "/m", [], [], ["f.w", "a.w", "c.w"], top) == head + (
+        f"3 weight(s) have another shape than the config says (a.w; c.w; f.w). {CHECK}")  # transformers 4.5x: names
+
+
+def test_weights_under_one_extra_prefix_are_named_with_it():
+    from bertfeat.models import _prefix_hint, check_weights_fit
+
+    missing = ["embeddings.w", "encoder.w"]
+    unexpected = ["model.embeddings.w", "model.encoder.w", "x.embeddings.w"]
+    hint = ("Every weight name carries the prefix 'model.' (as a wrapper module saves them): re-save the inner model "
+            "with save_pretrained(), or strip the prefix from the keys of the safetensors file.")
+    assert _prefix_hint(missing, unexpected) == hint
+    assert _prefix_hint(missing, ["x.embeddings.w"]) is None  # not every weight carries it
+    assert _prefix_hint([], unexpected) is None and _prefix_hint(missing, []) is None
+    assert _prefix_hint(["w"], ["model.w"]) == hint
+    assert _prefix_hint(["w"], ["modelw"]) is None  # a prefix ends at a dot
+    assert _refused(check_weights_fit, "m", "/m", missing, unexpected, [], ["embeddings", "encoder"]).endswith(
+        "; the file holds 3 weight(s) under other names (model.embeddings.w, model.encoder.w, x.embeddings.w). "
+        + hint)
