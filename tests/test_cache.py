@@ -6,6 +6,7 @@ import contextlib
 import json
 import multiprocessing
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -601,10 +602,20 @@ def test_a_compaction_that_cannot_write_blames_no_shard_and_deletes_nothing(tmp_
         return real(self, *args)
 
     monkeypatch.setattr(cache_module._RowGroupWriter, when, failing)
+    real_abort, aborted = cache_module._RowGroupWriter.abort, []
+    monkeypatch.setattr(cache_module._RowGroupWriter, "abort",
+                        lambda self: aborted.append(1) or real_abort(self))  # its file let go of, not left open
+    why = "OSError: [Errno 28] No space left on device" if isinstance(failure, OSError) else \
+        "ArrowInvalid: Operation on closed file"
     with warnings.catch_warnings():
         warnings.simplefilter("error", CacheWarning)  # no shard may be reported unreadable
-        with pytest.raises(CacheError, match=r"could not write the merged shard .*; no shard was removed"):
+        with pytest.raises(CacheError, match=r"could not write the merged shard .*; no shard was removed") as refused:
             cache.compact()
+        assert re.fullmatch(
+            rf"compacting {re.escape(str(tmp_path / recipe.fingerprint()))} could not write the merged shard "
+            rf"\({re.escape(why)}\); no shard was removed and the cache is as it was\. Free some space on its disk "
+            r"\(the merged shard needs up to [1-9][\d,]* bytes\) and run compact again\.", str(refused.value))
+        assert aborted == [1]
         monkeypatch.setattr(cache_module._RowGroupWriter, when, real)
         assert sorted(p.name for p in shards_of(tmp_path, recipe)) == before
         assert not [n for n in os.listdir(tmp_path / recipe.fingerprint()) if ".tmp" in n]

@@ -710,8 +710,12 @@ def test_a_shard_that_becomes_unreadable_during_a_compaction_is_kept(tmp_path, m
         return real(source, *args, **kwargs)
 
     monkeypatch.setattr(cache_module.pq, "ParquetFile", denied_once_indexed)
-    with pytest.warns(CacheWarning, match="cannot read shard .* It is not corrupt"):
+    with pytest.warns(CacheWarning, match="cannot read shard .* It is not corrupt") as said:
         result = Cache(tmp_path).compact()[0]
+    assert [str(w.message) for w in said] == [
+        f"bertfeat cache: cannot read shard {theirs} (PermissionError: [Errno 13] Permission denied: '{theirs}'); its "
+        "texts will be recomputed. It is not corrupt, and compact leaves it alone: give this user read access to the "
+        "cache's files."]
     assert result.corrupt_removed == [] and theirs.exists()
     monkeypatch.undo()
     assert Cache(tmp_path).lookup(recipe, workers.rows(range(20))[0])[0].all()
@@ -1251,3 +1255,23 @@ def test_compact_and_info_from_python_finish_where_warnings_are_errors_and_leave
         with pytest.warns(CacheWarning, match="ignoring unreadable shard") as record:
             Cache(tmp_path).compact()
         assert len(record) == 1 and not caplog.records
+
+
+@pytest.mark.parametrize("second", [OSError(errno.ENOSPC, "No space left on device"), pa.ArrowException("flush"),
+                                    pa.ArrowInvalid("closed")])
+def test_a_writer_whose_close_fails_again_after_a_failed_write_is_let_go_quietly(tmp_path, second):
+    """After a failed write (a full disk), closing the parquet writer fails again as it flushes: abort() lets go of
+    it without raising that second failure over the first. A bug in the caller is not hidden."""
+    from types import SimpleNamespace
+
+    writer = shard_module._RowGroupWriter(str(tmp_path / "s.parquet"), "f" * 64, 4, 16)
+    writer.writer.close()
+
+    def close():
+        raise second
+
+    writer.writer = SimpleNamespace(close=close)
+    writer.abort()
+    writer.writer = SimpleNamespace(close=lambda: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        writer.abort()
