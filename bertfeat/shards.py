@@ -69,9 +69,9 @@ def _shard_table(keys: np.ndarray, vectors: np.ndarray, n_tokens: np.ndarray, fi
 
 def _key_array(keys) -> np.ndarray:
     keys = list(keys)
-    bad = next((k for k in keys if not isinstance(k, bytes) or len(k) != KEY_BYTES), None)
-    if bad is not None:
-        raise ValueError(f"cache keys must be {KEY_BYTES} bytes (bertfeat.encode.text_key); got {bad!r}.")
+    bad = [k for k in keys if not isinstance(k, bytes) or len(k) != KEY_BYTES][:1]  # a list: the bad key may be None
+    if bad:
+        raise ValueError(f"cache keys must be {KEY_BYTES} bytes (bertfeat.encode.text_key); got {bad[0]!r}.")
     return np.frombuffer(b"".join(keys), dtype=f"S{KEY_BYTES}").copy() if keys else np.empty(0, f"S{KEY_BYTES}")
 
 

@@ -1275,3 +1275,13 @@ def test_a_writer_whose_close_fails_again_after_a_failed_write_is_let_go_quietly
     writer.writer = SimpleNamespace(close=lambda: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         writer.abort()
+
+
+def test_keys_that_are_not_16_bytes_are_refused_naming_the_first_and_no_keys_are_16_byte_strings():
+    good = text_key("a")
+    assert _key_array([good, text_key("b")]).tolist() == [good, text_key("b")]
+    assert _key_array([]).dtype == np.dtype("S16") and len(_key_array([])) == 0
+    for bad in (good[:15], good + b"\0", "x" * 16, None):
+        with pytest.raises(ValueError) as refused:
+            _key_array([good, bad, b"\0" * 3])
+        assert str(refused.value) == f"cache keys must be 16 bytes (bertfeat.encode.text_key); got {bad!r}."
