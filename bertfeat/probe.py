@@ -229,7 +229,8 @@ def probe(
     max_length, long_text, stride, normalize, prefix, prompt_name : as in :class:`~bertfeat.BertEmbedder`
         The recipe every candidate shares.
     cv : int, default=5
-        Cross-validation folds; copies of one text always fall in one fold.
+        Cross-validation folds; copies of one text always fall in one fold (texts that differ only in case, spacing
+        or punctuation are copies too).
     task : {"auto", "classification", "regression"}, default="auto"
         ``"auto"`` is a regression for float labels with more than 10 distinct values, else a classification
         (ROC AUC for two classes, accuracy for more; R^2 for a regression).

@@ -139,19 +139,39 @@ def _task(y: np.ndarray) -> str:
 # Logistic regression's C: on standardized embedding features, and on TF-IDF (and unions, whose blocks both have
 # rows of squared norm about 1, see bertfeat.union).
 def _text_groups(texts) -> np.ndarray | None:
-    """The group of each text, copies of one text together; None when every text is distinct. A missing text (None,
-    NaN, a blank string) is no text, and no copy of another: each is a group of its own, so the missing texts spread
-    across the folds as they will come in use, and every model is trained on some."""
+    """The group of each text, copies of one text together; None when every text is distinct. A copy is a text of the
+    same words as the probe's TF-IDF reads them (:func:`_copy_key`), so texts that differ only in case, spacing or
+    punctuation are copies too: split across folds, TF-IDF saw the very row it was scored on (pure noise scored ROC
+    AUC 1.0). A missing text (None, NaN, a blank string) is no text, and no copy of another: each is a group of its
+    own, so the missing texts spread across the folds as they will come in use, and every model is trained on some."""
     from bertfeat.batching import unique_strings
     from bertfeat.inputs import is_blank
 
     present = [i for i, t in enumerate(texts) if isinstance(t, str) and not is_blank(t)]
-    uniques, inverse = unique_strings([texts[i] for i in present])
+    key = _copy_key()
+    uniques, inverse = unique_strings([key(texts[i]) for i in present])
     if len(uniques) == len(present):
         return None
     groups = len(uniques) + np.arange(len(texts))
     groups[present] = inverse
     return groups
+
+
+def _copy_key():
+    """What makes two texts copies: the words the probe's TF-IDF reads, in order (its lowercasing and tokens, so case,
+    spacing and punctuation do not count); a text with no such word (only punctuation, one letter) by its casefolded
+    text with spaces collapsed. Texts with the same key have the same TF-IDF row."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from bertfeat.union import TFIDF_PARAMS
+
+    words = TfidfVectorizer(**{**TFIDF_PARAMS, "ngram_range": (1, 1)}).build_analyzer()
+
+    def key(text: str) -> str:
+        found = words(text)
+        return "\x00".join(found) if found else "\x01" + " ".join(text.casefold().split())
+
+    return key
 
 
 def _grouped(task, y, cv, random_state, groups):
@@ -160,14 +180,16 @@ def _grouped(task, y, cv, random_state, groups):
     n_groups = len(np.unique(groups))
     if n_groups < cv:
         raise ValueError(f"the texts hold {n_groups} distinct texts, fewer than the {cv} cross-validation folds "
-                         "(copies of a text stay in one fold); lower cv (--cv) or add texts.")
+                         "(copies of a text, texts that differ only in case, spacing or punctuation among them, stay "
+                         "in one fold); lower cv (--cv) or add texts.")
     if task == "classification":
         per_class = {label: len(np.unique(groups[y == label])) for label in np.unique(y).tolist()}
         rare = {label: n for label, n in per_class.items() if n < cv}
         if rare:
             shown = ", ".join(f"{label!r} ({n})" for label, n in list(rare.items())[:5])
             raise ValueError(f"class(es) {shown} of the labels y have fewer distinct texts than the {cv} "
-                             "cross-validation folds (copies of a text stay in one fold); lower cv (--cv) or drop or "
+                             "cross-validation folds (copies of a text, texts that differ only in case, spacing or "
+                             "punctuation among them, stay in one fold); lower cv (--cv) or drop or "
                              "merge the rare classes.")
         splits = StratifiedGroupKFold(cv, shuffle=True, random_state=random_state).split(y, y, groups)
     else:
