@@ -316,7 +316,11 @@ def probe(
     from bertfeat.embedder import _row_namer
     from bertfeat.encode import split_missing
 
-    split_missing(texts, missing, _row_namer(["text"], len(texts), given))  # every text checked before any work
+    _, is_missing = split_missing(texts, missing, _row_namer(["text"], len(texts), given))  # before any work
+    if is_missing.all():  # under missing='zero' every row a zero vector: a table of chance scores and a pick of noise
+        raise ValueError(f"all {len(texts)} texts are missing or blank, so every candidate would be scored on zero "
+                         "vectors and the probe would rank noise: check that texts is the column of texts you mean, "
+                         "or drop the rows without text first.")
 
     t_fits = 0.0
     need_tfidf = baseline or unions > 0

@@ -1167,6 +1167,18 @@ def test_texts_of_no_word_tfidf_reads_are_copies_only_when_equal_but_for_case_an
     assert len({groups[i] for i in (0, 1, 3, 5, 7, 8, 9)}) == 7  # missing texts are no copies of each other
 
 
+@pytest.mark.parametrize("baseline, unions", [(False, 0), (True, 1)])
+def test_texts_all_missing_are_refused_not_ranked_as_chance(tiny_bert, monkeypatch, baseline, unions):
+    """Under missing='zero' a column of no text (None and blanks: the wrong column, an unfilled one) gave a table of
+    0.5 scores and a recommendation, silently; with the TF-IDF its refusal advised baseline=False, which led there."""
+    NoModel(monkeypatch)
+    texts = [None, " ", "", np.nan, "\u200b"] * 6
+    with pytest.raises(ValueError, match=r"^all 30 texts are missing or blank, so every candidate would be scored on "
+                                         r"zero vectors and the probe would rank noise: check that texts is the column"):
+        probe(texts, np.arange(30) % 2, model=tiny_bert, cv=3, poolings=("mean",), missing="zero",
+              baseline=baseline, unions=unions)
+
+
 # -- found by a probe hunt on the labels users bring, 2026-11-26 ---------------------------------------------------
 
 
