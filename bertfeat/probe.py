@@ -490,14 +490,16 @@ RIDGE_ALPHAS = tuple(np.logspace(-2, 4, 13))
 
 def _linear_model(task: str, kind: str, params: dict) -> list:
     """The model a row of ``kind`` is scored with, as pipeline steps (a scaler first for embeddings alone)."""
-    from sklearn.linear_model import LogisticRegression, RidgeCV
+    from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
+
+    from bertfeat.probe_ridge import DistinctRowsRidgeCV
 
     if task == "classification":
         model = LogisticRegression(C=params["C_embedding"] if kind == "embedding" else params["C_sparse"],
                                    max_iter=2000)
-    else:
-        model = RidgeCV(alphas=params["alphas"])
+    else:  # RidgeCV's leave-one-out, copies of a text left out together (else it predicts a text from its copy)
+        model = DistinctRowsRidgeCV(alphas=params["alphas"])
     return [StandardScaler(), model] if kind == "embedding" else [model]
 
 

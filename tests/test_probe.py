@@ -1179,6 +1179,46 @@ def test_texts_all_missing_are_refused_not_ranked_as_chance(tiny_bert, monkeypat
               baseline=baseline, unions=unions)
 
 
+def test_a_regression_with_copies_chooses_its_penalty_leaving_each_texts_copies_out_together(tiny_bert):
+    """RidgeCV chose alpha by leave-one-out inside each training fold, where a text's copies predicted it: on noise
+    labels, every text three times, it chose alpha 0.01 (10,000 for the texts once each) and the embeddings scored
+    R^2 near -11 where the honest figure is near -0.5 (session 10)."""
+    from sklearn.model_selection import cross_val_score
+
+    rng = np.random.default_rng(0)
+    base = [" ".join(rng.choice(WORDS_POS + WORDS_NEG, 4)) + f" tail{i}" for i in range(20)]
+    texts, y = [t for t in base for _ in range(3)], np.repeat(rng.normal(size=20), 3)
+    result = probe(texts, y, model=tiny_bert, cv=4, poolings=("mean",), baseline=False, unions=0)
+    assert result.metric == "r2" and (result.table["score"] > -2).all(), result.table["score"].min()
+    for rank in (1, len(result.table)):  # the reported pipeline reproduces the rows, its alpha from whole texts
+        pipe = result.pipeline(rank)
+        scores = cross_val_score(pipe, texts, y, cv=result.cv, scoring="r2")
+        assert abs(scores.mean() - result.table["score"].iloc[rank - 1]) < 1e-6
+        assert pipe.fit(texts, y)[-1].alpha_ == max(result.classifier_params["alphas"])
+
+
+@pytest.mark.parametrize("dense", [True, False])
+def test_distinct_rows_ridge_is_ridgecv_fitted_on_all_rows_with_copies_left_out_together(dense):
+    from scipy import sparse
+    from sklearn.linear_model import RidgeCV
+
+    from bertfeat.probe_ridge import DistinctRowsRidgeCV
+
+    rng = np.random.default_rng(1)
+    X1, y1 = rng.normal(size=(30, 6)), rng.normal(size=30)
+    X, y = np.repeat(X1, [1, 2, 3] * 10, axis=0), np.repeat(y1, [1, 2, 3] * 10) + rng.normal(size=60) * 0.1
+    as_given = (lambda a: a) if dense else sparse.csr_matrix
+    alphas = (0.01, 1.0, 100.0, 10000.0)
+    once = DistinctRowsRidgeCV(alphas=alphas).fit(as_given(X1), y1)  # no copies: RidgeCV itself
+    plain = RidgeCV(alphas=alphas).fit(as_given(X1), y1)
+    assert once.alpha_ == plain.alpha_ and np.allclose(once.predict(as_given(X1)), plain.predict(as_given(X1)))
+    copies = DistinctRowsRidgeCV(alphas=alphas).fit(as_given(X), y)
+    assert copies.alpha_ == 10000.0 and RidgeCV(alphas=alphas).fit(as_given(X), y).alpha_ <= 100.0  # copies leak
+    same = RidgeCV(alphas=[copies.alpha_]).fit(as_given(X), y)  # at its alpha, the ridge of every row
+    np.testing.assert_allclose(copies.coef_, same.coef_, atol=1e-10)
+    np.testing.assert_allclose(copies.predict(as_given(X1)), same.predict(as_given(X1)), atol=1e-10)
+
+
 # -- found by a probe hunt on the labels users bring, 2026-11-26 ---------------------------------------------------
 
 
