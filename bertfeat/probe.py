@@ -105,6 +105,7 @@ class ProbeResult:
     cv: object = None  # the cross-validation splitter every row was scored with
     classifier_params: dict = field(default_factory=dict)
     missing: str = "error"  # the probe's missing-text policy, which its TF-IDF estimators apply as its embedders do
+    random_state: int = 0  # the folds' shuffle seed
 
     def _row(self, rank=None):
         rank = self.recommended_rank if rank is None else rank
@@ -381,6 +382,7 @@ def probe(
         best=None if best["params"] is None else dict(best["params"]), num_layers=first["num_layers"],
         baseline=base, seconds=seconds, recommended_kind=rec["kind"], recommended_rank=int(rec["rank"]),
         models=model_info, cv=scoring["splitter"], classifier_params=scoring["classifier_params"], missing=missing,
+        random_state=int(random_state),
     )
     if plot:
         result.plot(plot)

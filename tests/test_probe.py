@@ -1219,6 +1219,28 @@ def test_distinct_rows_ridge_is_ridgecv_fitted_on_all_rows_with_copies_left_out_
     np.testing.assert_allclose(copies.predict(as_given(X1)), same.predict(as_given(X1)), atol=1e-10)
 
 
+def test_the_probe_commands_json_records_what_the_scores_were_measured_with(tiny_bert, tmp_path):
+    """The JSON held the scores but not their folds' number and seed, the linear models' settings or the TF-IDF's
+    (session 10): a reader could not measure them again. Measured again from the file alone, in Python, they agree."""
+    from bertfeat.cli import main
+    from bertfeat.probe import RIDGE_ALPHAS
+
+    texts, y = labelled(30, own=0.8)
+    texts[3] = texts[7]  # a copy: its folds are the copies' own
+    pd.DataFrame({"text": texts, "label": y}).to_csv(tmp_path / "d.csv", index=False)
+    assert main(["probe", str(tmp_path / "d.csv"), "--text-col", "text", "--label-col", "label", "--model", tiny_bert,
+                 "--cv", "3", "--unions", "1", "--json", str(tmp_path / "p.json")]) == 0
+    report = json.loads((tmp_path / "p.json").read_text())
+    assert report["folds"] == {"n_splits": 3, "random_state": 0, "copies_kept_together": True}
+    assert report["tfidf"] == {"ngram_range": [1, 2], "min_df": 2, "sublinear_tf": True}
+    assert report["linear_model"] == {"C_embedding": 0.05, "C_sparse": 10.0, "alphas": list(RIDGE_ALPHAS)}
+    again = probe(texts, y, model=tiny_bert, cv=report["folds"]["n_splits"], unions=1,
+                  random_state=report["folds"]["random_state"])
+    assert again.random_state == 0
+    assert [(r["candidate"], r["score"]) for r in report["table"]] == list(zip(again.table["candidate"],
+                                                                             again.table["score"]))
+
+
 # -- found by a probe hunt on the labels users bring, 2026-11-26 ---------------------------------------------------
 
 

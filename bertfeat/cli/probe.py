@@ -53,7 +53,8 @@ def add_parser(sub) -> None:
     p.add_argument("--unions", type=non_negative_int, default=3, metavar="K",
                    help="score each model's K best candidates side by side with TF-IDF (default 3; 0 for none)")
     p.add_argument("--plot", metavar="PNG", help="save the score-by-layer plot here")
-    p.add_argument("--json", metavar="PATH", help="save the full table and recommendation as JSON")
+    p.add_argument("--json", metavar="PATH", help="save the full table and recommendation as JSON, with what the "
+                   "scores were measured with: the folds (number, seed), the linear models' and the TF-IDF's settings")
     p.add_argument("--top", type=positive_int, default=15, help="rows of the table to print (default: 15)")
     p.set_defaults(func=run)
 
@@ -111,8 +112,16 @@ def run(args: argparse.Namespace) -> int:
         records = (t.drop(columns=["params"]).assign(params=t["params"].map(json.dumps))
                    .astype(whole).astype(object))
         records = records.where(records.notna(), None).to_dict(orient="records")
+        from bertfeat.union import TFIDF_PARAMS
+
+        # what the scores were measured with, so that they can be measured again: the folds (their seed; copies of a
+        # text kept together), the linear models' settings and the TF-IDF's
+        folds = {"n_splits": result.cv.get_n_splits(), "random_state": result.random_state,
+                 "copies_kept_together": type(result.cv).__name__ == "PredefinedSplit"}
         with open(args.json, "w") as fh:
-            json.dump({"task": result.task, "metric": result.metric, "recommended": result.recommended,
+            json.dump({"task": result.task, "metric": result.metric, "folds": folds,
+                       "linear_model": result.classifier_params, "tfidf": TFIDF_PARAMS,
+                       "recommended": result.recommended,
                        "recommended_kind": result.recommended_kind, "code": result.code(), "missing": result.missing,
                        "models": result.models, "best": result.best, "baseline": result.baseline,
                        "seconds": result.seconds,
