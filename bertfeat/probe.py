@@ -214,7 +214,9 @@ def probe(
     (word 1-2 grams); ``unions`` scores that many of each model's best candidates side by side with the same
     TF-IDF (0 for none), the embedding block scaled inside each fold by :class:`~bertfeat.union.BlockScaler`.
     ``recommended`` applies the one-standard-error rule: the row with the fewest features whose score is within
-    one standard error of the best, so a union is recommended only when it beats every smaller option clearly.
+    one standard error of the best, so a union is recommended only when it beats every smaller option clearly. The
+    best row's score is the highest of many on the same folds, so it is optimistic (chosen and scored on the same
+    data); for a held-out figure, run the probe inside an outer cross-validation (``benchmarks/evidence_unions.py``).
 
     Parameters
     ----------
