@@ -140,9 +140,8 @@ def _task(y: np.ndarray) -> str:
 # rows of squared norm about 1, see bertfeat.union).
 def _text_groups(texts) -> np.ndarray | None:
     """The group of each text, copies of one text together; None when every text is distinct. A copy is a text of the
-    same words as the probe's TF-IDF reads them (:func:`_copy_key`), so texts that differ only in case, spacing or
-    punctuation are copies too: split across folds, TF-IDF saw the very row it was scored on (pure noise scored ROC
-    AUC 1.0). A missing text (None, NaN, a blank string) is no text, and no copy of another: each is a group of its
+    same words (:func:`_copy_key`), so texts that differ only in case, spacing or punctuation are copies too: split
+    across folds, TF-IDF saw the very row it was scored on (pure noise scored ROC AUC 1.0). A missing text (None, NaN, a blank string) is no text, and no copy of another: each is a group of its
     own, so the missing texts spread across the folds as they will come in use, and every model is trained on some."""
     from bertfeat.batching import unique_strings
     from bertfeat.inputs import is_blank
@@ -158,17 +157,15 @@ def _text_groups(texts) -> np.ndarray | None:
 
 
 def _copy_key():
-    """What makes two texts copies: the words the probe's TF-IDF reads, in order (its lowercasing and tokens, so case,
-    spacing and punctuation do not count); a text with no such word (only punctuation, one letter) by its casefolded
-    text with spaces collapsed. Texts with the same key have the same TF-IDF row."""
-    from sklearn.feature_extraction.text import TfidfVectorizer
+    """What makes two texts copies: the same words, lowercased as the probe's TF-IDF lowercases them, in order (case,
+    spacing and punctuation do not count; every word does, one letter or digit too, so "item 1" and "item 2" stay
+    two texts); a text with no word (only punctuation) by its casefolded text with spaces collapsed."""
+    import re
 
-    from bertfeat.union import TFIDF_PARAMS
-
-    words = TfidfVectorizer(**{**TFIDF_PARAMS, "ngram_range": (1, 1)}).build_analyzer()
+    word = re.compile(r"\w+")
 
     def key(text: str) -> str:
-        found = words(text)
+        found = word.findall(text.lower())
         return "\x00".join(found) if found else "\x01" + " ".join(text.casefold().split())
 
     return key
@@ -198,3 +195,4 @@ def _grouped(task, y, cv, random_state, groups):
     for k, (_, test) in enumerate(splits):
         test_fold[test] = k
     return PredefinedSplit(test_fold)
+

@@ -1159,12 +1159,13 @@ def test_texts_that_differ_only_in_case_spacing_or_punctuation_stay_in_one_fold(
     assert t[t["kind"] == "tfidf"]["score"].iloc[0] < 0.75 and t[t["kind"] == "union"]["score"].iloc[0] < 0.75
 
 
-def test_texts_of_no_word_tfidf_reads_are_copies_only_when_equal_but_for_case_and_spacing():
+def test_texts_of_no_word_are_copies_only_when_equal_but_for_case_and_spacing_and_every_word_counts():
     from bertfeat.probe_labels import _text_groups
 
-    groups = _text_groups(["!!", "?", " !! ", "a", "A", "the cat", "The  CAT.", None, None, "b"])
+    groups = _text_groups(["!!", "?", " !! ", "a", "A", "the cat", "The  CAT.", None, None, "b", "item 1", "item 2"])
     assert groups[0] == groups[2] and groups[3] == groups[4] and groups[5] == groups[6]
-    assert len({groups[i] for i in (0, 1, 3, 5, 7, 8, 9)}) == 7  # missing texts are no copies of each other
+    # missing texts are no copies of each other, and a word of one letter or digit counts
+    assert len({groups[i] for i in (0, 1, 3, 5, 7, 8, 9, 10, 11)}) == 9
 
 
 @pytest.mark.parametrize("baseline, unions", [(False, 0), (True, 1)])
