@@ -233,7 +233,8 @@ def probe(
         The recipe every candidate shares.
     cv : int, default=5
         Cross-validation folds; copies of one text always fall in one fold (texts that differ only in case, spacing
-        or punctuation are copies too).
+        or punctuation are copies too), and for classes every test fold holds every class (refused before any work
+        where no shuffle of the copies allows it).
     task : {"auto", "classification", "regression"}, default="auto"
         ``"auto"`` is a regression for float labels with more than 10 distinct values, else a classification
         (ROC AUC for two classes, accuracy for more; R^2 for a regression).

@@ -188,7 +188,7 @@ def _grouped(task, y, cv, random_state, groups):
                              "cross-validation folds (copies of a text, texts that differ only in case, spacing or "
                              "punctuation among them, stay in one fold); lower cv (--cv) or drop or "
                              "merge the rare classes.")
-        splits = StratifiedGroupKFold(cv, shuffle=True, random_state=random_state).split(y, y, groups)
+        splits = _every_class_in_every_fold(StratifiedGroupKFold, y, cv, random_state, groups)
     else:
         splits = GroupKFold(cv, shuffle=True, random_state=random_state).split(y, y, groups)
     test_fold = np.empty(len(y), dtype=int)
@@ -196,3 +196,20 @@ def _grouped(task, y, cv, random_state, groups):
         test_fold[test] = k
     return PredefinedSplit(test_fold)
 
+
+def _every_class_in_every_fold(splitter, y, cv, random_state, groups, tries: int = 50) -> list:
+    """Grouped stratified folds whose test parts each hold every class. StratifiedGroupKFold only balances the classes
+    as the groups allow: with copies of texts, a fold could hold one class, where ROC AUC is undefined (every row's
+    score NaN, then an IndexError after every fit). The seeded shuffle comes first; if it leaves such a fold, further
+    shuffles drawn from ``random_state`` (so the same call gives the same folds, which ``result.cv`` holds)."""
+    classes = len(np.unique(y))
+    seeds = [int(random_state)] + np.random.RandomState(int(random_state) % 2**32).randint(2**31 - 1, size=tries - 1
+                                                                                           ).tolist()
+    for seed in seeds:
+        splits = list(splitter(cv, shuffle=True, random_state=seed).split(y, y, groups))
+        lacking = [k for k, (_, test) in enumerate(splits, start=1) if len(np.unique(y[test])) < classes]
+        if not lacking:
+            return splits
+    raise ValueError(f"with the copies of each text kept in one fold, {tries} shuffles into {cv} cross-validation folds "
+                     f"each left a fold without some class (fold {lacking[0]}, the last), where the score is undefined; "
+                     "lower cv (--cv), or drop copies of texts whose labels differ.")

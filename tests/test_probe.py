@@ -1242,6 +1242,44 @@ def test_the_probe_commands_json_records_what_the_scores_were_measured_with(tiny
                                                                              again.table["score"]))
 
 
+def test_copies_kept_in_one_fold_leave_no_fold_without_a_class(tiny_bert):
+    """With copies, StratifiedGroupKFold balanced the classes only as the copies allowed: here its seeded shuffle left
+    a test fold of class 0 alone, ROC AUC was undefined (NaN) in every row, and the probe failed with "IndexError:
+    single positional indexer is out-of-bounds" after the embedding pass and every fit (session 10)."""
+    from sklearn.model_selection import StratifiedGroupKFold
+
+    from bertfeat.probe_labels import _text_groups
+
+    copy_of = [3, 5, 6, 3, 1, 3, 6, 1, 7, 1, 0, 8, 4, 0, 2, 4, 5, 8, 5]
+    texts = [f"{WORDS_POS[g % 6]} {WORDS_NEG[g % 5]} story {g}" for g in copy_of]
+    y = np.asarray([0, 1, 1, 0, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0, 1, 0, 1, 1, 0])
+    seeded = StratifiedGroupKFold(5, shuffle=True, random_state=0).split(y, y, _text_groups(texts))
+    assert any(set(y[test]) != {0, 1} for _, test in seeded)  # the case: the seeded shuffle alone leaves such a fold
+    result = probe(texts, y, model=tiny_bert, cv=5, poolings=("mean",), unions=1)
+    folds = list(result.cv.split(texts, y))
+    assert len(folds) == 5 and all(set(y[test]) == {0, 1} for _, test in folds)
+    assert all(not {texts[i] for i in train} & {texts[i] for i in test} for train, test in folds)
+    assert result.table["score"].notna().all() and result.metric == "roc_auc"
+    again = probe(texts, y, model=tiny_bert, cv=5, poolings=("mean",), unions=1)  # the same folds, the same scores
+    assert [t.tolist() for _, t in again.cv.split(texts, y)] == [t.tolist() for _, t in folds]
+    assert again.table["score"].tolist() == result.table["score"].tolist()
+
+
+def test_copies_no_shuffle_spreads_over_every_fold_are_refused_before_any_work(tiny_bert, monkeypatch):
+    """Five texts of class 1 for five folds, four of them copied with class 0 labels too: no shuffle of
+    StratifiedGroupKFold found folds each holding both classes, and the probe failed after all its work."""
+    NoModel(monkeypatch)
+    copy_of = [6, 8, 0, 8, 4, 3, 6, 5, 2, 2, 6, 5, 4, 3, 6, 3, 2, 8, 2, 2, 6, 5]
+    y = [0, 0, 0, 1, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0, 1, 0, 1, 0, 1, 1, 1, 0]
+    texts = [f"{WORDS_POS[g % 6]} {WORDS_NEG[g % 5]} story {g}" for g in copy_of]
+    with pytest.raises(ValueError, match=r"^with the copies of each text kept in one fold, 50 shuffles into 5 "
+                                         r"cross-validation folds each left a fold without some class \(fold \d, the "
+                                         r"last\), where the score is undefined; lower cv \(--cv\), or drop copies"):
+        probe(texts, np.asarray(y), model=tiny_bert, cv=5, poolings=("mean",), unions=1)
+    monkeypatch.undo()  # and lowering cv, as it says, scores
+    assert probe(texts, np.asarray(y), model=tiny_bert, cv=3, poolings=("mean",), unions=0).table["score"].notna().all()
+
+
 # -- found by a probe hunt on the labels users bring, 2026-11-26 ---------------------------------------------------
 
 
