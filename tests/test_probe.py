@@ -1242,6 +1242,20 @@ def test_the_probe_commands_json_records_what_the_scores_were_measured_with(tiny
                                                                              again.table["score"]))
 
 
+def test_distinct_rows_ridge_of_rows_all_alike_warns_nothing_and_predicts_the_mean():
+    """Features that say nothing (the CLS of layer 0, the same for every text, standardized to zeros) are one distinct
+    row: weighted leave-one-out of one row divided by zero, and R's bf_probe() showed 20 RuntimeWarnings."""
+    import warnings
+
+    from bertfeat.probe import RIDGE_ALPHAS
+    from bertfeat.probe_ridge import DistinctRowsRidgeCV
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ridge = DistinctRowsRidgeCV(alphas=RIDGE_ALPHAS).fit(np.zeros((6, 4), np.float32), np.arange(6.0))
+    np.testing.assert_allclose(ridge.predict(np.ones((2, 4), np.float32)), [2.5, 2.5], atol=1e-6)
+
+
 def test_copies_kept_in_one_fold_leave_no_fold_without_a_class(tiny_bert):
     """With copies, StratifiedGroupKFold balanced the classes only as the copies allowed: here its seeded shuffle left
     a test fold of class 0 alone, ROC AUC was undefined (NaN) in every row, and the probe failed with "IndexError:
