@@ -273,6 +273,8 @@ class Revision:
 
 
 def probe_result():
+    from sklearn.model_selection import StratifiedKFold
+
     from bertfeat.probe import ProbeResult
 
     table = pd.DataFrame({
@@ -292,6 +294,7 @@ def probe_result():
         recommended_kind="embedding", recommended_rank=2,
         models={"m/a": dict(embed_seconds=3.2, embed_s_per_1k=0.8),
                 "m/b": dict(embed_seconds=10.6, embed_s_per_1k=2.65, revision=Revision("v2"))},
+        cv=StratifiedKFold(4, shuffle=True, random_state=7), random_state=7, classifier_params={"C_sparse": 10.0},
     )
 
 
@@ -338,6 +341,9 @@ def test_probe_options_reach_probe_and_its_result_is_printed(tmp_path, monkeypat
         task="classification", metric="roc_auc", recommended=result.recommended, recommended_kind="embedding",
         code=result.code(), missing="error", models=json.loads(json.dumps(result.models, default=str)),
         best=result.best, baseline=result.baseline, seconds=result.seconds)
+    # what the scores were measured with (session 10)
+    assert saved["folds"] == {"n_splits": 4, "random_state": 7, "copies_kept_together": False}
+    assert saved["linear_model"] == {"C_sparse": 10.0} and saved["tfidf"]["min_df"] == 2
     assert saved["table"][2] == dict(rank=3, model="m/a", kind="tfidf", candidate="tfidf", n_features=1000,
                                      score=0.85, std_err=0.03, params="null")
     assert json.loads(saved["table"][0]["params"]) == dict(model="m/a", pooling="cls", layers=6)
