@@ -1256,6 +1256,16 @@ def test_distinct_rows_ridge_of_rows_all_alike_warns_nothing_and_predicts_the_me
     np.testing.assert_allclose(ridge.predict(np.ones((2, 4), np.float32)), [2.5, 2.5], atol=1e-6)
 
 
+def test_a_binary_label_as_ints_bools_or_strings_gives_the_same_scores_and_pick(tiny_bert):
+    texts, y = labelled(24, own=0.8)
+    results = [probe(texts, labels, model=tiny_bert, cv=3, poolings=("mean",), unions=1)
+               for labels in (y, y.astype(bool), np.where(y, "pos", "neg"))]
+    for result in results:
+        assert result.metric == "roc_auc" and result.recommended_rank == results[0].recommended_rank
+        np.testing.assert_allclose(result.table["score"], results[0].table["score"], rtol=0, atol=1e-12)
+        assert result.table["candidate"].tolist() == results[0].table["candidate"].tolist()
+
+
 def test_copies_kept_in_one_fold_leave_no_fold_without_a_class(tiny_bert):
     """With copies, StratifiedGroupKFold balanced the classes only as the copies allowed: here its seeded shuffle left
     a test fold of class 0 alone, ROC AUC was undefined (NaN) in every row, and the probe failed with "IndexError:
