@@ -395,6 +395,26 @@ def test_probe_reads_csv_labels_by_every_value_not_by_the_first_block(tmp_path, 
     assert pd.isna(spy.calls[-1][0][1][1:3]).all() and spy.calls[-1][0][1][[0, 3]].tolist() == [1, 2]
 
 
+def test_probe_reads_csv_labels_with_spaces_or_a_plus_sign_as_the_numbers_pandas_and_r_read(tmp_path, monkeypatch):
+    """A CSV written "text, label" (a space after each comma) or with right-aligned numbers held labels " 0.5": the
+    probe read them as classes as written (" 0.5", " 1.25", ...: refused as rare classes, or, with --task regression,
+    as "not numeric"), and " 1" beside "1" as two classes, where pandas.read_csv and R's read.csv read the numbers
+    0.5 and 1, so the API on pandas' frame and R's bf_probe() scored another task. Spaces around a number, and a plus
+    sign before one, are read as pandas and R read them; a column with any other text stays as written."""
+    probe_module = importlib.import_module("bertfeat.probe")
+    spy = Spy(probe_result())
+    monkeypatch.setattr(probe_module, "probe", spy)
+    path = tmp_path / "spaced.csv"
+    for labels, want in (([" 0.5", " 1.25 ", "2", "+3", "-4"], [0.5, 1.25, 2.0, 3.0, -4.0]),
+                         ([" 1", "1", "+2 ", "\t3", "-4"], [1, 1, 2, 3, -4]),
+                         ([" 1", "1", "one"], [" 1", "1", "one"])):
+        path.write_text("text,label\n" + "".join(f"t{i},{v}\n" for i, v in enumerate(labels)))
+        assert main(["probe", str(path), "--text-col", "text", "--label-col", "label"]) == 0
+        got = spy.calls[-1][0][1]
+        assert got.tolist() == want and type(got.tolist()[0]) is type(want[0])
+        assert got.tolist() == pd.read_csv(path)["label"].tolist() or want[-1] == "one"
+
+
 def test_probe_defaults_reach_probe_and_one_model_has_no_model_column(tmp_path, monkeypatch, capsys):
     probe_module = importlib.import_module("bertfeat.probe")  # bertfeat.probe is the function
 

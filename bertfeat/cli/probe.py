@@ -132,12 +132,16 @@ def run(args: argparse.Namespace) -> int:
 def _as_numbers(labels):
     """A CSV's labels, read as written, as numbers where every one is a number (a regression task needs them): whole
     numbers as int64, else float64; else as written (classes). Every value counts, not the first block's, as
-    --infer-types would guess from it: a column of whole numbers there and 'unknown' or 2.5 further on failed."""
+    --infer-types would guess from it: a column of whole numbers there and 'unknown' or 2.5 further on failed.
+    A number is read as pandas.read_csv and R's read.csv read it: spaces around it (a file written "text, label")
+    and a plus sign before it are no part of it; arrow's cast took " 0.5" for text (a class) and "+3" for a decimal."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
+    bare = pc.replace_substring_regex(pc.utf8_trim_whitespace(labels), r"^\+([0-9.])", r"\1")
     for to in (pa.int64(), pa.float64()):
         try:
-            return labels.cast(to)
+            return bare.cast(to)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             continue
     return labels
