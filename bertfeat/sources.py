@@ -5,6 +5,7 @@ compression."""
 from __future__ import annotations
 
 import glob
+import heapq
 import os
 import re
 from pathlib import Path
@@ -220,9 +221,13 @@ def _glob(pattern: str) -> tuple[list[Path], list[Path]]:
         return [f for f in found if not f.is_dir() and (f.is_file() or _dangling(f))], folders
     if not root.is_dir():
         return [], []
-    seen, out, folders, todo = set(), [], [], [(root, 0)]
-    while todo:  # (a folder, how much of the pattern its name has matched): finitely many, each read once
-        folder, at = todo.pop()
+    # (a folder, how much of the pattern its name has matched): finitely many, each read once, by the first of its
+    # names in sorted order (a name sorts after its folder's, so the walk goes in sorted order), as docs/cli.md says
+    # and as a folder input and a glob without ** name it; the last pushed first read a linked folder (x -> real) as
+    # x, whose files then came after those of w
+    seen, out, folders, todo = set(), [], [], [(root.parts, 0, root)]
+    while todo:
+        _, at, folder = heapq.heappop(todo)
         st = os.stat(folder)
         if (st.st_dev, st.st_ino, at) in seen:
             continue
@@ -236,13 +241,16 @@ def _glob(pattern: str) -> tuple[list[Path], list[Path]]:
                                   ) from exc
         for q in _skips(want, at):  # a ".." the pattern names (after a "**"): up from here, as glob goes
             if q < len(want) and want[q] == "..":
-                todo += [(folder / "..", q + 1)] if q + 1 < len(want) else []
+                if q + 1 < len(want):
+                    heapq.heappush(todo, ((folder / "..").parts, q + 1, folder / ".."))
                 if len(want) in _skips(want, q + 1):
                     folders.append(folder / "..")
         for name in names:
             path, after = folder / name, _step(want, at, name)
             if path.is_dir():
-                todo += [(path, q) for q in after if q < len(want)]
+                for q in after:
+                    if q < len(want):
+                        heapq.heappush(todo, (path.parts, q, path))
                 if any(len(want) in _skips(want, q) for q in after):  # a folder the pattern names, read as a folder
                     folders.append(path)  # input is
             elif (path.is_file() or _dangling(path)) and _file_ends(want, at, name):

@@ -745,6 +745,39 @@ def test_a_glob_reads_a_file_that_any_of_its_names_lets_the_pattern_match(tmp_pa
                 assert sorted(said) == want, pattern
 
 
+def test_a_file_a_double_star_glob_reaches_by_two_names_is_read_under_the_first_in_sorted_order(tmp_path):
+    """docs/cli.md: a file that a folder or glob reaches by two names "is read once, under the first name in sorted
+    order". A ``**`` walk kept the name it met first, walking the last folder name first: with ``x -> real`` beside
+    ``w``, ``d/**/*.parquet`` read ``x/f.parquet`` after ``w/g.parquet`` where the folder ``d`` and ``d/*/*.parquet``
+    read ``real/f.parquet`` before it: the same files in another order (the output's rows follow the files' order)
+    and under another name in the manifest; a ``..`` after ``**`` alike (``a/b/../a.parquet`` for
+    ``a/../a/a.parquet``)."""
+    import glob
+    import os
+
+    from bertfeat.readers import resolve_input
+
+    folder = tmp_path / "d"
+    for f in (folder / "real" / "f.parquet", folder / "w" / "g.parquet", folder / "real" / "b" / "h.parquet"):
+        f.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({"text": [f.stem]}), f)
+    os.symlink("real", folder / "x")
+
+    def names(pattern):
+        return [f.relative_to(folder).as_posix() for f in resolve_input(str(folder / pattern))[1]]
+
+    want = ["real/b/h.parquet", "real/f.parquet", "w/g.parquet"]
+    assert names(".") == want
+    assert names("**/*.parquet") == want
+    assert names("*/*.parquet") == ["real/f.parquet", "w/g.parquet"] == names("**/*.parquet")[1:]
+    for pattern in ("**/b/../*.parquet", "*/**/../*/*.parquet", "**/*/*.parquet"):  # as glob.glob names them
+        said = {}
+        for f in sorted(glob.glob(str(folder / pattern), recursive=True)):
+            said.setdefault(os.path.realpath(f), Path(f).relative_to(folder).as_posix())
+        assert names(pattern) == sorted(said.values()), pattern
+    assert names("**/b/../*.parquet") == ["real/b/../f.parquet"]
+
+
 def test_a_folder_input_leaves_out_the_names_a_datasets_readers_hide(tmp_path):
     """(found by a many files that differ hunt, 2026-11-26, session 8) a folder input read every parquet file under
     it, also those pyarrow.dataset, pandas.read_parquet, Spark and Dask leave out (a name starting with '_' or '.'):
