@@ -436,10 +436,14 @@ describe_class <- function(x) {
   }
 }
 
-# `warnings`: the (category name, message) pairs the Python side recorded (bertfeat._r._recording).
+# `warnings`: the (category name, message) pairs the Python side recorded (bertfeat._r._recording), each with the
+# class of its Python category where R users may want one apart (muffle a model's note, keep truncation's)
+PYTHON_WARNING_CLASSES <- c(TruncationWarning = "bertfeat_warning_truncation",
+                            ModelNoteWarning = "bertfeat_warning_model_note")
+
 issue_python_warnings <- function(warnings) {
   for (w in warnings) {
-    class <- if (identical(w[[1]], "TruncationWarning")) "bertfeat_warning_truncation" else character()
+    class <- if (w[[1]] %in% names(PYTHON_WARNING_CLASSES)) PYTHON_WARNING_CLASSES[[w[[1]]]] else character()
     rlang::warn(w[[2]], class = c(class, "bertfeat_warning"))
   }
 }

@@ -68,6 +68,26 @@ test_that("Python warnings come back as classed R warnings", {
   expect_identical(dim(m), c(2L, 768L))
 })
 
+test_that("a model's note comes back as an R warning of its own class, to muffle apart from the others", {
+  # Python's note that a model defines prompts (or that its modules are not applied) is a ModelNoteWarning, to
+  # filter by class; R gave it the plain class every bertfeat warning has, so muffling it muffled truncation too
+  model <- link_default_model(withr::local_tempdir())
+  unlink(file.path(model, "config_sentence_transformers.json"))
+  writeLines('{"prompts": {"query": "query: "}, "default_prompt_name": null}',
+             file.path(model, "config_sentence_transformers.json"))
+  long <- paste(rep("word", 100), collapse = " ")
+  seen <- list()
+  m <- withCallingHandlers(bf_embed(c(long, "short"), model = model, max_length = 16), warning = function(w) {
+    seen[[length(seen) + 1L]] <<- w
+    invokeRestart("muffleWarning")
+  })
+  expect_identical(dim(m), c(2L, 768L))
+  expect_identical(lapply(seen, function(w) setdiff(class(w), c("rlang_warning", "warning", "condition"))),
+                   list(c("bertfeat_warning_model_note", "bertfeat_warning"),
+                        c("bertfeat_warning_truncation", "bertfeat_warning")))
+  expect_match(conditionMessage(seen[[1]]), "defines prompts that its authors put before texts", fixed = TRUE)
+})
+
 test_that("the byte payload keeps orientation, float32 values and NaN", {
   module <- bertfeat:::python_module()
   X <- reticulate::py_eval("[[1.5, -2.0, 3.0], [4.0, float('nan'), 0.25]]", convert = FALSE)
