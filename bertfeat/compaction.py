@@ -64,26 +64,42 @@ def _compact(ns) -> CompactResult:
             return CompactResult(**result, shards_after=len(old), rows=len(ns.keys), duplicates_dropped=0,
                                  corrupt_removed=[], bytes_after=bytes_before)
         # The first copy of each key (older shards first) is kept; shards are copied in age order, rows in
-        # their order, so texts written together stay together and lookups keep reading few row groups.
-        keep_sid, keep_row = ns.shard_of[canonical], ns.row_of[canonical]
-        by_shard = np.argsort(keep_sid, kind="stable")
-        keep_sid, keep_row = keep_sid[by_shard], keep_row[by_shard]
+        # their order, so texts written together stay together and lookups keep reading few row groups. A key
+        # counts as kept only once its row is copied: where its first copy's shard turns out unreadable, its next
+        # copy (in a newer shard, copied later) is kept instead, not deleted with the shard it duplicated.
+        # (the index as it is now: a shard found unreadable below is dropped from ns's index as it goes)
+        key_id = np.cumsum(canonical) - 1  # the index is sorted by key: one id per distinct key
+        kept = np.zeros(int(canonical.sum()), dtype=bool)
+        by_shard = np.argsort(ns.shard_of, kind="stable")  # within a shard, in key order
+        sorted_sid, row_of = ns.shard_of[by_shard], ns.row_of.copy()
+        duplicates = 0  # counted again below: rows of shards read whole whose key was kept from another row
         with _TempShard(ns.dir) as tmp:
             writer = _RowGroupWriter(tmp.path, ns.fingerprint, ns.n_features,
                                      _row_group_rows(ns.n_features, ns.row_group_rows)) if old else None
             try:
                 for sid, shard in sorted(old.items(), key=lambda item: item[1].name):
+                    lo, hi = np.searchsorted(sorted_sid, [sid, sid + 1])
+                    at = by_shard[lo:hi]
+                    ids, rows_at = key_id[at], row_of[at]
+                    first = np.ones(len(at), dtype=bool)  # a key twice in one shard: its first row (index order)
+                    first[1:] = ids[1:] != ids[:-1]
+                    wanted = first & ~kept[ids]
                     keep = np.zeros(int(shard.rg_starts[-1]), dtype=bool)
-                    lo, hi = np.searchsorted(keep_sid, [sid, sid + 1])
-                    keep[keep_row[lo:hi]] = True
+                    keep[rows_at[wanted]] = True
                     try:
                         _copy_rows(shard, keep, writer)
+                        copied = int(shard.rg_starts[-1])
                     except FileNotFoundError:  # cannot happen while we hold the compaction lock; be safe anyway
                         raise CacheError(f"{shard.path} vanished during compaction; run compact again.") from None
                     except _Unreadable as exc:  # the shard's fault; a failed write is not (below)
                         ns._mark_bad(shard.name, exc.__cause__)
+                        copied = exc.rows_copied
                     except PermissionError as exc:  # not corrupt: kept, whatever of it was copied
                         ns._deny(shard.name, exc)
+                        copied = getattr(exc, "rows_copied", 0)
+                    kept[ids[wanted & (rows_at < copied)]] = True
+                    if copied == int(shard.rg_starts[-1]):
+                        duplicates += int(len(at) - np.count_nonzero(wanted))
                 rows = 0
                 if writer is not None:
                     writer.close()
@@ -118,13 +134,18 @@ def _compact(ns) -> CompactResult:
 
 def _copy_rows(shard, keep: np.ndarray, writer: _RowGroupWriter) -> None:
     """Copy the kept rows of a shard, one row group at a time (checksums verified, so copied rows are sound).
-    A failure to read the shard raises :class:`_Unreadable`; a failure to write, what the writer raised."""
+    A failure to read the shard raises :class:`_Unreadable` (or :class:`PermissionError`), its ``rows_copied``
+    the shard's rows before the row group that failed (those were copied); a failure to write, what the writer
+    raised."""
     try:
         pf = pq.ParquetFile(shard.path, metadata=shard.metadata, page_checksum_verification=True)
-    except (FileNotFoundError, PermissionError):
+    except FileNotFoundError:
+        raise
+    except PermissionError as exc:
+        exc.rows_copied = 0
         raise
     except (OSError, pa.ArrowException, ValueError) as exc:
-        raise _Unreadable() from exc
+        raise _Unreadable(0) from exc
     with pf:
         for g in range(shard.metadata.num_row_groups):
             mask = keep[shard.rg_starts[g]: shard.rg_starts[g + 1]]
@@ -133,8 +154,11 @@ def _copy_rows(shard, keep: np.ndarray, writer: _RowGroupWriter) -> None:
                     rows = pf.read_row_group(g, use_threads=False).filter(pa.array(mask))
                 except FileNotFoundError:
                     raise
+                except PermissionError as exc:
+                    exc.rows_copied = int(shard.rg_starts[g])
+                    raise
                 except (OSError, pa.ArrowException, ValueError) as exc:
-                    raise _Unreadable() from exc
+                    raise _Unreadable(int(shard.rg_starts[g])) from exc
                 writer.write(rows)
 
 def _remove_stale_temp_files(ns) -> int:

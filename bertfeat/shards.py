@@ -90,7 +90,12 @@ def _vectors_from_column(column, n_features: int) -> np.ndarray:
 
 
 class _Unreadable(Exception):
-    """A shard that cannot be read (its cause says why), as opposed to a merged shard that cannot be written."""
+    """A shard that cannot be read (its cause says why), as opposed to a merged shard that cannot be written;
+    ``rows_copied``: its rows before the row group that failed, copied already."""
+
+    def __init__(self, rows_copied: int = 0):
+        super().__init__(rows_copied)
+        self.rows_copied = rows_copied
 
 
 class _RowGroupWriter:

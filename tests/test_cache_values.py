@@ -460,6 +460,32 @@ def test_compaction_verifies_what_it_copies_and_drops_a_shard_with_a_corrupt_pag
     workers.check_found(keys, found, got, tokens)
 
 
+def test_a_key_whose_first_copy_is_in_a_shard_found_corrupt_during_compaction_keeps_its_good_later_copy(tmp_path):
+    """The first copy of keys 8-19 sits in a row group found damaged only while compacting: their sound copies in
+    the newer shard are kept, not deleted with the shard they were duplicates in (cache rows must not be lost)."""
+    recipe = recipe16()
+    Cache(tmp_path, row_group_rows=8).store(recipe, *workers.rows(range(0, 20)))
+    Cache(tmp_path / "other", row_group_rows=8).store(recipe, *workers.rows(range(0, 40)))
+    [later] = shards(tmp_path / "other", recipe)  # a second copy of 0-19 (as a racing writer leaves), and 20-39
+    later.rename(tmp_path / recipe.fingerprint() / later.name)
+    first, second = shards(tmp_path, recipe)
+    flip_a_bit_in(first, column=2, row_group=1)
+    cache = Cache(tmp_path, row_group_rows=8)
+    cache.lookup(recipe, workers.rows([39])[0])  # indexes both (their key columns are sound)
+    with pytest.warns(CacheWarning) as record:
+        result = cache.compact()[0]
+    assert f"ignoring unreadable shard {first} (OSError:" in message_of(record)
+    assert result.corrupt_removed == [first.name]
+    # 0-7 from the first shard's sound row group, 8-39 from the second; the second's copies of 0-7 dropped
+    assert (result.shards_before, result.shards_after, result.rows, result.duplicates_dropped) == (2, 1, 40, 8)
+    keys = workers.rows(range(40))[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)
+        found, got, tokens = Cache(tmp_path).lookup(recipe, keys)
+    assert found.all()
+    workers.check_found(keys, found, got, tokens)
+
+
 # -- the index: which copy answers, what a reader sees after others change the cache -------------------------------
 
 
