@@ -555,7 +555,8 @@ class InputReader:
                             problem = invalid_values(b)
                             if problem:
                                 column, row, detail = problem
-                                at = f" at row {rows + row + 1:,} of that file" if row is not None else ""
+                                # counted from 0, as every row bertfeat names (docs/cli.md), here of that file
+                                at = f" at row {rows + row:,} of that file" if row is not None else ""
                                 raise ValueError(f"parquet file {f}: column {column!r}{at} {detail}")
                             rows += b.num_rows
                             yield b if b.schema.equals(self.schema) else _cast_batch(b, self.schema)

@@ -691,3 +691,35 @@ def test_excel_and_old_mac_exports_of_one_table_embed_as_the_plain_csv_does(tiny
         features = got.drop(["id", "text"]).to_pandas().to_numpy()
         np.testing.assert_allclose(features, expected, rtol=1e-5, atol=1e-6, err_msg=name)
         assert got.column_names == outputs["plain.csv"].column_names, name
+
+
+def test_every_error_naming_a_place_counts_csv_lines_from_1_as_editors_do_and_rows_from_0(tiny_bert, tmp_path, capsys):
+    """docs/cli.md's one rule: a CSV problem names the line of the file (1-based, a quoted value's line breaks
+    counted, as an editor shows it); a row is counted from 0 (pandas' iloc, pyarrow's slice), in the whole input or,
+    said "of that file", in the parquet file named. The parquet file's invalid UTF-8 said "row 3" of the row that the
+    missing-text error and the Ray and Spark engines call row 2."""
+    import numpy as np
+    import pyarrow as pa
+
+    def error(source):
+        assert main(["embed", str(source), "--text-col", "review", "--out", str(tmp_path / "o.parquet"),
+                     "--model", tiny_bert, "--quiet"]) == 2
+        return capsys.readouterr().err
+
+    head = b'id,review\n0,"a cat\nsat"\n1,dog\n'  # the third record (row 2) is on line 5
+    for name, record, said in [("missing", b"2,\n", "row 2 of column 'review' is missing"),
+                               ("utf8", b"2,caf\xe9\n", "is not UTF-8: line 5 holds byte 0xe9"),
+                               ("fields", b"2,dog,extra\n", "is malformed at line 5: CSV parse error"),
+                               ("quote", b'2,"a "b" c\n', "is malformed at line 5: a quoted value (opened at line 5)")]:
+        (tmp_path / f"{name}.csv").write_bytes(head + record + b"3,end\n")
+        assert said in error(tmp_path / f"{name}.csv"), name
+    values = [b"a", b"b", b"caf\xe9", b"d"]
+    offsets = np.cumsum([0] + [len(v) for v in values]).astype(np.int32)
+    not_utf8 = pa.Array.from_buffers(pa.string(), 4, [None, pa.py_buffer(offsets.tobytes()),
+                                                      pa.py_buffer(b"".join(values))])
+    (tmp_path / "two").mkdir()
+    pq.write_table(pa.table({"id": ["0", "1"], "review": ["a", "b"]}), tmp_path / "two" / "a.parquet")
+    for column, said in [(not_utf8, "b.parquet: column 'review' at row 2 of that file holds bytes that are not UTF-8"),
+                         (pa.array(["a", "b", None, "d"]), "row 4 of column 'review' is missing")]:  # of the input
+        pq.write_table(pa.table({"id": ["0", "1", "2", "3"], "review": column}), tmp_path / "two" / "b.parquet")
+        assert said in error(tmp_path / "two"), said
