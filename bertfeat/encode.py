@@ -646,23 +646,32 @@ def prefix_tokens(recipe: Recipe, model) -> list[int]:
     # the stride is named only where it is what fails: windows with room, one too few for it (under "truncate"
     # there are no windows, and stride= is an error there)
     stride_fails = recipe.long_text == "chunk" and window >= 1
-    if not ids and (window < 1 or (recipe.long_text == "chunk" and recipe.stride >= window)):
-        # fit checked the stride against max_length - 2: a tokenizer that adds more special tokens leaves less
-        raise ValueError(
-            f"max_length={recipe.max_length} leaves {max(window, 0)} tokens for the text once this tokenizer's "
-            f"{model.n_special} special tokens are added" + (
-                f" (and stride={recipe.stride} must be below that)" if stride_fails else "")
-            + "; pass a larger max_length" + (" or a smaller stride." if stride_fails else ".")
-        )
-    if window < 1 or (recipe.long_text == "chunk" and recipe.stride >= window):
-        raise ValueError(
-            f"prefix={recipe.prefix!r} takes {len(ids)} tokens, which leaves {max(window, 0)} of max_length="
-            f"{recipe.max_length} for the text" + (f" (and stride={recipe.stride} must be below that)"
-                                                   if stride_fails else "")
-            + ("; pass a larger max_length, a smaller stride, or a shorter prefix." if stride_fails
-               else "; pass a larger max_length or a shorter prefix.")
-        )
-    return ids
+    if not (window < 1 or (recipe.long_text == "chunk" and recipe.stride >= window)):
+        return ids
+    if not ids:  # fit checked the stride against max_length - 2: a tokenizer that adds more special tokens leaves less
+        said = (f"max_length={recipe.max_length} leaves {max(window, 0)} tokens for the text once this tokenizer's "
+                f"{model.n_special} special tokens are added")
+    else:
+        said = (f"prefix={recipe.prefix!r} takes {len(ids)} tokens, which leaves {max(window, 0)} of max_length="
+                f"{recipe.max_length} for the text")
+    if stride_fails:
+        said += f" (and stride={recipe.stride} must be below that)"
+    raise ValueError(said + _what_makes_room(recipe, model, stride_fails, bool(ids)))
+
+
+def _what_makes_room(recipe: Recipe, model, stride: bool, prefix: bool) -> str:
+    """The end of :func:`prefix_tokens`' refusal: what to pass. A larger max_length only below the model's limit
+    (its ``spec.max_length``, which fit refuses to pass), the limit named; a backend with no spec, as before."""
+    limit = getattr(getattr(model, "spec", None), "max_length", None)
+    at_limit = limit is not None and recipe.max_length >= limit
+    ways = ([] if at_limit else ["a larger max_length" + (f" (up to the model's limit of {limit})" if limit else "")])
+    ways += ["a smaller stride"] * stride + ["a shorter prefix"] * prefix
+    note = " (max_length is already the model's limit)" if at_limit else ""
+    if not ways:
+        return f"; max_length is already the model's limit of {limit}, so this model leaves no room for any text."
+    if len(ways) > 2:
+        return f"; pass {', '.join(ways[:-1])}, or {ways[-1]}{note}."
+    return f"; pass {' or '.join(ways)}{note}."
 
 
 def pooled_from(recipe: Recipe, model, prefix: list[int]) -> int:

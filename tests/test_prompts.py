@@ -641,3 +641,21 @@ def test_the_prompts_note_names_the_prompt_sentence_transformers_puts_by_default
     assert np.abs(plain - peer).max() > 1e-3
     advised = BertEmbedder(prompted_bert, pooling="mean", layers=-1, prompt_name="query", dtype="float32")
     assert np.abs(advised.fit_transform(TEXTS) - peer).max() <= 1e-5
+
+
+def test_the_room_refusal_advises_a_larger_max_length_only_below_the_models_limit(tiny_bert):
+    """A prefix leaving no room at max_length=64, the tiny BERT's limit, was told to "pass a larger max_length",
+    which fit refuses (expected an int from 4 to the model's limit of 64 tokens); below the limit the advice names
+    it (as the truncation warning does since the docs hunt)."""
+    prefix = "the cat " * 40
+    with pytest.raises(ValueError) as info:
+        BertEmbedder(tiny_bert, prefix=prefix).fit_transform(TEXTS)  # max_length: the model's limit
+    assert str(info.value).endswith("for the text; pass a shorter prefix (max_length is already the model's limit).")
+    with pytest.raises(ValueError) as info:
+        BertEmbedder(tiny_bert, prefix=prefix, max_length=64, long_text="chunk", stride=0).fit_transform(TEXTS)
+    assert str(info.value).endswith("; pass a shorter prefix (max_length is already the model's limit).")
+    with pytest.raises(ValueError) as info:
+        BertEmbedder(tiny_bert, prefix=prefix, max_length=32).fit_transform(TEXTS)
+    assert str(info.value).endswith("; pass a larger max_length (up to the model's limit of 64) or a shorter prefix.")
+    with pytest.raises(ValueError, match=r"the model's limit of 64 tokens"):  # the limit advised is fit's
+        BertEmbedder(tiny_bert, max_length=65).fit(TEXTS)
