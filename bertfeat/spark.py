@@ -281,7 +281,9 @@ def embed_dataframe(sdf, text_cols, *, keep_cols=(), layout: str = "columns", re
     _check_device(recipe.get("device", "auto"), master)  # before a task is asked for its dtype
     # the metadata is the driver's, written before any task runs: its dtype="auto" must be what the tasks run
     fixed, gpu_guess = _fixed_auto_dtype(recipe, sdf.sparkSession, resource_profile)
-    checker = _checked_featurizer(text_cols, keep_cols, layout, fixed, _arrow_schema(sdf.schema), master)
+    schema = _arrow_schema(sdf.schema)
+    _refuse_nested_texts(schema, text_cols)
+    checker = _checked_featurizer(text_cols, keep_cols, layout, fixed, schema, master)
     provenance = {"bertfeat": json.dumps(checker.provenance())}
     fields = [sdf.schema[c] for c in keep_cols]
     for k, name in enumerate(checker.output_feature_columns()):
@@ -325,6 +327,27 @@ def _checked_featurizer(text_cols, keep_cols, layout, params, schema: pa.Schema,
     checker = ArrowFeaturizer(text_cols, keep_cols, layout=layout, **{**params, "device": "cpu"})
     checker.check_schema(schema)
     return checker
+
+
+def _refuse_nested_texts(schema: pa.Schema, text_cols) -> None:
+    """Refuse a text column of arrays or structs of a Spark DataFrame with Spark's way to make it text (the
+    featurizer's own refusal names pandas' and polars' ways, for a file to write again)."""
+    from bertfeat.encode import JOIN_ITEMS, TAKE_FIELD
+
+    functions = " (from pyspark.sql import functions as F)"
+    for c in text_cols:
+        t = schema.field(c).type if c in schema.names else None
+        if t is None:
+            continue
+        if pa.types.is_struct(t):
+            why, _, _ = TAKE_FIELD.partition(" Take")
+            raise TypeError(f"text column {c!r} holds {t} values, not text: {why} Take the field that holds the text "
+                            f"first: sdf.withColumn({c!r}, F.col({c!r}).getField('field')){functions}.")
+        if any(f(t) for f in (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list)):
+            why, _, _ = JOIN_ITEMS.partition(" Join")
+            raise TypeError(f"text column {c!r} holds {t} values, not text: {why} Join each row's items into one text "
+                            f"first: sdf.withColumn({c!r}, F.concat_ws(' ', {c!r})){functions}, or embed the items as "
+                            "texts of their own (F.explode).")
 
 
 def _check_device(device, master) -> None:

@@ -1141,6 +1141,29 @@ def test_embed_dataframe_selects_a_column_once_and_checks_before_any_task(tiny_b
         bspark.embed_dataframe(FakeDataFrame(spark_schema()), "review", layout="wide", model=tiny_bert)
 
 
+
+def test_embed_dataframe_tells_how_to_join_a_list_column_or_take_a_field_in_spark(tiny_bert):
+    """A Spark DataFrame whose text column holds arrays (tags, tokens) or structs was told pandas' and polars' ways
+    (df[col].str.join(' '), pl.col(col).list.join(' ')) and to "write the file again", of no file; now Spark's."""
+    from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
+
+    schema = StructType([StructField("id", LongType()), StructField("tags", ArrayType(StringType())),
+                         StructField("meta", StructType([StructField("text", StringType())]))])
+    with pytest.raises(TypeError) as info:
+        bspark.embed_dataframe(FakeDataFrame(schema), "tags", model=tiny_bert)
+    said = items = str(info.value)
+    assert said.startswith("text column 'tags' holds list<element: string> values, not text: a row of several items")
+    assert said.endswith("Join each row's items into one text first: sdf.withColumn('tags', "
+                         "F.concat_ws(' ', 'tags')) (from pyspark.sql import functions as F), or embed the items as "
+                         "texts of their own (F.explode).")
+    with pytest.raises(TypeError) as info:
+        bspark.embed_dataframe(FakeDataFrame(schema), "meta", model=tiny_bert)
+    said = str(info.value)
+    assert said.endswith("Take the field that holds the text first: sdf.withColumn('meta', F.col('meta').getField("
+                         "'field')) (from pyspark.sql import functions as F).")
+    for said in (items, said):
+        assert "str.join" not in said and "pandas" not in said and "write the file" not in said
+
 # -- what the manifest says, value by value ----------------------------------------------------------------------
 
 
