@@ -26,6 +26,10 @@ def _check_labels(y: np.ndarray, task: str, cv: int) -> None:
         return
     if (_task(y) if task == "auto" else task) != "classification":
         return
+    bad = np.flatnonzero(~np.isfinite(y)) if y.dtype.kind == "f" else []
+    if len(bad):  # scikit-learn refuses them as classes too ("Input y contains infinity"), naming no row
+        raise ValueError(f"the labels y are not finite (row {bad[0]}: {y.tolist()[bad[0]]!r}); scikit-learn's "
+                         "classifiers take finite labels only: drop or fix those rows.")
     try:
         values, counts = np.unique(y, return_counts=True)
     except TypeError:

@@ -1074,6 +1074,9 @@ class NoModel:
     (np.full(30, 2.5), "regression", r"the labels y are all 2\.5"),  # scored a perfect 1.0 everywhere
     (["a", "b"] * 15, "regression", r"task='regression' needs numeric labels"),  # failed after the model ran
     (np.r_[np.arange(29.0), np.inf], "auto", r"not finite \(row 29"),
+    # classes (ten or fewer values) with inf among them: scikit-learn's "Input y contains infinity" after the model ran
+    (np.r_[[0.0, 1.0] * 13, [np.inf] * 4], "auto",
+     r"^the labels y are not finite \(row 26: inf\); scikit-learn's classifiers take finite labels only: drop or fix"),
     ([str(i % 2) if i % 3 else i % 2 for i in range(30)], "auto", r"the labels y mix types \(int, str\)"),  # 1 == "1"
 ])
 def test_labels_the_probe_cannot_score_are_refused_before_any_work(tiny_bert, monkeypatch, y, task, message):

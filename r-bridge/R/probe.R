@@ -67,6 +67,11 @@ bf_probe <- function(x, y, model = "default", cv = 5, unions = 3, baseline = TRU
     abort_bf(sprintf("`y` has %d missing labels (the first in row %d); drop those rows first.", sum(is.na(y)),
                      which(is.na(y))[1]), "missing_value", call = call)
   }
+  if (is.numeric(y) && any(is.infinite(y))) { # here, or Python names the row counting from 0
+    first <- which(is.infinite(y))[1]
+    abort_bf(sprintf("`y` has %d infinite labels (the first in row %d: %s); scikit-learn takes finite labels only: drop or fix those rows first.",
+                     sum(is.infinite(y)), first, format(y[first])), "input", call = call)
+  }
   # numbers as doubles: an integer vector (read.csv()'s whole numbers) crossed as Python ints, which the probe's
   # task = "auto" reads as classes whatever their count, where the help says numbers past 10 values are a regression
   y <- if (is.numeric(y)) as.double(y) else as.character(y)

@@ -60,6 +60,9 @@ test_that("bf_probe() reads whole numbers as its help says, a regression past 10
 test_that("bf_probe() checks its arguments", {
   expect_error(bf_probe(c("a", "b"), 1), class = "bertfeat_error_input")
   expect_error(bf_probe(c("a", "b"), c(1, NA)), class = "bertfeat_error_missing_value")
+  # an infinite label was named by Python from 0: "row 1" for R's row 2
+  err <- expect_error(bf_probe(c("a", "b", "c"), c(1, -Inf, Inf)), class = "bertfeat_error_input")
+  expect_match(conditionMessage(err), "`y` has 2 infinite labels (the first in row 2: -Inf)", fixed = TRUE)
   expect_error(bf_probe(c("a", "b"), c(1, 2), colour = "red"), class = "bertfeat_error_argument")
 })
 
