@@ -413,7 +413,13 @@ def probe(texts, missing_mask, y, params=None):
     params = dict(params or {})
     if "model" in params:
         params["model"] = _as_list(params["model"])
-    result, caught = _recording(run_probe, X, np.asarray(_as_list(y)), **params)
+    try:
+        result, caught = _recording(run_probe, X, np.asarray(_as_list(y)), **params)
+    except (ValueError, TypeError) as exc:  # a text refused here is named by R's row number, as embed() names it
+        from bertfeat.arrow import raise_at_input_row
+
+        raise_at_input_row(exc, range(1, len(X) + 1))
+        raise
     columns = {}
     for name in ["rank", "model", "kind", "candidate", "n_features", "score", "std_err", "embed_s_per_1k", "pooling",
                  "layers", "layer_agg", "layer", "n_layers"]:

@@ -341,6 +341,12 @@ def test_a_text_the_tokenizer_drops_whole_is_named_by_rs_row_number(drops_charac
     X = _unpack(*_r.embed([["a cat", DROPPED[0]]], [[False, False]], None,
                           {"model": drops_characters, "missing": "nan"})[:3])
     assert np.isnan(X[1]).all() and not np.isnan(X[0]).any()
+    # bf_probe() named it by Python's row ("row 4" for R's row 5) where bf_embed() says R's
+    texts = [f"the cat sat {i}" for i in range(12)]
+    texts[4] = DROPPED[0]
+    with pytest.raises(ValueError, match="^row 5 \\('\u03a9'\\) gives no token"):
+        _r.probe(texts, [False] * 12, ["a", "b"] * 6,
+                 {"model": drops_characters, "cv": 2, "unions": 0, "poolings": ["mean"], "baseline": False})
 
 
 def _features_file(path, ids, layout="columns"):
