@@ -177,12 +177,45 @@ def _launch_jvm(quiet: bool) -> None:
 
 def _job_session(spark, started: bool):
     """The session a job's queries run in: ``spark`` where the job started it (and stops it), else a session of the
-    job's own beside the user's (``newSession()``: their SparkContext and the cluster's configuration, its own SQL
-    options), so that the options a job sets (:class:`_conf`) are never the user's session's, not even while it
-    runs: another thread's queries on it (a notebook's, a service's) ran with case-sensitive names meanwhile, and an
-    option that thread set during the job was put back when it ended. The user's session's own settings (set with
-    ``spark.conf.set``) do not reach the job, whose output is the local engine's whatever they are."""
-    return spark if started else spark.newSession()
+    job's own beside the user's (``newSession()``: their SparkContext), so that the options a job sets
+    (:class:`_conf`) are never the user's session's, not even while it runs: another thread's queries on it (a
+    notebook's, a service's) ran with case-sensitive names meanwhile, and an option that thread set during the job was
+    put back when it ended. ``newSession()`` starts from the cluster's configuration, so the settings made on the
+    user's session since (``spark.conf.set``: a storage account's key, ``fs.s3a.*``, the session time zone) are
+    carried over first (:func:`_carry_settings`): the job reads and writes with them, as the local engine does.
+
+    A Spark Connect client without ``newSession()`` (pyspark before 4.3 raises ``NOT_IMPLEMENTED``) gets the user's
+    session itself, the job's options set on it for the job's length and put back after (:class:`_conf`)."""
+    if started:
+        return spark
+    from pyspark.errors import PySparkNotImplementedError
+
+    try:
+        job = spark.newSession()
+    except PySparkNotImplementedError:
+        return spark
+    _carry_settings(spark, job)
+    return job
+
+
+def _carry_settings(users, job) -> None:
+    """Give ``job`` (a new session beside ``users``) the runtime settings of ``users``: each key whose value differs
+    is set, each key ``users`` has not is unset; a key Spark lets no session change (static SQL options, the Spark
+    core's, which are the cluster's anyway) is left as it is."""
+    from pyspark.errors import AnalysisException
+
+    wanted, have = dict(users.conf.getAll), dict(job.conf.getAll)  # pyspark 4: a property, classic and Connect
+    for key, value in wanted.items():
+        if have.get(key) != value:
+            try:
+                job.conf.set(key, value)
+            except AnalysisException:  # CANNOT_MODIFY_STATIC_CONFIG, CANNOT_MODIFY_CONFIG
+                pass
+    for key in have.keys() - wanted.keys():
+        try:
+            job.conf.unset(key)
+        except AnalysisException:
+            pass
 
 
 class _conf:

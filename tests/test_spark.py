@@ -715,3 +715,36 @@ def test_a_quiet_job_leaves_the_users_next_session_logging_at_sparks_level(tiny_
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.stdout.splitlines()[-1] == "level WARN"
+
+
+def test_the_users_runtime_settings_reach_the_job_and_its_options_never_reach_the_user(tiny_bert, spark, tmp_path,
+                                                                                       monkeypatch):
+    """The job's own session (newSession) started from the cluster's configuration: a storage key set with
+    ``spark.conf.set`` (Databricks' documented way to reach ADLS; fs.s3a.* alike) never reached the Hadoop
+    configuration its reads use, and its queries ran in the cluster's time zone. They now carry the user's settings,
+    the job's options on top, and the user's session shows none of the job's, during the job and after."""
+    run_job, seen = bspark._run_job, {}
+    key = "fs.azure.account.key.bertfeat.dfs.core.windows.net"
+
+    def watched(job, *args, **kwargs):
+        seen["hadoop"] = job._jsparkSession.sessionState().newHadoopConf().get(key)  # what a read of the job gets
+        seen["time"] = job.sql("SELECT CAST(TIMESTAMP '2020-01-01 00:00:00 UTC' AS STRING) AS t").first().t
+        seen["users"] = spark.conf.get("spark.sql.caseSensitive"), spark.conf.get("spark.sql.legacy.parquet.nanosAsLong")
+        seen["job"] = job.conf.get("spark.sql.caseSensitive")
+        return run_job(job, *args, **kwargs)
+
+    monkeypatch.setattr(bspark, "_run_job", watched)
+    make_frame(6, seed=4).to_parquet(tmp_path / "in.parquet", index=False)
+    before = dict(spark.conf.getAll)
+    spark.conf.set(key, "the account's key")
+    spark.conf.set("spark.sql.session.timeZone", "Asia/Tokyo")
+    try:
+        assert main(["embed", str(tmp_path / "in.parquet"), "--text-col", "review", "--model", tiny_bert, "--quiet",
+                     "--out", str(tmp_path / "out"), "--engine", "spark"]) == 0
+        assert seen == {"hadoop": "the account's key", "time": "2020-01-01 09:00:00", "users": ("false", "false"),
+                        "job": "true"}
+        assert dict(spark.conf.getAll) == {**before, key: "the account's key", "spark.sql.session.timeZone": "Asia/Tokyo"}
+    finally:
+        spark.conf.unset(key)
+        spark.conf.unset("spark.sql.session.timeZone")
+    assert pq.read_table(tmp_path / "out").num_rows == 6

@@ -41,8 +41,8 @@ MANIFEST_KEYS = {"output", "engine", "input", "provenance", "counts", "timing", 
 class FakeSession:
     """The parts of a SparkSession ``embed_files`` reads; after ``stop`` it has no context left to read."""
 
-    def __init__(self, master="local[3]", parallelism=3, conf=None):
-        self.conf = FakeConf({"spark.task.cpus": "3"} if conf is None else conf)
+    def __init__(self, master="local[3]", parallelism=3, conf=None, static=()):
+        self.conf = FakeConf({"spark.task.cpus": "3"} if conf is None else conf, static)
         self.cluster = dict(self.conf.values)  # the configuration a new session beside this one starts from
         self.sessions = []  # the sessions made beside this one (newSession)
         self.sparkContext = SimpleNamespace(master=master, defaultParallelism=parallelism, _jsc="its JVM context")
@@ -51,7 +51,7 @@ class FakeSession:
 
     def newSession(self):
         """A session sharing this one's SparkContext, with its own options: the cluster's, not this one's since."""
-        other = type(self)(conf=dict(self.cluster))
+        other = type(self)(conf=dict(self.cluster), static=self.conf.static)
         if "sparkContext" in vars(self):  # a Connect session has none
             other.sparkContext = self.sparkContext
         other.jobs = self.jobs  # run on the same SparkContext (or Connect server)
@@ -1550,8 +1550,60 @@ def test_a_job_on_the_users_session_never_changes_its_options_not_even_while_it_
     assert seen["users"] == before  # nothing of the job's on the user's session while it ran
     assert users.conf.values == {**before, "spark.sql.caseSensitive": "false"}  # the other thread's option stays
     (job,) = users.sessions
-    assert fake.job.calls[0]["conf"] == {"spark.task.cpus": "2", "spark.sql.execution.arrow.maxRecordsPerBatch":
-                                         "10000", "spark.sql.legacy.parquet.nanosAsLong": "true",
-                                         "spark.sql.caseSensitive": "true"}  # the cluster's, and the job's own
+    assert fake.job.calls[0]["conf"] == {"spark.task.cpus": "2", "spark.sql.session.timeZone": "Asia/Tokyo",
+                                         "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
+                                         "spark.sql.legacy.parquet.nanosAsLong": "true",
+                                         "spark.sql.caseSensitive": "true"}  # the user's, and the job's own on top
     assert job.stopped == 0 and users.stopped == 0  # stopping either would stop the user's SparkContext
     assert manifest["spark"]["task_cpus"] == 2 and manifest["spark"]["master"] == "local[3]"
+
+
+def test_the_jobs_session_carries_the_users_runtime_settings_and_its_own_options_on_top():
+    """newSession() starts from the cluster's configuration, so a job on the user's session read and wrote without
+    the settings made on it since (a storage account's key, fs.s3a.*, the session time zone, binaryAsString). The
+    job's session now gets each user's key whose value differs, loses each key the user's has not (unset since),
+    and a key Spark lets no session change is left as it is; the job's three options go on top, and the user's
+    session is never touched."""
+    users = FakeSession(conf={"spark.task.cpus": "2", "spark.app.name": "notebook", "spark.sql.shuffle.partitions": "9",
+                              "spark.sql.warehouse.dir": "/cluster"}, static={"spark.sql.warehouse.dir"})
+    users.conf.set("fs.azure.account.key.acct.dfs.core.windows.net", "the key")
+    users.conf.set("spark.sql.session.timeZone", "Asia/Tokyo")
+    users.conf.set("spark.sql.caseSensitive", "false")  # the user's own value of one of the job's options
+    users.conf.unset("spark.sql.shuffle.partitions")
+    users.conf.values["spark.sql.warehouse.dir"] = "/elsewhere"  # as a builder option before the session existed
+    before = dict(users.conf.values)
+
+    assert bsession._job_session(users, started=True) is users  # a session the job started is its own
+    job = bsession._job_session(users, started=False)
+    assert job is not users and users.sessions == [job]
+    # the static key is refused (as Spark does) and left the cluster's; the job goes on
+    assert job.conf.values == {"spark.task.cpus": "2", "spark.app.name": "notebook", "spark.sql.warehouse.dir":
+                               "/cluster", "fs.azure.account.key.acct.dfs.core.windows.net": "the key",
+                               "spark.sql.session.timeZone": "Asia/Tokyo", "spark.sql.caseSensitive": "false"}
+    with bsession._conf(job, {"spark.sql.caseSensitive": "true"}):
+        assert job.conf.values["spark.sql.caseSensitive"] == "true"
+        assert users.conf.values == before
+    assert users.conf.values == before and users.stopped == 0
+
+
+def test_a_spark_connect_client_without_new_sessions_runs_the_job_on_the_users_session_and_puts_its_options_back(
+        tiny_bert, tmp_path, spark_job):
+    """pyspark's Spark Connect client before 4.3 (Databricks Connect, serverless) raises NOT_IMPLEMENTED for
+    newSession(): the job failed there before reading a row. It now runs on the user's session itself, its options
+    set for the job's length and put back (docs/spark.md says so)."""
+    from pyspark.errors import PySparkNotImplementedError
+
+    class OldConnectSession(FakeConnectSession):
+        def newSession(self):
+            raise PySparkNotImplementedError(errorClass="NOT_IMPLEMENTED", messageParameters={"feature": "newSession()"})
+
+    make_frame(6, seed=1).to_parquet(tmp_path / "in.parquet", index=False)
+    users = OldConnectSession(conf={"spark.task.cpus": "2", "spark.sql.session.timeZone": "Asia/Tokyo"})
+    fake = spark_job(session=users)
+    bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True)
+    assert fake.job.calls[0]["conf"] == {"spark.task.cpus": "2", "spark.sql.session.timeZone": "Asia/Tokyo",
+                                         "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
+                                         "spark.sql.legacy.parquet.nanosAsLong": "true",
+                                         "spark.sql.caseSensitive": "true"}
+    assert users.conf.values == {"spark.task.cpus": "2", "spark.sql.session.timeZone": "Asia/Tokyo"}
+    assert pq.read_table(tmp_path / "out").num_rows == 6

@@ -434,17 +434,32 @@ def test_csv_input_is_staged_as_parquet_one_file_per_chunk_in_order(tmp_path):
 
 
 class FakeConf:
-    def __init__(self, values):
-        self.values, self.log = dict(values), []
+    """A session's RuntimeConfig; ``static`` keys are refused as Spark refuses a static or core option."""
+
+    def __init__(self, values, static=()):
+        self.values, self.log, self.static = dict(values), [], set(static)
+
+    @property
+    def getAll(self):  # a property in pyspark 4 (classic and Connect)
+        return dict(self.values)
 
     def get(self, key, default):
         return self.values.get(key, default)
 
+    def _refuse_static(self, key):
+        if key in self.static:
+            from pyspark.errors import AnalysisException
+
+            raise AnalysisException(message=f"[CANNOT_MODIFY_STATIC_CONFIG] Cannot modify the value of the static "
+                                            f"Spark config: \"{key}\".")
+
     def set(self, key, value):
+        self._refuse_static(key)
         self.log.append(("set", key, value))
         self.values[key] = value
 
     def unset(self, key):
+        self._refuse_static(key)
         self.log.append(("unset", key))
         self.values.pop(key, None)
 
