@@ -535,7 +535,7 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
     if started:
         ray.init(logging_level=logging.ERROR if quiet else logging.INFO, log_to_driver=not quiet)
     try:
-        with _data_context(ray, preserve_order, quiet):
+        with _quiet_ray_data_log(quiet):
             plan = plan_workers(*_cluster_nodes(ray), num_workers, gpus_per_worker, cpus_per_worker,
                                 params.get("device", "auto"))
             collector = ray.remote(num_cpus=0)(JobCounts).remote()
@@ -545,7 +545,9 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
             ds = ray.data.read_parquet([str(f.resolve()) for f in reader.files], partitioning=None,
                                        file_extensions=[s.lstrip(".") for s in PARQUET_SUFFIXES],
                                        schema=reader.schema)
-            feats = embed_dataset(ds, text_cols, keep_cols, num_workers=plan.num_workers,
+            # the job's order and progress options on the dataset's own context, never the process's
+            feats = embed_dataset(_job_context(ds, preserve_order, quiet), text_cols, keep_cols,
+                                  num_workers=plan.num_workers,
                                   gpus_per_worker=gpus_per_worker, cpus_per_worker=plan.cpus, batch_rows=batch_rows,
                                   layout=layout, _collector=collector, **params)
             try:
@@ -669,31 +671,35 @@ def _check_written(data_dir: Path, expected_rows: int) -> tuple[list[Path], dict
     return files, check_written(files, data_dir, expected_rows, "the Ray workers")
 
 
-class _data_context:
-    """Set Ray Data's order and progress options for one job and put the caller's back after it."""
+def _job_context(ds, preserve_order: bool, quiet: bool):
+    """``ds`` with the job's order and progress options, set on its own ``DataContext``: the copy Ray took of the
+    current one when ``ds`` was read (so the user's other settings reach the job), which the datasets made from it
+    share. The process's ``DataContext.get_current()`` is every thread's: set there for the job's length, another
+    thread's datasets made meanwhile ran with the job's order and without progress bars, and a setting that thread
+    made during the job was put back when it ended."""
+    ctx = ds.context
+    ctx.execution_options.preserve_order = preserve_order
+    if quiet:
+        ctx.enable_progress_bars = False
+        if hasattr(ctx, "print_on_execution_start"):  # Ray 2.10+
+            ctx.print_on_execution_start = False
+    return ds
 
-    def __init__(self, ray, preserve_order: bool, quiet: bool):
-        self.ctx = ray.data.DataContext.get_current()
-        self.preserve_order = preserve_order
-        self.quiet = quiet
+
+class _quiet_ray_data_log:
+    """Ray Data's logger (``ray.data``, the process's) at CRITICAL for a quiet job, put back after it unless another
+    thread set it meanwhile: that thread's level stays."""
+
+    def __init__(self, quiet: bool):
+        self.quiet, self.log = quiet, logging.getLogger("ray.data")
 
     def __enter__(self):
-        opts = self.ctx.execution_options
-        self.saved = (opts.preserve_order, self.ctx.enable_progress_bars,
-                      getattr(self.ctx, "print_on_execution_start", None), logging.getLogger("ray.data").level)
-        opts.preserve_order = self.preserve_order
         if self.quiet:
-            self.ctx.enable_progress_bars = False
-            if self.saved[2] is not None:
-                self.ctx.print_on_execution_start = False
-            logging.getLogger("ray.data").setLevel(logging.CRITICAL)  # a failed job still raises
+            self.saved = self.log.level
+            self.log.setLevel(logging.CRITICAL)  # a failed job still raises
         return self
 
     def __exit__(self, *exc):
-        order, bars, announce, level = self.saved
-        self.ctx.execution_options.preserve_order = order
-        self.ctx.enable_progress_bars = bars
-        if announce is not None:
-            self.ctx.print_on_execution_start = announce
-        logging.getLogger("ray.data").setLevel(level)
+        if self.quiet and self.log.level == logging.CRITICAL:
+            self.log.setLevel(self.saved)
         return False

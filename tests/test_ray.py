@@ -247,3 +247,33 @@ def test_files_whose_types_differ_come_out_in_the_local_engines_wider_types(tiny
     assert got.schema.equals(local.schema, check_metadata=True)
     assert got.select(keep).to_pydict() == local.select(keep).to_pydict() == {c: mixed_rows()[c] for c in keep}
     assert np.abs(features(got, len(keep)) - features(local, len(keep))).max() <= 1e-5
+
+
+def test_a_quiet_job_leaves_the_processes_data_context_alone_and_runs_with_its_own(tiny_bert, ray_cluster, tmp_path,
+                                                                                  monkeypatch):
+    """A file job set its order and progress options on ``DataContext.get_current()`` (the process's, every
+    thread's) for its length: another thread's datasets made meanwhile ran in order and without progress bars, and
+    its own change was put back when the job ended. They are set on the job's dataset's own copy now: the job still
+    keeps the input order, and the process's context is the user's throughout."""
+    import bertfeat.ray as bray
+
+    current = ray.data.DataContext.get_current()
+    monkeypatch.setattr(current.execution_options, "preserve_order", False)
+    monkeypatch.setattr(current, "enable_progress_bars", True)
+    embed_dataset, seen = bray.embed_dataset, {}
+
+    def watched(ds, *args, **kwargs):
+        seen["process"] = current.execution_options.preserve_order, current.enable_progress_bars
+        seen["job"] = ds.context.execution_options.preserve_order, ds.context.enable_progress_bars
+        return embed_dataset(ds, *args, **kwargs)
+
+    monkeypatch.setattr(bray, "embed_dataset", watched)
+    df = make_frame(40, seed=8)
+    for k in range(3):
+        df.iloc[k::3].to_parquet(tmp_path / f"in-{k}.parquet")
+    bray.embed_parquet(tmp_path, tmp_path / "out", "review", keep_cols="id", model=tiny_bert, quiet=True,
+                       batch_rows=4)
+    assert seen == {"process": (False, True), "job": (True, False)}
+    assert (current.execution_options.preserve_order, current.enable_progress_bars) == (False, True)
+    want = pd.concat([df.iloc[k::3] for k in range(3)])["id"].tolist()
+    assert pq.read_table(tmp_path / "out").column("id").to_pylist() == want  # the input's order, file by file

@@ -9,6 +9,7 @@ computes and hands to Ray is read, in seconds (so that mutation testing can affo
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
@@ -66,8 +67,10 @@ class Recorder:
 class FakeDataset:
     """The parts of a Ray Dataset the engine uses, over one arrow table; map_batches runs the actors here."""
 
-    def __init__(self, ray, table: pa.Table, known_schema=True):
+    def __init__(self, ray, table: pa.Table, known_schema=True, context=None):
         self.ray, self.table, self.known_schema = ray, table, known_schema
+        # Ray's: a copy of the process's DataContext taken as the dataset is read, shared by the datasets made from it
+        self.context = copy.deepcopy(ray.data.DataContext.get_current()) if context is None else context
 
     def schema(self, fetch_if_missing=True):
         assert fetch_if_missing is False  # the engine must not run the dataset to learn its columns
@@ -75,18 +78,24 @@ class FakeDataset:
 
     def select_columns(self, cols):
         self.ray.selected.append(list(cols))
-        return FakeDataset(self.ray, self.table.select(cols), self.known_schema)
+        return FakeDataset(self.ray, self.table.select(cols), self.known_schema, self.context)
 
     def map_batches(self, fn, **kwargs):
         self.ray.mapped.append(kwargs)
-        return Mapped(self.ray, self.table, fn, kwargs)
+        return Mapped(self.ray, self.table, fn, kwargs, self.context)
 
 
 class Mapped:
-    def __init__(self, ray, table, fn, kwargs):
-        self.ray, self.table, self.fn, self.kw = ray, table, fn, kwargs
+    def __init__(self, ray, table, fn, kwargs, context):
+        self.ray, self.table, self.fn, self.kw, self.context = ray, table, fn, kwargs, context
 
     def write_datasink(self, sink):
+        """Runs the job, with the order and progress options of its own context (recorded in ``ray.ran_with``)."""
+        opts = self.context.execution_options
+        self.ray.ran_with.append((opts.preserve_order, self.context.enable_progress_bars,
+                                  self.context.print_on_execution_start))
+        if self.ray.during is not None:
+            self.ray.during()
         kw = self.kw
         assert kw["batch_format"] == "pyarrow"
         actors = [self.fn(**kw["fn_constructor_kwargs"]) for _ in range(kw["compute"].size)]
@@ -116,6 +125,7 @@ class FakeRay(ModuleType):
         self.initialized = initialized
         self.inits, self.shutdowns, self.killed, self.actor_options = [], 0, [], []
         self.selected, self.mapped, self.read, self.retried, self.rewritten = [], [], [], set(), set()
+        self.ran_with, self.during = [], None  # each job's (order, progress bars, start line); a hook as it runs
         self.data = SimpleNamespace(DataContext=data_module.DataContext, Datasink=data_module.Datasink,
                                     ActorPoolStrategy=lambda size: SimpleNamespace(size=size),
                                     read_parquet=self.read_parquet)
@@ -371,41 +381,88 @@ def test_known_schema_reads_what_ray_knows_without_running_the_dataset():
 
 @pytest.mark.parametrize("quiet", [False, True])
 @pytest.mark.parametrize("preserve_order", [False, True])
-def test_data_context_sets_order_and_progress_for_one_job_and_puts_them_back(ray_data, preserve_order, quiet):
-    ctx = ray_data.DataContext.get_current()
-    ray = SimpleNamespace(data=ray_data)
+def test_the_jobs_order_and_progress_are_set_on_its_datasets_own_context_never_the_processes(ray_data,
+                                                                                             preserve_order, quiet):
+    """The options were set on DataContext.get_current(), every thread's, for the job's length: another thread's
+    datasets made meanwhile ran with them, and its own change was put back at the end. Now the dataset's copy."""
+    current = ray_data.DataContext.get_current()
+    before = (current.execution_options.preserve_order, current.enable_progress_bars, current.print_on_execution_start)
+    own = copy.deepcopy(current)
+    own.execution_options.preserve_order = not preserve_order
+    own.enable_progress_bars = own.print_on_execution_start = True
+    ds = SimpleNamespace(context=own)
+    assert bray._job_context(ds, preserve_order, quiet) is ds
+    assert (own.execution_options.preserve_order, own.enable_progress_bars, own.print_on_execution_start) == (
+        preserve_order, not quiet, not quiet)
+    assert (current.execution_options.preserve_order, current.enable_progress_bars,
+            current.print_on_execution_start) == before
+
+
+def test_the_jobs_context_on_a_ray_without_the_start_announcement():
+    ctx = SimpleNamespace(execution_options=SimpleNamespace(preserve_order=False), enable_progress_bars=True)
+    bray._job_context(SimpleNamespace(context=ctx), True, True)
+    assert not hasattr(ctx, "print_on_execution_start") and ctx.enable_progress_bars is False
+    assert ctx.execution_options.preserve_order is True
+
+
+def test_a_quiet_job_puts_ray_datas_log_level_back_unless_another_thread_set_it_meanwhile():
+    import threading
+
     log = logging.getLogger("ray.data")
-    saved = (ctx.execution_options.preserve_order, ctx.enable_progress_bars, ctx.print_on_execution_start, log.level)
-    ctx.execution_options.preserve_order = not preserve_order
-    ctx.enable_progress_bars = True
-    ctx.print_on_execution_start = True
-    log.setLevel(15)  # not the root logger's level: the one of "ray.data" is put back
+    saved = log.level
+    log.setLevel(15)
     try:
-        with bray._data_context(ray, preserve_order, quiet) as entered:
-            assert isinstance(entered, bray._data_context)
-            assert ctx.execution_options.preserve_order is preserve_order
-            assert ctx.enable_progress_bars is (not quiet)
-            assert ctx.print_on_execution_start is (not quiet)
-            assert log.level == (logging.CRITICAL if quiet else 15)
-        assert ctx.execution_options.preserve_order is (not preserve_order)
-        assert ctx.enable_progress_bars is True and ctx.print_on_execution_start is True
+        with bray._quiet_ray_data_log(False):
+            assert log.level == 15  # not quiet: not touched
+        with bray._quiet_ray_data_log(True):
+            assert log.level == logging.CRITICAL
         assert log.level == 15
         with pytest.raises(KeyError):  # put back when the job fails too, and the failure passes through
-            with bray._data_context(ray, preserve_order, quiet):
+            with bray._quiet_ray_data_log(True):
                 raise KeyError("job failed")
-        assert ctx.execution_options.preserve_order is (not preserve_order) and ctx.enable_progress_bars is True
         assert log.level == 15
+        with bray._quiet_ray_data_log(True):
+            other = threading.Thread(target=log.setLevel, args=(logging.DEBUG,))  # another thread's, meanwhile
+            other.start()
+            other.join()
+        assert log.level == logging.DEBUG  # that thread's level stays
     finally:
-        ctx.execution_options.preserve_order, ctx.enable_progress_bars, ctx.print_on_execution_start = saved[:3]
-        log.setLevel(saved[3])
+        log.setLevel(saved)
 
 
-def test_data_context_on_a_ray_without_the_start_announcement(ray_data):
-    ctx = SimpleNamespace(execution_options=SimpleNamespace(preserve_order=False), enable_progress_bars=True)
-    ray = SimpleNamespace(data=SimpleNamespace(DataContext=SimpleNamespace(get_current=lambda: ctx)))
-    with bray._data_context(ray, True, True):
-        assert not hasattr(ctx, "print_on_execution_start") and ctx.enable_progress_bars is False
-    assert not hasattr(ctx, "print_on_execution_start") and ctx.enable_progress_bars is True
+def test_a_file_job_leaves_the_processes_data_context_alone_even_while_it_runs(tiny_bert, fake_ray, quiet_threads,
+                                                                               tmp_path, ray_data):
+    """A file job set its order and progress options on the process's DataContext (every thread's) for its length
+    and put the old values back after: another thread's datasets made meanwhile ran without progress bars and in
+    order, and a setting that thread made during the job was undone. They are now the job's dataset's own."""
+    import threading
+
+    src = write_input(tmp_path, frame(6, seed=2))
+    current = ray_data.DataContext.get_current()
+    saved = (current.execution_options.preserve_order, current.enable_progress_bars, current.print_on_execution_start)
+    current.execution_options.preserve_order, current.enable_progress_bars = False, True
+    current.print_on_execution_start = True
+    ray = fake_ray(cpus=(2.0,))
+    seen = []
+
+    def meanwhile():
+        seen.append((current.execution_options.preserve_order, current.enable_progress_bars,
+                     current.print_on_execution_start))
+        other = threading.Thread(target=setattr, args=(current, "enable_progress_bars", False))
+        other.start()
+        other.join()
+
+    ray.during = meanwhile
+    try:
+        bray.embed_parquet(src, tmp_path / "out", "review", keep_cols="id", model=tiny_bert, quiet=True,
+                           num_workers=1)
+        assert ray.ran_with == [(True, False, False)]  # the job's own: in order, quiet
+        assert seen == [(False, True, True)]  # the process's, while the job ran: the user's
+        assert (current.execution_options.preserve_order, current.enable_progress_bars,
+                current.print_on_execution_start) == (False, False, True)  # the other thread's change stays
+    finally:
+        current.execution_options.preserve_order, current.enable_progress_bars = saved[:2]
+        current.print_on_execution_start = saved[2]
 
 
 # -- the actor -------------------------------------------------------------------------------------------------------
