@@ -19,6 +19,7 @@ import math
 import os
 import shutil
 import socket
+import threading
 import time
 import warnings
 from dataclasses import asdict, dataclass
@@ -531,9 +532,7 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
     shutil.rmtree(data_dir, ignore_errors=True)  # files of a dead run: rewritten, their texts come from the cache
     paths.partial.mkdir(parents=True, exist_ok=True)
 
-    started = not ray.is_initialized()
-    if started:
-        ray.init(logging_level=logging.ERROR if quiet else logging.INFO, log_to_driver=not quiet)
+    started = _ray_for_job(ray, quiet)
     try:
         with _quiet_ray_data_log(quiet):
             plan = plan_workers(*_cluster_nodes(ray), num_workers, gpus_per_worker, cpus_per_worker,
@@ -565,7 +564,7 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
             ray.kill(collector)
     finally:
         if started:
-            ray.shutdown()
+            _job_ended(ray)
 
     totals, batches, passes, by_worker = _written_stats(data_dir)
     # each actor's own forward passes, by rung: on CPUs of different kinds the fused pass may differ by node
@@ -703,3 +702,29 @@ class _quiet_ray_data_log:
         if self.quiet and self.log.level == logging.CRITICAL:
             self.log.setLevel(self.saved)
         return False
+
+
+# the file jobs of this process running on a Ray one of them started: it is stopped as the last of them ends, never
+# under another thread's job that found it running (two jobs from concurrent.futures, a web service's requests)
+_STARTED_RAY = {"lock": threading.Lock(), "jobs": 0}
+
+
+def _ray_for_job(ray, quiet: bool) -> bool:
+    """Start Ray for a file job where the process has none, and count the job on a Ray a job started: True where
+    :func:`_job_ended` must be called as it ends. A Ray the caller started is theirs: never counted, never stopped."""
+    with _STARTED_RAY["lock"]:
+        if not ray.is_initialized():
+            ray.init(logging_level=logging.ERROR if quiet else logging.INFO, log_to_driver=not quiet)
+            _STARTED_RAY["jobs"] = 0
+        elif not _STARTED_RAY["jobs"]:
+            return False
+        _STARTED_RAY["jobs"] += 1
+        return True
+
+
+def _job_ended(ray) -> None:
+    """A job on a Ray a job started has ended: the last one stops it."""
+    with _STARTED_RAY["lock"]:
+        _STARTED_RAY["jobs"] -= 1
+        if not _STARTED_RAY["jobs"]:
+            ray.shutdown()

@@ -1190,3 +1190,40 @@ def test_an_actor_whose_libraries_tokenize_otherwise_fails_the_job_as_it_starts(
     with pytest.raises(ValueError, match=r"^a Ray worker on host .* tokenizes texts into other ids than the driver"):
         bray.embed_parquet(src, tmp_path / "out", "review", model=tiny_bert, quiet=True)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_ray_a_job_started_is_stopped_only_when_no_other_threads_job_runs_on_it(tiny_bert, fake_ray, quiet_threads,
+                                                                                  tmp_path):
+    """Two jobs run from two threads (concurrent.futures, a web service) in a process without Ray: the first started
+    Ray, the second found it running and used it, and the first, ending, shut Ray down under the second. Ray a job
+    started is now stopped when the last job on it ends."""
+    import threading
+
+    src = write_input(tmp_path, frame(6, seed=3))
+    ray = fake_ray(cpus=(2.0,))
+    inside, release, states = threading.Event(), threading.Event(), []
+
+    def second_job():
+        bray.embed_parquet(src, tmp_path / "second", "review", model=tiny_bert, quiet=True, num_workers=1)
+
+    def hold_the_second():  # the second job's write: it waits, running, until the first job has ended
+        inside.set()
+        assert release.wait(30)
+        states.append(("second running", ray.initialized, ray.shutdowns))
+
+    def start_the_second():
+        ray.during = hold_the_second
+        other = threading.Thread(target=second_job)
+        other.start()
+        assert inside.wait(30)
+        return other
+
+    threads = []
+    ray.during = lambda: threads.append(start_the_second())  # the first job's write starts the second's
+    bray.embed_parquet(src, tmp_path / "first", "review", model=tiny_bert, quiet=True, num_workers=1)
+    states.append(("first ended", ray.initialized, ray.shutdowns))
+    release.set()
+    threads[0].join(30)
+    assert states == [("first ended", True, 0), ("second running", True, 0)]
+    assert ray.shutdowns == 1 and not ray.initialized and len(ray.inits) == 1  # once both jobs ended
+    assert pq.read_table(tmp_path / "second").num_rows == pq.read_table(tmp_path / "first").num_rows == 6
