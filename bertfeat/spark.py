@@ -42,8 +42,8 @@ from bertfeat.recipe import _is_int
 from bertfeat.worker_recipe import (check_fixed_dtype, check_worker_recipe, check_worker_tokenization, driver_recipe,
                                     fix_auto_dtype, libraries)
 # the session's side of a job; require_java and JAVA_HINT are imported from here too (the command line, users)
-from bertfeat.spark_session import (JAVA_HINT, _conf, _job_master, _job_session, _session, _stop,  # noqa: F401
-                                    context, master_of, require_java)
+from bertfeat.spark_session import (JAVA_HINT, _conf, _job_ended, _job_master, _job_session, _session,  # noqa: F401
+                                    _stop, context, master_of, require_java)
 from bertfeat.spark_input import (_check_visible, _first_rows, _hadoop_literal, _local_path, _parquet_files,
                                   _spark_schema, _stage)
 
@@ -475,8 +475,7 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
             master_url = master_of(spark)
             task_cpus = int(spark.conf.get("spark.task.cpus", "1"))
         finally:
-            if started:
-                _stop(spark)
+            _job_ended(spark, started)
 
         written, provenance = _check_written(data_dir, total_rows)
         reader.check_unchanged(fingerprint)

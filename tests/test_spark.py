@@ -748,3 +748,45 @@ def test_the_users_runtime_settings_reach_the_job_and_its_options_never_reach_th
         spark.conf.unset(key)
         spark.conf.unset("spark.sql.session.timeZone")
     assert pq.read_table(tmp_path / "out").num_rows == 6
+
+
+def test_two_jobs_from_two_threads_share_the_session_one_started_and_both_finish(tiny_bert, tmp_path):
+    """Two ``embed_files`` calls from two threads of a process with no session: the first started a session, the
+    second used it (the process's default session), and the first, ending, stopped it under the second. A session a
+    job started is now stopped by the last job on it: both finish, and it is stopped after them. (The second job's
+    Spark work waits here until the first has ended, so the first always ends first.)"""
+    import subprocess
+
+    make_frame(6, seed=9).to_parquet(tmp_path / "a.parquet")
+    make_frame(40, seed=10).to_parquet(tmp_path / "b.parquet")
+    code = f"""
+import threading, bertfeat.spark as s
+from pyspark.sql import SparkSession
+errors = []
+def job(name):
+    try:
+        s.embed_files({str(tmp_path)!r} + f"/{{name}}.parquet", {str(tmp_path)!r} + f"/{{name}}-out", "review",
+                      model={tiny_bert!r}, quiet=True, master="local[1]" if name == "a" else None, batch_rows=2)
+    except Exception as e:
+        errors.append(f"{{name}}: {{type(e).__name__}}: {{e}}"[:300])
+real, second, first_ended = s._run_job, [], threading.Event()
+def run_job(*a, **k):  # the first job's tasks start the second job; the second's run once the first has ended
+    if not second:
+        second.append(threading.Thread(target=job, args=("b",)))
+        second[0].start()
+    else:
+        assert first_ended.wait(300)
+    return real(*a, **k)
+s._run_job = run_job
+job("a")
+first_ended.set()
+second[0].join()
+print("errors", errors)
+print("stopped", SparkSession._instantiatedSession is None)
+"""
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "HF_HUB_OFFLINE": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.splitlines()[-2:] == ["errors []", "stopped True"], run.stdout[-2000:]
+    assert pq.read_table(tmp_path / "a-out").num_rows == 6 and pq.read_table(tmp_path / "b-out").num_rows == 40

@@ -1607,3 +1607,27 @@ def test_a_spark_connect_client_without_new_sessions_runs_the_job_on_the_users_s
                                          "spark.sql.caseSensitive": "true"}
     assert users.conf.values == {"spark.task.cpus": "2", "spark.sql.session.timeZone": "Asia/Tokyo"}
     assert pq.read_table(tmp_path / "out").num_rows == 6
+
+
+def test_a_session_a_job_started_is_stopped_only_when_no_other_threads_job_runs_on_it(pyspark_stand_in, monkeypatch):
+    """Two jobs from two threads (concurrent.futures, a web service's requests) in a process with no Spark session:
+    the first started one, the second found it running (the process's default session) and used it, and the first,
+    ending, stopped it under the second: its SparkContext gone mid-job. A session a job started is now stopped by
+    the last job running on it; the user's session never."""
+    monkeypatch.setattr(bsession, "_STARTED", {**bsession._STARTED, "session": None, "jobs": 0})
+    log = pyspark_stand_in()
+    first, started = bsession._session(None, False)
+    assert started is True and ("getOrCreate",) in log
+    pyspark_stand_in(default=first)  # what getOrCreate made the process's default session
+    second, started_too = bsession._session(None, False)
+    assert second is first and started_too is False
+    bsession._job_ended(first, started)  # the first job ends while the second runs
+    assert first.stopped == 0
+    bsession._job_ended(second, started_too)  # the last job on it ends
+    assert first.stopped == 1
+    users = FakeSession(master="local[2]")
+    pyspark_stand_in(default=users)
+    session, started = bsession._session(None, False)
+    assert (session, started) == (users, False)
+    bsession._job_ended(session, started)
+    assert users.stopped == 0
