@@ -714,8 +714,11 @@ def _ray_for_job(ray, quiet: bool) -> bool:
     :func:`_job_ended` must be called as it ends. A Ray the caller started is theirs: never counted, never stopped."""
     with _STARTED_RAY["lock"]:
         if not ray.is_initialized():
+            # ray.init sets the level of the "ray" logger (the process's) and leaves it after shutdown: a quiet
+            # job's ERROR is put back as Ray stops (_job_ended), unless another thread set a level meanwhile
+            _STARTED_RAY["level"] = logging.getLogger("ray").level
             ray.init(logging_level=logging.ERROR if quiet else logging.INFO, log_to_driver=not quiet)
-            _STARTED_RAY["jobs"] = 0
+            _STARTED_RAY["jobs"], _STARTED_RAY["set"] = 0, logging.getLogger("ray").level
         elif not _STARTED_RAY["jobs"]:
             return False
         _STARTED_RAY["jobs"] += 1
@@ -728,3 +731,6 @@ def _job_ended(ray) -> None:
         _STARTED_RAY["jobs"] -= 1
         if not _STARTED_RAY["jobs"]:
             ray.shutdown()
+            log = logging.getLogger("ray")
+            if log.level == _STARTED_RAY["set"]:
+                log.setLevel(_STARTED_RAY["level"])

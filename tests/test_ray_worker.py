@@ -136,6 +136,7 @@ class FakeRay(ModuleType):
     def init(self, **kwargs):
         self.inits.append(kwargs)
         self.initialized = True
+        logging.getLogger("ray").setLevel(kwargs.get("logging_level", logging.INFO))  # as Ray's setup_logger does
 
     def shutdown(self):
         self.shutdowns += 1
@@ -1227,3 +1228,31 @@ def test_a_ray_a_job_started_is_stopped_only_when_no_other_threads_job_runs_on_i
     assert states == [("first ended", True, 0), ("second running", True, 0)]
     assert ray.shutdowns == 1 and not ray.initialized and len(ray.inits) == 1  # once both jobs ended
     assert pq.read_table(tmp_path / "second").num_rows == pq.read_table(tmp_path / "first").num_rows == 6
+
+
+def test_a_quiet_job_that_started_ray_puts_the_ray_loggers_level_back(tiny_bert, fake_ray, quiet_threads, tmp_path):
+    """ray.init(logging_level=ERROR), a quiet job's, sets the level of the process's "ray" logger, and Ray leaves it
+    so after shutdown: the user's own Ray messages in that process were hidden after the job. It is put back as the
+    job stops Ray, unless another thread set a level meanwhile."""
+    import threading
+
+    src = write_input(tmp_path, frame(6, seed=4))
+    log = logging.getLogger("ray")
+    saved = log.level
+    try:
+        log.setLevel(logging.INFO)
+        fake_ray(cpus=(2.0,))
+        bray.embed_parquet(src, tmp_path / "out", "review", model=tiny_bert, quiet=True, num_workers=1)
+        assert log.level == logging.INFO
+        ray = fake_ray(cpus=(2.0,))
+
+        def meanwhile():
+            other = threading.Thread(target=log.setLevel, args=(logging.DEBUG,))
+            other.start()
+            other.join()
+
+        ray.during = meanwhile
+        bray.embed_parquet(src, tmp_path / "again", "review", model=tiny_bert, quiet=True, num_workers=1)
+        assert log.level == logging.DEBUG  # the other thread's level stays
+    finally:
+        log.setLevel(saved)
