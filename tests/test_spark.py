@@ -729,7 +729,8 @@ def test_the_users_runtime_settings_reach_the_job_and_its_options_never_reach_th
     def watched(job, *args, **kwargs):
         seen["hadoop"] = job._jsparkSession.sessionState().newHadoopConf().get(key)  # what a read of the job gets
         seen["time"] = job.sql("SELECT CAST(TIMESTAMP '2020-01-01 00:00:00 UTC' AS STRING) AS t").first().t
-        seen["users"] = spark.conf.get("spark.sql.caseSensitive"), spark.conf.get("spark.sql.legacy.parquet.nanosAsLong")
+        seen["users"] = (spark.conf.get("spark.sql.caseSensitive"),
+                         spark.conf.get("spark.sql.legacy.parquet.nanosAsLong"))
         seen["job"] = job.conf.get("spark.sql.caseSensitive")
         return run_job(job, *args, **kwargs)
 
@@ -743,7 +744,8 @@ def test_the_users_runtime_settings_reach_the_job_and_its_options_never_reach_th
                      "--out", str(tmp_path / "out"), "--engine", "spark"]) == 0
         assert seen == {"hadoop": "the account's key", "time": "2020-01-01 09:00:00", "users": ("false", "false"),
                         "job": "true"}
-        assert dict(spark.conf.getAll) == {**before, key: "the account's key", "spark.sql.session.timeZone": "Asia/Tokyo"}
+        assert dict(spark.conf.getAll) == {**before, key: "the account's key",
+                                           "spark.sql.session.timeZone": "Asia/Tokyo"}
     finally:
         spark.conf.unset(key)
         spark.conf.unset("spark.sql.session.timeZone")

@@ -1595,7 +1595,8 @@ def test_a_spark_connect_client_without_new_sessions_runs_the_job_on_the_users_s
 
     class OldConnectSession(FakeConnectSession):
         def newSession(self):
-            raise PySparkNotImplementedError(errorClass="NOT_IMPLEMENTED", messageParameters={"feature": "newSession()"})
+            raise PySparkNotImplementedError(errorClass="NOT_IMPLEMENTED",
+                                             messageParameters={"feature": "newSession()"})
 
     make_frame(6, seed=1).to_parquet(tmp_path / "in.parquet", index=False)
     users = OldConnectSession(conf={"spark.task.cpus": "2", "spark.sql.session.timeZone": "Asia/Tokyo"})
