@@ -43,7 +43,7 @@ from bertfeat.worker_recipe import (check_fixed_dtype, check_worker_recipe, chec
                                     fix_auto_dtype, libraries)
 # the session's side of a job; require_java and JAVA_HINT are imported from here too (the command line, users)
 from bertfeat.spark_session import (JAVA_HINT, _conf, _job_ended, _job_master, _job_session, _session,  # noqa: F401
-                                    _stop, context, master_of, require_java)
+                                    context, master_of, require_java)
 from bertfeat.spark_input import (_check_visible, _first_rows, _hadoop_literal, _local_path, _parquet_files,
                                   _spark_schema, _stage)
 
