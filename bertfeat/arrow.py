@@ -29,6 +29,13 @@ def is_text_type(t: pa.DataType) -> bool:
     return any(check(t) for check in _TEXT_TYPES)
 
 
+def nested_kind(t: pa.DataType) -> str:
+    """"records" for a struct type, "lists" for a list type (of any size), else "": values no one text is."""
+    if pa.types.is_struct(t):
+        return "records"
+    return "lists" if any(f(t) for f in (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list)) else ""
+
+
 def _bytes(t: pa.DataType) -> bool:
     if pa.types.is_dictionary(t):
         return _bytes(t.value_type)
@@ -112,12 +119,11 @@ class ArrowFeaturizer:
         for c in self.text_cols:
             t = schema.field(c).type
             if not is_text_type(t):
-                nested = pa.types.is_struct(t) or any(f(t) for f in (
-                    pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list))
+                nested = nested_kind(t)
                 # cast to a string (as Spark casts), a row of items or fields would be embedded as "[a, cat]"
                 if nested:
                     raise TypeError(f"text column {c!r} holds {t} values, not text: "
-                                    f"{TAKE_FIELD if pa.types.is_struct(t) else JOIN_ITEMS} Then write the file again.")
+                                    f"{TAKE_FIELD if nested == 'records' else JOIN_ITEMS} Then write the file again.")
                 raise TypeError(f"text column {c!r} holds {t} values, " + (_BYTES.format(c=c) if _bytes(t) else
                                 "not text; embed a string column (or cast it to string first)."))
 

@@ -64,11 +64,14 @@ def text_key(text: str) -> bytes:
 
 # A row of several items (tags, tokens) or fields is no one text, and converted to a string its repr ("['a', 'cat']")
 # would be embedded, brackets and quotes: what to do instead, for values and for whole columns (bertfeat.inputs)
-JOIN_ITEMS = ("a row of several items (tags, tokens) is no one text, and converted to a string its repr (brackets, "
-              "quotes) would be embedded. Join each row's items into one text first (pandas: df[col].str.join(' '); "
+# why a row of items or a record is refused, and how to make it text; each engine says its own how (Spark's:
+# spark._refuse_nested_texts)
+LIST_WHY = ("a row of several items (tags, tokens) is no one text, and converted to a string its repr (brackets, "
+            "quotes) would be embedded.")
+RECORD_WHY = "a record of several fields is no one text, and converted to a string its repr would be embedded."
+JOIN_ITEMS = (f"{LIST_WHY} Join each row's items into one text first (pandas: df[col].str.join(' '); "
               "polars: pl.col(col).list.join(' ')), or embed the items as texts of their own.")
-TAKE_FIELD = ("a record of several fields is no one text, and converted to a string its repr would be embedded. Take "
-              "the field that holds the text first (pandas: df[col].str.get('field'); polars: "
+TAKE_FIELD = (f"{RECORD_WHY} Take the field that holds the text first (pandas: df[col].str.get('field'); polars: "
               "pl.col(col).struct.field('field')).")
 
 

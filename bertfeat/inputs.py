@@ -229,12 +229,9 @@ def _arrow_nested(dtype) -> str:
     arrow = getattr(dtype, "pyarrow_dtype", None)
     if arrow is None:
         return ""
-    import pyarrow as pa
+    from bertfeat.arrow import nested_kind
 
-    if pa.types.is_struct(arrow):
-        return "records"
-    is_list = (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list)
-    return "lists" if any(f(arrow) for f in is_list) else ""
+    return nested_kind(arrow)
 
 
 def _polars_frame(X, columns):

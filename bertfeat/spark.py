@@ -332,22 +332,20 @@ def _checked_featurizer(text_cols, keep_cols, layout, params, schema: pa.Schema,
 def _refuse_nested_texts(schema: pa.Schema, text_cols) -> None:
     """Refuse a text column of arrays or structs of a Spark DataFrame with Spark's way to make it text (the
     featurizer's own refusal names pandas' and polars' ways, for a file to write again)."""
-    from bertfeat.encode import JOIN_ITEMS, TAKE_FIELD
+    from bertfeat.arrow import nested_kind
+    from bertfeat.encode import LIST_WHY, RECORD_WHY
 
     functions = " (from pyspark.sql import functions as F)"
     for c in text_cols:
-        t = schema.field(c).type if c in schema.names else None
-        if t is None:
-            continue
-        if pa.types.is_struct(t):
-            why, _, _ = TAKE_FIELD.partition(" Take")
-            raise TypeError(f"text column {c!r} holds {t} values, not text: {why} Take the field that holds the text "
-                            f"first: sdf.withColumn({c!r}, F.col({c!r}).getField('field')){functions}.")
-        if any(f(t) for f in (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list)):
-            why, _, _ = JOIN_ITEMS.partition(" Join")
-            raise TypeError(f"text column {c!r} holds {t} values, not text: {why} Join each row's items into one text "
-                            f"first: sdf.withColumn({c!r}, F.concat_ws(' ', {c!r})){functions}, or embed the items as "
-                            "texts of their own (F.explode).")
+        nested = nested_kind(schema.field(c).type) if c in schema.names else ""
+        if nested == "records":
+            raise TypeError(f"text column {c!r} holds {schema.field(c).type} values, not text: {RECORD_WHY} Take the "
+                            f"field that holds the text first: sdf.withColumn({c!r}, F.col({c!r}).getField('field'))"
+                            f"{functions}.")
+        if nested == "lists":
+            raise TypeError(f"text column {c!r} holds {schema.field(c).type} values, not text: {LIST_WHY} Join each "
+                            f"row's items into one text first: sdf.withColumn({c!r}, F.concat_ws(' ', {c!r}))"
+                            f"{functions}, or embed the items as texts of their own (F.explode).")
 
 
 def _check_device(device, master) -> None:
