@@ -435,13 +435,9 @@ def test_a_flipped_bit_in_the_key_column_is_caught_when_the_shard_is_indexed(tmp
     assert not found.any()
 
 
-def test_compaction_verifies_what_it_copies_and_drops_a_shard_with_a_corrupt_page(tmp_path):
-    """A shard whose keys read fine but whose vector page is damaged must not be copied into the merged shard,
-    where it would get fresh checksums and be served as sound forever."""
-    recipe = recipe16()
-    cache = Cache(tmp_path, row_group_rows=8)
-    cache.store(recipe, *workers.rows(range(0, 20)))
-    cache.store(recipe, *workers.rows(range(20, 40)))
+def _compact_with_a_vector_page_of_the_first_shard_damaged(tmp_path, recipe):
+    """Compact a cache of two shards whose first has its second row group's vector page damaged (its keys sound, so
+    both are indexed first): the damaged shard is named and removed; the compaction's result."""
     first, second = shards(tmp_path, recipe)
     flip_a_bit_in(first, column=2, row_group=1)
     cache = Cache(tmp_path, row_group_rows=8)
@@ -450,6 +446,17 @@ def test_compaction_verifies_what_it_copies_and_drops_a_shard_with_a_corrupt_pag
         result = cache.compact()[0]
     assert f"ignoring unreadable shard {first} (OSError:" in message_of(record)
     assert result.corrupt_removed == [first.name]
+    return result
+
+
+def test_compaction_verifies_what_it_copies_and_drops_a_shard_with_a_corrupt_page(tmp_path):
+    """A shard whose keys read fine but whose vector page is damaged must not be copied into the merged shard,
+    where it would get fresh checksums and be served as sound forever."""
+    recipe = recipe16()
+    cache = Cache(tmp_path, row_group_rows=8)
+    cache.store(recipe, *workers.rows(range(0, 20)))
+    cache.store(recipe, *workers.rows(range(20, 40)))
+    result = _compact_with_a_vector_page_of_the_first_shard_damaged(tmp_path, recipe)
     # the sound row group before the damaged one was copied (its checksums verified); the rest is recomputed
     assert (result.shards_before, result.shards_after, result.rows) == (2, 1, 28)
     keys = workers.rows(range(40))[0]
@@ -468,14 +475,7 @@ def test_a_key_whose_first_copy_is_in_a_shard_found_corrupt_during_compaction_ke
     Cache(tmp_path / "other", row_group_rows=8).store(recipe, *workers.rows(range(0, 40)))
     [later] = shards(tmp_path / "other", recipe)  # a second copy of 0-19 (as a racing writer leaves), and 20-39
     later.rename(tmp_path / recipe.fingerprint() / later.name)
-    first, second = shards(tmp_path, recipe)
-    flip_a_bit_in(first, column=2, row_group=1)
-    cache = Cache(tmp_path, row_group_rows=8)
-    cache.lookup(recipe, workers.rows([39])[0])  # indexes both (their key columns are sound)
-    with pytest.warns(CacheWarning) as record:
-        result = cache.compact()[0]
-    assert f"ignoring unreadable shard {first} (OSError:" in message_of(record)
-    assert result.corrupt_removed == [first.name]
+    result = _compact_with_a_vector_page_of_the_first_shard_damaged(tmp_path, recipe)
     # 0-7 from the first shard's sound row group, 8-39 from the second; the second's copies of 0-7 dropped
     assert (result.shards_before, result.shards_after, result.rows, result.duplicates_dropped) == (2, 1, 40, 8)
     keys = workers.rows(range(40))[0]
