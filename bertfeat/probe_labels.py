@@ -3,6 +3,8 @@ folds that keep the copies of a text together."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 
@@ -151,8 +153,7 @@ def _text_groups(texts) -> np.ndarray | None:
     from bertfeat.inputs import is_blank
 
     present = [i for i, t in enumerate(texts) if isinstance(t, str) and not is_blank(t)]
-    key = _copy_key()
-    uniques, inverse = unique_strings([key(texts[i]) for i in present])
+    uniques, inverse = unique_strings([_copy_key(texts[i]) for i in present])
     if len(uniques) == len(present):
         return None
     groups = len(uniques) + np.arange(len(texts))
@@ -160,19 +161,15 @@ def _text_groups(texts) -> np.ndarray | None:
     return groups
 
 
-def _copy_key():
+_WORD = re.compile(r"\w+")
+
+
+def _copy_key(text: str) -> str:
     """What makes two texts copies: the same words, lowercased as the probe's TF-IDF lowercases them, in order (case,
     spacing and punctuation do not count; every word does, one letter or digit too, so "item 1" and "item 2" stay
     two texts); a text with no word (only punctuation) by its casefolded text with spaces collapsed."""
-    import re
-
-    word = re.compile(r"\w+")
-
-    def key(text: str) -> str:
-        found = word.findall(text.lower())
-        return "\x00".join(found) if found else "\x01" + " ".join(text.casefold().split())
-
-    return key
+    found = _WORD.findall(text.lower())
+    return "\x00".join(found) if found else "\x01" + " ".join(text.casefold().split())
 
 
 def _grouped(task, y, cv, random_state, groups):
