@@ -523,6 +523,8 @@ def _r_values(column) -> tuple[str, object]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    from bertfeat.arrow import is_bytes_type, is_list_type
+
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     t = column.type
@@ -530,7 +532,7 @@ def _r_values(column) -> tuple[str, object]:
         column = pa.ListArray.from_arrays(column.offsets, pa.StructArray.from_arrays(
             [column.keys, column.items], ["key", "value"]), mask=column.is_null())
         t = column.type
-    if _is_list(t):
+    if is_list_type(t):
         kind, items = _r_values(pc.list_flatten(column))  # one kind for every row's items
         rows, at = [], 0
         for n in pc.list_value_length(column).to_pylist():
@@ -551,9 +553,7 @@ def _r_values(column) -> tuple[str, object]:
         # a zone as an offset (+01:00) is no zone R knows: the same instants, in UTC
         return "datetime", ["UTC" if t.tz[:1] in "+-" else t.tz, seconds]
     values = column.to_pylist()
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t) or (
-        hasattr(pa.types, "is_binary_view") and pa.types.is_binary_view(t)
-    ):
+    if is_bytes_type(t):  # a dictionary of them too: cast to text, bytes that are not UTF-8 came as "b'\\xff'"
         return "raw", [None if v is None else list(v) for v in values]
     present = [v for v in values if v is not None]
     if pa.types.is_boolean(t):
@@ -571,13 +571,6 @@ def _r_values(column) -> tuple[str, object]:
         return "character", pc.cast(column, pa.string()).to_pylist()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return "character", [None if v is None else str(v) for v in values]
-
-
-def _is_list(t) -> bool:
-    import pyarrow as pa
-
-    return any(getattr(pa.types, f"is_{name}", lambda _: False)(t) for name in (
-        "list", "large_list", "fixed_size_list", "list_view", "large_list_view"))
 
 
 def _r_slice(kind: str, values, start: int, stop: int) -> tuple[str, object]:

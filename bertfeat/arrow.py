@@ -29,16 +29,29 @@ def is_text_type(t: pa.DataType) -> bool:
     return any(check(t) for check in _TEXT_TYPES)
 
 
+# the list types, of any size or layout (the views: pyarrow 16+, where this pyarrow has them)
+_LIST_TYPES = tuple(getattr(pa.types, f"is_{name}") for name in (
+    "list", "large_list", "fixed_size_list", "list_view", "large_list_view") if hasattr(pa.types, f"is_{name}"))
+
+
+def is_list_type(t: pa.DataType) -> bool:
+    """Whether ``t`` is a list type, of any size or layout (``list_view`` too): the one reading of "a column of
+    lists" for the refusal of a text column (:func:`nested_kind`) and for R's reading of a kept column."""
+    return any(check(t) for check in _LIST_TYPES)
+
+
 def nested_kind(t: pa.DataType) -> str:
-    """"records" for a struct type, "lists" for a list type (of any size), else "": values no one text is."""
+    """"records" for a struct type, "lists" for a list type (:func:`is_list_type`), else "": values no one text is."""
     if pa.types.is_struct(t):
         return "records"
-    return "lists" if any(f(t) for f in (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list)) else ""
+    return "lists" if is_list_type(t) else ""
 
 
-def _bytes(t: pa.DataType) -> bool:
+def is_bytes_type(t: pa.DataType) -> bool:
+    """Whether ``t`` holds bytes (binary of any size or layout, or a dictionary of them): text without its UTF-8
+    mark for a text column, raw bytes for R's reading of a kept column."""
     if pa.types.is_dictionary(t):
-        return _bytes(t.value_type)
+        return is_bytes_type(t.value_type)
     return (pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)
             or getattr(pa.types, "is_binary_view", lambda _: False)(t))
 
@@ -124,7 +137,7 @@ class ArrowFeaturizer:
                 if nested:
                     raise TypeError(f"text column {c!r} holds {t} values, not text: "
                                     f"{TAKE_FIELD if nested == 'records' else JOIN_ITEMS} Then write the file again.")
-                raise TypeError(f"text column {c!r} holds {t} values, " + (_BYTES.format(c=c) if _bytes(t) else
+                raise TypeError(f"text column {c!r} holds {t} values, " + (_BYTES.format(c=c) if is_bytes_type(t) else
                                 "not text; embed a string column (or cast it to string first)."))
 
     def output_schema(self, input_schema: pa.Schema) -> pa.Schema:

@@ -431,6 +431,25 @@ def test_kept_list_struct_and_binary_columns_reach_r_as_values_not_python_reprs(
         "list", [("struct", (["key", "value"], [("character", ["k"]), ("integer", [1])], 1)), None,
                  ("struct", (["key", "value"], [("character", []), ("integer", [])], 0))])
     assert kind([b"\x00a", None, b"\xff"]) == ("raw", [[0, 97], None, [255]])
+    # (leftovers hunt, 2026-11-27, session 11) bytes of any layout, a dictionary of them too (a pandas categorical of
+    # bytes written to parquet), as raw values: the dictionary's came as arrow's text where UTF-8 ("a") and as
+    # Python's repr ("b'\\xff'") where not; and a list of any layout is a list, as the refusal of a text column reads it
+    values = [b"\x00a", None, b"\xffa"]
+    for column in (pa.array(values, pa.large_binary()), pa.array(values, pa.binary(2)),
+                   pa.array(values, pa.binary()).dictionary_encode(),
+                   *([pa.array(values, pa.binary_view())] if hasattr(pa, "binary_view") else [])):
+        assert _r._kept_for_r("c", pa.chunked_array([column]))[1:] == ("raw", [[0, 97], None, [255, 97]]), column.type
+    for name in ("list_view", "large_list_view"):
+        if hasattr(pa, name):
+            column = pa.chunked_array([pa.array([["x", "y"], None, []], getattr(pa, name)(pa.string()))])
+            assert _r._kept_for_r("c", column)[1:] == ("list", [("character", ["x", "y"]), None, ("character", [])])
+    from bertfeat.arrow import is_bytes_type, is_list_type, nested_kind
+
+    # one reading of each question: the refusal of a text column and R's reading of a kept one
+    for t in (pa.list_(pa.int8()), pa.large_list(pa.int8()), pa.list_(pa.int8(), 2),
+              *(getattr(pa, n)(pa.int8()) for n in ("list_view", "large_list_view") if hasattr(pa, n))):
+        assert is_list_type(t) and nested_kind(t) == "lists" and not is_bytes_type(t)
+    assert not is_list_type(pa.map_(pa.string(), pa.int8())) and not is_list_type(pa.string())
     assert kind([["a cat", None]], pa.list_(pa.dictionary(pa.int8(), pa.string()))) == (
         "list", [("character", ["a cat", None])])
     sliced = pa.chunked_array([pa.array([["x"], ["y", "z"], None, ["w"]], pa.list_(pa.string())).slice(1)])
