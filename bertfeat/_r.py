@@ -109,7 +109,12 @@ def _recording(fn, *args, **kwargs):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = fn(*args, **kwargs)
-    return result, [(w.category.__name__, r_advice(str(w.message))) for w in caught]
+    return result, _for_r(caught)
+
+
+def _for_r(caught) -> list[tuple[str, str]]:
+    """Recorded warnings as R re-issues them: ``(category name, message)``, the advice in R's syntax."""
+    return [(w.category.__name__, r_advice(str(w.message))) for w in caught]
 
 
 # A Python literal as bertfeat's messages write one ({value!r}): a quoted string, True/False/None, a number, a list
@@ -357,15 +362,20 @@ class _Tee:
         return False
 
 
-def run_cli(args, on_line=None) -> tuple[int, str, str, str]:
-    """Run ``bertfeat <args>`` in this process: ``(exit status, stdout, stderr, summary)``.
+def run_cli(args, on_line=None) -> tuple[int, str, str, str, list]:
+    """Run ``bertfeat <args>`` in this process: ``(exit status, stdout, stderr, summary, warnings)``.
 
     In-process rather than a child process: R's LD_LIBRARY_PATH (Debian's libpython first) breaks a child Python
     built elsewhere, and the child would not share this session's loaded model. Each line of ``stderr`` (progress)
     is also given to ``on_line`` as it comes (R's message(); without it, written to the process's stderr), except
     ``bertfeat embed``'s summary line of a finished job, which is ``summary`` ("" when there is none), for R to give
     as a message of its own class (on the process's stderr it was out of reach of R's message handlers, and
-    invisible in RStudio and knitr).
+    invisible in RStudio and knitr). ``warnings`` are the warnings the command gave, as in :func:`embed`, for R to
+    give as R warnings of their classes, as ``bf_embed()`` gives them: written as the command line writes them
+    (``bertfeat embed: warning: ...``), they reached R as progress messages, which ``suppressMessages()`` hid with
+    the progress and ``suppressWarnings()``, ``options(warn = 2)`` and a handler of ``bertfeat_warning_model_note``
+    never saw. The process's warnings filters decide which are given, as they decide which the command line writes:
+    each once per run where Python's default says once.
     """
     import contextlib
 
@@ -376,7 +386,10 @@ def run_cli(args, on_line=None) -> tuple[int, str, str, str]:
         return line.startswith(SUMMARY_HEAD)
 
     out, err = _Tee(sys.__stdout__), _Tee(sys.__stderr__, hold=is_summary, emit=on_line)
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    # recorded under the process's filters (not "always", as embed() records): a note the command line says once per
+    # run is given once, not once per chunk
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+            warnings.catch_warnings(record=True) as caught:
         _import_torch()
         try:
             status = main([str(a) for a in _as_list(args)])
@@ -387,7 +400,7 @@ def run_cli(args, on_line=None) -> tuple[int, str, str, str]:
             err.close()
     stderr = err.buffer.getvalue()
     summary = "\n".join(line for line in stderr.splitlines() if is_summary(line))
-    return int(status), out.buffer.getvalue(), stderr, summary
+    return int(status), out.buffer.getvalue(), stderr, summary, _for_r(caught)
 
 
 def probe(texts, missing_mask, y, params=None):

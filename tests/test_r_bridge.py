@@ -157,12 +157,12 @@ def test_run_cli_returns_the_summary_for_r_and_keeps_it_off_the_process_stderr(t
     src = tmp_path / "in.csv"
     src.write_text("review\na cat\na dog\n")
     out = tmp_path / "out.parquet"
-    status, _, stderr, summary = _r.run_cli(["embed", str(src), "--text-col", "review", "--out", str(out),
-                                             "--model", tiny_bert, "--pooling", "mean"])
+    status, _, stderr, summary, _ = _r.run_cli(["embed", str(src), "--text-col", "review", "--out", str(out),
+                                                "--model", tiny_bert, "--pooling", "mean"])
     assert status == 0 and summary.startswith(f"bertfeat embed: wrote {out} (2 rows x 32 dims") and summary in stderr
     assert "wrote" not in capfd.readouterr().err
     # what else the command writes reaches the process's stderr line by line, as it comes
-    status, _, stderr, summary = _r.run_cli(["embed", str(src), "--text-col", "review", "--out", str(out)])
+    status, _, stderr, summary, _ = _r.run_cli(["embed", str(src), "--text-col", "review", "--out", str(out)])
     assert status == 2 and summary == "" and "exists" in stderr
     assert capfd.readouterr().err == stderr
     tee = _r._Tee(__import__("sys").__stderr__, hold=lambda line: line.startswith("held"))
@@ -186,9 +186,9 @@ def test_run_cli_gives_progress_to_r_line_by_line_as_it_comes(tiny_bert, tmp_pat
     src = tmp_path / "in.csv"
     src.write_text("review\n" + "".join(f"text {i}\n" for i in range(6)))
     lines = []
-    status, _, stderr, summary = _r.run_cli(["embed", str(src), "--text-col", "review", "--out",
-                                             str(tmp_path / "o.parquet"), "--model", tiny_bert, "--pooling", "mean",
-                                             "--chunk-rows", "2"], on_line=lines.append)
+    status, _, stderr, summary, _ = _r.run_cli(["embed", str(src), "--text-col", "review", "--out",
+                                                str(tmp_path / "o.parquet"), "--model", tiny_bert, "--pooling",
+                                                "mean", "--chunk-rows", "2"], on_line=lines.append)
     assert status == 0 and summary
     assert lines == [line for line in stderr.splitlines() if line != summary] and len(lines) == 3
     assert lines[-1].startswith("bertfeat embed: 6 rows, ")
@@ -200,6 +200,38 @@ def test_run_cli_gives_progress_to_r_line_by_line_as_it_comes(tiny_bert, tmp_pat
     tee.write("from the main thread\nno break")
     tee.close()
     assert lines[-2:] == ["from the main thread", "no break"] and capfd.readouterr().err == "from a worker\n"
+
+
+def test_run_cli_gives_the_commands_warnings_to_r_as_warnings_not_as_progress_lines(tiny_bert, tmp_path, capfd):
+    """bf_embed_file() gives them as R warnings of their classes, as bf_embed() does: written as the command line
+    writes them, they reached R as progress messages (suppressMessages() hid them, a warning handler never saw
+    them), and a failed job's were lost with its stderr."""
+    import json
+    import shutil
+
+    prompted = tmp_path / "prompted"  # a model of its own path: its note is said once per model and process
+    shutil.copytree(tiny_bert, prompted)
+    (prompted / "config_sentence_transformers.json").write_text(json.dumps({"prompts": {"query": "query: "}}))
+    src = tmp_path / "in.csv"
+    src.write_text("review\na cat\na dog\n")
+    lines = []
+    status, _, stderr, summary, warns = _r.run_cli(["embed", str(src), "--text-col", "review", "--out",
+                                                    str(tmp_path / "o.parquet"), "--model", str(prompted),
+                                                    "--pooling", "mean"], on_line=lines.append)
+    assert status == 0 and summary
+    assert [w[0] for w in warns] == ["ModelNoteWarning"]
+    # the message as bf_embed() gives it, its advice in R's syntax: not the command line's warning line
+    assert warns[0][1].startswith(f'model = "{prompted}" defines prompts that its authors put before texts: "query" ')
+    assert "Pass `prompt_name` (or `prefix`) to use one" in warns[0][1]
+    assert "warning" not in stderr and lines == [] and capfd.readouterr().err == ""
+    # a job that fails after a warning: the warning comes back beside the error
+    again = tmp_path / "again"
+    shutil.copytree(prompted, again)
+    src.write_text('review\na cat\n""\n')
+    status, _, stderr, summary, warns = _r.run_cli(["embed", str(src), "--text-col", "review", "--out",
+                                                    str(tmp_path / "o2.parquet"), "--model", str(again)])
+    assert status == 2 and "missing" in stderr and summary == ""
+    assert [w[0] for w in warns] == ["ModelNoteWarning"] and "warning" not in stderr
 
 
 @pytest.mark.parametrize("python, r", [

@@ -468,7 +468,8 @@ issue_python_warnings <- function(warnings) {
 #' @return `output`, invisibly. The command's summary of the finished job (rows, dims, texts embedded and from
 #'   the cache, truncated (or, with `long_text = "chunk"`, chunked) and missing texts) comes as a message of class
 #'   `bertfeat_message_summary` ([suppressMessages()] hides it); progress comes as it goes, as messages of class
-#'   `bertfeat_message_progress` (a line every 10 seconds). A non-zero exit of
+#'   `bertfeat_message_progress` (a line every 10 seconds). The command's warnings (a cache shard it cannot read, a
+#'   model's note) are R warnings, of the classes [bf_embed()] gives them. A non-zero exit of
 #'   the command is an error of class `bertfeat_error_cli` whose `stderr` field holds what the command printed
 #'   there.
 #' @examples
@@ -576,6 +577,9 @@ run_cli <- function(module, args, call = rlang::caller_env()) {
     }
   }
   res <- with_python_errors(module$run_cli(as.list(args), on_line = progress), call = call)
+  # the command's warnings as bf_embed() gives them, R warnings of their classes (a failed job's too, before its
+  # error): written on stderr, they came as progress messages, which suppressMessages() hid with the progress
+  issue_python_warnings(res[[5]])
   status <- res[[1]]
   split_lines <- function(text) if (nzchar(text)) strsplit(text, "\n", fixed = TRUE)[[1]] else character()
   stderr <- split_lines(res[[3]])

@@ -210,7 +210,7 @@ test_that("the command's progress reaches R as messages as it comes, its error l
              "usage: bertfeat embed [-h] input")
   module <- list(run_cli = function(args, on_line) {
     for (line in lines) on_line(line)
-    list(2L, "", paste(lines, collapse = "\n"), "")
+    list(2L, "", paste(lines, collapse = "\n"), "", list())
   })
   seen <- character()
   err <- withCallingHandlers(
@@ -222,6 +222,44 @@ test_that("the command's progress reaches R as messages as it comes, its error l
   )
   expect_identical(trimws(seen), lines[1])
   expect_match(conditionMessage(err), "output 'o.parquet' exists", fixed = TRUE)
+})
+
+test_that("the command's warnings are R warnings of their classes, as bf_embed() gives them, not progress", {
+  # written on stderr as the command line writes them, they came as progress messages: suppressMessages() hid them,
+  # and a warning handler (or options(warn = 2)) never saw them
+  model <- link_default_model(withr::local_tempdir())
+  unlink(file.path(model, "config_sentence_transformers.json"))
+  writeLines('{"prompts": {"query": "query: "}, "default_prompt_name": null}',
+             file.path(model, "config_sentence_transformers.json"))
+  input <- csv_with_text(c("a cat sat", "a dog ran"))
+  output <- tempfile("bertfeat-out-", fileext = ".parquet")
+  progress <- character()
+  seen <- list()
+  withCallingHandlers(
+    bf_embed_file(input, output, "review", model = model, pooling = "mean"),
+    bertfeat_message_progress = function(m) {
+      progress <<- c(progress, conditionMessage(m))
+      invokeRestart("muffleMessage")
+    },
+    bertfeat_message_summary = function(m) invokeRestart("muffleMessage"),
+    warning = function(w) {
+      seen[[length(seen) + 1L]] <<- w
+      invokeRestart("muffleWarning")
+    }
+  )
+  expect_length(seen, 1L)
+  expect_s3_class(seen[[1]], "bertfeat_warning_model_note")
+  expect_s3_class(seen[[1]], "bertfeat_warning")
+  expect_match(conditionMessage(seen[[1]]), "defines prompts that its authors put before texts", fixed = TRUE)
+  expect_match(conditionMessage(seen[[1]]), "Pass `prompt_name` (or `prefix`) to use one", fixed = TRUE)
+  expect_false(any(grepl("warning", progress, fixed = TRUE)))
+  # a failed command's warnings come before its error
+  module <- list(run_cli = function(args, on_line) {
+    list(2L, "", "bertfeat embed: error: row 1 is missing", "", list(list("CacheWarning", "bertfeat cache: ignoring")))
+  })
+  expect_error(expect_warning(bertfeat:::run_cli(module, c("embed", "x.csv")), "bertfeat cache: ignoring",
+                              class = "bertfeat_warning"),
+               class = "bertfeat_error_cli")
 })
 
 test_that("bf_read_features() reads bf_embed_file()'s output into R: the features as a matrix, the kept columns", {
