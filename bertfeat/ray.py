@@ -19,7 +19,6 @@ import math
 import os
 import shutil
 import socket
-import threading
 import time
 import warnings
 from dataclasses import asdict, dataclass
@@ -41,6 +40,7 @@ from bertfeat.files import (
 )
 from bertfeat.output import absolute_paths, check_folder_output, job_lock, remove_stale_temps, replace_output
 from bertfeat.recipe import _is_int
+from bertfeat.started_by_jobs import StartedByJobs
 from bertfeat.worker_recipe import (check_fixed_dtype, check_worker_recipe, check_worker_tokenization, driver_recipe,
                                     fix_auto_dtype, libraries)
 
@@ -704,33 +704,36 @@ class _quiet_ray_data_log:
         return False
 
 
-# the file jobs of this process running on a Ray one of them started: it is stopped as the last of them ends, never
-# under another thread's job that found it running (two jobs from concurrent.futures, a web service's requests)
-_STARTED_RAY = {"lock": threading.Lock(), "jobs": 0}
+# the file jobs of this process running on a Ray one of them started: the last of them to end stops it
+_STARTED_RAY = StartedByJobs()
+# the level of the "ray" logger before a job started Ray, and the one ray.init set it to
+_RAY_LOG: dict[str, int] = {}
 
 
 def _ray_for_job(ray, quiet: bool) -> bool:
     """Start Ray for a file job where the process has none, and count the job on a Ray a job started: True where
     :func:`_job_ended` must be called as it ends. A Ray the caller started is theirs: never counted, never stopped."""
-    with _STARTED_RAY["lock"]:
-        if not ray.is_initialized():
-            # ray.init sets the level of the "ray" logger (the process's) and leaves it after shutdown: a quiet
-            # job's ERROR is put back as Ray stops (_job_ended), unless another thread set a level meanwhile
-            _STARTED_RAY["level"] = logging.getLogger("ray").level
-            ray.init(logging_level=logging.ERROR if quiet else logging.INFO, log_to_driver=not quiet)
-            _STARTED_RAY["jobs"], _STARTED_RAY["set"] = 0, logging.getLogger("ray").level
-        elif not _STARTED_RAY["jobs"]:
-            return False
-        _STARTED_RAY["jobs"] += 1
-        return True
+
+    def find_or_start():
+        if ray.is_initialized():
+            return ray, False
+        # ray.init sets the level of the "ray" logger (the process's) and leaves it after shutdown: a quiet job's
+        # ERROR is put back as Ray stops (_job_ended), unless another thread set a level meanwhile
+        level = logging.getLogger("ray").level
+        ray.init(logging_level=logging.ERROR if quiet else logging.INFO, log_to_driver=not quiet)
+        _RAY_LOG.update(level=level, set=logging.getLogger("ray").level)
+        return ray, True
+
+    return _STARTED_RAY.begin(find_or_start)[2]
 
 
 def _job_ended(ray) -> None:
     """A job on a Ray a job started has ended: the last one stops it."""
-    with _STARTED_RAY["lock"]:
-        _STARTED_RAY["jobs"] -= 1
-        if not _STARTED_RAY["jobs"]:
-            ray.shutdown()
-            log = logging.getLogger("ray")
-            if log.level == _STARTED_RAY["set"]:
-                log.setLevel(_STARTED_RAY["level"])
+    _STARTED_RAY.end(ray, _stop_ray)
+
+
+def _stop_ray(ray) -> None:
+    ray.shutdown()
+    log = logging.getLogger("ray")
+    if log.level == _RAY_LOG["set"]:
+        log.setLevel(_RAY_LOG["level"])

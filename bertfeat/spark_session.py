@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import threading
 from pathlib import Path
+
+from bertfeat.started_by_jobs import StartedByJobs
 
 JAVA_HINT = "install Java 17 or later (Debian/Ubuntu: apt-get install default-jre-headless) or set JAVA_HOME"
 
@@ -76,35 +77,24 @@ def _job_master(master: str | None) -> str | None:
     return SparkConf().get("spark.master", "local[*]")
 
 
-# the session a job of this process started and the jobs running on it: the last of them to end stops it, never one
-# under another thread's job that found it running (two jobs from concurrent.futures, a web service's requests)
-_STARTED = {"lock": threading.Lock(), "session": None, "jobs": 0}
+# the session a job of this process started and the jobs running on it: the last of them to end stops it
+_STARTED = StartedByJobs()
 
 
 def _session(master: str | None, quiet: bool):
     """``(session, started)``: the Spark session this process has (:func:`running_session`), or a new one this job
     starts, on ``master`` or else the master the Spark configuration names. Each job calls :func:`_job_ended` as it
     ends: a session a job started is stopped by the last job running on it."""
-    with _STARTED["lock"]:  # two jobs starting at once: one session, counted for both
-        spark, started = _new_or_running_session(master, quiet)
-        if started:
-            _STARTED["session"], _STARTED["jobs"] = spark, 1
-        elif spark is _STARTED["session"]:  # another thread's job started it: this job keeps it running too
-            _STARTED["jobs"] += 1
-        return spark, started
+    spark, started, _ = _STARTED.begin(lambda: _new_or_running_session(master, quiet))
+    return spark, started
 
 
 def _job_ended(spark, started: bool) -> None:
-    """A job on ``spark`` (``_session``'s answer) has ended: a session a job started is stopped (:func:`_stop`) when
-    no other job of the process runs on it; the user's session never."""
-    with _STARTED["lock"]:
-        if spark is _STARTED["session"]:
-            _STARTED["jobs"] -= 1
-            if _STARTED["jobs"]:
-                return
-            _STARTED["session"], started = None, True
-    if started:
-        _stop(spark)
+    """A job on ``spark`` (``_session``'s answer, ``started`` or not) has ended: a session a job started is stopped
+    (:func:`_stop`) when no other job of the process runs on it, holding the registry's lock (a job of another thread
+    starting meanwhile found it still running, took it for the user's and ran on it as it stopped); the user's
+    session never."""
+    _STARTED.end(spark, _stop, started)
 
 
 def _new_or_running_session(master: str | None, quiet: bool):

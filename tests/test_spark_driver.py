@@ -30,6 +30,7 @@ import bertfeat.spark as bspark  # noqa: E402
 import bertfeat.spark_session as bsession  # noqa: E402
 from bertfeat.cli import main  # noqa: E402
 from bertfeat.hardware import run_facts  # noqa: E402
+from bertfeat.started_by_jobs import StartedByJobs  # noqa: E402
 from bertfeat.worker_recipe import libraries  # noqa: E402
 from tests.test_cli import make_frame  # noqa: E402
 from tests.test_spark_worker import FakeConf, FakeTask, in_task  # noqa: E402,F401
@@ -1615,7 +1616,7 @@ def test_a_session_a_job_started_is_stopped_only_when_no_other_threads_job_runs_
     the first started one, the second found it running (the process's default session) and used it, and the first,
     ending, stopped it under the second: its SparkContext gone mid-job. A session a job started is now stopped by
     the last job running on it; the user's session never."""
-    monkeypatch.setattr(bsession, "_STARTED", {**bsession._STARTED, "session": None, "jobs": 0})
+    monkeypatch.setattr(bsession, "_STARTED", StartedByJobs())
     log = pyspark_stand_in()
     first, started = bsession._session(None, False)
     assert started is True and ("getOrCreate",) in log
@@ -1632,3 +1633,37 @@ def test_a_session_a_job_started_is_stopped_only_when_no_other_threads_job_runs_
     assert (session, started) == (users, False)
     bsession._job_ended(session, started)
     assert users.stopped == 0
+
+
+def test_a_job_starting_while_the_last_job_stops_its_session_waits_and_starts_its_own(pyspark_stand_in, monkeypatch):
+    """The last job on a session a job started stopped it after letting the count go: a job of another thread
+    starting in that second found it still running, took it for the user's (not counted) and ran on it as it was
+    stopped under it ("'NoneType' object has no attribute 'sc'"). The stop is now part of the job's end: a job
+    starting meanwhile waits for it, then starts a session of its own."""
+    import threading
+
+    monkeypatch.setattr(bsession, "_STARTED", StartedByJobs())
+    use = pyspark_stand_in
+    use()
+    first, started = bsession._session(None, False)
+    use(default=first)  # what getOrCreate made the process's default session
+    stopping, stopped = threading.Event(), threading.Event()
+
+    def slow_stop():  # spark.stop() takes a while: the JVM's context, its executors
+        stopping.set()
+        stopped.wait(0.5)
+        first.sparkContext = None
+        use(default=None)  # stopped, it is no session of the process's any more
+        first.stopped += 1
+
+    first.stop = slow_stop
+    ender = threading.Thread(target=bsession._job_ended, args=(first, started))
+    ender.start()
+    assert stopping.wait(5)
+    second = bsession._session(None, False)  # another thread's job, starting while the first's session stops
+    stopped.set()
+    ender.join()
+    assert first.stopped == 1
+    assert second[0] is not first and second[1] is True  # its own session, which its end stops
+    bsession._job_ended(*second)
+    assert second[0].stopped == 1 and bsession._STARTED.jobs == 0
