@@ -386,6 +386,10 @@ def embed_dataset(ds, text_col, keep_cols=(), *, num_workers=None, gpus_per_work
     ``bertfeat``) are those of the single-machine ``bertfeat embed``. Rows keep their order only when the
     Dataset's ``DataContext`` has ``execution_options.preserve_order = True``.
 
+    Where the process has no Ray yet, this starts it (``ray.init()`` with Ray's defaults, as Ray Data does when a
+    Dataset first runs) and leaves it running, since the Dataset it returns runs on it later; stop it with
+    ``ray.shutdown()`` when done. (:func:`embed_parquet`, which runs its job to the end, stops the Ray it started.)
+
     Parameters
     ----------
     ds : ray.data.Dataset
@@ -428,7 +432,7 @@ def embed_dataset(ds, text_col, keep_cols=(), *, num_workers=None, gpus_per_work
     keep_cols = [keep_cols] if isinstance(keep_cols, str) else list(keep_cols)
     if not _is_int(batch_rows) or batch_rows < 1:
         raise ValueError(f"batch_rows={batch_rows!r} is not valid: expected a positive number of rows.")
-    if not ray.is_initialized():
+    if not ray.is_initialized():  # left running: the lazy result runs on it after this returns
         ray.init()
     plan = plan_workers(*_cluster_nodes(ray), num_workers, gpus_per_worker, cpus_per_worker,
                         params.get("device", "auto"))
