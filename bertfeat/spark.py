@@ -419,7 +419,7 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
     check_folder_output(paths, reader, overwrite)
     if reader.kind == "parquet" and not reader.total_rows:
         raise ValueError(f"input {reader.path!r} has no rows to embed.")
-    checker = _checked_featurizer(text_cols, keep_cols, layout, params, reader.schema, lambda: _job_master(master))
+    checker = _checked_featurizer(text_cols, keep_cols, layout, params, reader.schema, lambda: _job_master(master, quiet))
     if reader.kind == "parquet":
         _check_visible(reader.files)
     with job_lock(paths):  # a second job on the same --out is refused, never interleaved

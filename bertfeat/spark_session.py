@@ -61,11 +61,12 @@ def running_session():
     return session
 
 
-def _job_master(master: str | None) -> str | None:
+def _job_master(master: str | None, quiet: bool = False) -> str | None:
     """The master URL a job given ``master`` runs on, as :func:`_session` will pick it, before it starts: the named
     one, the active session's (None for a Spark Connect session, :func:`master_of`), or the one Spark's configuration
-    names (read from the JVM, which the job needs anyway)."""
-    from pyspark import SparkConf, SparkContext
+    names (read from the JVM, which the job needs anyway, launched as the job's ``quiet`` says: launched here without
+    it, the job's session found it running and a quiet job printed Spark's start-up lines)."""
+    from pyspark import SparkConf
 
     if master is not None:
         return master
@@ -73,7 +74,7 @@ def _job_master(master: str | None) -> str | None:
     if active is not None:
         return master_of(active)
     require_java()
-    SparkContext._ensure_initialized()
+    _launch_jvm(quiet)
     return SparkConf().get("spark.master", "local[*]")
 
 

@@ -611,7 +611,7 @@ def test_a_gpu_a_local_master_cannot_give_is_refused_before_anything_is_written(
     fake = spark_job()
     make_frame(5).to_parquet(tmp_path / "in.parquet")
     masters = []
-    monkeypatch.setattr(bspark, "_job_master", lambda master: masters.append(master) or master or "local[*]")
+    monkeypatch.setattr(bspark, "_job_master", lambda master, quiet: masters.append(master) or master or "local[*]")
     for device, says in (("cuda", "torch sees no CUDA GPU here"), ("cuda:1", "torch sees no CUDA GPU here"),
                          ("mps", "MPS is not available here")):
         with pytest.raises(ValueError) as err:
@@ -767,6 +767,23 @@ def test_the_master_a_job_will_run_on_is_known_before_it_starts(pyspark_stand_in
     assert bsession._job_master(None) == "yarn" and log == [("java",), ("jvm",), ("conf",)]
     pyspark_stand_in()
     assert bsession._job_master(None) == "local[*]"
+
+
+def test_a_quiet_job_that_asks_the_master_first_launches_the_jvm_quietly(pyspark_stand_in, tmp_path):
+    """A GPU device is checked against the master before the job's session starts, and where the process had no JVM
+    that question launched it without the quiet logging configuration (_launch_jvm found it running and left it),
+    so a quiet job with device='cuda' printed Spark's start-up WARN lines."""
+    quiet = ("jvm", f'"-Dlog4j2.configurationFile={bsession.QUIET_LOG4J}"')
+    log = pyspark_stand_in()
+    assert bsession._job_master(None, quiet=True) == "local[*]" and quiet in log
+    log.clear()
+    assert bsession._job_master(None) == "local[*]" and log == [("java",), ("jvm",), ("conf",)]  # not quiet: Spark's
+    pq.write_table(pa.table({"review": ["a cat"]}), tmp_path / "in.parquet")
+    log = pyspark_stand_in()
+    log.clear()
+    with pytest.raises(ValueError, match="runs the tasks on this machine"):  # no GPU here: refused, after the JVM
+        bspark.embed_files(str(tmp_path / "in.parquet"), str(tmp_path / "out"), "review", device="cuda", quiet=True)
+    assert quiet in log and ("jvm",) not in log
 
 
 @pytest.mark.parametrize("option, value, says", [
