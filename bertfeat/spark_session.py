@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import threading
 from pathlib import Path
 
 from bertfeat.started_by_jobs import StartedByJobs
@@ -170,6 +171,7 @@ def _stop(spark) -> None:
 
 QUIET_LOG4J = Path(__file__).with_name("spark_quiet.log4j2.properties")
 _QUIET_JVM = {"launched": False}
+_LAUNCHING = threading.Lock()
 
 
 def _launch_jvm(quiet: bool) -> None:
@@ -178,22 +180,29 @@ def _launch_jvm(quiet: bool) -> None:
     ``quiet``: with :data:`QUIET_LOG4J` (fatal errors only), so that ``--quiet`` shows no JVM lines: Spark's WARN
     lines at start, and a failed task's ERROR lines with its traceback, which the job's own error says again. It
     goes in ``SPARK_SUBMIT_OPTS`` for the launch only, ahead of the driver's ``spark.driver.extraJavaOptions``, so a
-    log4j configuration the user gave there still wins."""
+    log4j configuration the user gave there still wins. It is the process's environment for the launch's length (a
+    child process another thread starts meanwhile has it too): pyspark's ``launch_gateway`` gives the launcher a copy
+    of ``os.environ``, overwriting any ``env`` passed in ``popen_kwargs``, and a ``--conf`` of the driver's Java
+    options would replace those spark-defaults.conf gives (EMR's among them)."""
     from pyspark import SparkContext
 
-    if not quiet or SparkContext._gateway is not None:
-        SparkContext._ensure_initialized()
-        return
-    saved = os.environ.get("SPARK_SUBMIT_OPTS")
-    os.environ["SPARK_SUBMIT_OPTS"] = " ".join(filter(None, [saved, f'"-Dlog4j2.configurationFile={QUIET_LOG4J}"']))
-    try:
-        SparkContext._ensure_initialized()
-        _QUIET_JVM["launched"] = True
-    finally:
-        if saved is None:
-            os.environ.pop("SPARK_SUBMIT_OPTS", None)
-        else:
-            os.environ["SPARK_SUBMIT_OPTS"] = saved
+    # one launch at a time: two jobs' launches at once (their first jobs asking the master, _job_master) each saved
+    # what the other had set, and the last to put it back left the quiet option in the environment for good
+    with _LAUNCHING:
+        if not quiet or SparkContext._gateway is not None:
+            SparkContext._ensure_initialized()
+            return
+        saved = os.environ.get("SPARK_SUBMIT_OPTS")
+        os.environ["SPARK_SUBMIT_OPTS"] = " ".join(filter(None, [saved,
+                                                                f'"-Dlog4j2.configurationFile={QUIET_LOG4J}"']))
+        try:
+            SparkContext._ensure_initialized()
+            _QUIET_JVM["launched"] = True
+        finally:
+            if saved is None:
+                os.environ.pop("SPARK_SUBMIT_OPTS", None)
+            else:
+                os.environ["SPARK_SUBMIT_OPTS"] = saved
 
 
 def _job_session(spark, started: bool):

@@ -769,6 +769,32 @@ def test_the_master_a_job_will_run_on_is_known_before_it_starts(pyspark_stand_in
     assert bsession._job_master(None) == "local[*]"
 
 
+def test_quiet_launches_from_two_threads_leave_the_processes_environment_as_it_was(pyspark_stand_in, monkeypatch):
+    """_launch_jvm sets SPARK_SUBMIT_OPTS for the launch and puts it back; two jobs' launches at once (two threads'
+    first jobs asking their master) each saved what the other had set, and the last to put it back left the quiet
+    option in the process's environment for good, where every spark-submit the process starts later reads it."""
+    import threading
+    import time
+
+    log = pyspark_stand_in()
+    context = pyspark.SparkContext
+
+    def launch():  # the JVM takes a while to start; then the process has its gateway
+        opts = os.environ.get("SPARK_SUBMIT_OPTS") if context._gateway is None else None
+        log.append(("jvm",) if opts is None else ("jvm", opts))
+        time.sleep(0.2)
+        context._gateway = object()
+
+    monkeypatch.setattr(context, "_ensure_initialized", staticmethod(launch))
+    threads = [threading.Thread(target=bsession._launch_jvm, args=(True,)) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert "SPARK_SUBMIT_OPTS" not in os.environ
+    assert log == [("jvm", f'"-Dlog4j2.configurationFile={bsession.QUIET_LOG4J}"'), ("jvm",)]  # one launch
+
+
 def test_a_quiet_job_that_asks_the_master_first_launches_the_jvm_quietly(pyspark_stand_in, tmp_path):
     """A GPU device is checked against the master before the job's session starts, and where the process had no JVM
     that question launched it without the quiet logging configuration (_launch_jvm found it running and left it),
