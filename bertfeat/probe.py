@@ -88,7 +88,10 @@ class ProbeResult:
     TF-IDF baseline) or ``"union"`` (TF-IDF and a BertEmbedder side by side, see :mod:`bertfeat.union`);
     ``params`` holds each row's BertEmbedder keyword arguments. ``recommended`` is the recommended row's
     BertEmbedder keyword arguments (None when TF-IDF alone is recommended) and ``recommended_kind`` its kind;
-    :meth:`estimator` gives it as an unfitted transformer and :meth:`code` as Python code.
+    :meth:`estimator` gives it as an unfitted transformer and :meth:`code` as Python code. ``chance`` is the score
+    of a model that ignores the texts on the same folds (``name``, ``score``, ``std_err``): ROC AUC 0.5, the most
+    frequent class's share for accuracy (0.60 for a 10-class task whose majority class holds 60% of the texts), R^2
+    about 0; a row is worth something only by how far it beats it.
     """
 
     table: "object"  # pandas.DataFrame
@@ -106,6 +109,7 @@ class ProbeResult:
     classifier_params: dict = field(default_factory=dict)
     missing: str = "error"  # the probe's missing-text policy, which its TF-IDF estimators apply as its embedders do
     random_state: int = 0  # the folds' shuffle seed
+    chance: dict | None = None  # the score of a model that ignores the texts, on the same folds
 
     def _row(self, rank=None):
         rank = self.recommended_rank if rank is None else rank
@@ -169,8 +173,23 @@ class ProbeResult:
 
     def __repr__(self) -> str:
         cols = [c for c in ("model", "kind", "candidate", "n_features", "score", "std_err") if c in self.table]
-        return (f"ProbeResult({self.task}, metric={self.metric}, recommended={self.recommended_kind} "
-                f"{self.recommended})\n{self.table[cols].head(10).to_string(index=False)}")
+        out = (f"ProbeResult({self.task}, metric={self.metric}, recommended={self.recommended_kind} "
+               f"{self.recommended})\n{self.table[cols].head(10).to_string(index=False)}")
+        return out + "".join(f"\n{line}" for line in chance_lines(self))
+
+
+def chance_lines(result) -> list[str]:
+    """The chance reference as printed beside the table, and a note when no row clearly beats it: a 10-class
+    accuracy of 0.60 reads as a fair model until one sees that always answering the majority class scores 0.60."""
+    if result.chance is None:
+        return []
+    chance, best = result.chance, result.table.iloc[0]
+    lines = [f"{chance['name']}: {chance['score']:.4f} +/- {chance['std_err']:.4f}"]
+    if best["score"] - best["std_err"] <= chance["score"]:
+        lines.append(f"note: no row scores more than one standard error above chance (the best, rank 1, "
+                     f"{best['score']:.4f} +/- {best['std_err']:.4f}): these texts may not predict these labels, "
+                     "and the recommendation is then noise.")
+    return lines
 
 
 def _kwargs(d: dict) -> str:
@@ -256,7 +275,8 @@ def probe(
     Returns
     -------
     ProbeResult
-        ``table``, ``recommended``, ``estimator()``, ``code()``, ``cv`` and the costs.
+        ``table``, ``recommended``, ``estimator()``, ``code()``, ``cv``, ``chance`` (the score of a model that
+        ignores the texts, on the same folds: the reference every score is read against) and the costs.
 
     Examples
     --------
@@ -385,7 +405,7 @@ def probe(
         best=None if best["params"] is None else dict(best["params"]), num_layers=first["num_layers"],
         baseline=base, seconds=seconds, recommended_kind=rec["kind"], recommended_rank=int(rec["rank"]),
         models=model_info, cv=scoring["splitter"], classifier_params=scoring["classifier_params"], missing=missing,
-        random_state=int(random_state),
+        random_state=int(random_state), chance=_chance(task, y, folds, scoring["metric"]),
     )
     if plot:
         result.plot(plot)
@@ -531,6 +551,24 @@ def _scorer(task, y, cv, random_state, groups=None) -> dict:
     return {"metric": metric, "splitter": splitter, "classifier_params": params,
             "embedding": lambda: make_pipeline(*_linear_model(task, "embedding", params)),
             "sparse": lambda: make_pipeline(*_linear_model(task, "sparse", params))}
+
+
+CHANCE_NAMES = {"roc_auc": "chance (every text scored alike)",
+                "accuracy": "chance (always the training folds' most frequent class)",
+                "r2": "chance (always the training folds' mean label)"}
+
+
+def _chance(task, y, folds, metric) -> dict:
+    """The score of a model that ignores the texts, on the probe's folds: what a row must beat to say anything. ROC
+    AUC's is 0.5 whatever the balance of the classes; accuracy's is the share of the most frequent class (0.60 where
+    it holds 60% of the texts), R^2's about 0 (a little below, the training folds' mean missing each test fold's)."""
+    from sklearn.dummy import DummyClassifier, DummyRegressor
+
+    X = np.zeros((len(y), 1))
+    scores = np.asarray([_fit_score(DummyClassifier(strategy="prior") if task == "classification"
+                                    else DummyRegressor(), X[train], y[train], X[test], y[test], metric)
+                         for train, test in folds])
+    return {"name": CHANCE_NAMES[metric], "score": float(scores.mean()), "std_err": float(_std_err(scores))}
 
 
 def _tfidf_width(tfidf_folds) -> int:

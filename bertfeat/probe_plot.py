@@ -38,6 +38,8 @@ def plot_probe(result, path):
             ax.axhline(top["score"], color="black", linestyle="-.", label=f"best union: {top['candidate']}")
         if not tfidf.empty:
             ax.axhline(tfidf.iloc[0]["score"], color="grey", linestyle=":", label="TF-IDF (1-2 grams)")
+        if result.chance is not None:
+            ax.axhline(result.chance["score"], color="red", linestyle=":", label=result.chance["name"])
         ax.set_xlabel("layer (0 = embedding output); dashed: mean of the last k layers")
         if model is not None and len(models) > 1:
             ax.set_title(f"{model} ({result.models[model]['embed_s_per_1k']:.1f} s per 1,000 texts)", fontsize=9)

@@ -295,6 +295,7 @@ def probe_result():
         models={"m/a": dict(embed_seconds=3.2, embed_s_per_1k=0.8),
                 "m/b": dict(embed_seconds=10.6, embed_s_per_1k=2.65, revision=Revision("v2"))},
         cv=StratifiedKFold(4, shuffle=True, random_state=7), random_state=7, classifier_params={"C_sparse": 10.0},
+        chance={"name": "chance (every text scored alike)", "score": 0.5, "std_err": 0.0},
     )
 
 
@@ -328,6 +329,7 @@ def test_probe_options_reach_probe_and_its_result_is_printed(tmp_path, monkeypat
     ]
     assert "\n".join(out[4:]) == (
         "tfidf + logistic: 0.8500 +/- 0.0300\n"
+        "chance (every text scored alike): 0.5000 +/- 0.0000\n"
         "recommended: rank 2, embedding: mean L5 (the fewest features within one standard error of the best); as "
         "Python code:\n\n"
         f"{result.code()}\n"
@@ -343,6 +345,7 @@ def test_probe_options_reach_probe_and_its_result_is_printed(tmp_path, monkeypat
         best=result.best, baseline=result.baseline, seconds=result.seconds)
     # what the scores were measured with (session 10)
     assert saved["folds"] == {"n_splits": 4, "random_state": 7, "copies_kept_together": False}
+    assert saved["chance"] == {"name": "chance (every text scored alike)", "score": 0.5, "std_err": 0.0}
     assert saved["linear_model"] == {"C_sparse": 10.0} and saved["tfidf"]["min_df"] == 2
     assert saved["table"][2] == dict(rank=3, model="m/a", kind="tfidf", candidate="tfidf", n_features=1000,
                                      score=0.85, std_err=0.03, params="null")
@@ -433,7 +436,9 @@ def test_probe_defaults_reach_probe_and_one_model_has_no_model_column(tmp_path, 
                           cache_dir=None, baseline=True, plot=None)
     out = capsys.readouterr().out.splitlines()
     assert out[1].split() == ["rank", "kind", "candidate", "n_features", "score", "std_err"]
-    assert len(out) == 1 + 4 + 3 + len(result.code().splitlines())  # header, table, no baseline, no plot
+    # header, table, no baseline, the chance line, no plot
+    assert len(out) == 1 + 4 + 1 + 3 + len(result.code().splitlines())
+    assert out[5] == "chance (every text scored alike): 0.5000 +/- 0.0000"
     assert not any(line.startswith(("plot:", "tfidf + logistic")) for line in out)
 
 

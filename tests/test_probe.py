@@ -1526,3 +1526,69 @@ def test_output_files_that_cannot_be_written_are_refused_before_any_work(tiny_be
     assert capsys.readouterr().err.strip() == (
         f"bertfeat probe: error: --json {json_path!r} cannot be written: its folder {str(tmp_path / 'absent')!r} "
         "does not exist; create it first.")
+
+
+def _chance_by_hand(metric, y, folds):
+    """A model that ignores the texts, scored by hand on each fold: the training part's most frequent class (accuracy),
+    one score for every text (ROC AUC), the training part's mean label (R^2)."""
+    scores = []
+    for train, test in folds:
+        if metric == "accuracy":
+            values, counts = np.unique(y[train], return_counts=True)
+            scores.append(np.mean(y[test] == values[np.argmax(counts)]))
+        elif metric == "roc_auc":
+            scores.append(0.5)
+        else:
+            scores.append(1 - np.sum((y[test] - y[train].mean()) ** 2) / np.sum((y[test] - y[test].mean()) ** 2))
+    return np.mean(scores), np.std(scores, ddof=1) / np.sqrt(len(scores))
+
+
+def noise_texts(n, seed=0):
+    rng = np.random.default_rng(seed)
+    vocab = [f"w{i}" for i in range(200)]
+    return [" ".join(rng.choice(vocab, 5)) for _ in range(n)]
+
+
+@pytest.mark.parametrize("labels, metric", [
+    # ten classes, the first 60% of the texts: 0.60 accuracy is what always answering it scores
+    (np.repeat(np.arange(10), [108] + [8] * 9), "accuracy"),
+    (np.repeat([0, 1], [114, 6]), "roc_auc"),  # 95/5: ROC AUC's chance is 0.5 whatever the balance
+    (np.random.default_rng(5).normal(size=120), "r2"),
+])
+def test_every_score_comes_with_the_chance_a_model_ignoring_the_texts_scores(tiny_bert, tmp_path, capsys, labels,
+                                                                            metric):
+    """The table gave scores alone: on a 10-class task whose majority class holds 60% of the texts, every row scored
+    about 0.60 accuracy, which reads as a fair model, and always answering the majority class scores the same; nothing
+    said so (session 11). The chance score is now measured on the probe's own folds, given in the result, printed
+    beside the table (with a note when no row beats it by a standard error), in the JSON and in repr."""
+    from bertfeat.cli import main
+
+    texts = noise_texts(len(labels))
+    result = probe(texts, labels, model=tiny_bert, cv=5, poolings=("mean",), unions=0)
+    assert result.metric == metric
+    score, std_err = _chance_by_hand(metric, labels, list(result.cv.split(texts, labels)))
+    assert result.chance["score"] == pytest.approx(score, abs=1e-12)
+    assert result.chance["std_err"] == pytest.approx(std_err, abs=1e-12)
+    if metric == "accuracy":
+        assert result.chance["score"] == pytest.approx(0.6, abs=0.01)
+        assert result.chance["name"] == "chance (always the training folds' most frequent class)"
+    best = result.table.iloc[0]
+    assert best["score"] - best["std_err"] <= result.chance["score"]  # noise texts: nothing beats chance
+    assert f"{result.chance['name']}: {score:.4f} +/- {std_err:.4f}" in repr(result)
+    assert "no row scores more than one standard error above chance" in repr(result)
+
+    pd.DataFrame({"text": texts, "label": labels}).to_csv(tmp_path / "d.csv", index=False)
+    assert main(["probe", str(tmp_path / "d.csv"), "--text-col", "text", "--label-col", "label", "--model", tiny_bert,
+                 "--unions", "0", "--json", str(tmp_path / "p.json")]) == 0
+    out = capsys.readouterr().out
+    assert f"{result.chance['name']}: {score:.4f} +/- {std_err:.4f}\n" in out
+    assert "note: no row scores more than one standard error above chance" in out
+    assert json.loads((tmp_path / "p.json").read_text())["chance"] == pytest.approx(result.chance)
+
+
+def test_no_note_of_chance_where_the_best_row_beats_it(probed, tiny_bert):
+    texts, y, result = probed
+    assert result.chance == {"name": "chance (every text scored alike)", "score": 0.5, "std_err": 0.0}
+    assert result.table.iloc[0]["score"] - result.table.iloc[0]["std_err"] > 0.5
+    assert repr(result).endswith("\nchance (every text scored alike): 0.5000 +/- 0.0000")
+

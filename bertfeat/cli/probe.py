@@ -54,7 +54,8 @@ def add_parser(sub) -> None:
                    help="score each model's K best candidates side by side with TF-IDF (default 3; 0 for none)")
     p.add_argument("--plot", metavar="PNG", help="save the score-by-layer plot here")
     p.add_argument("--json", metavar="PATH", help="save the full table and recommendation as JSON, with what the "
-                   "scores were measured with: the folds (number, seed), the linear models' and the TF-IDF's settings")
+                   "scores were measured with: the folds (number, seed), the linear models' and the TF-IDF's "
+                   "settings, and the chance score")
     p.add_argument("--top", type=positive_int, default=15, help="rows of the table to print (default: 15)")
     p.set_defaults(func=run)
 
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     from bertfeat.cli import UsageError
     from bertfeat.cli.embed import _delimiter
     from bertfeat.files import InputReader, resolve_input
-    from bertfeat.probe import _check_writable, probe
+    from bertfeat.probe import _check_writable, chance_lines, probe
 
     if args.json:  # written after the work: refused before it
         _check_writable(args.json, f"--json {args.json!r}")
@@ -100,6 +101,8 @@ def run(args: argparse.Namespace) -> int:
     print(t[cols].head(args.top).to_string(index=False, float_format="%.4f"))
     if result.baseline:
         print(f"{result.baseline['name']}: {result.baseline['score']:.4f} +/- {result.baseline['std_err']:.4f}")
+    for line in chance_lines(result):  # what a score must beat to mean anything: 0.60 accuracy on 60% majority
+        print(line)
     rec = t[t["rank"] == result.recommended_rank].iloc[0]
     print(f"recommended: rank {rec['rank']}, {rec['kind']}: {rec['candidate']} (the fewest features within one "
           "standard error of the best); as Python code:\n")
@@ -124,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
                        "recommended": result.recommended,
                        "recommended_kind": result.recommended_kind, "code": result.code(), "missing": result.missing,
                        "models": result.models, "best": result.best, "baseline": result.baseline,
+                       "chance": result.chance,
                        "seconds": result.seconds,
                        "table": records}, fh, indent=2, default=str)
     return 0

@@ -25,7 +25,9 @@
 #'   arguments of [step_bert_embed()] for the recommended row (`model`, `pooling`, `layers`, `missing`,
 #'   `cache_dir`, `options`), `NULL` when TF-IDF alone is recommended; `kind`, the recommended row's kind (for
 #'   `"union"`, add a TF-IDF of the same text, for example with textrecipes, beside the step); `code`, the
-#'   Python code of the recommended features; `metric`; `task`; and `plot`, the plot's path.
+#'   Python code of the recommended features; `metric`; `task`; `plot`, the plot's path; and `chance`, the score
+#'   of a model that ignores the texts on the same folds (`name`, `score`, `std_err`: ROC AUC 0.5, the most
+#'   frequent class's share for accuracy, R^2 about 0), which a row must beat to be worth anything.
 #' @examples
 #' \dontrun{
 #' reviews <- read.csv("data/fine_foods.csv.gz")[1:500, ]
@@ -100,7 +102,7 @@ bf_probe <- function(x, y, model = "default", cv = 5, unions = 3, baseline = TRU
   mask <- is.na(texts)
   texts[mask] <- ""
   res <- with_python_errors(python_module(call = call)$probe(texts, mask, y, params), call = call)
-  issue_python_warnings(res[[8]])
+  issue_python_warnings(res[[9]])
   columns <- res[[1]]
   table <- tibble::as_tibble(lapply(columns, function(v) {
     v <- unlist(v)
@@ -112,7 +114,7 @@ bf_probe <- function(x, y, model = "default", cv = 5, unions = 3, baseline = TRU
   }
   structure(
     list(table = table, recommended = step_arguments(res[[2]]), kind = res[[3]], code = res[[4]],
-         metric = res[[5]], task = res[[6]], plot = res[[7]]),
+         metric = res[[5]], task = res[[6]], plot = res[[7]], chance = res[[8]]),
     class = "bertfeat_probe"
   )
 }
@@ -135,5 +137,13 @@ print.bertfeat_probe <- function(x, ...) {
   cat(sprintf("bertfeat probe: %s, cross-validated %s; recommended (%s):\n", x$task, x$metric, x$kind))
   cat(x$code, "\n")
   print(x$table[, c("rank", "model", "kind", "candidate", "n_features", "score", "std_err")], ...)
+  if (!is.null(x$chance)) {
+    cat(sprintf("%s: %.4f +/- %.4f\n", x$chance$name, x$chance$score, x$chance$std_err))
+    best <- x$table[1, ]
+    if (best$score - best$std_err <= x$chance$score) {
+      cat("note: no row scores more than one standard error above chance: these texts may not predict these labels,",
+          "and the recommendation is then noise.\n")
+    }
+  }
   invisible(x)
 }
