@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bertfeat.probe_labels import (_check_folds, _check_label_types, _check_labels, _decimals_as_numbers, _grouped,
-                                   _task, _text_groups)
+from bertfeat.probe_folds import GROUPS_KEPT, _check_folds, _check_groups, _fold_groups, _grouped, _text_groups
+from bertfeat.probe_labels import _check_label_types, _check_labels, _decimals_as_numbers, _task
 
 ALL_POOLINGS = ("cls", "mean", "max")
 
@@ -110,6 +110,7 @@ class ProbeResult:
     missing: str = "error"  # the probe's missing-text policy, which its TF-IDF estimators apply as its embedders do
     random_state: int = 0  # the folds' shuffle seed
     chance: dict | None = None  # the score of a model that ignores the texts, on the same folds
+    folds: dict = field(default_factory=dict)  # what the folds kept together: see probe()'s Returns
 
     def _row(self, rank=None):
         rank = self.recommended_rank if rank is None else rank
@@ -209,6 +210,7 @@ def probe(
     prefix: str | None = None,
     prompt_name: str | None = None,
     cv: int = 5,
+    groups=None,
     task: str = "auto",
     baseline: bool = True,
     unions: int = 3,
@@ -254,6 +256,13 @@ def probe(
         Cross-validation folds; copies of one text always fall in one fold (texts that differ only in case, spacing
         or punctuation are copies too), and for classes every test fold holds every class (refused before any work
         where no shuffle of the copies allows it).
+    groups : list, array or Series, default=None
+        The group of each text, paired by position (the customer of a review, the book of a paragraph, the patient
+        of a note): every group's texts fall in one fold, as scikit-learn's ``StratifiedGroupKFold`` (classes) and
+        ``GroupKFold`` (numbers) keep them, so no model is scored on a group it was trained on (a group split
+        across folds inflates every score, silently: its texts share words, names and style). Copies of a text
+        stay together too, joining their groups. Refused before any work: a missing group, fewer groups than
+        ``cv``, a class in fewer groups than ``cv``.
     task : {"auto", "classification", "regression"}, default="auto"
         ``"auto"`` is a regression for float labels with more than 10 distinct values, else a classification
         (ROC AUC for two classes, accuracy for more; R^2 for a regression).
@@ -262,7 +271,9 @@ def probe(
     unions : int, default=3
         Score each model's ``unions`` best candidates side by side with that TF-IDF; 0 for none.
     random_state : int, default=0
-        Seed of the folds; ``result.cv`` gives the very folds every row was scored with.
+        Seed of the folds' shuffle (0 to 2**32 - 1): the same seed gives the same folds and the same scores, another
+        seed another draw of them (how much the table moves between seeds shows how far to trust its order);
+        ``result.cv`` gives the very folds every row was scored with.
     plot : str, default=None
         Save the score-by-layer plot to this file (its folder must exist; the format follows the suffix).
     cache_dir : str, default=None
@@ -275,7 +286,9 @@ def probe(
     Returns
     -------
     ProbeResult
-        ``table``, ``recommended``, ``estimator()``, ``code()``, ``cv``, ``chance`` (the score of a model that
+        ``table``, ``recommended``, ``estimator()``, ``code()``, ``cv``, ``folds`` (``n_splits``, ``random_state``,
+        ``copies_kept_together``, ``n_groups``: the groups given, None without ``groups``, and ``n_fold_groups``:
+        the units the folds kept whole, groups joined by copies), ``chance`` (the score of a model that
         ignores the texts, on the same folds: the reference every score is read against) and the costs.
 
     Examples
@@ -291,9 +304,10 @@ def probe(
 
     models = _model_list(model)
     poolings = _check_poolings(poolings)
-    if not isinstance(random_state, (int, np.integer)) or isinstance(random_state, bool):
-        raise ValueError(f"random_state={random_state!r} is not valid: expected an int (the folds' shuffle seed), so "
-                         "that result.cv gives the very folds every row was scored with.")
+    if not isinstance(random_state, (int, np.integer)) or isinstance(random_state, bool) or not (
+            0 <= random_state < 2**32):  # numpy's seeds: a negative one failed with numpy's "Seed must be between ..."
+        raise ValueError(f"random_state={random_state!r} is not valid: expected an int from 0 to 2**32 - 1 (the folds' "
+                         "shuffle seed), so that result.cv gives the very folds every row was scored with.")
     if not isinstance(unions, int) or isinstance(unions, bool) or unions < 0:
         raise ValueError(f"unions={unions!r} is not valid: expected how many of each model's best candidates to "
                          "score side by side with TF-IDF (an int >= 0; 0 for none).")
@@ -320,9 +334,21 @@ def probe(
         raise ValueError(f"y has {len(y)} labels but there are {len(texts)} texts; pass one label per text.")
     _check_labels(y, task, cv)  # before the embedding pass, which is the expensive part
     task = _task(y) if task == "auto" else task
-    scoring = _scorer(task, y, cv, random_state, _text_groups(texts))
+    if groups is not None and isinstance(given, (pd.Series, pd.DataFrame)) and isinstance(groups, pd.Series) and (
+            _reordered(given.index, groups.index)):
+        raise ValueError("texts and groups hold the same index labels in another order, and the probe pairs them by "
+                         "position (row i with row i), not by index: align them first (groups.loc[texts.index]), or "
+                         "pass groups.to_numpy() if their positions pair them.")
+    given_groups = None if groups is None else _check_groups(groups, len(texts))
+    copies = _text_groups(texts)
+    fold_groups = _fold_groups(copies, given_groups)
+    scoring = _scorer(task, y, cv, random_state, fold_groups, grouped=given_groups is not None)
     folds = list(scoring["splitter"].split(np.zeros((len(y), 1)), y))
-    _check_folds(task, y, folds)
+    _check_folds(task, y, folds, grouped=given_groups is not None)
+    fold_facts = {"n_splits": len(folds), "random_state": int(random_state),
+                  "copies_kept_together": copies is not None,
+                  "n_groups": None if given_groups is None else int(given_groups.max()) + 1,
+                  "n_fold_groups": None if fold_groups is None else len(np.unique(fold_groups))}
     # plain Python values (a pathlib cache_dir, numpy ints): the rows' params go into code() as written
     shared = {k: _plain(v) for k, v in dict(max_length=max_length, long_text=long_text, stride=stride,
                                             normalize=normalize, prefix=prefix, prompt_name=prompt_name, dtype=dtype,
@@ -405,7 +431,7 @@ def probe(
         best=None if best["params"] is None else dict(best["params"]), num_layers=first["num_layers"],
         baseline=base, seconds=seconds, recommended_kind=rec["kind"], recommended_rank=int(rec["rank"]),
         models=model_info, cv=scoring["splitter"], classifier_params=scoring["classifier_params"], missing=missing,
-        random_state=int(random_state), chance=_chance(task, y, folds, scoring["metric"]),
+        random_state=int(random_state), chance=_chance(task, y, folds, scoring["metric"]), folds=fold_facts,
     )
     if plot:
         result.plot(plot)
@@ -528,10 +554,10 @@ def _linear_model(task: str, kind: str, params: dict) -> list:
     return [StandardScaler(), model] if kind == "embedding" else [model]
 
 
-def _scorer(task, y, cv, random_state, groups=None) -> dict:
-    """The metric, the splitter and the models. With ``groups`` (copies of a text), the copies of each text go to one
-    fold, or a model that has seen a text in training is scored on it: the splitter is then a ``PredefinedSplit``
-    of those folds, which needs no groups to give them again."""
+def _scorer(task, y, cv, random_state, groups=None, grouped=False) -> dict:
+    """The metric, the splitter and the models. With ``groups`` (copies of a text, and with ``grouped`` the user's
+    groups too), each group goes to one fold, or a model that has seen a text (or its group) in training is scored
+    on it: the splitter is then a ``PredefinedSplit`` of those folds, which needs no groups to give them again."""
     from sklearn.model_selection import KFold, StratifiedKFold
     from sklearn.pipeline import make_pipeline
 
@@ -547,7 +573,8 @@ def _scorer(task, y, cv, random_state, groups=None) -> dict:
     else:
         raise ValueError(f"task={task!r} is not valid: expected 'auto', 'classification' or 'regression'.")
     if groups is not None:
-        splitter = _grouped(task, y, cv, random_state, groups)
+        splitter = (_grouped(task, y, cv, random_state, groups, GROUPS_KEPT) if grouped
+                    else _grouped(task, y, cv, random_state, groups))
     return {"metric": metric, "splitter": splitter, "classifier_params": params,
             "embedding": lambda: make_pipeline(*_linear_model(task, "embedding", params)),
             "sparse": lambda: make_pipeline(*_linear_model(task, "sparse", params))}

@@ -296,6 +296,7 @@ def probe_result():
                 "m/b": dict(embed_seconds=10.6, embed_s_per_1k=2.65, revision=Revision("v2"))},
         cv=StratifiedKFold(4, shuffle=True, random_state=7), random_state=7, classifier_params={"C_sparse": 10.0},
         chance={"name": "chance (every text scored alike)", "score": 0.5, "std_err": 0.0},
+        folds={"n_splits": 4, "random_state": 7, "copies_kept_together": False, "n_groups": 2, "n_fold_groups": 2},
     )
 
 
@@ -303,23 +304,27 @@ def test_probe_options_reach_probe_and_its_result_is_printed(tmp_path, monkeypat
     probe_module = importlib.import_module("bertfeat.probe")  # bertfeat.probe is the function
 
     path = tmp_path / "d.csv"
-    pd.DataFrame({"text": ["a b", "c d", "e f", "g h"], "label": [0, 1, 0, 1], "other": 1}).to_csv(path, index=False)
+    pd.DataFrame({"text": ["a b", "c d", "e f", "g h"], "label": [0, 1, 0, 1], "other": 1,
+                  "who": ["u", "u", "v", "v"]}).to_csv(path, index=False)
     spy = Spy(probe_result())
     monkeypatch.setattr(probe_module, "probe", spy)
     report = tmp_path / "r.json"
     assert main(["probe", str(path), "--text-col", "text", "--label-col", "label", "--model", "m/a", "--model", "m/b",
-                 "--task", "classification", "--cv", "4", "--max-length", "32", "--long-text", "chunk",
+                 "--task", "classification", "--cv", "4", "--random-state", "7", "--group-col", "who",
+                 "--max-length", "32", "--long-text", "chunk",
                  "--normalize", "--prefix", "q: ", "--missing", "zero", "--device", "cpu", "--dtype", "float32",
                  "--cache-dir", "/c", "--no-baseline", "--unions", "0", "--plot", "p.png", "--json", str(report),
                  "--top", "2"]) == 0
     (args, kwargs), = spy.calls
     assert args[0] == ["a b", "c d", "e f", "g h"] and args[1].tolist() == [0, 1, 0, 1]
-    assert kwargs == dict(model=["m/a", "m/b"], task="classification", cv=4, max_length=32, long_text="chunk",
+    assert kwargs == dict(model=["m/a", "m/b"], task="classification", cv=4, random_state=7,
+                          groups=["u", "u", "v", "v"], max_length=32, long_text="chunk",
                           normalize=True, unions=0, prefix="q: ", prompt_name=None, missing="zero", device="cpu",
                           dtype="float32", cache_dir="/c", baseline=False, plot="p.png")
     out = capsys.readouterr().out.split("\n")
     result = probe_result()
-    assert out[0] == ("bertfeat probe: 4 texts, classification, 4-fold cross-validated roc_auc (embedding: m/a 3 s "
+    assert out[0] == ("bertfeat probe: 4 texts in 2 groups of who, each in one fold, classification, 4-fold "
+                      "cross-validated roc_auc (embedding: m/a 3 s "
                       "(0.80 s per 1,000 texts), m/b 11 s (2.65 s per 1,000 texts); fits 12 s)")
     # the table as pandas lays it out (the top 2 rows), numbers to 4 places
     assert [line.split() for line in out[1:4]] == [
@@ -344,7 +349,8 @@ def test_probe_options_reach_probe_and_its_result_is_printed(tmp_path, monkeypat
         code=result.code(), missing="error", models=json.loads(json.dumps(result.models, default=str)),
         best=result.best, baseline=result.baseline, seconds=result.seconds)
     # what the scores were measured with (session 10)
-    assert saved["folds"] == {"n_splits": 4, "random_state": 7, "copies_kept_together": False}
+    assert saved["folds"] == {"n_splits": 4, "random_state": 7, "copies_kept_together": False, "n_groups": 2,
+                              "n_fold_groups": 2, "group_col": "who"}
     assert saved["chance"] == {"name": "chance (every text scored alike)", "score": 0.5, "std_err": 0.0}
     assert saved["linear_model"] == {"C_sparse": 10.0} and saved["tfidf"]["min_df"] == 2
     assert saved["table"][2] == dict(rank=3, model="m/a", kind="tfidf", candidate="tfidf", n_features=1000,
@@ -431,9 +437,9 @@ def test_probe_defaults_reach_probe_and_one_model_has_no_model_column(tmp_path, 
     assert main(["probe", str(path), "--text-col", "text", "--label-col", "label"]) == 0
     (args, kwargs), = spy.calls
     assert args[1].dtype.kind == "f" and args[1].tolist() == [0.5, 1.5]  # numbers stay numbers: a regression
-    assert kwargs == dict(model=["default"], task="auto", cv=5, max_length=None, long_text="truncate", normalize=False,
-                          unions=3, prefix=None, prompt_name=None, missing="error", device="auto", dtype="auto",
-                          cache_dir=None, baseline=True, plot=None)
+    assert kwargs == dict(model=["default"], task="auto", cv=5, random_state=0, groups=None, max_length=None,
+                          long_text="truncate", normalize=False, unions=3, prefix=None, prompt_name=None,
+                          missing="error", device="auto", dtype="auto", cache_dir=None, baseline=True, plot=None)
     out = capsys.readouterr().out.splitlines()
     assert out[1].split() == ["rank", "kind", "candidate", "n_features", "score", "std_err"]
     # header, table, no baseline, the chance line, no plot
@@ -972,7 +978,8 @@ def test_every_embed_option_has_the_documented_default():
 
 def test_every_probe_option_has_the_documented_default():
     assert _defaults("probe") == {
-        "text_col": None, "label_col": None, "delimiter": None, "model": None, "task": "auto", "cv": 5,
+        "text_col": None, "label_col": None, "group_col": None, "delimiter": None, "model": None, "task": "auto",
+        "cv": 5, "random_state": 0,
         "max_length": None, "long_text": "truncate", "normalize": False, "prefix": None, "prompt_name": None,
         "missing": "error",
         "device": "auto", "dtype": "auto", "cache_dir": None, "no_baseline": False, "unions": 3, "plot": None,

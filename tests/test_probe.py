@@ -1163,7 +1163,7 @@ def test_texts_that_differ_only_in_case_spacing_or_punctuation_stay_in_one_fold(
 
 
 def test_texts_of_no_word_are_copies_only_when_equal_but_for_case_and_spacing_and_every_word_counts():
-    from bertfeat.probe_labels import _text_groups
+    from bertfeat.probe_folds import _text_groups
 
     groups = _text_groups(["!!", "?", " !! ", "a", "A", "the cat", "The  CAT.", None, None, "b", "item 1", "item 2"])
     assert groups[0] == groups[2] and groups[3] == groups[4] and groups[5] == groups[6]
@@ -1235,7 +1235,8 @@ def test_the_probe_commands_json_records_what_the_scores_were_measured_with(tiny
     assert main(["probe", str(tmp_path / "d.csv"), "--text-col", "text", "--label-col", "label", "--model", tiny_bert,
                  "--cv", "3", "--unions", "1", "--json", str(tmp_path / "p.json")]) == 0
     report = json.loads((tmp_path / "p.json").read_text())
-    assert report["folds"] == {"n_splits": 3, "random_state": 0, "copies_kept_together": True}
+    assert report["folds"] == {"n_splits": 3, "random_state": 0, "copies_kept_together": True, "n_groups": None,
+                               "n_fold_groups": 29, "group_col": None}
     assert report["tfidf"] == {"ngram_range": [1, 2], "min_df": 2, "sublinear_tf": True}
     assert report["linear_model"] == {"C_embedding": 0.05, "C_sparse": 10.0, "alphas": list(RIDGE_ALPHAS)}
     again = probe(texts, y, model=tiny_bert, cv=report["folds"]["n_splits"], unions=1,
@@ -1275,7 +1276,7 @@ def test_copies_kept_in_one_fold_leave_no_fold_without_a_class(tiny_bert):
     single positional indexer is out-of-bounds" after the embedding pass and every fit (session 10)."""
     from sklearn.model_selection import StratifiedGroupKFold
 
-    from bertfeat.probe_labels import _text_groups
+    from bertfeat.probe_folds import _text_groups
 
     copy_of = [3, 5, 6, 3, 1, 3, 6, 1, 7, 1, 0, 8, 4, 0, 2, 4, 5, 8, 5]
     texts = [f"{WORDS_POS[g % 6]} {WORDS_NEG[g % 5]} story {g}" for g in copy_of]
@@ -1592,3 +1593,131 @@ def test_no_note_of_chance_where_the_best_row_beats_it(probed, tiny_bert):
     assert result.table.iloc[0]["score"] - result.table.iloc[0]["std_err"] > 0.5
     assert repr(result).endswith("\nchance (every text scored alike): 0.5000 +/- 0.0000")
 
+
+def test_the_probe_command_draws_its_folds_from_the_seed_it_is_given(tiny_bert, tmp_path):
+    """The command had no --random-state: every run drew the folds of seed 0, so a user could neither draw others to
+    see how far the table's order holds nor match a Python probe run with another seed (session 11)."""
+    from bertfeat.cli import main
+
+    texts, y = labelled(30, own=0.8)
+    pd.DataFrame({"text": texts, "label": y}).to_csv(tmp_path / "d.csv", index=False)
+    reports = {}
+    for seed in (7, 7, 0):
+        path = tmp_path / f"p{seed}.json"
+        assert main(["probe", str(tmp_path / "d.csv"), "--text-col", "text", "--label-col", "label", "--model",
+                     tiny_bert, "--cv", "3", "--unions", "1", "--random-state", str(seed), "--json", str(path)]) == 0
+        reports.setdefault(seed, []).append(json.loads(path.read_text()))
+    scored = {seed: [[(r["candidate"], r["score"], r["std_err"]) for r in report["table"]] for report in runs]
+              for seed, runs in reports.items()}
+    assert reports[7][0]["folds"]["random_state"] == 7 and scored[7][0] == scored[7][1]
+    python = probe(texts, y, model=tiny_bert, cv=3, unions=1, random_state=7)
+    assert [(r["candidate"], r["score"]) for r in reports[7][0]["table"]] == list(zip(python.table["candidate"],
+                                                                                   python.table["score"]))
+    assert sorted(s for _, s, _ in scored[7][0]) != sorted(s for _, s, _ in scored[0][0])
+
+
+@pytest.mark.parametrize("seed", [-1, 2**32])
+def test_a_seed_numpy_cannot_take_is_refused_naming_the_range_before_any_work(tiny_bert, monkeypatch, seed):
+    NoModel(monkeypatch)
+    texts, y = labelled(12)
+    with pytest.raises(ValueError, match=r"^random_state=%d is not valid: expected an int from 0 to 2\*\*32 - 1 "
+                                         r"\(the folds' shuffle seed\)" % seed):
+        probe(texts, y, model=tiny_bert, cv=2, random_state=seed)
+
+
+def customers(n_customers=16, per=4, seed=0):
+    """Reviews of customers who each sign with their own name and give one label, drawn at random: within a
+    customer the label is known from the name; across customers the texts say nothing about it."""
+    rng = np.random.default_rng(seed)
+    vocab = [f"w{i}" for i in range(300)]
+    label = rng.permutation(np.arange(n_customers) % 2)
+    texts, y, groups = [], [], []
+    for c in range(n_customers):
+        for _ in range(per):
+            texts.append(f"{' '.join(rng.choice(vocab, 4))} signed customer{c} zz{c}")
+            y.append(label[c])
+            groups.append(f"c{c}")
+    return texts, np.asarray(y), groups
+
+
+def test_a_group_split_across_folds_inflates_every_score_and_groups_keep_each_in_one_fold(tiny_bert):
+    """No way to keep a group's texts in one fold (session 11): a customer's reviews share their signature, so with
+    labels that are the customer's and nothing else, TF-IDF scored ROC AUC about 1.0 where a new customer's reviews
+    are read at chance. With ``groups`` every customer falls in one fold, and every row is reproduced by
+    cross_val_score on the folds the result reports."""
+    from sklearn.model_selection import cross_val_score
+
+    texts, y, groups = customers()
+    split = probe(texts, y, model=tiny_bert, cv=4, poolings=("mean",), unions=1)
+    kept = probe(texts, y, model=tiny_bert, cv=4, poolings=("mean",), unions=1, groups=groups)
+    tfidf = {name: r.table[r.table["kind"] == "tfidf"]["score"].iloc[0] for name, r in [("split", split),
+                                                                                       ("kept", kept)]}
+    assert tfidf["split"] > 0.95 and tfidf["kept"] < 0.75
+    g = np.asarray(groups)
+    for train, test in kept.cv.split(texts, y):
+        assert not set(g[train]) & set(g[test])
+    assert kept.folds == {"n_splits": 4, "random_state": 0, "copies_kept_together": False, "n_groups": 16,
+                          "n_fold_groups": 16}
+    assert split.folds["n_groups"] is None and split.folds["n_fold_groups"] is None
+    for rank in kept.table["rank"]:
+        row = kept.table[kept.table["rank"] == rank].iloc[0]
+        scores = cross_val_score(kept.pipeline(int(rank)), texts, y, cv=kept.cv, scoring=kept.metric)
+        assert abs(scores.mean() - row["score"]) < 1e-6
+    again = probe(texts, y, model=tiny_bert, cv=4, poolings=("mean",), unions=1, groups=np.asarray(groups))
+    assert again.table["score"].tolist() == kept.table["score"].tolist()  # the same seed: the same folds and scores
+
+
+def test_groups_joined_by_a_copy_of_a_text_fall_in_one_fold_and_a_regression_keeps_its_groups(tiny_bert):
+    texts, y, groups = customers(12, 3, seed=1)
+    texts[5] = texts[30].upper()  # customer 1's text is a copy of customer 10's: the two customers are one unit
+    noise = np.random.default_rng(2).normal(size=len(texts))
+    result = probe(texts, noise, model=tiny_bert, cv=3, poolings=("mean",), unions=0, baseline=False, groups=groups)
+    assert result.task == "regression" and result.folds["n_groups"] == 12 and result.folds["n_fold_groups"] == 11
+    g = np.asarray(groups)
+    folds = list(result.cv.split(texts, noise))
+    for train, test in folds:
+        assert not set(g[train]) & set(g[test])
+    assert [k for k, (_, test) in enumerate(folds) if {"c1", "c10"} <= set(g[test])]
+
+
+@pytest.mark.parametrize("groups, message", [
+    (["a"] * 11 + [None], r"^groups has 1 missing value\(s\) \(rows 11\); the folds keep each group's texts together "
+                          r"and cannot place a text of no group: fill them \(a text alone"),
+    ([float("nan"), "a"] * 6, r"^groups has 6 missing value\(s\) \(rows 0, 2, 4, 6, 8, \.\.\.\)"),
+    (["a", "b"] * 5, r"^groups has 10 values but there are 12 texts; pass one group per text\.$"),
+    ("customer", r"^groups='customer' is not valid: pass one group per text"),
+    (["a", "b", "c"] * 4, r"^the texts hold 3 groups, fewer than the 4 cross-validation folds \(each group, with the "
+                          r"copies of a text, stays in one fold\); lower cv \(--cv\) or pass finer groups\.$"),
+    # class 1's six texts in three groups: three for four folds
+    ([f"g{i // 2}" if i < 6 else f"h{i}" for i in range(12)],
+     r"^class\(es\) 1 \(3\) of the labels y have fewer groups holding them than the 4 cross-validation folds"),
+])
+def test_groups_the_folds_cannot_keep_are_refused_saying_what_to_do_before_any_work(tiny_bert, monkeypatch, groups,
+                                                                                     message):
+    NoModel(monkeypatch)
+    texts = noise_texts(12)
+    y = np.asarray([1] * 6 + [0] * 6)
+    with pytest.raises(ValueError, match=message):
+        probe(texts, y, model=tiny_bert, cv=4, groups=groups)
+
+
+def test_the_probe_command_keeps_the_groups_of_its_group_column_in_one_fold(tiny_bert, tmp_path, capsys):
+    from bertfeat.cli import main
+
+    texts, y, groups = customers(12, 3)
+    pd.DataFrame({"text": texts, "label": y, "customer": groups}).to_csv(tmp_path / "d.csv", index=False)
+    assert main(["probe", str(tmp_path / "d.csv"), "--text-col", "text", "--label-col", "label", "--group-col",
+                 "customer", "--model", tiny_bert, "--cv", "3", "--unions", "1", "--json", str(tmp_path / "p.json")]
+                ) == 0
+    assert capsys.readouterr().out.startswith("bertfeat probe: 36 texts in 12 groups of customer, each in one fold, ")
+    report = json.loads((tmp_path / "p.json").read_text())
+    assert report["folds"] == {"n_splits": 3, "random_state": 0, "copies_kept_together": False, "n_groups": 12,
+                               "n_fold_groups": 12, "group_col": "customer"}
+    python = probe(texts, y, model=tiny_bert, cv=3, unions=1, groups=groups)
+    assert [(r["candidate"], r["score"]) for r in report["table"]] == list(zip(python.table["candidate"],
+                                                                             python.table["score"]))
+    pd.DataFrame({"text": texts, "label": y, "customer": groups[:-1] + [None]}).to_csv(tmp_path / "e.csv",
+                                                                                     index=False)
+    assert main(["probe", str(tmp_path / "e.csv"), "--text-col", "text", "--label-col", "label", "--group-col",
+                 "customer", "--model", tiny_bert, "--cv", "3"]) == 2
+    assert "groups has 1 missing value(s) (rows 35)" in capsys.readouterr().err

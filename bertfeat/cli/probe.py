@@ -30,6 +30,10 @@ def add_parser(sub) -> None:
     p.add_argument("input", metavar="INPUT", help="a CSV file, a parquet file, or a directory or glob of parquet")
     p.add_argument("--text-col", required=True, metavar="COL", help="the text column")
     p.add_argument("--label-col", required=True, metavar="COL", help="classes (logistic) or numbers (ridge)")
+    p.add_argument("--group-col", default=None, metavar="COL",
+                   help="the group of each text (a customer, a book, a patient): each group's texts fall in one fold, "
+                        "so no model is scored on a group it was trained on (default: none; copies of a text are "
+                        "kept together always)")
     p.add_argument("--delimiter", default=None, metavar="CHAR",
                    help="a CSV's field delimiter (default: tab for .tsv, else comma); 'tab' or '\\t' for a tab")
     p.add_argument("--model", action="append", default=None, metavar="MODEL",
@@ -39,6 +43,8 @@ def add_parser(sub) -> None:
                    help="auto: regression for float labels with more than 10 distinct values, else classification "
                         "(default: auto)")
     p.add_argument("--cv", type=positive_int, default=5, help="cross-validation folds (default: 5)")
+    p.add_argument("--random-state", type=non_negative_int, default=0, metavar="SEED",
+                   help="seed of the folds' shuffle: the same seed gives the same folds and scores (default: 0)")
     p.add_argument("--max-length", type=positive_int, default=None, help=HELP["max_length"])
     p.add_argument("--long-text", choices=LONG_TEXT_MODES, default="truncate", help=HELP["long_text"])
     p.add_argument("--normalize", action="store_true", help=HELP["normalize"])
@@ -54,7 +60,7 @@ def add_parser(sub) -> None:
                    help="score each model's K best candidates side by side with TF-IDF (default 3; 0 for none)")
     p.add_argument("--plot", metavar="PNG", help="save the score-by-layer plot here")
     p.add_argument("--json", metavar="PATH", help="save the full table and recommendation as JSON, with what the "
-                   "scores were measured with: the folds (number, seed), the linear models' and the TF-IDF's "
+                   "scores were measured with: the folds (number, seed, groups), the linear models' and the TF-IDF's "
                    "settings, and the chance score")
     p.add_argument("--top", type=positive_int, default=15, help="rows of the table to print (default: 15)")
     p.set_defaults(func=run)
@@ -72,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
     is_csv = resolve_input(args.input)[0] == "csv"
     if args.delimiter is not None and not is_csv:
         raise UsageError(f"--delimiter applies to CSV input only, and {args.input!r} is parquet; drop --delimiter.")
-    reader = InputReader(args.input, [args.text_col, args.label_col], 100_000, [args.text_col],
+    columns = list(dict.fromkeys([args.text_col, args.label_col] + ([args.group_col] if args.group_col else [])))
+    reader = InputReader(args.input, columns, 100_000, [args.text_col],
                          delimiter=_delimiter(args.delimiter))
     import pyarrow as pa
 
@@ -86,7 +93,9 @@ def run(args: argparse.Namespace) -> int:
         labels = labels.cast(pa.float64())
     result = probe(
         table.column(args.text_col).to_pylist(), labels.to_numpy(zero_copy_only=False),
-        model=args.model or ["default"], task=args.task, cv=args.cv, max_length=args.max_length,
+        model=args.model or ["default"], task=args.task, cv=args.cv, random_state=args.random_state,
+        groups=None if args.group_col is None else table.column(args.group_col).to_pylist(),
+        max_length=args.max_length,
         long_text=args.long_text, normalize=args.normalize, unions=args.unions, **prefix_params(args),
         missing=args.missing, device=args.device, dtype=args.dtype,
         cache_dir=args.cache_dir, baseline=not args.no_baseline, plot=args.plot,
@@ -94,8 +103,10 @@ def run(args: argparse.Namespace) -> int:
     t = result.table
     embed = ", ".join(f"{name} {info['embed_seconds']:.0f} s ({info['embed_s_per_1k']:.2f} s per 1,000 texts)"
                       for name, info in result.models.items())
-    print(f"bertfeat probe: {table.num_rows} texts, {result.task}, {args.cv}-fold cross-validated {result.metric} "
-          f"(embedding: {embed}; fits {result.seconds['fits']:.0f} s)")
+    grouped = (f" in {result.folds['n_groups']} groups of {args.group_col}, each in one fold"
+               if args.group_col else "")
+    print(f"bertfeat probe: {table.num_rows} texts{grouped}, {result.task}, {args.cv}-fold cross-validated "
+          f"{result.metric} (embedding: {embed}; fits {result.seconds['fits']:.0f} s)")
     cols = ["rank"] + (["model"] if len(result.models) > 1 else []) + ["kind", "candidate", "n_features", "score",
                                                                         "std_err"]
     print(t[cols].head(args.top).to_string(index=False, float_format="%.4f"))
@@ -118,9 +129,8 @@ def run(args: argparse.Namespace) -> int:
         from bertfeat.union import TFIDF_PARAMS
 
         # what the scores were measured with, so that they can be measured again: the folds (their seed; copies of a
-        # text kept together), the linear models' settings and the TF-IDF's
-        folds = {"n_splits": result.cv.get_n_splits(), "random_state": result.random_state,
-                 "copies_kept_together": type(result.cv).__name__ == "PredefinedSplit"}
+        # text and the groups of --group-col kept together), the linear models' settings and the TF-IDF's
+        folds = {**result.folds, "group_col": args.group_col}
         with open(args.json, "w") as fh:
             json.dump({"task": result.task, "metric": result.metric, "folds": folds,
                        "linear_model": result.classifier_params, "tfidf": TFIDF_PARAMS,

@@ -14,8 +14,12 @@
 #' @param baseline Add the TF-IDF row.
 #' @param plot A path for the PNG plot, or `NULL` for none.
 #' @param ... Other parameters of the Python probe: `max_length`, `long_text`, `stride`, `normalize`, `prefix`,
-#'   `prompt_name`, `task` (`"auto"`, `"classification"` or `"regression"`), `random_state`, `device`, `dtype`,
-#'   `missing`.
+#'   `prompt_name`, `task` (`"auto"`, `"classification"` or `"regression"`), `device`, `dtype`, `missing`.
+#' @param groups `NULL`, or the group of each text (a vector as long as `x`: the customer of a review, the book of
+#'   a paragraph, the patient of a note): each group's texts fall in one fold, so no model is scored on a group it
+#'   was trained on (a group split across folds inflates every score, silently). Copies of a text always stay in
+#'   one fold, joining their groups. `NA` is refused, as are fewer groups than `cv`.
+#' @param random_state The seed of the folds' shuffle: the same seed gives the same folds and the same scores.
 #' @param cache_dir As in [bf_embed()]; with a cache, [step_bert_embed()] with the recommended settings reads the
 #'   probe's vectors instead of running the model again.
 #'
@@ -38,11 +42,11 @@
 #' }
 #' @export
 bf_probe <- function(x, y, model = "default", cv = 5, unions = 3, baseline = TRUE, plot = NULL, ...,
-                     cache_dir = NULL) {
+                     groups = NULL, random_state = 0, cache_dir = NULL) {
   call <- rlang::current_env()
   dots <- list(...)
-  allowed <- c("max_length", "long_text", "stride", "normalize", "prefix", "prompt_name", "task", "random_state",
-               "device", "dtype", "missing")
+  allowed <- c("max_length", "long_text", "stride", "normalize", "prefix", "prompt_name", "task", "device", "dtype",
+               "missing")
   if (length(dots) && (is.null(names(dots)) || any(!nzchar(names(dots))))) {
     abort_bf("Arguments in `...` must be named, for example `max_length = 128`.", "argument", call = call)
   }
@@ -74,6 +78,18 @@ bf_probe <- function(x, y, model = "default", cv = 5, unions = 3, baseline = TRU
     abort_bf(sprintf("`y` has %d infinite labels (the first in row %d: %s); scikit-learn takes finite labels only: drop or fix those rows first.",
                      sum(is.infinite(y)), first, format(y[first])), "input", call = call)
   }
+  if (!is.null(groups)) {
+    if (length(groups) != length(texts) || !(is.atomic(groups) || is.factor(groups)) || is.list(groups)) {
+      abort_bf(sprintf("`groups` must be a vector of %d groups (one per text, such as the customer of each review), not %s of length %d.",
+                       length(texts), describe_class(groups), length(groups)), "input", call = call)
+    }
+    if (anyNA(groups)) {
+      abort_bf(sprintf("`groups` has %d missing value(s) (the first in row %d); the folds keep each group's texts together and cannot place a text of no group: fill them (a text alone in its group can take a group of its own, such as its row number) or drop those rows first.",
+                       sum(is.na(groups)), which(is.na(groups))[1]), "missing_value", call = call)
+    }
+    # as Python reads them: a factor by its labels, whole numbers as doubles (1L and 1 one group)
+    groups <- as.list(if (is.numeric(groups)) as.double(groups) else as.character(groups))
+  }
   # numbers as doubles: an integer vector (read.csv()'s whole numbers) crossed as Python ints, which the probe's
   # task = "auto" reads as classes whatever their count, where the help says numbers past 10 values are a regression
   y <- if (is.numeric(y)) as.double(y) else as.character(y)
@@ -83,12 +99,13 @@ bf_probe <- function(x, y, model = "default", cv = 5, unions = 3, baseline = TRU
   }
   params <- list(model = as.list(model), cv = check_whole(cv, "cv", max_length = 1L, call = call),
                  unions = check_whole(unions, "unions", max_length = 1L, call = call),
-                 baseline = check_flag(baseline, "baseline", call = call),
+                 baseline = check_flag(baseline, "baseline", call = call), groups = groups,
+                 random_state = check_whole(random_state, "random_state", max_length = 1L, call = call),
                  plot = if (!is.null(plot)) path.expand(check_string(plot, "plot", call = call)),
                  cache_dir = if (!is.null(cache_dir)) path.expand(check_string(cache_dir, "cache_dir", call = call)))
   for (name in names(dots)) {
     value <- dots[[name]]
-    params[[name]] <- if (is.null(value)) NULL else if (name %in% c("max_length", "stride", "random_state")) {
+    params[[name]] <- if (is.null(value)) NULL else if (name %in% c("max_length", "stride")) {
       check_whole(value, name, max_length = 1L, call = call)
     } else if (name == "normalize") {
       check_flag(value, name, call = call)

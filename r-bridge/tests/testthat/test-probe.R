@@ -99,3 +99,32 @@ test_that("the probe's Python warnings come back as classed R warnings", {
                  "were truncated", class = "bertfeat_warning_truncation")
   expect_s3_class(p, "bertfeat_probe")
 })
+
+test_that("bf_probe() keeps each of its groups in one fold, draws its folds from random_state and gives chance", {
+  # no way to keep a group's texts (a customer's reviews) in one fold, and random_state only through `...` (session 11)
+  d <- probe_texts(24)
+  d$y[c(1, 4, 7, 10, 13)] <- d$y[c(4, 1, 10, 7, 16)] # a few labels swapped, so that scores differ with the folds
+  groups <- rep(sprintf("c%02d", 1:8), each = 3)
+  p <- bf_probe(d$texts, d$y, cv = 2, unions = 0, max_length = 32, groups = factor(groups), random_state = 3)
+  py <- reticulate::import("bertfeat", convert = FALSE)
+  column <- function(ref, name) unlist(reticulate::py_to_r(ref$table[[name]]$tolist()))
+  ref <- py$probe(as.list(d$texts), as.list(d$y), cv = 2L, unions = 0L, max_length = 32L, groups = as.list(groups),
+                  random_state = 3L)
+  expect_identical(p$table$candidate, column(ref, "candidate"))
+  expect_equal(p$table$score, column(ref, "score"), tolerance = 1e-12)
+  expect_identical(reticulate::py_to_r(ref$folds)$n_groups, 8L)
+  seed0 <- py$probe(as.list(d$texts), as.list(d$y), cv = 2L, unions = 0L, max_length = 32L, groups = as.list(groups))
+  expect_false(isTRUE(all.equal(sort(p$table$score), sort(column(seed0, "score")))))
+  err <- expect_error(bf_probe(d$texts, d$y, cv = 2, groups = rep("one", 24)), class = "bertfeat_error_python")
+  expect_match(conditionMessage(err), "the texts hold 1 groups, fewer than the 2 cross-validation folds", fixed = TRUE)
+  expect_equal(p$chance, reticulate::py_to_r(ref$chance))
+  expect_identical(p$chance$score, 0.5)
+  expect_output(print(p), "chance (every text scored alike): 0.5000 +/- 0.0000", fixed = TRUE)
+
+  g <- groups
+  g[5] <- NA
+  err <- expect_error(bf_probe(d$texts, d$y, cv = 2, groups = g), class = "bertfeat_error_missing_value")
+  expect_match(conditionMessage(err), "`groups` has 1 missing value(s) (the first in row 5)", fixed = TRUE)
+  expect_error(bf_probe(d$texts, d$y, cv = 2, groups = groups[-1]), class = "bertfeat_error_input")
+  expect_error(bf_probe(d$texts, d$y, cv = 2, random_state = 1.5), class = "bertfeat_error_argument")
+})
