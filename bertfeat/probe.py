@@ -227,11 +227,14 @@ def probe(
     by side with TF-IDF, with one embedding pass per model.
 
     A cross-validated linear model (logistic regression for classes, ridge for numbers) scores each candidate;
-    the table is sorted by score with standard errors across folds. ``model`` may be a list: every model's
-    candidates go in one table, with each model's embedding time per 1,000 texts (``embed_s_per_1k``, this run's
-    wall time: texts the cache answered cost almost nothing, and ``models[name]["cache_hits"]`` counts them). With
-    ``cache_dir`` the pass fills the entries ``BertEmbedder(cache_all_layers=True)`` reads, so the recommended
-    estimator, which carries that cache, does not run the model again on these texts. ``baseline`` adds TF-IDF alone
+    the table is sorted by score with standard errors across folds (``std_err``: the fold scores' standard deviation
+    over the square root of ``cv``, as if the folds were independent; their training parts overlap, so it
+    understates the uncertainty: a yardstick between rows on the same folds, not a confidence interval). ``model``
+    may be a list: every model's candidates go in one table, with each model's embedding time per 1,000 texts
+    (``embed_s_per_1k``, this run's wall time: texts the cache answered cost almost nothing, and
+    ``models[name]["cache_hits"]`` counts them). With ``cache_dir`` the pass fills the entries
+    ``BertEmbedder(cache_all_layers=True)`` reads, so the recommended estimator, which carries that cache, does not
+    run the model again on these texts. ``baseline`` adds TF-IDF alone
     (word 1-2 grams); ``unions`` scores that many of each model's best candidates side by side with the same
     TF-IDF (0 for none), the embedding block scaled inside each fold by :class:`~bertfeat.union.BlockScaler`.
     ``recommended`` applies the one-standard-error rule: the row with the fewest features whose score is within

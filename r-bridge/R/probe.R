@@ -24,7 +24,9 @@
 #'   probe's vectors instead of running the model again.
 #'
 #' @return A list of class `bertfeat_probe`: `table`, a tibble (best first) with `rank`, `model`, `kind`
-#'   (`"embedding"`, `"union"` with TF-IDF, or `"tfidf"`), `candidate`, `n_features`, `score`, `std_err`,
+#'   (`"embedding"`, `"union"` with TF-IDF, or `"tfidf"`), `candidate`, `n_features`, `score`, `std_err` (the fold
+#'   scores' standard deviation over the square root of `cv`, as if the folds were independent; their training
+#'   parts overlap, so it understates the uncertainty: a yardstick between rows, not a confidence interval),
 #'   `embed_s_per_1k` (the model's embedding seconds per 1,000 texts) and the settings; `recommended`, the
 #'   arguments of [step_bert_embed()] for the recommended row (`model`, `pooling`, `layers`, `missing`,
 #'   `cache_dir`, `options`), `NULL` when TF-IDF alone is recommended; `kind`, the recommended row's kind (for
