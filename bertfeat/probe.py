@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bertfeat.probe_folds import GROUPS_KEPT, _check_folds, _check_groups, _fold_groups, _grouped, _text_groups
+from bertfeat.probe_folds import _check_folds, _check_groups, _fold_groups, _grouped, _text_groups, groups_kept
 from bertfeat.probe_labels import _check_label_types, _check_labels, _decimals_as_numbers, _task
 
 ALL_POOLINGS = ("cls", "mean", "max")
@@ -345,7 +345,8 @@ def probe(
     given_groups = None if groups is None else _check_groups(groups, len(texts))
     copies = _text_groups(texts)
     fold_groups = _fold_groups(copies, given_groups)
-    scoring = _scorer(task, y, cv, random_state, fold_groups, grouped=given_groups is not None)
+    scoring = _scorer(task, y, cv, random_state, fold_groups,
+                      grouped=None if given_groups is None else int(given_groups.max()) + 1)
     folds = list(scoring["splitter"].split(np.zeros((len(y), 1)), y))
     _check_folds(task, y, folds, grouped=given_groups is not None)
     fold_facts = {"n_splits": len(folds), "random_state": int(random_state),
@@ -557,9 +558,9 @@ def _linear_model(task: str, kind: str, params: dict) -> list:
     return [StandardScaler(), model] if kind == "embedding" else [model]
 
 
-def _scorer(task, y, cv, random_state, groups=None, grouped=False) -> dict:
-    """The metric, the splitter and the models. With ``groups`` (copies of a text, and with ``grouped`` the user's
-    groups too), each group goes to one fold, or a model that has seen a text (or its group) in training is scored
+def _scorer(task, y, cv, random_state, groups=None, grouped=None) -> dict:
+    """The metric, the splitter and the models. With ``groups`` (copies of a text, and with ``grouped``, the number of
+    the user's groups, those groups too), each group goes to one fold, or a model that has seen a text (or its group) in training is scored
     on it: the splitter is then a ``PredefinedSplit`` of those folds, which needs no groups to give them again."""
     from sklearn.model_selection import KFold, StratifiedKFold
     from sklearn.pipeline import make_pipeline
@@ -576,8 +577,8 @@ def _scorer(task, y, cv, random_state, groups=None, grouped=False) -> dict:
     else:
         raise ValueError(f"task={task!r} is not valid: expected 'auto', 'classification' or 'regression'.")
     if groups is not None:
-        splitter = (_grouped(task, y, cv, random_state, groups, GROUPS_KEPT) if grouped
-                    else _grouped(task, y, cv, random_state, groups))
+        splitter = (_grouped(task, y, cv, random_state, groups, *groups_kept(grouped, len(np.unique(groups))))
+                    if grouped else _grouped(task, y, cv, random_state, groups))
     return {"metric": metric, "splitter": splitter, "classifier_params": params,
             "embedding": lambda: make_pipeline(*_linear_model(task, "embedding", params)),
             "sparse": lambda: make_pipeline(*_linear_model(task, "sparse", params))}

@@ -18,6 +18,16 @@ COPIES_KEPT = ("copies of a text, texts that differ only in case, spacing or pun
 GROUPS_KEPT = "each group, with the copies of a text, stays in one fold"
 
 
+def groups_kept(n_given: int, n_units: int) -> tuple[str, str]:
+    """How the folds keep the user's groups and what to do, as a refusal says them: where copies of a text in several
+    groups joined them (a stock phrase such as "Great product!" written by many customers ties them all), say so,
+    or the user reads "2 groups" of the 40 they passed and cannot tell why."""
+    if n_units == n_given:
+        return GROUPS_KEPT, "pass finer groups"
+    return (f"{GROUPS_KEPT}, and the {n_given} groups given are {n_units} once the groups that share a copy of a text "
+            "are joined", "drop the texts repeated across groups (stock phrases such as 'Great product!')")
+
+
 def _text_groups(texts) -> np.ndarray | None:
     """The group of each text, copies of one text together; None when every text is distinct. A copy is a text of the
     same words (:func:`_copy_key`), so texts that differ only in case, spacing or punctuation are copies too: split
@@ -107,13 +117,13 @@ def _check_folds(task: str, y: np.ndarray, folds, grouped: bool = False) -> None
                          "(scikit-learn would score it 0 or 1); lower cv (--cv), or add texts with other labels.")
 
 
-def _grouped(task, y, cv, random_state, groups, kept=COPIES_KEPT):
+def _grouped(task, y, cv, random_state, groups, kept=COPIES_KEPT, advice="pass finer groups"):
     from sklearn.model_selection import GroupKFold, PredefinedSplit, StratifiedGroupKFold
 
     n_groups = len(np.unique(groups))
     if n_groups < cv:
         what = "distinct texts" if kept == COPIES_KEPT else "groups"
-        advice = "add texts" if kept == COPIES_KEPT else "pass finer groups"
+        advice = "add texts" if kept == COPIES_KEPT else advice
         raise ValueError(f"the texts hold {n_groups} {what}, fewer than the {cv} cross-validation folds ({kept}); "
                          f"lower cv (--cv) or {advice}.")
     if task == "classification":

@@ -1721,3 +1721,17 @@ def test_the_probe_command_keeps_the_groups_of_its_group_column_in_one_fold(tiny
     assert main(["probe", str(tmp_path / "e.csv"), "--text-col", "text", "--label-col", "label", "--group-col",
                  "customer", "--model", tiny_bert, "--cv", "3"]) == 2
     assert "groups has 1 missing value(s) (rows 35)" in capsys.readouterr().err
+
+
+def test_groups_a_stock_phrase_ties_together_are_refused_saying_so(tiny_bert, monkeypatch):
+    """A copy of a text in two groups joins them, so a stock phrase every customer wrote ties all their groups into
+    one: the refusal said "the texts hold 1 groups" of the 12 passed, with no word of why (session 11)."""
+    NoModel(monkeypatch)
+    texts, y, groups = customers(12, 3)
+    texts = [t if k % 3 else "Great product!" for k, t in enumerate(texts)]
+    with pytest.raises(ValueError) as info:
+        probe(texts, y, model=tiny_bert, cv=3, groups=groups)
+    assert str(info.value) == (
+        "the texts hold 1 groups, fewer than the 3 cross-validation folds (each group, with the copies of a text, stays "
+        "in one fold, and the 12 groups given are 1 once the groups that share a copy of a text are joined); lower cv "
+        "(--cv) or drop the texts repeated across groups (stock phrases such as 'Great product!').")
