@@ -16,6 +16,7 @@ float32 weights under autocast (see :meth:`TorchBackend._numerics`). The fused p
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import gc
 import logging
@@ -25,6 +26,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
+from bertfeat.counts import count_own_pass
 from bertfeat.fastbert import _FastBert, _onednn_linear_available, build_ladder  # noqa: F401 (re-exported)
 from bertfeat.hardware import (  # noqa: F401 (re-exported)
     ONEDNN_CACHE_CAPACITY,
@@ -168,9 +170,10 @@ def forward_passes(weights_sha256: str, config_sha256: str, tokenizer_sha256: st
 
 
 def _count_pass(spec: ModelSpec, dtype: str, rung: str) -> None:
-    key = (spec.weights_sha256, spec.config_sha256, spec.tokenizer_sha256, dtype, rung)
+    model = (spec.weights_sha256, spec.config_sha256, spec.tokenizer_sha256, dtype)
     with _PASSES_LOCK:
-        _PASSES[key] = _PASSES.get(key, 0) + 1
+        _PASSES[(*model, rung)] = _PASSES.get((*model, rung), 0) + 1
+    count_own_pass(model, rung)  # the calls counting their own: a job's manifest
 
 
 def clear_backends() -> None:
@@ -401,7 +404,9 @@ class TorchBackend:
                 for units in batches:
                     while len(pending) >= self._queue_limit():
                         yield pending.popleft().result()
-                    pending.append(pool.submit(self.forward, units, pooling, layer_groups, skip))
+                    # in a copy of the caller's context: a job counting its own passes (counts.own_passes) sees them
+                    pending.append(pool.submit(contextvars.copy_context().run, self.forward, units, pooling,
+                                               layer_groups, skip))
                 while pending:
                     yield pending.popleft().result()
             finally:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import threading
+from contextvars import ContextVar
 
 import numpy as np
 
@@ -100,6 +103,43 @@ def passes_since(before: dict[str, int], recipe) -> dict[str, int]:
     """The batches each arrangement ran since ``before`` (a :func:`forward_passes` taken earlier): a job's, a
     chunk's or a task's own, whatever ran in this process before it."""
     return {rung: n - before.get(rung, 0) for rung, n in forward_passes(recipe).items() if n > before.get(rung, 0)}
+
+
+class _OwnPasses:
+    """The passes of one model counted for one call (:func:`own_passes`)."""
+
+    def __init__(self, recipe):
+        self.model = (recipe.weights_sha256, recipe.config_sha256, recipe.tokenizer_sha256, recipe.dtype)
+        self.passes: dict[str, int] = {}
+        self.lock = threading.Lock()  # the call's batches run in several worker threads at once
+
+
+# the counts of the calls now counting their own passes, in the thread (and context) that counts them
+_COUNTING: ContextVar[tuple] = ContextVar("bertfeat_own_passes", default=())
+
+
+@contextlib.contextmanager
+def own_passes(recipe):
+    """Yield a dict that counts, by arrangement, the passes of ``recipe``'s model (:func:`forward_passes`) that the
+    code inside the block runs: in this thread, and in the worker threads that run its batches (they run in a copy of
+    its context, :meth:`bertfeat.backend.TorchBackend.forward_batches`), not another thread's. A count of the
+    process's passes taken before and after a job counted those of every job running beside it (two jobs of one
+    model in a notebook or a web service), and passes where a job the cache answered whole ran none."""
+    counter = _OwnPasses(recipe)
+    token = _COUNTING.set(_COUNTING.get() + (counter,))
+    try:
+        yield counter.passes
+    finally:
+        _COUNTING.reset(token)
+
+
+def count_own_pass(model: tuple, rung: str) -> None:
+    """One pass of ``model`` (weights, config and tokenizer sha256, dtype) by ``rung``, for each :func:`own_passes`
+    of that model counting in this context."""
+    for counter in _COUNTING.get():
+        if counter.model == model:
+            with counter.lock:
+                counter.passes[rung] = counter.passes.get(rung, 0) + 1
 
 
 def add_passes(total: dict[str, int], passes: dict[str, int]) -> dict[str, int]:

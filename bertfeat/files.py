@@ -13,6 +13,7 @@ Reading is :mod:`bertfeat.readers`; the output checks, atomic writes and the job
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -25,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bertfeat.counts import DistinctCounter, forward_passes, job_counts, passes_since, text_hashes
+from bertfeat.counts import DistinctCounter, job_counts, own_passes, text_hashes
 from bertfeat.encode import EncodeStats, reporting
 from bertfeat.hardware import run_facts
 from bertfeat.journal import BatchJournal
@@ -316,10 +317,10 @@ def _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, pr
     # one summary at the end instead of a truncation warning per chunk, asked of the featurizer, not of the process's
     # warnings filters: they are every thread's (catch_warnings puts back the whole list, another thread's changes too)
     featurizer.warn_truncation = False
-    passes_before = forward_passes(featurizer.recipe)
     k = -1
     rows_read = 0  # rows of the chunks before this one: a mistake in the data names its row in the input
-    try:
+    # this job's own passes: not those of a job or a transform in another thread meanwhile
+    with own_passes(featurizer.recipe) as passes, contextlib.closing(progress):
         for k, batch in enumerate(reader.batches()):
             first_row, rows_read = rows_read, rows_read + batch.num_rows
             if k in resumed:
@@ -342,15 +343,12 @@ def _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, pr
             _write_chunk(paths, k, result, hashes, stats)
             shutil.rmtree(paths.part_journal(k), ignore_errors=True)  # the part holds it all now
             progress.update(batch.num_rows, reader.fraction_done())
-    finally:
-        progress.close()
     n_parts = k + 1
     if n_parts == 0:
         raise ValueError(f"input {reader.path!r} has no rows to embed.")
     reader.check_unchanged(state["input"])  # parts of one version of it
-    passes = passes_since(passes_before, featurizer.recipe)
     return _finish(paths, n_parts, schema, featurizer, state, resumed_rows, len(resumed), this_run, t0, user_cache,
-                   batches_resumed, checkpoint_seconds, passes)
+                   batches_resumed, checkpoint_seconds, dict(passes))
 
 
 def _has_progress(paths: OutputPaths) -> bool:

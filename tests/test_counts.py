@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from bertfeat.counts import (
-    DistinctCounter, add_passes, forward_passes, job_counts, keep_machine, keep_note, machines_facts, passes_since,
-    say_notes, text_hashes,
+    DistinctCounter, add_passes, count_own_pass, forward_passes, job_counts, keep_machine, keep_note, machines_facts,
+    own_passes, passes_since, say_notes, text_hashes,
 )
 from bertfeat.encode import EncodeStats
 from bertfeat.exceptions import SlowDtypeWarning
@@ -167,6 +167,28 @@ def test_passes_since_keeps_the_arrangements_that_ran_since_and_add_passes_sums(
     total = {"onednn-float32": 1}
     assert add_passes(total, {"onednn-float32": np.int64(2), "transformers": 1}) is total
     assert total == {"onednn-float32": 3, "transformers": 1} and type(total["onednn-float32"]) is int
+
+
+def test_own_passes_counts_the_passes_of_its_model_run_in_its_context_only():
+    import contextvars
+    import threading
+
+    model = ("w", "c", "t", "float32")
+    with own_passes(_recipe()) as outer:
+        count_own_pass(model, "onednn-float32")
+        count_own_pass(("w", "c", "t", "bfloat16"), "onednn-bfloat16")  # another dtype: another recipe's
+        with own_passes(_recipe()) as inner:
+            count_own_pass(model, "torch-float32")
+            # a worker thread running this call's batch in a copy of its context counts; a thread of its own not
+            worker = threading.Thread(target=contextvars.copy_context().run,
+                                      args=(count_own_pass, model, "onednn-float32"))
+            other = threading.Thread(target=count_own_pass, args=(model, "onednn-float32"))
+            for t in (worker, other):
+                t.start()
+                t.join()
+    count_own_pass(model, "onednn-float32")  # after the block
+    assert inner == {"torch-float32": 1, "onednn-float32": 1}
+    assert outer == {"onednn-float32": 2, "torch-float32": 1}
 
 
 def test_a_hosts_facts_are_the_first_reports_unless_a_later_one_measured_the_model():

@@ -861,3 +861,50 @@ def test_a_linked_output_inside_the_input_folder_is_written_before_its_first_run
         assert manifest["counts"]["rows"] == 2, again
         assert [f[0] for f in manifest["input"]["files"]] == [str(data / "a.parquet")], again
         assert link.is_symlink() and pq.read_table(tmp_path / "big" / "features.parquet").num_rows == 2
+
+
+@pytest.mark.parametrize("cached", [False, True], ids=["run by the model", "answered by the cache"])
+def test_a_jobs_manifest_counts_its_own_model_passes_not_another_threads(tiny_bert, tmp_path, monkeypatch, cached):
+    """(found by a concurrency hunt, 2026-11-27) a job counted its forward passes as the process's count after it less
+    the count before it: two jobs of one model in two threads of a process (a notebook's background job, a web
+    service) each recorded both jobs' passes in timing.forward_pass, and a job the cache answered whole recorded the
+    other's passes, and a device, where none of its own ran. Here the other job runs whole while the first is held
+    at its first chunk."""
+    import threading
+
+    def job(name, texts, **params):
+        src = tmp_path / f"{name}-input.parquet"
+        pd.DataFrame({"text": texts}).to_parquet(src)
+        return lambda out: embed_file(src, tmp_path / out, "text", model=tiny_bert, chunk_rows=8, quiet=True,
+                                      batch_tokens=64, **params)
+
+    first = job("first", [f"the cat sat on the mat {i}" for i in range(24)], cache_dir=str(tmp_path / "cache"))
+    other = job("other", [f"a dog ran in the park {i}" for i in range(24)])
+    alone = first("alone.parquet")  # fills the cache
+    assert alone["timing"]["forward_pass"] and alone["timing"]["device"] == "cpu"
+    if not cached:
+        shutil.rmtree(tmp_path / "cache")
+
+    in_chunk, go = threading.Event(), threading.Event()
+    real = ArrowFeaturizer.__call__
+
+    def held(self, *args, **kwargs):
+        if threading.current_thread() is not threading.main_thread():
+            in_chunk.set()
+            assert go.wait(60)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ArrowFeaturizer, "__call__", held)
+    got = {}
+    worker = threading.Thread(target=lambda: got.update(m=first("out.parquet")))
+    worker.start()
+    try:
+        assert in_chunk.wait(60)
+        assert other("other.parquet")["timing"]["forward_pass"]  # runs whole meanwhile, on the same model
+    finally:
+        go.set()
+        worker.join(60)
+    manifest = got["m"]
+    assert manifest["counts"]["cache_hits"] == (24 if cached else 0)
+    want = ({}, None) if cached else (alone["timing"]["forward_pass"], "cpu")
+    assert (manifest["timing"]["forward_pass"], manifest["timing"]["device"]) == want
