@@ -20,6 +20,7 @@ import contextvars
 import functools
 import gc
 import logging
+import os
 import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -213,21 +214,52 @@ def load_tokenizer(spec: ModelSpec, trust_remote_code: bool = False) -> tuple:
     return found
 
 
+# The loads now running silenced, and the user's settings the first of them found (_quiet_transformers)
+_QUIET = {"loads": 0, "level": None, "bar": False}
+_QUIET_LOCK = threading.Lock()
+
+
+def _no_loads_in_a_forked_child() -> None:
+    """A child forked while a thread loaded runs no load: the silence it inherited is lifted, its lock new."""
+    global _QUIET_LOCK
+    _QUIET_LOCK = threading.Lock()
+    if _QUIET["loads"]:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity(_QUIET["level"])
+        if _QUIET["bar"]:
+            hf_logging.enable_progress_bar()
+    _QUIET["loads"] = 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_no_loads_in_a_forked_child)
+
+
 @contextlib.contextmanager
 def _quiet_transformers():
-    """Silence transformers' load-time progress bars and info logs, restoring the user's settings after."""
+    """Silence transformers' load-time progress bars and info logs, restoring the user's settings after.
+
+    The settings are the process's: loads that overlap (threads) share one silence, which the first to begin sets and
+    the last to end lifts, putting back what the first found. Each saving and putting back its own, a load that began
+    inside another's silence put that silence back after it, for good (every transformers warning lost)."""
     from transformers.utils import logging as hf_logging
 
-    bar = hf_logging.is_progress_bar_enabled()
-    level = hf_logging.get_verbosity()
-    hf_logging.disable_progress_bar()
-    hf_logging.set_verbosity_error()
+    with _QUIET_LOCK:
+        if _QUIET["loads"] == 0:
+            _QUIET.update(level=hf_logging.get_verbosity(), bar=hf_logging.is_progress_bar_enabled())
+            hf_logging.disable_progress_bar()
+            hf_logging.set_verbosity_error()
+        _QUIET["loads"] += 1
     try:
         yield
     finally:
-        hf_logging.set_verbosity(level)
-        if bar:
-            hf_logging.enable_progress_bar()
+        with _QUIET_LOCK:
+            _QUIET["loads"] -= 1
+            if _QUIET["loads"] == 0:
+                hf_logging.set_verbosity(_QUIET["level"])
+                if _QUIET["bar"]:
+                    hf_logging.enable_progress_bar()
 
 
 def _is_oom(exc: BaseException) -> bool:

@@ -799,6 +799,111 @@ def test_counting_a_forward_pass_does_not_wait_for_another_models_load():
                                   "float32")["torch-float32"] >= 1
 
 
+def test_two_loads_at_once_leave_transformers_logging_as_the_user_set_it(tiny_bert, monkeypatch):
+    """(found by a concurrency hunt, 2026-11-27) each tokenizer or model load silenced transformers' logging and its
+    progress bars, and put back what it found: two loads overlapping in two threads (a tokenizer loaded at one
+    thread's fit while another loads its model), the second found the first's silence and, ending after it, put that
+    back for good: every transformers warning of the process was lost from then on; and meanwhile the second's load
+    ran loud. Here the second load begins while the first runs, and ends after it."""
+    import threading
+
+    import transformers
+    from transformers.utils import logging as hf_logging
+
+    from bertfeat import backend
+
+    monkeypatch.setattr(backend, "_TOKENIZERS", {})  # both load
+    real = transformers.AutoTokenizer.from_pretrained
+    first_in, second_in, first_done = threading.Event(), threading.Event(), threading.Event()
+    seen = {}
+
+    def from_pretrained(path, **kwargs):
+        if threading.current_thread().name == "first":
+            first_in.set()
+            assert second_in.wait(30)
+        else:
+            second_in.set()
+            assert first_done.wait(30)
+            seen["level in the second load after the first ended"] = hf_logging.get_verbosity()
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", from_pretrained)
+    spec = resolve_model(tiny_bert)
+    bar = hf_logging.is_progress_bar_enabled()
+    level = hf_logging.get_verbosity()
+    try:
+        hf_logging.set_verbosity_info()
+        hf_logging.enable_progress_bar()
+        first = threading.Thread(target=backend.load_tokenizer, args=(spec,), name="first")
+        second = threading.Thread(target=backend.load_tokenizer, args=(spec,), name="second")
+        first.start()
+        assert first_in.wait(30)
+        second.start()
+        first.join(30)
+        first_done.set()
+        second.join(30)
+        after = (hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled())
+    finally:
+        hf_logging.set_verbosity(level)
+        (hf_logging.enable_progress_bar if bar else hf_logging.disable_progress_bar)()
+    assert (seen, after) == ({"level in the second load after the first ended": hf_logging.ERROR},
+                             (hf_logging.INFO, True))
+
+
+def _level_in_a_child(queue, path):
+    from transformers.utils import logging as hf_logging
+
+    from bertfeat import backend
+    from bertfeat.models import resolve_model
+
+    found = hf_logging.get_verbosity()
+    backend._TOKENIZERS.clear()
+    backend.load_tokenizer(resolve_model(path))
+    queue.put((found, hf_logging.get_verbosity()))
+
+
+def test_a_child_forked_during_a_load_logs_as_the_user_set_it(tiny_bert, monkeypatch):
+    """A process forked while a thread loads (multiprocessing's fork, a web server's workers) starts with no load
+    running: the silence it inherited is lifted, and its own loads put back the user's level."""
+    import multiprocessing
+    import threading
+
+    import transformers
+    from transformers.utils import logging as hf_logging
+
+    from bertfeat import backend
+
+    monkeypatch.setattr(backend, "_TOKENIZERS", {})
+    real = transformers.AutoTokenizer.from_pretrained
+    inside, go = threading.Event(), threading.Event()
+
+    def held(path, **kwargs):
+        if threading.current_thread().name == "held":
+            inside.set()
+            assert go.wait(60)
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", held)
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_info()
+    load = threading.Thread(target=backend.load_tokenizer, args=(resolve_model(tiny_bert),), name="held")
+    try:
+        load.start()
+        assert inside.wait(30)
+        ctx = multiprocessing.get_context("fork")
+        queue = ctx.Queue()
+        child = ctx.Process(target=_level_in_a_child, args=(queue, tiny_bert))
+        child.start()
+        got = queue.get(timeout=60)
+        child.join(60)
+    finally:
+        go.set()
+        load.join(30)
+        after = hf_logging.get_verbosity()
+        hf_logging.set_verbosity(level)
+    assert got == (hf_logging.INFO, hf_logging.INFO) and after == hf_logging.INFO
+
+
 def test_the_manifest_and_info_say_which_forward_pass_ran(tmp_path, tiny_bert):
     """Which arrangement ran (the fused pass, on which kernels, or transformers' own forward pass) decides the speed
     and the last bits of every vector, and was only a debug line: the manifest said which kernels this CPU tries
