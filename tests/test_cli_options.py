@@ -833,6 +833,52 @@ def test_main_runs_outside_the_main_thread_where_no_signal_handler_can_be_set(mo
     assert results == [0] and signal.getsignal(signal.SIGTERM) == before
 
 
+def test_commands_run_in_two_threads_at_once_format_only_their_own_warnings_and_leave_pythons(monkeypatch):
+    """(found by a concurrency hunt, 2026-11-27) main() put its one-line format in warnings.formatwarning and, ending,
+    put back what it had found: two commands at once in two threads (a notebook, a test runner), the second found the
+    first's format and, ending after it, left it in place for good, so every bertfeat warning of the process was
+    printed as a command's line ever after; and while a command ran, another thread's bertfeat warnings (a transform
+    of its own) were printed as the command's."""
+    import threading
+    import warnings
+
+    import bertfeat.cli.cache
+    from bertfeat.exceptions import CacheWarning
+
+    first_in, second_in, first_done = threading.Event(), threading.Event(), threading.Event()
+    seen = {}
+
+    def shown():
+        return warnings.formatwarning(CacheWarning("a shard is damaged"), CacheWarning, "f.py", 3)
+
+    def run(args):
+        if threading.current_thread().name == "first":
+            first_in.set()
+            assert second_in.wait(30)
+        else:
+            second_in.set()
+            assert first_done.wait(30)
+        seen[threading.current_thread().name] = shown()
+        return 0
+
+    monkeypatch.setattr(bertfeat.cli.cache, "run", run)
+    plain = warnings.formatwarning
+    first = threading.Thread(target=main, args=(["cache", "info", "x"],), name="first")
+    second = threading.Thread(target=main, args=(["cache", "info", "y"],), name="second")
+    first.start()
+    assert first_in.wait(30)
+    second.start()
+    assert second_in.wait(30)
+    seen["another thread while both run"] = shown()
+    first.join(30)
+    first_done.set()
+    second.join(30)
+    command = "bertfeat cache: warning: a shard is damaged\n"
+    assert seen == {"first": command, "second": command,
+                    "another thread while both run": "f.py:3: CacheWarning: a shard is damaged\n"}
+    assert warnings.formatwarning is plain
+
+
 def test_prefix_and_prompt_name_together_are_refused(capsys, csv_input):
     assert main(["embed", csv_input, "--text-col", "title", "--out", "o.parquet", "--prefix", "q: ",
                  "--prompt-name", "query"]) == 2

@@ -659,12 +659,9 @@ def test_cli_prints_a_slow_dtype_warning_as_one_line(tmp_path, monkeypatch, tiny
     clear_backends()
     assert rc == 0 and (tmp_path / "out.parquet").exists()
     # how the CLI shows it: one line, no file:line, no category name; other warnings keep Python's format
-    plain = _one_line_warnings("embed")
-    try:
+    with _one_line_warnings("embed"):
         ours = warnings.formatwarning(SlowDtypeWarning("dtype='bfloat16' runs slower"), SlowDtypeWarning, "f.py", 3)
         theirs = warnings.formatwarning(DeprecationWarning("old"), DeprecationWarning, "f.py", 3)
-    finally:
-        warnings.formatwarning = plain
     assert ours == "bertfeat embed: warning: dtype='bfloat16' runs slower\n"
     assert theirs.startswith("f.py:3: DeprecationWarning: old")
 

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import contextvars
+import functools
 import importlib
 import os
 import re
 import signal
 import sys
+import threading
 from pathlib import Path
 
 # command name -> module under bertfeat.cli that defines add_parser() and run()
@@ -88,29 +91,48 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# The command each thread's main() runs (its warnings' prefix), and the commands now running, which share one format
+_COMMAND: contextvars.ContextVar[str | None] = contextvars.ContextVar("bertfeat_command", default=None)
+_FORMAT = {"commands": 0, "plain": None}
+_FORMAT_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
 def _one_line_warnings(command: str):
-    """bertfeat's own warnings (truncation, a dtype slower than float32 here, cache trouble) as one stderr line each,
-    not Python's two-line ``file:line: Category: message`` + source form. Returns the formatter to restore.
+    """bertfeat's own warnings (truncation, a dtype slower than float32 here, cache trouble) raised by the command as
+    one stderr line each, not Python's two-line ``file:line: Category: message`` + source form.
 
     Only the formatting changes (``warnings.formatwarning``), so filters and callers that record warnings
-    (``warnings.catch_warnings(record=True)``, pytest) see them as before.
+    (``warnings.catch_warnings(record=True)``, pytest) see them as before. The format is the process's: commands that
+    overlap (threads) share it, the first to begin puts it in place and the last to end puts back what the first
+    found, and it formats as a command's line only the warnings of a thread running one (each its own command's).
     """
     import warnings
 
-    plain = warnings.formatwarning
+    token = _COMMAND.set(command)
+    with _FORMAT_LOCK:
+        if _FORMAT["commands"] == 0:
+            _FORMAT["plain"] = warnings.formatwarning
+            warnings.formatwarning = functools.partial(_formatted, _FORMAT["plain"])
+        _FORMAT["commands"] += 1
+    try:
+        yield
+    finally:
+        with _FORMAT_LOCK:
+            _FORMAT["commands"] -= 1
+            if _FORMAT["commands"] == 0:
+                warnings.formatwarning = _FORMAT["plain"]
+        _COMMAND.reset(token)
 
-    prefix = f"bertfeat {command}: warning: "
 
-    def formatted(message, category, filename, lineno, line=None):
-        if category.__module__.startswith("bertfeat"):
-            text = str(message)
-            for own in (f"bertfeat {command}: ", "bertfeat: "):  # said once: not "bertfeat cache: ... bertfeat cache:"
-                text = text[len(own):] if text.startswith(own) else text
-            return f"{prefix}{text}\n"
+def _formatted(plain, message, category, filename, lineno, line=None):
+    command = _COMMAND.get()
+    if command is None or not category.__module__.startswith("bertfeat"):
         return plain(message, category, filename, lineno, line)
-
-    warnings.formatwarning = formatted
-    return plain
+    text = str(message)
+    for own in (f"bertfeat {command}: ", "bertfeat: "):  # said once: not "bertfeat cache: ... bertfeat cache:"
+        text = text[len(own):] if text.startswith(own) else text
+    return f"bertfeat {command}: warning: {text}\n"
 
 
 def _escape(exc: UnicodeError):
@@ -148,8 +170,6 @@ def _showable_output() -> None:
 
 
 def main(argv=None) -> int:
-    from bertfeat.exceptions import CacheError  # a --cache-dir that cannot be used is the caller's to fix
-
     _showable_output()
     try:
         parser = build_parser()
@@ -162,7 +182,14 @@ def main(argv=None) -> int:
         message = f"unrecognized arguments: {' '.join(unknown)}"
         command.error(message + command.dash_hint(message, unknown) + _expanded_glob_hint(command, args, unknown))
     _texts_as_utf8(args)
-    plain_format = _one_line_warnings(args.command)
+    with _one_line_warnings(args.command):
+        return _run_command(args)
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    """Run the parsed command: its exit code, a mistake or a stop told in one line."""
+    from bertfeat.exceptions import CacheError  # a --cache-dir that cannot be used is the caller's to fix
+
     previous = None
     with contextlib.suppress(ValueError):  # only the main thread may set a handler
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
@@ -194,9 +221,6 @@ def main(argv=None) -> int:
         print(f"bertfeat {args.command}: {how}{hint}", file=sys.stderr)
         return 143 if isinstance(exc, Terminated) else 130
     finally:
-        import warnings
-
-        warnings.formatwarning = plain_format
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 
