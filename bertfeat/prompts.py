@@ -5,18 +5,34 @@ bertfeat does not apply."""
 
 from __future__ import annotations
 
+import contextlib
 import warnings
+from contextvars import ContextVar
 
 from bertfeat.exceptions import ModelNoteWarning, user_stacklevel
 
 # (what, model path) of the notes given once per model and process (_note_once)
 _NOTED: set[tuple[str, str]] = set()
+# True where the notes are held back (notes_held): in that thread (context) only
+_HELD: ContextVar[bool] = ContextVar("bertfeat_notes_held", default=False)
+
+
+@contextlib.contextmanager
+def notes_held():
+    """The model's notes left unsaid by the code in the block, in this thread only (`bertfeat info` lists what they
+    say), and still said by the next fit that gives them. A warnings filter would hold back every thread's warnings
+    while it is in place, and ``catch_warnings`` put back the whole list, undoing another thread's filters."""
+    token = _HELD.set(True)
+    try:
+        yield
+    finally:
+        _HELD.reset(token)
 
 
 def _note_once(what: str, spec, message: str) -> None:
     """A note (a :class:`~bertfeat.exceptions.ModelNoteWarning`, a UserWarning: not an error) about ``what`` of the
     model ``spec``, given once per model and process; the command line shows it as one line, as its own warnings."""
-    if (what, spec.path) in _NOTED:
+    if (what, spec.path) in _NOTED or _HELD.get():
         return
     warnings.warn(message, ModelNoteWarning, stacklevel=user_stacklevel())
     _NOTED.add((what, spec.path))  # after: a note a warnings filter made an error is raised again next time

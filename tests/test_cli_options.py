@@ -879,6 +879,54 @@ def test_commands_run_in_two_threads_at_once_format_only_their_own_warnings_and_
     assert warnings.formatwarning is plain
 
 
+def test_info_leaves_other_threads_warnings_and_the_processs_filters_alone(tiny_bert, tmp_path, monkeypatch):
+    """(found by a concurrency hunt, 2026-11-27) `bertfeat info` (cli.info.describe) kept the model's notes out of its
+    report with warnings.catch_warnings() and an "ignore UserWarning" filter: the filters are the process's, so while
+    it ran every thread's UserWarnings (a TruncationWarning among them) were lost, and a filter another thread set
+    meanwhile was undone as it ended; and the note, marked as said, was never said by a later fit of the process.
+    Now the notes are held in its own thread only, and no filter is touched."""
+    import shutil
+    import threading
+    import warnings
+
+    import bertfeat.prompts
+    from bertfeat.cli.info import describe
+    from bertfeat.embedder import BertEmbedder
+    from bertfeat.exceptions import ModelNoteWarning, TruncationWarning
+
+    model = tmp_path / "prompted"
+    shutil.copytree(tiny_bert, model)
+    (model / "config_sentence_transformers.json").write_text(json.dumps({"prompts": {"query": "query: "}}))
+    monkeypatch.setattr(bertfeat.prompts, "_NOTED", set())
+    inside, go = threading.Event(), threading.Event()
+    real = BertEmbedder.fit
+
+    def held(self, *args, **kwargs):
+        inside.set()
+        assert go.wait(30)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(BertEmbedder, "fit", held)
+    got = {}
+    worker = threading.Thread(target=lambda: got.update(info=describe(str(model), machine=False)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        worker.start()
+        try:
+            assert inside.wait(30)
+            warnings.filterwarnings("error", message="set by another thread")  # while info runs
+            warnings.warn("another thread's truncation", TruncationWarning)
+        finally:
+            go.set()
+            worker.join(30)
+        kept = [f for f in warnings.filters if f[1] is not None and f[1].pattern == "set by another thread"]
+    assert got["info"]["prompts"] == {"query": "query: "}  # listed, not noted
+    assert ([str(w.message) for w in caught], len(kept)) == (["another thread's truncation"], 1)
+    monkeypatch.setattr(BertEmbedder, "fit", real)
+    with pytest.warns(ModelNoteWarning, match="defines prompts"):
+        BertEmbedder(str(model)).fit(["x"])  # still due
+
+
 def test_prefix_and_prompt_name_together_are_refused(capsys, csv_input):
     assert main(["embed", csv_input, "--text-col", "title", "--out", "o.parquet", "--prefix", "q: ",
                  "--prompt-name", "query"]) == 2

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import warnings
 
 # --help's description: not read from the docstring, which python -OO (PYTHONOPTIMIZE=2) strips
 DESCRIPTION = ("what a model is (layers, hidden size, max length, its own pooling and prompts), the default recipe,\n"
@@ -50,10 +49,10 @@ def describe(model: str = "default", machine: bool = True) -> dict:
     from bertfeat.backend import check_model_files, get_backend, resolve_device
     from bertfeat.embedder import BertEmbedder
     from bertfeat.models import resolve_model
+    from bertfeat.prompts import notes_held
 
     spec = resolve_model(model)
-    with warnings.catch_warnings():  # the note about prompts: info lists them below
-        warnings.simplefilter("ignore", UserWarning)
+    with notes_held():  # the notes about prompts and modules not applied: info lists them below
         recipe = BertEmbedder(model).fit(["x"]).recipe_
     # Loads the weights once: a model whose weights do not fit its config is an error here, not a normal model. The
     # machine report's forward-pass line needs the model on the CPU: that load checks the same, and is the one load.
