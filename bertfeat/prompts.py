@@ -6,6 +6,7 @@ bertfeat does not apply."""
 from __future__ import annotations
 
 import contextlib
+import threading
 import warnings
 from contextvars import ContextVar
 
@@ -13,6 +14,7 @@ from bertfeat.exceptions import ModelNoteWarning, user_stacklevel
 
 # (what, model path) of the notes given once per model and process (_note_once)
 _NOTED: set[tuple[str, str]] = set()
+_NOTED_LOCK = threading.Lock()
 # True where the notes are held back (notes_held): in that thread (context) only
 _HELD: ContextVar[bool] = ContextVar("bertfeat_notes_held", default=False)
 
@@ -32,10 +34,13 @@ def notes_held():
 def _note_once(what: str, spec, message: str) -> None:
     """A note (a :class:`~bertfeat.exceptions.ModelNoteWarning`, a UserWarning: not an error) about ``what`` of the
     model ``spec``, given once per model and process; the command line shows it as one line, as its own warnings."""
-    if (what, spec.path) in _NOTED or _HELD.get():
+    if _HELD.get():
         return
-    warnings.warn(message, ModelNoteWarning, stacklevel=user_stacklevel())
-    _NOTED.add((what, spec.path))  # after: a note a warnings filter made an error is raised again next time
+    with _NOTED_LOCK:  # two fits at once (threads): the second waits for the first's note, and gives none
+        if (what, spec.path) in _NOTED:
+            return
+        warnings.warn(message, ModelNoteWarning, stacklevel=user_stacklevel())
+        _NOTED.add((what, spec.path))  # after: a note a warnings filter made an error is raised again next time
 
 
 def _note_modules_not_applied(spec) -> None:

@@ -269,6 +269,42 @@ def test_the_prompts_note_points_at_the_callers_line(prompted_bert, monkeypatch)
     assert [w.filename for w in caught if "defines prompts" in str(w.message)] == [__file__]
 
 
+def test_fits_of_one_model_in_two_threads_at_once_give_its_note_once(prompted_bert, monkeypatch):
+    """(found by a concurrency hunt, 2026-11-27) the note is given once per model and process, but two fits at once
+    (GridSearchCV's candidates under joblib's threading backend, a web service's threads) each found it not yet
+    given and each gave it. Here the second fit runs while the first is giving it (the first waits a second for it)."""
+    import threading
+
+    import bertfeat.prompts
+
+    monkeypatch.setattr(bertfeat.prompts, "_NOTED", set())
+    showing, second_done = threading.Event(), threading.Event()
+    shown = []
+
+    def show(message, category, *args, **kwargs):
+        if threading.current_thread().name == "first":
+            showing.set()
+            second_done.wait(1)  # the second fit, if it does not wait for this note, gives its own meanwhile
+        shown.append((threading.current_thread().name, str(message)[:40]))
+
+    def fit(name):
+        if name == "second":
+            assert showing.wait(30)
+        BertEmbedder(prompted_bert).fit(TEXTS)
+        if name == "second":
+            second_done.set()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        monkeypatch.setattr(warnings, "showwarning", show)
+        threads = [threading.Thread(target=fit, args=(name,), name=name) for name in ("first", "second")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+    assert shown == [("first", f"model={prompted_bert!r} defines prompts"[:40])]
+
+
 def test_a_note_made_an_error_by_the_warnings_filter_stays_one_on_the_next_call(prompted_bert, monkeypatch):
     """``pytest -W error`` or ``PYTHONWARNINGS=error`` (some CI): the note was marked given before it was raised, so
     the first fit of the model failed and every later one passed silently: a suite red or green by the order of
