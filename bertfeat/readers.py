@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from bertfeat import joined
 from bertfeat.quotes import QuoteScanner, open_quote_line
 from bertfeat.schemas import lost_value, may_lose, roomy, widened
 from bertfeat.schemas import refusal as schema_refusal
@@ -160,6 +161,7 @@ class InputReader:
                 with _naming_parquet_file(f):
                     self.total_rows += pq.ParquetFile(f).metadata.num_rows
         else:
+            self._header_may_repeat = True  # until a row that may repeat it is found to be no header
             self.sep_line = excel_sep_line(self.files[0])
             self.delimiter = self._delimiter(delimiter)
             self.schema = self._csv_schema()
@@ -439,6 +441,18 @@ class InputReader:
         return (f"{self.path} cannot be read {where}: {exc} ({type(exc).__name__}). The "
                 f"{_codec(self.files[0]) or 'file'} is truncated or damaged; copy or compress it again.")
 
+    def _refuse_repeated_header(self) -> None:
+        """Refuse a CSV file that repeats its header further on (files joined with cat); else stop looking."""
+        said = self._repeated_header()
+        if said:
+            raise ValueError(said)
+        self._header_may_repeat = False
+
+    def _repeated_header(self) -> str | None:
+        """The refusal of a CSV file that repeats its header further on, or None."""
+        found = joined.scan(self._text, self.delimiter, self.sep_line is not None, _csv_lines, _csv_field)
+        return None if found is None else joined.refusal(self.path, *found, self.header)
+
     def _csv_problem(self, exc: Exception | None) -> str:
         """Find the line of a CSV problem by re-reading with Python's csv module; ``exc`` is pyarrow's error, or None
         for what :class:`QuoteScanner` found: a quote left open at the end (pyarrow reads that as one last value
@@ -476,6 +490,9 @@ class InputReader:
         if exc is None:
             return f"{self.path} is malformed: a quote is left open at the end of the file."
         if "conversion error" in str(exc):  # only with infer_types: a type guessed from the first block
+            joined_files = self._repeated_header()  # the header's names in a column of numbers or dates
+            if joined_files:
+                return joined_files
             return (f"{self.path}: {str(exc).splitlines()[0]} (a type inferred from the start of the file does not "
                     "hold further on); drop infer_types (--infer-types) to read kept columns as written, as text.")
         where = f" at line {line}" if line else ""
@@ -598,8 +615,11 @@ class InputReader:
                         raise ValueError(self._csv_problem(None))  # before the last rows, which hold the rest
                     if self._counting.quotes.closed_early is not None:  # before the rows read into one value
                         raise ValueError(self._csv_problem(None))
+                    batch = batch.select(self.columns)
+                    if self._header_may_repeat and joined.may_hold_header(batch, self.header):
+                        self._refuse_repeated_header()  # before the rows that hold it are delivered
                     delivered += batch.num_rows
-                    yield batch.select(self.columns)
+                    yield batch
                 if self._counting.quotes.ends_open:
                     raise ValueError(self._csv_problem(None))
                 return

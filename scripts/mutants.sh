@@ -43,7 +43,7 @@ embedder | bertfeat/embedder.py bertfeat/prompts.py bertfeat/inputs.py bertfeat/
 arrow    | bertfeat/arrow.py    | tests/test_arrow_batches.py tests/test_arrow.py
 cache    | bertfeat/cache.py    | tests/test_cache.py tests/test_cache_values.py tests/test_cli_cache.py --deselect tests/test_cache_values.py::test_cache_warnings_point_at_the_callers_line
 files    | bertfeat/files.py bertfeat/resume.py | tests/test_files.py tests/test_files_job.py tests/test_arrow.py tests/test_cli.py tests/test_cli_files.py tests/test_checkpoints.py --deselect tests/test_cli.py::test_killed_run_resumes_without_redoing_finished_chunks --deselect tests/test_checkpoints.py::test_sigkill_loses_at_most_the_batches_since_the_last_checkpoint
-readers  | bertfeat/readers.py bertfeat/quotes.py bertfeat/utf8.py | tests/test_readers_values.py tests/test_readers.py tests/test_cli_inputs.py tests/test_cli.py::test_reading_parquet_streams_with_bounded_arrow_memory tests/test_files_job.py::test_an_input_that_is_no_path_is_refused_saying_so
+readers  | bertfeat/readers.py bertfeat/quotes.py bertfeat/utf8.py bertfeat/joined.py | tests/test_readers_values.py tests/test_readers.py tests/test_joined.py tests/test_cli_inputs.py tests/test_cli.py::test_reading_parquet_streams_with_bounded_arrow_memory tests/test_files_job.py::test_an_input_that_is_no_path_is_refused_saying_so
 sources  | bertfeat/sources.py  | tests/test_readers.py tests/test_readers_values.py tests/test_cli_inputs.py tests/test_output.py tests/test_cli_files.py::test_a_name_that_is_not_utf8_is_refused_early_for_the_output_and_a_parquet_input_and_read_as_csv
 schemas  | bertfeat/schemas.py  | tests/test_schemas.py
 worker_recipe | bertfeat/worker_recipe.py | tests/test_worker_recipe.py

@@ -42,6 +42,8 @@ def _write(folder: Path, setup: str) -> str:
     df = frame(6)
     if setup == "unclosed":
         (folder / "in.csv").write_text('id,review\n1,"fine"\n2,"unclosed quote\n3,x,y,z\n')
+    elif setup == "joined":  # two files joined with cat
+        (folder / "in.csv").write_text("id,review\n1,a cat\n2,a dog\nid,review\n3,a mat\n")
     elif setup == "dup":
         (folder / "in.csv").write_text("id,review,review\n1,a,b\n")
     elif setup == "types":
@@ -68,6 +70,8 @@ ERROR_CASES = [
     ("csv", ["--text-col", "body"], r"column\(s\) \['body'\] not found", None),
     ("unclosed", ["--text-col", "review", "--chunk-rows", "1"], r"quote opened at line 3 is never closed", None),
     ("dup", ["--text-col", "review"], r"two columns named 'review'", None),
+    ("joined", ["--text-col", "review", "--id-col", "id", "--chunk-rows", "1"], r"repeats its header at line 4 ",
+     None),
     ("types", ["--text-col", "review", "--id-col", "id"], r"column 'id' is (large_)?string in .*b\.parquet", None),
     ("empty", ["--text-col", "review"], r"has no rows to embed", None),
     ("late-missing", ["--text-col", "review", "--chunk-rows", "3"], r"missing", None),

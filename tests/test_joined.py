@@ -1,0 +1,123 @@
+"""bertfeat.joined: CSV files joined with cat, each file's header left as a line of data. No model: these read only.
+
+(found by a files hunt, 2026-11-27, session 11) ``cat a.csv b.csv > all.csv`` left b's header as a row: its text
+column's name (``text``) was embedded beside the id ``id``, without a word; under ``--infer-types`` a numeric id
+column failed with advice about types; files whose columns came in other orders were read into each other's
+columns."""
+
+import re
+
+import pyarrow as pa
+import pytest
+
+from bertfeat import joined
+from bertfeat.readers import InputReader
+
+
+def reader(path, columns, chunk_rows=1000, **kw):
+    kw.setdefault("infer_types", False)
+    return InputReader(str(path), columns, chunk_rows, [columns[-1]], **kw)
+
+
+def rows(path, columns, **kw):
+    r = reader(path, columns, **kw)
+    return pa.Table.from_batches(list(r.batches()), schema=r.schema).to_pylist()
+
+
+def refusal(path, columns, **kw):
+    """The refusal of reading ``path`` to the end, and the rows delivered before it."""
+    delivered = []
+    with pytest.raises(ValueError) as info:
+        for batch in reader(path, columns, **kw).batches():
+            delivered.append(batch.num_rows)
+    return re.sub(r"(CSV parse error|In CSV column #\d+): Row #\d+: ", r"\1: ", str(info.value)), sum(delivered)
+
+
+def same_order(path, line):
+    return (f"{path} repeats its header at line {line} (as joining CSV files with cat leaves each file's header), "
+            "which would be read as a row of data: join the files again keeping the first one's header only "
+            "(awk 'FNR > 1 || NR == 1' a.csv b.csv > all.csv), or remove that line and any other repeating the "
+            "header.")
+
+
+@pytest.mark.parametrize("content, columns, line", [
+    (b"id,text\n1,a\n2,b\nid,text\n3,c\n", ["id", "text"], 4),
+    (b"id,text\r\n1,a\r\nid,text\n3,c\n", ["text"], 3),  # one file CRLF, the other LF; the id column not read
+    # Excel's "CSV UTF-8", each file with its byte order mark
+    (b"\xef\xbb\xbfid,text\r\n1,a\r\n\xef\xbb\xbfid,text\r\n3,c\r\n", ["id", "text"], 3),
+    # R's write.csv: names quoted, row names under an empty name; blank lines between the files
+    (b'"","id","text"\n"1",1,"a"\n\n\n"","id","text"\n"1",3,"c"\n', ["id", "text"], 5),
+    # pandas' to_csv: its index under an empty name, read by --id-col ''
+    (b",text\n0,a\n,text\n0,c\n", ["", "text"], 3),
+    (b'id,text\n1,"two\nlines"\nid,text\n3,c\n', ["id", "text"], 4),  # lines counted as an editor shows them
+    (b"sep=;\nid;text\n1;a\nid;text\n", ["id", "text"], 4),
+])
+def test_a_header_repeated_further_on_is_refused_naming_its_line(tmp_path, content, columns, line):
+    src = tmp_path / "all.csv"
+    src.write_bytes(content)
+    assert refusal(src, columns) == (same_order(src, line), 0)
+
+
+def test_a_repeated_header_past_the_first_chunks_is_refused_before_the_rows_that_hold_it(tmp_path):
+    src = tmp_path / "all.tsv"
+    one = "id\ttext\n" + "".join(f"{i}\trow {i}\n" for i in range(150_000))  # past pyarrow's 1 MB read block
+    src.write_text(one + one.replace("id\ttext\n", "id\ttext\r\n", 1))
+    message, delivered = refusal(src, ["id", "text"], chunk_rows=10_000)
+    assert message == same_order(src, 150_002)
+    assert 0 < delivered <= 150_000  # the rows before it, never the header's row
+
+
+def test_gzip_files_joined_with_cat_repeat_their_header_as_plain_ones_do(tmp_path):
+    import gzip
+
+    src = tmp_path / "all.csv.gz"
+    src.write_bytes(gzip.compress(b"id,text\n1,a\n") + gzip.compress(b"id,text\n2,b\n"))  # two gzip members
+    assert refusal(src, ["id", "text"]) == (same_order(src, 3), 0)
+
+
+def test_under_infer_types_a_repeated_header_is_refused_as_such_not_as_a_type_that_does_not_hold(tmp_path):
+    src = tmp_path / "all.csv"
+    one = "id,when,text\n" + "".join(f"{i},2024-01-{i % 28 + 1:02d},row {i}\n" for i in range(100_000))
+    src.write_text(one + one)  # the second header past the first block, which typed id and when
+    for columns in (["id", "text"], ["when", "text"]):
+        assert refusal(src, columns, infer_types=True)[0] == same_order(src, 100_002)
+    # in the first block: id and when read as text, refused as the default reading refuses it
+    src.write_text("id,text\n1,a\nid,text\n2,b\n")
+    assert refusal(src, ["id", "text"], infer_types=True) == (same_order(src, 3), 0)
+
+
+def test_a_header_repeated_in_another_order_says_the_rows_after_it_would_mix_columns(tmp_path):
+    src = tmp_path / "all.csv"
+    src.write_bytes(b"id,text,label\n1,a,0\ntext,label,id\nc,1,3\n")
+    assert refusal(src, ["id", "text"]) == (
+        f"{src} repeats its header's names in another order at line 3 (['text', 'label', 'id'], where the header has "
+        "['id', 'text', 'label']), as joining with cat files whose columns come in other orders leaves them: every "
+        "row after it is in that line's order, and would be read into the wrong columns. Join the files by column "
+        "name instead (pandas.concat of each file's pandas.read_csv, then to_csv), or put their columns in one "
+        "order first.", 0)
+
+
+def test_rows_that_hold_header_names_but_are_no_header_are_read_as_written(tmp_path):
+    src = tmp_path / "a.csv"
+    # the columns read hold their names, another does not; names twice; a name quoted with its spaces
+    src.write_bytes(b'id,text,n\n1,a,2\nid,text,3\ntext,text,n\nid," text",n\n')
+    assert rows(src, ["id", "text"]) == [{"id": "1", "text": "a"}, {"id": "id", "text": "text"},
+                                         {"id": "text", "text": "text"}, {"id": "id", "text": " text"}]
+    # a file of one column: a text that is its name is a text (no header can be told from it)
+    src.write_bytes(b"word\ncat\nword\n")
+    assert rows(src, ["word"]) == [{"word": "cat"}, {"word": "word"}]
+
+
+def test_the_file_is_searched_once_whatever_number_of_rows_may_repeat_the_header(tmp_path, monkeypatch):
+    src = tmp_path / "a.csv"
+    src.write_text("id,text,n\n" + "id,text,0\n" * 5 + "".join(f"{i},t,{i}\n" for i in range(20)) + "id,text,1\n")
+    searched = []
+    real = joined.scan
+
+    def counting(*args, **kw):
+        searched.append(1)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(joined, "scan", counting)
+    assert len(rows(src, ["id", "text"], chunk_rows=3)) == 26
+    assert searched == [1]
