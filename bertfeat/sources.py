@@ -398,6 +398,9 @@ def _other_suffix(path: Path) -> str | None:
     lower = name.lower()
     stem, suffix = os.path.splitext(name)
     if lower.endswith((".tab", ".txt", ".dat")):
+        wide = _wide_text(path)
+        if wide:  # Excel's "Unicode Text": renamed .tsv, it would be refused again as UTF-16
+            return wide
         return f"if it is text separated by tabs, name it {stem}.tsv (or by commas, {stem}.csv)."
     if suffix.lower() in _ARCHIVES:
         return (f"decompress it ({_ARCHIVES[suffix.lower()]}), or compress it again as {stem}.gz, .bz2 or .zst."
@@ -409,6 +412,23 @@ def _other_suffix(path: Path) -> str | None:
     if lower.endswith((".xlsx", ".xlsm", ".xls")):
         return f'save it from Excel as "CSV UTF-8" ({stem}.csv).'
     return None
+
+
+def _wide_text(path: Path) -> str | None:
+    """What to do with a text file bertfeat would read once renamed, but that is UTF-16 or UTF-32 (Excel's "Unicode
+    Text" is UTF-16 separated by tabs, saved as .txt): convert it, to a name it reads; None for any other file."""
+    from bertfeat.utf8 import HEAD, convert_it, wide_encoding
+
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(HEAD)
+    except OSError:
+        return None
+    found = wide_encoding(head[:64])
+    if found is None:
+        return None
+    encoding, seen = found
+    return f"it is {seen}, and bertfeat reads CSV files as UTF-8: {convert_it(path, encoding, head)}"
 
 
 def _braces(pattern: str) -> str:

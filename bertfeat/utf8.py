@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
+HEAD = 1024  # the bytes read to judge a file by its start: a UTF-16 file's first line, at 2 bytes a character
+
 
 def plain_text(t: pa.DataType) -> bool:
     """A string type: string, large_string or string_view (pyarrow versions and pandas differ in which)."""
@@ -70,7 +72,7 @@ def not_utf8_csv(path, fh) -> str | None:
     Python's decoder names a position in one of its own read pieces, which says nothing about where the byte is.
     """
     convert = "bertfeat reads CSV files as UTF-8: convert the file first, for example with iconv -f"
-    said = not_csv_text(path, fh.peek(64)[:64])  # peek: the bytes stay for the lines below
+    said = not_csv_text(path, fh.peek(HEAD)[:HEAD])  # peek: the bytes stay for the lines below
     if said:
         return said
     for number, line in enumerate(fh, start=1):
@@ -85,6 +87,50 @@ def not_utf8_csv(path, fh) -> str | None:
 
 
 
+def wide_encoding(head: bytes) -> tuple[str, str] | None:
+    """``(iconv's name, how it was seen)`` of the encoding of a text file that begins with ``head`` where it is UTF-16
+    or UTF-32: by a byte order mark (Excel's "Unicode Text" and Windows PowerShell's ``Out-File`` and ``>`` write
+    UTF-16 with one), or for UTF-16 without one by a 0 in every other byte (no UTF-8 text has that: its NULs are
+    characters, not half of each); None otherwise."""
+    for marks, name in (((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"), "UTF-32"), ((b"\xff\xfe", b"\xfe\xff"), "UTF-16")):
+        if head.startswith(marks):
+            return name.lower(), f"{name} (it begins with a {name} byte order mark)"
+    pairs = len(head) // 2
+    for order, zeros, others in (("le", head[1::2], head[0::2]), ("be", head[0::2], head[1::2])):
+        if pairs >= 4 and zeros[:pairs].count(0) >= 0.9 * pairs and others[:pairs].count(0) <= 0.1 * pairs:
+            return f"utf-16{order}", "UTF-16 without a byte order mark (every other byte is 0)"
+    return None
+
+
+_DECOMPRESS = {"gzip": "gzip -dc", "bz2": "bzip2 -dc", "zstd": "zstd -dc"}
+
+
+def convert_it(path, encoding: str, head: bytes) -> str:
+    """How to convert the file ``path``, in ``encoding`` and beginning with ``head``: the shell command that writes
+    it (decompressed by its suffix) beside it as a UTF-8 CSV file bertfeat reads, named ``.tsv`` where its first line
+    holds a tab (Excel's "Unicode Text" is separated by tabs, and a ``.txt`` name is read by no one), and that
+    file's name."""
+    import shlex
+
+    from bertfeat.sources import _codec
+
+    given = os.fsdecode(path)
+    folder, file_name = os.path.split(given)
+    outer = _codec(Path(file_name))
+    inner = file_name[:file_name.rfind(".")] if outer else file_name
+    stem, suffix = os.path.splitext(inner)
+    first = head.decode(encoding, "ignore").lstrip("\ufeff")
+    tabs = "\t" in first.splitlines()[0] if first else False
+    out = stem + (".tsv" if tabs or suffix.lower() == ".tsv" else ".csv")
+    if out == file_name:  # never the input's own name: the shell would empty it before iconv reads it
+        out = f"{stem}-utf8{suffix}"
+    out = os.path.join(folder, out)
+    convert = f"iconv -f {encoding} -t utf-8"
+    command = (f"{_DECOMPRESS[outer]} {shlex.quote(given)} | {convert} > {shlex.quote(out)}" if outer
+               else f"{convert} {shlex.quote(given)} > {shlex.quote(out)}")
+    return f"convert it first ({command}) and pass {shlex.quote(out)}."
+
+
 # The first bytes of files users name as CSV that hold no CSV text: a download saved without its .gz, a workbook
 # renamed .csv. Read as text, each was "not UTF-8 ... iconv -f cp1252", which turns them into garbage.
 _COMPRESSED = [(re.compile(rb"\x1f\x8b"), "gzip", ".gz"),
@@ -94,24 +140,19 @@ _SEEN = "its first bytes say so"
 
 
 def not_csv_text(path, head: bytes) -> str | None:
-    """What to tell a user whose CSV ``path`` (its decompressed ``head``, the first 64 bytes) is no UTF-8 text at all:
-    UTF-16 or UTF-32 by its byte order mark, UTF-16 without one by a 0 in every other byte (no UTF-8 text has that:
-    its NULs are characters, not half of each), or a compressed file, an archive, a workbook or parquet by its first
-    bytes; None otherwise."""
+    """What to tell a user whose CSV ``path`` (its decompressed ``head``: the first bytes, 64 or more, of which the
+    first 64 are judged and the rest show a UTF-16 file's first line) is no UTF-8 text at all: UTF-16 or UTF-32
+    (:func:`wide_encoding`), or a compressed file, an archive, a workbook or parquet by its first bytes; None
+    otherwise."""
     from bertfeat.sources import CSV_SUFFIXES, _codec
 
-    convert = "bertfeat reads CSV files as UTF-8: convert the file first, for example with iconv -f"
-    for marks, name in (((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"), "UTF-32"), ((b"\xff\xfe", b"\xfe\xff"), "UTF-16")):
-        if head.startswith(marks):
-            return (f"{path} is {name} (it begins with a {name} byte order mark), not UTF-8: {convert} "
-                    f"{name.lower()} -t utf-8.")
-    pairs = len(head) // 2
-    for order, zeros, others in (("le", head[1::2], head[0::2]), ("be", head[0::2], head[1::2])):
-        if pairs >= 4 and zeros[:pairs].count(0) >= 0.9 * pairs and others[:pairs].count(0) <= 0.1 * pairs:
-            return (f"{path} is UTF-16 without a byte order mark (every other byte is 0), not UTF-8: {convert} "
-                    f"utf-16{order} -t utf-8.")
     file_name = os.path.basename(os.fsdecode(path))
     outer = _codec(Path(file_name))
+    found = wide_encoding(head[:64])
+    if found:
+        encoding, seen = found
+        return f"{path} is {seen}, not UTF-8: bertfeat reads CSV files as UTF-8: {convert_it(path, encoding, head)}"
+    head = head[:64]
     for magic, codec, suffix in _COMPRESSED:
         if magic.match(head):
             if outer:

@@ -225,7 +225,7 @@ def test_a_file_that_is_not_utf8_is_named_by_its_line_and_told_how_to_convert(tm
     src.write_bytes("id,text\n1,caf\u00e9\n".encode("utf-16"))
     assert refusal(csv_reader, src, ["text"]) == (
         f"{src} is UTF-16 (it begins with a UTF-16 byte order mark), not UTF-8: bertfeat reads CSV files as UTF-8: "
-        "convert the file first, for example with iconv -f utf-16 -t utf-8.")
+        f"convert it first (iconv -f utf-16 -t utf-8 {src} > {tmp_path}/u16-utf8.csv) and pass {tmp_path}/u16-utf8.csv.")
     gz = tmp_path / "l.csv.gz"
     lines = "id,text\n" + "".join(f"{i},fine\n" for i in range(3000)) + "3000,a long text of \u00e9t\u00e9 heat\n"
     gz.write_bytes(gzip.compress(lines.encode("latin-1")))
@@ -313,7 +313,8 @@ def test_a_file_that_is_no_csv_text_is_named_as_what_it_is_not_told_to_convert_f
          "compress it once."),
         ("u32.csv", "id,text\n1,a\n".encode("utf-32"),
          "is UTF-32 (it begins with a UTF-32 byte order mark), not UTF-8: bertfeat reads CSV files as UTF-8: convert "
-         "the file first, for example with iconv -f utf-32 -t utf-8."),
+         f"it first (iconv -f utf-32 -t utf-8 {tmp_path}/u32.csv > {tmp_path}/u32-utf8.csv) and pass "
+         f"{tmp_path}/u32-utf8.csv."),
     ]:
         src = tmp_path / name
         src.write_bytes(blob)
@@ -356,10 +357,48 @@ def test_a_utf16_file_without_a_byte_order_mark_is_told_so(tmp_path):
         src.write_bytes("id,text\n1,caf\u00e9\n".encode(f"utf-16-{order}"))
         assert refusal(csv_reader, src, ["id", "text"]) == (
             f"{src} is UTF-16 without a byte order mark (every other byte is 0), not UTF-8: bertfeat reads CSV files "
-            f"as UTF-8: convert the file first, for example with iconv -f utf-16{order} -t utf-8.")
+            f"as UTF-8: convert it first (iconv -f utf-16{order} -t utf-8 {src} > {tmp_path}/{order}-utf8.csv) and "
+            f"pass {tmp_path}/{order}-utf8.csv.")
     src = tmp_path / "nul.csv"  # a NUL here and there in UTF-8 text is no such file
     src.write_bytes(b"id,text\n1,a\x00b\n2,c\x00\x00d\n")
     assert read_all(csv_reader(src, ["id", "text"]))[0].column("text").to_pylist() == ["a\x00b", "c\x00\x00d"]
+
+@pytest.mark.parametrize("name, encoding, out", [
+    ("export.txt", "utf-16", "export.tsv"),  # Excel's "Unicode Text"
+    ("export.csv", "utf-16", "export.tsv"),  # the same renamed .csv: its tabs name the converted file
+    ("export.tsv", "utf-16", "export-utf8.tsv"),  # never the input's own name
+    ("export.tsv.gz", "utf-16", "export.tsv"),
+    ("export.TAB", "utf-32", "export.tsv"),
+    ("out file.txt", "utf-16-le", "out file.tsv"),  # Windows PowerShell's Out-File, BOM and all; a space quoted
+])
+def test_a_utf16_or_utf32_export_is_told_how_to_convert_it_to_a_file_bertfeat_reads_in_one_refusal(
+        tmp_path, name, encoding, out):
+    """(found by a files hunt, 2026-11-27, session 11) Excel's "Unicode Text" is UTF-16 separated by tabs, saved as
+    .txt: it was told to take the name .tsv, then, renamed, refused as UTF-16 ("convert the file first, for example
+    with iconv -f utf-16 -t utf-8"): two refusals, and neither said which file to write or pass; the same file named
+    .csv, converted, was then read as one column holding tabs. Now one refusal gives the whole command, naming a
+    file bertfeat reads, which reads the rows right."""
+    import shlex
+
+    first = "the_first_column_of_a_wide_export"  # its tab past the first 64 bytes, which tell the encoding
+    text = f"{first}\tid\ttext\r\nx\t1\tcaf\u00e9 au lait\r\ny\t2\t\"two\tfields\"\r\n"
+    data = ("\ufeff" + text).encode("utf-16-le") if encoding == "utf-16-le" else text.encode(encoding)
+    src = tmp_path / name
+    src.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    seen = f"{encoding[:6].upper()} (it begins with a {encoding[:6].upper()} byte order mark)"
+    iconv = f"iconv -f {encoding[:6]} -t utf-8"
+    command = (f"gzip -dc {src} | {iconv} > {tmp_path}/{out}" if name.endswith(".gz")
+               else f"{iconv} {shlex.quote(str(src))} > {shlex.quote(str(tmp_path / out))}")
+    said = refusal(csv_reader, src, ["id", "text"])
+    convert = f"convert it first ({command}) and pass {shlex.quote(str(tmp_path / out))}."
+    if name.lower().endswith((".txt", ".tab")):
+        assert said.endswith(f"got [{name!r}]; it is {seen}, and bertfeat reads CSV files as UTF-8: {convert}")
+    else:
+        assert said == f"{src} is {seen}, not UTF-8: bertfeat reads CSV files as UTF-8: {convert}"
+    (tmp_path / out).write_text(data.decode(encoding if encoding != "utf-16-le" else "utf-16").lstrip("\ufeff"))
+    assert read_all(csv_reader(tmp_path / out, ["id", "text"]))[0].to_pylist() == [
+        {"id": "1", "text": "caf\u00e9 au lait"}, {"id": "2", "text": "two\tfields"}]
+
 
 def test_the_open_quote_and_the_inferred_type_refusals_say_what_to_do(tmp_path):
     src = tmp_path / "q.csv"
