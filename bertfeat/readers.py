@@ -38,7 +38,7 @@ from bertfeat.sources import (  # noqa: F401  (readers' public names since befor
     CSV_SUFFIXES, PARQUET_SUFFIXES, _codec, _kind, input_path, is_pattern, path_text, recorded_name,
     resolve_input,
 )
-from bertfeat.utf8 import HEAD, invalid_values, not_csv_text, not_utf8_csv
+from bertfeat.utf8 import HEAD, invalid_values, not_csv_text, not_its_compression, not_utf8_csv
 
 CSV_NULLS = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None", "<NA>"]
 # pyarrow parses a CSV in blocks and cannot parse a field longer than one block: the block grows and the read
@@ -393,8 +393,12 @@ class InputReader:
         try:  # no text at all (a .gz saved as .csv, a workbook renamed): named as what it is, before any reading
             with open_decompressed(self.files[0]) as fh:
                 said = not_csv_text(self.path, fh.read(HEAD))
-        except (OSError, EOFError, zlib.error):  # damaged or cut short: the reading below says so
-            said = None
+        except (OSError, EOFError, zlib.error):  # not of its compression, or else damaged: the reading below says so
+            try:
+                with open(self.files[0], "rb") as raw:
+                    said = not_its_compression(self.path, raw.read(HEAD))
+            except OSError:
+                said = None
         if said:
             raise ValueError(said)
         try:

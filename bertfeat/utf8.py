@@ -139,6 +139,32 @@ _COMPRESSED = [(re.compile(rb"\x1f\x8b"), "gzip", ".gz"),
 _SEEN = "its first bytes say so"
 
 
+_CONTROL = re.compile(rb"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]")  # in no text file (ESC aside: terminal colours)
+
+
+def not_its_compression(path, raw: bytes) -> str | None:
+    """What to tell a user whose compressed CSV ``path`` (by its suffix) cannot be decompressed, where its first
+    bytes ``raw`` (as stored) say why: another compression's data (rename it), or text, which a browser or ``curl
+    --compressed`` leaves under a ``.gz`` name when it decompresses a download sent gzip-encoded (drop the suffix);
+    None otherwise (the data is of its compression, damaged, or says nothing)."""
+    from bertfeat.sources import _codec
+
+    file_name = os.path.basename(os.fsdecode(path))
+    codec = _codec(Path(file_name))
+    if codec is None:
+        return None
+    inner = file_name[:file_name.rfind(".")]
+    for magic, other, suffix in _COMPRESSED:
+        if magic.match(raw):
+            if other == codec:
+                return None
+            return f"{path} is {other} data ({_SEEN}), not {codec}: rename it {inner}{suffix}."
+    if raw and (wide_encoding(raw[:64]) or not _CONTROL.search(raw[:64])):
+        return (f"{path} is not {codec}-compressed: its first bytes are text (a download that a browser or curl "
+                f"--compressed decompressed keeps its name); rename it {inner}.")
+    return None
+
+
 def not_csv_text(path, head: bytes) -> str | None:
     """What to tell a user whose CSV ``path`` (its decompressed ``head``: the first bytes, 64 or more, of which the
     first 64 are judged and the rest show a UTF-16 file's first line) is no UTF-8 text at all: UTF-16 or UTF-32

@@ -178,7 +178,9 @@ def test_headers_that_cannot_be_read_are_refused_word_for_word(tmp_path):
         f"{p['latin1.csv']} is not UTF-8: line 1 holds byte 0xe9, which UTF-8 cannot decode (at 'caf\\xe9,b'). "
         "bertfeat reads CSV files as UTF-8: convert the file first, for example with iconv -f cp1252 -t utf-8 (if "
         "it was written as Windows-1252 or Latin-1, as Excel and R's write.csv do on Windows).")
-    assert refusal(csv_reader, p["broken.csv.gz"], ["a"]).startswith(f"cannot read {p['broken.csv.gz']} as UTF-8 CSV: ")
+    assert refusal(csv_reader, p["broken.csv.gz"], ["a"]) == (
+        f"{p['broken.csv.gz']} is not gzip-compressed: its first bytes are text (a download that a browser or curl "
+        "--compressed decompressed keeps its name); rename it broken.csv.")
     src = tmp_path / "a.csv"
     src.write_text("id,text\n1,a\n")
     assert refusal(csv_reader, src, ["text", "label", "x"]) == (
@@ -678,6 +680,37 @@ def test_a_doubled_quote_split_between_pieces_then_a_closing_quote(pieces):
     for piece in pieces:
         scanner.feed(piece.encode())
     assert not scanner.ends_open
+
+
+@pytest.mark.parametrize("name, pack, said", [
+    # a download a browser or curl --compressed decompressed (Content-Encoding: gzip) keeps its .gz name
+    ("plain.csv.gz", lambda b: b, "is not gzip-compressed: its first bytes are text (a download that a browser or "
+                                  "curl --compressed decompressed keeps its name); rename it plain.csv."),
+    ("plain.tsv.bz2", lambda b: b.replace(b",", b"\t"),
+     "is not bz2-compressed: its first bytes are text (a download that a browser or curl --compressed decompressed "
+     "keeps its name); rename it plain.tsv."),
+    ("plain.csv.zst", lambda b: b, "is not zstd-compressed: its first bytes are text (a download that a browser or "
+                                   "curl --compressed decompressed keeps its name); rename it plain.csv."),
+    ("other.csv.gz", bz2.compress, "is bz2 data (its first bytes say so), not gzip: rename it other.csv.bz2."),
+    ("other.csv.bz2", gzip.compress, "is gzip data (its first bytes say so), not bz2: rename it other.csv.gz."),
+])
+def test_a_file_whose_compression_is_not_its_suffixs_is_told_what_it_is_and_what_to_rename_it(tmp_path, name,
+                                                                                                 pack, said):
+    """(found by a files hunt, 2026-11-27, session 11) a CSV file named .csv.gz that is no gzip data was refused
+    "cannot read plain.csv.gz as UTF-8 CSV: Not a gzipped file (b'id')" (bz2: "Invalid data stream", zstd: "ZSTD
+    decompress failed: Unknown frame descriptor"), nothing said of what to do."""
+    src = tmp_path / name
+    src.write_bytes(pack(b"id,text\n1,a\n"))
+    assert refusal(csv_reader, src, ["id", "text"]) == f"{src} {said}"
+    renamed = tmp_path / said[said.rindex(" ") + 1:-1]
+    src.rename(renamed)
+    assert read_all(csv_reader(renamed, ["id", "text"]))[0].to_pylist() == [{"id": "1", "text": "a"}]
+    # the real thing, cut short, is still told it is damaged
+    cut = tmp_path / ("cut" + name[name.index("."):])
+    whole = (gzip.compress if name.endswith(".gz") else bz2.compress)(b"id,text\n1,a\n" * 1000)
+    if not name.endswith(".zst"):
+        cut.write_bytes(whole[:len(whole) // 2])
+        assert refusal(csv_reader, cut, ["id", "text"]).endswith("is truncated or damaged; copy or compress it again.")
 
 
 @pytest.mark.parametrize("codec", ["gzip", "bz2"])
