@@ -38,7 +38,7 @@ from bertfeat.sources import (  # noqa: F401  (readers' public names since befor
     CSV_SUFFIXES, PARQUET_SUFFIXES, _codec, _kind, input_path, is_pattern, path_text, recorded_name,
     resolve_input,
 )
-from bertfeat.utf8 import HEAD, invalid_values, not_csv_text, not_its_compression, not_utf8_csv
+from bertfeat.utf8 import HEAD, invalid_values, not_csv_text, not_data, not_its_compression, not_utf8_csv
 
 CSV_NULLS = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None", "<NA>"]
 # pyarrow parses a CSV in blocks and cannot parse a field longer than one block: the block grows and the read
@@ -667,6 +667,13 @@ def _naming_parquet_file(path: Path):
     try:
         yield
     except (pa.ArrowException, OSError) as exc:
+        try:
+            with open(path, "rb") as raw:
+                said = not_data(path, raw.read(HEAD), "parquet")  # a Git LFS pointer, a web page
+        except OSError:
+            said = None
+        if said:
+            raise ValueError(said) from None
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ValueError(f"cannot read parquet file {path}: {first}. The file is damaged, cut short or not parquet; "
                          "write it again, or move it out of the input.") from None

@@ -139,6 +139,26 @@ _COMPRESSED = [(re.compile(rb"\x1f\x8b"), "gzip", ".gz"),
 _SEEN = "its first bytes say so"
 
 
+_LFS = re.compile(rb"version https://(git-lfs\.github\.com|hawser\.github\.com)/spec/v1\n")
+_LFS_SIZE = re.compile(rb"\nsize (\d+)")
+_HTML = re.compile(rb"(\xef\xbb\xbf)?\s*<(!doctype\s+html|html)[\s>]", re.IGNORECASE)
+
+
+def not_data(path, head: bytes, kind: str = "CSV text") -> str | None:
+    """What to tell a user whose data file ``path`` (its first bytes as stored, ``head``) holds something in its
+    place: a Git LFS pointer (a repository cloned without Git LFS: the data was never fetched), or a web page (a
+    download that got a sign-in, error or confirmation page); None otherwise."""
+    if _LFS.match(head):
+        size = _LFS_SIZE.search(head)
+        of = f" ({int(size[1]):,} bytes)" if size else ""
+        return (f"{path} is a Git LFS pointer ({_SEEN}), not the data it stands for{of}: fetch the data (git lfs "
+                "pull, after git lfs install where Git LFS is new), then run again.")
+    if _HTML.match(head):
+        return (f"{path} is a web page (HTML: {_SEEN}), not {kind}: the download got a page (a sign-in, error or "
+                "confirmation page) instead of the file; download the file itself.")
+    return None
+
+
 _CONTROL = re.compile(rb"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]")  # in no text file (ESC aside: terminal colours)
 
 
@@ -154,6 +174,9 @@ def not_its_compression(path, raw: bytes) -> str | None:
     if codec is None:
         return None
     inner = file_name[:file_name.rfind(".")]
+    said = not_data(path, raw)
+    if said:
+        return said
     for magic, other, suffix in _COMPRESSED:
         if magic.match(raw):
             if other == codec:
@@ -178,6 +201,9 @@ def not_csv_text(path, head: bytes) -> str | None:
     if found:
         encoding, seen = found
         return f"{path} is {seen}, not UTF-8: bertfeat reads CSV files as UTF-8: {convert_it(path, encoding, head)}"
+    said = not_data(path, head)
+    if said:
+        return said
     head = head[:64]
     for magic, codec, suffix in _COMPRESSED:
         if magic.match(head):

@@ -682,6 +682,42 @@ def test_a_doubled_quote_split_between_pieces_then_a_closing_quote(pieces):
     assert not scanner.ends_open
 
 
+LFS_POINTER = (b"version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1"
+               b"258daaa5e2ca24d17e2393\nsize 1048576\n")
+
+
+@pytest.mark.parametrize("name", ["reviews.csv", "reviews.tsv", "reviews.csv.gz", "reviews.parquet", "d/part-1.parquet"])
+def test_a_git_lfs_pointer_in_place_of_the_data_is_told_to_fetch_it(tmp_path, name):
+    """(found by a files hunt, 2026-11-27, session 11) a data file kept in Git LFS and cloned without it (git-lfs
+    not installed, GIT_LFS_SKIP_SMUDGE=1, a CI checkout) is a 130-byte pointer: as a CSV it read as a header
+    'version https://git-lfs.github.com/spec/v1' ("column(s) ['text'] not found ..."), as a .csv.gz "Not a gzipped
+    file", as parquet "The file is damaged, cut short or not parquet; write it again": nothing said it is a pointer,
+    nor to fetch the data."""
+    src = tmp_path / name
+    src.parent.mkdir(exist_ok=True)
+    if name.startswith("d/"):
+        write_parquet(tmp_path / "d" / "part-0.parquet", text=["a"])
+    src.write_bytes(LFS_POINTER)
+    said = refusal(InputReader, str(tmp_path / "d" if name.startswith("d/") else src), ["text"], 10, ["text"])
+    assert said == (f"{src} is a Git LFS pointer (its first bytes say so), not the data it stands for (1,048,576 "
+                    "bytes): fetch the data (git lfs pull, after git lfs install where Git LFS is new), then run "
+                    "again."), said
+
+
+@pytest.mark.parametrize("head", [b"<!DOCTYPE html>\n<html lang='en'>", b"\xef\xbb\xbf\r\n  <html><head>",
+                                  b"<!doctype HTML><title>Sign in</title>"])
+def test_a_web_page_saved_in_place_of_a_csv_file_is_told_so(tmp_path, head):
+    """(same hunt) a download that got a web page (a sign-in, error or "virus scan" confirmation page, as wget of a
+    shared-drive link gets) read as a CSV file whose header is '<!DOCTYPE html>'."""
+    src = tmp_path / "data.csv"
+    src.write_bytes(head + b"\n<body>Sign in to continue</body></html>\n")
+    assert refusal(csv_reader, src, ["id", "text"]) == (
+        f"{src} is a web page (HTML: its first bytes say so), not CSV text: the download got a page (a sign-in, "
+        "error or confirmation page) instead of the file; download the file itself.")
+    src.write_bytes(b"html,text\n<html>,a\n")  # a header that names a column html is no page
+    assert read_all(csv_reader(src, ["html", "text"]))[0].to_pylist() == [{"html": "<html>", "text": "a"}]
+
+
 @pytest.mark.parametrize("name, pack, said", [
     # a download a browser or curl --compressed decompressed (Content-Encoding: gzip) keeps its .gz name
     ("plain.csv.gz", lambda b: b, "is not gzip-compressed: its first bytes are text (a download that a browser or "
