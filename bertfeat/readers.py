@@ -461,20 +461,23 @@ class InputReader:
         """Find the line of a CSV problem by re-reading with Python's csv module; ``exc`` is pyarrow's error, or None
         for what :class:`QuoteScanner` found: a quote left open at the end (pyarrow reads that as one last value
         holding the rest of the file) or a quoted value with more text after its closing quote."""
-        line = None
+        line, row_names = None, False
         try:
             with self._text() as fh, _no_field_limit():
                 reader = csv.reader(_csv_lines(fh), delimiter=self.delimiter, strict=True)
                 if self.sep_line is not None:
                     next(reader)  # Excel's "sep=;" line, no record
-                width, last_end = None, reader.line_num
+                width, last_end, rows_before = None, reader.line_num, 0
                 try:
                     for row in reader:
                         if width is None:
                             width = len(row) if row else None  # blank lines before the header
                         elif len(row) != width and row:
                             line = reader.line_num
+                            row_names = rows_before == 0 and len(row) == width + 1
                             break
+                        elif row:
+                            rows_before += 1
                         last_end = reader.line_num
                 except csv.Error as scan_exc:
                     if "expected after" in str(scan_exc):
@@ -500,7 +503,12 @@ class InputReader:
             return (f"{self.path}: {str(exc).splitlines()[0]} (a type inferred from the start of the file does not "
                     "hold further on); drop infer_types (--infer-types) to read kept columns as written, as text.")
         where = f" at line {line}" if line else ""
-        return f"{self.path} is malformed{where}: {str(exc).splitlines()[0]}"
+        said = f"{self.path} is malformed{where}: {str(exc).splitlines()[0]}"
+        if row_names:  # the first row one field wider than the header: R's write.table, every row so
+            said += (". The header names one column fewer than the rows hold, as R's write.table() writes a data "
+                     "frame with its row names: write it with row.names = FALSE (or with write.csv(), which names "
+                     "the row names' column \"\").")
+        return said
 
     # -- batches ---------------------------------------------------------------------------------------------------
 

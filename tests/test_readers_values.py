@@ -187,6 +187,29 @@ def test_headers_that_cannot_be_read_are_refused_word_for_word(tmp_path):
         f"column(s) ['label', 'x'] not found in {src}; it has columns ['id', 'text'].")
 
 
+@pytest.mark.parametrize("name, blank", [("r.tsv", ""), ("r.csv", "\n\n")])
+def test_rows_one_field_wider_than_the_header_as_rs_write_table_writes_them_say_how_to_write_them(tmp_path, name,
+                                                                                                   blank):
+    """(found by a files hunt, 2026-11-27, session 11) R's ``write.table(df, file)`` writes each row's name before
+    its fields but no header cell above them (``read.table`` takes that to mean row names), so every row holds one
+    field more than the header: refused "malformed at line 2: CSV parse error: Expected 2 columns, got 3", nothing
+    said of why or what to do."""
+    sep = "\t" if name.endswith(".tsv") else ","
+    src = tmp_path / name  # what write.table(data.frame(id = 1:2, text = ...), sep = sep) writes
+    src.write_text(blank + sep.join(['"id"', '"text"']) + "\n" + sep.join(['"1"', "1", '"a cat"']) + "\n"
+                   + sep.join(['"2"', "2", '"a dog"']) + "\n")
+    line, row = 2 + blank.count("\n"), sep.join(['"1"', "1", '"a cat"'])
+    assert refusal(lambda: read_all(csv_reader(src, ["id", "text"]))) == (
+        f"{src} is malformed at line {line}: CSV parse error: Expected 2 columns, got 3: "
+        f"{row}. The header names one column fewer than the rows hold, as R's "
+        "write.table() writes a data frame with its row names: write it with row.names = FALSE (or with "
+        "write.csv(), which names the row names' column \"\").")
+    # one row wider further on is a ragged row, no such file: no word of R
+    src.write_text(f"id{sep}text\n1{sep}a\n2{sep}b{sep}c\n")
+    assert refusal(lambda: read_all(csv_reader(src, ["id", "text"]))) == (
+        f"{src} is malformed at line 3: CSV parse error: Expected 2 columns, got 3: 2{sep}b{sep}c")
+
+
 @pytest.mark.parametrize("sep", [",", "\t"])
 def test_a_row_of_another_width_is_refused_with_its_line(tmp_path, sep):
     src = tmp_path / ("w.tsv" if sep == "\t" else "w.csv")
