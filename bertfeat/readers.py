@@ -38,7 +38,8 @@ from bertfeat.sources import (  # noqa: F401  (readers' public names since befor
     CSV_SUFFIXES, PARQUET_SUFFIXES, _codec, _kind, input_path, is_pattern, path_text, recorded_name,
     resolve_input,
 )
-from bertfeat.utf8 import HEAD, invalid_values, not_csv_text, not_data, not_its_compression, not_utf8_csv
+from bertfeat.sniff import HEAD, not_csv_text, not_data, not_its_compression
+from bertfeat.utf8 import invalid_values, not_utf8_csv
 
 CSV_NULLS = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None", "<NA>"]
 # pyarrow parses a CSV in blocks and cannot parse a field longer than one block: the block grows and the read

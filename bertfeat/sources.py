@@ -417,7 +417,7 @@ def _other_suffix(path: Path) -> str | None:
 def _wide_text(path: Path) -> str | None:
     """What to do with a text file bertfeat would read once renamed, but that is UTF-16 or UTF-32 (Excel's "Unicode
     Text" is UTF-16 separated by tabs, saved as .txt): convert it, to a name it reads; None for any other file."""
-    from bertfeat.utf8 import HEAD, convert_it, wide_encoding
+    from bertfeat.sniff import HEAD, convert_it, wide_encoding
 
     try:
         with open(path, "rb") as fh:

@@ -1,16 +1,11 @@
 """Text that is not UTF-8. Arrow strings: a file written from raw bytes can hold them, Arrow's readers do not
 check, and Python cannot read them (nor can parquet readers once they are written out). CSV files: written in
-another encoding (Excel's Windows-1252, UTF-16). Finding the first bad value or line, to name it."""
+another encoding (Excel's Windows-1252; UTF-16 and files that hold no text at all are told by their first bytes,
+:mod:`bertfeat.sniff`). Finding the first bad value or line, to name it."""
 
 from __future__ import annotations
 
-import os
-import re
-from pathlib import Path
-
 import pyarrow as pa
-
-HEAD = 1024  # the bytes read to judge a file by its start: a UTF-16 file's first line, at 2 bytes a character
 
 
 def plain_text(t: pa.DataType) -> bool:
@@ -72,6 +67,8 @@ def not_utf8_csv(path, fh) -> str | None:
     Python's decoder names a position in one of its own read pieces, which says nothing about where the byte is.
     """
     convert = "bertfeat reads CSV files as UTF-8: convert the file first, for example with iconv -f"
+    from bertfeat.sniff import HEAD, not_csv_text
+
     said = not_csv_text(path, fh.peek(HEAD)[:HEAD])  # peek: the bytes stay for the lines below
     if said:
         return said
@@ -83,147 +80,4 @@ def not_utf8_csv(path, fh) -> str | None:
             return (f"{path} is not UTF-8: line {number} holds byte 0x{line[exc.start]:02x}, which UTF-8 cannot "
                     f"decode (at '{at}'). {convert} cp1252 -t utf-8 (if it was written as Windows-1252 or Latin-1, "
                     "as Excel and R's write.csv do on Windows).")
-    return None
-
-
-
-def wide_encoding(head: bytes) -> tuple[str, str] | None:
-    """``(iconv's name, how it was seen)`` of the encoding of a text file that begins with ``head`` where it is UTF-16
-    or UTF-32: by a byte order mark (Excel's "Unicode Text" and Windows PowerShell's ``Out-File`` and ``>`` write
-    UTF-16 with one), or for UTF-16 without one by a 0 in every other byte (no UTF-8 text has that: its NULs are
-    characters, not half of each); None otherwise."""
-    for marks, name in (((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"), "UTF-32"), ((b"\xff\xfe", b"\xfe\xff"), "UTF-16")):
-        if head.startswith(marks):
-            return name.lower(), f"{name} (it begins with a {name} byte order mark)"
-    pairs = len(head) // 2
-    for order, zeros, others in (("le", head[1::2], head[0::2]), ("be", head[0::2], head[1::2])):
-        if pairs >= 4 and zeros[:pairs].count(0) >= 0.9 * pairs and others[:pairs].count(0) <= 0.1 * pairs:
-            return f"utf-16{order}", "UTF-16 without a byte order mark (every other byte is 0)"
-    return None
-
-
-_DECOMPRESS = {"gzip": "gzip -dc", "bz2": "bzip2 -dc", "zstd": "zstd -dc"}
-
-
-def convert_it(path, encoding: str, head: bytes) -> str:
-    """How to convert the file ``path``, in ``encoding`` and beginning with ``head``: the shell command that writes
-    it (decompressed by its suffix) beside it as a UTF-8 CSV file bertfeat reads, named ``.tsv`` where its first line
-    holds a tab (Excel's "Unicode Text" is separated by tabs, and a ``.txt`` name is read by no one), and that
-    file's name."""
-    import shlex
-
-    from bertfeat.sources import _codec
-
-    given = os.fsdecode(path)
-    folder, file_name = os.path.split(given)
-    outer = _codec(Path(file_name))
-    inner = file_name[:file_name.rfind(".")] if outer else file_name
-    stem, suffix = os.path.splitext(inner)
-    first = head.decode(encoding, "ignore").lstrip("\ufeff")
-    tabs = "\t" in first.splitlines()[0] if first else False
-    out = stem + (".tsv" if tabs or suffix.lower() == ".tsv" else ".csv")
-    if out == file_name:  # never the input's own name: the shell would empty it before iconv reads it
-        out = f"{stem}-utf8{suffix}"
-    out = os.path.join(folder, out)
-    convert = f"iconv -f {encoding} -t utf-8"
-    command = (f"{_DECOMPRESS[outer]} {shlex.quote(given)} | {convert} > {shlex.quote(out)}" if outer
-               else f"{convert} {shlex.quote(given)} > {shlex.quote(out)}")
-    return f"convert it first ({command}) and pass {shlex.quote(out)}."
-
-
-# The first bytes of files users name as CSV that hold no CSV text: a download saved without its .gz, a workbook
-# renamed .csv. Read as text, each was "not UTF-8 ... iconv -f cp1252", which turns them into garbage.
-_COMPRESSED = [(re.compile(rb"\x1f\x8b"), "gzip", ".gz"),
-               (re.compile(rb"BZh[1-9](1AY&SY|\x17rE8P\x90)"), "bz2", ".bz2"),
-               (re.compile(rb"\x28\xb5\x2f\xfd"), "zstd", ".zst")]
-_SEEN = "its first bytes say so"
-
-
-_LFS = re.compile(rb"version https://(git-lfs\.github\.com|hawser\.github\.com)/spec/v1\n")
-_LFS_SIZE = re.compile(rb"\nsize (\d+)")
-_HTML = re.compile(rb"(\xef\xbb\xbf)?\s*<(!doctype\s+html|html)[\s>]", re.IGNORECASE)
-
-
-def not_data(path, head: bytes, kind: str = "CSV text") -> str | None:
-    """What to tell a user whose data file ``path`` (its first bytes as stored, ``head``) holds something in its
-    place: a Git LFS pointer (a repository cloned without Git LFS: the data was never fetched), or a web page (a
-    download that got a sign-in, error or confirmation page); None otherwise."""
-    if _LFS.match(head):
-        size = _LFS_SIZE.search(head)
-        of = f" ({int(size[1]):,} bytes)" if size else ""
-        return (f"{path} is a Git LFS pointer ({_SEEN}), not the data it stands for{of}: fetch the data (git lfs "
-                "pull, after git lfs install where Git LFS is new), then run again.")
-    if _HTML.match(head):
-        return (f"{path} is a web page (HTML: {_SEEN}), not {kind}: the download got a page (a sign-in, error or "
-                "confirmation page) instead of the file; download the file itself.")
-    return None
-
-
-_CONTROL = re.compile(rb"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]")  # in no text file (ESC aside: terminal colours)
-
-
-def not_its_compression(path, raw: bytes) -> str | None:
-    """What to tell a user whose compressed CSV ``path`` (by its suffix) cannot be decompressed, where its first
-    bytes ``raw`` (as stored) say why: another compression's data (rename it), or text, which a browser or ``curl
-    --compressed`` leaves under a ``.gz`` name when it decompresses a download sent gzip-encoded (drop the suffix);
-    None otherwise (the data is of its compression, damaged, or says nothing)."""
-    from bertfeat.sources import _codec
-
-    file_name = os.path.basename(os.fsdecode(path))
-    codec = _codec(Path(file_name))
-    if codec is None:
-        return None
-    inner = file_name[:file_name.rfind(".")]
-    said = not_data(path, raw)
-    if said:
-        return said
-    for magic, other, suffix in _COMPRESSED:
-        if magic.match(raw):
-            if other == codec:
-                return None
-            return f"{path} is {other} data ({_SEEN}), not {codec}: rename it {inner}{suffix}."
-    if raw and (wide_encoding(raw[:64]) or not _CONTROL.search(raw[:64])):
-        return (f"{path} is not {codec}-compressed: its first bytes are text (a download that a browser or curl "
-                f"--compressed decompressed keeps its name); rename it {inner}.")
-    return None
-
-
-def not_csv_text(path, head: bytes) -> str | None:
-    """What to tell a user whose CSV ``path`` (its decompressed ``head``: the first bytes, 64 or more, of which the
-    first 64 are judged and the rest show a UTF-16 file's first line) is no UTF-8 text at all: UTF-16 or UTF-32
-    (:func:`wide_encoding`), or a compressed file, an archive, a workbook or parquet by its first bytes; None
-    otherwise."""
-    from bertfeat.sources import CSV_SUFFIXES, _codec
-
-    file_name = os.path.basename(os.fsdecode(path))
-    outer = _codec(Path(file_name))
-    found = wide_encoding(head[:64])
-    if found:
-        encoding, seen = found
-        return f"{path} is {seen}, not UTF-8: bertfeat reads CSV files as UTF-8: {convert_it(path, encoding, head)}"
-    said = not_data(path, head)
-    if said:
-        return said
-    head = head[:64]
-    for magic, codec, suffix in _COMPRESSED:
-        if magic.match(head):
-            if outer:
-                return (f"{path} is compressed twice ({codec} data in its {outer} compression; {_SEEN}): decompress "
-                        "it, then compress it once.")
-            return (f"{path} is compressed ({codec}: {_SEEN}), but its name does not end with {suffix}, so it was "
-                    f"read as text: rename it {file_name}{suffix}.")
-    if head.startswith(b"\xfd7zXZ\x00"):
-        return (f"{path} is xz-compressed ({_SEEN}), which bertfeat does not read: decompress it (xz -d), or "
-                "compress it again as .gz, .bz2 or .zst.")
-    if head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
-        return (f"{path} is a zip archive ({_SEEN}; an Excel .xlsx workbook is one too), not CSV text: unzip it, or "
-                'save the workbook from Excel as "CSV UTF-8".')
-    if head.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"):
-        return f'{path} is an Excel .xls workbook ({_SEEN}), not CSV text: save it from Excel as "CSV UTF-8".'
-    if head.startswith(b"PAR1") and any(b < 0x09 for b in head[4:]):
-        stem = next((file_name[:-len(s)] for s in CSV_SUFFIXES[::-1] if file_name.lower().endswith(s)), file_name)
-        if outer:
-            return (f"{path} is a parquet file compressed as {outer} ({_SEEN}), not CSV text: decompress it and name "
-                    f"it {stem}.parquet.")
-        return f"{path} is a parquet file ({_SEEN}), not CSV text: name it {stem}.parquet."
     return None
