@@ -38,7 +38,7 @@ from bertfeat.sources import (  # noqa: F401  (readers' public names since befor
     CSV_SUFFIXES, PARQUET_SUFFIXES, _codec, _kind, input_path, is_pattern, path_text, recorded_name,
     resolve_input,
 )
-from bertfeat.sniff import HEAD, not_csv_text, not_data, not_its_compression
+from bertfeat.sniff import HEAD, not_csv_text, not_its_compression, not_parquet
 from bertfeat.utf8 import invalid_values, not_utf8_csv
 
 CSV_NULLS = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None", "<NA>"]
@@ -678,7 +678,7 @@ def _naming_parquet_file(path: Path):
     except (pa.ArrowException, OSError) as exc:
         try:
             with open(path, "rb") as raw:
-                said = not_data(path, raw.read(HEAD), "parquet")  # a Git LFS pointer, a web page
+                said = not_parquet(path, raw.read(HEAD))  # text, a compressed file, a Git LFS pointer, a web page
         except OSError:
             said = None
         if said:

@@ -154,3 +154,25 @@ def not_csv_text(path, head: bytes) -> str | None:
         return f"{path} is a parquet file ({_SEEN}), not CSV text: name it {stem}.parquet."
     return None
 
+
+def not_parquet(path, head: bytes) -> str | None:
+    """What to tell a user whose parquet file ``path`` pyarrow cannot read, where its first bytes ``head`` (as
+    stored) say why: a Git LFS pointer or a web page (:func:`not_data`), a compressed file (a ``.parquet.gz``
+    saved without its suffix), or text (``df.to_csv("out.parquet")``); None otherwise (parquet, damaged or cut
+    short, or bytes that say nothing)."""
+    import shlex
+
+    said = not_data(path, head, "parquet")
+    if said or head.startswith(b"PAR1"):
+        return said
+    given = os.fsdecode(path)
+    folder, name = os.path.split(given)
+    stem, suffix = os.path.splitext(name)
+    for magic, codec, _ in _COMPRESSED:
+        if magic.match(head):
+            plain = os.path.join(folder, f"{stem}.plain{suffix}")
+            return (f"{path} is compressed ({codec}: {_SEEN}): decompress it ({_DECOMPRESS[codec]} "
+                    f"{shlex.quote(given)} > {shlex.quote(plain)}), and pass that.")
+    if head and (wide_encoding(head[:64]) or not _CONTROL.search(head[:64])):
+        return f"{path} is text, not parquet ({_SEEN}): if it is CSV, name it {stem}.csv (or {stem}.tsv)."
+    return None

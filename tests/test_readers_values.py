@@ -3,6 +3,7 @@ bounds, the read restarted with a bigger block after rows were delivered, progre
 
 import bz2
 import gzip
+import io
 import os
 import random
 import re
@@ -725,6 +726,43 @@ def test_a_git_lfs_pointer_in_place_of_the_data_is_told_to_fetch_it(tmp_path, na
     assert said == (f"{src} is a Git LFS pointer (its first bytes say so), not the data it stands for (1,048,576 "
                     "bytes): fetch the data (git lfs pull, after git lfs install where Git LFS is new), then run "
                     "again."), said
+
+
+@pytest.mark.parametrize("name, blob, said", [
+    ("out.parquet", b"id,text\n1,a cat\n", "is text, not parquet (its first bytes say so): if it is CSV, name it "
+                                            "out.csv (or out.tsv)."),  # df.to_csv("out.parquet")
+    ("d/part-1.parquet", b"\xef\xbb\xbfid\ttext\n1\ta\n", "is text, not parquet (its first bytes say so): if it is "
+                                                             "CSV, name it part-1.csv (or part-1.tsv)."),
+    ("out.parquet", "gzip", "is compressed (gzip: its first bytes say so): decompress it (gzip -dc {src} > "
+                            "{tmp}/out.plain.parquet), and pass that."),
+    ("out.pq", "zstd", "is compressed (zstd: its first bytes say so): decompress it (zstd -dc {src} > "
+                       "{tmp}/out.plain.pq), and pass that."),
+])
+def test_a_file_named_parquet_that_is_text_or_compressed_is_told_what_it_is(tmp_path, name, blob, said):
+    """(found by a files hunt, 2026-11-27, session 11) a CSV written under a .parquet name (``df.to_csv(
+    "out.parquet")``), or a parquet file gzip-compressed whole (a .parquet.gz saved without its suffix), was
+    "cannot read parquet file ...: Parquet magic bytes not found in footer ... The file is damaged, cut short or
+    not parquet; write it again": nothing said what it is, nor what to do."""
+    table = io.BytesIO()
+    pq.write_table(pa.table({"text": ["a"]}), table)
+    if blob == "gzip":
+        blob = gzip.compress(table.getvalue())
+    elif blob == "zstd":
+        sink = pa.BufferOutputStream()
+        with pa.CompressedOutputStream(sink, "zstd") as z:
+            z.write(table.getvalue())
+        blob = sink.getvalue().to_pybytes()
+    src = tmp_path / name
+    src.parent.mkdir(exist_ok=True)
+    if name.startswith("d/"):
+        write_parquet(tmp_path / "d" / "part-0.parquet", text=["a"])
+    src.write_bytes(blob)
+    path = tmp_path / "d" if name.startswith("d/") else src
+    assert refusal(InputReader, str(path), ["text"], 10, ["text"]) == f"{src} {said.format(src=src, tmp=tmp_path)}"
+    # a parquet file cut short is still damaged
+    src.write_bytes(table.getvalue()[:-20])
+    assert refusal(InputReader, str(path), ["text"], 10, ["text"]).endswith(
+        "The file is damaged, cut short or not parquet; write it again, or move it out of the input.")
 
 
 @pytest.mark.parametrize("head", [b"<!DOCTYPE html>\n<html lang='en'>", b"\xef\xbb\xbf\r\n  <html><head>",
