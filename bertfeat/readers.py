@@ -46,6 +46,11 @@ CSV_NULLS = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None", "<NA>"]
 # restarts (skipping the rows already delivered) until the longest field fits, up to this bound.
 BLOCK_BYTES = 1 << 20
 MAX_BLOCK_BYTES = 1 << 31
+# A run of NUL bytes this long is no text but a file not written whole: a download preallocated at its full size and
+# cut short (aria2's default, torrent clients), a write cut by a crash, leave zeros where the rest belongs. A NUL
+# here and there is a character (of no text a tokenizer keeps), and read as one.
+NUL_RUN = 64
+ZEROS = b"\0" * NUL_RUN
 
 
 _SEP_LINE = re.compile(rb"(?:\xef\xbb\xbf)?sep=([\x01-\x7f])(?:\r|\n|\Z)")
@@ -81,7 +86,8 @@ def open_decompressed(path: Path, raw=None):
 
 class _CountingFile:
     """A read-only file wrapper over the decompressed stream that counts the compressed bytes read (for a progress
-    fraction), and follows whether the stream has ended and whether it ends inside a quoted value.
+    fraction), and follows whether the stream has ended, whether it ends inside a quoted value, and where a run of
+    :data:`NUL_RUN` NUL bytes starts.
 
     No piece it returns ends with ``\r`` while more follows (the ``\r`` waits for the next piece): pyarrow drops a
     ``\n`` that starts a read piece after one that ended with ``\r``, taking the two for a line break split in two
@@ -96,6 +102,9 @@ class _CountingFile:
         self.eof = False
         self.closed = False
         self._held = b""  # a trailing b"\r" kept back for the next piece
+        self.zeros_at: int | None = None  # where the first run of NUL_RUN NUL bytes starts in the stream
+        self._fed = 0  # bytes given so far
+        self._tail = b""  # the last bytes given, where a run may have begun
 
     @property
     def read_bytes(self) -> int:
@@ -117,6 +126,13 @@ class _CountingFile:
         if not data:
             self.eof = True
         self.quotes.feed(data)
+        if self.zeros_at is None and data:
+            seen = self._tail + data
+            at = seen.find(ZEROS)
+            if at >= 0:
+                self.zeros_at = self._fed - len(self._tail) + at
+            self._tail = seen[-(NUL_RUN - 1):]
+            self._fed += len(data)
         return data
 
     def readable(self):
@@ -350,6 +366,8 @@ class InputReader:
         while True:
             try:
                 schema = self._open_csv(block).schema
+                if self._counting.zeros_at is not None:  # in the first block: refused before any work
+                    raise ValueError(self._zeros())
                 if self._counting.quotes.closed_early is not None:  # in the first block: refused before any work
                     raise ValueError(self._csv_problem(None))
                 if self.infer_types:
@@ -359,6 +377,8 @@ class InputReader:
                         schema = self._open_csv(block).schema
                 return schema
             except pa.ArrowInvalid as exc:
+                if self._counting.zeros_at is not None:
+                    raise ValueError(self._zeros()) from None
                 if "straddl" in str(exc) and block < MAX_BLOCK_BYTES:
                     block *= 8
                     continue
@@ -445,6 +465,22 @@ class InputReader:
         where = f"past its first {rows:,} rows" if rows else "in full"
         return (f"{self.path} cannot be read {where}: {exc} ({type(exc).__name__}). The "
                 f"{_codec(self.files[0]) or 'file'} is truncated or damaged; copy or compress it again.")
+
+    def _zeros(self) -> str:
+        """The refusal of a CSV file holding a run of NUL bytes (:data:`NUL_RUN`), naming the line where it starts."""
+        at, line, prev = self._counting.zeros_at, 1, b""
+        with open_decompressed(self.files[0]) as fh:
+            while at > 0:
+                piece = fh.read(min(at, 1 << 20))
+                if not piece:
+                    break
+                at -= len(piece)
+                # line ends as editors and Python's csv count them: LF, CRLF, a lone CR
+                line += piece.count(b"\n") + piece.count(b"\r") - (prev + piece).count(b"\r\n")
+                prev = piece[-1:]
+        return (f"{self.path} holds a run of NUL bytes (0x00) from line {line}: it was not written whole (a download "
+                "cut short where the whole file's room was taken first, or a write cut by a crash, leaves zeros); "
+                "fetch or write it again.")
 
     def _refuse_repeated_header(self) -> None:
         """Refuse a CSV file that repeats its header further on (files joined with cat); else stop looking."""
@@ -628,15 +664,21 @@ class InputReader:
                         raise ValueError(self._csv_problem(None))  # before the last rows, which hold the rest
                     if self._counting.quotes.closed_early is not None:  # before the rows read into one value
                         raise ValueError(self._csv_problem(None))
+                    if self._counting.zeros_at is not None:  # before the rows the zeros are read into
+                        raise ValueError(self._zeros())
                     batch = batch.select(self.columns)
                     if self._header_may_repeat and joined.may_hold_header(batch, self.header):
                         self._refuse_repeated_header()  # before the rows that hold it are delivered
                     delivered += batch.num_rows
                     yield batch
+                if self._counting.zeros_at is not None:
+                    raise ValueError(self._zeros())
                 if self._counting.quotes.ends_open:
                     raise ValueError(self._csv_problem(None))
                 return
             except pa.ArrowInvalid as exc:
+                if self._counting.zeros_at is not None:  # a row of zeros, too few fields: the zeros are why
+                    raise ValueError(self._zeros()) from None
                 if "straddl" in str(exc) and block < MAX_BLOCK_BYTES:
                     block *= 8
                     continue

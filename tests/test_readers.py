@@ -966,3 +966,42 @@ def test_a_dot_dot_after_a_double_star_goes_up_as_glob_goes_and_braces_are_said_
         f"input '{d}/{{a,b}}/*.parquet' matches no files; braces ({{a,b}}) are not glob syntax here (a shell expands "
         "them in an unquoted word; bertfeat, like Python's glob, reads them as written): pass a pattern that matches "
         "both (a folder's name by '*' or '[ab]'), or their folder.")
+
+
+@pytest.mark.parametrize("content, columns, line", [
+    (b"id,text\n1,a\n2,b\n" + b"\0" * 4096, ["id", "text"], 4),  # the zeros a cut download leaves at the end
+    (b"text\n1\n2\n" + b"\0" * 4096, ["text"], 4),  # one column: it read as a blank text
+    (b"id,text\n1,a\n2,b and c" + b"\0" * 100 + b"\n3,d\n", ["id", "text"], 3),  # the last line read whole, and
+    (b"id,text\r\n1,a\r\n" + b"\0" * 4096 + b"2,b\r\n", ["id", "text"], 3),  # zeros glued onto the next row's id
+])
+def test_a_run_of_nul_bytes_is_refused_as_a_file_not_written_whole(tmp_path, content, columns, line):
+    """(found by a files hunt, 2026-11-27, session 11) a download preallocated at full size and cut short (aria2's
+    default, a torrent client), or a file a crash left zero-filled, ends in a run of NUL bytes: read as a row of NULs
+    ("Expected 2 columns, got 1: " and 100 NUL bytes on the terminal), as a blank text (one column), or glued onto
+    the next row's id, which was embedded with it without a word."""
+    for name, data in (("cut.csv", content), ("cut.csv.gz", gzip.compress(content))):
+        src = tmp_path / name
+        src.write_bytes(data)
+        with pytest.raises(ValueError) as info:
+            read(src, columns)
+        assert str(info.value) == (
+            f"{src} holds a run of NUL bytes (0x00) from line {line}: it was not written whole (a download cut "
+            "short where the whole file's room was taken first, or a write cut by a crash, leaves zeros); fetch or "
+            "write it again."), name
+
+
+def test_a_run_of_nul_bytes_past_the_first_read_block_is_refused_before_its_rows_are_delivered_and_short_runs_read(
+        tmp_path):
+    src = tmp_path / "late.csv"
+    rows = b"".join(b"%d,row %d\n" % (i, i) for i in range(400_000))  # about 7 MB
+    src.write_bytes(b"id,text\n" + rows + b"\0" * 70 + b"\n")
+    delivered = []
+    with pytest.raises(ValueError, match=r"late\.csv holds a run of NUL bytes \(0x00\) from line 400002: "):
+        # refused where pyarrow's read-ahead meets it: at the start (the reader opened to find the types) or later
+        for batch in InputReader(str(src), ["id", "text"], 10_000, ["text"], infer_types=False).batches():
+            delivered.append(batch.num_rows)
+            assert not any("\0" in (t or "") for t in batch.column("id").to_pylist()), "zeros delivered as a row"
+    assert sum(delivered) < 400_000
+    # NUL bytes here and there are characters of a text, read as written (a run of 63 too)
+    src.write_bytes(b"id,text\n1,a\0b\n2,c" + b"\0" * 63 + b"d\n")
+    assert read(src, ["id", "text"])[0].column("text").to_pylist() == ["a\0b", "c" + "\0" * 63 + "d"]
