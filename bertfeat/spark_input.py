@@ -5,7 +5,9 @@ that need a session; :mod:`bertfeat.spark` runs the job."""
 
 from __future__ import annotations
 
+import contextlib
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -35,13 +37,22 @@ def _stage(reader: InputReader, staged: Path) -> tuple[list[Path], list[int]]:
         )
     staged.mkdir(parents=True)
     files, counts = [], []
-    for k, batch in enumerate(reader.batches()):
-        path = staged / f"rows-{k:06d}.parquet"
-        table = pa.Table.from_batches([batch])
-        table = table.cast(pa.schema([pa.field(f.name, _spark_readable(f.type)) for f in table.schema]))
-        pq.write_table(table, path, row_group_size=max(1, batch.num_rows))
-        files.append(path)
-        counts.append(batch.num_rows)
+    try:
+        for k, batch in enumerate(reader.batches()):
+            path = staged / f"rows-{k:06d}.parquet"
+            table = pa.Table.from_batches([batch])
+            table = table.cast(pa.schema([pa.field(f.name, _spark_readable(f.type)) for f in table.schema]))
+            pq.write_table(table, path, row_group_size=max(1, batch.num_rows))
+            files.append(path)
+            counts.append(batch.num_rows)
+    except (ValueError, TypeError):
+        # a mistake in the input (a malformed line, a header repeated, a string not UTF-8) found past the rows
+        # staged so far: as on the local engine, it leaves nothing beside --out (the staged rows, as big as the input,
+        # and the job's folder where nothing else is in it)
+        shutil.rmtree(staged, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            staged.parent.rmdir()
+        raise
     return files, counts
 
 

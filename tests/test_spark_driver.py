@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import sys
 import warnings
@@ -588,6 +589,22 @@ def test_an_input_without_rows_is_refused_and_leaves_nothing(tiny_bert, tmp_path
     with pytest.raises(ValueError, match=r"^input '.*empty.csv' has no rows to embed\.$"):
         bspark.embed_files(tmp_path / "empty.csv", tmp_path / "out", "review", model=tiny_bert)
     assert fake.asked == [] and sorted(p.name for p in tmp_path.iterdir()) == ["empty.csv", "empty.parquet"]
+
+
+def test_a_csv_the_local_engine_refuses_mid_file_is_refused_as_it_stages_and_leaves_nothing(tiny_bert, tmp_path,
+                                                                                            spark_job):
+    """(files hunt, 2026-11-27, session 11) the Spark engine stages a CSV file through the local engine's reader: a
+    header repeated by files joined with cat, or a run of NUL bytes, past the first read block (rows staged before
+    it) is refused with the local engine's message, and the staged rows go."""
+    fake = spark_job()
+    rows = "".join(f"{i},row {i}\n" for i in range(150_000))  # past pyarrow's 1 MB read block
+    for name, tail, said in [("joined.csv", "id,review\n1,again\n", r"repeats its header at line 150002 "),
+                             ("cut.csv", "\0" * 4096, r"holds a run of NUL bytes \(0x00\) from line 150002: ")]:
+        (tmp_path / name).write_text("id,review\n" + rows + tail)
+        with pytest.raises(ValueError, match=rf"^{re.escape(str(tmp_path / name))} {said}"):
+            bspark.embed_files(tmp_path / name, tmp_path / "out", "review", keep_cols=["id"], model=tiny_bert,
+                               batch_rows=10_000, quiet=True)
+    assert fake.job.calls == [] and sorted(p.name for p in tmp_path.iterdir()) == ["cut.csv", "joined.csv"]
 
 
 def test_column_and_recipe_mistakes_are_refused_before_anything_is_written(tiny_bert, tmp_path, spark_job):
