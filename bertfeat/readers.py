@@ -511,7 +511,8 @@ class InputReader:
                             width = len(row) if row else None  # blank lines before the header
                         elif len(row) != width and row:
                             line = reader.line_num
-                            row_names = rows_before == 0 and len(row) == width + 1
+                            # (not a last field left empty: a delimiter ending each row, "1,a,", is no row name)
+                            row_names = rows_before == 0 and len(row) == width + 1 and row[-1] != ""
                             break
                         elif row:
                             rows_before += 1

@@ -205,10 +205,13 @@ def test_rows_one_field_wider_than_the_header_as_rs_write_table_writes_them_say_
         f"{row}. The header names one column fewer than the rows hold, as R's "
         "write.table() writes a data frame with its row names: write it with row.names = FALSE (or with "
         "write.csv(), which names the row names' column \"\").")
-    # one row wider further on is a ragged row, no such file: no word of R
+    # one row wider further on is a ragged row, no such file: no word of R; nor rows ending with a delimiter
     src.write_text(f"id{sep}text\n1{sep}a\n2{sep}b{sep}c\n")
     assert refusal(lambda: read_all(csv_reader(src, ["id", "text"]))) == (
         f"{src} is malformed at line 3: CSV parse error: Expected 2 columns, got 3: 2{sep}b{sep}c")
+    src.write_text(f"id{sep}text\n1{sep}a{sep}\n2{sep}b{sep}\n")
+    assert refusal(lambda: read_all(csv_reader(src, ["id", "text"]))) == (
+        f"{src} is malformed at line 2: CSV parse error: Expected 2 columns, got 3: 1{sep}a{sep}")
 
 
 @pytest.mark.parametrize("sep", [",", "\t"])
