@@ -72,12 +72,35 @@ def not_utf8_csv(path, fh) -> str | None:
     said = not_csv_text(path, fh.peek(HEAD)[:HEAD])  # peek: the bytes stay for the lines below
     if said:
         return said
-    for number, line in enumerate(fh, start=1):
+    mac = None  # whether lines end with a lone CR: Excel for Mac's "CSV (Macintosh)", in Mac Roman
+    for number, line in enumerate(_lines(fh), start=1):
+        if mac is None and line.endswith((b"\r", b"\n")):
+            mac = not line.endswith(b"\n")
         try:
             line.decode("utf-8-sig" if number == 1 else "utf-8")
         except UnicodeDecodeError as exc:
             at = line[max(0, exc.start - 40):exc.start + 20].rstrip(b"\r\n").decode("utf-8", "backslashreplace")
-            return (f"{path} is not UTF-8: line {number} holds byte 0x{line[exc.start]:02x}, which UTF-8 cannot "
-                    f"decode (at '{at}'). {convert} cp1252 -t utf-8 (if it was written as Windows-1252 or Latin-1, "
-                    "as Excel and R's write.csv do on Windows).")
+            said = (f"{path} is not UTF-8: line {number} holds byte 0x{line[exc.start]:02x}, which UTF-8 cannot "
+                    f"decode (at '{at}'). {convert}")
+            if mac:  # iconv -f cp1252 would turn its accents into other letters (Mac Roman's é is Windows' Ž)
+                return (f"{said} macintosh -t utf-8 (its lines end with a lone CR, as Excel for Mac's \"CSV "
+                        "(Macintosh)\" writes it, in Mac Roman).")
+            return (f"{said} cp1252 -t utf-8 (if it was written as Windows-1252 or Latin-1, as Excel and R's "
+                    "write.csv do on Windows).")
     return None
+
+
+def _lines(fh, piece: int = 1 << 16):
+    """The lines of the binary stream ``fh``, each with its end, ended as editors and Python's csv module end them:
+    LF, CRLF or a lone CR (iterating a binary file splits at LF only, so a file of lone CRs was one line)."""
+    rest = bytearray()  # the start of a line: cut short by the piece, or ended by a CR whose LF may come next
+    for data in iter(lambda: fh.read(piece), b""):
+        held_cr = rest.endswith(b"\r")
+        rest += data
+        if not held_cr and b"\n" not in data and b"\r" not in data:
+            continue  # a long line goes on: split once it ends, never each piece again
+        lines = bytes(rest).splitlines(keepends=True)  # bytes split at LF, CRLF and CR only
+        rest = bytearray() if lines[-1].endswith(b"\n") else bytearray(lines.pop())
+        yield from lines
+    if rest:
+        yield bytes(rest)

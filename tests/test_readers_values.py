@@ -392,6 +392,42 @@ def test_a_utf16_file_without_a_byte_order_mark_is_told_so(tmp_path):
     src.write_bytes(b"id,text\n1,a\x00b\n2,c\x00\x00d\n")
     assert read_all(csv_reader(src, ["id", "text"]))[0].column("text").to_pylist() == ["a\x00b", "c\x00\x00d"]
 
+def test_a_mac_csv_with_lone_cr_line_ends_is_named_by_its_line_and_told_its_encoding(tmp_path):
+    """(found by a files hunt, 2026-11-27, session 11) Excel for Mac's "CSV (Macintosh)" is Mac Roman with lone CR line
+    ends: every byte UTF-8 cannot decode was said to be on line 1 (lines were split at LF only), and the advice,
+    iconv -f cp1252, turns its accents into other letters (Mac Roman's 0x8e, é, is Windows-1252's Ž) without a
+    word."""
+    src = tmp_path / "mac.csv"
+    src.write_bytes(("id,text\r" + "".join(f"{i},plain\r" for i in range(3000)) + "3000,caf\u00e9 au lait\r"
+                     ).encode("mac_roman"))
+    assert refusal(lambda: read_all(csv_reader(src, ["id", "text"]))) == (
+        f"{src} is not UTF-8: line 3002 holds byte 0x8e, which UTF-8 cannot decode (at '3000,caf\\x8e au lait'). "
+        "bertfeat reads CSV files as UTF-8: convert the file first, for example with iconv -f macintosh -t utf-8 (its "
+        "lines end with a lone CR, as Excel for Mac's \"CSV (Macintosh)\" writes it, in Mac Roman).")
+    # converted so, it reads right
+    (tmp_path / "ok.csv").write_text(src.read_bytes().decode("mac_roman"))
+    assert read_all(csv_reader(tmp_path / "ok.csv", ["id", "text"]))[0].column("text").to_pylist()[-1] == (
+        "caf\u00e9 au lait")
+    # CRLF and LF files: Windows-1252, lines as before; a CRLF split between two read pieces is one line end
+    for eol in ("\r\n", "\n"):
+        # (the CR of line 2's CRLF the last byte of a 64 KiB piece)
+        src.write_bytes(("id,text" + eol + "x" * 65_525 + "," + eol + "2,caf\u00e9" + eol).encode("cp1252"))
+        assert refusal(csv_reader, src, ["id", "text"]).startswith(
+            f"{src} is not UTF-8: line 3 holds byte 0xe9, which UTF-8 cannot decode (at '2,caf\\xe9'). bertfeat reads "
+            "CSV files as UTF-8: convert the file first, for example with iconv -f cp1252 -t utf-8 (if"), eol
+
+
+def test_the_lines_of_a_byte_stream_are_split_as_bytes_splitlines_splits_them_whatever_the_pieces():
+    from bertfeat.utf8 import _lines
+
+    rng = random.Random(3)
+    cases = [b"a\r\nb\rc\nd", b"", b"\r\n", b"a\r", b"\r\r\n\n", b"x" * 70_000 + b"\r" + b"\ny"]
+    cases += [bytes(rng.choice(b"ab\r\n") for _ in range(rng.randint(0, 40))) for _ in range(300)]
+    for data in cases:
+        for piece in (1, 2, 3, 7, 1 << 16):
+            assert list(_lines(io.BytesIO(data), piece)) == data.splitlines(keepends=True), (data, piece)
+
+
 @pytest.mark.parametrize("name, encoding, out", [
     ("export.txt", "utf-16", "export.tsv"),  # Excel's "Unicode Text"
     ("export.csv", "utf-16", "export.tsv"),  # the same renamed .csv: its tabs name the converted file
