@@ -142,3 +142,18 @@ def test_blank_csv_fields_are_missing_like_empty_ones(tiny_bert, tmp_path, capsy
         ["a cat", None, "", " ", "\t\n", "\u200b", "\ufeff", "a dog"]), atol=1e-5)
     manifest = json.loads((tmp_path / "o.parquet.manifest.json").read_text())
     assert manifest["counts"]["missing"] == 6
+
+
+def test_an_error_that_echoes_a_files_bytes_shows_its_control_characters_escaped(tiny_bert, tmp_path, capsys):
+    """(found by a files hunt, 2026-11-27, session 11) a ragged row's excerpt went to the terminal as its bytes: an
+    ANSI escape in a hostile CSV ran in the user's terminal (ESC [2J cleared the screen; OSC 52 sets the clipboard),
+    a backspace or a NUL hid the text; in R, bf_embed_file() passes the line on as its error. Line breaks were
+    already one line (whitespace collapsed)."""
+    src = tmp_path / "bad.csv"
+    src.write_bytes(b"id,text\n1,a\n2,\x1b[2Jboom\x08,extra\x7f\xc2\x9b\n")
+    code = main(["embed", str(src), "--text-col", "text", "--out", str(tmp_path / "o.parquet"), "--model", tiny_bert,
+                 "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert re.fullmatch(rf"bertfeat embed: error: {re.escape(str(src))} is malformed at line 3: CSV parse error: "
+                        r"(Row #\d+: )?Expected 2 columns, got 3: 2,\\x1b\[2Jboom\\x08,extra\\x7f\\x9b\n", err), err

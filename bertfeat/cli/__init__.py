@@ -302,5 +302,13 @@ def _quiet_after_reader_gone() -> int:
     return 128 + 13
 
 
+# Control characters that are no whitespace (which _one_line collapses): an error can echo a file's bytes (a ragged
+# row's excerpt, a header), and a terminal runs them (ESC [2J clears the screen; OSC 52 sets the clipboard).
+_CONTROL = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x9f]")
+
+
 def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
+    """An error's message as one line a terminal shows as written: whitespace collapsed, control characters as
+    their backslash escapes (``\\x1b``)."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", text)
