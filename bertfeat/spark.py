@@ -42,7 +42,7 @@ from bertfeat.recipe import _is_int
 from bertfeat.worker_recipe import (check_fixed_dtype, check_worker_recipe, check_worker_tokenization, driver_recipe,
                                     fix_auto_dtype, libraries)
 # the session's side of a job; require_java and JAVA_HINT are imported from here too (the command line, users)
-from bertfeat.spark_session import (JAVA_HINT, _conf, _job_ended, _job_master, _job_session, _session,  # noqa: F401
+from bertfeat.spark_session import (JAVA_HINT, _conf, _job_ended, _job_master, _own_session, _session,  # noqa: F401
                                     context, master_of, require_java)
 from bertfeat.spark_input import (_check_visible, _first_rows, _hadoop_literal, _local_path, _parquet_files,
                                   _spark_schema, _stage)
@@ -446,13 +446,14 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
         spark, started = _session(master, quiet)
         start_seconds = time.perf_counter() - t_start
         try:
-            job = _job_session(spark, started)  # the user's session is never changed, not even while the job runs
-            with _conf(job, {"spark.sql.execution.arrow.maxRecordsPerBatch": str(batch_rows),
-                             # pandas' datetime64[ns] columns: read as the whole numbers they are, and given back
-                             # their type in the task, where Spark refuses them otherwise
-                             "spark.sql.legacy.parquet.nanosAsLong": "true",
-                             # names as written, as the local engine reads them: columns `Text` and `text` are two
-                             "spark.sql.caseSensitive": "true"}):
+            # the user's session is never changed, not even while the job runs; the job's own ends with it
+            with _own_session(spark, started) as job, _conf(job, {
+                    "spark.sql.execution.arrow.maxRecordsPerBatch": str(batch_rows),
+                    # pandas' datetime64[ns] columns: read as the whole numbers they are, and given back their type
+                    # in the task, where Spark refuses them otherwise
+                    "spark.sql.legacy.parquet.nanosAsLong": "true",
+                    # names as written, as the local engine reads them: columns `Text` and `text` are two
+                    "spark.sql.caseSensitive": "true"}):
                 read_schema = None
                 if reader.kind == "parquet":
                     read_schema = _spark_schema(job, reader.files, list(dict.fromkeys(keep_cols + text_cols)),

@@ -11,6 +11,8 @@ import os
 import shutil
 import sys
 import threading
+import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 from bertfeat.started_by_jobs import StartedByJobs
@@ -226,6 +228,36 @@ def _job_session(spark, started: bool):
         return spark
     _carry_settings(spark, job)
     return job
+
+
+@contextmanager
+def _own_session(spark, started: bool):
+    """The job's session (:func:`_job_session`) for the ``with``'s length, then ended (:func:`_end_job_session`)."""
+    job = _job_session(spark, started)
+    try:
+        yield job
+    finally:
+        _end_job_session(job, spark)
+
+
+def _end_job_session(job, spark) -> None:
+    """End the session of a job's own beside the user's ``spark`` (:func:`_job_session`). On Spark Connect,
+    ``newSession()`` is a new session on the server, which keeps it (its settings, its plans) until the session has
+    been idle for ``spark.connect.session.manager.defaultSessionTimeout`` (an hour by default) unless the client
+    releases it: each job left one more on the server, on a shared cluster among everyone's. It is released here and
+    its channel closed; never by ``stop()``, which in pyspark's local remote mode stops the server under the user's
+    session too. A classic ``newSession()`` shares the user's SparkContext and holds nothing of its own."""
+    if job is spark or context(job) is not None:
+        return
+    client = job.client
+    try:
+        client.release_session()
+    except Exception as exc:  # the server gone: the job has failed, or its output is whole; either way said as is
+        warnings.warn(f"the Spark job's own Spark Connect session {job.session_id} could not be released ({exc}); "
+                      "the server closes it once it has been idle for "
+                      "spark.connect.session.manager.defaultSessionTimeout.", RuntimeWarning, stacklevel=2)
+    finally:
+        client.close()
 
 
 def _carry_settings(users, job) -> None:

@@ -1507,6 +1507,27 @@ class FakeConnectSession(FakeSession):
     def sparkContext(self, value):  # FakeSession's __init__ and stop set one: a Connect session keeps none
         pass
 
+    def newSession(self):
+        """pyspark 4.3's: a new session on the server, through a client (a gRPC channel) of its own."""
+        other = super().newSession()
+        other.session_id, other.client = f"session-{len(self.sessions)}", FakeConnectClient()
+        return other
+
+
+class FakeConnectClient:
+    """The client of a Spark Connect session: it can release its session on the server and close its channel."""
+
+    def __init__(self, fails=None):
+        self.log, self.fails = [], fails
+
+    def release_session(self):
+        self.log.append("release_session")
+        if self.fails is not None:
+            raise self.fails
+
+    def close(self):
+        self.log.append("close")
+
 
 def test_the_connect_stand_in_refuses_sparkcontext_as_pysparks_connect_session_does():
     from pyspark.errors import PySparkAttributeError
@@ -1645,6 +1666,32 @@ def test_the_jobs_session_carries_the_users_runtime_settings_and_its_own_options
         assert job.conf.values["spark.sql.caseSensitive"] == "true"
         assert users.conf.values == before
     assert users.conf.values == before and users.stopped == 0
+
+
+def test_a_jobs_own_spark_connect_session_is_released_on_the_server_as_the_job_ends(tiny_bert, tmp_path, spark_job):
+    """A job's own session beside the user's (newSession()) is, on Spark Connect, a session on the server, which
+    keeps it for an hour of idleness unless the client releases it: each job left one more (tests/
+    test_spark_connect.py counts them on a real server). It is now released and its channel closed as the job ends,
+    never stopped (stop() of a local remote session stops the server under the user's); a classic one shares the
+    user's SparkContext and is left to it, and a session the job started is stopped as before."""
+    make_frame(6, seed=1).to_parquet(tmp_path / "in.parquet", index=False)
+    users = FakeConnectSession(conf={"spark.task.cpus": "2"})
+    spark_job(session=users)
+    bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", keep_cols="id", model=tiny_bert,
+                       quiet=True)
+    (job,) = users.sessions
+    assert job.client.log == ["release_session", "close"] and job.stopped == 0 and users.stopped == 0
+
+    classic = FakeSession()
+    bsession._end_job_session(classic.newSession(), classic)  # has no client: nothing asked of it
+    assert classic.stopped == 0 and classic.sessions[0].stopped == 0
+
+    job = users.newSession()
+    job.client = FakeConnectClient(fails=ConnectionError("the server went away"))
+    with pytest.warns(RuntimeWarning, match=f"session {job.session_id} could not be released .the server went "
+                                            "away.; the server closes it once it has been idle"):
+        bsession._end_job_session(job, users)
+    assert job.client.log == ["release_session", "close"]
 
 
 def test_a_spark_connect_client_without_new_sessions_runs_the_job_on_the_users_session_and_puts_its_options_back(
