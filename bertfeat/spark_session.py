@@ -64,18 +64,31 @@ def running_session():
     return session
 
 
+def connect_url(master: str | None) -> str | None:
+    """The Spark Connect server a session a job starts talks to, or None for a session of a JVM here: ``master``
+    where it is one (``sc://HOST:15002``, as ``SparkSession.builder.remote`` takes it), else, without ``master``, the
+    ``SPARK_REMOTE`` pyspark's builder reads (a ``local`` one is a server pyspark starts in a JVM here)."""
+    if master is not None:
+        return master if master.startswith("sc://") else None
+    remote = os.environ.get("SPARK_REMOTE")
+    return remote if remote and not remote.startswith("local") else None
+
+
 def _job_master(master: str | None, quiet: bool = False) -> str | None:
     """The master URL a job given ``master`` runs on, as :func:`_session` will pick it, before it starts: the named
     one, the active session's (None for a Spark Connect session, :func:`master_of`), or the one Spark's configuration
     names (read from the JVM, which the job needs anyway, launched as the job's ``quiet`` says: launched here without
-    it, the job's session found it running and a quiet job printed Spark's start-up lines)."""
+    it, the job's session found it running and a quiet job printed Spark's start-up lines); None for a Spark Connect
+    server's (:func:`connect_url`)."""
     from pyspark import SparkConf
 
     if master is not None:
-        return master
+        return None if connect_url(master) is not None else master
     active = running_session()
     if active is not None:
         return master_of(active)
+    if connect_url(None) is not None:  # a Spark Connect server's tasks: no master here, and no JVM
+        return None
     require_java()
     _launch_jvm(quiet)
     return SparkConf().get("spark.master", "local[*]")
@@ -121,6 +134,12 @@ def _new_or_running_session(master: str | None, quiet: bool):
                 "use it, or stop it first."
             )
         return active, False
+    remote = connect_url(master)
+    if remote is not None:  # a session of a Spark Connect server: no Java, no JVM here; its options are the server's
+        # pyspark's builder marks the process as Spark Connect's (SPARK_CONNECT_MODE_ENABLED), and its stop() leaves
+        # the mark: the user's next SparkSession.builder.getOrCreate() failed (CONNECT_URL_NOT_SET). Taken off by _stop
+        _CONNECT_MODE["unset"] = "SPARK_CONNECT_MODE_ENABLED" not in os.environ
+        return (SparkSession.builder if master is None else SparkSession.builder.remote(remote)).getOrCreate(), True
     require_java()
     # the JVM first (spark-submit's own, when it started this process): its configuration holds the master that
     # spark-submit, spark-defaults.conf or PYSPARK_SUBMIT_ARGS gave (local[*] when none did), never overridden here
@@ -138,7 +157,7 @@ def _new_or_running_session(master: str | None, quiet: bool):
             builder = builder.config("spark.pyspark.python", python)
     builder = builder.config("spark.ui.showConsoleProgress", "false" if quiet else "true")
     spark = builder.getOrCreate()
-    if context(spark) is None:  # SPARK_REMOTE made the builder's session a Spark Connect one: its server's workers
+    if context(spark) is None:  # SPARK_REMOTE=local made it a session of a Connect server in this JVM: its workers
         return spark, True
     if python is not None:
         # pyspark starts its Python workers with SparkContext.pythonExec, which it reads from PYSPARK_PYTHON alone
@@ -168,7 +187,14 @@ def _stop(spark) -> None:
         if level is not None:
             spark.sparkContext.setLogLevel(level)
     finally:  # a JVM that went away with the job: stopped all the same
-        spark.stop()
+        try:
+            spark.stop()
+        finally:
+            if _CONNECT_MODE.pop("unset", False):  # the mark the builder put on the process for the job's session
+                os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
+
+
+_CONNECT_MODE: dict = {}
 
 
 QUIET_LOG4J = Path(__file__).with_name("spark_quiet.log4j2.properties")

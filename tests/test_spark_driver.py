@@ -890,6 +890,10 @@ class FakeBuilder:
         self.log.append(("master", url))
         return self
 
+    def remote(self, url):
+        self.log.append(("remote", url))
+        return self
+
     def config(self, key, value):
         self.log.append(("config", key, value))
         return self
@@ -1605,6 +1609,45 @@ def test_a_session_the_builder_makes_a_spark_connect_one_is_not_given_a_python_o
                         or FakeConnectSession())
     session, started = bsession._session(None, True)
     assert isinstance(session, FakeConnectSession) and started is True and log[-1] == ("getOrCreate",)
+
+
+def test_a_session_of_a_spark_connect_server_is_started_without_java_or_a_jvm_here(pyspark_stand_in, monkeypatch):
+    """``--master sc://HOST:15002`` went to the builder as a master: Spark's "Could not parse Master URL" and a Java
+    traceback; with SPARK_REMOTE=sc://... (pyspark's own way to name a Connect server) a job needed Java here,
+    launched a JVM of its own, and gave the server's session options the server refuses (a warning each: the local
+    workers' Python, the console progress). A Connect server's session needs none of it: the builder is asked for it
+    alone, and the tasks' master is the server's (None: no GPU check on this machine)."""
+    def no_java():
+        raise AssertionError("Java asked for")
+
+    monkeypatch.setattr(bsession, "require_java", no_java)
+    log = pyspark_stand_in(conf={"spark.master": "local[*]"})
+    monkeypatch.setattr(FakeBuilder, "getOrCreate", lambda self: self.log.append(("getOrCreate",))
+                        or FakeConnectSession())
+    monkeypatch.delenv("SPARK_CONNECT_MODE_ENABLED", raising=False)
+    session, started = bsession._session("sc://cluster:15002", True)
+    assert isinstance(session, FakeConnectSession) and started is True
+    assert log == [("remote", "sc://cluster:15002"), ("getOrCreate",)]
+    assert bsession._job_master("sc://cluster:15002") is None
+    monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")  # pyspark's builder's mark, which its stop() leaves
+    bsession._job_ended(session, started)
+    # stopped, and the mark gone: the user's next SparkSession.builder.getOrCreate() was CONNECT_URL_NOT_SET
+    assert session.stopped == 1 and "SPARK_CONNECT_MODE_ENABLED" not in os.environ
+
+    log.clear()
+    monkeypatch.setenv("SPARK_REMOTE", "sc://cluster:15002/;token=secret")
+    monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")  # the process's own before the job: left to it
+    session, started = bsession._session(None, False)
+    assert isinstance(session, FakeConnectSession) and started is True and log == [("getOrCreate",)]
+    assert bsession._job_master(None) is None and log == [("getOrCreate",)]
+    bsession._job_ended(session, started)
+    assert os.environ["SPARK_CONNECT_MODE_ENABLED"] == "1"
+
+    log.clear()
+    monkeypatch.setenv("SPARK_REMOTE", "local[2]")  # a server pyspark starts in a JVM here: Java asked for
+    with pytest.raises(AssertionError, match="Java asked for"):
+        bsession._session(None, False)
+    assert bsession.connect_url(None) is None and bsession.connect_url("spark://host:7077") is None
 
 
 def test_a_job_on_the_users_session_never_changes_its_options_not_even_while_it_runs(tiny_bert, tmp_path,

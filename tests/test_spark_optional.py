@@ -60,6 +60,14 @@ def test_missing_java_says_how_to_get_it(monkeypatch, tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "needs Java" in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "o").exists()
+    # a Spark Connect server's session needs no Java here (--master sc://..., or pyspark's SPARK_REMOTE): the job
+    # goes on (it was refused "needs Java" before it asked the server)
+    jobs = []
+    monkeypatch.setattr(bspark, "embed_files", lambda *a, master=None, **k: jobs.append(master) or {})
+    args = ["embed", str(src), "--text-col", "text", "--out", str(tmp_path / "o"), "--engine", "spark"]
+    assert main([*args, "--master", "sc://cluster:15002"]) == 0
+    monkeypatch.setenv("SPARK_REMOTE", "sc://cluster:15002")
+    assert main(args) == 0 and jobs == ["sc://cluster:15002", None]
 
 
 def test_java_is_found_under_java_home_or_on_path(monkeypatch, tmp_path):

@@ -79,7 +79,8 @@ def add_parser(sub) -> None:
                    help="local (the default): this process; ray: a pool of Ray workers across a cluster (needs "
                         "bertfeat[ray]); spark: Spark tasks on a Spark cluster (needs bertfeat[spark] and Java)")
     e.add_argument("--master", default=None, metavar="URL",
-                   help="Spark master with --engine spark: local[N], spark://host:7077, yarn, k8s://... (default: "
+                   help="Spark master with --engine spark: local[N], spark://host:7077, yarn, k8s://..., or a Spark "
+                        "Connect server, sc://host:15002 (no Java needed here) (default: SPARK_REMOTE's server, else "
                         "the one spark-submit was given, else local[*])")
     e.add_argument("--num-workers", type=positive_int, default=None, metavar="N",
                    help="Ray workers, each holding one model (default: one per GPU; without GPUs one per node, or "
@@ -193,7 +194,7 @@ def _run_spark(args: argparse.Namespace, keep: list, params: dict) -> int:
 
     from bertfeat.cli import UsageError
     from bertfeat.spark import embed_files, require_spark
-    from bertfeat.spark_session import require_java, running_session
+    from bertfeat.spark_session import connect_url, require_java, running_session
 
     # the command owns its process, so it may filter the process's warnings; bertfeat.spark.embed_files, a library
     # call, leaves them as they are (catch_warnings puts back the whole list, another thread's changes too)
@@ -202,7 +203,7 @@ def _run_spark(args: argparse.Namespace, keep: list, params: dict) -> int:
             warnings.filterwarnings("ignore", message=PANDAS_NOTICE, category=FutureWarning)
         try:
             require_spark()
-            if running_session() is None:
+            if running_session() is None and connect_url(args.master) is None:  # a Connect server needs none here
                 require_java()
         except (ImportError, RuntimeError) as exc:
             raise UsageError(str(exc)) from None
