@@ -198,6 +198,11 @@ def _from_hub(name: str) -> Path:
 
 @functools.lru_cache(maxsize=32)
 def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple) -> ModelSpec:
+    """:func:`_description`, kept while ``stamp`` (the identity of every file it reads) holds."""
+    return _description(name, path, trust_remote_code)
+
+
+def _description(name: str, path: str, trust_remote_code: bool) -> ModelSpec:
     top = Path(path)
     st_modules = st_folder.modules(top, name)
     # where sentence-transformers reads the encoder from: the model's folder, or its Transformer module's subfolder
@@ -466,6 +471,11 @@ def _identity(f: Path) -> tuple:
 
 @functools.lru_cache(maxsize=64)
 def _sha256_of(path: str, ino: int, size: int, mtime_ns: int, ctime_ns: int) -> str:
+    """:func:`_read_sha256`, kept while the file's identity holds."""
+    return _read_sha256(path)
+
+
+def _read_sha256(path: str) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 22), b""):

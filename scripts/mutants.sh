@@ -56,7 +56,7 @@ architectures | bertfeat/architectures.py | tests/test_architectures.py::test_su
 counts   | bertfeat/counts.py   | tests/test_counts.py tests/test_ray_worker.py tests/test_files_job.py --deselect tests/test_counts.py::test_slow_dtype_notes_point_at_the_callers_line
 shards   | bertfeat/shards.py   | tests/test_cache.py tests/test_cache_values.py --deselect tests/test_cache_values.py::test_cache_warnings_point_at_the_callers_line
 compaction | bertfeat/compaction.py | tests/test_cache.py tests/test_cache_values.py tests/test_cli_cache.py --deselect tests/test_cache_values.py::test_cache_warnings_point_at_the_callers_line
-models   | bertfeat/models.py   | tests/test_models.py tests/test_prompts.py tests/test_worker_recipe.py
+models   | bertfeat/models.py   | tests/test_models_values.py tests/test_models.py tests/test_prompts.py tests/test_worker_recipe.py
 cli      | bertfeat/cli/*.py    | tests/test_cli_options.py tests/test_cli_help.py tests/test_cli.py tests/test_cli_cache.py tests/test_cli_inputs.py tests/test_cli_files.py tests/test_probe.py::test_probe_command tests/test_probe.py::test_probe_command_with_missing_texts tests/test_prompts.py::test_cli_prefix_prompt_name_and_info tests/test_ladder.py::test_bertfeat_info_reports_this_machine tests/test_ladder.py::test_cli_prints_a_slow_dtype_warning_as_one_line tests/test_ladder.py::test_every_device_a_user_can_pass_is_run_or_refused_in_one_line tests/test_ladder.py::test_the_cli_manifest_records_the_machine_it_ran_on --deselect tests/test_cli.py::test_killed_run_resumes_without_redoing_finished_chunks
 "
 
