@@ -176,7 +176,9 @@ def _from_hub(name: str) -> Path:
         return Path(snapshot_download(name, allow_patterns=_HUB_PATTERNS, local_files_only=True))
     except Exception:
         pass
-    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes", "on"}
+    # read as huggingface_hub reads it: TRANSFORMERS_OFFLINE counts where HF_HUB_OFFLINE is not set
+    variable = "HF_HUB_OFFLINE" if os.environ.get("HF_HUB_OFFLINE") else "TRANSFORMERS_OFFLINE"
+    offline = os.environ.get(variable, "").lower() in {"1", "true", "yes", "on"}
     fix = (
         f"Pass model='default' for the bundled all-MiniLM-L6-v2, or a local directory holding config.json, the "
         f"tokenizer files and model.safetensors; or, on a machine with network access, run "
@@ -185,7 +187,7 @@ def _from_hub(name: str) -> Path:
     if offline:
         raise ModelNotAvailableError(
             f"model={name!r} is not a local directory and is not in the Hugging Face cache, and downloads are off "
-            f"(HF_HUB_OFFLINE is set). {fix}"
+            f"({variable} is set). {fix}"
         )
     try:
         return Path(snapshot_download(name, allow_patterns=_HUB_PATTERNS))

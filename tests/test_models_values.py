@@ -364,6 +364,7 @@ def test_a_hub_name_not_in_the_cache_with_downloads_off_is_refused_word_for_word
 def test_a_hub_name_not_in_the_cache_is_downloaded_with_the_same_files(tmp_path, monkeypatch, offline):
     root = _folder(tmp_path / "snap")
     hub = _Hub(monkeypatch, ValueError("not in the cache"), root)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)  # (tests/conftest.py sets it)
     if offline is None:
         monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     else:
@@ -380,6 +381,7 @@ def test_a_hub_name_not_in_the_cache_is_downloaded_with_the_same_files(tmp_path,
 def test_a_download_that_fails_is_refused_naming_its_error_word_for_word(monkeypatch, error, said):
     _Hub(monkeypatch, OSError("not in the cache"), error)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
     with pytest.raises(ModelNotAvailableError) as refused:
         resolve_model("org/model")
     assert str(refused.value) == (
@@ -663,3 +665,26 @@ def test_the_download_command_is_read_from_huggingface_hubs_own_version(monkeypa
         monkeypatch.setattr(metadata, "version", version_of(installed))
         assert models.hub_download_command() == command, installed
 
+
+@pytest.mark.parametrize("hub, transformers, off, said", [
+    (None, "1", True, "TRANSFORMERS_OFFLINE"), ("", "yes", True, "TRANSFORMERS_OFFLINE"),
+    ("1", "0", True, "HF_HUB_OFFLINE"), ("1", None, True, "HF_HUB_OFFLINE"),
+    ("0", "1", False, None), (None, "0", False, None),  # huggingface_hub reads TRANSFORMERS_OFFLINE only without the other
+])
+def test_downloads_are_off_as_huggingface_hub_reads_its_variables_and_the_refusal_names_the_one_set(
+        tmp_path, monkeypatch, hub, transformers, off, said):
+    # TRANSFORMERS_OFFLINE=1 alone turns huggingface_hub's downloads off too: bertfeat tried the download, and the
+    # refusal said it "could not be downloaded (LocalEntryNotFoundError: ... set 'HF_HUB_OFFLINE=0' ...)"
+    for variable, value in [("HF_HUB_OFFLINE", hub), ("TRANSFORMERS_OFFLINE", transformers)]:
+        if value is None:
+            monkeypatch.delenv(variable, raising=False)
+        else:
+            monkeypatch.setenv(variable, value)
+    hub_calls = _Hub(monkeypatch, OSError("not in the cache"), _folder(tmp_path / "snap"))
+    if not off:
+        assert resolve_model("org/model").path == str(tmp_path / "snap") and len(hub_calls.calls) == 2
+        return
+    assert _refusal(resolve_model, "org/model") == (
+        "model='org/model' is not a local directory and is not in the Hugging Face cache, and downloads are off "
+        f"({said} is set). " + FIX.format(command=models.hub_download_command(), name="org/model"))
+    assert len(hub_calls.calls) == 1
