@@ -1260,6 +1260,27 @@ def test_distinct_rows_ridge_of_rows_all_alike_warns_nothing_and_predicts_the_me
     np.testing.assert_allclose(ridge.predict(np.ones((2, 4), np.float32)), [2.5, 2.5], atol=1e-6)
 
 
+def test_distinct_rows_ridge_leaves_copies_out_as_many_rows_as_features_and_reads_labels_as_numbers():
+    """(mutation testing, session 11) as many distinct rows as features is no sign of "no copies"; labels held as
+    Python objects are numbers to it, as to RidgeCV; a width it was not fitted on is refused in its own name."""
+    from sklearn.linear_model import RidgeCV
+
+    from bertfeat.probe_ridge import DistinctRowsRidgeCV
+
+    rng = np.random.default_rng(1)
+    alphas = (0.01, 1.0, 100.0, 10000.0)
+    X1, y1 = rng.normal(size=(6, 6)), rng.normal(size=6)
+    X, y = np.repeat(X1, 3, axis=0), np.repeat(y1, 3) + rng.normal(size=18) * 0.1
+    ridge = DistinctRowsRidgeCV(alphas=alphas).fit(X, y)
+    assert ridge.alpha_ == 10000.0 and RidgeCV(alphas=alphas).fit(X, y).alpha_ == 0.01  # the copies leak there
+    as_objects = DistinctRowsRidgeCV(alphas=alphas).fit(X, y.astype(object))
+    assert as_objects.alpha_ == ridge.alpha_
+    np.testing.assert_allclose(as_objects.coef_, ridge.coef_, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match=r"^X has 3 features, but DistinctRowsRidgeCV is expecting 6 features as "
+                                         r"input\.$"):
+        ridge.predict(X[:, :3])
+
+
 def test_a_binary_label_as_ints_bools_or_strings_gives_the_same_scores_and_pick(tiny_bert):
     texts, y = labelled(24, own=0.8)
     results = [probe(texts, labels, model=tiny_bert, cv=3, poolings=("mean",), unions=1)
