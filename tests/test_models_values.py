@@ -301,7 +301,8 @@ def test_a_model_folder_the_locale_cannot_name_is_refused_with_the_locales_words
 
     monkeypatch.setattr(models, "locale_refusal", refusal)
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert _refusal(resolve_model, "~/café", kind=ValueError) == f"model folder {str(tmp_path / 'café')!r}: the locale"
+    said = _refusal(resolve_model, "~/café", kind=ValueError)
+    assert said == f"model folder {str(tmp_path / 'café')!r}: the locale"
     assert seen == [(str(tmp_path / "café"), "model folder")]
     assert resolve_model(str(_folder(tmp_path / "m"))).num_layers == 3
 
@@ -528,8 +529,8 @@ def test_an_edit_to_any_file_a_description_reads_is_seen_within_the_process(tmp_
     assert resolve_model(str(root)).st_pooling == ("mean",)
     _write(root / "1_Pooling" / "config.json", {"pooling_mode_max_tokens": True})
     assert resolve_model(str(root)).st_pooling == ("max",)
-    _write(root / "sentence_bert_config.json", {"max_seq_length": 12})
-    assert resolve_model(str(root)).st_max_seq_length == 12
+    _write(root / "sentence_bert_config.json", {"max_seq_length": 128})  # another size: not a matter of the clock
+    assert resolve_model(str(root)).st_max_seq_length == 128
     # an unchanged folder is described once
     models._describe_cached.cache_clear()
     resolve_model(str(root))
@@ -601,7 +602,8 @@ def _named(root: Path, files: dict, said: str) -> None:
 
 def test_each_file_a_description_reads_is_refused_naming_the_model(tmp_path):
     st = {"modules.json": [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-                           {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}],
+                           {"idx": 1, "name": "1", "path": "1_Pooling",
+                            "type": "sentence_transformers.models.Pooling"}],
           "1_Pooling/config.json": {"pooling_mode_mean_tokens": True}}
     cases = [
         ({"modules.json": {}}, "holds a JSON object where the list of the model's modules should be a JSON array"),
@@ -669,7 +671,8 @@ def test_the_download_command_is_read_from_huggingface_hubs_own_version(monkeypa
 @pytest.mark.parametrize("hub, transformers, off, said", [
     (None, "1", True, "TRANSFORMERS_OFFLINE"), ("", "yes", True, "TRANSFORMERS_OFFLINE"),
     ("1", "0", True, "HF_HUB_OFFLINE"), ("1", None, True, "HF_HUB_OFFLINE"),
-    ("0", "1", False, None), (None, "0", False, None),  # huggingface_hub reads TRANSFORMERS_OFFLINE only without the other
+    # huggingface_hub reads TRANSFORMERS_OFFLINE only where HF_HUB_OFFLINE is not set
+    ("0", "1", False, None), (None, "0", False, None),
 ])
 def test_downloads_are_off_as_huggingface_hub_reads_its_variables_and_the_refusal_names_the_one_set(
         tmp_path, monkeypatch, hub, transformers, off, said):
