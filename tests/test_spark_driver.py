@@ -1817,3 +1817,23 @@ def test_a_job_starting_while_the_last_job_stops_its_session_waits_and_starts_it
     assert second[0] is not first and second[1] is True  # its own session, which its end stops
     bsession._job_ended(*second)
     assert second[0].stopped == 1 and bsession._STARTED.jobs == 0
+
+
+def test_the_input_checks_by_value_hidden_names_glob_characters_and_decimal_widening():
+    """(mutation testing, session 11) spark_input's small checks, word for word and at their edges."""
+    from pyspark.sql.types import DecimalType, DoubleType
+
+    from bertfeat.spark_input import _check_visible, _hadoop_literal, _spark_widens
+
+    files = [Path("/d/_a.parquet"), Path("/d/ok.parquet"), Path("/d/.b.parquet"), Path("/d/_c"), Path("/d/_d")]
+    with pytest.raises(ValueError) as refused:
+        _check_visible(files)
+    assert str(refused.value) == (
+        "Spark skips input file(s) ['/d/_a.parquet', '/d/.b.parquet', '/d/_c'] (names starting with '_' or '.' are "
+        "hidden from Spark); rename them, or use the local engine.")
+    assert _check_visible([Path("/_d/a.parquet"), Path("/d/a_b.parquet")]) is None  # the name, not its folder
+    assert _hadoop_literal("/d/r[1]{a,b}*?\\x.parquet") == "/d/r\\[1\\]\\{a,b\\}\\*\\?\\\\x.parquet"
+    assert _hadoop_literal("/d/plain-name_1.parquet") == "/d/plain-name_1.parquet"
+    assert _spark_widens(DecimalType(10, 2), DecimalType(11, 3)) is True  # as many digits before the point
+    assert _spark_widens(DecimalType(10, 2), DecimalType(10, 3)) is False  # one fewer before it
+    assert _spark_widens(DecimalType(10, 2), DoubleType()) is False
