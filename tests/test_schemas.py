@@ -44,6 +44,12 @@ def mixed_rows():
             "review": ["the cat", "sat on", "the cat", "a mat", "dogs run"]}
 
 
+# string_view is pyarrow 16's (the floor is 15): there its row is a skip, not an error collecting the whole file
+_STRING_VIEW = ([(pa.string_view(), pa.string(), pa.string_view())] if hasattr(pa, "string_view") else
+                [pytest.param(None, None, None, marks=pytest.mark.skip(reason=f"pyarrow {pa.__version__} has no "
+                                                                              "string_view (pyarrow 16 on)"))])
+
+
 @pytest.mark.parametrize("a, b, want", [
     (pa.int32(), pa.int64(), pa.int64()),
     (pa.int64(), pa.int8(), pa.int64()),
@@ -75,7 +81,7 @@ def mixed_rows():
     (pa.dictionary(pa.int32(), pa.string()), pa.string(), pa.string()),
     (pa.large_string(), pa.dictionary(pa.int8(), pa.string()), pa.large_string()),
     (pa.string(), pa.large_string(), pa.string()),
-    (pa.string_view(), pa.string(), pa.string_view()),
+    *_STRING_VIEW,
     (pa.dictionary(pa.int8(), pa.string()), pa.dictionary(pa.int32(), pa.string()),
      pa.dictionary(pa.int32(), pa.string())),
     (pa.null(), pa.int32(), pa.int32()),
@@ -236,7 +242,9 @@ def test_category_columns_of_other_categories_in_each_file_are_read_in_one_chunk
     pyarrow's "These dictionaries cannot be combined. The unified dictionary requires a larger index type" (a bare
     ArrowInvalid, after the chunks before it were written). A dictionary is now read with 32-bit indices."""
     folder = write_categories(tmp_path / "in")
-    assert pq.read_schema(folder / "0.parquet").field("label").type.index_type == pa.int8()
+    # the stored index width is read back from pyarrow 20 on; before, every dictionary came back int32 (no fault)
+    read_back = pa.int8() if int(pa.__version__.split(".")[0]) >= 20 else pa.int32()
+    assert pq.read_schema(folder / "0.parquet").field("label").type.index_type == read_back
     reader = InputReader(str(folder), ["id", "label", "review"], 150, ["review"])
     assert reader.schema.field("label").type == pa.dictionary(pa.int32(), pa.string())
     batches = list(reader.batches())
