@@ -72,6 +72,12 @@ def native_bf16(index: int) -> bool:
     import torch
 
     if torch.version.hip:
+        import inspect
+
+        # torch 2.1's has no including_emulation (a TypeError that failed every dtype="auto" job on ROCm): its
+        # answer there is True for every AMD GPU, emulation or not, and the only one that torch gives
+        if "including_emulation" not in inspect.signature(torch.cuda.is_bf16_supported).parameters:
+            return bool(torch.cuda.is_bf16_supported())
         return bool(torch.cuda.is_bf16_supported(including_emulation=False))
     return compute_capability(index) >= NATIVE_BF16_CAPABILITY
 

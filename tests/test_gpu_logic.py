@@ -87,6 +87,22 @@ def test_compute_capability_comes_from_nvml_before_cuda_starts(monkeypatch, no_c
     assert gpu.native_bf16(3) is False
 
 
+@pytest.mark.parametrize("native", [True, False])
+def test_auto_dtype_on_rocm_asks_torch_through_the_signature_it_has(monkeypatch, native):
+    """(found by a dependency floors hunt, 2026-11-27, session 11) on ROCm bertfeat asked
+    ``torch.cuda.is_bf16_supported(including_emulation=False)``, an argument torch 2.1 lacks (inside ``torch>=2.1``),
+    so every ``dtype="auto"`` job on an AMD GPU failed with a TypeError. Both signatures are faked here."""
+    monkeypatch.setattr(torch.version, "hip", "5.6.31061")
+    monkeypatch.setattr(gpu, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: native)  # torch 2.1: no argument
+    assert resolve_dtype("auto", "cuda:0") == ("bfloat16" if native else "float16")
+    asked = []
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported",
+                        lambda including_emulation=True: asked.append(including_emulation) or native)
+    assert resolve_dtype("auto", "cuda:0") == ("bfloat16" if native else "float16")
+    assert asked == [False]  # the newer torch is asked for native bfloat16, not its emulation
+
+
 def test_cuda_n_is_checked_against_the_device_count(monkeypatch):
     two_gpus(monkeypatch)
     assert resolve_device("cuda:1") == "cuda:1"
