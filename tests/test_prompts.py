@@ -500,10 +500,20 @@ def test_a_prompt_left_out_of_pooling_matches_encode_with_every_tokenizer(tokeni
     peer = SentenceTransformer(str(model), device="cpu")
     peer.max_seq_length = 24
     texts = TEXTS + ["query: the dog", "x", "the quick brown fox jumps over the lazy dog " * 3]
+    stripped = []
     for prefix in ("query: ", "passage:", "query: query: "):
+        if peer.tokenize([prefix])["input_ids"].shape[-1] != len(peer.tokenizer(prefix)["input_ids"]):
+            stripped.append(prefix)  # sentence-transformers 3 strips each text, the prompt too, before tokenizing
+            continue
         mine = BertEmbedder(str(model), pooling="mean", layers=-1, dtype="float32", prefix=prefix,
                             max_length=24).fit_transform(texts)
         np.testing.assert_allclose(mine, peer.encode(texts, prompt=prefix), atol=1e-5, rtol=0, err_msg=prefix)
+    if stripped:
+        import sentence_transformers
+
+        pytest.skip(f"sentence-transformers {sentence_transformers.__version__} strips the prompt before counting "
+                    f"its tokens, so its encode() pools one token more of {stripped} than newer releases, whose rule "
+                    "bertfeat follows; the other prompts were checked")
 
 
 def test_a_prompt_of_no_tokens_left_out_of_pooling_still_leaves_out_the_first_token(tiny_bert, tmp_path):
