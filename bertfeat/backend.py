@@ -373,7 +373,8 @@ class TorchBackend:
         self._warn_if_slow()
 
     def _check_dtype_runs(self, model) -> None:
-        """Run the transformers ``model`` once in this dtype: a CPU that cannot is told so in one line."""
+        """Run the transformers ``model`` once in this dtype: a CPU that cannot is told so in one line, and a torch
+        that has no such kernels on CPU (float16 before the releases that added it) is named as the cause."""
         import torch
 
         from bertfeat.hardware import cpu_flags, cpu_model
@@ -385,9 +386,17 @@ class TorchBackend:
         except RuntimeError as exc:
             if _is_oom(exc):  # no memory for the trial: the machine's state, not the dtype's fault
                 raise
+            first = str(exc).splitlines()[0]
+            if _torch_lacks_dtype_on_cpu(first, self.dtype):
+                other = "'bfloat16' or 'float32'" if self.dtype == "float16" else "'float32'"
+                raise ValueError(
+                    f"dtype={self.dtype!r} cannot run on CPU with torch {torch.__version__}, which has no "
+                    f"{self.dtype} {'autocast' if 'Autocast' in first else 'kernels'} there ({first}); the CPU is not "
+                    f"the cause. Pass dtype={other}, or install a newer torch."
+                ) from None
             raise ValueError(
                 f"dtype={self.dtype!r} cannot run on this CPU ({cpu_model()}; instruction sets: "
-                f"{', '.join(cpu_flags()) or 'none reported'}): {str(exc).splitlines()[0]}. "
+                f"{', '.join(cpu_flags()) or 'none reported'}): {first}. "
                 "Pass dtype='float32', the fast mode here."
             ) from None
 
@@ -692,6 +701,15 @@ class TorchBackend:
         words = self.tokenize(["a short probe", "a somewhat longer probe sentence, with punctuation and numbers 42"])
         room = max(1, self.spec.max_length - self.n_special)
         return [w[:room] for w in words]
+
+
+def _torch_lacks_dtype_on_cpu(message: str, dtype: str) -> bool:
+    """Whether torch's error says that torch itself has no ``dtype`` on CPU, whatever the CPU: torch 2.1 runs no
+    float16 product there (``"addmm_impl_cpu_" not implemented for 'Half'``) and its CPU autocast takes bfloat16 only
+    ("AutocastCPU only support Bfloat16")."""
+    name = {"float16": "Half", "bfloat16": "BFloat16"}.get(dtype)
+    return bool(name) and (f"not implemented for '{name}'" in message
+                           or ("AutocastCPU only support" in message and dtype != "bfloat16"))
 
 
 def _set_threads_of_this_thread(threads: int | None) -> None:

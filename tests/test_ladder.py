@@ -29,9 +29,14 @@ TEXTS = TINY_SENTENCES + ["cat", "the lazy dog sat in the park on the mat " * 3]
 
 
 def transformers_model(path, dtype=None):
+    """The model as bertfeat loads it: SDPA attention where the installed transformers has it for BERT, eager
+    attention where it refuses it with a ValueError (transformers 4.40, the floor)."""
     from transformers import AutoModel
 
-    return AutoModel.from_pretrained(path, attn_implementation="sdpa").eval()
+    try:
+        return AutoModel.from_pretrained(path, attn_implementation="sdpa").eval()
+    except ValueError:
+        return AutoModel.from_pretrained(path, attn_implementation="eager").eval()
 
 
 def reference(path, texts, layer=-1):
@@ -535,7 +540,7 @@ def test_bf16_this_cpu_cannot_run_at_all_is_one_clear_error(tiny_bert, tmp_path,
         forward = model.forward
 
         def bf16_missing(**kw):
-            if torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") == torch.bfloat16:
+            if _cpu_autocast_dtype() == torch.bfloat16:
                 raise RuntimeError(failure)
             return forward(**kw)
 
@@ -549,6 +554,54 @@ def test_bf16_this_cpu_cannot_run_at_all_is_one_clear_error(tiny_bert, tmp_path,
         return
     with pytest.raises(ValueError, match=r"dtype='bfloat16' cannot run on this CPU .*dtype='float32'"):
         TorchBackend(resolve_model(str(path)), "cpu", "bfloat16")
+
+
+def _cpu_autocast_dtype():
+    """The CPU autocast dtype in force, or None, through torch 2.4's functions or torch 2.1's (the floor)."""
+    if hasattr(torch, "get_autocast_dtype"):
+        return torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else None
+    return torch.get_autocast_cpu_dtype() if torch.is_autocast_cpu_enabled() else None
+
+
+@pytest.mark.parametrize("failure", ["\"addmm_impl_cpu_\" not implemented for 'Half'",
+                                     "Currently, AutocastCPU only support Bfloat16 as the autocast_cpu_dtype"])
+def test_float16_that_this_torch_has_not_on_cpu_is_blamed_on_torch_not_the_cpu(tiny_bert, tmp_path, monkeypatch,
+                                                                                  failure):
+    """(found by a dependency floors hunt, 2026-11-27, session 11) torch 2.1 (inside torch>=2.1) runs no float16
+    product on CPU and its CPU autocast takes bfloat16 only (its two errors, faked here where torch has both), so
+    dtype='float16' failed on every CPU, told "cannot run on this CPU (AMD EPYC; instruction sets: ... f16c,
+    avx512f ...)" with nothing of torch: the cause is the torch release, and bfloat16 runs there."""
+    import json
+    import re
+    import shutil
+
+    path = tmp_path / "no-fast-path"
+    shutil.copytree(tiny_bert, path)
+    config = json.loads((path / "config.json").read_text())
+    config["hidden_act"] = "gelu_new"  # no fast path: the transformers model runs in float16 (autocast)
+    (path / "config.json").write_text(json.dumps(config))
+    real_load = TorchBackend._load_model
+
+    def load(self, dtype):
+        model = real_load(self, dtype)
+        forward = model.forward
+
+        def fp16_missing(**kw):
+            if _cpu_autocast_dtype() == torch.float16:
+                raise RuntimeError(failure)
+            return forward(**kw)
+
+        model.forward = fp16_missing
+        return model
+
+    monkeypatch.setattr(TorchBackend, "_load_model", load)
+    with pytest.raises(ValueError) as refused:
+        TorchBackend(resolve_model(str(path)), "cpu", "float16")
+    message = str(refused.value)
+    assert message.startswith(f"dtype='float16' cannot run on CPU with torch {torch.__version__}, which has no "
+                              "float16 ")
+    assert message.endswith("the CPU is not the cause. Pass dtype='bfloat16' or 'float32', or install a newer torch.")
+    assert "this CPU" not in message and re.search(r"\((\"addmm_impl_cpu_\"|Currently, AutocastCPU)", message)
 
 
 def test_bf16_on_this_cpu_agrees_with_float32_and_warns_only_if_slower(tiny_bert):
@@ -679,6 +732,11 @@ def test_every_device_a_user_can_pass_is_run_or_refused_in_one_line(tiny_bert, d
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
 def test_every_cpu_dtype_runs_and_stays_the_recipe_dtype(tiny_bert, dtype):
+    if dtype == "float16":
+        try:
+            torch.ones(2, 2, dtype=torch.float16) @ torch.ones(2, 2, dtype=torch.float16)
+        except RuntimeError as exc:  # torch 2.1 (the floor): refused, naming torch (the test above)
+            pytest.skip(f"torch {torch.__version__} runs no float16 product on CPU ({exc})")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SlowDtypeWarning)
         emb = BertEmbedder(model=tiny_bert, device="cpu", dtype=dtype, pooling="mean", layers=-1)
