@@ -1253,11 +1253,13 @@ def test_settings_sentence_transformers_loads_the_encoder_with_are_named_as_not_
     # features differed from the model's own embeddings, silently (0.001 here), and `bertfeat info` named nothing.
     # And a module before the pooling (WordWeights, WeightedLayerPooling, a CNN) was said to come "after" it.
     import contextlib
+    import inspect
     import io
     import shutil
 
     import numpy as np
     from sentence_transformers import SentenceTransformer
+    from sentence_transformers.models import Transformer
 
     import bertfeat.prompts
     from bertfeat import BertEmbedder
@@ -1268,18 +1270,24 @@ def test_settings_sentence_transformers_loads_the_encoder_with_are_named_as_not_
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
     (model / "1_Pooling").mkdir()
-    (model / "1_Pooling" / "config.json").write_text(json.dumps({"embedding_dimension": 32, "pooling_mode": "mean"}))
+    # word_embedding_dimension: the name every release reads (sentence-transformers 6 also embedding_dimension)
+    (model / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 32,
+                                                                 "pooling_mode": "mean"}))
     settings = {"max_seq_length": 32, "do_lower_case": False,
                 # what changes no vector is not named: sentence-transformers drops trust_remote_code, bertfeat pads
                 # each text on its right and has its own dtype=
                 "config_args": {"layer_norm_eps": 1e-3, "trust_remote_code": True},
                 "tokenizer_args": {"padding_side": "left"}, "model_kwargs": {"torch_dtype": "float16"}}
+    if "model_kwargs" not in inspect.signature(Transformer.__init__).parameters:
+        settings["model_args"] = settings.pop("model_kwargs")  # sentence-transformers 3's name (a TypeError there)
     (model / "sentence_bert_config.json").write_text(json.dumps(settings))
     texts = ["the cat sat on the mat", "a dog ran in the park"]
     monkeypatch.setattr(bertfeat.prompts, "_NOTED", set())
     with pytest.warns(UserWarning) as noted:
         mine = BertEmbedder(str(model), pooling="mean", layers=-1, dtype="float32").fit_transform(texts)
-    own = SentenceTransformer(str(model), device="cpu", model_kwargs={"torch_dtype": "float32"}).encode(texts)
+    import torch  # the dtype itself: sentence-transformers 3 passes a name on, which transformers 4.40 refuses
+
+    own = SentenceTransformer(str(model), device="cpu", model_kwargs={"torch_dtype": torch.float32}).encode(texts)
     assert np.abs(mine - own).max() > 1e-4  # the difference that was silent
     label = 'config_args {"layer_norm_eps": 0.001} (sentence_bert_config.json)'
     assert [str(w.message) for w in noted] == [
