@@ -684,7 +684,7 @@ def _job_context(ds, preserve_order: bool, quiet: bool):
     ctx.execution_options.preserve_order = preserve_order
     if quiet:
         ctx.enable_progress_bars = False
-        if hasattr(ctx, "print_on_execution_start"):  # Ray 2.10+
+        if hasattr(ctx, "print_on_execution_start"):  # a newer Ray than 2.10.0, which has none
             ctx.print_on_execution_start = False
     return ds
 
