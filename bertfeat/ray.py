@@ -545,7 +545,8 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
             # exactly the files the local engine would read: no hive partition columns, every parquet suffix; and
             # its one type per column (files whose types differ, widened as bertfeat.schemas says), so that every
             # block, and so every part file, has the local engine's types
-            ds = ray.data.read_parquet([str(f.resolve()) for f in reader.files], partitioning=None,
+            ds = ray.data.read_parquet([str(f.resolve()) for f in reader.files],
+                                       **_without_partition_columns(ray.data.read_parquet),
                                        file_extensions=[s.lstrip(".") for s in PARQUET_SUFFIXES],
                                        schema=reader.schema)
             # the job's order and progress options on the dataset's own context, never the process's
@@ -672,6 +673,18 @@ def _check_written(data_dir: Path, expected_rows: int) -> tuple[list[Path], dict
 
     files = sorted(data_dir.glob("*.parquet"))
     return files, check_written(files, data_dir, expected_rows, "the Ray workers")
+
+
+def _without_partition_columns(read_parquet) -> dict:
+    """``read_parquet``'s argument for reading no hive partition columns, under the name the installed Ray takes:
+    ``partitioning=None`` where it names that parameter; before (Ray 2.10 and older) that name fell into the
+    arguments Ray passes on to pyarrow's ``Fragment.to_batches``, a TypeError failing every parquet job, and the
+    same setting is pyarrow's dataset's, ``dataset_kwargs={"partitioning": None}``."""
+    import inspect
+
+    if "partitioning" in inspect.signature(read_parquet).parameters:
+        return {"partitioning": None}
+    return {"dataset_kwargs": {"partitioning": None}}
 
 
 def _job_context(ds, preserve_order: bool, quiet: bool):

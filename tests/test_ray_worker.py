@@ -157,10 +157,10 @@ class FakeRay(ModuleType):
     def kill(self, handle):
         self.killed.append(handle)
 
-    def read_parquet(self, paths, schema=None, **kwargs):
+    def read_parquet(self, paths, schema=None, partitioning="hive", **kwargs):
         """Ray's read: each file in ``schema``, its columns cast to its types (pyarrow's dataset scan does it for Ray)
         where it is given, else as written."""
-        self.read.append((list(paths), {**kwargs, "schema": schema}))
+        self.read.append((list(paths), {"partitioning": partitioning, **kwargs, "schema": schema}))
         tables = [pq.read_table(p) for p in paths]
         if schema is not None:
             tables = [t.select(schema.names).cast(schema) for t in tables]
@@ -397,6 +397,21 @@ def test_the_jobs_order_and_progress_are_set_on_its_datasets_own_context_never_t
         preserve_order, not quiet, not quiet)
     assert (current.execution_options.preserve_order, current.enable_progress_bars,
             current.print_on_execution_start) == before
+
+
+def test_no_partition_columns_are_asked_for_under_the_name_the_installed_ray_takes():
+    """(found by a dependency floors hunt, 2026-11-27, session 11) Ray 2.10 (inside ray[data]>=2.9) names no
+    ``partitioning`` parameter of read_parquet: bertfeat's ``partitioning=None`` went on to pyarrow's
+    ``Fragment.to_batches`` and every parquet job failed with "to_batches() got an unexpected keyword argument
+    'partitioning'". Both signatures are stood in for here; a real Ray 2.10 ran the job on the floor venv."""
+    def newer(paths, *, partitioning="hive", schema=None, **arrow_parquet_args):
+        pass
+
+    def older(paths, *, schema=None, **arrow_parquet_args):  # Ray 2.10.0's, less what bertfeat does not pass
+        pass
+
+    assert bray._without_partition_columns(newer) == {"partitioning": None}
+    assert bray._without_partition_columns(older) == {"dataset_kwargs": {"partitioning": None}}
 
 
 def test_the_jobs_context_on_a_ray_without_the_start_announcement():
