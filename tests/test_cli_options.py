@@ -65,6 +65,21 @@ def test_a_refused_option_value_is_one_line_naming_the_option(tmp_path, capsys):
                        "(see bertfeat embed --help)")
 
 
+def test_a_probe_seed_past_the_folds_range_is_refused_as_the_option_it_is(tmp_path, capsys):
+    """--random-state 4294967296 passed argparse (any integer >= 0) and was refused by probe() after the input was
+    read, in the Python API's words: "random_state=4294967296 is not valid ... so that result.cv gives the very
+    folds", a keyword and an attribute the command line has neither of (session 11 review)."""
+    path = tmp_path / "d.csv"
+    pd.DataFrame({"text": ["a b", "c d"], "label": [0, 1]}).to_csv(path, index=False)
+    for seed in ("4294967296", "-1"):
+        with pytest.raises(SystemExit) as exit_:
+            main(["probe", str(path), "--text-col", "text", "--label-col", "label", "--random-state", seed])
+        assert exit_.value.code == 2
+        assert capsys.readouterr().err.splitlines()[-1] == (
+            f"bertfeat probe: error: argument --random-state: expected an integer from 0 to 4294967295 (2**32 - 1), "
+            f"got '{seed}' (see bertfeat probe --help)")
+
+
 # -- each command's options, value by value, at the function it calls -------------------------------------------------
 
 RECIPE_ARGS = ["--model", "some/model", "--pooling", "cls+max", "--layers=-3,-1", "--layer-agg", "concat",

@@ -38,6 +38,18 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def seed(text: str) -> int:
+    """A shuffle seed as numpy takes one, 0 to 2**32 - 1: refused here, as the option it is, rather than by the API
+    in its own words (``random_state=``) once the input is read."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"expected an integer from 0 to {2**32 - 1} (2**32 - 1), got {text!r}")
+    return value
+
+
 # the help of the options that embed and probe share, so that the two say the same
 HELP = {
     "model": "'default' (the default: the bundled all-MiniLM-L6-v2), a Hugging Face name, or a local directory",

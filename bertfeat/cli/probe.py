@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from bertfeat.cli._options import HELP, add_prefix_options, non_negative_int, positive_int, prefix_params
+from bertfeat.cli._options import HELP, add_prefix_options, non_negative_int, positive_int, prefix_params, seed
 from bertfeat.recipe import DTYPES, LONG_TEXT_MODES
 
 # --help's description: not read from the docstring, which python -OO (PYTHONOPTIMIZE=2) strips
@@ -43,7 +43,7 @@ def add_parser(sub) -> None:
                    help="auto: regression for float labels with more than 10 distinct values, else classification "
                         "(default: auto)")
     p.add_argument("--cv", type=positive_int, default=5, help="cross-validation folds (default: 5)")
-    p.add_argument("--random-state", type=non_negative_int, default=0, metavar="SEED",
+    p.add_argument("--random-state", type=seed, default=0, metavar="SEED",
                    help="seed of the folds' shuffle: the same seed gives the same folds and scores (default: 0)")
     p.add_argument("--max-length", type=positive_int, default=None, help=HELP["max_length"])
     p.add_argument("--long-text", choices=LONG_TEXT_MODES, default="truncate", help=HELP["long_text"])
