@@ -19,7 +19,8 @@
 #'   a paragraph, the patient of a note): each group's texts fall in one fold, so no model is scored on a group it
 #'   was trained on (a group split across folds inflates every score, silently). Copies of a text always stay in
 #'   one fold, joining their groups. `NA` is refused, as are fewer groups than `cv`.
-#' @param random_state The seed of the folds' shuffle: the same seed gives the same folds and the same scores.
+#' @param random_state The seed of the folds' shuffle (a whole number >= 0): the same seed gives the same folds and
+#'   the same scores.
 #' @param cache_dir As in [bf_embed()]; with a cache, [step_bert_embed()] with the recommended settings reads the
 #'   probe's vectors instead of running the model again.
 #'
@@ -102,7 +103,7 @@ bf_probe <- function(x, y, model = "default", cv = 5, unions = 3, baseline = TRU
   params <- list(model = as.list(model), cv = check_whole(cv, "cv", max_length = 1L, call = call),
                  unions = check_whole(unions, "unions", max_length = 1L, call = call),
                  baseline = check_flag(baseline, "baseline", call = call), groups = groups,
-                 random_state = check_whole(random_state, "random_state", max_length = 1L, call = call),
+                 random_state = check_seed(random_state, call = call),
                  plot = if (!is.null(plot)) path.expand(check_string(plot, "plot", call = call)),
                  cache_dir = if (!is.null(cache_dir)) path.expand(check_string(cache_dir, "cache_dir", call = call)))
   for (name in names(dots)) {
@@ -165,4 +166,14 @@ print.bertfeat_probe <- function(x, ...) {
     }
   }
   invisible(x)
+}
+
+# the folds' shuffle seed: a negative one passed check_whole() and was refused by Python in its own words
+check_seed <- function(value, call) {
+  value <- check_whole(value, "random_state", max_length = 1L, call = call)
+  if (value < 0L) {
+    abort_bf(sprintf("`random_state` must be a whole number >= 0 (the seed of the folds' shuffle), not %d.", value),
+             "argument", call = call)
+  }
+  value
 }

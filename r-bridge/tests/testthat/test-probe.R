@@ -127,4 +127,8 @@ test_that("bf_probe() keeps each of its groups in one fold, draws its folds from
   expect_match(conditionMessage(err), "`groups` has 1 missing value(s) (the first in row 5)", fixed = TRUE)
   expect_error(bf_probe(d$texts, d$y, cv = 2, groups = groups[-1]), class = "bertfeat_error_input")
   expect_error(bf_probe(d$texts, d$y, cv = 2, random_state = 1.5), class = "bertfeat_error_argument")
+  # a negative seed passed R's check and was refused by Python in its own words ("so that result.cv gives ...")
+  err <- expect_error(bf_probe(d$texts, d$y, cv = 2, random_state = -1), class = "bertfeat_error_argument")
+  expect_match(conditionMessage(err), "`random_state` must be a whole number >= 0 (the seed of the folds' shuffle), not -1.",
+               fixed = TRUE)
 })
