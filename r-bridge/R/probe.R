@@ -32,9 +32,11 @@
 #'   arguments of [step_bert_embed()] for the recommended row (`model`, `pooling`, `layers`, `missing`,
 #'   `cache_dir`, `options`), `NULL` when TF-IDF alone is recommended; `kind`, the recommended row's kind (for
 #'   `"union"`, add a TF-IDF of the same text, for example with textrecipes, beside the step); `code`, the
-#'   Python code of the recommended features; `metric`; `task`; `plot`, the plot's path; and `chance`, the score
+#'   Python code of the recommended features; `metric`; `task`; `plot`, the plot's path; `chance`, the score
 #'   of a model that ignores the texts on the same folds (`name`, `score`, `std_err`: ROC AUC 0.5, the most
-#'   frequent class's share for accuracy, R^2 about 0), which a row must beat to be worth anything.
+#'   frequent class's share for accuracy, R^2 about 0), which a row must beat to be worth anything; and `folds`,
+#'   what the folds kept together (`n_splits`, `random_state`, `copies_kept_together`, `n_groups`: the groups
+#'   given, `NULL` without `groups`, and `n_fold_groups`: the units kept whole, groups joined by copies of a text).
 #' @examples
 #' \dontrun{
 #' reviews <- read.csv("data/fine_foods.csv.gz")[1:500, ]
@@ -122,7 +124,7 @@ bf_probe <- function(x, y, model = "default", cv = 5, unions = 3, baseline = TRU
   mask <- is.na(texts)
   texts[mask] <- ""
   res <- with_python_errors(python_module(call = call)$probe(texts, mask, y, params), call = call)
-  issue_python_warnings(res[[9]])
+  issue_python_warnings(res[[10]])
   columns <- res[[1]]
   table <- tibble::as_tibble(lapply(columns, function(v) {
     v <- unlist(v)
@@ -134,7 +136,7 @@ bf_probe <- function(x, y, model = "default", cv = 5, unions = 3, baseline = TRU
   }
   structure(
     list(table = table, recommended = step_arguments(res[[2]]), kind = res[[3]], code = res[[4]],
-         metric = res[[5]], task = res[[6]], plot = res[[7]], chance = res[[8]]),
+         metric = res[[5]], task = res[[6]], plot = res[[7]], chance = res[[8]], folds = res[[9]]),
     class = "bertfeat_probe"
   )
 }
@@ -154,7 +156,12 @@ step_arguments <- function(rec) {
 
 #' @export
 print.bertfeat_probe <- function(x, ...) {
-  cat(sprintf("bertfeat probe: %s, cross-validated %s; recommended (%s):\n", x$task, x$metric, x$kind))
+  folds <- x$folds
+  kept <- if (is.null(folds)) "" else sprintf(" (seed %d%s)", folds$random_state, if (is.null(folds$n_groups)) "" else
+    if (folds$n_fold_groups == folds$n_groups) sprintf("; %d groups, each in one fold", folds$n_groups) else
+      sprintf("; %d groups, each in one fold, joined into %d by copies of a text", folds$n_groups, folds$n_fold_groups))
+  cat(sprintf("bertfeat probe: %s, %scross-validated %s%s; recommended (%s):\n", x$task,
+              if (is.null(folds)) "" else sprintf("%d-fold ", folds$n_splits), x$metric, kept, x$kind))
   cat(x$code, "\n")
   print(x$table[, c("rank", "model", "kind", "candidate", "n_features", "score", "std_err")], ...)
   if (!is.null(x$chance)) {
