@@ -1744,6 +1744,22 @@ def test_the_probe_command_keeps_the_groups_of_its_group_column_in_one_fold(tiny
     assert "groups has 1 missing value(s) (rows 35)" in capsys.readouterr().err
 
 
+def test_the_probe_command_says_when_copies_of_a_text_join_its_groups(tiny_bert, tmp_path, capsys):
+    """The command's first line said "in 12 groups of customer, each in one fold" where a text repeated across four
+    customers had joined them into 9 units, which only --json's n_fold_groups told (session 11 review)."""
+    from bertfeat.cli import main
+
+    texts, y, groups = customers(12, 3)
+    for k in (0, 3, 6, 9):  # one text of each of customers 0 to 3, all the same words
+        texts[k] = "Great product!"
+    pd.DataFrame({"text": texts, "label": y, "customer": groups}).to_csv(tmp_path / "d.csv", index=False)
+    assert main(["probe", str(tmp_path / "d.csv"), "--text-col", "text", "--label-col", "label", "--group-col",
+                 "customer", "--model", tiny_bert, "--cv", "3", "--unions", "0", "--no-baseline"]) == 0
+    assert capsys.readouterr().out.startswith(
+        "bertfeat probe: 36 texts in 12 groups of customer, each in one fold, joined into 9 by copies of a text, "
+        "classification, ")
+
+
 def test_groups_a_stock_phrase_ties_together_are_refused_saying_so(tiny_bert, monkeypatch):
     """A copy of a text in two groups joins them, so a stock phrase every customer wrote ties all their groups into
     one: the refusal said "the texts hold 1 groups" of the 12 passed, with no word of why (session 11)."""

@@ -103,8 +103,9 @@ def run(args: argparse.Namespace) -> int:
     t = result.table
     embed = ", ".join(f"{name} {info['embed_seconds']:.0f} s ({info['embed_s_per_1k']:.2f} s per 1,000 texts)"
                       for name, info in result.models.items())
-    grouped = (f" in {result.folds['n_groups']} groups of {args.group_col}, each in one fold"
-               if args.group_col else "")
+    grouped = (f" in {result.folds['n_groups']} groups of {args.group_col}, each in one fold" + (
+        f", joined into {result.folds['n_fold_groups']} by copies of a text"
+        if result.folds["n_fold_groups"] != result.folds["n_groups"] else "") if args.group_col else "")
     print(f"bertfeat probe: {table.num_rows} texts{grouped}, {result.task}, {args.cv}-fold cross-validated "
           f"{result.metric} (embedding: {embed}; fits {result.seconds['fits']:.0f} s)")
     cols = ["rank"] + (["model"] if len(result.models) > 1 else []) + ["kind", "candidate", "n_features", "score",
