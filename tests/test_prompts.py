@@ -305,6 +305,36 @@ def test_fits_of_one_model_in_two_threads_at_once_give_its_note_once(prompted_be
     assert shown == [("first", f"model={prompted_bert!r} defines prompts"[:40])]
 
 
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="fork is POSIX")
+@pytest.mark.parametrize("lock", ["bertfeat.prompts._NOTED_LOCK", "bertfeat.cli._FORMAT_LOCK"])
+def test_a_child_forked_while_another_thread_held_a_notes_or_formats_lock_is_not_stuck_on_it(lock):
+    """The locks session 11 put around the process's notes (prompts._NOTED_LOCK) and the command's warning format
+    (cli._FORMAT_LOCK) were copied, held, into a child forked while another thread held them (a note being given, a
+    command beginning): the child's first note or command waited on them forever. backend's load lock is renewed in
+    the child; these were not (session 11 review)."""
+    import importlib
+    import os
+    import signal
+    from types import SimpleNamespace
+
+    from bertfeat.cli import _one_line_warnings
+    from bertfeat.prompts import _note_once
+
+    module, name = lock.rsplit(".", 1)
+    with getattr(importlib.import_module(module), name):  # another thread's note or command, at the fork
+        pid = os.fork()
+        if pid == 0:  # the child: one note and one command's format, or killed by the alarm where stuck
+            signal.alarm(5)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                _note_once("prompts", SimpleNamespace(path="/forked/child/model"), "a note in the child")
+                with _one_line_warnings("embed"):
+                    pass
+            os._exit(0 if [str(w.message) for w in caught] == ["a note in the child"] else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
 def test_a_note_made_an_error_by_the_warnings_filter_stays_one_on_the_next_call(prompted_bert, monkeypatch):
     """``pytest -W error`` or ``PYTHONWARNINGS=error`` (some CI): the note was marked given before it was raised, so
     the first fit of the model failed and every later one passed silently: a suite red or green by the order of

@@ -97,6 +97,18 @@ _FORMAT = {"commands": 0, "plain": None}
 _FORMAT_LOCK = threading.Lock()
 
 
+def _new_lock_in_a_forked_child() -> None:
+    """A child forked while another thread's command began or ended holds a copy of the lock, held, that no thread
+    will release: its first command waited on it forever. The child's own lock instead (the commands it counts as
+    running need no change: the format puts a command's prefix only on the warnings of a thread running one)."""
+    global _FORMAT_LOCK
+    _FORMAT_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_in_a_forked_child)
+
+
 @contextlib.contextmanager
 def _one_line_warnings(command: str):
     """bertfeat's own warnings (truncation, a dtype slower than float32 here, cache trouble) raised by the command as
