@@ -264,8 +264,9 @@ def probe(
         of a note): every group's texts fall in one fold, as scikit-learn's ``StratifiedGroupKFold`` (classes) and
         ``GroupKFold`` (numbers) keep them, so no model is scored on a group it was trained on (a group split
         across folds inflates every score, silently: its texts share words, names and style). Copies of a text
-        stay together too, joining their groups. Refused before any work: a missing group, fewer groups than
-        ``cv``, a class in fewer groups than ``cv``.
+        stay together too, joining their groups. For numbers the ridge's alpha, chosen inside each training fold,
+        leaves each group out together as well (``DistinctRowsRidgeCV.fit``'s ``groups``). Refused before any work:
+        a missing group, fewer groups than ``cv``, a class in fewer groups than ``cv``.
     task : {"auto", "classification", "regression"}, default="auto"
         ``"auto"`` is a regression for float labels with more than 10 distinct values, else a classification
         (ROC AUC for two classes, accuracy for more; R^2 for a regression).
@@ -396,8 +397,8 @@ def probe(
         model_rows = []
         for cand in default_candidates(info["num_layers"], poolings):
             X = candidate_features(blocks, poolings, cand, normalize)
-            scores = np.asarray([_fit_score(scoring["embedding"](), X[tr], y[tr], X[te], y[te], scoring["metric"])
-                                 for tr, te in folds])
+            scores = np.asarray([_fit_score(scoring["embedding"](), X[tr], y[tr], X[te], y[te], scoring["metric"],
+                                            _inner(scoring, tr)) for tr, te in folds])
             params = {"model": name, **cand.params(info["num_layers"]), **shared}
             model_rows.append((cand, _table_row(name, "embedding", label(cand.label(info["num_layers"])), cand,
                                                 X.shape[1], scores, info["embed_s_per_1k"], params)))
@@ -414,7 +415,8 @@ def probe(
     base = None
     if baseline:
         t1 = time.perf_counter()
-        scores = np.asarray([_fit_score(scoring["sparse"](), t_train, y[train], t_test, y[test], scoring["metric"])
+        scores = np.asarray([_fit_score(scoring["sparse"](), t_train, y[train], t_test, y[test], scoring["metric"],
+                                        _inner(scoring, train))
                              for (train, test), (t_train, t_test) in zip(folds, tfidf_folds)])
         t_fits += time.perf_counter() - t1
         rows.append(_table_row(None, "tfidf", "TF-IDF (1-2 grams)", None, _tfidf_width(tfidf_folds), scores, np.nan,
@@ -579,7 +581,10 @@ def _scorer(task, y, cv, random_state, groups=None, grouped=None) -> dict:
     if groups is not None:
         splitter = (_grouped(task, y, cv, random_state, groups, *groups_kept(grouped, len(np.unique(groups))))
                     if grouped else _grouped(task, y, cv, random_state, groups))
-    return {"metric": metric, "splitter": splitter, "classifier_params": params,
+    # the user's groups (joined by copies) also go to the ridge's alpha search, or it predicts a text from its
+    # group-mates there and picks the smallest penalty; copies alone it leaves out together by itself
+    inner = groups if grouped and task == "regression" else None
+    return {"metric": metric, "splitter": splitter, "classifier_params": params, "inner_groups": inner,
             "embedding": lambda: make_pipeline(*_linear_model(task, "embedding", params)),
             "sparse": lambda: make_pipeline(*_linear_model(task, "sparse", params))}
 
@@ -607,10 +612,16 @@ def _tfidf_width(tfidf_folds) -> int:
     return int(np.mean([t_train.shape[1] for t_train, _ in tfidf_folds]))
 
 
-def _fit_score(model, X_train, y_train, X_test, y_test, metric) -> float:
+def _inner(scoring, train):
+    """The groups the ridge's alpha search leaves out together in a training fold (:func:`_scorer`); None: none."""
+    return None if scoring["inner_groups"] is None else scoring["inner_groups"][train]
+
+
+def _fit_score(model, X_train, y_train, X_test, y_test, metric, groups=None) -> float:
+    """``groups``: the training rows' groups, for a regression's ridge (its alpha chosen leaving each out together)."""
     from sklearn.metrics import get_scorer
 
-    model.fit(X_train, y_train)
+    model.fit(X_train, y_train, **({} if groups is None else {f"{model.steps[-1][0]}__groups": groups}))
     return float(get_scorer(metric)(model, X_test, y_test))
 
 
@@ -646,5 +657,6 @@ def union_scores(X, y, folds, tfidf_folds, scoring) -> np.ndarray:
     for (train, test), (t_train, t_test) in zip(folds, tfidf_folds):
         scaler = BlockScaler().fit(X[train])
         scores.append(_fit_score(scoring["sparse"](), stack(t_train, scaler.transform(X[train])), y[train],
-                                 stack(t_test, scaler.transform(X[test])), y[test], scoring["metric"]))
+                                 stack(t_test, scaler.transform(X[test])), y[test], scoring["metric"],
+                                 _inner(scoring, train)))
     return np.asarray(scores)

@@ -1223,6 +1223,59 @@ def test_distinct_rows_ridge_is_ridgecv_fitted_on_all_rows_with_copies_left_out_
     np.testing.assert_allclose(copies.predict(as_given(X1)), same.predict(as_given(X1)), atol=1e-10)
 
 
+@pytest.mark.parametrize("width", [8, 160])  # fewer features than rows, and more (the Gram matrix's way)
+@pytest.mark.parametrize("dense", [True, False])
+def test_distinct_rows_ridge_given_groups_chooses_alpha_leaving_each_group_out_together(dense, width):
+    """(found by a hunt, session 11) With the probe's ``groups``, the ridge still chose alpha by leave-one-out inside
+    a training fold: a customer's reviews (near-identical rows, one label) were each predicted from the customer's
+    others, so a small alpha looked best where leaving each customer out chooses 10,000. Given ``groups`` it leaves
+    each group out together, its errors those of refitting without the group; without groups nothing changes."""
+    from scipy import sparse
+    from sklearn.linear_model import Ridge, RidgeCV
+
+    from bertfeat.probe_ridge import DistinctRowsRidgeCV, group_loo_errors
+
+    rng = np.random.default_rng(2)
+    g = np.repeat(np.arange(20), 4)
+    X = (rng.normal(size=(20, width)) / np.sqrt(width / 8))[g] + 0.05 * rng.normal(size=(80, width))
+    y = rng.normal(size=20)[g] + 0.05 * rng.normal(size=80)
+    as_given = (lambda a: a) if dense else sparse.csr_matrix
+    alphas = (0.01, 1.0, 100.0, 10000.0)
+    alone = DistinctRowsRidgeCV(alphas=alphas).fit(as_given(X), y)
+    grouped = DistinctRowsRidgeCV(alphas=alphas).fit(as_given(X), y, groups=[f"c{k}" for k in g])
+    assert alone.alpha_ == 1.0 and grouped.alpha_ == 10000.0
+    same = RidgeCV(alphas=[grouped.alpha_]).fit(as_given(X), y)  # at its alpha, the ridge of every row
+    np.testing.assert_allclose(grouped.predict(as_given(X)), same.predict(as_given(X)), atol=1e-10)
+    for alpha in alphas:
+        refits = sum(((Ridge(alpha=alpha).fit(X[g != k], y[g != k]).predict(X[g == k]) - y[g == k]) ** 2).sum()
+                     for k in range(20))
+        np.testing.assert_allclose(group_loo_errors(as_given(X), y, g, [alpha]), [refits], rtol=1e-7)
+    each = DistinctRowsRidgeCV(alphas=alphas).fit(as_given(X), y, groups=np.arange(80))  # groups of one: LOO
+    assert each.alpha_ == alone.alpha_ == RidgeCV(alphas=alphas).fit(as_given(X), y).alpha_
+    np.testing.assert_allclose(each.coef_, alone.coef_, atol=1e-10)
+
+
+def test_a_regression_with_groups_chooses_each_ridge_alpha_leaving_groups_out_and_cross_val_score_agrees(tiny_bert):
+    """The probe hands its groups (joined by copies) to the ridge of every regression row, TF-IDF and union too:
+    each row is cross_val_score of its pipeline on ``result.cv`` with the groups as the ridge's fit parameter, and
+    some row scores otherwise without them (the alpha leave-one-out chose)."""
+    from sklearn.model_selection import cross_val_score
+
+    texts, _, groups = customers(16, 4, seed=0)
+    rng = np.random.default_rng(5)
+    y = np.repeat(rng.normal(size=16), 4) + 0.01 * rng.normal(size=64)  # each customer's own number
+    result = probe(texts, y, model=tiny_bert, cv=4, poolings=("mean",), unions=1, groups=groups)
+    assert set(result.table["kind"]) == {"tfidf", "union", "embedding"}
+    moved = 0
+    for rank in result.table["rank"]:
+        pipe = result.pipeline(int(rank))
+        fit_groups = {f"{pipe.steps[-1][0]}__groups": np.asarray(groups)}
+        kept = cross_val_score(pipe, texts, y, cv=result.cv, scoring="r2", params=fit_groups).mean()
+        assert abs(kept - result.table[result.table["rank"] == rank]["score"].iloc[0]) < 1e-6
+        moved += abs(kept - cross_val_score(pipe, texts, y, cv=result.cv, scoring="r2").mean()) > 0.01
+    assert moved >= len(result.table) // 2, moved
+
+
 def test_the_probe_commands_json_records_what_the_scores_were_measured_with(tiny_bert, tmp_path):
     """The JSON held the scores but not their folds' number and seed, the linear models' settings or the TF-IDF's
     (session 10): a reader could not measure them again. Measured again from the file alone, in Python, they agree."""
