@@ -53,6 +53,7 @@ NUL_RUN = 64
 ZEROS = b"\0" * NUL_RUN
 
 
+_LATER_SEP_LINE = re.compile(rb"[\r\n](?:\xef\xbb\xbf)?sep=")  # a joined file's own, a line after the first
 _SEP_LINE = re.compile(rb"(?:\xef\xbb\xbf)?sep=([\x01-\x7f])(?:\r|\n|\Z)")
 
 
@@ -105,6 +106,8 @@ class _CountingFile:
         self.zeros_at: int | None = None  # where the first run of NUL_RUN NUL bytes starts in the stream
         self._fed = 0  # bytes given so far
         self._tail = b""  # the last bytes given, where a run may have begun
+        self.sep_seen = False  # whether a line after the first starts as Excel's "sep=;" (files joined with cat)
+        self._line_tail = b""  # the last bytes given, where such a line may have begun
 
     @property
     def read_bytes(self) -> int:
@@ -133,6 +136,10 @@ class _CountingFile:
                 self.zeros_at = self._fed - len(self._tail) + at
             self._tail = seen[-(NUL_RUN - 1):]
             self._fed += len(data)
+        if not self.sep_seen and data:
+            seen = self._line_tail + data
+            self.sep_seen = _LATER_SEP_LINE.search(seen) is not None
+            self._line_tail = seen[-7:]
         return data
 
     def readable(self):
@@ -382,6 +389,8 @@ class InputReader:
                 if "straddl" in str(exc) and block < MAX_BLOCK_BYTES:
                     block *= 8
                     continue
+                if self._header_may_repeat and self._counting.sep_seen:  # its "sep=;": too few fields for a row
+                    self._refuse_repeated_header()
                 raise ValueError(self._csv_problem(exc)) from None
             except (EOFError, OSError, zlib.error) as exc:  # the decompressor's, within the first block
                 raise ValueError(self._damaged(exc, 0)) from None
@@ -668,7 +677,8 @@ class InputReader:
                     if self._counting.zeros_at is not None:  # before the rows the zeros are read into
                         raise ValueError(self._zeros())
                     batch = batch.select(self.columns)
-                    if self._header_may_repeat and joined.may_hold_header(batch, self.header):
+                    if self._header_may_repeat and (self._counting.sep_seen
+                                                    or joined.may_hold_header(batch, self.header)):
                         self._refuse_repeated_header()  # before the rows that hold it are delivered
                     delivered += batch.num_rows
                     yield batch
@@ -683,6 +693,8 @@ class InputReader:
                 if "straddl" in str(exc) and block < MAX_BLOCK_BYTES:
                     block *= 8
                     continue
+                if self._header_may_repeat and self._counting.sep_seen:  # its "sep=;": too few fields for a row
+                    self._refuse_repeated_header()
                 raise ValueError(self._csv_problem(exc)) from None
             except (EOFError, OSError, zlib.error) as exc:  # the decompressor's: pyarrow passes them through
                 raise ValueError(self._damaged(exc, delivered)) from None

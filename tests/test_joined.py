@@ -99,10 +99,10 @@ def test_a_header_repeated_in_another_order_says_the_rows_after_it_would_mix_col
 
 def test_rows_that_hold_header_names_but_are_no_header_are_read_as_written(tmp_path):
     src = tmp_path / "a.csv"
-    # the columns read hold their names, another does not; names twice; a name quoted with its spaces
-    src.write_bytes(b'id,text,n\n1,a,2\nid,text,3\ntext,text,n\nid," text",n\n')
+    # the columns read hold their names, another does not; names twice; a name with more than spaces or case
+    src.write_bytes(b'id,text,n\n1,a,2\nid,text,3\ntext,text,n\nid," texts",n\n')
     assert rows(src, ["id", "text"]) == [{"id": "1", "text": "a"}, {"id": "id", "text": "text"},
-                                         {"id": "text", "text": "text"}, {"id": "id", "text": " text"}]
+                                         {"id": "text", "text": "text"}, {"id": "id", "text": " texts"}]
     # a file of one column: a text that is its name is a text (no header can be told from it)
     src.write_bytes(b"word\ncat\nword\n")
     assert rows(src, ["word"]) == [{"word": "cat"}, {"word": "word"}]
@@ -121,3 +121,52 @@ def test_the_file_is_searched_once_whatever_number_of_rows_may_repeat_the_header
     monkeypatch.setattr(joined, "scan", counting)
     assert len(rows(src, ["id", "text"], chunk_rows=3)) == 26
     assert searched == [1]
+
+
+@pytest.mark.parametrize("content, columns, line, names", [
+    (b"id,text\n1,a\nID,Text\n3,c\n", ["id", "text"], 3, ["ID", "Text"]),  # another export's case
+    (b"id,text\n1,a\nid , text\n3,c\n", ["text"], 3, ["id ", " text"]),  # spaces around the delimiter
+    (b'id,text,n\n1,a,2\nid," Text\t",N\n3,c,4\n', ["id", "text"], 3, ["id", " Text\t", "N"]),
+    (b"\xef\xbb\xbfid,text\n1,a\n\xef\xbb\xbfId ,text\n", ["id", "text"], 3, ["Id ", "text"]),
+])
+def test_a_header_repeated_in_another_case_or_with_spaces_is_refused_showing_how_it_is_written(tmp_path, content,
+                                                                                              columns, line, names):
+    """(found by a hunt, session 11) A repeated header was found only as written: another file's export saying
+    ``Text`` or ``id , text`` was read as a row of data (its text embedded), without a word."""
+    src = tmp_path / "all.csv"
+    src.write_bytes(content)
+    header = ["id", "text", "n"] if len(names) == 3 else ["id", "text"]
+    assert refusal(src, columns) == (same_order(src, line).replace(
+        f"at line {line} (", f"at line {line}, written otherwise ({names}, where the header has {header}) ("), 0)
+
+
+def excel_line(path, line, sep):
+    return (f"{path} holds Excel's delimiter line '{sep}' again at line {line} (as joining with cat files exported "
+            "for Excel leaves each file's first line), which would be read as a row of data (a missing text), the "
+            "header after it too: join the files again keeping the first one's 'sep=' line and header only (awk "
+            "'FNR > 2 || NR <= 2' a.csv b.csv > all.csv, where each file starts with both), or remove that line and "
+            "the header after it.")
+
+
+@pytest.mark.parametrize("content, columns, line, sep", [
+    (b"sep=;\nid;text\n1;a\nsep=;\nid;text\n3;c\n", ["id", "text"], 4, "sep=;"),
+    (b"sep=;\nid;text\n1;a\nsep=;\nid;text\n3;c\n", ["text"], 4, "sep=;"),  # read as a missing text before
+    # Excel's "CSV UTF-8" with CRLF, three columns: the line is too short a row, a parse error before
+    (b"\xef\xbb\xbfsep=;\r\nid;text;n\r\n1;a;1\r\n\xef\xbb\xbfsep=;\r\nid;text;n\r\n3;c;2\r\n", ["text"], 4, "sep=;"),
+    (b"id,text\nsep=,\nid,text\n3,c\n", ["id", "text"], 2, "sep=,"),  # the first file had none
+    (b"id\ttext\n1\ta\nsep=\t\nid\ttext\n", ["text"], 3, "sep=\t"),  # (read as a TSV file: all.tsv)
+])
+def test_excels_delimiter_line_repeated_further_on_is_refused_naming_its_line(tmp_path, content, columns, line, sep):
+    """(found by a hunt, session 11) Files exported for Excel, joined with cat, leave each file's ``sep=;`` line: it
+    was read as a row (an id ``sep=`` and a missing text), which stopped a job as a missing text with no word of
+    why, or, in a file of three columns, as a malformed row."""
+    src = tmp_path / ("all.tsv" if sep == "sep=\t" else "all.csv")
+    src.write_bytes(content)
+    assert refusal(src, columns) == (excel_line(src, line, sep), 0)
+
+
+def test_a_text_that_holds_sep_on_a_line_of_its_own_is_read_as_written(tmp_path):
+    src = tmp_path / "a.csv"
+    src.write_bytes(b'id,text\n1,"a\nsep=,"\n2,"sep=x"\n3,c\n')
+    assert rows(src, ["id", "text"]) == [{"id": "1", "text": "a\nsep=,"}, {"id": "2", "text": "sep=x"},
+                                         {"id": "3", "text": "c"}]
