@@ -252,6 +252,8 @@ def embed_file(
                          delimiter=delimiter, infer_types=infer_types, exclude=[paths.out, paths.partial])
     # checked before any work; an existing --out may be a stopped run's of this very job (decided below)
     check_output(paths, reader, overwrite or (paths.partial / FINISHED).exists(), file_output=True)
+    if not reader.has_rows:  # before the model is resolved: torch's import, a hub model's download
+        raise ValueError(f"input {reader.path!r} has no rows to embed.")
     # No run-private cache here: its index grows with the input (about 24 bytes a distinct text), and memory must
     # stay bounded by one chunk. Texts repeated across chunks are embedded once per chunk unless --cache-dir is given.
     user_cache = params.get("cache_dir")

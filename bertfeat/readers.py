@@ -184,6 +184,7 @@ class InputReader:
             for f in self.files:
                 with _naming_parquet_file(f):
                     self.total_rows += pq.ParquetFile(f).metadata.num_rows
+            self.has_rows = self.total_rows > 0  # as a CSV says it (_csv_header): an empty input is refused early
         else:
             self._header_may_repeat = True  # until a row that may repeat it is found to be no header
             self.sep_line = excel_sep_line(self.files[0])

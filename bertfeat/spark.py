@@ -417,7 +417,7 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
     reader = InputReader(input, keep_cols + text_cols, batch_rows, text_cols, delimiter=delimiter,
                          infer_types=infer_types, exclude=[paths.out, paths.partial])
     check_folder_output(paths, reader, overwrite)
-    if reader.kind == "parquet" and not reader.total_rows:
+    if not reader.has_rows:  # a header-only CSV too: before the model is resolved (a hub model's download)
         raise ValueError(f"input {reader.path!r} has no rows to embed.")
     checker = _checked_featurizer(text_cols, keep_cols, layout, params, reader.schema, lambda: _job_master(master, quiet))
     if reader.kind == "parquet":

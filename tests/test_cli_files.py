@@ -119,6 +119,28 @@ def test_every_embed_error_is_one_line_exit_2_and_leaves_nothing(tiny_bert, tmp_
         assert out.read_bytes() == b"precious"
 
 
+@pytest.mark.parametrize("name, content", [("empty.csv", b"id,review\n"), ("blank.csv", b"id,review\r\n\r\n\n"),
+                                           ("sep.csv", b"sep=;\nid;review\n"), ("empty.parquet", None)])
+def test_an_input_without_rows_is_refused_before_the_model_is_resolved(tmp_path, capsys, monkeypatch, name, content):
+    """(found by a hunt, session 11) A header-only CSV or an empty parquet was refused "has no rows to embed" only
+    after the model was resolved: torch's import (seconds) and, for a hub model not yet cached, its download."""
+    import bertfeat.models
+
+    def resolved(*args, **kwargs):
+        raise AssertionError("the model was resolved for an input without rows")
+
+    monkeypatch.setattr(bertfeat.models, "resolve_model", resolved)
+    src = tmp_path / name
+    if content is None:
+        pd.DataFrame({"id": pd.Series([], dtype="int64"), "review": pd.Series([], dtype=object)}).to_parquet(src)
+    else:
+        src.write_bytes(content)
+    assert main(["embed", str(src), "--text-col", "review", "--model", "someone/some-model",
+                 "--out", str(tmp_path / "f.parquet")]) == 2
+    assert capsys.readouterr().err == f"bertfeat embed: error: input {str(src)!r} has no rows to embed.\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+
+
 def test_a_second_job_on_the_same_output_is_refused_while_the_first_holds_the_lock(tiny_bert, tmp_path, capsys):
     from bertfeat.output import OutputPaths, job_lock
 

@@ -1264,15 +1264,26 @@ def test_the_manifest_file_is_the_local_engines_layout(tiny_bert, tmp_path, spar
     assert text == json.dumps(manifest, indent=2) and text.startswith('{\n  "output": ')  # as bertfeat embed writes
 
 
-def test_an_empty_input_leaves_an_earlier_runs_partial_folder_alone(tiny_bert, tmp_path, spark_job):
-    """Refused before anything is touched: the cache a dead run of the same --out kept is still there to resume."""
+@pytest.mark.parametrize("name", ["empty.parquet", "empty.csv"])
+def test_an_empty_input_leaves_an_earlier_runs_partial_folder_alone(tiny_bert, tmp_path, spark_job, monkeypatch,
+                                                                    name):
+    """Refused before anything is touched: the cache a dead run of the same --out kept is still there to resume.
+    (session 11) A header-only CSV was refused only once staged, after the model was resolved, and the refusal
+    removed the whole partial folder, the earlier run's cache with it."""
+    import bertfeat.models
+
+    def resolved(*args, **kwargs):
+        raise AssertionError("the model was resolved for an input without rows")
+
     fake = spark_job()
     make_frame(5).iloc[:0].to_parquet(tmp_path / "empty.parquet")
+    (tmp_path / "empty.csv").write_text("id,review\n")
+    monkeypatch.setattr(bertfeat.models, "resolve_model", resolved)
     kept = tmp_path / "out.partial" / "cache" / "kept"
     kept.parent.mkdir(parents=True)
     kept.write_text("an earlier run's")
     with pytest.raises(ValueError, match="has no rows to embed"):
-        bspark.embed_files(tmp_path / "empty.parquet", tmp_path / "out", "review", model=tiny_bert)
+        bspark.embed_files(tmp_path / name, tmp_path / "out", "review", model=tiny_bert)
     assert kept.read_text() == "an earlier run's" and fake.asked == []
 
 
