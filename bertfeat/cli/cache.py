@@ -61,6 +61,10 @@ def run(args) -> int:
     # A corrupt shard is what info lists and compact removes, and an unlocked cache what they work on anyway: their
     # warnings are this command's report, shown where warnings are errors too (python -W error, PYTHONWARNINGS=error:
     # compact stopped on the shard it was run to remove).
+    # The filters are the process's (catch_warnings puts back the whole list, another thread's changes too), which a
+    # command may touch: it owns its process, as embed's pandas notice filter does. No library call or fit runs this
+    # (the R package has no cache command; its run_cli records the process's warnings around a command anyway), so
+    # unlike info's notes (prompts.notes_held, in info's thread only) it is left a filter.
     with warnings.catch_warnings():
         warnings.simplefilter("always", CacheWarning)
         warnings.simplefilter("always", NoLockWarning)
