@@ -20,7 +20,6 @@ import contextvars
 import functools
 import gc
 import logging
-import os
 import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -40,6 +39,7 @@ from bertfeat.hardware import (  # noqa: F401 (re-exported)
 )
 from bertfeat.gpu import MAX_GPU_BATCH_TOKENS, MemoryCap, gpu_batch_tokens  # noqa: F401 (re-exported)
 from bertfeat.models import ModelSpec
+from bertfeat.shared_setting import SharedSetting
 from bertfeat.tokens import ContentTokenizer
 
 log = logging.getLogger("bertfeat")
@@ -214,52 +214,37 @@ def load_tokenizer(spec: ModelSpec, trust_remote_code: bool = False) -> tuple:
     return found
 
 
-# The loads now running silenced, and the user's settings the first of them found (_quiet_transformers)
-_QUIET = {"loads": 0, "level": None, "bar": False}
-_QUIET_LOCK = threading.Lock()
+def _silence_transformers() -> tuple[int, bool]:
+    """Silence transformers' load-time progress bars and info logs: the user's verbosity and bar setting before."""
+    from transformers.utils import logging as hf_logging
+
+    saved = (hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled())
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    return saved
 
 
-def _no_loads_in_a_forked_child() -> None:
-    """A child forked while a thread loaded runs no load: the silence it inherited is lifted, its lock new."""
-    global _QUIET_LOCK
-    _QUIET_LOCK = threading.Lock()
-    if _QUIET["loads"]:
-        from transformers.utils import logging as hf_logging
+def _lift_silence(saved: tuple[int, bool]) -> None:
+    from transformers.utils import logging as hf_logging
 
-        hf_logging.set_verbosity(_QUIET["level"])
-        if _QUIET["bar"]:
-            hf_logging.enable_progress_bar()
-    _QUIET["loads"] = 0
+    level, bar = saved
+    hf_logging.set_verbosity(level)
+    if bar:
+        hf_logging.enable_progress_bar()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_no_loads_in_a_forked_child)
+# transformers' settings are the process's: loads that overlap (threads) share one silence, the first to begin sets
+# it and the last to end lifts it; a child forked while a thread loaded runs no load, and has the silence lifted
+_QUIET = SharedSetting(_silence_transformers, _lift_silence, lift_in_forked_child=True)
 
 
-@contextlib.contextmanager
 def _quiet_transformers():
     """Silence transformers' load-time progress bars and info logs, restoring the user's settings after.
 
     The settings are the process's: loads that overlap (threads) share one silence, which the first to begin sets and
     the last to end lifts, putting back what the first found. Each saving and putting back its own, a load that began
     inside another's silence put that silence back after it, for good (every transformers warning lost)."""
-    from transformers.utils import logging as hf_logging
-
-    with _QUIET_LOCK:
-        if _QUIET["loads"] == 0:
-            _QUIET.update(level=hf_logging.get_verbosity(), bar=hf_logging.is_progress_bar_enabled())
-            hf_logging.disable_progress_bar()
-            hf_logging.set_verbosity_error()
-        _QUIET["loads"] += 1
-    try:
-        yield
-    finally:
-        with _QUIET_LOCK:
-            _QUIET["loads"] -= 1
-            if _QUIET["loads"] == 0:
-                hf_logging.set_verbosity(_QUIET["level"])
-                if _QUIET["bar"]:
-                    hf_logging.enable_progress_bar()
+    return _QUIET.held()
 
 
 def _is_oom(exc: BaseException) -> bool:

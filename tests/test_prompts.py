@@ -306,10 +306,10 @@ def test_fits_of_one_model_in_two_threads_at_once_give_its_note_once(prompted_be
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="fork is POSIX")
-@pytest.mark.parametrize("lock", ["bertfeat.prompts._NOTED_LOCK", "bertfeat.cli._FORMAT_LOCK"])
+@pytest.mark.parametrize("lock", ["bertfeat.prompts:_NOTED_LOCK", "bertfeat.cli:_FORMAT.lock"])
 def test_a_child_forked_while_another_thread_held_a_notes_or_formats_lock_is_not_stuck_on_it(lock):
     """The locks session 11 put around the process's notes (prompts._NOTED_LOCK) and the command's warning format
-    (cli._FORMAT_LOCK) were copied, held, into a child forked while another thread held them (a note being given, a
+    (cli._FORMAT's lock) were copied, held, into a child forked while another thread held them (a note being given, a
     command beginning): the child's first note or command waited on them forever. backend's load lock is renewed in
     the child; these were not (session 11 review)."""
     import importlib
@@ -320,8 +320,11 @@ def test_a_child_forked_while_another_thread_held_a_notes_or_formats_lock_is_not
     from bertfeat.cli import _one_line_warnings
     from bertfeat.prompts import _note_once
 
-    module, name = lock.rsplit(".", 1)
-    with getattr(importlib.import_module(module), name):  # another thread's note or command, at the fork
+    module, names = lock.split(":")
+    held = importlib.import_module(module)
+    for name in names.split("."):
+        held = getattr(held, name)
+    with held:  # another thread's note or command, at the fork
         pid = os.fork()
         if pid == 0:  # the child: one note and one command's format, or killed by the alarm where stuck
             signal.alarm(5)

@@ -16,8 +16,9 @@ import os
 import re
 import signal
 import sys
-import threading
 from pathlib import Path
+
+from bertfeat.shared_setting import SharedSetting
 
 # command name -> module under bertfeat.cli that defines add_parser() and run()
 COMMANDS: dict[str, str] = {"embed": "embed", "info": "info", "cache": "cache", "probe": "probe"}
@@ -91,22 +92,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# The command each thread's main() runs (its warnings' prefix), and the commands now running, which share one format
+# The command each thread's main() runs (its warnings' prefix)
 _COMMAND: contextvars.ContextVar[str | None] = contextvars.ContextVar("bertfeat_command", default=None)
-_FORMAT = {"commands": 0, "plain": None}
-_FORMAT_LOCK = threading.Lock()
 
 
-def _new_lock_in_a_forked_child() -> None:
-    """A child forked while another thread's command began or ended holds a copy of the lock, held, that no thread
-    will release: its first command waited on it forever. The child's own lock instead (the commands it counts as
-    running need no change: the format puts a command's prefix only on the warnings of a thread running one)."""
-    global _FORMAT_LOCK
-    _FORMAT_LOCK = threading.Lock()
+def _one_line_format():
+    """The command's format in place of ``warnings.formatwarning``, which it returns (and calls for others' warnings)."""
+    import warnings
+
+    plain = warnings.formatwarning
+    warnings.formatwarning = functools.partial(_formatted, plain)
+    return plain
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_new_lock_in_a_forked_child)
+def _plain_format(plain) -> None:
+    import warnings
+
+    warnings.formatwarning = plain
+
+
+# The format is the process's: the commands now running (threads) share it (a child forked meanwhile gets a lock of its
+# own, and the commands it counts need no change: the format prefixes only a thread running one)
+_FORMAT = SharedSetting(_one_line_format, _plain_format)
 
 
 @contextlib.contextmanager
@@ -119,21 +126,11 @@ def _one_line_warnings(command: str):
     overlap (threads) share it, the first to begin puts it in place and the last to end puts back what the first
     found, and it formats as a command's line only the warnings of a thread running one (each its own command's).
     """
-    import warnings
-
     token = _COMMAND.set(command)
-    with _FORMAT_LOCK:
-        if _FORMAT["commands"] == 0:
-            _FORMAT["plain"] = warnings.formatwarning
-            warnings.formatwarning = functools.partial(_formatted, _FORMAT["plain"])
-        _FORMAT["commands"] += 1
     try:
-        yield
+        with _FORMAT.held():
+            yield
     finally:
-        with _FORMAT_LOCK:
-            _FORMAT["commands"] -= 1
-            if _FORMAT["commands"] == 0:
-                warnings.formatwarning = _FORMAT["plain"]
         _COMMAND.reset(token)
 
 
