@@ -41,7 +41,9 @@ from bertfeat.sources import (  # noqa: F401  (readers' public names since befor
 from bertfeat.sniff import HEAD, not_csv_text, not_its_compression, not_parquet
 from bertfeat.utf8 import invalid_values, not_utf8_csv
 
-CSV_NULLS = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None", "<NA>"]
+# \N is the NULL of database text exports: PostgreSQL's COPY text format (\copy t TO 'f.tsv'), MySQL's SELECT ... INTO
+# OUTFILE (quoted CSV too), Hive's text tables, Snowflake's unloads; read as text it was embedded as the text "\N".
+CSV_NULLS = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None", "<NA>", "\\N"]
 # pyarrow parses a CSV in blocks and cannot parse a field longer than one block: the block grows and the read
 # restarts (skipping the rows already delivered) until the longest field fits, up to this bound.
 BLOCK_BYTES = 1 << 20

@@ -715,8 +715,9 @@ def test_quoted_values_with_line_breaks_across_read_blocks(tmp_path, monkeypatch
 
 
 def test_exactly_the_documented_markers_are_missing_when_unquoted(tmp_path):
-    markers = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None", "<NA>"]  # docs/cli.md, "missing values"
-    texts = ["#N/A", "n/a", "-nan", "NONE", "na", "none", "#NA", "1.#IND"]  # other tools' markers are text here
+    markers = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None", "<NA>", "\\N"]  # docs/cli.md, "missing values"
+    # other tools' markers are text here, and \N only as a whole value (\\N: an escaped backslash, then N)
+    texts = ["#N/A", "n/a", "-nan", "NONE", "na", "none", "#NA", "1.#IND", "\\n", "N", "\\\\N", "a\\N"]
     src = tmp_path / "na.csv"
     src.write_text("id,text\n" + "".join(f"{i},{v}\n" for i, v in enumerate(markers + texts))
                    + "".join(f'q{i},"{v}"\n' for i, v in enumerate(markers)))
