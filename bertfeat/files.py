@@ -65,7 +65,7 @@ _LOCAL_OPTIONS = {
     "progress_every": "{o}= applies to the local engine (bertfeat.files.embed_file): the {E} engine shows {E}'s own "
                       "progress (quiet=True hides it); drop {o}=.",
 }
-_CSV_OPTIONS = ("delimiter", "infer_types")
+_CSV_OPTIONS = ("delimiter", "infer_types", "quoting")
 
 
 def refuse_local_options(params: dict, engine: str, reads: str = "csv", rows: str | None = None) -> None:
@@ -193,6 +193,7 @@ def embed_file(
     checkpoint_seconds: float = CHECKPOINT_SECONDS,
     delimiter: str | None = None,
     infer_types: bool = False,
+    quoting: str | None = None,
     quiet: bool = False,
     progress_every: float = 10.0,
     **params,
@@ -228,6 +229,11 @@ def embed_file(
         Overrides the CSV delimiter the suffix implies (``,`` for .csv, a tab for .tsv).
     infer_types : bool, default=False
         Guess CSV kept columns' types from the first block; by default they are read as written, as text.
+    quoting : {"csv", "none", "backslash"}, default=None
+        How a CSV's values are quoted, which the file cannot tell: ``"`` quotes a value (RFC 4180; None too, and
+        then a TSV holding what only an export that quotes nothing writes is refused, saying so); no quoting
+        (every character as written, ``"`` too); or no quoting and backslash escapes (``\\t``, ``\\n``,
+        ``\\\\``, ``\\N`` missing), as PostgreSQL's COPY text format, MySQL's INTO OUTFILE and ``mysql --batch`` write.
     quiet : bool, default=False
         No progress and no summary on stderr.
     progress_every : float, default=10.0
@@ -249,7 +255,8 @@ def embed_file(
     paths = OutputPaths.of(Path(output_path(out, "out", "the path of the parquet file to write", FILE_OUTPUT,
                                          one_file=True)))
     reader = InputReader(input, keep_cols + text_cols, chunk_rows, text_cols, chunk_chars=chunk_chars,
-                         delimiter=delimiter, infer_types=infer_types, exclude=[paths.out, paths.partial])
+                         delimiter=delimiter, infer_types=infer_types, quoting=quoting,
+                         exclude=[paths.out, paths.partial])
     # checked before any work; an existing --out may be a stopped run's of this very job (decided below)
     check_output(paths, reader, overwrite or (paths.partial / FINISHED).exists(), file_output=True)
     if not reader.has_rows:  # before the model is resolved: torch's import, a hub model's download

@@ -100,14 +100,15 @@ def refusal(path, line: int, names: list[str], header: list[str]) -> str:
             "first.")
 
 
-def scan(opener, delimiter: str, sep_line: bool, lines=lambda fh: fh, field=lambda f: f):
-    """:func:`repeated_header` of the CSV file ``opener()`` opens as text (``newline=""``), whose first line is an
+def scan(opener, dialect: dict, sep_line: bool, lines=lambda fh: fh, field=lambda f: f):
+    """:func:`repeated_header` of the CSV file ``opener()`` opens as text (``newline=""``), read by Python's csv module
+    with ``dialect`` (its delimiter, how it quotes: ``csv.reader``'s keyword arguments), whose first line is an
     Excel ``sep=`` line where ``sep_line``; ``lines``/``field`` escape and unescape what Python's csv module cannot
     read (NUL before 3.11). None where the file holds no such record, or Python's csv cannot read it to the end (the
     read proper names that problem)."""
     try:
         with opener() as fh:
-            records = csv.reader(lines(fh), delimiter=delimiter, strict=True)
+            records = csv.reader(lines(fh), **dialect)
             if sep_line:
                 next(records, None)
             for first in records:

@@ -12,8 +12,10 @@ makes the count even. :func:`open_quote_line` names the line for the error messa
 from __future__ import annotations
 
 import codecs
+import re
 
 QUOTE = 0x22
+_RECORD_START = re.compile(rb"[\r\n][^\t\r\n]+\t")
 
 
 class QuoteScanner:
@@ -22,7 +24,7 @@ class QuoteScanner:
     followed by something other than a delimiter, a line break or the end of the file (the byte's offset in the
     stream, BOM excluded; None while there is none). Costs one ``bytes.find`` per quote character."""
 
-    def __init__(self, delimiter: str):
+    def __init__(self, delimiter: str, watch_rows: bool = False):
         self._field_starts = {ord(delimiter), 0x0A, 0x0D}  # after these bytes a field starts
         self._in_quote = False
         self._quote_ends_piece = False  # inside a quoted value, the last piece ended on a quote: the next byte decides
@@ -30,6 +32,12 @@ class QuoteScanner:
         self._head: bytes | None = b""  # the first bytes, until they are known to be (or not be) a UTF-8 BOM
         self._offset = 0  # bytes fed before the current piece, BOM excluded
         self.closed_early: int | None = None
+        # with watch_rows (a TSV whose quoting was not declared): where a quoted value holds a tab after a line break,
+        # as rows read into one value do, and where that value opened (offsets as closed_early's); see rows_joined
+        self._watch = watch_rows
+        self._tail = b""  # inside a quoted value: its bytes since its last line break (see _inside)
+        self._opened_at = 0
+        self.rows_joined: tuple[int, int] | None = None
 
     @property
     def ends_open(self) -> bool:
@@ -55,6 +63,8 @@ class QuoteScanner:
                 self._after_closing(data, 0)
         while i < n:
             j = data.find(b'"', i)
+            if self._in_quote and self._watch and self.rows_joined is None:
+                self._inside(data, i, n if j < 0 else j)
             if j < 0:
                 break
             if self._in_quote:
@@ -69,9 +79,24 @@ class QuoteScanner:
             else:
                 prev = data[j - 1] if j else self._prev
                 self._in_quote = prev is None or prev in self._field_starts
+                self._tail, self._opened_at = b"", self._offset + j
             i = j + 1
         self._prev = data[-1]
         self._offset += n
+
+    def _inside(self, data: bytes, start: int, end: int) -> None:
+        """Follow ``data[start:end]``, inside a quoted value: a line break, a field and a tab there (a record's start,
+        not an indented line, which starts with a tab) are a row read into the value where the file's values are not
+        quoted (a TSV export's ``"Great`` opens no quote). The line since the value's last line break is carried to
+        the next piece (4 KiB of it at most: a first field is short)."""
+        seen = self._tail + data[start:end]
+        found = _RECORD_START.search(seen)
+        if found is not None:
+            self.rows_joined = (self._opened_at, self._offset + start - len(self._tail) + found.end() - 1)
+            return
+        last = max(seen.rfind(b"\n"), seen.rfind(b"\r"))
+        rest = seen[last:] if last >= 0 else seen if self._tail else b""
+        self._tail = rest if len(rest) <= 4096 else b""
 
     def _after_closing(self, data: bytes, k: int) -> None:
         """A quoted value closed just before ``data[k]``: only a delimiter or a line break may come next."""

@@ -15,6 +15,7 @@ valid UTF-8 (an error names the file, column and row).
 from __future__ import annotations
 
 import bz2
+import codecs
 import contextlib
 import csv
 import gzip
@@ -30,7 +31,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from bertfeat import joined
+from bertfeat import exports, joined
+from bertfeat.escapes import EscapedBytes, checked, decode
 from bertfeat.quotes import QuoteScanner, open_quote_line
 from bertfeat.schemas import lost_value, may_lose, roomy, widened
 from bertfeat.schemas import refusal as schema_refusal
@@ -97,11 +99,13 @@ class _CountingFile:
     even inside a quoted value, so a value's CRLF split by the 1 MB read block lost its ``\n`` (apache/arrow#51368).
     """
 
-    def __init__(self, path: Path, delimiter: str):
+    def __init__(self, path: Path, delimiter: str, quoting: str = "csv", watch_rows: bool = False):
         self._raw = open(path, "rb")
         self.size = os.fstat(self._raw.fileno()).st_size
         self._fh = open_decompressed(path, self._raw)
-        self.quotes = QuoteScanner(delimiter)
+        self.quotes = QuoteScanner(delimiter, watch_rows) if quoting == "csv" else _NoQuotes()
+        # a backslash-escaped export: rewritten so that no escaped delimiter or line break ends a value (escapes.py)
+        self._escapes = EscapedBytes(delimiter) if quoting == "backslash" else None
         self.eof = False
         self.closed = False
         self._held = b""  # a trailing b"\r" kept back for the next piece
@@ -122,9 +126,9 @@ class _CountingFile:
         if n == 0:
             return b""
         if n is None or n < 0:
-            data = self._held + self._fh.read()
+            data = self._held + self._next(-1)
         else:  # never more than n bytes: a one-byte read gives back the held b"\r" alone
-            data = self._held + (self._fh.read(n - len(self._held)) if n > len(self._held) else b"")
+            data = self._held + (self._next(n - len(self._held)) if n > len(self._held) else b"")
         self._held = b""
         if len(data) > 1 and data.endswith(b"\r"):  # never a lone b"\r": an empty piece would read as the end
             data, self._held = data[:-1], b"\r"
@@ -144,6 +148,18 @@ class _CountingFile:
             self._line_tail = seen[-7:]
         return data
 
+    def _next(self, n: int) -> bytes:
+        """Up to ``n`` (-1: all the) decompressed bytes, an escaped export's rewritten; b"" only at the end."""
+        if self._escapes is None:
+            return self._fh.read(n)
+        if n < 0:
+            return self._escapes.rewrite(self._fh.read()) + self._escapes.rewrite(b"")
+        while True:  # a piece that is one backslash waits for the byte it escapes: read on, never b"" before the end
+            data = self._fh.read(max(1, n - len(self._escapes.held)))
+            out = self._escapes.rewrite(data)
+            if out or not data:
+                return out
+
     def readable(self):
         return True
 
@@ -156,6 +172,16 @@ class _CountingFile:
         self._raw.close()
 
 
+class _NoQuotes:
+    """The quotes of a file read without quoting (``quoting='none'`` or ``'backslash'``): none ever opens."""
+    ends_open = False
+    closed_early = None
+    rows_joined = None
+
+    def feed(self, data: bytes) -> None:
+        pass
+
+
 class InputReader:
     """Record batches of the needed columns, re-cut into chunks of ``chunk_rows`` rows (the last may be shorter),
     cut earlier where the chunk's texts would exceed ``chunk_chars`` characters (a bound on a chunk's work). A CSV's
@@ -164,7 +190,7 @@ class InputReader:
 
     def __init__(self, path, columns: list[str], chunk_rows: int, text_cols: list[str], *,
                  chunk_chars: int | None = None, delimiter: str | None = None, infer_types: bool = False,
-                 exclude=()):
+                 quoting: str | None = None, exclude=()):
         self.path = path = input_path(path)
         self.kind, self.files = resolve_input(path, exclude)
         self.columns = list(dict.fromkeys(columns))
@@ -181,6 +207,9 @@ class InputReader:
             if infer_types:  # else recorded in a job's manifest (`reading`) as if types had been guessed
                 raise ValueError(f"infer_types=True applies to CSV input only, and {path!r} is parquet, whose columns "
                                  "have their types; drop infer_types.")
+            if quoting is not None:
+                raise ValueError(f"quoting={quoting!r} applies to CSV input only, and {path!r} is parquet; drop "
+                                 "quoting.")
             self.schema = self._parquet_schema()
             self.total_rows = 0
             for f in self.files:
@@ -189,6 +218,9 @@ class InputReader:
             self.has_rows = self.total_rows > 0  # as a CSV says it (_csv_header): an empty input is refused early
         else:
             self._header_may_repeat = True  # until a row that may repeat it is found to be no header
+            self.quoting = checked(quoting)
+            # a TSV whose quoting was not declared: a quoted value holding a tab after a line break is refused
+            self._watch_rows = quoting is None
             self.sep_line = excel_sep_line(self.files[0])
             self.delimiter = self._delimiter(delimiter)
             self.schema = self._csv_schema()
@@ -196,7 +228,8 @@ class InputReader:
     def reading(self) -> dict:
         """How the input is read, as a job records it: a CSV's delimiter (None for parquet), and whether a CSV's kept
         columns' types are guessed."""
-        return {"delimiter": getattr(self, "delimiter", None), "infer_types": self.infer_types}
+        return {"delimiter": getattr(self, "delimiter", None), "infer_types": self.infer_types,
+                "quoting": getattr(self, "quoting", None)}
 
     def fingerprint(self) -> dict:
         """The input as a job records it: each file's path, size and modification time (what the manifest reports),
@@ -305,6 +338,8 @@ class InputReader:
                 flag = "tab" if other[0] == "\t" else repr(other[0])
                 return (f" The header reads as one column holding {other[0]!r}: if the file is separated by "
                         f"{other[0]!r}, pass --delimiter {flag} (delimiter={other[0]!r}).")
+        if self.kind == "csv" and any(n == "\\N" or _NUMBER.fullmatch(n.strip()) for n in names):
+            return exports.no_header(self.files[0], self.delimiter, len(names))
         return ""
 
     def _partition_folders(self, absent: list[str]) -> dict[str, str]:
@@ -342,7 +377,8 @@ class InputReader:
         # The header is read (by Python's csv, BOM skipped) and checked before pyarrow sees the file, so pyarrow is
         # told the names and skips that row: a duplicate name is refused rather than collapsed.
         read = pcsv.ReadOptions(block_size=block_size, column_names=self.header, skip_rows=self.header_lines)
-        parse = pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=True)
+        parse = pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=True,
+                                  quote_char='"' if self.quoting == "csv" else False)
         # Text columns are read as text whatever they look like (a column of "1", "2" is still text to embed), and so
         # are kept columns unless asked otherwise: an id "007" or a zip code "02134" must come out as written, and a
         # column that looks numeric for a megabyte must not fail when "A123" comes.
@@ -358,7 +394,8 @@ class InputReader:
     def _open_csv(self, block_size: int = BLOCK_BYTES):
         import pyarrow.csv as pcsv
 
-        self._counting = _CountingFile(self.files[0], self.delimiter)
+        self._counting = _CountingFile(self.files[0], self.delimiter, self.quoting,
+                                       self._watch_rows and self.delimiter == "\t")
         read, parse, convert = self._csv_options(block_size)
         return pcsv.open_csv(pa.PythonFile(self._counting, mode="r"), read_options=read, parse_options=parse,
                              convert_options=convert)
@@ -380,6 +417,8 @@ class InputReader:
                     raise ValueError(self._zeros())
                 if self._counting.quotes.closed_early is not None:  # in the first block: refused before any work
                     raise ValueError(self._csv_problem(None))
+                if self._counting.quotes.rows_joined is not None:
+                    raise ValueError(self._rows_joined())
                 if self.infer_types:
                     self._counting.close()
                     self._as_written = self._integers_past_int64(schema, block)
@@ -417,6 +456,14 @@ class InputReader:
             self._counting.close()
         return [c for c in floats if pc.all(pc.match_substring_regex(first.column(c), r"^\s*[+-]?[0-9]+\s*$")).as_py()]
 
+    def _dialect(self) -> dict:
+        """How Python's csv module reads the file (its header, the line of a problem) as pyarrow reads it: its
+        delimiter, and quotes, none, or none and backslash escapes (``quoting``)."""
+        if self.quoting == "csv":
+            return {"delimiter": self.delimiter, "strict": True}
+        return {"delimiter": self.delimiter, "quoting": csv.QUOTE_NONE,
+                "escapechar": "\\" if self.quoting == "backslash" else None}
+
     def _text(self):
         return io.TextIOWrapper(open_decompressed(self.files[0]), encoding="utf-8-sig", newline="")
 
@@ -435,8 +482,12 @@ class InputReader:
         if said:
             raise ValueError(said)
         try:
+            with self._text() as fh:  # a table psql or the mysql client drew for the terminal
+                said = exports.drawn_table(self.path, _first_lines(fh, 2))
+            if said:
+                raise ValueError(said)
             with self._text() as fh, _no_field_limit():
-                reader = csv.reader(_csv_lines(fh), delimiter=self.delimiter, strict=True)
+                reader = csv.reader(_csv_lines(fh), **self._dialect())
                 if self.sep_line is not None:
                     next(reader)  # Excel's "sep=;": it declared the delimiter, and is counted as the line it is
                 for first in reader:
@@ -480,8 +531,18 @@ class InputReader:
 
     def _zeros(self) -> str:
         """The refusal of a CSV file holding a run of NUL bytes (:data:`NUL_RUN`), naming the line where it starts."""
-        at, line, prev = self._counting.zeros_at, 1, b""
+        return (f"{self.path} holds a run of NUL bytes (0x00) from line {self._line_at(self._counting.zeros_at)}: it "
+                "was not written whole (a download "
+                "cut short where the whole file's room was taken first, or a write cut by a crash, leaves zeros); "
+                "fetch or write it again.")
+
+    def _line_at(self, at: int, bom: bool = False) -> int:
+        """The line of the byte at offset ``at`` of the decompressed file (``bom``: an offset that leaves out a UTF-8
+        byte order mark, as :class:`QuoteScanner`'s do)."""
+        line, prev = 1, b""
         with open_decompressed(self.files[0]) as fh:
+            if bom and fh.read(3) != codecs.BOM_UTF8:
+                at -= 3  # none to leave out: the first bytes were read as bytes of the offset
             while at > 0:
                 piece = fh.read(min(at, 1 << 20))
                 if not piece:
@@ -490,9 +551,63 @@ class InputReader:
                 # line ends as editors and Python's csv count them: LF, CRLF, a lone CR
                 line += piece.count(b"\n") + piece.count(b"\r") - (prev + piece).count(b"\r\n")
                 prev = piece[-1:]
-        return (f"{self.path} holds a run of NUL bytes (0x00) from line {line}: it was not written whole (a download "
-                "cut short where the whole file's room was taken first, or a write cut by a crash, leaves zeros); "
-                "fetch or write it again.")
+        return line
+
+    def _rows_joined(self) -> str:
+        """The refusal of a TSV whose quoting was not declared, where a quoted value holds a tab after a line break
+        (:attr:`QuoteScanner.rows_joined`): rows read into one value, as a database's or a shell's export, which
+        quotes nothing, leaves them after a value beginning with a quote."""
+        opened, tab = (self._line_at(at, bom=True) for at in self._counting.quotes.rows_joined)
+        return (f"{self.path} holds a quoted value opened at line {opened} that holds a tab after a line break (at "
+                f"line {tab}), as rows read into one value do: in a TSV whose values are never quoted (a database's "
+                "or a shell's export: \\copy ... TO, mysql --batch, cut, paste), a value beginning with \" opens no "
+                "quote. Pass --quoting none (quoting='none'), or --quoting backslash for PostgreSQL's and MySQL's text "
+                "exports, which escape tabs and line breaks; if that value is meant to be quoted, pass --quoting csv.")
+
+    def _refuse_escapes(self, batch: pa.RecordBatch, delivered: int) -> None:
+        """Refuse a text of ``batch`` (the rows before it ``delivered``) of a TSV whose quoting was not declared that
+        holds a backslash and an n, t or r: the line break, tab or carriage return of a database's text export
+        (PostgreSQL's COPY text format, mysql --batch), which read as written would be embedded as two characters."""
+        for name in self.text_cols:
+            column = batch.column(name)
+            found = pc.fill_null(pc.match_substring_regex(column, r"(^|[^\\])(\\\\)*\\[ntr]"), False)
+            if pc.any(found).as_py():
+                i = int(np.flatnonzero(found.to_numpy(zero_copy_only=False))[0])
+                value = column[i].as_py()
+                at = re.search(r"(?:^|[^\\])(?:\\\\)*(\\[ntr])", value)
+                raise ValueError(
+                    f"{self.path}: the text of row {delivered + i:,} in column {name!r} holds {at[1]!r} (a backslash "
+                    f"and {at[1][1]!r}: {value[max(0, at.start(1) - 20):at.end(1) + 20]!r}), as a database's text "
+                    "export writes a line break, a tab or a carriage return inside a value (PostgreSQL's \\copy ... "
+                    "TO and COPY ... TO STDOUT, mysql --batch, Snowflake's unloads): read as written it would be "
+                    "embedded as those two characters. Pass --quoting backslash (quoting='backslash') to read the "
+                    "file's escapes (and \\N as missing); if the backslashes are the text's own, pass --quoting csv "
+                    "(or none) to read them as written.")
+
+    def _refuse_footer(self, batch: pa.RecordBatch, delivered: int) -> None:
+        """Refuse psql's row count footer in ``batch`` of a file of one column, the rows before it ``delivered``:
+        a value ``(N rows)`` that is row N of the input, so N counts the rows before it, as psql's footer does."""
+        column = batch.column(0)
+        found = pc.fill_null(pc.match_substring_regex(column, r"^\(\d+ rows?\)$"), False)
+        for i in np.flatnonzero(found.to_numpy(zero_copy_only=False)):
+            value = column[int(i)].as_py()
+            if exports.footer_rows(value) == delivered + int(i):
+                raise ValueError(exports.footer_refusal(self.path, self._record_line(delivered + int(i)), value))
+
+    def _record_line(self, row: int) -> int:
+        """The line where data row ``row`` (counted from 0, the header no row) of the CSV file starts."""
+        with self._text() as fh, _no_field_limit():
+            reader = csv.reader(_csv_lines(fh), **self._dialect())
+            if self.sep_line is not None:
+                next(reader)
+            records, last_end = -1, reader.line_num
+            for record in reader:
+                if record:
+                    if records == row:
+                        return last_end + 1
+                    records += 1
+                last_end = reader.line_num
+        return last_end
 
     def _refuse_repeated_header(self) -> None:
         """Refuse a CSV file that repeats its header further on (files joined with cat); else stop looking."""
@@ -503,17 +618,17 @@ class InputReader:
 
     def _repeated_header(self) -> str | None:
         """The refusal of a CSV file that repeats its header further on, or None."""
-        found = joined.scan(self._text, self.delimiter, self.sep_line is not None, _csv_lines, _csv_field)
+        found = joined.scan(self._text, self._dialect(), self.sep_line is not None, _csv_lines, _csv_field)
         return None if found is None else joined.refusal(self.path, *found, self.header)
 
     def _csv_problem(self, exc: Exception | None) -> str:
         """Find the line of a CSV problem by re-reading with Python's csv module; ``exc`` is pyarrow's error, or None
         for what :class:`QuoteScanner` found: a quote left open at the end (pyarrow reads that as one last value
         holding the rest of the file) or a quoted value with more text after its closing quote."""
-        line, row_names = None, False
+        line, row_names, escaped = None, False, None
         try:
             with self._text() as fh, _no_field_limit():
-                reader = csv.reader(_csv_lines(fh), delimiter=self.delimiter, strict=True)
+                reader = csv.reader(_csv_lines(fh), **self._dialect())
                 if self.sep_line is not None:
                     next(reader)  # Excel's "sep=;" line, no record
                 width, last_end, rows_before = None, reader.line_num, 0
@@ -523,8 +638,11 @@ class InputReader:
                             width = len(row) if row else None  # blank lines before the header
                         elif len(row) != width and row:
                             line = reader.line_num
+                            if len(row) == 1 and exports.footer_rows(row[0]) is not None:
+                                return exports.footer_refusal(self.path, line, row[0])
                             # (not a last field left empty: a delimiter ending each row, "1,a,", is no row name)
                             row_names = rows_before == 0 and len(row) == width + 1 and row[-1] != ""
+                            escaped = self._escaped_delimiter(row)
                             break
                         elif row:
                             rows_before += 1
@@ -535,13 +653,14 @@ class InputReader:
                         opened = open_quote_line(self._text, last_end, self.delimiter, until=at)
                         return (f"{self.path} is malformed at line {at}: a quoted value (opened at line {opened}) "
                                 f"has more text after its closing quote ({scan_exc}); quote the whole value and "
-                                f"double each quote inside it (\"\"), or remove a stray quote at line {opened}.")
+                                f"double each quote inside it (\"\"), or remove a stray quote at line {opened}."
+                                f"{self._unquoted_hint()}")
                     if "end of data" not in str(scan_exc):
                         return f"{self.path} is malformed at line {reader.line_num}: {scan_exc}."
                     opened = open_quote_line(self._text, last_end, self.delimiter)
                     return (f"{self.path} is malformed: a quote opened at line {opened} is never closed, so the rest "
                             "of the file would be one value; close the quote (or double it, \"\", inside a quoted "
-                            "value).")
+                            f"value).{self._unquoted_hint()}")
         except UnicodeDecodeError as scan_exc:
             return self._not_utf8() or f"{self.path} is not a readable UTF-8 CSV file: {scan_exc}"
         if exc is None:
@@ -554,11 +673,34 @@ class InputReader:
                     "hold further on); drop infer_types (--infer-types) to read kept columns as written, as text.")
         where = f" at line {line}" if line else ""
         said = f"{self.path} is malformed{where}: {str(exc).splitlines()[0]}"
-        if row_names:  # the first row one field wider than the header: R's write.table, every row so
+        if escaped:  # MySQL's INTO OUTFILE, Redshift's UNLOAD ... ESCAPE: not R's row names
+            said += (f". A backslash comes before the delimiter there ({escaped!r}), as exports that escape their "
+                     "delimiters, tabs and line breaks with a backslash write them (MySQL's INTO OUTFILE, "
+                     "Redshift's UNLOAD ... ESCAPE, PostgreSQL's COPY text format): pass --quoting backslash "
+                     "(quoting='backslash').")
+        elif row_names:  # the first row one field wider than the header: R's write.table, every row so
             said += (". The header names one column fewer than the rows hold, as R's write.table() writes a data "
                      "frame with its row names: write it with row.names = FALSE (or with write.csv(), which names "
                      "the row names' column \"\").")
         return said
+
+    def _escaped_delimiter(self, row: list[str]) -> str | None:
+        """The fields of the ragged ``row`` around a delimiter that a backslash escapes (a field ending with an odd
+        run of backslashes), where the file is read as CSV; None otherwise."""
+        if self.quoting != "csv":
+            return None
+        for left, right in zip(row, row[1:]):
+            if (len(left) - len(left.rstrip("\\"))) % 2:
+                return f"{left}{self.delimiter}{right}"[-60:]
+        return None
+
+    def _unquoted_hint(self) -> str:
+        """What to do where a quote problem may be a TSV whose values are never quoted, its quoting not declared (a
+        database's or a shell's TSV quotes nothing; a CSV that quotes nothing has commas that split its values)."""
+        if not self._watch_rows or self.delimiter != "\t":
+            return ""
+        return (" If the file's values are never quoted (a database's or a shell's export), pass --quoting none "
+                "(quoting='none'), or --quoting backslash for PostgreSQL's and MySQL's text exports.")
 
     # -- batches ---------------------------------------------------------------------------------------------------
 
@@ -677,9 +819,17 @@ class InputReader:
                         raise ValueError(self._csv_problem(None))  # before the last rows, which hold the rest
                     if self._counting.quotes.closed_early is not None:  # before the rows read into one value
                         raise ValueError(self._csv_problem(None))
+                    if self._counting.quotes.rows_joined is not None:  # likewise, in a TSV that quotes nothing
+                        raise ValueError(self._rows_joined())
                     if self._counting.zeros_at is not None:  # before the rows the zeros are read into
                         raise ValueError(self._zeros())
                     batch = batch.select(self.columns)
+                    if self.quoting == "backslash":
+                        batch = _unescaped(batch, self.delimiter)
+                    if self._watch_rows and self.delimiter == "\t":  # a database's text export, read as written?
+                        self._refuse_escapes(batch, delivered)
+                    if len(self.header) == 1:  # psql's "(3 rows)": a row of a file of one column, not a ragged one
+                        self._refuse_footer(batch, delivered)
                     if self._header_may_repeat and (self._counting.sep_seen
                                                     or joined.may_hold_header(batch, self.header)):
                         self._refuse_repeated_header()  # before the rows that hold it are delivered
@@ -746,6 +896,7 @@ def _naming_parquet_file(path: Path):
                          "write it again, or move it out of the input.") from None
 
 
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")  # a header's "name" that is a row's value
 _PANDAS_INDEX = re.compile(r"__index_level_\d+__")
 
 
@@ -803,6 +954,30 @@ def _as_batch(table: pa.Table) -> pa.RecordBatch:
 # header's names are unescaped.
 _CSV_TAKES_NUL = sys.version_info >= (3, 11)
 _ESC, _ESC_ESC, _ESC_NUL = "\ue000", "\ue000\ue001", "\ue000\ue002"
+
+
+def _unescaped(batch: pa.RecordBatch, delimiter: str) -> pa.RecordBatch:
+    """``batch`` of a backslash-escaped export with each text value read as its escapes say (:mod:`bertfeat.escapes`);
+    only the values holding a backslash are decoded one by one."""
+    columns = []
+    for column in batch.columns:
+        if pa.types.is_string(column.type) and pc.any(pc.match_substring(column, "\\")).as_py():
+            column = pa.array([v if v is None or "\\" not in v else decode(v, delimiter) for v in column.to_pylist()],
+                              column.type)
+        columns.append(column)
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
+
+
+def _first_lines(fh, n: int) -> list[str]:
+    """The first ``n`` lines of the text file ``fh`` that are not blank, line ends removed (64 KiB of each at most)."""
+    lines = []
+    for _ in range(100):  # blank lines before the header, as pyarrow skips them
+        line = fh.readline(1 << 16)
+        if not line or len(lines) == n:
+            break
+        if line.strip("\r\n"):
+            lines.append(line.rstrip("\r\n"))
+    return lines
 
 
 def _csv_lines(fh):

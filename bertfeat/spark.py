@@ -384,7 +384,8 @@ def _arrow_schema(spark_schema) -> pa.Schema:
 
 def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns", overwrite: bool = False,
                 batch_rows: int = 10_000, master: str | None = None, quiet: bool = False,
-                delimiter: str | None = None, infer_types: bool = False, **params) -> dict:
+                delimiter: str | None = None, infer_types: bool = False, quoting: str | None = None,
+                **params) -> dict:
     """Embed the text columns of a CSV/parquet input on Spark into a directory of parquet files; returns the manifest.
 
     ``input`` is a CSV file, a parquet file, or a directory or glob of parquet files (as for ``bertfeat embed``).
@@ -394,7 +395,7 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
 
     Parquet is read by Spark. A CSV file is first streamed by the driver into parquet under ``<out>.partial/input``
     (bounded memory), so that it is parsed exactly as the local engine parses it (missing markers, quoted text,
-    column types; ``delimiter`` and ``infer_types`` as for :func:`bertfeat.files.embed_file`). The rows are then
+    column types; ``delimiter``, ``infer_types`` and ``quoting`` as for :func:`bertfeat.files.embed_file`). The rows are then
     range-partitioned by input row number into at least as many partitions as Spark has cores (and about
     ``batch_rows`` rows each), each task writes its partition's part file, and the
     manifest's counts come from the job's results, so a task Spark retries is counted once.
@@ -415,7 +416,7 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
                                      FOLDER_OUTPUT)))
     # CSV kept columns as text unless infer_types, as the local engine reads them (007 stays 007)
     reader = InputReader(input, keep_cols + text_cols, batch_rows, text_cols, delimiter=delimiter,
-                         infer_types=infer_types, exclude=[paths.out, paths.partial])
+                         infer_types=infer_types, quoting=quoting, exclude=[paths.out, paths.partial])
     check_folder_output(paths, reader, overwrite)
     if not reader.has_rows:  # a header-only CSV too: before the model is resolved (a hub model's download)
         raise ValueError(f"input {reader.path!r} has no rows to embed.")

@@ -171,7 +171,8 @@ EXPECTED_MANIFEST = {
         "identity": [j["src"].stat().st_ctime_ns]},
     "chunk_rows": lambda j: 4,
     "chunk_chars": lambda j: CHUNK_CHARS,  # the default: these rows are far below it, so --chunk-rows cuts
-    "reading": lambda j: {"delimiter": ",", "infer_types": False},  # a .csv, kept columns read as text
+    # a .csv, kept columns read as text, quoted as CSV is
+    "reading": lambda j: {"delimiter": ",", "infer_types": False, "quoting": "csv"},
     # no earlier run: this run did the whole job, the same counts as the job's
     "this_run": lambda j: {"rows": 7, "embedded": 6 + 2, "cache_hits": 4, "chunks": 2, "rows_resumed": 0,
                            "chunks_resumed": 0, "batches_resumed": 0},

@@ -123,11 +123,11 @@ def test_embed_options_reach_embed_file(csv_input, monkeypatch):
     monkeypatch.setattr(bertfeat.files, "embed_file", spy)
     assert main(["embed", csv_input, "--text-col", "title", "--text-col", "body", "--out", "o.parquet",
                  "--keep-col", "id", "--keep-col", "title", "--delimiter", "tab", "--infer-types",
-                 "--layout", "list", "--chunk-rows", "7", "--chunk-chars", "500", "--checkpoint-every", "2.5",
+                 "--quoting", "backslash", "--layout", "list", "--chunk-rows", "7", "--chunk-chars", "500", "--checkpoint-every", "2.5",
                  "--overwrite", "--quiet", *RECIPE_ARGS]) == 0
     assert spy.calls == [((csv_input, "o.parquet", ["title", "body"]), dict(
         keep_cols=["id", "title"], layout="list", overwrite=True, chunk_rows=7, quiet=True, delimiter="\t",
-        infer_types=True, chunk_chars=500, checkpoint_seconds=2.5, **RECIPE))]
+        infer_types=True, quoting="backslash", chunk_chars=500, checkpoint_seconds=2.5, **RECIPE))]
 
 
 def test_embed_defaults_reach_embed_file(csv_input, monkeypatch):
@@ -140,7 +140,8 @@ def test_embed_defaults_reach_embed_file(csv_input, monkeypatch):
     assert main(["embed", csv_input, "--text-col", "title", "--out", "o.parquet", "--delimiter", ";"]) == 0
     (_, first), (_, second) = spy.calls
     assert first == dict(keep_cols=["id"], layout="columns", overwrite=False, chunk_rows=10_000, quiet=False,
-                         delimiter="\t", infer_types=False, **dict(DEFAULT_RECIPE, prompt_name="query"))
+                         delimiter="\t", infer_types=False, quoting=None,
+                         **dict(DEFAULT_RECIPE, prompt_name="query"))
     assert second["delimiter"] == ";" and second["keep_cols"] == []
 
 
@@ -182,7 +183,7 @@ def test_options_that_do_not_go_together_are_refused_before_any_work(csv_input, 
 
 @pytest.mark.parametrize("engine", [[], ["--engine", "ray"], ["--engine", "spark"]])
 def test_csv_options_with_parquet_input_are_refused(parquet_input, capsys, engine):
-    for flag in (["--delimiter", ";"], ["--infer-types"]):
+    for flag in (["--delimiter", ";"], ["--infer-types"], ["--quoting", "none"]):
         assert main(["embed", parquet_input, "--text-col", "title", "--out", "o.parquet", *flag, *engine]) == 2
         assert capsys.readouterr().err == (f"bertfeat embed: error: {flag[0]} applies to CSV input only, and "
                                            f"{parquet_input!r} is parquet; drop {flag[0]}.\n")
@@ -226,12 +227,12 @@ def test_embed_options_reach_the_spark_engine(csv_input, monkeypatch):
                  "--master", "local[2]", "--layout", "list", "--chunk-rows", "7", "--overwrite", "--quiet",
                  *RECIPE_ARGS]) == 0
     assert main(["embed", csv_input, "--text-col", "title", "--out", "o", "--engine", "spark", "--delimiter", ";",
-                 "--infer-types"]) == 0
+                 "--infer-types", "--quoting", "none"]) == 0
     assert spy.calls == [((csv_input, "o", ["title"]), dict(
         keep_cols=["id"], layout="list", overwrite=True, batch_rows=7, master="local[2]", quiet=True, delimiter=None,
-        infer_types=False, **RECIPE)), ((csv_input, "o", ["title"]), dict(
+        infer_types=False, quoting=None, **RECIPE)), ((csv_input, "o", ["title"]), dict(
         keep_cols=[], layout="columns", overwrite=False, batch_rows=10_000, master=None, quiet=False, delimiter=";",
-        infer_types=True, **DEFAULT_RECIPE))]
+        infer_types=True, quoting="none", **DEFAULT_RECIPE))]
 
 
 def test_the_ray_engine_refuses_csv_and_a_device_ray_does_not_give_in_one_line(csv_input, parquet_input, monkeypatch,
@@ -1076,7 +1077,7 @@ def _defaults(command: str) -> dict:
 def test_every_embed_option_has_the_documented_default():
     assert _defaults("embed") == {
         "text_col": None, "out": None, "id_col": None, "keep_col": [], "delimiter": None, "infer_types": False,
-        "model": "default", "pooling": "cls+mean", "layers": None, "layer_agg": "mean", "max_length": None,
+        "quoting": None, "model": "default", "pooling": "cls+mean", "layers": None, "layer_agg": "mean", "max_length": None,
         "long_text": "truncate", "stride": None, "normalize": False, "prefix": None, "prompt_name": None,
         "missing": "error", "device": "auto", "dtype": "auto", "batch_tokens": None, "cache_dir": None,
         "layout": "columns", "chunk_rows": 10_000, "chunk_chars": None, "checkpoint_every": None, "overwrite": False,
@@ -1087,7 +1088,8 @@ def test_every_embed_option_has_the_documented_default():
 
 def test_every_probe_option_has_the_documented_default():
     assert _defaults("probe") == {
-        "text_col": None, "label_col": None, "group_col": None, "delimiter": None, "model": None, "task": "auto",
+        "text_col": None, "label_col": None, "group_col": None, "delimiter": None, "quoting": None, "model": None,
+        "task": "auto",
         "cv": 5, "random_state": 0,
         "max_length": None, "long_text": "truncate", "normalize": False, "prefix": None, "prompt_name": None,
         "missing": "error",

@@ -49,3 +49,272 @@ def test_a_database_exports_null_marker_is_missing_never_embedded_as_a_text(tiny
     assert not any(features.column(c)[0].as_py() for c in title)  # zeros, not the vector of "\N"
     assert json.loads((tmp_path / "f.parquet.manifest.json").read_text())["counts"]["missing"] == 1
 
+
+@pytest.mark.parametrize("body, columns, line, footer", [
+    ("id,text\n1,a cat\n2,a dog\n3,the mat\n(3 rows)\n\n", ["id", "text"], 5, "(3 rows)"),  # psql -A -F, -c '...'
+    ("text\na cat\na dog\n(2 rows)\n", ["text"], 4, "(2 rows)"),  # one column: read as a row before
+    ("text\na cat\n\n(1 row)\n", ["text"], 4, "(1 row)"),  # the line of the footer, after a blank line
+    ("id|text\n1|a cat\n(1 row)\n", ["id", "text"], 3, "(1 row)"),  # psql -A's own separator, --delimiter '|'
+])
+def test_psqls_row_count_footer_is_refused_naming_its_line(tmp_path, body, columns, line, footer):
+    """(same hunt) psql's unaligned output (psql -A) ends with a footer, "(3 rows)": in a file of one column it was
+    read as a row and embedded as a text, without a word; in a file of more columns it was "Expected 2 columns, got
+    1" with nothing said of psql or what to do."""
+    src = tmp_path / "psql.csv"
+    src.write_text(body)
+    with pytest.raises(ValueError) as info:
+        read(src, columns, delimiter="|" if "|" in body else None)
+    assert str(info.value) == (
+        f"{src} holds psql's row count footer {footer!r} at line {line} (psql prints it after a query's rows, also "
+        "in its unaligned output, psql -A), which would be read as a row of data: export the query as CSV instead: "
+        "\\copy (SELECT ...) TO 'file.csv' WITH (FORMAT csv, HEADER) in psql, or psql --csv -c 'SELECT ...' > "
+        "file.csv, which quote each value holding a comma and leave out the footer (or pass psql -P footer=off, or "
+        "remove that line).")
+
+
+def test_a_text_that_only_looks_like_a_footer_is_read_as_a_text(tmp_path):
+    src = tmp_path / "one.csv"  # not the count of the rows before it: a text, as written
+    src.write_text("text\na cat\n(3 rows)\n(1 row)\n")
+    assert read(src, ["text"]).column("text").to_pylist() == ["a cat", "(3 rows)", "(1 row)"]
+
+
+@pytest.mark.parametrize("body, what", [
+    (" id |  text   \n----+---------\n  1 | a cat\n  2 | the mat\n(2 rows)\n", "psql's aligned output"),
+    (" text  \n-------\n a cat\n(1 row)\n", "psql's aligned output"),
+    ("+----+---------+\n| id | text    |\n+----+---------+\n|  1 | a cat   |\n+----+---------+\n",
+     "the mysql client's table output"),
+])
+def test_a_table_drawn_for_the_terminal_is_refused_as_what_it_is(tmp_path, body, what):
+    """(same hunt) psql's and mysql's tables drawn for the terminal (a query's output pasted or redirected without
+    -A or --batch) were read as a header of names with spaces around them: "column(s) ['text'] not found" with
+    advice on delimiters and spaces, then rows of dashes."""
+    src = tmp_path / "query.csv"
+    src.write_text(body)
+    with pytest.raises(ValueError, match=f"^{re.escape(f'{src} is {what}')}.*, not CSV: export the query"):
+        read(src, ["text"])
+
+
+# -- how values are quoted: --quoting csv | none | backslash -----------------------------------------------------
+
+def test_a_tsv_that_quotes_nothing_is_refused_where_a_quote_would_join_its_rows(tmp_path):
+    """(same hunt) a TSV whose values are never quoted (PostgreSQL's \\copy, mysql --batch, cut, paste), with a text
+    beginning with a quote: the CSV reading joined the rows up to the next quote into one value (ids 1 and 3 of 3,
+    row 2 inside row 1's text), without a word."""
+    src = tmp_path / "titles.tsv"
+    src.write_text('id\ttext\n1\t"Hello world, she said\n2\tand he said no"\n3\tbar\n')
+    with pytest.raises(ValueError) as info:
+        read(src, ["id", "text"])
+    assert str(info.value) == (
+        f"{src} holds a quoted value opened at line 2 that holds a tab after a line break (at line 3), as rows read "
+        "into one value do: in a TSV whose values are never quoted (a database's or a shell's export: \\copy ... TO, "
+        "mysql --batch, cut, paste), a value beginning with \" opens no quote. Pass --quoting none "
+        "(quoting='none'), or --quoting backslash for PostgreSQL's and MySQL's text exports, which escape tabs and "
+        "line breaks; if that value is meant to be quoted, pass --quoting csv.")
+    assert read(src, ["id", "text"], quoting="none").to_pydict() == {
+        "id": ["1", "2", "3"], "text": ['"Hello world, she said', 'and he said no"', "bar"]}
+    assert read(src, ["id", "text"], quoting="csv").column("id").to_pylist() == ["1", "3"]  # as declared
+    # a quoted value with a line break and no tab after it is a TSV's own (pandas quotes it so): read as before
+    ok = tmp_path / "pandas.tsv"
+    ok.write_text('id\ttext\n1\t"two\nlines"\n2\t"a\ttab"\n')
+    assert read(ok, ["id", "text"]).column("text").to_pylist() == ["two\nlines", "a\ttab"]
+
+
+def test_a_stray_quote_in_a_tsv_says_how_to_read_a_file_that_quotes_nothing(tmp_path):
+    src = tmp_path / "titles.tsv"
+    src.write_text('id\ttext\n1\t"Great" product\n2\tfine\n')
+    with pytest.raises(ValueError, match=re.escape(
+            "or remove a stray quote at line 2. If the file's values are never quoted (a database's or a shell's "
+            "export), pass --quoting none (quoting='none'), or --quoting backslash for PostgreSQL's and MySQL's text "
+            "exports.")):
+        read(src, ["id", "text"])
+    assert read(src, ["id", "text"], quoting="none").column("text").to_pylist() == ['"Great" product', "fine"]
+
+
+COPY_TEXT = ("id\ttext\tnote\n"  # \copy (SELECT ...) TO 'copy.tsv' WITH (HEADER), PostgreSQL 15 and later
+             "1\tline one\\nline two\t\\N\n"
+             "2\ta\\ttab and a \\\\ backslash\tC:\\\\new\n"
+             "3\t\\\\N is a text\t\\r\\b\\f\\v\n"
+             "4\t\"quoted\" as written\t\\101\\x42\\0\n")
+COPY_VALUES = {"id": ["1", "2", "3", "4"],
+               "text": ["line one\nline two", "a\ttab and a \\ backslash", "\\N is a text", '"quoted" as written'],
+               "note": [None, "C:\\new", "\r\b\f\v", "AB\0"]}
+
+
+def test_a_database_text_export_is_read_with_its_escapes_under_quoting_backslash(tmp_path):
+    """(same hunt) PostgreSQL's COPY text format escapes a line break, a tab and a backslash as \\n, \\t, \\\\: read
+    as CSV each was embedded as two characters (and a quote opened a quoted value)."""
+    src = tmp_path / "copy.tsv"
+    src.write_text(COPY_TEXT)
+    assert read(src, ["id", "text", "note"], quoting="backslash").to_pydict() == COPY_VALUES
+    # MySQL's INTO OUTFILE and Redshift's UNLOAD ... ESCAPE put a backslash before the delimiter or line break itself
+    outfile = tmp_path / "outfile.tsv"
+    outfile.write_bytes(b"id\ttext\n1\ta\\\ttab\n2\ttwo\\\nlines\n3\tends with \\\\\n4\t\\N\n")
+    assert read(outfile, ["id", "text"], quoting="backslash").to_pydict() == {
+        "id": ["1", "2", "3", "4"], "text": ["a\ttab", "two\nlines", "ends with \\", None]}
+    unload = tmp_path / "unload.csv"  # UNLOAD ('...') TO 's3://...' DELIMITER '|' ESCAPE
+    unload.write_text("id|text\n1|a\\|b\n2|c\\\\\n")
+    assert read(unload, ["id", "text"], delimiter="|", quoting="backslash").column("text").to_pylist() == [
+        "a|b", "c\\"]
+
+
+def test_escapes_split_between_read_pieces_are_read_whole():
+    from bertfeat.escapes import EscapedBytes
+
+    data = b"a\\\tb\\\\\tc\\\nd\\n\\\\\\\ne\\"
+    whole = EscapedBytes("\t")
+    want = whole.rewrite(data) + whole.rewrite(b"")
+    assert want == b"a\\tb\\\\\tc\\nd\\n\\\\\\ne\\"
+    for cut in range(len(data) + 1):
+        for second in range(cut, len(data) + 1):
+            stream = EscapedBytes("\t")
+            got = b"".join(stream.rewrite(p) for p in (data[:cut], data[cut:second], data[second:]) if p)
+            assert got + stream.rewrite(b"") == want, (cut, second)
+
+
+def test_an_export_past_the_read_block_keeps_every_escape(tmp_path):
+    from bertfeat import readers
+
+    texts = [f"row {i}\\nsecond line\\t{'x' * (i % 7)}\\\\" for i in range(60_000)]
+    src = tmp_path / "big.tsv"
+    src.write_text("id\ttext\n" + "".join(f"{i}\t{t}\n" for i, t in enumerate(texts)))
+    assert src.stat().st_size > 2 * readers.BLOCK_BYTES
+    got = read(src, ["id", "text"], quoting="backslash").column("text").to_pylist()
+    assert got == [t.replace("\\n", "\n").replace("\\t", "\t").replace("\\\\", "\\") for t in texts]
+
+
+def test_escapes_read_as_written_are_refused_where_the_quoting_was_not_declared(tmp_path):
+    """(same hunt) the same export read without --quoting: its \\n were embedded as a backslash and an n."""
+    src = tmp_path / "copy.tsv"
+    src.write_text("id\ttext\n1\tfine\n2\tsaid \\\\no\n3\tline one\\nline two\n")
+    with pytest.raises(ValueError) as info:
+        read(src, ["id", "text"])
+    assert str(info.value).startswith(
+        f"{src}: the text of row 2 in column 'text' holds '\\\\n' (a backslash and 'n': 'line one\\\\nline two'), as "
+        "a database's text export writes a line break")
+    assert str(info.value).endswith(
+        "Pass --quoting backslash (quoting='backslash') to read the file's escapes (and \\N as missing); if the "
+        "backslashes are the text's own, pass --quoting csv (or none) to read them as written.")
+    assert read(src, ["id", "text"], quoting="csv").column("text").to_pylist()[2] == "line one\\nline two"
+
+
+def test_a_backslash_before_the_delimiter_is_not_taken_for_r_row_names(tmp_path):
+    """(same hunt) an unload escaping its delimiter (a\\|b) was told it was written by R's write.table()."""
+    src = tmp_path / "unload.csv"
+    src.write_text("id|text\n1|a\\|b\n2|c\n")
+    with pytest.raises(ValueError) as info:
+        read(src, ["id", "text"], delimiter="|")
+    assert "write.table" not in str(info.value)
+    assert str(info.value).endswith(
+        "A backslash comes before the delimiter there ('a\\\\|b'), as exports that escape their delimiters, tabs and "
+        "line breaks with a backslash write them (MySQL's INTO OUTFILE, Redshift's UNLOAD ... ESCAPE, PostgreSQL's "
+        "COPY text format): pass --quoting backslash (quoting='backslash').")
+
+
+def test_quoting_is_checked_and_recorded(tmp_path):
+    src = tmp_path / "a.tsv"
+    src.write_text("id\ttext\n1\ta\n")
+    with pytest.raises(ValueError, match=r"^quoting='posix' is not valid: expected 'csv'"):
+        InputReader(str(src), ["text"], 10, ["text"], quoting="posix")
+    assert InputReader(str(src), ["text"], 10, ["text"]).reading()["quoting"] == "csv"
+    assert InputReader(str(src), ["text"], 10, ["text"], quoting="none").reading()["quoting"] == "none"
+    pq.write_table(pa.table({"text": ["a"]}), tmp_path / "a.parquet")
+    with pytest.raises(ValueError, match=r"quoting='none' applies to CSV input only"):
+        InputReader(str(tmp_path / "a.parquet"), ["text"], 10, ["text"], quoting="none")
+
+
+def test_embed_and_probe_read_a_copy_export_with_quoting_backslash(tiny_bert, tmp_path, capsys):
+    from bertfeat import BertEmbedder
+
+    src = tmp_path / "copy.tsv"
+    src.write_text(COPY_TEXT)
+    out = tmp_path / "f.parquet"
+    args = ["embed", str(src), "--text-col", "text", "--id-col", "id", "--out", str(out), "--model", tiny_bert,
+            "--pooling", "mean", "--quiet"]
+    err = one_line_exit_2(capsys, main(args))
+    assert "a quoted value (opened at line 5) has more text after its closing quote" in err, err
+    assert err.endswith("or --quoting backslash for PostgreSQL's and MySQL's text exports."), err
+    assert main([*args, "--quoting", "backslash"]) == 0
+    got = pq.read_table(out)
+    want = BertEmbedder(tiny_bert, pooling="mean").fit_transform(COPY_VALUES["text"])
+    X = got.select([c for c in got.column_names if c != "id"]).to_pandas().to_numpy()
+    assert abs(X - want).max() < 1e-5
+    manifest = json.loads((tmp_path / "f.parquet.manifest.json").read_text())
+    assert manifest["reading"] == {"delimiter": "\t", "infer_types": False, "quoting": "backslash"}
+    parquet = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"id": ["1"], "text": ["a cat"]}), parquet)
+    err = one_line_exit_2(capsys, main(["embed", str(parquet), "--text-col", "text", "--out", str(tmp_path / "p"),
+                                        "--quoting", "none"]))
+    assert err.endswith("--quoting applies to CSV input only, and " + repr(str(parquet)) + " is parquet; drop "
+                        "--quoting.")
+    labels = tmp_path / "labels.tsv"
+    labels.write_text("text\tlabel\n" + "".join(f"{t}\\nmore\t{i % 2}\n" for i, t in enumerate(
+        ["a cat", "a dog", "the mat", "the park", "a fox", "the dog", "a mat", "the cat"])))
+    assert main(["probe", str(labels), "--text-col", "text", "--label-col", "label", "--model", tiny_bert,
+                 "--cv", "2", "--unions", "0", "--quoting", "backslash"]) == 0
+    assert main(["probe", str(labels), "--text-col", "text", "--label-col", "label", "--model", tiny_bert,
+                 "--cv", "2", "--unions", "0"]) == 2
+    assert "Pass --quoting backslash" in capsys.readouterr().err
+
+
+def test_rows_read_into_a_quoted_value_are_found_whatever_the_read_pieces():
+    from bertfeat.quotes import QuoteScanner
+
+    data = b'id\ttext\n1\t"Hello ""you""\n22\tsaid no"\n3\tbar\n'
+    want = (data.index(b'"'), data.index(b"\t", data.index(b"22")))
+    for cut in range(1, len(data) + 1):
+        scanner = QuoteScanner("\t", watch_rows=True)
+        for i in range(0, len(data), cut):
+            scanner.feed(data[i:i + cut])
+        assert scanner.rows_joined == want, cut
+    for other in (b'id\ttext\n1\t"an\n\tindented line"\n', b'id\ttext\n1\t"two\nlines"\t"a\ttab"\n'):
+        scanner = QuoteScanner("\t", watch_rows=True)
+        scanner.feed(other)
+        assert scanner.rows_joined is None
+    pandas = b'id\ttext\n1\t"Name:\nAda\tLovelace"\n'  # a TSV's own quoted value that holds one: refused, saying so
+    scanner = QuoteScanner("\t", watch_rows=True)
+    scanner.feed(pandas)
+    assert scanner.rows_joined is not None
+
+
+def test_the_spark_engine_stages_a_csv_with_the_quoting_given(tmp_path, monkeypatch):
+    """The Spark engine reads a CSV through the local reader (bertfeat.spark stages it as parquet): quoting= reaches
+    it there, and the Ray engine, which reads parquet only, refuses it by name."""
+    pytest.importorskip("pyspark")
+    import bertfeat.ray as bray
+    import bertfeat.spark as bspark
+
+    class Seen(Exception):
+        pass
+
+    def reader(*args, **kw):
+        raise Seen(kw)
+
+    monkeypatch.setattr(bspark, "InputReader", reader)
+    with pytest.raises(Seen) as info:
+        bspark.embed_files(str(tmp_path / "copy.tsv"), str(tmp_path / "out"), "text", quoting="backslash")
+    assert info.value.args[0]["quoting"] == "backslash"
+    with pytest.raises(TypeError, match=r"^quoting= applies to CSV input, and the Ray engine reads parquet only; drop "
+                                        r"quoting=\.$"):
+        bray.embed_parquet(str(tmp_path / "in.parquet"), str(tmp_path / "out"), "text", quoting="none")
+
+
+@pytest.mark.parametrize("name", ["copy.tsv", "part-000.csv.gz"])
+def test_an_export_without_a_header_says_how_to_put_one_first(tmp_path, name):
+    """(same hunt) PostgreSQL's COPY (without HEADER), MySQL's INTO OUTFILE and warehouse unloads' parts write no
+    header: the first row was read as the names, "column(s) ['text'] not found ...; it has columns ['1', 'a cat']",
+    with nothing said of why or what to do."""
+    import gzip
+    import subprocess
+
+    src = tmp_path / name
+    body = "1\ta cat\n2\tthe mat\n" if name.endswith(".tsv") else "1,a cat\n2,the mat\n"
+    src.write_bytes(gzip.compress(body.encode()) if name.endswith(".gz") else body.encode())
+    with pytest.raises(ValueError) as info:
+        read(src, ["text"])
+    said = str(info.value)
+    assert said.startswith(f"column(s) ['text'] not found in {src}; it has columns ['1', 'a cat']. Its first line "
+                           "reads as a row of data, not names: a database's export")
+    command = said[said.index("each column: ") + len("each column: "):said.index(", and pass that file")]
+    subprocess.run(["bash", "-c", command], check=True)  # the command as given writes the file to pass
+    out = command.rsplit("> ", 1)[1]
+    assert read(out, ["id", "text"]).to_pydict() == {"id": ["1", "2"], "text": ["a cat", "the mat"]}

@@ -275,13 +275,17 @@ def test_the_delimiter_and_type_inference_reach_the_reader(tiny_bert, tmp_path):
     src.write_text("id;review\n1;a, b and c\n2;d\n")
     m = embed_file(str(src), str(tmp_path / "a.parquet"), "review", keep_cols="id", model=tiny_bert, quiet=True,
                    delimiter=";", infer_types=True)
-    assert m["reading"] == {"delimiter": ";", "infer_types": True}
+    assert m["reading"] == {"delimiter": ";", "infer_types": True, "quoting": "csv"}
     table = pq.read_table(tmp_path / "a.parquet")
     assert table.column("id").to_pylist() == [1, 2] and table.schema.field("id").type == pa.int64()
     m = embed_file(str(src), str(tmp_path / "b.parquet"), "review", keep_cols="id", model=tiny_bert, quiet=True,
                    delimiter=";")
-    assert m["reading"] == {"delimiter": ";", "infer_types": False}
+    assert m["reading"] == {"delimiter": ";", "infer_types": False, "quoting": "csv"}
     assert pq.read_table(tmp_path / "b.parquet").column("id").to_pylist() == ["1", "2"]
+    src.write_text('id;review\n1;"a" b\n')  # quoting reaches the reader: a quote opens no quoted value
+    m = embed_file(str(src), str(tmp_path / "c.parquet"), "review", keep_cols="id", model=tiny_bert, quiet=True,
+                   delimiter=";", quoting="none")
+    assert m["reading"] == {"delimiter": ";", "infer_types": False, "quoting": "none"}
 
 
 def test_an_existing_output_is_replaced_only_when_asked_and_never_a_folder(tiny_bert, tmp_path):

@@ -294,11 +294,13 @@ def test_a_quote_left_open_is_found_wherever_it_is_and_only_then(tmp_path, rows,
     for i in range(0, len(raw), cut):
         scanner.feed(raw[i:i + cut])
     assert scanner.ends_open == (open_at is not None)
+    # quoting="csv" declared: a TSV read without it refuses a quoted value holding a line break, a field and a tab,
+    # which these well-formed files may hold (tests/test_exports.py)
     if open_at is not None:
         with pytest.raises(ValueError, match=rf"quote opened at line {line} is never closed"):
-            read(path, names)
+            read(path, names, quoting="csv")
     else:
-        table, _ = read(path, names)
+        table, _ = read(path, names, quoting="csv")
         oracle = list(csv.reader(io.StringIO(text, newline=""), delimiter=sep))[1:]
         assert [list(r.values()) for r in table.to_pylist()] == oracle
 

@@ -459,7 +459,7 @@ def test_a_csv_of_another_delimiter_is_read_as_the_local_engine_reads_it(tiny_be
         # how the CSV was read is recorded as the local engine records it (it was missing from Spark's manifest)
         reading = [json.loads(Path(f"{tmp_path}/{name}{len(extra)}{suffix}.manifest.json").read_text())["reading"]
                    for name, suffix in (("local", ".parquet"), ("spark", ""))]
-        assert reading[0] == reading[1] == {"delimiter": ";", "infer_types": bool(extra)}
+        assert reading[0] == reading[1] == {"delimiter": ";", "infer_types": bool(extra), "quoting": "csv"}
     assert pa.types.is_integer(got.schema.field("stars").type)  # --infer-types reached the reader
 
 

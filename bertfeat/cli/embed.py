@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 from bertfeat.cli._options import add_recipe_options, positive_int, recipe_params
+from bertfeat.escapes import QUOTINGS
 
 # --help's description: not read from the docstring, which python -OO (PYTHONOPTIMIZE=2) strips
 DESCRIPTION = "featurize a CSV/parquet file (or a directory/glob of parquet) into a parquet file."
@@ -55,6 +56,10 @@ def add_parser(sub) -> None:
     c = p.add_argument_group("CSV input")
     c.add_argument("--delimiter", default=None, metavar="CHAR",
                    help="field delimiter (default: tab for .tsv, else comma); 'tab' or '\\t' for a tab")
+    c.add_argument("--quoting", choices=QUOTINGS, default=None,
+                   help="how values are quoted: csv (\" quotes a value; the default), none (no quoting: \" is a plain "
+                        "character), backslash (no quoting; \\t, \\n, \\\\ escapes and \\N missing, as PostgreSQL's "
+                        "\\copy ... TO, MySQL's INTO OUTFILE and mysql --batch write)")
     c.add_argument("--infer-types", action="store_true",
                    help="read kept columns as numbers, booleans, ... where they look like it (default: as written, "
                         "as text, so an id 007 stays 007)")
@@ -132,7 +137,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{local_only[0]} applies to the local engine only (--engine {args.engine} reads its input in "
                          f"batches of --chunk-rows rows); drop {local_only[0]}.")
     # the local and Spark engines read a CSV with the same reader (Spark's is staged through it); Ray reads parquet
-    csv_flags = {"--delimiter": args.delimiter is not None, "--infer-types": args.infer_types}
+    csv_flags = {"--delimiter": args.delimiter is not None, "--infer-types": args.infer_types,
+                 "--quoting": args.quoting is not None}
     given = [flag for flag, on in csv_flags.items() if on]
     if given and resolve_input(args.input)[0] != "csv":
         raise UsageError(f"{given[0]} applies to CSV input only, and {args.input!r} is parquet; drop {given[0]}.")
@@ -151,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     embed_file(
         args.input, args.out, args.text_col, keep_cols=keep, layout=args.layout, overwrite=args.overwrite,
         chunk_rows=args.chunk_rows, quiet=args.quiet, delimiter=_delimiter(args.delimiter),
-        infer_types=args.infer_types, **extra, **params,
+        infer_types=args.infer_types, quoting=args.quoting, **extra, **params,
     )
     return 0
 
@@ -210,6 +216,6 @@ def _run_spark(args: argparse.Namespace, keep: list, params: dict) -> int:
         embed_files(
             args.input, args.out, args.text_col, keep_cols=keep, layout=args.layout, overwrite=args.overwrite,
             batch_rows=args.chunk_rows, master=args.master, quiet=args.quiet, delimiter=_delimiter(args.delimiter),
-            infer_types=args.infer_types, **params,
+            infer_types=args.infer_types, quoting=args.quoting, **params,
         )
     return 0

@@ -7,6 +7,7 @@ import argparse
 import json
 
 from bertfeat.cli._options import HELP, add_prefix_options, non_negative_int, positive_int, prefix_params, seed
+from bertfeat.escapes import QUOTINGS
 from bertfeat.recipe import DTYPES, LONG_TEXT_MODES
 
 # --help's description: not read from the docstring, which python -OO (PYTHONOPTIMIZE=2) strips
@@ -36,6 +37,10 @@ def add_parser(sub) -> None:
                         "kept together always)")
     p.add_argument("--delimiter", default=None, metavar="CHAR",
                    help="a CSV's field delimiter (default: tab for .tsv, else comma); 'tab' or '\\t' for a tab")
+    p.add_argument("--quoting", choices=QUOTINGS, default=None,
+                   help="how a CSV's values are quoted: csv (\" quotes a value; the default), none (no quoting), "
+                        "backslash (no quoting; backslash escapes and \\N missing, as PostgreSQL's \\copy ... TO and "
+                        "mysql --batch write)")
     p.add_argument("--model", action="append", default=None, metavar="MODEL",
                    help="'default', a Hugging Face name or a local directory; repeat to compare models in one table "
                         "(default: 'default', the bundled model)")
@@ -76,11 +81,13 @@ def run(args: argparse.Namespace) -> int:
         _check_writable(args.json, f"--json {args.json!r}")
 
     is_csv = resolve_input(args.input)[0] == "csv"
-    if args.delimiter is not None and not is_csv:
-        raise UsageError(f"--delimiter applies to CSV input only, and {args.input!r} is parquet; drop --delimiter.")
+    given = [flag for flag, on in (("--delimiter", args.delimiter is not None),
+                                   ("--quoting", args.quoting is not None)) if on]
+    if given and not is_csv:
+        raise UsageError(f"{given[0]} applies to CSV input only, and {args.input!r} is parquet; drop {given[0]}.")
     columns = list(dict.fromkeys([args.text_col, args.label_col] + ([args.group_col] if args.group_col else [])))
     reader = InputReader(args.input, columns, 100_000, [args.text_col],
-                         delimiter=_delimiter(args.delimiter))
+                         delimiter=_delimiter(args.delimiter), quoting=args.quoting)
     import pyarrow as pa
 
     table = pa.Table.from_batches(list(reader.batches()), schema=reader.schema)

@@ -464,6 +464,9 @@ issue_python_warnings <- function(warnings) {
 #'   `--max-length=256`; `TRUE` passes a bare flag and `FALSE` or `NULL` passes nothing. `keep_col` takes a
 #'   character vector, the columns copied into the output (`keep_col = c("id", "label")`); `id_col` one column.
 #'   `layers` takes whole numbers as in [bf_embed()] (`layers = c(-1, -2)`), or the command line's string `"-1,-2"`.
+#'   A CSV's reading options too: `delimiter = ";"`, and `quoting = "backslash"` for a database's text export
+#'   (PostgreSQL's `\copy ... TO`, MySQL's `INTO OUTFILE` and `mysql --batch`: backslash escapes, `\N` missing) or
+#'   `quoting = "none"` for a TSV that quotes nothing.
 #'
 #' @return `output`, invisibly. The command's summary of the finished job (rows, dims, texts embedded and from
 #'   the cache, truncated (or, with `long_text = "chunk"`, chunked) and missing texts) comes as a message of class

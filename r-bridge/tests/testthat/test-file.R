@@ -380,3 +380,21 @@ test_that("bf_embed_file() reads its options' strings as UTF-8, as bf_embed() do
   suppressMessages(bf_embed_file(input, output, "review", pooling = "mean", prefix = marked))
   expect_identical(bf_read_features(output)$provenance$prefix, "caf\u00e9: ")
 })
+
+test_that("bf_embed_file() reads a database's text export with quoting = \"backslash\", and refuses it without", {
+  # (a database and shell exports hunt, 2026-11-27) PostgreSQL's \copy ... TO writes a line break as \n and NULL as
+  # \N: both were embedded as the two characters
+  dir <- withr::local_tempdir()
+  input <- file.path(dir, "copy.tsv")
+  writeLines(c("id\treview", "1\tLoved it.\\nWould watch again.", "2\t\\N", "3\tA \\\\ B"), input)
+  output <- file.path(dir, "features.parquet")
+  err <- expect_error(bf_embed_file(input, output, "review", pooling = "mean", missing = "nan"),
+                      class = "bertfeat_error_cli")
+  expect_match(conditionMessage(err), "Pass --quoting backslash", fixed = TRUE)
+  suppressMessages(bf_embed_file(input, output, "review", pooling = "mean", missing = "nan", id_col = "id",
+                                 quoting = "backslash"))
+  f <- bf_read_features(output, row_names = "id")
+  expected <- bf_embed(c("Loved it.\nWould watch again.", NA, "A \\ B"), pooling = "mean", missing = "nan")
+  expect_equal(unname(f$x), unname(expected), tolerance = 1e-5)
+  expect_true(all(is.na(f$x[2, ])))
+})

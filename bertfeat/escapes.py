@@ -1,0 +1,80 @@
+"""How a CSV file's values are quoted (``--quoting``), where the file cannot tell: ``csv`` (RFC 4180: ``"`` quotes a
+value, ``""`` inside is one), ``none`` (no quoting: every character as written, ``"`` too, as ``cut``, ``paste`` and
+awk write a TSV), or ``backslash`` (no quoting; a backslash escapes the next character), as database text exports
+write: PostgreSQL's COPY text format (``\\copy t TO 'f.tsv'``), MySQL's ``SELECT ... INTO OUTFILE`` and
+``mysql --batch``, Snowflake's and Redshift's unloads with an escape, Hive's text tables.
+
+Read as CSV, such a file's value beginning with ``"`` joined the rows up to the next quote into one value, silently,
+and its escapes were embedded as two characters (``\\n`` for a line break). Under ``backslash`` a value is read as
+PostgreSQL's ``COPY FROM`` reads its text format: ``\\b \\f \\n \\r \\t \\v``, ``\\`` and 1 to 3 octal digits (``\\0``, MySQL's
+NUL), ``\\x`` and 1 or 2 hex digits, ``\\N`` alone as a missing value (:data:`bertfeat.readers.CSV_NULLS` holds it),
+and any other character after a backslash as itself: a backslash, a quote, and the delimiter or a line break that
+MySQL's INTO OUTFILE and Redshift's ESCAPE write after one, which are part of the value, not its end.
+
+pyarrow, which reads the file, splits a value at every delimiter and line break; :class:`EscapedBytes` rewrites the
+bytes it is given so that none escaped is left (a backslash and a line break become ``\\n``, a backslash and the
+delimiter a backslash and the unit separator U+001F, which no exporter writes after one), pair by pair, so an
+escaped backslash before a delimiter stays one (``\\\\<tab>`` ends its value). :func:`decode` then reads each value.
+"""
+
+from __future__ import annotations
+
+import re
+
+QUOTINGS = ("csv", "none", "backslash")
+_PAIR = re.compile(rb"\\(.)", re.S)
+_SEPARATOR = 0x1F  # what stands for an escaped delimiter between the two steps
+_LETTERS = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+_ESCAPE = re.compile(r"\\(?:([0-7]{1,3})|x([0-9A-Fa-f]{1,2})|(.))", re.S)
+
+
+def checked(quoting) -> str:
+    """``quoting`` where it is one of :data:`QUOTINGS` (None: ``csv``), else a ValueError saying what each means."""
+    if quoting is None:
+        return "csv"
+    if not isinstance(quoting, str) or quoting not in QUOTINGS:
+        raise ValueError(f"quoting={quoting!r} is not valid: expected 'csv' (\" quotes a value, the default), 'none' "
+                         "(no quoting: \" is a plain character) or 'backslash' (no quoting, backslash escapes, \\N "
+                         "missing: PostgreSQL's COPY text format, MySQL's INTO OUTFILE and mysql --batch).")
+    return quoting
+
+
+class EscapedBytes:
+    """Rewrites a backslash-escaped stream, fed in pieces of any size, so that a value holds no delimiter or line
+    break of its own: ``rewrite`` returns the bytes ready so far (a trailing backslash waits for the byte it
+    escapes), and ``rewrite(b"")`` at the end returns what waits."""
+
+    def __init__(self, delimiter: str):
+        self._to = {ord("\n"): b"\\n", ord("\r"): b"\\r", ord(delimiter): b"\\" + bytes([_SEPARATOR])}
+        if delimiter == "\t":
+            self._to[ord("\t")] = b"\\t"
+        self.held = b""
+
+    def rewrite(self, data: bytes) -> bytes:
+        if not data:
+            out, self.held = self.held, b""
+            return out
+        data = self.held + data
+        trailing = len(data) - len(data.rstrip(b"\\"))
+        if trailing % 2:  # a backslash whose escaped byte is in the next piece
+            data, self.held = data[:-1], b"\\"
+        else:
+            self.held = b""
+        return _PAIR.sub(self._pair, data)
+
+    def _pair(self, match: re.Match) -> bytes:
+        return self._to.get(match[1][0], match[0])
+
+
+def decode(value: str, delimiter: str) -> str:
+    """A value of a backslash-escaped export, as PostgreSQL's COPY FROM reads its text format (the module's
+    docstring), after :class:`EscapedBytes`."""
+    def one(m: re.Match) -> str:
+        if m[1]:
+            return chr(int(m[1], 8))
+        if m[2]:
+            return chr(int(m[2], 16))
+        c = m[3]
+        return delimiter if ord(c) == _SEPARATOR else _LETTERS.get(c, c)
+
+    return _ESCAPE.sub(one, value)
