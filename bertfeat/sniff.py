@@ -152,7 +152,7 @@ def not_csv_text(path, head: bytes) -> str | None:
             return (f"{path} is a parquet file compressed as {outer} ({_SEEN}), not CSV text: decompress it and name "
                     f"it {stem}.parquet.")
         return f"{path} is a parquet file ({_SEEN}), not CSV text: name it {stem}.parquet."
-    return None
+    return other_format(path, head)  # Arrow, ORC, Avro, JSON: read as a header of garbage or of '{"id": 1'
 
 
 def not_parquet(path, head: bytes) -> str | None:
@@ -173,6 +173,51 @@ def not_parquet(path, head: bytes) -> str | None:
             plain = os.path.join(folder, f"{stem}.plain{suffix}")
             return (f"{path} is compressed ({codec}: {_SEEN}): decompress it ({_DECOMPRESS[codec]} "
                     f"{shlex.quote(given)} > {shlex.quote(plain)}), and pass that.")
+    said = other_format(path, head)
+    if said:
+        return said
     if head and (wide_encoding(head[:64]) or not _CONTROL.search(head[:64])):
         return f"{path} is text, not parquet ({_SEEN}): if it is CSV, name it {stem}.csv (or {stem}.tsv)."
     return None
+
+
+# Formats users hand over in hope or by mistake, by their first bytes: each converted to parquet, which bertfeat reads.
+_FORMATS = [(re.compile(rb"ARROW1"), "an Arrow IPC (Feather) file", "pyarrow.feather", "read_table({src})"),
+            (re.compile(rb"FEA1"), "a Feather (version 1) file", "pyarrow.feather", "read_table({src})"),
+            (re.compile(rb"ORC"), "an ORC file", "pyarrow.orc", "read_table({src})"),
+            (re.compile(rb"(\xef\xbb\xbf)?\s*\[\s*\{"), "JSON (an array of records)", "pandas",
+             "Table.from_pandas(m.read_json({src}), preserve_index=False)"),
+            (re.compile(rb"(\xef\xbb\xbf)?\s*\{\s*\""), "JSON Lines (one record a line)", "pyarrow.json",
+             "read_json({src})")]
+_BY_SUFFIX = {".arrow": 0, ".feather": 0, ".ipc": 0, ".orc": 2, ".json": 3, ".jsonl": 4, ".ndjson": 4}
+
+
+def other_format(path, head: bytes, by_suffix: bool = False) -> str | None:
+    """What to tell a user whose input ``path`` (its first bytes as stored, ``head``) is a data file of a format
+    bertfeat does not read, by its first bytes (or, with ``by_suffix``, where they say nothing, by its suffix): an
+    Arrow IPC (Feather) file, ORC, Avro, JSON or JSON Lines: what it is, and the command that converts it to parquet;
+    None otherwise."""
+    import json
+    import shlex
+
+    given = os.fsdecode(path)
+    stem = os.path.splitext(given)[0]
+    seen = f" ({_SEEN})"
+    if head.startswith(b"Obj\x01") or (by_suffix and given.lower().endswith(".avro")):
+        seen = seen if head.startswith(b"Obj\x01") else ""
+        return (f"{path} is an Avro file, which bertfeat does not read{seen}: convert it to parquet first (with "
+                "Spark, spark.read.format('avro').load(...).write.parquet(...), or with fastavro and pandas), and "
+                "pass the parquet file.")
+    found = next((f for f in _FORMATS if f[0].match(head)), None)
+    if found is None and by_suffix:
+        at = _BY_SUFFIX.get(os.path.splitext(given)[1].lower())
+        found, seen = (None, "") if at is None else (_FORMATS[at], "")
+    if found is None:
+        return None
+    _, what, module, read = found
+    out = stem + ".parquet" if not given.lower().endswith(".parquet") else stem + ".converted.parquet"
+    code = (f"import {module} as m, pyarrow as pa, pyarrow.parquet as pq; "
+            f"pq.write_table({'pa.' if module == 'pandas' else 'm.'}{read.format(src=json.dumps(given))}, "
+            f"{json.dumps(out)})")
+    return (f"{path} is {what}, which bertfeat does not read{seen}: convert it to parquet first (python -c "
+            f"{shlex.quote(code)}) and pass {shlex.quote(out)}.")

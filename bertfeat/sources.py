@@ -401,7 +401,9 @@ def _other_suffix(path: Path) -> str | None:
         wide = _wide_text(path)
         if wide:  # Excel's "Unicode Text": renamed .tsv, it would be refused again as UTF-16
             return wide
-        return f"if it is text separated by tabs, name it {stem}.tsv (or by commas, {stem}.csv)."
+        return (f"if it is text separated by tabs, name it {stem}.tsv (or by commas, {stem}.csv); if it holds one text "
+                f"a line and no header, put one first and read it without quoting: (echo text; cat {name}) > "
+                f"{stem}.tsv, then --text-col text --quoting none.")
     if suffix.lower() in _ARCHIVES:
         return (f"decompress it ({_ARCHIVES[suffix.lower()]}), or compress it again as {stem}.gz, .bz2 or .zst."
                 if stem.lower().endswith((".csv", ".tsv")) else f"decompress it ({_ARCHIVES[suffix.lower()]}).")
@@ -411,7 +413,15 @@ def _other_suffix(path: Path) -> str | None:
         return f"if it is a compressed CSV file, name it {stem}.csv{suffix} (or .tsv{suffix})."
     if lower.endswith((".xlsx", ".xlsm", ".xls")):
         return f'save it from Excel as "CSV UTF-8" ({stem}.csv).'
-    return None
+    from bertfeat.sniff import HEAD, other_format
+
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(HEAD)
+    except OSError:
+        head = b""
+    said = other_format(path, head, by_suffix=True)  # JSON Lines, Arrow/Feather, ORC, Avro: how to convert it
+    return "it " + said[len(f"{path} "):] if said else None
 
 
 def _wide_text(path: Path) -> str | None:

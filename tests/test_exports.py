@@ -276,6 +276,65 @@ def test_rows_read_into_a_quoted_value_are_found_whatever_the_read_pieces():
     assert scanner.rows_joined is not None
 
 
+# -- other formats given by mistake or hope ------------------------------------------------------------------------
+
+def _write(kind, path):
+    table = pa.table({"id": [1, 2], "text": ["a cat", "the mat"]})
+    if kind == "feather":
+        import pyarrow.feather as feather
+
+        feather.write_feather(table, path)
+    elif kind == "orc":
+        import pyarrow.orc as orc
+
+        orc.write_table(table, path)
+    elif kind == "jsonl":
+        path.write_text('{"id": 1, "text": "a cat"}\n{"id": 2, "text": "the mat"}\n')
+    else:
+        path.write_text('[{"id": 1, "text": "a cat"}, {"id": 2, "text": "the mat"}]')
+
+
+@pytest.mark.parametrize("kind, name, what", [
+    ("feather", "x.arrow", "an Arrow IPC (Feather) file"), ("feather", "x.feather", "an Arrow IPC (Feather) file"),
+    ("orc", "x.orc", "an ORC file"), ("jsonl", "x.jsonl", "JSON Lines (one record a line)"),
+    ("json", "x.json", "JSON (an array of records)"),
+    ("jsonl", "x.csv", "JSON Lines (one record a line)"), ("feather", "x.tsv", "an Arrow IPC (Feather) file"),
+    ("jsonl", "x.parquet", "JSON Lines (one record a line)"), ("orc", "x.parquet", "an ORC file"),
+])
+def test_a_file_of_another_format_is_refused_with_the_command_that_converts_it(tmp_path, kind, name, what):
+    """(same hunt) JSON Lines, JSON, Arrow IPC/Feather and ORC files were refused as "expected one CSV file ... or
+    parquet files", with nothing said of what to do; under a .csv name, JSON Lines read as a header '{"id": 1' and
+    Feather as a header of binary; under a .parquet name, "text, not parquet: if it is CSV, name it .csv"."""
+    import shlex
+
+    src = tmp_path / name
+    _write(kind, src)
+    with pytest.raises(ValueError) as info:
+        read(src, ["text"])
+    said = str(info.value)
+    assert f"is {what}, which bertfeat does not read (its first bytes say so): convert it to parquet first " in said
+    command = shlex.split(said[said.index("(python -c ") + 1:said.rindex(") and pass ")])
+    assert command[:2] == ["python", "-c"]
+    exec(command[2], {})  # the command as given makes the parquet file it names, which reads as the data
+    out = shlex.split(said[said.rindex(") and pass ") + len(") and pass "):-1])[0]
+    assert out == str(src.with_suffix(".converted.parquet" if name.endswith(".parquet") else ".parquet"))
+    assert read(out, ["text"]).column("text").to_pylist() == ["a cat", "the mat"]
+
+
+def test_an_avro_file_and_a_text_of_one_line_each_say_what_to_do(tmp_path):
+    avro = tmp_path / "x.avro"
+    avro.write_bytes(b"Obj\x01\x04\x14avro.codec\x08null")
+    with pytest.raises(ValueError, match=re.escape("it is an Avro file, which bertfeat does not read (its first bytes "
+                                                   "say so): convert it to parquet first (with Spark")):
+        read(avro, ["text"])
+    lines = tmp_path / "texts.txt"
+    lines.write_text('a cat\n"Great" product\n')
+    with pytest.raises(ValueError, match=re.escape(
+            "if it holds one text a line and no header, put one first and read it without quoting: (echo text; cat "
+            "texts.txt) > texts.tsv, then --text-col text --quoting none.")):
+        read(lines, ["text"])
+
+
 def test_the_spark_engine_stages_a_csv_with_the_quoting_given(tmp_path, monkeypatch):
     """The Spark engine reads a CSV through the local reader (bertfeat.spark stages it as parquet): quoting= reaches
     it there, and the Ray engine, which reads parquet only, refuses it by name."""

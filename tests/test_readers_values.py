@@ -99,7 +99,8 @@ def test_an_input_names_one_csv_or_parquet_files_and_anything_else_is_refused_wo
     assert refusal(resolve_input, f"{d}/*").endswith(  # mixed kinds (the folder sub/ it matches read as a folder)
         "got ['a.PQ', 'b.parquet', 'c.parq', 'notes.txt'].")
     (tmp_path / "data.json").write_text("{}")
-    assert refusal(resolve_input, f"{tmp_path}/data.json").endswith("got ['data.json'].")
+    assert "got ['data.json']; it is JSON (an array of records), which bertfeat does not read: convert it to parquet " \
+           "first (python -c " in refusal(resolve_input, f"{tmp_path}/data.json")  # by its suffix (tests/test_exports)
 
 
 def test_codecs_and_delimiters_follow_the_suffix_in_any_case(tmp_path):
@@ -266,8 +267,12 @@ def test_a_file_that_is_not_utf8_is_named_by_its_line_and_told_how_to_convert(tm
 
 
 @pytest.mark.parametrize("name, hint", [
-    ("export.tab", "if it is text separated by tabs, name it export.tsv (or by commas, export.csv)."),
-    ("export.TXT", "if it is text separated by tabs, name it export.tsv (or by commas, export.csv)."),
+    ("export.tab", "if it is text separated by tabs, name it export.tsv (or by commas, export.csv); if it holds one "
+     "text a line and no header, put one first and read it without quoting: (echo text; cat export.tab) > "
+     "export.tsv, then --text-col text --quoting none."),
+    ("export.TXT", "if it is text separated by tabs, name it export.tsv (or by commas, export.csv); if it holds one "
+     "text a line and no header, put one first and read it without quoting: (echo text; cat export.TXT) > "
+     "export.tsv, then --text-col text --quoting none."),
     ("reviews.csv.xz", "decompress it (xz -d), or compress it again as reviews.csv.gz, .bz2 or .zst."),
     ("reviews.tsv.lz4", "decompress it (lz4 -d), or compress it again as reviews.tsv.gz, .bz2 or .zst."),
     ("reviews.zip", "unzip it and name the CSV file, or the folder of parquet files, it holds."),
