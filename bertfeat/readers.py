@@ -567,22 +567,28 @@ class InputReader:
     def _refuse_escapes(self, batch: pa.RecordBatch, delivered: int) -> None:
         """Refuse a text of ``batch`` (the rows before it ``delivered``) of a TSV whose quoting was not declared that
         holds a backslash and an n, t or r: the line break, tab or carriage return of a database's text export
-        (PostgreSQL's COPY text format, mysql --batch), which read as written would be embedded as two characters."""
+        (PostgreSQL's COPY text format, mysql --batch), which read as written would be embedded as two characters;
+        or that ends with a backslash, which MySQL's INTO OUTFILE writes before a line break inside a value, there
+        read as the end of the row (the rest of the text a row of its own)."""
         for name in self.text_cols:
             column = batch.column(name)
-            found = pc.fill_null(pc.match_substring_regex(column, r"(^|[^\\])(\\\\)*\\[ntr]"), False)
-            if pc.any(found).as_py():
-                i = int(np.flatnonzero(found.to_numpy(zero_copy_only=False))[0])
-                value = column[i].as_py()
-                at = re.search(r"(?:^|[^\\])(?:\\\\)*(\\[ntr])", value)
-                raise ValueError(
-                    f"{self.path}: the text of row {delivered + i:,} in column {name!r} holds {at[1]!r} (a backslash "
-                    f"and {at[1][1]!r}: {value[max(0, at.start(1) - 20):at.end(1) + 20]!r}), as a database's text "
-                    "export writes a line break, a tab or a carriage return inside a value (PostgreSQL's \\copy ... "
-                    "TO and COPY ... TO STDOUT, mysql --batch, Snowflake's unloads): read as written it would be "
-                    "embedded as those two characters. Pass --quoting backslash (quoting='backslash') to read the "
-                    "file's escapes (and \\N as missing); if the backslashes are the text's own, pass --quoting csv "
-                    "(or none) to read them as written.")
+            found = pc.fill_null(pc.match_substring_regex(column, r"(^|[^\\])(\\\\)*\\([ntr]|$)"), False)
+            if not pc.any(found).as_py():
+                continue
+            i = int(np.flatnonzero(found.to_numpy(zero_copy_only=False))[0])
+            value = column[i].as_py()
+            at = re.search(r"(?:^|[^\\])(?:\\\\)*(\\[ntr]|\\\Z)", value, re.S)
+            shown = value[max(0, at.start(1) - 20):at.end(1) + 20]
+            what = (f"holds {at[1]!r} (a backslash and {at[1][1]!r}: {shown!r}), as a database's text export writes "
+                    "a line break, a tab or a carriage return inside a value (PostgreSQL's \\copy ... TO and COPY ... "
+                    "TO STDOUT, mysql --batch, Snowflake's unloads): read as written it would be embedded as those two "
+                    "characters" if len(at[1]) == 2 else
+                    f"ends with a backslash ({shown!r}), as MySQL's INTO OUTFILE writes one before a line break inside "
+                    "a value: read as written the rest of the text would be a row of its own")
+            raise ValueError(
+                f"{self.path}: the text of row {delivered + i:,} in column {name!r} {what}. Pass --quoting backslash "
+                "(quoting='backslash') to read the file's escapes (and \\N as missing); if the backslashes are the "
+                "text's own, pass --quoting csv (or none) to read them as written.")
 
     def _refuse_footer(self, batch: pa.RecordBatch, delivered: int) -> None:
         """Refuse psql's row count footer in ``batch`` of a file of one column, the rows before it ``delivered``:
@@ -625,7 +631,7 @@ class InputReader:
         """Find the line of a CSV problem by re-reading with Python's csv module; ``exc`` is pyarrow's error, or None
         for what :class:`QuoteScanner` found: a quote left open at the end (pyarrow reads that as one last value
         holding the rest of the file) or a quoted value with more text after its closing quote."""
-        line, row_names, escaped = None, False, None
+        line, row_names, escaped, broken, before = None, False, None, None, None
         try:
             with self._text() as fh, _no_field_limit():
                 reader = csv.reader(_csv_lines(fh), **self._dialect())
@@ -643,9 +649,12 @@ class InputReader:
                             # (not a last field left empty: a delimiter ending each row, "1,a,", is no row name)
                             row_names = rows_before == 0 and len(row) == width + 1 and row[-1] != ""
                             escaped = self._escaped_delimiter(row)
+                            ends = self._escaped_delimiter([before[-1], ""]) if before and not escaped else None
+                            broken = ends[:-1] if ends else None  # the last field of the record before, a "\"
                             break
                         elif row:
                             rows_before += 1
+                        before = row or before
                         last_end = reader.line_num
                 except csv.Error as scan_exc:
                     if "expected after" in str(scan_exc):
@@ -677,6 +686,11 @@ class InputReader:
             said += (f". A backslash comes before the delimiter there ({escaped!r}), as exports that escape their "
                      "delimiters, tabs and line breaks with a backslash write them (MySQL's INTO OUTFILE, "
                      "Redshift's UNLOAD ... ESCAPE, PostgreSQL's COPY text format): pass --quoting backslash "
+                     "(quoting='backslash').")
+        elif broken:  # MySQL's INTO OUTFILE: a backslash before a line break inside a value
+            said += (f". The line before it ends with a backslash ({broken!r}), as exports that escape their "
+                     "delimiters, tabs and line breaks with a backslash write one before a line break inside a value "
+                     "(MySQL's INTO OUTFILE, Redshift's UNLOAD ... ESCAPE): pass --quoting backslash "
                      "(quoting='backslash').")
         elif row_names:  # the first row one field wider than the header: R's write.table, every row so
             said += (". The header names one column fewer than the rows hold, as R's write.table() writes a data "

@@ -377,3 +377,26 @@ def test_an_export_without_a_header_says_how_to_put_one_first(tmp_path, name):
     subprocess.run(["bash", "-c", command], check=True)  # the command as given writes the file to pass
     out = command.rsplit("> ", 1)[1]
     assert read(out, ["id", "text"]).to_pydict() == {"id": ["1", "2"], "text": ["a cat", "the mat"]}
+
+
+def test_a_backslash_before_a_line_break_is_refused_where_the_quoting_was_not_declared(tmp_path):
+    """(same hunt) MySQL's INTO OUTFILE writes a line break inside a value as a backslash and the line break itself:
+    in a TSV of one column the text was read as two rows, silently; in one of more columns "Expected 2 columns, got 1"
+    with nothing said of why."""
+    one = tmp_path / "one.tsv"
+    one.write_bytes(b"text\nfirst\ntwo\\\nlines\n")
+    with pytest.raises(ValueError) as info:
+        read(one, ["text"])
+    assert str(info.value).startswith(
+        f"{one}: the text of row 1 in column 'text' ends with a backslash ('two\\\\'), as MySQL's INTO OUTFILE writes "
+        "one before a line break inside a value: read as written the rest of the text would be a row of its own. Pass "
+        "--quoting backslash")
+    assert read(one, ["text"], quoting="backslash").column("text").to_pylist() == ["first", "two\nlines"]
+    two = tmp_path / "two.tsv"
+    two.write_bytes(b"id\ttext\n1\ttwo\\\nlines\n")
+    with pytest.raises(ValueError) as info:
+        read(two, ["id", "text"])
+    assert str(info.value).endswith(
+        "The line before it ends with a backslash ('two\\\\'), as exports that escape their delimiters, tabs and line "
+        "breaks with a backslash write one before a line break inside a value (MySQL's INTO OUTFILE, Redshift's "
+        "UNLOAD ... ESCAPE): pass --quoting backslash (quoting='backslash').")
