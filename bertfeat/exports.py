@@ -30,6 +30,14 @@ def footer_refusal(path, line: int, value: str) -> str:
             "psql -P footer=off, or remove that line).")
 
 
+def unaligned_refusal(path, problem: str, line: int, footer: str, delimiter: str) -> str:
+    """What to tell a user whose CSV file ``path`` has a row of other width (``problem``, pyarrow's words with its
+    line) and ends with psql's footer ``footer`` at ``line``: psql's unaligned output quotes no value, so a value
+    holding the delimiter was split (not R's row names)."""
+    return (f"{problem}. The file ends with psql's row count footer {footer!r} at line {line}: it is psql's unaligned "
+            f"output (psql -A), which quotes no value, so a value holding {delimiter!r} is split into two; {_EXPORT}.")
+
+
 def no_header(path, delimiter: str, columns: int) -> str:
     """What to tell a user whose CSV file ``path`` (of ``columns`` columns) begins with a row of data, not names, as
     PostgreSQL's COPY (before version 15's HEADER) and MySQL's INTO OUTFILE write it, and warehouse unloads' parts."""

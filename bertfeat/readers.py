@@ -682,6 +682,9 @@ class InputReader:
                     "hold further on); drop infer_types (--infer-types) to read kept columns as written, as text.")
         where = f" at line {line}" if line else ""
         said = f"{self.path} is malformed{where}: {str(exc).splitlines()[0]}"
+        footer = self._last_line() if line else None
+        if footer and exports.footer_rows(footer[1]) is not None:  # psql -A: a value holding the delimiter, split
+            return exports.unaligned_refusal(self.path, said, *footer, self.delimiter)
         if escaped:  # MySQL's INTO OUTFILE, Redshift's UNLOAD ... ESCAPE: not R's row names
             said += (f". A backslash comes before the delimiter there ({escaped!r}), as exports that escape their "
                      "delimiters, tabs and line breaks with a backslash write them (MySQL's INTO OUTFILE, "
@@ -697,6 +700,18 @@ class InputReader:
                      "frame with its row names: write it with row.names = FALSE (or with write.csv(), which names "
                      "the row names' column \"\").")
         return said
+
+    def _last_line(self) -> tuple[int, str] | None:
+        """``(line, text)`` of the CSV file's last line that is not blank, spaces around it removed, or None."""
+        last = None
+        try:
+            with self._text() as fh:
+                for number, text in enumerate(fh, 1):
+                    if text.strip():
+                        last = (number, text.strip())
+        except (OSError, EOFError, UnicodeDecodeError, zlib.error):
+            return None
+        return last
 
     def _escaped_delimiter(self, row: list[str]) -> str | None:
         """The fields of the ragged ``row`` around a delimiter that a backslash escapes (a field ending with an odd

@@ -400,3 +400,21 @@ def test_a_backslash_before_a_line_break_is_refused_where_the_quoting_was_not_de
         "The line before it ends with a backslash ('two\\\\'), as exports that escape their delimiters, tabs and line "
         "breaks with a backslash write one before a line break inside a value (MySQL's INTO OUTFILE, Redshift's "
         "UNLOAD ... ESCAPE): pass --quoting backslash (quoting='backslash').")
+
+
+@pytest.mark.parametrize("body, line", [("id,text\n1,hello, world\n2,x\n(2 rows)\n", 2),
+                                        ("id,text\n1,x\n2,hello, world\n(2 rows)\n\n", 3)])
+def test_psqls_unaligned_output_with_a_value_holding_the_delimiter_says_so(tmp_path, body, line):
+    """(same hunt) psql -A -F, quotes no value: a text holding a comma gave a row one field wider, told (on the first
+    row) to write the file with R's row.names = FALSE, or nothing (further on)."""
+    src = tmp_path / "psql.csv"
+    src.write_text(body)
+    with pytest.raises(ValueError) as info:
+        read(src, ["id", "text"])
+    assert "write.table" not in str(info.value)
+    assert str(info.value).startswith(f"{src} is malformed at line {line}: CSV parse error: ")
+    assert str(info.value).endswith(
+        "The file ends with psql's row count footer '(2 rows)' at line 4: it is psql's unaligned output (psql -A), "
+        "which quotes no value, so a value holding ',' is split into two; export the query as CSV instead: \\copy "
+        "(SELECT ...) TO 'file.csv' WITH (FORMAT csv, HEADER) in psql, or psql --csv -c 'SELECT ...' > file.csv, which "
+        "quote each value holding a comma and leave out the footer.")
