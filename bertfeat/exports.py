@@ -1,6 +1,6 @@
 """What the text exports of database clients leave in a file that is no CSV data: psql's row count footer
 (``(3 rows)`` after ``psql -A -F,``'s rows), and a table drawn for the terminal (psql's aligned output, the mysql
-client's ``+----+`` borders). Read as CSV, a footer in a file of one column was embedded as a text, and in a file of
+client's ``+----+`` borders) or for a page (a Markdown table, pandas' ``to_markdown()``). Read as CSV, a footer in a file of one column was embedded as a text, and in a file of
 more columns was a ragged row with nothing said of why; a drawn table read as a header of names with spaces around
 them and rows of dashes. Each is refused naming what it is and how to export the data instead."""
 
@@ -12,6 +12,8 @@ _FOOTER = re.compile(r"\((\d+) rows?\)")
 # psql's aligned output: a header " id | text " over "----+------"; mysql's: "+----+------+" around it all
 _PSQL_RULE = re.compile(r"-+(\+-+)*")
 _MYSQL_RULE = re.compile(r"\+(-+\+)+")
+# a Markdown table's rule under its header: "|---|:---:|" (pandas' to_markdown(), a table pasted from a notebook)
+_MARKDOWN_RULE = re.compile(r"\|?(\s*:?-{3,}:?\s*\|)+(\s*:?-{3,}:?\s*)?")
 
 _EXPORT = ("export the query as CSV instead: \\copy (SELECT ...) TO 'file.csv' WITH (FORMAT csv, HEADER) in psql, "
            "or psql --csv -c 'SELECT ...' > file.csv, which quote each value holding a comma and leave out the footer")
@@ -69,6 +71,10 @@ def drawn_table(path, lines: list[str]) -> str | None:
                 "lines around it), not CSV: export the query with mysql --batch -e 'SELECT ...' > file.tsv (tabs, a "
                 "header first; read it with --quoting backslash, as the client escapes tabs and line breaks in "
                 "values), or with SELECT ... INTO OUTFILE.")
+    if len(lines) == 2 and lines[0].lstrip().startswith("|") and _MARKDOWN_RULE.fullmatch(lines[1].strip()):
+        return (f"{path} is a Markdown table (its header over {lines[1].strip()[:40]!r}, as pandas' to_markdown() and "
+                "a table pasted from a notebook or a page write it), not CSV: write the data frame as CSV "
+                "(df.to_csv('file.csv', index=False)) or parquet (df.to_parquet('file.parquet')) and pass that.")
     if len(lines) == 2 and _psql_rule(*lines):
         return (f"{path} is psql's aligned output (a table drawn for the terminal: its header over "
                 f"{lines[1].strip()[:40]!r}), not CSV: {_EXPORT}.")

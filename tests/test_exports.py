@@ -83,14 +83,17 @@ def test_a_text_that_only_looks_like_a_footer_is_read_as_a_text(tmp_path):
     (" text  \n-------\n a cat\n(1 row)\n", "psql's aligned output"),
     ("+----+---------+\n| id | text    |\n+----+---------+\n|  1 | a cat   |\n+----+---------+\n",
      "the mysql client's table output"),
+    ("|    |   id | text    |\n|---:|-----:|:--------|\n|  0 |    1 | a cat   |\n", "a Markdown table"),  # to_markdown()
+    ("| id | text |\n| --- | --- |\n| 1 | a cat |\n", "a Markdown table"),
 ])
 def test_a_table_drawn_for_the_terminal_is_refused_as_what_it_is(tmp_path, body, what):
     """(same hunt) psql's and mysql's tables drawn for the terminal (a query's output pasted or redirected without
-    -A or --batch) were read as a header of names with spaces around them: "column(s) ['text'] not found" with
-    advice on delimiters and spaces, then rows of dashes."""
+    -A or --batch), and a Markdown table (pandas' to_markdown(), a notebook's), were read as a header of names with
+    spaces around them: "column(s) ['text'] not found" with advice on delimiters and spaces, then rows of dashes."""
     src = tmp_path / "query.csv"
     src.write_text(body)
-    with pytest.raises(ValueError, match=f"^{re.escape(f'{src} is {what}')}.*, not CSV: export the query"):
+    with pytest.raises(ValueError, match=f"^{re.escape(f'{src} is {what}')}.*, not CSV: (export the query|write the "
+                                         "data frame as CSV)"):
         read(src, ["text"])
 
 
