@@ -663,7 +663,7 @@ class InputReader:
                         return (f"{self.path} is malformed at line {at}: a quoted value (opened at line {opened}) "
                                 f"has more text after its closing quote ({scan_exc}); quote the whole value and "
                                 f"double each quote inside it (\"\"), or remove a stray quote at line {opened}."
-                                f"{self._unquoted_hint()}")
+                                f"{self._backslash_quote_hint(opened, at) or self._unquoted_hint()}")
                     if "end of data" not in str(scan_exc):
                         return f"{self.path} is malformed at line {reader.line_num}: {scan_exc}."
                     opened = open_quote_line(self._text, last_end, self.delimiter)
@@ -722,6 +722,19 @@ class InputReader:
             if (len(left) - len(left.rstrip("\\"))) % 2:
                 return f"{left}{self.delimiter}{right}"[-60:]
         return None
+
+    def _backslash_quote_hint(self, first: int, last: int) -> str | None:
+        """What to do where a quote is escaped with a backslash (\\") on lines ``first`` to ``last``: MySQL's SELECT ...
+        INTO OUTFILE ... ENCLOSED BY '"' escapes quotes, backslashes and NULL (\\N) with its default ESCAPED BY
+        '\\\\', which no CSV reader reads as quotes; None where no such quote is there."""
+        with self._text() as fh:
+            lines = [text for number, text in zip(range(1, last + 1), fh) if number >= first]
+        if not any('\\"' in text for text in lines):
+            return None
+        return (" A quote there is escaped with a backslash (\\\"), as MySQL's SELECT ... INTO OUTFILE ... ENCLOSED BY "
+                "'\"' writes it (its ESCAPED BY '\\\\' escapes quotes and backslashes), which CSV does not: export the "
+                "query with mysql --batch -e 'SELECT ...' > file.tsv and pass --quoting backslash, or with FIELDS "
+                "ESCAPED BY '' and no quote or backslash in the values.")
 
     def _unquoted_hint(self) -> str:
         """What to do where a quote problem may be a TSV whose values are never quoted, its quoting not declared (a

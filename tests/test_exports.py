@@ -421,3 +421,21 @@ def test_psqls_unaligned_output_with_a_value_holding_the_delimiter_says_so(tmp_p
         "which quotes no value, so a value holding ',' is split into two; export the query as CSV instead: \\copy "
         "(SELECT ...) TO 'file.csv' WITH (FORMAT csv, HEADER) in psql, or psql --csv -c 'SELECT ...' > file.csv, which "
         "quote each value holding a comma and leave out the footer.")
+
+
+def test_a_quote_escaped_with_a_backslash_says_how_to_export_mysql_again(tmp_path):
+    """(same hunt) MySQL's INTO OUTFILE ... ENCLOSED BY '"' escapes a quote inside a value as \\" (its default
+    ESCAPED BY '\\\\'): refused as a quoted value with text after its closing quote, told to double its quotes, with
+    nothing said of MySQL or of how to export it so that bertfeat reads it."""
+    src = tmp_path / "outfile.csv"
+    src.write_bytes(b'id,text\n1,\\N\n2,"a \\"quoted\\" word"\n')
+    with pytest.raises(ValueError) as info:
+        read(src, ["id", "text"])
+    assert str(info.value).endswith(
+        "or remove a stray quote at line 3. A quote there is escaped with a backslash (\\\"), as MySQL's SELECT ... "
+        "INTO OUTFILE ... ENCLOSED BY '\"' writes it (its ESCAPED BY '\\\\' escapes quotes and backslashes), which CSV "
+        "does not: export the query with mysql --batch -e 'SELECT ...' > file.tsv and pass --quoting backslash, or "
+        "with FIELDS ESCAPED BY '' and no quote or backslash in the values.")
+    batch = tmp_path / "batch.tsv"  # what the refusal says to do: mysql --batch's output, read with its escapes
+    batch.write_bytes(b'id\ttext\n1\t\\N\n2\ta "quoted" word\n')
+    assert read(batch, ["id", "text"], quoting="backslash").column("text").to_pylist() == [None, 'a "quoted" word']
