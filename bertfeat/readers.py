@@ -221,6 +221,7 @@ class InputReader:
             self.quoting = checked(quoting)
             # a TSV whose quoting was not declared: a quoted value holding a tab after a line break is refused
             self._watch_rows = quoting is None
+            self._watch_escapes = quoting is None  # until a text shows the file is no backslash-escaped export
             self.sep_line = excel_sep_line(self.files[0])
             self.delimiter = self._delimiter(delimiter)
             self.schema = self._csv_schema()
@@ -569,7 +570,14 @@ class InputReader:
         holds a backslash and an n, t or r: the line break, tab or carriage return of a database's text export
         (PostgreSQL's COPY text format, mysql --batch), which read as written would be embedded as two characters;
         or that ends with a backslash, which MySQL's INTO OUTFILE writes before a line break inside a value, there
-        read as the end of the row (the rest of the text a row of its own)."""
+        read as the end of the row (the rest of the text a row of its own). A text holding a backslash no such
+        export writes alone (before another letter: LaTeX's \\alpha, a Windows path's \\Users) shows the file is no
+        such export, and its backslashes are the texts' own: it is not asked again."""
+        for name in self.text_cols:
+            own = pc.match_substring_regex(batch.column(name), r"(^|[^\\])(\\\\)*\\[^\\ntrbfvN0-7x]")
+            if pc.any(pc.fill_null(own, False)).as_py():
+                self._watch_escapes = False
+                return
         for name in self.text_cols:
             column = batch.column(name)
             found = pc.fill_null(pc.match_substring_regex(column, r"(^|[^\\])(\\\\)*\\([ntr]|$)"), False)
@@ -868,7 +876,7 @@ class InputReader:
                     batch = batch.select(self.columns)
                     if self.quoting == "backslash":
                         batch = _unescaped(batch, self.delimiter)
-                    if self._watch_rows and self.delimiter == "\t":  # a database's text export, read as written?
+                    if self._watch_escapes and self.delimiter == "\t":  # a database's text export, read as written?
                         self._refuse_escapes(batch, delivered)
                     if len(self.header) == 1:  # psql's "(3 rows)": a row of a file of one column, not a ragged one
                         self._refuse_footer(batch, delivered)

@@ -198,6 +198,11 @@ def test_escapes_read_as_written_are_refused_where_the_quoting_was_not_declared(
         "Pass --quoting backslash (quoting='backslash') to read the file's escapes (and \\N as missing); if the "
         "backslashes are the text's own, pass --quoting csv (or none) to read them as written.")
     assert read(src, ["id", "text"], quoting="csv").column("text").to_pylist()[2] == "line one\\nline two"
+    # a backslash no such export writes alone (LaTeX's \alpha, a Windows path's \Users) shows the texts' own: as written
+    own = tmp_path / "abstracts.tsv"
+    own.write_text("id\ttext\n1\tthe angle $\\theta$ and $\\alpha$\n2\tsaved in C:\\Users\\new\n")
+    assert read(own, ["id", "text"]).column("text").to_pylist() == ["the angle $\\theta$ and $\\alpha$",
+                                                                    "saved in C:\\Users\\new"]
 
 
 def test_a_backslash_before_the_delimiter_is_not_taken_for_r_row_names(tmp_path):
