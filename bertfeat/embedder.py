@@ -430,7 +430,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
             # the model's pooling leaves its prompt out (sentence-transformers' "include_prompt": false): so does
             # bertfeat's mean and max pooling, for any prefix
             pool_prefix=spec.st_include_prompt or not prefix,
-            model_format=rcp.model_format(spec.model_type),
+            model_format=rcp.model_format(spec.model_type, dtype),
         )
         return recipe, spec
 
@@ -566,13 +566,14 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         ) if now != then]
         if changed:
             raise ValueError(_model_changed(model, name, changed, (spec.folder, spec.revision), fitted_files))
-        if rcp.model_format(spec.model_type) != recipe.model_format:
+        family_format = rcp.model_format(spec.model_type, recipe.dtype)
+        if family_format != recipe.model_format:
             # a recipe pickled before its family's vectors changed keeps the old key: the vectors computed here
             # would be cached beside the old ones under it (a recipe fitted here is keyed anew)
             raise ValueError(
                 f"model={model!r} is a {spec.model_type} model, whose vectors this bertfeat computes otherwise "
                 f"than the bertfeat this {name} was fitted with did (the family's vector format: "
-                f"{rcp.model_format(spec.model_type)} here, {recipe.model_format} at fit; MODEL_FORMATS in "
+                f"{family_format} here, {recipe.model_format} at fit; MODEL_FORMATS in "
                 "bertfeat/recipe.py): its features would not match those at fit, nor those in the cache. Fit again."
             )
         return spec

@@ -36,11 +36,17 @@ PREFIX_FORMAT = 1
 #   convbert and yoso run each length of a batch in a pass of its own (their vectors depended on the texts batched
 #   with them); modernbert's last layer is its output after the final norm also when other layers are asked for.
 MODEL_FORMATS = {"big_bird": 1, "convbert": 1, "yoso": 1, "modernbert": 1}
+# The same for a family's bfloat16 and float16 recipes only (its float32 vectors unchanged, their key kept):
+# 1 (2026-11-27): albert and electra keep their residual stream in float32 after each layer norm on CPU, as on a GPU
+#   (backend._norms_in_float32); before, CPU autocast left it in half precision, rounded at every layer.
+LOW_PRECISION_MODEL_FORMATS = {"albert": 1, "electra": 1}
 
 
-def model_format(model_type: str) -> int:
-    """The vector format of a model family (:data:`MODEL_FORMATS`; 0 where its vectors never changed)."""
-    return MODEL_FORMATS.get(model_type, 0)
+def model_format(model_type: str, dtype: str = "float32") -> int:
+    """The vector format of a model family in ``dtype`` (:data:`MODEL_FORMATS`, and in half precision
+    :data:`LOW_PRECISION_MODEL_FORMATS` where larger; 0 where its vectors never changed)."""
+    low = LOW_PRECISION_MODEL_FORMATS.get(model_type, 0) if dtype in ("bfloat16", "float16") else 0
+    return max(MODEL_FORMATS.get(model_type, 0), low)
 
 
 def parse_pooling(pooling) -> tuple[str, ...]:

@@ -90,6 +90,36 @@ def test_a_family_whose_vectors_changed_gets_new_fingerprints_and_no_other(tmp_p
         assert ("model_format" in recipe.key_dict()) == bool(changed)
 
 
+def test_a_familys_half_precision_vectors_that_changed_get_new_fingerprints_and_its_float32_ones_keep_theirs(
+        tmp_path):
+    """LOW_PRECISION_MODEL_FORMATS: ALBERT's and ELECTRA's bfloat16 and float16 vectors on CPU changed (their
+    residual stream kept in float32 after each layer norm, backend._norms_in_float32), so those recipes are keyed
+    anew and their old cache rows, rounded to bfloat16 at every layer, never answer; float32 recipes, unchanged,
+    keep their key. A pipeline pickled before is refused at its load, saying to fit again."""
+    import pickle
+
+    from bertfeat import BertEmbedder
+    from bertfeat.backend import clear_backends
+    from bertfeat.recipe import LOW_PRECISION_MODEL_FORMATS, model_format
+    from tests.tiny_encoders import build_tiny_encoder
+
+    assert LOW_PRECISION_MODEL_FORMATS == {"albert": 1, "electra": 1}
+    for model_type in ("albert", "electra"):
+        assert [model_format(model_type, d) for d in ("float32", "bfloat16", "float16")] == [0, 1, 1]
+    assert model_format("bert", "bfloat16") == 0 and model_format("modernbert", "bfloat16") == 1
+    path = build_tiny_encoder(tmp_path / "albert", "albert")
+    for dtype, changed in (("float32", 0), ("bfloat16", 1)):
+        est = BertEmbedder(model=path, device="cpu", pooling="mean", layers=-1, dtype=dtype).fit(["x"])
+        assert est.recipe_.model_format == changed
+        assert ("model_format" in est.recipe_.key_dict()) == bool(changed)
+    before = pickle.loads(pickle.dumps(est))  # as fitted before the change: the old format, its old key
+    object.__setattr__(before.recipe_, "model_format", 0)
+    object.__setattr__(before.recipe_, "_fingerprint", "")
+    clear_backends()
+    with pytest.raises(ValueError, match=r"albert model, .*vector format: 1 here, 0 at fit; .* Fit again\.$"):
+        before.transform(["the cat sat"])
+
+
 def test_display_name_does_not_change_the_fingerprint():
     assert make_recipe(model="a").fingerprint() == make_recipe(model="/elsewhere/b").fingerprint()
 
