@@ -698,10 +698,12 @@ def _norms_in_float32(model) -> None:
     float32 after each norm on every device, as the fused CPU pass keeps it.
 
     CUDA's autocast runs a layer norm in float32; CPU's runs it in its input's dtype. A model whose embeddings a
-    product projects to the hidden size (ALBERT, ELECTRA-small: a half-precision state into the first layer) then
-    kept every layer's state in half precision on CPU, rounded at each layer (0.05-0.18 off float32 on ALBERT and
-    ELECTRA, against 0.002 for the families whose stream stays float32), a text's vector moving by a half-precision
-    step of its values with the texts batched beside it, and not the arithmetic its GPU runs for the same recipe.
+    product projects to the hidden size (ALBERT, ELECTRA-small, ConvBERT-small, a DeBERTa-v2 with an
+    ``embedding_size``: a half-precision state into the first layer norm) then kept every layer's state in half
+    precision on CPU, rounded at each layer (0.05-0.18 off float32 on ALBERT and ELECTRA test models, against 0.002
+    for the families whose stream stays float32), a text's vector moving by a half-precision step of its values with
+    the texts batched beside it, and not the arithmetic its GPU runs for the same recipe
+    (:data:`bertfeat.recipe.LOW_PRECISION_MODEL_FORMATS` keys those recipes anew).
     """
     import torch
 

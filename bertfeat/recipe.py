@@ -36,10 +36,13 @@ PREFIX_FORMAT = 1
 #   convbert and yoso run each length of a batch in a pass of its own (their vectors depended on the texts batched
 #   with them); modernbert's last layer is its output after the final norm also when other layers are asked for.
 MODEL_FORMATS = {"big_bird": 1, "convbert": 1, "yoso": 1, "modernbert": 1}
-# The same for a family's bfloat16 and float16 recipes only (its float32 vectors unchanged, their key kept):
-# 1 (2026-11-27): albert and electra keep their residual stream in float32 after each layer norm on CPU, as on a GPU
-#   (backend._norms_in_float32); before, CPU autocast left it in half precision, rounded at every layer.
-LOW_PRECISION_MODEL_FORMATS = {"albert": 1, "electra": 1}
+# The same for a family's bfloat16 and float16 recipes only (its float32 vectors unchanged, their key kept), where
+# larger than the family's MODEL_FORMATS:
+# 1 (2026-11-27; convbert's 2, past its 1 above): a model whose embeddings a product projects to the hidden size
+#   (albert, electra; convbert and deberta-v2 given an embedding_size) keeps its residual stream in float32 after
+#   each layer norm on CPU, as on a GPU (backend._norms_in_float32); before, CPU autocast left it in half precision,
+#   rounded at every layer.
+LOW_PRECISION_MODEL_FORMATS = {"albert": 1, "electra": 1, "deberta-v2": 1, "convbert": 2}
 
 
 def model_format(model_type: str, dtype: str = "float32") -> int:

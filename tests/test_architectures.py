@@ -176,15 +176,21 @@ def test_fused_families_run_in_bfloat16(tiny_encoder, model_type):
         assert torch.nn.functional.cosine_similarity(a, b, dim=-1).min().item() >= 0.999
 
 
-@pytest.mark.parametrize("model_type", list(FAMILIES))
-def test_half_precision_keeps_every_layers_state_in_float32_on_every_path(tiny_encoder, model_type, monkeypatch):
+@pytest.mark.parametrize("model_type", list(FAMILIES) + ["convbert+projection", "deberta-v2+projection"])
+def test_half_precision_keeps_every_layers_state_in_float32_on_every_path(tiny_encoder, model_type, monkeypatch,
+                                                                          tmp_path):
     """bfloat16 means products and attention in bfloat16, the residual stream and the layer norms in float32, on the
     fused pass and the transformers one alike (docs/performance.md), as CUDA's autocast runs a GPU. CPU autocast
-    runs a layer norm in its input's dtype, so ALBERT and ELECTRA, whose embeddings a product projects to the hidden
-    size (a bfloat16 state into the first layer), kept every layer's state in bfloat16: each rounded to bfloat16,
-    a text's vector moving by a bfloat16 step with the texts batched beside it (0.19 on a 12-layer ALBERT, past the
-    documented 2.2e-2), and not the arithmetic a GPU runs for the same recipe and cache."""
+    runs a layer norm in its input's dtype, so a model whose embeddings a product projects to the hidden size
+    (ALBERT and ELECTRA here; ConvBERT and DeBERTa-v2 given an ``embedding_size``: "+projection") kept every layer's
+    state in bfloat16: each rounded to bfloat16, a text's vector moving by a bfloat16 step with the texts batched
+    beside it (0.19 on a 12-layer ALBERT, past the documented 2.2e-2), and not the arithmetic a GPU runs for the
+    same recipe and cache."""
     import bertfeat.pooling as pooling
+
+    family, projected = model_type.split("+")[0], model_type.endswith("+projection")
+    path = (build_tiny_encoder(tmp_path, family, corpus=TEXTS, embedding_size=HIDDEN // 2) if projected
+            else tiny_encoder(model_type))
 
     states = {}
     real = pooling.pool_blocks
@@ -194,9 +200,9 @@ def test_half_precision_keeps_every_layers_state_in_float32_on_every_path(tiny_e
         return real(hidden, mask, how, groups, *skip)
 
     monkeypatch.setattr(pooling, "pool_blocks", spy)
-    X = BertEmbedder(model=tiny_encoder(model_type), pooling="cls", layers=[1, 2, 3], layer_agg="concat",
-                     max_length=MAX_LENGTH, dtype="bfloat16", device="cpu").fit_transform(TEXTS[:6])
-    if not FAMILIES[model_type][1]:  # the fused pass's states are float32 by construction; it never pools here
+    X = BertEmbedder(model=path, pooling="cls", layers=[1, 2, 3], layer_agg="concat", max_length=MAX_LENGTH,
+                     dtype="bfloat16", device="cpu").fit_transform(TEXTS[:6])
+    if not FAMILIES[family][1]:  # the fused pass's states are float32 by construction; it never pools here
         assert states == {1: torch.float32, 2: torch.float32, 3: torch.float32}
     # a CLS vector is a state's first row as it is: rounded to bfloat16, every value would be a bfloat16 value
     rounded = torch.from_numpy(X).to(torch.bfloat16).float().numpy()

@@ -92,10 +92,11 @@ def test_a_family_whose_vectors_changed_gets_new_fingerprints_and_no_other(tmp_p
 
 def test_a_familys_half_precision_vectors_that_changed_get_new_fingerprints_and_its_float32_ones_keep_theirs(
         tmp_path):
-    """LOW_PRECISION_MODEL_FORMATS: ALBERT's and ELECTRA's bfloat16 and float16 vectors on CPU changed (their
-    residual stream kept in float32 after each layer norm, backend._norms_in_float32), so those recipes are keyed
-    anew and their old cache rows, rounded to bfloat16 at every layer, never answer; float32 recipes, unchanged,
-    keep their key. A pipeline pickled before is refused at its load, saying to fit again."""
+    """LOW_PRECISION_MODEL_FORMATS: the bfloat16 and float16 vectors on CPU of models whose embeddings are projected
+    (ALBERT, ELECTRA, and ConvBERT and DeBERTa-v2 with an embedding_size) changed (their residual stream kept in
+    float32 after each layer norm, backend._norms_in_float32), so those recipes are keyed anew and their old cache
+    rows, rounded to bfloat16 at every layer, never answer; float32 recipes, unchanged, keep their key (ConvBERT's
+    format of 2026-11-26 in both). A pipeline pickled before is refused at its load, saying to fit again."""
     import pickle
 
     from bertfeat import BertEmbedder
@@ -103,9 +104,10 @@ def test_a_familys_half_precision_vectors_that_changed_get_new_fingerprints_and_
     from bertfeat.recipe import LOW_PRECISION_MODEL_FORMATS, model_format
     from tests.tiny_encoders import build_tiny_encoder
 
-    assert LOW_PRECISION_MODEL_FORMATS == {"albert": 1, "electra": 1}
-    for model_type in ("albert", "electra"):
+    assert LOW_PRECISION_MODEL_FORMATS == {"albert": 1, "electra": 1, "deberta-v2": 1, "convbert": 2}
+    for model_type in ("albert", "electra", "deberta-v2"):
         assert [model_format(model_type, d) for d in ("float32", "bfloat16", "float16")] == [0, 1, 1]
+    assert [model_format("convbert", d) for d in ("float32", "bfloat16", "float16")] == [1, 2, 2]
     assert model_format("bert", "bfloat16") == 0 and model_format("modernbert", "bfloat16") == 1
     path = build_tiny_encoder(tmp_path / "albert", "albert")
     for dtype, changed in (("float32", 0), ("bfloat16", 1)):
