@@ -318,6 +318,18 @@ def _renamed(batch: pa.RecordBatch, names: dict) -> pa.RecordBatch:
     return batch.rename_columns([names.get(n, n) for n in batch.schema.names])
 
 
+def _tasks_recipe(checker, fixed: dict):
+    """The recipe the tasks run: the driver's checked one (computed for its CPU), or where ``dtype="auto"`` was fixed
+    as another dtype for them (:func:`_fixed_auto_dtype`), that dtype's, which may differ in more than its dtype (a
+    family's half-precision format, :data:`bertfeat.recipe.LOW_PRECISION_MODEL_FORMATS`)."""
+    from bertfeat.arrow import ArrowFeaturizer
+
+    if fixed.get("dtype", checker.recipe.dtype) == checker.recipe.dtype:
+        return checker.recipe
+    return ArrowFeaturizer(checker.text_cols, checker.keep_cols, layout=checker.layout,
+                           **{**fixed, "device": "cpu"}).recipe
+
+
 def _checked_featurizer(text_cols, keep_cols, layout, params, schema: pa.Schema, master):
     """The parameters, the model, the feature names and the columns, checked on the driver before any task runs.
     ``master``: a callable giving the master URL the tasks run on (asked only for a GPU device)."""
@@ -467,8 +479,8 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
                     result, partitions = _run_job(job, files, counts, reader.schema, text_cols, keep_cols, layout,
                                                   batch_rows, data_dir, absolute_paths(fixed),
                                                   read_schema=read_schema,
-                                                  expected=driver_recipe(checker.recipe, fixed.get("dtype"),
-                                                                         absolute_paths(fixed)),
+                                                  expected=driver_recipe(_tasks_recipe(checker, fixed),
+                                                                         fixed.get("dtype"), absolute_paths(fixed)),
                                                   auto_dtype=gpu_guess)
                 except (ValueError, TypeError) as mistake:  # a task's: its partition's first bad text, not the input's
                     raise first_refused(mistake, reader, checker) from None

@@ -1426,6 +1426,31 @@ def test_embed_files_fixes_dtype_auto_once_for_gpu_tasks_and_a_gpu_that_would_ch
     assert len(gpus.jobs) == asked
 
 
+def test_embed_files_gives_gpu_tasks_the_recipe_of_the_dtype_it_fixed_for_a_family_whose_key_holds_it(
+        tmp_path, spark_job, in_task, monkeypatch):  # noqa: F811
+    """The recipe a file job's tasks are checked against is the recipe of the dtype the driver fixed for them, not
+    the driver's own CPU recipe with its dtype swapped: ALBERT's and ELECTRA's half-precision recipes carry a
+    format of their own (recipe.LOW_PRECISION_MODEL_FORMATS), so every GPU task of such a model under
+    dtype='auto' was refused as computing "another recipe than the driver" (model_format 1 here, None there)."""
+    import bertfeat.gpu
+    from bertfeat.arrow import ArrowFeaturizer
+    from bertfeat.worker_recipe import check_worker_recipe
+    from tests.tiny_encoders import build_tiny_encoder
+
+    model = build_tiny_encoder(tmp_path / "albert", "albert")
+    make_frame(6, seed=1).to_parquet(tmp_path / "in.parquet", index=False)
+    gpus = FakeSession(conf={"spark.task.cpus": "1", "spark.task.resource.gpu.amount": "1"})
+    monkeypatch.setattr(bertfeat.gpu, "native_bf16", lambda index: True)  # the task asked: an A100's
+    in_task(FakeTask(cpus=1, gpus=["0"]))
+    fake = spark_job(session=gpus, fail_first=RuntimeError("the tasks are run below"))
+    with pytest.raises(RuntimeError):
+        bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=model, quiet=True)
+    (call,) = fake.job.calls
+    assert call["params"]["dtype"] == "bfloat16" and call["expected"]["model_format"] == 1
+    task = ArrowFeaturizer(["review"], **{**call["params"], "device": "cpu"}).recipe  # a GPU task's, in bfloat16
+    check_worker_recipe(task, call["expected"], "a Spark task")  # not refused
+
+
 def test_a_task_whose_libraries_tokenize_otherwise_fails_the_job_before_it_embeds(tiny_bert, tmp_path, spark_job,
                                                                                   monkeypatch):
     """Another transformers/tokenizers on an executor reads the same tokenizer files into other ids, under the same
