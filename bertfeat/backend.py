@@ -1,8 +1,9 @@
 """Loading and running the model: the only module that touches torch and transformers.
 
 A :class:`TorchBackend` tokenizes texts (content tokens, no special tokens) and runs padded batches of token
-sequences through the frozen model, returning pooled float32 blocks. Backends are cached once per process and never
-pickled. Device and dtype are resolved here; an out-of-memory error halves the batch and retries.
+sequences through the frozen model, returning pooled float32 blocks. Backends are shared by every caller in the process
+and never pickled: the :data:`MODELS_KEPT` used last stay loaded, and any one an estimator in memory has used
+(:func:`get_backend`). Device and dtype are resolved here; an out-of-memory error halves the batch and retries.
 
 On CPU, BERT-architecture models run through :class:`_FastBert`, a forward pass over the same weights that fuses
 bias, GELU and residual adds into oneDNN matrix multiplies, computes Q, K and V in one product, and stops at the
@@ -22,6 +23,7 @@ import gc
 import logging
 import re
 import threading
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
@@ -44,8 +46,15 @@ from bertfeat.tokens import ContentTokenizer
 
 log = logging.getLogger("bertfeat")
 
-_REGISTRY: dict[tuple, "TorchBackend"] = {}
+# Every loaded backend, while anything holds it: the models used last (_RECENT), an estimator that used one, a call
+# running it. A registry of strong references kept every model a long-lived process ever used (a notebook trying
+# models, an R session, a service whose model was retrained in place: 146 MB a MiniLM, for good).
+_REGISTRY: "weakref.WeakValueDictionary[tuple, TorchBackend]" = weakref.WeakValueDictionary()
 _LOCK = threading.Lock()
+# Models kept loaded though no estimator holds them (R's bf_embed() and the command line make one per call): two used
+# in turn load once each; a third replaces the one used least recently.
+MODELS_KEPT = 2
+_RECENT: list["TorchBackend"] = []  # least recently used first
 
 # Batches run in this process, by model files, dtype and the arrangement that ran them (a rung of
 # :func:`bertfeat.fastbert.build_ladder`, or ``transformers-<dtype>``): what a job's manifest records as its forward
@@ -148,7 +157,9 @@ def get_backend(spec: ModelSpec, device: str, dtype: str, trust_remote_code: boo
     """The process-wide backend for this model, device and dtype: loaded on first use, then reused.
 
     ``"cuda"`` is the GPU ``"cuda:N"`` it names, and ``"cpu:N"`` (``"mps:0"``) the one CPU (Apple GPU) torch has,
-    so each device shares one copy of the model, whichever way it was spelled.
+    so each device shares one copy of the model, whichever way it was spelled. The :data:`MODELS_KEPT` backends used
+    last stay loaded; an older one goes once nothing else holds it (a :class:`~bertfeat.BertEmbedder` holds the one it
+    used), and one loaded from a folder's earlier files goes when the folder's new files load.
     """
     device = device_key(device)
     # every file hash: a config or tokenizer edited in place must not reuse the model loaded from the old one
@@ -156,8 +167,27 @@ def get_backend(spec: ModelSpec, device: str, dtype: str, trust_remote_code: boo
     with _LOCK:
         backend = _REGISTRY.get(key)
         if backend is None:
+            _forget_replaced(key)
             backend = _REGISTRY[key] = TorchBackend(spec, device, dtype, trust_remote_code)
+        _used(backend)
     return backend
+
+
+def _used(backend: "TorchBackend") -> None:
+    """Keep ``backend`` among the :data:`MODELS_KEPT` used last (holding ``_LOCK``)."""
+    if backend in _RECENT:
+        _RECENT.remove(backend)
+    _RECENT.append(backend)
+    del _RECENT[:max(0, len(_RECENT) - MODELS_KEPT)]
+
+
+def _forget_replaced(key: tuple) -> None:
+    """Drop the backends of the folder of ``key`` loaded from other files (holding ``_LOCK``): a model saved again
+    over its folder. No estimator can use them again (one fitted on the old files is refused), so none are kept."""
+    for old in [k for k in list(_REGISTRY.keys()) if k[0] == key[0] and k[4:] == key[4:] and k != key]:
+        backend = _REGISTRY.pop(old, None)
+        if backend in _RECENT:
+            _RECENT.remove(backend)
 
 
 def forward_passes(weights_sha256: str, config_sha256: str, tokenizer_sha256: str, dtype: str) -> dict[str, int]:
@@ -181,6 +211,7 @@ def clear_backends() -> None:
     """Drop every loaded model and tokenizer (frees memory; the next transform loads again)."""
     with _LOCK:
         _REGISTRY.clear()
+        _RECENT.clear()
     with _TOKENIZERS_LOCK:
         _TOKENIZERS.clear()
 

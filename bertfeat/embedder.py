@@ -24,7 +24,8 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
     """Frozen embeddings of one or more text columns from a BERT-family model.
 
     Nothing is trained: ``fit`` only checks the parameters and reads the model's shape. The model loads lazily on
-    the first ``transform`` that needs it, once per process, and is never pickled.
+    the first ``transform`` that needs it, once per process, and is never pickled. The estimator holds the model it
+    used while it lives; the process keeps the two models used last besides (:data:`bertfeat.backend.MODELS_KEPT`).
 
     Parameters
     ----------
@@ -209,6 +210,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
             del self.feature_names_in_
         fitted["recipe_"] = recipe  # what check_is_fitted reads
         self.__dict__.update(fitted)  # set at once, last
+        self.__dict__.pop(_HELD_MODEL, None)  # the model of an earlier fit, which this one may not use
         return self
 
     def transform(self, X):
@@ -294,6 +296,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         # missing_ off the live estimator (joblib.dump or copy.deepcopy of a fitted pipeline lost the caller's mask)
         state = dict(super().__getstate__())
         state.pop("missing_", None)
+        state.pop(_HELD_MODEL, None)  # the model is never pickled (nor copied by copy.deepcopy)
         return state
 
     def __setstate__(self, state):
@@ -534,7 +537,11 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         def load():
             from bertfeat.backend import get_backend, resolve_device
 
-            return get_backend(as_fitted(), resolve_device(device), recipe.dtype, trust)
+            backend = get_backend(as_fitted(), resolve_device(device), recipe.dtype, trust)
+            # held while this estimator lives: the process keeps only the models used last (backend.MODELS_KEPT), and
+            # estimators used side by side (a FeatureUnion of three models) must not load theirs again on each call
+            self.__dict__[_HELD_MODEL] = backend
+            return backend
 
         return load
 
@@ -588,6 +595,8 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
 
 # What each transform sets, of that call alone (not fitted state): removed as a call starts.
 _PER_CALL = ("stats_", "missing_")
+# the attribute holding the model the last transform used (never pickled)
+_HELD_MODEL = "_model_held"
 
 # The parameters that decide the recipe (the numbers), as opposed to those transform reads each time.
 _RECIPE_PARAMS = ("model", "pooling", "layers", "layer_agg", "max_length", "long_text", "stride", "normalize", "prefix",

@@ -86,6 +86,94 @@ def test_model_is_loaded_once_per_process(tiny_bert, monkeypatch):
     assert get_backend(spec, "cpu", "float32") is get_backend(spec, "cpu", "float32")
 
 
+@pytest.fixture(scope="module")
+def three_models(tiny_bert, tmp_path_factory):
+    """Three tiny BERTs of other weights: the session's and two more."""
+    from tests.conftest import build_tiny_bert
+
+    return [tiny_bert] + [str(build_tiny_bert(tmp_path_factory.mktemp(f"seed{s}"), seed=s)) for s in (1, 2)]
+
+
+@pytest.fixture
+def counted_loads(monkeypatch):
+    """The models loaded from now on (a weak reference to each backend), in order, none kept from earlier tests."""
+    import gc
+    import weakref
+
+    import bertfeat.backend
+
+    loads = []
+
+    def counted(*a, **k):
+        backend = TorchBackend(*a, **k)
+        loads.append(weakref.ref(backend))
+        return backend
+
+    TorchBackend = bertfeat.backend.TorchBackend
+    bertfeat.backend.clear_backends()
+    gc.collect()
+    monkeypatch.setattr(bertfeat.backend, "TorchBackend", counted)
+    yield loads
+    bertfeat.backend.clear_backends()
+
+
+def test_a_long_life_keeps_the_two_models_used_last_not_every_model_ever_used(three_models, counted_loads):
+    """A notebook, a service or an R session embedding with one model after another (a fresh estimator each call,
+    as bf_embed() makes): two models used in turn load once each, and a third frees the one used least recently;
+    every model stayed loaded for the process's life (146 MB a MiniLM)."""
+    import gc
+
+    first, second, third = three_models
+    for _ in range(10):  # two models used in turn: loaded once each
+        for model in (first, second):
+            BertEmbedder(model, device="cpu", dtype="float32").fit_transform(TEXTS)
+    assert len(counted_loads) == 2
+    BertEmbedder(third, device="cpu", dtype="float32").fit_transform(TEXTS)
+    gc.collect()
+    assert [ref() is not None for ref in counted_loads] == [False, True, True]  # the first model is gone
+    BertEmbedder(second, device="cpu", dtype="float32").fit_transform(TEXTS)
+    assert len(counted_loads) == 3  # the second is still loaded
+
+
+def test_a_fitted_estimator_keeps_its_model_loaded(three_models, counted_loads):
+    """Three models side by side (a FeatureUnion of three estimators) load once each, however often they run: each
+    estimator holds the model it used. Dropped with the estimators, the models go."""
+    import gc
+
+    embedders = [BertEmbedder(m, device="cpu", dtype="float32").fit(TEXTS) for m in three_models]
+    want = [e.transform(TEXTS) for e in embedders]
+    for _ in range(5):
+        for e, w in zip(embedders, want):
+            np.testing.assert_array_equal(e.transform(TEXTS), w)
+    assert len(counted_loads) == 3
+    assert len(pickle.dumps(embedders[0])) < 50_000  # the model is held, never pickled
+    assert copy.deepcopy(embedders[0]).transform(TEXTS[:1]) is not None and len(counted_loads) == 3
+    del embedders, e
+    gc.collect()
+    assert sum(ref() is not None for ref in counted_loads) == 2  # the two used last
+
+
+def test_a_model_whose_files_changed_frees_the_model_loaded_from_the_old_files(tiny_bert, tmp_path, counted_loads):
+    """A service that saves a retrained model over its folder: the next load replaces the model of the old files,
+    which no estimator can use again (it is refused, its files changed), not kept beside it."""
+    import gc
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_bert, folder)
+    for round in range(3):
+        weights = load_file(folder / "model.safetensors")
+        name = next(iter(weights))
+        weights[name] = weights[name] + torch.full_like(weights[name], 1e-3)
+        save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+        BertEmbedder(str(folder), device="cpu", dtype="float32").fit_transform(TEXTS)
+        gc.collect()
+        assert [ref() is not None for ref in counted_loads] == [False] * round + [True]
+
+
 # -- inputs ---------------------------------------------------------------------------------------------------
 
 
