@@ -6,15 +6,17 @@ POOLINGS = ("cls", "mean", "max")
 
 
 def plot_probe(result, path):
-    """Save ``result`` (a :class:`bertfeat.probe.ProbeResult`) as a PNG at ``path``; returns ``path``."""
-    import matplotlib
+    """Save ``result`` (a :class:`bertfeat.probe.ProbeResult`) as a PNG at ``path``; returns ``path``.
 
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    Drawn on a figure of its own, never pyplot's: the caller's backend (a notebook's inline one) and open figures are
+    the caller's. ``matplotlib.use("Agg")`` here switched a notebook to Agg for the session after one probe, where
+    ``plt.show()`` then showed nothing."""
+    from matplotlib.figure import Figure
 
     t = result.table
     models = list(result.models) or [None]
-    fig, axes = plt.subplots(1, len(models), figsize=(7 * len(models), 4.4), dpi=120, sharey=True, squeeze=False)
+    fig = Figure(figsize=(7 * len(models), 4.4), dpi=120)
+    axes = fig.subplots(1, len(models), sharey=True, squeeze=False)
     tfidf = t[t["kind"] == "tfidf"]
     for ax, model in zip(axes[0], models):
         mine = t[t["model"] == model] if model is not None else t
@@ -49,6 +51,5 @@ def plot_probe(result, path):
     rec = result.table[result.table["rank"] == result.recommended_rank].iloc[0]
     fig.suptitle(f"bertfeat probe: recommended {rec['kind']}: {rec['candidate']}", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    fig.savefig(path)  # by the suffix's canvas (png: Agg), without a backend
     return path

@@ -89,6 +89,29 @@ def test_probe_runs_one_embedding_pass_and_ranks_candidates(tiny_bert, monkeypat
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
 
 
+def test_the_plot_leaves_the_callers_matplotlib_backend_and_figures_as_they_were(tiny_bert, tmp_path):
+    """A notebook runs the probe with a plot, then plots on: its backend (inline there; svg stands in for it) and
+    its open figures are as they were. The plot switched the process to Agg, so plt.show() showed nothing after."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    before = matplotlib.get_backend()
+    plt.switch_backend("svg")
+    try:
+        mine = plt.figure()
+        texts, y = labelled(30)
+        result = probe(texts, y, model=tiny_bert, cv=2, unions=1, baseline=False, plot=str(tmp_path / "p.png"))
+        for path in (tmp_path / "p.png", tmp_path / "again.png", tmp_path / "p.svg"):
+            result.plot(path)
+            assert matplotlib.get_backend() == "svg" and matplotlib.rcParams["backend"] == "svg"
+            assert plt.get_fignums() == [mine.number]  # the probe's figure is none of pyplot's, and none was closed
+        assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (tmp_path / "p.svg").read_text().lstrip().startswith("<?xml")
+    finally:
+        plt.close("all")
+        plt.switch_backend(before)
+
+
 def test_probe_regression_and_multiclass_metrics(tiny_bert):
     texts, y = labelled(45, seed=1)
     reg = probe(texts, y + np.random.default_rng(0).normal(size=45) * 0.1 + np.arange(45) / 7, model=tiny_bert,
