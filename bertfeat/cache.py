@@ -25,6 +25,7 @@ import os
 import re
 import threading
 import warnings
+import weakref
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
@@ -61,7 +62,8 @@ _KEY_BATCH_ROWS = 65536
 
 
 def open_cache(path, *, create: bool = True) -> "Cache":
-    """The cache in directory ``path``, shared by every caller in this process.
+    """The cache in directory ``path``, shared by every caller in this process (the :data:`CACHES_KEPT` used last
+    stay open, and any one a caller holds).
 
     With ``create=True`` (what ``BertEmbedder(cache_dir=...)`` uses) a missing directory is created, parents
     included; if that is impossible, for example because a pickled pipeline names a path of another machine, a
@@ -122,16 +124,22 @@ def open_cache(path, *, create: bool = True) -> "Cache":
     elif not os.path.exists(marker):
         raise CacheError(f"{root} is not a bertfeat cache (it has no {MARKER}); point at the cache_dir you used.")
     _check_cache_format(marker, root)
+    global _OPEN_PID
     with _OPEN_LOCK:
-        if _OPEN.get("pid") != os.getpid():  # a forked child must not share the parent's thread locks
+        if _OPEN_PID != os.getpid():  # a forked child must not share the parent's thread locks
             _OPEN.clear()
-            _OPEN["pid"] = os.getpid()
+            _RECENT.clear()
+            _OPEN_PID = os.getpid()
         # keyed by the folder itself: a cache reached by two names (a linked ~/.cache, a relative link) is one
         # cache, one index in memory and one set of thread locks, as the docstring promises
         key = os.path.realpath(root)
         cache = _OPEN.get(key)
         if cache is None:
             cache = _OPEN[key] = Cache(root)
+        if cache in _RECENT:
+            _RECENT.remove(cache)
+        _RECENT.append(cache)
+        del _RECENT[:max(0, len(_RECENT) - CACHES_KEPT)]
     return cache
 
 
@@ -140,8 +148,15 @@ def open_cache(path, *, create: bool = True) -> "Cache":
 SET_PARAMS_ASIDE = " (est.set_params(cache_dir=...), or <step>__cache_dir=... for a Pipeline)"
 PICKLED_NOTE = "A pickled pipeline keeps the cache path of the machine it was fitted on. "
 
-_OPEN: dict = {}
+# Every open cache, while anything holds it: the caches used last (_RECENT) or a call using one, so that all callers
+# of one folder share one index and one set of thread locks. Holding every cache ever opened, a long-lived process
+# (a service, a notebook) that opened a cache per job kept each one's index (24 bytes a row) after its folder was gone.
+_OPEN: "weakref.WeakValueDictionary[str, Cache]" = weakref.WeakValueDictionary()
 _OPEN_LOCK = threading.Lock()
+_OPEN_PID: int | None = None
+# Caches kept open though no call holds one: a cache dropped is indexed again from its shards' key columns when used
+CACHES_KEPT = 4
+_RECENT: list = []  # least recently used first
 
 
 def _check_cache_format(marker: str, root: str) -> None:

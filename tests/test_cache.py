@@ -370,6 +370,36 @@ def test_open_cache_is_shared_per_directory_and_process(tmp_path):
     assert open_cache(tmp_path / "linked") is a and open_cache(tmp_path / "linked" / ".." / "c") is a
 
 
+def test_a_long_life_keeps_the_caches_used_last_not_every_cache_ever_opened(tmp_path):
+    """A service or notebook that opens a cache of its own per job (a temporary folder, deleted after) kept every
+    cache it ever opened, with its index (24 bytes a row), though the folder was gone: the same count of caches in
+    memory after 20 jobs as after 2, and a cache someone holds is still the one open_cache gives (one set of locks)."""
+    import gc
+    import weakref
+
+    recipe = make_recipe()
+    held = open_cache(tmp_path / "held")  # a call running in another thread holds its cache meanwhile
+    opened = []
+
+    def jobs(n):
+        for _ in range(n):
+            folder = tmp_path / f"job{len(opened)}"
+            cache = open_cache(folder)
+            keys = [text_key(f"text {i}") for i in range(100)]
+            cache.store(recipe, keys, np.ones((100, recipe.n_features), np.float32), np.ones(100, np.int64))
+            assert cache.lookup(recipe, keys)[0].all()
+            opened.append(weakref.ref(cache))
+            del cache
+            shutil.rmtree(folder)
+        gc.collect()
+        return sum(ref() is not None for ref in opened)
+
+    assert jobs(2) == 2
+    assert jobs(18) == cache_module.CACHES_KEPT  # the held one is kept by its holder, not as one used last
+    assert open_cache(tmp_path / "held") is held
+    assert opened[-1]() is open_cache(tmp_path / f"job{len(opened) - 1}")  # used last: kept, index and all
+
+
 def test_a_cache_dir_whose_dotdot_follows_a_link_is_the_folder_the_system_names(tmp_path, monkeypatch):
     """``lnk/../c`` with ``lnk -> real/sub`` is ``real/c`` to the system (and to ``ls``, R and every other program),
     but the cache's root was made absolute by text (``os.path.abspath``), which drops ``lnk/..``: the cache was made
