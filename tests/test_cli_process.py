@@ -157,6 +157,32 @@ def test_the_escape_writes_a_byte_the_locale_decoded_back_as_that_byte():
     assert raw.getvalue() == b"caf\xc3\xa9 prix_\\u20ac"
 
 
+def test_a_command_run_in_process_escapes_while_it_runs_and_leaves_standard_output_as_it_was(tmp_path, monkeypatch):
+    """``main()`` called in a process that goes on (a notebook, a service, tests) set its escaping error handler on
+    the caller's standard output for good: after one command, what the caller printed later was escaped where it
+    had failed before. Now the command's output is escaped and the stream's handler put back, call after call."""
+    import io
+
+    from bertfeat.cache import open_cache
+    from bertfeat.cli import main
+
+    root = tmp_path / "café" / "cache"
+    open_cache(root)
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding="ascii", errors="strict")
+    monkeypatch.setattr(sys, "stdout", stream)
+    for _ in range(3):
+        assert main(["cache", "info", str(root)]) == 0
+        assert stream.errors == "strict"
+    with pytest.raises(SystemExit):
+        main(["cache", "info", "--no-such-option"])
+    assert stream.errors == "strict"
+    stream.flush()
+    assert raw.getvalue().count(b"caf\\xe9") == 3
+    with pytest.raises(UnicodeEncodeError):
+        print("caf\u00e9")  # the caller's own stream fails as it did before any command
+
+
 C_LOCALE = {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0"}  # cron, bare containers, R in a C locale: ASCII names
 
 

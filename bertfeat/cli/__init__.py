@@ -160,26 +160,46 @@ def _escape(exc: UnicodeError):
     return bytes(out), exc.end
 
 
-def _showable_output() -> None:
+def _showable_output():
     """Standard output in an encoding that cannot show every character (``PYTHONIOENCODING=ascii``, a C locale
     without Python's UTF-8 mode, as cron and bare containers have) fails on a non-ASCII path, column name or model
     name with 'ascii' codec can't encode character, after the command did its work (``cache clear`` deleted, then
-    said error). What it cannot show is escaped instead, as standard error already does."""
+    said error). What it cannot show is escaped instead, as standard error already does.
+
+    Returns what puts the stream's error handler back: :func:`main` run in a process that goes on (the R package,
+    a notebook, a test) leaves the caller's standard output as it found it, not escaping for good."""
     import codecs
 
     stream = sys.stdout
     if getattr(stream, "errors", None) not in ("strict", "surrogateescape") or not hasattr(stream, "reconfigure"):
-        return
+        return lambda: None
     try:
         codecs.lookup_error("bertfeat.escape")
     except LookupError:
         codecs.register_error("bertfeat.escape", _escape)
-    with contextlib.suppress(ValueError, OSError, AttributeError):  # a stream that cannot be reconfigured: as it is
+    errors = stream.errors
+    try:
         stream.reconfigure(errors="bertfeat.escape")
+    except (ValueError, OSError, AttributeError):  # a stream that cannot be reconfigured: as it is
+        return lambda: None
+
+    def put_back():
+        if sys.stdout is stream and stream.errors == "bertfeat.escape":  # not a stream the command did not set
+            with contextlib.suppress(ValueError, OSError, AttributeError):
+                stream.reconfigure(errors=errors)
+
+    return put_back
 
 
 def main(argv=None) -> int:
-    _showable_output()
+    put_back = _showable_output()
+    try:
+        return _main(argv)
+    finally:
+        put_back()
+
+
+def _main(argv) -> int:
     try:
         parser = build_parser()
         args, unknown = parser.parse_known_args(argv)
