@@ -22,7 +22,6 @@ import functools
 import gc
 import logging
 import re
-import threading
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -30,6 +29,7 @@ import numpy as np
 
 from bertfeat.counts import count_own_pass
 from bertfeat.fastbert import _FastBert, _onednn_linear_available, build_ladder  # noqa: F401 (re-exported)
+from bertfeat.fork_safe import ForkSafeLock
 from bertfeat.hardware import (  # noqa: F401 (re-exported)
     ONEDNN_CACHE_CAPACITY,
     _bound_onednn_cache,
@@ -50,7 +50,7 @@ log = logging.getLogger("bertfeat")
 # running it. A registry of strong references kept every model a long-lived process ever used (a notebook trying
 # models, an R session, a service whose model was retrained in place: 146 MB a MiniLM, for good).
 _REGISTRY: "weakref.WeakValueDictionary[tuple, TorchBackend]" = weakref.WeakValueDictionary()
-_LOCK = threading.Lock()
+_LOCK = ForkSafeLock()
 # Models kept loaded though no estimator holds them (R's bf_embed() and the command line make one per call): two used
 # in turn load once each; a third replaces the one used least recently.
 MODELS_KEPT = 2
@@ -60,7 +60,7 @@ _RECENT: list["TorchBackend"] = []  # least recently used first
 # :func:`bertfeat.fastbert.build_ladder`, or ``transformers-<dtype>``): what a job's manifest records as its forward
 # pass (:func:`forward_passes`). A count, not a flag, so a job can tell its own batches from an earlier job's.
 _PASSES: dict[tuple, int] = {}
-_PASSES_LOCK = threading.Lock()  # not _LOCK, which a model's load holds for seconds: every batch takes this one
+_PASSES_LOCK = ForkSafeLock()  # not _LOCK, which a model's load holds for seconds: every batch takes this one
 
 # Padded tokens per forward pass. On CPU, per thread of a worker: a small budget keeps a layer's activations in
 # cache (1024 tokens x 1536 floats = 6 MB for MiniLM's feed-forward) while the products stay large enough to run
@@ -221,7 +221,7 @@ def clear_backends() -> None:
 # them is not free (1.1 s for a 250,000-token vocabulary: loading, copying the Rust tokenizer, the probe check)
 _TOKENIZERS: dict[tuple, tuple] = {}
 _TOKENIZERS_KEPT = 4
-_TOKENIZERS_LOCK = threading.Lock()  # not _LOCK, which get_backend holds while a backend loads its tokenizer
+_TOKENIZERS_LOCK = ForkSafeLock()  # not _LOCK, which get_backend holds while a backend loads its tokenizer
 
 
 def load_tokenizer(spec: ModelSpec, trust_remote_code: bool = False) -> tuple:
@@ -340,7 +340,7 @@ class TorchBackend:
                         spec.name, getattr(config, "model_type", "?"))
         if device_type == "cpu" and dtype != "float32":
             self._check_reduced_precision()
-        self._fallback_lock = threading.Lock()
+        self._fallback_lock = ForkSafeLock()
         # Batches in flight at once. On CPU each worker runs its own batch on its share of the cores, so small ops
         # (layer norm, attention) never wait on each other's threads and a core taken by another process delays
         # one batch, not every operation. On GPU a second worker pads and launches the next batch while the

@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bertfeat.exceptions import CacheError, CacheWarning, notice, user_stacklevel
+from bertfeat.fork_safe import ForkSafeLock
 from bertfeat.shards import (  # noqa: F401  (the cache's names for its shard format since before the split)
     _HOST, _WRITE_OPTIONS, CACHE_FORMAT, KEY_BYTES, _flock, _fsync_dir, _fsync_file, _key_array, _keys_from_column,
     _pid_alive, _row_group_rows, _RowGroupWriter, _schema, _shard_table, _shard_time, _TempShard, _Unreadable,
@@ -152,7 +153,7 @@ PICKLED_NOTE = "A pickled pipeline keeps the cache path of the machine it was fi
 # of one folder share one index and one set of thread locks. Holding every cache ever opened, a long-lived process
 # (a service, a notebook) that opened a cache per job kept each one's index (24 bytes a row) after its folder was gone.
 _OPEN: "weakref.WeakValueDictionary[str, Cache]" = weakref.WeakValueDictionary()
-_OPEN_LOCK = threading.Lock()
+_OPEN_LOCK = ForkSafeLock()
 _OPEN_PID: int | None = None
 # Caches kept open though no call holds one: a cache dropped is indexed again from its shards' key columns when used
 CACHES_KEPT = 4
@@ -203,7 +204,7 @@ class Cache:
         self.root = absolute(os.fsdecode(root))
         self.row_group_rows = row_group_rows
         self._namespaces: dict[str, _Namespace] = {}
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock()
 
     def __repr__(self) -> str:
         return f"Cache({self.root!r})"
@@ -333,7 +334,7 @@ class _Namespace:
         self._noted: dict | None = None  # recipe.json's token counts (tokens_noted), once read or written
         self._next_id = 0
         self._empty_index()
-        self._lock = threading.RLock()
+        self._lock = ForkSafeLock(reentrant=True)
 
     def _empty_index(self) -> None:
         """No shard indexed: the next refresh reads every shard's keys."""

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import threading
 from contextvars import ContextVar
 
 import numpy as np
 
 from bertfeat.encode import EncodeStats
+from bertfeat.fork_safe import ForkSafeLock
 
 class DistinctCounter:
     """Count distinct 64-bit text hashes: exact up to ``exact_limit``, then a HyperLogLog estimate.
@@ -111,7 +111,7 @@ class _OwnPasses:
     def __init__(self, recipe):
         self.model = (recipe.weights_sha256, recipe.config_sha256, recipe.tokenizer_sha256, recipe.dtype)
         self.passes: dict[str, int] = {}
-        self.lock = threading.Lock()  # the call's batches run in several worker threads at once
+        self.lock = ForkSafeLock()  # the call's batches run in several worker threads at once
 
 
 # the counts of the calls now counting their own passes, in the thread (and context) that counts them

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import math
-import threading
 from collections.abc import Callable
+
+from bertfeat.fork_safe import ForkSafeLock
 
 # Compute capability from which bfloat16 runs on tensor cores (Ampere). Older GPUs (T4, V100) emulate it, slowly.
 NATIVE_BF16_CAPABILITY = (8, 0)
@@ -135,7 +136,7 @@ class MemoryCap:
         self.failed_at: int | None = None
         self.errors = 0
         self._streak = 0
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock()
 
     @property
     def capped(self) -> bool:
@@ -184,7 +185,7 @@ class HeldFlag:
 
     def __init__(self, get: Callable[[], object], set: Callable[[object], None], value):
         self._get, self._set, self.value = get, set, value
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock()
         self._holders = 0
         self._saved = None
 
@@ -221,7 +222,7 @@ def cuda_available() -> bool:
 
 
 _HELD: dict[str, HeldFlag] = {}
-_HELD_LOCK = threading.Lock()
+_HELD_LOCK = ForkSafeLock()
 
 
 def held_flag(name: str) -> HeldFlag:

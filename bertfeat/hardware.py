@@ -14,6 +14,8 @@ import platform
 import threading
 import time
 
+from bertfeat.fork_safe import ForkSafeLock
+
 # Instruction sets that decide how fast float32, bfloat16 and float16 products run (x86 names as in
 # /proc/cpuinfo; ARM names as in its "Features" line).
 X86_FLAGS = ("avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni", "avx512_bf16",
@@ -112,18 +114,14 @@ def set_threads(n: int | None = None) -> int:
 
 # The thread count the calls now running share out among their workers, and how many calls are running.
 _SHARED = {"calls": 0, "threads": 0}
-_SHARED_LOCK = threading.Lock()
 
 
 def _forget_calls_in_a_forked_child() -> None:
     """A child forked while a call ran holds none of its threads: it starts with no call running."""
-    global _SHARED_LOCK
-    _SHARED_LOCK = threading.Lock()
     _SHARED.update(calls=0, threads=0)
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_calls_in_a_forked_child)
+_SHARED_LOCK = ForkSafeLock(in_child=_forget_calls_in_a_forked_child)
 
 
 @contextlib.contextmanager

@@ -6,27 +6,15 @@ bertfeat does not apply."""
 from __future__ import annotations
 
 import contextlib
-import os
-import threading
 import warnings
 from contextvars import ContextVar
 
 from bertfeat.exceptions import ModelNoteWarning, user_stacklevel
+from bertfeat.fork_safe import ForkSafeLock
 
 # (what, model path) of the notes given once per model and process (_note_once)
 _NOTED: set[tuple[str, str]] = set()
-_NOTED_LOCK = threading.Lock()
-
-
-def _new_lock_in_a_forked_child() -> None:
-    """A child forked while another thread gave a note holds a copy of the lock, held, that no thread will release:
-    its first note waited on it forever. The child's own lock instead."""
-    global _NOTED_LOCK
-    _NOTED_LOCK = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_new_lock_in_a_forked_child)
+_NOTED_LOCK = ForkSafeLock()  # a child forked while another thread gave a note gets it unheld
 # True where the notes are held back (notes_held): in that thread (context) only
 _HELD: ContextVar[bool] = ContextVar("bertfeat_notes_held", default=False)
 

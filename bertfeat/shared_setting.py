@@ -3,16 +3,16 @@ saving what it found, and the last to end puts that back. Each call saving and p
 began inside another's left that other's setting in place for good.
 
 Used for transformers' logging silenced during a model load (:mod:`bertfeat.backend`) and for the one-line warning
-format of a running command (:mod:`bertfeat.cli`). A child forked while a thread held the lock gets a lock of its
-own (the copy, held, would never be released), and, where asked, the setting put back: it runs none of those calls.
+format of a running command (:mod:`bertfeat.cli`). A child forked while a thread held the lock gets it unheld
+(:mod:`bertfeat.fork_safe`), and, where asked, the setting put back: it runs none of those calls.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import threading
 from typing import Callable
+
+from bertfeat.fork_safe import ForkSafeLock
 
 
 class SharedSetting:
@@ -20,12 +20,10 @@ class SharedSetting:
 
     def __init__(self, apply: Callable[[], object], restore: Callable[[object], None], *,
                  lift_in_forked_child: bool = False):
-        self.lock = threading.Lock()
         self.users = 0  # the calls now inside held()
         self.saved = None  # what the first of them found
         self._apply, self._restore, self._lift = apply, restore, lift_in_forked_child
-        if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=self._in_forked_child)
+        self.lock = ForkSafeLock(in_child=self._in_forked_child)
 
     @contextlib.contextmanager
     def held(self):
@@ -43,7 +41,6 @@ class SharedSetting:
                     self._restore(self.saved)
 
     def _in_forked_child(self) -> None:
-        self.lock = threading.Lock()
         if self._lift:
             if self.users:
                 self._restore(self.saved)

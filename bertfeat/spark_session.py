@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import threading
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
+from bertfeat.fork_safe import ForkSafeLock
 from bertfeat.started_by_jobs import StartedByJobs
 
 JAVA_HINT = "install Java 17 or later (Debian/Ubuntu: apt-get install default-jre-headless) or set JAVA_HOME"
@@ -199,7 +199,7 @@ _CONNECT_MODE: dict = {}
 
 QUIET_LOG4J = Path(__file__).with_name("spark_quiet.log4j2.properties")
 _QUIET_JVM = {"launched": False}
-_LAUNCHING = threading.Lock()
+_LAUNCHING = ForkSafeLock()
 
 
 def _launch_jvm(quiet: bool) -> None:

@@ -8,15 +8,16 @@ One registry each for :mod:`bertfeat.spark_session` and :mod:`bertfeat.ray`; imp
 
 from __future__ import annotations
 
-import threading
 from typing import Callable
+
+from bertfeat.fork_safe import ForkSafeLock
 
 
 class StartedByJobs:
     """What a job started (``None`` while no job runs on one) and how many jobs run on it, behind one lock."""
 
     def __init__(self):
-        self.lock = threading.Lock()
+        self.lock = ForkSafeLock()
         self.what = None
         self.jobs = 0
 
