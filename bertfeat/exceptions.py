@@ -40,6 +40,12 @@ class SlowDtypeWarning(UserWarning):
     """
 
 
+class SparkSessionWarning(UserWarning):
+    """The session a Spark job opened for itself on a Spark Connect server could not be released as the job ended
+    (the server gone): the server closes it once it has been idle for its timeout. The job's output, or its error,
+    stands."""
+
+
 def user_stacklevel() -> int:
     """The ``stacklevel`` for a warning raised by the caller of this function that points at the first frame outside
     bertfeat and scikit-learn, so the warning names the user's line however deep inside bertfeat it was raised (a

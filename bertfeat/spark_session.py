@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
+from bertfeat.exceptions import SparkSessionWarning, notice
 from bertfeat.fork_safe import ForkSafeLock
 from bertfeat.started_by_jobs import StartedByJobs
 
@@ -279,9 +279,10 @@ def _end_job_session(job, spark) -> None:
     try:
         client.release_session()
     except Exception as exc:  # the server gone: the job has failed, or its output is whole; either way said as is
-        warnings.warn(f"the Spark job's own Spark Connect session {job.session_id} could not be released ({exc}); "
-                      "the server closes it once it has been idle for "
-                      "spark.connect.session.manager.defaultSessionTimeout.", RuntimeWarning, stacklevel=2)
+        # a notice: where warnings are errors it is logged, never raised in place of the job's result or error
+        notice(f"the Spark job's own Spark Connect session {job.session_id} could not be released ({exc}); the "
+               "server closes it once it has been idle for spark.connect.session.manager.defaultSessionTimeout.",
+               SparkSessionWarning)
     finally:
         client.close()
 

@@ -1753,6 +1753,8 @@ def test_a_jobs_own_spark_connect_session_is_released_on_the_server_as_the_job_e
     test_spark_connect.py counts them on a real server). It is now released and its channel closed as the job ends,
     never stopped (stop() of a local remote session stops the server under the user's); a classic one shares the
     user's SparkContext and is left to it, and a session the job started is stopped as before."""
+    from bertfeat.exceptions import SparkSessionWarning
+
     make_frame(6, seed=1).to_parquet(tmp_path / "in.parquet", index=False)
     users = FakeConnectSession(conf={"spark.task.cpus": "2"})
     spark_job(session=users)
@@ -1767,10 +1769,54 @@ def test_a_jobs_own_spark_connect_session_is_released_on_the_server_as_the_job_e
 
     job = users.newSession()
     job.client = FakeConnectClient(fails=ConnectionError("the server went away"))
-    with pytest.warns(RuntimeWarning, match=f"session {job.session_id} could not be released .the server went "
+    with pytest.warns(SparkSessionWarning, match=f"session {job.session_id} could not be released .the server went "
                                             "away.; the server closes it once it has been idle"):
         bsession._end_job_session(job, users)
     assert job.client.log == ["release_session", "close"]
+
+
+def test_a_jobs_session_the_server_cannot_release_is_one_warning_line_of_the_command(tiny_bert, tmp_path, spark_job,
+                                                                                     capsys, caplog):
+    """(found by a leftovers hunt, 2026-11-27, session 12) the notice that the job's own server session could not
+    be released was a plain RuntimeWarning: `bertfeat embed` wrote it as Python's two lines (a path into
+    spark_session.py, `RuntimeWarning:`, the source line), where every other warning of the command is one
+    `bertfeat embed: warning:` line; and where warnings are errors it took the place of the job's result. The
+    output is whole: the command succeeds."""
+    from bertfeat.exceptions import SparkSessionWarning
+
+    class Unreleased(FakeConnectSession):
+        def newSession(self):
+            other = super().newSession()
+            other.client = FakeConnectClient(fails=ConnectionError("the server went away"))
+            return other
+
+    make_frame(6, seed=1).to_parquet(tmp_path / "in.parquet", index=False)
+    users = Unreleased(conf={"spark.task.cpus": "2"})
+    spark_job(session=users)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        # shown as Python shows a warning outside pytest: formatted as it is raised, on standard error
+        warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: sys.stderr.write(
+            warnings.formatwarning(message, category, filename, lineno, line))
+        assert main(["embed", str(tmp_path / "in.parquet"), "--text-col", "review", "--out", str(tmp_path / "out"),
+                     "--model", tiny_bert, "--engine", "spark", "--quiet"]) == 0
+    (job,) = users.sessions
+    assert capsys.readouterr().err == (
+        f"bertfeat embed: warning: the Spark job's own Spark Connect session {job.session_id} could not be released "
+        "(the server went away); the server closes it once it has been idle for "
+        "spark.connect.session.manager.defaultSessionTimeout.\n")
+    assert job.client.log == ["release_session", "close"]
+    # where warnings are errors (python -W error), the notice raised in the job's finally replaced its result: the
+    # command failed on a whole output, or a failed job's own error was lost. Now it is logged
+    with warnings.catch_warnings(), caplog.at_level("WARNING", logger="bertfeat"):
+        warnings.simplefilter("error")
+        assert main(["embed", str(tmp_path / "in.parquet"), "--text-col", "review", "--out", str(tmp_path / "again"),
+                     "--model", tiny_bert, "--engine", "spark", "--quiet"]) == 0
+    assert [r.getMessage() for r in caplog.records if "could not be released" in r.getMessage()] == [
+        f"the Spark job's own Spark Connect session {users.sessions[1].session_id} could not be released (the "
+        "server went away); the server closes it once it has been idle for "
+        "spark.connect.session.manager.defaultSessionTimeout."]
+    assert pq.read_table(tmp_path / "again").num_rows == 6
 
 
 def test_a_spark_connect_client_without_new_sessions_runs_the_job_on_the_users_session_and_puts_its_options_back(
