@@ -19,40 +19,19 @@ import pyarrow.parquet as pq
 import pytest
 
 from bertfeat.cli import main
+from tests._spark_sessions import ROOT, local_session, require_spark
 
-if os.environ.get("BERTFEAT_SKIP_SPARK") == "1":
-    pytest.skip("BERTFEAT_SKIP_SPARK=1: the Spark engine's tests are skipped", allow_module_level=True)
-pytest.importorskip("pyspark", reason="pyspark is an optional extra: pip install 'bertfeat[spark]'")
+require_spark()
 
 import bertfeat.spark as bspark  # noqa: E402
 from tests.test_cli import make_frame  # noqa: E402
-
-try:
-    bspark.require_java()
-except RuntimeError as exc:
-    pytest.skip(str(exc), allow_module_level=True)
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
 def spark():
     """One local Spark session for this file: two cores, and a second attempt for a failed task."""
-    from pyspark.sql import SparkSession
-
-    with pytest.MonkeyPatch.context() as mp:
-        # the Python workers inherit the session's environment: this interpreter, this checkout, offline
-        mp.setenv("PYSPARK_PYTHON", sys.executable)
-        mp.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        session = (SparkSession.builder.master("local[2,2]").appName("bertfeat tests")
-                   .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-                   .config("spark.sql.shuffle.partitions", "2").getOrCreate())
-        session.sparkContext.setLogLevel("ERROR")
-        try:
-            yield session
-        finally:
-            session.stop()
+    with local_session() as session:
+        yield session
 
 
 def features(table: pa.Table, skip: int) -> np.ndarray:

@@ -7,50 +7,24 @@ Needs pyspark's ``connect`` extra (grpcio, grpcio-status, googleapis-common-prot
 them) and Java; one session for the whole file (a JVM start costs 10-20 s). BERTFEAT_SKIP_SPARK=1 skips these tests.
 """
 
-import os
-import sys
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
 from bertfeat.cli import main
+from tests._spark_sessions import connect_session, require_spark
 
-if os.environ.get("BERTFEAT_SKIP_SPARK") == "1":
-    pytest.skip("BERTFEAT_SKIP_SPARK=1: the Spark engine's tests are skipped", allow_module_level=True)
-pytest.importorskip("pyspark", reason="pyspark is an optional extra: pip install 'bertfeat[spark]'")
-for _module in ("grpc", "grpc_status", "google.rpc", "zstandard"):
-    pytest.importorskip(_module, reason=f"Spark Connect needs {_module} (pip install 'pyspark[connect]', or the dev "
-                                        "extra): these tests need a real Connect session")
+require_spark(connect=True)
 
 import bertfeat.spark as bspark  # noqa: E402
-
-try:
-    bspark.require_java()
-except RuntimeError as exc:
-    pytest.skip(str(exc), allow_module_level=True)
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
 def connect():
     """One Spark Connect session for this file, on a local server in this process's JVM."""
-    from pyspark.sql import SparkSession
-
-    with pytest.MonkeyPatch.context() as mp:
-        # the server's Python workers inherit this process's environment: this interpreter, this checkout, offline
-        mp.setenv("PYSPARK_PYTHON", sys.executable)
-        mp.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        session = SparkSession.builder.remote("local[2]").getOrCreate()
-        try:
-            session.range(1).count()  # the server makes the user's session at its first request
-            yield session
-        finally:
-            session.stop()  # the local server too (pyspark's local remote mode)
+    with connect_session() as session:
+        yield session
 
 
 def server_sessions() -> set:
