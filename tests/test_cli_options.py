@@ -855,40 +855,25 @@ def test_commands_run_in_two_threads_at_once_format_only_their_own_warnings_and_
     first's format and, ending after it, left it in place for good, so every bertfeat warning of the process was
     printed as a command's line ever after; and while a command ran, another thread's bertfeat warnings (a transform
     of its own) were printed as the command's."""
-    import threading
     import warnings
 
     import bertfeat.cli.cache
     from bertfeat.exceptions import CacheWarning
+    from tests._overlap import Overlap
 
-    first_in, second_in, first_done = threading.Event(), threading.Event(), threading.Event()
-    seen = {}
+    overlap, seen = Overlap(), {}
 
     def shown():
         return warnings.formatwarning(CacheWarning("a shard is damaged"), CacheWarning, "f.py", 3)
 
     def run(args):
-        if threading.current_thread().name == "first":
-            first_in.set()
-            assert second_in.wait(30)
-        else:
-            second_in.set()
-            assert first_done.wait(30)
-        seen[threading.current_thread().name] = shown()
+        seen[overlap.inside()] = shown()
         return 0
 
     monkeypatch.setattr(bertfeat.cli.cache, "run", run)
     plain = warnings.formatwarning
-    first = threading.Thread(target=main, args=(["cache", "info", "x"],), name="first")
-    second = threading.Thread(target=main, args=(["cache", "info", "y"],), name="second")
-    first.start()
-    assert first_in.wait(30)
-    second.start()
-    assert second_in.wait(30)
-    seen["another thread while both run"] = shown()
-    first.join(30)
-    first_done.set()
-    second.join(30)
+    overlap.run(lambda: main(["cache", "info", "x"]), lambda: main(["cache", "info", "y"]),
+                while_both=lambda: seen.update({"another thread while both run": shown()}))
     command = "bertfeat cache: warning: a shard is damaged\n"
     assert seen == {"first": command, "second": command,
                     "another thread while both run": "f.py:3: CacheWarning: a shard is damaged\n"}

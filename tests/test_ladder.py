@@ -860,25 +860,18 @@ def test_two_loads_at_once_leave_transformers_logging_as_the_user_set_it(tiny_be
     thread's fit while another loads its model), the second found the first's silence and, ending after it, put that
     back for good: every transformers warning of the process was lost from then on; and meanwhile the second's load
     ran loud. Here the second load begins while the first runs, and ends after it."""
-    import threading
-
     import transformers
     from transformers.utils import logging as hf_logging
 
     from bertfeat import backend
+    from tests._overlap import Overlap
 
     monkeypatch.setattr(backend, "_TOKENIZERS", {})  # both load
     real = transformers.AutoTokenizer.from_pretrained
-    first_in, second_in, first_done = threading.Event(), threading.Event(), threading.Event()
-    seen = {}
+    overlap, seen = Overlap(), {}
 
     def from_pretrained(path, **kwargs):
-        if threading.current_thread().name == "first":
-            first_in.set()
-            assert second_in.wait(30)
-        else:
-            second_in.set()
-            assert first_done.wait(30)
+        if overlap.inside() == "second":
             seen["level in the second load after the first ended"] = hf_logging.get_verbosity()
         return real(path, **kwargs)
 
@@ -889,14 +882,7 @@ def test_two_loads_at_once_leave_transformers_logging_as_the_user_set_it(tiny_be
     try:
         hf_logging.set_verbosity_info()
         hf_logging.enable_progress_bar()
-        first = threading.Thread(target=backend.load_tokenizer, args=(spec,), name="first")
-        second = threading.Thread(target=backend.load_tokenizer, args=(spec,), name="second")
-        first.start()
-        assert first_in.wait(30)
-        second.start()
-        first.join(30)
-        first_done.set()
-        second.join(30)
+        overlap.run(lambda: backend.load_tokenizer(spec), lambda: backend.load_tokenizer(spec))
         after = (hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled())
     finally:
         hf_logging.set_verbosity(level)
