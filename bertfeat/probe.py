@@ -346,14 +346,14 @@ def probe(
     given_groups = None if groups is None else _check_groups(groups, len(texts))
     copies = _text_groups(texts)
     fold_groups = _fold_groups(copies, given_groups)
+    n_groups = None if given_groups is None else int(given_groups.max()) + 1  # codes 0, 1, ...
+    n_fold_groups = None if fold_groups is None else len(np.unique(fold_groups))
     scoring = _scorer(task, y, cv, random_state, fold_groups,
-                      grouped=None if given_groups is None else int(given_groups.max()) + 1)
+                      grouped=None if n_groups is None else (n_groups, n_fold_groups))
     folds = list(scoring["splitter"].split(np.zeros((len(y), 1)), y))
     _check_folds(task, y, folds, grouped=given_groups is not None)
     fold_facts = {"n_splits": len(folds), "random_state": int(random_state),
-                  "copies_kept_together": copies is not None,
-                  "n_groups": None if given_groups is None else int(given_groups.max()) + 1,
-                  "n_fold_groups": None if fold_groups is None else len(np.unique(fold_groups))}
+                  "copies_kept_together": copies is not None, "n_groups": n_groups, "n_fold_groups": n_fold_groups}
     # plain Python values (a pathlib cache_dir, numpy ints): the rows' params go into code() as written
     shared = {k: _plain(v) for k, v in dict(max_length=max_length, long_text=long_text, stride=stride,
                                             normalize=normalize, prefix=prefix, prompt_name=prompt_name, dtype=dtype,
@@ -561,9 +561,10 @@ def _linear_model(task: str, kind: str, params: dict) -> list:
 
 
 def _scorer(task, y, cv, random_state, groups=None, grouped=None) -> dict:
-    """The metric, the splitter and the models. With ``groups`` (copies of a text, and with ``grouped``, the number of
-    the user's groups, those groups too), each group goes to one fold, or a model that has seen a text (or its group) in training is scored
-    on it: the splitter is then a ``PredefinedSplit`` of those folds, which needs no groups to give them again."""
+    """The metric, the splitter and the models. With ``groups`` (copies of a text, and with ``grouped``, the user's
+    groups too: ``(how many they are, how many units the folds keep whole once groups sharing a copy are joined)``),
+    each group goes to one fold, or a model that has seen a text (or its group) in training is scored on it: the
+    splitter is then a ``PredefinedSplit`` of those folds, which needs no groups to give them again."""
     from sklearn.model_selection import KFold, StratifiedKFold
     from sklearn.pipeline import make_pipeline
 
@@ -579,7 +580,7 @@ def _scorer(task, y, cv, random_state, groups=None, grouped=None) -> dict:
     else:
         raise ValueError(f"task={task!r} is not valid: expected 'auto', 'classification' or 'regression'.")
     if groups is not None:
-        splitter = (_grouped(task, y, cv, random_state, groups, *groups_kept(grouped, len(np.unique(groups))))
+        splitter = (_grouped(task, y, cv, random_state, groups, *groups_kept(*grouped))
                     if grouped else _grouped(task, y, cv, random_state, groups))
     # the user's groups (joined by copies) also go to the ridge's alpha search, or it predicts a text from its
     # group-mates there and picks the smallest penalty; copies alone it leaves out together by itself
