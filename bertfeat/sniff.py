@@ -57,6 +57,18 @@ def convert_it(path, encoding: str, head: bytes) -> str:
     return f"convert it first ({command}) and pass {shlex.quote(out)}."
 
 
+def wide_text(path, head: bytes) -> tuple[str, str] | None:
+    """``(how it was seen, how to convert it)`` for the text file ``path`` beginning with ``head`` (its first bytes,
+    64 or more: the first 64 are judged, the rest show its first line) where it is UTF-16 or UTF-32
+    (:func:`wide_encoding`, :func:`convert_it`); None otherwise. A CSV file's refusal (:func:`not_csv_text`) and a
+    ``.txt`` input's (:func:`bertfeat.sources._other_suffix`) both say it."""
+    found = wide_encoding(head[:64])
+    if found is None:
+        return None
+    encoding, seen = found
+    return seen, convert_it(path, encoding, head)
+
+
 # The first bytes of files users name as CSV that hold no CSV text: a download saved without its .gz, a workbook
 # renamed .csv. Read as text, each was "not UTF-8 ... iconv -f cp1252", which turns them into garbage.
 _COMPRESSED = [(re.compile(rb"\x1f\x8b"), "gzip", ".gz"),
@@ -123,10 +135,9 @@ def not_csv_text(path, head: bytes) -> str | None:
 
     file_name = os.path.basename(os.fsdecode(path))
     outer = _codec(Path(file_name))
-    found = wide_encoding(head[:64])
-    if found:
-        encoding, seen = found
-        return f"{path} is {seen}, not UTF-8: bertfeat reads CSV files as UTF-8: {convert_it(path, encoding, head)}"
+    wide = wide_text(path, head)
+    if wide:
+        return f"{path} is {wide[0]}, not UTF-8: bertfeat reads CSV files as UTF-8: {wide[1]}"
     said = not_data(path, head)
     if said:
         return said

@@ -427,18 +427,14 @@ def _other_suffix(path: Path) -> str | None:
 def _wide_text(path: Path) -> str | None:
     """What to do with a text file bertfeat would read once renamed, but that is UTF-16 or UTF-32 (Excel's "Unicode
     Text" is UTF-16 separated by tabs, saved as .txt): convert it, to a name it reads; None for any other file."""
-    from bertfeat.sniff import HEAD, convert_it, wide_encoding
+    from bertfeat.sniff import HEAD, wide_text
 
     try:
         with open(path, "rb") as fh:
-            head = fh.read(HEAD)
+            wide = wide_text(path, fh.read(HEAD))
     except OSError:
         return None
-    found = wide_encoding(head[:64])
-    if found is None:
-        return None
-    encoding, seen = found
-    return f"it is {seen}, and bertfeat reads CSV files as UTF-8: {convert_it(path, encoding, head)}"
+    return None if wide is None else f"it is {wide[0]}, and bertfeat reads CSV files as UTF-8: {wide[1]}"
 
 
 def _braces(pattern: str) -> str:
