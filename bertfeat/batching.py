@@ -265,8 +265,11 @@ def prefetched(items: Iterable[T], depth: int = 1) -> Iterator[T]:
 
     For overlapping torch-free work (tokenizing and planning the next chunk of texts) with the model running the
     current one: the tokenizer and torch both release the GIL. An exception in the producer is raised here, at the
-    item where it happened; closing the generator early stops the producer.
+    item where it happened; closing the generator early stops the producer. The producer runs in a copy of the
+    caller's context, as the backend's batch workers do, so a context variable (a call's own pass counts, a
+    command's warning format) reads there as in the call.
     """
+    import contextvars
     import queue
     import threading
 
@@ -293,7 +296,8 @@ def prefetched(items: Iterable[T], depth: int = 1) -> Iterator[T]:
             return
         put((done, None))
 
-    worker = threading.Thread(target=produce, name="bertfeat-prefetch", daemon=True)
+    worker = threading.Thread(target=contextvars.copy_context().run, args=(produce,), name="bertfeat-prefetch",
+                              daemon=True)
     worker.start()
     try:
         while True:

@@ -581,6 +581,28 @@ def test_prefetched_passes_none_and_other_falsy_items_through():
     assert _within(5, lambda: list(prefetched(iter(items)))) == items
 
 
+def test_prefetched_items_are_made_in_a_copy_of_the_callers_context():
+    """(a leftovers hunt, 2026-11-27, session 12) the producer thread ran in a fresh context, where the backend's
+    batch workers run in a copy of the caller's: a context variable read while a chunk is tokenized and planned (the
+    call's own pass counts, a command's warning format, notes held back) gave no call's value there. None is read
+    there today; an item made in the producer now sees the caller's values, and its sets stay out of the caller."""
+    import contextvars
+
+    job = contextvars.ContextVar("job", default="no job")
+
+    def items():
+        for i in range(3):
+            seen = job.get()
+            job.set(f"set by the producer {i}")
+            yield seen
+
+    def call():
+        job.set("this call's")
+        return list(prefetched(items())), job.get()
+
+    assert _within(5, call) == (["this call's", "set by the producer 0", "set by the producer 1"], "this call's")
+
+
 def _stable(count, seconds=0.3):
     """Wait until ``count()`` stops changing for ``seconds`` (the producer is blocked); returns it."""
     import time
