@@ -37,6 +37,7 @@ from bertfeat.hardware import (  # noqa: F401 (re-exported)
     limit_threads_to_allotted_cores,
     allotted_cores,
     set_threads,
+    set_worker_threads,
     threads_shared_by,
 )
 from bertfeat.gpu import MAX_GPU_BATCH_TOKENS, MemoryCap, gpu_batch_tokens  # noqa: F401 (re-exported)
@@ -459,7 +460,7 @@ class TorchBackend:
         from concurrent.futures import ThreadPoolExecutor
 
         with self._threads_per_worker() as threads, ThreadPoolExecutor(
-            self.workers, thread_name_prefix="bertfeat", initializer=_set_threads_of_this_thread, initargs=(threads,)
+            self.workers, thread_name_prefix="bertfeat", initializer=set_worker_threads, initargs=threads
         ) as pool:
             pending: deque = deque()
             try:
@@ -482,10 +483,10 @@ class TorchBackend:
 
     @contextlib.contextmanager
     def _threads_per_worker(self):
-        """Yield the torch threads each worker thread sets for itself: a share of the caller's on CPU
-        (:func:`bertfeat.hardware.threads_shared_by`), None elsewhere."""
+        """Yield ``(share, threads)``: the torch threads each worker thread sets for itself, a share of the caller's
+        on CPU (:func:`bertfeat.hardware.threads_shared_by`), and the count new threads keep; None, None elsewhere."""
         if not self.device.startswith("cpu"):
-            yield None
+            yield None, None
             return
         with threads_shared_by(self.workers) as threads:
             yield threads
@@ -753,14 +754,6 @@ def _torch_lacks_dtype_on_cpu(message: str, dtype: str) -> bool:
     name = {"float16": "Half", "bfloat16": "BFloat16"}.get(dtype)
     return bool(name) and (f"not implemented for '{name}'" in message
                            or ("AutocastCPU only support" in message and dtype != "bfloat16"))
-
-
-def _set_threads_of_this_thread(threads: int | None) -> None:
-    """A worker thread's first act: its own torch thread count (None: the one it starts with)."""
-    if threads is not None:
-        import torch
-
-        torch.set_num_threads(threads)
 
 
 def _as_token_seqs(units):

@@ -126,13 +126,14 @@ _SHARED_LOCK = ForkSafeLock(in_child=_forget_calls_in_a_forked_child)
 
 @contextlib.contextmanager
 def threads_shared_by(workers: int):
-    """Yield the torch threads each of ``workers`` threads running batches side by side sets for itself (with
-    ``torch.set_num_threads``, first thing): a share of the calling thread's count.
+    """Yield ``(share, threads)``: the torch threads each of ``workers`` threads running batches side by side sets
+    for itself (with :func:`set_worker_threads`, first thing), a share of the calling thread's count, and that count.
 
-    torch keeps a count per thread, and a new thread starts with the count last set by any thread, so each set is
-    also what the next new thread gets. The calling thread's own count is left as it is; calls that overlap (threads
-    of a web service embedding at once) share out the first one's count rather than a count a worker of another
-    call set, and the last to end sets that count back for new threads: never lowered for good."""
+    torch keeps a count per thread, and a thread starts with the count last set by any thread, so each set is also
+    what the next new thread gets: a worker puts ``threads`` back for them once its own is set. The calling thread's
+    own count is left as it is; calls that overlap (threads of a web service embedding at once) share out the first
+    one's count rather than a count a worker of another call set, and the last to end sets that count back for new
+    threads: never lowered for good."""
     import torch
 
     with _SHARED_LOCK:
@@ -141,14 +142,38 @@ def threads_shared_by(workers: int):
         _SHARED["calls"] += 1
         threads = _SHARED["threads"]
     try:
-        yield max(1, threads // workers)
+        yield max(1, threads // workers), threads
     finally:
         with _SHARED_LOCK:
             _SHARED["calls"] -= 1
-            if _SHARED["calls"] == 0:  # set in a thread of its own, so that no running thread's count changes
-                setter = threading.Thread(target=torch.set_num_threads, args=(threads,), name="bertfeat-threads")
-                setter.start()
-                setter.join()
+            if _SHARED["calls"] == 0:
+                _set_for_new_threads(threads)
+
+
+def set_worker_threads(share: int | None, threads: int | None = None) -> None:
+    """A batch worker thread's first act: ``share`` torch threads of its own (None: the count it starts with), and
+    ``threads`` left as what a thread that first uses torch later starts with. Without that, a thread another part
+    of the program started while a call ran (a web service's request thread) kept a worker's share for its life."""
+    if share is None:
+        return
+    import torch
+
+    # torch takes a thread's count from the one new threads start with at its first use (a get, not a set):
+    # after the set below it would take ``threads`` put back meanwhile
+    torch.get_num_threads()
+    torch.set_num_threads(share)
+    if threads is not None and threads != share:
+        _set_for_new_threads(threads)
+
+
+def _set_for_new_threads(threads: int) -> None:
+    """Make ``threads`` the count a thread starts with, leaving every running thread's own count as it is: set in a
+    thread of its own (torch.set_num_threads sets the calling thread's count and the one new threads take)."""
+    import torch
+
+    setter = threading.Thread(target=torch.set_num_threads, args=(threads,), name="bertfeat-threads")
+    setter.start()
+    setter.join()
 
 
 def _cpu_workers(threads: int) -> int:

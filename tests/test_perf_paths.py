@@ -245,6 +245,34 @@ def test_overlapping_transforms_from_threads_never_lower_the_threads_torch_gives
         torch.set_num_threads(before)
 
 
+def test_a_thread_that_first_uses_torch_while_a_call_runs_keeps_the_users_count_not_a_workers_share(
+        tiny_backend, monkeypatch):
+    """(found by a parallel workers and threads hunt, 2026-11-27) a thread starts with the count last set by any
+    thread, and keeps it: a request thread of a web service (anyio's pool, a ThreadPoolExecutor) that first used
+    torch while another request embedded took a worker's share (4 threads of 16) for its life, and its own later
+    calls ran on that share, silently slower."""
+    recipe = BertEmbedder(model=tiny_backend.spec.path, pooling="mean", layers=-1).fit(["x"]).recipe_
+    monkeypatch.setattr(tiny_backend, "workers", 2)
+    forward, born = tiny_backend.forward, []
+
+    def spy(units, pooling, groups, skip=0):  # a thread born while this worker runs its batch
+        seen = threading.Thread(target=lambda: born.append(torch.get_num_threads()))
+        seen.start()
+        seen.join()
+        return forward(units, pooling, groups, skip)
+
+    monkeypatch.setattr(tiny_backend, "forward", spy)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(4)
+        out, _ = encode(TEXTS[:4], recipe, lambda: tiny_backend, batch_tokens=24)
+        assert len(out) == 4 and born
+        assert set(born) == {4}  # not the workers' share of 2
+        assert torch.get_num_threads() == 4 and _thread_count_a_new_thread_starts_with() == 4
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_prefetch_tokenizes_in_a_background_thread_and_changes_nothing(tiny_backend, monkeypatch):
     recipe = BertEmbedder(model=tiny_backend.spec.path, pooling="cls+mean", layers=-1).fit(["x"]).recipe_
     plain, plain_stats = encode(TEXTS, recipe, lambda: tiny_backend)
@@ -681,7 +709,7 @@ def test_a_child_forked_while_threads_were_shared_out_sets_them_back_after_its_o
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(4)
-        with threads_shared_by(2) as share:
+        with threads_shared_by(2) as (share, _):
             assert share == 2
             torch.set_num_threads(share)  # as a worker does: what a new thread now starts with
             with multiprocessing.get_context("fork").Pool(1) as pool:
@@ -697,6 +725,6 @@ def _share_and_count_in_a_child():
     from bertfeat.hardware import threads_shared_by
 
     torch.set_num_threads(4)
-    with threads_shared_by(2) as share:
+    with threads_shared_by(2) as (share, _):
         torch.set_num_threads(share)
     return share * 2, _thread_count_a_new_thread_starts_with()
