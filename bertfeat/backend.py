@@ -36,6 +36,7 @@ from bertfeat.hardware import (  # noqa: F401 (re-exported)
     _cpu_workers,
     limit_threads_to_allotted_cores,
     allotted_cores,
+    call_threads,
     set_threads,
     set_worker_threads,
     threads_shared_by,
@@ -345,25 +346,32 @@ class TorchBackend:
         # Batches in flight at once. On CPU each worker runs its own batch on its share of the cores, so small ops
         # (layer norm, attention) never wait on each other's threads and a core taken by another process delays
         # one batch, not every operation. On GPU a second worker pads and launches the next batch while the
-        # current one's results come back.
-        self.workers = _cpu_workers(torch.get_num_threads()) if device_type == "cpu" else 2 if device_type == "cuda" else 1
+        # current one's results come back. None on CPU: from the calling thread's count at each call (workers_now).
+        self.workers = None if device_type == "cpu" else 2 if device_type == "cuda" else 1
         self.default_batch_tokens = DEFAULT_BATCH_TOKENS.get(device_type, 8192)
-        if device_type == "cpu":
-            self.default_batch_tokens *= max(1, torch.get_num_threads() // self.workers)
         self.prefetch = device_type == "cuda"
         self.chunk_texts = PREFETCH_CHUNK_TEXTS if self.prefetch else 0
         self.memory_cap = MemoryCap()  # learned from out-of-memory errors, recovers after successful batches
 
+    def workers_now(self) -> int:
+        """Batches in flight at once for a call from this thread: ``workers`` where set; on CPU (None) one per torch
+        thread of the calling thread up to 4 (:func:`bertfeat.hardware._cpu_workers`), read at each call, so that a
+        count set after the load (in a forked child, in a thread of its own) is the one the call runs on."""
+        return self.workers if self.workers is not None else _cpu_workers(call_threads())
+
     @property
     def default_batch_tokens(self) -> int:
         """Token budget of one forward pass. On GPU, what fits now in this process's share of the card's memory
-        (free, plus what torch holds unused), sampled again at every call rather than once at load."""
+        (free, plus what torch holds unused), sampled again at every call rather than once at load; on CPU, the
+        budget per thread times each worker's threads at this call."""
         if self.device.startswith("cuda"):
             from bertfeat import gpu
 
             element_size = 4 if self.dtype == "float32" else 2
             return gpu.gpu_batch_tokens(gpu.usable_bytes(self.device, gpu.memory_share()), self.config, element_size,
                                         in_flight=self.workers)
+        if self.device.startswith("cpu"):
+            return self._default_batch_tokens * max(1, call_threads() // self.workers_now())
         return self._default_batch_tokens
 
     @default_batch_tokens.setter
@@ -446,26 +454,31 @@ class TorchBackend:
 
     def forward_batches(self, batches: Iterable[Sequence[Sequence[int]]], pooling: Sequence[str],
                         layer_groups, skip: int = 0) -> Iterator[np.ndarray]:
-        """:meth:`forward` over each batch, yielded in order, with up to ``self.workers`` batches running at once.
+        """:meth:`forward` over each batch, yielded in order, with up to :meth:`workers_now` batches running at once.
 
-        On CPU the workers share the cores torch was using (each sets ``threads // workers`` of them for itself; the
-        caller's count, and the count new threads start with, are left as they were). Results do not depend on the
-        number of workers.
+        On CPU the workers share the cores torch is using in the calling thread, lowered first to the cores the
+        process may use where it is more (as the load does the loading thread's: a thread that used torch before a
+        load in another thread kept torch's count for the host's cores under a CPU quota). Each worker sets
+        ``threads // workers`` of them for itself; the caller's count, and the count new threads start with, are
+        left as they were. Results do not depend on the number of workers.
         """
-        if self.workers <= 1:
+        if self.device.startswith("cpu"):
+            limit_threads_to_allotted_cores()
+        workers = self.workers_now()
+        if workers <= 1:
             for units in batches:
                 yield self.forward(units, pooling, layer_groups, skip)
             return
         from collections import deque
         from concurrent.futures import ThreadPoolExecutor
 
-        with self._threads_per_worker() as threads, ThreadPoolExecutor(
-            self.workers, thread_name_prefix="bertfeat", initializer=set_worker_threads, initargs=threads
+        with self._threads_per_worker(workers) as threads, ThreadPoolExecutor(
+            workers, thread_name_prefix="bertfeat", initializer=set_worker_threads, initargs=threads
         ) as pool:
             pending: deque = deque()
             try:
                 for units in batches:
-                    while len(pending) >= self._queue_limit():
+                    while len(pending) >= self._queue_limit(workers):
                         yield pending.popleft().result()
                     # in a copy of the caller's context: a job counting its own passes (counts.own_passes) sees them
                     pending.append(pool.submit(contextvars.copy_context().run, self.forward, units, pooling,
@@ -476,19 +489,19 @@ class TorchBackend:
                 for future in pending:
                     future.cancel()
 
-    def _queue_limit(self) -> int:
+    def _queue_limit(self, workers: int) -> int:
         """Batches submitted and not yet collected: one per worker plus one queued, or a single one while an
         out-of-memory cap holds (the batch beside it may be what ran out)."""
-        return 1 if self.memory_cap.capped else self.workers + 1
+        return 1 if self.memory_cap.capped else workers + 1
 
     @contextlib.contextmanager
-    def _threads_per_worker(self):
+    def _threads_per_worker(self, workers: int):
         """Yield ``(share, threads)``: the torch threads each worker thread sets for itself, a share of the caller's
         on CPU (:func:`bertfeat.hardware.threads_shared_by`), and the count new threads keep; None, None elsewhere."""
         if not self.device.startswith("cpu"):
             yield None, None
             return
-        with threads_shared_by(self.workers) as threads:
+        with threads_shared_by(workers) as threads:
             yield threads
 
     def forward(self, units: Sequence[Sequence[int]], pooling: Sequence[str], layer_groups,

@@ -176,6 +176,14 @@ def _set_for_new_threads(threads: int) -> None:
     setter.join()
 
 
+def call_threads() -> int:
+    """The torch threads a CPU call from this thread runs on: its count, or the cores the process may use where that
+    is fewer (:func:`limit_threads_to_allotted_cores` lowers it so as the call starts)."""
+    import torch
+
+    return max(1, min(torch.get_num_threads(), allotted_cores()))
+
+
 def _cpu_workers(threads: int) -> int:
     """Batches run side by side on CPU: one per thread up to 4, then threads shared out among 4 workers."""
     return max(1, min(threads, 4))

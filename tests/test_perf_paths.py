@@ -221,9 +221,12 @@ def test_overlapping_transforms_from_threads_never_lower_the_threads_torch_gives
         return forward(units, pooling, groups, skip)
 
     monkeypatch.setattr(tiny_backend, "forward", spy)
+    from bertfeat import hardware
+
+    monkeypatch.setattr(hardware, "allotted_cores", lambda: 4)  # this machine's cores may be fewer
     before = torch.get_num_threads()
     try:
-        torch.set_num_threads(4)  # the user's choice (more than this machine's cores is allowed after the load)
+        torch.set_num_threads(4)  # the user's choice
         results = {}
 
         def call_a():
@@ -262,6 +265,9 @@ def test_a_thread_that_first_uses_torch_while_a_call_runs_keeps_the_users_count_
         return forward(units, pooling, groups, skip)
 
     monkeypatch.setattr(tiny_backend, "forward", spy)
+    from bertfeat import hardware
+
+    monkeypatch.setattr(hardware, "allotted_cores", lambda: 4)  # this machine's cores may be fewer
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(4)
@@ -271,6 +277,59 @@ def test_a_thread_that_first_uses_torch_while_a_call_runs_keeps_the_users_count_
         assert torch.get_num_threads() == 4 and _thread_count_a_new_thread_starts_with() == 4
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("allotted, count, workers, each, after", [
+    (1, 4, 1, 1, 1),  # a 1-CPU quota: one batch at a time on one thread, the caller's count lowered as a load does
+    (4, 1, 1, 1, 1),  # the user's one thread, set after the load (a forked child, a pool's initializer)
+    (4, 4, 4, 1, 4),
+    (8, 8, 4, 2, 8),
+])
+def test_a_cpu_call_runs_on_the_callers_thread_count_now_within_the_allotted_cores(
+        tiny_backend, monkeypatch, allotted, count, workers, each, after):
+    """(found by a parallel workers and threads hunt, 2026-11-27) the batches in flight were fixed at load from the
+    loading thread's count, and the quota applied to that thread only: a thread that had used torch before the model
+    loaded in another one ran its calls with torch's count for the host's cores under a 1-CPU quota (64 threads on
+    a 64-core host), and a count of 1 set after the load (in each child of a fork pool) still ran 4 batches at once."""
+    from bertfeat import hardware
+
+    recipe = BertEmbedder(model=tiny_backend.spec.path, pooling="mean", layers=-1).fit(["x"]).recipe_
+    monkeypatch.setattr(hardware, "allotted_cores", lambda: allotted)
+    forward, seen = tiny_backend.forward, set()
+
+    def spy(units, pooling, groups, skip=0):
+        seen.add((threading.current_thread().name.startswith("bertfeat"), torch.get_num_threads()))
+        return forward(units, pooling, groups, skip)
+
+    monkeypatch.setattr(tiny_backend, "forward", spy)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(count)
+        want, _ = encode(TEXTS, recipe, lambda: OneBatchAtATime(tiny_backend), batch_tokens=24)
+        assert tiny_backend.workers_now() == workers
+        assert tiny_backend.default_batch_tokens == 1024 * each
+        seen.clear()
+        got, stats = encode(TEXTS, recipe, lambda: tiny_backend, batch_tokens=24)
+        assert stats.batches > 4
+        assert seen == {(workers > 1, each)}  # in the caller's thread alone, or in workers with their share each
+        assert torch.get_num_threads() == after
+        np.testing.assert_allclose(got, want, atol=1e-6, rtol=0)
+    finally:
+        torch.set_num_threads(before)
+
+
+class OneBatchAtATime:
+    """``backend`` run one batch at a time in the calling thread, as a reference."""
+
+    def __init__(self, backend):
+        self.backend = backend
+
+    def __getattr__(self, name):
+        return getattr(self.backend, name)
+
+    def forward_batches(self, batches, pooling, layer_groups, skip=0):
+        for units in batches:
+            yield self.backend.forward(units, pooling, layer_groups, skip)
 
 
 def test_prefetch_tokenizes_in_a_background_thread_and_changes_nothing(tiny_backend, monkeypatch):
