@@ -46,6 +46,7 @@
 #' @export
 bf_embed <- function(x, model = "default", pooling = "cls+mean", layers = NULL, ..., missing = "error",
                      cache_dir = NULL) {
+  leave_rng_as_found()
   embed_request(x, model = model, pooling = pooling, layers = layers, ..., missing = missing,
                 cache_dir = cache_dir)$matrix
 }
@@ -482,6 +483,7 @@ issue_python_warnings <- function(warnings) {
 #' @export
 bf_embed_file <- function(input, output, text_col, model = "default", pooling = "cls+mean", cache_dir = NULL,
                           overwrite = FALSE, ...) {
+  leave_rng_as_found()
   input <- check_string(input, "input")
   output <- check_string(output, "output")
   text_col <- check_string(text_col, "text_col")

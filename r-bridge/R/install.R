@@ -124,6 +124,7 @@ is_bertfeat_checkout <- function(dir) {
 #' }
 #' @export
 bf_config <- function() {
+  leave_rng_as_found()
   config <- tryCatch(
     {
       info <- python_module()$config()

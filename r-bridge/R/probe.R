@@ -48,6 +48,7 @@
 #' @export
 bf_probe <- function(x, y, model = "default", cv = 5, unions = 3, baseline = TRUE, plot = NULL, ...,
                      groups = NULL, random_state = 0, cache_dir = NULL) {
+  leave_rng_as_found()
   call <- rlang::current_env()
   dots <- list(...)
   allowed <- c("max_length", "long_text", "stride", "normalize", "prefix", "prompt_name", "task", "device", "dtype",

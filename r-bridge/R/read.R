@@ -31,6 +31,7 @@
 #' }
 #' @export
 bf_read_features <- function(path, row_names = NULL) {
+  leave_rng_as_found()
   call <- rlang::current_env()
   path <- check_string(path, "path", call = call)
   row_names <- check_string(row_names, "row_names", null_ok = TRUE, call = call)

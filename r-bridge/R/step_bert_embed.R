@@ -135,6 +135,7 @@ step_bert_embed_new <- function(terms, role, trained, columns, model, pooling, l
 
 #' @export
 prep.step_bert_embed <- function(x, training, info = NULL, ...) {
+  leave_rng_as_found()
   call <- NULL # recipes already says the error came from step_bert_embed()
   params <- check_step_arguments(x$model, x$pooling, x$layers, x$missing, x$cache_dir, x$options,
                                  recipes::get_keep_original_cols(x), call = call)
@@ -179,6 +180,7 @@ prep.step_bert_embed <- function(x, training, info = NULL, ...) {
 
 #' @export
 bake.step_bert_embed <- function(object, new_data, ...) {
+  leave_rng_as_found()
   col_names <- object$columns
   if (!length(col_names)) {
     return(new_data)

@@ -113,3 +113,26 @@ abort_python_unavailable <- function(error, call = rlang::caller_env()) {
     call = call
   )
 }
+
+# reticulate writes R's random number state back on every call into Python, creating `.Random.seed` where there
+# was none: nothing is drawn, but the future package takes the new seed for random numbers drawn in a future and
+# warns "UNRELIABLE VALUE: ... unexpectedly generated random numbers" at each bf_embed() in future_lapply() and
+# friends. Each exported function that calls Python removes a `.Random.seed` that was not there when it began; its
+# arguments are evaluated first, so that a seed their own code makes (`bf_embed(sample(texts))`) stays.
+leave_rng_as_found <- function(frame = parent.frame()) {
+  for (name in setdiff(names(formals(sys.function(sys.parent()))), "...")) {
+    if (!eval(call("missing", as.name(name)), frame)) {
+      get(name, envir = frame) # forces the argument's promise
+    }
+  }
+  if (!exists(".Random.seed", envir = globalenv(), inherits = FALSE)) {
+    do.call(on.exit, list(quote(drop_rng_seed()), add = TRUE), envir = frame)
+  }
+  invisible()
+}
+
+drop_rng_seed <- function() {
+  if (exists(".Random.seed", envir = globalenv(), inherits = FALSE)) {
+    rm(".Random.seed", envir = globalenv())
+  }
+}

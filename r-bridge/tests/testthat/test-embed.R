@@ -118,3 +118,28 @@ test_that("a vector of poolings may hold \"+\"-joined ones, as the check and bf_
   expect_identical(colnames(m)[c(1, 385, 769)], c("text_cls_000", "text_mean_000", "text_max_000"))
   expect_identical(m, bf_embed(unname(texts[1:2]), pooling = "cls+mean+max"))
 })
+
+test_that("bf_embed() leaves R's random numbers as it found them, so a future running it warns of none", {
+  # (found by a parallel workers hunt, 2026-11-27) reticulate writes a .Random.seed on each call into Python: a
+  # session without one got one, and future_lapply() over bf_embed() warned "UNRELIABLE VALUE: ... unexpectedly
+  # generated random numbers" at each iteration, under multicore and multisession alike
+  old <- if (exists(".Random.seed", envir = globalenv(), inherits = FALSE)) get(".Random.seed", envir = globalenv())
+  withr::defer(if (is.null(old)) bertfeat:::drop_rng_seed() else assign(".Random.seed", old, envir = globalenv()))
+  bertfeat:::drop_rng_seed()
+  bf_embed(unname(texts[1:2]))
+  expect_false(exists(".Random.seed", envir = globalenv(), inherits = FALSE))
+  set.seed(7)
+  seed <- .Random.seed
+  bf_embed(unname(texts[1:2]))
+  expect_identical(.Random.seed, seed)
+  bertfeat:::drop_rng_seed()
+  bf_embed(sample(unname(texts[1:2]))) # a seed the argument's own code made stays
+  expect_true(exists(".Random.seed", envir = globalenv(), inherits = FALSE))
+  skip_if_not_installed("future")
+  bertfeat:::drop_rng_seed()
+  oplan <- future::plan("sequential")
+  withr::defer(future::plan(oplan))
+  withr::local_options(future.rng.onMisuse = "error")
+  m <- future::value(future::future(bf_embed(unname(texts[1:2]))))
+  expect_identical(m, bf_embed(unname(texts[1:2])))
+})
