@@ -153,7 +153,8 @@ def threads_shared_by(workers: int):
 def set_worker_threads(share: int | None, threads: int | None = None) -> None:
     """A batch worker thread's first act: ``share`` torch threads of its own (None: the count it starts with), and
     ``threads`` left as what a thread that first uses torch later starts with. Without that, a thread another part
-    of the program started while a call ran (a web service's request thread) kept a worker's share for its life."""
+    of the program started while a call ran (a web service's request thread) kept a worker's share for its life;
+    now only one whose first use falls in the moments between the two sets does."""
     if share is None:
         return
     import torch

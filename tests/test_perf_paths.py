@@ -255,10 +255,22 @@ def test_a_thread_that_first_uses_torch_while_a_call_runs_keeps_the_users_count_
     torch while another request embedded took a worker's share (4 threads of 16) for its life, and its own later
     calls ran on that share, silently slower."""
     recipe = BertEmbedder(model=tiny_backend.spec.path, pooling="mean", layers=-1).fit(["x"]).recipe_
+    import bertfeat.backend
+
     monkeypatch.setattr(tiny_backend, "workers", 2)
-    forward, born = tiny_backend.forward, []
+    forward, born, started, both_started = tiny_backend.forward, [], [], threading.Event()
+    set_worker_threads = bertfeat.backend.set_worker_threads
+
+    def counted(*args):  # the few moments a worker sets its own count are the one window left: wait them out
+        set_worker_threads(*args)
+        started.append(1)
+        if len(started) == 2:
+            both_started.set()
+
+    monkeypatch.setattr(bertfeat.backend, "set_worker_threads", counted)
 
     def spy(units, pooling, groups, skip=0):  # a thread born while this worker runs its batch
+        both_started.wait(5)  # (a second worker may never start: then there is no window either)
         seen = threading.Thread(target=lambda: born.append(torch.get_num_threads()))
         seen.start()
         seen.join()
@@ -778,6 +790,38 @@ def test_a_child_forked_while_threads_were_shared_out_sets_them_back_after_its_o
         assert _thread_count_a_new_thread_starts_with() == 4
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+@pytest.mark.parametrize("lock", ["bertfeat.backend:_LOCK", "bertfeat.backend:_TOKENIZERS_LOCK",
+                                  "bertfeat.backend:_PASSES_LOCK", "bertfeat.cache:_OPEN_LOCK"])
+def test_a_child_forked_while_another_thread_loaded_a_model_embeds_and_does_not_wait_for_ever(
+        tiny_bert, tmp_path, lock):
+    """(found by a parallel workers and threads hunt, 2026-11-27) a child forked while another thread held a lock of
+    the model registry (a load: seconds), the tokenizers, the pass counts or the open caches (a web app warming its
+    model in a thread while a fork pool starts) got it held by a thread it has not, and its first transform waited
+    for ever (measured: a Pool child forked during a load, still waiting after 90 s)."""
+    import importlib
+    import os
+    import signal
+
+    from bertfeat.backend import load_tokenizer
+
+    module, name = lock.split(":")
+    texts = TEXTS[:6]
+    want = BertEmbedder(model=tiny_bert).fit_transform(texts)  # loaded: the child finds it in the registry
+    with getattr(importlib.import_module(module), name):  # another thread's load, at the fork
+        pid = os.fork()
+        if pid == 0:  # the child: embeds (with a cache) or is killed by the alarm where stuck
+            signal.alarm(20)
+            try:
+                load_tokenizer(resolve_model(tiny_bert))  # as a Ray or Spark worker's check of its tokenizer does
+                got = BertEmbedder(model=tiny_bert, cache_dir=str(tmp_path / "cache")).fit_transform(texts)
+                os._exit(0 if np.allclose(got, want, atol=1e-6, rtol=0) else 1)
+            except BaseException:
+                os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 def _share_and_count_in_a_child():
