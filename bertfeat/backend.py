@@ -21,7 +21,6 @@ import contextvars
 import functools
 import gc
 import logging
-import os
 import re
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
@@ -225,21 +224,6 @@ def clear_backends() -> None:
 _TOKENIZERS: dict[tuple, tuple] = {}
 _TOKENIZERS_KEPT = 4
 _TOKENIZERS_LOCK = ForkSafeLock()  # not _LOCK, which get_backend holds while a backend loads its tokenizer
-
-
-def _free_locks_in_a_forked_child() -> None:
-    """A child forked while another thread loaded a model (seconds, holding ``_LOCK``) or a tokenizer, counted a pass
-    or fell back from the fast path has that lock held by a thread it has not: its first transform waited for ever.
-    The registries hold whole models only (one is put in once loaded), so the child loads for itself what the
-    parent's thread was loading."""
-    global _LOCK, _PASSES_LOCK, _TOKENIZERS_LOCK
-    _LOCK, _PASSES_LOCK, _TOKENIZERS_LOCK = threading.Lock(), threading.Lock(), threading.Lock()
-    for backend in _REGISTRY.values():
-        backend._fallback_lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_free_locks_in_a_forked_child)
 
 
 def load_tokenizer(spec: ModelSpec, trust_remote_code: bool = False) -> tuple:

@@ -160,17 +160,6 @@ CACHES_KEPT = 4
 _RECENT: list = []  # least recently used first
 
 
-def _new_open_lock_in_a_forked_child() -> None:
-    """A child forked while another thread opened a cache has the lock held by a thread it has not (its caches are
-    its own: the pid check below drops the parent's)."""
-    global _OPEN_LOCK
-    _OPEN_LOCK = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_new_open_lock_in_a_forked_child)
-
-
 def _check_cache_format(marker: str, root: str) -> None:
     """Refuse a cache written in a newer layout: this version would read its shards wrongly or, finding them
     unreadable, delete them as corrupt at the next compact. A marker that cannot be read still marks a cache."""
