@@ -538,7 +538,7 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
 
     started = _ray_for_job(ray, quiet)
     try:
-        with _quiet_ray_data_log(quiet):
+        with _process_settings(quiet, ray, preserve_order):
             plan = plan_workers(*_cluster_nodes(ray), num_workers, gpus_per_worker, cpus_per_worker,
                                 params.get("device", "auto"))
             collector = ray.remote(num_cpus=0)(JobCounts).remote()
@@ -677,7 +677,7 @@ def _check_written(data_dir: Path, expected_rows: int) -> tuple[list[Path], dict
 
 def _without_partition_columns(read_parquet) -> dict:
     """``read_parquet``'s argument for reading no hive partition columns, under the name the installed Ray takes:
-    ``partitioning=None`` where it names that parameter; before (Ray 2.10 and older) that name fell into the
+    ``partitioning=None`` where it names that parameter; before (Ray 2.30 and older) that name fell into the
     arguments Ray passes on to pyarrow's ``Fragment.to_batches``, a TypeError failing every parquet job, and the
     same setting is pyarrow's dataset's, ``dataset_kwargs={"partitioning": None}``."""
     import inspect
@@ -692,32 +692,64 @@ def _job_context(ds, preserve_order: bool, quiet: bool):
     current one when ``ds`` was read (so the user's other settings reach the job), which the datasets made from it
     share. The process's ``DataContext.get_current()`` is every thread's: set there for the job's length, another
     thread's datasets made meanwhile ran with the job's order and without progress bars, and a setting that thread
-    made during the job was put back when it ended."""
+    made during the job was put back when it ended; only a Ray before 2.54, which reads the process's as it runs a
+    dataset, gets them there too (:class:`_process_settings`)."""
     ctx = ds.context
     ctx.execution_options.preserve_order = preserve_order
     if quiet:
         ctx.enable_progress_bars = False
-        if hasattr(ctx, "print_on_execution_start"):  # a newer Ray than 2.10.0, which has none
-            ctx.print_on_execution_start = False
+        ctx.print_on_execution_start = False
+        # Ray 2.11 to 2.2x draw each operator's bar where this says so, whatever enable_progress_bars says
+        ctx.execution_options.verbose_progress = False
     return ds
 
 
-class _quiet_ray_data_log:
-    """Ray Data's logger (``ray.data``, the process's) at CRITICAL for a quiet job, put back after it unless another
-    thread set it meanwhile: that thread's level stays."""
+# Ray Data runs a dataset on the dataset's own DataContext from 2.54 on. Before, a write (through ``materialize``)
+# ran on a fresh copy of the process's DataContext.get_current() (2.11 to 2.4x), and progress bars were decided by the
+# process's as a dataset started (to 2.53): there the dataset's own context alone left a job's rows out of input order
+# and a quiet job drawing its progress bars
+RUNS_ON_ITS_OWN_CONTEXT = (2, 54)
 
-    def __init__(self, quiet: bool):
-        self.quiet, self.log = quiet, logging.getLogger("ray.data")
+
+def _runs_on_the_processes_context(ray) -> bool:
+    from packaging.version import Version
+
+    return Version(ray.__version__).release < RUNS_ON_ITS_OWN_CONTEXT
+
+
+class _process_settings:
+    """The process-wide settings a file job needs for its length: for a quiet job, Ray Data's logger (``ray.data``)
+    at CRITICAL; on a Ray before 2.54 (``ray``, which runs a dataset on the process's ``DataContext``), the job's
+    order and progress options there as :func:`_job_context` sets them on the dataset's own. Each is put back after
+    unless another thread set it meanwhile: that thread's value stays (its datasets made meanwhile on such a Ray run
+    with the job's, which no setting of the job's own context can avoid there)."""
+
+    def __init__(self, quiet: bool, ray=None, preserve_order: bool = True):
+        self.settings = []  # (get, set, the job's value)
+        if quiet:
+            log = logging.getLogger("ray.data")
+            self.settings.append((lambda: log.level, log.setLevel, logging.CRITICAL))  # a failed job still raises
+        if ray is not None and _runs_on_the_processes_context(ray):
+            ctx = ray.data.DataContext.get_current()
+            self._attribute(ctx.execution_options, "preserve_order", preserve_order)
+            if quiet:
+                for obj, name in ((ctx, "enable_progress_bars"), (ctx, "print_on_execution_start"),
+                                  (ctx.execution_options, "verbose_progress")):
+                    self._attribute(obj, name, False)
+
+    def _attribute(self, obj, name: str, value) -> None:
+        self.settings.append((lambda: getattr(obj, name), lambda v: setattr(obj, name, v), value))
 
     def __enter__(self):
-        if self.quiet:
-            self.saved = self.log.level
-            self.log.setLevel(logging.CRITICAL)  # a failed job still raises
+        self.saved = [get() for get, _, _ in self.settings]
+        for _, set_, value in self.settings:
+            set_(value)
         return self
 
     def __exit__(self, *exc):
-        if self.quiet and self.log.level == logging.CRITICAL:
-            self.log.setLevel(self.saved)
+        for (get, set_, value), saved in zip(self.settings, self.saved):
+            if get() == value:
+                set_(saved)
         return False
 
 

@@ -254,7 +254,8 @@ def test_a_quiet_job_leaves_the_processes_data_context_alone_and_runs_with_its_o
     """A file job set its order and progress options on ``DataContext.get_current()`` (the process's, every
     thread's) for its length: another thread's datasets made meanwhile ran in order and without progress bars, and
     its own change was put back when the job ended. They are set on the job's dataset's own copy now: the job still
-    keeps the input order, and the process's context is the user's throughout."""
+    keeps the input order, and the process's context is the user's throughout (after the job only, on a Ray before
+    2.54, which runs the job on the process's)."""
     import bertfeat.ray as bray
 
     current = ray.data.DataContext.get_current()
@@ -273,7 +274,48 @@ def test_a_quiet_job_leaves_the_processes_data_context_alone_and_runs_with_its_o
         df.iloc[k::3].to_parquet(tmp_path / f"in-{k}.parquet")
     bray.embed_parquet(tmp_path, tmp_path / "out", "review", keep_cols="id", model=tiny_bert, quiet=True,
                        batch_rows=4)
-    assert seen == {"process": (False, True), "job": (True, False)}
+    # a Ray before 2.54 runs a dataset on the process's context: the job's options are there for its length too
+    older = bray._runs_on_the_processes_context(ray)
+    assert seen == {"process": (True, False) if older else (False, True), "job": (True, False)}
     assert (current.execution_options.preserve_order, current.enable_progress_bars) == (False, True)
     want = pd.concat([df.iloc[k::3] for k in range(3)])["id"].tolist()
     assert pq.read_table(tmp_path / "out").column("id").to_pylist() == want  # the input's order, file by file
+
+
+def test_a_quiet_job_writes_nothing_on_standard_error(tiny_bert, ray_cluster, tmp_path, capsys, monkeypatch):
+    """(found by a versions in between hunt, 2026-11-27, session 12) on Ray 2.11 to 2.53, which decide on progress
+    bars from the process's DataContext, not the dataset's own (and 2.11 to 2.2x on a bar per operator from
+    ``verbose_progress``), a ``--quiet`` job drew them on standard error."""
+    monkeypatch.setattr(ray.data.DataContext.get_current(), "enable_progress_bars", True)
+    src = tmp_path / "in.parquet"
+    make_frame(12, seed=3).to_parquet(src)
+    assert main(["embed", str(src), "--text-col", "review", "--out", str(tmp_path / "o"), "--model", tiny_bert,
+                 "--quiet", "--chunk-rows", "4", "--engine", "ray"]) == 0
+    out = capsys.readouterr()
+    assert (out.out, out.err) == ("", "")
+    assert ray.data.DataContext.get_current().enable_progress_bars is True
+    assert pq.read_table(tmp_path / "o").num_rows == 12
+
+
+def test_a_job_runs_in_input_order_whatever_the_processes_context_says(tiny_bert, ray_cluster, tmp_path, monkeypatch):
+    """(found by a versions in between hunt, 2026-11-27, session 12) Ray 2.11 to 2.4x ran a dataset's write on a
+    fresh copy of the process's DataContext, not the dataset's own, where the job asked for the input order: a
+    process whose context said ``preserve_order = False`` (Ray's default) got the rows in the order the batches
+    finished. Every execution of the job is read here as Ray starts it."""
+    from ray.data._internal.execution.streaming_executor import StreamingExecutor
+
+    monkeypatch.setattr(ray.data.DataContext.get_current().execution_options, "preserve_order", False)
+    ran, execute = [], StreamingExecutor.execute
+
+    def watched(self, *args, **kwargs):
+        ran.append(self._options.preserve_order)
+        return execute(self, *args, **kwargs)
+
+    monkeypatch.setattr(StreamingExecutor, "execute", watched)
+    src = tmp_path / "in.parquet"
+    make_frame(12, seed=4).to_parquet(src)
+    assert main(["embed", str(src), "--text-col", "review", "--id-col", "id", "--out", str(tmp_path / "o"),
+                 "--model", tiny_bert, "--quiet", "--chunk-rows", "3", "--engine", "ray"]) == 0
+    assert ran and all(ran)
+    assert ray.data.DataContext.get_current().execution_options.preserve_order is False
+    assert pq.read_table(tmp_path / "o").column("id").to_pylist() == list(range(12))

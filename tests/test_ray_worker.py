@@ -94,6 +94,7 @@ class Mapped:
         opts = self.context.execution_options
         self.ray.ran_with.append((opts.preserve_order, self.context.enable_progress_bars,
                                   self.context.print_on_execution_start))
+        self.ray.ran_on.append(self.context)
         if self.ray.during is not None:
             self.ray.during()
         kw = self.kw
@@ -119,13 +120,15 @@ class Mapped:
 class FakeRay(ModuleType):
     """``ray`` for the engine's driver: a cluster of ``nodes`` (CPUs, GPUs), actors and tasks run in this process."""
 
-    def __init__(self, data_module, cpus=(2.0,), gpus=(0.0,), initialized=False):
+    def __init__(self, data_module, cpus=(2.0,), gpus=(0.0,), initialized=False, version="2.60.0"):
         super().__init__("ray")
+        self.__version__ = version  # of a Ray whose datasets run on their own DataContext, unless told
         self.cpus, self.gpus = cpus, gpus
         self.initialized = initialized
         self.inits, self.shutdowns, self.killed, self.actor_options = [], 0, [], []
         self.selected, self.mapped, self.read, self.retried, self.rewritten = [], [], [], set(), set()
         self.ran_with, self.during = [], None  # each job's (order, progress bars, start line); a hook as it runs
+        self.ran_on = []  # each job's DataContext
         self.data = SimpleNamespace(DataContext=data_module.DataContext, Datasink=data_module.Datasink,
                                     ActorPoolStrategy=lambda size: SimpleNamespace(size=size),
                                     read_parquet=self.read_parquet)
@@ -414,13 +417,6 @@ def test_no_partition_columns_are_asked_for_under_the_name_the_installed_ray_tak
     assert bray._without_partition_columns(older) == {"dataset_kwargs": {"partitioning": None}}
 
 
-def test_the_jobs_context_on_a_ray_without_the_start_announcement():
-    ctx = SimpleNamespace(execution_options=SimpleNamespace(preserve_order=False), enable_progress_bars=True)
-    bray._job_context(SimpleNamespace(context=ctx), True, True)
-    assert not hasattr(ctx, "print_on_execution_start") and ctx.enable_progress_bars is False
-    assert ctx.execution_options.preserve_order is True
-
-
 def test_a_quiet_job_puts_ray_datas_log_level_back_unless_another_thread_set_it_meanwhile():
     import threading
 
@@ -428,16 +424,16 @@ def test_a_quiet_job_puts_ray_datas_log_level_back_unless_another_thread_set_it_
     saved = log.level
     log.setLevel(15)
     try:
-        with bray._quiet_ray_data_log(False):
+        with bray._process_settings(False):
             assert log.level == 15  # not quiet: not touched
-        with bray._quiet_ray_data_log(True):
+        with bray._process_settings(True):
             assert log.level == logging.CRITICAL
         assert log.level == 15
         with pytest.raises(KeyError):  # put back when the job fails too, and the failure passes through
-            with bray._quiet_ray_data_log(True):
+            with bray._process_settings(True):
                 raise KeyError("job failed")
         assert log.level == 15
-        with bray._quiet_ray_data_log(True):
+        with bray._process_settings(True):
             other = threading.Thread(target=log.setLevel, args=(logging.DEBUG,))  # another thread's, meanwhile
             other.start()
             other.join()
@@ -479,6 +475,42 @@ def test_a_file_job_leaves_the_processes_data_context_alone_even_while_it_runs(t
     finally:
         current.execution_options.preserve_order, current.enable_progress_bars = saved[:2]
         current.print_on_execution_start = saved[2]
+
+
+@pytest.mark.parametrize("version", ["2.11.0", "2.53.0", "2.54.0"])
+def test_a_file_job_sets_its_options_where_the_installed_ray_reads_them(tiny_bert, fake_ray, quiet_threads, tmp_path,
+                                                                          ray_data, version):
+    """(found by a versions in between hunt, 2026-11-27, session 12) Ray Data before 2.54 does not run a dataset on
+    its own DataContext, where the job set its options: a write ran on a fresh copy of the process's (2.11 to 2.4x),
+    so a job kept the input order only where the process's context said so, and progress bars were decided by the
+    process's (to 2.53; 2.11 to 2.2x draw a bar per operator where ``verbose_progress`` says so), so ``--quiet`` drew
+    them over standard error. On such a Ray the job's options are the process's for its length and put back after;
+    from 2.54 on the process's context is left alone."""
+    src = write_input(tmp_path, frame(6, seed=2))
+    current = ray_data.DataContext.get_current()
+    names = [(current.execution_options, "preserve_order"), (current, "enable_progress_bars"),
+             (current, "print_on_execution_start"), (current.execution_options, "verbose_progress")]
+    saved = [getattr(obj, name) for obj, name in names]
+    users = (False, True, True, True)
+    for (obj, name), value in zip(names, users):
+        setattr(obj, name, value)
+    ray = fake_ray(cpus=(2.0,), version=version)
+    seen = []
+    ray.during = lambda: seen.append(tuple(getattr(obj, name) for obj, name in names))
+    try:
+        bray.embed_parquet(src, tmp_path / "out", "review", keep_cols="id", model=tiny_bert, quiet=True,
+                           num_workers=1)
+        own = ray.ran_on[0]
+        assert (own.execution_options.preserve_order, own.enable_progress_bars, own.print_on_execution_start,
+                own.execution_options.verbose_progress) == (True, False, False, False)  # the job's own context
+        bray.embed_parquet(src, tmp_path / "loud", "review", keep_cols="id", model=tiny_bert, num_workers=1)
+        older = version != "2.54.0"
+        assert seen == [(True, False, False, False) if older else users,  # quiet
+                        (True, True, True, True) if older else users]  # not quiet: the order only
+        assert tuple(getattr(obj, name) for obj, name in names) == users  # put back
+    finally:
+        for (obj, name), value in zip(names, saved):
+            setattr(obj, name, value)
 
 
 # -- the actor -------------------------------------------------------------------------------------------------------
