@@ -431,10 +431,13 @@ def test_a_finished_job_whose_folder_cannot_be_removed_still_succeeds(tiny_bert,
 
 @pytest.mark.parametrize("engine", ["ray", "spark"])
 def test_the_cluster_engines_refuse_an_input_that_is_no_path_alike(tmp_path, engine):
-    """Ray and Spark used to str() their input, so None read as a missing file named 'None'."""
+    """Ray and Spark used to str() their input, so None read as a missing file named 'None'. Each engine asks for its
+    extra first (test_ray_optional.py, test_spark_optional.py say how): without it there is no input check to run."""
     if engine == "ray":
+        pytest.importorskip("ray.data", reason="Ray Data is an optional extra: pip install 'bertfeat[ray]'")
         from bertfeat.ray import embed_parquet as run
     else:
+        pytest.importorskip("pyspark", reason="pyspark is an optional extra: pip install 'bertfeat[spark]'")
         from bertfeat.spark import embed_files as run
     with pytest.raises(TypeError) as info:
         run(None, str(tmp_path / "o"), "review")
