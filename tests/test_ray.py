@@ -286,8 +286,9 @@ def test_a_quiet_job_leaves_the_processes_data_context_alone_and_runs_with_its_o
 def test_a_quiet_job_writes_nothing_on_standard_error(tiny_bert, ray_cluster, tmp_path, capsys, monkeypatch):
     """(found by a versions in between hunt, 2026-11-27, session 12) on Ray 2.11 to 2.53, which decide on progress
     bars from the process's DataContext, not the dataset's own (and 2.11 to 2.2x on a bar per operator from
-    ``verbose_progress``), a ``--quiet`` job drew them on standard error. From 2.4x Ray draws them only where
-    standard output is a terminal (elsewhere it logs them, which ``--quiet`` silences): a terminal it is here."""
+    ``verbose_progress``), a ``--quiet`` job drew them on standard error. Ray 2.53 (and others of 2.4x-2.5x)
+    draws them only where standard output is a terminal (elsewhere it logs them, which ``--quiet`` silences): one it
+    is here."""
     monkeypatch.setattr(ray.data.DataContext.get_current(), "enable_progress_bars", True)
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     src = tmp_path / "in.parquet"
