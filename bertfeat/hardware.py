@@ -11,6 +11,7 @@ import functools
 import math
 import os
 import platform
+import sys
 import threading
 import time
 
@@ -116,9 +117,17 @@ def set_threads(n: int | None = None) -> int:
 _SHARED = {"calls": 0, "threads": 0}
 
 
+# The process bertfeat last ran torch in on CPU (its pid; -1: torch imported before a fork that has not yet run it),
+# to know a forked child at its first load or call, also under a fork Python's hooks never see (R's mclapply()).
+_TORCH_PID: int | None = None
+
+
 def _forget_calls_in_a_forked_child() -> None:
     """A child forked while a call ran holds none of its threads: it starts with no call running."""
+    global _TORCH_PID
     _SHARED.update(calls=0, threads=0)
+    if _TORCH_PID is None and "torch" in sys.modules:  # the parent's own torch work may have started OpenMP's threads
+        _TORCH_PID = -1
 
 
 _SHARED_LOCK = ForkSafeLock(in_child=_forget_calls_in_a_forked_child)
@@ -204,11 +213,32 @@ def _bound_onednn_cache() -> None:
 def limit_threads_to_allotted_cores() -> None:
     """torch starts one thread per core of the CPU affinity, which in a container with a CPU quota can be many
     more threads than cores; oversubscribed OpenMP threads wait on each other. A lower count set by the user (or by
-    OMP_NUM_THREADS) is left alone."""
+    OMP_NUM_THREADS) is left alone. In a forked child, one thread (:func:`one_thread_in_a_forked_child`)."""
     import torch
 
+    if one_thread_in_a_forked_child():
+        return
     if torch.get_num_threads() > allotted_cores():
         set_threads()
+
+
+def one_thread_in_a_forked_child() -> bool:
+    """Set torch to one thread in a child forked after torch ran here (True), once, at its first CPU load or call.
+
+    torch's OpenMP threads cannot be used again in a forked child from the thread that forked: a parallel region
+    there waits for ever for the parent's threads (GNU OpenMP is not fork-safe). A child forked after its parent
+    embedded (a ``multiprocessing`` fork pool, R's ``mclapply()``) that loaded another model hung in the load's
+    first pass. On one thread no parallel region starts, as torch's DataLoader runs its workers; a child is one of
+    several sharing the cores anyway. A count the user sets in the child afterwards is theirs."""
+    import torch
+
+    global _TORCH_PID
+    pid, before = os.getpid(), _TORCH_PID
+    _TORCH_PID = pid
+    if before is None or before == pid:
+        return False
+    torch.set_num_threads(1)
+    return True
 
 
 def cpu_model() -> str:

@@ -831,3 +831,45 @@ def _share_and_count_in_a_child():
     with threads_shared_by(2) as (share, _):
         torch.set_num_threads(share)
     return share * 2, _thread_count_a_new_thread_starts_with()
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_child_forked_after_the_parent_embedded_loads_another_model_on_one_thread_and_does_not_wait_for_ever(
+        tiny_bert, tmp_path):
+    """(found in session 12's merge of the parallel and leftovers hunts, 2026-11-27) torch's OpenMP threads cannot
+    be used again in a forked child from the thread that forked: a parallel region there waits for ever for the
+    parent's threads. A child forked after its parent embedded (a fork pool, R's ``mclapply()`` over models) that
+    loaded another model hung in the load's first pass (measured: killed by its alarm after 30 s). Now bertfeat runs
+    a forked child's torch on one thread (as torch's DataLoader does its workers'), and the child's vectors are the
+    model's own."""
+    import os
+    import signal
+
+    import torch
+
+    from tests.conftest import build_tiny_bert
+
+    other = build_tiny_bert(tmp_path / "other", seed=1)
+    texts = TEXTS[:6]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)  # a parallel region in this thread before the fork (one core: none, and no hang)
+    try:
+        BertEmbedder(model=tiny_bert).fit_transform(texts)
+        torch.mm(torch.randn(256, 256), torch.randn(256, 256))
+        out = tmp_path / "child.npy"
+        pid = os.fork()
+        if pid == 0:  # the child: loads a model the parent never loaded, or is killed by the alarm where stuck
+            signal.alarm(30)
+            try:
+                got = BertEmbedder(model=other).fit_transform(texts)
+                np.save(out, np.vstack([got, np.full((1, got.shape[1]), torch.get_num_threads())]))
+                os._exit(0)
+            except BaseException:
+                os._exit(2)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        torch.set_num_threads(threads)
+    assert os.waitstatus_to_exitcode(status) == 0
+    saved = np.load(out)
+    np.testing.assert_allclose(saved[:-1], BertEmbedder(model=other).fit_transform(texts), atol=1e-6, rtol=0)
+    assert saved[-1, 0] == 1  # the child's torch runs on one thread
