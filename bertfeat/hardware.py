@@ -143,20 +143,36 @@ def threads_shared_by(workers: int):
     own count is left as it is; calls that overlap (threads of a web service embedding at once) share out the first
     one's count rather than a count a worker of another call set, and the last to end sets that count back for new
     threads: never lowered for good."""
+    threads = _call_begins()
+    try:
+        yield _share(threads, workers), threads
+    finally:
+        _call_ends(threads)
+
+
+# threads_shared_by's steps, each a plain function (mutmut, which scores these, mutates no decorated function)
+def _call_begins() -> int:
+    """Count one more call running; returns the thread count the calls running share out (the first one's)."""
     import torch
 
     with _SHARED_LOCK:
         if _SHARED["calls"] == 0:
             _SHARED["threads"] = torch.get_num_threads()
         _SHARED["calls"] += 1
-        threads = _SHARED["threads"]
-    try:
-        yield max(1, threads // workers), threads
-    finally:
-        with _SHARED_LOCK:
-            _SHARED["calls"] -= 1
-            if _SHARED["calls"] == 0:
-                _set_for_new_threads(threads)
+        return _SHARED["threads"]
+
+
+def _share(threads: int, workers: int) -> int:
+    """Each of ``workers``' share of ``threads``: at least one."""
+    return max(1, threads // workers)
+
+
+def _call_ends(threads: int) -> None:
+    """Count one call fewer; the last to end sets ``threads`` back as the count new threads start with."""
+    with _SHARED_LOCK:
+        _SHARED["calls"] -= 1
+        if _SHARED["calls"] == 0:
+            _set_for_new_threads(threads)
 
 
 def set_worker_threads(share: int | None, threads: int | None = None) -> None:
@@ -241,15 +257,13 @@ def one_thread_in_a_forked_child() -> bool:
     return True
 
 
-def cpu_model() -> str:
-    """The CPU's marketing name, as the OS reports it ("unknown" where it does not)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith(("model name", "Model name", "Hardware")):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
+def cpu_model(cpuinfo: str | None = None) -> str:
+    """The CPU's marketing name, as the OS reports it ("unknown" where it does not); ``cpuinfo`` replaces
+    /proc/cpuinfo's text, for tests."""
+    text = _cpuinfo_text() if cpuinfo is None else cpuinfo
+    for line in text.splitlines():
+        if line.startswith(("model name", "Model name", "Hardware")):
+            return line.split(":", 1)[1].strip()
     if platform.system() == "Darwin":
         import subprocess
 
@@ -337,6 +351,12 @@ def matmul_rate(dtype: str, hidden: int = 384, intermediate: int = 1536, tokens:
     weights) after one warm-up call, timed for about ``seconds``. Measured once per process and shape, so a few
     tenths of a second at most. ``threads`` is part of the cache key only: pass torch's count.
     """
+    return _measured_rate(dtype, hidden, intermediate, tokens, seconds)
+
+
+def _measured_rate(dtype: str, hidden: int, intermediate: int, tokens: int, seconds: float) -> float | None:
+    """:func:`matmul_rate`'s measurement, each time it is called (the cache is :func:`matmul_rate`'s; mutmut, which
+    scores this module, mutates no decorated function)."""
     import torch
 
     dt = getattr(torch, dtype)

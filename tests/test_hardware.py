@@ -1,0 +1,510 @@
+"""What :mod:`bertfeat.hardware` reports and measures, read by value: the cores a process may use, the thread counts it
+sets and shares out, the CPU's name, id and instruction sets, the matrix-product rates (a fake clock times fake
+routes, so a rate is an exact number), the bf16-is-slower verdict and its warning word for word, and the facts
+``bertfeat info`` and a job's manifest record.
+
+The measurements on this machine's own CPU are in ``test_ladder.py``; these pin each step, so that the mutation tests
+(``scripts/mutants.sh hardware``) have a test for each.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import threading
+import types
+
+import pytest
+
+from bertfeat import hardware
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture
+def torch_threads():
+    """torch's thread count (and the count new threads start with) set back after the test."""
+    before = torch.get_num_threads()
+    yield before
+    setter = threading.Thread(target=torch.set_num_threads, args=(before,))
+    setter.start()
+    setter.join()
+    torch.set_num_threads(before)
+
+
+def _new_thread_count() -> int:
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+    thread.start()
+    thread.join()
+    return seen[0]
+
+
+# -- cores and threads ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("quota, cores", [(None, 3), (10.0, 3), (3.0, 3), (2.01, 3), (2.0, 2), (1.2, 2), (0.3, 1)])
+def test_allotted_cores_are_this_process_affinity_capped_by_the_quota_rounded_up(monkeypatch, quota, cores):
+    asked = []
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: asked.append(pid) or {0, 5, 7}, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    monkeypatch.setattr(hardware, "cgroup_cpu_quota", lambda: quota)
+    assert hardware.allotted_cores() == cores
+    assert asked == [0]  # this process's own affinity
+
+
+@pytest.mark.parametrize("count, quota, cores", [(6, None, 6), (None, None, 1), (6, 2.5, 3), (None, 4.0, 1)])
+def test_without_an_affinity_call_the_cores_are_the_machines(monkeypatch, count, quota, cores):
+    """macOS has no sched_getaffinity: os.cpu_count(), or one where even that is unknown."""
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: count)
+    monkeypatch.setattr(hardware, "cgroup_cpu_quota", lambda: quota)
+    assert hardware.allotted_cores() == cores
+
+
+def _cgroups(tmp_path, monkeypatch, files: dict, membership: str | None):
+    for name, text in files.items():
+        (tmp_path / "cg" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "cg" / name).write_text(text + "\n")
+    (tmp_path / "cg").mkdir(exist_ok=True)
+    if membership is not None:
+        (tmp_path / "self").write_text(membership)
+    monkeypatch.setattr(hardware, "CGROUP_ROOT", str(tmp_path / "cg"))
+    monkeypatch.setattr(hardware, "SELF_CGROUP", str(tmp_path / "self"))
+
+
+@pytest.mark.parametrize("files, membership, quota", [
+    # v1 mounted as "cpuacct,cpu" (the other order of the joined controllers)
+    ({"cpuacct,cpu/job/cpu.cfs_quota_us": "150000", "cpuacct,cpu/job/cpu.cfs_period_us": "100000"},
+     "3:cpuacct,cpu:/job\n", 1.5),
+    ({"cpuacct/job/cpu.cfs_quota_us": "150000", "cpuacct/job/cpu.cfs_period_us": "100000"},
+     "3:cpuacct:/job\n", None),  # cpuacct alone accounts, it does not limit
+    # a cpuset line after the cpu one is not the cpu controller's
+    ({"cpu/mine/cpu.cfs_quota_us": "300000", "cpu/mine/cpu.cfs_period_us": "100000"},
+     "4:cpu:/mine\n5:cpuset:/other\n", 3.0),
+    # both hierarchies (a hybrid host): the tightest of the two
+    ({"cpu.max": "250000 100000", "cpu/cpu.cfs_quota_us": "150000", "cpu/cpu.cfs_period_us": "100000"},
+     "0::/\n4:cpu:/\n", 1.5),
+    ({"cpu.max": "120000 100000", "cpu/cpu.cfs_quota_us": "150000", "cpu/cpu.cfs_period_us": "100000"},
+     "0::/\n4:cpu:\n", 1.2),  # an empty path is the root
+    # "." and ".." in the membership are not walked above the mount
+    ({"a/cpu.max": "200000 100000", "cpu.max": "max 100000"}, "0::/./a/../a\n", 2.0),
+    ({"cpu.max": "50000 100000"}, "0::\n", 0.5),
+    ({"cpu.max": "50000 100000"}, None, 0.5),  # no /proc/self/cgroup: the mount's root
+    # what cannot be read as a quota is no quota
+    ({"cpu.max": "150000 0"}, "0::/\n", None),
+    ({"cpu.max": "150000"}, "0::/\n", None),
+    ({"cpu.max": "lots 100000"}, "0::/\n", None),
+    ({"cpu.max": ""}, "0::/\n", None),
+    ({"cpu/cpu.cfs_quota_us": "0", "cpu/cpu.cfs_period_us": "100000"}, "4:cpu:/\n", None),
+    ({"cpu/cpu.cfs_quota_us": "150000", "cpu/cpu.cfs_period_us": "0"}, "4:cpu:/\n", None),
+    ({"cpu/cpu.cfs_quota_us": "150000", "cpu/cpu.cfs_period_us": "-5"}, "4:cpu:/\n", None),
+    ({"cpu/cpu.cfs_quota_us": "150000"}, "4:cpu:/\n", None),
+    ({"cpu/cpu.cfs_quota_us": "", "cpu/cpu.cfs_period_us": "100000"}, "4:cpu:/\n", None),
+    ({"cpu/cpu.cfs_quota_us": "x", "cpu/cpu.cfs_period_us": "100000"}, "4:cpu:/\n", None),
+])
+def test_the_quota_of_every_cgroup_layout_and_none_where_it_is_not_a_number(tmp_path, monkeypatch, files, membership,
+                                                                           quota):
+    _cgroups(tmp_path, monkeypatch, files, membership)
+    assert hardware.cgroup_cpu_quota() == quota
+
+
+def test_a_cgroup_and_each_parent_up_to_the_mount():
+    assert hardware._up_to("/m", "/a/b/c") == ["/m/a/b/c", "/m/a/b", "/m/a", "/m"]
+    assert hardware._up_to("/m", "/") == ["/m"]
+    assert hardware._up_to("/m", "a/./../b/") == ["/m/a/b", "/m/a", "/m"]
+
+
+def test_set_threads_sets_the_count_given_or_the_allotted_cores(monkeypatch, torch_threads):
+    monkeypatch.setattr(hardware, "allotted_cores", lambda: 1)
+    assert hardware.set_threads() == 1 and torch.get_num_threads() == 1
+    assert hardware.set_threads("2") == 2 and torch.get_num_threads() == 2
+    assert hardware.set_threads(0) == 0 and torch.get_num_threads() == 1  # never below one
+    assert hardware._threads() == 1
+
+
+def test_threads_are_limited_to_the_allotted_cores_only_when_more(monkeypatch, torch_threads):
+    torch.set_num_threads(3)
+    monkeypatch.setattr(hardware, "allotted_cores", lambda: 3)
+    hardware.limit_threads_to_allotted_cores()
+    assert torch.get_num_threads() == 3
+    monkeypatch.setattr(hardware, "allotted_cores", lambda: 2)
+    hardware.limit_threads_to_allotted_cores()
+    assert torch.get_num_threads() == 2
+    torch.set_num_threads(1)  # a lower count (OMP_NUM_THREADS, the user's own) is kept
+    monkeypatch.setattr(hardware, "set_threads", lambda n=None: pytest.fail("a lower count was raised"))
+    hardware.limit_threads_to_allotted_cores()
+    assert torch.get_num_threads() == 1
+
+
+@pytest.mark.parametrize("threads, workers", [(0, 1), (1, 1), (3, 3), (4, 4), (5, 4), (64, 4)])
+def test_cpu_workers_one_per_thread_up_to_four(threads, workers):
+    assert hardware._cpu_workers(threads) == workers
+
+
+@pytest.mark.parametrize("threads, workers, share", [(4, 2, 2), (7, 2, 3), (2, 4, 1), (1, 1, 1), (8, 3, 2)])
+def test_each_worker_shares_the_threads_at_least_one(threads, workers, share):
+    assert hardware._share(threads, workers) == share
+
+
+def test_overlapping_calls_share_the_first_calls_count_and_the_last_sets_it_back(monkeypatch, torch_threads):
+    torch.set_num_threads(4)
+    assert hardware._SHARED == {"calls": 0, "threads": 0}
+    with hardware.threads_shared_by(2) as outer:
+        assert outer == 2 and hardware._SHARED == {"calls": 1, "threads": 4}
+        torch.set_num_threads(1)  # as a worker of the first call does
+        with hardware.threads_shared_by(3) as inner:
+            assert inner == 1 and hardware._SHARED == {"calls": 2, "threads": 4}  # 4 // 3, not 1 // 3
+        assert hardware._SHARED == {"calls": 1, "threads": 4}
+        assert torch.get_num_threads() == 1  # not set back while a call runs
+    assert hardware._SHARED["calls"] == 0
+    assert _new_thread_count() == 4
+    assert torch.get_num_threads() == 1  # the calling thread's own count is left as it is
+
+    torch.set_num_threads(4)
+    setters = []
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: setters.append((n, threading.current_thread().name)))
+    with pytest.raises(KeyError):
+        with hardware.threads_shared_by(2):
+            raise KeyError("a failed call ends too")
+    assert setters == [(4, "bertfeat-threads")] and hardware._SHARED["calls"] == 0
+
+
+def test_a_forked_child_starts_with_no_call_running():
+    hardware._SHARED.update(calls=2, threads=8)
+    lock = hardware._SHARED_LOCK
+    try:
+        hardware._forget_calls_in_a_forked_child()
+        assert hardware._SHARED == {"calls": 0, "threads": 0} and hardware._SHARED_LOCK is not lock
+        assert not hardware._SHARED_LOCK.locked()
+    finally:
+        hardware._SHARED.update(calls=0, threads=0)
+
+
+def test_onednn_kernel_cache_is_capped_at_64_unless_set(monkeypatch):
+    monkeypatch.delenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", raising=False)
+    hardware._bound_onednn_cache()
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "64"
+    monkeypatch.setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "512")
+    hardware._bound_onednn_cache()
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "512"
+
+
+# -- what the CPU is -----------------------------------------------------------------------------------------------
+
+X86 = ("processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\n"
+       "model name\t: Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz\nflags\t\t: fpu avx2 fma avx512f amx_bf16\n\n"
+       "processor\t: 1\nmodel name\t: Another\n")
+
+
+@pytest.mark.parametrize("cpuinfo, name", [
+    (X86, "Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz"),
+    ("Model name\t: Cortex-A72\n", "Cortex-A72"),
+    ("Processor\t: ARMv7\nHardware\t: BCM2835\n", "BCM2835"),
+    ("model name\t: Name: with a colon \n", "Name: with a colon"),
+])
+def test_the_cpu_is_named_from_cpuinfo(monkeypatch, cpuinfo, name):
+    assert hardware.cpu_model(cpuinfo) == name
+    monkeypatch.setattr(hardware, "_cpuinfo_text", lambda: cpuinfo)
+    assert hardware.cpu_model() == name
+
+
+def test_without_a_name_in_cpuinfo_the_cpu_is_named_by_the_os(monkeypatch):
+    import subprocess
+
+    monkeypatch.setattr(platform, "system", lambda: "Linux")
+    monkeypatch.setattr(platform, "processor", lambda: "aarch64")
+    assert hardware.cpu_model("processor\t: 0\nBogoMIPS\t: 50.00\n") == "aarch64"
+    monkeypatch.setattr(platform, "processor", lambda: "")
+    assert hardware.cpu_model("") == "unknown"
+    # macOS: sysctl's brand string, asked for with a timeout
+    asked = []
+
+    def sysctl(argv, **kwargs):
+        asked.append((argv, kwargs))
+        return types.SimpleNamespace(stdout="Apple M2 Pro\n")
+
+    monkeypatch.setattr(platform, "system", lambda: "Darwin")
+    monkeypatch.setattr(subprocess, "run", sysctl)
+    assert hardware.cpu_model("") == "Apple M2 Pro"
+    assert asked == [(["sysctl", "-n", "machdep.cpu.brand_string"],
+                      {"capture_output": True, "text": True, "timeout": 5})]
+    monkeypatch.setattr(subprocess, "run", lambda argv, **kw: types.SimpleNamespace(stdout=" \n"))
+    assert hardware.cpu_model("") == "unknown"
+    for error in (OSError("no sysctl"), subprocess.TimeoutExpired("sysctl", 5)):
+        def fails(argv, error=error, **kw):
+            raise error
+
+        monkeypatch.setattr(subprocess, "run", fails)
+        monkeypatch.setattr(platform, "processor", lambda: "i386")
+        assert hardware.cpu_model("") == "i386"
+
+
+def test_cpu_id_of_an_incomplete_block():
+    assert hardware.cpu_id("cpu family\t: 25\n") == "unknown family 25 model ?"
+    assert hardware.cpu_id("vendor_id : AuthenticAMD\ncpu family : 26\nmodel : 2\n") == "AuthenticAMD family 26 model 2"
+    assert hardware.cpu_id("\n\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t: 17\n") == (
+        "AuthenticAMD family 25 model 17")  # blank lines before the first block
+    assert hardware.cpu_id("") is None
+
+
+def test_cpu_flags_and_cpu_id_read_this_machines_cpuinfo():
+    text = hardware._cpuinfo_text()
+    assert hardware.cpu_flags() == hardware.cpu_flags(text)
+    assert hardware.cpu_id() == hardware.cpu_id(text)
+    assert hardware.native_dtypes() == hardware.native_dtypes(hardware.cpu_flags(text))
+    if os.path.exists("/proc/cpuinfo"):
+        with open("/proc/cpuinfo") as f:
+            assert text == f.read()
+
+
+def test_cpuinfo_that_cannot_be_read_is_empty(monkeypatch):
+    import builtins
+
+    real_open = builtins.open
+
+    def refuse(path, *args, **kwargs):
+        if path == "/proc/cpuinfo":
+            raise PermissionError(path)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", refuse)
+    assert hardware._cpuinfo_text() == ""
+
+
+def test_apple_silicon_has_the_arm_flags_every_m_series_core_has(monkeypatch):
+    monkeypatch.setattr(platform, "system", lambda: "Darwin")
+    monkeypatch.setattr(platform, "machine", lambda: "arm64")
+    assert hardware.cpu_flags("") == ["asimd", "asimdhp", "fphp", "bf16", "i8mm"]
+    assert hardware.cpu_flags("flags\t: avx2\n") == ["avx2"]  # only where there is no cpuinfo
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    assert hardware.cpu_flags("") == []
+    monkeypatch.setattr(platform, "system", lambda: "Linux")
+    monkeypatch.setattr(platform, "machine", lambda: "arm64")
+    assert hardware.cpu_flags("") == []
+
+
+def test_flags_are_read_from_flags_and_features_lines_only():
+    text = "model name\t: avx2 fma\nflags\t\t: fma\nFeatures\t: bf16 asimd\nflagsx: sve\n"
+    assert hardware.cpu_flags(text) == ["fma", "asimd", "bf16", "sve"]
+    assert hardware.native_dtypes(["avx2", "fma"]) == ["float32"]
+    assert hardware.native_dtypes(["avx_ne_convert"]) == ["float32", "bfloat16"]
+    assert hardware.native_dtypes(["fphp"]) == ["float32", "float16"]
+
+
+# -- the rates and the verdict -------------------------------------------------------------------------------------
+
+
+def test_product_routes_are_plain_linear_and_onednns_packed_weights_each_computing_the_product(monkeypatch):
+    gen = torch.Generator().manual_seed(1)
+    x, w, b = torch.randn(5, 8, generator=gen), torch.randn(6, 8, generator=gen), torch.randn(6, generator=gen)
+    want = x @ w.T + b
+    onednn = (torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_reorder_linear_weight")
+              and hasattr(torch.ops.mkldnn, "_linear_pointwise"))
+    routes = hardware.product_routes(x, w, b)
+    assert len(routes) == (2 if onednn else 1)
+    for route in routes:
+        torch.testing.assert_close(route(), want, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(hardware.product_routes(x, w)[-1](), x @ w.T, atol=1e-5, rtol=1e-5)
+    if not onednn:
+        return
+    meta = torch.empty(5, 8, device="meta")
+    assert len(hardware.product_routes(meta, w.to("meta"))) == 1  # oneDNN's routes are the CPU's
+
+    def refuse(weight, *args):
+        raise RuntimeError("mkldnn_reorder_linear_weight: bf16 path needs the cpu support avx_ne_convert")
+
+    monkeypatch.setattr(torch.ops.mkldnn, "_reorder_linear_weight", refuse)
+    assert len(hardware.product_routes(x, w, b)) == 1
+    monkeypatch.setattr(torch.backends.mkldnn, "is_available", lambda: False)
+    assert len(hardware.product_routes(x, w, b)) == 1
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 100.0
+
+    def perf_counter(self):
+        return self.now
+
+
+def fake_routes(clock, *durations, fails_warmup=()):
+    """Routes that each take their own sequence of durations (the last repeated), or raise at their warm-up."""
+    routes, calls = [], []
+    for i, times in enumerate(durations):
+        times = list(times)
+
+        def run(i=i, times=times):
+            calls.append(i)
+            if i in fails_warmup:
+                raise RuntimeError("no kernel at this size")
+            clock.now += times.pop(0) if len(times) > 1 else times[0]
+
+        routes.append(run)
+    return routes, calls
+
+
+def test_the_rate_is_the_best_call_of_the_best_route_after_a_warm_up(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(hardware, "time", types.SimpleNamespace(perf_counter=clock.perf_counter))
+    seen = []
+    routes, calls = fake_routes(clock, [1.0, 0.004, 0.002, 0.004], [1.0, 0.003], [0.001], fails_warmup=(2,))
+    monkeypatch.setattr(hardware, "product_routes", lambda x, w, b: seen.append((x, w, b)) or routes)
+    rate = hardware._measured_rate("float32", 16, 24, 8, 0.01)
+    flops = 2.0 * 8 * 16 * 24
+    assert rate == pytest.approx(flops / 0.002 / 1e9, rel=1e-9)  # route 0's best call; route 2 never ran
+    # timed until `seconds` have passed since the warm-up: 0.004 + 0.002 + 0.004 = 0.010, and 4 x 0.003 = 0.012
+    assert calls == [0] * 4 + [1] * 5 + [2]
+    [(x, w, b)] = seen
+    assert (x.shape, w.shape, b.shape) == ((8, 16), (24, 16), (24,))
+    assert x.dtype == w.dtype == b.dtype == torch.float32 and not b.any()
+    gen = torch.Generator().manual_seed(0)
+    assert torch.equal(x, torch.randn(8, 16, generator=gen)) and torch.equal(w, torch.randn(24, 16, generator=gen))
+
+
+def test_a_slow_route_is_still_timed_twice(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(hardware, "time", types.SimpleNamespace(perf_counter=clock.perf_counter))
+    routes, calls = fake_routes(clock, [5.0, 2.0, 1.0, 3.0])
+    monkeypatch.setattr(hardware, "product_routes", lambda x, w, b: routes)
+    rate = hardware._measured_rate("bfloat16", 4, 4, 2, 0.08)
+    assert calls == [0, 0, 0] and rate == pytest.approx(2.0 * 2 * 4 * 4 / 1.0 / 1e9)
+
+
+def test_no_route_that_runs_is_no_rate(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(hardware, "time", types.SimpleNamespace(perf_counter=clock.perf_counter))
+    routes, calls = fake_routes(clock, [0.1], [0.1], fails_warmup=(0, 1))
+    monkeypatch.setattr(hardware, "product_routes", lambda x, w, b: routes)
+    assert hardware._measured_rate("float16", 4, 4, 2, 0.08) is None and calls == [0, 1]
+
+
+def test_the_products_run_in_the_dtype_asked_for_in_inference_mode(monkeypatch):
+    seen = []
+
+    def routes(x, w, b):
+        def run():
+            seen.append((x.dtype, w.dtype, b.dtype, torch.is_inference_mode_enabled()))
+        return [run]
+
+    monkeypatch.setattr(hardware, "product_routes", routes)
+    assert hardware._measured_rate("bfloat16", 4, 4, 2, 0.0) > 0
+    assert seen[0] == (torch.bfloat16, torch.bfloat16, torch.bfloat16, True) and len(seen) == 3
+
+
+def test_a_rate_is_measured_once_per_dtype_shape_and_thread_count(monkeypatch):
+    measured = []
+    monkeypatch.setattr(hardware, "_measured_rate", lambda *a: measured.append(a) or 50.0 + len(measured))
+    hardware.matmul_rate.cache_clear()
+    try:
+        assert hardware.matmul_rate("float32", 8, 16, threads=2) == 51.0
+        assert hardware.matmul_rate("float32", 8, 16, threads=2) == 51.0
+        assert hardware.matmul_rate("float32", 8, 16, threads=3) == 52.0
+        assert hardware.matmul_rate("bfloat16") == 53.0
+        assert measured == [("float32", 8, 16, 256, 0.08), ("float32", 8, 16, 256, 0.08),
+                            ("bfloat16", 384, 1536, 256, 0.08)]
+        monkeypatch.setattr(torch, "get_num_threads", lambda: 7)
+        assert hardware.dtype_rates(8, 16, ("float32", "float16")) == {"float32": 54.0, "float16": 55.0}
+        assert measured[-2:] == [("float32", 8, 16, 256, 0.08), ("float16", 8, 16, 256, 0.08)]
+        assert hardware.dtype_rates(8, 16, ("float32",)) == {"float32": 54.0}  # threads 7: measured already
+        assert hardware.dtype_rates(384, 1536) == {"float32": 56.0, "bfloat16": 57.0}  # MiniLM's shape by default
+    finally:
+        hardware.matmul_rate.cache_clear()
+
+
+def _machine(monkeypatch, rates):
+    monkeypatch.setattr(hardware, "cpu_flags", lambda cpuinfo=None: ["avx2", "fma"])
+    monkeypatch.setattr(hardware, "cpu_model", lambda cpuinfo=None: "AMD EPYC 7B13")
+    monkeypatch.setattr(hardware, "cpu_id", lambda cpuinfo=None: "AuthenticAMD family 25 model 1")
+    monkeypatch.setattr(hardware, "allotted_cores", lambda: 6)
+    monkeypatch.setattr(hardware, "_threads", lambda: 5)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 5)
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(hardware, "_torch_capability", lambda: "AVX2")
+    asked = []
+    monkeypatch.setattr(hardware, "dtype_rates", lambda h, i, dtypes: asked.append((h, i, dtypes)) or
+                        {d: rates[d] for d in dtypes})
+    return asked
+
+
+def test_the_machine_report_word_for_word(monkeypatch):
+    monkeypatch.delenv("BERTFEAT_CPU_KERNELS", raising=False)
+    asked = _machine(monkeypatch, {"float32": 123.456, "bfloat16": 0.012345, "float16": None})
+    report = hardware.machine_report(32, 37)
+    assert asked == [(32, 37, ("float32", "bfloat16", "float16"))]
+    assert report == {
+        "cpu": "AMD EPYC 7B13", "cpu_id": "AuthenticAMD family 25 model 1", "arch": "x86_64", "flags": ["avx2", "fma"],
+        "torch_cpu_capability": "AVX2", "native_dtypes": ["float32"], "allotted_cores": 6, "threads": 5,
+        "matmul_gflops": {"float32": 123.0, "bfloat16": 0.0123, "float16": None}, "matmul_shape": [256, 32, 37],
+        "fastest_dtype": "float32", "cpu_kernels": "torch (x86 without AVX-512: plain torch ops first)",
+        "torch": torch.__version__,
+    }
+    _machine(monkeypatch, {"float32": 100.0, "bfloat16": 291.7, "float16": 150.0})
+    report = hardware.machine_report()
+    assert report["fastest_dtype"] == "bfloat16" and report["matmul_shape"] == [256, 384, 1536]
+    assert report["matmul_gflops"] == {"float32": 100.0, "bfloat16": 292.0, "float16": 150.0}
+    _machine(monkeypatch, {"float32": 100.0, "bfloat16": 0.0, "float16": 99.0})
+    assert hardware.machine_report()["matmul_gflops"]["bfloat16"] is None
+
+
+def test_the_run_facts_word_for_word(monkeypatch):
+    import sys
+
+    monkeypatch.setenv("BERTFEAT_CPU_KERNELS", "onednn")
+    asked = _machine(monkeypatch, {"float32": 46.25, "bfloat16": 0.4321})
+    facts = {"cpu": "AMD EPYC 7B13", "cpu_id": "AuthenticAMD family 25 model 1", "arch": "x86_64",
+             "flags": ["avx2", "fma"], "native_dtypes": ["float32"], "allotted_cores": 6,
+             "cpu_kernels": "onednn (BERTFEAT_CPU_KERNELS=onednn)"}
+    assert hardware.run_facts() == facts and hardware.run_facts(0) == facts and asked == []
+    assert hardware.run_facts("32") == {**facts, "threads": 5, "matmul_gflops": {"float32": 46.2, "bfloat16": 0.432}}
+    assert asked == [(32, 128, ("float32", "bfloat16"))]
+    monkeypatch.delitem(sys.modules, "torch")  # a run answered from the cache never imported torch
+    assert hardware.run_facts(32) == facts and len(asked) == 1
+
+
+def test_torch_capability_is_torchs_own_or_none(monkeypatch):
+    assert hardware._torch_capability() == str(torch.backends.cpu.get_cpu_capability())
+
+    def missing():
+        raise RuntimeError("no capability")
+
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", missing)
+    assert hardware._torch_capability() is None
+    monkeypatch.delattr(torch.backends.cpu, "get_cpu_capability")
+    assert hardware._torch_capability() is None
+
+
+@pytest.mark.parametrize("rate, text", [(None, "n/a"), (221.4, "221"), (10.0, "10"), (10.5, "10"), (9.94, "9.9"),
+                                        (0.43, "0.43"), (0.0, "0")])
+def test_gflops_as_people_read_them(rate, text):
+    assert hardware.gflops_text(rate) == text
+
+
+def test_the_slow_dtype_warning_word_for_word(monkeypatch):
+    _machine(monkeypatch, {})
+    assert hardware.slow_dtype_message("bfloat16", {"float32": 120.0, "bfloat16": 14.0}) == (
+        "dtype='bfloat16' runs slower than float32 on this CPU (this CPU has none of "
+        "avx512_bf16/amx_bf16/avx_ne_convert/bf16): measured 14 GFLOP/s against 120 GFLOP/s for float32 on AMD EPYC "
+        "7B13 with 5 threads. Continuing in bfloat16 as asked (the dtype is part of the recipe and the cache key); "
+        "pass dtype='float32' for the faster mode here. `bertfeat info` shows these rates.")
+    text = hardware.slow_dtype_message("float16", {"float32": 120.0, "float16": None})
+    assert text.startswith("dtype='float16' runs slower than float32 on this CPU (this CPU has none of "
+                           "avx512_fp16/amx_fp16/asimdhp/fphp): measured not runnable against 120 GFLOP/s for float32")
+    monkeypatch.setattr(hardware, "cpu_flags", lambda cpuinfo=None: ["avx512_bf16"])
+    assert hardware.slow_dtype_message("bfloat16", {"float32": 292.0, "bfloat16": 153.0}).startswith(
+        "dtype='bfloat16' runs slower than float32 on this CPU: measured 153 GFLOP/s against 292 GFLOP/s")
+
+
+@pytest.mark.parametrize("dtype, rates", [
+    ("bfloat16", {"float32": 100.0, "bfloat16": 100.0}),  # as fast is not slower
+    ("bfloat16", {"float32": 100.0, "bfloat16": 100.5}),
+    ("float32", {"float32": 100.0}),
+    ("float32", {"float32": 100.0, "bfloat16": 300.0}),
+    ("bfloat16", {"float32": None, "bfloat16": 10.0}),  # float32 not measured: nothing to compare with
+    ("bfloat16", {"float32": 0.0, "bfloat16": None}),
+    ("bfloat16", {"bfloat16": 10.0}),
+])
+def test_no_slow_dtype_warning_unless_measured_slower_than_float32(monkeypatch, dtype, rates):
+    _machine(monkeypatch, {})
+    assert hardware.slow_dtype_message(dtype, rates) is None
+
