@@ -307,14 +307,25 @@ def cpu_flags(cpuinfo: str | None = None) -> list[str]:
     Read from /proc/cpuinfo (``cpuinfo`` replaces it, for tests); on Apple silicon, which has no such file, the
     ARM flags every M-series core has are assumed.
     """
-    text = _cpuinfo_text() if cpuinfo is None else cpuinfo
-    found: set[str] = set()
-    for line in text.splitlines():
-        if line.startswith(("flags", "Features")):
-            found.update(line.split(":", 1)[1].split())
-    if not text and platform.system() == "Darwin" and platform.machine() == "arm64":
-        found.update(("asimd", "asimdhp", "fphp", "bf16", "i8mm"))
+    found = _listed_flags(_cpuinfo_text() if cpuinfo is None else cpuinfo) or set()
     return [f for f in X86_FLAGS + ARM_FLAGS if f in found]
+
+
+def flags_listed(cpuinfo: str | None = None) -> bool:
+    """Whether this OS lists the CPU's instruction sets (a flags or Features line in /proc/cpuinfo, or Apple
+    silicon's, assumed). Where it does not (Windows, an Intel Mac), :func:`cpu_flags`' empty list says nothing of the
+    CPU: nothing may be said of its instruction sets then."""
+    return _listed_flags(_cpuinfo_text() if cpuinfo is None else cpuinfo) is not None
+
+
+def _listed_flags(text: str) -> set[str] | None:
+    """Every flag the OS lists for the CPU (cpuinfo's ``text``), or None where it lists none."""
+    lines = [line for line in text.splitlines() if line.startswith(("flags", "Features"))]
+    if lines:
+        return {flag for line in lines for flag in line.split(":", 1)[1].split()}
+    if not text and platform.system() == "Darwin" and platform.machine() == "arm64":
+        return {"asimd", "asimdhp", "fphp", "bf16", "i8mm"}
+    return None
 
 
 def native_dtypes(flags: list[str] | None = None) -> list[str]:
@@ -450,7 +461,9 @@ def slow_dtype_message(dtype: str, rates: dict[str, float | None]) -> str | None
         return None
     flags = cpu_flags()
     missing = "/".join(NATIVE.get(dtype, ()))
-    native = "" if any(f in flags for f in NATIVE.get(dtype, ())) else f" (this CPU has none of {missing})"
+    # where the OS lists no instruction sets (Windows, an Intel Mac), nothing is known of them: nothing is said
+    native = ("" if any(f in flags for f in NATIVE.get(dtype, ())) or not flags_listed()
+              else f" (this CPU has none of {missing})")
     low_text = f"{gflops_text(low)} GFLOP/s" if low else "not runnable"
     return (
         f"dtype={dtype!r} runs slower than float32 on this CPU{native}: measured {low_text} against {gflops_text(fp32)} "

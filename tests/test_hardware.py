@@ -508,3 +508,44 @@ def test_no_slow_dtype_warning_unless_measured_slower_than_float32(monkeypatch, 
     _machine(monkeypatch, {})
     assert hardware.slow_dtype_message(dtype, rates) is None
 
+
+@pytest.mark.parametrize("system, machine", [("Windows", "AMD64"), ("Darwin", "x86_64")])
+def test_where_the_os_lists_no_instruction_sets_nothing_is_said_of_them(monkeypatch, system, machine):
+    """(found by a mutation testing hunt of fastbert and hardware, 2026-11-27, session 12) Windows and Intel Macs
+    have no /proc/cpuinfo, and the empty list of flags was read as a CPU that has none of them: the kernel order said
+    "x86 without AVX-512" and the slow-dtype warning "this CPU has none of avx512_bf16/amx_bf16/avx_ne_convert/bf16",
+    of CPUs that may have all of them (a Xeon with AVX512-BF16 and no AMX measures bf16 slower than float32)."""
+    from bertfeat import fastbert
+
+    monkeypatch.setattr(hardware, "_cpuinfo_text", lambda: "")
+    monkeypatch.setattr(platform, "system", lambda: system)
+    monkeypatch.setattr(platform, "machine", lambda: machine)
+    monkeypatch.setattr(hardware, "cpu_model", lambda cpuinfo=None: "Intel(R) Xeon(R) Gold 6338")
+    monkeypatch.setattr(hardware, "_threads", lambda: 8)
+    monkeypatch.delenv("BERTFEAT_CPU_KERNELS", raising=False)
+    assert hardware.cpu_flags() == [] and hardware.flags_listed() is False
+    assert fastbert.preferred_kernels() == (
+        "torch", "x86 whose instruction sets this OS does not list: plain torch ops first")
+    assert hardware.slow_dtype_message("bfloat16", {"float32": 292.0, "bfloat16": 153.0}).startswith(
+        "dtype='bfloat16' runs slower than float32 on this CPU: measured 153 GFLOP/s against 292 GFLOP/s for float32 "
+        "on Intel(R) Xeon(R) Gold 6338 with 8 threads.")
+    # flags given (as the tests give them) are taken as listed
+    assert fastbert.preferred_kernels([], machine) == ("torch", "x86 without AVX-512: plain torch ops first")
+
+
+@pytest.mark.parametrize("cpuinfo, system, machine, listed", [
+    ("processor\t: 0\nflags\t\t: fpu\n", "Linux", "x86_64", True),  # listed, though none bertfeat looks for
+    ("processor\t: 0\nFeatures\t: fp\n", "Linux", "aarch64", True),
+    ("processor\t: 0\nmodel name\t: QEMU\n", "Linux", "x86_64", False),  # a cpuinfo without a flags line
+    ("", "Linux", "x86_64", False),
+    ("", "Darwin", "arm64", True),  # Apple silicon: the flags every M-series core has are assumed
+    ("", "Darwin", "x86_64", False),
+    ("", "Windows", "AMD64", False),
+])
+def test_flags_are_listed_where_cpuinfo_has_a_flags_line_or_on_apple_silicon(monkeypatch, cpuinfo, system, machine,
+                                                                              listed):
+    monkeypatch.setattr(platform, "system", lambda: system)
+    monkeypatch.setattr(platform, "machine", lambda: machine)
+    assert hardware.flags_listed(cpuinfo) is listed
+    monkeypatch.setattr(hardware, "_cpuinfo_text", lambda: cpuinfo)
+    assert hardware.flags_listed() is listed
