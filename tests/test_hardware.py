@@ -90,6 +90,8 @@ def _cgroups(tmp_path, monkeypatch, files: dict, membership: str | None):
     # "." and ".." in the membership are not walked above the mount
     ({"a/cpu.max": "200000 100000", "cpu.max": "max 100000"}, "0::/./a/../a\n", 2.0),
     ({"cpu.max": "50000 100000"}, "0::\n", 0.5),
+    ({"job:1/cpu.max": "150000 100000"}, "0::/job:1\n", 1.5),  # a colon in the path is the path's
+    ({"cpu/a:b/cpu.cfs_quota_us": "250000", "cpu/a:b/cpu.cfs_period_us": "100000"}, "4:cpu:/a:b\n", 2.5),
     ({"cpu.max": "50000 100000"}, None, 0.5),  # no /proc/self/cgroup: the mount's root
     # what cannot be read as a quota is no quota
     ({"cpu.max": "150000 0"}, "0::/\n", None),
@@ -246,6 +248,12 @@ def test_cpu_id_of_an_incomplete_block():
     assert hardware.cpu_id("\n\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t: 17\n") == (
         "AuthenticAMD family 25 model 17")  # blank lines before the first block
     assert hardware.cpu_id("") is None
+    # a value holding a colon (a VM's model name) is read whole, and only the first processor's block is read
+    kvm = ("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) CPU @ 2.20GHz: KVM\n"
+           "cpu family\t: 6\nmodel\t\t: 85\n")
+    assert hardware.cpu_id(kvm) == "GenuineIntel family 6 model 85"
+    assert hardware.cpu_id("processor\t: 0\nvendor_id\t: X\n\nprocessor\t: 1\ncpu family\t: 6\nmodel\t: 1\n") is None
+    assert hardware.cpu_id("vendor_id\t: X\na line without a colon\ncpu family\t: 6\nmodel\t: 1\n") == "X family 6 model 1"
 
 
 def test_cpu_flags_and_cpu_id_read_this_machines_cpuinfo():
@@ -287,6 +295,7 @@ def test_apple_silicon_has_the_arm_flags_every_m_series_core_has(monkeypatch):
 def test_flags_are_read_from_flags_and_features_lines_only():
     text = "model name\t: avx2 fma\nflags\t\t: fma\nFeatures\t: bf16 asimd\nflagsx: sve\n"
     assert hardware.cpu_flags(text) == ["fma", "asimd", "bf16", "sve"]
+    assert hardware.cpu_flags("flags:avx2 f16c\n") == ["avx2", "f16c"]  # no space around the colon
     assert hardware.native_dtypes(["avx2", "fma"]) == ["float32"]
     assert hardware.native_dtypes(["avx_ne_convert"]) == ["float32", "bfloat16"]
     assert hardware.native_dtypes(["fphp"]) == ["float32", "float16"]
@@ -310,6 +319,7 @@ def test_product_routes_are_plain_linear_and_onednns_packed_weights_each_computi
         return
     meta = torch.empty(5, 8, device="meta")
     assert len(hardware.product_routes(meta, w.to("meta"))) == 1  # oneDNN's routes are the CPU's
+    assert len(hardware.product_routes(meta, w)) == 1  # the input's device decides, not the weight's
 
     def refuse(weight, *args):
         raise RuntimeError("mkldnn_reorder_linear_weight: bf16 path needs the cpu support avx_ne_convert")
@@ -345,16 +355,16 @@ def fake_routes(clock, *durations, fails_warmup=()):
 
 
 def test_the_rate_is_the_best_call_of_the_best_route_after_a_warm_up(monkeypatch):
-    clock = FakeClock()
+    clock = FakeClock()  # durations in powers of two: every sum is exact, so the time limit is met exactly
     monkeypatch.setattr(hardware, "time", types.SimpleNamespace(perf_counter=clock.perf_counter))
     seen = []
-    routes, calls = fake_routes(clock, [1.0, 0.004, 0.002, 0.004], [1.0, 0.003], [0.001], fails_warmup=(2,))
+    routes, calls = fake_routes(clock, [1.0, 0.25, 0.125, 0.25], [1.0, 0.5], [0.0625], fails_warmup=(2,))
     monkeypatch.setattr(hardware, "product_routes", lambda x, w, b: seen.append((x, w, b)) or routes)
-    rate = hardware._measured_rate("float32", 16, 24, 8, 0.01)
+    rate = hardware._measured_rate("float32", 16, 24, 8, 0.625)
     flops = 2.0 * 8 * 16 * 24
-    assert rate == pytest.approx(flops / 0.002 / 1e9, rel=1e-9)  # route 0's best call; route 2 never ran
-    # timed until `seconds` have passed since the warm-up: 0.004 + 0.002 + 0.004 = 0.010, and 4 x 0.003 = 0.012
-    assert calls == [0] * 4 + [1] * 5 + [2]
+    assert rate == flops / 0.125 / 1e9  # route 0's best call; route 2 never ran
+    # timed until `seconds` have passed since the warm-up: 0.25 + 0.125 + 0.25 = 0.625, and 2 x 0.5 = 1.0
+    assert calls == [0] * 4 + [1] * 3 + [2]
     [(x, w, b)] = seen
     assert (x.shape, w.shape, b.shape) == ((8, 16), (24, 16), (24,))
     assert x.dtype == w.dtype == b.dtype == torch.float32 and not b.any()
@@ -407,7 +417,10 @@ def test_a_rate_is_measured_once_per_dtype_shape_and_thread_count(monkeypatch):
         assert hardware.dtype_rates(8, 16, ("float32", "float16")) == {"float32": 54.0, "float16": 55.0}
         assert measured[-2:] == [("float32", 8, 16, 256, 0.08), ("float16", 8, 16, 256, 0.08)]
         assert hardware.dtype_rates(8, 16, ("float32",)) == {"float32": 54.0}  # threads 7: measured already
-        assert hardware.dtype_rates(384, 1536) == {"float32": 56.0, "bfloat16": 57.0}  # MiniLM's shape by default
+        monkeypatch.setattr(torch, "get_num_threads", lambda: 8)
+        assert hardware.dtype_rates(8, 16, ("float32",)) == {"float32": 56.0}  # another count: measured again
+        assert hardware.dtype_rates() == {"float32": 57.0, "bfloat16": 58.0}  # MiniLM's shape by default
+        assert measured[-2:] == [("float32", 384, 1536, 256, 0.08), ("bfloat16", 384, 1536, 256, 0.08)]
     finally:
         hardware.matmul_rate.cache_clear()
 
@@ -458,6 +471,10 @@ def test_the_run_facts_word_for_word(monkeypatch):
     assert hardware.run_facts() == facts and hardware.run_facts(0) == facts and asked == []
     assert hardware.run_facts("32") == {**facts, "threads": 5, "matmul_gflops": {"float32": 46.2, "bfloat16": 0.432}}
     assert asked == [(32, 128, ("float32", "bfloat16"))]
+    _machine(monkeypatch, {"float32": 46.25, "bfloat16": None})  # bf16 did not run here
+    assert hardware.run_facts(32)["matmul_gflops"] == {"float32": 46.2, "bfloat16": None}
+    asked = _machine(monkeypatch, {"float32": 46.25, "bfloat16": 0.0})
+    assert hardware.run_facts(32)["matmul_gflops"] == {"float32": 46.2, "bfloat16": None}
     monkeypatch.delitem(sys.modules, "torch")  # a run answered from the cache never imported torch
     assert hardware.run_facts(32) == facts and len(asked) == 1
 
