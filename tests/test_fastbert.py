@@ -155,6 +155,23 @@ def test_the_order_and_why_word_for_word(monkeypatch, machine, flags, want):
     assert fastbert.preferred_kernels() == want
 
 
+@pytest.mark.parametrize("machine", ["x86_64", "AMD64"])
+def test_on_x86_whose_os_lists_no_instruction_sets_the_reason_says_so(monkeypatch, machine):
+    """Windows and Intel Macs list none: plain torch ops first, and the reason does not claim the CPU lacks AVX-512."""
+    import platform
+
+    monkeypatch.delenv(fastbert.KERNELS_ENV, raising=False)
+    monkeypatch.setattr(platform, "machine", lambda: machine)
+    monkeypatch.setattr(hardware, "cpu_flags", lambda cpuinfo=None: [])
+    monkeypatch.setattr(hardware, "flags_listed", lambda cpuinfo=None: False)
+    assert fastbert.preferred_kernels() == ("torch", "x86 whose instruction sets this OS does not list: plain torch "
+                                                     "ops first")
+    # flags given are taken as listed
+    assert fastbert.preferred_kernels([], machine) == ("torch", "x86 without AVX-512: plain torch ops first")
+    monkeypatch.setattr(platform, "machine", lambda: "arm64")
+    assert fastbert.preferred_kernels() == ("onednn", "arm64: oneDNN's fused kernels first")
+
+
 def test_the_setting_beats_the_cpu_and_blank_is_unset(monkeypatch):
     monkeypatch.setenv(fastbert.KERNELS_ENV, "\tTORCH\n")
     assert fastbert.preferred_kernels(["avx512f"], "x86_64") == ("torch", "BERTFEAT_CPU_KERNELS=torch")
