@@ -345,3 +345,45 @@ def test_reduced_precision_runs_its_products_in_that_dtype_and_keeps_float32_sta
     assert (got[0][real] - want[0][real]).abs().max().item() <= 1e-6  # the embeddings are float32 math
     cos = torch.nn.functional.cosine_similarity(got[2][real], want[2][real], dim=-1)
     assert cos.min().item() > 0.999 and not torch.equal(got[2][real], want[2][real])
+
+
+def test_each_rung_runs_the_ops_it_is_named_for(tiny_bert, monkeypatch):
+    """The torch rungs call no oneDNN op (they are what runs where torch has none); the oneDNN float32 rung fuses
+    GELU into the up projection and the residual add into the attention output and down projections."""
+    model = transformers_model(tiny_bert)
+    ids, mask = torch.tensor([[2, 10, 11, 12, 3], [2, 13, 3, 0, 0]]), torch.tensor([[1] * 5, [1, 1, 1, 0, 0]])
+    want = _hidden(model, ids, mask)
+    real = mask.bool()
+    onednn = fastbert._onednn_linear_available()
+    mkldnn = torch.ops.mkldnn
+
+    class NoOneDNN:
+        def __getattr__(self, name):
+            raise AttributeError(f"this torch has no oneDNN op {name}")
+
+    monkeypatch.setattr(torch.ops, "mkldnn", NoOneDNN())
+    with torch.inference_mode():
+        got = _FastBert(model, torch.float32, False)(ids, mask, [3])
+        low = _FastBert(model, torch.bfloat16, False)(ids, mask, [3])
+    assert (got[3][real] - want[3][real]).abs().max().item() <= 1e-5
+    assert torch.nn.functional.cosine_similarity(low[3][real], want[3][real], dim=-1).min().item() > 0.999
+    monkeypatch.setattr(torch.ops, "mkldnn", mkldnn)
+    if not onednn:
+        return
+    calls = []
+    linear = mkldnn._linear_pointwise
+
+    class Spy:
+        def __call__(self, x, w, b, attr, scalars, algorithm):
+            calls.append(attr)
+            return linear(x, w, b, attr, scalars, algorithm)
+
+        def binary(self, x, other, w, b, attr):
+            calls.append("binary " + attr)
+            return linear.binary(x, other, w, b, attr)
+
+    monkeypatch.setattr(mkldnn, "_linear_pointwise", Spy())
+    with torch.inference_mode():
+        got = _FastBert(model, torch.float32, True)(ids, mask, [3])
+    assert calls == ["none", "binary add", "gelu", "binary add"] * 3  # per layer: QKV, out + x, up + GELU, down + x
+    assert (got[3][real] - want[3][real]).abs().max().item() <= 1e-5
