@@ -387,3 +387,27 @@ def test_each_rung_runs_the_ops_it_is_named_for(tiny_bert, monkeypatch):
         got = _FastBert(model, torch.float32, True)(ids, mask, [3])
     assert calls == ["none", "binary add", "gelu", "binary add"] * 3  # per layer: QKV, out + x, up + GELU, down + x
     assert (got[3][real] - want[3][real]).abs().max().item() <= 1e-5
+
+
+def test_mpnets_relative_position_bias_is_given_to_attention_in_the_dtype_it_runs_in(tmp_path, monkeypatch):
+    """torch documents attention's float mask as of the query's type (a release may refuse another), so a bfloat16
+    MPNet pass hands it the bias, padded keys at -inf, in bfloat16; float32 keeps it float32."""
+    import torch.nn.functional as F
+
+    from tests.conftest import TINY_SENTENCES
+    from tests.tiny_encoders import build_tiny_encoder
+
+    model = transformers_model(build_tiny_encoder(tmp_path, "mpnet", corpus=TINY_SENTENCES))
+    ids, mask = torch.tensor([[0, 10, 11, 12, 2], [0, 13, 2, 1, 1]]), torch.tensor([[1] * 5, [1, 1, 1, 0, 0]])
+    masks = []
+    sdpa = F.scaled_dot_product_attention
+    monkeypatch.setattr(F, "scaled_dot_product_attention",
+                        lambda q, k, v, attn_mask=None, **kw: masks.append(attn_mask) or sdpa(q, k, v, attn_mask=attn_mask, **kw))
+    with torch.inference_mode():
+        for dtype in (torch.float32, torch.bfloat16):
+            masks.clear()
+            _FastBert(model, dtype, False)(ids, mask, [1])
+            [bias] = masks
+            assert bias.dtype == dtype and bias.shape == (2, 4, 5, 5)  # (batch, heads, queries, keys)
+            assert torch.isinf(bias[1, :, :, 3:]).all() and torch.isfinite(bias[1, :, :, :3]).all()
+            assert torch.isfinite(bias[0]).all()
