@@ -153,10 +153,10 @@ def test_overlapping_calls_share_the_first_calls_count_and_the_last_sets_it_back
     torch.set_num_threads(4)
     assert hardware._SHARED == {"calls": 0, "threads": 0}
     with hardware.threads_shared_by(2) as outer:
-        assert outer == 2 and hardware._SHARED == {"calls": 1, "threads": 4}
+        assert outer == (2, 4) and hardware._SHARED == {"calls": 1, "threads": 4}
         torch.set_num_threads(1)  # as a worker of the first call does
         with hardware.threads_shared_by(3) as inner:
-            assert inner == 1 and hardware._SHARED == {"calls": 2, "threads": 4}  # 4 // 3, not 1 // 3
+            assert inner == (1, 4) and hardware._SHARED == {"calls": 2, "threads": 4}  # 4 // 3, not 1 // 3
         assert hardware._SHARED == {"calls": 1, "threads": 4}
         assert torch.get_num_threads() == 1  # not set back while a call runs
     assert hardware._SHARED["calls"] == 0
@@ -172,15 +172,37 @@ def test_overlapping_calls_share_the_first_calls_count_and_the_last_sets_it_back
     assert setters == [(4, "bertfeat-threads")] and hardware._SHARED["calls"] == 0
 
 
-def test_a_forked_child_starts_with_no_call_running():
+def test_a_forked_child_starts_with_no_call_running(monkeypatch):
+    monkeypatch.setattr(hardware, "_TORCH_PID", hardware._TORCH_PID)  # what the child's hook notes stays the test's
     hardware._SHARED.update(calls=2, threads=8)
-    lock = hardware._SHARED_LOCK
     try:
-        hardware._forget_calls_in_a_forked_child()
-        assert hardware._SHARED == {"calls": 0, "threads": 0} and hardware._SHARED_LOCK is not lock
-        assert not hardware._SHARED_LOCK.locked()
+        assert hardware._SHARED_LOCK.acquire(blocking=False)  # held, as by a parent's thread at the fork
+        hardware._SHARED_LOCK._renew()  # what the ForkSafeLock hook does in the child
+        assert hardware._SHARED == {"calls": 0, "threads": 0}
+        assert hardware._SHARED_LOCK.acquire(blocking=False)  # the child's lock is free
+        hardware._SHARED_LOCK.release()
     finally:
         hardware._SHARED.update(calls=0, threads=0)
+
+
+def test_a_forked_child_of_a_process_that_ran_torch_runs_torch_on_one_thread_once(monkeypatch, torch_threads):
+    """In a child forked after torch ran (its pid differs from the one bertfeat last ran torch in, or the fork hook
+    saw torch imported before any run), the first CPU load or call sets one thread, and only that one."""
+    import os as _os
+
+    torch.set_num_threads(2)
+    monkeypatch.setattr(hardware, "_TORCH_PID", _os.getpid())
+    assert hardware.one_thread_in_a_forked_child() is False and torch.get_num_threads() == 2  # the same process
+    monkeypatch.setattr(hardware, "_TORCH_PID", _os.getpid() + 1)  # the parent's pid: a forked child
+    assert hardware.one_thread_in_a_forked_child() is True and torch.get_num_threads() == 1
+    torch.set_num_threads(2)  # a count the user sets in the child afterwards is theirs
+    assert hardware.one_thread_in_a_forked_child() is False and torch.get_num_threads() == 2
+    monkeypatch.setattr(hardware, "_TORCH_PID", None)
+    hardware._forget_calls_in_a_forked_child()  # the fork hook, torch imported before any run here
+    assert hardware._TORCH_PID == -1 and hardware.one_thread_in_a_forked_child() is True
+    assert torch.get_num_threads() == 1
+    monkeypatch.setattr(hardware, "_TORCH_PID", None)
+    assert hardware.one_thread_in_a_forked_child() is False  # torch's first run in this process
 
 
 def test_onednn_kernel_cache_is_capped_at_64_unless_set(monkeypatch):
