@@ -1782,8 +1782,6 @@ def test_a_jobs_session_the_server_cannot_release_is_one_warning_line_of_the_com
     spark_session.py, `RuntimeWarning:`, the source line), where every other warning of the command is one
     `bertfeat embed: warning:` line; and where warnings are errors it took the place of the job's result. The
     output is whole: the command succeeds."""
-    from bertfeat.exceptions import SparkSessionWarning
-
     class Unreleased(FakeConnectSession):
         def newSession(self):
             other = super().newSession()
