@@ -571,10 +571,11 @@ class InputReader:
         (PostgreSQL's COPY text format, mysql --batch), which read as written would be embedded as two characters;
         or that ends with a backslash, which MySQL's INTO OUTFILE writes before a line break inside a value, there
         read as the end of the row (the rest of the text a row of its own). A text holding a backslash no such
-        export writes alone (before another letter: LaTeX's \\alpha, a Windows path's \\Users) shows the file is no
-        such export, and its backslashes are the texts' own: it is not asked again."""
+        export writes alone (before another letter: LaTeX's \\alpha, a Windows path's \\Users; before x or a digit
+        other than 0, as PostgreSQL's COPY TO writes no octal or hex escape and MySQL's exports only \\0) shows the
+        file is no such export, and its backslashes are the texts' own: it is not asked again."""
         for name in self.text_cols:
-            own = pc.match_substring_regex(batch.column(name), r"(^|[^\\])(\\\\)*\\[^\\ntrbfvN0-7x]")
+            own = pc.match_substring_regex(batch.column(name), r"(^|[^\\])(\\\\)*\\[^\\ntrbfvN0]")
             if pc.any(pc.fill_null(own, False)).as_py():
                 self._watch_escapes = False
                 return

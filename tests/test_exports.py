@@ -205,6 +205,21 @@ def test_escapes_read_as_written_are_refused_where_the_quoting_was_not_declared(
                                                                     "saved in C:\\Users\\new"]
 
 
+def test_a_backslash_before_x_or_a_digit_other_than_0_shows_the_texts_own_backslashes(tmp_path):
+    """(review of session 12) PostgreSQL's COPY TO writes no octal or hex escape and MySQL's exports only \\0 (NUL),
+    so a text holding \\x or \\1 to \\7 alone is no export's: a Windows path (C:\\new\\table\\x.txt) or a regex
+    (\\1) first in the file was refused for its \\n and \\t, where \\Users beside them was read as written."""
+    for text in ("C:\\new\\table\\x.txt", "replace with \\1 then\\tab", "C:\\2024\\new"):
+        src = tmp_path / "paths.tsv"
+        src.write_text(f"id\ttext\n1\t{text}\n2\tmore \\n\n")
+        assert read(src, ["id", "text"]).column("text").to_pylist() == [text, "more \\n"], text
+    # \0 is MySQL's NUL, \N its NULL: as before, no sign of the texts' own
+    src = tmp_path / "mysql.tsv"
+    src.write_text("id\ttext\n1\ta\\0b\n2\tline one\\nline two\n")
+    with pytest.raises(ValueError, match="holds '\\\\\\\\n'"):
+        read(src, ["id", "text"])
+
+
 def test_a_backslash_before_the_delimiter_is_not_taken_for_r_row_names(tmp_path):
     """(same hunt) an unload escaping its delimiter (a\\|b) was told it was written by R's write.table()."""
     src = tmp_path / "unload.csv"
