@@ -4,6 +4,8 @@
 when a model is first needed. (So the command line starts at once, and Ctrl-C while it starts is one line.)
 """
 
+from bertfeat import fork_safe  # noqa: F401 (its fork hook, from the start: a child forked after the
+# caller's own torch work runs torch on one thread, bertfeat.hardware.one_thread_in_a_forked_child)
 from bertfeat._version import __version__
 from bertfeat.exceptions import CacheError, CacheWarning, ModelNotAvailableError, TruncationWarning
 from bertfeat.probe import probe  # binds bertfeat.probe to the function, not the module of the same name

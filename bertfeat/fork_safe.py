@@ -9,12 +9,18 @@ that is done then too. bertfeat never forks while holding one of them.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import weakref
 from typing import Callable
 
 # every ForkSafeLock alive, renewed in a forked child
 _ALL: "weakref.WeakSet[ForkSafeLock]" = weakref.WeakSet()
+
+# Whether this process is a child forked after torch was imported in its parent (or an ancestor), known from the hook
+# below once anything imported bertfeat (``from bertfeat import BertEmbedder``): the parent's own torch work may have
+# started OpenMP's threads, which a forked child cannot use (:func:`bertfeat.hardware.one_thread_in_a_forked_child`).
+forked_after_torch = False
 
 
 class ForkSafeLock:
@@ -55,6 +61,8 @@ class ForkSafeLock:
 
 
 def _renew_in_forked_child() -> None:
+    global forked_after_torch
+    forked_after_torch = forked_after_torch or "torch" in sys.modules
     for lock in list(_ALL):
         lock._renew()
 

@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 
+from bertfeat import fork_safe
 from bertfeat.fork_safe import ForkSafeLock
 
 # Instruction sets that decide how fast float32, bfloat16 and float16 products run (x86 names as in
@@ -117,17 +118,15 @@ def set_threads(n: int | None = None) -> int:
 _SHARED = {"calls": 0, "threads": 0}
 
 
-# The process bertfeat last ran torch in on CPU (its pid; -1: torch imported before a fork that has not yet run it),
-# to know a forked child at its first load or call, also under a fork Python's hooks never see (R's mclapply()).
+# The process bertfeat last ran torch in on CPU (its pid), to know a forked child at its first load or call, also
+# under a fork Python's hooks never see (R's mclapply()); a child of a process that imported torch and never ran it
+# here is known by bertfeat.fork_safe's hook (forked_after_torch), which `import bertfeat` registers.
 _TORCH_PID: int | None = None
 
 
 def _forget_calls_in_a_forked_child() -> None:
     """A child forked while a call ran holds none of its threads: it starts with no call running."""
-    global _TORCH_PID
     _SHARED.update(calls=0, threads=0)
-    if _TORCH_PID is None and "torch" in sys.modules:  # the parent's own torch work may have started OpenMP's threads
-        _TORCH_PID = -1
 
 
 _SHARED_LOCK = ForkSafeLock(in_child=_forget_calls_in_a_forked_child)
@@ -244,14 +243,16 @@ def one_thread_in_a_forked_child() -> bool:
     torch's OpenMP threads cannot be used again in a forked child from the thread that forked: a parallel region
     there waits for ever for the parent's threads (GNU OpenMP is not fork-safe). A child forked after its parent
     embedded (a ``multiprocessing`` fork pool, R's ``mclapply()``) that loaded another model hung in the load's
-    first pass. On one thread no parallel region starts, as torch's DataLoader runs its workers; a child is one of
-    several sharing the cores anyway. A count the user sets in the child afterwards is theirs."""
+    first pass; so did one forked after the caller's own torch work, before bertfeat ran torch or imported this
+    module (:data:`bertfeat.fork_safe.forked_after_torch`). On one thread no parallel region starts, as torch's
+    DataLoader runs its workers; a child is one of several sharing the cores anyway. A count the user sets in the
+    child afterwards is theirs."""
     import torch
 
     global _TORCH_PID
     pid, before = os.getpid(), _TORCH_PID
     _TORCH_PID = pid
-    if before is None or before == pid:
+    if before == pid or (before is None and not fork_safe.forked_after_torch):
         return False
     torch.set_num_threads(1)
     return True

@@ -149,3 +149,18 @@ def test_a_fork_safe_lock_is_a_lock_and_the_child_alone_forgets_what_its_owner_s
     assert forgotten == []  # the parent forgets nothing
     with lock:
         assert not lock.acquire(blocking=False)  # a plain lock: held, even by its own thread
+
+
+def test_a_child_forked_after_torch_was_imported_is_marked_so_by_the_hook_bertfeats_import_registers():
+    """(review of session 12) the mark that makes a forked child run torch on one thread where its parent may have
+    used OpenMP's threads (bertfeat.hardware.one_thread_in_a_forked_child) was made by a hook of bertfeat.hardware,
+    which ``from bertfeat import BertEmbedder`` does not import: a child forked after the caller's own torch work
+    waited for ever in its first transform (tests/test_perf_paths.py runs that end to end)."""
+    pytest.importorskip("torch")
+    from bertfeat import fork_safe
+
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if fork_safe.forked_after_torch is True else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

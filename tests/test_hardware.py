@@ -16,7 +16,7 @@ import types
 
 import pytest
 
-from bertfeat import hardware
+from bertfeat import fork_safe, hardware
 
 torch = pytest.importorskip("torch")
 
@@ -187,7 +187,8 @@ def test_a_forked_child_starts_with_no_call_running(monkeypatch):
 
 def test_a_forked_child_of_a_process_that_ran_torch_runs_torch_on_one_thread_once(monkeypatch, torch_threads):
     """In a child forked after torch ran (its pid differs from the one bertfeat last ran torch in, or the fork hook
-    saw torch imported before any run), the first CPU load or call sets one thread, and only that one."""
+    saw torch imported before any run: bertfeat.fork_safe.forked_after_torch), the first CPU load or call sets one
+    thread, and only that one."""
     import os as _os
 
     torch.set_num_threads(2)
@@ -198,10 +199,13 @@ def test_a_forked_child_of_a_process_that_ran_torch_runs_torch_on_one_thread_onc
     torch.set_num_threads(2)  # a count the user sets in the child afterwards is theirs
     assert hardware.one_thread_in_a_forked_child() is False and torch.get_num_threads() == 2
     monkeypatch.setattr(hardware, "_TORCH_PID", None)
-    hardware._forget_calls_in_a_forked_child()  # the fork hook, torch imported before any run here
-    assert hardware._TORCH_PID == -1 and hardware.one_thread_in_a_forked_child() is True
+    monkeypatch.setattr(fork_safe, "forked_after_torch", True)  # the fork hook's mark: torch imported before it
+    assert hardware.one_thread_in_a_forked_child() is True
     assert torch.get_num_threads() == 1
+    torch.set_num_threads(2)
+    assert hardware.one_thread_in_a_forked_child() is False and torch.get_num_threads() == 2  # once
     monkeypatch.setattr(hardware, "_TORCH_PID", None)
+    monkeypatch.setattr(fork_safe, "forked_after_torch", False)
     assert hardware.one_thread_in_a_forked_child() is False  # torch's first run in this process
 
 

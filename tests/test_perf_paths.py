@@ -873,3 +873,33 @@ def test_a_child_forked_after_the_parent_embedded_loads_another_model_on_one_thr
     saved = np.load(out)
     np.testing.assert_allclose(saved[:-1], BertEmbedder(model=other).fit_transform(texts), atol=1e-6, rtol=0)
     assert saved[-1, 0] == 1  # the child's torch runs on one thread
+
+
+def test_a_child_forked_after_the_users_own_torch_work_runs_torch_on_one_thread_before_bertfeat_ran_any(tiny_bert):
+    """(found by a review of session 12's merged work) a script that imports bertfeat as the README does (``from
+    bertfeat import BertEmbedder``: bertfeat.hardware not yet imported), runs torch itself (a model of its own), then
+    forks (a ``multiprocessing`` fork pool): the child's first transform waited for ever in torch's first parallel
+    region (killed by its alarm), where docs/performance.md says a child forked after torch ran in its parent runs
+    torch on one thread. The mark of torch imported before the fork was made by a hook of bertfeat.hardware alone."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import os, signal, sys\n"
+        "import torch\n"
+        "from bertfeat import BertEmbedder\n"
+        "assert 'bertfeat.hardware' not in sys.modules\n"
+        "torch.set_num_threads(2)\n"
+        "torch.mm(torch.randn(256, 256), torch.randn(256, 256))  # the user's own: a parallel region, 2 cores up\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    signal.alarm(30)\n"
+        f"    BertEmbedder(model={str(tiny_bert)!r}).fit_transform(['a cat sat', 'on the mat'])\n"
+        "    print(torch.get_num_threads(), flush=True)\n"
+        "    os._exit(0)\n"
+        "sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ), capture_output=True, text=True,
+                         timeout=120)
+    assert (out.returncode, out.stdout.strip()) == (0, "1"), out.stderr[-2000:]
