@@ -842,6 +842,7 @@ def test_a_child_forked_after_the_parent_embedded_loads_another_model_on_one_thr
     loaded another model hung in the load's first pass (measured: killed by its alarm after 30 s). Now bertfeat runs
     a forked child's torch on one thread (as torch's DataLoader does its workers'), and the child's vectors are the
     model's own."""
+    import faulthandler
     import os
     import signal
 
@@ -859,7 +860,8 @@ def test_a_child_forked_after_the_parent_embedded_loads_another_model_on_one_thr
         out = tmp_path / "child.npy"
         pid = os.fork()
         if pid == 0:  # the child: loads a model the parent never loaded, or is killed by the alarm where stuck
-            signal.alarm(30)
+            signal.alarm(60)
+            faulthandler.dump_traceback_later(50)  # where it is stuck, in the test's report, before the alarm
             try:
                 got = BertEmbedder(model=other).fit_transform(texts)
                 np.save(out, np.vstack([got, np.full((1, got.shape[1]), torch.get_num_threads())]))
