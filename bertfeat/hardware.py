@@ -11,7 +11,6 @@ import functools
 import math
 import os
 import platform
-import sys
 import threading
 import time
 
