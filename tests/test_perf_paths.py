@@ -841,40 +841,39 @@ def test_a_child_forked_after_the_parent_embedded_loads_another_model_on_one_thr
     parent's threads. A child forked after its parent embedded (a fork pool, R's ``mclapply()`` over models) that
     loaded another model hung in the load's first pass (measured: killed by its alarm after 30 s). Now bertfeat runs
     a forked child's torch on one thread (as torch's DataLoader does its workers'), and the child's vectors are the
-    model's own."""
-    import faulthandler
+    model's own. In a fresh process, so that no thread or state another test left is forked with it; the child's
+    stacks are dumped (faulthandler) before its alarm, so a hang says where."""
     import os
-    import signal
-
-    import torch
+    import subprocess
+    import sys
 
     from tests.conftest import build_tiny_bert
 
     other = build_tiny_bert(tmp_path / "other", seed=1)
     texts = TEXTS[:6]
-    threads = torch.get_num_threads()
-    torch.set_num_threads(2)  # a parallel region in this thread before the fork (one core: none, and no hang)
-    try:
-        BertEmbedder(model=tiny_bert).fit_transform(texts)
-        torch.mm(torch.randn(256, 256), torch.randn(256, 256))
-        out = tmp_path / "child.npy"
-        pid = os.fork()
-        if pid == 0:  # the child: loads a model the parent never loaded, or is killed by the alarm where stuck
-            signal.alarm(60)
-            faulthandler.dump_traceback_later(50)  # where it is stuck, in the test's report, before the alarm
-            try:
-                got = BertEmbedder(model=other).fit_transform(texts)
-                np.save(out, np.vstack([got, np.full((1, got.shape[1]), torch.get_num_threads())]))
-                os._exit(0)
-            except BaseException:
-                os._exit(2)
-        _, status = os.waitpid(pid, 0)
-    finally:
-        torch.set_num_threads(threads)
-    assert os.waitstatus_to_exitcode(status) == 0
-    saved = np.load(out)
-    np.testing.assert_allclose(saved[:-1], BertEmbedder(model=other).fit_transform(texts), atol=1e-6, rtol=0)
-    assert saved[-1, 0] == 1  # the child's torch runs on one thread
+    out = tmp_path / "child.npy"
+    code = (
+        "import faulthandler, os, signal, sys\n"
+        "import numpy as np, torch\n"
+        "from bertfeat import BertEmbedder\n"
+        "torch.set_num_threads(2)  # a parallel region in this thread before the fork (one core: none, no hang)\n"
+        f"texts = {texts!r}\n"
+        f"BertEmbedder(model={str(tiny_bert)!r}).fit_transform(texts)\n"
+        "torch.mm(torch.randn(256, 256), torch.randn(256, 256))\n"
+        "pid = os.fork()\n"
+        "if pid == 0:  # loads a model the parent never loaded, or is killed by the alarm where stuck\n"
+        "    signal.alarm(60)\n"
+        "    faulthandler.dump_traceback_later(50)\n"
+        f"    got = BertEmbedder(model={str(other)!r}).fit_transform(texts)\n"
+        f"    np.save({str(out)!r}, got)\n"
+        "    print(torch.get_num_threads(), flush=True)\n"
+        "    os._exit(0)\n"
+        "sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], env=dict(os.environ), capture_output=True, text=True,
+                         timeout=180)
+    assert (run.returncode, run.stdout.strip()) == (0, "1"), run.stderr[-3000:]  # one thread in the child
+    np.testing.assert_allclose(np.load(out), BertEmbedder(model=other).fit_transform(texts), atol=1e-6, rtol=0)
 
 
 def test_a_child_forked_after_the_users_own_torch_work_runs_torch_on_one_thread_before_bertfeat_ran_any(tiny_bert):
