@@ -833,6 +833,31 @@ def _share_and_count_in_a_child():
     return share * 2, _thread_count_a_new_thread_starts_with()
 
 
+def _forked_child(parent: str, child: str):
+    """Run ``parent`` (Python lines, after ``import torch`` and ``from bertfeat import BertEmbedder``, as the README
+    imports it) in a fresh process, then fork and run ``child`` in the child, which prints its torch thread count;
+    the process's exit code is the child's. In a fresh process, so that no thread or state another test left is
+    forked with it; a child stuck has its stacks dumped (faulthandler) in stderr before its alarm kills it."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import faulthandler, os, signal, sys\n"
+            "import numpy as np, torch\n"
+            "from bertfeat import BertEmbedder\n"
+            + parent
+            + "pid = os.fork()\n"
+              "if pid == 0:\n"
+              "    signal.alarm(60)\n"
+              "    faulthandler.dump_traceback_later(50)\n"
+            + "".join("    " + line + "\n" for line in child.splitlines())
+            + "    print(torch.get_num_threads(), flush=True)\n"
+              "    os._exit(0)\n"
+              "sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n")
+    return subprocess.run([sys.executable, "-c", code], env=dict(os.environ), capture_output=True, text=True,
+                          timeout=180)
+
+
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
 def test_a_child_forked_after_the_parent_embedded_loads_another_model_on_one_thread_and_does_not_wait_for_ever(
         tiny_bert, tmp_path):
@@ -843,35 +868,18 @@ def test_a_child_forked_after_the_parent_embedded_loads_another_model_on_one_thr
     a forked child's torch on one thread (as torch's DataLoader does its workers'), and the child's vectors are the
     model's own. In a fresh process, so that no thread or state another test left is forked with it; the child's
     stacks are dumped (faulthandler) before its alarm, so a hang says where."""
-    import os
-    import subprocess
-    import sys
-
     from tests.conftest import build_tiny_bert
 
     other = build_tiny_bert(tmp_path / "other", seed=1)
     texts = TEXTS[:6]
     out = tmp_path / "child.npy"
-    code = (
-        "import faulthandler, os, signal, sys\n"
-        "import numpy as np, torch\n"
-        "from bertfeat import BertEmbedder\n"
+    run = _forked_child(
         "torch.set_num_threads(2)  # a parallel region in this thread before the fork (one core: none, no hang)\n"
         f"texts = {texts!r}\n"
         f"BertEmbedder(model={str(tiny_bert)!r}).fit_transform(texts)\n"
-        "torch.mm(torch.randn(256, 256), torch.randn(256, 256))\n"
-        "pid = os.fork()\n"
-        "if pid == 0:  # loads a model the parent never loaded, or is killed by the alarm where stuck\n"
-        "    signal.alarm(60)\n"
-        "    faulthandler.dump_traceback_later(50)\n"
-        f"    got = BertEmbedder(model={str(other)!r}).fit_transform(texts)\n"
-        f"    np.save({str(out)!r}, got)\n"
-        "    print(torch.get_num_threads(), flush=True)\n"
-        "    os._exit(0)\n"
-        "sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n"
-    )
-    run = subprocess.run([sys.executable, "-c", code], env=dict(os.environ), capture_output=True, text=True,
-                         timeout=180)
+        "torch.mm(torch.randn(256, 256), torch.randn(256, 256))\n",
+        # loads a model the parent never loaded
+        f"np.save({str(out)!r}, BertEmbedder(model={str(other)!r}).fit_transform(texts))\n")
     assert (run.returncode, run.stdout.strip()) == (0, "1"), run.stderr[-3000:]  # one thread in the child
     np.testing.assert_allclose(np.load(out), BertEmbedder(model=other).fit_transform(texts), atol=1e-6, rtol=0)
 
@@ -882,25 +890,9 @@ def test_a_child_forked_after_the_users_own_torch_work_runs_torch_on_one_thread_
     forks (a ``multiprocessing`` fork pool): the child's first transform waited for ever in torch's first parallel
     region (killed by its alarm), where docs/performance.md says a child forked after torch ran in its parent runs
     torch on one thread. The mark of torch imported before the fork was made by a hook of bertfeat.hardware alone."""
-    import os
-    import subprocess
-    import sys
-
-    code = (
-        "import os, signal, sys\n"
-        "import torch\n"
-        "from bertfeat import BertEmbedder\n"
+    out = _forked_child(
         "assert 'bertfeat.hardware' not in sys.modules\n"
         "torch.set_num_threads(2)\n"
-        "torch.mm(torch.randn(256, 256), torch.randn(256, 256))  # the user's own: a parallel region, 2 cores up\n"
-        "pid = os.fork()\n"
-        "if pid == 0:\n"
-        "    signal.alarm(30)\n"
-        f"    BertEmbedder(model={str(tiny_bert)!r}).fit_transform(['a cat sat', 'on the mat'])\n"
-        "    print(torch.get_num_threads(), flush=True)\n"
-        "    os._exit(0)\n"
-        "sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ), capture_output=True, text=True,
-                         timeout=120)
+        "torch.mm(torch.randn(256, 256), torch.randn(256, 256))  # the user's own: a parallel region, 2 cores up\n",
+        f"BertEmbedder(model={str(tiny_bert)!r}).fit_transform(['a cat sat', 'on the mat'])\n")
     assert (out.returncode, out.stdout.strip()) == (0, "1"), out.stderr[-2000:]
