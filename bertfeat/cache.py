@@ -127,7 +127,7 @@ def open_cache(path, *, create: bool = True) -> "Cache":
     _check_cache_format(marker, root)
     global _OPEN_PID
     with _OPEN_LOCK:
-        if _OPEN_PID != os.getpid():  # a forked child must not share the parent's thread locks
+        if _OPEN_PID != os.getpid():  # a forked child (R's fork too, which no Python fork hook sees) opens its own
             _OPEN.clear()
             _RECENT.clear()
             _OPEN_PID = os.getpid()

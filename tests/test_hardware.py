@@ -172,8 +172,7 @@ def test_overlapping_calls_share_the_first_calls_count_and_the_last_sets_it_back
     assert setters == [(4, "bertfeat-threads")] and hardware._SHARED["calls"] == 0
 
 
-def test_a_forked_child_starts_with_no_call_running(monkeypatch):
-    monkeypatch.setattr(hardware, "_TORCH_PID", hardware._TORCH_PID)  # what the child's hook notes stays the test's
+def test_a_forked_child_starts_with_no_call_running():
     hardware._SHARED.update(calls=2, threads=8)
     try:
         assert hardware._SHARED_LOCK.acquire(blocking=False)  # held, as by a parent's thread at the fork
