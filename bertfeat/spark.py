@@ -414,8 +414,10 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
 
     Without ``cache_dir`` a run-private cache in ``<out>.partial/cache`` deduplicates texts across tasks and is
     kept by a job that dies, so running the same command again embeds only what is left. ``master`` is a Spark
-    master URL (``local[4]``, ``spark://host:7077``, ``yarn``); without it the session this process has (made in any
-    thread), or ``spark-submit``'s, or ``local[*]``. Other parameters: any :class:`~bertfeat.BertEmbedder` parameter.
+    master URL (``local[4]``, ``spark://host:7077``, ``yarn``) or a Spark Connect server (``sc://host:15002``, no Java
+    needed here); without it the session this process has (made in any thread), else the Connect server
+    ``SPARK_REMOTE`` names, else ``spark-submit``'s master, else ``local[*]``. Other parameters: any
+    :class:`~bertfeat.BertEmbedder` parameter.
     """
     refuse_local_options(params, "spark")
     require_spark()

@@ -282,3 +282,28 @@ def test_every_command_line_the_docs_show_is_one_the_parser_takes():
         checked.append(doc)
     assert {"README.md", "docs/ray.md", "docs/spark.md", "examples/cli_featurize.sh", "scripts/main.sh"} <= set(checked)
     assert len(checked) >= 12
+
+
+def test_every_statement_of_the_master_a_spark_job_takes_by_default_names_a_connect_servers_first():
+    """Without ``--master`` (``master=``) a Spark job runs on the Spark Connect server ``SPARK_REMOTE`` names before
+    it asks for spark-submit's master, else ``local[*]`` (``spark_session._job_master``; docs/spark.md). The epilog of
+    ``bertfeat embed --help`` and ``help(bertfeat.spark.embed_files)`` said "spark-submit's master, or local[*]": a
+    user with ``SPARK_REMOTE`` set read that the job would run here, where it ran on the server."""
+    from bertfeat.cli import build_parser
+    from bertfeat.cli.embed import EXAMPLES
+    from bertfeat.spark import embed_files
+
+    embed = next(a for a in build_parser()._actions if a.dest == "command").choices["embed"]
+    master_help = next(a.help for a in embed._actions if "--master" in a.option_strings)
+    statements = {
+        "embed --help's epilog": EXAMPLES.split("--engine spark runs on Spark", 1)[1].split("\n\n", 1)[0],
+        "--master": master_help,
+        "embed_files": embed_files.__doc__.split("``master`` is", 1)[1].split("Other parameters", 1)[0],
+        "docs/cli.md": (ROOT / "docs/cli.md").read_text().split("`--engine spark` runs", 1)[1].split("reads CSV", 1)[0],
+        "docs/spark.md": next(line for line in (ROOT / "docs/spark.md").read_text().splitlines()
+                              if line.startswith("| `--master URL` |")),
+    }
+    for where, text in statements.items():
+        text = " ".join(text.split())
+        order = [text.find(said) for said in ("SPARK_REMOTE", "spark-submit", "local[*]")]
+        assert -1 not in order and order == sorted(order), (where, text)

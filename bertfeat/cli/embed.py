@@ -33,8 +33,9 @@ complete, with a provenance manifest beside it (<out>.manifest.json).
 a local one on this machine's cores), reads parquet only, and writes --out as a directory of parquet files with the
 same columns and metadata. See docs/ray.md.
 
---engine spark runs on Spark (--master URL, or spark-submit's master, or local[*]), reads CSV or parquet, and writes
---out as a directory of parquet files with the same columns and metadata. See docs/spark.md.
+--engine spark runs on Spark (--master URL, or the Spark Connect server SPARK_REMOTE names, or spark-submit's
+master, or local[*]), reads CSV or parquet, and writes --out as a directory of parquet files with the same columns
+and metadata. See docs/spark.md.
 """
 
 
