@@ -1,3 +1,7 @@
+# R names of the Python probe's parameters that bf_probe()'s `...` takes (its help lists them: test-docs.R)
+PROBE_DOTS_PARAMS <- c("max_length", "long_text", "stride", "normalize", "prefix", "prompt_name", "task",
+                       "device", "dtype", "missing")
+
 #' Choose the features by evidence: the bertfeat probe
 #'
 #' Scores every pooling x layer choice of one or several models on labelled texts with a cross-validated linear
@@ -51,8 +55,7 @@ bf_probe <- function(x, y, model = "default", cv = 5, unions = 3, baseline = TRU
   leave_rng_as_found()
   call <- rlang::current_env()
   dots <- list(...)
-  allowed <- c("max_length", "long_text", "stride", "normalize", "prefix", "prompt_name", "task", "device", "dtype",
-               "missing")
+  allowed <- PROBE_DOTS_PARAMS
   if (length(dots) && (is.null(names(dots)) || any(!nzchar(names(dots))))) {
     abort_bf("Arguments in `...` must be named, for example `max_length = 128`.", "argument", call = call)
   }
