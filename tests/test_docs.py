@@ -307,3 +307,21 @@ def test_every_statement_of_the_master_a_spark_job_takes_by_default_names_a_conn
         text = " ".join(text.split())
         order = [text.find(said) for said in ("SPARK_REMOTE", "spark-submit", "local[*]")]
         assert -1 not in order and order == sorted(order), (where, text)
+
+
+def test_docs_cli_md_names_every_csv_reading_option_of_embed_file_from_python():
+    """docs/cli.md's "From Python" gives the command's Python form, ``embed_file(...)``, with its CSV reading options;
+    it named ``delimiter=`` and ``infer_types=`` but not ``quoting=`` (``--quoting``, session 12's), so a database
+    export read from Python took the option's default, CSV's quotes. Each keyword it names is one embed_file takes,
+    and each CSV reading option (``files._CSV_OPTIONS``, those the engines refuse where no CSV is read) is named."""
+    import inspect
+
+    from bertfeat.files import _CSV_OPTIONS, embed_file
+
+    text = " ".join((ROOT / "docs/cli.md").read_text().split("## From Python", 1)[1].split())
+    call = re.search(r"`bertfeat\.files\.embed_file\((.*?)\)`", text).group(1)
+    named = set(re.findall(r"(\w+)=\.\.\.", call))
+    signature = inspect.signature(embed_file).parameters
+    assert named <= set(signature), sorted(named - set(signature))
+    assert "quoting" in _CSV_OPTIONS and set(_CSV_OPTIONS) <= set(signature)
+    assert set(_CSV_OPTIONS) <= named, sorted(set(_CSV_OPTIONS) - named)
