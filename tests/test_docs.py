@@ -325,3 +325,14 @@ def test_docs_cli_md_names_every_csv_reading_option_of_embed_file_from_python():
     assert named <= set(signature), sorted(named - set(signature))
     assert "quoting" in _CSV_OPTIONS and set(_CSV_OPTIONS) <= set(signature)
     assert set(_CSV_OPTIONS) <= named, sorted(set(_CSV_OPTIONS) - named)
+
+
+def test_docs_cli_md_says_each_csv_option_applies_to_csv_only():
+    """docs/cli.md's Parquet section says which options apply to CSV only: it named `--delimiter` and
+    `--infer-types`, not `--quoting`, which a parquet input refuses as well."""
+    from bertfeat.files import _CSV_OPTIONS
+
+    text = " ".join((ROOT / "docs/cli.md").read_text().split("### Parquet", 1)[1].split("## Output", 1)[0].split())
+    sentence = next(s for s in text.split(". ") if "apply to CSV only" in s)
+    said = {o.lstrip("-").replace("-", "_") for o in re.findall(r"`(--[a-z-]+)`", sentence)}
+    assert said == set(_CSV_OPTIONS), sentence
