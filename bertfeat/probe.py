@@ -291,8 +291,9 @@ def probe(
     -------
     ProbeResult
         ``table``, ``recommended``, ``estimator()``, ``code()``, ``cv``, ``folds`` (``n_splits``, ``random_state``,
-        ``copies_kept_together``, ``n_groups``: the groups given, None without ``groups``, and ``n_fold_groups``:
-        the units the folds kept whole, groups joined by copies), ``chance`` (the score of a model that
+        ``copies_kept_together``: whether some texts were copies of others, each kept in one fold, False where every
+        text is distinct; ``n_groups``: the groups given, None without ``groups``, and ``n_fold_groups``: the units
+        the folds kept whole, groups joined by copies), ``chance`` (the score of a model that
         ignores the texts, on the same folds: the reference every score is read against) and the costs.
 
     Examples

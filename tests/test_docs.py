@@ -336,3 +336,23 @@ def test_docs_cli_md_says_each_csv_option_applies_to_csv_only():
     sentence = next(s for s in text.split(". ") if "apply to CSV only" in s)
     said = {o.lstrip("-").replace("-", "_") for o in re.findall(r"`(--[a-z-]+)`", sentence)}
     assert said == set(_CSV_OPTIONS), sentence
+
+
+def test_every_list_of_the_probes_fold_facts_says_what_copies_kept_together_false_means():
+    """``result.folds["copies_kept_together"]`` (also in ``--json`` and R's ``p$folds``) is whether any texts were
+    copies of one another; it is False where every text is distinct (``probe._text_groups`` is None), while copies
+    are kept in one fold always. The docstring, docs/cli.md, docs/r.md and bf_probe()'s help listed the field by its
+    name alone, which reads ``false`` as "copies were not kept together": each now says what False means."""
+    from bertfeat import probe
+
+    statements = {
+        "help(probe)": probe.__doc__,
+        "docs/cli.md": (ROOT / "docs/cli.md").read_text(),
+        "docs/r.md": (ROOT / "docs/r.md").read_text(),
+        "bf_probe.Rd": (ROOT / "r-bridge/man/bf_probe.Rd").read_text(),
+        "R/probe.R": (ROOT / "r-bridge/R/probe.R").read_text(),
+    }
+    for where, text in statements.items():
+        text = " ".join(text.replace("#'", " ").split())
+        said = re.search(r"copies_kept_together(.{0,160})", text)
+        assert said and "distinct" in said.group(1), (where, said and said.group(0))

@@ -39,8 +39,9 @@ PROBE_DOTS_PARAMS <- c("max_length", "long_text", "stride", "normalize", "prefix
 #'   Python code of the recommended features; `metric`; `task`; `plot`, the plot's path; `chance`, the score
 #'   of a model that ignores the texts on the same folds (`name`, `score`, `std_err`: ROC AUC 0.5, the most
 #'   frequent class's share for accuracy, R^2 about 0), which a row must beat to be worth anything; and `folds`,
-#'   what the folds kept together (`n_splits`, `random_state`, `copies_kept_together`, `n_groups`: the groups
-#'   given, `NULL` without `groups`, and `n_fold_groups`: the units kept whole, groups joined by copies of a text).
+#'   what the folds kept together (`n_splits`, `random_state`, `copies_kept_together`: whether some texts were
+#'   copies of others, each kept in one fold, `FALSE` where every text is distinct; `n_groups`: the groups given,
+#'   `NULL` without `groups`, and `n_fold_groups`: the units kept whole, groups joined by copies of a text).
 #' @examples
 #' \dontrun{
 #' reviews <- read.csv("data/fine_foods.csv.gz")[1:500, ]
