@@ -356,3 +356,51 @@ def test_every_list_of_the_probes_fold_facts_says_what_copies_kept_together_fals
         text = " ".join(text.replace("#'", " ").split())
         said = re.search(r"copies_kept_together(.{0,160})", text)
         assert said and "distinct" in said.group(1), (where, said and said.group(0))
+
+
+# the public callables users call from the docs' Python, by the name a call spells them with
+DOCUMENTED_CALLABLES = {
+    "BertEmbedder": "bertfeat.BertEmbedder", "probe": "bertfeat.probe", "embed_file": "bertfeat.files.embed_file",
+    "embed_dataset": "bertfeat.ray.embed_dataset", "embed_parquet": "bertfeat.ray.embed_parquet",
+    "embed_dataframe": "bertfeat.spark.embed_dataframe", "embed_files": "bertfeat.spark.embed_files",
+    "ArrowFeaturizer": "bertfeat.arrow.ArrowFeaturizer", "MissingText": "bertfeat.union.MissingText",
+    "open_cache": "bertfeat.cache.open_cache",
+}
+
+
+def test_every_keyword_of_a_bertfeat_call_the_docs_show_is_one_it_takes():
+    """docs/ray.md's and docs/spark.md's Python (and any block test_readme_python_block_runs does not run) cannot run
+    here: each call to a public callable in a code block or inline code of the README, docs/*.md and examples/*.py is
+    parsed, and each keyword it passes is a parameter of that callable, or a BertEmbedder parameter where it takes
+    ``**params``. A parameter renamed leaves a doc a user copies from failing with 'unexpected keyword'."""
+    import ast
+    import inspect
+
+    from bertfeat import BertEmbedder
+
+    embedder = set(inspect.signature(BertEmbedder).parameters)
+    docs = ["README.md", *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md")),
+            *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "examples").glob("*.py"))]
+    seen, wrong = set(), []
+    for doc in docs:
+        text = (ROOT / doc).read_text(encoding="utf-8")
+        pieces = (re.findall(r"```[a-z]*\n(.*?)```", text, flags=re.S) + re.findall(r"`([^`\n]*\w\([^`\n]*\))`", text)
+                  if doc.endswith(".md") else [text])
+        for piece in pieces:
+            try:
+                tree = ast.parse(piece)
+            except SyntaxError:  # shell, R, output
+                continue
+            for node in ast.walk(tree):
+                func = getattr(node, "func", None)
+                name = getattr(func, "attr", None) or getattr(func, "id", None)
+                if not isinstance(node, ast.Call) or name not in DOCUMENTED_CALLABLES:
+                    continue
+                module, attr = DOCUMENTED_CALLABLES[name].rsplit(".", 1)
+                params = inspect.signature(getattr(importlib.import_module(module), attr)).parameters
+                takes = set(params) | (embedder if any(p.kind == p.VAR_KEYWORD for p in params.values()) else set())
+                wrong += [f"{doc}: {name}({kw.arg}=...)" for kw in node.keywords if kw.arg and kw.arg not in takes]
+                seen.add((doc, name))
+    assert wrong == []
+    assert {doc for doc, _ in seen} >= {"README.md", "docs/ray.md", "docs/spark.md", "docs/cache.md"}, sorted(seen)
+    assert {name for _, name in seen} >= {"BertEmbedder", "probe", "embed_dataset", "embed_parquet", "embed_dataframe"}
