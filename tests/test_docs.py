@@ -404,3 +404,22 @@ def test_every_keyword_of_a_bertfeat_call_the_docs_show_is_one_it_takes():
     assert wrong == []
     assert {doc for doc, _ in seen} >= {"README.md", "docs/ray.md", "docs/spark.md", "docs/cache.md"}, sorted(seen)
     assert {name for _, name in seen} >= {"BertEmbedder", "probe", "embed_dataset", "embed_parquet", "embed_dataframe"}
+
+
+def test_the_families_the_docs_say_run_the_fused_cpu_pass_are_the_ones_it_takes():
+    """The README's Speed section and docs/performance.md name the families bertfeat runs its own CPU forward pass for;
+    they are ``architectures._FAMILIES``: a family added there, or taken out, without the docs following fails here."""
+    from bertfeat.architectures import _FAMILIES
+
+    shown = {"bert": "BERT", "roberta": "RoBERTa", "xlm-roberta": "XLM-RoBERTa", "camembert": "CamemBERT",
+             "distilbert": "DistilBERT", "mpnet": "MPNet"}  # model_type -> the name the docs write
+    assert set(shown) == set(_FAMILIES), "name each family of architectures._FAMILIES as the docs write it"
+    statements = {
+        "README.md": (ROOT / "README.md").read_text().split("## Speed", 1)[1].split("(fused oneDNN", 1)[0],
+        "docs/performance.md": (ROOT / "docs/performance.md").read_text().split("A leaner encoder forward pass on CPU",
+                                                                              1)[1].split("bertfeat runs", 1)[0],
+    }
+    for where, text in statements.items():
+        text = " ".join(text.split())
+        named = {name for name in re.findall(r"\b(?:XLM-)?[A-Z][A-Za-z]*BERT[a-z]*\b|\bMPNet\b|\bBERT\b", text)}
+        assert named == set(shown.values()), (where, sorted(named))
