@@ -384,7 +384,9 @@ def embed_dataset(ds, text_col, keep_cols=(), *, num_workers=None, gpus_per_work
     Lazy, like every Ray Data transform: nothing runs until the result is consumed (``write_parquet``,
     ``iter_batches``, ``materialize``...). The columns, their names and types, and the schema metadata (key
     ``bertfeat``) are those of the single-machine ``bertfeat embed``. Rows keep their order only when the
-    Dataset's ``DataContext`` has ``execution_options.preserve_order = True``.
+    Dataset's ``DataContext`` has ``execution_options.preserve_order = True`` (on a Ray before 2.54, set it on the
+    process's ``ray.data.DataContext.get_current()`` too: Rays to 2.4x write a Dataset on a copy of that one,
+    docs/ray.md, "Versions").
 
     Where the process has no Ray yet, this starts it (``ray.init()`` with Ray's defaults, as Ray Data does when a
     Dataset first runs) and leaves it running, since the Dataset it returns runs on it later; stop it with

@@ -439,3 +439,22 @@ def test_every_test_the_test_suites_readme_names_exists():
             named.append((current, name))
     assert len(named) > 100
     assert [f"{file}::{name}" for file, name in named if name not in defined.get(file, ())] == []
+
+
+def test_every_statement_of_what_keeps_an_embed_dataset_in_order_names_the_rays_that_read_the_processes_context():
+    """A Dataset from ``bertfeat.ray.embed_dataset`` keeps its rows in order where its ``DataContext`` says
+    ``preserve_order``: the Dataset's own from Ray 2.54 on, the process's ``DataContext.get_current()`` before
+    (``ray.RUNS_ON_ITS_OWN_CONTEXT``; the extra takes Ray 2.11 on). docs/ray.md's Versions section said so, while
+    ``help(embed_dataset)`` and docs/ray.md's own paragraph on it named the Dataset's context alone: on Ray 2.11 to
+    2.53 a user who set it there, as told, got rows out of order."""
+    from bertfeat.ray import RUNS_ON_ITS_OWN_CONTEXT, embed_dataset
+
+    version = ".".join(map(str, RUNS_ON_ITS_OWN_CONTEXT))
+    statements = {
+        "help(embed_dataset)": embed_dataset.__doc__,
+        "docs/ray.md": (ROOT / "docs/ray.md").read_text().split("`embed_dataset` takes every", 1)[1],
+    }
+    for where, text in statements.items():
+        text = " ".join(text.split())
+        said = text.split("order only when", 1)[1][:300]
+        assert version in said and "get_current()" in said, (where, said)
