@@ -11,6 +11,7 @@ import errno
 import os
 import re
 import socket
+import sys
 import time
 import uuid
 
@@ -188,13 +189,40 @@ def _fsync_dir(path: str) -> None:
 
 
 def _pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` of this host may still be running (a temp file's writer): True unless the system
+    says there is no such process, or that it has exited."""
+    if sys.platform == "win32":
+        return _windows_pid_alive(pid)
     try:
-        os.kill(pid, 0)
+        os.kill(pid, 0)  # signal 0: a check, nothing delivered
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
     return True
+
+
+# Windows has no signal 0: os.kill(pid, 0) sends CTRL_C_EVENT (which is 0) to the console process group `pid`, a
+# Ctrl-C for the jobs of that console (the compacting one too), and any other signal terminates the process. So the
+# process is opened for waiting only, and asked whether it has exited.
+_SYNCHRONIZE = 0x00100000
+_ERROR_INVALID_PARAMETER = 87  # OpenProcess's answer for a pid no process has
+_WAIT_OBJECT_0 = 0
+
+
+def _windows_pid_alive(pid: int) -> bool:
+    import _winapi
+
+    try:
+        handle = _winapi.OpenProcess(_SYNCHRONIZE, False, pid)
+    except OverflowError:  # no Windows pid is this large
+        return False
+    except OSError as exc:  # access denied: another user's process, which may be a writer
+        return getattr(exc, "winerror", None) != _ERROR_INVALID_PARAMETER
+    try:
+        return _winapi.WaitForSingleObject(handle, 0) != _WAIT_OBJECT_0  # signalled: it has exited
+    finally:
+        _winapi.CloseHandle(handle)
 
 
 @contextlib.contextmanager

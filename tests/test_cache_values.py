@@ -1121,6 +1121,65 @@ def test_a_writer_is_alive_unless_the_system_says_there_is_no_such_process(monke
     assert sent == [(4242, 0)]  # signal 0: a check, nothing delivered
 
 
+class _FakeWinapi:
+    """Windows' ``_winapi`` as :func:`bertfeat.shards._pid_alive` asks it: processes by pid, ``None`` for one that
+    is not there, ``"denied"`` for one of another user, else whether it has exited; every handle opened and closed."""
+
+    def __init__(self, processes):
+        self.processes, self.opened, self.closed = processes, [], []
+
+    def OpenProcess(self, access, inherit, pid):
+        state = self.processes.get(pid)
+        if state is None or state == "denied":
+            err = OSError(22 if state is None else 13, "The parameter is incorrect" if state is None else "denied")
+            err.winerror = 87 if state is None else 5
+            raise err
+        self.opened.append((access, inherit, pid))
+        return f"handle-{pid}"
+
+    def WaitForSingleObject(self, handle, milliseconds):
+        assert milliseconds == 0, "a check must not wait for the process"
+        return 0 if self.processes[int(handle.split("-")[1])] == "exited" else 0x102  # WAIT_OBJECT_0, WAIT_TIMEOUT
+
+    def CloseHandle(self, handle):
+        self.closed.append(handle)
+
+
+def test_on_windows_a_writer_is_asked_for_without_a_signal_or_a_console_ctrl_c(monkeypatch):
+    # Windows has no signal 0: os.kill(pid, 0) sends CTRL_C_EVENT (0) to the console process group `pid` (a Ctrl-C
+    # for every job of this console, the compacting one too), and any other signal terminates the process
+    def kill(pid, sig):
+        raise AssertionError(f"os.kill({pid}, {sig}) on Windows: a Ctrl-C or a kill, not a question")
+
+    winapi = _FakeWinapi({100: "running", 200: "exited", 400: "denied"})
+    monkeypatch.setattr(os, "kill", kill)
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setitem(sys.modules, "_winapi", winapi)
+    answers = {pid: cache_module._pid_alive(pid) for pid in (100, 200, 300, 400)}
+    assert answers == {100: True, 200: False, 300: False, 400: True}  # another user's process may be a writer
+    assert [pid for _, _, pid in winapi.opened] == [100, 200]
+    assert all(access == 0x00100000 and inherit is False for access, inherit, _ in winapi.opened)  # SYNCHRONIZE only
+    assert winapi.closed == ["handle-100", "handle-200"]  # no handle left open
+
+
+def test_on_windows_compact_removes_the_dead_writers_temp_files_and_keeps_the_live_ones(tmp_path, monkeypatch):
+    recipe = recipe16()
+    Cache(tmp_path).store(recipe, *workers.rows(range(3)))
+    ns = tmp_path / recipe.fingerprint()
+    now = time.time()
+    host = cache_module._HOST
+    live, dead = temp_file(ns, host, 100, 60, now), temp_file(ns, host, 300, 60, now)
+
+    def kill(pid, sig):
+        raise AssertionError(f"os.kill({pid}, {sig}) on Windows")
+
+    monkeypatch.setattr(os, "kill", kill)
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setitem(sys.modules, "_winapi", _FakeWinapi({100: "running"}))
+    assert Cache(tmp_path).compact()[0].temp_removed == 1
+    assert live.exists() and not dead.exists()
+
+
 # -- clear ----------------------------------------------------------------------------------------------------------
 
 
