@@ -182,8 +182,8 @@ _X86 = ("x86_64", "amd64", "i386", "i686", "x86")
 
 def preferred_kernels(flags: list[str] | None = None, machine: str | None = None) -> tuple[str, str]:
     """Which arrangement this CPU tries first, ``"onednn"`` or ``"torch"``, and why: plain torch ops on x86 CPUs
-    without AVX-512 (and on x86 where the OS lists no instruction sets: Windows, Intel Macs), oneDNN's fused kernels
-    elsewhere, unless :data:`KERNELS_ENV` names one. The same answer in every process on one machine, so one recipe
+    without AVX-512 (and on x86 where the OS lists no instruction sets: Windows, a Mac whose sysctl does not
+    answer), oneDNN's fused kernels elsewhere, unless :data:`KERNELS_ENV` names one. The same answer in every process on one machine, so one recipe
     gives the same bytes in each."""
     import os
     import platform
@@ -201,7 +201,7 @@ def preferred_kernels(flags: list[str] | None = None, machine: str | None = None
     listed = flags is not None or flags_listed()
     flags = cpu_flags() if flags is None else flags
     if arch in _X86 and "avx512f" not in flags:
-        # Windows and Intel Macs list no instruction sets: the order is the AVX2 one, and the reason says why
+        # Windows lists no instruction sets (nor a Mac whose sysctl does not answer): the AVX2 order, saying why
         return "torch", ("x86 without AVX-512" if listed else "x86 whose instruction sets this OS does not list") + (
             ": plain torch ops first")
     return "onednn", ("AVX-512" if arch in _X86 else arch or "this CPU") + ": oneDNN's fused kernels first"

@@ -304,17 +304,17 @@ def _cpuinfo_text() -> str:
 def cpu_flags(cpuinfo: str | None = None) -> list[str]:
     """The instruction sets in :data:`X86_FLAGS` / :data:`ARM_FLAGS` that this CPU has, in that order.
 
-    Read from /proc/cpuinfo (``cpuinfo`` replaces it, for tests); on Apple silicon, which has no such file, the
-    ARM flags every M-series core has are assumed.
+    Read from /proc/cpuinfo (``cpuinfo`` replaces it, for tests); on macOS, which has no such file, from sysctl
+    (:func:`_mac_flags`).
     """
     found = _listed_flags(_cpuinfo_text() if cpuinfo is None else cpuinfo) or set()
     return [f for f in X86_FLAGS + ARM_FLAGS if f in found]
 
 
 def flags_listed(cpuinfo: str | None = None) -> bool:
-    """Whether this OS lists the CPU's instruction sets (a flags or Features line in /proc/cpuinfo, or Apple
-    silicon's, assumed). Where it does not (Windows, an Intel Mac), :func:`cpu_flags`' empty list says nothing of the
-    CPU: nothing may be said of its instruction sets then."""
+    """Whether this OS lists the CPU's instruction sets (a flags or Features line in /proc/cpuinfo, or macOS's
+    sysctl). Where it does not (Windows, a Mac whose sysctl does not answer), :func:`cpu_flags`' empty list says
+    nothing of the CPU: nothing may be said of its instruction sets then."""
     return _listed_flags(_cpuinfo_text() if cpuinfo is None else cpuinfo) is not None
 
 
@@ -323,9 +323,55 @@ def _listed_flags(text: str) -> set[str] | None:
     lines = [line for line in text.splitlines() if line.startswith(("flags", "Features"))]
     if lines:
         return {flag for line in lines for flag in line.split(":", 1)[1].split()}
-    if not text and platform.system() == "Darwin" and platform.machine() == "arm64":
-        return {"asimd", "asimdhp", "fphp", "bf16", "i8mm"}
+    if not text and platform.system() == "Darwin":
+        return _mac_flags(platform.machine())
     return None
+
+
+# macOS lists the CPU's instruction sets through sysctl: Apple silicon as hw.optional keys set to 1 (not every M-series
+# core has the same: the M1 has no bf16 or i8mm, the M2 brought them, the M4 sme), an Intel Mac as the words of
+# machdep.cpu.features and leaf7_features. Named here as Linux names them.
+_APPLE_SILICON_KEYS = {
+    "hw.optional.AdvSIMD": ("asimd",), "hw.optional.neon": ("asimd",),
+    "hw.optional.arm.FEAT_FP16": ("asimdhp", "fphp"), "hw.optional.neon_fp16": ("asimdhp", "fphp"),  # macOS 11's name
+    "hw.optional.arm.FEAT_BF16": ("bf16",), "hw.optional.arm.FEAT_I8MM": ("i8mm",),
+    "hw.optional.arm.FEAT_SME": ("sme",),
+}
+_INTEL_MAC_KEYS = ("machdep.cpu.features", "machdep.cpu.leaf7_features")
+_INTEL_MAC_NAMES = {"avx512vnni": "avx512_vnni", "avx512bf16": "avx512_bf16", "avx512fp16": "avx512_fp16",
+                    "avxvnni": "avx_vnni"}
+# sysctl's answer, asked once per process and machine name (Rosetta runs an x86_64 Python on Apple silicon)
+_SYSCTL: dict[str, set[str] | None] = {}
+
+
+def _mac_flags(machine: str) -> set[str] | None:
+    """The instruction sets macOS's sysctl lists for the CPU, named as Linux names them; None where it lists none."""
+    if machine not in _SYSCTL:
+        import subprocess
+
+        keys = ["hw.optional"] if machine == "arm64" else list(_INTEL_MAC_KEYS)
+        try:
+            out = subprocess.run(["sysctl", *keys], capture_output=True, text=True, timeout=5).stdout
+        except (OSError, subprocess.SubprocessError):
+            out = ""
+        _SYSCTL[machine] = _sysctl_flags(out)
+    return _SYSCTL[machine]
+
+
+def _sysctl_flags(text: str) -> set[str] | None:
+    """The flags in sysctl's ``key: value`` lines (:data:`_APPLE_SILICON_KEYS`, :data:`_INTEL_MAC_KEYS`); None where
+    it printed none of those keys."""
+    found, listed = set(), False
+    for line in text.splitlines():
+        key, _, value = (part.strip() for part in line.partition(":"))
+        if key in _APPLE_SILICON_KEYS:
+            listed = True
+            if value == "1":
+                found.update(_APPLE_SILICON_KEYS[key])
+        elif key in _INTEL_MAC_KEYS:
+            listed = True
+            found.update(_INTEL_MAC_NAMES.get(word, word) for word in value.lower().split())
+    return found if listed else None
 
 
 def native_dtypes(flags: list[str] | None = None) -> list[str]:
@@ -461,7 +507,7 @@ def slow_dtype_message(dtype: str, rates: dict[str, float | None]) -> str | None
         return None
     flags = cpu_flags()
     missing = "/".join(NATIVE.get(dtype, ()))
-    # where the OS lists no instruction sets (Windows, an Intel Mac), nothing is known of them: nothing is said
+    # where the OS lists no instruction sets (Windows), nothing is known of them: nothing is said
     native = ("" if any(f in flags for f in NATIVE.get(dtype, ())) or not flags_listed()
               else f" (this CPU has none of {missing})")
     low_text = f"{gflops_text(low)} GFLOP/s" if low else "not runnable"

@@ -305,16 +305,87 @@ def test_cpuinfo_that_cannot_be_read_is_empty(monkeypatch):
     assert hardware._cpuinfo_text() == ""
 
 
-def test_apple_silicon_has_the_arm_flags_every_m_series_core_has(monkeypatch):
+# what `sysctl hw.optional` (Apple silicon) and `sysctl machdep.cpu.features machdep.cpu.leaf7_features` (an Intel
+# Mac) print, cut to the keys that matter and a few beside them
+M1_SYSCTL = ("hw.optional.arm.FEAT_FP16: 1\nhw.optional.arm.FEAT_BF16: 0\nhw.optional.arm.FEAT_I8MM: 0\n"
+             "hw.optional.arm.FEAT_DotProd: 1\nhw.optional.AdvSIMD: 1\nhw.optional.neon: 1\nhw.optional.neon_fp16: 1\n"
+             "hw.optional.arm.FEAT_SME: 0\n")
+M2_SYSCTL = M1_SYSCTL.replace("FEAT_BF16: 0", "FEAT_BF16: 1").replace("FEAT_I8MM: 0", "FEAT_I8MM: 1")
+M4_SYSCTL = M2_SYSCTL.replace("FEAT_SME: 0", "FEAT_SME: 1")
+MACOS_11_M1_SYSCTL = "hw.optional.neon: 1\nhw.optional.neon_hpfp: 1\nhw.optional.neon_fp16: 1\n"  # no FEAT_ keys yet
+INTEL_MAC_SYSCTL = ("machdep.cpu.features: FPU VME DE PSE TSC MSR SSE SSE2 SSE3 PCLMULQDQ SSSE3 FMA CX16 SSE4.1 SSE4.2 "
+                    "POPCNT AES XSAVE OSXSAVE AVX1.0 RDRAND F16C\nmachdep.cpu.leaf7_features: RDWRFSGS BMI1 AVX2 SMEP "
+                    "BMI2 ERMS AVX512F AVX512DQ RDSEED ADX SMAP AVX512IFMA CLFSOPT AVX512CD AVX512BW AVX512VL "
+                    "AVX512VBMI AVX512VNNI\n")
+
+
+def _mac(monkeypatch, machine, sysctl):
+    """A Mac (``machine``: arm64 or x86_64) whose sysctl prints ``sysctl`` (an exception: sysctl fails); returns the
+    commands run."""
+    import subprocess
+
+    asked = []
+
+    def run(argv, **kwargs):
+        asked.append(argv)
+        if isinstance(sysctl, BaseException):
+            raise sysctl
+        return types.SimpleNamespace(stdout=sysctl, returncode=0)
+
     monkeypatch.setattr(platform, "system", lambda: "Darwin")
-    monkeypatch.setattr(platform, "machine", lambda: "arm64")
-    assert hardware.cpu_flags("") == ["asimd", "asimdhp", "fphp", "bf16", "i8mm"]
-    assert hardware.cpu_flags("flags\t: avx2\n") == ["avx2"]  # only where there is no cpuinfo
-    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
-    assert hardware.cpu_flags("") == []
-    monkeypatch.setattr(platform, "system", lambda: "Linux")
-    monkeypatch.setattr(platform, "machine", lambda: "arm64")
-    assert hardware.cpu_flags("") == []
+    monkeypatch.setattr(platform, "machine", lambda: machine)
+    monkeypatch.setattr(subprocess, "run", run)
+    monkeypatch.setattr(hardware, "_SYSCTL", {}, raising=False)
+    return asked
+
+
+@pytest.mark.parametrize("sysctl, flags", [
+    (M1_SYSCTL, ["asimd", "asimdhp", "fphp"]),  # the M1 has no bf16 or i8mm: the M2 brought them
+    (MACOS_11_M1_SYSCTL, ["asimd", "asimdhp", "fphp"]),
+    (M2_SYSCTL, ["asimd", "asimdhp", "fphp", "bf16", "i8mm"]),
+    (M4_SYSCTL, ["asimd", "asimdhp", "fphp", "bf16", "i8mm", "sme"]),
+], ids=["M1", "M1 on macOS 11", "M2", "M4"])
+def test_apple_silicon_lists_the_instruction_sets_sysctl_gives_and_an_m1_has_no_bf16(monkeypatch, sysctl, flags):
+    """An M1 was said to have bf16 and i8mm, assumed of every M-series core: `bertfeat info` and every manifest
+    said it multiplies bfloat16 natively, and a bfloat16 measured slower than float32 there was not told why."""
+    asked = _mac(monkeypatch, "arm64", sysctl)
+    assert hardware.cpu_flags("") == flags and hardware.flags_listed("") is True
+    assert hardware.cpu_flags("Features\t: fp asimd\n") == ["asimd"]  # a cpuinfo (Asahi Linux) is read as on Linux
+    assert hardware.native_dtypes(flags) == (["float32", "bfloat16", "float16"] if "bf16" in flags
+                                             else ["float32", "float16"])
+    assert asked == [["sysctl", "hw.optional"]]  # asked once per process
+    monkeypatch.setattr(hardware, "_cpuinfo_text", lambda: "")
+    monkeypatch.setattr(hardware, "cpu_model", lambda cpuinfo=None: "Apple M1")
+    monkeypatch.setattr(hardware, "_threads", lambda: 8)
+    message = hardware.slow_dtype_message("bfloat16", {"float32": 200.0, "bfloat16": 40.0})
+    assert ("(this CPU has none of avx512_bf16/amx_bf16/avx_ne_convert/bf16)" in message) is ("bf16" not in flags)
+
+
+def test_an_intel_mac_lists_its_instruction_sets_through_sysctl(monkeypatch):
+    """An Intel Mac's AVX-512 (iMac Pro, Mac Pro 2019, the 2020 Ice Lake laptops) was not seen: its kernel order was
+    the AVX2 one, plain torch ops first."""
+    from bertfeat import fastbert
+
+    asked = _mac(monkeypatch, "x86_64", INTEL_MAC_SYSCTL)
+    monkeypatch.delenv("BERTFEAT_CPU_KERNELS", raising=False)
+    assert hardware.cpu_flags("") == ["avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512dq",
+                                      "avx512_vnni"]
+    assert hardware.flags_listed("") is True
+    monkeypatch.setattr(hardware, "_cpuinfo_text", lambda: "")
+    assert fastbert.preferred_kernels() == ("onednn", "AVX-512: oneDNN's fused kernels first")
+    assert asked == [["sysctl", "machdep.cpu.features", "machdep.cpu.leaf7_features"]]
+    _mac(monkeypatch, "x86_64", INTEL_MAC_SYSCTL.replace(" AVX512F AVX512DQ", "").replace(" AVX512CD AVX512BW "
+                                                                                           "AVX512VL", ""))
+    assert fastbert.preferred_kernels() == ("torch", "x86 without AVX-512: plain torch ops first")
+
+
+@pytest.mark.parametrize("machine", ["arm64", "x86_64"])
+def test_a_mac_whose_sysctl_does_not_answer_lists_nothing(monkeypatch, machine):
+    import subprocess
+
+    for answer in (OSError("no sysctl"), subprocess.TimeoutExpired("sysctl", 5), "", "sysctl: unknown oid\n"):
+        _mac(monkeypatch, machine, answer)
+        assert hardware.cpu_flags("") == [] and hardware.flags_listed("") is False
 
 
 def test_flags_are_read_from_flags_and_features_lines_only():
@@ -562,6 +633,7 @@ def test_where_the_os_lists_no_instruction_sets_nothing_is_said_of_them(monkeypa
     monkeypatch.setattr(hardware, "_cpuinfo_text", lambda: "")
     monkeypatch.setattr(platform, "system", lambda: system)
     monkeypatch.setattr(platform, "machine", lambda: machine)
+    monkeypatch.setattr(hardware, "_SYSCTL", {machine: None})  # an Intel Mac whose sysctl lists none
     monkeypatch.setattr(hardware, "cpu_model", lambda cpuinfo=None: "Intel(R) Xeon(R) Gold 6338")
     monkeypatch.setattr(hardware, "_threads", lambda: 8)
     monkeypatch.delenv("BERTFEAT_CPU_KERNELS", raising=False)
@@ -580,14 +652,15 @@ def test_where_the_os_lists_no_instruction_sets_nothing_is_said_of_them(monkeypa
     ("processor\t: 0\nFeatures\t: fp\n", "Linux", "aarch64", True),
     ("processor\t: 0\nmodel name\t: QEMU\n", "Linux", "x86_64", False),  # a cpuinfo without a flags line
     ("", "Linux", "x86_64", False),
-    ("", "Darwin", "arm64", True),  # Apple silicon: the flags every M-series core has are assumed
-    ("", "Darwin", "x86_64", False),
+    ("", "Darwin", "arm64", True),  # a Mac whose sysctl lists them
+    ("", "Darwin", "x86_64", False),  # a Mac whose sysctl does not
     ("", "Windows", "AMD64", False),
 ])
-def test_flags_are_listed_where_cpuinfo_has_a_flags_line_or_on_apple_silicon(monkeypatch, cpuinfo, system, machine,
-                                                                              listed):
+def test_flags_are_listed_where_cpuinfo_has_a_flags_line_or_a_macs_sysctl_lists_them(monkeypatch, cpuinfo, system,
+                                                                                      machine, listed):
     monkeypatch.setattr(platform, "system", lambda: system)
     monkeypatch.setattr(platform, "machine", lambda: machine)
+    monkeypatch.setattr(hardware, "_SYSCTL", {"arm64": {"asimd"}, "x86_64": None})  # sysctl's answers, read once
     assert hardware.flags_listed(cpuinfo) is listed
     monkeypatch.setattr(hardware, "_cpuinfo_text", lambda: cpuinfo)
     assert hardware.flags_listed() is listed
