@@ -167,8 +167,8 @@ def machine_summary(device: str, hidden: int = 384, intermediate: int = 1536) ->
     info = {
         "cpu": m["cpu"],
         "cpu_id": m["cpu_id"],
-        "flags": " ".join(m["flags"]) or "none",
-        "native dtypes": "/".join(m["native_dtypes"]),
+        "flags": "not listed by this OS" if m["flags"] is None else " ".join(m["flags"]) or "none",
+        "native dtypes": "not known" if m["native_dtypes"] is None else "/".join(m["native_dtypes"]),
         "matmul GFLOP/s (fp32/bf16/fp16)": "/".join(f"{r:.0f}" if r else "n/a" for r in m["matmul_gflops"].values()),
         "fastest dtype": m["fastest_dtype"],
         "threads": torch.get_num_threads(),

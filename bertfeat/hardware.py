@@ -455,7 +455,7 @@ def machine_report(hidden: int = 384, intermediate: int = 1536) -> dict:
     dtype is fastest on this machine, and which kernels the CPU forward pass tries first."""
     import torch
 
-    flags = cpu_flags()
+    flags, native = _listed_facts()
     rates = dtype_rates(hidden, intermediate, ("float32", "bfloat16", "float16"))
     fastest = max((d for d in rates if rates[d]), key=lambda d: rates[d])
     return {
@@ -464,7 +464,7 @@ def machine_report(hidden: int = 384, intermediate: int = 1536) -> dict:
         "arch": platform.machine(),
         "flags": flags,
         "torch_cpu_capability": _torch_capability(),
-        "native_dtypes": native_dtypes(flags),
+        "native_dtypes": native,
         "allotted_cores": allotted_cores(),
         "threads": torch.get_num_threads(),
         "matmul_gflops": {d: (float(f"{r:.3g}") if r else None) for d, r in rates.items()},
@@ -473,6 +473,15 @@ def machine_report(hidden: int = 384, intermediate: int = 1536) -> dict:
         "cpu_kernels": _kernel_order(),
         "torch": torch.__version__,
     }
+
+
+def _listed_facts() -> tuple[list[str] | None, list[str] | None]:
+    """The report's ``flags`` and ``native_dtypes``: None, not known, where the OS lists no instruction sets (Windows),
+    rather than an empty list said of a CPU that may have them all."""
+    flags = cpu_flags()
+    if not flags_listed():
+        return None, None
+    return flags, native_dtypes(flags)
 
 
 def _kernel_order() -> str:
@@ -532,9 +541,9 @@ def run_facts(hidden: int | None = None) -> dict:
     product rates at the model's feed-forward shape. A run answered from the cache never imports torch for this."""
     import sys
 
-    flags = cpu_flags()
+    flags, native = _listed_facts()
     facts = {"cpu": cpu_model(), "cpu_id": cpu_id(), "arch": platform.machine(), "flags": flags,
-             "native_dtypes": native_dtypes(flags), "allotted_cores": allotted_cores(), "cpu_kernels": _kernel_order()}
+             "native_dtypes": native, "allotted_cores": allotted_cores(), "cpu_kernels": _kernel_order()}
     if "torch" in sys.modules and hidden:
         rates = dtype_rates(int(hidden), 4 * int(hidden), ("float32", "bfloat16"))
         facts["threads"] = _threads()

@@ -540,6 +540,13 @@ def test_info_text_word_for_word(monkeypatch, capsys):
     monkeypatch.setattr(info_module, "describe", lambda model, **kw: dict(INFO, machine=machine))
     assert main(["info"]) == 0
     assert "instructions: none of those bertfeat looks for\n" in capsys.readouterr().out
+    # where the OS lists none (Windows), nothing is said of the CPU's instruction sets or of its native dtypes
+    machine = dict(INFO["machine"], flags=None, native_dtypes=None)
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert ("instructions: not listed by this OS (nothing is known of them here; the rates measured below say which "
+            "dtype runs fastest)\n") in out
+    assert "native dtypes: not known (this OS lists no instruction sets)\n" in out
 
 
 def test_info_names_the_device_its_default_recipe_is_for_and_loads_the_model_once(tiny_bert, monkeypatch, capsys):

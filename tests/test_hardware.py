@@ -575,6 +575,27 @@ def test_the_run_facts_word_for_word(monkeypatch):
     assert hardware.run_facts(32) == facts and len(asked) == 1
 
 
+def test_where_the_os_lists_no_instruction_sets_the_report_and_the_facts_say_none_are_known(monkeypatch):
+    """On Windows (no /proc/cpuinfo, no sysctl) `bertfeat info` said "instructions: none of those bertfeat looks for"
+    and "native dtypes: float32 (this CPU)", and every manifest "flags": [] and "native_dtypes": ["float32"], of CPUs
+    that may multiply bfloat16 natively (a Xeon with AMX): the claim session 12 took out of the kernel order and the
+    slow-dtype warning. Now null: not known."""
+    monkeypatch.delenv("BERTFEAT_CPU_KERNELS", raising=False)
+    _machine(monkeypatch, {"float32": 100.0, "bfloat16": 291.7, "float16": 150.0})
+    monkeypatch.setattr(hardware, "cpu_flags", lambda cpuinfo=None: [])
+    monkeypatch.setattr(hardware, "flags_listed", lambda cpuinfo=None: False)
+    monkeypatch.setattr(platform, "machine", lambda: "AMD64")
+    report = hardware.machine_report()
+    assert report["flags"] is None and report["native_dtypes"] is None
+    assert report["fastest_dtype"] == "bfloat16"  # what was measured is said all the same
+    assert report["cpu_kernels"] == "torch (x86 whose instruction sets this OS does not list: plain torch ops first)"
+    facts = hardware.run_facts()
+    assert facts["flags"] is None and facts["native_dtypes"] is None
+    # listed, and none of them: an empty list, and float32 alone
+    monkeypatch.setattr(hardware, "flags_listed", lambda cpuinfo=None: True)
+    assert hardware.machine_report()["flags"] == [] and hardware.run_facts()["native_dtypes"] == ["float32"]
+
+
 def test_torch_capability_is_torchs_own_or_none(monkeypatch):
     assert hardware._torch_capability() == str(torch.backends.cpu.get_cpu_capability())
 

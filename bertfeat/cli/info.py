@@ -151,8 +151,9 @@ def run(args: argparse.Namespace) -> int:
         lines += [
             f"machine:      {m['cpu']} ({m['arch']}), {m['allotted_cores']} cores allotted, {m['threads']} threads, "
             f"torch {m['torch']} ({m['torch_cpu_capability']})",
-            f"instructions: {' '.join(m['flags']) or 'none of those bertfeat looks for'}",
-            f"native dtypes: {', '.join(m['native_dtypes'])} (this CPU)",
+            f"instructions: {_instructions(m['flags'])}",
+            "native dtypes: " + (f"{', '.join(m['native_dtypes'])} (this CPU)" if m["native_dtypes"] is not None
+                                 else "not known (this OS lists no instruction sets)"),
             f"matmul GFLOP/s at this model's shape {tuple(m['matmul_shape'])}: {rates}; fastest on this CPU: "
             f"dtype={m['fastest_dtype']!r}",
             f"CPU kernels:  {m['cpu_kernels']} (BERTFEAT_CPU_KERNELS=onednn|torch to change)",
@@ -160,6 +161,14 @@ def run(args: argparse.Namespace) -> int:
         ]
     print("\n".join(lines))
     return 0
+
+
+def _instructions(flags: list[str] | None) -> str:
+    """The instruction sets line: None where the OS lists none (Windows), which says nothing of the CPU."""
+    if flags is None:
+        return "not listed by this OS (nothing is known of them here; the rates measured below say which dtype runs " \
+               "fastest)"
+    return " ".join(flags) or "none of those bertfeat looks for"
 
 
 def _not_offered(pooling: str) -> str:
