@@ -23,6 +23,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # run as a script (below), benchmarks/ alone is on the path
+
+from benchmarks.common import maxrss_mib  # noqa: E402
 
 
 def small_model(path: Path) -> str:
@@ -71,7 +74,7 @@ def run(input_path: Path, out: Path, model: str, chunk_rows: int) -> dict:
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"bertfeat embed failed on {input_path}")
     manifest = json.loads(Path(str(out) + ".manifest.json").read_text())
-    return {"seconds": time.perf_counter() - t0, "peak_rss_mb": usage.ru_maxrss / 1024,
+    return {"seconds": time.perf_counter() - t0, "peak_rss_mb": maxrss_mib(usage.ru_maxrss),
             "rows": manifest["counts"]["rows"], "tokens": manifest["counts"]["tokens"]}
 
 

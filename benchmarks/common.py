@@ -244,8 +244,12 @@ def peak_rss_mib() -> float:
                     return int(line.split()[1]) / 1024
     except OSError:
         pass
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / 1024 / (1024 if sys.platform == "darwin" else 1)
+    return maxrss_mib(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+
+def maxrss_mib(maxrss: int) -> float:
+    """An rusage's ``ru_maxrss`` in MiB: it is KiB on Linux, bytes on macOS."""
+    return maxrss / 1024 / (1024 if sys.platform == "darwin" else 1)
 
 
 def child_peak_rss(module: str, system: str, texts: list[str], options: dict) -> dict:
