@@ -140,8 +140,30 @@ def resolve_dtype(dtype: str, device: str) -> str:
 
         return gpu.auto_dtype(device)
     if device.startswith("mps"):
-        return "float16"
+        return "float16" if half_precision_refusal(device, "float16") is None else "float32"
     return "float32"
+
+
+def half_precision_refusal(device: str, dtype: str) -> str | None:
+    """Why torch's autocast, which runs bertfeat's half precision on a GPU, would not run ``dtype`` on the Apple GPU
+    ``device``, in torch's words: a torch with no autocast on MPS (before 2.5), or a dtype it turns autocast off for
+    with a warning (bfloat16 before macOS 14), where the model would compute float32 under a half-precision recipe.
+    None where it runs, and for other devices (CUDA's refusal is :func:`bertfeat.gpu.auto_dtype`'s question)."""
+    import warnings
+
+    import torch
+
+    if dtype == "float32" or not device.startswith("mps"):
+        return None
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        try:
+            with torch.autocast("mps", dtype=getattr(torch, dtype)):
+                if torch.is_autocast_enabled("mps"):
+                    return None
+        except RuntimeError as exc:
+            return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return next((str(w.message).replace("\n", " ").strip() for w in said), "autocast was turned off")
 
 
 def device_key(device: str) -> str:
@@ -310,6 +332,7 @@ class TorchBackend:
         if device_type == "cpu":
             _bound_onednn_cache()
             limit_threads_to_allotted_cores()
+        _refuse_half_precision_autocast_will_not_run(device, dtype)
         self.tokenizer, self.content_tokens = load_tokenizer(spec, trust_remote_code)
         with _quiet_transformers():
             config = _load_config(spec.path, trust_remote_code)
@@ -736,6 +759,24 @@ class TorchBackend:
         words = self.tokenize(["a short probe", "a somewhat longer probe sentence, with punctuation and numbers 42"])
         room = max(1, self.spec.max_length - self.n_special)
         return [w[:room] for w in words]
+
+
+def _refuse_half_precision_autocast_will_not_run(device: str, dtype: str) -> None:
+    """Refuse, before any weight reaches the device, a half ``dtype`` torch's autocast would not run on ``device``
+    (:func:`half_precision_refusal`), naming the dtypes that run there."""
+    import torch
+
+    why = half_precision_refusal(device, dtype)
+    if why is None:
+        return
+    others = [d for d in ("float16", "bfloat16") if d != dtype and half_precision_refusal(device, d) is None]
+    instead = " or ".join(repr(d) for d in [*others, "float32"])
+    raise ValueError(
+        f"dtype={dtype!r} cannot run on device={device!r} with torch {torch.__version__}: bertfeat runs half precision "
+        f"on a GPU under torch's autocast, which does not run it here ({why}), so the model would compute float32 "
+        f"vectors under a {dtype} recipe. Pass dtype={instead}, or a newer torch (bfloat16 on an Apple GPU needs "
+        "macOS 14)."
+    )
 
 
 def _norms_in_float32(model) -> None:

@@ -72,10 +72,11 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
     device : str, default="auto"
         ``"auto"`` (cuda, then mps, then cpu), ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"mps"``.
     dtype : {"auto", "float32", "bfloat16", "float16"}, default="auto"
-        ``"auto"`` is bfloat16 (or float16) on GPU and float32 on CPU. bfloat16 and float16 on CPU run on every CPU:
-        faster than float32 on some (AMD Zen 4 and Zen 5, Intel with AMX), slower on others (AVX2-only CPUs, an
-        Intel Xeon with AVX512-BF16 but no AMX), where a :class:`~bertfeat.exceptions.SlowDtypeWarning` gives the
-        measured rates; the dtype is never switched. It is fixed at ``fit``, so a fitted pipeline gives the same
+        ``"auto"`` is bfloat16 (or float16) on GPU and float32 on CPU; on an Apple GPU float16, or float32 where
+        its torch has no autocast there (a half dtype torch will not run there is refused). bfloat16 and float16 on
+        CPU run on every CPU: faster than float32 on some (AMD Zen 4 and Zen 5, Intel with AMX), slower on others
+        (AVX2-only CPUs, an Intel Xeon with AVX512-BF16 but no AMX), where a
+        :class:`~bertfeat.exceptions.SlowDtypeWarning` gives the measured rates; the dtype is never switched. It is fixed at ``fit``, so a fitted pipeline gives the same
         features anywhere.
     missing : {"error", "zero", "nan"}, default="error"
         What a missing text (None, NaN, pd.NA) gets: an error naming the row, a zero vector, or a row of NaN.

@@ -143,6 +143,70 @@ def test_a_local_jobs_manifest_names_the_device_its_passes_ran_on(monkeypatch):
     assert ran == {"auto": "cuda:0", "cuda": "cuda:0", "cuda:1": "cuda:1", "cpu": "cpu", "cpu:0": "cpu"}
 
 
+# -- Apple GPUs (MPS), checked on CPU ------------------------------------------------------------------------------
+
+
+def an_apple_gpu(monkeypatch, refuses=()):
+    """A Mac with an Apple GPU and no CUDA, as bertfeat sees it, whose torch's autocast on MPS refuses ``refuses``:
+    ``"mps"``, the device itself (torch before MPS autocast: "unsupported autocast device_type"), or dtypes it turns
+    autocast off for with a warning (bfloat16 before macOS 14; a torch whose MPS autocast took one dtype only)."""
+    import warnings
+
+    monkeypatch.setattr(gpu, "cuda_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+    real = torch.autocast
+
+    def autocast(device_type, dtype=None, enabled=True, cache_enabled=None):
+        if device_type == "mps" and "mps" in refuses:
+            raise RuntimeError("User specified an unsupported autocast device_type 'mps'")
+        if device_type == "mps" and dtype in refuses:
+            warnings.warn("In MPS autocast, but the target dtype torch.bfloat16 is not supported on macOS versions "
+                          "below 14. Disabling autocast.")
+            enabled = False
+        return real(device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+    monkeypatch.setattr(torch, "autocast", autocast)
+
+
+def test_auto_takes_the_apple_gpu_in_float16_where_torchs_autocast_runs_it(monkeypatch):
+    an_apple_gpu(monkeypatch)
+    assert resolve_device("auto") == "mps" and resolve_dtype("auto", "mps") == "float16"
+    assert backend_mod.half_precision_refusal("mps", "bfloat16") is None
+    assert backend_mod.half_precision_refusal("mps", "float32") is None
+
+
+def test_auto_takes_float32_on_an_apple_gpu_whose_torch_has_no_autocast_there(monkeypatch):
+    """torch ran no autocast on MPS before 2.5 (bertfeat asks torch>=2.1): `BertEmbedder()` on a Mac resolved
+    dtype='auto' to float16 there and failed at its first batch with torch's "User specified an unsupported autocast
+    device_type 'mps'"."""
+    an_apple_gpu(monkeypatch, refuses=("mps",))
+    assert resolve_dtype("auto", "mps") == "float32"
+    an_apple_gpu(monkeypatch, refuses=(torch.float16,))  # a torch whose MPS autocast takes bfloat16 only
+    assert resolve_dtype("auto", "mps") == "float32"
+
+
+@pytest.mark.parametrize("refuses, dtype, why, instead", [
+    (("mps",), "float16", "User specified an unsupported autocast device_type 'mps'", "Pass dtype='float32'"),
+    ((torch.bfloat16,), "bfloat16", "In MPS autocast, but the target dtype torch.bfloat16 is not supported on macOS "
+                                    "versions below 14. Disabling autocast.", "Pass dtype='float16' or 'float32'"),
+])
+def test_a_half_dtype_torch_will_not_run_on_the_apple_gpu_is_refused_before_the_model_loads(
+        tiny_bert, monkeypatch, refuses, dtype, why, instead):
+    """Where torch turns its MPS autocast off for a dtype (bfloat16 before macOS 14), it warned and ran the model in
+    float32: float32 vectors under a bfloat16 recipe, cached as bfloat16's; where it had none, its error came at the
+    first batch. Now refused at the load, in one line, before any weight reaches the device."""
+    an_apple_gpu(monkeypatch, refuses)
+    monkeypatch.setattr(backend_mod, "_REGISTRY", {})
+    monkeypatch.setattr(backend_mod, "load_checked_model",
+                        lambda *a, **kw: pytest.fail("the model was loaded for a dtype that cannot run"))
+    with pytest.raises(ValueError) as err:
+        BertEmbedder(model=tiny_bert, device="mps", dtype=dtype).fit_transform(["a text"])
+    assert str(err.value) == (
+        f"dtype={dtype!r} cannot run on device='mps' with torch {torch.__version__}: bertfeat runs half precision on "
+        f"a GPU under torch's autocast, which does not run it here ({why}), so the model would compute float32 "
+        f"vectors under a {dtype} recipe. {instead}, or a newer torch (bfloat16 on an Apple GPU needs macOS 14).")
+
+
 # -- item 2 and 3: the out-of-memory retry ----------------------------------------------------------------------------
 
 
