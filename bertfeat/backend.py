@@ -564,6 +564,10 @@ class TorchBackend:
             import torch
 
             torch.cuda.empty_cache()
+        elif self.device.startswith("mps"):
+            import torch
+
+            torch.mps.empty_cache()
 
     def _by_length(self, units, pooling, layer_groups, skip: int = 0) -> np.ndarray:
         """:meth:`forward` of each length in the batch alone, so that no sequence is padded, in the batch's order."""

@@ -238,6 +238,29 @@ def test_oom_retry_runs_after_the_failed_batch_is_released(tiny_backend, monkeyp
     assert not any(alive_at_retry), "the halves ran beside the failed batch"
 
 
+def test_an_apple_gpus_oom_retry_empties_its_cache_after_the_failed_batch_is_released(tiny_backend, monkeypatch):
+    """An out-of-memory error on an Apple GPU (MPS's own words, a plain RuntimeError) halved the batch and ran the
+    halves beside the blocks torch's MPS allocator kept cached from the failed one: only CUDA's cache was emptied."""
+    failed: list[weakref.ref] = []
+    emptied = []
+
+    def small_gpu(units, pooling, groups, skip=0):
+        activation = Activation()  # noqa: F841 (held by this frame, as a layer's locals hold its tensors)
+        if len(units) > 2:
+            failed.append(weakref.ref(activation))
+            raise RuntimeError("MPS backend out of memory (MPS allocated: 8.50 GB, other allocations: 512.00 MB, max "
+                               "allowed: 9.07 GB). Tried to allocate 256.00 MB on private pool.")
+        return np.zeros((len(units), 1, 32), dtype=np.float32)
+
+    monkeypatch.setattr(tiny_backend, "_forward", small_gpu)
+    monkeypatch.setattr(tiny_backend, "device", "mps")
+    monkeypatch.setattr(torch.mps, "empty_cache", lambda: emptied.append(any(ref() is not None for ref in failed)))
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: pytest.fail("CUDA's cache emptied for an Apple GPU"))
+    out = tiny_backend.forward([[5, 6, 7], [8, 9], [10], [11, 12, 13, 14]], ("mean",), ((3,),))
+    assert out.shape == (4, 1, 32) and len(failed) == 1
+    assert emptied == [False]  # once, after the failed batch's tensors were gone
+
+
 def test_memory_cap_halves_then_recovers_after_successful_batches():
     cap = MemoryCap(patience=3)
     assert not cap.capped and cap.fits(10**9)
