@@ -258,12 +258,16 @@ def one_thread_in_a_forked_child() -> bool:
 
 
 def cpu_model(cpuinfo: str | None = None) -> str:
-    """The CPU's marketing name, as the OS reports it ("unknown" where it does not); ``cpuinfo`` replaces
-    /proc/cpuinfo's text, for tests."""
+    """The CPU's marketing name, as the OS reports it (an ARM core, which /proc/cpuinfo gives codes for, as lscpu
+    names it: "ARM Neoverse-V1"; "unknown" where it reports none); ``cpuinfo`` replaces /proc/cpuinfo's text, for
+    tests."""
     text = _cpuinfo_text() if cpuinfo is None else cpuinfo
     for line in text.splitlines():
         if line.startswith(("model name", "Model name", "Hardware")):
             return line.split(":", 1)[1].strip()
+    arm = _arm_core(_first_block(text))
+    if arm is not None:
+        return arm
     if platform.system() == "Darwin":
         import subprocess
 
@@ -278,9 +282,22 @@ def cpu_model(cpuinfo: str | None = None) -> str:
 
 
 def cpu_id(cpuinfo: str | None = None) -> str | None:
-    """``"<vendor> family F model M"`` from /proc/cpuinfo (x86), which tells CPU generations apart where the
-    marketing name does not (a KVM guest often reports just "AMD EPYC"); None where it is not reported."""
-    text = _cpuinfo_text() if cpuinfo is None else cpuinfo
+    """``"<vendor> family F model M"`` from /proc/cpuinfo (x86), or ``"implementer I part P rXpY"`` (ARM), which
+    tells CPU generations apart where the marketing name does not (a KVM guest often reports just "AMD EPYC"); None
+    where it is not reported."""
+    fields = _first_block(_cpuinfo_text() if cpuinfo is None else cpuinfo)
+    if "CPU implementer" in fields and "CPU part" in fields:  # ARM: the core's codes, and its rXpY stepping
+        stepping = ""
+        with contextlib.suppress(KeyError, ValueError):
+            stepping = f" r{int(fields['CPU variant'], 16)}p{int(fields['CPU revision'])}"
+        return f"implementer {fields['CPU implementer']} part {fields['CPU part']}{stepping}"
+    if "cpu family" not in fields:
+        return None
+    return f"{fields.get('vendor_id', 'unknown')} family {fields['cpu family']} model {fields.get('model', '?')}"
+
+
+def _first_block(text: str) -> dict[str, str]:
+    """The ``key: value`` fields of /proc/cpuinfo's first processor block (``text``)."""
     fields: dict[str, str] = {}
     for line in text.splitlines():
         if ":" in line:
@@ -288,9 +305,29 @@ def cpu_id(cpuinfo: str | None = None) -> str | None:
             fields.setdefault(key, value)
         elif not line.strip() and fields:
             break
-    if "cpu family" not in fields:
+    return fields
+
+
+# ARM's /proc/cpuinfo names no model: a core is its implementer's and part's codes, named here as lscpu names the
+# cores bertfeat's users run on (servers, and the Raspberry Pis).
+_ARM_IMPLEMENTERS = {0x41: "ARM", 0x48: "HiSilicon", 0x4E: "NVIDIA", 0x51: "Qualcomm", 0x61: "Apple", 0xC0: "Ampere"}
+_ARM_PARTS = {
+    (0x41, 0xD03): "Cortex-A53", (0x41, 0xD07): "Cortex-A57", (0x41, 0xD08): "Cortex-A72", (0x41, 0xD0B): "Cortex-A76",
+    (0x41, 0xD0C): "Neoverse-N1", (0x41, 0xD40): "Neoverse-V1", (0x41, 0xD49): "Neoverse-N2",
+    (0x41, 0xD4F): "Neoverse-V2", (0x41, 0xD84): "Neoverse-V3", (0x41, 0xD8E): "Neoverse-N3",
+    (0xC0, 0xAC3): "Ampere-1", (0xC0, 0xAC4): "Ampere-1a",
+}
+
+
+def _arm_core(fields: dict[str, str]) -> str | None:
+    """An ARM core's name from its cpuinfo ``fields`` ("ARM Neoverse-V1"; a part not named here by its code); None
+    where they hold no ARM codes."""
+    try:
+        implementer, part = int(fields["CPU implementer"], 16), int(fields["CPU part"], 16)
+    except (KeyError, ValueError):
         return None
-    return f"{fields.get('vendor_id', 'unknown')} family {fields['cpu family']} model {fields.get('model', '?')}"
+    vendor = _ARM_IMPLEMENTERS.get(implementer, f"implementer {fields['CPU implementer']}")
+    return f"{vendor} {_ARM_PARTS.get((implementer, part)) or 'part ' + fields['CPU part']}"
 
 
 def _cpuinfo_text() -> str:

@@ -267,6 +267,39 @@ def test_without_a_name_in_cpuinfo_the_cpu_is_named_by_the_os(monkeypatch):
         assert hardware.cpu_model("") == "i386"
 
 
+# a Graviton3's /proc/cpuinfo (one of its cores): no "model name", the core named by its implementer and part codes
+GRAVITON3 = ("processor\t: 0\nBogoMIPS\t: 2100.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp "
+             "asimdhp cpuid asimdrdm jscvt fcma lrcpc dcpop sha3 sm3 sm4 asimddp sha512 sve asimdfhm dit uscat ilrcpc "
+             "flagm ssbs paca pacg dcpodp svei8mm svebf16 i8mm bf16 dgh rng\nCPU implementer\t: 0x41\n"
+             "CPU architecture: 8\nCPU variant\t: 0x1\nCPU part\t: 0xd40\nCPU revision\t: 1\n\n"
+             "processor\t: 1\nBogoMIPS\t: 2100.00\nCPU implementer\t: 0x41\nCPU part\t: 0xd40\n")
+
+
+@pytest.mark.parametrize("implementer, part, name", [
+    ("0x41", "0xd0c", "ARM Neoverse-N1"),  # Graviton2, Ampere Altra
+    ("0x41", "0xd40", "ARM Neoverse-V1"),  # Graviton3
+    ("0x41", "0xd4f", "ARM Neoverse-V2"),  # Graviton4, NVIDIA Grace
+    ("0x41", "0xd08", "ARM Cortex-A72"),  # Raspberry Pi 4
+    ("0x41", "0xd0b", "ARM Cortex-A76"),  # Raspberry Pi 5
+    ("0xc0", "0xac3", "Ampere Ampere-1"),
+    ("0x41", "0xfff", "ARM part 0xfff"),  # a part this table does not know yet
+    ("0x99", "0x001", "implementer 0x99 part 0x001"),
+])
+def test_an_arm_core_is_named_from_its_implementer_and_part(monkeypatch, implementer, part, name):
+    """ARM's /proc/cpuinfo has no "model name": `bertfeat info`, every manifest and the slow-dtype warning named a
+    Graviton3 "aarch64" (platform.processor()), as every other ARM server, and its cpu_id was null, so two
+    generations of ARM machine could not be told apart in their manifests."""
+    monkeypatch.setattr(platform, "processor", lambda: "aarch64")
+    text = GRAVITON3.replace("0x41", implementer).replace("0xd40", part)
+    assert hardware.cpu_model(text) == name
+
+
+def test_an_arm_cores_id_is_its_implementer_part_variant_and_revision():
+    assert hardware.cpu_id(GRAVITON3) == "implementer 0x41 part 0xd40 r1p1"
+    assert hardware.cpu_id("CPU implementer\t: 0x41\nCPU part\t: 0xd0c\n") == "implementer 0x41 part 0xd0c"
+    assert hardware.cpu_id("processor\t: 0\nBogoMIPS\t: 50.00\n") is None
+
+
 def test_cpu_id_of_an_incomplete_block():
     assert hardware.cpu_id("cpu family\t: 25\n") == "unknown family 25 model ?"
     assert hardware.cpu_id("vendor_id : AuthenticAMD\ncpu family : 26\nmodel : 2\n") == "AuthenticAMD family 26 model 2"
