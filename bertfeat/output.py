@@ -249,7 +249,9 @@ def write_part(path: Path, batch: pa.RecordBatch) -> None:
 
 
 def fsync(path: Path) -> None:
-    with open(path, "rb") as fh:
+    """Flush ``path`` to disk, through a handle that may write it: Windows flushes a file only so (FlushFileBuffers),
+    and refuses a read-only one ([Errno 9] Bad file descriptor); POSIX takes either."""
+    with open(path, "r+b") as fh:
         os.fsync(fh.fileno())
 
 

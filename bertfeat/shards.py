@@ -175,17 +175,23 @@ def _write_atomic(path: str, text: str) -> None:
 
 
 def _fsync_file(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
+    # through a handle that may write: Windows flushes a file only so (FlushFileBuffers), and refuses a read-only
+    # one ([Errno 9] Bad file descriptor); POSIX takes either
+    _fsync(path, os.O_RDWR)
+
+
+def _fsync_dir(path: str) -> None:
+    # Makes the rename durable across a power cut; not every platform can open a directory (Windows cannot).
+    with contextlib.suppress(OSError):
+        _fsync(path, os.O_RDONLY)
+
+
+def _fsync(path: str, flags: int) -> None:
+    fd = os.open(path, flags)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _fsync_dir(path: str) -> None:
-    # Makes the rename durable across a power cut; not every platform can open a directory.
-    with contextlib.suppress(OSError):
-        _fsync_file(path)
 
 
 def _pid_alive(pid: int) -> bool:

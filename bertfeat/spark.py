@@ -37,7 +37,8 @@ from bertfeat.exceptions import SlowDtypeWarning, TruncationWarning
 from bertfeat.sources import FOLDER_OUTPUT, output_path
 from bertfeat.files import (InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary,
                             refuse_local_options)
-from bertfeat.output import absolute_paths, check_folder_output, job_lock, remove_stale_temps, replace_output
+from bertfeat.output import (absolute_paths, check_folder_output, fsync, job_lock, remove_stale_temps,
+                             replace_output)
 from bertfeat.recipe import _is_int
 from bertfeat.worker_recipe import (check_fixed_dtype, check_worker_recipe, check_worker_tokenization, driver_recipe,
                                     fix_auto_dtype, libraries)
@@ -665,8 +666,7 @@ def _write_partition(batches, spec: dict):
         if writer is not None:
             writer.close()
             writer = None
-            with open(tmp, "rb") as fh:
-                os.fsync(fh.fileno())
+            fsync(tmp)  # through a handle that may write: Windows refuses a read-only one
             os.replace(tmp, final)  # a retried or speculative attempt writes the same rows under the same name
     finally:
         if writer is not None:

@@ -172,6 +172,25 @@ def counting_backend():
 
 
 @pytest.fixture
+def windows_fsync(monkeypatch):
+    """``os.fsync`` as Windows runs it: FlushFileBuffers flushes a file only through a handle that may write it, and
+    fails through a read-only one ([Errno 9] Bad file descriptor); POSIX takes either. Returns the fds flushed."""
+    import errno
+    import fcntl
+
+    real, flushed = os.fsync, []
+
+    def fsync(fd):
+        if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY:
+            raise OSError(errno.EBADF, "Bad file descriptor")
+        flushed.append(fd)
+        return real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return flushed
+
+
+@pytest.fixture
 def progress_bars(monkeypatch):
     """Spy on encode's progress bars: one record per bar made, with ``bar``, ``asked`` (the ``enabled`` encode
     passed) and ``shown`` (whether it showed when made: closing a bar disables it, so read it then)."""

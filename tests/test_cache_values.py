@@ -1180,6 +1180,24 @@ def test_on_windows_compact_removes_the_dead_writers_temp_files_and_keeps_the_li
     assert live.exists() and not dead.exists()
 
 
+def test_the_cache_writes_and_compacts_where_fsync_needs_a_handle_that_may_write(tmp_path, windows_fsync):
+    """Every shard was flushed through a read-only handle, which Windows refuses ([Errno 9] Bad file descriptor): a
+    cache_dir on Windows failed at its first store, and `bertfeat cache compact` there could not write the merged
+    shard."""
+    recipe = recipe16()
+    cache = Cache(tmp_path)
+    assert cache.store(recipe, *workers.rows(range(3))) == 3
+    assert cache.store(recipe, *workers.rows(range(3, 5))) == 2
+    flushed = len(windows_fsync)
+    assert flushed >= 2  # each shard flushed before its rename
+    result = Cache(tmp_path).compact()[0]
+    assert result.shards_after == 1 and result.rows == 5 and len(windows_fsync) > flushed
+    keys = workers.rows(range(5))[0]
+    found, vectors, n_tokens = Cache(tmp_path).lookup(recipe, keys)
+    assert found.all()
+    workers.check_found(keys, found, vectors, n_tokens)
+
+
 # -- clear ----------------------------------------------------------------------------------------------------------
 
 

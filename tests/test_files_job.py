@@ -915,3 +915,12 @@ def test_a_jobs_manifest_counts_its_own_model_passes_not_another_threads(tiny_be
     assert manifest["counts"]["cache_hits"] == (24 if cached else 0)
     want = ({}, None) if cached else (alone["timing"]["forward_pass"], "cpu")
     assert (manifest["timing"]["forward_pass"], manifest["timing"]["device"]) == want
+
+
+def test_a_job_writes_its_output_where_fsync_needs_a_handle_that_may_write(tiny_bert, tmp_path, windows_fsync):
+    """Each part and the joined output were flushed through a read-only handle, which Windows refuses ([Errno 9] Bad
+    file descriptor): every `bertfeat embed` on Windows failed at its first part."""
+    src, out = _src(tmp_path), tmp_path / "o.parquet"
+    manifest = embed_file(str(src), str(out), "review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=10)
+    assert manifest["counts"]["rows"] == ROWS and pq.read_table(out).num_rows == ROWS
+    assert len(windows_fsync) >= 4  # three parts and the joined output, each flushed before its rename

@@ -275,6 +275,17 @@ def rows_batch(ids, texts, rows):
                            names=["id", "text", "_bertfeat_row"])
 
 
+
+def test_a_task_writes_its_part_file_where_fsync_needs_a_handle_that_may_write(tiny_bert, tmp_path, in_task,
+                                                                               windows_fsync):
+    """A task flushed its part through a read-only handle, which Windows refuses ([Errno 9] Bad file descriptor): a
+    Spark job on Windows executors failed in every task."""
+    in_task(FakeTask(partition=0, attempt=0, attempt_id=5, cpus=1))
+    spec = spec_for(tiny_bert, tmp_path)
+    out = list(bspark._write_partition(iter([rows_batch([10, 11], ["a cat sat", "a dog ran"], [20, 21])]), spec))
+    assert [b.num_rows for b in out] == [2, 1] and len(windows_fsync) == 1
+    assert pq.read_table(Path(spec["data_dir"]) / "part-000000.parquet").num_rows == 2
+
 def test_a_task_writes_its_part_file_and_yields_counts_and_hashes(tiny_bert, tmp_path, in_task):
     in_task(FakeTask(partition=3, attempt=1, attempt_id=77, cpus=2))
     spec = spec_for(tiny_bert, tmp_path)
