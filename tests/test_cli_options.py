@@ -593,6 +593,23 @@ def test_the_machine_report_reads_the_feed_forward_width_from_config(tmp_path, c
     assert _intermediate_size(str(tmp_path), 96) == size
 
 
+
+def test_the_feed_forward_width_is_read_from_a_utf8_config_whatever_the_locale(tmp_path, monkeypatch):
+    """config.json was read in the locale's encoding: on Windows (cp1252) a model whose labels are not Latin
+    ("id2label": {"0": "负面"}) failed to decode, and `bertfeat info` measured its rates at 4 x hidden, not the
+    model's width."""
+    from pathlib import Path
+
+    from bertfeat.cli.info import _intermediate_size
+
+    (tmp_path / "config.json").write_text(json.dumps({"intermediate_size": 1000, "id2label": {"0": "负面"}},
+                                                     ensure_ascii=False), encoding="utf-8")
+    real = Path.read_text
+    # Windows' locale encoding where none is named
+    monkeypatch.setattr(Path, "read_text", lambda self, encoding=None, errors=None: real(self, encoding or "cp1252",
+                                                                                        errors))
+    assert _intermediate_size(str(tmp_path), 96) == 1000
+
 def test_info_without_the_machine_report_has_no_machine_key(tiny_bert):
     from bertfeat.cli.info import describe
 

@@ -39,7 +39,7 @@ def _intermediate_size(path: str, hidden: int) -> int:
     from pathlib import Path
 
     try:
-        config = json.loads((Path(path) / "config.json").read_text())
+        config = json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return 4 * hidden
     return int(config.get("intermediate_size") or config.get("ffn_dim") or config.get("hidden_dim") or 4 * hidden)
