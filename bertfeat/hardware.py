@@ -11,6 +11,7 @@ import functools
 import math
 import os
 import platform
+import re
 import threading
 import time
 
@@ -278,7 +279,28 @@ def cpu_model(cpuinfo: str | None = None) -> str:
                 return out
         except (OSError, subprocess.SubprocessError):
             pass
+    if platform.system() == "Windows":
+        name = _windows_cpu_name()
+        if name:
+            return name
     return platform.processor() or "unknown"
+
+
+def _windows_cpu_name() -> str | None:
+    """The marketing name Windows keeps in its registry (platform.processor() there is an identifier: "Intel64
+    Family 6 Model 106 Stepping 6, GenuineIntel")."""
+    try:
+        import winreg
+
+        with winreg.OpenKey(winreg.HKEY_LOCAL_MACHINE, r"HARDWARE\DESCRIPTION\System\CentralProcessor\0") as key:
+            return str(winreg.QueryValueEx(key, "ProcessorNameString")[0]).strip() or None
+    except (ImportError, OSError):
+        return None
+
+
+# Windows' processor identifier (platform.processor()): "Intel64 Family 6 Model 106 Stepping 6, GenuineIntel"; the
+# model is in decimal, as /proc/cpuinfo gives it
+_WINDOWS_X86_ID = re.compile(r"(?:Intel64|AMD64|x86) Family (\d+) Model (\d+) .*?, (\w+)\s*$")
 
 
 def cpu_id(cpuinfo: str | None = None) -> str | None:
@@ -292,7 +314,8 @@ def cpu_id(cpuinfo: str | None = None) -> str | None:
             stepping = f" r{int(fields['CPU variant'], 16)}p{int(fields['CPU revision'])}"
         return f"implementer {fields['CPU implementer']} part {fields['CPU part']}{stepping}"
     if "cpu family" not in fields:
-        return None
+        found = _WINDOWS_X86_ID.match(platform.processor()) if platform.system() == "Windows" else None
+        return f"{found[3]} family {found[1]} model {found[2]}" if found else None
     return f"{fields.get('vendor_id', 'unknown')} family {fields['cpu family']} model {fields.get('model', '?')}"
 
 

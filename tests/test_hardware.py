@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 import threading
 import types
 
@@ -298,6 +299,46 @@ def test_an_arm_cores_id_is_its_implementer_part_variant_and_revision():
     assert hardware.cpu_id(GRAVITON3) == "implementer 0x41 part 0xd40 r1p1"
     assert hardware.cpu_id("CPU implementer\t: 0x41\nCPU part\t: 0xd0c\n") == "implementer 0x41 part 0xd0c"
     assert hardware.cpu_id("processor\t: 0\nBogoMIPS\t: 50.00\n") is None
+
+
+def test_windows_names_the_cpu_from_its_registry_and_its_id_from_the_processor_identifier(monkeypatch):
+    """Windows has no /proc/cpuinfo: `bertfeat info`, every manifest and the slow-dtype warning named the CPU by
+    platform.processor()'s identifier ("Intel64 Family 6 Model 106 Stepping 6, GenuineIntel"), and its cpu_id was
+    null, where the same CPU under Linux reads "GenuineIntel family 6 model 106"."""
+    opened = []
+
+    class Key:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    def open_key(root, path):
+        opened.append((root, path))
+        return Key()
+
+    winreg = types.SimpleNamespace(HKEY_LOCAL_MACHINE="HKLM", OpenKey=open_key,
+                                   QueryValueEx=lambda key, name: ("Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz  ", 1))
+    monkeypatch.setitem(sys.modules, "winreg", winreg)
+    monkeypatch.setattr(platform, "system", lambda: "Windows")
+    monkeypatch.setattr(platform, "processor", lambda: "Intel64 Family 6 Model 106 Stepping 6, GenuineIntel")
+    assert hardware.cpu_model("") == "Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz"
+    assert opened == [("HKLM", r"HARDWARE\DESCRIPTION\System\CentralProcessor\0")]
+    assert hardware.cpu_id("") == "GenuineIntel family 6 model 106"
+    monkeypatch.setattr(platform, "processor", lambda: "AMD64 Family 25 Model 1 Stepping 1, AuthenticAMD")
+    assert hardware.cpu_id("") == "AuthenticAMD family 25 model 1"
+    monkeypatch.setattr(platform, "processor", lambda: "ARMv8 (64-bit) Family 8 Model D4B Revision 0, Qualcomm")
+    assert hardware.cpu_id("") is None  # an ARM Windows machine's identifier is no x86 family and model
+
+    def missing(root, path):
+        raise OSError("no such key")
+
+    monkeypatch.setattr(winreg, "OpenKey", missing)
+    monkeypatch.setattr(platform, "processor", lambda: "Intel64 Family 6 Model 106 Stepping 6, GenuineIntel")
+    assert hardware.cpu_model("") == "Intel64 Family 6 Model 106 Stepping 6, GenuineIntel"  # the identifier, then
+    monkeypatch.setattr(platform, "system", lambda: "Linux")
+    assert hardware.cpu_id("") is None  # only Windows' identifier is read so
 
 
 def test_cpu_id_of_an_incomplete_block():
