@@ -11,11 +11,10 @@ import functools
 import math
 import os
 import platform
-import re
 import threading
 import time
 
-from bertfeat import fork_safe
+from bertfeat import fork_safe, os_cpu
 from bertfeat.fork_safe import ForkSafeLock
 
 # Instruction sets that decide how fast float32, bfloat16 and float16 products run (x86 names as in
@@ -266,7 +265,7 @@ def cpu_model(cpuinfo: str | None = None) -> str:
     for line in text.splitlines():
         if line.startswith(("model name", "Model name", "Hardware")):
             return line.split(":", 1)[1].strip()
-    arm = _arm_core(_first_block(text))
+    arm = os_cpu.arm_core(_first_block(text))
     if arm is not None:
         return arm
     if platform.system() == "Darwin":
@@ -280,27 +279,10 @@ def cpu_model(cpuinfo: str | None = None) -> str:
         except (OSError, subprocess.SubprocessError):
             pass
     if platform.system() == "Windows":
-        name = _windows_cpu_name()
+        name = os_cpu.windows_cpu_name()
         if name:
             return name
     return platform.processor() or "unknown"
-
-
-def _windows_cpu_name() -> str | None:
-    """The marketing name Windows keeps in its registry (platform.processor() there is an identifier: "Intel64
-    Family 6 Model 106 Stepping 6, GenuineIntel")."""
-    try:
-        import winreg
-
-        with winreg.OpenKey(winreg.HKEY_LOCAL_MACHINE, r"HARDWARE\DESCRIPTION\System\CentralProcessor\0") as key:
-            return str(winreg.QueryValueEx(key, "ProcessorNameString")[0]).strip() or None
-    except (ImportError, OSError):
-        return None
-
-
-# Windows' processor identifier (platform.processor()): "Intel64 Family 6 Model 106 Stepping 6, GenuineIntel"; the
-# model is in decimal, as /proc/cpuinfo gives it
-_WINDOWS_X86_ID = re.compile(r"(?:Intel64|AMD64|x86) Family (\d+) Model (\d+) .*?, (\w+)\s*$")
 
 
 def cpu_id(cpuinfo: str | None = None) -> str | None:
@@ -314,8 +296,7 @@ def cpu_id(cpuinfo: str | None = None) -> str | None:
             stepping = f" r{int(fields['CPU variant'], 16)}p{int(fields['CPU revision'])}"
         return f"implementer {fields['CPU implementer']} part {fields['CPU part']}{stepping}"
     if "cpu family" not in fields:
-        found = _WINDOWS_X86_ID.match(platform.processor()) if platform.system() == "Windows" else None
-        return f"{found[3]} family {found[1]} model {found[2]}" if found else None
+        return os_cpu.windows_cpu_id(platform.processor()) if platform.system() == "Windows" else None
     return f"{fields.get('vendor_id', 'unknown')} family {fields['cpu family']} model {fields.get('model', '?')}"
 
 
@@ -331,28 +312,6 @@ def _first_block(text: str) -> dict[str, str]:
     return fields
 
 
-# ARM's /proc/cpuinfo names no model: a core is its implementer's and part's codes, named here as lscpu names the
-# cores bertfeat's users run on (servers, and the Raspberry Pis).
-_ARM_IMPLEMENTERS = {0x41: "ARM", 0x48: "HiSilicon", 0x4E: "NVIDIA", 0x51: "Qualcomm", 0x61: "Apple", 0xC0: "Ampere"}
-_ARM_PARTS = {
-    (0x41, 0xD03): "Cortex-A53", (0x41, 0xD07): "Cortex-A57", (0x41, 0xD08): "Cortex-A72", (0x41, 0xD0B): "Cortex-A76",
-    (0x41, 0xD0C): "Neoverse-N1", (0x41, 0xD40): "Neoverse-V1", (0x41, 0xD49): "Neoverse-N2",
-    (0x41, 0xD4F): "Neoverse-V2", (0x41, 0xD84): "Neoverse-V3", (0x41, 0xD8E): "Neoverse-N3",
-    (0xC0, 0xAC3): "Ampere-1", (0xC0, 0xAC4): "Ampere-1a",
-}
-
-
-def _arm_core(fields: dict[str, str]) -> str | None:
-    """An ARM core's name from its cpuinfo ``fields`` ("ARM Neoverse-V1"; a part not named here by its code); None
-    where they hold no ARM codes."""
-    try:
-        implementer, part = int(fields["CPU implementer"], 16), int(fields["CPU part"], 16)
-    except (KeyError, ValueError):
-        return None
-    vendor = _ARM_IMPLEMENTERS.get(implementer, f"implementer {fields['CPU implementer']}")
-    return f"{vendor} {_ARM_PARTS.get((implementer, part)) or 'part ' + fields['CPU part']}"
-
-
 def _cpuinfo_text() -> str:
     try:
         with open("/proc/cpuinfo") as f:
@@ -365,7 +324,7 @@ def cpu_flags(cpuinfo: str | None = None) -> list[str]:
     """The instruction sets in :data:`X86_FLAGS` / :data:`ARM_FLAGS` that this CPU has, in that order.
 
     Read from /proc/cpuinfo (``cpuinfo`` replaces it, for tests); on macOS, which has no such file, from sysctl
-    (:func:`_mac_flags`).
+    (:func:`bertfeat.os_cpu.mac_flags`).
     """
     found = _listed_flags(_cpuinfo_text() if cpuinfo is None else cpuinfo) or set()
     return [f for f in X86_FLAGS + ARM_FLAGS if f in found]
@@ -384,54 +343,8 @@ def _listed_flags(text: str) -> set[str] | None:
     if lines:
         return {flag for line in lines for flag in line.split(":", 1)[1].split()}
     if not text and platform.system() == "Darwin":
-        return _mac_flags(platform.machine())
+        return os_cpu.mac_flags(platform.machine())
     return None
-
-
-# macOS lists the CPU's instruction sets through sysctl: Apple silicon as hw.optional keys set to 1 (not every M-series
-# core has the same: the M1 has no bf16 or i8mm, the M2 brought them, the M4 sme), an Intel Mac as the words of
-# machdep.cpu.features and leaf7_features. Named here as Linux names them.
-_APPLE_SILICON_KEYS = {
-    "hw.optional.AdvSIMD": ("asimd",), "hw.optional.neon": ("asimd",),
-    "hw.optional.arm.FEAT_FP16": ("asimdhp", "fphp"), "hw.optional.neon_fp16": ("asimdhp", "fphp"),  # macOS 11's name
-    "hw.optional.arm.FEAT_BF16": ("bf16",), "hw.optional.arm.FEAT_I8MM": ("i8mm",),
-    "hw.optional.arm.FEAT_SME": ("sme",),
-}
-_INTEL_MAC_KEYS = ("machdep.cpu.features", "machdep.cpu.leaf7_features")
-_INTEL_MAC_NAMES = {"avx512vnni": "avx512_vnni", "avx512bf16": "avx512_bf16", "avx512fp16": "avx512_fp16",
-                    "avxvnni": "avx_vnni"}
-# sysctl's answer, asked once per process and machine name (Rosetta runs an x86_64 Python on Apple silicon)
-_SYSCTL: dict[str, set[str] | None] = {}
-
-
-def _mac_flags(machine: str) -> set[str] | None:
-    """The instruction sets macOS's sysctl lists for the CPU, named as Linux names them; None where it lists none."""
-    if machine not in _SYSCTL:
-        import subprocess
-
-        keys = ["hw.optional"] if machine == "arm64" else list(_INTEL_MAC_KEYS)
-        try:
-            out = subprocess.run(["sysctl", *keys], capture_output=True, text=True, timeout=5).stdout
-        except (OSError, subprocess.SubprocessError):
-            out = ""
-        _SYSCTL[machine] = _sysctl_flags(out)
-    return _SYSCTL[machine]
-
-
-def _sysctl_flags(text: str) -> set[str] | None:
-    """The flags in sysctl's ``key: value`` lines (:data:`_APPLE_SILICON_KEYS`, :data:`_INTEL_MAC_KEYS`); None where
-    it printed none of those keys."""
-    found, listed = set(), False
-    for line in text.splitlines():
-        key, _, value = (part.strip() for part in line.partition(":"))
-        if key in _APPLE_SILICON_KEYS:
-            listed = True
-            if value == "1":
-                found.update(_APPLE_SILICON_KEYS[key])
-        elif key in _INTEL_MAC_KEYS:
-            listed = True
-            found.update(_INTEL_MAC_NAMES.get(word, word) for word in value.lower().split())
-    return found if listed else None
 
 
 def native_dtypes(flags: list[str] | None = None) -> list[str]:

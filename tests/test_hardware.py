@@ -17,7 +17,7 @@ import types
 
 import pytest
 
-from bertfeat import fork_safe, hardware
+from bertfeat import fork_safe, hardware, os_cpu
 
 torch = pytest.importorskip("torch")
 
@@ -409,7 +409,7 @@ def _mac(monkeypatch, machine, sysctl):
     monkeypatch.setattr(platform, "system", lambda: "Darwin")
     monkeypatch.setattr(platform, "machine", lambda: machine)
     monkeypatch.setattr(subprocess, "run", run)
-    monkeypatch.setattr(hardware, "_SYSCTL", {}, raising=False)
+    monkeypatch.setattr(os_cpu, "_SYSCTL", {})
     return asked
 
 
@@ -728,7 +728,7 @@ def test_where_the_os_lists_no_instruction_sets_nothing_is_said_of_them(monkeypa
     monkeypatch.setattr(hardware, "_cpuinfo_text", lambda: "")
     monkeypatch.setattr(platform, "system", lambda: system)
     monkeypatch.setattr(platform, "machine", lambda: machine)
-    monkeypatch.setattr(hardware, "_SYSCTL", {machine: None})  # an Intel Mac whose sysctl lists none
+    monkeypatch.setattr(os_cpu, "_SYSCTL", {machine: None})  # an Intel Mac whose sysctl lists none
     monkeypatch.setattr(hardware, "cpu_model", lambda cpuinfo=None: "Intel(R) Xeon(R) Gold 6338")
     monkeypatch.setattr(hardware, "_threads", lambda: 8)
     monkeypatch.delenv("BERTFEAT_CPU_KERNELS", raising=False)
@@ -755,7 +755,7 @@ def test_flags_are_listed_where_cpuinfo_has_a_flags_line_or_a_macs_sysctl_lists_
                                                                                       machine, listed):
     monkeypatch.setattr(platform, "system", lambda: system)
     monkeypatch.setattr(platform, "machine", lambda: machine)
-    monkeypatch.setattr(hardware, "_SYSCTL", {"arm64": {"asimd"}, "x86_64": None})  # sysctl's answers, read once
+    monkeypatch.setattr(os_cpu, "_SYSCTL", {"arm64": {"asimd"}, "x86_64": None})  # sysctl's answers, read once
     assert hardware.flags_listed(cpuinfo) is listed
     monkeypatch.setattr(hardware, "_cpuinfo_text", lambda: cpuinfo)
     assert hardware.flags_listed() is listed
