@@ -488,10 +488,13 @@ def slow_dtype_message(dtype: str, rates: dict[str, float | None]) -> str | None
     if dtype == "float32" or not fp32 or (low is not None and low >= fp32):
         return None
     flags = cpu_flags()
-    missing = "/".join(NATIVE.get(dtype, ()))
+    # the instructions of this CPU's kind (an ARM CPU is not told of x86's)
+    arm = platform.machine().lower().startswith(("arm", "aarch"))
+    needs = [f for f in NATIVE.get(dtype, ()) if f in (ARM_FLAGS if arm else X86_FLAGS)]
+    missing = f"no {needs[0]}" if len(needs) == 1 else f"none of {'/'.join(needs)}"
     # where the OS lists no instruction sets (Windows), nothing is known of them: nothing is said
-    native = ("" if any(f in flags for f in NATIVE.get(dtype, ())) or not flags_listed()
-              else f" (this CPU has none of {missing})")
+    native = ("" if any(f in flags for f in NATIVE.get(dtype, ())) or not flags_listed() or not needs
+              else f" (this CPU has {missing})")
     low_text = f"{gflops_text(low)} GFLOP/s" if low else "not runnable"
     return (
         f"dtype={dtype!r} runs slower than float32 on this CPU{native}: measured {low_text} against {gflops_text(fp32)} "

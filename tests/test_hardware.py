@@ -432,7 +432,14 @@ def test_apple_silicon_lists_the_instruction_sets_sysctl_gives_and_an_m1_has_no_
     monkeypatch.setattr(hardware, "cpu_model", lambda cpuinfo=None: "Apple M1")
     monkeypatch.setattr(hardware, "_threads", lambda: 8)
     message = hardware.slow_dtype_message("bfloat16", {"float32": 200.0, "bfloat16": 40.0})
-    assert ("(this CPU has none of avx512_bf16/amx_bf16/avx_ne_convert/bf16)" in message) is ("bf16" not in flags)
+    # an ARM CPU is told of ARM's instruction, not of x86's too ("none of avx512_bf16/amx_bf16/avx_ne_convert/bf16")
+    assert message.startswith("dtype='bfloat16' runs slower than float32 on this CPU" + (
+        " (this CPU has no bf16): " if "bf16" not in flags else ": "))
+    text = hardware.slow_dtype_message("float16", {"float32": 200.0, "float16": 40.0})
+    assert text.startswith("dtype='float16' runs slower than float32 on this CPU: ")  # asimdhp and fphp, it has them
+    monkeypatch.setattr(hardware, "cpu_flags", lambda cpuinfo=None: ["asimd"])
+    text = hardware.slow_dtype_message("float16", {"float32": 200.0, "float16": 40.0})
+    assert text.startswith("dtype='float16' runs slower than float32 on this CPU (this CPU has none of asimdhp/fphp): ")
 
 
 def test_an_intel_mac_lists_its_instruction_sets_through_sysctl(monkeypatch):
@@ -692,12 +699,12 @@ def test_the_slow_dtype_warning_word_for_word(monkeypatch):
     _machine(monkeypatch, {})
     assert hardware.slow_dtype_message("bfloat16", {"float32": 120.0, "bfloat16": 14.0}) == (
         "dtype='bfloat16' runs slower than float32 on this CPU (this CPU has none of "
-        "avx512_bf16/amx_bf16/avx_ne_convert/bf16): measured 14 GFLOP/s against 120 GFLOP/s for float32 on AMD EPYC "
+        "avx512_bf16/amx_bf16/avx_ne_convert): measured 14 GFLOP/s against 120 GFLOP/s for float32 on AMD EPYC "
         "7B13 with 5 threads. Continuing in bfloat16 as asked (the dtype is part of the recipe and the cache key); "
         "pass dtype='float32' for the faster mode here. `bertfeat info` shows these rates.")
     text = hardware.slow_dtype_message("float16", {"float32": 120.0, "float16": None})
     assert text.startswith("dtype='float16' runs slower than float32 on this CPU (this CPU has none of "
-                           "avx512_fp16/amx_fp16/asimdhp/fphp): measured not runnable against 120 GFLOP/s for float32")
+                           "avx512_fp16/amx_fp16): measured not runnable against 120 GFLOP/s for float32")
     monkeypatch.setattr(hardware, "cpu_flags", lambda cpuinfo=None: ["avx512_bf16"])
     assert hardware.slow_dtype_message("bfloat16", {"float32": 292.0, "bfloat16": 153.0}).startswith(
         "dtype='bfloat16' runs slower than float32 on this CPU: measured 153 GFLOP/s against 292 GFLOP/s")
