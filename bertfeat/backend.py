@@ -126,6 +126,13 @@ def resolve_device(device: str = "auto") -> str:
                 f"cuda:{count - 1}); pass one of those, or check CUDA_VISIBLE_DEVICES."
             )
     if kind == "mps" and not torch.backends.mps.is_available():
+        from bertfeat.os_cpu import ROSETTA, under_rosetta
+
+        if under_rosetta():
+            raise ValueError(
+                f"device={device!r} was asked for, but MPS is not available here: {ROSETTA}, where torch has no Apple "
+                "GPU; install an arm64 Python (python.org's, Miniforge's) and bertfeat in it, or pass device='cpu'."
+            )
         raise ValueError(f"device={device!r} was asked for, but MPS is not available here; pass device='cpu' or device='auto'.")
     return device
 

@@ -425,7 +425,8 @@ def dtype_rates(hidden: int = 384, intermediate: int = 1536, dtypes=("float32", 
 def machine_report(hidden: int = 384, intermediate: int = 1536) -> dict:
     """What decides speed here, for ``bertfeat info``, the benchmarks and the CLI manifest: CPU model, instruction
     sets, cores and threads, measured float32 / bfloat16 / float16 product rates at the model's shapes, which
-    dtype is fastest on this machine, and which kernels the CPU forward pass tries first."""
+    dtype is fastest on this machine, which kernels the CPU forward pass tries first, and whether Rosetta translates
+    this Python (:func:`bertfeat.os_cpu.under_rosetta`)."""
     import torch
 
     flags, native = _listed_facts()
@@ -445,6 +446,7 @@ def machine_report(hidden: int = 384, intermediate: int = 1536) -> dict:
         "fastest_dtype": fastest,
         "cpu_kernels": _kernel_order(),
         "torch": torch.__version__,
+        "rosetta": os_cpu.under_rosetta(),
     }
 
 

@@ -1,6 +1,6 @@
 """The CPU as the systems without Linux's x86 /proc/cpuinfo describe it, named as :mod:`bertfeat.hardware` names
-it there: macOS's instruction sets (sysctl), ARM cores (cpuinfo's implementer and part codes), and Windows's CPU
-name (its registry) and id (its processor identifier).
+it there: macOS's instruction sets (sysctl) and whether Rosetta translates this Python, ARM cores (cpuinfo's
+implementer and part codes), and Windows's CPU name (its registry) and id (its processor identifier).
 """
 
 from __future__ import annotations
@@ -53,6 +53,30 @@ def _sysctl_flags(text: str) -> set[str] | None:
             listed = True
             found.update(_INTEL_MAC_NAMES.get(word, word) for word in value.lower().split())
     return found if listed else None
+
+
+# whether this process runs translated by Rosetta (asked once; an empty list: not asked yet)
+_ROSETTA: list[bool] = []
+ROSETTA = "this Python is x86_64 code that Rosetta translates on Apple silicon"
+
+
+def under_rosetta() -> bool:
+    """Whether this Python is x86_64 code Rosetta translates on Apple silicon (an old Anaconda, say): slower than
+    native, and torch has no Apple GPU (MPS) there, nor x86_64 wheels after torch 2.2."""
+    import platform
+
+    if not _ROSETTA:
+        translated = False
+        if platform.system() == "Darwin" and platform.machine() == "x86_64":
+            import subprocess
+
+            try:
+                translated = subprocess.run(["sysctl", "-n", "sysctl.proc_translated"], capture_output=True,
+                                            text=True, timeout=5).stdout.strip() == "1"
+            except (OSError, subprocess.SubprocessError):
+                pass
+        _ROSETTA.append(translated)
+    return _ROSETTA[0]
 
 
 # -- ARM: the core's name -------------------------------------------------------------------------------------------

@@ -547,6 +547,13 @@ def test_info_text_word_for_word(monkeypatch, capsys):
     assert ("instructions: not listed by this OS (nothing is known of them here; the rates measured below say which "
             "dtype runs fastest)\n") in out
     assert "native dtypes: not known (this OS lists no instruction sets)\n" in out
+    assert "Rosetta" not in out
+    # an x86_64 Python under Rosetta on Apple silicon: runs translated, without the Apple GPU
+    machine = dict(INFO["machine"], rosetta=True)
+    assert main(["info"]) == 0
+    assert ("\nrosetta:      this Python is x86_64 code that Rosetta translates on Apple silicon, slower than native "
+            "and without the Apple GPU (MPS): install an arm64 Python (python.org's, Miniforge's) to run natively and "
+            "use device='mps'\n") in capsys.readouterr().out
 
 
 def test_info_names_the_device_its_default_recipe_is_for_and_loads_the_model_once(tiny_bert, monkeypatch, capsys):

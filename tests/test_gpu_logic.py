@@ -185,6 +185,27 @@ def test_auto_takes_float32_on_an_apple_gpu_whose_torch_has_no_autocast_there(mo
     assert resolve_dtype("auto", "mps") == "float32"
 
 
+
+def test_the_apple_gpu_asked_for_under_rosetta_is_refused_saying_why(monkeypatch):
+    """An x86_64 Python (an old Anaconda) on Apple silicon runs under Rosetta, where torch has no MPS: device='mps'
+    was refused "MPS is not available here", with nothing of why or what to do."""
+    from bertfeat import os_cpu
+
+    monkeypatch.setattr(gpu, "cuda_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    monkeypatch.setattr(os_cpu, "under_rosetta", lambda: True)
+    with pytest.raises(ValueError) as err:
+        resolve_device("mps")
+    assert str(err.value) == (
+        "device='mps' was asked for, but MPS is not available here: this Python is x86_64 code that Rosetta "
+        "translates on Apple silicon, where torch has no Apple GPU; install an arm64 Python (python.org's, "
+        "Miniforge's) and bertfeat in it, or pass device='cpu'.")
+    assert resolve_device("auto") == "cpu"
+    monkeypatch.setattr(os_cpu, "under_rosetta", lambda: False)
+    with pytest.raises(ValueError, match=r"^device='mps' was asked for, but MPS is not available here; pass "
+                                         r"device='cpu' or device='auto'\.$"):
+        resolve_device("mps")
+
 @pytest.mark.parametrize("refuses, dtype, why, instead", [
     (("mps",), "float16", "User specified an unsupported autocast device_type 'mps'", "Pass dtype='float32'"),
     ((torch.bfloat16,), "bfloat16", "In MPS autocast, but the target dtype torch.bfloat16 is not supported on macOS "

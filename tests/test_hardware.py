@@ -341,6 +341,34 @@ def test_windows_names_the_cpu_from_its_registry_and_its_id_from_the_processor_i
     assert hardware.cpu_id("") is None  # only Windows' identifier is read so
 
 
+@pytest.mark.parametrize("system, machine, answer, translated", [
+    ("Darwin", "x86_64", "1\n", True),  # an x86_64 Python (an old Anaconda) under Rosetta on Apple silicon
+    ("Darwin", "x86_64", "0\n", False),  # an Intel Mac
+    ("Darwin", "x86_64", OSError("no sysctl"), False),
+    ("Darwin", "arm64", None, False),  # native: not asked
+    ("Linux", "x86_64", None, False),
+])
+def test_a_python_running_under_rosetta_is_told_apart(monkeypatch, system, machine, answer, translated):
+    import subprocess
+
+    asked = []
+
+    def run(argv, **kwargs):
+        asked.append(argv)
+        if answer is None:
+            pytest.fail("sysctl asked where no Rosetta can run")
+        if isinstance(answer, BaseException):
+            raise answer
+        return types.SimpleNamespace(stdout=answer, returncode=0)
+
+    monkeypatch.setattr(platform, "system", lambda: system)
+    monkeypatch.setattr(platform, "machine", lambda: machine)
+    monkeypatch.setattr(subprocess, "run", run)
+    monkeypatch.setattr(os_cpu, "_ROSETTA", [], raising=False)
+    assert os_cpu.under_rosetta() is translated and os_cpu.under_rosetta() is translated
+    assert asked == ([] if answer is None else [["sysctl", "-n", "sysctl.proc_translated"]])  # once per process
+
+
 def test_cpu_id_of_an_incomplete_block():
     assert hardware.cpu_id("cpu family\t: 25\n") == "unknown family 25 model ?"
     assert hardware.cpu_id("vendor_id : AuthenticAMD\ncpu family : 26\nmodel : 2\n") == "AuthenticAMD family 26 model 2"
@@ -627,7 +655,7 @@ def test_the_machine_report_word_for_word(monkeypatch):
         "torch_cpu_capability": "AVX2", "native_dtypes": ["float32"], "allotted_cores": 6, "threads": 5,
         "matmul_gflops": {"float32": 123.0, "bfloat16": 0.0123, "float16": None}, "matmul_shape": [256, 32, 37],
         "fastest_dtype": "float32", "cpu_kernels": "torch (x86 without AVX-512: plain torch ops first)",
-        "torch": torch.__version__,
+        "torch": torch.__version__, "rosetta": False,
     }
     _machine(monkeypatch, {"float32": 100.0, "bfloat16": 291.7, "float16": 150.0})
     report = hardware.machine_report()

@@ -159,6 +159,11 @@ def run(args: argparse.Namespace) -> int:
             f"CPU kernels:  {m['cpu_kernels']} (BERTFEAT_CPU_KERNELS=onednn|torch to change)",
             f"forward pass: {m['forward_pass']}, float32 on this CPU",
         ]
+        if m.get("rosetta"):
+            from bertfeat.os_cpu import ROSETTA
+
+            lines.append(f"rosetta:      {ROSETTA}, slower than native and without the Apple GPU (MPS): install an "
+                         "arm64 Python (python.org's, Miniforge's) to run natively and use device='mps'")
     print("\n".join(lines))
     return 0
 
