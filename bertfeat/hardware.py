@@ -32,12 +32,29 @@ NATIVE = {
 
 def allotted_cores() -> int:
     """Cores this process may use: its CPU affinity, capped by a cgroup CPU quota (containers, systemd's CPUQuota=)
-    when there is one (:func:`cgroup_cpu_quota`)."""
+    when there is one (:func:`cgroup_cpu_quota`), and by a Slurm task's CPUs (:func:`slurm_task_cpus`)."""
     n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     quota = cgroup_cpu_quota()
     if quota is not None:
         n = min(n, max(1, math.ceil(quota)))
+    slurm = slurm_task_cpus()
+    if slurm is not None:
+        n = min(n, slurm)
     return max(1, n)
+
+
+def slurm_task_cpus() -> int | None:
+    """The CPUs Slurm gave each task of this job (``SLURM_CPUS_PER_TASK``, from ``--cpus-per-task``); None outside
+    such a job or where it is not a positive whole number.
+
+    Slurm confines a task to its CPUs only where the cluster runs its cgroup or affinity plugin (then the affinity
+    or the quota says as much); without them a job of 4 CPUs sees, and torch would start a thread on, every core of
+    the node, slowing its neighbours' jobs and its own. R's parallelly reads the variable the same way."""
+    try:
+        n = int(os.environ.get("SLURM_CPUS_PER_TASK", "").strip())
+    except ValueError:
+        return None
+    return n if n > 0 else None
 
 
 # Where the cgroup filesystems are mounted, and the file naming this process's cgroups (tests point them elsewhere).

@@ -50,8 +50,27 @@ def test_allotted_cores_are_this_process_affinity_capped_by_the_quota_rounded_up
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: asked.append(pid) or {0, 5, 7}, raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 64)
     monkeypatch.setattr(hardware, "cgroup_cpu_quota", lambda: quota)
+    monkeypatch.delenv("SLURM_CPUS_PER_TASK", raising=False)  # the suite itself run as a Slurm job
     assert hardware.allotted_cores() == cores
     assert asked == [0]  # this process's own affinity
+
+
+@pytest.mark.parametrize("slurm, cap", [("2", 2), ("3", 3), ("16", 16), ("1", 1), (" 2\n", 2), ("0", None),
+                                        ("-4", None), ("", None), ("two", None), ("2(x3)", None)])
+def test_a_slurm_tasks_cpus_cap_the_cores_where_slurm_set_no_affinity(monkeypatch, slurm, cap):
+    """A Slurm job asked for ``--cpus-per-task=2`` on a node whose Slurm confines tasks by neither cgroup nor
+    affinity sees every core: SLURM_CPUS_PER_TASK is its share. Not a positive whole number: no cap."""
+    cap = cap or 1000
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 5, 7}, raising=False)
+    monkeypatch.setattr(hardware, "cgroup_cpu_quota", lambda: None)
+    monkeypatch.setenv("SLURM_CPUS_PER_TASK", slurm)
+    assert hardware.allotted_cores() == min(3, cap)
+    monkeypatch.setattr(hardware, "cgroup_cpu_quota", lambda: 1.5)  # the tightest of the three binds
+    assert hardware.allotted_cores() == min(2, cap)
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)  # macOS
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    monkeypatch.setattr(hardware, "cgroup_cpu_quota", lambda: None)
+    assert hardware.allotted_cores() == min(64, cap)
 
 
 @pytest.mark.parametrize("count, quota, cores", [(6, None, 6), (None, None, 1), (6, 2.5, 3), (None, 4.0, 1)])
@@ -60,6 +79,7 @@ def test_without_an_affinity_call_the_cores_are_the_machines(monkeypatch, count,
     monkeypatch.delattr(os, "sched_getaffinity", raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: count)
     monkeypatch.setattr(hardware, "cgroup_cpu_quota", lambda: quota)
+    monkeypatch.delenv("SLURM_CPUS_PER_TASK", raising=False)  # the suite itself run as a Slurm job
     assert hardware.allotted_cores() == cores
 
 
