@@ -30,7 +30,7 @@ def prepare_partial(paths: OutputPaths, state: dict, quiet: bool = True) -> set[
             old = json.loads(state_file.read_text())
         except (OSError, ValueError):
             old = None
-        if old == json.loads(json.dumps(state)):
+        if _as_written_now(old) == json.loads(json.dumps(state)):
             return finished_parts(paths)
         if not quiet and sys.stderr is not None:  # None: standard error closed
             print(f"bertfeat embed: {paths.partial} holds parts of another job ({_difference(old, state)}); "
@@ -39,6 +39,16 @@ def prepare_partial(paths: OutputPaths, state: dict, quiet: bool = True) -> set[
     paths.partial.mkdir(parents=True)
     atomic_write_bytes(state_file, json.dumps(state, indent=1).encode())
     return set()
+
+
+def _as_written_now(old):
+    """A job's state as this bertfeat writes it. One written before ``reading`` recorded ``quoting`` (before
+    2026-11-27) read a CSV with quotes, as the default reads one now, and a parquet input has none: so it is the
+    same job as a run with that quoting, and its parts are resumed rather than embedded again."""
+    reading = old.get("reading") if isinstance(old, dict) else None
+    if not isinstance(reading, dict) or "quoting" in reading:
+        return old
+    return {**old, "reading": {**reading, "quoting": "csv" if reading.get("delimiter") is not None else None}}
 
 
 def finished_parts(paths: OutputPaths) -> set[int]:
@@ -97,6 +107,6 @@ def finished_output(paths: OutputPaths, state: dict) -> dict | None:
         st = paths.out.stat()
     except (OSError, ValueError):
         return None
-    if marker.get("state") != json.loads(json.dumps(state)) or not paths.out.is_file():
+    if _as_written_now(marker.get("state")) != json.loads(json.dumps(state)) or not paths.out.is_file():
         return None
     return marker["manifest"] if marker.get("file") == [st.st_ino, st.st_size, st.st_mtime_ns] else None

@@ -689,6 +689,71 @@ def test_the_same_input_untouched_still_resumes_after_it_was_read_again(tiny_ber
     assert embed_file(str(src), str(out), **job)["counts"]["rows_resumed"] == 15
 
 
+def _written_before_quoting_was_recorded(state: dict) -> dict:
+    """A job's state as bertfeat wrote it before ``reading`` recorded ``quoting`` (before 2026-11-27)."""
+    return {**state, "reading": {k: v for k, v in state["reading"].items() if k != "quoting"}}
+
+
+@pytest.mark.parametrize("kind", ["csv", "parquet"])
+def test_a_run_stopped_before_the_state_recorded_quoting_resumes(tiny_bert, tmp_path, monkeypatch, kind, capsys):
+    """A stopped run whose state.json has no ``quoting`` (written before --quoting was): its CSV was read with
+    quotes, as a CSV is read by default now, and a parquet has none. Its rerun said "holds parts of another job
+    (other reading); starting over" and embedded every part again; it resumes now, and with another quoting
+    declared it still starts over."""
+    src, out = _src(tmp_path, kind), tmp_path / "out.parquet"
+    state_file = tmp_path / "out.parquet.partial" / "state.json"
+    job = dict(text_cols="review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=5)
+
+    def stopped_the_old_way():
+        _stopped_in_chunk(monkeypatch, 3, str(src), str(out), **job)  # chunks 0, 1 and 2 finished
+        state = json.loads(state_file.read_text())
+        assert "quoting" in state["reading"]
+        state_file.write_text(json.dumps(_written_before_quoting_was_recorded(state), indent=1))
+
+    stopped_the_old_way()
+    manifest = embed_file(str(src), str(out), **{**job, "quiet": False}, progress_every=1e9)
+    assert "starting over" not in capsys.readouterr().err
+    assert manifest["counts"]["rows_resumed"] == 15
+    assert manifest["reading"]["quoting"] == {"csv": "csv", "parquet": None}[kind]  # the manifest says it now
+    reference = tmp_path / "ref.parquet"
+    embed_file(str(src), str(reference), **job)
+    assert_same_output(out, reference)
+    if kind == "csv":
+        for quoting, resumed in (("csv", 15), ("none", 0)):
+            out.unlink()
+            Path(str(out) + ".manifest.json").unlink()
+            stopped_the_old_way()
+            assert embed_file(str(src), str(out), **job, quoting=quoting)["counts"]["rows_resumed"] == resumed
+
+
+def test_a_run_stopped_at_its_manifest_before_the_state_recorded_quoting_is_finished(tiny_bert, tmp_path,
+                                                                                    monkeypatch):
+    """The same for a run stopped after its output was in place, before its manifest: its finished.json names a
+    state with no ``quoting``. The rerun was refused ("exists; pass --overwrite"); now it writes the manifest and
+    leaves the output as it was."""
+    src, out = _src(tmp_path, "csv"), tmp_path / "out.parquet"
+    manifest_path = Path(str(out) + ".manifest.json")
+    job = dict(text_cols="review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=5)
+    real_write = files.atomic_write_bytes
+
+    def killed_at_the_manifest(path, data):
+        if Path(path) == manifest_path:
+            raise KeyboardInterrupt
+        return real_write(path, data)
+
+    monkeypatch.setattr(files, "atomic_write_bytes", killed_at_the_manifest)
+    with pytest.raises(KeyboardInterrupt):
+        embed_file(str(src), str(out), **job)
+    monkeypatch.setattr(files, "atomic_write_bytes", real_write)
+    marker_file = tmp_path / "out.parquet.partial" / files.FINISHED
+    marker = json.loads(marker_file.read_text())
+    marker_file.write_text(json.dumps({**marker, "state": _written_before_quoting_was_recorded(marker["state"])}))
+    written = out.read_bytes()
+    manifest = embed_file(str(src), str(out), **job)
+    assert json.loads(manifest_path.read_text()) == manifest and manifest["counts"]["rows"] == ROWS
+    assert out.read_bytes() == written and not marker_file.parent.exists()
+
+
 def test_a_missing_file_in_the_first_chunk_is_named_not_blamed_on_a_removed_partial_folder(tiny_bert, tmp_path,
                                                                                           monkeypatch):
     """(found reviewing the merge) a file not found in the first chunk for another reason (a model's weights file
