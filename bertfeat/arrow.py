@@ -175,6 +175,14 @@ class ArrowFeaturizer:
             self._checking_model = self.embedder._backend_loader()()
         return self._checking_model
 
+    def product_shape(self) -> tuple[int, int | None]:
+        """The model's hidden size and feed-forward width: the products whose rates a job's manifest records
+        (:func:`bertfeat.hardware.run_facts`). The width is None where the model never loaded here (every text
+        answered from the cache)."""
+        from bertfeat.embedder import _HELD_MODEL
+
+        return self.recipe.hidden_size, getattr(self.embedder.__dict__.get(_HELD_MODEL), "ffn_width", None)
+
     def text_hashes(self, batch) -> np.ndarray:
         """The 64-bit hashes of the distinct texts of ``batch`` that the last call embedded (a text read as missing,
         blank or dropped whole by the tokenizer, is none): what a job's ``unique_texts`` counts. Call it after

@@ -42,7 +42,7 @@ from bertfeat.hardware import (  # noqa: F401 (re-exported)
     threads_shared_by,
 )
 from bertfeat.gpu import MAX_GPU_BATCH_TOKENS, MemoryCap, gpu_batch_tokens  # noqa: F401 (re-exported)
-from bertfeat.models import ModelSpec
+from bertfeat.models import ModelSpec, feed_forward_width
 from bertfeat.shared_setting import SharedSetting
 from bertfeat.tokens import ContentTokenizer
 
@@ -351,6 +351,7 @@ class TorchBackend:
         # recipe's dtype means one arithmetic on CPU and GPU alike.
         model = self._load_model(torch.float32)
         self.checked = _checked_counts(model, self.tokenizer)  # the weights check's counts (bertfeat info)
+        self.ffn_width = feed_forward_width(spec.path, spec.hidden_size)  # the products' shape, for measured rates
         self.model = model.to(device)
         self.prefix, self.suffix = _special_tokens_around(self.tokenizer)
         pad = self.tokenizer.pad_token_id
@@ -468,8 +469,7 @@ class TorchBackend:
         from bertfeat.exceptions import SlowDtypeWarning, user_stacklevel
         from bertfeat.hardware import dtype_rates, slow_dtype_message
 
-        intermediate = int(getattr(self.config, "intermediate_size", 4 * self.spec.hidden_size))
-        rates = dtype_rates(self.spec.hidden_size, intermediate, ("float32", self.dtype))
+        rates = dtype_rates(self.spec.hidden_size, self.ffn_width, ("float32", self.dtype))
         message = slow_dtype_message(self.dtype, rates)
         if message:
             warnings.warn(message, SlowDtypeWarning, stacklevel=user_stacklevel())

@@ -448,7 +448,7 @@ def _finish(paths: OutputPaths, n_parts: int, schema: pa.Schema, featurizer, sta
                        # finished batches are saved this often within a chunk: about the most work a kill can lose
                        "checkpoint_seconds": checkpoint_seconds,
                        # what the speed depends on, so a slow run's manifest can go into a bug report as it is
-                       "machine": run_facts(featurizer.recipe.hidden_size),
+                       "machine": run_facts(*featurizer.product_shape()),
                        # which arrangement ran this run's batches, and how many each: the fused CPU pass on oneDNN's
                        # or plain torch kernels, or transformers' own pass ({} when every text came from the cache)
                        "forward_pass": forward_pass or {},

@@ -530,17 +530,18 @@ def _threads() -> int:
     return torch.get_num_threads()
 
 
-def run_facts(hidden: int | None = None) -> dict:
+def run_facts(hidden: int | None = None, intermediate: int | None = None) -> dict:
     """The machine facts a CLI manifest records in its timing section: CPU, instruction sets, native dtypes, cores,
-    the CPU forward pass's kernel order, and, when this process ran the model (torch is loaded), torch's threads and the measured float32 / bfloat16
-    product rates at the model's feed-forward shape. A run answered from the cache never imports torch for this."""
+    the CPU forward pass's kernel order, and, when this process ran the model (torch is loaded), torch's threads and
+    the measured float32 / bfloat16 product rates at the model's feed-forward shape, ``hidden`` x ``intermediate``
+    (4 x ``hidden`` where that is not known). A run answered from the cache never imports torch for this."""
     import sys
 
     flags, native = _listed_facts()
     facts = {"cpu": cpu_model(), "cpu_id": cpu_id(), "arch": platform.machine(), "flags": flags,
              "native_dtypes": native, "allotted_cores": allotted_cores(), "cpu_kernels": _kernel_order()}
     if "torch" in sys.modules and hidden:
-        rates = dtype_rates(int(hidden), 4 * int(hidden), ("float32", "bfloat16"))
+        rates = dtype_rates(int(hidden), int(intermediate or 4 * int(hidden)), ("float32", "bfloat16"))
         facts["threads"] = _threads()
         facts["matmul_gflops"] = {d: (float(f"{r:.3g}") if r else None) for d, r in rates.items()}
     return facts

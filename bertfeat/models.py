@@ -370,6 +370,18 @@ def _position_offset(config: dict) -> int:
     return 0
 
 
+def feed_forward_width(path: str, hidden: int) -> int:
+    """The width of the model's feed-forward products (``intermediate_size``; DistilBERT's ``hidden_dim``, others'
+    ``ffn_dim``), read from ``path``'s config.json; 4 x ``hidden`` where it says none. The CPU's matrix-product rates
+    are measured at this shape (``bertfeat info``, a job's manifest, the SlowDtypeWarning)."""
+    try:
+        config = json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return 4 * hidden
+    width = _first(config, "intermediate_size", "ffn_dim", "hidden_dim") if isinstance(config, dict) else None
+    return int(width or 4 * hidden)
+
+
 def _first(config: dict, *keys):
     for k in keys:
         if config.get(k) is not None:

@@ -315,7 +315,7 @@ class RayFeaturizer:
                 # engine's manifest has them
                 from bertfeat.hardware import run_facts
 
-                facts = run_facts(self.featurizer.recipe.hidden_size)
+                facts = run_facts(*self.featurizer.product_shape())
                 # told again after a batch answered from the cache (no torch, no rates) until the model has run
                 self.machine_told = "matmul_gflops" in facts
                 ray.get(self.collector.add_machine.remote(socket.gethostname(), facts))

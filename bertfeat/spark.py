@@ -679,7 +679,7 @@ def _write_partition(batches, spec: dict):
     # rates measured once the model ran)
     stats = {"partition": part, "attempt": attempt, "stats": totals.to_dict(), "worker": info,
              "forward_pass": passes_since(passes_before, featurizer.recipe),
-             "machine": run_facts(featurizer.recipe.hidden_size), "notes": notes}
+             "machine": run_facts(*featurizer.product_shape()), "notes": notes}
     yield pa.record_batch([pa.array([json.dumps(stats)]), pa.nulls(1, pa.int64())], names=["stats", "hash"])
 
 

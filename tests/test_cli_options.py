@@ -591,13 +591,14 @@ def test_info_names_the_device_its_default_recipe_is_for_and_loads_the_model_onc
 @pytest.mark.parametrize("config, size", [
     ({"intermediate_size": 1536}, 1536), ({"ffn_dim": 1000}, 1000), ({"hidden_dim": 1200}, 1200),
     ({"intermediate_size": None, "ffn_dim": 900}, 900), ({}, 4 * 96), (None, 4 * 96), ("{not json", 4 * 96),
+    ("[1536]", 4 * 96),
 ])
 def test_the_machine_report_reads_the_feed_forward_width_from_config(tmp_path, config, size):
-    from bertfeat.cli.info import _intermediate_size
+    from bertfeat.models import feed_forward_width
 
     if config is not None:
         (tmp_path / "config.json").write_text(config if isinstance(config, str) else json.dumps(config))
-    assert _intermediate_size(str(tmp_path), 96) == size
+    assert feed_forward_width(str(tmp_path), 96) == size
 
 
 
@@ -607,7 +608,7 @@ def test_the_feed_forward_width_is_read_from_a_utf8_config_whatever_the_locale(t
     model's width."""
     from pathlib import Path
 
-    from bertfeat.cli.info import _intermediate_size
+    from bertfeat.models import feed_forward_width
 
     (tmp_path / "config.json").write_text(json.dumps({"intermediate_size": 1000, "id2label": {"0": "负面"}},
                                                      ensure_ascii=False), encoding="utf-8")
@@ -615,7 +616,8 @@ def test_the_feed_forward_width_is_read_from_a_utf8_config_whatever_the_locale(t
     # Windows' locale encoding where none is named
     monkeypatch.setattr(Path, "read_text", lambda self, encoding=None, errors=None: real(self, encoding or "cp1252",
                                                                                         errors))
-    assert _intermediate_size(str(tmp_path), 96) == 1000
+    assert feed_forward_width(str(tmp_path), 96) == 1000
+
 
 def test_info_without_the_machine_report_has_no_machine_key(tiny_bert):
     from bertfeat.cli.info import describe

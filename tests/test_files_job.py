@@ -689,6 +689,27 @@ def test_the_same_input_untouched_still_resumes_after_it_was_read_again(tiny_ber
     assert embed_file(str(src), str(out), **job)["counts"]["rows_resumed"] == 15
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_the_manifests_rates_are_measured_at_the_models_own_feed_forward_shape(tiny_bert, tmp_path, monkeypatch,
+                                                                                dtype):
+    """The manifest's matmul_gflops were measured at 4 x hidden (32 x 128 here), not at the model's own feed-forward
+    shape (32 x 37; TinyBERT's 312 x 1200) that ``bertfeat info`` and the SlowDtypeWarning measure: a second
+    measurement, of products the model never runs."""
+    from bertfeat import hardware
+
+    shapes = []
+
+    def rates(hidden, intermediate, dtypes):
+        shapes.append((hidden, intermediate))
+        return {d: 1.0 for d in dtypes}
+
+    monkeypatch.setattr(hardware, "dtype_rates", rates)
+    manifest = embed_file(str(_src(tmp_path)), str(tmp_path / "out.parquet"), "review", model=tiny_bert, quiet=True,
+                          chunk_rows=5, dtype=dtype)
+    assert manifest["timing"]["machine"]["matmul_gflops"] == {"float32": 1.0, "bfloat16": 1.0}
+    assert set(shapes) == {(32, 37)}
+
+
 def _written_before_quoting_was_recorded(state: dict) -> dict:
     """A job's state as bertfeat wrote it before ``reading`` recorded ``quoting`` (before 2026-11-27)."""
     return {**state, "reading": {k: v for k, v in state["reading"].items() if k != "quoting"}}

@@ -695,7 +695,10 @@ def test_the_run_facts_word_for_word(monkeypatch):
              "cpu_kernels": "onednn (BERTFEAT_CPU_KERNELS=onednn)"}
     assert hardware.run_facts() == facts and hardware.run_facts(0) == facts and asked == []
     assert hardware.run_facts("32") == {**facts, "threads": 5, "matmul_gflops": {"float32": 46.2, "bfloat16": 0.432}}
-    assert asked == [(32, 128, ("float32", "bfloat16"))]
+    assert asked == [(32, 128, ("float32", "bfloat16"))]  # a model whose feed-forward width is not known: 4 x hidden
+    assert hardware.run_facts(32, 37)["matmul_gflops"] == {"float32": 46.2, "bfloat16": 0.432}
+    assert asked[1:] == [(32, 37, ("float32", "bfloat16"))]  # the model's own width (TinyBERT: 312 and 1200)
+    del asked[1:]
     _machine(monkeypatch, {"float32": 46.25, "bfloat16": None})  # bf16 did not run here
     assert hardware.run_facts(32)["matmul_gflops"] == {"float32": 46.2, "bfloat16": None}
     asked = _machine(monkeypatch, {"float32": 46.25, "bfloat16": 0.0})

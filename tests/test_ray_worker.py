@@ -533,7 +533,7 @@ def test_the_actor_reports_itself_every_distinct_text_and_its_counts_with_the_fi
     name, (hashes,) = collector.calls[1]
     assert name == "add_texts" and len(collector.calls) == 3
     # the machine the model ran on, once per actor, as the local engine's manifest records it
-    assert collector.calls[2] == ("add_machine", (socket.gethostname(), run_facts(actor.featurizer.recipe.hidden_size)))
+    assert collector.calls[2] == ("add_machine", (socket.gethostname(), run_facts(32, 37)))  # tiny_bert: 32 x 37
     assert "matmul_gflops" in collector.calls[2][1][1]  # measured after the model ran
     actor(table)
     assert [name for name, _ in collector.calls[3:]] == ["add_texts"]  # told once
@@ -785,7 +785,7 @@ def test_a_file_job_on_fake_ray_writes_what_the_local_engine_writes(tiny_bert, f
     assert 0 < manifest["timing"]["embed_seconds"] <= manifest["timing"]["seconds"]
     # as the local engine's: the machine the workers ran on (one here: the facts themselves), and the forward
     # passes of the batches written, by arrangement (the batch run twice answered from the cache the second time)
-    assert manifest["timing"]["machine"] == local["timing"]["machine"] == run_facts(32)
+    assert manifest["timing"]["machine"] == local["timing"]["machine"] == run_facts(32, 37)
     passes, local_passes = manifest["timing"]["forward_pass"], local["timing"]["forward_pass"]
     assert set(passes) == set(local_passes) and 0 < sum(passes.values()) <= sum(local_passes.values())
     assert manifest["chunk_rows"] == 8 and manifest["cache_dir"] is None

@@ -234,7 +234,7 @@ def test_a_job_writes_the_local_engines_output_in_input_order_with_its_manifest(
     assert all(round(v, 3) == v for k, v in timing.items() if k.endswith("seconds"))
     # as the local engine's: the machine the tasks ran on (one here: the facts themselves), the forward passes
     # summed over the partitions by arrangement (each partition's own, though one worker ran them all)
-    assert timing["machine"] == local_manifest["timing"]["machine"] == run_facts(32)
+    assert timing["machine"] == local_manifest["timing"]["machine"] == run_facts(32, 37)
     assert set(timing["forward_pass"]) == set(local_manifest["timing"]["forward_pass"])
     per_task = [s["forward_pass"] for s in fake.job.stats]
     assert all(sum(p.values()) >= 1 for p in per_task)
@@ -1252,7 +1252,7 @@ def test_the_timing_is_read_from_the_clock_in_milliseconds(tiny_bert, tmp_path, 
     manifest = bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True)
     assert manifest["timing"] == {"seconds": 7.123, "spark_start_seconds": 0.25,
                                   "embed_seconds": round(sum(s["stats"]["seconds"] for s in fake.job.stats), 3),
-                                  "machine": run_facts(32), "forward_pass": manifest["timing"]["forward_pass"]}
+                                  "machine": run_facts(32, 37), "forward_pass": manifest["timing"]["forward_pass"]}
     assert next(ticks, "all read") == "all read"
 
 

@@ -35,16 +35,6 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _intermediate_size(path: str, hidden: int) -> int:
-    from pathlib import Path
-
-    try:
-        config = json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return 4 * hidden
-    return int(config.get("intermediate_size") or config.get("ffn_dim") or config.get("hidden_dim") or 4 * hidden)
-
-
 def describe(model: str = "default", machine: bool = True) -> dict:
     from bertfeat.backend import check_model_files, get_backend, resolve_device
     from bertfeat.embedder import BertEmbedder
@@ -89,9 +79,10 @@ def describe(model: str = "default", machine: bool = True) -> dict:
 
 def _machine(spec) -> dict:
     from bertfeat.hardware import limit_threads_to_allotted_cores, machine_report
+    from bertfeat.models import feed_forward_width
 
     limit_threads_to_allotted_cores()  # the count bertfeat's CPU backend runs with: OMP_NUM_THREADS's if lower
-    return machine_report(spec.hidden_size, _intermediate_size(spec.path, spec.hidden_size))
+    return machine_report(spec.hidden_size, feed_forward_width(spec.path, spec.hidden_size))
 
 
 def _forward_pass(backend) -> str:
