@@ -381,6 +381,9 @@ class FakeFeaturizer:
         n = batch.num_rows if self.n is None else self.n
         return pa.record_batch([pa.array(np.zeros(n, np.float32))], names=["f0"])
 
+    def product_shape(self):  # the model never loaded: its feed-forward width is not known
+        return self.recipe.hidden_size, None
+
     def text_hashes(self, batch):  # every text embedded, as the real one reports a batch with none missing
         from bertfeat.counts import text_hashes
 
