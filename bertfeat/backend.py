@@ -43,6 +43,7 @@ from bertfeat.hardware import (  # noqa: F401 (re-exported)
 )
 from bertfeat.gpu import MAX_GPU_BATCH_TOKENS, MemoryCap, gpu_batch_tokens  # noqa: F401 (re-exported)
 from bertfeat.models import ModelSpec, feed_forward_width
+from bertfeat.recent import forget, keep_recent
 from bertfeat.shared_setting import SharedSetting
 from bertfeat.tokens import ContentTokenizer
 
@@ -206,19 +207,14 @@ def get_backend(spec: ModelSpec, device: str, dtype: str, trust_remote_code: boo
 
 def _used(backend: "TorchBackend") -> None:
     """Keep ``backend`` among the :data:`MODELS_KEPT` used last (holding ``_LOCK``)."""
-    if backend in _RECENT:
-        _RECENT.remove(backend)
-    _RECENT.append(backend)
-    del _RECENT[:max(0, len(_RECENT) - MODELS_KEPT)]
+    keep_recent(_RECENT, backend, MODELS_KEPT)
 
 
 def _forget_replaced(key: tuple) -> None:
     """Drop the backends of the folder of ``key`` loaded from other files (holding ``_LOCK``): a model saved again
     over its folder. No estimator can use them again (one fitted on the old files is refused), so none are kept."""
     for old in [k for k in list(_REGISTRY.keys()) if k[0] == key[0] and k[4:] == key[4:] and k != key]:
-        backend = _REGISTRY.pop(old, None)
-        if backend in _RECENT:
-            _RECENT.remove(backend)
+        forget(_RECENT, _REGISTRY.pop(old, None))
 
 
 def forward_passes(weights_sha256: str, config_sha256: str, tokenizer_sha256: str, dtype: str) -> dict[str, int]:

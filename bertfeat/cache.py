@@ -35,6 +35,7 @@ import pyarrow.parquet as pq
 
 from bertfeat.exceptions import CacheError, CacheWarning, notice, user_stacklevel
 from bertfeat.fork_safe import ForkSafeLock
+from bertfeat.recent import keep_recent
 from bertfeat.shards import (  # noqa: F401  (the cache's names for its shard format since before the split)
     _HOST, _WRITE_OPTIONS, CACHE_FORMAT, KEY_BYTES, _flock, _fsync_dir, _fsync_file, _key_array, _keys_from_column,
     _pid_alive, _row_group_rows, _RowGroupWriter, _schema, _shard_table, _shard_time, _TempShard, _Unreadable,
@@ -137,10 +138,7 @@ def open_cache(path, *, create: bool = True) -> "Cache":
         cache = _OPEN.get(key)
         if cache is None:
             cache = _OPEN[key] = Cache(root)
-        if cache in _RECENT:
-            _RECENT.remove(cache)
-        _RECENT.append(cache)
-        del _RECENT[:max(0, len(_RECENT) - CACHES_KEPT)]
+        keep_recent(_RECENT, cache, CACHES_KEPT)
     return cache
 
 
