@@ -90,8 +90,16 @@ def _job_master(master: str | None, quiet: bool = False) -> str | None:
     if connect_url(None) is not None:  # a Spark Connect server's tasks: no master here, and no JVM
         return None
     require_java()
+    if local_connect() is not None:  # its server's JVM is the builder's to launch (_local_connect_session)
+        return local_connect()
     _launch_jvm(quiet)
     return SparkConf().get("spark.master", "local[*]")
+
+
+def local_connect() -> str | None:
+    """``SPARK_REMOTE``'s ``local[...]``, pyspark's way to run a Spark Connect server here; None otherwise."""
+    remote = os.environ.get("SPARK_REMOTE")
+    return remote if remote and remote.startswith("local") else None
 
 
 # the session a job of this process started and the jobs running on it: the last of them to end stops it
@@ -141,6 +149,8 @@ def _new_or_running_session(master: str | None, quiet: bool):
         _CONNECT_MODE["unset"] = "SPARK_CONNECT_MODE_ENABLED" not in os.environ
         return (SparkSession.builder if master is None else SparkSession.builder.remote(remote)).getOrCreate(), True
     require_java()
+    if master is None and local_connect() is not None:
+        return _local_connect_session(quiet), True
     # the JVM first (spark-submit's own, when it started this process): its configuration holds the master that
     # spark-submit, spark-defaults.conf or PYSPARK_SUBMIT_ARGS gave (local[*] when none did), never overridden here
     _launch_jvm(quiet)
@@ -157,8 +167,8 @@ def _new_or_running_session(master: str | None, quiet: bool):
             builder = builder.config("spark.pyspark.python", python)
     builder = builder.config("spark.ui.showConsoleProgress", "false" if quiet else "true")
     spark = builder.getOrCreate()
-    if context(spark) is None:  # SPARK_REMOTE=local made it a session of a Connect server in this JVM: its workers
-        return spark, True
+    if context(spark) is None:  # the configuration made it a Spark Connect session (spark.api.mode=connect): the
+        return spark, True  # workers' Python and the log level are its server's
     if python is not None:
         # pyspark starts its Python workers with SparkContext.pythonExec, which it reads from PYSPARK_PYTHON alone
         # (else `python3` on PATH): spark.pyspark.python is read by spark-submit only, which sets PYSPARK_PYTHON
@@ -170,6 +180,23 @@ def _new_or_running_session(master: str | None, quiet: bool):
     elif _QUIET_JVM["launched"]:  # started by an earlier quiet job of this process: Spark's own level again
         spark.sparkContext.setLogLevel("WARN")
     return spark, True
+
+
+def _local_connect_session(quiet: bool):
+    """A session of the Spark Connect server ``SPARK_REMOTE=local[...]`` asks pyspark to start here. Its JVM is the
+    builder's to launch, with the server's jars and plugin: one launched here first had neither, and the server
+    failed to start (Java's ``ClassNotFoundException: org.apache.spark.sql.connect.SparkConnectPlugin``, a traceback).
+    The builder is given no option: a Connect session takes none of a JVM's (each was a "Failed to set ...
+    CANNOT_MODIFY_CONFIG" warning), and the server starts its Python workers with the ``PYSPARK_PYTHON`` of its JVM's
+    environment, given this Python for the launch where the user set none (else ``python3`` on PATH: "No module named
+    'pyarrow'"); a quiet job's launch logs fatal errors only, as :func:`_launch_jvm`'s does."""
+    from pyspark.sql import SparkSession
+
+    _CONNECT_MODE["unset"] = "SPARK_CONNECT_MODE_ENABLED" not in os.environ  # taken off by _stop
+    python = None if os.environ.get("PYSPARK_PYTHON") else sys.executable
+    # a quiet job's stages drew no progress bar: a JVM system property, which the server's configuration reads
+    progress = ["-Dspark.ui.showConsoleProgress=false"] if quiet else []
+    return _launch_jvm(quiet, SparkSession.builder.getOrCreate, python, progress)
 
 
 def _root_level(sc) -> str:
@@ -202,8 +229,10 @@ _QUIET_JVM = {"launched": False}
 _LAUNCHING = ForkSafeLock()
 
 
-def _launch_jvm(quiet: bool) -> None:
-    """Start the JVM this process's Spark runs in, unless it runs already (spark-submit's, an earlier job's).
+def _launch_jvm(quiet: bool, start=None, python: str | None = None, java_options=()):
+    """Start the JVM this process's Spark runs in, unless it runs already (spark-submit's, an earlier job's), with
+    ``start`` (pyspark's gateway launch by default; a local Spark Connect server's builder); returns what it returns.
+    ``python``: the ``PYSPARK_PYTHON`` of the launch's environment; ``java_options``: more of its JVM's options.
 
     ``quiet``: with :data:`QUIET_LOG4J` (fatal errors only), so that ``--quiet`` shows no JVM lines: Spark's WARN
     lines at start, and a failed task's ERROR lines with its traceback, which the job's own error says again. It
@@ -214,23 +243,29 @@ def _launch_jvm(quiet: bool) -> None:
     options would replace those spark-defaults.conf gives (EMR's among them)."""
     from pyspark import SparkContext
 
+    start = start or SparkContext._ensure_initialized
     # one launch at a time: two jobs' launches at once (their first jobs asking the master, _job_master) each saved
     # what the other had set, and the last to put it back left the quiet option in the environment for good
     with _LAUNCHING:
-        if not quiet or SparkContext._gateway is not None:
-            SparkContext._ensure_initialized()
-            return
-        saved = os.environ.get("SPARK_SUBMIT_OPTS")
-        os.environ["SPARK_SUBMIT_OPTS"] = " ".join(filter(None, [saved,
-                                                                f'"-Dlog4j2.configurationFile={QUIET_LOG4J}"']))
+        if SparkContext._gateway is not None:
+            return start()
+        launch = {"PYSPARK_PYTHON": python} if python else {}
+        options = [f'"-Dlog4j2.configurationFile={QUIET_LOG4J}"'] if quiet else []
+        if options or java_options:
+            launch["SPARK_SUBMIT_OPTS"] = " ".join(filter(None, [os.environ.get("SPARK_SUBMIT_OPTS"), *options,
+                                                                *java_options]))
+        saved = {key: os.environ.get(key) for key in launch}
+        os.environ.update(launch)
         try:
-            SparkContext._ensure_initialized()
-            _QUIET_JVM["launched"] = True
+            started = start()
+            _QUIET_JVM["launched"] = _QUIET_JVM["launched"] or quiet
+            return started
         finally:
-            if saved is None:
-                os.environ.pop("SPARK_SUBMIT_OPTS", None)
-            else:
-                os.environ["SPARK_SUBMIT_OPTS"] = saved
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
 
 
 def _job_session(spark, started: bool):

@@ -1686,6 +1686,43 @@ def test_a_session_of_a_spark_connect_server_is_started_without_java_or_a_jvm_he
     assert bsession.connect_url(None) is None and bsession.connect_url("spark://host:7077") is None
 
 
+@pytest.mark.parametrize("quiet", [True, False])
+def test_spark_remote_local_has_the_builder_launch_its_server_with_this_python_and_no_options(pyspark_stand_in,
+                                                                                              monkeypatch, quiet):
+    """SPARK_REMOTE=local[2], pyspark's way to run a Spark Connect server here: bertfeat launched the JVM first,
+    without the server's jars, so the server failed to start (Java's ``ClassNotFoundException: SparkConnectPlugin``,
+    a traceback); launched by the builder, its options were refused, a warning each ("Failed to set
+    spark.pyspark.python ... CANNOT_MODIFY_CONFIG"), and its Python workers ran ``python3`` on PATH ("No module
+    named 'pyarrow'"). Now the builder launches it, given no option, this Python (and a quiet job's log4j file) in
+    the launch's environment only; a PYSPARK_PYTHON of the user's is theirs."""
+    log = pyspark_stand_in(conf={"spark.master": "local[*]"})
+    launched = []
+
+    def get_or_create(self):
+        self.log.append(("getOrCreate",))
+        launched.append({k: os.environ.get(k) for k in ("PYSPARK_PYTHON", "SPARK_SUBMIT_OPTS")})
+        return FakeConnectSession()
+
+    monkeypatch.setattr(FakeBuilder, "getOrCreate", get_or_create)
+    monkeypatch.setenv("SPARK_REMOTE", "local[2]")
+    monkeypatch.delenv("SPARK_CONNECT_MODE_ENABLED", raising=False)
+    assert bsession._job_master(None, quiet) == "local[2]" and log == [("java",)]  # no JVM launched to ask it
+    session, started = bsession._session(None, quiet)
+    assert isinstance(session, FakeConnectSession) and started is True
+    assert log == [("java",), ("java",), ("getOrCreate",)]  # no JVM before the builder's, no option, no app name
+    log4j = (f'"-Dlog4j2.configurationFile={bsession.QUIET_LOG4J}" -Dspark.ui.showConsoleProgress=false' if quiet
+             else None)  # a quiet job: fatal errors only, no progress bar
+    assert launched == [{"PYSPARK_PYTHON": sys.executable, "SPARK_SUBMIT_OPTS": log4j}]
+    assert "PYSPARK_PYTHON" not in os.environ and "SPARK_SUBMIT_OPTS" not in os.environ
+    monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")  # the builder's mark on the process
+    bsession._job_ended(session, started)
+    assert session.stopped == 1 and "SPARK_CONNECT_MODE_ENABLED" not in os.environ
+
+    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/py/bin/python")
+    bsession._job_ended(*bsession._session(None, quiet))
+    assert launched[1]["PYSPARK_PYTHON"] == "/opt/py/bin/python" == os.environ["PYSPARK_PYTHON"]
+
+
 def test_a_job_on_the_users_session_never_changes_its_options_not_even_while_it_runs(tiny_bert, tmp_path,
                                                                                       spark_job):
     """A job on the user's session set its three options on it for the job's length (_conf) and put the old values
