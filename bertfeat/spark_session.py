@@ -96,10 +96,17 @@ def _job_master(master: str | None, quiet: bool = False) -> str | None:
     return SparkConf().get("spark.master", "local[*]")
 
 
-def local_connect() -> str | None:
-    """``SPARK_REMOTE``'s ``local[...]``, pyspark's way to run a Spark Connect server here; None otherwise."""
+def local_connect(master: str | None = None) -> str | None:
+    """The master of the Spark Connect server pyspark's builder starts here for a job given ``master``, as the builder
+    reads it: ``SPARK_REMOTE``'s ``local[...]`` (without ``master``), or under ``SPARK_API_MODE=connect`` (Spark 4's
+    API mode) ``master``, else ``MASTER``'s, else ``local``; None where it starts none."""
     remote = os.environ.get("SPARK_REMOTE")
-    return remote if remote and remote.startswith("local") else None
+    if remote:
+        return remote if master is None and remote.startswith("local") else None
+    if os.environ.get("SPARK_API_MODE", "").lower() == "connect":
+        url = master or os.environ.get("MASTER", "local")
+        return None if url.startswith("sc://") else url
+    return None
 
 
 # the session a job of this process started and the jobs running on it: the last of them to end stops it
@@ -149,8 +156,8 @@ def _new_or_running_session(master: str | None, quiet: bool):
         _CONNECT_MODE["unset"] = "SPARK_CONNECT_MODE_ENABLED" not in os.environ
         return (SparkSession.builder if master is None else SparkSession.builder.remote(remote)).getOrCreate(), True
     require_java()
-    if master is None and local_connect() is not None:
-        return _local_connect_session(quiet), True
+    if local_connect(master) is not None:
+        return _local_connect_session(quiet, master), True
     # the JVM first (spark-submit's own, when it started this process): its configuration holds the master that
     # spark-submit, spark-defaults.conf or PYSPARK_SUBMIT_ARGS gave (local[*] when none did), never overridden here
     _launch_jvm(quiet)
@@ -182,11 +189,12 @@ def _new_or_running_session(master: str | None, quiet: bool):
     return spark, True
 
 
-def _local_connect_session(quiet: bool):
-    """A session of the Spark Connect server ``SPARK_REMOTE=local[...]`` asks pyspark to start here. Its JVM is the
+def _local_connect_session(quiet: bool, master: str | None = None):
+    """A session of the Spark Connect server pyspark starts here (:func:`local_connect`), on ``master`` where given
+    (``SPARK_API_MODE=connect``), else on the one its environment names. Its JVM is the
     builder's to launch, with the server's jars and plugin: one launched here first had neither, and the server
     failed to start (Java's ``ClassNotFoundException: org.apache.spark.sql.connect.SparkConnectPlugin``, a traceback).
-    The builder is given no option: a Connect session takes none of a JVM's (each was a "Failed to set ...
+    The builder is given no other option: a Connect session takes none of a JVM's (each was a "Failed to set ...
     CANNOT_MODIFY_CONFIG" warning), and the server starts its Python workers with the ``PYSPARK_PYTHON`` of its JVM's
     environment, given this Python for the launch where the user set none (else ``python3`` on PATH: "No module named
     'pyarrow'"); a quiet job's launch logs fatal errors only, as :func:`_launch_jvm`'s does."""
@@ -196,7 +204,8 @@ def _local_connect_session(quiet: bool):
     python = None if os.environ.get("PYSPARK_PYTHON") else sys.executable
     # a quiet job's stages drew no progress bar: a JVM system property, which the server's configuration reads
     progress = ["-Dspark.ui.showConsoleProgress=false"] if quiet else []
-    return _launch_jvm(quiet, SparkSession.builder.getOrCreate, python, progress)
+    builder = SparkSession.builder if master is None else SparkSession.builder.master(master)
+    return _launch_jvm(quiet, builder.getOrCreate, python, progress)
 
 
 def _root_level(sc) -> str:

@@ -1686,15 +1686,18 @@ def test_a_session_of_a_spark_connect_server_is_started_without_java_or_a_jvm_he
     assert bsession.connect_url(None) is None and bsession.connect_url("spark://host:7077") is None
 
 
+@pytest.mark.parametrize("env", [{"SPARK_REMOTE": "local[2]"}, {"SPARK_API_MODE": "Connect", "MASTER": "local[2]"}])
 @pytest.mark.parametrize("quiet", [True, False])
 def test_spark_remote_local_has_the_builder_launch_its_server_with_this_python_and_no_options(pyspark_stand_in,
-                                                                                              monkeypatch, quiet):
+                                                                                              monkeypatch, quiet, env):
     """SPARK_REMOTE=local[2], pyspark's way to run a Spark Connect server here: bertfeat launched the JVM first,
     without the server's jars, so the server failed to start (Java's ``ClassNotFoundException: SparkConnectPlugin``,
     a traceback); launched by the builder, its options were refused, a warning each ("Failed to set
     spark.pyspark.python ... CANNOT_MODIFY_CONFIG"), and its Python workers ran ``python3`` on PATH ("No module
     named 'pyarrow'"). Now the builder launches it, given no option, this Python (and a quiet job's log4j file) in
-    the launch's environment only; a PYSPARK_PYTHON of the user's is theirs."""
+    the launch's environment only; a PYSPARK_PYTHON of the user's is theirs. The same under SPARK_API_MODE=connect
+    (Spark 4's API mode: the builder starts a local server on ``--master``, else MASTER's, else local), where the
+    workers' Python failed the job alike."""
     log = pyspark_stand_in(conf={"spark.master": "local[*]"})
     launched = []
 
@@ -1704,8 +1707,10 @@ def test_spark_remote_local_has_the_builder_launch_its_server_with_this_python_a
         return FakeConnectSession()
 
     monkeypatch.setattr(FakeBuilder, "getOrCreate", get_or_create)
-    monkeypatch.setenv("SPARK_REMOTE", "local[2]")
-    monkeypatch.delenv("SPARK_CONNECT_MODE_ENABLED", raising=False)
+    for var in ("SPARK_REMOTE", "SPARK_API_MODE", "MASTER", "SPARK_CONNECT_MODE_ENABLED"):
+        monkeypatch.delenv(var, raising=False)
+    for var, value in env.items():
+        monkeypatch.setenv(var, value)
     assert bsession._job_master(None, quiet) == "local[2]" and log == [("java",)]  # no JVM launched to ask it
     session, started = bsession._session(None, quiet)
     assert isinstance(session, FakeConnectSession) and started is True
@@ -1721,6 +1726,10 @@ def test_spark_remote_local_has_the_builder_launch_its_server_with_this_python_a
     monkeypatch.setenv("PYSPARK_PYTHON", "/opt/py/bin/python")
     bsession._job_ended(*bsession._session(None, quiet))
     assert launched[1]["PYSPARK_PYTHON"] == "/opt/py/bin/python" == os.environ["PYSPARK_PYTHON"]
+    if "SPARK_API_MODE" in env:  # a --master of the job's: the server's
+        log.clear()
+        bsession._job_ended(*bsession._session("local[3]", quiet))
+        assert log == [("java",), ("master", "local[3]"), ("getOrCreate",)]
 
 
 def test_a_job_on_the_users_session_never_changes_its_options_not_even_while_it_runs(tiny_bert, tmp_path,
