@@ -587,15 +587,18 @@ class TorchBackend:
         """Refuse, saying why, a transformers model that fails on a short probe text (a config transformers cannot
         run: MPNet with fewer than 32 relative-position buckets, BERT with no token type, RoBERTa with no
         pad_token_id), or whose forward pass gives other than the embeddings and one hidden state per layer:
-        bertfeat reads hidden state k as layer k."""
+        bertfeat reads hidden state k as layer k. Finds, too, whether the first token sees the text after it
+        (``first_token_sees_text``: False for a causal decoder, whose CLS pooling
+        :func:`bertfeat.encode.check_first_token` refuses)."""
         import torch
 
         from bertfeat.exceptions import ModelNotAvailableError
 
-        ids = torch.tensor([self._probe_ids()[0]], device=self.device)
+        probes = [torch.tensor([p], device=self.device) for p in self._probe_ids()]
         try:
             with torch.inference_mode():
-                states = self.model(input_ids=ids, attention_mask=torch.ones_like(ids), output_hidden_states=True)
+                states, other = (self.model(input_ids=ids, attention_mask=torch.ones_like(ids),
+                                            output_hidden_states=True) for ids in probes)
         except (RuntimeError, IndexError, TypeError, ValueError) as exc:
             if _is_oom(exc):
                 raise
@@ -613,6 +616,13 @@ class TorchBackend:
                 "which is layer k (an ALBERT with inner_group_num > 1 gives one per inner layer). bertfeat embeds "
                 "with models that give one hidden state per layer."
             )
+        # The probes begin alike and differ after their first two tokens: where the first token's last state is the
+        # same for both, it attends to no token after it (a causal decoder), and CLS pooling would give every text
+        # one vector (encode.check_first_token refuses it)
+        # (cut to a tiny max_length they may be one sequence, which tells nothing)
+        first, again = states.last_hidden_state[0, 0], other.last_hidden_state[0, 0]
+        self.first_token_sees_text = (probes[0].shape == probes[1].shape and torch.equal(*probes)) or not (
+            torch.allclose(first, again, atol=1e-4, rtol=1e-4))
 
     def _padding_changes_outputs(self) -> bool:
         """Whether padding after a sequence changes its real tokens' hidden states in the transformers model, as

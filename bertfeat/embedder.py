@@ -384,10 +384,13 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         if not isinstance(self.normalize, (bool, np.bool_)):
             raise ValueError(f"normalize={self.normalize!r} is not valid: expected True or False.")
         spec = resolve_model(self.model, trust_remote_code=self.trust_remote_code)
-        if "cls" in pooling and not _puts_token_first(spec, self.trust_remote_code):
+        if "cls" in pooling:
             from bertfeat.encode import refuse_cls_pooling
 
-            refuse_cls_pooling(pooling, spec.name)
+            if not _puts_token_first(spec, self.trust_remote_code):
+                refuse_cls_pooling(pooling, spec.name)
+            if spec.causal:  # from config.json, so that a run the cache answers whole is refused too
+                refuse_cls_pooling(pooling, spec.name, spec.model_type, causal=True)
         layers = rcp.parse_layers(self.layers, spec.num_layers, layer_agg)
         max_length = spec.max_length if self.max_length is None else self.max_length
         if not rcp._is_int(max_length) or not 4 <= max_length <= spec.max_length:

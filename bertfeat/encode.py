@@ -618,22 +618,36 @@ def chunk_bounds(n: int, chunk: int, first: int) -> list[tuple[int, int]]:
 
 def check_first_token(model, pooling: Sequence[str]) -> None:
     """Refuse ``"cls"`` pooling where the loaded tokenizer puts no special token before the text (a backend without
-    ``prefix``, the ids it puts there, is not judged)."""
+    ``prefix``, the ids it puts there, is not judged), or where the model's first token sees none after it (a causal
+    decoder: a backend's ``first_token_sees_text`` False)."""
+    name = getattr(getattr(model, "spec", None), "name", None) or "this model"
     prefix = getattr(model, "prefix", None)
     if prefix is not None and not len(prefix):
-        refuse_cls_pooling(pooling, getattr(getattr(model, "spec", None), "name", None) or "this model")
+        refuse_cls_pooling(pooling, name)
+    if getattr(model, "first_token_sees_text", True) is False:
+        refuse_cls_pooling(pooling, name, getattr(getattr(model, "spec", None), "model_type", None), causal=True)
 
 
-def refuse_cls_pooling(pooling: Sequence[str], name: str) -> None:
+def refuse_cls_pooling(pooling: Sequence[str], name: str, model_type: str | None = None, causal: bool = False) -> None:
     """Refuse ``"cls"`` in ``pooling`` for model ``name``, whose tokenizer puts no special token before the text: the
     first token is then the text's first word (GPT-2 and other decoders add nothing; XLNet puts its ``<cls>``
-    last), and CLS pooling would read that word's state, silently."""
+    last), and CLS pooling would read that word's state, silently. ``causal``: the model is a causal decoder
+    (``model_type``), whose first token (a BOS token: Llama's, Mistral's, Gemma's) attends to nothing after it, so
+    its state is the same for every text."""
     if "cls" not in pooling:
         return
+    fix = ("Pass pooling='mean' (or 'max'), which pool every token of the text (to the probe: "
+           "poolings=('mean', 'max')).")
+    if causal:
+        kind = f" (model_type {model_type!r})" if model_type else ""
+        raise ValueError(
+            f"pooling={'+'.join(pooling)!r} reads the CLS token, the first of each sequence, but {name} is a causal "
+            f"decoder{kind}: each token attends only to the tokens before it, so the first token's state is the "
+            f"same for every text and CLS features would be constant. {fix}"
+        )
     raise ValueError(
         f"pooling={'+'.join(pooling)!r} reads the CLS token, the first of each sequence, but {name}'s tokenizer puts "
-        "no special token before the text, so the first token is the text's first word. Pass pooling='mean' (or "
-        "'max'), which pool every token of the text (to the probe: poolings=('mean', 'max'))."
+        f"no special token before the text, so the first token is the text's first word. {fix}"
     )
 
 

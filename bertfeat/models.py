@@ -81,6 +81,9 @@ class ModelSpec:
     st_settings_file: str | None = None
     # the folder ``name`` resolved to (``path`` may be its Transformer module's subfolder): what model= can name
     folder: str = ""
+    # whether config.json makes the model a causal decoder (each token attends only to those before it: a decoder
+    # family's model_type, or "is_decoder": true), where the first token's state is the same for every text
+    causal: bool = False
 
     def prompt(self, name: str) -> str:
         """The text of prompt ``name``, or an error listing the prompts this model defines."""
@@ -264,6 +267,7 @@ def _description(name: str, path: str, trust_remote_code: bool) -> ModelSpec:
         revision=revision,
         folder=str(top),
         special_first=_special_first(root),
+        causal=_is_causal(config),
         **st_folder.prompts(top, name),
     )
 
@@ -312,6 +316,25 @@ def _special_first(root: Path) -> bool | None:
     if all(isinstance(p, dict) and p.get("type") == "ByteLevel" for p in processors if p is not None):
         return False  # no processor that adds special tokens (None, or byte level's offsets alone)
     return None
+
+
+# Decoder families embedding models are built on (Qwen2 for gte-Qwen2, Mistral for e5-mistral and SFR, Llama, Gemma,
+# ...): each token attends only to the tokens before it. Read from config.json, without transformers (whose list of
+# causal language models imports torch); a decoder of a family not listed here is found at load
+# (:meth:`bertfeat.backend.TorchBackend._check_model_runs`).
+_CAUSAL_TYPES = frozenset({
+    "gpt2", "gpt_neo", "gpt_neox", "gptj", "gpt_bigcode", "openai-gpt", "ctrl", "opt", "bloom", "falcon", "mpt",
+    "codegen", "xglm", "biogpt", "llama", "mistral", "mixtral", "ministral", "qwen2", "qwen2_moe", "qwen3",
+    "qwen3_moe", "gemma", "gemma2", "gemma3", "gemma3_text", "phi", "phi3", "stablelm", "starcoder2", "olmo", "olmo2",
+    "cohere", "cohere2", "granite", "helium", "nemotron", "glm", "glm4", "smollm3", "modernbert-decoder",
+    "deepseek_v2", "deepseek_v3", "internlm3", "exaone4",
+})
+
+
+def _is_causal(config: dict) -> bool:
+    """Whether config.json makes the model a causal decoder: a decoder family (:data:`_CAUSAL_TYPES`) or an encoder
+    family configured as a decoder (``"is_decoder": true``: BERT as a decoder, BertGeneration's decoder)."""
+    return config.get("model_type") in _CAUSAL_TYPES or config.get("is_decoder") is True
 
 
 def _check_one_state_per_layer(name: str, config: dict) -> None:

@@ -583,3 +583,56 @@ def test_mpnet_buckets_are_transformers_own_past_max_distance():
     assert mpnet_relative_buckets(4, device="meta").device.type == "meta"  # built on the model's device
     assert torch.equal(mpnet_relative_buckets(20, num_buckets=64, max_distance=16),
                        MPNetEncoder.relative_position_bucket(position[None, :20] - position[:20, None], 64, 16))
+
+
+# -- decoders a user may pass (archs hunt, session 13)
+
+
+def test_cls_pooling_of_a_causal_decoder_is_refused_since_every_text_would_get_one_vector(tiny_encoder, tmp_path,
+                                                                                            monkeypatch):
+    """A decoder's first token (the BOS that Llama's, Mistral's and Gemma's tokenizers put before a text) attends to
+    nothing after it, so its state is the same for every text: the default pooling='cls+mean' gave every text one
+    CLS block (half of each vector constant), silently. Refused at fit from config.json (so a run the all-layers
+    cache answers whole is refused too) and, for a decoder family bertfeat does not list, at load by the probe;
+    mean pooling gives transformers' own vectors."""
+    from tests.tiny_encoders import build_tiny_decoder
+
+    path = build_tiny_decoder(tmp_path / "llama", corpus=TEXTS)
+    assert resolve_model(path).causal and not resolve_model(tiny_encoder("bert")).causal
+    cache = str(tmp_path / "cache")
+    kwargs = dict(layers=LAYERS, layer_agg="concat", max_length=MAX_LENGTH, device="cpu")
+    with pytest.warns(UserWarning):  # the long texts are truncated
+        X = BertEmbedder(path, pooling="mean", cache_dir=cache, cache_all_layers=True, **kwargs).fit_transform(TEXTS)
+    want = reference_features(path, TEXTS, LAYERS, MAX_LENGTH)
+    np.testing.assert_allclose(X, want[:, len(LAYERS) * HIDDEN:], atol=1e-5, rtol=0)
+    assert np.ptp(want[:, :len(LAYERS) * HIDDEN], axis=0).max() < 1e-5  # what CLS pooling would have given
+    message = (r"^pooling='cls\+mean' reads the CLS token, the first of each sequence, but .* is a causal decoder "
+               r"\(model_type 'llama'\): each token attends only to the tokens before it, .* Pass pooling='mean'")
+    with pytest.raises(ValueError, match=message):
+        BertEmbedder(path, pooling="cls+mean", cache_dir=cache, cache_all_layers=True, **kwargs).fit(TEXTS)
+    # a decoder family the list lacks: the probe at load finds that the first token sees nothing after it
+    monkeypatch.setattr(models, "_CAUSAL_TYPES", frozenset())
+    models._describe_cached.cache_clear()
+    try:
+        assert not resolve_model(path).causal
+        with pytest.raises(ValueError, match=message):
+            BertEmbedder(path, pooling="cls+mean", **kwargs).fit_transform(TEXTS)
+        assert get_backend(resolve_model(path), "cpu", "float32").first_token_sees_text is False
+    finally:
+        models._describe_cached.cache_clear()
+    assert get_backend(resolve_model(tiny_encoder("bert")), "cpu", "float32").first_token_sees_text is True
+    assert get_backend(resolve_model(tiny_encoder("modernbert")), "cpu", "float32").first_token_sees_text is True
+    reference_model.cache_clear()
+
+
+def test_the_causal_families_read_from_config_are_decoders_in_transformers():
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    from transformers.models.auto.modeling_auto import (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+                                                        MODEL_FOR_MASKED_LM_MAPPING_NAMES)
+
+    known = [t for t in models._CAUSAL_TYPES if t in CONFIG_MAPPING]
+    assert len(known) > 30  # the installed transformers has most of them
+    assert all(t in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and t not in MODEL_FOR_MASKED_LM_MAPPING_NAMES for t in known)
+    assert models._is_causal({"model_type": "qwen2"}) and models._is_causal({"model_type": "bert", "is_decoder": True})
+    assert not models._is_causal({"model_type": "bert"}) and not models._is_causal({"model_type": "bert",
+                                                                                      "is_decoder": False})

@@ -150,3 +150,26 @@ def build_tiny_encoder(path, model_type: str, corpus: list[str] | None = None, s
                 p.copy_(0.5 * torch.randn_like(p))
     model.save_pretrained(str(path), safe_serialization=True)
     return str(Path(path))
+
+
+def build_tiny_decoder(path, model_type: str = "llama", corpus: list[str] | None = None, seed: int = 0) -> str:
+    """A tiny random-weight causal decoder (Llama's layout unless ``model_type`` says otherwise) with the tokenizer
+    decoder embedders save: a BOS token before the text and nothing after it, no pad token, left padding."""
+    import torch
+    from tokenizers import processors
+    from transformers import AutoConfig, AutoModel, PreTrainedTokenizerFast
+
+    bpe = build_tokenizer(path, "bpe", list(corpus or []) + TINY_SENTENCES, POSITIONS).backend_tokenizer
+    bos = bpe.token_to_id("<s>")
+    bpe.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A $B", special_tokens=[("<s>", bos)])
+    for f in Path(path).iterdir():  # the encoder tokenizer's files: replaced by the decoder's
+        f.unlink()
+    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, model_max_length=POSITIONS, bos_token="<s>", eos_token="</s>",
+                                  unk_token="<unk>", padding_side="left")
+    tok.save_pretrained(str(path))
+    config = AutoConfig.for_model(model_type, vocab_size=len(tok), hidden_size=HIDDEN, num_hidden_layers=LAYERS,
+                                  num_attention_heads=HEADS, num_key_value_heads=2, intermediate_size=INTERMEDIATE,
+                                  max_position_embeddings=POSITIONS, bos_token_id=bos, eos_token_id=tok.eos_token_id)
+    torch.manual_seed(seed)
+    AutoModel.from_config(config).save_pretrained(str(path), safe_serialization=True)
+    return str(Path(path))
