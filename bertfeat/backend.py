@@ -586,8 +586,8 @@ class TorchBackend:
     def _check_model_runs(self) -> None:
         """Refuse, saying why, a transformers model that fails on a short probe text (a config transformers cannot
         run: MPNet with fewer than 32 relative-position buckets, BERT with no token type, RoBERTa with no
-        pad_token_id), or whose forward pass gives other than the embeddings and one hidden state per layer:
-        bertfeat reads hidden state k as layer k. Finds, too, whether the first token sees the text after it
+        pad_token_id), or whose forward pass gives other than the embeddings and one hidden state per layer, each
+        of one vector per token: bertfeat reads hidden state k as layer k, and pools it with a mask per token. Finds, too, whether the first token sees the text after it
         (``first_token_sees_text``: False for a causal decoder, whose CLS pooling
         :func:`bertfeat.encode.check_first_token` refuses)."""
         import torch
@@ -608,6 +608,16 @@ class TorchBackend:
                 "embedded with it: its config.json asks for what transformers cannot run with these weights (check it "
                 "against the config the model was trained with), or the model needs more than text as input."
             ) from exc
+        tokens = probes[0].shape[1]
+        lengths = sorted({int(h.shape[1]) for h in (*states.hidden_states, states.last_hidden_state)})
+        if lengths != [tokens]:
+            raise ModelNotAvailableError(
+                f"model={self.spec.name!r} ({getattr(self.config, 'model_type', '?')}) gives hidden states of "
+                f"{', '.join(map(str, lengths))} positions for a probe of {tokens} tokens, so they do not hold one "
+                "vector per token of the text (its layers shorten the sequence, as a Funnel Transformer's or CANINE's "
+                "do): bertfeat's pooling (a mask per token) and layers= cannot read them. bertfeat embeds with "
+                "encoders that keep one state per token in every layer."
+            )
         want = self.spec.num_layers + 1
         if len(states.hidden_states) != want:
             raise ModelNotAvailableError(

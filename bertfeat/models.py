@@ -227,6 +227,7 @@ def _description(name: str, path: str, trust_remote_code: bool) -> ModelSpec:
             "is_encoder_decoder in config.json): bertfeat embeds texts with the hidden states of one encoder and "
             "cannot run it. Pass a BERT-family encoder (BERT, RoBERTa, DistilBERT, MiniLM, MPNet, DeBERTa, ...)."
         )
+    _check_one_state_per_token(name, config)
     num_layers = _first(config, "num_hidden_layers", "n_layers", "num_layers", "n_layer")
     hidden = _first(config, "hidden_size", "dim", "d_model", "n_embd")
     if num_layers is None or hidden is None:
@@ -335,6 +336,28 @@ def _is_causal(config: dict) -> bool:
     """Whether config.json makes the model a causal decoder: a decoder family (:data:`_CAUSAL_TYPES`) or an encoder
     family configured as a decoder (``"is_decoder": true``: BERT as a decoder, BertGeneration's decoder)."""
     return config.get("model_type") in _CAUSAL_TYPES or config.get("is_decoder") is True
+
+
+# Families whose layers run on fewer positions than the text has tokens: Funnel Transformer pools the sequence between
+# its blocks (to a half, then a quarter), CANINE runs its deep layers on one position per 4 characters.
+_SHORTENING_TYPES = {
+    "funnel": "Funnel Transformer, whose blocks pool the sequence to half its positions, then a quarter,",
+    "canine": "CANINE, whose deep layers run on the characters downsampled to one position per 4,",
+}
+
+
+def _check_one_state_per_token(name: str, config: dict) -> None:
+    """Refuse, from config.json, a model whose hidden states do not hold one vector per token of the text (bertfeat
+    pools them with a mask per token and reads hidden state k as layer k): a family of :data:`_SHORTENING_TYPES`.
+    :meth:`bertfeat.backend.TorchBackend._check_model_runs` checks every state's length at load, for others."""
+    model_type = config.get("model_type")
+    if model_type in _SHORTENING_TYPES:
+        raise ModelNotAvailableError(
+            f"model={name!r} is a {_SHORTENING_TYPES[model_type]} so its hidden states do not hold one vector per "
+            f"token of the text (model_type {model_type!r} in its config.json): bertfeat's pooling (a mask per token) "
+            "and layers= cannot read them. bertfeat embeds with encoders that keep one state per token in every "
+            "layer (BERT, RoBERTa, DeBERTa, ELECTRA, MPNet, ...)."
+        )
 
 
 def _check_one_state_per_layer(name: str, config: dict) -> None:

@@ -636,3 +636,50 @@ def test_the_causal_families_read_from_config_are_decoders_in_transformers():
     assert models._is_causal({"model_type": "qwen2"}) and models._is_causal({"model_type": "bert", "is_decoder": True})
     assert not models._is_causal({"model_type": "bert"}) and not models._is_causal({"model_type": "bert",
                                                                                       "is_decoder": False})
+
+
+def _shortening_model(path, model_type: str, **config) -> str:
+    """A tiny Funnel Transformer (blocks of one layer, each pooling the sequence to half) or CANINE (characters, its
+    own tokenizer), saved to ``path``."""
+    from transformers import AutoConfig, AutoModel, CanineTokenizer
+
+    from tests.tiny_encoders import HEADS, INTERMEDIATE, build_tokenizer
+
+    if model_type == "canine":
+        tok = CanineTokenizer(model_max_length=64)
+        tok.save_pretrained(str(path))
+        kwargs = dict(hidden_size=HIDDEN, num_hidden_layers=2, num_attention_heads=HEADS, intermediate_size=INTERMEDIATE,
+                      num_hash_buckets=64, num_hash_functions=2, local_transformer_stride=8)
+    else:
+        tok = build_tokenizer(path, "wordpiece", TEXTS, 64)
+        kwargs = dict(vocab_size=len(tok), block_sizes=[1, 1, 1], d_model=HIDDEN, n_head=HEADS, d_head=8,
+                      d_inner=INTERMEDIATE, pad_token_id=tok.pad_token_id, architectures=["FunnelBaseModel"])
+    torch.manual_seed(0)
+    model_config = AutoConfig.for_model(model_type, **{**kwargs, **config})
+    AutoModel.from_config(model_config).save_pretrained(str(path), safe_serialization=True)
+    return str(path)
+
+
+@pytest.mark.parametrize("model_type", ["funnel", "canine"])
+def test_a_model_whose_layers_shorten_the_sequence_is_refused_at_fit_saying_so(model_type, tmp_path, monkeypatch):
+    """(archs hunt, session 13) A Funnel Transformer pools the sequence between its blocks and CANINE runs its deep
+    layers on a quarter of the characters, so their hidden states hold no vector per token that a mask could pool.
+    A Funnel was refused as 'config.json does not say how many layers or what hidden size the model has' (it says:
+    block_sizes, d_model), and a CANINE passed fit and failed at the load with transformers' NotImplementedError
+    ('get_input_embeddings not auto-handled'). Both are refused at fit now, naming the family and why; a
+    shortening model of another family, at load, by its states' lengths."""
+    import json
+
+    from bertfeat import ModelNotAvailableError
+
+    path = _shortening_model(tmp_path / model_type, model_type)
+    with pytest.raises(ModelNotAvailableError, match=rf"model_type '{model_type}' in its config.json\): bertfeat's "
+                                                     r"pooling \(a mask per token\) and layers= cannot read them"):
+        BertEmbedder(model=path, device="cpu").fit(["a cat"])
+    if model_type == "funnel":  # the check at load: a config giving a layer count, of a family not listed
+        config = json.loads((tmp_path / model_type / "config.json").read_text())
+        (tmp_path / model_type / "config.json").write_text(json.dumps({**config, "n_layers": 3}))
+        monkeypatch.setattr(models, "_SHORTENING_TYPES", {})
+        with pytest.raises(ModelNotAvailableError, match=r"\(funnel\) gives hidden states of \d+, \d+, \d+ positions "
+                                                         r"for a probe of \d+ tokens, so they do not hold one vector"):
+            BertEmbedder(model=path, pooling="mean", device="cpu").fit_transform(["a cat"])
