@@ -594,7 +594,7 @@ class TorchBackend:
 
         from bertfeat.exceptions import ModelNotAvailableError
 
-        probes = [torch.tensor([p], device=self.device) for p in self._probe_ids()]
+        probes = [torch.tensor([ids], device=self.device) for ids in self._first_token_probes()]
         try:
             with torch.inference_mode():
                 states, other = (self.model(input_ids=ids, attention_mask=torch.ones_like(ids),
@@ -626,13 +626,13 @@ class TorchBackend:
                 "which is layer k (an ALBERT with inner_group_num > 1 gives one per inner layer). bertfeat embeds "
                 "with models that give one hidden state per layer."
             )
-        # The probes begin alike and differ after their first two tokens: where the first token's last state is the
-        # same for both, it attends to no token after it (a causal decoder), and CLS pooling would give every text
-        # one vector (encode.check_first_token refuses it)
-        # (cut to a tiny max_length they may be one sequence, which tells nothing)
-        first, again = states.last_hidden_state[0, 0], other.last_hidden_state[0, 0]
-        self.first_token_sees_text = (probes[0].shape == probes[1].shape and torch.equal(*probes)) or not (
-            torch.allclose(first, again, atol=1e-4, rtol=1e-4))
+        # The probes share their first token and differ in every token after it: where its last state is the same
+        # for both (to float32's rounding), it attends to no token after it (a causal decoder), and CLS pooling would
+        # give every text one vector (encode.check_first_token refuses it). Cut to a tiny max_length the probes may
+        # be one sequence, which tells nothing.
+        first, again = states.last_hidden_state[0, 0].float(), other.last_hidden_state[0, 0].float()
+        self.first_token_sees_text = torch.equal(*probes) or bool(
+            (first - again).abs().max() > 1e-5 * max(1.0, float(first.abs().max())))
 
     def _padding_changes_outputs(self) -> bool:
         """Whether padding after a sequence changes its real tokens' hidden states in the transformers model, as
@@ -780,6 +780,15 @@ class TorchBackend:
         """Two real token sequences of different lengths, to check the fast path against the model."""
         return [self.prefix + w + self.suffix for w in self._probe_content()]
 
+    def _first_token_probes(self) -> list[list[int]]:
+        """The longer probe, and another text cut to its length: one length, the same first (special) token, other
+        tokens after it (neither reversed nor reordered: a tiny DeBERTa-v2, whose positions are relative, or a model
+        without positions, gives its first token nearly the same state for the same tokens in another order)."""
+        content = self._probe_content()[1]
+        other = self.tokenize(["zebras quietly jumped over seven wooden fences yesterday; nobody saw them again"])[0]
+        n = min(len(content), len(other))
+        return [self.prefix + words[:n] + self.suffix for words in (content, other)]
+
     def _probe_content(self) -> list[list[int]]:
         """The probes' content tokens, cut to fit the model: a fine-grained tokenizer makes the longer one some 40
         tokens, more than a small model's position table holds."""
@@ -865,9 +874,9 @@ def load_checked_model(spec: ModelSpec, dtype, tokenizer, trust_remote_code: boo
     check_weights_fit(spec.name, spec.path, info.get("missing_keys", ()), info.get("unexpected_keys", ()),
                       info.get("mismatched_keys", ()), [n for n, _ in encoder.named_children()],
                       getattr(model, "base_model_prefix", ""))
-    embeddings = model.get_input_embeddings()
-    if embeddings is not None and hasattr(embeddings, "num_embeddings"):
-        check_vocab_fits(spec.name, len(tokenizer), embeddings.num_embeddings, getattr(model.config, "vocab_size", None))
+    rows = _embedding_rows(model)
+    if rows is not None:
+        check_vocab_fits(spec.name, len(tokenizer), rows, getattr(model.config, "vocab_size", None))
     check_weights_finite(spec.name, spec.path, encoder.named_parameters())
     return model
 
@@ -931,7 +940,22 @@ def check_model_files(spec: ModelSpec, trust_remote_code: bool = False) -> dict:
 def _checked_counts(model, tokenizer) -> dict:
     """What :func:`load_checked_model` checked: weight tensors, tokenizer tokens, embedding rows."""
     return {"tensors": len(model.state_dict()), "tokenizer_tokens": len(tokenizer),
-            "embedding_rows": model.get_input_embeddings().num_embeddings}
+            "embedding_rows": _embedding_rows(model)}
+
+
+def _embedding_rows(model) -> int | None:
+    """The rows of the model's token embedding table; None where it has none to tell: I-BERT's ``QuantEmbedding``
+    keeps its table as a plain ``weight`` (no ``num_embeddings``: the load failed with an AttributeError), and a
+    model without a token table (CANINE hashes characters) has transformers raise NotImplementedError."""
+    try:
+        embeddings = model.get_input_embeddings()
+    except NotImplementedError:
+        return None
+    rows = getattr(embeddings, "num_embeddings", None)
+    weight = getattr(embeddings, "weight", None)
+    if rows is None and weight is not None and getattr(weight, "dim", lambda: 0)() == 2:
+        rows = weight.shape[0]
+    return None if rows is None else int(rows)
 
 
 def _load_config(path: str, trust_remote_code: bool):

@@ -32,10 +32,23 @@ FAMILIES = {
     "convbert": ("wordpiece", False),
     "yoso": ("wordpiece", False),
     "big_bird": ("wordpiece", False),
+    # beyond the families above (archs hunt, session 13): each runs as transformers runs it
+    "roberta-prelayernorm": ("bpe", False),
+    "xlm-roberta-xl": ("bpe", False),
+    "data2vec-text": ("bpe", False),
+    "ibert": ("bpe", False),
+    "longformer": ("bpe", False),
+    "esm": ("bpe", False),
+    "ernie": ("wordpiece", False),
+    "megatron-bert": ("wordpiece", False),
+    "roformer": ("wordpiece", False),
+    "rembert": ("wordpiece", False),
+    "mobilebert": ("wordpiece", False),
+    "fnet": ("wordpiece", False),
 }
-# Families whose real tokens see the padding beside them (ConvBERT's span convolution, YOSO's hashed attention):
+# Families whose real tokens see the padding beside them (ConvBERT's span convolution, YOSO's hashed attention, ...):
 # bertfeat runs each length of a batch alone for them.
-PADDING_SEEN = {"convbert", "yoso"}
+PADDING_SEEN = {"convbert", "yoso", "fnet"}  # FNet: a Fourier transform over every position, padding too
 
 
 def build_tokenizer(path, style: str, corpus: list[str], max_length: int):
@@ -121,6 +134,22 @@ def _config(model_type: str, tok):
     if model_type == "big_bird":
         # block-sparse attention from 36 tokens on (blocks of 4, 2 random blocks), as real checkpoints from 704
         return tf.BigBirdConfig(**common, attention_type="block_sparse", block_size=4, num_random_blocks=2)
+    if model_type in ("roberta-prelayernorm", "xlm-roberta-xl", "data2vec-text", "ibert", "longformer"):
+        # RoBERTa's embeddings (positions from padding_idx + 1, one token type); Longformer's local window shorter
+        # than the test texts, so the window and its padding to a multiple of it both matter
+        window = dict(attention_window=8) if model_type == "longformer" else {}
+        return tf.AutoConfig.for_model(model_type, **{**common, "max_position_embeddings": POSITIONS + 2},
+                                       type_vocab_size=1, **window)
+    if model_type == "esm":
+        return tf.EsmConfig(**{**common, "max_position_embeddings": POSITIONS + 2}, position_embedding_type="absolute",
+                            token_dropout=False, mask_token_id=tok.mask_token_id)
+    if model_type in ("ernie", "megatron-bert", "roformer", "fnet"):
+        return tf.AutoConfig.for_model(model_type, **common)
+    if model_type == "rembert":  # embeddings narrower than the layers, projected up
+        return tf.RemBertConfig(**common, input_embedding_size=16, output_embedding_size=16)
+    if model_type == "mobilebert":  # bottlenecks around each layer, several feed-forward networks
+        return tf.MobileBertConfig(**common, embedding_size=16, true_hidden_size=16, intra_bottleneck_size=16,
+                                   num_feedforward_networks=2)
     raise ValueError(f"no tiny config for model_type={model_type!r}")
 
 
