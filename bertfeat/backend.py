@@ -451,6 +451,13 @@ class TorchBackend:
                     f"{self.dtype} {'autocast' if 'Autocast' in first else 'kernels'} there ({first}); the CPU is not "
                     f"the cause. Pass dtype={other}, or install a newer torch."
                 ) from None
+            if _autocast_runs_on_cpu(self.torch_dtype):  # this CPU runs the dtype: the model's own code fails in it
+                raise ValueError(
+                    f"dtype={self.dtype!r} cannot run model={self.spec.name!r} "
+                    f"({getattr(self.config, 'model_type', '?')}): transformers' forward pass of it fails under "
+                    f"{self.dtype} autocast ({first}). This CPU runs {self.dtype} products; the model's code is the "
+                    "cause, and fails so on a GPU too. Pass dtype='float32'."
+                ) from None
             raise ValueError(
                 f"dtype={self.dtype!r} cannot run on this CPU ({cpu_model()}; instruction sets: "
                 f"{', '.join(cpu_flags()) or 'none reported'}): {first}. "
@@ -835,6 +842,21 @@ def _norms_in_float32(model) -> None:
     for module in model.modules():
         if isinstance(module, torch.nn.LayerNorm):
             module.register_forward_pre_hook(to_float32)
+
+
+def _autocast_runs_on_cpu(torch_dtype) -> bool:
+    """Whether this CPU runs a product and a matrix multiply under autocast in ``torch_dtype``: where it does, a model
+    whose forward pass fails there fails for its own code (DeBERTa's masked_fill with float32's minimum into bfloat16
+    scores, X-MOD's float32 index_put of bfloat16 adapters), not for the CPU."""
+    import torch
+
+    try:
+        with torch.inference_mode(), torch.autocast("cpu", dtype=torch_dtype):
+            x = torch.ones(2, 8)
+            y = torch.nn.functional.linear(x, torch.ones(8, 8))
+            return bool(torch.isfinite((y @ y.T).float()).all())
+    except RuntimeError:
+        return False
 
 
 def _torch_lacks_dtype_on_cpu(message: str, dtype: str) -> bool:

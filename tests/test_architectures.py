@@ -9,6 +9,7 @@ and is compared, CLS and mean of several layers, truncated and chunked, with the
 from __future__ import annotations
 
 import functools
+import re
 
 import numpy as np
 import pytest
@@ -683,3 +684,31 @@ def test_a_model_whose_layers_shorten_the_sequence_is_refused_at_fit_saying_so(m
         with pytest.raises(ModelNotAvailableError, match=r"\(funnel\) gives hidden states of \d+, \d+, \d+ positions "
                                                          r"for a probe of \d+ tokens, so they do not hold one vector"):
             BertEmbedder(model=path, pooling="mean", device="cpu").fit_transform(["a cat"])
+
+
+@pytest.mark.parametrize("model_type, style", [("deberta", "wordpiece"), ("xmod", "bpe")])
+def test_a_model_whose_code_fails_under_bfloat16_autocast_is_refused_naming_the_model_not_the_cpu(
+        model_type, style, tmp_path):
+    """(archs hunt, session 13) DeBERTa (v1) fills its bfloat16 attention scores with float32's minimum and X-MOD
+    puts bfloat16 adapter outputs into a float32 tensor, so transformers' forward pass of either fails under
+    bfloat16 autocast on any device. dtype='bfloat16' was refused as "cannot run on this CPU (AMD EPYC; instruction
+    sets: ... avx512_bf16 ...)", on a CPU that runs bfloat16: the model's code is named now. float32 gives
+    transformers' vectors."""
+    import warnings
+
+    from bertfeat.backend import _autocast_runs_on_cpu
+
+    if not _autocast_runs_on_cpu(torch.bfloat16):
+        pytest.skip("this CPU runs no bfloat16 product under autocast: the CPU is the cause here")
+    path = build_tiny_encoder(tmp_path / model_type, model_type, corpus=TEXTS, style=style)
+    with pytest.warns(UserWarning):  # the long texts are truncated
+        X = BertEmbedder(model=path, pooling="cls+mean", layers=LAYERS, layer_agg="concat", max_length=MAX_LENGTH,
+                         device="cpu").fit_transform(TEXTS)
+    np.testing.assert_allclose(X, reference_features(path, TEXTS, LAYERS, MAX_LENGTH), atol=1e-5, rtol=0)
+    with warnings.catch_warnings(), pytest.raises(ValueError) as refused:
+        warnings.simplefilter("ignore")  # a slower dtype on this CPU is said so
+        BertEmbedder(model=path, dtype="bfloat16", device="cpu").fit_transform(TEXTS[:2])
+    assert re.match(rf"dtype='bfloat16' cannot run model='.*' \({model_type}\): transformers' forward pass of it fails "
+                    r"under bfloat16 autocast \(.+\)\. This CPU runs bfloat16 products; the model's code is the "
+                    r"cause, and fails so on a GPU too\. Pass dtype='float32'\.$", str(refused.value)), refused.value
+    reference_model.cache_clear()

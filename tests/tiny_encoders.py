@@ -150,6 +150,12 @@ def _config(model_type: str, tok):
     if model_type == "mobilebert":  # bottlenecks around each layer, several feed-forward networks
         return tf.MobileBertConfig(**common, embedding_size=16, true_hidden_size=16, intra_bottleneck_size=16,
                                    num_feedforward_networks=2)
+    if model_type == "deberta":  # DeBERTa (v1): relative positions, as its checkpoints
+        return tf.DebertaConfig(**common, relative_attention=True, max_relative_positions=-1,
+                                pos_att_type=["p2c", "c2p"], position_biased_input=False)
+    if model_type == "xmod":  # X-MOD: RoBERTa's embeddings, a language adapter in every layer
+        return tf.XmodConfig(**{**common, "max_position_embeddings": POSITIONS + 2}, type_vocab_size=1,
+                             languages=["en_XX", "de_DE"], default_language="en_XX")
     raise ValueError(f"no tiny config for model_type={model_type!r}")
 
 
