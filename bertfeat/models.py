@@ -229,7 +229,7 @@ def _description(name: str, path: str, trust_remote_code: bool) -> ModelSpec:
         )
     _check_one_state_per_token(name, config)
     num_layers = _first(config, "num_hidden_layers", "n_layers", "num_layers", "n_layer")
-    hidden = _first(config, "hidden_size", "dim", "d_model", "n_embd")
+    hidden = _first(config, "hidden_size", "dim", "d_model", "n_embd", "emb_dim")  # emb_dim: XLM's, FlauBERT's
     if num_layers is None or hidden is None:
         raise ModelNotAvailableError(
             f"model={name!r}: config.json does not say how many layers or what hidden size the model has; "
@@ -334,8 +334,10 @@ _CAUSAL_TYPES = frozenset({
 
 def _is_causal(config: dict) -> bool:
     """Whether config.json makes the model a causal decoder: a decoder family (:data:`_CAUSAL_TYPES`) or an encoder
-    family configured as a decoder (``"is_decoder": true``: BERT as a decoder, BertGeneration's decoder)."""
-    return config.get("model_type") in _CAUSAL_TYPES or config.get("is_decoder") is True
+    family configured as a decoder (``"is_decoder": true``: BERT as a decoder, BertGeneration's decoder; an XLM or
+    FlauBERT trained as a causal language model says ``"causal": true``)."""
+    return (config.get("model_type") in _CAUSAL_TYPES or config.get("is_decoder") is True
+            or (config.get("model_type") in ("xlm", "flaubert") and config.get("causal") is True))
 
 
 # Families whose layers run on fewer positions than the text has tokens: Funnel Transformer pools the sequence between

@@ -637,6 +637,7 @@ def test_the_causal_families_read_from_config_are_decoders_in_transformers():
     assert models._is_causal({"model_type": "qwen2"}) and models._is_causal({"model_type": "bert", "is_decoder": True})
     assert not models._is_causal({"model_type": "bert"}) and not models._is_causal({"model_type": "bert",
                                                                                       "is_decoder": False})
+    assert models._is_causal({"model_type": "xlm", "causal": True}) and not models._is_causal({"model_type": "xlm"})
 
 
 def _shortening_model(path, model_type: str, **config) -> str:

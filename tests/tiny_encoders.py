@@ -45,6 +45,8 @@ FAMILIES = {
     "rembert": ("wordpiece", False),
     "mobilebert": ("wordpiece", False),
     "fnet": ("wordpiece", False),
+    "xlm": ("wordpiece", False),
+    "flaubert": ("wordpiece", False),
 }
 # Families whose real tokens see the padding beside them (ConvBERT's span convolution, YOSO's hashed attention, ...):
 # bertfeat runs each length of a batch alone for them.
@@ -150,6 +152,10 @@ def _config(model_type: str, tok):
     if model_type == "mobilebert":  # bottlenecks around each layer, several feed-forward networks
         return tf.MobileBertConfig(**common, embedding_size=16, true_hidden_size=16, intra_bottleneck_size=16,
                                    num_feedforward_networks=2)
+    if model_type in ("xlm", "flaubert"):  # their own names for the sizes; the pad id their lengths are counted by
+        return tf.AutoConfig.for_model(model_type, vocab_size=len(tok), emb_dim=HIDDEN, n_layers=LAYERS,
+                                       n_heads=HEADS, max_position_embeddings=POSITIONS, pad_index=tok.pad_token_id,
+                                       **ids)
     if model_type == "deberta":  # DeBERTa (v1): relative positions, as its checkpoints
         return tf.DebertaConfig(**common, relative_attention=True, max_relative_positions=-1,
                                 pos_att_type=["p2c", "c2p"], position_biased_input=False)
