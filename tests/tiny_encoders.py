@@ -35,12 +35,9 @@ FAMILIES = {
     # beyond the families above (archs hunt, session 13): each runs as transformers runs it
     "roberta-prelayernorm": ("bpe", False),
     "xlm-roberta-xl": ("bpe", False),
-    "data2vec-text": ("bpe", False),
     "ibert": ("bpe", False),
     "longformer": ("bpe", False),
-    "esm": ("bpe", False),
     "ernie": ("wordpiece", False),
-    "megatron-bert": ("wordpiece", False),
     "roformer": ("wordpiece", False),
     "rembert": ("wordpiece", False),
     "mobilebert": ("wordpiece", False),
@@ -136,16 +133,13 @@ def _config(model_type: str, tok):
     if model_type == "big_bird":
         # block-sparse attention from 36 tokens on (blocks of 4, 2 random blocks), as real checkpoints from 704
         return tf.BigBirdConfig(**common, attention_type="block_sparse", block_size=4, num_random_blocks=2)
-    if model_type in ("roberta-prelayernorm", "xlm-roberta-xl", "data2vec-text", "ibert", "longformer"):
+    if model_type in ("roberta-prelayernorm", "xlm-roberta-xl", "ibert", "longformer"):
         # RoBERTa's embeddings (positions from padding_idx + 1, one token type); Longformer's local window shorter
         # than the test texts, so the window and its padding to a multiple of it both matter
         window = dict(attention_window=8) if model_type == "longformer" else {}
         return tf.AutoConfig.for_model(model_type, **{**common, "max_position_embeddings": POSITIONS + 2},
                                        type_vocab_size=1, **window)
-    if model_type == "esm":
-        return tf.EsmConfig(**{**common, "max_position_embeddings": POSITIONS + 2}, position_embedding_type="absolute",
-                            token_dropout=False, mask_token_id=tok.mask_token_id)
-    if model_type in ("ernie", "megatron-bert", "roformer", "fnet"):
+    if model_type in ("ernie", "roformer", "fnet"):
         return tf.AutoConfig.for_model(model_type, **common)
     if model_type == "rembert":  # embeddings narrower than the layers, projected up
         return tf.RemBertConfig(**common, input_embedding_size=16, output_embedding_size=16)
