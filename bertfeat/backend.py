@@ -621,9 +621,10 @@ class TorchBackend:
             raise ModelNotAvailableError(
                 f"model={self.spec.name!r} ({getattr(self.config, 'model_type', '?')}) gives hidden states of "
                 f"{', '.join(map(str, lengths))} positions for a probe of {tokens} tokens, so they do not hold one "
-                "vector per token of the text (its layers shorten the sequence, as a Funnel Transformer's or CANINE's "
-                "do): bertfeat's pooling (a mask per token) and layers= cannot read them. bertfeat embeds with "
-                "encoders that keep one state per token in every layer."
+                "vector per token of the text (its layers change the sequence's length: a Funnel Transformer and "
+                "CANINE shorten it, a Reformer pads it to its attention chunks): bertfeat's pooling (a mask per token) "
+                "and layers= cannot read them. bertfeat embeds with encoders that keep one state per token in every "
+                "layer."
             )
         want = self.spec.num_layers + 1
         if len(states.hidden_states) != want:

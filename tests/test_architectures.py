@@ -713,3 +713,25 @@ def test_a_model_whose_code_fails_under_bfloat16_autocast_is_refused_naming_the_
                     r"under bfloat16 autocast \(.+\)\. This CPU runs bfloat16 products; the model's code is the "
                     r"cause, and fails so on a GPU too\. Pass dtype='float32'\.$", str(refused.value)), refused.value
     reference_model.cache_clear()
+
+
+def test_a_reformer_whose_lower_states_keep_its_chunk_padding_is_refused_at_load(tmp_path):
+    """A Reformer pads the sequence to a multiple of its attention chunks and gives its lower hidden states at that
+    length: a recipe reading any layer but the last failed mid-transform with a bare size mismatch between the states
+    and the mask. The load's check of every state's length refuses it, saying why."""
+    from transformers import AutoModel, ReformerConfig
+
+    from bertfeat import ModelNotAvailableError
+    from tests.tiny_encoders import HEADS, build_tokenizer
+
+    tok = build_tokenizer(tmp_path, "wordpiece", TEXTS, 64)
+    config = ReformerConfig(vocab_size=len(tok), hidden_size=HIDDEN, num_attention_heads=HEADS, attention_head_size=8,
+                            attn_layers=["local", "local"], axial_pos_shape=[8, 8], axial_pos_embds_dim=[16, 16],
+                            feed_forward_size=37, local_attn_chunk_length=8, is_decoder=False,
+                            pad_token_id=tok.pad_token_id, max_position_embeddings=64)
+    torch.manual_seed(0)
+    AutoModel.from_config(config).save_pretrained(str(tmp_path), safe_serialization=True)
+    with pytest.raises(ModelNotAvailableError, match=r"\(reformer\) gives hidden states of \d+, \d+ positions for a "
+                                                     r"probe of \d+ tokens, .* a Reformer pads it to its attention"):
+        BertEmbedder(model=str(tmp_path), pooling="mean", layers=[0, -1], layer_agg="concat",
+                     device="cpu").fit_transform(TEXTS[:3])
