@@ -735,3 +735,15 @@ def test_a_reformer_whose_lower_states_keep_its_chunk_padding_is_refused_at_load
                                                      r"probe of \d+ tokens, .* a Reformer pads it to its attention"):
         BertEmbedder(model=str(tmp_path), pooling="mean", layers=[0, -1], layer_agg="concat",
                      device="cpu").fit_transform(TEXTS[:3])
+
+
+def test_info_describes_a_decoder_with_the_pooling_it_runs(tmp_path):
+    """`bertfeat info` fitted the default recipe, whose pooling reads the CLS token, and so failed with CLS pooling's
+    refusal on every causal decoder and GPT-2-style tokenizer: no way to see a model's facts. Its default recipe
+    there is mean pooling."""
+    from bertfeat.cli.info import describe
+    from tests.tiny_encoders import build_tiny_decoder
+
+    path = build_tiny_decoder(tmp_path / "llama", corpus=TEXTS)
+    info = describe(path, machine=False)
+    assert (info["model_type"], info["default_recipe"]["pooling"], info["layers"]) == ("llama", ["mean"], 3)

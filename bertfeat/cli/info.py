@@ -41,9 +41,14 @@ def describe(model: str = "default", machine: bool = True) -> dict:
     from bertfeat.models import resolve_model
     from bertfeat.prompts import notes_held
 
+    from bertfeat.embedder import _puts_token_first
+
     spec = resolve_model(model)
+    # the default pooling reads the CLS token: for a model where that is refused (a causal decoder, a tokenizer that
+    # puts nothing before the text) the default recipe is mean pooling, which it runs, and not a refusal of info
+    pooling = None if _puts_token_first(spec, False) and not spec.causal else "mean"
     with notes_held():  # the notes about prompts and modules not applied: info lists them below
-        recipe = BertEmbedder(model).fit(["x"]).recipe_
+        recipe = BertEmbedder(model, **({"pooling": pooling} if pooling else {})).fit(["x"]).recipe_
     # Loads the weights once: a model whose weights do not fit its config is an error here, not a normal model. The
     # machine report's forward-pass line needs the model on the CPU: that load checks the same, and is the one load.
     backend = get_backend(spec, "cpu", "float32") if machine else None
