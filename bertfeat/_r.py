@@ -21,9 +21,10 @@ import warnings
 
 import numpy as np
 
-from bertfeat.cache import PICKLED_NOTE, SET_PARAMS_ASIDE
 from bertfeat.embedder import BertEmbedder
 from bertfeat.sources import input_found  # noqa: F401  (R's pre-check of bf_embed_file()'s input)
+from bertfeat.spelling import (PYTHON_CALLS, QUOTED, QUOTED_OR_KEYWORD, QUOTED_TEXT, SCALAR, STRING, STRING_LIST,
+                               without_python_only)
 
 
 # How torch was imported in this process: "deepbind" (by this module, inside R), "plain", or None (not yet).
@@ -117,77 +118,36 @@ def _for_r(caught) -> list[tuple[str, str]]:
     return [(w.category.__name__, r_advice(str(w.message))) for w in caught]
 
 
-# A Python literal as bertfeat's messages write one ({value!r}): a quoted string, True/False/None, a number, a list
-# or tuple of those
-_STRING = r"'(?:[^'\\]|\\.)*'" + r'|"(?:[^"\\]|\\.)*"'
-_SCALAR = rf"""{_STRING}|True|False|None|-?\d+(?:\.\d+)?(?:e[-+]?\d+)?"""
-_LITERAL = re.compile(rf"""{_SCALAR}|\[(?:\s*(?:{_SCALAR})\s*,?)*\]|\((?:\s*(?:{_SCALAR})\s*,?)*\)""")
-# name=value, or a bare name= ("pass cache_dir= as well"), where name is no part of an option (--max-length=8), a
-# dotted name or a URL query, and value no part of a folder's name (a hive partition's year=2024/, dt=2024-01-01/)
-_KEYWORD = re.compile(rf"""(?<![\w.\-?&/])([a-z_][a-z0-9_]*)=(?:({_LITERAL.pattern})(?![\w/\-])|(?=[\s,;.)]|$))""")
-# a list of quoted names or choices standing alone (Python's "expected one of ['cls', 'mean']"), and a run of two or
-# more quoted choices ("expected 'auto', 'cpu' or 'mps'"): as R writes them, "cls", "mean". One quoted text alone
-# ("the text 'None'") is left as it is.
-_STRING_LIST = re.compile(rf"""\[\s*(?:{_STRING})(?:\s*,\s*(?:{_STRING}))*\s*\]""")
-_CHOICE_RUN = re.compile(rf"""(?<![\w'"])(?:{_STRING})(?:(?:, | or )(?:{_STRING}))+(?![\w'"])""")
-# one quoted text standing alone (a path, a name, a row's text: Python's {value!r}), as R quotes it; an apostrophe
-# inside or after a word (the model's limit, the users' texts) opens no quote
-_QUOTED = re.compile(r"(?<![\w'\"])'(?:[^'\\\n]|\\.)*'(?![\w'])")
+# The grammar of a message in Python's spelling is bertfeat.spelling's: its literals, name=value, quoted texts.
+# a run of two or more quoted choices ("expected 'auto', 'cpu' or 'mps'"): as R writes them, "cls", "mean". One quoted
+# text alone ("the text 'None'") is quoted as R quotes it (below).
+_CHOICE_RUN = re.compile(rf"""(?<![\w'"])(?:{STRING})(?:(?:, | or )(?:{STRING}))+(?![\w'"])""")
 _CLI_ASIDE = re.compile(r" \((?:--[a-z][a-z-]*(?: [^()\s]+)?(?:,? ?| or ))+\)")
-_PYTHON_CALLS = {"y.astype(str)": "as.character(y)"}
-# Python-only advice R has no use for: the cache path of a pickled pipeline and how to set it (R's step gives its own)
-_PYTHON_ONLY = (SET_PARAMS_ASIDE, PICKLED_NOTE)
 # True, False and None standing alone ("cache_dir is None", "or None for that limit"), not inside a quoted text
 _CONSTANT = re.compile(r"(?<![\w'\"])(True|False|None)(?![\w'\"])")
 # a quoted text (kept as it is: a path, a prefix or a row's text of the user's, "/runs/None/f.csv", "set a=1"), or
 # a constant, or a name=value
-_QUOTED_TEXT = rf"""({_QUOTED.pattern}|"(?:[^"\\\n]|\\.)*")"""
-_QUOTED_OR_CONSTANT = re.compile(rf"""{_QUOTED_TEXT}|{_CONSTANT.pattern}""")
-_QUOTED_OR_KEYWORD = re.compile(rf"""{_QUOTED_TEXT}|{_KEYWORD.pattern}""")
+_QUOTED_OR_CONSTANT = re.compile(rf"""{QUOTED_TEXT}|{_CONSTANT.pattern}""")
 
 
 def _r_value(literal: str) -> str:
     if literal in ("True", "False", "None"):
         return {"True": "TRUE", "False": "FALSE", "None": "NULL"}[literal]
     if literal[0] in "[(":
-        items = [_r_value(m.group(0)) for m in re.finditer(_SCALAR, literal[1:-1])]
+        items = [_r_value(m.group(0)) for m in re.finditer(SCALAR, literal[1:-1])]
         return items[0] if len(items) == 1 else f"c({', '.join(items)})"
     if literal[0] == "'":  # Python's repr of a string without a single quote in it
         return '"' + literal[1:-1].replace("\\'", "'").replace('"', '\\"') + '"'
     return literal
 
 
-def _sh_value(literal: str) -> str:
-    """A quoted text of the command line's (Python's repr of a path or a value) as a shell reads it back: in single
-    quotes; in double quotes, ``"$`\\`` escaped, where it holds an apostrophe (as R's ``shQuote()``); in bash's
-    ``$'...'`` where it holds a character a line cannot show (a tab, a line break, U+200B). Python's repr differs
-    from each where the text holds a backslash (doubled), a ``$`` beside an apostrophe (expanded) or such a
-    character (``\\t``, read by a shell as a backslash and a t). Words in quotes that are no Python literal
-    (pyarrow's ``';' expected after '"'``) are left as they are."""
-    import ast
-
-    try:
-        text = ast.literal_eval(literal)
-    except (ValueError, SyntaxError):
-        return literal
-    if not isinstance(text, str):
-        return literal
-    if not text.isprintable():
-        from bertfeat.inputs import _escaped
-
-        return f"$'{_escaped(text)}'"
-    if "'" not in text:
-        return f"'{text}'"
-    return '"' + re.sub(r'(["$`\\])', r"\\\1", text) + '"'
-
-
-def r_advice(message: str, cli: bool = False) -> str:
+def r_advice(message: str, names: dict | None = None) -> str:
     """A message of the Python side as an R user reads it: ``missing='zero'`` as ``missing = "zero"``, ``True``,
     ``None`` and lists in R's syntax (a list of choices ``['cls', 'mean']`` as ``"cls", "mean"``, a quoted text
-    ``'f.csv'`` as ``"f.csv"``), a bare
-    ``cache_dir=`` as `` `cache_dir` ``, and the command line's flags given beside the Python names dropped (kept, and
-    the choices as they are, with ``cli=True``: ``bf_embed_file()`` runs the command line, whose quoted texts
-    are then quoted as a shell reads them, :func:`_sh_value`).
+    ``'f.csv'`` as ``"f.csv"``), a bare ``cache_dir=`` as `` `cache_dir` ``, and the command line's flags given beside
+    the Python names dropped; ``names`` maps a Python name to the R function's argument where they differ.
+    ``bf_embed_file()`` runs the command line, whose lines come in R's syntax too (:func:`run_cli`), as the command
+    line shows them in its flags (:mod:`bertfeat.spelling`).
 
     Examples
     --------
@@ -195,29 +155,26 @@ def r_advice(message: str, cli: bool = False) -> str:
     'stride = 3 applies to long_text = "chunk" only; pass long_text = "chunk" as well, or leave stride = NULL.'
     >>> r_advice("layers=[1, 1] names the same layer twice; pass task='regression' (--task regression).")
     'layers = c(1, 1) names the same layer twice; pass task = "regression".'
-    >>> r_advice("output 'f.parquet' exists; pass --overwrite (overwrite=True) to replace it.", cli=True)
-    "output 'f.parquet' exists; pass --overwrite (overwrite = TRUE) to replace it."
+    >>> r_advice("output 'f.parquet' exists; pass overwrite=True to replace it.")
+    'output "f.parquet" exists; pass overwrite = TRUE to replace it.'
     """
-    if not cli:
-        message = _CLI_ASIDE.sub("", message)
-    for python, r in _PYTHON_CALLS.items():
-        message = message.replace(python, r)
-    for python in _PYTHON_ONLY:
-        message = message.replace(python, "")
+    message = _CLI_ASIDE.sub("", message)
+    for python, spelled in PYTHON_CALLS.items():
+        message = message.replace(python, spelled["r"])
+    message = without_python_only(message)
 
     def keyword(match):
-        if match.group(1) is not None:  # a quoted text: its words are the user's (a path the user pastes, cli=True)
-            return _sh_value(match.group(1)) if cli else match.group(1)
-        name, value = match.group(2), match.group(3)
+        if match.group(1) is not None:  # a quoted text: its words are the user's
+            return match.group(1)
+        name, value = (names or {}).get(match.group(2), match.group(2)), match.group(3)
         return f"`{name}`" if value is None else f"{name} = {_r_value(value)}"
 
-    message = _QUOTED_OR_KEYWORD.sub(keyword, message)
-    if not cli:
-        message = _STRING_LIST.sub(lambda m: ", ".join(_r_value(s.group(0)) for s in re.finditer(_STRING, m.group(0))),
-                                   message)
-        message = _CHOICE_RUN.sub(lambda m: re.sub(_STRING, lambda s: _r_value(s.group(0)), m.group(0)), message)
+    message = QUOTED_OR_KEYWORD.sub(keyword, message)
+    message = STRING_LIST.sub(lambda m: ", ".join(_r_value(s.group(0)) for s in re.finditer(STRING, m.group(0))),
+                              message)
+    message = _CHOICE_RUN.sub(lambda m: re.sub(STRING, lambda s: _r_value(s.group(0)), m.group(0)), message)
     message = _QUOTED_OR_CONSTANT.sub(lambda m: m.group(1) if m.group(1) is not None else _r_value(m.group(2)), message)
-    return message if cli else _QUOTED.sub(lambda m: _r_value(m.group(0)), message)
+    return QUOTED.sub(lambda m: _r_value(m.group(0)), message)
 
 
 def embed(texts, missing_masks, column_names=None, params=None):
@@ -362,6 +319,10 @@ class _Tee:
         return False
 
 
+# bf_embed_file()'s arguments that the command line (and the file API) name otherwise
+BF_EMBED_FILE_NAMES = {"out": "output", "text_cols": "text_col", "keep_cols": "keep_col"}
+
+
 def run_cli(args, on_line=None) -> tuple[int, str, str, str, list]:
     """Run ``bertfeat <args>`` in this process: ``(exit status, stdout, stderr, summary, warnings)``.
 
@@ -375,7 +336,9 @@ def run_cli(args, on_line=None) -> tuple[int, str, str, str, list]:
     (``bertfeat embed: warning: ...``), they reached R as progress messages, which ``suppressMessages()`` hid with
     the progress and ``suppressWarnings()``, ``options(warn = 2)`` and a handler of ``bertfeat_warning_model_note``
     never saw. The process's warnings filters decide which are given, as they decide which the command line writes:
-    each once per run where Python's default says once.
+    each once per run where Python's default says once. Its error lines name options as the R user passed them, in
+    R's syntax (``quoting = "backslash"``, :func:`r_advice`), not in the command line's flags (``--quoting
+    backslash``).
     """
     import contextlib
 
@@ -385,7 +348,11 @@ def run_cli(args, on_line=None) -> tuple[int, str, str, str, list]:
     def is_summary(line):
         return line.startswith(SUMMARY_HEAD)
 
+    from bertfeat.cli import SPELLING
+
     out, err = _Tee(sys.__stdout__), _Tee(sys.__stderr__, hold=is_summary, emit=on_line)
+    # its error lines in R's syntax, as bf_embed()'s errors, the options named as bf_embed_file() names them
+    spelling = SPELLING.set(lambda message: r_advice(message, BF_EMBED_FILE_NAMES))
     # recorded under the process's filters (not "always", as embed() records): a note the command line says once per
     # run is given once, not once per chunk
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
@@ -396,6 +363,7 @@ def run_cli(args, on_line=None) -> tuple[int, str, str, str, list]:
         except SystemExit as exc:  # argparse's usage errors
             status = exc.code if isinstance(exc.code, int) else 2
         finally:
+            SPELLING.reset(spelling)
             out.close()
             err.close()
     stderr = err.buffer.getvalue()

@@ -42,6 +42,7 @@ from bertfeat.shards import (  # noqa: F401  (the cache's names for its shard fo
     _vectors_from_column, _write_atomic,
 )
 from bertfeat.sources import absolute, is_url, locale_refusal
+from bertfeat.spelling import PICKLED_NOTE, SET_PARAMS_ASIDE
 
 if TYPE_CHECKING:  # compaction imports this module's names: imported when compact is called
     from bertfeat.compaction import CompactResult
@@ -144,8 +145,6 @@ def open_cache(path, *, create: bool = True) -> "Cache":
 
 # Python's ways to another cache path, in the refusals above: the R package drops them (bertfeat._r.r_advice), where
 # a recipe step carries its own cache_dir and bf_embed() takes one per call
-SET_PARAMS_ASIDE = " (est.set_params(cache_dir=...), or <step>__cache_dir=... for a Pipeline)"
-PICKLED_NOTE = "A pickled pipeline keeps the cache path of the machine it was fitted on. "
 
 # Every open cache, while anything holds it: the caches used last (_RECENT) or a call using one, so that all callers
 # of one folder share one index and one set of thread locks. Holding every cache ever opened, a long-lived process

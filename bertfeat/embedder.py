@@ -396,19 +396,19 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         if not rcp._is_int(max_length) or not 4 <= max_length <= spec.max_length:
             raise ValueError(
                 f"max_length={self.max_length!r} is not valid: expected an int from 4 to the model's limit of "
-                f"{spec.max_length} tokens, or None for that limit."
+                f"{spec.max_length} tokens, or max_length=None for that limit."
             )
         if self.stride is not None and long_text != "chunk":
             raise ValueError(
                 f"stride={self.stride!r} applies to long_text='chunk' only (long_text={long_text!r} embeds one "
-                "window per text); pass long_text='chunk' as well, or leave stride=None."
+                "window per text); pass long_text='chunk' as well, or stride=None."
             )
         window = max_length - 2  # room for [CLS]/[SEP]; the stride must leave each window some new tokens
         stride = max(0, window // 4) if self.stride is None else self.stride
         if not rcp._is_int(stride) or not 0 <= stride < window:
             raise ValueError(
                 f"stride={self.stride!r} is not valid: expected an int from 0 to {window - 1} (tokens shared by "
-                f"consecutive windows of max_length={max_length}), or None for a quarter of the window."
+                f"consecutive windows of max_length={max_length}), or stride=None for a quarter of the window."
             )
         prefix = _resolve_prefix(self.prefix, self.prompt_name, spec)
         _note_modules_not_applied(spec)

@@ -69,7 +69,7 @@ def drawn_table(path, lines: list[str]) -> str | None:
     if lines and _MYSQL_RULE.fullmatch(lines[0].strip()):
         return (f"{path} is the mysql client's table output (drawn for the terminal: {lines[0].strip()[:40]!r} "
                 "lines around it), not CSV: export the query with mysql --batch -e 'SELECT ...' > file.tsv (tabs, a "
-                "header first; read it with --quoting backslash, as the client escapes tabs and line breaks in "
+                "header first; read it with quoting='backslash', as the client escapes tabs and line breaks in "
                 "values), or with SELECT ... INTO OUTFILE.")
     if len(lines) == 2 and lines[0].lstrip().startswith("|") and _MARKDOWN_RULE.fullmatch(lines[1].strip()):
         return (f"{path} is a Markdown table (its header over {lines[1].strip()[:40]!r}, as pandas' to_markdown() and "

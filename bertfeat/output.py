@@ -86,32 +86,32 @@ def check_output(paths: OutputPaths, reader, overwrite: bool, *, file_output: bo
     for f in reader.files:
         f = f.resolve()
         if f == out:
-            raise ValueError(f"--out {str(paths.out)!r} is the input file; write the features to another path.")
+            raise ValueError(f"out={str(paths.out)!r} is the input file; write the features to another path.")
         if out in f.parents or partial in f.parents:
-            raise ValueError(f"--out {str(paths.out)!r} holds the input file {str(f)!r}; write the features elsewhere.")
+            raise ValueError(f"out={str(paths.out)!r} holds the input file {str(f)!r}; write the features elsewhere.")
     if not paths.out.parent.exists():
-        raise FileNotFoundError(f"the folder of --out {str(paths.out)!r} does not exist; create it first.")
+        raise FileNotFoundError(f"the folder of out={str(paths.out)!r} does not exist; create it first.")
     if paths.out.exists() and not overwrite:
-        raise FileExistsError(f"output {str(paths.out)!r} exists; pass --overwrite (overwrite=True) to replace it.")
+        raise FileExistsError(f"output {str(paths.out)!r} exists; pass overwrite=True to replace it.")
     if paths.partial.is_symlink():  # rmtree refuses a link: a rerun of another job crashed, a finished one left it
         raise FileExistsError(
             f"{str(paths.partial)!r} is a symbolic link, and bertfeat makes and removes that folder itself (the parts "
-            "of an unfinished job): remove the link. To keep the parts on another disk, make --out a link to a file "
+            "of an unfinished job): remove the link. To keep the parts on another disk, make out= a link to a file "
             "there: they are kept beside the file it points to."
         )
     if paths.partial.exists() and not paths.partial.is_dir():
         raise FileExistsError(
-            f"{str(paths.partial)!r} is not a folder, and bertfeat keeps the parts of an unfinished job for --out "
-            "there: move it away (or choose another --out), then run again."
+            f"{str(paths.partial)!r} is not a folder, and bertfeat keeps the parts of an unfinished job for out= "
+            "there: move it away (or choose another out=), then run again."
         )
     if file_output and paths.out.is_dir():
         raise FileExistsError(
-            f"output {str(paths.out)!r} is a folder and the output is one parquet file: --overwrite replaces files "
-            "only. Choose a file path for --out (or remove the folder yourself)."
+            f"output {str(paths.out)!r} is a folder and the output is one parquet file: overwrite=True replaces files "
+            "only. Choose a file path for out= (or remove the folder yourself)."
         )
     if not os.access(paths.out.parent, os.W_OK):
         raise PermissionError(
-            f"the folder of --out {str(paths.out)!r} is not writable (read-only filesystem or no permission); "
+            f"the folder of out={str(paths.out)!r} is not writable (read-only filesystem or no permission); "
             "write the features elsewhere."
         )
 
@@ -125,7 +125,7 @@ def check_folder_output(paths: OutputPaths, reader, overwrite: bool) -> None:
         if others:
             raise FileExistsError(
                 f"output {str(paths.out)!r} exists and holds files other than parquet ({others[:3]}), so it is "
-                "not a bertfeat output: bertfeat will not delete it. Choose another --out."
+                "not a bertfeat output: bertfeat will not delete it. Choose another out=."
             )
 
 
@@ -167,20 +167,20 @@ def job_lock(paths: OutputPaths):
         try:
             fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError as exc:
-            raise os_error_message(exc, f"the lock file of --out {str(paths.out)!r}") from None
+            raise os_error_message(exc, f"the lock file of out={str(paths.out)!r}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.read(fd, 200).decode("utf-8", "replace").strip() or "another process"
             os.close(fd)
             raise FileExistsError(
-                f"another bertfeat job ({holder}) is writing --out {str(paths.out)!r} (it holds {str(paths.lock)!r}); "
-                "wait for it to finish, or choose another --out."
+                f"another bertfeat job ({holder}) is writing out={str(paths.out)!r} (it holds {str(paths.lock)!r}); "
+                "wait for it to finish, or choose another out=."
             ) from None
         except OSError as exc:
             os.close(fd)
             if exc.errno not in FLOCK_UNSUPPORTED:
-                raise os_error_message(exc, f"the lock file of --out {str(paths.out)!r}") from None
+                raise os_error_message(exc, f"the lock file of out={str(paths.out)!r}") from None
             _remove(paths.lock)  # this filesystem does not lock (Lustre without -o flock): run unlocked, as on Windows
             unlocked = exc.strerror or str(exc)
             break
@@ -193,8 +193,8 @@ def job_lock(paths: OutputPaths):
             break
         os.close(fd)
     if unlocked is not None:
-        warnings.warn(f"the filesystem of --out {str(paths.out)!r} does not support flock locks ({unlocked}), so no "
-                      "lock keeps a second job off this output: run one job per --out at a time.", NoLockWarning,
+        warnings.warn(f"the filesystem of out={str(paths.out)!r} does not support flock locks ({unlocked}), so no "
+                      "lock keeps a second job off this output: run one job per out= at a time.", NoLockWarning,
                       stacklevel=user_stacklevel())
         yield
         return
@@ -285,11 +285,11 @@ def job_os_error(exc: OSError, paths: OutputPaths) -> OSError:
     what to say, not the name of the temp file the next write did not find."""
     if exc.errno == errno.ENOENT or isinstance(exc, FileNotFoundError):  # pyarrow's carry no errno
         if not paths.out.parent.is_dir():
-            gone = (f"the folder of --out, {str(paths.out.parent)!r}, was removed while the job ran, so nothing was "
-                    "written at --out; create it again, then run the same command to start the job over.")
+            gone = (f"the folder of out=, {str(paths.out.parent)!r}, was removed while the job ran, so nothing was "
+                    "written at out=; create it again, then run the same command to start the job over.")
         elif not paths.partial.is_dir():
             gone = (f"{str(paths.partial)!r}, where the job keeps its finished parts, was removed while the job ran "
-                    "(its parts with it), so nothing was written at --out; run the same command again to start the "
+                    "(its parts with it), so nothing was written at out=; run the same command again to start the "
                     "job over.")
         else:
             gone = None

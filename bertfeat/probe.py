@@ -641,7 +641,7 @@ def _tfidf_folds(texts, folds, missing) -> list:
             fitted = vec.fit_transform([texts[i] for i in train])
         except ValueError as exc:  # "empty vocabulary" / "After pruning, no terms remain": options the probe lacks
             raise ValueError(f"TF-IDF finds no words to count in the training texts of fold {k} ({exc}); pass "
-                             "baseline=False, unions=0 (--no-baseline --unions 0) to score the embeddings alone."
+                             "baseline=False and unions=0 to score the embeddings alone."
                              ) from None
         out.append((fitted, vec.transform([texts[i] for i in test])))
     return out

@@ -109,12 +109,12 @@ def _check_folds(task: str, y: np.ndarray, folds, grouped: bool = False) -> None
     if lone:  # only copies or groups kept together can leave one: _check_numbers counts two texts per fold
         kept = "each group kept in one fold" if grouped else "the copies of a text kept in one fold"
         raise ValueError(f"a regression needs two texts in every fold (R^2 of a one-text fold is undefined), and with "
-                         f"{kept}, {lone} of the {len(folds)} folds hold one text; lower cv (--cv) or add texts.")
+                         f"{kept}, {lone} of the {len(folds)} folds hold one text; lower cv= or add texts.")
     flat = [k for k, (_, test) in enumerate(folds, start=1) if np.all(y[test] == y[test][0])]
     if flat:
         raise ValueError(f"{len(flat)} of the {len(folds)} cross-validation folds hold test labels that are all one "
                          f"value (fold {flat[0]}: all {y[folds[flat[0] - 1][1]][0]:g}), where R^2 is undefined "
-                         "(scikit-learn would score it 0 or 1); lower cv (--cv), or add texts with other labels.")
+                         "(scikit-learn would score it 0 or 1); lower cv=, or add texts with other labels.")
 
 
 def _grouped(task, y, cv, random_state, groups, kept=COPIES_KEPT, advice="pass finer groups"):
@@ -125,7 +125,7 @@ def _grouped(task, y, cv, random_state, groups, kept=COPIES_KEPT, advice="pass f
         what = "distinct texts" if kept == COPIES_KEPT else "groups"
         advice = "add texts" if kept == COPIES_KEPT else advice
         raise ValueError(f"the texts hold {n_groups} {what}, fewer than the {cv} cross-validation folds ({kept}); "
-                         f"lower cv (--cv) or {advice}.")
+                         f"lower cv= or {advice}.")
     if task == "classification":
         per_class = {label: len(np.unique(groups[y == label])) for label in np.unique(y).tolist()}
         rare = {label: n for label, n in per_class.items() if n < cv}
@@ -133,7 +133,7 @@ def _grouped(task, y, cv, random_state, groups, kept=COPIES_KEPT, advice="pass f
             shown = ", ".join(f"{label!r} ({n})" for label, n in list(rare.items())[:5])
             what = "distinct texts" if kept == COPIES_KEPT else "groups holding them"
             raise ValueError(f"class(es) {shown} of the labels y have fewer {what} than the {cv} "
-                             f"cross-validation folds ({kept}); lower cv (--cv) or drop or merge the rare classes.")
+                             f"cross-validation folds ({kept}); lower cv= or drop or merge the rare classes.")
         splits = _every_class_in_every_fold(StratifiedGroupKFold, y, cv, random_state, groups, kept=kept)
     else:
         splits = GroupKFold(cv, shuffle=True, random_state=random_state).split(y, y, groups)
@@ -159,7 +159,7 @@ def _every_class_in_every_fold(splitter, y, cv, random_state, groups, tries: int
     if kept == COPIES_KEPT:
         raise ValueError(f"with the copies of each text kept in one fold, {tries} shuffles into {cv} cross-validation "
                          f"folds each left a fold without some class (fold {lacking[0]}, the last), where the score is "
-                         "undefined; lower cv (--cv), or drop copies of texts whose labels differ.")
+                         "undefined; lower cv=, or drop copies of texts whose labels differ.")
     raise ValueError(f"with each group kept in one fold (and the copies of a text), {tries} shuffles into {cv} "
                      f"cross-validation folds each left a fold without some class (fold {lacking[0]}, the last), where "
-                     "the score is undefined; lower cv (--cv), or merge the rare classes.")
+                     "the score is undefined; lower cv=, or merge the rare classes.")

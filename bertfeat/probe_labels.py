@@ -42,11 +42,11 @@ def _check_labels(y: np.ndarray, task: str, cv: int) -> None:
         raise ValueError(
             f"class(es) {shown} of the labels y have fewer members than the {cv} cross-validation folds, so some "
             "folds would not contain them and their scores would be undefined. Drop or merge the rare classes"
-            + (f", or lower cv (--cv) to at most {fewest}" if fewest >= 2 else
+            + (f", or lower cv= to at most {fewest}" if fewest >= 2 else
                " (a class with one member cannot be cross-validated)")
             # integers are classes under "auto" (floats of more than ten values are not): many of them may be a
             # price or a count, a regression its user never named
-            + ("; or, if the labels are numbers to predict, pass task='regression' (--task regression)."
+            + ("; or, if the labels are numbers to predict, pass task='regression'."
                if task == "auto" and y.dtype.kind in "iu" and len(values) > 10 else ".")
         )
     if y.dtype.kind == "f" and not np.all(y == np.round(y)):  # scikit-learn's splitters read them as a regression
@@ -54,7 +54,7 @@ def _check_labels(y: np.ndarray, task: str, cv: int) -> None:
         why = "ten or fewer distinct numbers are classes under task='auto'" if task == "auto" else f"task={task!r}"
         raise ValueError(
             f"the labels y are read as classes ({why}), and {len(fractional)} of them are fractional numbers such as "
-            f"{fractional[0]:g}, which scikit-learn's classifiers refuse. Pass task='regression' (--task regression) "
+            f"{fractional[0]:g}, which scikit-learn's classifiers refuse. Pass task='regression' "
             "to score them as numbers, or give the classes as strings (y.astype(str)) to score them as classes.")
 
 
@@ -94,7 +94,7 @@ def _check_numbers(y: np.ndarray, cv: int) -> None:
                          "constant target.")
     if len(y) < 2 * cv:
         raise ValueError(f"a regression needs at least {2 * cv} texts for cv={cv}: two in every fold (R^2 of a "
-                         f"one-text fold is undefined), and there are {len(y)}; lower cv (--cv) or add texts.")
+                         f"one-text fold is undefined), and there are {len(y)}; lower cv= or add texts.")
 
 
 def _check_label_types(y) -> None:

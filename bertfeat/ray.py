@@ -172,12 +172,12 @@ def worker_device(device, gpus_per_worker) -> str:
         if device not in ("auto", "cuda"):
             raise ValueError(
                 f"device={device!r} does not go with gpus_per_worker={gpus_per_worker:g}: Ray gives each worker its "
-                "GPU(s) and hides the others, so leave device='auto' (--device auto)."
+                "GPU(s) and hides the others, so leave device='auto'."
             )
         return "cuda"
     if device.startswith("cuda"):
         raise ValueError(
-            f"device={device!r} needs GPUs from Ray: pass gpus_per_worker=1 (--gpus-per-worker 1), one GPU per worker."
+            f"device={device!r} needs GPUs from Ray: pass gpus_per_worker=1, one GPU per worker."
         )
     return "cpu" if device == "auto" else device  # a worker that asked Ray for no GPU must not take one
 
@@ -502,7 +502,7 @@ def embed_parquet(input, out, text_col, *, keep_cols=(), layout: str = "columns"
     if reader.kind != "parquet":
         raise ValueError(
             f"input {reader.path!r} is CSV: the Ray engine reads parquet only. Convert it to parquet first, or use "
-            "the local engine (bertfeat embed without --engine ray)."
+            "the local engine (bertfeat.files.embed_file)."
         )
     check_folder_output(paths, reader, overwrite)
     queried = [str(f) for f in reader.files if "?" in str(f.resolve())]

@@ -336,9 +336,8 @@ class InputReader:
         if self.kind == "csv" and len(names) == 1:
             other = [d for d in (";", "\t", ",", "|") if d != self.delimiter and d in names[0]]
             if other:
-                flag = "tab" if other[0] == "\t" else repr(other[0])
                 return (f" The header reads as one column holding {other[0]!r}: if the file is separated by "
-                        f"{other[0]!r}, pass --delimiter {flag} (delimiter={other[0]!r}).")
+                        f"{other[0]!r}, pass delimiter={other[0]!r}.")
         if self.kind == "csv" and any(n == "\\N" or _NUMBER.fullmatch(n.strip()) for n in names):
             return exports.no_header(self.files[0], self.delimiter, len(names))
         return ""
@@ -360,8 +359,8 @@ class InputReader:
         if self.sep_line is not None:  # the file's own declaration, as Excel reads it
             if declared is not None and declared != self.sep_line:
                 raise ValueError(f"{self.path} declares its delimiter on its first line, 'sep={self.sep_line}' (as "
-                                 f"Excel reads it), but delimiter={declared!r} was passed; drop --delimiter "
-                                 "(delimiter=) to read it as the file says, or remove that line.")
+                                 f"Excel reads it), but delimiter={declared!r} was passed; drop delimiter= "
+                                 "to read it as the file says, or remove that line.")
             return self.sep_line
         if declared is None:
             name = self.files[0].name.lower()
@@ -562,8 +561,8 @@ class InputReader:
         return (f"{self.path} holds a quoted value opened at line {opened} that holds a tab after a line break (at "
                 f"line {tab}), as rows read into one value do: in a TSV whose values are never quoted (a database's "
                 "or a shell's export: \\copy ... TO, mysql --batch, cut, paste), a value beginning with \" opens no "
-                "quote. Pass --quoting none (quoting='none'), or --quoting backslash for PostgreSQL's and MySQL's text "
-                "exports, which escape tabs and line breaks; if that value is meant to be quoted, pass --quoting csv.")
+                "quote. Pass quoting='none', or quoting='backslash' for PostgreSQL's and MySQL's text exports, which "
+                "escape tabs and line breaks; if that value is meant to be quoted, pass quoting='csv'.")
 
     def _refuse_escapes(self, batch: pa.RecordBatch, delivered: int) -> None:
         """Refuse a text of ``batch`` (the rows before it ``delivered``) of a TSV whose quoting was not declared that
@@ -595,9 +594,9 @@ class InputReader:
                     f"ends with a backslash ({shown!r}), as MySQL's INTO OUTFILE writes one before a line break inside "
                     "a value: read as written the rest of the text would be a row of its own")
             raise ValueError(
-                f"{self.path}: the text of row {delivered + i:,} in column {name!r} {what}. Pass --quoting backslash "
-                "(quoting='backslash') to read the file's escapes (and \\N as missing); if the backslashes are the "
-                "text's own, pass --quoting csv (or none) to read them as written.")
+                f"{self.path}: the text of row {delivered + i:,} in column {name!r} {what}. Pass "
+                "quoting='backslash' to read the file's escapes (and \\N as missing); if the backslashes are the text's own, pass "
+                "quoting='csv' (or 'none') to read them as written.")
 
     def _refuse_footer(self, batch: pa.RecordBatch, delivered: int) -> None:
         """Refuse psql's row count footer in ``batch`` of a file of one column, the rows before it ``delivered``:
@@ -688,7 +687,7 @@ class InputReader:
             if joined_files:
                 return joined_files
             return (f"{self.path}: {str(exc).splitlines()[0]} (a type inferred from the start of the file does not "
-                    "hold further on); drop infer_types (--infer-types) to read kept columns as written, as text.")
+                    "hold further on); drop infer_types= to read kept columns as written, as text.")
         where = f" at line {line}" if line else ""
         said = f"{self.path} is malformed{where}: {str(exc).splitlines()[0]}"
         footer = self._last_line() if line else None
@@ -697,13 +696,11 @@ class InputReader:
         if escaped:  # MySQL's INTO OUTFILE, Redshift's UNLOAD ... ESCAPE: not R's row names
             said += (f". A backslash comes before the delimiter there ({escaped!r}), as exports that escape their "
                      "delimiters, tabs and line breaks with a backslash write them (MySQL's INTO OUTFILE, "
-                     "Redshift's UNLOAD ... ESCAPE, PostgreSQL's COPY text format): pass --quoting backslash "
-                     "(quoting='backslash').")
+                     "Redshift's UNLOAD ... ESCAPE, PostgreSQL's COPY text format): pass quoting='backslash'.")
         elif broken:  # MySQL's INTO OUTFILE: a backslash before a line break inside a value
             said += (f". The line before it ends with a backslash ({broken!r}), as exports that escape their "
                      "delimiters, tabs and line breaks with a backslash write one before a line break inside a value "
-                     "(MySQL's INTO OUTFILE, Redshift's UNLOAD ... ESCAPE): pass --quoting backslash "
-                     "(quoting='backslash').")
+                     "(MySQL's INTO OUTFILE, Redshift's UNLOAD ... ESCAPE): pass quoting='backslash'.")
         elif row_names:  # the first row one field wider than the header: R's write.table, every row so
             said += (". The header names one column fewer than the rows hold, as R's write.table() writes a data "
                      "frame with its row names: write it with row.names = FALSE (or with write.csv(), which names "
@@ -742,7 +739,7 @@ class InputReader:
             return None
         return (" A quote there is escaped with a backslash (\\\"), as MySQL's SELECT ... INTO OUTFILE ... ENCLOSED BY "
                 "'\"' writes it (its ESCAPED BY '\\\\' escapes quotes and backslashes), which CSV does not: export the "
-                "query with mysql --batch -e 'SELECT ...' > file.tsv and pass --quoting backslash, or with FIELDS "
+                "query with mysql --batch -e 'SELECT ...' > file.tsv and pass quoting='backslash', or with FIELDS "
                 "ESCAPED BY '' and no quote or backslash in the values.")
 
     def _unquoted_hint(self) -> str:
@@ -750,8 +747,8 @@ class InputReader:
         database's or a shell's TSV quotes nothing; a CSV that quotes nothing has commas that split its values)."""
         if not self._watch_rows or self.delimiter != "\t":
             return ""
-        return (" If the file's values are never quoted (a database's or a shell's export), pass --quoting none "
-                "(quoting='none'), or --quoting backslash for PostgreSQL's and MySQL's text exports.")
+        return (" If the file's values are never quoted (a database's or a shell's export), pass quoting='none', "
+                "or quoting='backslash' for PostgreSQL's and MySQL's text exports.")
 
     # -- batches ---------------------------------------------------------------------------------------------------
 

@@ -403,7 +403,7 @@ def _other_suffix(path: Path) -> str | None:
             return wide
         return (f"if it is text separated by tabs, name it {stem}.tsv (or by commas, {stem}.csv); if it holds one text "
                 f"a line and no header, put one first and read it without quoting: (echo text; cat {name}) > "
-                f"{stem}.tsv, then --text-col text --quoting none.")
+                f"{stem}.tsv, then pass text_cols='text' and quoting='none'.")
     if suffix.lower() in _ARCHIVES:
         return (f"decompress it ({_ARCHIVES[suffix.lower()]}), or compress it again as {stem}.gz, .bz2 or .zst."
                 if stem.lower().endswith((".csv", ".tsv")) else f"decompress it ({_ARCHIVES[suffix.lower()]}).")

@@ -202,7 +202,7 @@ def _task_resources(device: str) -> tuple[int, str]:
             raise ValueError(
                 f"{exc} (in a Spark task on host {socket.gethostname()!r}, which Spark assigned no GPU: give the "
                 "executors GPUs with spark.executor.resource.gpu.amount and spark.task.resource.gpu.amount, or pass "
-                "--device auto / device='auto' to use a GPU where Spark assigns one)"
+                "device='auto' to use a GPU where Spark assigns one)"
             ) from None
     return threads, device
 

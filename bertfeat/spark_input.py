@@ -32,7 +32,7 @@ def _stage(reader: InputReader, staged: Path) -> tuple[list[Path], list[int]]:
     if not _hadoop_readable(staged):
         raise ValueError(
             f"the Spark engine stages this input under {str(staged)!r}, and Spark (Hadoop) reads no path with ':' in "
-            "a folder or file name ('Relative path in absolute URI'): pass an --out whose path has no ':', or use "
+            "a folder or file name ('Relative path in absolute URI'): pass an out= whose path has no ':', or use "
             "the local engine."
         )
     staged.mkdir(parents=True)

@@ -140,12 +140,12 @@ def _new_or_running_session(master: str | None, quiet: bool):
         running = master_of(active)
         if running is None:
             raise ValueError(
-                f"--master {master!r}, but this process already has a Spark Connect session, whose tasks run where its "
-                "server sends them; drop --master to use it, or stop it first."
+                f"master={master!r}, but this process already has a Spark Connect session, whose tasks run where its "
+                "server sends them; drop master= to use it, or stop it first."
             )
         if running != master:
             raise ValueError(
-                f"--master {master!r}, but this process already has a Spark session on {running!r}; drop --master to "
+                f"master={master!r}, but this process already has a Spark session on {running!r}; drop master= to "
                 "use it, or stop it first."
             )
         return active, False

@@ -101,7 +101,7 @@ def check_fixed_dtype(fixed: str | None, device: str, engine: str, worker: str) 
         raise ValueError(
             f"dtype='auto' was fixed on the {engine} driver as {fixed!r} for {worker}s on a GPU (the output's metadata "
             f"names it), but this {worker}'s GPU ({device}) runs {own!r} for dtype='auto': pass dtype={own!r} "
-            f"(--dtype {own}) to run every {worker} in it, or dtype={fixed!r} to run this one as the others."
+            f"to run every {worker} in it, or dtype={fixed!r} to run this one as the others."
         )
 
 

@@ -104,13 +104,13 @@ def test_missing_texts_follow_the_policy(tiny_bert, tmp_path):
 @pytest.mark.parametrize("setup, args, message", [
     (None, ["nope.csv", "--text-col", "review"], "input 'nope.csv' does not exist"),
     ("bad", ["bad.csv", "--text-col", "text"], r"is malformed at line 4"),
-    ("csv", ["reviews.csv", "--text-col", "body"], r"column\(s\) \['body'\] not found .* columns \['id', 'review'"),
+    ("csv", ["reviews.csv", "--text-col", "body"], r"column\(s\) 'body' not found .* columns 'id', 'review'"),
     ("empty", ["empty.csv", "--text-col", "text"], "has no rows to embed"),
     ("ints", ["ints.parquet", "--text-col", "stars"], "text column 'stars' holds int64 values, not text"),
     ("exists", ["reviews.csv", "--text-col", "review"], "exists; pass --overwrite"),
     ("csv", ["reviews.csv", "--text-col", "review", "--stride", "3"], "--stride applies to --long-text chunk only"),
     ("csv", ["reviews.csv", "--text-col", "review", "--text-col", "review"], "names a column twice"),
-    ("csv", ["reviews.csv", "--text-col", "review", "--pooling", "avg"], r"pooling='avg' is not valid"),
+    ("csv", ["reviews.csv", "--text-col", "review", "--pooling", "avg"], r"--pooling avg is not valid"),
 ])
 def test_user_mistakes_exit_2_with_one_clear_line(tiny_bert, tmp_path, capsys, monkeypatch, setup, args, message):
     monkeypatch.chdir(tmp_path)

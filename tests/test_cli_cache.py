@@ -139,11 +139,11 @@ def test_a_url_for_the_cache_is_refused_by_every_caller_before_any_folder_is_mad
 
     monkeypatch.chdir(tmp_path)
     assert main(["cache", "info", "s3://bucket/cache"]) == 2
-    assert "cache_dir='s3://bucket/cache' is a URL" in capsys.readouterr().err
+    assert "DIR s3://bucket/cache is a URL" in capsys.readouterr().err
     (tmp_path / "in.csv").write_text("text\nhello\n")
     assert main(["embed", "in.csv", "--text-col", "text", "--out", "out.parquet", "--model", str(tiny_bert),
                  "--cache-dir", "gs://bucket/cache"]) == 2
-    assert "cache_dir='gs://bucket/cache' is a URL" in capsys.readouterr().err
+    assert "--cache-dir gs://bucket/cache is a URL" in capsys.readouterr().err
     with pytest.raises(CacheError, match="is a URL"):
         BertEmbedder(cache_dir="s3://bucket/cache").fit(["a"])
     assert sorted(os.listdir(tmp_path)) == ["in.csv"]
@@ -162,7 +162,8 @@ def test_a_cache_dir_whose_name_is_not_utf8_is_refused_before_anything_is_embedd
     assert main(["embed", "in.csv", "--text-col", "text", "--out", "out.parquet", "--model", str(tiny_bert),
                  "--cache-dir", bad, "--quiet"]) == 2
     err = capsys.readouterr().err
-    assert "cache_dir='cach\\udce9' (b'" in err and "cach\\xe9') is not a UTF-8 name" in err, err
+    # the name as bash reads it back, its byte that is not UTF-8 as that byte
+    assert "--cache-dir $'cach\\xe9' (b'" in err and "cach\\xe9') is not a UTF-8 name" in err, err
     assert "rename it (convmv -f latin1 -t utf8 renames folders from Latin-1) or pass another directory." in err
     with pytest.raises(CacheError, match="is not a UTF-8 name"):
         BertEmbedder(model=str(tiny_bert), cache_dir=bad).fit_transform(["a"])

@@ -67,7 +67,7 @@ def _write(folder: Path, setup: str) -> str:
 
 # (setup, extra arguments, expected message, what --out is before the run)
 ERROR_CASES = [
-    ("csv", ["--text-col", "body"], r"column\(s\) \['body'\] not found", None),
+    ("csv", ["--text-col", "body"], r"column\(s\) 'body' not found", None),
     ("unclosed", ["--text-col", "review", "--chunk-rows", "1"], r"quote opened at line 3 is never closed", None),
     ("dup", ["--text-col", "review"], r"two columns named 'review'", None),
     ("joined", ["--text-col", "review", "--id-col", "id", "--chunk-rows", "1"], r"repeats its header at line 4 ",
@@ -77,7 +77,9 @@ ERROR_CASES = [
     ("late-missing", ["--text-col", "review", "--chunk-rows", "3"], r"missing", None),
     ("bad-utf8", ["--text-col", "review"], r"UTF-8", None),
     ("parquet", ["--text-col", "review", "--delimiter", ";"], r"--delimiter applies to CSV input only", None),
-    ("csv", ["--text-col", "review", "--delimiter", "ab"], r"delimiter='ab' is not valid", None),
+    ("csv", ["--text-col", "review", "--delimiter", "ab"],
+     r"--delimiter ab is not valid: expected one ASCII character other than a quote or a line break \(',' or \$'\\t' "
+     r"or ';'\)", None),
     ("csv", ["--text-col", "review", "--chunk-chars", "9", "--engine", "ray"], r"--chunk-chars applies to the local",
      None),
     ("csv", ["--text-col", "review", "--checkpoint-every", "5", "--engine", "spark"],
@@ -553,7 +555,7 @@ def test_a_job_whose_output_appeared_while_it_waited_for_the_lock_is_refused_not
         return real_lock(paths)
 
     monkeypatch.setattr(bertfeat.files, "job_lock", the_other_job_finishes_first)
-    with pytest.raises(FileExistsError, match="exists; pass --overwrite"):
+    with pytest.raises(FileExistsError, match="exists; pass overwrite=True"):
         embed_file(str(second), str(out), "review", model=tiny_bert, quiet=True)
     assert pq.read_table(out).num_rows == 5  # the first job's output, whole
     manifest = json.loads((tmp_path / "f.parquet.manifest.json").read_text())
@@ -579,8 +581,8 @@ def test_a_filesystem_without_flock_runs_the_job_with_a_warning_and_the_cache_un
     frame(8).to_csv(src, index=False)
     monkeypatch.setattr(fcntl, "flock", refused)
     args = ["embed", str(src), "--text-col", "review", "--model", tiny_bert, "--cache-dir", str(tmp_path / "c")]
-    with pytest.warns(NoLockWarning, match=r"the filesystem of --out .*f\.parquet' does not support flock locks "
-                      r"\(.+\), so no lock keeps a second job off this output: run one job per --out at a time"):
+    with pytest.warns(NoLockWarning, match=r"the filesystem of out=.*f\.parquet' does not support flock locks "
+                      r"\(.+\), so no lock keeps a second job off this output: run one job per out= at a time"):
         assert main([*args, "--out", str(tmp_path / "f.parquet"), "--quiet"]) == 0
     assert capsys.readouterr().err == ""
     assert pq.read_table(tmp_path / "f.parquet").num_rows == 8
@@ -648,7 +650,7 @@ def test_a_name_that_is_not_utf8_is_refused_early_for_the_output_and_a_parquet_i
     bad_out = os.fsdecode(b"caf\xe9.parquet")
     assert main(["embed", "in.parquet", "--out", bad_out, *common]) == 2
     assert capsys.readouterr().err == (
-        "bertfeat embed: error: --out 'caf\\udce9.parquet' (the bytes b'caf\\xe9.parquet') is not a UTF-8 name, and "
+        "bertfeat embed: error: --out $'caf\\xe9.parquet' (the bytes b'caf\\xe9.parquet') is not a UTF-8 name, and "
         "bertfeat writes parquet, one file with its manifest beside it, with pyarrow, which takes UTF-8 paths only; "
         "rename it (convmv -f latin1 -t utf8 renames files from Latin-1) or choose another path.\n")
     with pytest.raises(ValueError, match="^out 'caf.*is not a UTF-8 name, and bertfeat writes parquet, a folder"):
@@ -656,7 +658,7 @@ def test_a_name_that_is_not_utf8_is_refused_early_for_the_output_and_a_parquet_i
     os.rename("in.parquet", os.fsdecode(b"in\xe9.parquet"))
     assert main(["embed", os.fsdecode(b"in\xe9.parquet"), "--out", "f.parquet", *common]) == 2
     assert capsys.readouterr().err == (
-        "bertfeat embed: error: input file 'in\\udce9.parquet' (the bytes b'in\\xe9.parquet') is not a UTF-8 name, "
+        "bertfeat embed: error: input file $'in\\xe9.parquet' (the bytes b'in\\xe9.parquet') is not a UTF-8 name, "
         "and bertfeat reads parquet files with pyarrow, which takes UTF-8 paths only; rename it (convmv -f latin1 -t "
         "utf8 renames files from Latin-1) or choose another path.\n")
     assert sorted(os.listdir(tmp_path)) == sorted([os.fsdecode(b"in\xe9.csv"), os.fsdecode(b"in\xe9.parquet")])

@@ -56,9 +56,10 @@ def test_embed_refuses_a_model_whose_weights_do_not_fit(layers_mismatch, texts_c
 
 @pytest.mark.parametrize("command", ["embed", "probe"])
 @pytest.mark.parametrize("setup, pattern", [
-    ("file", r"cache_dir=.*exists but is not a directory"),
+    ("file", r"--cache-dir /.* exists but is not a directory\. Pass a writable directory on this machine, or no "
+             r"--cache-dir to run without a cache\.$"),
     ("under-file", r"does not exist and cannot be created"),
-    ("empty", r"cache_dir='' is (not valid|empty)"),
+    ("empty", r"--cache-dir '' is (not valid|empty)"),
 ])
 def test_unusable_cache_dir_is_one_line_exit_2(tiny_bert, texts_csv, tmp_path, capsys, monkeypatch, command, setup,
                                               pattern):
@@ -99,7 +100,7 @@ def test_probe_refuses_labels_it_cannot_score_before_embedding(tiny_bert, monkey
 def test_probe_suggests_fewer_folds_when_that_would_do(tiny_bert):
     from bertfeat import probe
 
-    with pytest.raises(ValueError, match=r"'y' \(2\).*lower cv \(--cv\) to at most 2"):
+    with pytest.raises(ValueError, match=r"'y' \(2\).*lower cv= to at most 2"):
         probe(PROBE_TEXTS, ["x", "x", "x", "y", "y", "x"], model=tiny_bert, cv=3, baseline=False)
 
 

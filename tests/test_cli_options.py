@@ -146,8 +146,8 @@ def test_embed_defaults_reach_embed_file(csv_input, monkeypatch):
 
 
 EMBED_REFUSALS = [
-    (["--text-col", "title", "--text-col", "title"], "--text-col names a column twice: ['title', 'title']."),
-    (["--keep-col", "id", "--keep-col", "id"], "--keep-col names a column twice: ['id', 'id']."),
+    (["--text-col", "title", "--text-col", "title"], "--text-col names a column twice: 'title', 'title'."),
+    (["--keep-col", "id", "--keep-col", "id"], "--keep-col names a column twice: 'id', 'id'."),
     (["--stride", "4"], "--stride applies to --long-text chunk only; drop --stride or add --long-text chunk."),
     (["--chunk-chars", "9", "--engine", "ray"], "--chunk-chars applies to the local engine only (--engine ray reads "
      "its input in batches of --chunk-rows rows); drop --chunk-chars."),
@@ -248,8 +248,8 @@ def test_the_ray_engine_refuses_csv_and_a_device_ray_does_not_give_in_one_line(c
     assert main(["embed", parquet_input, "--text-col", "title", "--out", "o", "--engine", "ray",
                  "--gpus-per-worker", "1", "--device", "cpu"]) == 2
     assert capsys.readouterr().err == (
-        "bertfeat embed: error: device='cpu' does not go with gpus_per_worker=1: Ray gives each worker its GPU(s) and "
-        "hides the others, so leave device='auto' (--device auto).\n")
+        "bertfeat embed: error: --device cpu does not go with --gpus-per-worker 1: Ray gives each worker its GPU(s) and "
+        "hides the others, so leave --device auto.\n")
     assert spy.calls == []
 
 
@@ -382,7 +382,7 @@ def test_probe_reads_a_csv_of_another_delimiter_as_its_refusal_says(tmp_path, mo
     path = tmp_path / "semi.csv"
     path.write_text("text;label\na b;0\nc, d;1\ne f;0\ng h;1\n")
     assert main(["probe", str(path), "--text-col", "text", "--label-col", "label"]) == 2
-    assert capsys.readouterr().err.endswith("pass --delimiter ';' (delimiter=';').\n")
+    assert capsys.readouterr().err.endswith("pass --delimiter ';'.\n")
     spy = Spy(probe_result())
     monkeypatch.setattr(probe_module, "probe", spy)
     assert main(["probe", str(path), "--text-col", "text", "--label-col", "label", "--delimiter", ";"]) == 0
@@ -1412,9 +1412,9 @@ def test_the_models_notes_are_one_line_warnings_of_the_command(tiny_bert, tmp_pa
         assert main(["embed", str(src), "--out", str(tmp_path / "out.parquet"), "--text-col", "text", "--model",
                      str(model), "--quiet"]) == 0
     assert shown == [
-        f"bertfeat embed: warning: model={str(model)!r} defines prompts that its authors put before texts: 'query' "
-        "('query: '). Pass prompt_name= (or prefix=) to use one; without one, texts are embedded as they are.\n",
-        f"bertfeat embed: warning: model={str(model)!r} is a sentence-transformers model whose sentence embeddings "
+        f"bertfeat embed: warning: --model {model} defines prompts that its authors put before texts: 'query' "
+        "('query: '). Pass --prompt-name (or --prefix) to use one; without one, texts are embedded as they are.\n",
+        f"bertfeat embed: warning: --model {model} is a sentence-transformers model whose sentence embeddings "
         "sentence-transformers computes with Dense (2_Dense) as well as its pooling; bertfeat does not apply that: its "
         "features are the pooled hidden states of the encoder its config.json describes, not the model's own "
         "embeddings. For those, use sentence-transformers' encode().\n"]

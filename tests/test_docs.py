@@ -36,7 +36,7 @@ def test_readme_python_block_runs(block, capsys, tmp_path, monkeypatch):
 
 MODULES = ["bertfeat.batching", "bertfeat.models", "bertfeat.embedder", "bertfeat.encode", "bertfeat.union",
            "bertfeat.arrow", "bertfeat.inputs", "bertfeat.cache", "bertfeat.tokens", "bertfeat.probe_ridge",
-           "bertfeat.fork_safe", "bertfeat.recent"]
+           "bertfeat.fork_safe", "bertfeat.recent", "bertfeat.spelling"]
 # each runs a small probe on the bundled model (a few seconds once the model is loaded)
 PROBE_MODULES = ["bertfeat.probe", "bertfeat._r"]
 # every example there needs a cluster (marked +SKIP); only the imports would run

@@ -919,16 +919,16 @@ def test_fit_builds_the_recipe_from_the_parameters(tiny_bert):
     with pytest.raises(ValueError) as info:
         BertEmbedder(tiny_bert, long_text="chunk", max_length=16, stride=14).fit(TEXTS)
     assert str(info.value) == ("stride=14 is not valid: expected an int from 0 to 13 (tokens shared by consecutive "
-                               "windows of max_length=16), or None for a quarter of the window.")
+                               "windows of max_length=16), or stride=None for a quarter of the window.")
     assert BertEmbedder(tiny_bert, max_length=4).fit(TEXTS).recipe_.max_length == 4  # the smallest window
     with pytest.raises(ValueError) as info:
         BertEmbedder(tiny_bert, max_length=3).fit(TEXTS)
     assert str(info.value) == ("max_length=3 is not valid: expected an int from 4 to the model's limit of 64 tokens, "
-                               "or None for that limit.")
+                               "or max_length=None for that limit.")
     with pytest.raises(ValueError) as info:
         BertEmbedder(tiny_bert, stride=2).fit(TEXTS)
     assert str(info.value) == ("stride=2 applies to long_text='chunk' only (long_text='truncate' embeds one window per "
-                               "text); pass long_text='chunk' as well, or leave stride=None.")
+                               "text); pass long_text='chunk' as well, or stride=None.")
 
 
 def test_runtime_parameters_are_checked_at_their_bounds_word_for_word(tiny_bert, tmp_path):

@@ -110,9 +110,9 @@ def test_a_tsv_that_quotes_nothing_is_refused_where_a_quote_would_join_its_rows(
     assert str(info.value) == (
         f"{src} holds a quoted value opened at line 2 that holds a tab after a line break (at line 3), as rows read "
         "into one value do: in a TSV whose values are never quoted (a database's or a shell's export: \\copy ... TO, "
-        "mysql --batch, cut, paste), a value beginning with \" opens no quote. Pass --quoting none "
-        "(quoting='none'), or --quoting backslash for PostgreSQL's and MySQL's text exports, which escape tabs and "
-        "line breaks; if that value is meant to be quoted, pass --quoting csv.")
+        "mysql --batch, cut, paste), a value beginning with \" opens no quote. Pass quoting='none', "
+        "or quoting='backslash' for PostgreSQL's and MySQL's text exports, which escape tabs and line breaks; if that "
+        "value is meant to be quoted, pass quoting='csv'.")
     assert read(src, ["id", "text"], quoting="none").to_pydict() == {
         "id": ["1", "2", "3"], "text": ['"Hello world, she said', 'and he said no"', "bar"]}
     assert read(src, ["id", "text"], quoting="csv").column("id").to_pylist() == ["1", "3"]  # as declared
@@ -127,8 +127,7 @@ def test_a_stray_quote_in_a_tsv_says_how_to_read_a_file_that_quotes_nothing(tmp_
     src.write_text('id\ttext\n1\t"Great" product\n2\tfine\n')
     with pytest.raises(ValueError, match=re.escape(
             "or remove a stray quote at line 2. If the file's values are never quoted (a database's or a shell's "
-            "export), pass --quoting none (quoting='none'), or --quoting backslash for PostgreSQL's and MySQL's text "
-            "exports.")):
+            "export), pass quoting='none', or quoting='backslash' for PostgreSQL's and MySQL's text exports.")):
         read(src, ["id", "text"])
     assert read(src, ["id", "text"], quoting="none").column("text").to_pylist() == ['"Great" product', "fine"]
 
@@ -195,8 +194,8 @@ def test_escapes_read_as_written_are_refused_where_the_quoting_was_not_declared(
         f"{src}: the text of row 2 in column 'text' holds '\\\\n' (a backslash and 'n': 'line one\\\\nline two'), as "
         "a database's text export writes a line break")
     assert str(info.value).endswith(
-        "Pass --quoting backslash (quoting='backslash') to read the file's escapes (and \\N as missing); if the "
-        "backslashes are the text's own, pass --quoting csv (or none) to read them as written.")
+        "Pass quoting='backslash' to read the file's escapes (and \\N as missing); if the backslashes are the "
+        "text's own, pass quoting='csv' (or 'none') to read them as written.")
     assert read(src, ["id", "text"], quoting="csv").column("text").to_pylist()[2] == "line one\\nline two"
     # a backslash no such export writes alone (LaTeX's \alpha, a Windows path's \Users) shows the texts' own: as written
     own = tmp_path / "abstracts.tsv"
@@ -230,7 +229,7 @@ def test_a_backslash_before_the_delimiter_is_not_taken_for_r_row_names(tmp_path)
     assert str(info.value).endswith(
         "A backslash comes before the delimiter there ('a\\\\|b'), as exports that escape their delimiters, tabs and "
         "line breaks with a backslash write them (MySQL's INTO OUTFILE, Redshift's UNLOAD ... ESCAPE, PostgreSQL's "
-        "COPY text format): pass --quoting backslash (quoting='backslash').")
+        "COPY text format): pass quoting='backslash'.")
 
 
 def test_quoting_is_checked_and_recorded(tmp_path):
@@ -255,7 +254,7 @@ def test_embed_and_probe_read_a_copy_export_with_quoting_backslash(tiny_bert, tm
             "--pooling", "mean", "--quiet"]
     err = one_line_exit_2(capsys, main(args))
     assert "a quoted value (opened at line 5) has more text after its closing quote" in err, err
-    assert err.endswith("or --quoting backslash for PostgreSQL's and MySQL's text exports."), err
+    assert err.endswith("or --quoting backslash for PostgreSQL's and MySQL's text exports."), err  # its flags
     assert main([*args, "--quoting", "backslash"]) == 0
     got = pq.read_table(out)
     want = BertEmbedder(tiny_bert, pooling="mean").fit_transform(COPY_VALUES["text"])
@@ -354,7 +353,7 @@ def test_an_avro_file_and_a_text_of_one_line_each_say_what_to_do(tmp_path):
     lines.write_text('a cat\n"Great" product\n')
     with pytest.raises(ValueError, match=re.escape(
             "if it holds one text a line and no header, put one first and read it without quoting: (echo text; cat "
-            "texts.txt) > texts.tsv, then --text-col text --quoting none.")):
+            "texts.txt) > texts.tsv, then pass text_cols='text' and quoting='none'.")):
         read(lines, ["text"])
 
 
@@ -413,7 +412,7 @@ def test_a_backslash_before_a_line_break_is_refused_where_the_quoting_was_not_de
     assert str(info.value).startswith(
         f"{one}: the text of row 1 in column 'text' ends with a backslash ('two\\\\'), as MySQL's INTO OUTFILE writes "
         "one before a line break inside a value: read as written the rest of the text would be a row of its own. Pass "
-        "--quoting backslash")
+        "quoting='backslash'")
     assert read(one, ["text"], quoting="backslash").column("text").to_pylist() == ["first", "two\nlines"]
     two = tmp_path / "two.tsv"
     two.write_bytes(b"id\ttext\n1\ttwo\\\nlines\n")
@@ -422,7 +421,7 @@ def test_a_backslash_before_a_line_break_is_refused_where_the_quoting_was_not_de
     assert str(info.value).endswith(
         "The line before it ends with a backslash ('two\\\\'), as exports that escape their delimiters, tabs and line "
         "breaks with a backslash write one before a line break inside a value (MySQL's INTO OUTFILE, Redshift's "
-        "UNLOAD ... ESCAPE): pass --quoting backslash (quoting='backslash').")
+        "UNLOAD ... ESCAPE): pass quoting='backslash'.")
 
 
 @pytest.mark.parametrize("body, line", [("id,text\n1,hello, world\n2,x\n(2 rows)\n", 2),
@@ -454,7 +453,7 @@ def test_a_quote_escaped_with_a_backslash_says_how_to_export_mysql_again(tmp_pat
     assert str(info.value).endswith(
         "or remove a stray quote at line 3. A quote there is escaped with a backslash (\\\"), as MySQL's SELECT ... "
         "INTO OUTFILE ... ENCLOSED BY '\"' writes it (its ESCAPED BY '\\\\' escapes quotes and backslashes), which CSV "
-        "does not: export the query with mysql --batch -e 'SELECT ...' > file.tsv and pass --quoting backslash, or "
+        "does not: export the query with mysql --batch -e 'SELECT ...' > file.tsv and pass quoting='backslash', or "
         "with FIELDS ESCAPED BY '' and no quote or backslash in the values.")
     batch = tmp_path / "batch.tsv"  # what the refusal says to do: mysql --batch's output, read with its escapes
     batch.write_bytes(b'id\ttext\n1\t\\N\n2\ta "quoted" word\n')

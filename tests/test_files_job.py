@@ -292,7 +292,7 @@ def test_an_existing_output_is_replaced_only_when_asked_and_never_a_folder(tiny_
     src = _src(tmp_path, n=3)
     out = tmp_path / "o.parquet"
     out.write_bytes(b"old")
-    with pytest.raises(FileExistsError, match="pass --overwrite"):
+    with pytest.raises(FileExistsError, match="pass overwrite=True"):
         embed_file(str(src), str(out), "review", model=tiny_bert, quiet=True)
     assert out.read_bytes() == b"old"
     embed_file(str(src), str(out), "review", model=tiny_bert, quiet=True, overwrite=True)
@@ -872,12 +872,12 @@ def test_an_output_folder_removed_while_the_job_runs_is_named_as_what_happened(t
     if removed.startswith("the folder"):
         assert not folder.exists()
         assert str(caught.value) == (
-            f"the folder of --out, {str(folder)!r}, was removed while the job ran, so nothing was written at --out; "
+            f"the folder of out=, {str(folder)!r}, was removed while the job ran, so nothing was written at out=; "
             "create it again, then run the same command to start the job over.")
         return
     assert str(caught.value) == (
         f"{str(folder / 'out.parquet.partial')!r}, where the job keeps its finished parts, was removed while the job "
-        "ran (its parts with it), so nothing was written at --out; run the same command again to start the job over.")
+        "ran (its parts with it), so nothing was written at out=; run the same command again to start the job over.")
     assert sorted(p.name for p in folder.iterdir()) == []  # no lock file, no temp file left
     _revive(monkeypatch)
     assert embed_file(str(src), str(out), "review", model=tiny_bert, quiet=True, chunk_rows=5)["counts"]["rows"] == ROWS
@@ -933,7 +933,7 @@ def test_a_parts_folder_that_is_a_symlink_is_refused_before_any_work(tiny_bert, 
     (tmp_path / "big").mkdir()
     (tmp_path / "out.parquet.partial").symlink_to(tmp_path / "big", target_is_directory=True)
     with pytest.raises(FileExistsError, match=r"out\.parquet\.partial' is a symbolic link.*remove the link.*make "
-                                              r"--out a link"):
+                                              r"out= a link"):
         embed_file(src, tmp_path / "out.parquet", "review", model=tiny_bert, quiet=True)
     assert not (tmp_path / "out.parquet").exists() and list((tmp_path / "big").iterdir()) == []
 

@@ -13,7 +13,7 @@ TEXTS = ["the cat sat on the mat", "a dog ran in the park"]
 
 
 @pytest.mark.parametrize("params, message", [
-    (dict(stride=8), r"stride=8 applies to long_text='chunk' only.*pass long_text='chunk' as well, or leave stride=None"),
+    (dict(stride=8), r"stride=8 applies to long_text='chunk' only.*pass long_text='chunk' as well, or stride=None"),
     (dict(stride=0, long_text="truncate"), r"stride=0 applies to long_text='chunk' only"),
     (dict(cache_dir=""), r"cache_dir='' is not valid: an empty path would make the current directory a cache"),
     (dict(cache_dir="  "), r"cache_dir='  ' is not valid: an empty path"),

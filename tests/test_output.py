@@ -55,10 +55,10 @@ def test_out_is_the_input_file(tmp_path):
     src = tmp_path / "in.csv"
     src.write_text("a\n")
     out = str(src)
-    refused(ValueError, f"--out {out!r} is the input file; write the features to another path.",
+    refused(ValueError, f"out={out!r} is the input file; write the features to another path.",
             OutputPaths(src), reader(src), True)
     # the same file reached by another spelling of its path is still the input
-    refused(ValueError, f"--out {str(tmp_path / 'sub' / '..' / 'in.csv')!r} is the input file; write the features "
+    refused(ValueError, f"out={str(tmp_path / 'sub' / '..' / 'in.csv')!r} is the input file; write the features "
             "to another path.", OutputPaths(tmp_path / "sub" / ".." / "in.csv"), reader(src), True)
 
 
@@ -67,7 +67,7 @@ def test_out_is_a_folder_holding_the_input(tmp_path):
     (out / "deep").mkdir(parents=True)
     src = out / "deep" / "in.csv"
     src.write_text("a\n")
-    refused(ValueError, f"--out {str(out)!r} holds the input file {str(src)!r}; write the features elsewhere.",
+    refused(ValueError, f"out={str(out)!r} holds the input file {str(src)!r}; write the features elsewhere.",
             OutputPaths(out), reader(tmp_path / "other.csv", src), True)
 
 
@@ -76,7 +76,7 @@ def test_out_partial_folder_holding_the_input_is_refused_too(tmp_path):
     src = tmp_path / "f.parquet.partial" / "in.csv"  # a resume would delete it with the finished parts
     src.parent.mkdir()
     src.write_text("a\n")
-    refused(ValueError, f"--out {str(out)!r} holds the input file {str(src)!r}; write the features elsewhere.",
+    refused(ValueError, f"out={str(out)!r} holds the input file {str(src)!r}; write the features elsewhere.",
             OutputPaths(out), reader(src), False)
 
 
@@ -108,20 +108,20 @@ def test_an_input_reached_by_a_chain_of_relative_links_across_outs_folder_is_sti
         resolve_input("in/*/*.parquet", [paths.out, paths.partial])
     os.symlink("../m/l2", "o/link")
     os.symlink("../in/a.parquet", "m/l2")
-    refused(ValueError, f"--out {str(tmp_path / 'in' / 'a.parquet')!r} is the input file; write the features to "
+    refused(ValueError, f"out={str(tmp_path / 'in' / 'a.parquet')!r} is the input file; write the features to "
             "another path.", OutputPaths.of("o/link"), reader("in/a.parquet"), True)
 
 
 def test_the_folder_of_out_must_exist(tmp_path):
     out = tmp_path / "missing" / "f.parquet"
-    refused(FileNotFoundError, f"the folder of --out {str(out)!r} does not exist; create it first.",
+    refused(FileNotFoundError, f"the folder of out={str(out)!r} does not exist; create it first.",
             OutputPaths(out), reader(), True)
 
 
 def test_an_existing_output_needs_overwrite(tmp_path):
     out = tmp_path / "f.parquet"
     out.write_bytes(b"old")
-    refused(FileExistsError, f"output {str(out)!r} exists; pass --overwrite (overwrite=True) to replace it.",
+    refused(FileExistsError, f"output {str(out)!r} exists; pass overwrite=True to replace it.",
             OutputPaths(out), reader(), False)
     check_output(OutputPaths(out), reader(), True)
     check_output(OutputPaths(out), reader(), True, file_output=True)
@@ -131,11 +131,11 @@ def test_an_existing_output_needs_overwrite(tmp_path):
 def test_a_folder_at_out_is_refused_for_a_file_output_only(tmp_path):
     out = tmp_path / "feats"
     out.mkdir()
-    refused(FileExistsError, f"output {str(out)!r} is a folder and the output is one parquet file: --overwrite "
-            "replaces files only. Choose a file path for --out (or remove the folder yourself).",
+    refused(FileExistsError, f"output {str(out)!r} is a folder and the output is one parquet file: overwrite=True "
+            "replaces files only. Choose a file path for out= (or remove the folder yourself).",
             OutputPaths(out), reader(), True, file_output=True)
     check_output(OutputPaths(out), reader(), True)  # the engines write a folder: replacing one is theirs to do
-    refused(FileExistsError, f"output {str(out)!r} exists; pass --overwrite (overwrite=True) to replace it.",
+    refused(FileExistsError, f"output {str(out)!r} exists; pass overwrite=True to replace it.",
             OutputPaths(out), reader(), False, file_output=True)  # without --overwrite, the plainer refusal first
 
 
@@ -147,7 +147,7 @@ def test_a_file_where_the_jobs_partial_folder_goes_is_refused_and_kept(tmp_path,
     partial = tmp_path / "feats.parquet.partial"
     partial.write_bytes(b"someone's file")
     refused(FileExistsError, f"{str(partial)!r} is not a folder, and bertfeat keeps the parts of an unfinished job "
-            "for --out there: move it away (or choose another --out), then run again.",
+            "for out= there: move it away (or choose another out=), then run again.",
             OutputPaths(out), reader(), False, file_output=file_output)
     assert partial.read_bytes() == b"someone's file"
     partial.unlink()
@@ -168,7 +168,7 @@ def test_an_unwritable_folder_is_refused(tmp_path, monkeypatch):
         return mode != os.W_OK
 
     monkeypatch.setattr(output.os, "access", access)
-    refused(PermissionError, f"the folder of --out {str(out)!r} is not writable (read-only filesystem or no "
+    refused(PermissionError, f"the folder of out={str(out)!r} is not writable (read-only filesystem or no "
             "permission); write the features elsewhere.", OutputPaths(out), reader(), True)
     assert asked == [(tmp_path, os.W_OK)]
 
@@ -181,11 +181,11 @@ def test_folder_output_replaces_only_a_folder_of_parquet_files(tmp_path):
     for name in ["part-0.parquet", "sub/part-1.parquet"]:
         (out / name).write_bytes(b"PAR1")
     check_folder_output(OutputPaths(out), reader(), True)  # a bertfeat output: may be replaced
-    refused(FileExistsError, f"output {str(out)!r} exists; pass --overwrite (overwrite=True) to replace it.",
+    refused(FileExistsError, f"output {str(out)!r} exists; pass overwrite=True to replace it.",
             OutputPaths(out), reader(), False, check=check_folder_output)
     (out / "sub" / "notes.txt").write_text("mine")  # one other file, even in a subfolder, and it is not ours
     refused(FileExistsError, f"output {str(out)!r} exists and holds files other than parquet (['notes.txt']), so it "
-            "is not a bertfeat output: bertfeat will not delete it. Choose another --out.",
+            "is not a bertfeat output: bertfeat will not delete it. Choose another out=.",
             OutputPaths(out), reader(), True, check=check_folder_output)
 
 
@@ -206,7 +206,7 @@ def test_folder_output_runs_the_common_checks_first(tmp_path):
     out.mkdir()
     src = out / "in.csv"
     src.write_text("a\n")
-    refused(ValueError, f"--out {str(out)!r} holds the input file {str(src)!r}; write the features elsewhere.",
+    refused(ValueError, f"out={str(out)!r} holds the input file {str(src)!r}; write the features elsewhere.",
             OutputPaths(out), reader(src), True, check=check_folder_output)
     check_folder_output(OutputPaths(tmp_path / "new"), reader(src), False)  # nothing there yet: nothing to refuse
 
@@ -299,8 +299,8 @@ def test_job_lock_writes_its_holder_refuses_a_second_job_and_removes_the_file(tm
         with pytest.raises(FileExistsError) as info, job_lock(paths):  # another open file: flock refuses it
             pass
         assert str(info.value) == (
-            f"another bertfeat job ({holder}) is writing --out {str(paths.out)!r} (it holds {str(paths.lock)!r}); "
-            "wait for it to finish, or choose another --out.")
+            f"another bertfeat job ({holder}) is writing out={str(paths.out)!r} (it holds {str(paths.lock)!r}); "
+            "wait for it to finish, or choose another out=.")
         assert paths.lock.read_text() == holder  # the refused job neither truncated nor removed the holder's file
     assert not paths.lock.exists()
     with job_lock(paths):  # free again
@@ -362,7 +362,7 @@ def test_job_lock_on_an_unwritable_folder_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setattr(output.os, "open", no)
     with pytest.raises(OSError) as info, job_lock(paths):
         pass
-    assert str(info.value) == (f"the lock file of --out {str(paths.out)!r}: Permission denied; write elsewhere, or fix "
+    assert str(info.value) == (f"the lock file of out={str(paths.out)!r}: Permission denied; write elsewhere, or fix "
                                "the permissions.")
     assert info.value.errno == errno.EACCES
 

@@ -289,8 +289,7 @@ def test_run_cli_gives_the_commands_warnings_to_r_as_warnings_not_as_progress_li
     ("the model's limit and the users' texts; the text 'it\\'s \"so\"' is long",
      'the model\'s limit and the users\' texts; the text "it\'s \\"so\\"" is long'),
     # (review hunt, 2026-11-26, session 9) True, False and None inside a quoted text of more than the one word (a
-    # path, a prefix, a row's text) became TRUE, FALSE and NULL: a file "/runs/NULL/f.csv" no one has; and in the
-    # command line's advice (cli=True), which keeps Python's quotes, alike
+    # path, a prefix, a row's text) became TRUE, FALSE and NULL: a file "/runs/NULL/f.csv" no one has
     ("cannot read '/runs/None/f.csv'; the text 'a True story' and prefix='is False: ' and \"it's None\"; or None",
      'cannot read "/runs/None/f.csv"; the text "a True story" and prefix = "is False: " and "it\'s None"; or NULL'),
     # and a name=value inside one became R's "name = value": the text "set a = 1 and b = NULL"
@@ -301,39 +300,39 @@ def test_python_advice_reaches_r_users_in_r_syntax(python, r):
     assert _r.r_advice(python) == r
 
 
-def test_the_command_lines_advice_keeps_its_flags_for_bf_embed_file():
-    assert _r.r_advice("output 'o.parquet' exists; pass --overwrite (overwrite=True) to replace it.", cli=True) == (
-        "output 'o.parquet' exists; pass --overwrite (overwrite = TRUE) to replace it.")
-    said = "column(s) ['year'] not found; 'year' is in the names of folders (year=2024/), not in the files"
-    assert _r.r_advice(said, cli=True) == said  # bf_embed_file(keep_col = "year") on a hive-partitioned folder
-    assert _r.r_advice("input '/runs/True/*.csv' matches no file; or None", cli=True) == (
-        "input '/runs/True/*.csv' matches no file; or NULL")
+def test_the_command_lines_errors_reach_bf_embed_file_in_r_syntax(tiny_bert, tmp_path):
+    """bf_embed_file() runs the command line, whose error lines named options in its flags, or in both spellings:
+    R users read `--quoting backslash (quoting = "backslash")`, `pass --overwrite (overwrite = TRUE)`, and (after
+    the command line named its flags alone) `--missing zero`, where they pass R's arguments (spelling hunt,
+    2026-11-27, session 13). Now in R's syntax, as bf_embed()'s errors are; paths in R's quotes."""
+    src, out = tmp_path / "in.csv", tmp_path / "it's.parquet"
+    pd.DataFrame({"review": ["a cat", None]}).to_csv(src, index=False)
+    args = ["embed", str(src), "--text-col", "review", "--out", str(out), "--model", tiny_bert, "--quiet"]
 
+    def error_line(*extra):
+        status, _, stderr, _, _ = _r.run_cli([*args, *extra])
+        assert status == 2, stderr
+        return stderr.strip()
 
-def test_the_command_lines_quoted_texts_reach_r_quoted_for_a_shell():
-    """bf_embed_file() shows the command line's own lines, whose paths and values a user pastes into a shell: they
-    came in Python's quotes, which a shell reads otherwise where a text holds a backslash, a `$` beside an
-    apostrophe, or a character Python escapes (api hunt, 2026-11-26, session 10)."""
-    import subprocess
-
-    def shell_reads(shell, word):
-        return subprocess.run([shell, "-c", f"printf '%s' {word}"], capture_output=True, check=True,
-                              env={"HOME": "/home/u", "LANG": "C.UTF-8"}).stdout.decode()
-
-    for path in ("/data/it's $HOME.parquet", "C:\\runs\\o.parquet", "/data/a\tb.csv", "/data/caf\u00e9 `x`.csv",
-                 "/data/\u200bzero.csv", "o.parquet", "/data/it's \"so\".csv"):
-        said = _r.r_advice(f"output {path!r} exists; pass --overwrite (overwrite=True) to replace it.", cli=True)
-        head, tail = "output ", " exists; pass --overwrite (overwrite = TRUE) to replace it."
-        assert said.startswith(head) and said.endswith(tail), said
-        quoted = said[len(head):-len(tail)]
-        # a character a line cannot show (a tab, U+200B) in bash's $'...', as the Unicode-form hint writes it
-        shell = "bash" if quoted.startswith("$'") else "sh"
-        assert (shell == "bash") == (not path.isprintable()) and quoted.isprintable(), quoted
-        assert shell_reads(shell, quoted) == path, (path, quoted)
-    assert _r.r_advice("output 'o.parquet' exists", cli=True) == "output 'o.parquet' exists"  # as Python wrote it
-    # pyarrow's own words (not Python's repr of a text) read alike
-    said = "in.csv has a malformed header: ';' expected after '\"'."
-    assert _r.r_advice(said, cli=True) == said
+    assert error_line() == ('bertfeat embed: error: row 1 of column "review" is blank (""): bertfeat treats empty '
+                            "texts and texts of only whitespace, control, invisible or replacement characters as missing, "
+                            'and missing = "error". Pass missing = "zero" for a zero vector, missing = "nan" for a row '
+                            "of NaN, or drop or fill those rows first.")
+    assert error_line("--stride", "3") == ('bertfeat embed: error: `stride` applies to long_text = "chunk" only; drop '
+                                           '`stride` or add long_text = "chunk".')
+    out.write_bytes(b"")
+    assert error_line("--missing", "zero") == (
+        f'bertfeat embed: error: output "{out}" exists; pass overwrite = TRUE to replace it.')
+    # the output, which the command line calls --out, named as bf_embed_file() names it
+    assert error_line("--out", str(tmp_path / "no" / "o.parquet")) == (
+        f'bertfeat embed: error: the folder of output = "{tmp_path / "no" / "o.parquet"}" does not exist; create it '
+        "first.")
+    tsv = tmp_path / "copy.tsv"
+    tsv.write_text("id\treview\n1\tLoved it.\\nWould watch again.\n")
+    status, _, stderr, _, _ = _r.run_cli(["embed", str(tsv), "--text-col", "review", "--out",
+                                          str(tmp_path / "f.parquet"), "--model", tiny_bert, "--quiet"])
+    assert status == 2 and 'Pass quoting = "backslash" to read the file\'s escapes' in stderr, stderr
+    assert "--quoting" not in stderr and "='" not in stderr, stderr
 
 
 def test_the_cache_refusals_reach_r_without_the_pickled_pipelines_advice(tmp_path):

@@ -135,7 +135,7 @@ def test_ray_job_errors_before_any_work(tiny_bert, ray_cluster, tmp_path):
     pd.DataFrame({"text": ["a"], "n": [1]}).to_parquet(src)
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "notes.txt").write_text("mine")
-    with pytest.raises(FileExistsError, match="pass --overwrite"):
+    with pytest.raises(FileExistsError, match="pass overwrite=True"):
         embed_parquet(src, tmp_path / "out", "text", model=tiny_bert)
     with pytest.raises(FileExistsError, match="holds files other than parquet"):
         embed_parquet(src, tmp_path / "out", "text", model=tiny_bert, overwrite=True)

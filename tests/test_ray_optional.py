@@ -124,9 +124,12 @@ def test_actor_sets_its_threads_and_embeds_like_the_core(tiny_bert, monkeypatch)
 @pytest.mark.parametrize("args, message", [
     (["--num-workers", "2"], "--num-workers applies to --engine ray only; add --engine ray or drop --num-workers"),
     (["--gpus-per-worker", "1", "--engine", "local"], "--gpus-per-worker applies to --engine ray only"),
-    (["--engine", "ray", "--device", "cuda"], "needs GPUs from Ray: pass gpus_per_worker=1"),
-    (["--engine", "ray", "--gpus-per-worker", "1", "--device", "cpu"], "does not go with gpus_per_worker=1"),
-    (["--engine", "ray", "--gpus-per-worker", "2"], "gpus_per_worker=2 is not supported"),
+    # the API's words (device='cuda', gpus_per_worker=1) in the command's flags
+    (["--engine", "ray", "--device", "cuda"], "--device cuda needs GPUs from Ray: pass --gpus-per-worker 1, one GPU "
+                                              "per worker."),
+    (["--engine", "ray", "--gpus-per-worker", "1", "--device", "cpu"],
+     "--device cpu does not go with --gpus-per-worker 1"),
+    (["--engine", "ray", "--gpus-per-worker", "2"], "--gpus-per-worker 2 is not supported"),
 ])
 def test_conflicting_engine_flags_are_rejected_before_work(tmp_path, capsys, args, message):
     src = tmp_path / "in.parquet"

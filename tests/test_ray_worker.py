@@ -233,9 +233,9 @@ def test_worker_device(device, gpus, want):
                   "others idle. Pass gpus_per_worker=1 (one worker per GPU) or a fraction such as 0.5 (workers "
                   "sharing a GPU)."),
     ("cpu", 1, "device='cpu' does not go with gpus_per_worker=1: Ray gives each worker its GPU(s) and hides the "
-               "others, so leave device='auto' (--device auto)."),
+               "others, so leave device='auto'."),
     ("cuda:1", 0.5, "device='cuda:1' does not go with gpus_per_worker=0.5: Ray gives each worker its GPU(s)"),
-    ("cuda", 0, "device='cuda' needs GPUs from Ray: pass gpus_per_worker=1 (--gpus-per-worker 1), one GPU per "
+    ("cuda", 0, "device='cuda' needs GPUs from Ray: pass gpus_per_worker=1, one GPU per "
                 "worker."),
     ("cuda:0", 0, "device='cuda:0' needs GPUs from Ray"),
     # spellings no worker runs on, refused before Ray starts (they reached the actors, which failed at their start)
@@ -989,7 +989,7 @@ def test_a_file_job_is_refused_before_ray_starts(tiny_bert, fake_ray, tmp_path):
     with pytest.raises(ValueError) as info:
         bray.embed_parquet(csv, tmp_path / "o", "review", model=tiny_bert)
     assert str(info.value) == (f"input {str(csv)!r} is CSV: the Ray engine reads parquet only. Convert it to parquet "
-                               "first, or use the local engine (bertfeat embed without --engine ray).")
+                               "first, or use the local engine (bertfeat.files.embed_file).")
     pq.write_table(pa.table({"review": pa.array([], pa.string())}), tmp_path / "empty.parquet")
     with pytest.raises(ValueError) as info:
         bray.embed_parquet(tmp_path / "empty.parquet", tmp_path / "o", "review", model=tiny_bert)
@@ -1000,7 +1000,7 @@ def test_a_file_job_is_refused_before_ray_starts(tiny_bert, fake_ray, tmp_path):
         bray.embed_parquet(src, tmp_path / "o", "body", model=tiny_bert)
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "x.parquet").write_bytes(b"")
-    with pytest.raises(FileExistsError, match="pass --overwrite"):
+    with pytest.raises(FileExistsError, match="pass overwrite=True"):
         bray.embed_parquet(src, tmp_path / "taken", "review", model=tiny_bert)
     # a '?' in a path: Ray Data read it as a URL query, and left that file out of a job of several files (the job
     # then failed after all the work: "the Ray workers wrote 16 rows for 18 input rows")
@@ -1063,7 +1063,7 @@ def test_an_output_another_job_put_in_place_before_the_lock_was_taken_is_not_rep
         return real_lock(paths)
 
     monkeypatch.setattr(bray, "job_lock", the_other_job_finishes_first)
-    with pytest.raises(FileExistsError, match="exists; pass --overwrite"):
+    with pytest.raises(FileExistsError, match="exists; pass overwrite=True"):
         bray.embed_parquet(src, out, "review", model=tiny_bert, quiet=True)
     assert ray.inits == [] and (out / "part-000000.parquet").read_bytes() == b"the other job's"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "out"]
@@ -1215,7 +1215,7 @@ def test_dtype_auto_is_fixed_once_on_the_driver_and_a_gpu_that_would_choose_othe
         bray.embed_parquet(src, tmp_path / "out", "review", gpus_per_worker=1, model=tiny_bert, quiet=True)
     assert str(err.value) == (
         "dtype='auto' was fixed on the Ray driver as 'bfloat16' for workers on a GPU (the output's metadata names "
-        "it), but this worker's GPU (cuda) runs 'float16' for dtype='auto': pass dtype='float16' (--dtype float16) "
+        "it), but this worker's GPU (cuda) runs 'float16' for dtype='auto': pass dtype='float16' "
         "to run every worker in it, or dtype='bfloat16' to run this one as the others.")
     assert not (tmp_path / "out").exists()
 

@@ -269,10 +269,10 @@ def test_a_file_that_is_not_utf8_is_named_by_its_line_and_told_how_to_convert(tm
 @pytest.mark.parametrize("name, hint", [
     ("export.tab", "if it is text separated by tabs, name it export.tsv (or by commas, export.csv); if it holds one "
      "text a line and no header, put one first and read it without quoting: (echo text; cat export.tab) > "
-     "export.tsv, then --text-col text --quoting none."),
+     "export.tsv, then pass text_cols='text' and quoting='none'."),
     ("export.TXT", "if it is text separated by tabs, name it export.tsv (or by commas, export.csv); if it holds one "
      "text a line and no header, put one first and read it without quoting: (echo text; cat export.TXT) > "
-     "export.tsv, then --text-col text --quoting none."),
+     "export.tsv, then pass text_cols='text' and quoting='none'."),
     ("reviews.csv.xz", "decompress it (xz -d), or compress it again as reviews.csv.gz, .bz2 or .zst."),
     ("reviews.tsv.lz4", "decompress it (lz4 -d), or compress it again as reviews.tsv.gz, .bz2 or .zst."),
     ("reviews.zip", "unzip it and name the CSV file, or the folder of parquet files, it holds."),
@@ -483,7 +483,7 @@ def test_the_open_quote_and_the_inferred_type_refusals_say_what_to_do(tmp_path):
         fh.write("A123,t\n")
     assert refusal(read_all, csv_reader(late, ["id", "text"], chunk_rows=50_000, infer_types=True)) == (
         f"{late}: In CSV column #0: CSV conversion error to int64: invalid value 'A123' (a type inferred "
-        "from the start of the file does not hold further on); drop infer_types (--infer-types) to read kept columns "
+        "from the start of the file does not hold further on); drop infer_types= to read kept columns "
         "as written, as text.")
 
 
@@ -1049,16 +1049,16 @@ def test_a_column_not_found_says_what_to_do_when_the_header_shows_why(tmp_path):
     semi.write_bytes(b"\xef\xbb\xbfid;text\r\n1;a\r\n")
     assert refusal(csv_reader, semi, ["id", "text"]) == (
         f"column(s) ['id', 'text'] not found in {semi}; it has columns ['id;text']. The header reads as one column "
-        "holding ';': if the file is separated by ';', pass --delimiter ';' (delimiter=';').")
+        "holding ';': if the file is separated by ';', pass delimiter=';'.")
     tabs = tmp_path / "tabs.csv"
     tabs.write_text("id\ttext\n1\ta\n")
     assert refusal(csv_reader, tabs, ["text"]).endswith(
-        "The header reads as one column holding '\\t': if the file is separated by '\\t', pass --delimiter tab "
-        "(delimiter='\\t').")
+        "The header reads as one column holding '\\t': if the file is separated by '\\t', pass "
+        "delimiter='\\t'.")
     commas = tmp_path / "commas.tsv"
     commas.write_text("id,text\n1,a\n")
     assert refusal(csv_reader, commas, ["text"]).endswith(
-        "if the file is separated by ',', pass --delimiter ',' (delimiter=',').")
+        "if the file is separated by ',', pass delimiter=','.")
     spaced = tmp_path / "spaced.csv"
     spaced.write_text("id, Text \n1,a\n")
     assert refusal(csv_reader, spaced, ["id", "text"]) == (
@@ -1383,7 +1383,7 @@ def test_an_excel_sep_line_first_declares_the_delimiter_and_is_no_header(tmp_pat
     assert read_all(csv_reader(src, ["id", "text"], delimiter=";"))[0].to_pylist() == want
     assert refusal(csv_reader, src, ["id", "text"], delimiter=",") == (
         f"{src} declares its delimiter on its first line, 'sep=;' (as Excel reads it), but delimiter=',' was "
-        "passed; drop --delimiter (delimiter=) to read it as the file says, or remove that line.")
+        "passed; drop delimiter= to read it as the file says, or remove that line.")
     ragged = tmp_path / "ragged.csv"
     ragged.write_bytes(b"sep=;\nid;text;n\n1;a;1\n2;b;2;extra\n")
     assert refusal(csv_reader, ragged, ["id", "text"]) == (

@@ -509,7 +509,7 @@ def test_an_existing_output_is_replaced_only_when_asked(tiny_bert, tmp_path, spa
     fake = spark_job()
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "part-000000.parquet").write_bytes(b"old")
-    with pytest.raises(FileExistsError, match="exists; pass --overwrite"):
+    with pytest.raises(FileExistsError, match="exists; pass overwrite=True"):
         bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True)
     assert fake.job.calls == [] and (tmp_path / "out" / "part-000000.parquet").read_bytes() == b"old"
     bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, quiet=True,
@@ -532,7 +532,7 @@ def test_an_output_another_job_put_in_place_while_the_model_loaded_is_not_replac
         return real(*args)
 
     monkeypatch.setattr(bspark, "_checked_featurizer", the_other_job_finishes_meanwhile)
-    with pytest.raises(FileExistsError, match="exists; pass --overwrite"):
+    with pytest.raises(FileExistsError, match="exists; pass overwrite=True"):
         bspark.embed_files(tmp_path / "in.parquet", out, "review", model=tiny_bert, quiet=True)
     assert fake.job.calls == [] and (out / "part-000000.parquet").read_bytes() == b"the other job's"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet", "out"]
@@ -740,7 +740,7 @@ def test_embed_dataframe_records_the_dtype_its_gpu_tasks_run_not_the_drivers(tin
             assert str(err.value) == (
                 "dtype='auto' was fixed on the Spark driver as 'bfloat16' for tasks on a GPU (the output's metadata "
                 "names it), but this task's GPU (cuda:0) runs 'float16' for dtype='auto': pass dtype='float16' "
-                "(--dtype float16) to run every task in it, or dtype='bfloat16' to run this one as the others.")
+                "to run every task in it, or dtype='bfloat16' to run this one as the others.")
         else:
             featurizer, info = bspark._worker_featurizer(task.keywords["spec"])
             assert info["device"] == "cuda:0" and featurizer.recipe.dtype == runs
@@ -987,7 +987,7 @@ def test_a_session_another_thread_made_is_used_and_never_stopped(pyspark_stand_i
     log = pyspark_stand_in(default=users)
     assert bsession._session(None, True) == (users, False) and bsession._job_master(None) == "local[2]"
     assert bsession.running_session() is users and log == []  # no JVM, no builder, no log level
-    with pytest.raises(ValueError, match=r"^--master 'yarn', but this process already has a Spark session on"):
+    with pytest.raises(ValueError, match=r"^master='yarn', but this process already has a Spark session on"):
         bsession._session("yarn", True)
     dead = FakeSession(master="local[2]")
     dead.sparkContext._jsc = None  # its SparkContext stopped (sc.stop()): pyspark still holds the session
@@ -1002,8 +1002,8 @@ def test_another_master_than_the_active_sessions_is_refused(pyspark_stand_in):
     log = pyspark_stand_in(active=FakeSession(master="local[2]"))
     with pytest.raises(ValueError) as err:
         bsession._session("yarn", True)
-    assert str(err.value) == ("--master 'yarn', but this process already has a Spark session on 'local[2]'; drop "
-                              "--master to use it, or stop it first.")
+    assert str(err.value) == ("master='yarn', but this process already has a Spark session on 'local[2]'; drop "
+                              "master= to use it, or stop it first.")
     assert log == []
 
 
@@ -1389,7 +1389,7 @@ def test_embed_files_fixes_dtype_auto_once_for_gpu_tasks_and_a_gpu_that_would_ch
         bspark._worker_featurizer(spec)
     assert str(err.value) == (
         "dtype='auto' was fixed on the Spark driver as 'bfloat16' for tasks on a GPU (the output's metadata names "
-        "it), but this task's GPU (cuda:0) runs 'float16' for dtype='auto': pass dtype='float16' (--dtype float16) "
+        "it), but this task's GPU (cuda:0) runs 'float16' for dtype='auto': pass dtype='float16' "
         "to run every task in it, or dtype='bfloat16' to run this one as the others.")
     # a cluster of T4s under a driver without a GPU: the task asked says float16, and every task runs it (the guess
     # of bfloat16 refused them all)
@@ -1630,8 +1630,8 @@ def test_a_spark_connect_session_is_used_as_it_is_and_master_is_refused_with_it(
     assert bsession._job_master(None) is None
     with pytest.raises(ValueError) as err:
         bsession._session("local[2]", True)
-    assert str(err.value) == ("--master 'local[2]', but this process already has a Spark Connect session, whose tasks "
-                              "run where its server sends them; drop --master to use it, or stop it first.")
+    assert str(err.value) == ("master='local[2]', but this process already has a Spark Connect session, whose tasks "
+                              "run where its server sends them; drop master= to use it, or stop it first.")
     assert log == []
     bspark._check_device("cuda", lambda: None)  # the server's executors check their own GPU
 

@@ -101,7 +101,7 @@ def test_a_gpu_device_the_user_named_is_the_tasks_assigned_gpu_or_refused_where_
     assert str(err.value) == (
         "device='cuda' was asked for, but torch sees no CUDA GPU here; pass device='cpu' or device='auto'. (in a "
         f"Spark task on host {socket.gethostname()!r}, which Spark assigned no GPU: give the executors GPUs with "
-        "spark.executor.resource.gpu.amount and spark.task.resource.gpu.amount, or pass --device auto / "
+        "spark.executor.resource.gpu.amount and spark.task.resource.gpu.amount, or pass "
         "device='auto' to use a GPU where Spark assigns one)")
     with pytest.raises(ValueError, match=r"^device='mps' was asked for, but MPS is not available here"):
         bspark._task_resources("mps")
@@ -572,7 +572,7 @@ def test_files_with_a_colon_in_their_path_are_staged_and_a_staging_folder_with_o
     assert str(err.value) == (
         f"the Spark engine stages this input under {str(tmp_path / 'at 10:30' / 'out.partial' / 'input')!r}, and "
         "Spark (Hadoop) reads no path with ':' in a folder or file name ('Relative path in absolute URI'): pass an "
-        "--out whose path has no ':', or use the local engine.")
+        "out= whose path has no ':', or use the local engine.")
     assert not (tmp_path / "at 10:30").exists()
     files, counts = _stage(reader, tmp_path / "staged")
     assert counts == [1] and pq.read_table(files[0]).to_pydict() == {"id": [1], "t": ["a"]}

@@ -157,7 +157,7 @@ def test_a_gpu_worker_that_would_choose_another_dtype_than_the_driver_fixed_is_r
         wr.check_fixed_dtype("bfloat16", "cuda:1", "Spark", "task")
     assert str(err.value) == (
         "dtype='auto' was fixed on the Spark driver as 'bfloat16' for tasks on a GPU (the output's metadata names it), "
-        "but this task's GPU (cuda:1) runs 'float16' for dtype='auto': pass dtype='float16' (--dtype float16) to run "
+        "but this task's GPU (cuda:1) runs 'float16' for dtype='auto': pass dtype='float16' to run "
         "every task in it, or dtype='bfloat16' to run this one as the others.")
 
 

@@ -2,7 +2,9 @@
 
 Each command module defines ``add_parser(subparsers)`` (its options and ``--help`` text with examples) and
 ``run(args) -> int``. User mistakes raise :class:`UsageError` (or a ValueError/TypeError/FileNotFoundError from the
-API) and become a one-line message and exit code 2, never a traceback (set BERTFEAT_DEBUG=1 to see one).
+API) and become a one-line message and exit code 2, never a traceback (set BERTFEAT_DEBUG=1 to see one). Messages
+name options as the API does, ``missing='zero'``, and are read in the command's flags, ``--missing zero``
+(:mod:`bertfeat.spelling`), or in R's syntax where R's ``bf_embed_file()`` runs the command.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ COMMANDS: dict[str, str] = {"embed": "embed", "info": "info", "cache": "cache", 
 
 
 class UsageError(Exception):
-    """A mistake in how the command was called: printed as one line, exit code 2."""
+    """A mistake in how the command was called: printed as one line, exit code 2. Its message names options as the
+    API's do (``stride= applies to long_text='chunk' only``), for each caller to read in its own syntax."""
 
 
 class Terminated(KeyboardInterrupt):
@@ -92,8 +95,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# The command each thread's main() runs (its warnings' prefix)
-_COMMAND: contextvars.ContextVar[str | None] = contextvars.ContextVar("bertfeat_command", default=None)
+# How a command's errors and warning lines name options (the API's messages write them as its keyword arguments,
+# missing='zero'): None for the command line's flags (bertfeat.spelling.for_command_line, from the command's
+# parser), or the spelling of the caller that runs the command in its process (R's bf_embed_file(): bertfeat._r.run_cli)
+SPELLING: contextvars.ContextVar = contextvars.ContextVar("bertfeat_spelling", default=None)
+
+
+def _spelled(message: str, parser: argparse.ArgumentParser | None) -> str:
+    spell = SPELLING.get()
+    if spell is not None:
+        return spell(message)
+    from bertfeat.spelling import for_command_line
+
+    return for_command_line(message, parser)
+
+
+# The command each thread's main() runs (its warnings' prefix) and its parser (their flags)
+_COMMAND: contextvars.ContextVar[tuple[str, argparse.ArgumentParser | None] | None] = contextvars.ContextVar(
+    "bertfeat_command", default=None)
 
 
 def _one_line_format():
@@ -117,7 +136,7 @@ _FORMAT = SharedSetting(_one_line_format, _plain_format)
 
 
 @contextlib.contextmanager
-def _one_line_warnings(command: str):
+def _one_line_warnings(command: str, parser: argparse.ArgumentParser | None = None):
     """bertfeat's own warnings (truncation, a dtype slower than float32 here, cache trouble) raised by the command as
     one stderr line each, not Python's two-line ``file:line: Category: message`` + source form.
 
@@ -126,7 +145,7 @@ def _one_line_warnings(command: str):
     overlap (threads) share it, the first to begin puts it in place and the last to end puts back what the first
     found, and it formats as a command's line only the warnings of a thread running one (each its own command's).
     """
-    token = _COMMAND.set(command)
+    token = _COMMAND.set((command, parser))
     try:
         with _FORMAT.held():
             yield
@@ -135,10 +154,11 @@ def _one_line_warnings(command: str):
 
 
 def _formatted(plain, message, category, filename, lineno, line=None):
-    command = _COMMAND.get()
-    if command is None or not category.__module__.startswith("bertfeat"):
+    running = _COMMAND.get()
+    if running is None or not category.__module__.startswith("bertfeat"):
         return plain(message, category, filename, lineno, line)
-    text = str(message)
+    command, parser = running
+    text = _spelled(str(message), parser)
     for own in (f"bertfeat {command}: ", "bertfeat: "):  # said once: not "bertfeat cache: ... bertfeat cache:"
         text = text[len(own):] if text.startswith(own) else text
     return f"bertfeat {command}: warning: {text}\n"
@@ -211,12 +231,14 @@ def _main(argv) -> int:
         message = f"unrecognized arguments: {' '.join(unknown)}"
         command.error(message + command.dash_hint(message, unknown) + _expanded_glob_hint(command, args, unknown))
     _texts_as_utf8(args)
-    with _one_line_warnings(args.command):
-        return _run_command(args)
+    command = _command_parser(parser, args)
+    with _one_line_warnings(args.command, command):
+        return _run_command(args, command)
 
 
-def _run_command(args: argparse.Namespace) -> int:
-    """Run the parsed command: its exit code, a mistake or a stop told in one line."""
+def _run_command(args: argparse.Namespace, command: argparse.ArgumentParser) -> int:
+    """Run the parsed command: its exit code, a mistake or a stop told in one line, in the command's flags
+    (:func:`_spelled`: the API's messages name its keyword arguments)."""
     from bertfeat.exceptions import CacheError  # a --cache-dir that cannot be used is the caller's to fix
 
     previous = None
@@ -228,7 +250,7 @@ def _run_command(args: argparse.Namespace) -> int:
             sys.stdout.flush()  # what is still buffered goes now, while a reader gone can be told apart (below)
         return code
     except UsageError as exc:
-        print(f"bertfeat {args.command}: error: {exc}", file=sys.stderr)
+        print(f"bertfeat {args.command}: error: {_spelled(str(exc), command)}", file=sys.stderr)
         return 2
     except (ValueError, TypeError, OSError, CacheError) as exc:
         # OSError: besides a missing file or an existing output, a full disk or a read-only filesystem
@@ -236,13 +258,13 @@ def _run_command(args: argparse.Namespace) -> int:
             return _quiet_after_reader_gone()
         if os.environ.get("BERTFEAT_DEBUG"):
             raise
-        print(f"bertfeat {args.command}: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"bertfeat {args.command}: error: {_spelled(_one_line(exc), command)}", file=sys.stderr)
         return 2
     except Warning as exc:  # -W error or PYTHONWARNINGS=error (CI) made a note an exception: the job stopped there
         if os.environ.get("BERTFEAT_DEBUG"):
             raise
         print(f"bertfeat {args.command}: error: {type(exc).__name__} made an error by the warnings filter (python -W "
-              f"error, PYTHONWARNINGS): {_one_line(exc)}", file=sys.stderr)
+              f"error, PYTHONWARNINGS): {_spelled(_one_line(exc), command)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
         how = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"

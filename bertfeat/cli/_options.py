@@ -103,7 +103,7 @@ def prefix_params(args: argparse.Namespace) -> dict:
     from bertfeat.cli import UsageError
 
     if args.prefix and args.prompt_name:
-        raise UsageError("--prefix and --prompt-name both set the text put before each text; pass only one.")
+        raise UsageError("prefix= and prompt_name= both set the text put before each text; pass only one.")
     return dict(prefix=args.prefix, prompt_name=args.prompt_name)
 
 
@@ -112,7 +112,7 @@ def recipe_params(args: argparse.Namespace) -> dict:
     from bertfeat.cli import UsageError
 
     if args.stride is not None and args.long_text != "chunk":
-        raise UsageError("--stride applies to --long-text chunk only; drop --stride or add --long-text chunk.")
+        raise UsageError("stride= applies to long_text='chunk' only; drop stride= or add long_text='chunk'.")
     return dict(
         model=args.model, pooling=args.pooling, layers=args.layers, layer_agg=args.layer_agg,
         max_length=args.max_length, long_text=args.long_text, stride=args.stride, normalize=args.normalize,

@@ -15,8 +15,7 @@ from bertfeat.escapes import QUOTINGS
 DESCRIPTION = "featurize a CSV/parquet file (or a directory/glob of parquet) into a parquet file."
 
 ENGINES = ("local", "ray", "spark")
-RAY_FLAGS = (("num_workers", "--num-workers"), ("gpus_per_worker", "--gpus-per-worker"),
-             ("cpus_per_worker", "--cpus-per-worker"))
+RAY_FLAGS = ("num_workers", "gpus_per_worker", "cpus_per_worker")
 
 EXAMPLES = """
 examples:
@@ -123,33 +122,33 @@ def run(args: argparse.Namespace) -> int:
 
     try:  # the engines refuse the same, naming their argument `out`
         local = args.engine == "local"
-        output_path(args.out, "--out", "a path", FILE_OUTPUT if local else FOLDER_OUTPUT, one_file=local)
+        output_path(args.out, "out=", "a path", FILE_OUTPUT if local else FOLDER_OUTPUT, one_file=local)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     keep = [args.id_col] if args.id_col is not None else list(args.keep_col)  # '' is a name (pandas' index)
     if len(set(args.text_col)) != len(args.text_col):
-        raise UsageError(f"--text-col names a column twice: {args.text_col}.")
+        raise UsageError(f"text_col= names a column twice: {args.text_col}.")
     if len(set(keep)) != len(keep):
-        raise UsageError(f"--keep-col names a column twice: {keep}.")
+        raise UsageError(f"{'id_col' if args.id_col is not None else 'keep_col'}= names a column twice: {keep}.")
     params = recipe_params(args)
-    local_only = [flag for flag, on in (("--chunk-chars", args.chunk_chars is not None),
-                                        ("--checkpoint-every", args.checkpoint_every is not None)) if on]
+    # (the refusals name options as the API does, name=value: the command line says them in its flags, R in R's)
+    local_only = [name for name in ("chunk_chars", "checkpoint_every") if getattr(args, name) is not None]
     if args.engine in ("ray", "spark") and local_only:
-        raise UsageError(f"{local_only[0]} applies to the local engine only (--engine {args.engine} reads its input in "
-                         f"batches of --chunk-rows rows); drop {local_only[0]}.")
+        raise UsageError(f"{local_only[0]}= applies to the local engine only (engine={args.engine!r} reads its input "
+                         f"in batches of chunk_rows= rows); drop {local_only[0]}=.")
     # the local and Spark engines read a CSV with the same reader (Spark's is staged through it); Ray reads parquet
-    csv_flags = {"--delimiter": args.delimiter is not None, "--infer-types": args.infer_types,
-                 "--quoting": args.quoting is not None}
-    given = [flag for flag, on in csv_flags.items() if on]
+    csv_options = {"delimiter": args.delimiter is not None, "infer_types": args.infer_types,
+                   "quoting": args.quoting is not None}
+    given = [name for name, on in csv_options.items() if on]
     if given and resolve_input(args.input)[0] != "csv":
-        raise UsageError(f"{given[0]} applies to CSV input only, and {args.input!r} is parquet; drop {given[0]}.")
+        raise UsageError(f"{given[0]}= applies to CSV input only, and {args.input!r} is parquet; drop {given[0]}=.")
     if args.master is not None and args.engine != "spark":
-        raise UsageError("--master applies to --engine spark only; add --engine spark or drop --master.")
+        raise UsageError("master= applies to engine='spark' only; add engine='spark' or drop master=.")
     if args.engine == "ray":
         return _run_ray(args, keep, params)
-    given = [flag for name, flag in RAY_FLAGS if getattr(args, name) is not None]
+    given = [name for name in RAY_FLAGS if getattr(args, name) is not None]
     if given:
-        raise UsageError(f"{given[0]} applies to --engine ray only; add --engine ray or drop {given[0]}.")
+        raise UsageError(f"{given[0]}= applies to engine='ray' only; add engine='ray' or drop {given[0]}=.")
     if args.engine == "spark":
         return _run_spark(args, keep, params)
     extra = {} if args.chunk_chars is None else {"chunk_chars": args.chunk_chars}
@@ -173,8 +172,8 @@ def _run_ray(args: argparse.Namespace, keep: list, params: dict) -> int:
 
     kind, _ = resolve_input(args.input)
     if kind != "parquet":
-        raise UsageError(f"--engine ray reads parquet input only, and {args.input!r} is CSV; convert it to parquet "
-                         "first, or drop --engine ray.")
+        raise UsageError(f"engine='ray' reads parquet input only, and {args.input!r} is CSV; convert it to parquet "
+                         "first, or drop engine='ray'.")
     from bertfeat.ray import embed_parquet, require_ray, worker_device
 
     gpus = args.gpus_per_worker or 0

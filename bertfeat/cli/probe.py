@@ -81,10 +81,9 @@ def run(args: argparse.Namespace) -> int:
         _check_writable(args.json, f"--json {args.json!r}")
 
     is_csv = resolve_input(args.input)[0] == "csv"
-    given = [flag for flag, on in (("--delimiter", args.delimiter is not None),
-                                   ("--quoting", args.quoting is not None)) if on]
+    given = [name for name in ("delimiter", "quoting") if getattr(args, name) is not None]
     if given and not is_csv:
-        raise UsageError(f"{given[0]} applies to CSV input only, and {args.input!r} is parquet; drop {given[0]}.")
+        raise UsageError(f"{given[0]}= applies to CSV input only, and {args.input!r} is parquet; drop {given[0]}=.")
     columns = list(dict.fromkeys([args.text_col, args.label_col] + ([args.group_col] if args.group_col else [])))
     reader = InputReader(args.input, columns, 100_000, [args.text_col],
                          delimiter=_delimiter(args.delimiter), quoting=args.quoting)

@@ -589,8 +589,8 @@ run_cli <- function(module, args, call = rlang::caller_env()) {
   split_lines <- function(text) if (nzchar(text)) strsplit(text, "\n", fixed = TRUE)[[1]] else character()
   stderr <- split_lines(res[[3]])
   if (!identical(as.integer(status), 0L)) {
-    shown <- vapply(utils::tail(stderr[nzchar(trimws(stderr))], 8L), r_advice, character(1), cli = TRUE,
-                    USE.NAMES = FALSE)
+    # its error lines come in R's syntax (bertfeat._r.run_cli): the options as the R user passed them
+    shown <- utils::tail(stderr[nzchar(trimws(stderr))], 8L)
     abort_bf(
       c(sprintf("`bertfeat embed` failed (exit status %s).", status),
         stats::setNames(if (length(shown)) shown else "(nothing on stderr)", rep(" ", max(1L, length(shown)))),

@@ -63,10 +63,10 @@ with_python_errors <- function(expr, call = rlang::caller_env()) {
   })
 }
 
-# A Python message's advice in R's syntax (missing = "zero", not missing='zero'; bertfeat._r.r_advice); `cli`
-# keeps the command line's flags, for bf_embed_file(). The message as it was if Python cannot be reached.
-r_advice <- function(message, cli = FALSE) {
-  tryCatch(python_module()$r_advice(message, cli), error = function(e) message)
+# A Python message's advice in R's syntax (missing = "zero", not missing='zero'; bertfeat._r.r_advice). The message
+# as it was if Python cannot be reached.
+r_advice <- function(message) {
+  tryCatch(python_module()$r_advice(message), error = function(e) message)
 }
 
 # Which Python reticulate is using (or would use), for error messages and bf_config().

@@ -89,7 +89,7 @@ test_that("an error raised in Python keeps its message and type", {
 test_that("Python's advice reaches R users in R's syntax", {
   # it told R users to pass long_text='chunk', stride=None, task='regression' (--task regression), overwrite=True
   err <- expect_error(bf_embed("a", stride = 3), class = "bertfeat_error_python")
-  expect_match(conditionMessage(err), 'pass long_text = "chunk" as well, or leave stride = NULL.', fixed = TRUE)
+  expect_match(conditionMessage(err), 'pass long_text = "chunk" as well, or stride = NULL.', fixed = TRUE)
   expect_warning(bf_embed(strrep("the quick brown fox ", 20), max_length = 8),
                  'Pass long_text = "chunk" to embed them in full', fixed = TRUE, class = "bertfeat_warning_truncation")
   texts <- sprintf("review number %d", 1:20)
@@ -101,7 +101,9 @@ test_that("Python's advice reaches R users in R's syntax", {
   output <- tempfile(fileext = ".parquet")
   file.create(output)
   err <- expect_error(bf_embed_file(input, output, "review"), class = "bertfeat_error_cli")
-  expect_match(conditionMessage(err), "pass --overwrite (overwrite = TRUE) to replace it", fixed = TRUE)
+  # in R's syntax, not the command line's "--overwrite" it runs (spelling hunt, 2026-11-27, session 13)
+  expect_match(conditionMessage(err), "exists; pass overwrite = TRUE to replace it", fixed = TRUE)
+  expect_no_match(conditionMessage(err), "--overwrite", fixed = TRUE)
   # choices in R's quotes, not Python's "expected 'auto', 'cpu', ..." or "one of ['truncate', 'chunk']"
   err <- expect_error(bf_embed("a", device = "gpu"), class = "bertfeat_error_python")
   expect_match(conditionMessage(err), 'device = "gpu" is not valid: expected "auto", "cpu", "cuda", "cuda:N" or "mps".',

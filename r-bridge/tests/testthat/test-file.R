@@ -157,8 +157,9 @@ test_that("a failing command line is a classed error carrying its stderr", {
   expect_match(conditionMessage(err), "`bertfeat embed` failed (exit status 2)", fixed = TRUE)
 })
 
-test_that("the command line's lines bf_embed_file() shows quote paths as a shell reads them", {
-  # they came in Python's quotes: "/tmp/it's $HOME/o.parquet" pasted into a shell named the user's home folder
+test_that("the command line's lines bf_embed_file() shows quote paths as R reads them", {
+  # they came in Python's quotes: "/tmp/it's $HOME/o.parquet" pasted into a shell named the user's home folder; then
+  # in a shell's, beside R's arguments; now in R's, as the arguments are (spelling hunt, 2026-11-27, session 13)
   skip_on_os("windows")
   folder <- file.path(tempfile(), "it's $HOME")
   dir.create(folder, recursive = TRUE)
@@ -167,7 +168,7 @@ test_that("the command line's lines bf_embed_file() shows quote paths as a shell
   err <- expect_error(bf_embed_file(csv_with_text("a cat"), output, "review"), class = "bertfeat_error_cli")
   line <- regmatches(conditionMessage(err), regexpr("output .* exists;", conditionMessage(err)))
   quoted <- sub("^output (.*) exists;$", "\\1", line)
-  expect_identical(system2("sh", c("-c", shQuote(paste("printf %s", quoted))), stdout = TRUE), output)
+  expect_identical(eval(parse(text = quoted)), output)
   # and the command it names runs in a shell, where `bertfeat` alone is not on the PATH of install_bertfeat()'s
   # virtualenv: the same refusal
   command <- sub(".*Command: ", "", grep("Command: ", strsplit(conditionMessage(err), "\n")[[1]], value = TRUE))
@@ -390,7 +391,9 @@ test_that("bf_embed_file() reads a database's text export with quoting = \"backs
   output <- file.path(dir, "features.parquet")
   err <- expect_error(bf_embed_file(input, output, "review", pooling = "mean", missing = "nan"),
                       class = "bertfeat_error_cli")
-  expect_match(conditionMessage(err), "Pass --quoting backslash", fixed = TRUE)
+  # in R's syntax: it read `--quoting backslash (quoting = "backslash")` (spelling hunt, 2026-11-27, session 13)
+  expect_match(conditionMessage(err), 'Pass quoting = "backslash" to read', fixed = TRUE)
+  expect_no_match(conditionMessage(err), "--quoting", fixed = TRUE)
   suppressMessages(bf_embed_file(input, output, "review", pooling = "mean", missing = "nan", id_col = "id",
                                  quoting = "backslash"))
   f <- bf_read_features(output, row_names = "id")

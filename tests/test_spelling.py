@@ -1,0 +1,174 @@
+"""bertfeat.spelling: a message written once in Python's spelling, read on the command line in the command's flags."""
+
+import re
+
+import pytest
+
+from bertfeat.cli import _command_parser, build_parser
+from bertfeat.spelling import for_command_line
+
+
+def parser_of(*command):
+    parser = build_parser()
+    args, _ = parser.parse_known_args([*command, *{"embed": ["in.csv", "--text-col", "t", "--out", "o.parquet"],
+                                                   "probe": ["in.csv", "--text-col", "t", "--label-col", "y"],
+                                                   "cache": ["d"], "info": []}[command[0]]])
+    return _command_parser(parser, args)
+
+
+@pytest.mark.parametrize("command, python, cli", [
+    # a choice, a number, a path, the value of an option that names text
+    (["embed"], "row 3 is missing (None) and missing='error'. Pass missing='zero' for a zero vector.",
+     "row 3 is missing (None) and --missing error. Pass --missing zero for a zero vector."),
+    (["embed"], "max_length=3 is not valid: expected an int from 4 to 64, or max_length=None for that limit.",
+     "--max-length 3 is not valid: expected an int from 4 to 64, or no --max-length for that limit."),
+    (["embed"], "model='/models/my bert' is not a local directory; pass model='default'.",
+     "--model '/models/my bert' is not a local directory; pass --model default."),
+    (["embed"], "pass prefix='query: ' instead", "pass --prefix 'query: ' instead"),
+    (["embed"], "the header holds ';': pass delimiter=';', or delimiter='\\t'.",
+     "the header holds ';': pass --delimiter ';', or --delimiter tab."),
+    # a flag alone, a list, negative layers (which the command reads only after =), a bare name
+    (["embed"], "output 'o.parquet' exists; pass overwrite=True to replace it.",
+     "output 'o.parquet' exists; pass --overwrite to replace it."),
+    (["embed"], "layers=[-2, -1] names layer 5; pass layers=[1, 2].",
+     "--layers=-2,-1 names layer 5; pass --layers 1,2."),
+    (["embed"], "prompt_name='q' is not a prompt of the model; pass prefix= instead.",
+     "--prompt-name q is not a prompt of the model; pass --prefix instead."),
+    (["embed"], "drop infer_types= to read kept columns as written",
+     "drop --infer-types to read kept columns as written"),
+    # the API's names for options the command names otherwise
+    (["embed"], "batch_rows=0 is not valid; checkpoint_seconds=-1 neither", "--chunk-rows 0 is not valid; "
+     "--checkpoint-every=-1 neither"),
+    (["embed"], "then pass text_cols='text' and quoting='none'.", "then pass --text-col text and --quoting none."),
+    (["probe"], "pass baseline=False and unions=0 to score the embeddings alone; lower cv= or add texts.",
+     "pass --no-baseline and --unions 0 to score the embeddings alone; lower --cv or add texts."),
+    (["probe"], "model=['default', '/m'] repeats; random_state=-1 is not valid",
+     "--model default --model /m repeats; --random-state=-1 is not valid"),
+    # the command's own argument, named as its --help names it
+    (["info"], "model='nope/x' is not in the cache. Pass model='default' for the bundled model.",
+     "MODEL nope/x is not in the cache. Pass MODEL default for the bundled model."),
+    # said in both spellings (as messages were written before): once, as the flag
+    (["embed"], "pass --overwrite (overwrite=True) to replace it; pass task='x' (--task x)",
+     "pass --overwrite to replace it; pass task='x' (--task x)"),
+    (["probe"], "pass task='regression' (--task regression); lower cv (--cv)", "pass --task regression; lower --cv"),
+    # lists of names, Python's advice for a pickled pipeline and Python code left out
+    (["embed"], "column(s) ['nope'] not found; it has columns ['id', 'review'].",
+     "column(s) 'nope' not found; it has columns 'id', 'review'."),
+    (["embed"], "cache_dir='/c' cannot be made. A pickled pipeline keeps the cache path of the machine it was fitted "
+     "on. Pass a writable directory on this machine (est.set_params(cache_dir=...), or <step>__cache_dir=... for a "
+     "Pipeline), or cache_dir=None to run without a cache.",
+     "--cache-dir /c cannot be made. Pass a writable directory on this machine, or no --cache-dir to run without a "
+     "cache."),
+    (["probe"], "Pass task='regression', or give the classes as strings (y.astype(str)) to score them as classes.",
+     "Pass --task regression, or give the classes as strings to score them as classes."),
+    # what the command has no flag for stays as Python writes it; quoted texts are the user's own words
+    (["embed"], "trust_remote_code=True runs the model's code", "trust_remote_code=True runs the model's code"),
+    (["embed"], "row 2 ('set missing=None') is blank", "row 2 ('set missing=None') is blank"),
+    (["cache", "info"], "cache_dir='/c' is not a cache", "DIR /c is not a cache"),
+    (["info"], "cache_dir='/c' is not a cache", "cache_dir='/c' is not a cache"),
+])
+def test_a_python_message_reads_in_the_commands_flags(command, python, cli):
+    assert for_command_line(python, parser_of(*command)) == cli
+
+
+def test_without_a_command_the_message_is_as_python_wrote_it():
+    said = "missing='error'. Pass missing='zero'."
+    assert for_command_line(said, None) == said
+
+
+# a Python keyword argument as the API's messages write one
+PYTHON_KEYWORD = re.compile(r"(?<![\w.\-])[a-z_]+=(?:'|\[|True|False|None|\d)")
+
+
+@pytest.fixture
+def files(tmp_path):
+    import pandas as pd
+
+    pd.DataFrame({"id": [1, 2, 3, 4], "review": ["a cat", "the dog", None, "a dog ran"], "y": [0, 1, 0, 1]}).to_csv(
+        tmp_path / "m.csv", index=False)
+    return tmp_path
+
+
+@pytest.mark.parametrize("extra, said", [
+    ([], "row 2 of column 'review' is missing (None) and --missing error. Pass --missing zero for a zero vector, "
+         "--missing nan for a row of NaN, or fill the missing texts first."),
+    (["--pooling", "foo"], "--pooling foo is not valid: unknown pooling 'foo'; valid choices are 'cls', 'mean', "
+                           "'max', alone or joined with '+' (for example 'cls+mean')."),
+    (["--layers=1,1"], "--layers 1,1 names the same layer twice (as 1,1); name each layer once."),
+    (["--max-length", "2"], "--max-length 2 is not valid: expected an int from 4 to the model's limit of 64 tokens, "
+                            "or no --max-length for that limit."),
+    (["--long-text", "chunk", "--max-length", "8", "--stride", "9"],
+     "--stride 9 is not valid: expected an int from 0 to 5 (tokens shared by consecutive windows of --max-length 8), "
+     "or no --stride for a quarter of the window."),
+    (["--device", "gpu"], "--device gpu is not valid: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'."),
+    (["--prompt-name", "query"], "--prompt-name query is not a prompt of --model "),
+    (["--text-col", "nope"], "column(s) 'nope' not found in "),
+    (["--delimiter", ";"], "The header reads as one column holding ',': if the file is separated by ',', pass "
+                           "--delimiter ','."),
+])
+def test_the_apis_refusals_reach_the_command_line_in_its_flags(tiny_bert, files, capsys, extra, said):
+    """`bertfeat embed` said `missing='zero'`, `pooling='foo'`, `max_length=2 ... or None` and lists as Python writes
+    them: the API's words, which a command line user cannot type."""
+    from bertfeat.cli import main
+
+    text_col = [] if "--text-col" in extra else ["--text-col", "review"]
+    assert main(["embed", str(files / "m.csv"), *text_col, "--out", str(files / "o.parquet"), "--model", tiny_bert,
+                 "--quiet", *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bertfeat embed: error: ") and said in err, err
+    assert not PYTHON_KEYWORD.search(err) and "[" not in err, err
+
+
+def test_the_apis_warnings_reach_the_command_line_in_its_flags(tiny_bert, files, monkeypatch):
+    """The warning lines too: `bertfeat embed: warning: model='...' defines prompts ... Pass prompt_name= (or
+    prefix=)`."""
+    import json
+    import shutil
+    import warnings
+
+    import bertfeat.prompts
+    from bertfeat.cli import main
+
+    model = shutil.copytree(tiny_bert, files / "with prompts")
+    (model / "config_sentence_transformers.json").write_text(json.dumps({"prompts": {"query": "query: "}}))
+    monkeypatch.setattr(bertfeat.prompts, "_NOTED", set())
+    shown = []
+    with warnings.catch_warnings():  # as the command line shows a warning where no test records it
+        warnings.simplefilter("always")
+        monkeypatch.setattr(warnings, "showwarning", lambda message, category, filename, lineno, file=None,
+                            line=None: shown.append(warnings.formatwarning(message, category, filename, lineno, line)))
+        assert main(["embed", str(files / "m.csv"), "--text-col", "review", "--out", str(files / "o.parquet"),
+                     "--model", str(model), "--missing", "zero", "--quiet"]) == 0
+    assert shown == [f"bertfeat embed: warning: --model '{model}' defines prompts that its authors put before texts: "
+                     "'query' ('query: '). Pass --prompt-name (or --prefix) to use one; without one, texts are "
+                     "embedded as they are.\n"]
+
+
+def test_the_command_lines_quoted_texts_are_quoted_as_a_shell_reads_them():
+    """A path a message quotes is pasted back into a shell: in Python's quotes, "/data/it's $HOME.parquet" named the
+    user's home folder, 'C:\\\\runs' doubled its backslashes and '/data/a\\tb.csv' read as a backslash and a t (moved
+    here with the command line's spelling from R's bf_embed_file(), which now reads R's quotes)."""
+    import subprocess
+
+    def shell_reads(shell, word):
+        return subprocess.run([shell, "-c", f"printf '%s' {word}"], capture_output=True, check=True,
+                              env={"HOME": "/home/u", "LANG": "C.UTF-8"}).stdout.decode()
+
+    parser = parser_of("embed")
+    for path in ("/data/it's $HOME.parquet", "C:\\runs\\o.parquet", "/data/a\tb.csv", "/data/caf\u00e9 `x`.csv",
+                 "/data/\u200bzero.csv", "o.parquet", "/data/it's \"so\".csv"):
+        said = for_command_line(f"output {path!r} exists; pass overwrite=True to replace it.", parser)
+        head, tail = "output ", " exists; pass --overwrite to replace it."
+        assert said.startswith(head) and said.endswith(tail), said
+        quoted = said[len(head):-len(tail)]
+        # a character a line cannot show (a tab, U+200B) in bash's $'...'
+        shell = "bash" if quoted.startswith("$'") else "sh"
+        assert (shell == "bash") == (not path.isprintable()) and quoted.isprintable(), quoted
+        assert shell_reads(shell, quoted) == path, (path, quoted)
+    # pyarrow's own words (not Python's repr of a text) read alike
+    said = "in.csv has a malformed header: ';' expected after '\"'."
+    assert for_command_line(said, parser) == said
+    # a hive partition's folder is no option (bertfeat embed --keep-col year on a folder of year=2024/ files)
+    said = "column(s) ['year'] not found; 'year' is in the names of folders (year=2024/), not in the files"
+    assert for_command_line(said, parser) == "column(s) 'year' not found; 'year' is in the names of folders " \
+                                             "(year=2024/), not in the files"
