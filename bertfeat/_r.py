@@ -23,7 +23,7 @@ import numpy as np
 
 from bertfeat.embedder import BertEmbedder
 from bertfeat.sources import input_found  # noqa: F401  (R's pre-check of bf_embed_file()'s input)
-from bertfeat.spelling import (PYTHON_CALLS, QUOTED, QUOTED_OR_KEYWORD, QUOTED_TEXT, SCALAR, STRING, STRING_LIST,
+from bertfeat.spelling import (PYTHON_WORDS, QUOTED, QUOTED_OR_KEYWORD, QUOTED_TEXT, SCALAR, STRING, STRING_LIST,
                                without_python_only)
 
 
@@ -159,7 +159,7 @@ def r_advice(message: str, names: dict | None = None) -> str:
     'output "f.parquet" exists; pass overwrite = TRUE to replace it.'
     """
     message = _CLI_ASIDE.sub("", message)
-    for python, spelled in PYTHON_CALLS.items():
+    for python, spelled in PYTHON_WORDS.items():
         message = message.replace(python, spelled["r"])
     message = without_python_only(message)
 

@@ -21,7 +21,7 @@ SCALAR = rf"""{STRING}|True|False|None|-?\d+(?:\.\d+)?(?:e[-+]?\d+)?"""
 LITERAL = re.compile(rf"""{SCALAR}|\[(?:\s*(?:{SCALAR})\s*,?)*\]|\((?:\s*(?:{SCALAR})\s*,?)*\)""")
 # name=value, or a bare name= ("pass cache_dir= as well"), where name is no part of an option (--max-length=8), a
 # dotted name or a URL query, and value no part of a folder's name (a hive partition's year=2024/, dt=2024-01-01/)
-KEYWORD = re.compile(rf"""(?<![\w.\-?&/])([a-z_][a-z0-9_]*)=(?:({LITERAL.pattern})(?![\w/\-])|(?=[\s,;.)]|$))""")
+KEYWORD = re.compile(rf"""(?<![\w.\-?&/])([a-z_][a-z0-9_]*)=(?:({LITERAL.pattern})(?![\w/\-])|(?=[\s,;.):]|$))""")
 # a list of quoted names or choices standing alone (Python's "expected one of ['cls', 'mean']")
 STRING_LIST = re.compile(rf"""\[\s*(?:{STRING})(?:\s*,\s*(?:{STRING}))*\s*\]""")
 # one quoted text standing alone (a path, a name, a row's text: Python's {value!r}); an apostrophe inside or after a
@@ -45,8 +45,10 @@ def without_python_only(message: str) -> str:
     return message
 
 
-# Python code in a message, as each other surface says it
-PYTHON_CALLS = {" (y.astype(str))": {"r": " (as.character(y))", "cli": ""}}
+# Python's words in a message (code, an argument's name in a phrase), as each other surface says them: the probe's
+# labels are y in Python and R, the --label-col column on the command line
+PYTHON_WORDS = {" (y.astype(str))": {"r": " (as.character(y))", "cli": ""},
+                "the labels y ": {"r": "the labels y ", "cli": "the labels (--label-col) "}}
 
 # The Python names of options the command line spells otherwise (the API's argument -> the command's option dest)
 CLI_NAMES = {"batch_rows": "chunk_rows", "checkpoint_seconds": "checkpoint_every", "keep_cols": "keep_col",
@@ -171,7 +173,7 @@ def for_command_line(message: str, parser: argparse.ArgumentParser | None) -> st
     text = re.sub(r"(--[a-z][\w-]*(?:[ =][^\s(),;]+)?) \(\1\)", r"\1", text)
     text = _NAME_ASIDE.sub(lambda m: m.group(2) if (getattr(cli_option(m.group(1), parser), "option_strings", None)
                                                      or [None])[-1] == m.group(2) else m.group(0), text)
-    for python, spelled in PYTHON_CALLS.items():
+    for python, spelled in PYTHON_WORDS.items():
         text = text.replace(python, spelled["cli"])
     text = _NUMBER_LIST.sub(lambda m: m.group(1).replace(", ", ","), text)
     return STRING_LIST.sub(lambda m: ", ".join(s.group(0) for s in re.finditer(STRING, m.group(0)[1:-1])), text)

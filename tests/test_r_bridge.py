@@ -335,6 +335,31 @@ def test_the_command_lines_errors_reach_bf_embed_file_in_r_syntax(tiny_bert, tmp
     assert "--quoting" not in stderr and "='" not in stderr, stderr
 
 
+def test_argparses_refusals_reach_bf_embed_file_naming_its_arguments_in_r_syntax():
+    """bf_embed_file(..., layers = "a") reached the command as --layers=a, and argparse's refusal named the flag:
+    "argument --layers: ... got 'a' (see bertfeat embed --help)", and an unknown argument "unrecognized arguments:
+    --no-such-option=1" (spelling hunt, 2026-11-27, session 13). The command line's own lines are as they were."""
+    import contextlib
+    import io
+
+    from bertfeat.cli import main
+
+    base = ["embed", "x.csv", "--text-col=t", "--out=o.parquet"]
+    for extra, said in [
+        (["--layers=a"], 'argument `layers`: expected an int or comma-separated ints such as -4,-3,-2,-1, got "a"'),
+        (["--no-such-option=1"], "unrecognized arguments: no_such_option = 1"),
+        (["--long-text=chunky"], 'argument `long_text`: invalid choice: "chunky" (choose from "truncate", "chunk")'),
+        (["--max-length=x"], 'argument `max_length`: expected a positive integer, got "x"'),
+    ]:
+        status, _, stderr, _, _ = _r.run_cli([*base, *extra])
+        assert (status, stderr.strip()) == (2, f"bertfeat embed: error: {said}"), stderr
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit):
+        main([*base, "--layers=a"])
+    assert err.getvalue() == ("bertfeat embed: error: argument --layers: expected an int or comma-separated ints such "
+                              "as -4,-3,-2,-1, got 'a' (see bertfeat embed --help)\n")
+
+
 def test_the_cache_refusals_reach_r_without_the_pickled_pipelines_advice(tmp_path):
     """est.set_params(cache_dir=...) and <step>__cache_dir= are Python's; R's bf_embed() takes cache_dir per call and
     the step's bake() says how to set the prepped step's own."""

@@ -61,6 +61,8 @@ def parser_of(*command):
      "cache."),
     (["probe"], "Pass task='regression', or give the classes as strings (y.astype(str)) to score them as classes.",
      "Pass --task regression, or give the classes as strings to score them as classes."),
+    (["probe"], "class(es) 0 (2) of the labels y have fewer members than the 5 folds; lower cv= to at most 2.",
+     "class(es) 0 (2) of the labels (--label-col) have fewer members than the 5 folds; lower --cv to at most 2."),
     # what the command has no flag for stays as Python writes it; quoted texts are the user's own words
     (["embed"], "trust_remote_code=True runs the model's code", "trust_remote_code=True runs the model's code"),
     (["embed"], "row 2 ('set missing=None') is blank", "row 2 ('set missing=None') is blank"),

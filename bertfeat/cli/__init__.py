@@ -49,6 +49,8 @@ class _Parser(argparse.ArgumentParser):
         return super().parse_known_args(args, namespace)
 
     def error(self, message: str):
+        if SPELLING.get() is not None:  # a caller that runs the command in its process: its options, not their flags
+            self.exit(2, f"{self.prog}: error: {_spelled(_flags_as_python(message), self)}\n")
         self.exit(2, f"{self.prog}: error: {message}{self.dash_hint(message)} (see {self.prog} --help)\n")
 
     def dash_hint(self, message: str, unknown=()) -> str:
@@ -77,6 +79,22 @@ class _Parser(argparse.ArgumentParser):
         name = token.split("=", 1)[0]
         return not any(o == name or (name.startswith("--") and o.startswith(name))
                        for o in self._option_string_actions)
+
+
+_NUMBER = re.compile(r"-?\d+(\.\d+)?")
+
+
+def _flags_as_python(message: str) -> str:
+    """argparse's words for an option (``argument --max-length:``, ``unrecognized arguments: --no-such=1``) in the
+    API's spelling (``max_length=:``, ``no_such=1``), for a caller that renders that spelling in its own (R's
+    ``bf_embed_file()`` gave ``max_length = 256``, which reached the command as ``--max-length=256``)."""
+    def python(match):
+        name, value = match.group(1).replace("-", "_"), match.group(2)
+        if value is None:
+            return f"{name}="
+        return f"{name}={value if _NUMBER.fullmatch(value) else repr(value)}"
+
+    return re.sub(r"(?<![\w-])--([a-z][a-z0-9-]*)(?:/\S+)?(?:=(\S+))?", python, message)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -155,6 +155,8 @@ test_that("a failing command line is a classed error carrying its stderr", {
   expect_identical(as.integer(err$status), 2L)
   expect_match(err$stderr, "error:", fixed = TRUE) # argparse's own complaint, passed through
   expect_match(conditionMessage(err), "`bertfeat embed` failed (exit status 2)", fixed = TRUE)
+  # naming the argument as given, not the flag it became (--no-such-option=1)
+  expect_match(conditionMessage(err), "unrecognized arguments: no_such_option = 1", fixed = TRUE)
 })
 
 test_that("the command line's lines bf_embed_file() shows quote paths as R reads them", {
