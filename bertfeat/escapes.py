@@ -6,10 +6,11 @@ write: PostgreSQL's COPY text format (``\\copy t TO 'f.tsv'``), MySQL's ``SELECT
 
 Read as CSV, such a file's value beginning with ``"`` joined the rows up to the next quote into one value, silently,
 and its escapes were embedded as two characters (``\\n`` for a line break). Under ``backslash`` a value is read as
-PostgreSQL's ``COPY FROM`` reads its text format: ``\\b \\f \\n \\r \\t \\v``, ``\\`` and 1 to 3 octal digits (``\\0``, MySQL's
-NUL), ``\\x`` and 1 or 2 hex digits, ``\\N`` alone as a missing value (:data:`bertfeat.readers.CSV_NULLS` holds it),
-and any other character after a backslash as itself: a backslash, a quote, and the delimiter or a line break that
-MySQL's INTO OUTFILE and Redshift's ESCAPE write after one, which are part of the value, not its end.
+PostgreSQL's ``COPY FROM`` reads its text format: ``\\b \\f \\n \\r \\t \\v``, ``\\`` and 1 to 3 octal digits
+(``\\0``, MySQL's NUL) or ``\\x`` and 1 or 2 hex digits, each a byte of the file's UTF-8 text (``caf\\303\\251`` is
+``café``), ``\\N`` alone as a missing value (:data:`bertfeat.readers.CSV_NULLS` holds it), and any other character
+after a backslash as itself: a backslash, a quote, and the delimiter or a line break that MySQL's INTO OUTFILE and
+Redshift's ESCAPE write after one, which are part of the value, not its end.
 
 pyarrow, which reads the file, splits a value at every delimiter and line break; :class:`EscapedBytes` rewrites the
 bytes it is given so that none escaped is left (a backslash and a line break become ``\\n``, a backslash and the
@@ -68,13 +69,27 @@ class EscapedBytes:
 
 def decode(value: str, delimiter: str) -> str:
     """A value of a backslash-escaped export, as PostgreSQL's COPY FROM reads its text format (the module's
-    docstring), after :class:`EscapedBytes`."""
+    docstring), after :class:`EscapedBytes`. An octal or hex escape is a byte of the file's UTF-8 text (past 255 an
+    octal one keeps its low byte, as there): ``caf\\303\\251`` is ``café``. A ValueError says where escaped bytes
+    are no UTF-8, which COPY FROM into a UTF-8 database refuses too."""
+    high = False
+
     def one(m: re.Match) -> str:
-        if m[1]:
-            return chr(int(m[1], 8))
-        if m[2]:
-            return chr(int(m[2], 16))
+        nonlocal high
+        if m[1] or m[2]:
+            byte = int(m[1], 8) & 0xFF if m[1] else int(m[2], 16)
+            if byte < 0x80:
+                return chr(byte)
+            high = True
+            return chr(0xDC00 + byte)  # the byte as surrogateescape holds it, joined with its neighbours below
         c = m[3]
         return delimiter if ord(c) == _SEPARATOR else _LETTERS.get(c, c)
 
-    return _ESCAPE.sub(one, value)
+    out = _ESCAPE.sub(one, value)
+    if not high:
+        return out
+    try:  # the text pyarrow read holds no surrogate of its own (UTF-8 cannot), so each one is an escaped byte
+        return out.encode("utf-8", "surrogateescape").decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"holds escaped bytes that are no UTF-8 (the first, {exc.object[exc.start]:#04x}, in "
+                         f"{value!r})") from None

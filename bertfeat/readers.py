@@ -873,7 +873,7 @@ class InputReader:
                         raise ValueError(self._zeros())
                     batch = batch.select(self.columns)
                     if self.quoting == "backslash":
-                        batch = _unescaped(batch, self.delimiter)
+                        batch = _unescaped(batch, self.delimiter, self.path, delivered)
                     if self._watch_escapes and self.delimiter == "\t":  # a database's text export, read as written?
                         self._refuse_escapes(batch, delivered)
                     if len(self.header) == 1:  # psql's "(3 rows)": a row of a file of one column, not a ragged one
@@ -1004,14 +1004,25 @@ _CSV_TAKES_NUL = sys.version_info >= (3, 11)
 _ESC, _ESC_ESC, _ESC_NUL = "\ue000", "\ue000\ue001", "\ue000\ue002"
 
 
-def _unescaped(batch: pa.RecordBatch, delimiter: str) -> pa.RecordBatch:
-    """``batch`` of a backslash-escaped export with each text value read as its escapes say (:mod:`bertfeat.escapes`);
-    only the values holding a backslash are decoded one by one."""
+def _unescaped(batch: pa.RecordBatch, delimiter: str, path, first_row: int) -> pa.RecordBatch:
+    """``batch`` (of the file ``path``, its first row ``first_row``) of a backslash-escaped export with each text
+    value read as its escapes say (:mod:`bertfeat.escapes`); only the values holding a backslash are decoded one by
+    one. A ValueError names the row and column of escaped bytes that are no UTF-8."""
     columns = []
-    for column in batch.columns:
+    for name, column in zip(batch.schema.names, batch.columns):
         if pa.types.is_string(column.type) and pc.any(pc.match_substring(column, "\\")).as_py():
-            column = pa.array([v if v is None or "\\" not in v else decode(v, delimiter) for v in column.to_pylist()],
-                              column.type)
+            values = column.to_pylist()
+            for i, v in enumerate(values):
+                if v is not None and "\\" in v:
+                    try:
+                        values[i] = decode(v, delimiter)
+                    except ValueError as exc:
+                        raise ValueError(
+                            f"{path}: the text of row {first_row + i:,} in column {name!r} {exc}: under --quoting "
+                            "backslash an octal or hex escape is a byte of the file's UTF-8 text, as PostgreSQL's "
+                            "COPY FROM reads it into a UTF-8 database, which refuses these too. Export the texts "
+                            "again in UTF-8.") from None
+            column = pa.array(values, column.type)
         columns.append(column)
     return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
 

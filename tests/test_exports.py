@@ -159,6 +159,27 @@ def test_a_database_text_export_is_read_with_its_escapes_under_quoting_backslash
         "a|b", "c\\"]
 
 
+def test_octal_and_hex_escapes_are_bytes_of_the_files_utf8_as_copy_from_reads_them(tmp_path):
+    """(found by a mutation testing hunt, 2026-11-27, session 13) PostgreSQL's COPY FROM reads \\ooo and \\xhh as
+    bytes in the database's encoding, so an exporter writing 'café' as caf\\303\\251 means 'café' (PostgreSQL 15
+    loads it so): each escape was read as a character of its own, 'cafÃ©', silently. Bytes that are no UTF-8 are
+    refused, naming the text, as COPY FROM refuses them; past 255 an octal escape keeps its low byte, as there."""
+    src = tmp_path / "copy.tsv"
+    src.write_text("id\ttext\n1\tcaf\\303\\251\n2\t\\xc3\\xa9t\\xC3\\xA9\n3\t\\101\\x42\\0C\n4\t\\\\303x\\x\n"
+                   "5\t\\342\\202\\254 5 \\xe2\\x82\\xac\n6\t\\501\n")
+    assert read(src, ["id", "text"], quoting="backslash").column("text").to_pylist() == [
+        "café", "été", "AB\0C", "\\303xx", "€ 5 €", "A"]
+    bad = tmp_path / "latin1.tsv"
+    bad.write_text("id\ttext\n1\tfine\n2\tcaf\\351 au lait\n")
+    with pytest.raises(ValueError) as info:
+        read(bad, ["id", "text"], quoting="backslash")
+    assert str(info.value) == (
+        f"{bad}: the text of row 1 in column 'text' holds escaped bytes that are no UTF-8 (the first, 0xe9, in "
+        "'caf\\\\351 au lait'): under --quoting backslash an octal or hex escape is a byte of the file's UTF-8 text, as "
+        "PostgreSQL's COPY FROM reads it into a UTF-8 database, which refuses these too. Export the texts again in "
+        "UTF-8.")
+
+
 def test_escapes_split_between_read_pieces_are_read_whole():
     from bertfeat.escapes import EscapedBytes
 
