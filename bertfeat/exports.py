@@ -1,22 +1,35 @@
 """What the text exports of database clients leave in a file that is no CSV data: psql's row count footer
-(``(3 rows)`` after ``psql -A -F,``'s rows), and a table drawn for the terminal (psql's aligned output, the mysql
-client's ``+----+`` borders) or for a page (a Markdown table, pandas' ``to_markdown()``). Read as CSV, a footer in a file of one column was embedded as a text, and in a file of
-more columns was a ragged row with nothing said of why; a drawn table read as a header of names with spaces around
-them and rows of dashes. Each is refused naming what it is and how to export the data instead."""
+(``(3 rows)`` after ``psql -A -F,``'s rows), and a table drawn for the terminal (psql's aligned and expanded output,
+the ``+----+`` borders of the mysql client and sqlite3's .mode table, the box drawing of DuckDB's CLI, sqlite3's .mode
+box and psql's unicode line style, sqlite3's .mode column) or for a page (a Markdown table, pandas' ``to_markdown()``).
+Read as CSV, a footer in a file of one column was embedded as a text, and in a file of more columns was a ragged row
+with nothing said of why; a drawn table read as a header of names with spaces around them and rows of dashes. Each is
+refused naming what it is and how to export the data instead."""
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
 _FOOTER = re.compile(r"\((\d+) rows?\)")
-# psql's aligned output: a header " id | text " over "----+------"; mysql's: "+----+------+" around it all
-_PSQL_RULE = re.compile(r"-+(\+-+)*")
-_MYSQL_RULE = re.compile(r"\+(-+\+)+")
+# psql's aligned output: a header " id | text " over "----+------" (or "────┼──────" under \pset linestyle unicode)
+_BARS, _CROSSES = "|│┃║", "+┼╋╪╫╬"
+_RULE = re.compile(r"[-─━═]+([+┼╋╪╫╬][-─━═]+)*")
+# "+----+------+" around it all: the mysql client's, psql's \pset border 2, sqlite3's .mode table
+_ASCII_BORDER = re.compile(r"\+(-+\+)+")
+# "┌────┬──────┐" around it all: DuckDB's CLI, sqlite3's .mode box, psql's \pset linestyle unicode with border 2
+_BOX_BORDER = re.compile(r"[┌╭╔╒╓┏][─━═┬┯┳╤╥╦]+[┐╮╗╕╖┓]")
+# psql's expanded output (\x): "-[ RECORD 1 ]-+-----", "─[ RECORD 1 ]─", "+-[ RECORD 1 ]---+"
+_EXPANDED = re.compile(r"[-─━═+┌╔]*\[ RECORD 1 \]")
+# sqlite3's .mode column ("--  -------") and psql's \pset border 0 ("-- -------"): a run of dashes a column
+_COLUMN_RULE = re.compile(r"-+( +-+)+")
 # a Markdown table's rule under its header: "|---|:---:|" (pandas' to_markdown(), a table pasted from a notebook)
 _MARKDOWN_RULE = re.compile(r"\|?(\s*:?-{3,}:?\s*\|)+(\s*:?-{3,}:?\s*)?")
 
 _EXPORT = ("export the query as CSV instead: \\copy (SELECT ...) TO 'file.csv' WITH (FORMAT csv, HEADER) in psql, "
            "or psql --csv -c 'SELECT ...' > file.csv, which quote each value holding a comma and leave out the footer")
+_PSQL_CSV = "psql --csv -c 'SELECT ...' > file.csv"
+_SQLITE_CSV = "sqlite3 -csv -header file.db 'SELECT ...' > file.csv"
 
 
 def footer_rows(value) -> int | None:
@@ -65,24 +78,68 @@ def no_header(path, delimiter: str, columns: int) -> str:
 
 def drawn_table(path, lines: list[str]) -> str | None:
     """What to tell a user whose CSV file ``path`` begins with ``lines`` (its first two lines that are not blank,
-    line ends removed) where they are a table drawn for the terminal by psql or the mysql client; None otherwise."""
-    if lines and _MYSQL_RULE.fullmatch(lines[0].strip()):
-        return (f"{path} is the mysql client's table output (drawn for the terminal: {lines[0].strip()[:40]!r} "
-                "lines around it), not CSV: export the query with mysql --batch -e 'SELECT ...' > file.tsv (tabs, a "
-                "header first; read it with quoting='backslash', as the client escapes tabs and line breaks in "
-                "values), or with SELECT ... INTO OUTFILE.")
-    if len(lines) == 2 and lines[0].lstrip().startswith("|") and _MARKDOWN_RULE.fullmatch(lines[1].strip()):
-        return (f"{path} is a Markdown table (its header over {lines[1].strip()[:40]!r}, as pandas' to_markdown() and "
+    line ends removed) where they are a table drawn for the terminal (by psql, the mysql client, sqlite3 or DuckDB's
+    CLI) or for a page (Markdown); None otherwise."""
+    first = lines[0].strip() if lines else ""
+    if _ASCII_BORDER.fullmatch(first):
+        return (f"{path} is a table drawn for the terminal ({first[:40]!r} lines around it, as the mysql client, psql "
+                "with \\pset border 2 and sqlite3's .mode table draw it), not CSV: export the query with mysql --batch "
+                "-e 'SELECT ...' > file.tsv (tabs, a header first; read it with quoting='backslash', as the client "
+                f"escapes tabs and line breaks in values) or SELECT ... INTO OUTFILE, {_PSQL_CSV}, or {_SQLITE_CSV}.")
+    if _BOX_BORDER.fullmatch(first):
+        return (f"{path} is a table drawn for the terminal ({first[:40]!r} lines around it, as DuckDB's CLI, sqlite3's "
+                ".mode box and psql with \\pset linestyle unicode draw it), not CSV: export the query with duckdb -csv "
+                f"-c 'SELECT ...' > file.csv, {_SQLITE_CSV}, or {_PSQL_CSV}.")
+    if _EXPANDED.match(first):
+        return (f"{path} is psql's expanded output (a block of lines a record, the first {first[:40]!r}: \\x, psql -x "
+                "or \\pset expanded, maybe in your ~/.psqlrc), not CSV: export the query with psql -P expanded=off "
+                "--csv -c 'SELECT ...' > file.csv (--csv alone keeps expanded output on: a line a column).")
+    if len(lines) != 2:
+        return None
+    header, rule = lines
+    if "|" in header and _MARKDOWN_RULE.fullmatch(rule.strip()):
+        return (f"{path} is a Markdown table (its header over {rule.strip()[:40]!r}, as pandas' to_markdown() and "
                 "a table pasted from a notebook or a page write it), not CSV: write the data frame as CSV "
                 "(df.to_csv('file.csv', index=False)) or parquet (df.to_parquet('file.parquet')) and pass that.")
-    if len(lines) == 2 and _psql_rule(*lines):
+    if _psql_rule(header, rule):
         return (f"{path} is psql's aligned output (a table drawn for the terminal: its header over "
-                f"{lines[1].strip()[:40]!r}), not CSV: {_EXPORT}.")
+                f"{rule.strip()[:40]!r}), not CSV: {_EXPORT}.")
+    if _column_rule(header, rule):
+        return (f"{path} is a table drawn for the terminal in columns (its header over {rule.strip()[:40]!r}, as "
+                "sqlite3's .mode column and psql with \\pset border 0 draw it), not CSV: export the query with "
+                f"{_SQLITE_CSV}, or {_PSQL_CSV}.")
     return None
 
 
+def _columns(line: str, chars: str | None = None) -> list[int]:
+    """The columns of the terminal where ``line`` shows one of ``chars`` (None: any character but a space), counted
+    as psql and sqlite3 line up their tables: a wide character (CJK's) takes two, an accent none."""
+    at, found = 0, []
+    for c in line:
+        if (c in chars) if chars is not None else not c.isspace():
+            found.append(at)
+        at += 0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+    return found
+
+
 def _psql_rule(header: str, rule: str) -> bool:
-    """Whether ``rule`` is the line of dashes psql's aligned output draws under its ``header``: a ``+`` under each
-    ``|`` between the names, which psql centres with a space either side."""
-    return (_PSQL_RULE.fullmatch(rule) is not None and header.startswith(" ")
-            and [i for i, c in enumerate(rule) if c == "+"] == [i for i, c in enumerate(header[:len(rule)]) if c == "|"])
+    """Whether ``rule`` is the line psql's aligned output draws under its ``header`` (in ASCII or, under
+    ``\\pset linestyle unicode``, box drawing): a cross under each bar between the names, which psql centres with a
+    space either side."""
+    if _RULE.fullmatch(rule) is None or not header.startswith(" "):
+        return False
+    width = len(rule)  # the rule is one terminal column a character
+    return _columns(rule, _CROSSES) == [at for at in _columns(header, _BARS) if at < width]
+
+
+def _column_rule(header: str, rule: str) -> bool:
+    """Whether ``rule`` is the dashes sqlite3's column mode and psql's ``\\pset border 0`` draw under ``header``: a
+    run of dashes a column (two at least), a name over each run and nothing over the spaces between them."""
+    if _COLUMN_RULE.fullmatch(rule) is None or "," in header or "\t" in header:
+        return False
+    spaces = {at for at in range(len(rule)) if rule[at] == " "}
+    shown = _columns(header)
+    runs = [m.span() for m in re.finditer("-+", rule)]
+    return (not spaces.intersection(shown)
+            and all(any(start <= at < end for at in shown) for start, end in runs[:-1])
+            and any(at >= runs[-1][0] for at in shown))

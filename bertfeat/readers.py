@@ -482,7 +482,7 @@ class InputReader:
         if said:
             raise ValueError(said)
         try:
-            with self._text() as fh:  # a table psql or the mysql client drew for the terminal
+            with self._text() as fh:  # a table drawn for the terminal (psql, mysql, sqlite3, DuckDB) or a page
                 said = exports.drawn_table(self.path, _first_lines(fh, 2))
             if said:
                 raise ValueError(said)

@@ -78,23 +78,93 @@ def test_a_text_that_only_looks_like_a_footer_is_read_as_a_text(tmp_path):
     assert read(src, ["text"]).column("text").to_pylist() == ["a cat", "(3 rows)", "(1 row)"]
 
 
+PSQL = "psql's aligned output"
+ASCII_BORDER = "a table drawn for the terminal ('+----+---------+' lines around it, as the mysql client, psql with"
+BOX = "a table drawn for the terminal ('┌────┬─────────┐' lines around it, as DuckDB's CLI, sqlite3's .mode box"
+EXPANDED = "psql's expanded output (a block of lines a record, the first "
+COLUMNS = "a table drawn for the terminal in columns (its header over "
+
+
 @pytest.mark.parametrize("body, what", [
-    (" id |  text   \n----+---------\n  1 | a cat\n  2 | the mat\n(2 rows)\n", "psql's aligned output"),
-    (" text  \n-------\n a cat\n(1 row)\n", "psql's aligned output"),
-    ("+----+---------+\n| id | text    |\n+----+---------+\n|  1 | a cat   |\n+----+---------+\n",
-     "the mysql client's table output"),
+    (" id |  text   \n----+---------\n  1 | a cat\n  2 | the mat\n(2 rows)\n", PSQL),
+    (" text  \n-------\n a cat\n(1 row)\n", PSQL),
+    ("+----+---------+\n| id | text    |\n+----+---------+\n|  1 | a cat   |\n+----+---------+\n", ASCII_BORDER),
     ("|    |   id | text    |\n|---:|-----:|:--------|\n|  0 |    1 | a cat   |\n", "a Markdown table"),  # to_markdown()
     ("| id | text |\n| --- | --- |\n| 1 | a cat |\n", "a Markdown table"),
+    # each below as PostgreSQL 15's psql and sqlite3 3.40 print it (session 13)
+    (" id | 标题  | n \n----+-------+---\n  1 | a cat | 2\n", PSQL),  # a name of CJK characters, two columns each
+    (" id ║  text   ║     标题     \n════╬═════════╬══════════════\n  1 ║ a cat   ║ x\n", PSQL),  # linestyle unicode
+    (" id │  text   \n────┼─────────\n  1 │ a cat\n", PSQL),
+    ("┌────┬─────────┐\n│ id │  text   │\n├────┼─────────┤\n│ 1  │ a cat   │\n", BOX),  # sqlite3 .mode box, DuckDB
+    ("+----+---------+\n| id |  text   |\n+----+---------+\n| 1  | a cat   |\n", ASCII_BORDER),  # sqlite3 .mode table
+    ("─[ RECORD 1 ]──────\nid   │ 1\ntext │ a cat\n", EXPANDED + "'─[ RECORD 1 ]──────'"),  # psql -x
+    ("+-[ RECORD 1 ]--------+\n| id   | 1            |\n| text | a cat        |\n",
+     EXPANDED + "'+-[ RECORD 1 ]--------+'"),
+    ("-[ RECORD 1 ]-\nid   | 1\ntext | a cat\n", EXPANDED + "'-[ RECORD 1 ]-'"),
+    ("id  text       标题     \n-- ------- ------------\n 1 a cat   x\n", COLUMNS + "'-- ------- ------------'"),
+    ("id  text   \n--  -------\n1   a cat  \n", COLUMNS + "'--  -------'"),  # sqlite3 .mode column
+    ("a  标题\n-  --\n1  x \n", COLUMNS + "'-  --'"),
+    ("id | text\n--- | ---\n1 | a cat\n", "a Markdown table"),  # GitHub's, without the bars at each end
 ])
 def test_a_table_drawn_for_the_terminal_is_refused_as_what_it_is(tmp_path, body, what):
     """(same hunt) psql's and mysql's tables drawn for the terminal (a query's output pasted or redirected without
     -A or --batch), and a Markdown table (pandas' to_markdown(), a notebook's), were read as a header of names with
-    spaces around them: "column(s) ['text'] not found" with advice on delimiters and spaces, then rows of dashes."""
+    spaces around them: "column(s) ['text'] not found" with advice on delimiters and spaces, then rows of dashes.
+    (found by a mutation testing hunt, 2026-11-27, session 13) so were the siblings the first cases left out: psql's
+    table under a name of CJK characters (two terminal columns each: told to pass --delimiter '|'), under
+    \\pset linestyle unicode (a common ~/.psqlrc line), its expanded output (\\x) and \\pset border 0, sqlite3's
+    .mode box, .mode column (and DuckDB's CLI, whose tables are drawn as .mode box), and GitHub's Markdown without
+    the outer bars; sqlite3's .mode table and psql's \\pset border 2 were told they were the mysql client's, with
+    mysql's command alone."""
     src = tmp_path / "query.csv"
     src.write_text(body)
     with pytest.raises(ValueError, match=f"^{re.escape(f'{src} is {what}')}.*, not CSV: (export the query|write the "
                                          "data frame as CSV)"):
         read(src, ["text"])
+
+
+def test_each_drawn_table_is_told_the_commands_that_export_it():
+    from bertfeat.exports import drawn_table
+
+    psql = "psql --csv -c 'SELECT ...' > file.csv"
+    sqlite = "sqlite3 -csv -header file.db 'SELECT ...' > file.csv"
+    said = drawn_table("q.txt", ["+----+------+", "| id | text |"])
+    assert said == ("q.txt is a table drawn for the terminal ('+----+------+' lines around it, as the mysql client, "
+                    "psql with \\pset border 2 and sqlite3's .mode table draw it), not CSV: export the query with "
+                    "mysql --batch -e 'SELECT ...' > file.tsv (tabs, a header first; read it with --quoting backslash, "
+                    "as the client escapes tabs and line breaks in values) or SELECT ... INTO OUTFILE, "
+                    f"{psql}, or {sqlite}.")
+    assert drawn_table("q.txt", ["╭─" + "─" * 50 + "╮", "│ x │"]) == (
+        f"q.txt is a table drawn for the terminal ({'╭' + '─' * 39!r} lines around it, as DuckDB's CLI, sqlite3's "
+        ".mode box and psql with \\pset linestyle unicode draw it), not CSV: export the query with duckdb -csv -c "
+        f"'SELECT ...' > file.csv, {sqlite}, or {psql}.")
+    assert drawn_table("q.txt", ["-[ RECORD 1 ]-+---", "id | 1"]) == (
+        "q.txt is psql's expanded output (a block of lines a record, the first '-[ RECORD 1 ]-+---': \\x, psql -x or "
+        "\\pset expanded, maybe in your ~/.psqlrc), not CSV: export the query with psql -P expanded=off --csv -c "
+        "'SELECT ...' > file.csv (--csv alone keeps expanded output on: a line a column).")
+    assert drawn_table("q.txt", ["id  text", "--  ----"]) == (
+        "q.txt is a table drawn for the terminal in columns (its header over '--  ----', as sqlite3's .mode column "
+        f"and psql with \\pset border 0 draw it), not CSV: export the query with {sqlite}, or {psql}.")
+    assert drawn_table("q.txt", [" id | text", "----+-----"]).endswith(
+        "export the query as CSV instead: \\copy (SELECT ...) TO 'file.csv' WITH (FORMAT csv, HEADER) in psql, or "
+        "psql --csv -c 'SELECT ...' > file.csv, which quote each value holding a comma and leave out the footer.")
+
+
+@pytest.mark.parametrize("body", [
+    "text\n-- --\n",  # a text of dashes under a name that spans their gap
+    "id,text\n--,----\n",  # a comma: CSV, not a table drawn in columns
+    " id  text\n---+----\n",  # a cross under no bar
+    "id,text\n1,--- | ---\n",  # a Markdown rule, but a value of a row
+    "text\n┌ not a border\n",
+    "text\n-[ RECORD 1 ] is a text\n",  # psql's record line second, not first
+])
+def test_a_text_that_only_looks_like_a_drawn_table_is_read(tmp_path, body):
+    src = tmp_path / "texts.csv"
+    src.write_text(body)
+    header = body.split("\n")[0]
+    delimiter = "|" if "|" in header else ","
+    table = read(src, header.split(delimiter), delimiter=delimiter)
+    assert table.num_rows == 1
 
 
 # -- how values are quoted: --quoting csv | none | backslash -----------------------------------------------------
@@ -175,8 +245,8 @@ def test_octal_and_hex_escapes_are_bytes_of_the_files_utf8_as_copy_from_reads_th
         read(bad, ["id", "text"], quoting="backslash")
     assert str(info.value) == (
         f"{bad}: the text of row 1 in column 'text' holds escaped bytes that are no UTF-8 (the first, 0xe9, in "
-        "'caf\\\\351 au lait'): under --quoting backslash an octal or hex escape is a byte of the file's UTF-8 text, as "
-        "PostgreSQL's COPY FROM reads it into a UTF-8 database, which refuses these too. Export the texts again in "
+        "'caf\\\\351 au lait'): under --quoting backslash an octal or hex escape is a byte of the file's UTF-8 text, "
+        "as PostgreSQL's COPY FROM reads it into a UTF-8 database, which refuses these too. Export the texts again in "
         "UTF-8.")
 
 
