@@ -15,7 +15,8 @@ Redshift's ESCAPE write after one, which are part of the value, not its end.
 pyarrow, which reads the file, splits a value at every delimiter and line break; :class:`EscapedBytes` rewrites the
 bytes it is given so that none escaped is left (a backslash and a line break become ``\\n``, a backslash and the
 delimiter a backslash and the unit separator U+001F, which no exporter writes after one), pair by pair, so an
-escaped backslash before a delimiter stays one (``\\\\<tab>`` ends its value). :func:`decode` then reads each value.
+escaped backslash before a delimiter stays one (``\\\\<tab>`` ends its value); a bare carriage return no line feed
+follows becomes ``\\r`` too, as MySQL escapes none (a text's Windows line break). :func:`decode` then reads each value.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from __future__ import annotations
 import re
 
 QUOTINGS = ("csv", "none", "backslash")
-_PAIR = re.compile(rb"\\(.)", re.S)
+# an escape, or a carriage return no line feed follows: MySQL escapes no CR (mysql --batch writes a text's CRLF as a
+# bare CR and \\n, INTO OUTFILE as a bare CR, a backslash and the LF), where pyarrow would end the row
+_PAIR = re.compile(rb"\\(.)|\r(?!\n)", re.S)
 _SEPARATOR = 0x1F  # what stands for an escaped delimiter between the two steps
 _LETTERS = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
 _ESCAPE = re.compile(r"\\(?:([0-7]{1,3})|x([0-9A-Fa-f]{1,2})|(.))", re.S)
@@ -43,13 +46,17 @@ def checked(quoting) -> str:
 class EscapedBytes:
     """Rewrites a backslash-escaped stream, fed in pieces of any size, so that a value holds no delimiter or line
     break of its own: ``rewrite`` returns the bytes ready so far (a trailing backslash waits for the byte it
-    escapes), and ``rewrite(b"")`` at the end returns what waits."""
+    escapes, a trailing carriage return for the byte that tells whether it ends a line), and ``rewrite(b"")`` at the
+    end returns what waits. A carriage return no line feed follows is a value's own (escaped as ``\\r``) once the
+    stream has shown a line feed: a file whose lines end with a bare CR keeps them."""
 
     def __init__(self, delimiter: str):
         self._to = {ord("\n"): b"\\n", ord("\r"): b"\\r", ord(delimiter): b"\\" + bytes([_SEPARATOR])}
         if delimiter == "\t":
             self._to[ord("\t")] = b"\\t"
         self.held = b""
+        self._lf_seen = False
+        self._cr_from = -1  # past which, in the piece being rewritten, a bare CR is a value's own
 
     def rewrite(self, data: bytes) -> bytes:
         if not data:
@@ -59,11 +66,21 @@ class EscapedBytes:
         trailing = len(data) - len(data.rstrip(b"\\"))
         if trailing % 2:  # a backslash whose escaped byte is in the next piece
             data, self.held = data[:-1], b"\\"
+        elif data.endswith(b"\r") and (len(data) - 1 - len(data[:-1].rstrip(b"\\"))) % 2 == 0:
+            data, self.held = data[:-1], b"\r"  # a bare CR: a line end where a line feed comes next
         else:
             self.held = b""
+        if self._lf_seen:
+            self._cr_from = -1
+        else:
+            first = data.find(b"\n")
+            self._lf_seen = first >= 0
+            self._cr_from = first if self._lf_seen else len(data)
         return _PAIR.sub(self._pair, data)
 
     def _pair(self, match: re.Match) -> bytes:
+        if match[1] is None:  # a bare CR
+            return b"\\r" if match.start() > self._cr_from else match[0]
         return self._to.get(match[1][0], match[0])
 
 

@@ -250,6 +250,34 @@ def test_octal_and_hex_escapes_are_bytes_of_the_files_utf8_as_copy_from_reads_th
         "UTF-8.")
 
 
+def test_a_carriage_return_mysql_leaves_unescaped_in_a_value_is_part_of_it(tmp_path):
+    """(found by a mutation testing hunt, 2026-11-27, session 13) MySQL escapes no carriage return, neither
+    mysql --batch (\\n, \\t, \\0, \\\\) nor INTO OUTFILE (a backslash before the line break itself), so a text holding
+    a Windows line break (a web form's) was written with a bare CR inside it, where pyarrow ends a row: the file was
+    refused as 'Expected 2 columns, got 1'. A CR is part of the value where no LF follows it, once the file has shown
+    its lines end with one; a CRLF file's rows still end at each CRLF."""
+    batch = tmp_path / "batch.tsv"  # mysql --batch -e 'SELECT id, text FROM posts'
+    batch.write_bytes(b"id\ttext\n1\tline one\r\\nline two\n2\tends with CR\r\n3\tnext\n")
+    assert read(batch, ["id", "text"], quoting="backslash").to_pydict() == {
+        "id": ["1", "2", "3"], "text": ["line one\r\nline two", "ends with CR", "next"]}
+    outfile = tmp_path / "outfile.tsv"  # SELECT id, text INTO OUTFILE ...
+    outfile.write_bytes(b"id\ttext\n1\tline one\r\\\nline two\n2\ta\rb\n")
+    assert read(outfile, ["id", "text"], quoting="backslash").column("text").to_pylist() == [
+        "line one\r\nline two", "a\rb"]
+    crlf = tmp_path / "windows.tsv"  # the same rows with CRLF line ends: each CRLF ends a row, as before
+    crlf.write_bytes(b"id\ttext\r\n1\ta\\tb\r\n2\tc\r\n")
+    assert read(crlf, ["id", "text"], quoting="backslash").column("text").to_pylist() == ["a\tb", "c"]
+    from bertfeat.escapes import EscapedBytes
+
+    data = b"h\na\rb\r\n\\\rc\r"
+    want = b"h\na\\rb\r\n\\rc\r"  # a CR at the very end: no value follows it
+    for cut in range(len(data) + 1):
+        stream = EscapedBytes("\t")
+        assert stream.rewrite(data[:cut]) + stream.rewrite(data[cut:]) + stream.rewrite(b"") == want, cut
+    first = EscapedBytes("\t")  # a CR before the stream's first LF: a line end of its own (a file of CR line ends)
+    assert first.rewrite(b"h\ra\rb") + first.rewrite(b"") == b"h\ra\rb"
+
+
 def test_escapes_split_between_read_pieces_are_read_whole():
     from bertfeat.escapes import EscapedBytes
 
@@ -262,6 +290,12 @@ def test_escapes_split_between_read_pieces_are_read_whole():
             stream = EscapedBytes("\t")
             got = b"".join(stream.rewrite(p) for p in (data[:cut], data[cut:second], data[second:]) if p)
             assert got + stream.rewrite(b"") == want, (cut, second)
+    assert stream.rewrite(b"") == b""  # read again after its end: nothing more
+    # a backslash before a carriage return, a line break or the delimiter: an escape of each, whatever the delimiter
+    for delimiter, escaped in (("\t", b"\\t"), ("|", b"\\\x1f"), (",", b"\\\x1f")):
+        stream = EscapedBytes(delimiter)
+        data = b"a\\\rb\\\nc\\" + delimiter.encode() + b"d\\\\e"
+        assert stream.rewrite(data) + stream.rewrite(b"") == b"a\\rb\\nc" + escaped + b"d\\\\e", delimiter
 
 
 def test_an_export_past_the_read_block_keeps_every_escape(tmp_path):
@@ -326,8 +360,13 @@ def test_a_backslash_before_the_delimiter_is_not_taken_for_r_row_names(tmp_path)
 def test_quoting_is_checked_and_recorded(tmp_path):
     src = tmp_path / "a.tsv"
     src.write_text("id\ttext\n1\ta\n")
-    with pytest.raises(ValueError, match=r"^quoting='posix' is not valid: expected 'csv'"):
-        InputReader(str(src), ["text"], 10, ["text"], quoting="posix")
+    for given in ("posix", "CSV", 1, ["csv"]):
+        with pytest.raises(ValueError) as info:
+            InputReader(str(src), ["text"], 10, ["text"], quoting=given)
+        assert str(info.value) == (
+            f"quoting={given!r} is not valid: expected 'csv' (\" quotes a value, the default), 'none' (no quoting: \" "
+            "is a plain character) or 'backslash' (no quoting, backslash escapes, \\N missing: PostgreSQL's COPY text "
+            "format, MySQL's INTO OUTFILE and mysql --batch).")
     assert InputReader(str(src), ["text"], 10, ["text"]).reading()["quoting"] == "csv"
     assert InputReader(str(src), ["text"], 10, ["text"], quoting="none").reading()["quoting"] == "none"
     pq.write_table(pa.table({"text": ["a"]}), tmp_path / "a.parquet")
