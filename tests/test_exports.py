@@ -76,6 +76,12 @@ def test_a_text_that_only_looks_like_a_footer_is_read_as_a_text(tmp_path):
     src = tmp_path / "one.csv"  # not the count of the rows before it: a text, as written
     src.write_text("text\na cat\n(3 rows)\n(1 row)\n")
     assert read(src, ["text"]).column("text").to_pylist() == ["a cat", "(3 rows)", "(1 row)"]
+    missing = tmp_path / "missing.csv"  # a missing text is no footer either
+    missing.write_text("text\na cat\nNA\n\\N\n(3 rows)\n")
+    with pytest.raises(ValueError, match=re.escape("holds psql's row count footer '(3 rows)' at line 5")):
+        read(missing, ["text"])
+    missing.write_text("text\na cat\nNA\n(1 row)\n")
+    assert read(missing, ["text"]).column("text").to_pylist() == ["a cat", None, "(1 row)"]
 
 
 PSQL = "psql's aligned output"
@@ -93,6 +99,7 @@ COLUMNS = "a table drawn for the terminal in columns (its header over "
     ("| id | text |\n| --- | --- |\n| 1 | a cat |\n", "a Markdown table"),
     # each below as PostgreSQL 15's psql and sqlite3 3.40 print it (session 13)
     (" id | 标题  | n \n----+-------+---\n  1 | a cat | 2\n", PSQL),  # a name of CJK characters, two columns each
+    (" cafe\u0301 | text  | n \n------+-------+---\n    1 | a cat | 3\n", PSQL),  # an accent: no column of its own
     (" id ║  text   ║     标题     \n════╬═════════╬══════════════\n  1 ║ a cat   ║ x\n", PSQL),  # linestyle unicode
     (" id │  text   \n────┼─────────\n  1 │ a cat\n", PSQL),
     ("┌────┬─────────┐\n│ id │  text   │\n├────┼─────────┤\n│ 1  │ a cat   │\n", BOX),  # sqlite3 .mode box, DuckDB
@@ -104,6 +111,7 @@ COLUMNS = "a table drawn for the terminal in columns (its header over "
     ("id  text       标题     \n-- ------- ------------\n 1 a cat   x\n", COLUMNS + "'-- ------- ------------'"),
     ("id  text   \n--  -------\n1   a cat  \n", COLUMNS + "'--  -------'"),  # sqlite3 .mode column
     ("a  标题\n-  --\n1  x \n", COLUMNS + "'-  --'"),
+    ("id  t\n--  -\n1   x\n", COLUMNS + "'--  -'"),  # a name of one letter over the last run
     ("id | text\n--- | ---\n1 | a cat\n", "a Markdown table"),  # GitHub's, without the bars at each end
 ])
 def test_a_table_drawn_for_the_terminal_is_refused_as_what_it_is(tmp_path, body, what):
@@ -157,6 +165,9 @@ def test_each_drawn_table_is_told_the_commands_that_export_it():
     "id,text\n1,--- | ---\n",  # a Markdown rule, but a value of a row
     "text\n┌ not a border\n",
     "text\n-[ RECORD 1 ] is a text\n",  # psql's record line second, not first
+    "a\tb\n- -\n",  # a tab in a CSV's name: no table drawn in columns
+    " text\na cat\n",  # a name after a space over a row of no rule
+    "a     c\n- --- -\n", "    b\n--- -\n", "ab\n-- -\n", "a b\n- - -\n",  # a run of dashes with no name over it
 ])
 def test_a_text_that_only_looks_like_a_drawn_table_is_read(tmp_path, body):
     src = tmp_path / "texts.csv"
@@ -165,6 +176,9 @@ def test_a_text_that_only_looks_like_a_drawn_table_is_read(tmp_path, body):
     delimiter = "|" if "|" in header else ","
     table = read(src, header.split(delimiter), delimiter=delimiter)
     assert table.num_rows == 1
+    tsv = tmp_path / "texts.tsv"  # a comma in a TSV's one name, over what would be the rule of two columns
+    tsv.write_text("id, text\n--- ----\n")
+    assert read(tsv, ["id, text"]).column("id, text").to_pylist() == ["--- ----"]
 
 
 # -- how values are quoted: --quoting csv | none | backslash -----------------------------------------------------
@@ -529,6 +543,32 @@ def test_an_export_without_a_header_says_how_to_put_one_first(tmp_path, name):
     subprocess.run(["bash", "-c", command], check=True)  # the command as given writes the file to pass
     out = command.rsplit("> ", 1)[1]
     assert read(out, ["id", "text"]).to_pydict() == {"id": ["1", "2"], "text": ["a cat", "the mat"]}
+
+
+def test_an_export_without_a_header_is_told_the_whole_command_naming_every_column(tmp_path, monkeypatch):
+    """(a mutation testing hunt, 2026-11-27, session 13) the names past the second, the tab written as \\t (what a
+    user reads, where a tab would look like spaces) and the file the command writes were read by no test."""
+    import subprocess
+
+    monkeypatch.chdir(tmp_path)
+    src = tmp_path / "copy.tsv"  # COPY t TO '/tmp/copy.tsv' (no HEADER): four columns, one NULL
+    src.write_text("1\ta cat\tx\t\\N\n2\tthe mat\ty\tz\n")
+    with pytest.raises(ValueError) as info:
+        read("copy.tsv", ["text"])
+    assert str(info.value) == (
+        "column(s) ['text'] not found in copy.tsv; it has columns ['1', 'a cat', 'x', '\\\\N']. Its first line reads as "
+        "a row of data, not names: a database's export (PostgreSQL's COPY without HEADER, MySQL's INTO OUTFILE, a "
+        "warehouse unload's parts) writes no header line. Put one first, naming each column: (printf "
+        "'id\\ttext\\tcol3\\tcol4\\n'; cat copy.tsv) > copy-header.tsv, and pass that file; or export the query again "
+        "with its header (COPY ... WITH (HEADER), mysql --batch).")
+    said = str(info.value)
+    subprocess.run(["bash", "-c", said[said.index("(printf"):said.index(", and pass")]], check=True)
+    assert read("copy-header.tsv", ["id", "text", "col3", "col4"]).to_pydict() == {
+        "id": ["1", "2"], "text": ["a cat", "the mat"], "col3": ["x", "y"], "col4": [None, "z"]}
+    three = tmp_path / "unload.csv"
+    three.write_text("1,a cat,x\n")
+    with pytest.raises(ValueError, match=re.escape("(printf 'id,text,col3\\n'; cat unload.csv) > unload-header.csv,")):
+        read("unload.csv", ["text"])
 
 
 def test_a_backslash_before_a_line_break_is_refused_where_the_quoting_was_not_declared(tmp_path):
