@@ -153,6 +153,18 @@ def test_each_drawn_table_is_told_the_commands_that_export_it():
     assert drawn_table("q.txt", ["id  text", "--  ----"]) == (
         "q.txt is a table drawn for the terminal in columns (its header over '--  ----', as sqlite3's .mode column "
         f"and psql with \\pset border 0 draw it), not CSV: export the query with {sqlite}, or {psql}.")
+    assert drawn_table("q.txt", ["| id | text |", "|----|------|"]) == (
+        "q.txt is a Markdown table (its header over '|----|------|', as pandas' to_markdown() and a table pasted from "
+        "a notebook or a page write it), not CSV: write the data frame as CSV (df.to_csv('file.csv', index=False)) or "
+        "parquet (df.to_parquet('file.parquet')) and pass that.")
+    # a rule or border is shown to its 40th character
+    wide = "-" * 30 + "+" + "-" * 30
+    assert f"({'+' + '-' * 39!r} lines around it" in drawn_table("q.txt", ["+" + "-" * 60 + "+", "| x |"])
+    assert f"the first {'-[ RECORD 1 ]' + '-' * 27!r}:" in drawn_table("q.txt", ["-[ RECORD 1 ]" + "-" * 50, "x"])
+    assert f"its header over {'|' + '-' * 39!r}," in drawn_table("q.txt", ["| x | y |", "|" + "-" * 60 + "|"])
+    assert f"its header over {wide[:40]!r})" in drawn_table("q.txt", [" " * 14 + "x" + " " * 15 + "| y", wide])
+    assert f"its header over {wide.replace('+', ' ')[:40]!r}," in drawn_table(
+        "q.txt", ["x" + " " * 30 + "y", wide.replace("+", " ")])
     assert drawn_table("q.txt", [" id | text", "----+-----"]).endswith(
         "export the query as CSV instead: \\copy (SELECT ...) TO 'file.csv' WITH (FORMAT csv, HEADER) in psql, or "
         "psql --csv -c 'SELECT ...' > file.csv, which quote each value holding a comma and leave out the footer.")
