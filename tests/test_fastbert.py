@@ -294,6 +294,45 @@ def test_each_rung_is_checked_on_the_probe_padded_at_every_layer(tiny_bert, monk
     assert (built.dtype, built.low, built.rung) == (torch.bfloat16, True, "torch-bfloat16")
 
 
+def test_what_a_rung_leaves_at_padding_is_never_read(tiny_bert, monkeypatch):
+    """(a mutation testing hunt, 2026-11-27, session 13: build_ladder 42, 88, the mask dropped) a rung is judged on
+    the probe's real tokens only: one that leaves the padded positions unwritten (NaN there) is kept."""
+    real_call = _FastBert.__call__
+
+    def unwritten_padding(self, ids, mask, layers):
+        pad = ~mask.bool()[..., None]
+        return {k: v.masked_fill(pad, float("nan")) for k, v in real_call(self, ids, mask, layers).items()}
+
+    monkeypatch.setattr(_FastBert, "__call__", unwritten_padding)
+    monkeypatch.setenv(fastbert.KERNELS_ENV, "torch")
+    model = transformers_model(tiny_bert)
+    for dtype, rung in ((torch.float32, "torch-float32"), (torch.bfloat16, "torch-bfloat16")):
+        ladder = build_ladder(_FastBert, model, dtype, PROBE)
+        assert (ladder.rung, ladder.fast.rung, ladder.passed_over) == (rung, rung, [])
+
+
+def test_a_reduced_precision_no_rung_reproduces_takes_the_transformers_pass_in_that_dtype(tiny_bert, monkeypatch):
+    """(a mutation testing hunt, 2026-11-27, session 13: build_ladder 156-163, the ladder's last line, which no test
+    reached) float32 reproduced but every bfloat16 rung passed over: the transformers pass in bfloat16, each rung
+    passed over named with why, in the CPU's order."""
+    real_call = _FastBert.__call__
+
+    def no_bfloat16(self, ids, mask, layers):
+        if self.dtype == torch.bfloat16:
+            raise RuntimeError("bf16 packing is not supported on this CPU")
+        return real_call(self, ids, mask, layers)
+
+    monkeypatch.setattr(_FastBert, "__call__", no_bfloat16)
+    monkeypatch.setenv(fastbert.KERNELS_ENV, "torch")
+    monkeypatch.setattr(fastbert, "_onednn_linear_available", lambda: True)
+    ladder = build_ladder(_FastBert, transformers_model(tiny_bert), torch.bfloat16, PROBE)
+    why = "RuntimeError: bf16 packing is not supported on this CPU"
+    assert (ladder.fast, ladder.rung, ladder.order) == (None, "transformers-bfloat16", "BERTFEAT_CPU_KERNELS=torch")
+    assert ladder.passed_over == [("torch-bfloat16", why), ("onednn-bfloat16", why)]
+    assert ladder.describe() == (f"transformers-bfloat16 (BERTFEAT_CPU_KERNELS=torch; passed over torch-bfloat16: {why}; "
+                                 f"onednn-bfloat16: {why})")
+
+
 # -- the pass itself against transformers --------------------------------------------------------------------------
 
 
