@@ -262,9 +262,9 @@ def test_octal_and_hex_escapes_are_bytes_of_the_files_utf8_as_copy_from_reads_th
     refused, naming the text, as COPY FROM refuses them; past 255 an octal escape keeps its low byte, as there."""
     src = tmp_path / "copy.tsv"
     src.write_text("id\ttext\n1\tcaf\\303\\251\n2\t\\xc3\\xa9t\\xC3\\xA9\n3\t\\101\\x42\\0C\n4\t\\\\303x\\x\n"
-                   "5\t\\342\\202\\254 5 \\xe2\\x82\\xac\n6\t\\501\n")
+                   "5\t\\342\\202\\254 5 \\xe2\\x82\\xac\n6\t\\501\n7\t\\303\\200 \\x7f\n")
     assert read(src, ["id", "text"], quoting="backslash").column("text").to_pylist() == [
-        "café", "été", "AB\0C", "\\303xx", "€ 5 €", "A"]
+        "café", "été", "AB\0C", "\\303xx", "€ 5 €", "A", "À \x7f"]  # 0x80 is a byte of UTF-8, 0x7f a character
     bad = tmp_path / "latin1.tsv"
     bad.write_text("id\ttext\n1\tfine\n2\tcaf\\351 au lait\n")
     with pytest.raises(ValueError) as info:
