@@ -295,8 +295,8 @@ def test_a_carriage_return_mysql_leaves_unescaped_in_a_value_is_part_of_it(tmp_p
     assert read(crlf, ["id", "text"], quoting="backslash").column("text").to_pylist() == ["a\tb", "c"]
     from bertfeat.escapes import EscapedBytes
 
-    data = b"h\na\rb\r\n\\\rc\r"
-    want = b"h\na\\rb\r\n\\rc\r"  # a CR at the very end: no value follows it
+    data = b"h\na\rb\r\n\\\rc\\\\\r\nd\r"  # an escaped CR, then an escaped backslash before a CRLF
+    want = b"h\na\\rb\r\n\\rc\\\\\r\nd\r"  # a CR at the very end: no value follows it
     for cut in range(len(data) + 1):
         stream = EscapedBytes("\t")
         assert stream.rewrite(data[:cut]) + stream.rewrite(data[cut:]) + stream.rewrite(b"") == want, cut
