@@ -139,7 +139,7 @@ def test_each_drawn_table_is_told_the_commands_that_export_it():
     said = drawn_table("q.txt", ["+----+------+", "| id | text |"])
     assert said == ("q.txt is a table drawn for the terminal ('+----+------+' lines around it, as the mysql client, "
                     "psql with \\pset border 2 and sqlite3's .mode table draw it), not CSV: export the query with "
-                    "mysql --batch -e 'SELECT ...' > file.tsv (tabs, a header first; read it with --quoting backslash, "
+                    "mysql --batch -e 'SELECT ...' > file.tsv (tabs, a header first; read it with quoting='backslash', "
                     "as the client escapes tabs and line breaks in values) or SELECT ... INTO OUTFILE, "
                     f"{psql}, or {sqlite}.")
     assert drawn_table("q.txt", ["╭─" + "─" * 50 + "╮", "│ x │"]) == (
