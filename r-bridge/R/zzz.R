@@ -30,6 +30,7 @@ python_module <- function(call = rlang::caller_env()) {
         reticulate::py_get_attr(bertfeat_py, "__version__") # starts Python through the delay-loaded proxy
       }
       module <- reticulate::import("bertfeat._r")
+      check_python_side(module, call = call)
       # before anything else can: torch imported so that R's libblas cannot shadow its BLAS (see bertfeat/_r.py)
       module$`_import_torch`()
       module
@@ -44,6 +45,38 @@ python_module <- function(call = rlang::caller_env()) {
   }
   .state$r_module <- module
   module
+}
+
+# What this R package calls in bertfeat._r (test-python-setup.R holds it to the calls in the code). The R package and
+# the Python one are installed apart: an R package updated over a virtualenv's older bertfeat (install_bertfeat() run
+# once, long ago) found a function missing at the call, "module \"bertfeat._r\" has no attribute \"read_features\"",
+# and nothing said which package or what to do. Checked once, at import.
+PYTHON_SIDE <- c("_import_torch", "column_form_hint", "config", "describe", "embed", "input_found", "probe",
+                 "r_advice", "read_features", "run_cli")
+
+check_python_side <- function(module, call = rlang::caller_env()) {
+  absent <- PYTHON_SIDE[!vapply(PYTHON_SIDE, function(name) reticulate::py_has_attr(module, name), logical(1))]
+  if (!length(absent)) {
+    return(invisible())
+  }
+  bertfeat <- reticulate::import("bertfeat")
+  version <- tryCatch(as.character(reticulate::py_get_attr(bertfeat, "__version__")), error = function(e) "no version")
+  where <- python_in_use()
+  abort_bf(
+    c(
+      sprintf("The bertfeat Python package (%s, in %s) is older than this R package (%s): its bertfeat._r has no %s.",
+              version, dirname(bertfeat$`__file__`), utils::packageVersion("bertfeat"), paste(absent, collapse = ", ")),
+      i = sprintf("Python in use: %s%s", where$python,
+                  if (is.na(where$forced)) "" else sprintf(", chosen by %s", where$forced)),
+      "To update it, then restart R:",
+      "*" = "run `bertfeat::install_bertfeat()` again if it made this Python's virtualenv; or",
+      "*" = sprintf(paste("run `%s -m pip install --upgrade bertfeat`",
+                          "(or pip install the checkout this R package came from)."), where$python)
+    ),
+    "python_unavailable",
+    python = where$python,
+    call = call
+  )
 }
 
 # Run a call into Python; a Python exception becomes a classed R error with Python's own message.

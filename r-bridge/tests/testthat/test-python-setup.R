@@ -39,6 +39,55 @@ test_that("a bertfeat too old for this R package (no bertfeat._r) is reported th
   expect_match(out, "No module named 'bertfeat._r'", fixed = TRUE)
 })
 
+test_that("a bertfeat older than this R package (a bertfeat._r without what came later) says to update it", {
+  # the R package updated, the Python package not: bf_read_features() was "module \"bertfeat._r\" has no
+  # attribute \"read_features\"" (bertfeat_error_python), nothing saying which package or what to do
+  python <- python_without_bertfeat()
+  skip_if_not(file.exists(python), "could not create a virtualenv")
+  old <- file.path(tempdir(), "older-bertfeat")
+  dir.create(file.path(old, "bertfeat"), recursive = TRUE, showWarnings = FALSE)
+  writeLines('__version__ = "0.0.9"', file.path(old, "bertfeat", "__init__.py"))
+  writeLines(c("def _import_torch():\n    pass",
+               paste0("def ", c("embed", "describe", "config", "r_advice"), "(*args, **kwargs):\n",
+                      "    raise AssertionError('called')")),
+             file.path(old, "bertfeat", "_r.py"))
+  out <- paste(run_r(probe, env = c(paste0("RETICULATE_PYTHON=", python), paste0("PYTHONPATH=", old))),
+               collapse = "\n")
+  expect_match(out, "CLASS: bertfeat_error_python_unavailable bertfeat_error", fixed = TRUE)
+  expect_match(out, sprintf("The bertfeat Python package (0.0.9, in %s) is older than this R package (%s)",
+                            file.path(old, "bertfeat"), utils::packageVersion("bertfeat")),
+               fixed = TRUE)
+  expect_match(out, "its bertfeat._r has no column_form_hint, input_found, probe, read_features, run_cli",
+               fixed = TRUE)
+  expect_match(out, paste0("Python in use: ", python), fixed = TRUE)
+  expect_match(out, paste0(python, " -m pip install --upgrade bertfeat"), fixed = TRUE)
+  expect_match(out, "bertfeat::install_bertfeat()", fixed = TRUE)
+  expect_no_match(out, "AssertionError")
+  expect_match(out, "CONFIG\nR package: bertfeat", fixed = TRUE)
+})
+
+test_that("the Python side's functions checked at import are every one this R package calls", {
+  called <- character()
+  walk <- function(e) {
+    if (is.call(e)) {
+      if (identical(e[[1]], as.name("$")) && is.call(e[[2]]) && identical(e[[2]][[1]], as.name("python_module"))) {
+        called <<- c(called, as.character(e[[3]]))
+      }
+      if (identical(e[[1]], as.name("$")) && identical(e[[2]], as.name("module"))) {
+        called <<- c(called, as.character(e[[3]]))
+      }
+      for (part in as.list(e)) if (!missing(part)) walk(part)
+    }
+  }
+  ns <- asNamespace("bertfeat")
+  for (name in ls(ns, all.names = TRUE)) {
+    f <- get(name, envir = ns)
+    if (is.function(f)) walk(body(f))
+  }
+  expect_true(all(c("embed", "read_features", "_import_torch") %in% called))
+  expect_setequal(bertfeat:::PYTHON_SIDE, unique(called))
+})
+
 test_that("RETICULATE_PYTHON pointing nowhere gives the same classed error", {
   out <- paste(run_r(probe, env = "RETICULATE_PYTHON=/no/such/python"), collapse = "\n")
   expect_match(out, "CLASS: bertfeat_error_python_unavailable", fixed = TRUE)
