@@ -158,3 +158,34 @@ def test_the_sdist_holds_what_builds_the_package_and_no_test_suite_cut_from_what
     # the suite needs its conftest, helpers, docs/, examples/, data/ and r-bridge/: setuptools' default took
     # tests/test*.py alone, 70 files none of which could be collected; the checkout is where the tests run
     assert not {n for n in names if n.startswith("tests/")}
+
+
+def _rd_section(text: str, name: str) -> str:
+    """The body of an Rd file's top-level ``\\name{...}`` section, braces matched (Rd escapes ``\\{`` and ``\\}``)."""
+    start = text.find("\\" + name + "{")
+    if start < 0:
+        return ""
+    depth, i = 0, start + len(name) + 1
+    for i in range(i, len(text)):
+        if text[i] == "\\" and text[i + 1] in "{}%\\":
+            continue
+        if text[i] == "{" and text[i - 1] != "\\":
+            depth += 1
+        elif text[i] == "}" and text[i - 1] != "\\":
+            depth -= 1
+            if depth == 0:
+                break
+    return text[start + len(name) + 2:i]
+
+
+def test_the_r_packages_help_pages_keep_r_cmd_checks_line_widths():
+    # `R CMD check --as-cran`: "\examples lines wider than 100 characters ... will be truncated in the PDF manual"
+    # (a NOTE bf_probe.Rd and install_bertfeat.Rd gave); \usage lines past 90 are a NOTE too
+    wide = []
+    for rd in sorted((ROOT / "r-bridge" / "man").glob("*.Rd")):
+        text = rd.read_text(encoding="utf-8")
+        for section, limit in (("examples", 100), ("usage", 90)):
+            body = _rd_section(text, section)
+            wide += [(rd.name, section, line) for line in body.splitlines() if len(line) > limit]
+    assert "install_bertfeat(" in _rd_section((ROOT / "r-bridge/man/install_bertfeat.Rd").read_text(), "examples")
+    assert not wide

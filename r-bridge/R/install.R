@@ -22,7 +22,8 @@
 #' \dontrun{
 #' install_bertfeat()
 #' # CPU-only torch:
-#' install_bertfeat(torch_spec = "torch==2.13.0", torch_index_url = "https://download.pytorch.org/whl/cpu")
+#' install_bertfeat(torch_spec = "torch==2.13.0",
+#'                  torch_index_url = "https://download.pytorch.org/whl/cpu")
 #' }
 #' @export
 install_bertfeat <- function(envname = "r-bertfeat", path = NULL, torch_spec = "torch", torch_index_url = NULL,

@@ -47,8 +47,8 @@ PROBE_DOTS_PARAMS <- c("max_length", "long_text", "stride", "normalize", "prefix
 #' reviews <- read.csv("data/fine_foods.csv.gz")[1:500, ]
 #' p <- bf_probe(reviews$review, reviews$score, plot = "probe.png", cache_dir = "~/.cache/bertfeat")
 #' p$table
-#' rec <- do.call(step_bert_embed, c(list(recipes::recipe(score ~ review, data = reviews), quote(review)),
-#'                                   p$recommended))
+#' rec <- recipes::recipe(score ~ review, data = reviews)
+#' rec <- do.call(step_bert_embed, c(list(rec, quote(review)), p$recommended))
 #' }
 #' @export
 bf_probe <- function(x, y, model = "default", cv = 5, unions = 3, baseline = TRUE, plot = NULL, ...,
