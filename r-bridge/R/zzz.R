@@ -79,6 +79,14 @@ check_python_side <- function(module, call = rlang::caller_env()) {
   )
 }
 
+# Whether the Python side can be reached (for tests/testthat.R: R CMD check without it skips the tests).
+python_side_available <- function() {
+  tryCatch({
+    python_module()
+    TRUE
+  }, error = function(e) FALSE)
+}
+
 # Run a call into Python; a Python exception becomes a classed R error with Python's own message.
 with_python_errors <- function(expr, call = rlang::caller_env()) {
   tryCatch(expr, error = function(e) {

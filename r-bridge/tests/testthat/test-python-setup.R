@@ -88,6 +88,28 @@ test_that("the Python side's functions checked at import are every one this R pa
   expect_setequal(bertfeat:::PYTHON_SIDE, unique(called))
 })
 
+test_that("R CMD check's test runner skips the tests without the Python side, saying so, unless NOT_CRAN=true", {
+  # tests/testthat.R, which R CMD check runs (its copy beside testthat/ there, as here in the checkout)
+  runner <- normalizePath(testthat::test_path("..", "testthat.R"), mustWork = FALSE)
+  skip_if_not(file.exists(runner), "tests/testthat.R is not beside the tests")
+  python <- python_without_bertfeat()
+  skip_if_not(file.exists(python), "could not create a virtualenv")
+  # test_check() outside R CMD check stops on its own error: stubbed, it says that it was called
+  code <- sprintf('test_check <- function(...) cat("RAN TESTS\\n")
+    exprs <- parse("%s"); for (e in exprs) if (!identical(e, quote(library(testthat)))) eval(e)
+    cat("EXIT OK\\n")', runner)
+  without <- paste(run_r(code, env = c(paste0("RETICULATE_PYTHON=", python), "PYTHONPATH=", "NOT_CRAN=false")),
+                   collapse = "\n")
+  expect_no_match(without, "RAN TESTS", fixed = TRUE)
+  expect_match(without, "bertfeat's tests were not run: the Python side is not available", fixed = TRUE)
+  expect_match(without, "EXIT OK", fixed = TRUE)
+  forced <- paste(run_r(code, env = c(paste0("RETICULATE_PYTHON=", python), "PYTHONPATH=", "NOT_CRAN=true")),
+                  collapse = "\n")
+  expect_match(forced, "RAN TESTS", fixed = TRUE)
+  with <- paste(run_r(code, env = c("NOT_CRAN=false")), collapse = "\n")
+  expect_match(with, "RAN TESTS", fixed = TRUE)
+})
+
 test_that("RETICULATE_PYTHON pointing nowhere gives the same classed error", {
   out <- paste(run_r(probe, env = "RETICULATE_PYTHON=/no/such/python"), collapse = "\n")
   expect_match(out, "CLASS: bertfeat_error_python_unavailable", fixed = TRUE)
