@@ -45,8 +45,10 @@ def _build(what: str, source: Path, out: Path) -> tuple[Path, str]:
 
 
 def _package_files(root: Path) -> set[str]:
+    """The package's files: its modules and the data it reads (not bytecode, nor an editor's hidden or backup files)."""
     return {p.relative_to(root.parent).as_posix() for p in root.rglob("*")
-            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
+            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc" and not p.name.startswith(".")
+            and not p.name.endswith("~")}
 
 
 @pytest.fixture(scope="module")
