@@ -8,9 +8,10 @@
 #' example, `torch_spec = "torch==2.13.0"` and `torch_index_url = "https://download.pytorch.org/whl/cpu"`.
 #'
 #' @param envname Name (or path) of the virtualenv to create or update.
-#' @param path A local bertfeat source checkout (the directory holding `pyproject.toml`) to install from. `NULL`
-#'   uses the environment variable `BERTFEAT_SOURCE` if set, else the checkout that holds the working directory
-#'   if there is one, else the package `"bertfeat"` from PyPI.
+#' @param path A local bertfeat source checkout (the directory holding `pyproject.toml`), or a built wheel or
+#'   sdist of bertfeat (`bertfeat-*.whl`, `bertfeat-*.tar.gz`), to install from. `NULL` uses the environment
+#'   variable `BERTFEAT_SOURCE` if set, else the checkout that holds the working directory if there is one, else
+#'   the package `"bertfeat"` from PyPI.
 #' @param torch_spec The pip requirement for torch, such as `"torch"` or `"torch==2.13.0"`.
 #' @param torch_index_url Package index to take torch from (`NULL`: pip's default).
 #' @param python The Python interpreter to base the virtualenv on (`NULL`: reticulate's choice). bertfeat needs
@@ -81,9 +82,10 @@ bertfeat_source <- function(path = NULL, start = getwd(), call = rlang::caller_e
   }
   if (!is.null(path)) {
     check_string(path, "path", call = call)
-    if (!is_bertfeat_checkout(path)) {
+    if (!is_bertfeat_checkout(path) && !is_bertfeat_built(path)) {
       abort_bf(
-        sprintf("`path` (\"%s\") is not a bertfeat source checkout: expected a directory with pyproject.toml and bertfeat/__init__.py.",
+        sprintf(paste("`path` (\"%s\") is neither a bertfeat source checkout (a directory with pyproject.toml and",
+                      "bertfeat/__init__.py) nor a built bertfeat wheel or sdist (bertfeat-*.whl, bertfeat-*.tar.gz)."),
                 path),
         "argument", call = call
       )
@@ -101,6 +103,12 @@ bertfeat_source <- function(path = NULL, start = getwd(), call = rlang::caller_e
     }
     dir <- parent
   }
+}
+
+# A wheel or sdist of bertfeat (python -m build's, pip wheel's, a release's), which pip installs as it is
+is_bertfeat_built <- function(file) {
+  file.exists(file) && !dir.exists(file) &&
+    grepl("^bertfeat-[0-9][^/]*(\\.whl|\\.tar\\.gz|\\.zip)$", basename(file))
 }
 
 is_bertfeat_checkout <- function(dir) {

@@ -25,6 +25,26 @@ test_that("install_bertfeat() installs from the checkout it runs in, a given pat
   expect_error(bertfeat:::bertfeat_source(path = tempdir()), class = "bertfeat_error_argument")
 })
 
+test_that("install_bertfeat() installs a built wheel or sdist of bertfeat given as path", {
+  # a wheel or sdist handed out (a CI artifact, a machine without the repository) was refused as "not a bertfeat
+  # source checkout", leaving no way to install it through install_bertfeat()
+  dir <- withr::local_tempdir()
+  for (name in c("bertfeat-0.1.0-py3-none-any.whl", "bertfeat-0.1.0.tar.gz", "bertfeat-0.2.0.dev1.zip")) {
+    file <- file.path(dir, name)
+    writeLines("x", file)
+    expect_identical(bertfeat:::bertfeat_source(path = file), normalizePath(file))
+  }
+  for (name in c("other-0.1.0-py3-none-any.whl", "bertfeat.txt")) {
+    file <- file.path(dir, name)
+    writeLines("x", file)
+    err <- expect_error(bertfeat:::bertfeat_source(path = file), class = "bertfeat_error_argument")
+    expect_match(conditionMessage(err), "nor a built bertfeat wheel or sdist (bertfeat-*.whl, bertfeat-*.tar.gz)",
+                 fixed = TRUE)
+  }
+  expect_error(bertfeat:::bertfeat_source(path = file.path(dir, "bertfeat-9.9.9.tar.gz")),
+               class = "bertfeat_error_argument")
+})
+
 test_that("install_bertfeat() checks its arguments before touching anything", {
   expect_error(install_bertfeat(torch_spec = 2), class = "bertfeat_error_argument")
   expect_error(install_bertfeat(envname = ""), class = "bertfeat_error_argument")
