@@ -124,7 +124,7 @@ def test_a_bad_text_fails_the_job_with_the_local_engines_message(tiny_bert, ray_
     assert main([*args, "--engine", "ray"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     # the row in the input, though it is the second of the third batch of 2
-    assert err[-1] == local[-1] and "error: row 5 is missing (None) and missing='error'" in err[-1]
+    assert err[-1] == local[-1] and "error: row 5 is missing (None) and --missing error" in err[-1]
     assert not (tmp_path / "o").exists()
 
 
@@ -181,7 +181,7 @@ def test_rerun_with_other_batch_rows_after_a_dead_run_lines_up_and_a_second_job_
     for f in sorted((tmp_path / "dead").glob("*.parquet"))[:2]:
         os.replace(f, dead / f.name)
     with job_lock(OutputPaths(out)):
-        with pytest.raises(FileExistsError, match=r"another bertfeat job \(pid \d+ .*\) is writing --out"):
+        with pytest.raises(FileExistsError, match=r"another bertfeat job \(pid \d+ .*\) is writing out='"):
             embed_parquet(tmp_path / "in.parquet", out, "review", keep_cols="id", model=tiny_bert, quiet=True)
     manifest = embed_parquet(tmp_path / "in.parquet", out, "review", keep_cols="id", model=tiny_bert, batch_rows=4,
                              quiet=True)

@@ -165,7 +165,7 @@ def test_a_bad_text_fails_the_job_with_the_local_engines_message(tiny_bert, spar
     err = capsys.readouterr().err.strip().splitlines()
     # one line, word for word the local engine's; the row is the input's, though Spark's second partition (rows
     # 45-89) holds it as its 13th row
-    assert err == local and err[0].startswith("bertfeat embed: error: row 57 is missing (None) and missing='error'")
+    assert err == local and err[0].startswith("bertfeat embed: error: row 57 is missing (None) and --missing error")
     # the failed job keeps its run-private cache, so that the same command, once the input is fixed, resumes
     assert not (tmp_path / "o").exists() and (tmp_path / "o.partial" / "cache").is_dir()
     with pytest.raises(TypeError, match="text column 'id' holds int64 values"):  # before Spark runs anything
@@ -309,7 +309,7 @@ def test_a_quiet_job_that_fails_says_its_error_without_the_jvms_lines(tiny_bert,
     errors = [line for line in run.stderr.splitlines() if "error" in line.lower() and "Warning" not in line]
     assert errors == ["bertfeat embed: error: row 1 of column 'review' is blank (''): bertfeat treats empty texts "
                       "and texts of only whitespace, control, invisible or replacement characters as missing, and "
-                      "missing='error'. Pass missing='zero' for a zero vector, missing='nan' for a row of NaN, or drop "
+                      "--missing error. Pass --missing zero for a zero vector, --missing nan for a row of NaN, or drop "
                       "or fill those rows first."], run.stderr[-3000:]
 
 
