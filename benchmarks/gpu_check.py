@@ -228,7 +228,8 @@ def forced_oom(path: str, texts: list[str]) -> list[Check]:
 def devices(path: str, texts: list[str]) -> list[Check]:
     import torch
 
-    from bertfeat.backend import get_backend, resolve_device
+    from bertfeat.backend import get_backend
+    from bertfeat.devices import resolve_device
     from bertfeat.models import resolve_model
 
     n = torch.cuda.device_count()

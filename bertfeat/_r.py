@@ -264,7 +264,7 @@ def config() -> dict:
         info["torch_version"] = metadata.version("torch")
         _import_torch()
         info["torch_import"] = torch_import
-        from bertfeat.backend import resolve_device
+        from bertfeat.devices import resolve_device
 
         info["device"] = resolve_device("auto")
     except Exception as exc:  # a broken torch is exactly what bf_config() is asked to show

@@ -1,9 +1,10 @@
-"""Loading and running the model: the only module that touches torch and transformers.
+"""Loading and running the model: the torch and transformers code, with :mod:`bertfeat.devices` (which device and
+dtype) and :mod:`bertfeat.model_files` (the tokenizer, config and checked weights it loads).
 
 A :class:`TorchBackend` tokenizes texts (content tokens, no special tokens) and runs padded batches of token
 sequences through the frozen model, returning pooled float32 blocks. Backends are shared by every caller in the process
 and never pickled: the :data:`MODELS_KEPT` used last stay loaded, and any one an estimator in memory has used
-(:func:`get_backend`). Device and dtype are resolved here; an out-of-memory error halves the batch and retries.
+(:func:`get_backend`). An out-of-memory error halves the batch and retries.
 
 On CPU, BERT-architecture models run through :class:`_FastBert`, a forward pass over the same weights that fuses
 bias, GELU and residual adds into oneDNN matrix multiplies, computes Q, K and V in one product, and stops at the
@@ -18,16 +19,26 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
 import gc
 import logging
-import re
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
 from bertfeat.counts import count_own_pass
+from bertfeat.devices import (
+    _autocast_runs_on_cpu,
+    _refuse_half_precision_autocast_will_not_run,
+    _torch_lacks_dtype_on_cpu,
+    device_key,
+)
+from bertfeat.devices import (  # noqa: F401 (re-exported)
+    device_type,
+    half_precision_refusal,
+    resolve_device,
+    resolve_dtype,
+)
 from bertfeat.fastbert import _FastBert, _onednn_linear_available, build_ladder  # noqa: F401 (re-exported)
 from bertfeat.fork_safe import ForkSafeLock
 from bertfeat.hardware import (  # noqa: F401 (re-exported)
@@ -42,10 +53,22 @@ from bertfeat.hardware import (  # noqa: F401 (re-exported)
     threads_shared_by,
 )
 from bertfeat.gpu import MAX_GPU_BATCH_TOKENS, MemoryCap, gpu_batch_tokens  # noqa: F401 (re-exported)
+from bertfeat.model_files import (
+    _checked_counts,
+    _load_config,
+    _quiet_transformers,
+    _special_tokens_around,
+    forget_tokenizers,
+    load_checked_model,
+    load_tokenizer,
+)
+from bertfeat.model_files import (  # noqa: F401 (re-exported)
+    check_model_files,
+    check_weights_finite,
+    tokenizer_puts_token_first,
+)
 from bertfeat.models import ModelSpec, feed_forward_width
 from bertfeat.recent import forget, keep_recent
-from bertfeat.shared_setting import SharedSetting
-from bertfeat.tokens import ContentTokenizer
 
 log = logging.getLogger("bertfeat")
 
@@ -74,115 +97,6 @@ DEFAULT_BATCH_TOKENS = {"cpu": 1024, "cuda": MAX_GPU_BATCH_TOKENS, "mps": 16384}
 
 # Texts tokenized and planned ahead per step when tokenization overlaps the model (GPU); see encode._run_model.
 PREFETCH_CHUNK_TEXTS = 8192
-
-
-# The devices bertfeat runs on, as torch.device spells them: a type, and an optional ordinal without leading zeros
-_DEVICE = re.compile(r"(cpu|cuda|mps)(:(0|[1-9][0-9]*))?")
-
-
-def device_type(device) -> str:
-    """The kind of device a ``device=`` names (``"auto"``, ``"cpu"``, ``"cuda"`` or ``"mps"``), refusing a spelling
-    bertfeat does not run on; whether this machine has it is :func:`resolve_device`'s question. The Spark driver asks
-    this alone: a cluster's executors may have GPUs the driver has not."""
-    if device == "auto":
-        return "auto"
-    if isinstance(device, str) and _DEVICE.fullmatch(device):  # torch.device's own spelling, read without torch
-        return device.split(":")[0]
-    import torch
-
-    if isinstance(device, torch.device):  # a parameter is a plain string: it pickles, clones and reaches R as one
-        raise ValueError(f"device={device!r} is not valid: pass the device as a string, device={str(device)!r}.")
-    if not isinstance(device, str):
-        raise ValueError(f"device={device!r} is not valid: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'.")
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise ValueError(f"device={device!r} is not valid: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'.") from exc
-    if dev.type not in ("cpu", "cuda", "mps"):  # meta, xpu, ...: torch knows them, bertfeat does not run there
-        raise ValueError(f"device={device!r} is not supported: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'.")
-    return dev.type
-
-
-def resolve_device(device: str = "auto") -> str:
-    """``"auto"`` -> ``"cuda"`` if available, then ``"mps"``, then ``"cpu"``; anything else is checked and returned."""
-    import torch
-
-    from bertfeat import gpu
-
-    if device == "auto":
-        if gpu.cuda_available():
-            return "cuda"
-        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-            return "mps"
-        return "cpu"
-    kind = device_type(device)
-    if kind == "cuda":
-        count = gpu.device_count()  # through NVML: CUDA is not initialised
-        if count == 0:
-            raise ValueError(f"device={device!r} was asked for, but torch sees no CUDA GPU here; pass device='cpu' or device='auto'.")
-        index = torch.device(device).index
-        if index is not None and index >= count:
-            raise ValueError(
-                f"device={device!r} was asked for, but torch sees {count} CUDA GPU(s) here (cuda:0 to "
-                f"cuda:{count - 1}); pass one of those, or check CUDA_VISIBLE_DEVICES."
-            )
-    if kind == "mps" and not torch.backends.mps.is_available():
-        from bertfeat.os_cpu import ROSETTA, under_rosetta
-
-        if under_rosetta():
-            raise ValueError(
-                f"device={device!r} was asked for, but MPS is not available here: {ROSETTA}, where torch has no Apple "
-                "GPU; install an arm64 Python (python.org's, Miniforge's) and bertfeat in it, or pass device='cpu'."
-            )
-        raise ValueError(f"device={device!r} was asked for, but MPS is not available here; pass device='cpu' or device='auto'.")
-    return device
-
-
-def resolve_dtype(dtype: str, device: str) -> str:
-    """``"auto"`` -> bfloat16 on GPUs that run it natively (float16 on those that only emulate it: T4, V100), float32
-    on CPU. Asks the GPU named by ``device`` (``cuda:N``), without initialising CUDA."""
-    if dtype != "auto":
-        return dtype
-    if device.startswith("cuda"):
-        from bertfeat import gpu
-
-        return gpu.auto_dtype(device)
-    if device.startswith("mps"):
-        return "float16" if half_precision_refusal(device, "float16") is None else "float32"
-    return "float32"
-
-
-def half_precision_refusal(device: str, dtype: str) -> str | None:
-    """Why torch's autocast, which runs bertfeat's half precision on a GPU, would not run ``dtype`` on the Apple GPU
-    ``device``, in torch's words: a torch with no autocast on MPS (before 2.5), or a dtype it turns autocast off for
-    with a warning (bfloat16 before macOS 14), where the model would compute float32 under a half-precision recipe.
-    None where it runs, and for other devices (CUDA's refusal is :func:`bertfeat.gpu.auto_dtype`'s question)."""
-    import warnings
-
-    import torch
-
-    if dtype == "float32" or not device.startswith("mps"):
-        return None
-    with warnings.catch_warnings(record=True) as said:
-        warnings.simplefilter("always")
-        try:
-            with torch.autocast("mps", dtype=getattr(torch, dtype)):
-                if torch.is_autocast_enabled("mps"):
-                    return None
-        except RuntimeError as exc:
-            return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return next((str(w.message).replace("\n", " ").strip() for w in said), "autocast was turned off")
-
-
-def device_key(device: str) -> str:
-    """The device a model on ``device`` (resolved, :func:`resolve_device`) runs on, one name for each: ``"cuda"`` as
-    the ``"cuda:N"`` it is, ``"cpu:N"`` as ``"cpu"``, ``"mps:0"`` as ``"mps"``."""
-    kind = device_type(device)
-    if kind == "cuda":
-        from bertfeat.gpu import device_index
-
-        return f"cuda:{device_index(device)}"
-    return kind
 
 
 def get_backend(spec: ModelSpec, device: str, dtype: str, trust_remote_code: bool = False) -> "TorchBackend":
@@ -239,70 +153,7 @@ def clear_backends() -> None:
     with _LOCK:
         _REGISTRY.clear()
         _RECENT.clear()
-    with _TOKENIZERS_LOCK:
-        _TOKENIZERS.clear()
-
-
-# (path, tokenizer sha256, lowercase, trust_remote_code) -> (transformers tokenizer, its ContentTokenizer): a Ray or
-# Spark worker's check of its tokenization (bertfeat.worker_recipe) loads them before its model does, and building
-# them is not free (1.1 s for a 250,000-token vocabulary: loading, copying the Rust tokenizer, the probe check)
-_TOKENIZERS: dict[tuple, tuple] = {}
-_TOKENIZERS_KEPT = 4
-_TOKENIZERS_LOCK = ForkSafeLock()  # not _LOCK, which get_backend holds while a backend loads its tokenizer
-
-
-def load_tokenizer(spec: ModelSpec, trust_remote_code: bool = False) -> tuple:
-    """The model's transformers tokenizer and its :class:`~bertfeat.tokens.ContentTokenizer` (lowercasing where the
-    model's sentence-transformers config says so), loaded once per process for the same tokenizer files and shared
-    by every caller: the worker's tokenization check and the model's backend. Neither changes them after."""
-    from transformers import AutoTokenizer
-
-    key = (spec.path, spec.tokenizer_sha256, spec.st_do_lower_case, trust_remote_code)
-    with _TOKENIZERS_LOCK:
-        found = _TOKENIZERS.get(key)
-    if found is not None:
-        return found
-    with _quiet_transformers():
-        tokenizer = AutoTokenizer.from_pretrained(spec.path, trust_remote_code=trust_remote_code)
-    found = (tokenizer, ContentTokenizer(tokenizer, lowercase=spec.st_do_lower_case))
-    with _TOKENIZERS_LOCK:
-        found = _TOKENIZERS.setdefault(key, found)  # two threads loading at once: both take the first kept
-        while len(_TOKENIZERS) > _TOKENIZERS_KEPT:
-            _TOKENIZERS.pop(next(iter(_TOKENIZERS)))
-    return found
-
-
-def _silence_transformers() -> tuple[int, bool]:
-    """Silence transformers' load-time progress bars and info logs: the user's verbosity and bar setting before."""
-    from transformers.utils import logging as hf_logging
-
-    saved = (hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled())
-    hf_logging.disable_progress_bar()
-    hf_logging.set_verbosity_error()
-    return saved
-
-
-def _lift_silence(saved: tuple[int, bool]) -> None:
-    from transformers.utils import logging as hf_logging
-
-    level, bar = saved
-    hf_logging.set_verbosity(level)
-    if bar:
-        hf_logging.enable_progress_bar()
-
-
-# transformers' settings are the process's: loads that overlap (threads) share one silence, the first to begin sets
-# it and the last to end lifts it; a child forked while a thread loaded runs no load, and has the silence lifted
-_QUIET = SharedSetting(_silence_transformers, _lift_silence, lift_in_forked_child=True)
-
-
-def _quiet_transformers():
-    """Silence transformers' load-time progress bars and info logs, restoring the user's settings after.
-
-    The settings are the process's: loads that overlap (threads) share one silence, which the first to begin sets and
-    the last to end lifts, putting back what the first found. Each saving and putting back its own, a load that began
-    inside another's silence put that silence back after it, for good (every transformers warning lost)."""
-    return _QUIET.held()
+    forget_tokenizers()
 
 
 def _is_oom(exc: BaseException) -> bool:
@@ -331,8 +182,8 @@ class TorchBackend:
         self.device = device
         self.dtype = dtype
         self.torch_dtype = getattr(torch, dtype)
-        device_type = torch.device(device).type
-        if device_type == "cpu":
+        kind = torch.device(device).type
+        if kind == "cpu":
             _bound_onednn_cache()
             limit_threads_to_allotted_cores()
         _refuse_half_precision_autocast_will_not_run(device, dtype)
@@ -341,7 +192,7 @@ class TorchBackend:
             config = _load_config(spec.path, trust_remote_code)
         self.config = config
         self.trust_remote_code = trust_remote_code
-        fast = device_type == "cpu" and _FastBert.supports(config)
+        fast = kind == "cpu" and _FastBert.supports(config)
         # Weights stay float32 on every path: a low dtype runs the products only, with embeddings, layer norms and
         # the residual stream in float32 (the fast CPU path by construction, the others under autocast), so a
         # recipe's dtype means one arithmetic on CPU and GPU alike.
@@ -367,16 +218,16 @@ class TorchBackend:
             log.warning("bertfeat: padding after a text changes its tokens' hidden states in %s (%s), so each length "
                         "in a batch runs in a pass of its own: the same vectors, more passes",
                         spec.name, getattr(config, "model_type", "?"))
-        if device_type == "cpu" and dtype != "float32":
+        if kind == "cpu" and dtype != "float32":
             self._check_reduced_precision()
         self._fallback_lock = ForkSafeLock()
         # Batches in flight at once. On CPU each worker runs its own batch on its share of the cores, so small ops
         # (layer norm, attention) never wait on each other's threads and a core taken by another process delays
         # one batch, not every operation. On GPU a second worker pads and launches the next batch while the
         # current one's results come back. None on CPU: from the calling thread's count at each call (workers_now).
-        self.workers = None if device_type == "cpu" else 2 if device_type == "cuda" else 1
-        self.default_batch_tokens = DEFAULT_BATCH_TOKENS.get(device_type, 8192)
-        self.prefetch = device_type == "cuda"
+        self.workers = None if kind == "cpu" else 2 if kind == "cuda" else 1
+        self.default_batch_tokens = DEFAULT_BATCH_TOKENS.get(kind, 8192)
+        self.prefetch = kind == "cuda"
         self.chunk_texts = PREFETCH_CHUNK_TEXTS if self.prefetch else 0
         self.memory_cap = MemoryCap()  # learned from out-of-memory errors, recovers after successful batches
 
@@ -805,24 +656,6 @@ class TorchBackend:
         return [w[:room] for w in words]
 
 
-def _refuse_half_precision_autocast_will_not_run(device: str, dtype: str) -> None:
-    """Refuse, before any weight reaches the device, a half ``dtype`` torch's autocast would not run on ``device``
-    (:func:`half_precision_refusal`), naming the dtypes that run there."""
-    import torch
-
-    why = half_precision_refusal(device, dtype)
-    if why is None:
-        return
-    others = [d for d in ("float16", "bfloat16") if d != dtype and half_precision_refusal(device, d) is None]
-    instead = " or ".join(repr(d) for d in [*others, "float32"])
-    raise ValueError(
-        f"dtype={dtype!r} cannot run on device={device!r} with torch {torch.__version__}: bertfeat runs half precision "
-        f"on a GPU under torch's autocast, which does not run it here ({why}), so the model would compute float32 "
-        f"vectors under a {dtype} recipe. Pass dtype={instead}, or a newer torch (bfloat16 on an Apple GPU needs "
-        "macOS 14)."
-    )
-
-
 def _norms_in_float32(model) -> None:
     """Give every layer norm of ``model`` its input in float32, so that under autocast the residual stream stays
     float32 after each norm on every device, as the fused CPU pass keeps it.
@@ -845,171 +678,9 @@ def _norms_in_float32(model) -> None:
             module.register_forward_pre_hook(to_float32)
 
 
-def _autocast_runs_on_cpu(torch_dtype) -> bool:
-    """Whether this CPU runs a product and a matrix multiply under autocast in ``torch_dtype``: where it does, a model
-    whose forward pass fails there fails for its own code (DeBERTa's masked_fill with float32's minimum into bfloat16
-    scores, X-MOD's float32 index_put of bfloat16 adapters), not for the CPU."""
-    import torch
-
-    try:
-        with torch.inference_mode(), torch.autocast("cpu", dtype=torch_dtype):
-            x = torch.ones(2, 8)
-            y = torch.nn.functional.linear(x, torch.ones(8, 8))
-            return bool(torch.isfinite((y @ y.T).float()).all())
-    except RuntimeError:
-        return False
-
-
-def _torch_lacks_dtype_on_cpu(message: str, dtype: str) -> bool:
-    """Whether torch's error says that torch itself has no ``dtype`` on CPU, whatever the CPU: torch 2.1 runs no
-    float16 product there (``"addmm_impl_cpu_" not implemented for 'Half'``) and its CPU autocast takes bfloat16 only
-    ("AutocastCPU only support Bfloat16")."""
-    name = {"float16": "Half", "bfloat16": "BFloat16"}.get(dtype)
-    return bool(name) and (f"not implemented for '{name}'" in message
-                           or ("AutocastCPU only support" in message and dtype != "bfloat16"))
-
-
 def _as_token_seqs(units):
     from bertfeat.batching import TokenSeqs
 
     return units if isinstance(units, TokenSeqs) else TokenSeqs.from_lists(units)
 
-
-def load_checked_model(spec: ModelSpec, dtype, tokenizer, trust_remote_code: bool = False):
-    """The model's encoder from its safetensors weights, refused (naming the weights) if they do not fit its config
-    or the tokenizer; see :func:`bertfeat.models.check_weights_fit`."""
-    from transformers import AutoModel
-
-    from bertfeat.models import check_vocab_fits, check_weights_fit
-
-    # Mis-shaped weights are loaded (as random) and reported rather than raised, so that the one check below names
-    # them along with missing and unused ones; the check refuses the model either way.
-    kwargs = dict(_dtype_argument(dtype), use_safetensors=True, trust_remote_code=trust_remote_code,
-                  output_loading_info=True, ignore_mismatched_sizes=True)
-    try:
-        model, info = AutoModel.from_pretrained(spec.path, attn_implementation="sdpa", **kwargs)
-    except (ValueError, ImportError):  # architectures without an SDPA kernel
-        model, info = AutoModel.from_pretrained(spec.path, attn_implementation="eager", **kwargs)
-    # bertfeat reads the forward pass's outputs by name; a config saying "return_dict": false (a model saved for
-    # TorchScript or ONNX export) makes it return tuples
-    model.config.return_dict = True
-    encoder = getattr(model, "base_model", model)
-    check_weights_fit(spec.name, spec.path, info.get("missing_keys", ()), info.get("unexpected_keys", ()),
-                      info.get("mismatched_keys", ()), [n for n, _ in encoder.named_children()],
-                      getattr(model, "base_model_prefix", ""))
-    rows = _embedding_rows(model)
-    if rows is not None:
-        check_vocab_fits(spec.name, len(tokenizer), rows, getattr(model.config, "vocab_size", None))
-    check_weights_finite(spec.name, spec.path, encoder.named_parameters())
-    return model
-
-
-def _dtype_argument(dtype) -> dict:
-    """``from_pretrained``'s dtype argument under the name the installed transformers takes: ``dtype=`` since 4.56,
-    ``torch_dtype=`` before (where ``dtype=`` reaches the model's constructor, a TypeError naming ``__init__``)."""
-    import transformers
-    from packaging.version import Version
-
-    return {"dtype" if Version(transformers.__version__).release >= (4, 56) else "torch_dtype": dtype}
-
-
-def check_weights_finite(name: str, path: str, named_tensors) -> None:
-    """Refuse a model whose weights hold NaN or infinity, naming the tensors that do.
-
-    Such a checkpoint (a damaged download or conversion, a training run that diverged) loads without a complaint,
-    and its NaN reaches the features of every text whose pass reads it; the load-time checks against transformers
-    cannot see it, since transformers computes the same NaN (and NaN equals nothing, so it even read as padding
-    changing the outputs). The modules bertfeat never reads (the pooler: it pools hidden states) are not checked.
-    """
-    import torch
-
-    from bertfeat.exceptions import ModelNotAvailableError
-    from bertfeat.models import _UNREAD_MODULES, hub_download_command
-
-    bad = []
-    for key, tensor in named_tensors:
-        if key.split(".", 1)[0] in _UNREAD_MODULES or not tensor.is_floating_point():
-            continue
-        if not bool(torch.isfinite(tensor).all()):  # counted only then: one pass over the weights of a sound model
-            bad.append(f"{int((~torch.isfinite(tensor)).sum())} of {tensor.numel()} values of {key}")
-    if bad:
-        raise ModelNotAvailableError(
-            f"model={name!r}: the weights in {path} hold NaN or infinite values ({_listed(bad)}), so every text whose "
-            "pass reads them would get NaN features: the checkpoint is damaged (a failed download or conversion, or a "
-            f"training run that diverged). Get the files again (for a Hugging Face model: {hub_download_command()} "
-            "<name> --force-download) or use another checkpoint."
-        )
-
-
-def _listed(items, n: int = 3) -> str:
-    return "; ".join(items[:n]) + (f"; and {len(items) - n} more tensor(s)" if len(items) > n else "")
-
-
-def check_model_files(spec: ModelSpec, trust_remote_code: bool = False) -> dict:
-    """Load the model once on the CPU and check that its weights fit its config and tokenizer (``bertfeat info``).
-
-    Returns the counts checked (weight tensors, tokenizer tokens, embedding rows); raises
-    :class:`~bertfeat.exceptions.ModelNotAvailableError` naming the weights that do not fit.
-    """
-    import torch
-    from transformers import AutoTokenizer
-
-    with _quiet_transformers():
-        tokenizer = AutoTokenizer.from_pretrained(spec.path, trust_remote_code=trust_remote_code)
-        model = load_checked_model(spec, torch.float32, tokenizer, trust_remote_code)
-    return _checked_counts(model, tokenizer)
-
-
-def _checked_counts(model, tokenizer) -> dict:
-    """What :func:`load_checked_model` checked: weight tensors, tokenizer tokens, embedding rows."""
-    return {"tensors": len(model.state_dict()), "tokenizer_tokens": len(tokenizer),
-            "embedding_rows": _embedding_rows(model)}
-
-
-def _embedding_rows(model) -> int | None:
-    """The rows of the model's token embedding table; None where it has none to tell: I-BERT's ``QuantEmbedding``
-    keeps its table as a plain ``weight`` (no ``num_embeddings``: the load failed with an AttributeError), and a
-    model without a token table (CANINE hashes characters) has transformers raise NotImplementedError."""
-    try:
-        embeddings = model.get_input_embeddings()
-    except NotImplementedError:
-        return None
-    rows = getattr(embeddings, "num_embeddings", None)
-    weight = getattr(embeddings, "weight", None)
-    if rows is None and weight is not None and getattr(weight, "dim", lambda: 0)() == 2:
-        rows = weight.shape[0]
-    return None if rows is None else int(rows)
-
-
-def _load_config(path: str, trust_remote_code: bool):
-    from transformers import AutoConfig
-
-    return AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
-
-
-def tokenizer_puts_token_first(spec: ModelSpec, trust_remote_code: bool = False) -> bool:
-    """Whether the model's tokenizer puts a special token before a text, asked of the tokenizer itself (no weights
-    loaded): for a model whose tokenizer.json does not tell (``spec.special_first`` None), so that ``pooling="cls"``
-    is judged at fit, before a run answered wholly from the cache, which never loads the model."""
-    return _puts_token_first(spec.path, spec.tokenizer_sha256, trust_remote_code)
-
-
-@functools.lru_cache(maxsize=16)
-def _puts_token_first(path: str, tokenizer_sha256: str, trust_remote_code: bool) -> bool:
-    from transformers import AutoTokenizer
-
-    with _quiet_transformers():
-        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
-    return bool(_special_tokens_around(tokenizer)[0])
-
-
-def _special_tokens_around(tokenizer) -> tuple[list[int], list[int]]:
-    """The ids the tokenizer puts before and after a single sequence (``[CLS]`` / ``[SEP]`` for BERT)."""
-    probe = "hello"
-    bare = tokenizer(probe, add_special_tokens=False)["input_ids"]
-    full = tokenizer(probe, add_special_tokens=True)["input_ids"]
-    for i in range(len(full) - len(bare) + 1):
-        if full[i : i + len(bare)] == bare:
-            return list(full[:i]), list(full[i + len(bare):])
-    raise RuntimeError(f"cannot tell which special tokens {type(tokenizer).__name__} adds around a text")
 

@@ -339,7 +339,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
     # -- helpers ------------------------------------------------------------------------------------------------
 
     def _check_runtime_params(self):
-        from bertfeat.backend import device_type, resolve_device
+        from bertfeat.devices import device_type, resolve_device
 
         rcp.check_choice("missing", self.missing, rcp.MISSING_POLICIES)
         # a spelling no model runs on, or a GPU this machine has not: refused whatever the dtype, even where every
@@ -415,7 +415,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         if dtype == "auto" and auto_dtype is not None:
             dtype = auto_dtype
         elif dtype == "auto":
-            from bertfeat.backend import resolve_device, resolve_dtype
+            from bertfeat.devices import resolve_device, resolve_dtype
 
             dtype = resolve_dtype("auto", resolve_device(self.device))
         recipe = rcp.Recipe(
@@ -539,7 +539,8 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         as_fitted = self._model_as_fitted
 
         def load():
-            from bertfeat.backend import get_backend, resolve_device
+            from bertfeat.backend import get_backend
+            from bertfeat.devices import resolve_device
 
             backend = get_backend(as_fitted(), resolve_device(device), recipe.dtype, trust)
             # held while this estimator lives: the process keeps only the models used last (backend.MODELS_KEPT), and
@@ -654,7 +655,7 @@ def _puts_token_first(spec, trust_remote_code: bool) -> bool:
     word's state as the CLS vector."""
     if spec.special_first is not None:
         return spec.special_first
-    from bertfeat.backend import tokenizer_puts_token_first
+    from bertfeat.model_files import tokenizer_puts_token_first
 
     return tokenizer_puts_token_first(spec, trust_remote_code)
 

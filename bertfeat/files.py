@@ -313,7 +313,7 @@ def embed_file(
 
 def _ran_on(featurizer) -> str:
     """The device the featurizer's model ran on: its ``device=`` resolved, as the model was loaded on it."""
-    from bertfeat.backend import device_key, resolve_device
+    from bertfeat.devices import device_key, resolve_device
 
     return device_key(resolve_device(featurizer.embedder.device))
 

@@ -159,7 +159,7 @@ def worker_device(device, gpus_per_worker) -> str:
     """The device each actor uses: the GPU Ray gave it, or the CPU when it asked Ray for none."""
     if not isinstance(device, str):
         raise ValueError(f"device={device!r} is not valid: expected 'auto', 'cpu', 'cuda' or 'mps'.")
-    from bertfeat.backend import device_type
+    from bertfeat.devices import device_type
 
     device_type(device)  # a spelling no worker runs on ('gpu', 'CUDA'), refused before Ray starts
     if gpus_per_worker:
@@ -197,7 +197,7 @@ def _cluster_nodes(ray) -> tuple[list[float], list[float]]:
 def _auto_dtype_of_a_gpu() -> str:
     """What ``dtype="auto"`` is on the GPU this Ray task runs on (:func:`bertfeat.gpu.auto_dtype`): the driver's
     answer for its GPU workers where it has no GPU of its own."""
-    from bertfeat.backend import resolve_dtype
+    from bertfeat.devices import resolve_dtype
 
     return resolve_dtype("auto", "cuda")
 
@@ -438,7 +438,7 @@ def embed_dataset(ds, text_col, keep_cols=(), *, num_workers=None, gpus_per_work
         ray.init()
     plan = plan_workers(*_cluster_nodes(ray), num_workers, gpus_per_worker, cpus_per_worker,
                         params.get("device", "auto"))
-    from bertfeat.backend import device_type
+    from bertfeat.devices import device_type
 
     # dtype="auto" fixed once for the workers' device: left to each, GPUs of two kinds ran two recipes
     # (a driver without a GPU asks one GPU of the cluster, so that a cluster of T4s runs float16 as before)

@@ -125,7 +125,7 @@ def _fixed_auto_dtype(params: dict, session, profile=None) -> tuple[dict, str | 
     is refused for (:func:`_check_fixed_dtype`)."""
     if params.get("dtype", "auto") != "auto":
         return params, None
-    from bertfeat.backend import device_type
+    from bertfeat.devices import device_type
 
     device = params.get("device", "auto")
     kind = device_type(device)
@@ -169,7 +169,7 @@ def _task_auto_dtypes(batches, device: str):
 
 def _task_auto_dtype(device: str) -> str:
     """In a Spark task: ``dtype="auto"`` on the device this task runs ``device`` on (:func:`_task_resources`)."""
-    from bertfeat.backend import resolve_dtype
+    from bertfeat.devices import resolve_dtype
 
     try:
         _, here = _task_resources(device)
@@ -194,7 +194,7 @@ def _task_resources(device: str) -> tuple[int, str]:
     if device == "cuda" and assigned:  # Spark hides no GPU from a task: "cuda" would put every task on GPU 0
         return threads, assigned
     if assigned is None and device != "cpu":
-        from bertfeat.backend import resolve_device
+        from bertfeat.devices import resolve_device
 
         try:  # the executor's GPU, asked before any work: not a model load failing in every task
             resolve_device(device)
@@ -366,7 +366,7 @@ def _check_device(device, master) -> None:
     has not where a local master runs the tasks here. On a cluster the executors' GPUs are not the driver's (a
     Databricks driver often has none): there each task checks its own (:func:`_task_resources`), as on a Spark
     Connect session's server (``master()`` None)."""
-    from bertfeat.backend import device_type, resolve_device
+    from bertfeat.devices import device_type, resolve_device
 
     if device_type(device) in ("auto", "cpu"):
         return

@@ -77,7 +77,7 @@ def fix_auto_dtype(params: dict, kind: str, ask=None) -> tuple[dict, str | None]
     if params.get("dtype", "auto") != "auto":
         return params, None
     from bertfeat import gpu
-    from bertfeat.backend import resolve_dtype
+    from bertfeat.devices import resolve_dtype
 
     if kind == "cuda":
         if gpu.device_count() > 0:
@@ -94,7 +94,7 @@ def check_fixed_dtype(fixed: str | None, device: str, engine: str, worker: str) 
     output names. ``engine`` ("Spark", "Ray") and ``worker`` ("task", "worker") name them for the message."""
     if fixed is None or not device.startswith("cuda"):
         return
-    from bertfeat.backend import resolve_dtype
+    from bertfeat.devices import resolve_dtype
 
     own = resolve_dtype("auto", device)
     if own != fixed:
@@ -125,13 +125,13 @@ def tokenization(params: dict) -> str:
     import hashlib
     import json
 
-    from bertfeat.backend import load_tokenizer
+    from bertfeat.model_files import load_tokenizer
     from bertfeat.models import resolve_model
     from bertfeat.tokens import PROBES
 
     trust = bool(params.get("trust_remote_code", False))
     spec = resolve_model(params.get("model", "default"), trust_remote_code=trust)
-    # the tokenizer the worker's model then uses, loaded once (bertfeat.backend.load_tokenizer)
+    # the tokenizer the worker's model then uses, loaded once (bertfeat.model_files.load_tokenizer)
     ids = load_tokenizer(spec, trust)[1](PROBES)
     return hashlib.sha256(json.dumps([list(map(int, x)) for x in ids]).encode()).hexdigest()
 

@@ -697,7 +697,7 @@ def test_a_model_whose_code_fails_under_bfloat16_autocast_is_refused_naming_the_
     transformers' vectors."""
     import warnings
 
-    from bertfeat.backend import _autocast_runs_on_cpu
+    from bertfeat.devices import _autocast_runs_on_cpu
 
     if not _autocast_runs_on_cpu(torch.bfloat16):
         pytest.skip("this CPU runs no bfloat16 product under autocast: the CPU is the cause here")

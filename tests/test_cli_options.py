@@ -562,13 +562,17 @@ def test_info_names_the_device_its_default_recipe_is_for_and_loads_the_model_onc
     device it spoke of; and info loaded the model twice (the weights check, then the forward-pass line)."""
     import bertfeat.backend
     import bertfeat.gpu
+    import bertfeat.model_files
 
     monkeypatch.setattr(bertfeat.gpu, "device_count", lambda: 1)
     monkeypatch.setattr(bertfeat.gpu, "cuda_available", lambda: True)
     monkeypatch.setattr(bertfeat.gpu, "native_bf16", lambda index: True)
     loads = []
-    real = bertfeat.backend.load_checked_model
-    monkeypatch.setattr(bertfeat.backend, "load_checked_model", lambda *a, **kw: loads.append(a[0].path) or real(*a, **kw))
+    real = bertfeat.model_files.load_checked_model
+    counted = lambda *a, **kw: loads.append(a[0].path) or real(*a, **kw)  # noqa: E731
+    # where it is looked up: the backend's load, and the weights check of info without the machine report
+    monkeypatch.setattr(bertfeat.backend, "load_checked_model", counted)
+    monkeypatch.setattr(bertfeat.model_files, "load_checked_model", counted)
     monkeypatch.setattr(bertfeat.backend, "_REGISTRY", {})  # a model loaded by another test would not be loaded
     assert main(["info", tiny_bert, "--json"]) == 0
     info = json.loads(capsys.readouterr().out)

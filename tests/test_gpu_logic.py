@@ -15,9 +15,10 @@ import weakref
 import numpy as np
 import pytest
 
-from bertfeat import BertEmbedder, gpu
+from bertfeat import BertEmbedder, devices, gpu
 from bertfeat import backend as backend_mod
-from bertfeat.backend import TorchBackend, get_backend, resolve_device, resolve_dtype
+from bertfeat.backend import TorchBackend, get_backend
+from bertfeat.devices import resolve_device, resolve_dtype
 from bertfeat.encode import encode
 from bertfeat.gpu import HeldFlag, MemoryCap, gpu_batch_tokens
 from bertfeat.models import resolve_model
@@ -171,8 +172,8 @@ def an_apple_gpu(monkeypatch, refuses=()):
 def test_auto_takes_the_apple_gpu_in_float16_where_torchs_autocast_runs_it(monkeypatch):
     an_apple_gpu(monkeypatch)
     assert resolve_device("auto") == "mps" and resolve_dtype("auto", "mps") == "float16"
-    assert backend_mod.half_precision_refusal("mps", "bfloat16") is None
-    assert backend_mod.half_precision_refusal("mps", "float32") is None
+    assert devices.half_precision_refusal("mps", "bfloat16") is None
+    assert devices.half_precision_refusal("mps", "float32") is None
 
 
 def test_auto_takes_float32_on_an_apple_gpu_whose_torch_has_no_autocast_there(monkeypatch):

@@ -867,10 +867,10 @@ def test_two_loads_at_once_leave_transformers_logging_as_the_user_set_it(tiny_be
     import transformers
     from transformers.utils import logging as hf_logging
 
-    from bertfeat import backend
+    from bertfeat import model_files
     from tests._overlap import Overlap
 
-    monkeypatch.setattr(backend, "_TOKENIZERS", {})  # both load
+    monkeypatch.setattr(model_files, "_TOKENIZERS", {})  # both load
     real = transformers.AutoTokenizer.from_pretrained
     overlap, seen = Overlap(), {}
 
@@ -886,7 +886,7 @@ def test_two_loads_at_once_leave_transformers_logging_as_the_user_set_it(tiny_be
     try:
         hf_logging.set_verbosity_info()
         hf_logging.enable_progress_bar()
-        overlap.run(lambda: backend.load_tokenizer(spec), lambda: backend.load_tokenizer(spec))
+        overlap.run(lambda: model_files.load_tokenizer(spec), lambda: model_files.load_tokenizer(spec))
         after = (hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled())
     finally:
         hf_logging.set_verbosity(level)
@@ -898,12 +898,12 @@ def test_two_loads_at_once_leave_transformers_logging_as_the_user_set_it(tiny_be
 def _level_in_a_child(queue, path):
     from transformers.utils import logging as hf_logging
 
-    from bertfeat import backend
+    from bertfeat import model_files
     from bertfeat.models import resolve_model
 
     found = hf_logging.get_verbosity()
-    backend._TOKENIZERS.clear()
-    backend.load_tokenizer(resolve_model(path))
+    model_files._TOKENIZERS.clear()
+    model_files.load_tokenizer(resolve_model(path))
     queue.put((found, hf_logging.get_verbosity()))
 
 
@@ -916,9 +916,9 @@ def test_a_child_forked_during_a_load_logs_as_the_user_set_it(tiny_bert, monkeyp
     import transformers
     from transformers.utils import logging as hf_logging
 
-    from bertfeat import backend
+    from bertfeat import model_files
 
-    monkeypatch.setattr(backend, "_TOKENIZERS", {})
+    monkeypatch.setattr(model_files, "_TOKENIZERS", {})
     real = transformers.AutoTokenizer.from_pretrained
     inside, go = threading.Event(), threading.Event()
 
@@ -931,7 +931,7 @@ def test_a_child_forked_during_a_load_logs_as_the_user_set_it(tiny_bert, monkeyp
     monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", held)
     level = hf_logging.get_verbosity()
     hf_logging.set_verbosity_info()
-    load = threading.Thread(target=backend.load_tokenizer, args=(resolve_model(tiny_bert),), name="held")
+    load = threading.Thread(target=model_files.load_tokenizer, args=(resolve_model(tiny_bert),), name="held")
     try:
         load.start()
         assert inside.wait(30)

@@ -445,7 +445,7 @@ def test_weights_holding_nan_or_infinity_are_refused_at_load_naming_the_tensors(
 
     import numpy as np
 
-    from bertfeat.backend import check_model_files
+    from bertfeat.model_files import check_model_files
     from bertfeat.models import resolve_model
 
     def damage(w):
@@ -666,7 +666,7 @@ def test_the_load_dtype_is_passed_under_the_name_the_installed_transformers_take
     import torch
     import transformers
 
-    from bertfeat.backend import _dtype_argument
+    from bertfeat.model_files import _dtype_argument
 
     for version, name in [("4.40.2", "torch_dtype"), ("4.55.4", "torch_dtype"), ("4.56.0", "dtype"),
                           ("4.57.6", "dtype"), ("5.0.0rc1", "dtype")]:

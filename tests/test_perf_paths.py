@@ -793,7 +793,7 @@ def test_a_child_forked_while_threads_were_shared_out_sets_them_back_after_its_o
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
-@pytest.mark.parametrize("lock", ["bertfeat.backend:_LOCK", "bertfeat.backend:_TOKENIZERS_LOCK",
+@pytest.mark.parametrize("lock", ["bertfeat.backend:_LOCK", "bertfeat.model_files:_TOKENIZERS_LOCK",
                                   "bertfeat.backend:_PASSES_LOCK", "bertfeat.cache:_OPEN_LOCK"])
 def test_a_child_forked_while_another_thread_loaded_a_model_embeds_and_does_not_wait_for_ever(
         tiny_bert, tmp_path, lock):
@@ -805,7 +805,7 @@ def test_a_child_forked_while_another_thread_loaded_a_model_embeds_and_does_not_
     import os
     import signal
 
-    from bertfeat.backend import load_tokenizer
+    from bertfeat.model_files import load_tokenizer
 
     module, name = lock.split(":")
     texts = TEXTS[:6]

@@ -184,6 +184,7 @@ def test_the_probe_ids_are_the_named_models_read_as_the_embedder_reads_it(tiny_b
     import transformers
 
     import bertfeat.backend
+    import bertfeat.model_files
     import bertfeat.models
     import bertfeat.tokens
 
@@ -206,7 +207,7 @@ def test_the_probe_ids_are_the_named_models_read_as_the_embedder_reads_it(tiny_b
     monkeypatch.setattr(bertfeat.models, "resolve_model", resolve)
     monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", load)
     monkeypatch.setattr(bertfeat.tokens, "ContentTokenizer", Content)
-    monkeypatch.setattr(bertfeat.backend, "ContentTokenizer", Content)  # the loader the model's backend shares
+    monkeypatch.setattr(bertfeat.model_files, "ContentTokenizer", Content)  # the loader the model's backend shares
     bertfeat.backend.clear_backends()  # no tokenizer kept from an earlier test
     digest = wr.tokenization({})
     assert seen == [("model", "default", False), ("tokenizer", spec.path, {"trust_remote_code": False}),

@@ -36,8 +36,10 @@ def add_parser(sub) -> None:
 
 
 def describe(model: str = "default", machine: bool = True) -> dict:
-    from bertfeat.backend import check_model_files, get_backend, resolve_device
+    from bertfeat.backend import get_backend
+    from bertfeat.devices import resolve_device
     from bertfeat.embedder import BertEmbedder
+    from bertfeat.model_files import check_model_files
     from bertfeat.models import resolve_model
     from bertfeat.prompts import notes_held
 

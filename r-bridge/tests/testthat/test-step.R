@@ -157,11 +157,11 @@ test_that("a step prepped on a GPU bakes on a CPU in the dtype prep() fixed", {
   # the CPU and blamed the model files ("prep the recipe again"), which would have changed the features too
   bertfeat:::python_module()
   reticulate::py_run_string(paste( # "auto" chooses as on a GPU; the model itself still runs here, on the CPU
-    "import bertfeat.backend as bf_backend", "bf_saved = bf_backend.resolve_dtype",
-    "bf_backend.resolve_dtype = lambda dtype, device: 'bfloat16' if dtype == 'auto' else dtype", sep = "\n"))
+    "import bertfeat.devices as bf_devices", "bf_saved = bf_devices.resolve_dtype",
+    "bf_devices.resolve_dtype = lambda dtype, device: 'bfloat16' if dtype == 'auto' else dtype", sep = "\n"))
   rec <- recipe(score ~ review, data = train) |> step_bert_embed(review, pooling = "mean")
   prepped <- tryCatch(suppressWarnings(prep(rec)), finally = reticulate::py_run_string(
-    "bf_backend.resolve_dtype = bf_saved"))
+    "bf_devices.resolve_dtype = bf_saved"))
   expect_identical(prepped$steps[[1]]$dtype_used, "bfloat16")
   baked <- suppressWarnings(bake(prepped, new_data = test)) # bfloat16 on this CPU may warn that it is slower
   expect_identical(unname(as.matrix(baked[-1])),

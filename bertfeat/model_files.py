@@ -1,0 +1,220 @@
+"""Loading a model's files for :mod:`bertfeat.backend`: its tokenizer (once per process for the same files, shared by
+a worker's tokenization check and the model's backend), its config, and its weights, checked against the config and
+the tokenizer and for NaN or infinity before any text runs (the checks ``bertfeat info`` runs too), with transformers'
+load-time bars and logs kept quiet. Also what the tokenizer puts around a text (``[CLS]`` / ``[SEP]``).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from bertfeat.fork_safe import ForkSafeLock
+from bertfeat.models import ModelSpec
+from bertfeat.shared_setting import SharedSetting
+from bertfeat.tokens import ContentTokenizer
+
+# (path, tokenizer sha256, lowercase, trust_remote_code) -> (transformers tokenizer, its ContentTokenizer): a Ray or
+# Spark worker's check of its tokenization (bertfeat.worker_recipe) loads them before its model does, and building
+# them is not free (1.1 s for a 250,000-token vocabulary: loading, copying the Rust tokenizer, the probe check)
+_TOKENIZERS: dict[tuple, tuple] = {}
+_TOKENIZERS_KEPT = 4
+_TOKENIZERS_LOCK = ForkSafeLock()  # not backend's _LOCK, which get_backend holds while a backend loads its tokenizer
+
+
+def load_tokenizer(spec: ModelSpec, trust_remote_code: bool = False) -> tuple:
+    """The model's transformers tokenizer and its :class:`~bertfeat.tokens.ContentTokenizer` (lowercasing where the
+    model's sentence-transformers config says so), loaded once per process for the same tokenizer files and shared
+    by every caller: the worker's tokenization check and the model's backend. Neither changes them after."""
+    from transformers import AutoTokenizer
+
+    key = (spec.path, spec.tokenizer_sha256, spec.st_do_lower_case, trust_remote_code)
+    with _TOKENIZERS_LOCK:
+        found = _TOKENIZERS.get(key)
+    if found is not None:
+        return found
+    with _quiet_transformers():
+        tokenizer = AutoTokenizer.from_pretrained(spec.path, trust_remote_code=trust_remote_code)
+    found = (tokenizer, ContentTokenizer(tokenizer, lowercase=spec.st_do_lower_case))
+    with _TOKENIZERS_LOCK:
+        found = _TOKENIZERS.setdefault(key, found)  # two threads loading at once: both take the first kept
+        while len(_TOKENIZERS) > _TOKENIZERS_KEPT:
+            _TOKENIZERS.pop(next(iter(_TOKENIZERS)))
+    return found
+
+
+def forget_tokenizers() -> None:
+    """Drop every tokenizer kept (:func:`bertfeat.backend.clear_backends`)."""
+    with _TOKENIZERS_LOCK:
+        _TOKENIZERS.clear()
+
+
+def _silence_transformers() -> tuple[int, bool]:
+    """Silence transformers' load-time progress bars and info logs: the user's verbosity and bar setting before."""
+    from transformers.utils import logging as hf_logging
+
+    saved = (hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled())
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    return saved
+
+
+def _lift_silence(saved: tuple[int, bool]) -> None:
+    from transformers.utils import logging as hf_logging
+
+    level, bar = saved
+    hf_logging.set_verbosity(level)
+    if bar:
+        hf_logging.enable_progress_bar()
+
+
+# transformers' settings are the process's: loads that overlap (threads) share one silence, the first to begin sets
+# it and the last to end lifts it; a child forked while a thread loaded runs no load, and has the silence lifted
+_QUIET = SharedSetting(_silence_transformers, _lift_silence, lift_in_forked_child=True)
+
+
+def _quiet_transformers():
+    """Silence transformers' load-time progress bars and info logs, restoring the user's settings after.
+
+    The settings are the process's: loads that overlap (threads) share one silence, which the first to begin sets and
+    the last to end lifts, putting back what the first found. Each saving and putting back its own, a load that began
+    inside another's silence put that silence back after it, for good (every transformers warning lost)."""
+    return _QUIET.held()
+
+
+def load_checked_model(spec: ModelSpec, dtype, tokenizer, trust_remote_code: bool = False):
+    """The model's encoder from its safetensors weights, refused (naming the weights) if they do not fit its config
+    or the tokenizer; see :func:`bertfeat.models.check_weights_fit`."""
+    from transformers import AutoModel
+
+    from bertfeat.models import check_vocab_fits, check_weights_fit
+
+    # Mis-shaped weights are loaded (as random) and reported rather than raised, so that the one check below names
+    # them along with missing and unused ones; the check refuses the model either way.
+    kwargs = dict(_dtype_argument(dtype), use_safetensors=True, trust_remote_code=trust_remote_code,
+                  output_loading_info=True, ignore_mismatched_sizes=True)
+    try:
+        model, info = AutoModel.from_pretrained(spec.path, attn_implementation="sdpa", **kwargs)
+    except (ValueError, ImportError):  # architectures without an SDPA kernel
+        model, info = AutoModel.from_pretrained(spec.path, attn_implementation="eager", **kwargs)
+    # bertfeat reads the forward pass's outputs by name; a config saying "return_dict": false (a model saved for
+    # TorchScript or ONNX export) makes it return tuples
+    model.config.return_dict = True
+    encoder = getattr(model, "base_model", model)
+    check_weights_fit(spec.name, spec.path, info.get("missing_keys", ()), info.get("unexpected_keys", ()),
+                      info.get("mismatched_keys", ()), [n for n, _ in encoder.named_children()],
+                      getattr(model, "base_model_prefix", ""))
+    rows = _embedding_rows(model)
+    if rows is not None:
+        check_vocab_fits(spec.name, len(tokenizer), rows, getattr(model.config, "vocab_size", None))
+    check_weights_finite(spec.name, spec.path, encoder.named_parameters())
+    return model
+
+
+def _dtype_argument(dtype) -> dict:
+    """``from_pretrained``'s dtype argument under the name the installed transformers takes: ``dtype=`` since 4.56,
+    ``torch_dtype=`` before (where ``dtype=`` reaches the model's constructor, a TypeError naming ``__init__``)."""
+    import transformers
+    from packaging.version import Version
+
+    return {"dtype" if Version(transformers.__version__).release >= (4, 56) else "torch_dtype": dtype}
+
+
+def check_weights_finite(name: str, path: str, named_tensors) -> None:
+    """Refuse a model whose weights hold NaN or infinity, naming the tensors that do.
+
+    Such a checkpoint (a damaged download or conversion, a training run that diverged) loads without a complaint,
+    and its NaN reaches the features of every text whose pass reads it; the load-time checks against transformers
+    cannot see it, since transformers computes the same NaN (and NaN equals nothing, so it even read as padding
+    changing the outputs). The modules bertfeat never reads (the pooler: it pools hidden states) are not checked.
+    """
+    import torch
+
+    from bertfeat.exceptions import ModelNotAvailableError
+    from bertfeat.models import _UNREAD_MODULES, hub_download_command
+
+    bad = []
+    for key, tensor in named_tensors:
+        if key.split(".", 1)[0] in _UNREAD_MODULES or not tensor.is_floating_point():
+            continue
+        if not bool(torch.isfinite(tensor).all()):  # counted only then: one pass over the weights of a sound model
+            bad.append(f"{int((~torch.isfinite(tensor)).sum())} of {tensor.numel()} values of {key}")
+    if bad:
+        raise ModelNotAvailableError(
+            f"model={name!r}: the weights in {path} hold NaN or infinite values ({_listed(bad)}), so every text whose "
+            "pass reads them would get NaN features: the checkpoint is damaged (a failed download or conversion, or a "
+            f"training run that diverged). Get the files again (for a Hugging Face model: {hub_download_command()} "
+            "<name> --force-download) or use another checkpoint."
+        )
+
+
+def _listed(items, n: int = 3) -> str:
+    return "; ".join(items[:n]) + (f"; and {len(items) - n} more tensor(s)" if len(items) > n else "")
+
+
+def check_model_files(spec: ModelSpec, trust_remote_code: bool = False) -> dict:
+    """Load the model once on the CPU and check that its weights fit its config and tokenizer (``bertfeat info``).
+
+    Returns the counts checked (weight tensors, tokenizer tokens, embedding rows); raises
+    :class:`~bertfeat.exceptions.ModelNotAvailableError` naming the weights that do not fit.
+    """
+    import torch
+    from transformers import AutoTokenizer
+
+    with _quiet_transformers():
+        tokenizer = AutoTokenizer.from_pretrained(spec.path, trust_remote_code=trust_remote_code)
+        model = load_checked_model(spec, torch.float32, tokenizer, trust_remote_code)
+    return _checked_counts(model, tokenizer)
+
+
+def _checked_counts(model, tokenizer) -> dict:
+    """What :func:`load_checked_model` checked: weight tensors, tokenizer tokens, embedding rows."""
+    return {"tensors": len(model.state_dict()), "tokenizer_tokens": len(tokenizer),
+            "embedding_rows": _embedding_rows(model)}
+
+
+def _embedding_rows(model) -> int | None:
+    """The rows of the model's token embedding table; None where it has none to tell: I-BERT's ``QuantEmbedding``
+    keeps its table as a plain ``weight`` (no ``num_embeddings``: the load failed with an AttributeError), and a
+    model without a token table (CANINE hashes characters) has transformers raise NotImplementedError."""
+    try:
+        embeddings = model.get_input_embeddings()
+    except NotImplementedError:
+        return None
+    rows = getattr(embeddings, "num_embeddings", None)
+    weight = getattr(embeddings, "weight", None)
+    if rows is None and weight is not None and getattr(weight, "dim", lambda: 0)() == 2:
+        rows = weight.shape[0]
+    return None if rows is None else int(rows)
+
+
+def _load_config(path: str, trust_remote_code: bool):
+    from transformers import AutoConfig
+
+    return AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
+
+
+def tokenizer_puts_token_first(spec: ModelSpec, trust_remote_code: bool = False) -> bool:
+    """Whether the model's tokenizer puts a special token before a text, asked of the tokenizer itself (no weights
+    loaded): for a model whose tokenizer.json does not tell (``spec.special_first`` None), so that ``pooling="cls"``
+    is judged at fit, before a run answered wholly from the cache, which never loads the model."""
+    return _puts_token_first(spec.path, spec.tokenizer_sha256, trust_remote_code)
+
+
+@functools.lru_cache(maxsize=16)
+def _puts_token_first(path: str, tokenizer_sha256: str, trust_remote_code: bool) -> bool:
+    from transformers import AutoTokenizer
+
+    with _quiet_transformers():
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+    return bool(_special_tokens_around(tokenizer)[0])
+
+
+def _special_tokens_around(tokenizer) -> tuple[list[int], list[int]]:
+    """The ids the tokenizer puts before and after a single sequence (``[CLS]`` / ``[SEP]`` for BERT)."""
+    probe = "hello"
+    bare = tokenizer(probe, add_special_tokens=False)["input_ids"]
+    full = tokenizer(probe, add_special_tokens=True)["input_ids"]
+    for i in range(len(full) - len(bare) + 1):
+        if full[i : i + len(bare)] == bare:
+            return list(full[:i]), list(full[i + len(bare):])
+    raise RuntimeError(f"cannot tell which special tokens {type(tokenizer).__name__} adds around a text")
