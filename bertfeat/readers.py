@@ -1,5 +1,6 @@
 """Reading input files: CSV/TSV (optionally compressed) and parquet, streamed as record batches of bounded size
-(which files an input names is :mod:`bertfeat.sources`).
+(which files an input names is :mod:`bertfeat.sources`; a CSV file's byte stream, :mod:`bertfeat.csv_stream`; the
+refusals of a CSV file's problems, :mod:`bertfeat.csv_problems`).
 
 :class:`InputReader` resolves the input (a file, a directory or a glob), checks everything that can be checked
 before any work (header, duplicate or absent columns, parquet schemas that disagree), and yields record batches of
@@ -14,15 +15,11 @@ valid UTF-8 (an error names the file, column and row).
 
 from __future__ import annotations
 
-import bz2
-import codecs
 import contextlib
 import csv
-import gzip
 import io
 import os
 import re
-import sys
 import zlib
 from pathlib import Path
 
@@ -32,8 +29,19 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from bertfeat import exports, joined
-from bertfeat.escapes import EscapedBytes, checked, decode
-from bertfeat.quotes import QuoteScanner, open_quote_line
+from bertfeat.csv_problems import CsvProblems, _long_window
+from bertfeat.csv_stream import (  # noqa: F401  (NUL_RUN, ZEROS: readers' public names since before the split)
+    NUL_RUN,
+    ZEROS,
+    _CountingFile,
+    _csv_field,
+    _csv_lines,
+    _first_lines,
+    _no_field_limit,
+    excel_sep_line,
+    open_decompressed,
+)
+from bertfeat.escapes import checked, decode
 from bertfeat.schemas import lost_value, may_lose, roomy, widened
 from bertfeat.schemas import refusal as schema_refusal
 from bertfeat.sources import (  # noqa: F401  (readers' public names since before the split)
@@ -41,7 +49,7 @@ from bertfeat.sources import (  # noqa: F401  (readers' public names since befor
     resolve_input,
 )
 from bertfeat.sniff import HEAD, not_csv_text, not_its_compression, not_parquet
-from bertfeat.utf8 import invalid_values, not_utf8_csv
+from bertfeat.utf8 import invalid_values
 
 # \N is the NULL of database text exports: PostgreSQL's COPY text format (\copy t TO 'f.tsv'), MySQL's SELECT ... INTO
 # OUTFILE (quoted CSV too), Hive's text tables, Snowflake's unloads; read as text it was embedded as the text "\N".
@@ -50,143 +58,13 @@ CSV_NULLS = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None", "<NA>", "\\N
 # restarts (skipping the rows already delivered) until the longest field fits, up to this bound.
 BLOCK_BYTES = 1 << 20
 MAX_BLOCK_BYTES = 1 << 31
-# A run of NUL bytes this long is no text but a file not written whole: a download preallocated at its full size and
-# cut short (aria2's default, torrent clients), a write cut by a crash, leave zeros where the rest belongs. A NUL
-# here and there is a character (of no text a tokenizer keeps), and read as one.
-NUL_RUN = 64
-ZEROS = b"\0" * NUL_RUN
 
 
-_LATER_SEP_LINE = re.compile(rb"[\r\n](?:\xef\xbb\xbf)?sep=")  # a joined file's own, a line after the first
-_SEP_LINE = re.compile(rb"(?:\xef\xbb\xbf)?sep=([\x01-\x7f])(?:\r|\n|\Z)")
-
-
-def excel_sep_line(path: Path) -> str | None:
-    """The delimiter a CSV file declares on its first line as Excel reads it (``sep=;``, after a UTF-8 BOM or not),
-    or None. Exports made for Excel write it; read as the header it hid every column (``['sep=;']``)."""
-    try:
-        with open_decompressed(path) as fh:
-            head = fh.read(9)  # a BOM, sep=, the delimiter and what ends the line (CRLF, LF or an old Mac's CR)
-    except (OSError, EOFError, zlib.error):  # a damaged or cut file: the header's read says so
-        return None
-    found = _SEP_LINE.match(head)
-    if found is None or found[1] in b'"\r\n':
-        return None
-    return found[1].decode()
-
-
-def open_decompressed(path: Path, raw=None):
-    """A binary file object over the decompressed bytes of ``path`` (gzip, bz2 and zstd by suffix), read from the
-    open file ``raw`` when given."""
-    codec = _codec(path)
-    raw = raw if raw is not None else open(path, "rb")
-    if codec == "gzip":
-        return gzip.GzipFile(fileobj=raw, mode="rb")
-    if codec == "bz2":
-        return bz2.BZ2File(raw, "rb")
-    if codec == "zstd":  # the standard library has no zstd before Python 3.14; pyarrow has
-        return io.BufferedReader(pa.CompressedInputStream(pa.PythonFile(raw, mode="r"), "zstd"))
-    return raw
-
-
-class _CountingFile:
-    """A read-only file wrapper over the decompressed stream that counts the compressed bytes read (for a progress
-    fraction), and follows whether the stream has ended, whether it ends inside a quoted value, and where a run of
-    :data:`NUL_RUN` NUL bytes starts.
-
-    No piece it returns ends with ``\r`` while more follows (the ``\r`` waits for the next piece): pyarrow drops a
-    ``\n`` that starts a read piece after one that ended with ``\r``, taking the two for a line break split in two
-    even inside a quoted value, so a value's CRLF split by the 1 MB read block lost its ``\n`` (apache/arrow#51368).
-    """
-
-    def __init__(self, path: Path, delimiter: str, quoting: str = "csv", watch_rows: bool = False):
-        self._raw = open(path, "rb")
-        self.size = os.fstat(self._raw.fileno()).st_size
-        self._fh = open_decompressed(path, self._raw)
-        self.quotes = QuoteScanner(delimiter, watch_rows) if quoting == "csv" else _NoQuotes()
-        # a backslash-escaped export: rewritten so that no escaped delimiter or line break ends a value (escapes.py)
-        self._escapes = EscapedBytes(delimiter) if quoting == "backslash" else None
-        self.eof = False
-        self.closed = False
-        self._held = b""  # a trailing b"\r" kept back for the next piece
-        self.zeros_at: int | None = None  # where the first run of NUL_RUN NUL bytes starts in the stream
-        self._fed = 0  # bytes given so far
-        self._tail = b""  # the last bytes given, where a run may have begun
-        self.sep_seen = False  # whether a line after the first starts as Excel's "sep=;" (files joined with cat)
-        self._line_tail = b""  # the last bytes given, where such a line may have begun
-
-    @property
-    def read_bytes(self) -> int:
-        try:
-            return self._raw.tell()
-        except (OSError, ValueError):
-            return 0
-
-    def read(self, n=-1):
-        if n == 0:
-            return b""
-        if n is None or n < 0:
-            data = self._held + self._next(-1)
-        else:  # never more than n bytes: a one-byte read gives back the held b"\r" alone
-            data = self._held + (self._next(n - len(self._held)) if n > len(self._held) else b"")
-        self._held = b""
-        if len(data) > 1 and data.endswith(b"\r"):  # never a lone b"\r": an empty piece would read as the end
-            data, self._held = data[:-1], b"\r"
-        if not data:
-            self.eof = True
-        self.quotes.feed(data)
-        if self.zeros_at is None and data:
-            seen = self._tail + data
-            at = seen.find(ZEROS)
-            if at >= 0:
-                self.zeros_at = self._fed - len(self._tail) + at
-            self._tail = seen[-(NUL_RUN - 1):]
-            self._fed += len(data)
-        if not self.sep_seen and data:
-            seen = self._line_tail + data
-            self.sep_seen = _LATER_SEP_LINE.search(seen) is not None
-            self._line_tail = seen[-7:]
-        return data
-
-    def _next(self, n: int) -> bytes:
-        """Up to ``n`` (-1: all the) decompressed bytes, an escaped export's rewritten; b"" only at the end."""
-        if self._escapes is None:
-            return self._fh.read(n)
-        if n < 0:
-            return self._escapes.rewrite(self._fh.read()) + self._escapes.rewrite(b"")
-        while True:  # a piece that is one backslash waits for the byte it escapes: read on, never b"" before the end
-            data = self._fh.read(max(1, n - len(self._escapes.held)))
-            out = self._escapes.rewrite(data)
-            if out or not data:
-                return out
-
-    def readable(self):
-        return True
-
-    def seekable(self):
-        return False
-
-    def close(self):
-        self.closed = True
-        self._fh.close()
-        self._raw.close()
-
-
-class _NoQuotes:
-    """The quotes of a file read without quoting (``quoting='none'`` or ``'backslash'``): none ever opens."""
-    ends_open = False
-    closed_early = None
-    rows_joined = None
-
-    def feed(self, data: bytes) -> None:
-        pass
-
-
-class InputReader:
+class InputReader(CsvProblems):
     """Record batches of the needed columns, re-cut into chunks of ``chunk_rows`` rows (the last may be shorter),
     cut earlier where the chunk's texts would exceed ``chunk_chars`` characters (a bound on a chunk's work). A CSV's
     columns are read as written, as text, unless ``infer_types=True`` (then types are guessed from the first block,
-    and a zip code "01234" becomes 1234)."""
+    and a zip code "01234" becomes 1234). The refusals of a CSV file's problems are :class:`CsvProblems`'."""
 
     def __init__(self, path, columns: list[str], chunk_rows: int, text_cols: list[str], *,
                  chunk_chars: int | None = None, delimiter: str | None = None, infer_types: bool = False,
@@ -517,239 +395,6 @@ class InputReader:
                              "first.")
         return first
 
-    def _not_utf8(self) -> str | None:
-        with open(self.files[0], "rb") as raw, open_decompressed(self.files[0], raw) as fh:
-            return not_utf8_csv(self.path, fh)
-
-    def _damaged(self, exc: Exception, rows: int) -> str:
-        long_window = _long_window(self.path, exc)
-        if long_window:
-            return long_window
-        where = f"past its first {rows:,} rows" if rows else "in full"
-        return (f"{self.path} cannot be read {where}: {exc} ({type(exc).__name__}). The "
-                f"{_codec(self.files[0]) or 'file'} is truncated or damaged; copy or compress it again.")
-
-    def _zeros(self) -> str:
-        """The refusal of a CSV file holding a run of NUL bytes (:data:`NUL_RUN`), naming the line where it starts."""
-        return (f"{self.path} holds a run of NUL bytes (0x00) from line {self._line_at(self._counting.zeros_at)}: it "
-                "was not written whole (a download "
-                "cut short where the whole file's room was taken first, or a write cut by a crash, leaves zeros); "
-                "fetch or write it again.")
-
-    def _line_at(self, at: int, bom: bool = False) -> int:
-        """The line of the byte at offset ``at`` of the decompressed file (``bom``: an offset that leaves out a UTF-8
-        byte order mark, as :class:`QuoteScanner`'s do)."""
-        line, prev = 1, b""
-        with open_decompressed(self.files[0]) as fh:
-            if bom and fh.read(3) != codecs.BOM_UTF8:
-                at -= 3  # none to leave out: the first bytes were read as bytes of the offset
-            while at > 0:
-                piece = fh.read(min(at, 1 << 20))
-                if not piece:
-                    break
-                at -= len(piece)
-                # line ends as editors and Python's csv count them: LF, CRLF, a lone CR
-                line += piece.count(b"\n") + piece.count(b"\r") - (prev + piece).count(b"\r\n")
-                prev = piece[-1:]
-        return line
-
-    def _rows_joined(self) -> str:
-        """The refusal of a TSV whose quoting was not declared, where a quoted value holds a tab after a line break
-        (:attr:`QuoteScanner.rows_joined`): rows read into one value, as a database's or a shell's export, which
-        quotes nothing, leaves them after a value beginning with a quote."""
-        opened, tab = (self._line_at(at, bom=True) for at in self._counting.quotes.rows_joined)
-        return (f"{self.path} holds a quoted value opened at line {opened} that holds a tab after a line break (at "
-                f"line {tab}), as rows read into one value do: in a TSV whose values are never quoted (a database's "
-                "or a shell's export: \\copy ... TO, mysql --batch, cut, paste), a value beginning with \" opens no "
-                "quote. Pass quoting='none', or quoting='backslash' for PostgreSQL's and MySQL's text exports, which "
-                "escape tabs and line breaks; if that value is meant to be quoted, pass quoting='csv'.")
-
-    def _refuse_escapes(self, batch: pa.RecordBatch, delivered: int) -> None:
-        """Refuse a text of ``batch`` (the rows before it ``delivered``) of a TSV whose quoting was not declared that
-        holds a backslash and an n, t or r: the line break, tab or carriage return of a database's text export
-        (PostgreSQL's COPY text format, mysql --batch), which read as written would be embedded as two characters;
-        or that ends with a backslash, which MySQL's INTO OUTFILE writes before a line break inside a value, there
-        read as the end of the row (the rest of the text a row of its own). A text holding a backslash no such
-        export writes alone (before another letter: LaTeX's \\alpha, a Windows path's \\Users; before x or a digit
-        other than 0, as PostgreSQL's COPY TO writes no octal or hex escape and MySQL's exports only \\0) shows the
-        file is no such export, and its backslashes are the texts' own: it is not asked again."""
-        for name in self.text_cols:
-            own = pc.match_substring_regex(batch.column(name), r"(^|[^\\])(\\\\)*\\[^\\ntrbfvN0]")
-            if pc.any(pc.fill_null(own, False)).as_py():
-                self._watch_escapes = False
-                return
-        for name in self.text_cols:
-            column = batch.column(name)
-            found = pc.fill_null(pc.match_substring_regex(column, r"(^|[^\\])(\\\\)*\\([ntr]|$)"), False)
-            if not pc.any(found).as_py():
-                continue
-            i = int(np.flatnonzero(found.to_numpy(zero_copy_only=False))[0])
-            value = column[i].as_py()
-            at = re.search(r"(?:^|[^\\])(?:\\\\)*(\\[ntr]|\\\Z)", value, re.S)
-            shown = value[max(0, at.start(1) - 20):at.end(1) + 20]
-            what = (f"holds {at[1]!r} (a backslash and {at[1][1]!r}: {shown!r}), as a database's text export writes "
-                    "a line break, a tab or a carriage return inside a value (PostgreSQL's \\copy ... TO and COPY ... "
-                    "TO STDOUT, mysql --batch, Snowflake's unloads): read as written it would be embedded as those two "
-                    "characters" if len(at[1]) == 2 else
-                    f"ends with a backslash ({shown!r}), as MySQL's INTO OUTFILE writes one before a line break inside "
-                    "a value: read as written the rest of the text would be a row of its own")
-            raise ValueError(
-                f"{self.path}: the text of row {delivered + i:,} in column {name!r} {what}. Pass "
-                "quoting='backslash' to read the file's escapes (and \\N as missing); if the backslashes are the text's own, pass "
-                "quoting='csv' (or 'none') to read them as written.")
-
-    def _refuse_footer(self, batch: pa.RecordBatch, delivered: int) -> None:
-        """Refuse psql's row count footer in ``batch`` of a file of one column, the rows before it ``delivered``:
-        a value ``(N rows)`` that is row N of the input, so N counts the rows before it, as psql's footer does."""
-        column = batch.column(0)
-        found = pc.fill_null(pc.match_substring_regex(column, r"^\(\d+ rows?\)$"), False)
-        for i in np.flatnonzero(found.to_numpy(zero_copy_only=False)):
-            value = column[int(i)].as_py()
-            if exports.footer_rows(value) == delivered + int(i):
-                raise ValueError(exports.footer_refusal(self.path, self._record_line(delivered + int(i)), value))
-
-    def _record_line(self, row: int) -> int:
-        """The line where data row ``row`` (counted from 0, the header no row) of the CSV file starts."""
-        with self._text() as fh, _no_field_limit():
-            reader = csv.reader(_csv_lines(fh), **self._dialect())
-            if self.sep_line is not None:
-                next(reader)
-            records, last_end = -1, reader.line_num
-            for record in reader:
-                if record:
-                    if records == row:
-                        return last_end + 1
-                    records += 1
-                last_end = reader.line_num
-        return last_end
-
-    def _refuse_repeated_header(self) -> None:
-        """Refuse a CSV file that repeats its header further on (files joined with cat); else stop looking."""
-        said = self._repeated_header()
-        if said:
-            raise ValueError(said)
-        self._header_may_repeat = False
-
-    def _repeated_header(self) -> str | None:
-        """The refusal of a CSV file that repeats its header further on, or None."""
-        found = joined.scan(self._text, self._dialect(), self.sep_line is not None, _csv_lines, _csv_field)
-        return None if found is None else joined.refusal(self.path, *found, self.header)
-
-    def _csv_problem(self, exc: Exception | None) -> str:
-        """Find the line of a CSV problem by re-reading with Python's csv module; ``exc`` is pyarrow's error, or None
-        for what :class:`QuoteScanner` found: a quote left open at the end (pyarrow reads that as one last value
-        holding the rest of the file) or a quoted value with more text after its closing quote."""
-        line, row_names, escaped, broken, before = None, False, None, None, None
-        try:
-            with self._text() as fh, _no_field_limit():
-                reader = csv.reader(_csv_lines(fh), **self._dialect())
-                if self.sep_line is not None:
-                    next(reader)  # Excel's "sep=;" line, no record
-                width, last_end, rows_before = None, reader.line_num, 0
-                try:
-                    for row in reader:
-                        if width is None:
-                            width = len(row) if row else None  # blank lines before the header
-                        elif len(row) != width and row:
-                            line = reader.line_num
-                            if len(row) == 1 and exports.footer_rows(row[0]) is not None:
-                                return exports.footer_refusal(self.path, line, row[0])
-                            # (not a last field left empty: a delimiter ending each row, "1,a,", is no row name)
-                            row_names = rows_before == 0 and len(row) == width + 1 and row[-1] != ""
-                            escaped = self._escaped_delimiter(row)
-                            ends = self._escaped_delimiter([before[-1], ""]) if before and not escaped else None
-                            broken = ends[:-1] if ends else None  # the last field of the record before, a "\"
-                            break
-                        elif row:
-                            rows_before += 1
-                        before = row or before
-                        last_end = reader.line_num
-                except csv.Error as scan_exc:
-                    if "expected after" in str(scan_exc):
-                        at = reader.line_num
-                        opened = open_quote_line(self._text, last_end, self.delimiter, until=at)
-                        return (f"{self.path} is malformed at line {at}: a quoted value (opened at line {opened}) "
-                                f"has more text after its closing quote ({scan_exc}); quote the whole value and "
-                                f"double each quote inside it (\"\"), or remove a stray quote at line {opened}."
-                                f"{self._backslash_quote_hint(opened, at) or self._unquoted_hint()}")
-                    if "end of data" not in str(scan_exc):
-                        return f"{self.path} is malformed at line {reader.line_num}: {scan_exc}."
-                    opened = open_quote_line(self._text, last_end, self.delimiter)
-                    return (f"{self.path} is malformed: a quote opened at line {opened} is never closed, so the rest "
-                            "of the file would be one value; close the quote (or double it, \"\", inside a quoted "
-                            f"value).{self._unquoted_hint()}")
-        except UnicodeDecodeError as scan_exc:
-            return self._not_utf8() or f"{self.path} is not a readable UTF-8 CSV file: {scan_exc}"
-        if exc is None:
-            return f"{self.path} is malformed: a quote is left open at the end of the file."
-        if "conversion error" in str(exc):  # only with infer_types: a type guessed from the first block
-            joined_files = self._repeated_header()  # the header's names in a column of numbers or dates
-            if joined_files:
-                return joined_files
-            return (f"{self.path}: {str(exc).splitlines()[0]} (a type inferred from the start of the file does not "
-                    "hold further on); drop infer_types= to read kept columns as written, as text.")
-        where = f" at line {line}" if line else ""
-        said = f"{self.path} is malformed{where}: {str(exc).splitlines()[0]}"
-        footer = self._last_line() if line else None
-        if footer and exports.footer_rows(footer[1]) is not None:  # psql -A: a value holding the delimiter, split
-            return exports.unaligned_refusal(self.path, said, *footer, self.delimiter)
-        if escaped:  # MySQL's INTO OUTFILE, Redshift's UNLOAD ... ESCAPE: not R's row names
-            said += (f". A backslash comes before the delimiter there ({escaped!r}), as exports that escape their "
-                     "delimiters, tabs and line breaks with a backslash write them (MySQL's INTO OUTFILE, "
-                     "Redshift's UNLOAD ... ESCAPE, PostgreSQL's COPY text format): pass quoting='backslash'.")
-        elif broken:  # MySQL's INTO OUTFILE: a backslash before a line break inside a value
-            said += (f". The line before it ends with a backslash ({broken!r}), as exports that escape their "
-                     "delimiters, tabs and line breaks with a backslash write one before a line break inside a value "
-                     "(MySQL's INTO OUTFILE, Redshift's UNLOAD ... ESCAPE): pass quoting='backslash'.")
-        elif row_names:  # the first row one field wider than the header: R's write.table, every row so
-            said += (". The header names one column fewer than the rows hold, as R's write.table() writes a data "
-                     "frame with its row names: write it with row.names = FALSE (or with write.csv(), which names "
-                     "the row names' column \"\").")
-        return said
-
-    def _last_line(self) -> tuple[int, str] | None:
-        """``(line, text)`` of the CSV file's last line that is not blank, spaces around it removed, or None."""
-        last = None
-        try:
-            with self._text() as fh:
-                for number, text in enumerate(fh, 1):
-                    if text.strip():
-                        last = (number, text.strip())
-        except (OSError, EOFError, UnicodeDecodeError, zlib.error):
-            return None
-        return last
-
-    def _escaped_delimiter(self, row: list[str]) -> str | None:
-        """The fields of the ragged ``row`` around a delimiter that a backslash escapes (a field ending with an odd
-        run of backslashes), where the file is read as CSV; None otherwise."""
-        if self.quoting != "csv":
-            return None
-        for left, right in zip(row, row[1:]):
-            if (len(left) - len(left.rstrip("\\"))) % 2:
-                return f"{left}{self.delimiter}{right}"[-60:]
-        return None
-
-    def _backslash_quote_hint(self, first: int, last: int) -> str | None:
-        """What to do where a quote is escaped with a backslash (\\") on lines ``first`` to ``last``: MySQL's SELECT ...
-        INTO OUTFILE ... ENCLOSED BY '"' escapes quotes, backslashes and NULL (\\N) with its default ESCAPED BY
-        '\\\\', which no CSV reader reads as quotes; None where no such quote is there."""
-        with self._text() as fh:
-            lines = [text for number, text in zip(range(1, last + 1), fh) if number >= first]
-        if not any('\\"' in text for text in lines):
-            return None
-        return (" A quote there is escaped with a backslash (\\\"), as MySQL's SELECT ... INTO OUTFILE ... ENCLOSED BY "
-                "'\"' writes it (its ESCAPED BY '\\\\' escapes quotes and backslashes), which CSV does not: export the "
-                "query with mysql --batch -e 'SELECT ...' > file.tsv and pass quoting='backslash', or with FIELDS "
-                "ESCAPED BY '' and no quote or backslash in the values.")
-
-    def _unquoted_hint(self) -> str:
-        """What to do where a quote problem may be a TSV whose values are never quoted, its quoting not declared (a
-        database's or a shell's TSV quotes nothing; a CSV that quotes nothing has commas that split its values)."""
-        if not self._watch_rows or self.delimiter != "\t":
-            return ""
-        return (" If the file's values are never quoted (a database's or a shell's export), pass quoting='none', "
-                "or quoting='backslash' for PostgreSQL's and MySQL's text exports.")
-
     # -- batches ---------------------------------------------------------------------------------------------------
 
     def batches(self):
@@ -904,28 +549,6 @@ class InputReader:
                     self._counting.close()
 
 
-def _long_window(path, exc: Exception) -> str | None:
-    """The refusal of a zstd frame whose window is past what pyarrow's decoder allows (2^27 bytes, zstd's default
-    limit): ``zstd --long=31`` writes such frames, which are not damaged; None for any other error."""
-    if "requires too much memory" not in str(exc):
-        return None
-    return (f"{path} cannot be read: it was compressed with zstd's long window (--long=28 or more, or --ultra), more "
-            "than the 128 MiB pyarrow's zstd reader takes. Decompress it (zstd -d --long=31) and pass the CSV file, "
-            "or compress it again with --long=27 at most.")
-
-
-@contextlib.contextmanager
-def _no_field_limit():
-    """Python's csv module refuses fields over 128 KiB by default; pyarrow reads them, so the re-reads that look for
-    the line of a problem must too (or they report the limit instead of the problem)."""
-    before = csv.field_size_limit()
-    csv.field_size_limit(sys.maxsize)
-    try:
-        yield
-    finally:
-        csv.field_size_limit(before)
-
-
 @contextlib.contextmanager
 def _naming_parquet_file(path: Path):
     """A parquet file pyarrow cannot read (cut short, damaged, not parquet) is an error naming it."""
@@ -996,14 +619,6 @@ def _as_batch(table: pa.Table) -> pa.RecordBatch:
     return table.combine_chunks().to_batches()[0]
 
 
-# Python's csv module, which finds a problem's line and reads the header, refuses a NUL character before 3.11 ("line
-# contains NUL"), where pyarrow reads it as any other: there it is given lines with NUL escaped (into private-use
-# characters, none of them a delimiter, quote or line end, so the records and their lines are the same) and the
-# header's names are unescaped.
-_CSV_TAKES_NUL = sys.version_info >= (3, 11)
-_ESC, _ESC_ESC, _ESC_NUL = "\ue000", "\ue000\ue001", "\ue000\ue002"
-
-
 def _unescaped(batch: pa.RecordBatch, delimiter: str, path, first_row: int) -> pa.RecordBatch:
     """``batch`` (of the file ``path``, its first row ``first_row``) of a backslash-escaped export with each text
     value read as its escapes say (:mod:`bertfeat.escapes`); only the values holding a backslash are decoded one by
@@ -1018,37 +633,13 @@ def _unescaped(batch: pa.RecordBatch, delimiter: str, path, first_row: int) -> p
                         values[i] = decode(v, delimiter)
                     except ValueError as exc:
                         raise ValueError(
-                            f"{path}: the text of row {first_row + i:,} in column {name!r} {exc}: under --quoting "
-                            "backslash an octal or hex escape is a byte of the file's UTF-8 text, as PostgreSQL's "
-                            "COPY FROM reads it into a UTF-8 database, which refuses these too. Export the texts "
-                            "again in UTF-8.") from None
+                            f"{path}: the text of row {first_row + i:,} in column {name!r} {exc}: under "
+                            "quoting='backslash' an octal or hex escape is a byte of the file's UTF-8 text, as "
+                            "PostgreSQL's COPY FROM reads it into a UTF-8 database, which refuses these too. Export "
+                            "the texts again in UTF-8.") from None
             column = pa.array(values, column.type)
         columns.append(column)
     return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
-
-
-def _first_lines(fh, n: int) -> list[str]:
-    """The first ``n`` lines of the text file ``fh`` that are not blank, line ends removed (64 KiB of each at most)."""
-    lines = []
-    for _ in range(100):  # blank lines before the header, as pyarrow skips them
-        line = fh.readline(1 << 16)
-        if not line or len(lines) == n:
-            break
-        if line.strip("\r\n"):
-            lines.append(line.rstrip("\r\n"))
-    return lines
-
-
-def _csv_lines(fh):
-    if _CSV_TAKES_NUL:
-        return fh
-    return (line.replace(_ESC, _ESC_ESC).replace("\0", _ESC_NUL) for line in fh)
-
-
-def _csv_field(field: str) -> str:
-    if _CSV_TAKES_NUL:
-        return field
-    return field.replace(_ESC_NUL, "\0").replace(_ESC_ESC, _ESC)
 
 
 def _cast_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:

@@ -61,7 +61,7 @@ def invalid_values(batch) -> tuple[str, int | None, str] | None:
 
 def not_utf8_csv(path, fh) -> str | None:
     """What to tell a user whose CSV ``path`` is not UTF-8, read from ``fh`` (its decompressed bytes from the start,
-    in a reader with ``peek``, as every one :func:`bertfeat.readers.open_decompressed` gives is): the first line
+    in a reader with ``peek``, as every one :func:`bertfeat.csv_stream.open_decompressed` gives is): the first line
     UTF-8 cannot decode, the byte, and how to convert the file; None if every line decodes.
 
     Python's decoder names a position in one of its own read pieces, which says nothing about where the byte is.

@@ -271,7 +271,7 @@ def test_octal_and_hex_escapes_are_bytes_of_the_files_utf8_as_copy_from_reads_th
         read(bad, ["id", "text"], quoting="backslash")
     assert str(info.value) == (
         f"{bad}: the text of row 1 in column 'text' holds escaped bytes that are no UTF-8 (the first, 0xe9, in "
-        "'caf\\\\351 au lait'): under --quoting backslash an octal or hex escape is a byte of the file's UTF-8 text, "
+        "'caf\\\\351 au lait'): under quoting='backslash' an octal or hex escape is a byte of the file's UTF-8 text, "
         "as PostgreSQL's COPY FROM reads it into a UTF-8 database, which refuses these too. Export the texts again in "
         "UTF-8.")
 

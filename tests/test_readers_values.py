@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from bertfeat import readers
+from bertfeat import csv_stream, readers
 from bertfeat.readers import InputReader, _codec, resolve_input
 from bertfeat.utf8 import plain_text as _plain_text
 
@@ -1191,7 +1191,7 @@ def test_a_header_name_holding_a_nul_or_the_escape_character_is_read_as_written(
     NUL escaped (``escaped``, forced here on any Python) and the names unescaped, so a name is read as pyarrow reads
     its column, NUL and the escape's own private-use characters included."""
     if escaped:
-        monkeypatch.setattr(readers, "_CSV_TAKES_NUL", False)
+        monkeypatch.setattr(csv_stream, "_CSV_TAKES_NUL", False)  # read where _csv_lines and _csv_field live
     names = ["i\x00d", "t\ue000\ue002xt", "\ue000\x00\ue001"]
     src = tmp_path / "names.csv"
     src.write_text(",".join(names) + "\n1,a\x00b,c\n", encoding="utf-8")

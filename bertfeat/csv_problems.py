@@ -1,0 +1,274 @@
+"""What is wrong with a CSV file, told in its reader's terms: the line of a problem (found by reading the file again
+with Python's csv module), the quote left open or closed early, the rows a TSV's unquoted values joined, a run of NUL
+bytes, a damaged or long-window compressed file, a header repeated by files joined with ``cat``, and what database
+clients leave (psql's footer, backslash escapes), each refusal saying what to do. :class:`CsvProblems` is the part of
+:class:`bertfeat.readers.InputReader` that words them.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import re
+import zlib
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from bertfeat import exports, joined
+from bertfeat.csv_stream import _csv_field, _csv_lines, _no_field_limit, open_decompressed
+from bertfeat.quotes import open_quote_line
+from bertfeat.sources import _codec
+from bertfeat.utf8 import not_utf8_csv
+
+
+class CsvProblems:
+    """The refusals of :class:`bertfeat.readers.InputReader` for a CSV file's problems, each naming the file, the line
+    (counted from 1, as editors count) or row (from 0) and what to do. A mixin: it reads the reader's ``path``,
+    ``files``, ``delimiter``, ``quoting``, ``header``, ``sep_line``, its stream (``_counting``), what it still
+    watches for (``_watch_rows``, ``_watch_escapes``, ``_header_may_repeat``) and its ``_text()`` and ``_dialect()``."""
+
+    def _not_utf8(self) -> str | None:
+        with open(self.files[0], "rb") as raw, open_decompressed(self.files[0], raw) as fh:
+            return not_utf8_csv(self.path, fh)
+
+    def _damaged(self, exc: Exception, rows: int) -> str:
+        long_window = _long_window(self.path, exc)
+        if long_window:
+            return long_window
+        where = f"past its first {rows:,} rows" if rows else "in full"
+        return (f"{self.path} cannot be read {where}: {exc} ({type(exc).__name__}). The "
+                f"{_codec(self.files[0]) or 'file'} is truncated or damaged; copy or compress it again.")
+
+    def _zeros(self) -> str:
+        """The refusal of a CSV file holding a run of NUL bytes (:data:`bertfeat.csv_stream.NUL_RUN`), naming the line
+        where it starts."""
+        return (f"{self.path} holds a run of NUL bytes (0x00) from line {self._line_at(self._counting.zeros_at)}: it "
+                "was not written whole (a download "
+                "cut short where the whole file's room was taken first, or a write cut by a crash, leaves zeros); "
+                "fetch or write it again.")
+
+    def _line_at(self, at: int, bom: bool = False) -> int:
+        """The line of the byte at offset ``at`` of the decompressed file (``bom``: an offset that leaves out a UTF-8
+        byte order mark, as :class:`bertfeat.quotes.QuoteScanner`'s do)."""
+        line, prev = 1, b""
+        with open_decompressed(self.files[0]) as fh:
+            if bom and fh.read(3) != codecs.BOM_UTF8:
+                at -= 3  # none to leave out: the first bytes were read as bytes of the offset
+            while at > 0:
+                piece = fh.read(min(at, 1 << 20))
+                if not piece:
+                    break
+                at -= len(piece)
+                # line ends as editors and Python's csv count them: LF, CRLF, a lone CR
+                line += piece.count(b"\n") + piece.count(b"\r") - (prev + piece).count(b"\r\n")
+                prev = piece[-1:]
+        return line
+
+    def _rows_joined(self) -> str:
+        """The refusal of a TSV whose quoting was not declared, where a quoted value holds a tab after a line break
+        (:attr:`bertfeat.quotes.QuoteScanner.rows_joined`): rows read into one value, as a database's or a shell's
+        export, which quotes nothing, leaves them after a value beginning with a quote."""
+        opened, tab = (self._line_at(at, bom=True) for at in self._counting.quotes.rows_joined)
+        return (f"{self.path} holds a quoted value opened at line {opened} that holds a tab after a line break (at "
+                f"line {tab}), as rows read into one value do: in a TSV whose values are never quoted (a database's "
+                "or a shell's export: \\copy ... TO, mysql --batch, cut, paste), a value beginning with \" opens no "
+                "quote. Pass quoting='none', or quoting='backslash' for PostgreSQL's and MySQL's text exports, which "
+                "escape tabs and line breaks; if that value is meant to be quoted, pass quoting='csv'.")
+
+    def _refuse_escapes(self, batch: pa.RecordBatch, delivered: int) -> None:
+        """Refuse a text of ``batch`` (the rows before it ``delivered``) of a TSV whose quoting was not declared that
+        holds a backslash and an n, t or r: the line break, tab or carriage return of a database's text export
+        (PostgreSQL's COPY text format, mysql --batch), which read as written would be embedded as two characters;
+        or that ends with a backslash, which MySQL's INTO OUTFILE writes before a line break inside a value, there
+        read as the end of the row (the rest of the text a row of its own). A text holding a backslash no such
+        export writes alone (before another letter: LaTeX's \\alpha, a Windows path's \\Users; before x or a digit
+        other than 0, as PostgreSQL's COPY TO writes no octal or hex escape and MySQL's exports only \\0) shows the
+        file is no such export, and its backslashes are the texts' own: it is not asked again."""
+        for name in self.text_cols:
+            own = pc.match_substring_regex(batch.column(name), r"(^|[^\\])(\\\\)*\\[^\\ntrbfvN0]")
+            if pc.any(pc.fill_null(own, False)).as_py():
+                self._watch_escapes = False
+                return
+        for name in self.text_cols:
+            column = batch.column(name)
+            found = pc.fill_null(pc.match_substring_regex(column, r"(^|[^\\])(\\\\)*\\([ntr]|$)"), False)
+            if not pc.any(found).as_py():
+                continue
+            i = int(np.flatnonzero(found.to_numpy(zero_copy_only=False))[0])
+            value = column[i].as_py()
+            at = re.search(r"(?:^|[^\\])(?:\\\\)*(\\[ntr]|\\\Z)", value, re.S)
+            shown = value[max(0, at.start(1) - 20):at.end(1) + 20]
+            what = (f"holds {at[1]!r} (a backslash and {at[1][1]!r}: {shown!r}), as a database's text export writes "
+                    "a line break, a tab or a carriage return inside a value (PostgreSQL's \\copy ... TO and COPY ... "
+                    "TO STDOUT, mysql --batch, Snowflake's unloads): read as written it would be embedded as those two "
+                    "characters" if len(at[1]) == 2 else
+                    f"ends with a backslash ({shown!r}), as MySQL's INTO OUTFILE writes one before a line break inside "
+                    "a value: read as written the rest of the text would be a row of its own")
+            raise ValueError(
+                f"{self.path}: the text of row {delivered + i:,} in column {name!r} {what}. Pass "
+                "quoting='backslash' to read the file's escapes (and \\N as missing); if the backslashes are the text's own, pass "
+                "quoting='csv' (or 'none') to read them as written.")
+
+    def _refuse_footer(self, batch: pa.RecordBatch, delivered: int) -> None:
+        """Refuse psql's row count footer in ``batch`` of a file of one column, the rows before it ``delivered``:
+        a value ``(N rows)`` that is row N of the input, so N counts the rows before it, as psql's footer does."""
+        column = batch.column(0)
+        found = pc.fill_null(pc.match_substring_regex(column, r"^\(\d+ rows?\)$"), False)
+        for i in np.flatnonzero(found.to_numpy(zero_copy_only=False)):
+            value = column[int(i)].as_py()
+            if exports.footer_rows(value) == delivered + int(i):
+                raise ValueError(exports.footer_refusal(self.path, self._record_line(delivered + int(i)), value))
+
+    def _record_line(self, row: int) -> int:
+        """The line where data row ``row`` (counted from 0, the header no row) of the CSV file starts."""
+        with self._text() as fh, _no_field_limit():
+            reader = csv.reader(_csv_lines(fh), **self._dialect())
+            if self.sep_line is not None:
+                next(reader)
+            records, last_end = -1, reader.line_num
+            for record in reader:
+                if record:
+                    if records == row:
+                        return last_end + 1
+                    records += 1
+                last_end = reader.line_num
+        return last_end
+
+    def _refuse_repeated_header(self) -> None:
+        """Refuse a CSV file that repeats its header further on (files joined with cat); else stop looking."""
+        said = self._repeated_header()
+        if said:
+            raise ValueError(said)
+        self._header_may_repeat = False
+
+    def _repeated_header(self) -> str | None:
+        """The refusal of a CSV file that repeats its header further on, or None."""
+        found = joined.scan(self._text, self._dialect(), self.sep_line is not None, _csv_lines, _csv_field)
+        return None if found is None else joined.refusal(self.path, *found, self.header)
+
+    def _csv_problem(self, exc: Exception | None) -> str:
+        """Find the line of a CSV problem by re-reading with Python's csv module; ``exc`` is pyarrow's error, or None
+        for what :class:`bertfeat.quotes.QuoteScanner` found: a quote left open at the end (pyarrow reads that as one
+        last value holding the rest of the file) or a quoted value with more text after its closing quote."""
+        line, row_names, escaped, broken, before = None, False, None, None, None
+        try:
+            with self._text() as fh, _no_field_limit():
+                reader = csv.reader(_csv_lines(fh), **self._dialect())
+                if self.sep_line is not None:
+                    next(reader)  # Excel's "sep=;" line, no record
+                width, last_end, rows_before = None, reader.line_num, 0
+                try:
+                    for row in reader:
+                        if width is None:
+                            width = len(row) if row else None  # blank lines before the header
+                        elif len(row) != width and row:
+                            line = reader.line_num
+                            if len(row) == 1 and exports.footer_rows(row[0]) is not None:
+                                return exports.footer_refusal(self.path, line, row[0])
+                            # (not a last field left empty: a delimiter ending each row, "1,a,", is no row name)
+                            row_names = rows_before == 0 and len(row) == width + 1 and row[-1] != ""
+                            escaped = self._escaped_delimiter(row)
+                            ends = self._escaped_delimiter([before[-1], ""]) if before and not escaped else None
+                            broken = ends[:-1] if ends else None  # the last field of the record before, a "\"
+                            break
+                        elif row:
+                            rows_before += 1
+                        before = row or before
+                        last_end = reader.line_num
+                except csv.Error as scan_exc:
+                    if "expected after" in str(scan_exc):
+                        at = reader.line_num
+                        opened = open_quote_line(self._text, last_end, self.delimiter, until=at)
+                        return (f"{self.path} is malformed at line {at}: a quoted value (opened at line {opened}) "
+                                f"has more text after its closing quote ({scan_exc}); quote the whole value and "
+                                f"double each quote inside it (\"\"), or remove a stray quote at line {opened}."
+                                f"{self._backslash_quote_hint(opened, at) or self._unquoted_hint()}")
+                    if "end of data" not in str(scan_exc):
+                        return f"{self.path} is malformed at line {reader.line_num}: {scan_exc}."
+                    opened = open_quote_line(self._text, last_end, self.delimiter)
+                    return (f"{self.path} is malformed: a quote opened at line {opened} is never closed, so the rest "
+                            "of the file would be one value; close the quote (or double it, \"\", inside a quoted "
+                            f"value).{self._unquoted_hint()}")
+        except UnicodeDecodeError as scan_exc:
+            return self._not_utf8() or f"{self.path} is not a readable UTF-8 CSV file: {scan_exc}"
+        if exc is None:
+            return f"{self.path} is malformed: a quote is left open at the end of the file."
+        if "conversion error" in str(exc):  # only with infer_types: a type guessed from the first block
+            joined_files = self._repeated_header()  # the header's names in a column of numbers or dates
+            if joined_files:
+                return joined_files
+            return (f"{self.path}: {str(exc).splitlines()[0]} (a type inferred from the start of the file does not "
+                    "hold further on); drop infer_types= to read kept columns as written, as text.")
+        where = f" at line {line}" if line else ""
+        said = f"{self.path} is malformed{where}: {str(exc).splitlines()[0]}"
+        footer = self._last_line() if line else None
+        if footer and exports.footer_rows(footer[1]) is not None:  # psql -A: a value holding the delimiter, split
+            return exports.unaligned_refusal(self.path, said, *footer, self.delimiter)
+        if escaped:  # MySQL's INTO OUTFILE, Redshift's UNLOAD ... ESCAPE: not R's row names
+            said += (f". A backslash comes before the delimiter there ({escaped!r}), as exports that escape their "
+                     "delimiters, tabs and line breaks with a backslash write them (MySQL's INTO OUTFILE, "
+                     "Redshift's UNLOAD ... ESCAPE, PostgreSQL's COPY text format): pass quoting='backslash'.")
+        elif broken:  # MySQL's INTO OUTFILE: a backslash before a line break inside a value
+            said += (f". The line before it ends with a backslash ({broken!r}), as exports that escape their "
+                     "delimiters, tabs and line breaks with a backslash write one before a line break inside a value "
+                     "(MySQL's INTO OUTFILE, Redshift's UNLOAD ... ESCAPE): pass quoting='backslash'.")
+        elif row_names:  # the first row one field wider than the header: R's write.table, every row so
+            said += (". The header names one column fewer than the rows hold, as R's write.table() writes a data "
+                     "frame with its row names: write it with row.names = FALSE (or with write.csv(), which names "
+                     "the row names' column \"\").")
+        return said
+
+    def _last_line(self) -> tuple[int, str] | None:
+        """``(line, text)`` of the CSV file's last line that is not blank, spaces around it removed, or None."""
+        last = None
+        try:
+            with self._text() as fh:
+                for number, text in enumerate(fh, 1):
+                    if text.strip():
+                        last = (number, text.strip())
+        except (OSError, EOFError, UnicodeDecodeError, zlib.error):
+            return None
+        return last
+
+    def _escaped_delimiter(self, row: list[str]) -> str | None:
+        """The fields of the ragged ``row`` around a delimiter that a backslash escapes (a field ending with an odd
+        run of backslashes), where the file is read as CSV; None otherwise."""
+        if self.quoting != "csv":
+            return None
+        for left, right in zip(row, row[1:]):
+            if (len(left) - len(left.rstrip("\\"))) % 2:
+                return f"{left}{self.delimiter}{right}"[-60:]
+        return None
+
+    def _backslash_quote_hint(self, first: int, last: int) -> str | None:
+        """What to do where a quote is escaped with a backslash (\\") on lines ``first`` to ``last``: MySQL's SELECT ...
+        INTO OUTFILE ... ENCLOSED BY '"' escapes quotes, backslashes and NULL (\\N) with its default ESCAPED BY
+        '\\\\', which no CSV reader reads as quotes; None where no such quote is there."""
+        with self._text() as fh:
+            lines = [text for number, text in zip(range(1, last + 1), fh) if number >= first]
+        if not any('\\"' in text for text in lines):
+            return None
+        return (" A quote there is escaped with a backslash (\\\"), as MySQL's SELECT ... INTO OUTFILE ... ENCLOSED BY "
+                "'\"' writes it (its ESCAPED BY '\\\\' escapes quotes and backslashes), which CSV does not: export the "
+                "query with mysql --batch -e 'SELECT ...' > file.tsv and pass quoting='backslash', or with FIELDS "
+                "ESCAPED BY '' and no quote or backslash in the values.")
+
+    def _unquoted_hint(self) -> str:
+        """What to do where a quote problem may be a TSV whose values are never quoted, its quoting not declared (a
+        database's or a shell's TSV quotes nothing; a CSV that quotes nothing has commas that split its values)."""
+        if not self._watch_rows or self.delimiter != "\t":
+            return ""
+        return (" If the file's values are never quoted (a database's or a shell's export), pass quoting='none', "
+                "or quoting='backslash' for PostgreSQL's and MySQL's text exports.")
+
+
+def _long_window(path, exc: Exception) -> str | None:
+    """The refusal of a zstd frame whose window is past what pyarrow's decoder allows (2^27 bytes, zstd's default
+    limit): ``zstd --long=31`` writes such frames, which are not damaged; None for any other error."""
+    if "requires too much memory" not in str(exc):
+        return None
+    return (f"{path} cannot be read: it was compressed with zstd's long window (--long=28 or more, or --ultra), more "
+            "than the 128 MiB pyarrow's zstd reader takes. Decompress it (zstd -d --long=31) and pass the CSV file, "
+            "or compress it again with --long=27 at most.")

@@ -1,0 +1,200 @@
+"""A CSV file's bytes as bertfeat reads them: decompressed (gzip, bz2, zstd by suffix), counted for a progress
+fraction, and watched on their way to pyarrow (a quote left open or closed early, a run of NUL bytes, a later line
+``sep=;`` of files joined with ``cat``: :class:`_CountingFile`); the delimiter a first line ``sep=;`` declares as
+Excel reads it; and the lines Python's csv module, which reads the header and finds a problem's line, is given (no
+field size limit, NUL escaped before Python 3.11). :class:`bertfeat.readers.InputReader` reads through these.
+"""
+
+from __future__ import annotations
+
+import bz2
+import contextlib
+import csv
+import gzip
+import io
+import os
+import re
+import sys
+import zlib
+from pathlib import Path
+
+import pyarrow as pa
+
+from bertfeat.escapes import EscapedBytes
+from bertfeat.quotes import QuoteScanner
+from bertfeat.sources import _codec
+
+# A run of NUL bytes this long is no text but a file not written whole: a download preallocated at its full size and
+# cut short (aria2's default, torrent clients), a write cut by a crash, leave zeros where the rest belongs. A NUL
+# here and there is a character (of no text a tokenizer keeps), and read as one.
+NUL_RUN = 64
+ZEROS = b"\0" * NUL_RUN
+
+
+_LATER_SEP_LINE = re.compile(rb"[\r\n](?:\xef\xbb\xbf)?sep=")  # a joined file's own, a line after the first
+_SEP_LINE = re.compile(rb"(?:\xef\xbb\xbf)?sep=([\x01-\x7f])(?:\r|\n|\Z)")
+
+
+def excel_sep_line(path: Path) -> str | None:
+    """The delimiter a CSV file declares on its first line as Excel reads it (``sep=;``, after a UTF-8 BOM or not),
+    or None. Exports made for Excel write it; read as the header it hid every column (``['sep=;']``)."""
+    try:
+        with open_decompressed(path) as fh:
+            head = fh.read(9)  # a BOM, sep=, the delimiter and what ends the line (CRLF, LF or an old Mac's CR)
+    except (OSError, EOFError, zlib.error):  # a damaged or cut file: the header's read says so
+        return None
+    found = _SEP_LINE.match(head)
+    if found is None or found[1] in b'"\r\n':
+        return None
+    return found[1].decode()
+
+
+def open_decompressed(path: Path, raw=None):
+    """A binary file object over the decompressed bytes of ``path`` (gzip, bz2 and zstd by suffix), read from the
+    open file ``raw`` when given."""
+    codec = _codec(path)
+    raw = raw if raw is not None else open(path, "rb")
+    if codec == "gzip":
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if codec == "bz2":
+        return bz2.BZ2File(raw, "rb")
+    if codec == "zstd":  # the standard library has no zstd before Python 3.14; pyarrow has
+        return io.BufferedReader(pa.CompressedInputStream(pa.PythonFile(raw, mode="r"), "zstd"))
+    return raw
+
+
+class _CountingFile:
+    """A read-only file wrapper over the decompressed stream that counts the compressed bytes read (for a progress
+    fraction), and follows whether the stream has ended, whether it ends inside a quoted value, and where a run of
+    :data:`NUL_RUN` NUL bytes starts.
+
+    No piece it returns ends with ``\r`` while more follows (the ``\r`` waits for the next piece): pyarrow drops a
+    ``\n`` that starts a read piece after one that ended with ``\r``, taking the two for a line break split in two
+    even inside a quoted value, so a value's CRLF split by the 1 MB read block lost its ``\n`` (apache/arrow#51368).
+    """
+
+    def __init__(self, path: Path, delimiter: str, quoting: str = "csv", watch_rows: bool = False):
+        self._raw = open(path, "rb")
+        self.size = os.fstat(self._raw.fileno()).st_size
+        self._fh = open_decompressed(path, self._raw)
+        self.quotes = QuoteScanner(delimiter, watch_rows) if quoting == "csv" else _NoQuotes()
+        # a backslash-escaped export: rewritten so that no escaped delimiter or line break ends a value (escapes.py)
+        self._escapes = EscapedBytes(delimiter) if quoting == "backslash" else None
+        self.eof = False
+        self.closed = False
+        self._held = b""  # a trailing b"\r" kept back for the next piece
+        self.zeros_at: int | None = None  # where the first run of NUL_RUN NUL bytes starts in the stream
+        self._fed = 0  # bytes given so far
+        self._tail = b""  # the last bytes given, where a run may have begun
+        self.sep_seen = False  # whether a line after the first starts as Excel's "sep=;" (files joined with cat)
+        self._line_tail = b""  # the last bytes given, where such a line may have begun
+
+    @property
+    def read_bytes(self) -> int:
+        try:
+            return self._raw.tell()
+        except (OSError, ValueError):
+            return 0
+
+    def read(self, n=-1):
+        if n == 0:
+            return b""
+        if n is None or n < 0:
+            data = self._held + self._next(-1)
+        else:  # never more than n bytes: a one-byte read gives back the held b"\r" alone
+            data = self._held + (self._next(n - len(self._held)) if n > len(self._held) else b"")
+        self._held = b""
+        if len(data) > 1 and data.endswith(b"\r"):  # never a lone b"\r": an empty piece would read as the end
+            data, self._held = data[:-1], b"\r"
+        if not data:
+            self.eof = True
+        self.quotes.feed(data)
+        if self.zeros_at is None and data:
+            seen = self._tail + data
+            at = seen.find(ZEROS)
+            if at >= 0:
+                self.zeros_at = self._fed - len(self._tail) + at
+            self._tail = seen[-(NUL_RUN - 1):]
+            self._fed += len(data)
+        if not self.sep_seen and data:
+            seen = self._line_tail + data
+            self.sep_seen = _LATER_SEP_LINE.search(seen) is not None
+            self._line_tail = seen[-7:]
+        return data
+
+    def _next(self, n: int) -> bytes:
+        """Up to ``n`` (-1: all the) decompressed bytes, an escaped export's rewritten; b"" only at the end."""
+        if self._escapes is None:
+            return self._fh.read(n)
+        if n < 0:
+            return self._escapes.rewrite(self._fh.read()) + self._escapes.rewrite(b"")
+        while True:  # a piece that is one backslash waits for the byte it escapes: read on, never b"" before the end
+            data = self._fh.read(max(1, n - len(self._escapes.held)))
+            out = self._escapes.rewrite(data)
+            if out or not data:
+                return out
+
+    def readable(self):
+        return True
+
+    def seekable(self):
+        return False
+
+    def close(self):
+        self.closed = True
+        self._fh.close()
+        self._raw.close()
+
+
+class _NoQuotes:
+    """The quotes of a file read without quoting (``quoting='none'`` or ``'backslash'``): none ever opens."""
+    ends_open = False
+    closed_early = None
+    rows_joined = None
+
+    def feed(self, data: bytes) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _no_field_limit():
+    """Python's csv module refuses fields over 128 KiB by default; pyarrow reads them, so the re-reads that look for
+    the line of a problem must too (or they report the limit instead of the problem)."""
+    before = csv.field_size_limit()
+    csv.field_size_limit(sys.maxsize)
+    try:
+        yield
+    finally:
+        csv.field_size_limit(before)
+
+
+# Python's csv module, which finds a problem's line and reads the header, refuses a NUL character before 3.11 ("line
+# contains NUL"), where pyarrow reads it as any other: there it is given lines with NUL escaped (into private-use
+# characters, none of them a delimiter, quote or line end, so the records and their lines are the same) and the
+# header's names are unescaped.
+_CSV_TAKES_NUL = sys.version_info >= (3, 11)
+_ESC, _ESC_ESC, _ESC_NUL = "\ue000", "\ue000\ue001", "\ue000\ue002"
+
+
+def _first_lines(fh, n: int) -> list[str]:
+    """The first ``n`` lines of the text file ``fh`` that are not blank, line ends removed (64 KiB of each at most)."""
+    lines = []
+    for _ in range(100):  # blank lines before the header, as pyarrow skips them
+        line = fh.readline(1 << 16)
+        if not line or len(lines) == n:
+            break
+        if line.strip("\r\n"):
+            lines.append(line.rstrip("\r\n"))
+    return lines
+
+
+def _csv_lines(fh):
+    if _CSV_TAKES_NUL:
+        return fh
+    return (line.replace(_ESC, _ESC_ESC).replace("\0", _ESC_NUL) for line in fh)
+
+
+def _csv_field(field: str) -> str:
+    if _CSV_TAKES_NUL:
+        return field
+    return field.replace(_ESC_NUL, "\0").replace(_ESC_ESC, _ESC)
