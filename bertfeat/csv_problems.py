@@ -108,8 +108,8 @@ class CsvProblems:
                     "a value: read as written the rest of the text would be a row of its own")
             raise ValueError(
                 f"{self.path}: the text of row {delivered + i:,} in column {name!r} {what}. Pass "
-                "quoting='backslash' to read the file's escapes (and \\N as missing); if the backslashes are the text's own, pass "
-                "quoting='csv' (or 'none') to read them as written.")
+                "quoting='backslash' to read the file's escapes (and \\N as missing); if the backslashes are the "
+                "text's own, pass quoting='csv' (or 'none') to read them as written.")
 
     def _refuse_footer(self, batch: pa.RecordBatch, delivered: int) -> None:
         """Refuse psql's row count footer in ``batch`` of a file of one column, the rows before it ``delivered``:

@@ -141,7 +141,8 @@ def output_path(path, name: str, expected: str, writes: str, *, one_file: bool =
     if one_file and path.endswith(tuple({"/", os.sep})):
         raise ValueError(f"{name} {path!r} ends with a slash, naming a folder, but bertfeat writes {writes}; name "
                          f"the file ({path.rstrip('/' + os.sep)}/features.parquet), or write a folder of parquet "
-                         "files with --engine ray or spark (bertfeat.ray.embed_parquet, bertfeat.spark.embed_files).")
+                         "files with engine='ray' or engine='spark' (bertfeat.ray.embed_parquet, "
+                         "bertfeat.spark.embed_files).")
     return path
 
 

@@ -528,7 +528,7 @@ def test_an_output_ending_with_a_slash_is_refused_by_the_local_engine_which_writ
     assert err == (f"bertfeat embed: error: --out {target!r} ends with a slash, naming a folder, but bertfeat writes "
                    f"parquet, one file with its manifest beside it; name the file "
                    f"({target.rstrip('/')}/features.parquet), or write a folder of parquet files with --engine ray "
-                   "or spark (bertfeat.ray.embed_parquet, bertfeat.spark.embed_files).")
+                   "or --engine spark (bertfeat.ray.embed_parquet, bertfeat.spark.embed_files).")
     with pytest.raises(ValueError, match=rf"^out {re.escape(repr(target))} ends with a slash, naming a folder"):
         embed_file(tmp_path / "in.parquet", target, "review", model=tiny_bert, quiet=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["features", "in.parquet"]

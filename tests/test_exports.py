@@ -255,7 +255,7 @@ def test_a_database_text_export_is_read_with_its_escapes_under_quoting_backslash
         "a|b", "c\\"]
 
 
-def test_octal_and_hex_escapes_are_bytes_of_the_files_utf8_as_copy_from_reads_them(tmp_path):
+def test_octal_and_hex_escapes_are_bytes_of_the_files_utf8_as_copy_from_reads_them(tmp_path, capsys):
     """(found by a mutation testing hunt, 2026-11-27, session 13) PostgreSQL's COPY FROM reads \\ooo and \\xhh as
     bytes in the database's encoding, so an exporter writing 'café' as caf\\303\\251 means 'café' (PostgreSQL 15
     loads it so): each escape was read as a character of its own, 'cafÃ©', silently. Bytes that are no UTF-8 are
@@ -274,6 +274,9 @@ def test_octal_and_hex_escapes_are_bytes_of_the_files_utf8_as_copy_from_reads_th
         "'caf\\\\351 au lait'): under quoting='backslash' an octal or hex escape is a byte of the file's UTF-8 text, "
         "as PostgreSQL's COPY FROM reads it into a UTF-8 database, which refuses these too. Export the texts again in "
         "UTF-8.")
+    err = one_line_exit_2(capsys, main(["embed", str(bad), "--text-col", "text", "--out", str(tmp_path / "f.parquet"),
+                                        "--quoting", "backslash", "--quiet"]))  # the command line says its flag
+    assert "): under --quoting backslash an octal or hex escape is a byte" in err, err
 
 
 def test_a_carriage_return_mysql_leaves_unescaped_in_a_value_is_part_of_it(tmp_path):

@@ -174,3 +174,47 @@ def test_the_command_lines_quoted_texts_are_quoted_as_a_shell_reads_them():
     said = "column(s) ['year'] not found; 'year' is in the names of folders (year=2024/), not in the files"
     assert for_command_line(said, parser) == "column(s) 'year' not found; 'year' is in the names of folders " \
                                              "(year=2024/), not in the files"
+
+
+def _command_line_flags() -> set:
+    import argparse
+
+    found = set()
+
+    def walk(parser):
+        for action in parser._actions:
+            found.update(s for s in action.option_strings if s.startswith("--"))
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    walk(sub)
+
+    walk(build_parser())
+    return found - {"--help", "--version"}
+
+
+def test_no_message_the_api_raises_or_warns_names_a_flag_of_the_command_line():
+    """(found by a review of session 13's merged work, 2026-11-27, session 13) The spelling hunt wrote every message
+    once, in the API's spelling, for each surface to render; two were left naming a flag, which a Python user of
+    embed_file and R's bf_embed_file() read as written: the mutation hunt's new refusal of escaped bytes that are no
+    UTF-8 ('under --quoting backslash'), and the local engine's refusal of an output ending with a slash ('with
+    --engine ray or spark'). Every string in a raise or warning of the package outside the command line's own modules
+    is read for bertfeat's flags (other programs' flags, mysql --batch or psql --csv, are no bertfeat flag)."""
+    import ast
+    from pathlib import Path
+
+    import bertfeat
+
+    flags = _command_line_flags()
+    package = Path(bertfeat.__file__).parent
+    named = []
+    for path in sorted(package.rglob("*.py")):
+        if path.parent.name == "cli":  # the commands' own lines (bertfeat cache's) are the command line's
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            said = isinstance(node, ast.Raise) or (isinstance(node, ast.Call)
+                                                   and ast.unparse(node.func).endswith("warn"))
+            for part in ast.walk(node) if said else ():
+                if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                    named += [f"{path.name}:{part.lineno} {m.group(0)}" for m in
+                              re.finditer(r"(?<![\w-])--[a-z][a-z-]*", part.value) if m.group(0) in flags]
+    assert named == []
