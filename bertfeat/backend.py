@@ -203,6 +203,7 @@ class TorchBackend:
         self.prefix, self.suffix = _special_tokens_around(self.tokenizer)
         pad = self.tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else 0)
+        self._first_token_sees_text = None  # found where a recipe first pools the CLS token (first_token_sees_text)
         self._check_model_runs()
         self.ladder = build_ladder(_FastBert, model, self.torch_dtype, self._probe_ids()) if fast else None
         self.fast = self.ladder.fast if self.ladder else None
@@ -445,18 +446,15 @@ class TorchBackend:
         """Refuse, saying why, a transformers model that fails on a short probe text (a config transformers cannot
         run: MPNet with fewer than 32 relative-position buckets, BERT with no token type, RoBERTa with no
         pad_token_id), or whose forward pass gives other than the embeddings and one hidden state per layer, each
-        of one vector per token: bertfeat reads hidden state k as layer k, and pools it with a mask per token. Finds, too, whether the first token sees the text after it
-        (``first_token_sees_text``: False for a causal decoder, whose CLS pooling
-        :func:`bertfeat.encode.check_first_token` refuses)."""
+        of one vector per token: bertfeat reads hidden state k as layer k, and pools it with a mask per token."""
         import torch
 
         from bertfeat.exceptions import ModelNotAvailableError
 
-        probes = [torch.tensor([ids], device=self.device) for ids in self._first_token_probes()]
+        ids = torch.tensor([self._probe_ids()[0]], device=self.device)
         try:
             with torch.inference_mode():
-                states, other = (self.model(input_ids=ids, attention_mask=torch.ones_like(ids),
-                                            output_hidden_states=True) for ids in probes)
+                states = self.model(input_ids=ids, attention_mask=torch.ones_like(ids), output_hidden_states=True)
         except (RuntimeError, IndexError, TypeError, ValueError) as exc:
             if _is_oom(exc):
                 raise
@@ -466,7 +464,7 @@ class TorchBackend:
                 "embedded with it: its config.json asks for what transformers cannot run with these weights (check it "
                 "against the config the model was trained with), or the model needs more than text as input."
             ) from exc
-        tokens = probes[0].shape[1]
+        tokens = ids.shape[1]
         lengths = sorted({int(h.shape[1]) for h in (*states.hidden_states, states.last_hidden_state)})
         if lengths != [tokens]:
             raise ModelNotAvailableError(
@@ -485,13 +483,30 @@ class TorchBackend:
                 "which is layer k (an ALBERT with inner_group_num > 1 gives one per inner layer). bertfeat embeds "
                 "with models that give one hidden state per layer."
             )
-        # The probes share their first token and differ in every token after it: where its last state is the same
-        # for both (to float32's rounding), it attends to no token after it (a causal decoder), and CLS pooling would
-        # give every text one vector (encode.check_first_token refuses it). Cut to a tiny max_length the probes may
-        # be one sequence, which tells nothing.
+
+    @property
+    def first_token_sees_text(self) -> bool:
+        """Whether the model's first token sees the text after it: False for a causal decoder, whose CLS pooling
+        :func:`bertfeat.encode.check_first_token` refuses (every text would get one CLS vector). Found once, where a
+        recipe first pools the CLS token, not at every load (two forward passes most recipes never need): True for
+        a model the fused CPU pass runs, a bidirectional encoder by construction
+        (:func:`bertfeat.architectures.supports`), else probed (:meth:`_first_token_probed`)."""
+        if self._first_token_sees_text is None:
+            self._first_token_sees_text = self.fast is not None or self._first_token_probed()
+        return self._first_token_sees_text
+
+    def _first_token_probed(self) -> bool:
+        """Whether the first token's last state differs between two probes that share it and differ in every token
+        after it (to float32's rounding): where it does not, it attends to no token after it (a causal decoder). Cut
+        to a tiny max_length the probes may be one sequence, which tells nothing."""
+        import torch
+
+        probes = [torch.tensor([ids], device=self.device) for ids in self._first_token_probes()]
+        with torch.inference_mode():
+            states, other = (self.model(input_ids=ids, attention_mask=torch.ones_like(ids), output_hidden_states=True)
+                             for ids in probes)
         first, again = states.last_hidden_state[0, 0].float(), other.last_hidden_state[0, 0].float()
-        self.first_token_sees_text = torch.equal(*probes) or bool(
-            (first - again).abs().max() > 1e-5 * max(1.0, float(first.abs().max())))
+        return torch.equal(*probes) or bool((first - again).abs().max() > 1e-5 * max(1.0, float(first.abs().max())))
 
     def _padding_changes_outputs(self) -> bool:
         """Whether padding after a sequence changes its real tokens' hidden states in the transformers model, as

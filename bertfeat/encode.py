@@ -619,7 +619,9 @@ def chunk_bounds(n: int, chunk: int, first: int) -> list[tuple[int, int]]:
 def check_first_token(model, pooling: Sequence[str]) -> None:
     """Refuse ``"cls"`` pooling where the loaded tokenizer puts no special token before the text (a backend without
     ``prefix``, the ids it puts there, is not judged), or where the model's first token sees none after it (a causal
-    decoder: a backend's ``first_token_sees_text`` False)."""
+    decoder: a backend's ``first_token_sees_text`` False, which a backend may find only when asked)."""
+    if "cls" not in pooling:
+        return
     name = getattr(getattr(model, "spec", None), "name", None) or "this model"
     prefix = getattr(model, "prefix", None)
     if prefix is not None and not len(prefix):

@@ -626,6 +626,32 @@ def test_cls_pooling_of_a_causal_decoder_is_refused_since_every_text_would_get_o
     reference_model.cache_clear()
 
 
+def test_a_load_runs_no_decoder_probe_until_a_recipe_pools_the_cls_token(tiny_encoder, monkeypatch):
+    """(found by a review of session 13's merged work, 2026-11-27, session 13) The decoder probe ran at every load,
+    two forward passes of the longer probe where the load's check had run one of the shorter (on the bundled MiniLM,
+    CPU: 25 ms against 6; a large model on CPU pays seconds, an R user at the first bf_embed()), for recipes that
+    never read it: mean or max pooling, and every model the fused CPU pass runs, a bidirectional encoder by
+    construction. Now asked once per loaded model, where a recipe first pools the CLS token."""
+    from bertfeat import backend
+    from bertfeat.encode import check_first_token
+
+    probes = []
+    real = backend.TorchBackend._first_token_probes
+    monkeypatch.setattr(backend.TorchBackend, "_first_token_probes",
+                        lambda self: probes.append(self.spec.name) or real(self))
+    model = backend.TorchBackend(resolve_model(tiny_encoder("modernbert")), "cpu", "float32")
+    assert model.fast is None and probes == []  # transformers' pass, and the load probed nothing
+    check_first_token(model, ("mean", "max"))
+    assert probes == []
+    check_first_token(model, ("cls", "mean"))
+    check_first_token(model, ("cls",))
+    assert model.first_token_sees_text is True and len(probes) == 1  # found once, at the first CLS pooling
+    fused = backend.TorchBackend(resolve_model(tiny_encoder("bert")), "cpu", "float32")
+    assert fused.fast is not None
+    check_first_token(fused, ("cls", "mean"))
+    assert fused.first_token_sees_text is True and len(probes) == 1
+
+
 def test_the_causal_families_read_from_config_are_decoders_in_transformers():
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
     from transformers.models.auto.modeling_auto import (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
