@@ -252,7 +252,9 @@ def probe(
     model : str or list of str, default="default"
         As :class:`~bertfeat.BertEmbedder`'s ``model``; a list compares the models in one table.
     poolings : list of str, default=('cls', 'mean', 'max')
-        The poolings scored, each alone and, where both are given, as ``"cls+mean"`` and ``"mean+max"``.
+        The poolings scored, each alone and, where both are given, as ``"cls+mean"`` and ``"mean+max"``. A model
+        whose CLS pooling :class:`~bertfeat.BertEmbedder` refuses (a causal decoder, a tokenizer that puts nothing
+        before the text) is scored without it, with a :class:`~bertfeat.exceptions.ModelNoteWarning`.
     max_length, long_text, stride, normalize, prefix, prompt_name : as in :class:`~bertfeat.BertEmbedder`
         The recipe every candidate shares.
     cv : int, default=5
@@ -365,8 +367,9 @@ def probe(
 
     from bertfeat.embedder import BertEmbedder
 
+    run = {name: _poolings_run_by(name, poolings) for name in models}  # CLS pooling left out where it is refused
     for name in models:  # every parameter and the cache directory checked before any work (TF-IDF included)
-        BertEmbedder(name, pooling="+".join(poolings), device=device, batch_tokens=batch_tokens,
+        BertEmbedder(name, pooling="+".join(run[name]), device=device, batch_tokens=batch_tokens,
                      **{k: v for k, v in shared.items() if k != "cache_all_layers"}).fit(["x"])
 
     from bertfeat.embedder import _row_namer
@@ -386,7 +389,7 @@ def probe(
     rows, model_info, seconds = [], {}, {}
     for name in models:
         t0 = time.perf_counter()
-        blocks, info = _embed_all_layers(texts, name, poolings, dict(
+        blocks, info = _embed_all_layers(texts, name, run[name], dict(
             max_length=max_length, long_text=long_text, stride=stride, prefix=prefix, prompt_name=prompt_name,
             device=device, dtype=dtype, batch_tokens=batch_tokens, missing=missing, cache_dir=cache_dir,
             progress=progress))
@@ -396,8 +399,8 @@ def probe(
         t1 = time.perf_counter()
         label = (lambda c: c) if len(models) == 1 else (lambda c, n=name: f"{n}: {c}")
         model_rows = []
-        for cand in default_candidates(info["num_layers"], poolings):
-            X = candidate_features(blocks, poolings, cand, normalize)
+        for cand in default_candidates(info["num_layers"], run[name]):
+            X = candidate_features(blocks, run[name], cand, normalize)
             scores = np.asarray([_fit_score(scoring["embedding"](), X[tr], y[tr], X[te], y[te], scoring["metric"],
                                             _inner(scoring, tr)) for tr, te in folds])
             params = {"model": name, **cand.params(info["num_layers"]), **shared}
@@ -405,7 +408,7 @@ def probe(
                                                 X.shape[1], scores, info["embed_s_per_1k"], params)))
         rows += [row for _, row in model_rows]
         for cand, row in sorted(model_rows, key=lambda cr: (-cr[1]["score"], cr[1]["n_features"]))[:unions]:
-            X = candidate_features(blocks, poolings, cand, normalize)
+            X = candidate_features(blocks, run[name], cand, normalize)
             scores = union_scores(X, y, folds, tfidf_folds, scoring)
             rows.append(_table_row(name, "union", label(f"TF-IDF + {cand.label(info['num_layers'])}"), cand,
                                    _tfidf_width(tfidf_folds) + X.shape[1], scores, info["embed_s_per_1k"],
@@ -479,6 +482,35 @@ def _check_poolings(poolings) -> tuple[str, ...]:
         raise ValueError(f"poolings={poolings!r} is not valid: expected some of {list(POOLINGS)}, each once, as a "
                          "list or tuple (the candidates combine them).")
     return chosen
+
+
+def _poolings_run_by(model: str, poolings: tuple[str, ...]) -> tuple[str, ...]:
+    """``poolings`` less ``"cls"`` for a model whose CLS pooling :class:`~bertfeat.BertEmbedder` refuses (a causal
+    decoder, a tokenizer that puts nothing before the text), saying so: the probe's default poolings hold it, and
+    the command line and R take no other. CLS pooling alone is left to the refusal."""
+    if "cls" not in poolings or len(poolings) == 1:
+        return poolings
+    import warnings
+
+    from bertfeat.embedder import _puts_token_first
+    from bertfeat.exceptions import ModelNoteWarning, user_stacklevel
+    from bertfeat.models import resolve_model
+
+    try:
+        spec = resolve_model(model)
+    except (ValueError, OSError):  # refused below by BertEmbedder's fit, in its own order
+        return poolings
+    if spec.causal:
+        why = (f"is a causal decoder (model_type {spec.model_type!r}), whose first token attends to no token after "
+               "it")
+    elif not _puts_token_first(spec, False):
+        why = "has a tokenizer that puts no special token before the text (its first token is the text's first word)"
+    else:
+        return poolings
+    rest = tuple(p for p in poolings if p != "cls")
+    warnings.warn(f"model={model!r} {why}, so the probe leaves out its CLS pooling and scores its "
+                  f"{' and '.join(rest)} pooling.", ModelNoteWarning, stacklevel=user_stacklevel())
+    return rest
 
 
 def _plain(value):

@@ -1848,3 +1848,40 @@ def test_groups_a_stock_phrase_ties_together_are_refused_saying_so(tiny_bert, mo
         "the texts hold 1 groups, fewer than the 3 cross-validation folds (each group, with the copies of a text, stays "
         "in one fold, and the 12 groups given are 1 once the groups that share a copy of a text are joined); lower cv= "
         "or drop the texts repeated across groups (stock phrases such as 'Great product!').")
+
+
+def test_the_probe_of_a_causal_decoder_scores_the_poolings_it_runs_and_says_so(tmp_path, capsys):
+    """(found by a review of session 13's merged work, 2026-11-27, session 13) The encoder architectures hunt refused
+    CLS pooling of a causal decoder at fit, and the probe's default poolings hold 'cls': `bertfeat probe` and R's
+    bf_probe() on any decoder (gte-Qwen2, e5-mistral, a Llama) failed before any work, told to pass
+    poolings=('mean', 'max'), which neither takes: no decoder could be probed there. The probe now leaves out the CLS
+    pooling of a model that refuses it, saying so, and scores the rest; asked for CLS pooling alone, it refuses."""
+    import warnings
+
+    from bertfeat.cli import main
+    from bertfeat.exceptions import ModelNoteWarning
+    from tests.tiny_encoders import build_tiny_decoder
+
+    texts, y = labelled(24)
+    path = build_tiny_decoder(tmp_path / "llama", corpus=texts)
+    note = (r"is a causal decoder \(model_type 'llama'\), whose first token attends to no token after it, so the "
+            r"probe leaves out its CLS pooling and scores its mean and max pooling\.$")
+    with pytest.warns(ModelNoteWarning, match=note):
+        result = probe(texts, y, model=path, cv=2, unions=0, baseline=False)
+    assert set(result.table["pooling"]) == {"mean", "max", "mean+max"}
+    assert result.recommended["pooling"] in ("mean", "max", "mean+max")
+    with pytest.raises(ValueError, match=r"^pooling='cls' reads the CLS token, .* is a causal decoder"):
+        probe(texts, y, model=path, poolings=["cls"], cv=2, unions=0, baseline=False)
+    csv = tmp_path / "labels.csv"
+    pd.DataFrame({"text": texts, "label": y}).to_csv(csv, index=False)
+    shown = []
+    with warnings.catch_warnings():  # as the command line shows a warning where no test records it
+        warnings.simplefilter("always")
+        warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: shown.append(
+            warnings.formatwarning(message, category, filename, lineno, line))
+        assert main(["probe", str(csv), "--text-col", "text", "--label-col", "label", "--model", path, "--cv", "2",
+                     "--unions", "0", "--no-baseline"]) == 0
+    assert [line for line in shown if "CLS" in line] == [
+        f"bertfeat probe: warning: --model {path} is a causal decoder (model_type 'llama'), whose first token attends "
+        "to no token after it, so the probe leaves out its CLS pooling and scores its mean and max pooling.\n"]
+    assert "mean+max" in capsys.readouterr().out

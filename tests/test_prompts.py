@@ -409,17 +409,23 @@ def test_cls_pooling_is_refused_where_the_tokenizer_puts_nothing_before_the_text
         assert X.shape == (3, 32) and np.isfinite(X).all()
 
 
-def test_the_probe_refuses_cls_too_where_the_tokenizer_puts_nothing_before_the_text(
+def test_the_probe_scores_no_cls_pooling_where_the_tokenizer_puts_nothing_before_the_text(
         bert_with_nothing_before_the_text, tmp_path):
+    """The probe's default poolings left out CLS pooling, which the command line and R cannot (they take no
+    poolings): scored without it, saying so (review of session 13); CLS pooling alone is refused."""
+    from bertfeat.exceptions import ModelNoteWarning
     from bertfeat.probe import probe
 
     texts = [f"{w} sat on the {v}" for w in ("the cat", "a dog", "emma", "a man") for v in ("mat", "park", "log")]
     y = [0, 1] * 6
     with pytest.raises(ValueError, match=r"poolings=\('mean', 'max'\)"):
-        probe(texts, y, model=bert_with_nothing_before_the_text, cv=3, baseline=False)
-    result = probe(texts, y, model=bert_with_nothing_before_the_text, cv=3, baseline=False,
-                   poolings=("mean", "max"), cache_dir=str(tmp_path / "cache"))
-    assert set(result.table["pooling"].dropna()) <= {"mean", "max", "mean+max"}
+        probe(texts, y, model=bert_with_nothing_before_the_text, cv=3, baseline=False, poolings=("cls",))
+    note = (r"has a tokenizer that puts no special token before the text \(its first token is the text's first "
+            r"word\), so the probe leaves out its CLS pooling and scores its mean and max pooling\.$")
+    with pytest.warns(ModelNoteWarning, match=note):
+        result = probe(texts, y, model=bert_with_nothing_before_the_text, cv=3, baseline=False,
+                       cache_dir=str(tmp_path / "cache"))
+    assert set(result.table["pooling"].dropna()) == {"mean", "max", "mean+max"}
 
 
 def test_cls_pooling_is_refused_at_fit_from_tokenizer_json_so_a_warm_cache_cannot_answer(
