@@ -177,11 +177,21 @@ class ArrowFeaturizer:
 
     def product_shape(self) -> tuple[int, int | None]:
         """The model's hidden size and feed-forward width: the products whose rates a job's manifest records
-        (:func:`bertfeat.hardware.run_facts`). The width is None where the model never loaded here (every text
-        answered from the cache)."""
+        (:func:`bertfeat.hardware.run_facts`). Where the model never loaded here (every text answered from the
+        cache) the width is read from its config.json, as ``bertfeat info`` reads it: a process that has torch
+        measures the rates all the same (R's, a notebook's); None where the model cannot be resolved now."""
         from bertfeat.embedder import _HELD_MODEL
+        from bertfeat.models import feed_forward_width, resolve_model
 
-        return self.recipe.hidden_size, getattr(self.embedder.__dict__.get(_HELD_MODEL), "ffn_width", None)
+        hidden = self.recipe.hidden_size
+        width = getattr(self.embedder.__dict__.get(_HELD_MODEL), "ffn_width", None)
+        if width is None:
+            try:
+                spec = resolve_model(self.embedder.model, trust_remote_code=self.embedder.trust_remote_code)
+            except (OSError, ValueError):  # a fact of the manifest, never a job's failure
+                return hidden, None
+            width = feed_forward_width(spec.path, hidden)
+        return hidden, width
 
     def text_hashes(self, batch) -> np.ndarray:
         """The 64-bit hashes of the distinct texts of ``batch`` that the last call embedded (a text read as missing,

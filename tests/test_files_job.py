@@ -710,6 +710,30 @@ def test_the_manifests_rates_are_measured_at_the_models_own_feed_forward_shape(t
     assert set(shapes) == {(32, 37)}
 
 
+def test_a_run_the_cache_answers_whole_measures_its_rates_at_the_models_own_shape_too(tiny_bert, tmp_path,
+                                                                                     monkeypatch):
+    """(found by a review of session 13's merged work, 2026-11-27, session 13) The leftovers hunt measured the
+    manifest's rates at the model's feed-forward width where this job loaded the model, and fell back to 4 x hidden
+    where the cache answered every text: in a process that had imported torch (R's bf_embed_file(), a notebook, a
+    second job), that run's manifest measured products the model never runs (32 x 128 here, not 32 x 37). The width
+    is read from the model's config.json there, as bertfeat info reads it."""
+    from bertfeat import hardware
+
+    shapes = []
+
+    def rates(hidden, intermediate, dtypes):
+        shapes.append((hidden, intermediate))
+        return {d: 1.0 for d in dtypes}
+
+    monkeypatch.setattr(hardware, "dtype_rates", rates)
+    job = dict(model=tiny_bert, quiet=True, chunk_rows=5, cache_dir=str(tmp_path / "cache"))
+    embed_file(str(_src(tmp_path)), str(tmp_path / "first.parquet"), "review", **job)
+    manifest = embed_file(str(_src(tmp_path)), str(tmp_path / "again.parquet"), "review", **job)
+    assert manifest["this_run"]["embedded"] == 0 and manifest["timing"]["forward_pass"] == {}  # the model never ran
+    assert manifest["timing"]["machine"]["matmul_gflops"] == {"float32": 1.0, "bfloat16": 1.0}
+    assert set(shapes) == {(32, 37)}
+
+
 def _written_before_quoting_was_recorded(state: dict) -> dict:
     """A job's state as bertfeat wrote it before ``reading`` recorded ``quoting`` (before 2026-11-27)."""
     return {**state, "reading": {k: v for k, v in state["reading"].items() if k != "quoting"}}
