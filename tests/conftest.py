@@ -11,6 +11,10 @@ import os
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# The suite expects this machine's cores (the affinity, a cgroup quota): run as a Slurm job, SLURM_CPUS_PER_TASK
+# (which caps bertfeat's allotted cores, hardware.slurm_task_cpus) would cap them in every test and child process;
+# the tests of that cap set it themselves
+os.environ.pop("SLURM_CPUS_PER_TASK", None)
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402

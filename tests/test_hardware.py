@@ -50,7 +50,6 @@ def test_allotted_cores_are_this_process_affinity_capped_by_the_quota_rounded_up
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: asked.append(pid) or {0, 5, 7}, raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 64)
     monkeypatch.setattr(hardware, "cgroup_cpu_quota", lambda: quota)
-    monkeypatch.delenv("SLURM_CPUS_PER_TASK", raising=False)  # the suite itself run as a Slurm job
     assert hardware.allotted_cores() == cores
     assert asked == [0]  # this process's own affinity
 
@@ -79,7 +78,6 @@ def test_without_an_affinity_call_the_cores_are_the_machines(monkeypatch, count,
     monkeypatch.delattr(os, "sched_getaffinity", raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: count)
     monkeypatch.setattr(hardware, "cgroup_cpu_quota", lambda: quota)
-    monkeypatch.delenv("SLURM_CPUS_PER_TASK", raising=False)  # the suite itself run as a Slurm job
     assert hardware.allotted_cores() == cores
 
 
