@@ -534,12 +534,15 @@ def run_facts(hidden: int | None = None, intermediate: int | None = None) -> dic
     """The machine facts a CLI manifest records in its timing section: CPU, instruction sets, native dtypes, cores,
     the CPU forward pass's kernel order, and, when this process ran the model (torch is loaded), torch's threads and
     the measured float32 / bfloat16 product rates at the model's feed-forward shape, ``hidden`` x ``intermediate``
-    (4 x ``hidden`` where that is not known). A run answered from the cache never imports torch for this."""
+    (4 x ``hidden`` where that is not known); ``"rosetta": True`` where Rosetta translates this Python, as
+    ``bertfeat info`` says (left out elsewhere). A run answered from the cache never imports torch for this."""
     import sys
 
     flags, native = _listed_facts()
     facts = {"cpu": cpu_model(), "cpu_id": cpu_id(), "arch": platform.machine(), "flags": flags,
              "native_dtypes": native, "allotted_cores": allotted_cores(), "cpu_kernels": _kernel_order()}
+    if os_cpu.under_rosetta():  # the reason such a run is slow, in the manifest a bug report carries
+        facts["rosetta"] = True
     if "torch" in sys.modules and hidden:
         rates = dtype_rates(int(hidden), int(intermediate or 4 * int(hidden)), ("float32", "bfloat16"))
         facts["threads"] = _threads()

@@ -705,6 +705,20 @@ def test_the_run_facts_word_for_word(monkeypatch):
     assert hardware.run_facts(32) == facts and len(asked) == 1
 
 
+def test_a_manifest_of_a_python_rosetta_translates_says_so_as_info_does(monkeypatch):
+    """(found by a review of session 13's merged work, 2026-11-27, session 13) The other operating systems hunt told
+    an x86_64 Python on Apple silicon apart in `bertfeat info` (its rosetta: line, the report's "rosetta" key), and
+    not in a job's manifest, whose machine entry docs/cli.md calls the facts info prints: a slow run's manifest, the
+    one put in a bug report, named an "x86_64" machine and its rates without the reason they are slow."""
+    from bertfeat import os_cpu
+
+    _machine(monkeypatch, {"float32": 46.25, "bfloat16": 0.4321})
+    monkeypatch.setattr(os_cpu, "under_rosetta", lambda: True)
+    assert hardware.run_facts()["rosetta"] is True and hardware.run_facts(32)["rosetta"] is True
+    monkeypatch.setattr(os_cpu, "under_rosetta", lambda: False)  # said only where it is so (every other machine)
+    assert "rosetta" not in hardware.run_facts() and "rosetta" not in hardware.run_facts(32)
+
+
 def test_where_the_os_lists_no_instruction_sets_the_report_and_the_facts_say_none_are_known(monkeypatch):
     """On Windows (no /proc/cpuinfo, no sysctl) `bertfeat info` said "instructions: none of those bertfeat looks for"
     and "native dtypes: float32 (this CPU)", and every manifest "flags": [] and "native_dtypes": ["float32"], of CPUs
