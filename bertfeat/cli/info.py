@@ -38,12 +38,10 @@ def add_parser(sub) -> None:
 def describe(model: str = "default", machine: bool = True) -> dict:
     from bertfeat.backend import get_backend
     from bertfeat.devices import resolve_device
-    from bertfeat.embedder import BertEmbedder
+    from bertfeat.embedder import BertEmbedder, _puts_token_first
     from bertfeat.model_files import check_model_files
     from bertfeat.models import resolve_model
     from bertfeat.prompts import notes_held
-
-    from bertfeat.embedder import _puts_token_first
 
     spec = resolve_model(model)
     # the default pooling reads the CLS token: for a model where that is refused (a causal decoder, a tokenizer that
