@@ -638,8 +638,9 @@ def refuse_cls_pooling(pooling: Sequence[str], name: str, model_type: str | None
     its state is the same for every text."""
     if "cls" not in pooling:
         return
-    fix = ("Pass pooling='mean' (or 'max'), which pool every token of the text (to the probe: "
-           "poolings=('mean', 'max')).")
+    from bertfeat.spelling import PROBE_POOLINGS_ASIDE
+
+    fix = f"Pass pooling='mean' (or 'max'), which pool every token of the text{PROBE_POOLINGS_ASIDE}."
     if causal:
         kind = f" (model_type {model_type!r})" if model_type else ""
         raise ValueError(

@@ -35,7 +35,10 @@ QUOTED_OR_KEYWORD = re.compile(rf"""{QUOTED_TEXT}|{KEYWORD.pattern}""")
 # to set it (bertfeat.cache's refusals of a cache_dir; R's step gives its own)
 SET_PARAMS_ASIDE = " (est.set_params(cache_dir=...), or <step>__cache_dir=... for a Pipeline)"
 PICKLED_NOTE = "A pickled pipeline keeps the cache path of the machine it was fitted on. "
-PYTHON_ONLY = (SET_PARAMS_ASIDE, PICKLED_NOTE)
+# the probe's poolings, in CLS pooling's refusal: the command line's and R's probes take none (they leave out CLS
+# pooling where it is refused)
+PROBE_POOLINGS_ASIDE = " (to the probe: poolings=('mean', 'max'))"
+PYTHON_ONLY = (SET_PARAMS_ASIDE, PICKLED_NOTE, PROBE_POOLINGS_ASIDE)
 
 
 def without_python_only(message: str) -> str:

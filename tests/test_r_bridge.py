@@ -263,6 +263,10 @@ def test_run_cli_gives_the_commands_warnings_to_r_as_warnings_not_as_progress_li
      "Drop or merge the rare classes, or lower cv to at most 3; or pass baseline = FALSE, unions = 0."),
     ("missing='nan' is not valid for the probe. Pass missing='zero' (a zero vector for each missing text).",
      'missing = "nan" is not valid for the probe. Pass missing = "zero" (a zero vector for each missing text).'),
+    # the probe's poolings, which bf_probe() does not take (review of session 13): left out
+    ("... would be constant. Pass pooling='mean' (or 'max'), which pool every token of the text (to the probe: "
+     "poolings=('mean', 'max')).",
+     '... would be constant. Pass pooling = "mean" (or "max"), which pool every token of the text.'),
     # a list of choices or of names, Python's ['cls', 'mean'], and a run of quoted choices, as R writes them
     ("long_text='chunky' is not valid: expected one of ['truncate', 'chunk'].",
      'long_text = "chunky" is not valid: expected one of "truncate", "chunk".'),

@@ -59,6 +59,8 @@ def parser_of(*command):
      "Pipeline), or cache_dir=None to run without a cache.",
      "--cache-dir /c cannot be made. Pass a writable directory on this machine, or no --cache-dir to run without a "
      "cache."),
+    (["embed"], "constant. Pass pooling='mean' (or 'max'), which pool every token of the text (to the probe: "
+     "poolings=('mean', 'max')).", "constant. Pass --pooling mean (or 'max'), which pool every token of the text."),
     (["probe"], "Pass task='regression', or give the classes as strings (y.astype(str)) to score them as classes.",
      "Pass --task regression, or give the classes as strings to score them as classes."),
     (["probe"], "class(es) 0 (2) of the labels y have fewer members than the 5 folds; lower cv= to at most 2.",
