@@ -155,6 +155,12 @@ def _new_or_running_session(master: str | None, quiet: bool):
         # the mark: the user's next SparkSession.builder.getOrCreate() failed (CONNECT_URL_NOT_SET). Taken off by _stop
         _CONNECT_MODE["unset"] = "SPARK_CONNECT_MODE_ENABLED" not in os.environ
         return (SparkSession.builder if master is None else SparkSession.builder.remote(remote)).getOrCreate(), True
+    if master is not None and os.environ.get("SPARK_REMOTE"):  # the builder refused the two together, a traceback
+        raise ValueError(
+            f"master={master!r}, but SPARK_REMOTE={os.environ['SPARK_REMOTE']!r} names a Spark Connect server, and "
+            f"pyspark runs a session on one or the other: drop master= to run on that server, or unset SPARK_REMOTE "
+            f"to run on {master!r}."
+        )
     require_java()
     if local_connect(master) is not None:
         return _local_connect_session(quiet, master), True

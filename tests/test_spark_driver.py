@@ -1732,6 +1732,25 @@ def test_spark_remote_local_has_the_builder_launch_its_server_with_this_python_a
         assert log == [("java",), ("master", "local[3]"), ("getOrCreate",)]
 
 
+@pytest.mark.parametrize("remote", ["local[2]", "sc://cluster:15002"])
+def test_a_master_beside_spark_remote_is_refused_saying_which_to_drop(pyspark_stand_in, monkeypatch, remote):
+    """(found by a review of session 13's merged work, 2026-11-27, session 13) The leftovers hunt made a job run
+    under SPARK_REMOTE (local[2]: a Spark Connect server pyspark starts here) and left the job given --master
+    beside it: the builder took the master and pyspark refused them together, a traceback of
+    PySparkRuntimeError [CANNOT_CONFIGURE_SPARK_CONNECT_MASTER] from `bertfeat embed --engine spark --master ...`
+    (sc://... alike). Refused before the JVM or the builder, saying which to drop."""
+    log = pyspark_stand_in(conf={"spark.master": "local[*]"})
+    for var in ("SPARK_API_MODE", "MASTER", "SPARK_CONNECT_MODE_ENABLED"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("SPARK_REMOTE", remote)
+    with pytest.raises(ValueError) as info:
+        bsession._session("local[3]", True)
+    assert str(info.value) == (
+        f"master='local[3]', but SPARK_REMOTE={remote!r} names a Spark Connect server, and pyspark runs a session "
+        "on one or the other: drop master= to run on that server, or unset SPARK_REMOTE to run on 'local[3]'.")
+    assert all(entry[0] not in ("jvm", "getOrCreate", "master") for entry in log), log
+
+
 def test_a_job_on_the_users_session_never_changes_its_options_not_even_while_it_runs(tiny_bert, tmp_path,
                                                                                       spark_job):
     """A job on the user's session set its three options on it for the job's length (_conf) and put the old values
