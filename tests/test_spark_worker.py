@@ -58,7 +58,13 @@ def in_task(monkeypatch):
     import bertfeat.hardware
 
     threads = []
-    monkeypatch.setattr(bertfeat.hardware, "set_threads", threads.append)  # torch's threads left alone
+
+    def set_threads(n=None):  # torch's threads left alone; the task's own counts recorded
+        if n is not None:  # not limit_threads_to_allotted_cores()'s call, which another test's state can bring
+            threads.append(n)
+        return n
+
+    monkeypatch.setattr(bertfeat.hardware, "set_threads", set_threads)
     monkeypatch.setattr(bspark, "_WORKER", {"key": None, "featurizer": None, "loads": 0})
 
     def use(task):
