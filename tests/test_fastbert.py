@@ -314,15 +314,17 @@ def test_what_a_rung_leaves_at_padding_is_never_read(tiny_bert, monkeypatch):
 def test_a_reduced_precision_no_rung_reproduces_takes_the_transformers_pass_in_that_dtype(tiny_bert, monkeypatch):
     """(a mutation testing hunt, 2026-11-27, session 13: build_ladder 156-163, the ladder's last line, which no test
     reached) float32 reproduced but every bfloat16 rung passed over: the transformers pass in bfloat16, each rung
-    passed over named with why, in the CPU's order."""
-    real_call = _FastBert.__call__
+    passed over named with why, in the CPU's order. Each bfloat16 rung fails as it is built, before oneDNN packs a
+    weight: on an AVX2-only CPU (Zen 1-3) the packing itself refuses bfloat16 with the CPU's own words, which a
+    failure planted later, at the rung's run, never reaches."""
+    real_init = _FastBert.__init__
 
-    def no_bfloat16(self, ids, mask, layers):
-        if self.dtype == torch.bfloat16:
+    def no_bfloat16(self, model, dtype, use_onednn):
+        if dtype == torch.bfloat16:
             raise RuntimeError("bf16 packing is not supported on this CPU")
-        return real_call(self, ids, mask, layers)
+        real_init(self, model, dtype, use_onednn)
 
-    monkeypatch.setattr(_FastBert, "__call__", no_bfloat16)
+    monkeypatch.setattr(_FastBert, "__init__", no_bfloat16)
     monkeypatch.setenv(fastbert.KERNELS_ENV, "torch")
     monkeypatch.setattr(fastbert, "_onednn_linear_available", lambda: True)
     ladder = build_ladder(_FastBert, transformers_model(tiny_bert), torch.bfloat16, PROBE)
