@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import itertools
 import re
 import zlib
 
@@ -66,10 +67,23 @@ class CsvProblems:
                 prev = piece[-1:]
         return line
 
-    def _rows_joined(self) -> str:
-        """The refusal of a TSV whose quoting was not declared, where a quoted value holds a tab after a line break
+    def _refuse_rows_joined(self) -> None:
+        """Refuse a TSV whose quoting was not declared, where a quoted value holds a tab after a line break
         (:attr:`bertfeat.quotes.QuoteScanner.rows_joined`): rows read into one value, as a database's or a shell's
-        export, which quotes nothing, leaves them after a value beginning with a quote."""
+        export, which quotes nothing, leaves them after a value beginning with a quote; unless the file read with no
+        quotes (as written, or with MySQL's backslash escapes) gives no rows of the header's width, as where
+        Python's csv module quoted a value holding a line break and a tab: then its quotes are its own, and it is not
+        asked again."""
+        for backslash in (False, True):
+            with self._text() as fh:
+                lines = itertools.islice(fh, self.header_lines, None)
+                if exports.unquoted_rows(lines, len(self.header), backslash)[0]:
+                    raise ValueError(self._rows_joined())
+        self._watch_rows = False
+        self._counting.quotes.stop_watching()
+
+    def _rows_joined(self) -> str:
+        """The refusal of :meth:`_refuse_rows_joined`."""
         opened, tab = (self._line_at(at, bom=True) for at in self._counting.quotes.rows_joined)
         return (f"{self.path} holds a quoted value opened at line {opened} that holds a tab after a line break (at "
                 f"line {tab}), as rows read into one value do: in a TSV whose values are never quoted (a database's "
@@ -82,21 +96,40 @@ class CsvProblems:
         holds a backslash and an n, t or r: the line break, tab or carriage return of a database's text export
         (PostgreSQL's COPY text format, mysql --batch), which read as written would be embedded as two characters;
         or that ends with a backslash, which MySQL's INTO OUTFILE writes before a line break inside a value, there
-        read as the end of the row (the rest of the text a row of its own). A text holding a backslash no such
-        export writes alone (before another letter: LaTeX's \\alpha, a Windows path's \\Users; before x or a digit
-        other than 0, as PostgreSQL's COPY TO writes no octal or hex escape and MySQL's exports only \\0) shows the
-        file is no such export, and its backslashes are the texts' own: it is not asked again."""
+        read as the end of the row (the rest of the text a row of its own), or before a tab. A text holding a
+        backslash no such export writes alone (before another letter: LaTeX's \\alpha, a Windows path's \\Users;
+        before x or a digit other than 0, as PostgreSQL's COPY TO writes no octal or hex escape and MySQL's exports
+        only \\0), or a file whose lines read with no quotes and MySQL's escapes are no rows of the header's width
+        (:func:`bertfeat.exports.unquoted_rows`: a value Python's csv module quoted, a backslash ending the file or a
+        Python-written TSV's row), or whose text ends with a backslash and no line break is escaped (the backslash
+        ends a quoted value), shows the file is no such export, and its backslashes are the texts' own: it is not
+        asked again."""
         for name in self.text_cols:
             own = pc.match_substring_regex(batch.column(name), r"(^|[^\\])(\\\\)*\\[^\\ntrbfvN0]")
             if pc.any(pc.fill_null(own, False)).as_py():
                 self._watch_escapes = False
                 return
+        found = {}  # each text column's texts holding a backslash and n, t or r, or ending with one
+        ends = False
         for name in self.text_cols:
             column = batch.column(name)
-            found = pc.fill_null(pc.match_substring_regex(column, r"(^|[^\\])(\\\\)*\\([ntr]|$)"), False)
-            if not pc.any(found).as_py():
+            two = pc.fill_null(pc.match_substring_regex(column, r"(^|[^\\])(\\\\)*\\[ntr]"), False)
+            last = pc.fill_null(pc.match_substring_regex(column, r"(^|[^\\])(\\\\)*\\$"), False)
+            ends |= pc.any(last).as_py()
+            found[name] = pc.or_(two, last)
+        if not any(pc.any(one).as_py() for one in found.values()):
+            return
+        with self._text() as fh:
+            fits, joined = exports.unquoted_rows(itertools.islice(fh, self.header_lines, None), len(self.header),
+                                                 backslash=True)
+        if not fits or (ends and not joined):  # no such export: its lines are no rows, or its backslash ends a quote
+            self._watch_escapes = False
+            return
+        for name in self.text_cols:
+            column = batch.column(name)
+            if not pc.any(found[name]).as_py():
                 continue
-            i = int(np.flatnonzero(found.to_numpy(zero_copy_only=False))[0])
+            i = int(np.flatnonzero(found[name].to_numpy(zero_copy_only=False))[0])
             value = column[i].as_py()
             at = re.search(r"(?:^|[^\\])(?:\\\\)*(\\[ntr]|\\\Z)", value, re.S)
             shown = value[max(0, at.start(1) - 20):at.end(1) + 20]
@@ -105,7 +138,9 @@ class CsvProblems:
                     "TO STDOUT, mysql --batch, Snowflake's unloads): read as written it would be embedded as those two "
                     "characters" if len(at[1]) == 2 else
                     f"ends with a backslash ({shown!r}), as MySQL's INTO OUTFILE writes one before a line break inside "
-                    "a value: read as written the rest of the text would be a row of its own")
+                    "a value: read as written the rest of the text would be a row of its own" if name == self.header[-1]
+                    else f"ends with a backslash ({shown!r}), as MySQL's INTO OUTFILE writes one before a tab inside a "
+                    "value: read as written the rest of the text would be the next column's value")
             raise ValueError(
                 f"{self.path}: the text of row {delivered + i:,} in column {name!r} {what}. Pass "
                 "quoting='backslash' to read the file's escapes (and \\N as missing); if the backslashes are the "

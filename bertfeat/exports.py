@@ -32,6 +32,35 @@ _PSQL_CSV = "psql --csv -c 'SELECT ...' > file.csv"
 _SQLITE_CSV = "sqlite3 -csv -header file.db 'SELECT ...' > file.csv"
 
 
+_ESCAPE_OR_TAB = re.compile(r"\\.?|\t", re.S)  # a backslash and the character it escapes (none at a line's end), or a tab
+
+
+def unquoted_rows(lines, width: int, backslash: bool) -> tuple[bool, bool]:
+    """How the lines of a TSV (``lines``, its header left out, each with its line end) read where no value is quoted:
+    ``(fits, joined)``, whether each row has ``width`` values and ends with a line break (no backslash escaping it),
+    and whether a line break was escaped. With ``backslash``, as MySQL's SELECT ... INTO OUTFILE writes them: a
+    backslash escapes the character after it, a tab or a line break among them; without, as a TSV that escapes
+    neither (a shell's, or one that writes them as two characters: PostgreSQL's COPY, mysql --batch). Where no such
+    reading fits, no such export wrote the file: its quotes and backslashes are the file's own."""
+    values, joined, open_row = 1, False, False
+    for line in lines:
+        body = line.rstrip("\r\n")
+        if not body and not open_row:
+            continue  # a blank line: no row, as the reader skips it
+        if backslash:
+            tokens = _ESCAPE_OR_TAB.findall(body)
+            values += tokens.count("\t")
+            if tokens and tokens[-1] == "\\":  # a backslash before the line break (or ending the file)
+                joined = open_row = True
+                continue
+        else:
+            values += body.count("\t")
+        if values != width:
+            return False, joined
+        values, open_row = 1, False
+    return not open_row, joined
+
+
 def footer_rows(value) -> int | None:
     """The count of rows psql's footer ``value`` gives (``(3 rows)``, ``(1 row)``), or None where it is no footer."""
     found = _FOOTER.fullmatch(value) if isinstance(value, str) else None

@@ -84,6 +84,10 @@ class QuoteScanner:
         self._prev = data[-1]
         self._offset += n
 
+    def stop_watching(self) -> None:
+        """Watch no more for rows read into a quoted value (the file's quotes are shown to be its own)."""
+        self._watch, self.rows_joined = False, None
+
     def _inside(self, data: bytes, start: int, end: int) -> None:
         """Follow ``data[start:end]``, inside a quoted value: a line break, a field and a tab there (a record's start,
         not an indented line, which starts with a tab) are a row read into the value where the file's values are not

@@ -296,7 +296,7 @@ class InputReader(CsvProblems):
                 if self._counting.quotes.closed_early is not None:  # in the first block: refused before any work
                     raise ValueError(self._csv_problem(None))
                 if self._counting.quotes.rows_joined is not None:
-                    raise ValueError(self._rows_joined())
+                    self._refuse_rows_joined()
                 if self.infer_types:
                     self._counting.close()
                     self._as_written = self._integers_past_int64(schema, block)
@@ -513,7 +513,7 @@ class InputReader(CsvProblems):
                     if self._counting.quotes.closed_early is not None:  # before the rows read into one value
                         raise ValueError(self._csv_problem(None))
                     if self._counting.quotes.rows_joined is not None:  # likewise, in a TSV that quotes nothing
-                        raise ValueError(self._rows_joined())
+                        self._refuse_rows_joined()
                     if self._counting.zeros_at is not None:  # before the rows the zeros are read into
                         raise ValueError(self._zeros())
                     batch = batch.select(self.columns)

@@ -2,6 +2,7 @@
 format and ``psql -A``, MySQL's ``INTO OUTFILE`` and ``mysql -B``, warehouse unloads. Each is read right or refused
 naming what was seen and what to do; never embedded wrong (a ``\\N`` as a text, a ``(3 rows)`` footer as a row)."""
 
+import io
 import json
 import re
 
@@ -9,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from bertfeat import exports
 from bertfeat.cli import main
 from bertfeat.readers import InputReader
 
@@ -607,6 +609,50 @@ def test_a_backslash_before_a_line_break_is_refused_where_the_quoting_was_not_de
         "The line before it ends with a backslash ('two\\\\'), as exports that escape their delimiters, tabs and line "
         "breaks with a backslash write one before a line break inside a value (MySQL's INTO OUTFILE, Redshift's "
         "UNLOAD ... ESCAPE): pass quoting='backslash'.")
+
+
+@pytest.mark.parametrize("text, backslash, read_as", [
+    ('1\t"a\n2\tb"\n', False, (True, False)),  # a TSV that quotes nothing: two rows, its quotes the texts' own
+    ("1\ta\tb\n", False, (False, False)),  # three values, not two
+    ("1\ta\n\n2\tb\n", False, (True, False)),  # a blank line is no row
+    ("1\ta\\\nb\n", True, (True, True)),  # MySQL's line break inside a value
+    ("1\ta\\\r\nb\r\n", True, (True, True)),
+    ("1\ta\\\\\nb\n", True, (False, False)),  # an escaped backslash, then the line break: "b" is a row of one value
+    ("1\ta\\\tb\t2\n", True, (False, False)),  # an escaped tab: 1, "a<tab>b" and 2, three values
+    ("1\ta\\\n", True, (False, True)),  # the file ends inside the row: no export ends so
+    ("1\ta\\", True, (False, True)),  # a backslash escaping nothing
+])
+def test_a_tsvs_lines_are_read_as_rows_with_no_quotes(text, backslash, read_as):
+    """(session 14) The readings a TSV whose quoting was not declared is checked against before it is asked which it
+    is: its lines with no quotes, as written or with MySQL's backslash escapes, each row of the header's width."""
+    assert exports.unquoted_rows(io.StringIO(text, newline=""), 2, backslash) == read_as
+
+
+def test_a_backslash_ending_a_text_is_refused_only_where_mysqls_reading_gives_rows_of_the_headers_width(tmp_path):
+    """(session 14) A TSV written by Python's csv module whose last text ends with a backslash was refused as MySQL's
+    escaped line break (hypothesis found it): none ends a file, and a backslash ending a row further up joins it to
+    the next into a row of twice the width. Such a file is read as written; where MySQL's reading does give rows of
+    the header's width (its text of a tab and a line break), it is still asked, naming the tab a backslash before a
+    column's end escapes there. A backslash ending a quoted value is no export's either, and a backslash and n
+    further on is read as written."""
+    last = tmp_path / "last.tsv"
+    last.write_bytes(b"id\ttext\n1\tfirst\n2\tC:\\\n")
+    assert read(last, ["id", "text"]).column("text").to_pylist() == ["first", "C:\\"]
+    up = tmp_path / "up.tsv"
+    up.write_bytes(b"id\ttext\n1\tC:\\\n2\tsecond\n")
+    assert read(up, ["id", "text"]).column("text").to_pylist() == ["C:\\", "second"]
+    quoted = tmp_path / "quoted.tsv"  # Python's csv.QUOTE_ALL: the backslash before a quote, no line break
+    quoted.write_bytes(b'"id"\t"text"\n"1"\t"C:\\"\n"2"\t"x\\ny"\n')
+    assert read(quoted, ["id", "text"]).column("text").to_pylist() == ["C:\\", "x\\ny"]
+    tab = tmp_path / "tab.tsv"
+    tab.write_bytes(b"text\tid\na\\\tb\\\nc\t1\n")  # MySQL's row: "a<tab>b<line break>c", 1
+    with pytest.raises(ValueError) as info:
+        read(tab, ["id", "text"])
+    assert str(info.value).startswith(
+        f"{tab}: the text of row 0 in column 'text' ends with a backslash ('a\\\\'), as MySQL's INTO OUTFILE writes "
+        "one before a tab inside a value: read as written the rest of the text would be the next column's value. Pass "
+        "quoting='backslash'")
+    assert read(tab, ["text", "id"], quoting="csv").column("text").to_pylist() == ["a\\", "c"]
 
 
 @pytest.mark.parametrize("body, line", [("id,text\n1,hello, world\n2,x\n(2 rows)\n", 2),
