@@ -487,7 +487,7 @@ class TorchBackend:
     @property
     def first_token_sees_text(self) -> bool:
         """Whether the model's first token sees the text after it: False for a causal decoder, whose CLS pooling
-        :func:`bertfeat.encode.check_first_token` refuses (every text would get one CLS vector). Found once, where a
+        :func:`bertfeat.encode.check_cls_pooling` refuses (every text would get one CLS vector). Found once, where a
         recipe first pools the CLS token, not at every load (two forward passes most recipes never need): True for
         a model the fused CPU pass runs, a bidirectional encoder by construction
         (:func:`bertfeat.architectures.supports`), else probed (:meth:`_first_token_probed`)."""

@@ -385,12 +385,10 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
             raise ValueError(f"normalize={self.normalize!r} is not valid: expected True or False.")
         spec = resolve_model(self.model, trust_remote_code=self.trust_remote_code)
         if "cls" in pooling:
-            from bertfeat.encode import refuse_cls_pooling
+            from bertfeat.encode import check_cls_pooling
 
-            if not _puts_token_first(spec, self.trust_remote_code):
-                refuse_cls_pooling(pooling, spec.name)
-            if spec.causal:  # from config.json, so that a run the cache answers whole is refused too
-                refuse_cls_pooling(pooling, spec.name, spec.model_type, causal=True)
+            # from config.json and the tokenizer's files, so that a run the cache answers whole is refused too
+            check_cls_pooling(pooling, spec, trust_remote_code=self.trust_remote_code)
         layers = rcp.parse_layers(self.layers, spec.num_layers, layer_agg)
         max_length = spec.max_length if self.max_length is None else self.max_length
         if not rcp._is_int(max_length) or not 4 <= max_length <= spec.max_length:
@@ -646,18 +644,6 @@ def _relative_model_dir(model) -> str | None:
     from bertfeat.sources import absolute
 
     return absolute(os.fsdecode(os.fspath(model))) if os.path.isdir(model) else None  # lnk/.. as the system reads it
-
-
-def _puts_token_first(spec, trust_remote_code: bool) -> bool:
-    """Whether the model's tokenizer puts a special token before a text: read from tokenizer.json, or, where that
-    does not tell, asked of the tokenizer (loaded without the weights), so that pooling="cls" is judged here, before
-    a run answered wholly from the cache (which never loads the model, where the load checks it) reads the first
-    word's state as the CLS vector."""
-    if spec.special_first is not None:
-        return spec.special_first
-    from bertfeat.model_files import tokenizer_puts_token_first
-
-    return tokenizer_puts_token_first(spec, trust_remote_code)
 
 
 def _row_namer(names, n_rows, X):

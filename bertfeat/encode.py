@@ -226,7 +226,8 @@ def encode(
                 _refuse_dropped(uniques, dropped, inverse, is_missing, row_name, all_seen=not len(todo))
     if len(todo):
         model = model or backend()
-        check_first_token(model, recipe.pooling if _pooling_asked is None else _pooling_asked)
+        check_cls_pooling(recipe.pooling if _pooling_asked is None else _pooling_asked,
+                          getattr(model, "spec", None), model)
 
         def refuse_dropped(lo: int, content: np.ndarray) -> None:
             """Under missing="error", refuse a text the tokenizer dropped whole once its chunk is tokenized, before
@@ -616,42 +617,70 @@ def chunk_bounds(n: int, chunk: int, first: int) -> list[tuple[int, int]]:
     return bounds
 
 
-def check_first_token(model, pooling: Sequence[str]) -> None:
-    """Refuse ``"cls"`` pooling where the loaded tokenizer puts no special token before the text (a backend without
-    ``prefix``, the ids it puts there, is not judged), or where the model's first token sees none after it (a causal
-    decoder: a backend's ``first_token_sees_text`` False, which a backend may find only when asked)."""
-    if "cls" not in pooling:
-        return
-    name = getattr(getattr(model, "spec", None), "name", None) or "this model"
+def first_token_fault(spec, model=None, trust_remote_code: bool = False) -> str | None:
+    """Why the first token of each sequence holds no reading of the text, so that ``"cls"`` pooling would read no
+    CLS vector: ``"nothing first"`` where the tokenizer puts no special token before the text (the first token is
+    then the text's first word: GPT-2 and other decoders add nothing; XLNet puts its ``<cls>`` last), ``"causal"``
+    where the model is a causal decoder (its first token, a BOS token, attends to nothing after it, so its state is
+    the same for every text); None where CLS pooling reads the text's CLS token. The one rule fit, ``bertfeat info``
+    and the probe apply alike.
+
+    ``model``: a loaded backend, whose tokenizer's ids before a text (``prefix``; a backend without one is not judged
+    on it) and probe (``first_token_sees_text``, run only when asked: it finds a decoder of a family config.json
+    does not name) decide beside config.json. Without one: config.json and the tokenizer's files alone, read without
+    the weights, so that a run the cache answers whole is judged as one that loads the model."""
+    if model is None:
+        if not _tokenizer_puts_token_first(spec, trust_remote_code):
+            return "nothing first"
+        return "causal" if spec.causal else None
     prefix = getattr(model, "prefix", None)
     if prefix is not None and not len(prefix):
-        refuse_cls_pooling(pooling, name)
-    if getattr(model, "first_token_sees_text", True) is False:
-        refuse_cls_pooling(pooling, name, getattr(getattr(model, "spec", None), "model_type", None), causal=True)
+        return "nothing first"
+    if getattr(spec, "causal", False) or getattr(model, "first_token_sees_text", True) is False:
+        return "causal"
+    return None
 
 
-def refuse_cls_pooling(pooling: Sequence[str], name: str, model_type: str | None = None, causal: bool = False) -> None:
-    """Refuse ``"cls"`` in ``pooling`` for model ``name``, whose tokenizer puts no special token before the text: the
-    first token is then the text's first word (GPT-2 and other decoders add nothing; XLNet puts its ``<cls>``
-    last), and CLS pooling would read that word's state, silently. ``causal``: the model is a causal decoder
-    (``model_type``), whose first token (a BOS token: Llama's, Mistral's, Gemma's) attends to nothing after it, so
-    its state is the same for every text."""
+def _tokenizer_puts_token_first(spec, trust_remote_code: bool) -> bool:
+    """Whether the model's tokenizer puts a special token before a text: read from tokenizer.json, or, where that
+    does not tell, asked of the tokenizer (loaded without the weights)."""
+    if spec.special_first is not None:
+        return spec.special_first
+    from bertfeat.model_files import tokenizer_puts_token_first
+
+    return tokenizer_puts_token_first(spec, trust_remote_code)
+
+
+class ClsPoolingRefused(ValueError):
+    """``"cls"`` pooling asked of a model whose first token holds no reading of the text; ``fault`` says why
+    (:func:`first_token_fault`), ``model_type`` is the model's family."""
+
+    def __init__(self, message: str, fault: str, model_type: str | None):
+        super().__init__(message)
+        self.fault, self.model_type = fault, model_type
+
+
+def check_cls_pooling(pooling: Sequence[str], spec, model=None, trust_remote_code: bool = False) -> None:
+    """Refuse ``"cls"`` in ``pooling`` where :func:`first_token_fault` finds the first token holds no reading of the
+    text (``spec``: the resolved model, None for a backend of one's own; ``model``: the loaded backend, if any)."""
     if "cls" not in pooling:
+        return
+    fault = first_token_fault(spec, model, trust_remote_code)
+    if fault is None:
         return
     from bertfeat.spelling import PROBE_POOLINGS_ASIDE
 
+    name, model_type = getattr(spec, "name", None) or "this model", getattr(spec, "model_type", None)
     fix = f"Pass pooling='mean' (or 'max'), which pool every token of the text{PROBE_POOLINGS_ASIDE}."
-    if causal:
+    if fault == "causal":
         kind = f" (model_type {model_type!r})" if model_type else ""
-        raise ValueError(
+        raise ClsPoolingRefused(
             f"pooling={'+'.join(pooling)!r} reads the CLS token, the first of each sequence, but {name} is a causal "
             f"decoder{kind}: each token attends only to the tokens before it, so the first token's state is the "
-            f"same for every text and CLS features would be constant. {fix}"
-        )
-    raise ValueError(
+            f"same for every text and CLS features would be constant. {fix}", fault, model_type)
+    raise ClsPoolingRefused(
         f"pooling={'+'.join(pooling)!r} reads the CLS token, the first of each sequence, but {name}'s tokenizer puts "
-        f"no special token before the text, so the first token is the text's first word. {fix}"
-    )
+        f"no special token before the text, so the first token is the text's first word. {fix}", fault, model_type)
 
 
 def prefix_tokens(recipe: Recipe, model) -> list[int]:

@@ -389,7 +389,7 @@ def probe(
     rows, model_info, seconds = [], {}, {}
     for name in models:
         t0 = time.perf_counter()
-        blocks, info = _embed_all_layers(texts, name, run[name], dict(
+        blocks, run[name], info = _embed_all_layers(texts, name, run[name], dict(
             max_length=max_length, long_text=long_text, stride=stride, prefix=prefix, prompt_name=prompt_name,
             device=device, dtype=dtype, batch_tokens=batch_tokens, missing=missing, cache_dir=cache_dir,
             progress=progress))
@@ -485,28 +485,33 @@ def _check_poolings(poolings) -> tuple[str, ...]:
 
 
 def _poolings_run_by(model: str, poolings: tuple[str, ...]) -> tuple[str, ...]:
-    """``poolings`` less ``"cls"`` for a model whose CLS pooling :class:`~bertfeat.BertEmbedder` refuses (a causal
-    decoder, a tokenizer that puts nothing before the text), saying so: the probe's default poolings hold it, and
-    the command line and R take no other. CLS pooling alone is left to the refusal."""
+    """``poolings`` less ``"cls"`` for a model whose CLS pooling :class:`~bertfeat.BertEmbedder` refuses at fit (a
+    causal decoder config.json names, a tokenizer that puts nothing before the text: :func:`bertfeat.encode.
+    first_token_fault`), saying so: the probe's default poolings hold it, and the command line and R take no other.
+    CLS pooling alone is left to the refusal; a decoder found only by the loaded model is left out at the embedding
+    pass (:func:`_embed_all_layers`)."""
     if "cls" not in poolings or len(poolings) == 1:
         return poolings
-    import warnings
-
-    from bertfeat.embedder import _puts_token_first
-    from bertfeat.exceptions import ModelNoteWarning, user_stacklevel
+    from bertfeat.encode import first_token_fault
     from bertfeat.models import resolve_model
 
     try:
         spec = resolve_model(model)
     except (ValueError, OSError):  # refused below by BertEmbedder's fit, in its own order
         return poolings
-    if spec.causal:
-        why = (f"is a causal decoder (model_type {spec.model_type!r}), whose first token attends to no token after "
-               "it")
-    elif not _puts_token_first(spec, False):
-        why = "has a tokenizer that puts no special token before the text (its first token is the text's first word)"
-    else:
-        return poolings
+    fault = first_token_fault(spec)
+    return poolings if fault is None else _without_cls(model, poolings, fault, spec.model_type)
+
+
+def _without_cls(model: str, poolings: tuple[str, ...], fault: str, model_type: str | None) -> tuple[str, ...]:
+    """``poolings`` less ``"cls"``, with a note saying why (``fault``: :func:`bertfeat.encode.first_token_fault`)."""
+    import warnings
+
+    from bertfeat.exceptions import ModelNoteWarning, user_stacklevel
+
+    why = {"causal": f"is a causal decoder (model_type {model_type!r}), whose first token attends to no token after it",
+           "nothing first": "has a tokenizer that puts no special token before the text (its first token is the "
+                            "text's first word)"}[fault]
     rest = tuple(p for p in poolings if p != "cls")
     warnings.warn(f"model={model!r} {why}, so the probe leaves out its CLS pooling and scores its "
                   f"{' and '.join(rest)} pooling.", ModelNoteWarning, stacklevel=user_stacklevel())
@@ -539,8 +544,10 @@ def _model_list(model) -> list[str]:
 
 
 def _embed_all_layers(texts, model, poolings, params):
-    """One embedding pass: ``(blocks (n, n_poolings, n_layers + 1, hidden), facts about the model and the pass)``."""
+    """One embedding pass: ``(blocks (n, n_poolings, n_layers + 1, hidden), the poolings run, facts about the model
+    and the pass)``: ``poolings`` less CLS pooling where the loaded model refuses it (:func:`_without_cls`)."""
     from bertfeat.embedder import BertEmbedder
+    from bertfeat.encode import ClsPoolingRefused
 
     # With a cache, the pass fills the all-layers entries (every pooling), the ones BertEmbedder(cache_all_layers=
     # True) reads: the recommended estimator, and later probes with other poolings, then reuse these rows.
@@ -548,12 +555,18 @@ def _embed_all_layers(texts, model, poolings, params):
     spec_est = BertEmbedder(model, pooling="+".join(poolings), layers=0, cache_all_layers=cached, **params)
     num_layers = spec_est.fit(["x"]).recipe_.num_layers
     est = spec_est.set_params(layers=list(range(num_layers + 1)), layer_agg="concat")
-    X_all = est.fit_transform(texts)
+    try:
+        X_all = est.fit_transform(texts)
+    except ClsPoolingRefused as refused:  # a decoder the loaded model finds, before any text runs: the rest is scored
+        if len(poolings) == 1:
+            raise
+        poolings = _without_cls(model, poolings, refused.fault, refused.model_type)
+        X_all = est.set_params(pooling="+".join(poolings)).fit_transform(texts)
     d = est.recipe_.hidden_size
     info = {"num_layers": num_layers, "hidden_size": d, "texts": len(texts), "unique": est.stats_.unique,
             "cache_hits": est.stats_.cache_hits, "fingerprint": est.recipe_.all_layers().fingerprint() if cached
             else est.recipe_.fingerprint()}
-    return X_all.reshape(len(X_all), len(poolings), num_layers + 1, d), info
+    return X_all.reshape(len(X_all), len(poolings), num_layers + 1, d), poolings, info
 
 
 def _table_row(model, kind, label, cand, n_features, scores, s_per_1k, params) -> dict:

@@ -633,7 +633,7 @@ def test_a_load_runs_no_decoder_probe_until_a_recipe_pools_the_cls_token(tiny_en
     never read it: mean or max pooling, and every model the fused CPU pass runs, a bidirectional encoder by
     construction. Now asked once per loaded model, where a recipe first pools the CLS token."""
     from bertfeat import backend
-    from bertfeat.encode import check_first_token
+    from bertfeat.encode import check_cls_pooling
 
     probes = []
     real = backend.TorchBackend._first_token_probes
@@ -641,14 +641,14 @@ def test_a_load_runs_no_decoder_probe_until_a_recipe_pools_the_cls_token(tiny_en
                         lambda self: probes.append(self.spec.name) or real(self))
     model = backend.TorchBackend(resolve_model(tiny_encoder("modernbert")), "cpu", "float32")
     assert model.fast is None and probes == []  # transformers' pass, and the load probed nothing
-    check_first_token(model, ("mean", "max"))
+    check_cls_pooling(("mean", "max"), model.spec, model)
     assert probes == []
-    check_first_token(model, ("cls", "mean"))
-    check_first_token(model, ("cls",))
+    check_cls_pooling(("cls", "mean"), model.spec, model)
+    check_cls_pooling(("cls",), model.spec, model)
     assert model.first_token_sees_text is True and len(probes) == 1  # found once, at the first CLS pooling
     fused = backend.TorchBackend(resolve_model(tiny_encoder("bert")), "cpu", "float32")
     assert fused.fast is not None
-    check_first_token(fused, ("cls", "mean"))
+    check_cls_pooling(("cls", "mean"), fused.spec, fused)
     assert fused.first_token_sees_text is True and len(probes) == 1
 
 
@@ -664,6 +664,49 @@ def test_the_causal_families_read_from_config_are_decoders_in_transformers():
     assert not models._is_causal({"model_type": "bert"}) and not models._is_causal({"model_type": "bert",
                                                                                       "is_decoder": False})
     assert models._is_causal({"model_type": "xlm", "causal": True}) and not models._is_causal({"model_type": "xlm"})
+
+
+def test_a_decoder_of_a_family_bertfeat_does_not_list_is_told_apart_alike_by_fit_info_and_the_probe(tmp_path):
+    """(found by a session 13 leftovers hunt, 2026-11-27, session 14) "CLS pooling is refused where the first token
+    sees no text" was decided in three places, and for a decoder of a family config.json does not name (one not in
+    _CAUSAL_TYPES: found only by the probe at load) only the embedding pass knew: `bertfeat info` showed the default
+    recipe as pooling=cls+mean, which `bertfeat embed` then refused, and the probe (whose default poolings hold
+    'cls') failed whole, told to pass poolings=('mean', 'max'), where a listed decoder is scored without its CLS
+    pooling. One predicate (encode.first_token_fault) now answers all three, from the loaded model where there is
+    one."""
+    from bertfeat.cli.info import describe
+    from bertfeat.encode import first_token_fault
+    from bertfeat.exceptions import ModelNoteWarning
+    from bertfeat.probe import probe
+    from tests.tiny_encoders import build_tiny_decoder
+
+    path = build_tiny_decoder(tmp_path / "llama", corpus=TEXTS)
+    texts = [f"{w} the {v} sat on the mat" for w in ("a", "my", "one", "her", "no", "this") for v in ("cat", "dog")]
+    y = [0, 1] * 6
+    note = (r"is a causal decoder \(model_type 'llama'\), whose first token attends to no token after it, so the "
+            r"probe leaves out its CLS pooling and scores its mean and max pooling\.$")
+    for listed in (True, False):
+        models._describe_cached.cache_clear()
+        clear_backends()
+        with pytest.MonkeyPatch.context() as m:
+            if not listed:
+                m.setattr(models, "_CAUSAL_TYPES", frozenset())
+            spec = resolve_model(path)
+            assert spec.causal is listed
+            assert first_token_fault(spec) == ("causal" if listed else None)  # config.json and tokenizer alone
+            assert first_token_fault(spec, get_backend(spec, "cpu", "float32")) == "causal"
+            assert describe(path, machine=False)["default_recipe"]["pooling"] == ["mean"]
+            with pytest.warns(ModelNoteWarning, match=note):
+                result = probe(texts, y, model=path, cv=2, unions=0, baseline=False, max_length=MAX_LENGTH)
+            assert set(result.table["pooling"]) == {"mean", "max", "mean+max"}
+            with pytest.raises(ValueError, match=r"^pooling='cls' reads the CLS token, .* is a causal decoder "
+                                                 r"\(model_type 'llama'\)"):
+                probe(texts, y, model=path, poolings=["cls"], cv=2, unions=0, baseline=False, max_length=MAX_LENGTH)
+    models._describe_cached.cache_clear()
+    clear_backends()
+    encoder = resolve_model(build_tiny_encoder(tmp_path / "bert", "bert", corpus=TEXTS))
+    assert first_token_fault(encoder) is None
+    assert first_token_fault(encoder, get_backend(encoder, "cpu", "float32")) is None
 
 
 def _shortening_model(path, model_type: str, **config) -> str:

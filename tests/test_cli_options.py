@@ -587,9 +587,12 @@ def test_info_names_the_device_its_default_recipe_is_for_and_loads_the_model_onc
     monkeypatch.setattr(bertfeat.gpu, "device_count", lambda: 0)
     monkeypatch.setattr(bertfeat.gpu, "cuda_available", lambda: False)
     assert main(["info", tiny_bert, "--no-machine", "--json"]) == 0
+    assert loads == [tiny_bert] and capsys.readouterr().out  # the model this process loaded on the CPU, checked there
+    monkeypatch.setattr(bertfeat.backend, "_REGISTRY", {})
+    assert main(["info", tiny_bert, "--no-machine", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["default_device"] == "cpu" and info["default_recipe"]["dtype"] == "float32"
-    assert loads == [tiny_bert, tiny_bert]  # without the machine report: the weights check alone
+    assert loads == [tiny_bert, tiny_bert]  # without the machine report: the model's load and its checks alone
 
 
 @pytest.mark.parametrize("config, size", [

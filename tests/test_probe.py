@@ -1003,8 +1003,8 @@ def test_embeddings_without_signal_leave_tfidf_recommended(tiny_bert, monkeypatc
     real = probe_module._embed_all_layers
 
     def noise(*a, **k):  # the model's facts, but vectors that say nothing about the labels
-        blocks, info = real(*a, **k)
-        return np.random.default_rng(0).normal(size=blocks.shape).astype(np.float32), info
+        blocks, poolings, info = real(*a, **k)
+        return np.random.default_rng(0).normal(size=blocks.shape).astype(np.float32), poolings, info
 
     monkeypatch.setattr(probe_module, "_embed_all_layers", noise)
     texts, y = labelled(40, seed=3)  # the words give the label away: TF-IDF scores 1.0 in every fold

@@ -38,21 +38,22 @@ def add_parser(sub) -> None:
 def describe(model: str = "default", machine: bool = True) -> dict:
     from bertfeat.backend import get_backend
     from bertfeat.devices import resolve_device
-    from bertfeat.embedder import BertEmbedder, _puts_token_first
-    from bertfeat.model_files import check_model_files
+    from bertfeat.embedder import BertEmbedder
+    from bertfeat.encode import first_token_fault
     from bertfeat.models import resolve_model
     from bertfeat.prompts import notes_held
 
     spec = resolve_model(model)
-    # the default pooling reads the CLS token: for a model where that is refused (a causal decoder, a tokenizer that
-    # puts nothing before the text) the default recipe is mean pooling, which it runs, and not a refusal of info
-    pooling = None if _puts_token_first(spec, False) and not spec.causal else "mean"
+    # Loads the weights once, on the CPU: a model whose weights do not fit its config is an error here, not a normal
+    # model; the machine report's forward-pass line reads this load, and the default recipe below asks it.
+    backend = get_backend(spec, "cpu", "float32")
+    # the default pooling reads the CLS token: for a model where that is refused (a causal decoder, its family named
+    # in config.json or found by the loaded model; a tokenizer that puts nothing before the text) the default recipe
+    # is mean pooling, which it runs, and not a refusal of info nor a recipe `bertfeat embed` refuses
+    pooling = None if first_token_fault(spec, backend) is None else "mean"
     with notes_held():  # the notes about prompts and modules not applied: info lists them below
         recipe = BertEmbedder(model, **({"pooling": pooling} if pooling else {})).fit(["x"]).recipe_
-    # Loads the weights once: a model whose weights do not fit its config is an error here, not a normal model. The
-    # machine report's forward-pass line needs the model on the CPU: that load checks the same, and is the one load.
-    backend = get_backend(spec, "cpu", "float32") if machine else None
-    checked = backend.checked if backend is not None else check_model_files(spec)
+    checked = backend.checked
     return {
         "model": spec.label,
         "path": spec.path,
