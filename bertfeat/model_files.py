@@ -10,13 +10,15 @@ import functools
 
 from bertfeat.fork_safe import ForkSafeLock
 from bertfeat.models import ModelSpec
+from bertfeat.recent import keep_recent
 from bertfeat.shared_setting import SharedSetting
 from bertfeat.tokens import ContentTokenizer
 
-# (path, tokenizer sha256, lowercase, trust_remote_code) -> (transformers tokenizer, its ContentTokenizer): a Ray or
-# Spark worker's check of its tokenization (bertfeat.worker_recipe) loads them before its model does, and building
-# them is not free (1.1 s for a 250,000-token vocabulary: loading, copying the Rust tokenizer, the probe check)
-_TOKENIZERS: dict[tuple, tuple] = {}
+# ((path, tokenizer sha256, lowercase, trust_remote_code), (transformers tokenizer, its ContentTokenizer)), the one used
+# least recently first: a Ray or Spark worker's check of its tokenization (bertfeat.worker_recipe) loads them before
+# its model does, and building them is not free (1.1 s for a 250,000-token vocabulary: loading, copying the Rust
+# tokenizer, the probe check)
+_TOKENIZERS: list[tuple] = []
 _TOKENIZERS_KEPT = 4
 _TOKENIZERS_LOCK = ForkSafeLock()  # not backend's _LOCK, which get_backend holds while a backend loads its tokenizer
 
@@ -24,22 +26,32 @@ _TOKENIZERS_LOCK = ForkSafeLock()  # not backend's _LOCK, which get_backend hold
 def load_tokenizer(spec: ModelSpec, trust_remote_code: bool = False) -> tuple:
     """The model's transformers tokenizer and its :class:`~bertfeat.tokens.ContentTokenizer` (lowercasing where the
     model's sentence-transformers config says so), loaded once per process for the same tokenizer files and shared
-    by every caller: the worker's tokenization check and the model's backend. Neither changes them after."""
+    by every caller: the worker's tokenization check and the model's backend. Neither changes them after. The
+    :data:`_TOKENIZERS_KEPT` used last are kept."""
     from transformers import AutoTokenizer
 
     key = (spec.path, spec.tokenizer_sha256, spec.st_do_lower_case, trust_remote_code)
     with _TOKENIZERS_LOCK:
-        found = _TOKENIZERS.get(key)
+        found = _kept_tokenizer(key)
     if found is not None:
         return found
     with _quiet_transformers():
         tokenizer = AutoTokenizer.from_pretrained(spec.path, trust_remote_code=trust_remote_code)
-    found = (tokenizer, ContentTokenizer(tokenizer, lowercase=spec.st_do_lower_case))
+    loaded = (tokenizer, ContentTokenizer(tokenizer, lowercase=spec.st_do_lower_case))
     with _TOKENIZERS_LOCK:
-        found = _TOKENIZERS.setdefault(key, found)  # two threads loading at once: both take the first kept
-        while len(_TOKENIZERS) > _TOKENIZERS_KEPT:
-            _TOKENIZERS.pop(next(iter(_TOKENIZERS)))
-    return found
+        found = _kept_tokenizer(key)  # two threads loading at once: both take the first kept
+        if found is None:
+            keep_recent(_TOKENIZERS, (key, loaded), _TOKENIZERS_KEPT)
+    return found or loaded
+
+
+def _kept_tokenizer(key: tuple) -> tuple | None:
+    """The tokenizers kept for ``key``, made the ones used last; None where none are (holding the lock)."""
+    entry = next((entry for entry in _TOKENIZERS if entry[0] == key), None)
+    if entry is None:
+        return None
+    keep_recent(_TOKENIZERS, entry, _TOKENIZERS_KEPT)
+    return entry[1]
 
 
 def forget_tokenizers() -> None:

@@ -1,5 +1,6 @@
-"""The few objects a process keeps though nothing else holds them: the models (:data:`bertfeat.backend.MODELS_KEPT`)
-and the caches (:data:`bertfeat.cache.CACHES_KEPT`) used last. Each list is guarded by its owner's lock."""
+"""The few objects a process keeps though nothing else holds them: the models (:data:`bertfeat.backend.MODELS_KEPT`),
+the caches (:data:`bertfeat.cache.CACHES_KEPT`) and the tokenizers (:data:`bertfeat.model_files._TOKENIZERS_KEPT`)
+used last. Each list is guarded by its owner's lock."""
 
 from __future__ import annotations
 

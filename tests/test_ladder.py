@@ -870,7 +870,7 @@ def test_two_loads_at_once_leave_transformers_logging_as_the_user_set_it(tiny_be
     from bertfeat import model_files
     from tests._overlap import Overlap
 
-    monkeypatch.setattr(model_files, "_TOKENIZERS", {})  # both load
+    monkeypatch.setattr(model_files, "_TOKENIZERS", [])  # both load
     real = transformers.AutoTokenizer.from_pretrained
     overlap, seen = Overlap(), {}
 
@@ -918,7 +918,7 @@ def test_a_child_forked_during_a_load_logs_as_the_user_set_it(tiny_bert, monkeyp
 
     from bertfeat import model_files
 
-    monkeypatch.setattr(model_files, "_TOKENIZERS", {})
+    monkeypatch.setattr(model_files, "_TOKENIZERS", [])
     real = transformers.AutoTokenizer.from_pretrained
     inside, go = threading.Event(), threading.Event()
 

@@ -259,3 +259,33 @@ def test_a_worker_loads_its_models_tokenizer_once_for_its_check_and_its_model(ti
         assert loads == [spec.path] * 3
     finally:
         clear_backends()
+
+
+def test_the_tokenizers_kept_are_the_ones_used_last(tiny_bert, tmp_path, monkeypatch):
+    """(found by a session 13 leftovers hunt, 2026-11-27, session 14) The tokenizers a process keeps dropped the one
+    loaded first once a fifth was loaded, though it was the one used all along (a worker's model checked between
+    trying others): its next use loaded it again (1.1 s on a 250,000-token vocabulary). Now the one used least
+    recently goes (bertfeat.recent.keep_recent, as for the models and caches kept)."""
+    import shutil
+
+    import transformers
+
+    from bertfeat import model_files
+    from bertfeat.models import resolve_model
+
+    monkeypatch.setattr(model_files, "_TOKENIZERS", [])
+    loads, real = [], transformers.AutoTokenizer.from_pretrained
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained",
+                        lambda path, **kwargs: loads.append(path) or real(path, **kwargs))
+    specs = [resolve_model(shutil.copytree(tiny_bert, tmp_path / f"copy{i}"))
+             for i in range(model_files._TOKENIZERS_KEPT + 1)]
+    used = model_files.load_tokenizer(specs[0])
+    for spec in specs[1:]:
+        model_files.load_tokenizer(spec)
+        assert model_files.load_tokenizer(specs[0]) is used  # kept: used after each other one
+    assert loads == [spec.path for spec in specs]
+    model_files.load_tokenizer(specs[1])  # the one used least recently was dropped
+    assert loads == [spec.path for spec in specs] + [specs[1].path]
+    for spec in specs[-model_files._TOKENIZERS_KEPT + 2:]:  # the others stay: no load
+        model_files.load_tokenizer(spec)
+    assert len(loads) == len(specs) + 1
