@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import threading
 import warnings
 import weakref
@@ -264,7 +265,8 @@ class Cache:
             why = ("is too short (give at least 6 characters)" if len(prefix) < 6
                    else "matches no namespace" if not matches else f"matches {len(matches)} namespaces")
             raise CacheError(
-                f"fingerprint {prefix!r} {why} in {self.root}; `bertfeat cache info {self.root}` lists them."
+                f"fingerprint {prefix!r} {why} in {self.root}; `bertfeat cache info {shlex.quote(self.root)}` lists "
+                "them."
             )
         return matches[0]
 
@@ -537,7 +539,7 @@ class _Namespace:
         self._set_aside(name, self.bad,
                         f"bertfeat cache: ignoring unreadable shard {os.path.join(self.dir, name)} "
                         f"({type(exc).__name__}: {exc}); its texts will be recomputed. `bertfeat cache compact "
-                        f"{self.root}` removes it.")
+                        f"{shlex.quote(self.root)}` removes it.")
 
     def _deny(self, name: str, exc: BaseException) -> None:
         self._set_aside(name, self.denied,

@@ -60,6 +60,8 @@ CLI_NAMES = {"batch_rows": "chunk_rows", "checkpoint_seconds": "checkpoint_every
 CLI_WORDS = {("delimiter", "\t"): "tab"}
 # a name followed by its flag ("lower cv (--cv)")
 _NAME_ASIDE = re.compile(r"(?<![\w-])([a-z_]+) \((--[a-z][\w-]*)\)")
+# an alternative that leaves an option out ("pass a directory path, or cache_dir=None for no cache")
+_NONE_ALTERNATIVE = re.compile(r",? or (?:leave )?([a-z_][a-z0-9_]*)=None\b[^.;:]*")
 # a value the shell reads back as written, unquoted
 _BARE = re.compile(r"(?=.*\w)[\w./:+@%,=~-]+")
 # a list of numbers standing alone ("the same layer twice (as [1, 1])"), as the command line writes one: 1,1
@@ -75,6 +77,13 @@ def cli_option(name: str, parser: argparse.ArgumentParser | None):
             if action.dest == dest and not isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
                 return action
     return None
+
+
+def _is_argument(name: str, parser: argparse.ArgumentParser) -> bool:
+    """Whether the API's argument ``name`` is the command's own argument, taken by its place (bertfeat cache's DIR,
+    the cache itself): the command has no run without it."""
+    action = cli_option(name, parser)
+    return action is not None and not action.option_strings
 
 
 _SH_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
@@ -147,7 +156,8 @@ def for_command_line(message: str, parser: argparse.ArgumentParser | None) -> st
     command takes as a flag in that flag's syntax (``missing='zero'`` as ``--missing zero``, ``overwrite=True`` as
     ``--overwrite``, ``stride=None`` as ``no --stride``, ``layers=[-2, -1]`` as ``--layers=-2,-1``, a bare
     ``prefix=`` as ``--prefix``), a list of quoted names as the names, and a name the message gives in both spellings
-    said once, as a flag. A name the command has no flag for is left as Python writes it. A quoted text (a path the
+    said once, as a flag. An alternative that leaves out the command's own argument (``or cache_dir=None for no
+    cache`` to ``bertfeat cache``, whose DIR is the cache) is left out. A name the command has no flag for is left as Python writes it. A quoted text (a path the
     user pastes back, a column's name) is quoted as a shell reads it (:func:`sh_value`).
 
     Examples
@@ -164,6 +174,7 @@ def for_command_line(message: str, parser: argparse.ArgumentParser | None) -> st
     if parser is None:
         return message
     message = without_python_only(message)
+    message = _NONE_ALTERNATIVE.sub(lambda m: "" if _is_argument(m.group(1), parser) else m.group(0), message)
 
     def keyword(match):
         if match.group(1) is not None:  # a quoted text (a path, a name): the user's own, quoted as a shell reads it

@@ -341,3 +341,46 @@ def test_the_cache_commands_finish_where_warnings_are_errors_and_still_say_the_s
         assert not shard.exists()
     else:
         assert f"1 corrupt shard(s), ignored until `compact` removes them: {shard.name}" in out
+
+
+def test_a_cache_path_refused_is_told_what_to_do_in_the_commands_words(tmp_path, capsys):
+    """(found by a session 13 leftovers hunt, 2026-11-27, session 14) The cache's refusals of a path, written once in
+    Python's spelling, end "or cache_dir=None for no cache": `bertfeat cache` names the cache by its argument DIR,
+    and read "pass a directory path, or DIR None for no cache", a value no shell can type, for a command that has no
+    run without a cache. That alternative is left out where the option it names is the command's own argument;
+    `bertfeat embed` still reads "or no --cache-dir"."""
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    for args, said in ((["info", ""], "DIR '' is empty; pass a directory path."),
+                       (["clear", str(afile), "--yes"], f"DIR {afile} ({afile}) exists but is not a directory. Pass a "
+                                                        "writable directory on this machine.")):
+        assert main(["cache", *args]) == 2
+        assert capsys.readouterr().err == f"bertfeat cache: error: {said}\n"
+
+
+def test_the_commands_the_cache_suggests_take_a_path_with_a_space_as_one_argument(tmp_path, capsys):
+    """(found by a session 13 leftovers hunt, 2026-11-27, session 14) `cache info`'s advice to compact, the unreadable
+    shard's warning and a fingerprint's refusal named `bertfeat cache ... DIR` with the path as it is: for a cache in
+    "My Drive" pasted as told, the shell gave the command two arguments ("unrecognized arguments"). The path is now
+    quoted as a shell reads it, as bertfeat's other suggested commands quote theirs."""
+    import shlex
+
+    from bertfeat.cli.cache import MANY_SHARDS
+
+    root = tmp_path / "My Drive" / "cache"
+    open_cache(root)
+    cache = Cache(root)
+    for i in range(MANY_SHARDS + 2):  # one of them made unreadable below
+        cache.store(MEAN, [bytes([i]) * 16], np.ones((1, 4), np.float32), np.ones(1, np.int64))
+    shard = sorted((root / MEAN.fingerprint()).glob("shard-*.parquet"))[0]
+    shard.write_bytes(shard.read_bytes()[:50])
+    with pytest.warns(CacheWarning) as said:
+        assert main(["cache", "info", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert f"`bertfeat cache compact {shlex.quote(str(root))} --namespace {MEAN.fingerprint()[:8]}` merges them" in out
+    assert [str(w.message).endswith(f"`bertfeat cache compact {shlex.quote(str(root))}` removes it.")
+            for w in said] == [True]
+    assert main(["cache", "compact", str(root), "--namespace", "abcdef"]) == 2
+    assert capsys.readouterr().err.endswith(f"; `bertfeat cache info {shlex.quote(str(root))}` lists them.\n")
+    for command in (f"cache compact {shlex.quote(str(root))}", f"cache info {shlex.quote(str(root))}"):
+        assert build_parser().parse_args(shlex.split(command)).dir == str(root)  # one argument, the path

@@ -69,6 +69,11 @@ def parser_of(*command):
     (["embed"], "trust_remote_code=True runs the model's code", "trust_remote_code=True runs the model's code"),
     (["embed"], "row 2 ('set missing=None') is blank", "row 2 ('set missing=None') is blank"),
     (["cache", "info"], "cache_dir='/c' is not a cache", "DIR /c is not a cache"),
+    # an alternative that leaves out the command's own argument: none for bertfeat cache, whose DIR is the cache
+    (["cache", "info"], "cache_dir='' is empty; pass a directory path, or cache_dir=None for no cache.",
+     "DIR '' is empty; pass a directory path."),
+    (["embed"], "cache_dir='' is empty; pass a directory path, or cache_dir=None for no cache.",
+     "--cache-dir '' is empty; pass a directory path, or no --cache-dir for no cache."),
     (["info"], "cache_dir='/c' is not a cache", "cache_dir='/c' is not a cache"),
 ])
 def test_a_python_message_reads_in_the_commands_flags(command, python, cli):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 
 from bertfeat.cli import UsageError
 
@@ -142,8 +143,8 @@ def _format_info(root: str, infos) -> str:
         )
         if i.shards > MANY_SHARDS:
             lines.append(f"  {i.shards:,} shards: each is opened and read apart, so lookups and every new process "
-                         f"are slower than with one; `bertfeat cache compact {root} --namespace {i.fingerprint[:8]}` "
-                         "merges them")
+                         f"are slower than with one; `bertfeat cache compact {shlex.quote(root)} --namespace "
+                         f"{i.fingerprint[:8]}` merges them")
         if i.corrupt:
             lines.append(f"  {len(i.corrupt)} corrupt shard(s), ignored until `compact` removes them: "
                          + ", ".join(i.corrupt))
