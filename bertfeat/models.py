@@ -340,11 +340,14 @@ def _is_causal(config: dict) -> bool:
             or (config.get("model_type") in ("xlm", "flaubert") and config.get("causal") is True))
 
 
-# Families whose layers run on fewer positions than the text has tokens: Funnel Transformer pools the sequence between
-# its blocks (to a half, then a quarter), CANINE runs its deep layers on one position per 4 characters.
+# Families whose layers run on other positions than the text's tokens: Funnel Transformer pools the sequence between
+# its blocks (to a half, then a quarter), CANINE runs its deep layers on one position per 4 characters, a Reformer
+# pads a sequence longer than its attention chunk (64 or 128 tokens in the released models) to a multiple of it and
+# keeps that padding in its hidden states (the load's check, whose probe text is shorter than such a chunk, passed it).
 _SHORTENING_TYPES = {
     "funnel": "Funnel Transformer, whose blocks pool the sequence to half its positions, then a quarter,",
     "canine": "CANINE, whose deep layers run on the characters downsampled to one position per 4,",
+    "reformer": "Reformer, whose layers pad a sequence longer than its attention chunk to a multiple of it,",
 }
 
 

@@ -784,26 +784,33 @@ def test_a_model_whose_code_fails_under_bfloat16_autocast_is_refused_naming_the_
     reference_model.cache_clear()
 
 
-def test_a_reformer_whose_lower_states_keep_its_chunk_padding_is_refused_at_load(tmp_path):
-    """A Reformer pads the sequence to a multiple of its attention chunks and gives its lower hidden states at that
-    length: a recipe reading any layer but the last failed mid-transform with a bare size mismatch between the states
-    and the mask. The load's check of every state's length refuses it, saying why."""
+@pytest.mark.parametrize("chunk", [8, 64])
+def test_a_reformer_whose_states_keep_its_chunk_padding_is_refused_at_fit_whatever_its_chunk_length(chunk, tmp_path):
+    """A Reformer pads a sequence longer than its attention chunk to a multiple of it and gives its hidden states at
+    that length: a recipe reading any layer failed mid-transform with a bare size mismatch between the states and
+    the mask. The load's check of every state's length refused it only where the check's probe text was longer
+    than a chunk (8 tokens here): with the released Reformers' chunks of 64 and 128 tokens it passed, and the first
+    text longer than a chunk failed (found by a session 13 leftovers hunt, 2026-11-27, session 14: 'stack expects
+    each tensor to be equal size', last layer alone too). Refused at fit now, from config.json, saying why."""
     from transformers import AutoModel, ReformerConfig
 
     from bertfeat import ModelNotAvailableError
     from tests.tiny_encoders import HEADS, build_tokenizer
 
-    tok = build_tokenizer(tmp_path, "wordpiece", TEXTS, 64)
+    tok = build_tokenizer(tmp_path, "wordpiece", TEXTS, 128)
     config = ReformerConfig(vocab_size=len(tok), hidden_size=HIDDEN, num_attention_heads=HEADS, attention_head_size=8,
-                            attn_layers=["local", "local"], axial_pos_shape=[8, 8], axial_pos_embds_dim=[16, 16],
-                            feed_forward_size=37, local_attn_chunk_length=8, is_decoder=False,
-                            pad_token_id=tok.pad_token_id, max_position_embeddings=64)
+                            attn_layers=["local", "local"], axial_pos_shape=[8, 16], axial_pos_embds_dim=[16, 16],
+                            feed_forward_size=37, local_attn_chunk_length=chunk, is_decoder=False,
+                            pad_token_id=tok.pad_token_id, max_position_embeddings=128)
     torch.manual_seed(0)
     AutoModel.from_config(config).save_pretrained(str(tmp_path), safe_serialization=True)
-    with pytest.raises(ModelNotAvailableError, match=r"\(reformer\) gives hidden states of \d+, \d+ positions for a "
-                                                     r"probe of \d+ tokens, .* a Reformer pads it to its attention"):
-        BertEmbedder(model=str(tmp_path), pooling="mean", layers=[0, -1], layer_agg="concat",
-                     device="cpu").fit_transform(TEXTS[:3])
+    message = (r"^model='.*' is a Reformer, whose layers pad a sequence longer than its attention chunk to a multiple "
+               r"of it, so its hidden states do not hold one vector per token of the text \(model_type 'reformer' in "
+               r"its config.json\): bertfeat's pooling")
+    for layers in (-1, [0, -1]):
+        with pytest.raises(ModelNotAvailableError, match=message):
+            BertEmbedder(model=str(tmp_path), pooling="mean", layers=layers, layer_agg="concat",
+                         device="cpu").fit(TEXTS[:3])
 
 
 def test_info_describes_a_decoder_with_the_pooling_it_runs(tmp_path):
