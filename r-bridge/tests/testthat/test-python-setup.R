@@ -27,14 +27,22 @@ test_that("a Python without bertfeat gives a classed error naming that Python an
   expect_match(out, "CONFIG\nR package: bertfeat", fixed = TRUE)
 })
 
-test_that("a bertfeat too old for this R package (no bertfeat._r) is reported the same way", {
+# What `probe` prints in the Python without bertfeat with an old bertfeat of `version` first on PYTHONPATH, in
+# tempdir()/`dir`: its bertfeat/_r.py of `lines`, or none. Returns that output, the Python and the package's folder.
+old_bertfeat <- function(dir, version, lines = NULL) {
   python <- python_without_bertfeat()
   skip_if_not(file.exists(python), "could not create a virtualenv")
-  old <- file.path(tempdir(), "old-bertfeat")
+  old <- file.path(tempdir(), dir)
   dir.create(file.path(old, "bertfeat"), recursive = TRUE, showWarnings = FALSE)
-  writeLines('__version__ = "0.0.1"', file.path(old, "bertfeat", "__init__.py"))
+  writeLines(sprintf('__version__ = "%s"', version), file.path(old, "bertfeat", "__init__.py"))
+  if (!is.null(lines)) writeLines(lines, file.path(old, "bertfeat", "_r.py"))
   out <- paste(run_r(probe, env = c(paste0("RETICULATE_PYTHON=", python), paste0("PYTHONPATH=", old))),
                collapse = "\n")
+  list(out = out, python = python, package = file.path(old, "bertfeat"))
+}
+
+test_that("a bertfeat too old for this R package (no bertfeat._r) is reported the same way", {
+  out <- old_bertfeat("old-bertfeat", "0.0.1")$out
   expect_match(out, "CLASS: bertfeat_error_python_unavailable", fixed = TRUE)
   expect_match(out, "No module named 'bertfeat._r'", fixed = TRUE)
 })
@@ -42,20 +50,15 @@ test_that("a bertfeat too old for this R package (no bertfeat._r) is reported th
 test_that("a bertfeat older than this R package (a bertfeat._r without what came later) says to update it", {
   # the R package updated, the Python package not: bf_read_features() was "module \"bertfeat._r\" has no
   # attribute \"read_features\"" (bertfeat_error_python), nothing saying which package or what to do
-  python <- python_without_bertfeat()
-  skip_if_not(file.exists(python), "could not create a virtualenv")
-  old <- file.path(tempdir(), "older-bertfeat")
-  dir.create(file.path(old, "bertfeat"), recursive = TRUE, showWarnings = FALSE)
-  writeLines('__version__ = "0.0.9"', file.path(old, "bertfeat", "__init__.py"))
-  writeLines(c("def _import_torch():\n    pass",
-               paste0("def ", c("embed", "describe", "config", "r_advice"), "(*args, **kwargs):\n",
-                      "    raise AssertionError('called')")),
-             file.path(old, "bertfeat", "_r.py"))
-  out <- paste(run_r(probe, env = c(paste0("RETICULATE_PYTHON=", python), paste0("PYTHONPATH=", old))),
-               collapse = "\n")
+  old <- old_bertfeat("older-bertfeat", "0.0.9",
+                      c("def _import_torch():\n    pass",
+                        paste0("def ", c("embed", "describe", "config", "r_advice"), "(*args, **kwargs):\n",
+                               "    raise AssertionError('called')")))
+  out <- old$out
+  python <- old$python
   expect_match(out, "CLASS: bertfeat_error_python_unavailable bertfeat_error", fixed = TRUE)
   expect_match(out, sprintf("The bertfeat Python package (0.0.9, in %s) is older than this R package (%s)",
-                            file.path(old, "bertfeat"), utils::packageVersion("bertfeat")),
+                            old$package, utils::packageVersion("bertfeat")),
                fixed = TRUE)
   expect_match(out, "its bertfeat._r has no column_form_hint, input_found, probe, read_features, run_cli",
                fixed = TRUE)
