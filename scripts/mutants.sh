@@ -50,7 +50,7 @@ worker_recipe | bertfeat/worker_recipe.py | tests/test_worker_recipe.py
 output   | bertfeat/output.py   | tests/test_output.py tests/test_cli_files.py tests/test_cli.py tests/test_inputs.py
 probe    | bertfeat/probe.py bertfeat/probe_labels.py bertfeat/union.py | tests/test_probe.py
 probe_ridge | bertfeat/probe_ridge.py | tests/test_probe.py::test_distinct_rows_ridge_is_ridgecv_fitted_on_all_rows_with_copies_left_out_together tests/test_probe.py::test_distinct_rows_ridge_of_rows_all_alike_warns_nothing_and_predicts_the_mean tests/test_probe.py::test_distinct_rows_ridge_leaves_copies_out_as_many_rows_as_features_and_reads_labels_as_numbers
-ray      | bertfeat/ray.py      | tests/test_ray_optional.py tests/test_ray_worker.py tests/test_ray.py
+ray      | bertfeat/ray.py bertfeat/ray_plan.py bertfeat/ray_actor.py bertfeat/ray_dataset.py bertfeat/ray_files.py bertfeat/ray_session.py | tests/test_ray_optional.py tests/test_ray_worker.py tests/test_ray.py
 spark    | bertfeat/spark.py    | tests/test_spark_optional.py tests/test_spark_worker.py tests/test_spark_driver.py tests/test_spark.py
 spark_input | bertfeat/spark_input.py | tests/test_spark_driver.py tests/test_spark_worker.py tests/test_spark.py
 st_folder | bertfeat/st_folder.py | tests/test_models.py tests/test_prompts.py

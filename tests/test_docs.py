@@ -39,8 +39,8 @@ MODULES = ["bertfeat.batching", "bertfeat.models", "bertfeat.embedder", "bertfea
            "bertfeat.fork_safe", "bertfeat.recent", "bertfeat.spelling"]
 # each runs a small probe on the bundled model (a few seconds once the model is loaded)
 PROBE_MODULES = ["bertfeat.probe", "bertfeat._r"]
-# every example there needs a cluster (marked +SKIP); only the imports would run
-CLUSTER_MODULES = ["bertfeat.ray", "bertfeat.spark"]
+# every example there needs a cluster (marked +SKIP); only the imports would run (embed_dataset's is in ray_dataset)
+CLUSTER_MODULES = ["bertfeat.ray_dataset", "bertfeat.spark"]
 
 
 @pytest.mark.parametrize("name", MODULES + [pytest.param(m, marks=pytest.mark.slow) for m in PROBE_MODULES])

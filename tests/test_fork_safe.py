@@ -26,7 +26,7 @@ PROCESS_LOCKS = [
     "bertfeat.backend:_LOCK", "bertfeat.backend:_PASSES_LOCK", "bertfeat.model_files:_TOKENIZERS_LOCK",
     "bertfeat.model_files:_QUIET.lock", "bertfeat.cache:_OPEN_LOCK", "bertfeat.cli:_FORMAT.lock",
     "bertfeat.gpu:_HELD_LOCK", "bertfeat.hardware:_SHARED_LOCK", "bertfeat.prompts:_NOTED_LOCK",
-    "bertfeat.ray:_STARTED_RAY.lock", "bertfeat.spark_session:_LAUNCHING", "bertfeat.spark_session:_STARTED.lock",
+    "bertfeat.ray_session:_STARTED_RAY.lock", "bertfeat.spark_session:_LAUNCHING", "bertfeat.spark_session:_STARTED.lock",
 ]
 
 

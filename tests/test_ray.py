@@ -193,7 +193,7 @@ def test_rerun_with_other_batch_rows_after_a_dead_run_lines_up_and_a_second_job_
 def test_a_batch_ray_retries_is_counted_once(tiny_bert, ray_cluster, tmp_path, monkeypatch):
     """A worker that dies after finishing a batch (counted, cached) and before handing it back: Ray restarts it and
     retries the batch. Its rows are written once, and so are its counts."""
-    import bertfeat.ray
+    import bertfeat.ray_dataset
     from bertfeat.ray import embed_parquet
     from tests._ray_faults import DiesOnceAfterItsSecondBatch
 
@@ -204,7 +204,7 @@ def test_a_batch_ray_retries_is_counted_once(tiny_bert, ray_cluster, tmp_path, m
     params = dict(keep_cols="id", model=tiny_bert, batch_rows=10, quiet=True, missing="zero", num_workers=1)
     clean = embed_parquet(tmp_path / "in.parquet", tmp_path / "clean", "review", **params)
 
-    monkeypatch.setattr(bertfeat.ray, "RayFeaturizer", DiesOnceAfterItsSecondBatch)
+    monkeypatch.setattr(bertfeat.ray_dataset, "RayFeaturizer", DiesOnceAfterItsSecondBatch)
     manifest = embed_parquet(tmp_path / "in.parquet", tmp_path / "out", "review", **params)
     assert (tmp_path / "a-worker-died-here").exists(), "the worker was meant to die once"
     assert not (tmp_path / "out.partial").exists()
@@ -258,25 +258,27 @@ def test_a_quiet_job_leaves_the_processes_data_context_alone_and_runs_with_its_o
     keeps the input order, and the process's context is the user's throughout (after the job only, on a Ray before
     2.54, which runs the job on the process's)."""
     import bertfeat.ray as bray
+    import bertfeat.ray_files as ray_files
+    import bertfeat.ray_session as ray_session
 
     current = ray.data.DataContext.get_current()
     monkeypatch.setattr(current.execution_options, "preserve_order", False)
     monkeypatch.setattr(current, "enable_progress_bars", True)
-    embed_dataset, seen = bray.embed_dataset, {}
+    embed_dataset, seen = ray_files.embed_dataset, {}
 
     def watched(ds, *args, **kwargs):
         seen["process"] = current.execution_options.preserve_order, current.enable_progress_bars
         seen["job"] = ds.context.execution_options.preserve_order, ds.context.enable_progress_bars
         return embed_dataset(ds, *args, **kwargs)
 
-    monkeypatch.setattr(bray, "embed_dataset", watched)
+    monkeypatch.setattr(ray_files, "embed_dataset", watched)
     df = make_frame(40, seed=8)
     for k in range(3):
         df.iloc[k::3].to_parquet(tmp_path / f"in-{k}.parquet")
     bray.embed_parquet(tmp_path, tmp_path / "out", "review", keep_cols="id", model=tiny_bert, quiet=True,
                        batch_rows=4)
     # a Ray before 2.54 runs a dataset on the process's context: the job's options are there for its length too
-    older = bray._runs_on_the_processes_context(ray)
+    older = ray_session._runs_on_the_processes_context(ray)
     assert seen == {"process": (True, False) if older else (False, True), "job": (True, False)}
     assert (current.execution_options.preserve_order, current.enable_progress_bars) == (False, True)
     want = pd.concat([df.iloc[k::3] for k in range(3)])["id"].tolist()

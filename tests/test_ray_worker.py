@@ -26,6 +26,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import bertfeat.ray as bray
+import bertfeat.ray_dataset as ray_dataset
+import bertfeat.ray_files as ray_files
+import bertfeat.ray_plan as ray_plan
+import bertfeat.ray_session as ray_session
 from bertfeat.encode import EncodeStats
 from bertfeat.exceptions import TruncationWarning
 from bertfeat.files import PARQUET_SUFFIXES, text_hashes
@@ -254,7 +258,7 @@ def test_worker_device_refusals_word_for_word(device, gpus, message):
     (True, False), (float("nan"), False), (float("inf"), False), ("1", False), (None, False),
 ])
 def test_is_number(x, want):
-    assert bray._is_number(x) is want
+    assert ray_plan._is_number(x) is want
 
 
 def test_cluster_nodes_counts_only_live_nodes_and_reads_missing_resources_as_none():
@@ -265,7 +269,7 @@ def test_cluster_nodes_counts_only_live_nodes_and_reads_missing_resources_as_non
         {"Alive": True, "Resources": {"GPU": 1}},  # no CPU key: none
         {"Resources": {"CPU": 16.0}},  # no Alive flag: not known to be up
     ])
-    cpus, gpus = bray._cluster_nodes(ray)
+    cpus, gpus = ray_plan._cluster_nodes(ray)
     assert cpus == [8.0, 4.0, 0.0] and gpus == [2.0, 0.0, 1.0]
     assert all(type(x) is float for x in cpus + gpus)
 
@@ -306,7 +310,7 @@ def test_the_job_keeps_one_machine_per_host_and_the_manifest_names_them_by_host_
 
 
 def test_stats_file_sits_beside_its_data_file():
-    assert bray._stats_file(Path("/d/part-000003-ab.parquet")) == Path("/d/part-000003-ab.stats.json")
+    assert ray_files._stats_file(Path("/d/part-000003-ab.parquet")) == Path("/d/part-000003-ab.stats.json")
 
 
 def test_written_stats_sums_every_batch_and_leaves_only_the_data(tmp_path):
@@ -316,12 +320,12 @@ def test_written_stats_sums_every_batch_and_leaves_only_the_data(tmp_path):
     (tmp_path / "part-000000-x.stats.json").write_text(json.dumps([json.dumps(a.to_dict()), json.dumps(b.to_dict())]))
     (tmp_path / "part-000001-x.stats.json").write_text(json.dumps([json.dumps(c.to_dict())]))
     (tmp_path / "part-000000-x.parquet").write_bytes(b"data")
-    totals, batches, passes, by_worker = bray._written_stats(tmp_path)
+    totals, batches, passes, by_worker = ray_files._written_stats(tmp_path)
     assert batches == 3 and passes == {} and by_worker == {}  # stats of no forward pass (an older bertfeat's, or answered by the cache)
     assert totals.to_dict() == dict(rows=22, missing=1, unique=14, cache_hits=3, cache_misses=0, cache_new=0,
                                     truncated=3, chunked=2, tokens=149, padded_tokens=0, batches=0, seconds=2.0)
     assert [p.name for p in tmp_path.iterdir()] == ["part-000000-x.parquet"]
-    assert bray._written_stats(tmp_path)[1] == 0  # nothing left to count
+    assert ray_files._written_stats(tmp_path)[1] == 0  # nothing left to count
 
 
 def test_written_stats_sums_the_forward_passes_that_ran_the_batches_written(tmp_path):
@@ -330,7 +334,7 @@ def test_written_stats_sums_the_forward_passes_that_ran_the_batches_written(tmp_
     c = {**EncodeStats(rows=1, unique=1, cache_hits=1).to_dict(), "forward_pass": {}}
     (tmp_path / "part-000000-x.stats.json").write_text(json.dumps([json.dumps(a), json.dumps(b)]))
     (tmp_path / "part-000001-x.stats.json").write_text(json.dumps([json.dumps(c)]))
-    totals, batches, passes, by_worker = bray._written_stats(tmp_path)
+    totals, batches, passes, by_worker = ray_files._written_stats(tmp_path)
     assert batches == 3 and totals.rows == 4 and totals.cache_hits == 1
     assert passes == {"onednn-float32": 3, "torch-float32": 1}
 
@@ -343,7 +347,7 @@ def test_written_stats_keeps_each_workers_forward_passes_apart(tmp_path):
     b = {**EncodeStats(rows=1, unique=1).to_dict(), "forward_pass": {"torch-float32": 1}, "worker": ["avx2", 7]}
     c = {**EncodeStats(rows=1, unique=1).to_dict(), "forward_pass": {"onednn-float32": 1}, "worker": ["zen4", 11]}
     (tmp_path / "part-000000-x.stats.json").write_text(json.dumps([json.dumps(a), json.dumps(b), json.dumps(c)]))
-    totals, batches, passes, by_worker = bray._written_stats(tmp_path)
+    totals, batches, passes, by_worker = ray_files._written_stats(tmp_path)
     assert batches == 3 and totals.rows == 4 and passes == {"onednn-float32": 3, "torch-float32": 1}
     assert by_worker == {("zen4", 11): {"onednn-float32": 3}, ("avx2", 7): {"torch-float32": 1}}
 
@@ -355,11 +359,11 @@ def test_check_written_returns_the_files_in_name_order_and_refuses_a_short_outpu
     table = pa.table({"id": [1, 2, 3, 4], "review": ["a b", "c", "d e f", "g"]})
     for name, rows in (("part-000001-x.parquet", slice(2, 4)), ("part-000000-x.parquet", slice(0, 2))):
         pq.write_table(pa.Table.from_batches([featurizer(table[rows])]), tmp_path / name)
-    files, provenance = bray._check_written(tmp_path, 4)
+    files, provenance = ray_files._check_written(tmp_path, 4)
     assert [f.name for f in files] == ["part-000000-x.parquet", "part-000001-x.parquet"]
     assert provenance == json.loads(pq.read_schema(files[0]).metadata[b"bertfeat"])
     with pytest.raises(RuntimeError, match="the Ray workers"):
-        bray._check_written(tmp_path, 5)
+        ray_files._check_written(tmp_path, 5)
 
 
 def test_known_schema_reads_what_ray_knows_without_running_the_dataset():
@@ -376,11 +380,11 @@ def test_known_schema_reads_what_ray_knows_without_running_the_dataset():
                 raise self.answer
             return self.answer
 
-    assert bray._known_schema(Dataset(schema)) is schema
-    assert bray._known_schema(Dataset(SimpleNamespace(base_schema=schema))) is schema  # Ray's Schema wrapper
-    assert bray._known_schema(Dataset(None)) is None  # not known until it runs
-    assert bray._known_schema(Dataset(SimpleNamespace(base_schema="not arrow"))) is None
-    assert bray._known_schema(Dataset(TypeError("unexpected keyword"))) is None  # a Ray without fetch_if_missing
+    assert ray_dataset._known_schema(Dataset(schema)) is schema
+    assert ray_dataset._known_schema(Dataset(SimpleNamespace(base_schema=schema))) is schema  # Ray's Schema wrapper
+    assert ray_dataset._known_schema(Dataset(None)) is None  # not known until it runs
+    assert ray_dataset._known_schema(Dataset(SimpleNamespace(base_schema="not arrow"))) is None
+    assert ray_dataset._known_schema(Dataset(TypeError("unexpected keyword"))) is None  # a Ray without fetch_if_missing
 
 
 @pytest.mark.parametrize("quiet", [False, True])
@@ -395,7 +399,7 @@ def test_the_jobs_order_and_progress_are_set_on_its_datasets_own_context_never_t
     own.execution_options.preserve_order = not preserve_order
     own.enable_progress_bars = own.print_on_execution_start = True
     ds = SimpleNamespace(context=own)
-    assert bray._job_context(ds, preserve_order, quiet) is ds
+    assert ray_session._job_context(ds, preserve_order, quiet) is ds
     assert (own.execution_options.preserve_order, own.enable_progress_bars, own.print_on_execution_start) == (
         preserve_order, not quiet, not quiet)
     assert (current.execution_options.preserve_order, current.enable_progress_bars,
@@ -413,8 +417,8 @@ def test_no_partition_columns_are_asked_for_under_the_name_the_installed_ray_tak
     def older(paths, *, schema=None, **arrow_parquet_args):  # Ray 2.10.0's, less what bertfeat does not pass
         pass
 
-    assert bray._without_partition_columns(newer) == {"partitioning": None}
-    assert bray._without_partition_columns(older) == {"dataset_kwargs": {"partitioning": None}}
+    assert ray_files._without_partition_columns(newer) == {"partitioning": None}
+    assert ray_files._without_partition_columns(older) == {"dataset_kwargs": {"partitioning": None}}
 
 
 def test_a_quiet_job_puts_ray_datas_log_level_back_unless_another_thread_set_it_meanwhile():
@@ -424,16 +428,16 @@ def test_a_quiet_job_puts_ray_datas_log_level_back_unless_another_thread_set_it_
     saved = log.level
     log.setLevel(15)
     try:
-        with bray._process_settings(False):
+        with ray_session._process_settings(False):
             assert log.level == 15  # not quiet: not touched
-        with bray._process_settings(True):
+        with ray_session._process_settings(True):
             assert log.level == logging.CRITICAL
         assert log.level == 15
         with pytest.raises(KeyError):  # put back when the job fails too, and the failure passes through
-            with bray._process_settings(True):
+            with ray_session._process_settings(True):
                 raise KeyError("job failed")
         assert log.level == 15
-        with bray._process_settings(True):
+        with ray_session._process_settings(True):
             other = threading.Thread(target=log.setLevel, args=(logging.DEBUG,))  # another thread's, meanwhile
             other.start()
             other.join()
@@ -632,7 +636,7 @@ def test_the_actor_hands_a_bad_input_to_the_job_as_raised(tiny_bert, fake_ray, q
 
 def test_the_sink_writes_a_tasks_blocks_in_order_to_one_file_and_their_counts_beside_it(fake_ray, tmp_path):
     ray = fake_ray()
-    sink = bray._ordered_parquet_sink(ray, tmp_path / "data")
+    sink = ray_files._ordered_parquet_sink(ray, tmp_path / "data")
     assert (tmp_path / "data").is_dir() and sink.get_name() == "BertfeatParquet"
     stats = [json.dumps({"rows": 2}), json.dumps({"rows": 1})]
     blocks = [
@@ -650,11 +654,11 @@ def test_the_sink_writes_a_tasks_blocks_in_order_to_one_file_and_their_counts_be
     assert data3.name.startswith("part-000003-") and data3.suffix == ".parquet"
     assert data12.name.startswith("part-000012-") and data12.name.endswith(".parquet")
     assert data12.name.split("-")[2] == data3.name.split("-")[2]  # one write id for the job's files
-    assert stats12 == bray._stats_file(data12)
+    assert stats12 == ray_files._stats_file(data12)
     assert pq.read_table(data12).to_pydict() == {"id": [1, 2, 3]}  # the counts column taken off, order kept
     assert pq.read_table(data3).to_pydict() == {"id": [9]}
     assert json.loads(stats12.read_text()) == stats
-    other = bray._ordered_parquet_sink(ray, tmp_path / "data")
+    other = ray_files._ordered_parquet_sink(ray, tmp_path / "data")
     other.write(iter([pa.table({"id": [1]})]), SimpleNamespace(task_idx=0))
     ids = {f.name.split("-")[2] for f in (tmp_path / "data").glob("*.parquet")}
     assert len(ids) == 2  # each write has its own id: a retried job's files never collide with a dead one's
@@ -847,14 +851,14 @@ def test_an_input_rewritten_while_ray_read_it_fails_the_job_and_puts_nothing_in_
     the input, with the manifest recording the fingerprint of the new one, taken at the end."""
     src = write_input(tmp_path, frame(12, seed=2), files=1)
     fake_ray()
-    real = bray._written_stats
+    real = ray_files._written_stats
 
     def rewritten_meanwhile(data_dir):
         frame(12, seed=3).to_parquet(src / "0.parquet", index=False)
         return real(data_dir)
 
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(bray, "_written_stats", rewritten_meanwhile)
+        m.setattr(ray_files, "_written_stats", rewritten_meanwhile)
         with pytest.raises(ValueError, match=r"changed while the job read it .*run the same command again"):
             bray.embed_parquet(src, tmp_path / "out", "review", model=tiny_bert, quiet=True)
     assert not (tmp_path / "out").exists() and not (tmp_path / "out.manifest.json").exists()
@@ -1055,14 +1059,14 @@ def test_an_output_another_job_put_in_place_before_the_lock_was_taken_is_not_rep
     ray = fake_ray()
     src = write_input(tmp_path, frame(5), files=1)
     out = tmp_path / "out"
-    real_lock = bray.job_lock
+    real_lock = ray_files.job_lock
 
     def the_other_job_finishes_first(paths):
         out.mkdir()
         (out / "part-000000.parquet").write_bytes(b"the other job's")
         return real_lock(paths)
 
-    monkeypatch.setattr(bray, "job_lock", the_other_job_finishes_first)
+    monkeypatch.setattr(ray_files, "job_lock", the_other_job_finishes_first)
     with pytest.raises(FileExistsError, match="exists; pass overwrite=True"):
         bray.embed_parquet(src, out, "review", model=tiny_bert, quiet=True)
     assert ray.inits == [] and (out / "part-000000.parquet").read_bytes() == b"the other job's"
