@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX")
 
 # every lock of the process that is not an object's own, by where it lives ("module:attribute.attribute")
 PROCESS_LOCKS = [
-    "bertfeat.backend:_LOCK", "bertfeat.backend:_PASSES_LOCK", "bertfeat.model_files:_TOKENIZERS_LOCK",
+    "bertfeat.backend:_LOCK", "bertfeat.batch_runner:_PASSES_LOCK", "bertfeat.model_files:_TOKENIZERS_LOCK",
     "bertfeat.model_files:_QUIET.lock", "bertfeat.cache:_OPEN_LOCK", "bertfeat.cli:_FORMAT.lock",
     "bertfeat.gpu:_HELD_LOCK", "bertfeat.hardware:_SHARED_LOCK", "bertfeat.prompts:_NOTED_LOCK",
     "bertfeat.ray_session:_STARTED_RAY.lock", "bertfeat.spark_session:_LAUNCHING", "bertfeat.spark_session:_STARTED.lock",

@@ -548,10 +548,10 @@ def test_bf16_this_cpu_cannot_run_at_all_is_one_clear_error(tiny_bert, tmp_path,
         return model
 
     monkeypatch.setattr(TorchBackend, "_load_model", load)
-    import bertfeat.backend
+    import bertfeat.load_checks
 
     # the CPU itself runs no bfloat16 (a product under autocast fails too): else the model's code is named instead
-    monkeypatch.setattr(bertfeat.backend, "_autocast_runs_on_cpu", lambda dtype: False)
+    monkeypatch.setattr(bertfeat.load_checks, "_autocast_runs_on_cpu", lambda dtype: False)
     if "allocate" in failure:
         with pytest.raises(RuntimeError, match="can't allocate memory"):
             TorchBackend(resolve_model(str(path)), "cpu", "bfloat16")
@@ -842,7 +842,7 @@ def test_counting_a_forward_pass_does_not_wait_for_another_models_load():
     threads stalled while another thread loaded a second model."""
     import threading
 
-    from bertfeat import backend
+    from bertfeat import backend, batch_runner
     from bertfeat.models import ModelSpec
 
     spec = ModelSpec.__new__(ModelSpec)
@@ -850,7 +850,7 @@ def test_counting_a_forward_pass_does_not_wait_for_another_models_load():
         object.__setattr__(spec, name, "test-" + name)
     done = threading.Event()
     with backend._LOCK:  # a load in progress elsewhere
-        worker = threading.Thread(target=lambda: (backend._count_pass(spec, "float32", "torch-float32"), done.set()))
+        worker = threading.Thread(target=lambda: (batch_runner._count_pass(spec, "float32", "torch-float32"), done.set()))
         worker.start()
         assert done.wait(5), "a batch's count waited for the registry lock"
     worker.join()

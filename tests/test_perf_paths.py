@@ -255,11 +255,11 @@ def test_a_thread_that_first_uses_torch_while_a_call_runs_keeps_the_users_count_
     torch while another request embedded took a worker's share (4 threads of 16) for its life, and its own later
     calls ran on that share, silently slower."""
     recipe = BertEmbedder(model=tiny_backend.spec.path, pooling="mean", layers=-1).fit(["x"]).recipe_
-    import bertfeat.backend
+    import bertfeat.batch_runner
 
     monkeypatch.setattr(tiny_backend, "workers", 2)
     forward, born, started, both_started = tiny_backend.forward, [], [], threading.Event()
-    set_worker_threads = bertfeat.backend.set_worker_threads
+    set_worker_threads = bertfeat.batch_runner.set_worker_threads
 
     def counted(*args):  # the few moments a worker sets its own count are the one window left: wait them out
         set_worker_threads(*args)
@@ -267,7 +267,7 @@ def test_a_thread_that_first_uses_torch_while_a_call_runs_keeps_the_users_count_
         if len(started) == 2:
             both_started.set()
 
-    monkeypatch.setattr(bertfeat.backend, "set_worker_threads", counted)
+    monkeypatch.setattr(bertfeat.batch_runner, "set_worker_threads", counted)
 
     def spy(units, pooling, groups, skip=0):  # a thread born while this worker runs its batch
         both_started.wait(5)  # (a second worker may never start: then there is no window either)
@@ -794,7 +794,7 @@ def test_a_child_forked_while_threads_were_shared_out_sets_them_back_after_its_o
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
 @pytest.mark.parametrize("lock", ["bertfeat.backend:_LOCK", "bertfeat.model_files:_TOKENIZERS_LOCK",
-                                  "bertfeat.backend:_PASSES_LOCK", "bertfeat.cache:_OPEN_LOCK"])
+                                  "bertfeat.batch_runner:_PASSES_LOCK", "bertfeat.cache:_OPEN_LOCK"])
 def test_a_child_forked_while_another_thread_loaded_a_model_embeds_and_does_not_wait_for_ever(
         tiny_bert, tmp_path, lock):
     """(found by a parallel workers and threads hunt, 2026-11-27) a child forked while another thread held a lock of
