@@ -9,7 +9,7 @@ import pyarrow as pa
 from bertfeat.files import refuse_local_options
 from bertfeat.output import absolute_paths
 from bertfeat.ray_actor import RayFeaturizer, _auto_dtype_of_a_gpu
-from bertfeat.ray_plan import _cluster_nodes, plan_workers
+from bertfeat.ray_plan import _cluster_nodes, check_pool, plan_workers
 from bertfeat.recipe import _is_int
 from bertfeat.worker_recipe import driver_recipe, fix_auto_dtype
 
@@ -86,6 +86,7 @@ def embed_dataset(ds, text_col, keep_cols=(), *, num_workers=None, gpus_per_work
     keep_cols = [keep_cols] if isinstance(keep_cols, str) else list(keep_cols)
     if not _is_int(batch_rows) or batch_rows < 1:
         raise ValueError(f"batch_rows={batch_rows!r} is not valid: expected a positive number of rows.")
+    check_pool(num_workers, gpus_per_worker, cpus_per_worker, params.get("device", "auto"))  # before Ray starts
     if not ray.is_initialized():  # left running: the lazy result runs on it after this returns
         ray.init()
     plan = plan_workers(*_cluster_nodes(ray), num_workers, gpus_per_worker, cpus_per_worker,

@@ -22,7 +22,7 @@ from bertfeat.files import (
 from bertfeat.output import check_folder_output, job_lock, remove_stale_temps, replace_output
 from bertfeat.ray_actor import STATS_COL, JobCounts
 from bertfeat.ray_dataset import embed_dataset, require_ray
-from bertfeat.ray_plan import _cluster_nodes, plan_workers, worker_device
+from bertfeat.ray_plan import _cluster_nodes, check_pool, plan_workers
 from bertfeat.ray_session import _job_context, _job_ended, _process_settings, _ray_for_job
 from bertfeat.recipe import _is_int
 from bertfeat.sources import FOLDER_OUTPUT, output_path
@@ -77,7 +77,7 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
     if not reader.total_rows:
         raise ValueError(f"input {reader.path!r} has no rows to embed.")
     fingerprint = reader.fingerprint()  # the input as it is before it is read: checked again once it was
-    worker_device(params.get("device", "auto"), gpus_per_worker)
+    check_pool(num_workers, gpus_per_worker, cpus_per_worker, params.get("device", "auto"))  # before Ray starts
     from bertfeat.arrow import ArrowFeaturizer
 
     # the parameters, the model and the columns are checked before Ray starts or anything is written

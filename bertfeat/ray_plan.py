@@ -33,13 +33,7 @@ def plan_workers(node_cpus, node_gpus, num_workers=None, gpus_per_worker=0, cpus
     many as fit node by node (:func:`_fill_nodes`); with ``num_workers``, shared among them, whole CPUs where there
     are enough, and no more each than lets every actor find a node with that many spare.
     """
-    if num_workers is not None and (not _is_int(num_workers) or num_workers < 1):
-        raise ValueError(f"num_workers={num_workers!r} is not valid: expected a positive int, or None for the default.")
-    if not _is_number(gpus_per_worker) or gpus_per_worker < 0:
-        raise ValueError(f"gpus_per_worker={gpus_per_worker!r} is not valid: expected a number >= 0 (0 = CPU only).")
-    if cpus_per_worker is not None and (not _is_number(cpus_per_worker) or cpus_per_worker <= 0):
-        raise ValueError(f"cpus_per_worker={cpus_per_worker!r} is not valid: expected a number > 0, or None.")
-    device = worker_device(device, gpus_per_worker)
+    device = check_pool(num_workers, gpus_per_worker, cpus_per_worker, device)
     gpus = float(gpus_per_worker)
     if gpus > 0:
         if num_workers is None:
@@ -81,6 +75,17 @@ def plan_workers(node_cpus, node_gpus, num_workers=None, gpus_per_worker=0, cpus
     return WorkerPlan(num_workers=int(num_workers), cpus=cpus, gpus=gpus, threads=max(1, int(cpus)), device=device)
 
 
+def check_pool(num_workers=None, gpus_per_worker=0, cpus_per_worker=None, device: str = "auto") -> str:
+    """Refuse the user's choices for the pool where no cluster could run them, before Ray starts (a file job
+    refused them once it had started Ray); returns each actor's device (:func:`worker_device`)."""
+    if num_workers is not None and (not _is_int(num_workers) or num_workers < 1):
+        raise ValueError(f"num_workers={num_workers!r} is not valid: expected a positive int, or None for the default.")
+    _check_gpus(gpus_per_worker)
+    if cpus_per_worker is not None and (not _is_number(cpus_per_worker) or cpus_per_worker <= 0):
+        raise ValueError(f"cpus_per_worker={cpus_per_worker!r} is not valid: expected a number > 0, or None.")
+    return worker_device(device, gpus_per_worker)
+
+
 FILLED = 0.85  # the part of the nodes' spare CPUs the default CPU actors use at least
 
 
@@ -108,8 +113,11 @@ def worker_device(device, gpus_per_worker) -> str:
     from bertfeat.devices import device_type
 
     device_type(device)  # a spelling no worker runs on ('gpu', 'CUDA'), refused before Ray starts
+    # before it is read beside the device: embed_parquet and the command call this first, and a count that is no count
+    # was told to leave device='auto' (-1 beside 'cpu') or failed formatting it ('1')
+    _check_gpus(gpus_per_worker)
     if gpus_per_worker:
-        if _is_number(gpus_per_worker) and gpus_per_worker > 1:
+        if gpus_per_worker > 1:
             raise ValueError(
                 f"gpus_per_worker={gpus_per_worker:g} is not supported: a worker runs one model on one GPU, so it "
                 "would leave the others idle. Pass gpus_per_worker=1 (one worker per GPU) or a fraction such as 0.5 "
@@ -126,6 +134,11 @@ def worker_device(device, gpus_per_worker) -> str:
             f"device={device!r} needs GPUs from Ray: pass gpus_per_worker=1, one GPU per worker."
         )
     return "cpu" if device == "auto" else device  # a worker that asked Ray for no GPU must not take one
+
+
+def _check_gpus(gpus_per_worker) -> None:
+    if not _is_number(gpus_per_worker) or gpus_per_worker < 0:
+        raise ValueError(f"gpus_per_worker={gpus_per_worker!r} is not valid: expected a number >= 0 (0 = CPU only).")
 
 
 def _is_number(x) -> bool:

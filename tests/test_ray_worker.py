@@ -242,6 +242,14 @@ def test_worker_device(device, gpus, want):
     ("cuda", 0, "device='cuda' needs GPUs from Ray: pass gpus_per_worker=1, one GPU per "
                 "worker."),
     ("cuda:0", 0, "device='cuda:0' needs GPUs from Ray"),
+    # a GPU count that is no count, refused as such whatever the device: beside device='cpu' it was told to leave
+    # device='auto', or failed formatting it (embed_parquet and the command check the device with it first)
+    ("cpu", -1, "gpus_per_worker=-1 is not valid: expected a number >= 0 (0 = CPU only)."),
+    ("cpu", "1", "gpus_per_worker='1' is not valid: expected a number >= 0 (0 = CPU only)."),
+    ("auto", "0.5", "gpus_per_worker='0.5' is not valid: expected a number >= 0 (0 = CPU only)."),
+    ("mps", True, "gpus_per_worker=True is not valid: expected a number >= 0 (0 = CPU only)."),
+    ("cpu", float("nan"), "gpus_per_worker=nan is not valid: expected a number >= 0 (0 = CPU only)."),
+    ("cpu", None, "gpus_per_worker=None is not valid: expected a number >= 0 (0 = CPU only)."),
     # spellings no worker runs on, refused before Ray starts (they reached the actors, which failed at their start)
     ("gpu", 0, "device='gpu' is not valid: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'."),
     ("CUDA", 1, "device='CUDA' is not valid: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'."),
@@ -718,6 +726,10 @@ def test_embed_dataset_checks_before_any_actor_starts(tiny_bert, fake_ray):
     for rows in (0, -1, 1.5, "10", None, True):
         with pytest.raises(ValueError, match=rf"batch_rows={rows!r} is not valid: expected a positive number of rows"):
             bray.embed_dataset(ds, "review", batch_rows=rows, model=tiny_bert)
+    # the pool's numbers too (they were refused once Ray had started)
+    for option, value in [("num_workers", 0), ("cpus_per_worker", -1), ("gpus_per_worker", "1")]:
+        with pytest.raises(ValueError, match=rf"^{option}={value!r} is not valid: expected"):
+            bray.embed_dataset(ds, "review", model=tiny_bert, **{option: value})
     assert ray.inits == []  # refused before Ray starts
     with pytest.raises(ValueError, match=r"column\(s\) \['body'\] not found"):
         bray.embed_dataset(ds, "body", model=tiny_bert)
@@ -1000,6 +1012,21 @@ def test_a_file_job_is_refused_before_ray_starts(tiny_bert, fake_ray, tmp_path):
     assert str(info.value) == f"input {str(tmp_path / 'empty.parquet')!r} has no rows to embed."
     with pytest.raises(ValueError, match="does not go with gpus_per_worker=1"):
         bray.embed_parquet(src, tmp_path / "o", "review", gpus_per_worker=1, device="cpu", model=tiny_bert)
+    with pytest.raises(ValueError) as info:
+        bray.embed_parquet(src, tmp_path / "o", "review", gpus_per_worker="1", device="cpu", model=tiny_bert)
+    assert str(info.value) == "gpus_per_worker='1' is not valid: expected a number >= 0 (0 = CPU only)."
+    # the pool's other numbers too: they were refused only once Ray had started, its part folder made
+    for option, value, says in [("num_workers", 0, "num_workers=0 is not valid: expected a positive int, or None for "
+                                                   "the default."),
+                                ("cpus_per_worker", 0, "cpus_per_worker=0 is not valid: expected a number > 0, or "
+                                                       "None."),
+                                ("cpus_per_worker", "2", "cpus_per_worker='2' is not valid: expected a number > 0, "
+                                                         "or None."),
+                                ("gpus_per_worker", -0.5, "gpus_per_worker=-0.5 is not valid: expected a number >= 0 "
+                                                          "(0 = CPU only).")]:
+        with pytest.raises(ValueError) as info:
+            bray.embed_parquet(src, tmp_path / "o", "review", model=tiny_bert, **{option: value})
+        assert str(info.value) == says
     with pytest.raises(ValueError, match=r"column\(s\) \['body'\] not found"):
         bray.embed_parquet(src, tmp_path / "o", "body", model=tiny_bert)
     (tmp_path / "taken").mkdir()
