@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 
 from bertfeat.counts import DistinctCounter, job_counts, own_passes, text_hashes
 from bertfeat.encode import EncodeStats, reporting
+from bertfeat.inputs import column_names
 from bertfeat.hardware import run_facts
 from bertfeat.journal import BatchJournal
 from bertfeat.journal import use as use_journal
@@ -243,8 +244,8 @@ def embed_file(
 
     refuse_cluster_options(params)
     t0 = time.perf_counter()
-    text_cols = [text_cols] if isinstance(text_cols, str) else list(text_cols)
-    keep_cols = [keep_cols] if isinstance(keep_cols, str) else list(keep_cols)
+    text_cols = column_names(text_cols, "text_cols")
+    keep_cols = column_names(keep_cols, "keep_cols")
     for name, value in (("chunk_rows", chunk_rows), ("chunk_chars", chunk_chars)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name}={value!r} is not valid: expected a positive int.")

@@ -128,6 +128,17 @@ def text_columns(X, columns=None) -> tuple[list[str], list[list], list[str] | No
     )
 
 
+def column_names(value, parameter: str) -> list:
+    """A job's column argument, one name (``'review'``) or several (``['title', 'body']``), as a list; refused,
+    naming ``parameter``, where it is neither (None, a number), which ``list()`` failed on as "'NoneType' object is
+    not iterable". The names themselves are checked against the input's columns later."""
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, Iterable):
+        raise TypeError(f"{parameter}={value!r} is not valid: expected a column name or a list of column names.")
+    return list(value)
+
+
 def series_label(X):
     """The name of a pandas or polars Series (None for any other X, or a Series with no name: None, or polars'
     "")."""

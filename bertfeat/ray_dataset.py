@@ -7,6 +7,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from bertfeat.files import refuse_local_options
+from bertfeat.inputs import column_names
 from bertfeat.output import absolute_paths
 from bertfeat.ray_actor import RayFeaturizer, _auto_dtype_of_a_gpu
 from bertfeat.ray_plan import _cluster_nodes, check_pool, plan_workers
@@ -82,8 +83,8 @@ def embed_dataset(ds, text_col, keep_cols=(), *, num_workers=None, gpus_per_work
 
     refuse_local_options(params, "ray", reads="dataset")
     ray = require_ray()
-    text_cols = [text_col] if isinstance(text_col, str) else list(text_col)
-    keep_cols = [keep_cols] if isinstance(keep_cols, str) else list(keep_cols)
+    text_cols = column_names(text_col, "text_col")
+    keep_cols = column_names(keep_cols, "keep_cols")
     if not _is_int(batch_rows) or batch_rows < 1:
         raise ValueError(f"batch_rows={batch_rows!r} is not valid: expected a positive number of rows.")
     check_pool(num_workers, gpus_per_worker, cpus_per_worker, params.get("device", "auto"))  # before Ray starts

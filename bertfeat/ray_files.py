@@ -19,6 +19,7 @@ from bertfeat.encode import EncodeStats
 from bertfeat.files import (
     PARQUET_SUFFIXES, InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary, refuse_local_options,
 )
+from bertfeat.inputs import column_names
 from bertfeat.output import check_folder_output, job_lock, remove_stale_temps, replace_output
 from bertfeat.ray_actor import STATS_COL, JobCounts
 from bertfeat.ray_dataset import embed_dataset, require_ray
@@ -43,8 +44,8 @@ def embed_parquet(input, out, text_col, *, keep_cols=(), layout: str = "columns"
     refuse_local_options(params, "ray", reads="parquet")
     ray = require_ray()
     t0 = time.perf_counter()
-    text_cols = [text_col] if isinstance(text_col, str) else list(text_col)
-    keep_cols = [keep_cols] if isinstance(keep_cols, str) else list(keep_cols)
+    text_cols = column_names(text_col, "text_col")
+    keep_cols = column_names(keep_cols, "keep_cols")
     if not _is_int(batch_rows) or batch_rows < 1:
         raise ValueError(f"batch_rows={batch_rows!r} is not valid: expected a positive number of rows.")
     if STATS_COL in keep_cols + text_cols:  # it would be dropped with the counts, or make two columns of one name

@@ -34,6 +34,7 @@ from bertfeat.counts import (add_passes, forward_passes, keep_machine, keep_note
                              say_notes)
 from bertfeat.encode import EncodeStats
 from bertfeat.exceptions import SlowDtypeWarning, TruncationWarning
+from bertfeat.inputs import column_names
 from bertfeat.sources import FOLDER_OUTPUT, output_path
 from bertfeat.files import (InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary,
                             refuse_local_options)
@@ -276,8 +277,8 @@ def embed_dataframe(sdf, text_cols, *, keep_cols=(), layout: str = "columns", re
     require_spark()
     from pyspark.sql.types import ArrayType, FloatType, StructField, StructType
 
-    text_cols = [text_cols] if isinstance(text_cols, str) else list(text_cols)
-    keep_cols = [keep_cols] if isinstance(keep_cols, str) else list(keep_cols)
+    text_cols = column_names(text_cols, "text_cols")
+    keep_cols = column_names(keep_cols, "keep_cols")
     master = lambda: master_of(sdf.sparkSession)  # noqa: E731
     _check_device(recipe.get("device", "auto"), master)  # before a task is asked for its dtype
     # the metadata is the driver's, written before any task runs: its dtype="auto" must be what the tasks run
@@ -423,8 +424,8 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
     refuse_local_options(params, "spark")
     require_spark()
     t0 = time.perf_counter()
-    text_cols = [text_cols] if isinstance(text_cols, str) else list(text_cols)
-    keep_cols = [keep_cols] if isinstance(keep_cols, str) else list(keep_cols)
+    text_cols = column_names(text_cols, "text_cols")
+    keep_cols = column_names(keep_cols, "keep_cols")
     if not _is_int(batch_rows) or batch_rows < 1:
         raise ValueError(f"batch_rows={batch_rows!r} is not valid: expected a positive number of rows.")
     paths = _Paths.of(Path(output_path(out, "out", "the path of the folder to write",

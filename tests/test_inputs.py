@@ -430,3 +430,44 @@ def test_a_column_of_lists_or_records_is_refused_with_advice_that_embeds_its_ite
     refused(pl.DataFrame({"r": records}), "pl.col(col).struct.field('field')")
     np.testing.assert_array_equal(
         BertEmbedder(tiny_bert, missing="zero").fit_transform(pd.DataFrame({"r": records})["r"].str.get("text")), want)
+
+
+def _engines():
+    """Each file and dataset entry point of each engine, with the names of its two column parameters."""
+    from bertfeat import files
+
+    yield "embed_file", lambda path, t, k: files.embed_file(path, path.with_name("o.parquet"), t, keep_cols=k), \
+        "text_cols"
+    with contextlib.suppress(ImportError):
+        __import__("ray.data")
+        from bertfeat import ray as bray
+
+        yield "ray.embed_parquet", lambda path, t, k: bray.embed_parquet(path, path.with_name("o"), t, keep_cols=k), \
+            "text_col"
+        yield "ray.embed_dataset", lambda path, t, k: bray.embed_dataset(None, t, k), "text_col"
+    with contextlib.suppress(ImportError):
+        __import__("pyspark")
+        from bertfeat import spark
+
+        yield "spark.embed_files", lambda path, t, k: spark.embed_files(path, path.with_name("o"), t, keep_cols=k), \
+            "text_cols"
+        yield "spark.embed_dataframe", lambda path, t, k: spark.embed_dataframe(None, t, keep_cols=k), "text_cols"
+
+
+@pytest.mark.parametrize("value", [None, 5, 1.5])
+def test_a_column_argument_that_is_no_name_nor_names_is_refused_naming_it_on_every_engine(tmp_path, value):
+    """(found by the split hunt, 2026-11-27) ``text_cols=None`` (or a number) on every engine, and ``keep_cols=None``,
+    failed with Python's "'NoneType' object is not iterable", naming neither the parameter nor what it takes."""
+    import pandas as pd
+
+    path = tmp_path / "in.parquet"
+    pd.DataFrame({"review": ["a"], "id": [1]}).to_parquet(path)
+    engines = list(_engines())
+    assert len(engines) >= 1
+    for engine, call, text_name in engines:
+        for args, name in [((value, ()), text_name), (("review", value), "keep_cols")]:
+            with pytest.raises(TypeError) as info:
+                call(path, *args)
+            assert str(info.value) == (f"{name}={value!r} is not valid: expected a column name or a list of column "
+                                       "names."), engine
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]  # nothing written, nothing started
