@@ -42,8 +42,11 @@ from bertfeat.shards import (  # noqa: F401  (the cache's names for its shard fo
     _pid_alive, _row_group_rows, _RowGroupWriter, _schema, _shard_table, _shard_time, _TempShard, _Unreadable,
     _vectors_from_column, _write_atomic,
 )
+from bertfeat.links import link_docs
 from bertfeat.sources import absolute, is_url, locale_refusal
 from bertfeat.spelling import PICKLED_NOTE, SET_PARAMS_ASIDE
+
+__doc__ = link_docs(__doc__)  # its docs as addresses: an installed bertfeat has no docs/ folder
 
 if TYPE_CHECKING:  # compaction imports this module's names: imported when compact is called
     from bertfeat.compaction import CompactResult

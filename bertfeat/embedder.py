@@ -15,11 +15,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from bertfeat import recipe as rcp
 from bertfeat.exceptions import TruncationWarning, user_stacklevel
+from bertfeat.links import with_doc_links
 from bertfeat.prompts import _note_modules_not_applied, _resolve_prefix
 
 logger = logging.getLogger("bertfeat")
 
 
+@with_doc_links
 class BertEmbedder(TransformerMixin, BaseEstimator):
     """Frozen embeddings of one or more text columns from a BERT-family model.
 

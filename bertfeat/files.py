@@ -36,6 +36,7 @@ from bertfeat.output import (
     OutputPaths, _atomic_write_bytes, _Paths, atomic_write_bytes, check_output, fsync, job_lock, job_os_error,
     remove_stale_temps, write_part,
 )
+from bertfeat.links import with_doc_links
 from bertfeat.readers import CSV_NULLS, CSV_SUFFIXES, PARQUET_SUFFIXES, InputReader, resolve_input
 from bertfeat.sources import FILE_OUTPUT, output_path
 from bertfeat.resume import FINISHED, STATE_VERSION, finished_output, mark_finished, prepare_partial
@@ -181,6 +182,7 @@ def refuse_cluster_options(params: dict) -> None:
                         f"{_CLUSTER_OPTIONS[given[0]]}.")
 
 
+@with_doc_links
 def embed_file(
     input: str,
     out: str,

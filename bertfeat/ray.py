@@ -14,11 +14,14 @@ and the job's counting actor), :mod:`bertfeat.ray_dataset` (:func:`embed_dataset
 when one of their functions is called: ``import bertfeat`` never does.
 """
 
+from bertfeat.links import link_docs
 from bertfeat.ray_actor import STATS_COL, JobCounts, RayFeaturizer  # noqa: F401 (re-exported)
 from bertfeat.ray_dataset import INSTALL_HINT, embed_dataset, require_ray  # noqa: F401 (re-exported)
 from bertfeat.ray_files import embed_parquet  # noqa: F401 (re-exported)
 from bertfeat.ray_plan import FILLED, WorkerPlan, plan_workers, worker_device  # noqa: F401 (re-exported)
 from bertfeat.ray_session import RUNS_ON_ITS_OWN_CONTEXT  # noqa: F401 (re-exported)
+
+__doc__ = link_docs(__doc__)  # its docs as addresses: an installed bertfeat has no docs/ folder
 
 __all__ = ["embed_dataset", "embed_parquet", "require_ray", "plan_workers", "worker_device", "WorkerPlan",
            "RayFeaturizer", "JobCounts", "STATS_COL", "INSTALL_HINT", "FILLED", "RUNS_ON_ITS_OWN_CONTEXT"]

@@ -8,6 +8,7 @@ import pyarrow as pa
 
 from bertfeat.files import refuse_local_options
 from bertfeat.inputs import column_names
+from bertfeat.links import with_doc_links
 from bertfeat.output import absolute_paths
 from bertfeat.ray_actor import RayFeaturizer, _auto_dtype_of_a_gpu
 from bertfeat.ray_plan import _cluster_nodes, check_pool, plan_workers
@@ -30,6 +31,7 @@ def require_ray():
     return ray
 
 
+@with_doc_links
 def embed_dataset(ds, text_col, keep_cols=(), *, num_workers=None, gpus_per_worker=0, cpus_per_worker=None,
                   batch_rows: int = 10_000, layout: str = "columns", _collector=None, **params):
     """Embed the text column(s) of a Ray Dataset: returns a Dataset of the kept columns followed by the features.

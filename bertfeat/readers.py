@@ -48,8 +48,11 @@ from bertfeat.sources import (  # noqa: F401  (readers' public names since befor
     CSV_SUFFIXES, PARQUET_SUFFIXES, _codec, _kind, input_path, is_pattern, path_text, recorded_name,
     resolve_input,
 )
+from bertfeat.links import link_docs
 from bertfeat.sniff import HEAD, not_csv_text, not_its_compression, not_parquet
 from bertfeat.utf8 import invalid_values
+
+__doc__ = link_docs(__doc__)  # its docs as addresses: an installed bertfeat has no docs/ folder
 
 # \N is the NULL of database text exports: PostgreSQL's COPY text format (\copy t TO 'f.tsv'), MySQL's SELECT ... INTO
 # OUTFILE (quoted CSV too), Hive's text tables, Snowflake's unloads; read as text it was embedded as the text "\N".

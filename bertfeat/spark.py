@@ -40,6 +40,7 @@ from bertfeat.files import (InputReader, _atomic_write_bytes, _Paths, job_counts
                             refuse_local_options)
 from bertfeat.output import (absolute_paths, check_folder_output, fsync, job_lock, remove_stale_temps,
                              replace_output)
+from bertfeat.links import link_docs
 from bertfeat.recipe import _is_int
 from bertfeat.worker_recipe import (check_fixed_dtype, check_worker_recipe, check_worker_tokenization, driver_recipe,
                                     fix_auto_dtype, libraries)
@@ -48,6 +49,8 @@ from bertfeat.spark_session import (JAVA_HINT, _conf, _job_ended, _job_master, _
                                     context, master_of, require_java)
 from bertfeat.spark_input import (_check_visible, _first_rows, _hadoop_literal, _local_path, _parquet_files,
                                   _spark_schema, _stage)
+
+__doc__ = link_docs(__doc__)  # its docs as addresses: an installed bertfeat has no docs/ folder
 
 INSTALL_HINT = "pip install 'bertfeat[spark]'"
 _MISTAKE = "[bertfeat-mistake]"  # marks a user's mistake in a worker's traceback, which is all Spark passes on

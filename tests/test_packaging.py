@@ -10,7 +10,10 @@ reach (``-S``: no ``.pth`` file is read, so its finder cannot fill in what the w
 
 from __future__ import annotations
 
+import argparse
+import ast
 import email
+import importlib
 import os
 import re
 import shutil
@@ -24,6 +27,7 @@ from pathlib import Path
 import pytest
 
 import bertfeat
+from bertfeat import links
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "bertfeat"
@@ -192,3 +196,87 @@ def test_the_r_packages_help_pages_keep_r_cmd_checks_line_widths():
             wide += [(rd.name, section, line) for line in body.splitlines() if len(line) > limit]
     assert "install_bertfeat(" in _rd_section((ROOT / "r-bridge/man/install_bertfeat.Rd").read_text(), "examples")
     assert not wide
+
+
+# -- what users read names what they have -------------------------------------------------------------------------
+
+# a path of the repository's docs folder (docs/ray.md), which neither the wheel nor the sdist holds
+REPOSITORY_DOCS_PATH = re.compile(r"(?<![\w./-])docs/[\w./-]*\w")
+DOCS_ADDRESS = re.compile(re.escape(links.REPOSITORY) + r"/blob/([^/\s]+)/docs/([\w./-]*\w)")
+
+
+def _documented_modules() -> list[str]:
+    """bertfeat and every module of it the README and docs name (``bertfeat.ray.embed_parquet``): what ``help()``
+    shows a user who follows them."""
+    named = {"bertfeat"}
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        named |= {"bertfeat." + m for m in re.findall(r"\bbertfeat\.([a-z_]+)\b", doc.read_text(encoding="utf-8"))
+                  if (PACKAGE / f"{m}.py").is_file()}
+    return sorted(named)
+
+
+def _messages(path: Path) -> list[str]:
+    """The string constants of a module that are no docstring: its messages, help texts and the like."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr)}
+    return [node.value for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+
+
+def _what_users_read() -> dict[str, str]:
+    import pydoc
+
+    from bertfeat.cli import build_parser
+
+    texts = {}
+
+    def helps(parser, words):
+        texts[" ".join(words) + " --help"] = parser.format_help()
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, child in action.choices.items():
+                    helps(child, words + (name,))
+
+    helps(build_parser(), ("bertfeat",))
+    for name in _documented_modules():
+        texts[f"help({name})"] = pydoc.render_doc(importlib.import_module(name), renderer=pydoc.plaintext)
+    texts["help(bertfeat.BertEmbedder)"] = pydoc.render_doc(bertfeat.BertEmbedder, renderer=pydoc.plaintext)
+    for path in sorted(PACKAGE.rglob("*.py")):
+        texts[f"a message in {path.relative_to(ROOT)}"] = "\n".join(_messages(path))
+    for rd in sorted((ROOT / "r-bridge" / "man").glob("*.Rd")):
+        texts[f"R's ?{rd.stem}"] = rd.read_text(encoding="utf-8")
+    for r in sorted((ROOT / "r-bridge" / "R").glob("*.R")):  # R's messages: its code, not its comments
+        code = [line.split("#", 1)[0] for line in r.read_text(encoding="utf-8").splitlines()]
+        texts[f"a message in r-bridge/R/{r.name}"] = "\n".join(code)
+    return texts
+
+
+def test_every_doc_a_help_text_docstring_or_message_names_is_an_address_of_this_versions_docs():
+    # `bertfeat embed --help` said "See docs/ray.md." and help(BertEmbedder) "(docs/defaults.md)": paths in the
+    # repository, which the wheel and the sdist do not hold, so a pip-installed user had nothing to follow
+    texts = _what_users_read()
+    assert {"bertfeat embed --help", "help(bertfeat.ray)", "help(bertfeat.spark)", "help(bertfeat.files)",
+            "help(bertfeat.cache)", "help(bertfeat.BertEmbedder)", "R's ?bf_embed"} <= set(texts)
+    bare = {(where, path) for where, text in texts.items()
+            for path in REPOSITORY_DOCS_PATH.findall(DOCS_ADDRESS.sub("", text))}
+    assert not bare, f"docs named as paths an installed bertfeat lacks: {sorted(bare)}"
+    named = {}
+    for where, text in texts.items():
+        for version, page in DOCS_ADDRESS.findall(text.replace("\\url{", " ")):
+            named.setdefault((version, page), where)
+    assert ("v" + bertfeat.__version__, "ray.md") in named and ("v" + bertfeat.__version__, "defaults.md") in named
+    for (version, page), where in named.items():
+        assert version == "v" + bertfeat.__version__, f"{where} names the docs of {version}"
+        assert (ROOT / "docs" / page).is_file(), f"{where} names docs/{page}, which does not exist"
+
+
+def test_the_projects_addresses_are_one_in_the_code_the_metadata_and_the_r_package(built):
+    urls = dict(value.split(", ", 1) for value in _metadata(built["wheel"]).get_all("Project-URL") or [])
+    assert urls == {"Homepage": links.REPOSITORY, "Documentation": links.DOCUMENTATION, "Issues": links.ISSUES}
+    assert links.docs_url("ray.md") == f"{links.REPOSITORY}/blob/v{bertfeat.__version__}/docs/ray.md"
+    description = (ROOT / "r-bridge" / "DESCRIPTION").read_text(encoding="utf-8")
+    fields = dict(re.findall(r"^([\w@/]+):\s*(.*(?:\n[ \t].*)*)", description, re.M))
+    assert [u.strip() for u in fields["URL"].split(",")] == [links.REPOSITORY, links.DOCUMENTATION]
+    assert fields["BugReports"] == links.ISSUES

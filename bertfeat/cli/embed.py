@@ -10,6 +10,7 @@ import argparse
 
 from bertfeat.cli._options import add_recipe_options, positive_int, recipe_params
 from bertfeat.escapes import QUOTINGS
+from bertfeat.links import docs_url
 
 # --help's description: not read from the docstring, which python -OO (PYTHONOPTIMIZE=2) strips
 DESCRIPTION = "featurize a CSV/parquet file (or a directory/glob of parquet) into a parquet file."
@@ -17,7 +18,7 @@ DESCRIPTION = "featurize a CSV/parquet file (or a directory/glob of parquet) int
 ENGINES = ("local", "ray", "spark")
 RAY_FLAGS = ("num_workers", "gpus_per_worker", "cpus_per_worker")
 
-EXAMPLES = """
+EXAMPLES = f"""
 examples:
   bertfeat embed reviews.csv --text-col review --id-col id --out features.parquet
   bertfeat embed data/ --text-col title --text-col body --keep-col label --out f.parquet --pooling cls+mean
@@ -30,11 +31,11 @@ complete, with a provenance manifest beside it (<out>.manifest.json).
 
 --engine ray runs on the Ray cluster this machine belongs to (RAY_ADDRESS, or the one `ray start` made here; else
 a local one on this machine's cores), reads parquet only, and writes --out as a directory of parquet files with the
-same columns and metadata. See docs/ray.md.
+same columns and metadata. See {docs_url("ray.md")}
 
 --engine spark runs on Spark (--master URL, or the Spark Connect server SPARK_REMOTE names, or spark-submit's
 master, or local[*]), reads CSV or parquet, and writes --out as a directory of parquet files with the same columns
-and metadata. See docs/spark.md.
+and metadata. See {docs_url("spark.md")}
 """
 
 

@@ -10,7 +10,8 @@
 #'   model name or a local directory holding `config.json`, the tokenizer and `model.safetensors`.
 #' @param pooling `"cls"`, `"mean"` or `"max"`, or a `"+"`-joined combination such as `"cls+mean"`
 #'   (the pooled vectors are concatenated in that order). The default `"cls+mean"`, with the default layers, is
-#'   the choice that stayed closest to the best on two real labelled datasets (docs/defaults.md).
+#'   the choice that stayed closest to the best on two real labelled datasets
+#'   (<https://github.com/bertfeat/bertfeat/blob/v0.1.0/docs/defaults.md>).
 #' @param layers Hidden layers to read, as whole numbers: 0 is the embedding output, 1..L the transformer layers,
 #'   negative values count from the last (`-1` is the last layer). Several layers are averaged, or concatenated
 #'   with `layer_agg = "concat"`. `NULL` (the default) is the last four transformer layers (all of them on a model with fewer).
