@@ -11,7 +11,8 @@
 #' @param path A local bertfeat source checkout (the directory holding `pyproject.toml`), or a built wheel or
 #'   sdist of bertfeat (`bertfeat-*.whl`, `bertfeat-*.tar.gz`), to install from. `NULL` uses the environment
 #'   variable `BERTFEAT_SOURCE` if set, else the checkout that holds the working directory if there is one, else
-#'   the package `"bertfeat"` from PyPI.
+#'   bertfeat from PyPI at this R package's version (`"bertfeat==0.1.0"` for bertfeat 0.1.0: the two are
+#'   released together, and an R package calls its own version's functions).
 #' @param torch_spec The pip requirement for torch, such as `"torch"` or `"torch==2.13.0"`.
 #' @param torch_index_url Package index to take torch from (`NULL`: pip's default).
 #' @param python The Python interpreter to base the virtualenv on (`NULL`: reticulate's choice). bertfeat needs
@@ -75,7 +76,8 @@ python_too_old <- function(python) {
   if (utils::compareVersion(version, "3.10") < 0) version else NULL
 }
 
-# Where install_bertfeat() takes the Python package from: a checkout directory, or the PyPI name.
+# Where install_bertfeat() takes the Python package from: a checkout directory, or a built one, or from PyPI the
+# version of this R package (the newest, "bertfeat", could take other arguments than this R package passes).
 bertfeat_source <- function(path = NULL, start = getwd(), call = rlang::caller_env()) {
   if (is.null(path) && nzchar(Sys.getenv("BERTFEAT_SOURCE"))) {
     path <- Sys.getenv("BERTFEAT_SOURCE")
@@ -99,7 +101,7 @@ bertfeat_source <- function(path = NULL, start = getwd(), call = rlang::caller_e
     }
     parent <- dirname(dir)
     if (identical(parent, dir)) {
-      return("bertfeat")
+      return(paste0("bertfeat==", utils::packageVersion("bertfeat")))
     }
     dir <- parent
   }

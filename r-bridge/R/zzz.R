@@ -47,35 +47,118 @@ python_module <- function(call = rlang::caller_env()) {
   module
 }
 
-# What this R package calls in bertfeat._r (test-python-setup.R holds it to the calls in the code). The R package and
-# the Python one are installed apart: an R package updated over a virtualenv's older bertfeat (install_bertfeat() run
-# once, long ago) found a function missing at the call, "module \"bertfeat._r\" has no attribute \"read_features\"",
-# and nothing said which package or what to do. Checked once, at import.
-PYTHON_SIDE <- c("_import_torch", "column_form_hint", "config", "describe", "embed", "input_found", "probe",
-                 "r_advice", "read_features", "run_cli")
+# What this R package calls in bertfeat._r, and how: `n` arguments by position, the `named` ones by name
+# (test-python-setup.R holds both to the calls in the code). The R package and the Python one are installed apart:
+# an R package updated over a virtualenv's older bertfeat (install_bertfeat() run once, long ago) found a function
+# missing at the call, "module \"bertfeat._r\" has no attribute \"read_features\"", or one that takes other
+# arguments (Python's "got an unexpected keyword argument 'on_line'"), and nothing said which package or what to do.
+# Checked once, at import, against the functions' signatures.
+PYTHON_SIDE <- list(
+  `_import_torch` = list(),
+  column_form_hint = list(n = 2L),
+  config = list(),
+  describe = list(n = 2L),
+  embed = list(n = 4L),
+  input_found = list(n = 1L),
+  probe = list(n = 4L),
+  r_advice = list(n = 1L),
+  read_features = list(n = 1L),
+  run_cli = list(n = 1L, named = "on_line")
+)
+
+# The parameters R passes by name (in `params`) to bertfeat.BertEmbedder (bf_embed(), the step) and, after the texts
+# and the labels, to bertfeat.probe (bf_probe()): each function's own arguments and what its `...` takes
+# (test-python-setup.R holds them to the names the code puts in `params`).
+python_params <- function() {
+  list(
+    BertEmbedder = list(named = c("model", "pooling", "layers", "missing", "cache_dir", DOTS_PARAMS)),
+    probe = list(n = 2L, named = c("model", "cv", "unions", "baseline", "groups", "random_state", "plot",
+                                   "cache_dir", PROBE_DOTS_PARAMS))
+  )
+}
 
 check_python_side <- function(module, call = rlang::caller_env()) {
-  absent <- PYTHON_SIDE[!vapply(PYTHON_SIDE, function(name) reticulate::py_has_attr(module, name), logical(1))]
-  if (!length(absent)) {
-    return(invisible())
-  }
+  absent <- names(PYTHON_SIDE)[!vapply(names(PYTHON_SIDE), function(name) reticulate::py_has_attr(module, name),
+                                       logical(1))]
   bertfeat <- reticulate::import("bertfeat")
   version <- tryCatch(as.character(reticulate::py_get_attr(bertfeat, "__version__")), error = function(e) "no version")
   where <- python_in_use()
-  abort_bf(
-    c(
-      sprintf("The bertfeat Python package (%s, in %s) is older than this R package (%s): its bertfeat._r has no %s.",
-              version, dirname(bertfeat$`__file__`), utils::packageVersion("bertfeat"), paste(absent, collapse = ", ")),
-      i = sprintf("Python in use: %s%s", where$python,
-                  if (is.na(where$forced)) "" else sprintf(", chosen by %s", where$forced)),
-      "To update it, then restart R:",
-      "*" = "run `bertfeat::install_bertfeat()` again if it made this Python's virtualenv; or",
-      "*" = sprintf(paste("run `%s -m pip install --upgrade bertfeat`",
-                          "(or pip install the checkout this R package came from)."), where$python)
-    ),
-    "python_unavailable",
-    python = where$python,
-    call = call
+  if (length(absent)) {
+    abort_bf(
+      c(
+        sprintf("The bertfeat Python package (%s, in %s) is older than this R package (%s): its bertfeat._r has no %s.",
+                version, dirname(bertfeat$`__file__`), utils::packageVersion("bertfeat"),
+                paste(absent, collapse = ", ")),
+        python_side_fix(where)
+      ),
+      "python_unavailable",
+      python = where$python,
+      call = call
+    )
+  }
+  refused <- c(
+    unlist(Map(function(name, passes) refused_arguments(module, name, paste0("bertfeat._r.", name), passes),
+               names(PYTHON_SIDE), PYTHON_SIDE)),
+    unlist(Map(function(name, passes) refused_arguments(bertfeat, name, paste0("bertfeat.", name), passes),
+               names(python_params()), python_params()))
+  )
+  if (length(refused)) {
+    abort_bf(
+      c(
+        sprintf("The bertfeat Python package (%s, in %s) does not take what this R package (%s) passes it:",
+                version, dirname(bertfeat$`__file__`), utils::packageVersion("bertfeat")),
+        stats::setNames(refused, rep("x", length(refused))),
+        python_side_fix(where)
+      ),
+      "python_unavailable",
+      python = where$python,
+      call = call
+    )
+  }
+  invisible()
+}
+
+# Why Python's `module.name` cannot be called as this R package calls it (`passes`: list(n =, named =)), in Python's
+# words ("bertfeat._r.embed(): missing a required argument: 'batch'"), or naming every keyword it does not take
+# ("bertfeat.BertEmbedder() takes no prefix, prompt_name"); NULL when it can. inspect's bind() takes the arguments as
+# the call would, without calling: a keyword the function lacks, a required argument R does not pass, too many by
+# position.
+refused_arguments <- function(module, name, label, passes) {
+  fn <- tryCatch(reticulate::py_get_attr(module, name), error = function(e) NULL)
+  if (is.null(fn)) {
+    return(sprintf("%s is missing", label))
+  }
+  named <- as.character(passes[["named"]]) # [[ ]]: `$n` would take `named` where there is no `n`
+  nulls <- function(names) stats::setNames(rep(list(NULL), length(names)), names)
+  binds <- function(method, args) {
+    tryCatch({
+      inspect <- reticulate::import("inspect", convert = FALSE)
+      do.call(reticulate::py_call, c(list(reticulate::py_get_attr(inspect$signature(fn), method)), args))
+      NULL
+    }, error = function(e) {
+      reason <- sub("\\s+$", "", strsplit(conditionMessage(e), "\n", fixed = TRUE)[[1]][1])
+      sub("^[A-Za-z_.]*(Error|Exception): ", "", reason)
+    })
+  }
+  lacks <- named[vapply(named, function(arg) !is.null(binds("bind_partial", nulls(arg))), logical(1))]
+  if (length(lacks)) {
+    return(sprintf("%s() takes no %s", label, paste(lacks, collapse = ", ")))
+  }
+  reason <- binds("bind", c(rep(list(NULL), passes[["n"]] %||% 0L), nulls(named)))
+  if (is.null(reason)) NULL else sprintf("%s(): %s", label, reason)
+}
+
+# How to bring the Python side to this R package's version (install_bertfeat() installs that version).
+python_side_fix <- function(where) {
+  c(
+    i = sprintf("Python in use: %s%s", where$python,
+                if (is.na(where$forced)) "" else sprintf(", chosen by %s", where$forced)),
+    "To fix it, then restart R:",
+    "*" = sprintf(paste("run `bertfeat::install_bertfeat()` to match versions (it installs bertfeat %s) if it made",
+                        "this Python's virtualenv; or"), utils::packageVersion("bertfeat")),
+    "*" = sprintf(paste("run `%s -m pip install \"bertfeat==%s\"`",
+                        "(or pip install the checkout this R package came from)."),
+                  where$python, utils::packageVersion("bertfeat"))
   )
 }
 

@@ -19,7 +19,8 @@ test_that("install_bertfeat() installs from the checkout it runs in, a given pat
   skip_if(is.null(root), "not run from a bertfeat checkout")
   expect_identical(bertfeat:::bertfeat_source(start = test_path()), normalizePath(root))
   expect_identical(bertfeat:::bertfeat_source(path = root), normalizePath(root))
-  expect_identical(bertfeat:::bertfeat_source(start = tempdir()), "bertfeat")
+  expect_identical(bertfeat:::bertfeat_source(start = tempdir()),
+                   paste0("bertfeat==", utils::packageVersion("bertfeat"))) # this R package's version
   withr::local_envvar(BERTFEAT_SOURCE = root)
   expect_identical(bertfeat:::bertfeat_source(start = tempdir()), normalizePath(root))
   expect_error(bertfeat:::bertfeat_source(path = tempdir()), class = "bertfeat_error_argument")
