@@ -24,6 +24,7 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import bertfeat
@@ -143,6 +144,35 @@ sys.exit(main(["--version"]))
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == f"bertfeat {bertfeat.__version__}"
+
+
+@pytest.mark.slow
+def test_the_installed_wheel_embeds_with_the_bundled_model_as_the_tree_does(built, tmp_path):
+    # what a user runs first after `pip install`: `python -m bertfeat` (the wheel's __main__), `info` and an embed of
+    # a CSV on the bundled model, from a folder that is not the tree, the editable install out of reach
+    env = dict(os.environ, HF_HUB_OFFLINE="1",
+               PYTHONPATH=os.pathsep.join([str(built["site"]), sysconfig.get_paths()["purelib"]]))
+
+    def bertfeat_command(*args):
+        proc = subprocess.run([sys.executable, "-S", "-m", "bertfeat", *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return proc.stdout
+
+    assert bertfeat_command("--help").startswith("usage: bertfeat ")
+    info = bertfeat_command("info", "--no-machine")
+    assert "all-MiniLM-L6-v2" in info and "768 features per text column" in info
+    (tmp_path / "in.csv").write_text("id,text\n1,a cat sat\n2,the dog ran\n3,\n", encoding="utf-8")
+    bertfeat_command("embed", "in.csv", "--text-col", "text", "--id-col", "id", "--out", "out.parquet",
+                     "--missing", "zero", "--quiet")
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(tmp_path / "out.parquet")
+    assert table.column("id").to_pylist() == ["1", "2", "3"] and table.num_columns == 1 + 768  # ids as written
+    features = np.column_stack([table.column(i).to_numpy() for i in range(1, table.num_columns)])
+    expected = bertfeat.BertEmbedder().fit_transform(["a cat sat", "the dog ran"])
+    np.testing.assert_allclose(features[:2], expected, atol=1e-5)
+    assert not features[2].any()  # the missing text, as --missing zero says
 
 
 def test_the_metadata_names_the_version_python_and_license_and_the_build_is_warned_of_nothing(built):
@@ -280,3 +310,10 @@ def test_the_projects_addresses_are_one_in_the_code_the_metadata_and_the_r_packa
     fields = dict(re.findall(r"^([\w@/]+):\s*(.*(?:\n[ \t].*)*)", description, re.M))
     assert [u.strip() for u in fields["URL"].split(",")] == [links.REPOSITORY, links.DOCUMENTATION]
     assert fields["BugReports"] == links.ISSUES
+
+
+def test_the_r_package_and_the_python_package_have_one_version():
+    # released together: install_bertfeat() installs bertfeat==<the R package's version> from PyPI, and the R
+    # package's check at import refuses a Python side whose functions take other arguments than it passes
+    description = (ROOT / "r-bridge" / "DESCRIPTION").read_text(encoding="utf-8")
+    assert re.search(r"^Version:\s*(\S+)$", description, re.M)[1] == bertfeat.__version__
