@@ -4,7 +4,9 @@ The docs are Markdown files in the repository's ``docs/`` folder, which neither 
 help text or docstring that says "see docs/ray.md" points a pip-installed user at nothing. So what users read names
 a page by its address at the installed version's tag (the docs of another version describe another program).
 pyproject.toml's ``[project.urls]`` and the R package's DESCRIPTION (``URL``, ``BugReports``) name the same addresses;
-tests/test_packaging.py checks that they agree and that every page named exists.
+tests/test_packaging.py checks that they agree and that every page named exists. The README (the package index's
+page, where a relative link leads nowhere) and R's help pages, which cannot read this module, write the addresses
+out: at a new version, their tag changes with ``__version__`` (tests/test_packaging.py names each one left behind).
 """
 
 from __future__ import annotations

@@ -317,3 +317,20 @@ def test_the_r_package_and_the_python_package_have_one_version():
     # package's check at import refuses a Python side whose functions take other arguments than it passes
     description = (ROOT / "r-bridge" / "DESCRIPTION").read_text(encoding="utf-8")
     assert re.search(r"^Version:\s*(\S+)$", description, re.M)[1] == bertfeat.__version__
+
+
+def test_the_readme_the_package_index_shows_links_only_to_addresses_of_this_versions_files(built):
+    # the README is the wheel's long description, the package's page on the index: its links `docs/cache.md`,
+    # `benchmarks/RESULTS.md` were relative, which the index resolves against its own pages (nothing there)
+    readme = _metadata(built["wheel"]).get_payload()
+    targets = re.findall(r"\]\(([^)\s]+)\)", readme)
+    assert len(targets) >= 10
+    relative = [t for t in targets if not re.match(r"[a-z]+:|#", t)]
+    assert not relative, f"links the package index cannot follow: {relative}"
+    # and a page named in the prose is a link (its text may name the page by its path)
+    assert not REPOSITORY_DOCS_PATH.findall(re.sub(r"\[[^\]]*\]\([^)]*\)", "", readme))
+    for target in targets:
+        if target.startswith(links.REPOSITORY + "/blob/"):
+            version, path = re.match(re.escape(links.REPOSITORY) + r"/blob/([^/]+)/([^#]+)", target).groups()
+            assert version == "v" + bertfeat.__version__, target
+            assert (ROOT / path).is_file(), target
