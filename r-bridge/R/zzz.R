@@ -229,7 +229,9 @@ abort_python_unavailable <- function(error, call = rlang::caller_env()) {
       i = if (length(searched)) paste("Also searched:", paste(searched, collapse = ", ")),
       "To fix it, then restart R:",
       "*" = "run `bertfeat::install_bertfeat()`: it creates the virtualenv \"r-bertfeat\" with bertfeat and torch, which bertfeat then finds by itself; or",
-      "*" = "set the environment variable RETICULATE_PYTHON to a Python where `pip install bertfeat` has been run.",
+      "*" = sprintf(paste("set the environment variable RETICULATE_PYTHON to a Python where",
+                          "`pip install \"bertfeat==%s\"` (this R package's version) has been run."),
+                    utils::packageVersion("bertfeat")),
       i = "`bertfeat::bf_config()` shows what is in use."
     ),
     "python_unavailable",

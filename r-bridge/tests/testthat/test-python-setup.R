@@ -22,7 +22,9 @@ test_that("a Python without bertfeat gives a classed error naming that Python an
   expect_match(out, paste0("Python in use: ", python), fixed = TRUE)
   expect_match(out, "chosen by RETICULATE_PYTHON", fixed = TRUE)
   expect_match(out, "bertfeat::install_bertfeat()", fixed = TRUE)
-  expect_match(out, "set the environment variable RETICULATE_PYTHON", fixed = TRUE)
+  expect_match(out, sprintf(paste("set the environment variable RETICULATE_PYTHON to a Python where",
+                                  "`pip install \"bertfeat==%s\"` (this R package's version) has been run."),
+                            utils::packageVersion("bertfeat")), fixed = TRUE)
   # bf_config() shows the same diagnosis instead of failing
   expect_match(out, "CONFIG\nR package: bertfeat", fixed = TRUE)
 })
