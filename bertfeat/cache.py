@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from bertfeat import locks
 from bertfeat.exceptions import CacheError, CacheWarning, notice, user_stacklevel
 from bertfeat.fork_safe import ForkSafeLock
 from bertfeat.recent import keep_recent
@@ -750,12 +751,19 @@ class _Namespace:
                         with contextlib.suppress(FileNotFoundError):
                             os.unlink(os.path.join(self.dir, name))
                 # Removed while still held: a process waiting on them then finds them gone and locks afresh
-                # (_flock). Removed after, a waiter would hold a lock file nobody else can see.
-                for name in (_LOCK_FILE, _COMPACT_LOCK_FILE):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(os.path.join(self.dir, name))
+                # (_flock). Removed after, a waiter would hold a lock file nobody else can see. Windows cannot
+                # remove a file held open: there they go after (below), unless a waiter holds one open.
+                if locks.removable_while_held():
+                    self._remove_lock_files()
             self._forget(list(self.shards))
             self.bad.clear()
             self._noted = None
+        if not locks.removable_while_held():
+            self._remove_lock_files()
         with contextlib.suppress(OSError):  # left in place if something else was put there
             os.rmdir(self.dir)
+
+    def _remove_lock_files(self) -> None:
+        for name in (_LOCK_FILE, _COMPACT_LOCK_FILE):
+            with contextlib.suppress(FileNotFoundError if locks.removable_while_held() else OSError):
+                os.unlink(os.path.join(self.dir, name))

@@ -3,8 +3,8 @@ no temp file behind when they fail, the lock that keeps two jobs off one output,
 absolute for a cluster engine's workers.
 
 A job writing ``<out>`` (a symbolic link there followed: :meth:`OutputPaths.of`) owns ``<out>.partial/`` (its
-finished parts, for resume), ``<out>.manifest.json`` and a lock file ``.<out>.lock``, held with ``flock`` for the
-whole job and removed at its end. A second job on the same ``<out>`` is refused at once with a message naming
+finished parts, for resume), ``<out>.manifest.json`` and a lock file ``.<out>.lock``, held (:mod:`bertfeat.locks`:
+``flock``, ``msvcrt.locking`` on Windows) for the whole job and removed at its end. A second job on the same ``<out>`` is refused at once with a message naming
 the lock and the process holding it, so two jobs never interleave their parts.
 """
 
@@ -22,14 +22,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from bertfeat import locks
 from bertfeat.exceptions import NoLockWarning, user_stacklevel
-from bertfeat.shards import FLOCK_UNSUPPORTED
 from bertfeat.sources import absolute
-
-try:
-    import fcntl
-except ImportError:  # Windows: no flock; docs/cli.md says so
-    fcntl = None
 
 
 @dataclass
@@ -158,8 +153,8 @@ def absolute_paths(params: dict) -> dict:
 @contextlib.contextmanager
 def job_lock(paths: OutputPaths):
     """Hold the output's lock for a job; refuse at once if another process holds it. Where the filesystem refuses
-    flock (:data:`bertfeat.shards.FLOCK_UNSUPPORTED`), the job runs unlocked, with a :class:`NoLockWarning`."""
-    if fcntl is None:
+    flock (:data:`bertfeat.locks.UNSUPPORTED`), the job runs unlocked, with a :class:`NoLockWarning`."""
+    if not locks.available():
         yield
         return
     unlocked = None  # why the filesystem refused to lock, where it did
@@ -169,21 +164,21 @@ def job_lock(paths: OutputPaths):
         except OSError as exc:
             raise os_error_message(exc, f"the lock file of out={str(paths.out)!r}") from None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            taken = locks.lock(fd, wait=False)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno not in locks.UNSUPPORTED:
+                raise os_error_message(exc, f"the lock file of out={str(paths.out)!r}") from None
+            _remove(paths.lock)  # this filesystem does not lock (Lustre without -o flock): run unlocked
+            unlocked = exc.strerror or str(exc)
+            break
+        if not taken:
             holder = os.read(fd, 200).decode("utf-8", "replace").strip() or "another process"
             os.close(fd)
             raise FileExistsError(
                 f"another bertfeat job ({holder}) is writing out={str(paths.out)!r} (it holds {str(paths.lock)!r}); "
                 "wait for it to finish, or choose another out=."
             ) from None
-        except OSError as exc:
-            os.close(fd)
-            if exc.errno not in FLOCK_UNSUPPORTED:
-                raise os_error_message(exc, f"the lock file of out={str(paths.out)!r}") from None
-            _remove(paths.lock)  # this filesystem does not lock (Lustre without -o flock): run unlocked, as on Windows
-            unlocked = exc.strerror or str(exc)
-            break
         # the holder before us may have removed the file after we opened it: then ours is a stale inode
         try:
             same = os.stat(paths.lock).st_ino == os.fstat(fd).st_ino
@@ -191,7 +186,7 @@ def job_lock(paths: OutputPaths):
             same = False
         if same:
             break
-        os.close(fd)
+        locks.release(fd)
     if unlocked is not None:
         warnings.warn(f"the filesystem of out={str(paths.out)!r} does not support flock locks ({unlocked}), so no "
                       "lock keeps a second job off this output: run one job per out= at a time.", NoLockWarning,
@@ -203,9 +198,7 @@ def job_lock(paths: OutputPaths):
         os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode())
         yield
     finally:
-        with contextlib.suppress(OSError):
-            os.unlink(paths.lock)
-        os.close(fd)
+        locks.release(fd, paths.lock)
 
 
 def remove_stale_temps(paths: OutputPaths) -> None:

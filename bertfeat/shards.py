@@ -7,7 +7,6 @@ on these; nothing here knows about recipes or lookups.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import re
 import socket
@@ -19,10 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-try:
-    import fcntl
-except ImportError:  # Windows: no flock; docs/cache.md says to compact or clear only while no job uses the cache
-    fcntl = None
+from bertfeat import locks
 
 CACHE_FORMAT = 1
 KEY_BYTES = 16
@@ -34,9 +30,6 @@ _WRITE_OPTIONS = dict(
     write_statistics=False,  # min/max of hashes prune nothing; the key index does that
     write_page_checksum=True,  # so a flipped bit in a data page is caught on read, not returned as a vector
 )
-# what flock raises on a filesystem that does not lock (Lustre mounted without -o flock, NFS without its lock
-# daemon, some FUSE filesystems): there, as where flock is missing, nothing is locked
-FLOCK_UNSUPPORTED = frozenset({errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOLCK})
 _HOST = re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname()) or "host"
 
 
@@ -233,10 +226,10 @@ def _windows_pid_alive(pid: int) -> bool:
 
 @contextlib.contextmanager
 def _flock(path: str, *, exclusive: bool):
-    """An advisory lock on ``path``; a no-op where flock is missing or refused by the filesystem, or the lock file
-    cannot be created."""
+    """An advisory lock on ``path`` (:mod:`bertfeat.locks`; a shared one is exclusive on Windows), waited for; a no-op
+    where the OS has no lock call or the filesystem refuses it, or the lock file cannot be created."""
     fd = None
-    if fcntl is not None:
+    if locks.available():
         with contextlib.suppress(OSError):
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     if fd is None:
@@ -245,16 +238,16 @@ def _flock(path: str, *, exclusive: bool):
     try:
         while True:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+                locks.lock(fd, exclusive=exclusive)
             except OSError as exc:
-                if exc.errno not in FLOCK_UNSUPPORTED:
+                if exc.errno not in locks.UNSUPPORTED:
                     raise
                 break  # this filesystem does not lock: docs/cache.md says what stays safe
             with contextlib.suppress(OSError):
                 if os.stat(path).st_ino == os.fstat(fd).st_ino:
                     break
             # `clear` removed the file while we waited: lock the one a later caller will open, if any
-            os.close(fd)
+            locks.release(fd)
             fd = None
             with contextlib.suppress(OSError):
                 fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
@@ -263,4 +256,4 @@ def _flock(path: str, *, exclusive: bool):
         yield
     finally:
         if fd is not None:
-            os.close(fd)
+            locks.release(fd)

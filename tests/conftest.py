@@ -194,6 +194,87 @@ def windows_fsync(monkeypatch):
     return flushed
 
 
+class FakeMsvcrt:
+    """``msvcrt.locking`` as Windows runs it: a lock on ``nbytes`` bytes from the file's position, held by that open
+    file (another open file of the same file, in this process too, is refused: ``LK_NBLCK`` fails with EACCES at
+    once, ``LK_LOCK`` with EDEADLOCK after its ten tries), let go by ``LK_UNLCK`` or when the file is closed.
+    ``calls`` records (fd, mode, position, nbytes); ``held`` maps each held (file, position, nbytes) to its fd."""
+
+    LK_UNLCK, LK_LOCK, LK_NBLCK, LK_RLCK, LK_NBRLCK = 0, 1, 2, 3, 4
+
+    def __init__(self):
+        import threading
+
+        self.calls, self.held, self._mutex = [], {}, threading.Lock()
+
+    def locking(self, fd, mode, nbytes):
+        import errno
+
+        st, at = os.fstat(fd), os.lseek(fd, 0, os.SEEK_CUR)
+        self.calls.append((fd, mode, at, nbytes))
+        key = ((st.st_dev, st.st_ino), at, nbytes)
+        with self._mutex:
+            others = [k for k, holder in self.held.items()
+                      if k[0] == key[0] and k[1] < at + nbytes and at < k[1] + k[2] and holder != fd]
+            if mode == self.LK_UNLCK:
+                if self.held.get(key) != fd:
+                    raise PermissionError(errno.EACCES, "Permission denied")
+                del self.held[key]
+            elif others or key in self.held:
+                raise (PermissionError(errno.EACCES, "Permission denied") if mode in (self.LK_NBLCK, self.LK_NBRLCK)
+                       else OSError(errno.EDEADLK, "Resource deadlock avoided"))
+            else:
+                self.held[key] = fd
+
+    def closed(self, fd):
+        with self._mutex:
+            for k in [k for k, holder in self.held.items() if holder == fd]:
+                del self.held[k]
+
+
+@pytest.fixture
+def windows_locks(monkeypatch):
+    """File locks and removal as Windows has them, where ``fcntl`` is missing: every bertfeat module's ``fcntl`` is
+    None and its ``msvcrt`` a :class:`FakeMsvcrt`; a file held open through ``os.open`` cannot be removed or renamed
+    over or away (PermissionError 13, as WinError 32 "used by another process" reads in Python). Returns the fake."""
+    import errno
+    import sys
+
+    fake = FakeMsvcrt()
+    for name, module in list(sys.modules.items()):
+        if name.startswith("bertfeat") and module is not None:
+            if hasattr(module, "fcntl"):
+                monkeypatch.setattr(module, "fcntl", None)
+            if hasattr(module, "msvcrt"):
+                monkeypatch.setattr(module, "msvcrt", fake)
+    open_paths, real_open, real_close = {}, os.open, os.close
+
+    def opened(path, flags, mode=0o777, **kw):
+        fd = real_open(path, flags, mode, **kw)
+        open_paths[fd] = os.path.realpath(path)
+        return fd
+
+    def close(fd):
+        fake.closed(fd)
+        open_paths.pop(fd, None)
+        return real_close(fd)
+
+    def refusing(real):
+        def call(src, *args, **kw):
+            for p in (src, *args[:1]):
+                if os.path.realpath(p) in open_paths.values():
+                    raise PermissionError(errno.EACCES, "The process cannot access the file because it is being "
+                                                        "used by another process", os.fspath(p))
+            return real(src, *args, **kw)
+        return call
+
+    monkeypatch.setattr(os, "open", opened)
+    monkeypatch.setattr(os, "close", close)
+    for name in ("unlink", "remove", "replace", "rename"):
+        monkeypatch.setattr(os, name, refusing(getattr(os, name)))
+    return fake
+
+
 @pytest.fixture
 def progress_bars(monkeypatch):
     """Spy on encode's progress bars: one record per bar made, with ``bar``, ``asked`` (the ``enabled`` encode

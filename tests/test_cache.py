@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from bertfeat import cache as cache_module
-from bertfeat import shards as shard_module
+from bertfeat import locks
 from bertfeat.cache import Cache, open_cache
 from bertfeat.encode import encode, text_key
 from bertfeat.exceptions import CacheError, CacheWarning
@@ -838,7 +838,7 @@ def test_cache_operations_wait_for_the_advisory_lock(tmp_path, operation, lock_f
         assert done == {"cleared": 1} and not ns.exists()
 
 
-@pytest.mark.skipif(shard_module.fcntl is None, reason="flock is POSIX")
+@pytest.mark.skipif(locks.fcntl is None, reason="flock is POSIX")
 @pytest.mark.parametrize("lock_file", [".lock", ".compact.lock"])
 def test_clear_removes_its_lock_files_while_holding_them_and_a_waiter_locks_afresh(tmp_path, monkeypatch, lock_file):
     """`clear` removed .lock and .compact.lock after letting go of them: a compaction waiting on the old file then

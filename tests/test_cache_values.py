@@ -1292,9 +1292,13 @@ def test_a_shard_deleted_by_hand_during_the_swap_does_not_fail_the_compaction(tm
     assert Cache(tmp_path).lookup(recipe, workers.rows(range(10))[0])[0].all()
 
 
-def test_without_flock_every_operation_still_works(tmp_path, monkeypatch):
-    """Windows has no flock: the locks are no-ops (docs/cache.md says to compact and clear while no job runs)."""
-    monkeypatch.setattr(shard_module, "fcntl", None)  # the locks live with the shard plumbing (bertfeat.shards)
+def test_without_a_lock_call_every_operation_still_works(tmp_path, monkeypatch):
+    """An OS with neither flock nor msvcrt.locking: the locks are no-ops (docs/cache.md says to compact and clear
+    while no job runs)."""
+    from bertfeat import locks
+
+    monkeypatch.setattr(locks, "fcntl", None)
+    monkeypatch.setattr(locks, "msvcrt", None)
     recipe, cache = two_shards(tmp_path, 5)
     assert cache.compact()[0].shards_after == 1
     assert cache.lookup(recipe, workers.rows(range(10))[0])[0].all()

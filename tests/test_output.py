@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from bertfeat import output
+from bertfeat import locks, output
 from bertfeat.output import (
     OutputPaths, absolute_paths, atomic_write_bytes, check_folder_output, check_output, check_written, job_lock,
     os_error_message, replace_output, write_part,
@@ -333,7 +333,7 @@ def test_job_lock_retries_when_the_holder_removed_the_file_it_opened(tmp_path, m
     """Between our open and our flock the previous holder may finish and unlink the lock file: the inode we locked
     is then no lock at all, and the job must take the lock again on a new file."""
     paths = OutputPaths(tmp_path / "f.parquet")
-    real_flock = output.fcntl.flock
+    real_flock = locks.fcntl.flock
     calls = []
 
     def flock(fd, op):
@@ -342,7 +342,7 @@ def test_job_lock_retries_when_the_holder_removed_the_file_it_opened(tmp_path, m
         if len(calls) == 1:  # the previous holder ends now, removing the file we just locked
             os.unlink(paths.lock)
 
-    monkeypatch.setattr(output.fcntl, "flock", flock)
+    monkeypatch.setattr(locks.fcntl, "flock", flock)
     with job_lock(paths):
         assert len(calls) == 2  # locked again, on the file that now exists
         assert paths.lock.read_text().startswith(f"pid {os.getpid()} ")

@@ -1,0 +1,135 @@
+"""The advisory locks (bertfeat/locks.py) as Windows takes them, through conftest's ``windows_locks``: no ``fcntl``,
+``msvcrt.locking`` on one byte, and files held open that cannot be removed. POSIX's flock is tested through whole
+operations in test_cache.py (other processes blocked in /proc/locks) and test_output.py."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+
+import pytest
+
+from bertfeat import locks
+from bertfeat.cache import Cache
+from bertfeat.output import OutputPaths, job_lock
+from tests import _cache_workers as workers
+from tests.conftest import make_recipe
+
+LOCKED = locks.WINDOWS_LOCKED_BYTE
+
+
+def held_by_another(fake, path) -> bool:
+    """Whether another open file holds the Windows lock of ``path`` (tried through a new one, as a second job does)."""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        os.lseek(fd, LOCKED, os.SEEK_SET)
+        try:
+            fake.locking(fd, fake.LK_NBLCK, 1)
+        except PermissionError:
+            return True
+        fake.locking(fd, fake.LK_UNLCK, 1)
+        return False
+    finally:
+        os.close(fd)
+
+
+def test_on_windows_a_second_job_on_the_same_out_is_refused_while_the_first_holds_the_lock(tmp_path, windows_locks):
+    """Windows has no flock: two jobs on one --out ran unlocked, their parts interleaved. The job now holds
+    msvcrt's lock on a byte past its line (a locked byte cannot be read by another process), lets go of it at its
+    end and then removes the file (Windows cannot remove a file held open)."""
+    fake = windows_locks
+    paths = OutputPaths(tmp_path / "f.parquet")
+    holder = f"pid {os.getpid()} on {socket.gethostname()}"
+    with job_lock(paths):
+        assert held_by_another(fake, paths.lock)
+        assert [at for _, mode, at, n in fake.calls if mode == fake.LK_NBLCK] == [LOCKED, LOCKED]
+        assert paths.lock.read_text() == holder  # written at the start of the file, not at the locked byte
+        with pytest.raises(FileExistsError) as info, job_lock(paths):
+            pass
+        assert str(info.value) == (
+            f"another bertfeat job ({holder}) is writing out={str(paths.out)!r} (it holds {str(paths.lock)!r}); "
+            "wait for it to finish, or choose another out=.")
+        assert paths.lock.read_text() == holder  # the refused job neither truncated nor removed it
+    assert fake.held == {} and [mode for _, mode, _, _ in fake.calls][-1] == fake.LK_UNLCK
+    assert not paths.lock.exists()
+    with job_lock(paths):  # free again
+        assert paths.lock.read_text() == holder
+    assert not paths.lock.exists()
+
+
+def test_on_windows_a_job_ending_while_another_has_its_lock_file_open_leaves_the_file(tmp_path, windows_locks):
+    """Another job that opened the lock file as this one ended (to be refused, or to take the lock after it) keeps
+    the file: Windows refuses to remove it, and the end of the job is not failed for that."""
+    paths = OutputPaths(tmp_path / "f.parquet")
+    with job_lock(paths):
+        other = os.open(paths.lock, os.O_RDWR)
+    try:
+        assert paths.lock.exists() and windows_locks.held == {}
+        with job_lock(paths):  # the lock is free, on the file that stayed
+            assert held_by_another(windows_locks, paths.lock)
+    finally:
+        os.close(other)
+
+
+def recipe_and_cache(root):
+    recipe = make_recipe(hidden_size=workers.N_FEATURES)
+    cache = Cache(root)
+    cache.store(recipe, *workers.rows(range(0, 10)))
+    cache.store(recipe, *workers.rows(range(5, 15)))  # two shards, overlapping: compaction has work to do
+    return recipe, cache
+
+
+@pytest.mark.parametrize("operation, lock_file", [
+    ("lookup", ".lock"),  # a reader's listing waits for a compaction's swap
+    ("compact", ".lock"),  # the swap waits for readers' listings
+    ("compact", ".compact.lock"),  # one compaction at a time
+    ("clear", ".compact.lock"),  # no clear under a running compaction
+    ("clear", ".lock"),
+])
+def test_on_windows_cache_operations_wait_for_the_lock(tmp_path, windows_locks, operation, lock_file):
+    """Windows has no flock: a compaction's swap, a reader's listing and a clear ran unserialised. They now wait on
+    msvcrt's lock (taken exclusive for a listing too: msvcrt has no shared lock) and run once it is let go."""
+    fake = windows_locks
+    recipe, cache = recipe_and_cache(tmp_path)
+    path = tmp_path / recipe.fingerprint() / lock_file
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    os.lseek(fd, LOCKED, os.SEEK_SET)
+    fake.locking(fd, fake.LK_NBLCK, 1)
+    done = {}
+
+    def run():
+        other = Cache(tmp_path)
+        if operation == "lookup":
+            done["found"] = int(other.lookup(recipe, workers.rows(range(15))[0])[0].sum())
+        elif operation == "compact":
+            done["shards_after"] = [r.shards_after for r in other.compact()]
+        else:
+            done["cleared"] = len(other.clear())
+
+    thread = threading.Thread(target=run)
+    try:
+        thread.start()
+        time.sleep(0.5)
+        assert thread.is_alive() and not done, f"{operation} ran while {lock_file} was held on Windows"
+        assert any(f != fd and at == LOCKED for f, _, at, _ in fake.calls)  # it is trying the lock
+    finally:
+        fake.locking(fd, fake.LK_UNLCK, 1)
+        os.close(fd)
+        thread.join(30)
+    assert done == {"lookup": {"found": 15}, "compact": {"shards_after": [1]}, "clear": {"cleared": 1}}[operation]
+    assert fake.held == {}  # every lock let go
+
+
+def test_on_windows_clear_removes_its_lock_files_after_letting_go_of_them(tmp_path, windows_locks):
+    """Windows cannot remove a file held open: `clear` removes the lock files once it has let go of them (on POSIX
+    while holding them), and the namespace's folder with them."""
+    recipe, cache = recipe_and_cache(tmp_path)
+    cache.compact()  # leaves .compact.lock beside .lock
+    ns = tmp_path / recipe.fingerprint()
+    assert {p.name for p in ns.glob(".*lock")} == {".lock", ".compact.lock"}
+    assert cache.clear() == [recipe.fingerprint()]
+    assert not ns.exists() and windows_locks.held == {}
+    assert cache.store(recipe, *workers.rows(range(3))) == 3  # a cleared cache takes new rows, locking afresh
+    assert not Cache(tmp_path).lookup(recipe, workers.rows(range(3, 5))[0])[0].any()
