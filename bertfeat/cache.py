@@ -40,8 +40,8 @@ from bertfeat.fork_safe import ForkSafeLock
 from bertfeat.recent import keep_recent
 from bertfeat.shards import (  # noqa: F401  (the cache's names for its shard format since before the split)
     _HOST, _WRITE_OPTIONS, CACHE_FORMAT, KEY_BYTES, _flock, _fsync_dir, _fsync_file, _key_array, _keys_from_column,
-    _pid_alive, _row_group_rows, _RowGroupWriter, _schema, _shard_table, _shard_time, _TempShard, _Unreadable,
-    _vectors_from_column, _write_atomic,
+    _NotRemoved, _pid_alive, _remove_all, _row_group_rows, _RowGroupWriter, _schema, _shard_table, _shard_time,
+    _TempShard, _Unreadable, _vectors_from_column, _write_atomic,
 )
 from bertfeat.links import link_docs
 from bertfeat.sources import absolute, is_url, locale_refusal
@@ -745,11 +745,15 @@ class _Namespace:
             return
         with _flock(os.path.join(self.dir, _COMPACT_LOCK_FILE), exclusive=True), self._lock:
             with _flock(os.path.join(self.dir, _LOCK_FILE), exclusive=True):
-                for name in os.listdir(self.dir):
-                    if (_SHARD_RE.match(name) or name.startswith(".tmp-") or name == RECIPE_FILE
-                            or _RECIPE_TMP_RE.match(name)):
-                        with contextlib.suppress(FileNotFoundError):
-                            os.unlink(os.path.join(self.dir, name))
+                try:  # all or none: a cache half cleared would answer for some texts of the recipe and not others
+                    _remove_all(self.dir, [name for name in os.listdir(self.dir)
+                                           if _SHARD_RE.match(name) or name.startswith(".tmp-")
+                                           or name == RECIPE_FILE or _RECIPE_TMP_RE.match(name)])
+                except _NotRemoved as exc:
+                    raise CacheError(
+                        f"clearing {self.dir} could not remove its files: {exc.why()}. Nothing was removed; "
+                        f"{exc.what_to_do('clear')}"
+                    ) from None
                 # Removed while still held: a process waiting on them then finds them gone and locks afresh
                 # (_flock). Removed after, a waiter would hold a lock file nobody else can see. Windows cannot
                 # remove a file held open: there they go after (below), unless a waiter holds one open.

@@ -17,7 +17,8 @@ import pyarrow.parquet as pq
 from bertfeat.cache import _COMPACT_LOCK_FILE, _LOCK_FILE, _STALE_TMP_SECONDS, _TMP_RE
 from bertfeat.exceptions import CacheError
 from bertfeat.shards import (
-    _HOST, _flock, _fsync_file, _pid_alive, _row_group_rows, _RowGroupWriter, _shard_time, _TempShard, _Unreadable,
+    _HOST, _flock, _fsync_file, _NotRemoved, _pid_alive, _remove_all, _retried, _row_group_rows, _RowGroupWriter,
+    _shard_time, _TempShard, _Unreadable,
 )
 
 
@@ -116,14 +117,24 @@ def _compact(ns) -> CompactResult:
             bad = ns._present_bad()
             dead = [s.name for s in old.values() if s.name not in ns.bad and s.name not in ns.denied] + bad
             with _flock(os.path.join(ns.dir, _LOCK_FILE), exclusive=True):
+                merged = None
                 if rows:
                     # Named with the time of the oldest shard it replaces, not now: a differing copy of a key
                     # written while the merge ran must still count as newer than the copy kept here (the copy
                     # of the oldest shard), in this process, in those that listed the old shards and in new ones.
-                    tmp.commit(min(_shard_time(s.name) for s in old.values()))
-                for n in dead:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(os.path.join(ns.dir, n))
+                    merged = tmp.commit(min(_shard_time(s.name) for s in old.values()))
+                try:
+                    _remove_all(ns.dir, dead)
+                except _NotRemoved as exc:
+                    # nothing removed: take the merged shard back (no reader has listed it: the lock is held), so
+                    # the cache is as it was, not half compacted (its rows twice)
+                    if merged is not None and exc.put_back:
+                        with contextlib.suppress(OSError):
+                            _retried(os.unlink, os.path.join(ns.dir, merged))
+                    raise CacheError(
+                        f"compacting {ns.dir} could not remove the shards it merged: {exc.why()}. No shard was "
+                        f"removed and every cached row is kept; {exc.what_to_do('compact')}"
+                    ) from None
         ns._forget([sid for sid in old if sid in ns.shards])
         ns.bad.difference_update(bad)
         ns.refresh()

@@ -151,6 +151,76 @@ class _TempShard:
                 os.unlink(self.path)
 
 
+# Windows refuses to rename or remove a file another process holds open (a job reading a shard, recipe.json, or
+# writing its temp shard; an antivirus scanning a new file): such a refusal is tried again for this long before
+# it stands. POSIX refuses for want of rights only, which waiting does not change.
+_HELD_OPEN_SECONDS = 3.0
+
+
+def _retried(call, *args):
+    deadline = time.monotonic() + (_HELD_OPEN_SECONDS if sys.platform == "win32" else 0)
+    while True:
+        try:
+            return call(*args)
+        except PermissionError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
+
+
+class _NotRemoved(Exception):
+    """What :func:`_remove_all` could not remove (``path``, the PermissionError as ``__cause__``), every file it was
+    given left where it was."""
+
+    def __init__(self, path: str, put_back: bool):
+        super().__init__(path)
+        self.path, self.put_back = path, put_back
+
+    def why(self) -> str:
+        exc = self.__cause__
+        name = os.path.basename(self.path)
+        if sys.platform == "win32":
+            return (f"{name} is held open by another process ({exc.strerror or exc}): Windows cannot remove a file "
+                    "in use, and a job or session reading or writing this cache holds its files open")
+        return (f"this user may not remove {name} ({exc.strerror or exc}): the folder's permissions, or its sticky "
+                "bit where another user wrote the file, keep it")
+
+    def what_to_do(self, command: str) -> str:
+        if sys.platform == "win32":
+            return f"run {command} again once the other jobs using this cache have ended."
+        return f"run {command} as the user who wrote the cache's files, or one who may write to its folder."
+
+
+def _remove_all(directory: str, names) -> None:
+    """Remove the files ``names`` of ``directory``, all or none: each is first renamed to a temporary shard's name
+    (which no reader lists, and which compact removes once this process is gone); where one cannot be renamed
+    (:func:`_retried`), those renamed are put back and :class:`_NotRemoved` raised, so nothing was removed. A file
+    already gone is skipped."""
+    aside = []
+    try:
+        for name in names:
+            path = os.path.join(directory, name)
+            tmp = os.path.join(directory, f".tmp-{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:12]}.parquet")
+            try:
+                _retried(os.replace, path, tmp)
+            except FileNotFoundError:
+                continue
+            except PermissionError as exc:
+                put_back = True
+                for path_, tmp_ in reversed(aside):
+                    try:
+                        _retried(os.replace, tmp_, path_)
+                    except OSError:
+                        put_back = False
+                aside = []
+                raise _NotRemoved(path, put_back) from exc
+            aside.append((path, tmp))
+    finally:
+        for _, tmp in aside:
+            with contextlib.suppress(OSError):  # left as a temp file: compact removes it
+                _retried(os.unlink, tmp)
+
+
 def _shard_time(name: str) -> int:
     """The time in a shard's name (``shard-<time>-<id>.parquet``), in nanoseconds."""
     return int(name.split("-")[1])

@@ -24,6 +24,7 @@ import pytest
 from bertfeat import cache as cache_module
 from bertfeat import shards as shard_module
 from bertfeat.cache import Cache, _key_array, open_cache
+from bertfeat.cli import main
 from bertfeat.encode import encode, text_key
 from bertfeat.exceptions import CacheError, CacheWarning
 from tests import _cache_workers as workers
@@ -1196,6 +1197,120 @@ def test_the_cache_writes_and_compacts_where_fsync_needs_a_handle_that_may_write
     found, vectors, n_tokens = Cache(tmp_path).lookup(recipe, keys)
     assert found.all()
     workers.check_found(keys, found, vectors, n_tokens)
+
+
+def held_open_on_windows(monkeypatch, held: set, tries: dict | None = None,
+                         strerror="The process cannot access the file because it is being used by another process"):
+    """Windows, where files named in ``held`` are open in another process: renaming or removing one is refused with
+    PermissionError 13 (WinError 32), each time or, where ``tries`` gives a count for it, that many times."""
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setattr(shard_module, "_HELD_OPEN_SECONDS", 0.2)
+    refused = []
+
+    def refusing(real):
+        def call(src, *args, **kw):
+            name = os.path.basename(os.fspath(src))
+            if name in held and (tries is None or tries.get(name, 0) > 0):
+                if tries is not None:
+                    tries[name] -= 1
+                refused.append(name)
+                raise PermissionError(errno.EACCES, strerror, os.fspath(src))
+            return real(src, *args, **kw)
+        return call
+
+    for name in ("replace", "rename", "unlink", "remove"):
+        monkeypatch.setattr(os, name, refusing(getattr(os, name)))
+    return refused
+
+
+def three_shards(root):
+    recipe, cache = recipe16(), Cache(root)
+    for lo in (0, 4, 8):
+        cache.store(recipe, *workers.rows(range(lo, lo + 6)))  # overlapping: compaction drops duplicates
+    return recipe, cache
+
+
+@pytest.mark.parametrize("action", ["compact", "clear"])
+def test_on_windows_a_shard_another_process_holds_open_stops_compact_and_clear_with_the_cache_as_it_was(
+        tmp_path, monkeypatch, capsys, action):
+    """Windows cannot rename or remove a file another process holds open (a job reading the cache): `compact`
+    committed its merged shard, removed the shards before the held one, and failed on it with a bare PermissionError
+    (the command line advising "write access to its directory"), the cache half compacted, its rows twice; `clear`
+    removed some files and not others. Now every file is renamed aside first and put back where one is held:
+    nothing is removed, and the refusal says which file and to run it again once the other jobs end."""
+    recipe, cache = three_shards(tmp_path)
+    ns = tmp_path / recipe.fingerprint()
+    before = sorted(p.name for p in ns.iterdir()) + [".compact.lock"]  # and the lock file each takes
+    names = [p.name for p in shards(tmp_path, recipe)]
+    refused = held_open_on_windows(monkeypatch, {names[1]})  # the second: the first was already moved aside
+    with pytest.raises(CacheError) as info:
+        getattr(Cache(tmp_path), action)()
+    said = {"compact": f"compacting {ns} could not remove the shards it merged: ",
+            "clear": f"clearing {ns} could not remove its files: "}[action]
+    assert str(info.value) == said + (
+        f"{names[1]} is held open by another process (The process cannot access the file because it is being used "
+        "by another process): Windows cannot remove a file in use, and a job or session reading or writing this "
+        "cache holds its files open. " + {
+            "compact": "No shard was removed and every cached row is kept; run compact again once the other jobs "
+                       "using this cache have ended.",
+            "clear": "Nothing was removed; run clear again once the other jobs using this cache have ended."}[action])
+    assert len(refused) > 1  # tried again before it stood
+    assert sorted(p.name for p in ns.iterdir()) == sorted(before)  # nothing removed, nothing added
+    found, _, _ = Cache(tmp_path).lookup(recipe, workers.rows(range(14))[0])
+    assert found.all()
+    open_cache(tmp_path)  # marks it a cache, as a cache_dir is: the command line takes no other
+    assert main(["cache", action, str(tmp_path), *(["--yes"] if action == "clear" else [])]) == 2
+    err = capsys.readouterr().err
+    assert err == f"bertfeat cache: error: {info.value}\n"
+    assert sorted(p.name for p in ns.iterdir()) == sorted(before)
+
+    monkeypatch.undo()  # the other job has ended
+    if action == "compact":
+        result = Cache(tmp_path).compact()[0]
+        assert (result.shards_before, result.shards_after, result.rows) == (3, 1, 14)
+        assert not list(ns.glob(".tmp-*"))
+    else:
+        assert Cache(tmp_path).clear() == [recipe.fingerprint()] and not ns.exists()
+
+
+@pytest.mark.parametrize("action", ["compact", "clear"])
+def test_a_shard_this_user_may_not_remove_stops_compact_and_clear_with_the_cache_as_it_was(tmp_path, monkeypatch,
+                                                                                          action):
+    """POSIX refuses for want of rights (a shared cache's folder with the sticky bit, another user's shard): not
+    tried again, and nothing removed either."""
+    recipe, cache = three_shards(tmp_path)
+    ns = tmp_path / recipe.fingerprint()
+    before = sorted(p.name for p in ns.iterdir()) + [".compact.lock"]
+    names = [p.name for p in shards(tmp_path, recipe)]
+    refused = held_open_on_windows(monkeypatch, {names[2]}, strerror="Operation not permitted")
+    monkeypatch.setattr(sys, "platform", "linux")
+    with pytest.raises(CacheError) as info:
+        getattr(Cache(tmp_path), action)()
+    assert str(info.value).endswith(
+        f"this user may not remove {names[2]} (Operation not permitted): the folder's permissions, or its sticky "
+        "bit where another user wrote the file, keep it. " + {
+            "compact": "No shard was removed and every cached row is kept; ",
+            "clear": "Nothing was removed; "}[action]
+        + f"run {action} as the user who wrote the cache's files, or one who may write to its folder.")
+    assert refused == [names[2]]  # once: waiting gives no rights
+    assert sorted(p.name for p in ns.iterdir()) == sorted(before)
+
+
+@pytest.mark.parametrize("action", ["compact", "clear"])
+def test_on_windows_a_file_held_open_for_a_moment_is_tried_again(tmp_path, monkeypatch, action):
+    """A reader's short read, or an antivirus scanning a new file, holds a file open for a moment: tried again, it
+    goes."""
+    recipe, cache = three_shards(tmp_path)
+    ns = tmp_path / recipe.fingerprint()
+    names = [p.name for p in shards(tmp_path, recipe)]
+    refused = held_open_on_windows(monkeypatch, {names[0]}, tries={names[0]: 2})
+    if action == "compact":
+        result = Cache(tmp_path).compact()[0]
+        assert (result.shards_before, result.shards_after, result.rows) == (3, 1, 14)
+        assert not list(ns.glob(".tmp-*"))
+    else:
+        assert Cache(tmp_path).clear() == [recipe.fingerprint()] and not ns.exists()
+    assert refused == [names[0]] * 2
 
 
 # -- clear ----------------------------------------------------------------------------------------------------------

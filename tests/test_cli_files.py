@@ -309,14 +309,15 @@ def test_cache_clear_on_a_read_only_filesystem_is_one_line(tiny_bert, tmp_path, 
     from bertfeat import BertEmbedder
 
     BertEmbedder(tiny_bert, cache_dir=tmp_path / "cache").fit_transform(["a cached text"])
-    real_unlink = os.unlink
+    def read_only(real):
+        def call(path, *a, **kw):
+            if str(tmp_path / "cache") in str(path):
+                raise OSError(errno.EROFS, "Read-only file system", str(path))
+            return real(path, *a, **kw)
+        return call
 
-    def read_only(path, *a, **kw):
-        if str(tmp_path / "cache") in str(path):
-            raise OSError(errno.EROFS, "Read-only file system", str(path))
-        return real_unlink(path, *a, **kw)
-
-    monkeypatch.setattr(os, "unlink", read_only)
+    for name in ("unlink", "replace"):  # a read-only filesystem renames nothing either
+        monkeypatch.setattr(os, name, read_only(getattr(os, name)))
     assert main(["cache", "clear", str(tmp_path / "cache"), "--yes"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"bertfeat cache: error: cannot clear the cache in {tmp_path / 'cache'}: Read-only file "
