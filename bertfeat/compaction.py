@@ -15,10 +15,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bertfeat.cache import _COMPACT_LOCK_FILE, _LOCK_FILE, _STALE_TMP_SECONDS, _TMP_RE
+from bertfeat import locks
 from bertfeat.exceptions import CacheError
 from bertfeat.shards import (
-    _HOST, _flock, _fsync_file, _NotRemoved, _pid_alive, _remove_all, _retried, _row_group_rows, _RowGroupWriter,
-    _shard_time, _TempShard, _Unreadable,
+    _HOST, _flock, _fsync_file, _NotRemoved, _pid_alive, _remove_all, _row_group_rows, _RowGroupWriter, _shard_time,
+    _TempShard, _Unreadable,
 )
 
 
@@ -130,7 +131,7 @@ def _compact(ns) -> CompactResult:
                     # the cache is as it was, not half compacted (its rows twice)
                     if merged is not None and exc.put_back:
                         with contextlib.suppress(OSError):
-                            _retried(os.unlink, os.path.join(ns.dir, merged))
+                            locks.retried(os.unlink, os.path.join(ns.dir, merged))
                     raise CacheError(
                         f"compacting {ns.dir} could not remove the shards it merged: {exc.why()}. No shard was "
                         f"removed and every cached row is kept; {exc.what_to_do('compact')}"

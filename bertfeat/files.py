@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from bertfeat import locks
 from bertfeat.counts import DistinctCounter, job_counts, own_passes, text_hashes
 from bertfeat.encode import EncodeStats, reporting
 from bertfeat.inputs import column_names
@@ -465,7 +466,7 @@ def _finish(paths: OutputPaths, n_parts: int, schema: pa.Schema, featurizer, sta
         }
         mark_finished(paths, state, manifest, tmp)  # a run stopped from here on is finished by the next
         paths.manifest.unlink(missing_ok=True)  # an earlier output's: never beside features it does not describe
-        os.replace(tmp, paths.out)
+        locks.retried(os.replace, tmp, paths.out)  # Windows: an antivirus may be reading the new file
     finally:
         tmp.unlink(missing_ok=True)
     atomic_write_bytes(paths.manifest, json.dumps(manifest, indent=2).encode())

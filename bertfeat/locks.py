@@ -1,4 +1,5 @@
-"""Advisory locks on a lock file, the same calls on every OS: ``flock`` on POSIX, ``msvcrt.locking`` on Windows.
+"""Advisory locks on a lock file, the same calls on every OS: ``flock`` on POSIX, ``msvcrt.locking`` on Windows; and
+Windows' refusal to rename or remove a file held open, tried again (:func:`retried`).
 
 The job's lock on ``--out`` (:func:`bertfeat.output.job_lock`) and the cache's locks (:func:`bertfeat.shards._flock`)
 take them. Windows differs in three ways, each handled here:
@@ -18,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import sys
 import time
 
 try:
@@ -35,6 +37,10 @@ UNSUPPORTED = frozenset({errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EN
 # the byte Windows locks: past any holder's line, and below 2 GiB, which the C runtime's _locking can seek to
 WINDOWS_LOCKED_BYTE = 1 << 30
 _WAIT_SECONDS = 0.05  # between tries on Windows, whose C runtime waits at most 10 s (then fails) for a lock
+# Windows refuses to rename or remove a file another process holds open (a job reading a shard or an output, an
+# antivirus scanning a new file): such a refusal is tried again for this long before it stands. POSIX refuses for
+# want of rights only, which waiting does not change.
+HELD_OPEN_SECONDS = 3.0
 
 
 def available() -> bool:
@@ -100,3 +106,16 @@ def _at_locked_byte(fd: int, mode: int) -> None:
         msvcrt.locking(fd, mode, 1)
     finally:
         os.lseek(fd, at, os.SEEK_SET)
+
+
+def retried(call, *args):
+    """``call(*args)`` (a rename or a removal), tried again for :data:`HELD_OPEN_SECONDS` on Windows while it raises
+    PermissionError, which there means another process holds the file open, often for a moment."""
+    deadline = time.monotonic() + (HELD_OPEN_SECONDS if sys.platform == "win32" else 0)
+    while True:
+        try:
+            return call(*args)
+        except PermissionError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(_WAIT_SECONDS)

@@ -15,6 +15,7 @@ import errno
 import os
 import shutil
 import socket
+import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,8 +130,8 @@ def replace_output(new: Path, out: Path) -> None:
     old = None
     if out.exists():
         old = out.with_name(f".{out.name}.old-{os.getpid()}")
-        os.replace(out, old)
-    os.replace(new, out)
+        locks.retried(os.replace, out, old)
+    locks.retried(os.replace, new, out)
     if old is not None:
         if old.is_dir():
             shutil.rmtree(old)
@@ -290,6 +291,14 @@ def job_os_error(exc: OSError, paths: OutputPaths) -> OSError:
             new = OSError(gone)
             new.errno = exc.errno
             return new
+    if (sys.platform == "win32" and isinstance(exc, PermissionError)
+            and str(paths.out) in (os.fsdecode(exc.filename or ""), os.fsdecode(getattr(exc, "filename2", None) or ""))):
+        new = OSError(
+            f"out={str(paths.out)!r} is held open by another program (a notebook, an R session or a viewer reading "
+            f"it), and Windows cannot replace a file in use ({exc.strerror or exc}); close it there, then run the same "
+            "command again: the finished parts are kept, so nothing is embedded again.")
+        new.errno = exc.errno
+        return new
     return os_error_message(exc)
 
 

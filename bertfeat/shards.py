@@ -151,23 +151,6 @@ class _TempShard:
                 os.unlink(self.path)
 
 
-# Windows refuses to rename or remove a file another process holds open (a job reading a shard, recipe.json, or
-# writing its temp shard; an antivirus scanning a new file): such a refusal is tried again for this long before
-# it stands. POSIX refuses for want of rights only, which waiting does not change.
-_HELD_OPEN_SECONDS = 3.0
-
-
-def _retried(call, *args):
-    deadline = time.monotonic() + (_HELD_OPEN_SECONDS if sys.platform == "win32" else 0)
-    while True:
-        try:
-            return call(*args)
-        except PermissionError:
-            if time.monotonic() >= deadline:
-                raise
-            time.sleep(0.05)
-
-
 class _NotRemoved(Exception):
     """What :func:`_remove_all` could not remove (``path``, the PermissionError as ``__cause__``), every file it was
     given left where it was."""
@@ -194,7 +177,7 @@ class _NotRemoved(Exception):
 def _remove_all(directory: str, names) -> None:
     """Remove the files ``names`` of ``directory``, all or none: each is first renamed to a temporary shard's name
     (which no reader lists, and which compact removes once this process is gone); where one cannot be renamed
-    (:func:`_retried`), those renamed are put back and :class:`_NotRemoved` raised, so nothing was removed. A file
+    (:func:`bertfeat.locks.retried`), those renamed are put back and :class:`_NotRemoved` raised, so nothing was removed. A file
     already gone is skipped."""
     aside = []
     try:
@@ -202,14 +185,14 @@ def _remove_all(directory: str, names) -> None:
             path = os.path.join(directory, name)
             tmp = os.path.join(directory, f".tmp-{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:12]}.parquet")
             try:
-                _retried(os.replace, path, tmp)
+                locks.retried(os.replace, path, tmp)
             except FileNotFoundError:
                 continue
             except PermissionError as exc:
                 put_back = True
                 for path_, tmp_ in reversed(aside):
                     try:
-                        _retried(os.replace, tmp_, path_)
+                        locks.retried(os.replace, tmp_, path_)
                     except OSError:
                         put_back = False
                 aside = []
@@ -218,7 +201,7 @@ def _remove_all(directory: str, names) -> None:
     finally:
         for _, tmp in aside:
             with contextlib.suppress(OSError):  # left as a temp file: compact removes it
-                _retried(os.unlink, tmp)
+                locks.retried(os.unlink, tmp)
 
 
 def _shard_time(name: str) -> int:

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from bertfeat import cache as cache_module
+from bertfeat import locks
 from bertfeat import shards as shard_module
 from bertfeat.cache import Cache, _key_array, open_cache
 from bertfeat.cli import main
@@ -1204,7 +1205,7 @@ def held_open_on_windows(monkeypatch, held: set, tries: dict | None = None,
     """Windows, where files named in ``held`` are open in another process: renaming or removing one is refused with
     PermissionError 13 (WinError 32), each time or, where ``tries`` gives a count for it, that many times."""
     monkeypatch.setattr(sys, "platform", "win32")
-    monkeypatch.setattr(shard_module, "_HELD_OPEN_SECONDS", 0.2)
+    monkeypatch.setattr(locks, "HELD_OPEN_SECONDS", 0.2)
     refused = []
 
     def refusing(real):

@@ -1034,3 +1034,58 @@ def test_a_job_writes_its_output_where_fsync_needs_a_handle_that_may_write(tiny_
     manifest = embed_file(str(src), str(out), "review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=10)
     assert manifest["counts"]["rows"] == ROWS and pq.read_table(out).num_rows == ROWS
     assert len(windows_fsync) >= 4  # three parts and the joined output, each flushed before its rename
+
+
+def out_held_open_on_windows(monkeypatch, out, times=None):
+    """Windows, where another program (a notebook, an R session, a viewer) holds ``out`` open: replacing it is refused
+    with PermissionError 13 (WinError 5, "Access is denied"), naming both paths as Windows does; each time, or the
+    first ``times`` times. Returns the refusals."""
+    import sys
+
+    from bertfeat import locks
+
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setattr(locks, "HELD_OPEN_SECONDS", 0.2)
+    real, refused = os.replace, []
+
+    def replace(src, dst, *args, **kwargs):
+        if os.fspath(dst) == str(out) and (times is None or len(refused) < times):
+            refused.append(os.fspath(src))
+            raise PermissionError(errno.EACCES, "Access is denied", os.fspath(src), None, os.fspath(dst))
+        return real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", replace)
+    return refused
+
+
+def test_on_windows_an_output_another_program_holds_open_is_named_and_the_rerun_embeds_nothing_again(
+        tiny_bert, tmp_path, monkeypatch):
+    """Windows cannot replace a file another program holds open: the job failed at its very end with "'.o.parquet.
+    tmp-123': Access is denied; write elsewhere, or fix the permissions", naming a temp file that was then gone, and
+    advising what would not help. Now it names the output and says to close it there; the parts are kept, so the
+    rerun embeds nothing again."""
+    src, out = _src(tmp_path), tmp_path / "o.parquet"
+    embed_file(str(src), str(out), "review", model=tiny_bert, quiet=True, chunk_rows=10)
+    earlier = pq.read_table(out)
+    refused = out_held_open_on_windows(monkeypatch, out)
+    with pytest.raises(OSError) as info:
+        embed_file(str(src), str(out), "review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=10,
+                   overwrite=True)
+    assert str(info.value) == (
+        f"out={str(out)!r} is held open by another program (a notebook, an R session or a viewer reading it), and "
+        "Windows cannot replace a file in use (Access is denied); close it there, then run the same command again: "
+        "the finished parts are kept, so nothing is embedded again.")
+    assert len(refused) > 1  # tried again first: an antivirus scanning the new file holds it for a moment
+    assert pq.read_table(out).equals(earlier)  # the earlier output untouched
+    monkeypatch.undo()  # closed there
+    manifest = embed_file(str(src), str(out), "review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=10,
+                          overwrite=True)
+    assert manifest["counts"]["rows_resumed"] == ROWS and manifest["this_run"]["embedded"] == 0
+    assert pq.read_table(out).column("id").equals(pq.read_table(src).column("id"))
+
+
+def test_on_windows_an_output_held_open_for_a_moment_is_replaced_when_let_go(tiny_bert, tmp_path, monkeypatch):
+    src, out = _src(tmp_path), tmp_path / "o.parquet"
+    refused = out_held_open_on_windows(monkeypatch, out, times=2)
+    manifest = embed_file(str(src), str(out), "review", model=tiny_bert, quiet=True, chunk_rows=10)
+    assert len(refused) == 2 and manifest["counts"]["rows"] == ROWS and pq.read_table(out).num_rows == ROWS

@@ -494,3 +494,32 @@ def test_check_written_refuses_no_files_and_a_wrong_row_count(tmp_path):
         check_written(files, tmp_path, 8, "the Ray workers")
     assert str(info.value) == f"the Ray workers wrote 7 rows for 8 input rows in {tmp_path}; not renamed."
     assert check_written(files, tmp_path, 7, "the Ray workers") == {"m": 1}
+
+
+def test_on_windows_replace_output_waits_for_a_file_held_open_for_a_moment(tmp_path, monkeypatch):
+    """Ray's and Spark's folder outputs are put in place by two renames, each refused on Windows while another
+    process (an antivirus scanning the new files) holds them open: tried again, not failed at the job's end."""
+    import sys
+
+    from bertfeat import locks
+
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setattr(locks, "HELD_OPEN_SECONDS", 1.0)
+    out, new = tmp_path / "o", tmp_path / ".o.tmp"
+    out.mkdir()
+    (out / "part-0.parquet").write_text("old")
+    new.mkdir()
+    (new / "part-0.parquet").write_text("new")
+    real, refused = os.replace, []
+
+    def replace(src, dst):  # each rename refused twice, then let through
+        pair = (Path(src).name, Path(dst).name)
+        if refused.count(pair) < 2:
+            refused.append(pair)
+            raise PermissionError(errno.EACCES, "Access is denied", os.fspath(src), None, os.fspath(dst))
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    replace_output(new, out)
+    assert (out / "part-0.parquet").read_text() == "new" and sorted(p.name for p in tmp_path.iterdir()) == ["o"]
+    assert refused == [("o", f".o.old-{os.getpid()}")] * 2 + [(".o.tmp", "o")] * 2
