@@ -20,6 +20,7 @@ import csv
 import io
 import os
 import re
+import sys
 import zlib
 from pathlib import Path
 
@@ -59,6 +60,10 @@ __doc__ = link_docs(__doc__)  # its docs as addresses: an installed bertfeat has
 CSV_NULLS = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None", "<NA>", "\\N"]
 # pyarrow parses a CSV in blocks and cannot parse a field longer than one block: the block grows and the read
 # restarts (skipping the rows already delivered) until the longest field fits, up to this bound.
+# Windows' st_ctime is a file's creation time, not its change time, and a file renamed over another, or created
+# where one was just removed, takes that one's creation time (tunnelling): there a file's identity adds its id
+# (st_ino, NTFS's file index, stable and not made up per mount as on FUSE)
+CTIME_IS_CREATION = sys.platform == "win32"
 BLOCK_BYTES = 1 << 20
 MAX_BLOCK_BYTES = 1 << 31
 
@@ -120,11 +125,13 @@ class InputReader(CsvProblems):
         it stays while a file is only read, also seen from another host of a shared filesystem. Not the inode: FUSE
         mounts of object stores (s3fs, gcsfuse, /dbfs), and SMB without server inode numbers, make inode numbers up
         per mount, or anew once the kernel forgets the file, so the same untouched file would lose its resume after
-        a remount, or fail the job as "changed while read"."""
+        a remount, or fail the job as "changed while read". On Windows, whose st_ctime is the creation time, which a
+        file put at the path keeps, the identity is the file's id and that time (:data:`CTIME_IS_CREATION`): a file
+        renamed over it is told apart, one rewritten in place with its size and modification time set back is not."""
         stats = [(f, f.stat()) for f in self.files]
         return {"path": recorded_name(self.path if is_pattern(self.path) else Path(self.path).resolve()),
                 "files": [[recorded_name(f.resolve()), st.st_size, st.st_mtime_ns] for f, st in stats],
-                "identity": [st.st_ctime_ns for _, st in stats]}
+                "identity": [[st.st_ino, st.st_ctime_ns] if CTIME_IS_CREATION else st.st_ctime_ns for _, st in stats]}
 
     def check_unchanged(self, fingerprint: dict) -> None:
         """Refuse an input whose :meth:`fingerprint` is no longer ``fingerprint`` (taken before reading it): a file

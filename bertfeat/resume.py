@@ -68,7 +68,11 @@ def _difference(old, new: dict) -> str:
         return "no readable state.json"
     changed = [k for k in new if old.get(k) != new[k]]
     if changed == ["input"] and _but_identity(old.get("input")) == _but_identity(new["input"]) is not None:
-        # the same names, sizes and mtimes: what differs is the change time, which a user may not think of
+        # the same names, sizes and mtimes: what differs is the change time, which a user may not think of (on
+        # Windows, the file's id and creation time: readers.CTIME_IS_CREATION)
+        if any(isinstance(i, list) for i in new["input"].get("identity") or []):
+            return ("other input: same names, sizes and modification times, but another file (another file put "
+                    "there: renamed over it, robocopy)")
         return ("other input: same names, sizes and modification times, but another change time (another file put "
                 "there, cp -p, rsync -t, touch -r; or chmod, chown, a new hard link)")
     return "other " + ", ".join(changed) if changed else "another state version"

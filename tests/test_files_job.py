@@ -1089,3 +1089,60 @@ def test_on_windows_an_output_held_open_for_a_moment_is_replaced_when_let_go(tin
     refused = out_held_open_on_windows(monkeypatch, out, times=2)
     manifest = embed_file(str(src), str(out), "review", model=tiny_bert, quiet=True, chunk_rows=10)
     assert len(refused) == 2 and manifest["counts"]["rows"] == ROWS and pq.read_table(out).num_rows == ROWS
+
+
+def windows_stat(monkeypatch, path):
+    """``Path.stat`` of ``path`` as Windows gives it: ``st_ctime`` is the file's creation time, which a file put at
+    its path keeps (Windows' tunnelling gives a file created or renamed where one was just removed the creation time
+    of the one removed). Here it never moves."""
+    import pathlib
+
+    from bertfeat import readers
+
+    monkeypatch.setattr(readers, "CTIME_IS_CREATION", True, raising=False)  # as on Windows
+    real_stat = pathlib.Path.stat
+
+    def stat(self, *args, **kwargs):
+        st = real_stat(self, *args, **kwargs)
+        if self.name != path.name:
+            return st
+        return os.stat_result(list(st) + [st.st_atime, st.st_mtime, 1_700_000_000.0],
+                              {"st_atime_ns": st.st_atime_ns, "st_mtime_ns": st.st_mtime_ns,
+                               "st_ctime_ns": 1_700_000_000_000_000_000})
+
+    monkeypatch.setattr(pathlib.Path, "stat", stat)
+
+
+def test_on_windows_an_input_renamed_over_by_another_of_the_same_size_and_mtime_is_not_resumed(
+        tiny_bert, tmp_path, monkeypatch, capsys):
+    """Windows' st_ctime is the creation time, which a file renamed over the input keeps (tunnelling), and it was
+    the input's whole identity: a file of the same size and mtime put there (robocopy, a copy renamed over it) was
+    taken for the same input, and the rerun mixed the first run's parts with the new file's rows, silently. On
+    Windows the file's id (st_ino, NTFS's file index, which it does not make up) is part of it."""
+    src, out = tmp_path / "in.csv", tmp_path / "out.parquet"
+    header, *lines = frame(ROWS, seed=3).to_csv(index=False).splitlines(keepends=True)
+    src.write_text(header + "".join(lines))
+    windows_stat(monkeypatch, src)
+    job = dict(text_cols="review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=5)
+    _stopped_in_chunk(monkeypatch, 3, str(src), str(out), **job)  # chunks 0, 1 and 2 finished
+    before = src.stat()
+    (tmp_path / "new.csv").write_text(header + "".join(reversed(lines)))  # another input, of the same size
+    os.replace(tmp_path / "new.csv", src)
+    os.utime(src, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = src.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ctime_ns) == (before.st_size, before.st_mtime_ns,
+                                                                     before.st_ctime_ns)
+    manifest = embed_file(str(src), str(out), **{**job, "quiet": False}, progress_every=1e9)
+    assert ("holds parts of another job (other input: same names, sizes and modification times, but another file "
+            "(another file put there: renamed over it, robocopy)); starting over.") in capsys.readouterr().err
+    assert manifest["counts"]["rows_resumed"] == 0
+    assert pq.read_table(out, columns=["id"]).column("id").to_pylist() == [f"{i:04d}" for i in reversed(range(ROWS))]
+
+
+def test_on_windows_the_same_input_untouched_still_resumes(tiny_bert, tmp_path, monkeypatch):
+    src, out = _src(tmp_path, "csv"), tmp_path / "out.parquet"
+    windows_stat(monkeypatch, src)
+    job = dict(text_cols="review", model=tiny_bert, quiet=True, chunk_rows=5)
+    _stopped_in_chunk(monkeypatch, 3, str(src), str(out), **job)
+    src.read_bytes()
+    assert embed_file(str(src), str(out), **job)["counts"]["rows_resumed"] == 15
