@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from bertfeat import locks
 from bertfeat.exceptions import NoLockWarning, user_stacklevel
-from bertfeat.sources import absolute
+from bertfeat.sources import SameFiles, absolute
 
 
 @dataclass
@@ -79,11 +79,12 @@ def check_output(paths: OutputPaths, reader, overwrite: bool, *, file_output: bo
     existing output is replaced only with ``overwrite`` (both engines); with ``file_output`` (the local engine) an
     existing folder at ``--out`` is refused, since a file cannot replace it."""
     out, partial = paths.out.resolve(), paths.partial.resolve()
+    same = SameFiles()  # by name, and by the file it is: Data.parquet is data.parquet where case is ignored
     for f in reader.files:
         f = f.resolve()
-        if f == out:
+        if same(f, out):
             raise ValueError(f"out={str(paths.out)!r} is the input file; write the features to another path.")
-        if out in f.parents or partial in f.parents:
+        if same.within(f, out) or same.within(f, partial):
             raise ValueError(f"out={str(paths.out)!r} holds the input file {str(f)!r}; write the features elsewhere.")
     if not paths.out.parent.exists():
         raise FileNotFoundError(f"the folder of out={str(paths.out)!r} does not exist; create it first.")

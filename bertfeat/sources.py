@@ -552,10 +552,35 @@ def _literal_root(pattern: str) -> Path:
     return Path(*parts) if parts else Path(".")
 
 
+class SameFiles:
+    """Whether two resolved paths are one file: by name, and where the second exists by the file it is, as a file
+    system that ignores case (macOS's, Windows') takes ``Data.parquet`` for ``data.parquet``, and ``resolve()``
+    keeps the case it was given. Each path is looked at once (a glob's files share their folders)."""
+
+    def __init__(self):
+        self._ids: dict[Path, tuple | None] = {}
+
+    def _id(self, p: Path):
+        if p not in self._ids:
+            try:
+                st = os.stat(p)
+                self._ids[p] = (st.st_dev, st.st_ino)
+            except (OSError, ValueError):
+                self._ids[p] = None
+        return self._ids[p]
+
+    def __call__(self, a: Path, b: Path) -> bool:
+        return a == b or (self._id(b) is not None and self._id(a) == self._id(b))
+
+    def within(self, f: Path, folder: Path) -> bool:
+        """Whether ``folder`` holds ``f`` (both resolved), at any depth."""
+        return any(self(d, folder) for d in f.parents)
+
+
 def _leave_out(files: list[Path], exclude, root: Path) -> list[Path]:
-    root = root.resolve()
-    dropped = [e for e in (Path(x).resolve() for x in exclude) if e != root and e not in root.parents]
-    return [f for f in files if not any(f.resolve() == e or e in f.resolve().parents for e in dropped)]
+    root, same = root.resolve(), SameFiles()
+    dropped = [e for e in (Path(x).resolve() for x in exclude) if not same(root, e) and not same.within(root, e)]
+    return [f for f in files if not any(same(f.resolve(), e) or same.within(f.resolve(), e) for e in dropped)]
 
 
 def _kind(f: Path) -> str | None:

@@ -276,6 +276,25 @@ def windows_locks(monkeypatch):
 
 
 @pytest.fixture
+def case_insensitive(monkeypatch, tmp_path):
+    """``tmp_path`` as macOS's APFS (and Windows' NTFS) have it, ignoring case: a path under it names the file whose
+    name differs only in case (here: every name under it is looked up in lower case), and keeps the case it was
+    given (``realpath`` does not change it). Name files under it in lower case."""
+    root = str(tmp_path)
+
+    def folded(real):
+        def call(path, *args, **kwargs):
+            if isinstance(path, (str, os.PathLike)) and os.fspath(path).startswith(root):
+                path = root + os.fspath(path)[len(root):].lower()
+            return real(path, *args, **kwargs)
+        return call
+
+    for name in ("stat", "lstat"):
+        monkeypatch.setattr(os, name, folded(getattr(os, name)))
+    return tmp_path
+
+
+@pytest.fixture
 def progress_bars(monkeypatch):
     """Spy on encode's progress bars: one record per bar made, with ``bar``, ``asked`` (the ``enabled`` encode
     passed) and ``shown`` (whether it showed when made: closing a bar disables it, so read it then)."""

@@ -112,6 +112,26 @@ def test_an_input_reached_by_a_chain_of_relative_links_across_outs_folder_is_sti
             "another path.", OutputPaths.of("o/link"), reader("in/a.parquet"), True)
 
 
+def test_an_out_naming_the_input_in_another_case_is_the_input_where_the_filesystem_ignores_case(case_insensitive):
+    """macOS's file system (and Windows') ignores case: ``--out Data.parquet`` for the input ``data.parquet`` is the
+    input file, but check_output compared names, so it was told "exists; pass overwrite=True", and with it the
+    input was replaced by its features. A folder output (Ray, Spark) holding the input was missed alike, and
+    ``overwrite`` removed it, input and all."""
+    tmp_path = case_insensitive
+    src = tmp_path / "data.parquet"
+    pq.write_table(pa.table({"text": ["x"]}), src)
+    assert (tmp_path / "Data.parquet").exists()
+    for overwrite in (False, True):
+        refused(ValueError, f"out={str(tmp_path / 'Data.parquet')!r} is the input file; write the features to "
+                "another path.", OutputPaths(tmp_path / "Data.parquet"), reader(src), overwrite)
+    (tmp_path / "in").mkdir()
+    inside = tmp_path / "in" / "a.parquet"
+    pq.write_table(pa.table({"text": ["x"]}), inside)
+    refused(ValueError, f"out={str(tmp_path / 'IN')!r} holds the input file {str(inside)!r}; write the features "
+            "elsewhere.", OutputPaths(tmp_path / "IN"), reader(inside), True, check=check_folder_output)
+    check_output(OutputPaths(tmp_path / "data2.parquet"), reader(src, inside), True)  # another name is another file
+
+
 def test_the_folder_of_out_must_exist(tmp_path):
     out = tmp_path / "missing" / "f.parquet"
     refused(FileNotFoundError, f"the folder of out={str(out)!r} does not exist; create it first.",

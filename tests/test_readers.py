@@ -536,6 +536,23 @@ def test_a_folder_input_leaves_out_the_jobs_own_output_and_parts(tmp_path):
     assert [f.relative_to(folder).as_posix() for f in files] == ["sub/b.parquet"]
 
 
+def test_a_folder_input_leaves_out_the_jobs_own_output_named_in_another_case_where_case_is_ignored(case_insensitive):
+    """On macOS (and Windows) ``--out d/Out.parquet`` is the file ``d/out.parquet`` an earlier run wrote; the folder's
+    listing names it as written, and the job's own output and parts were left out by name, so they were read back
+    as input."""
+    from bertfeat.readers import resolve_input
+
+    folder = case_insensitive / "d"
+    for f in ("a.parquet", "out.parquet", "out.parquet.partial/part-000000.parquet"):
+        (folder / f).parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({"id": ["1"], "text": ["x"]}), folder / f)
+    for named in (str(folder), str(folder / "*.parquet"), str(folder / "**" / "*.parquet")):
+        _, files = resolve_input(named, exclude=[folder / "Out.parquet", folder / "Out.parquet.partial"])
+        assert [f.relative_to(folder).as_posix() for f in files] == ["a.parquet"], named
+    _, files = resolve_input(str(folder), exclude=[case_insensitive / "D"])  # the input itself is never left out
+    assert len(files) == 3
+
+
 def test_a_subfolder_that_cannot_be_listed_is_refused_not_left_out(tmp_path, monkeypatch):
     """A folder walk skips a subfolder it cannot list (os.walk and Path.rglob alike, silently): a partition another
     user owns with mode 700 was left out of the job. It is refused now, naming the folder. (Tests run as root, who
