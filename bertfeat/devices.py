@@ -71,8 +71,9 @@ def resolve_device(device: str = "auto") -> str:
 
 
 def resolve_dtype(dtype: str, device: str) -> str:
-    """``"auto"`` -> bfloat16 on GPUs that run it natively (float16 on those that only emulate it: T4, V100), float32
-    on CPU. Asks the GPU named by ``device`` (``cuda:N``), without initialising CUDA."""
+    """``"auto"`` -> bfloat16 on GPUs that run it natively (float16 on those that only emulate it: T4, V100), float16
+    on an Apple GPU (float32 where torch's autocast will not run it there: a torch before 2.5), float32 on CPU. Asks
+    the GPU named by ``device`` (``cuda:N``), without initialising CUDA."""
     if dtype != "auto":
         return dtype
     if device.startswith("cuda"):

@@ -303,9 +303,9 @@ def cpu_model(cpuinfo: str | None = None) -> str:
 
 
 def cpu_id(cpuinfo: str | None = None) -> str | None:
-    """``"<vendor> family F model M"`` from /proc/cpuinfo (x86), or ``"implementer I part P rXpY"`` (ARM), which
-    tells CPU generations apart where the marketing name does not (a KVM guest often reports just "AMD EPYC"); None
-    where it is not reported."""
+    """``"<vendor> family F model M"`` from /proc/cpuinfo (x86; Windows' identifier, an Intel Mac's sysctl), or
+    ``"implementer I part P rXpY"`` (ARM), which tells CPU generations apart where the marketing name does not (a KVM
+    guest often reports just "AMD EPYC"); None where it is not reported (Apple silicon)."""
     fields = _first_block(_cpuinfo_text() if cpuinfo is None else cpuinfo)
     if "CPU implementer" in fields and "CPU part" in fields:  # ARM: the core's codes, and its rXpY stepping
         stepping = ""
@@ -313,7 +313,9 @@ def cpu_id(cpuinfo: str | None = None) -> str | None:
             stepping = f" r{int(fields['CPU variant'], 16)}p{int(fields['CPU revision'])}"
         return f"implementer {fields['CPU implementer']} part {fields['CPU part']}{stepping}"
     if "cpu family" not in fields:
-        return os_cpu.windows_cpu_id(platform.processor()) if platform.system() == "Windows" else None
+        if platform.system() == "Windows":
+            return os_cpu.windows_cpu_id(platform.processor())
+        return os_cpu.mac_cpu_id(platform.machine()) if platform.system() == "Darwin" else None
     return f"{fields.get('vendor_id', 'unknown')} family {fields['cpu family']} model {fields.get('model', '?')}"
 
 

@@ -21,8 +21,8 @@ _APPLE_SILICON_KEYS = {
 _INTEL_MAC_KEYS = ("machdep.cpu.features", "machdep.cpu.leaf7_features")
 _INTEL_MAC_NAMES = {"avx512vnni": "avx512_vnni", "avx512bf16": "avx512_bf16", "avx512fp16": "avx512_fp16",
                     "avxvnni": "avx_vnni"}
-# sysctl's answer, asked once per process and machine name (Rosetta runs an x86_64 Python on Apple silicon)
-_SYSCTL: dict[str, set[str] | None] = {}
+# sysctl's answers, asked once per process and machine name (Rosetta runs an x86_64 Python on Apple silicon)
+_SYSCTL: dict[str, set[str] | str | None] = {}
 
 
 def mac_flags(machine: str) -> set[str] | None:
@@ -53,6 +53,26 @@ def _sysctl_flags(text: str) -> set[str] | None:
             listed = True
             found.update(_INTEL_MAC_NAMES.get(word, word) for word in value.lower().split())
     return found if listed else None
+
+
+_MAC_ID_KEYS = ("machdep.cpu.vendor", "machdep.cpu.family", "machdep.cpu.model")
+
+
+def mac_cpu_id(machine: str) -> str | None:
+    """``"<vendor> family F model M"``, as /proc/cpuinfo gives it, from an Intel Mac's sysctl; None where it has
+    none (Apple silicon). Asked once per process and machine name."""
+    key = f"{machine} id"
+    if key not in _SYSCTL:
+        import subprocess
+
+        try:
+            out = subprocess.run(["sysctl", *_MAC_ID_KEYS], capture_output=True, text=True, timeout=5).stdout
+        except (OSError, subprocess.SubprocessError):
+            out = ""
+        fields = dict((part.strip() for part in line.partition(":")[::2]) for line in out.splitlines())
+        vendor, family, model = (fields.get(k) for k in _MAC_ID_KEYS)
+        _SYSCTL[key] = f"{vendor} family {family} model {model}" if vendor and family and model else None
+    return _SYSCTL[key]
 
 
 # whether this process runs translated by Rosetta (asked once; an empty list: not asked yet)

@@ -238,3 +238,25 @@ if __name__ == "__main__":  # rewrite the reference from the program's help
     os.environ.pop("PYTHON_COLORS", None)
     REFERENCE.write_text(render(), encoding="utf-8")
     print(f"wrote {REFERENCE.relative_to(ROOT)}")
+
+
+@pytest.mark.parametrize("command", ["embed", "probe"])
+def test_the_dtype_help_says_what_auto_takes_on_each_device(command, monkeypatch):
+    """`--dtype`'s help said auto is "bfloat16 or float16 on a GPU", where on an Apple GPU whose torch has no autocast
+    there (before 2.5) it is float32 (session 13's fallback), and a user reading float16 could not tell why the
+    manifest says float32. Each case of devices.resolve_dtype is named."""
+    from bertfeat import devices, gpu
+
+    [action] = [a for a in subcommands(build_parser())[command]._actions if "--dtype" in a.option_strings]
+    text = " ".join(action.help.split())
+    monkeypatch.setattr(gpu, "auto_dtype", lambda device: {"cuda:0": "bfloat16", "cuda:1": "float16"}[device])
+    monkeypatch.setattr(devices, "half_precision_refusal",
+                        lambda device, dtype: None if device == "mps:new" else "no autocast on MPS")
+    said = {("cuda:0", "bfloat16"): "bfloat16 on a GPU that runs it natively",
+            ("cuda:1", "float16"): "float16 on one that emulates it (T4, V100) and on an Apple GPU",
+            ("mps:new", "float16"): "on an Apple GPU",
+            ("mps:old", "float32"): "float32 where its torch has no autocast there (before 2.5)",
+            ("cpu", "float32"): "float32 on a CPU"}
+    for (device, dtype), words in said.items():
+        assert devices.resolve_dtype("auto", device) == dtype, device
+        assert words in text, (device, text)

@@ -829,3 +829,17 @@ def test_flags_are_listed_where_cpuinfo_has_a_flags_line_or_a_macs_sysctl_lists_
     assert hardware.flags_listed(cpuinfo) is listed
     monkeypatch.setattr(hardware, "_cpuinfo_text", lambda: cpuinfo)
     assert hardware.flags_listed() is listed
+
+
+def test_an_intel_mac_has_its_cpu_id_from_sysctl(monkeypatch):
+    """An Intel Mac's cpu_id (manifests, `bertfeat info`) was null: macOS has no /proc/cpuinfo, and only Windows was
+    asked otherwise. sysctl gives the vendor, family and model, as /proc/cpuinfo names them."""
+    asked = _mac(monkeypatch, "x86_64", "machdep.cpu.vendor: GenuineIntel\nmachdep.cpu.family: 6\n"
+                                        "machdep.cpu.model: 158\n")
+    monkeypatch.setattr(hardware, "_cpuinfo_text", lambda: "")
+    assert hardware.cpu_id() == "GenuineIntel family 6 model 158"
+    assert hardware.cpu_id() == "GenuineIntel family 6 model 158"
+    assert asked == [["sysctl", "machdep.cpu.vendor", "machdep.cpu.family", "machdep.cpu.model"]]  # asked once
+    for answer in ("", "sysctl: unknown oid 'machdep.cpu.vendor'\n", OSError("no sysctl")):  # Apple silicon has none
+        _mac(monkeypatch, "arm64", answer)
+        assert hardware.cpu_id() is None

@@ -59,7 +59,9 @@ HELP = {
                  "vectors are averaged (chunk) (default: truncate)",
     "normalize": "L2-normalize each pooled block",
     "device": "auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps (default: auto)",
-    "dtype": "auto (the default): bfloat16 or float16 on a GPU, float32 on a CPU; a reduced precision slower than "
+    "dtype": "auto (the default): bfloat16 on a GPU that runs it natively, float16 on one that emulates it (T4, "
+             "V100) and on an Apple GPU (float32 where its torch has no autocast there (before 2.5)), float32 on a "
+             "CPU; a reduced precision slower than "
              "float32 on this CPU is warned about, with the measured rates (`bertfeat info` shows them), never "
              "switched",
     "cache_dir": "persistent embedding cache shared with Python and R",
