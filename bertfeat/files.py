@@ -382,7 +382,7 @@ def _write_chunk(paths: OutputPaths, k: int, result: pa.RecordBatch, hashes: np.
     tmp = paths.part_hashes(k).with_name(f".{paths.part_hashes(k).name}.tmp-{os.getpid()}.npy")
     try:
         np.save(tmp, hashes)
-        os.replace(tmp, paths.part_hashes(k))
+        locks.retried(os.replace, tmp, paths.part_hashes(k))
         write_part(paths.part(k), result)
         # the stats file is written last: its presence marks the part finished (see resume.finished_parts)
         atomic_write_bytes(paths.part_stats(k), json.dumps(stats.to_dict()).encode())

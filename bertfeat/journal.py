@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bertfeat import locks
+
 _CURRENT: ContextVar["BatchJournal | None"] = ContextVar("bertfeat_batch_journal", default=None)
 
 
@@ -103,7 +105,7 @@ class BatchJournal:
                 np.savez(f, **self._new)
                 f.flush()
                 os.fsync(f.fileno())
-            os.replace(tmp, final)
+            locks.retried(os.replace, tmp, final)
         finally:
             tmp.unlink(missing_ok=True)
         self.saved += len(self._new)

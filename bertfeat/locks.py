@@ -41,6 +41,7 @@ _WAIT_SECONDS = 0.05  # between tries on Windows, whose C runtime waits at most 
 # antivirus scanning a new file): such a refusal is tried again for this long before it stands. POSIX refuses for
 # want of rights only, which waiting does not change.
 HELD_OPEN_SECONDS = 3.0
+WINDOWS = sys.platform == "win32"  # (read at each call, so that tests may set it)
 
 
 def available() -> bool:
@@ -111,7 +112,7 @@ def _at_locked_byte(fd: int, mode: int) -> None:
 def retried(call, *args):
     """``call(*args)`` (a rename or a removal), tried again for :data:`HELD_OPEN_SECONDS` on Windows while it raises
     PermissionError, which there means another process holds the file open, often for a moment."""
-    deadline = time.monotonic() + (HELD_OPEN_SECONDS if sys.platform == "win32" else 0)
+    deadline = time.monotonic() + (HELD_OPEN_SECONDS if WINDOWS else 0)
     while True:
         try:
             return call(*args)

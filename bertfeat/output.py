@@ -15,7 +15,6 @@ import errno
 import os
 import shutil
 import socket
-import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -225,7 +224,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        locks.retried(os.replace, tmp, path)  # Windows: an antivirus may be reading the new file
     finally:
         _remove(tmp)
 
@@ -238,7 +237,7 @@ def write_part(path: Path, batch: pa.RecordBatch) -> None:
     try:
         pq.write_table(pa.Table.from_batches([batch]), tmp, row_group_size=max(1, batch.num_rows))
         fsync(tmp)
-        os.replace(tmp, path)
+        locks.retried(os.replace, tmp, path)  # Windows: an antivirus may be reading the new file
     finally:
         _remove(tmp)
 
@@ -292,7 +291,7 @@ def job_os_error(exc: OSError, paths: OutputPaths) -> OSError:
             new = OSError(gone)
             new.errno = exc.errno
             return new
-    if (sys.platform == "win32" and isinstance(exc, PermissionError)
+    if (locks.WINDOWS and isinstance(exc, PermissionError)
             and str(paths.out) in (os.fsdecode(exc.filename or ""), os.fsdecode(getattr(exc, "filename2", None) or ""))):
         new = OSError(
             f"out={str(paths.out)!r} is held open by another program (a notebook, an R session or a viewer reading "

@@ -140,7 +140,8 @@ class _TempShard:
         name gives it, which decides which copy of a key answers (the oldest name). The id keeps names unique."""
         stamp = time.time_ns() if time_ns is None else int(time_ns)
         name = f"shard-{stamp:020d}-{uuid.uuid4().hex[:12]}.parquet"
-        os.replace(self.path, os.path.join(self.dir, name))  # atomic: readers see the whole shard or none of it
+        # atomic: readers see the whole shard or none of it (Windows: tried again while an antivirus reads it)
+        locks.retried(os.replace, self.path, os.path.join(self.dir, name))
         self.committed = True
         _fsync_dir(self.dir)
         return name
@@ -162,14 +163,14 @@ class _NotRemoved(Exception):
     def why(self) -> str:
         exc = self.__cause__
         name = os.path.basename(self.path)
-        if sys.platform == "win32":
+        if locks.WINDOWS:
             return (f"{name} is held open by another process ({exc.strerror or exc}): Windows cannot remove a file "
                     "in use, and a job or session reading or writing this cache holds its files open")
         return (f"this user may not remove {name} ({exc.strerror or exc}): the folder's permissions, or its sticky "
                 "bit where another user wrote the file, keep it")
 
     def what_to_do(self, command: str) -> str:
-        if sys.platform == "win32":
+        if locks.WINDOWS:
             return f"run {command} again once the other jobs using this cache have ended."
         return f"run {command} as the user who wrote the cache's files, or one who may write to its folder."
 
@@ -214,7 +215,7 @@ def _write_atomic(path: str, text: str) -> None:
     try:
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
-        os.replace(tmp, path)
+        locks.retried(os.replace, tmp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)

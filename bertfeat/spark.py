@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from bertfeat import locks
 from bertfeat.arrow import at_input_row, first_refused
 from bertfeat.counts import (add_passes, forward_passes, keep_machine, keep_note, machines_facts, passes_since,
                              say_notes)
@@ -671,7 +672,8 @@ def _write_partition(batches, spec: dict):
             writer.close()
             writer = None
             fsync(tmp)  # through a handle that may write: Windows refuses a read-only one
-            os.replace(tmp, final)  # a retried or speculative attempt writes the same rows under the same name
+            # a retried or speculative attempt writes the same rows under the same name
+            locks.retried(os.replace, tmp, final)
     finally:
         if writer is not None:
             writer.close()

@@ -1204,7 +1204,7 @@ def held_open_on_windows(monkeypatch, held: set, tries: dict | None = None,
                          strerror="The process cannot access the file because it is being used by another process"):
     """Windows, where files named in ``held`` are open in another process: renaming or removing one is refused with
     PermissionError 13 (WinError 32), each time or, where ``tries`` gives a count for it, that many times."""
-    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setattr(locks, "WINDOWS", True)
     monkeypatch.setattr(locks, "HELD_OPEN_SECONDS", 0.2)
     refused = []
 
@@ -1284,7 +1284,7 @@ def test_a_shard_this_user_may_not_remove_stops_compact_and_clear_with_the_cache
     before = sorted(p.name for p in ns.iterdir()) + [".compact.lock"]
     names = [p.name for p in shards(tmp_path, recipe)]
     refused = held_open_on_windows(monkeypatch, {names[2]}, strerror="Operation not permitted")
-    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(locks, "WINDOWS", False)
     with pytest.raises(CacheError) as info:
         getattr(Cache(tmp_path), action)()
     assert str(info.value).endswith(

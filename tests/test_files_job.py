@@ -1040,11 +1040,9 @@ def out_held_open_on_windows(monkeypatch, out, times=None):
     """Windows, where another program (a notebook, an R session, a viewer) holds ``out`` open: replacing it is refused
     with PermissionError 13 (WinError 5, "Access is denied"), naming both paths as Windows does; each time, or the
     first ``times`` times. Returns the refusals."""
-    import sys
-
     from bertfeat import locks
 
-    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setattr(locks, "WINDOWS", True)
     monkeypatch.setattr(locks, "HELD_OPEN_SECONDS", 0.2)
     real, refused = os.replace, []
 
@@ -1146,3 +1144,30 @@ def test_on_windows_the_same_input_untouched_still_resumes(tiny_bert, tmp_path, 
     _stopped_in_chunk(monkeypatch, 3, str(src), str(out), **job)
     src.read_bytes()
     assert embed_file(str(src), str(out), **job)["counts"]["rows_resumed"] == 15
+
+
+def test_on_windows_a_job_whose_new_files_are_held_for_a_moment_completes(tiny_bert, tmp_path, monkeypatch):
+    """An antivirus (Windows Defender) opens each file as it is written, and Windows refuses to rename a file held
+    open: every rename of a part, its hashes, a checkpoint, the state and the manifest failed the job ("Access is
+    denied") at the first one. Each is tried again for a moment first."""
+    from bertfeat import locks
+
+    monkeypatch.setattr(locks, "WINDOWS", True)
+    monkeypatch.setattr(locks, "HELD_OPEN_SECONDS", 1.0)
+    real, refused = os.replace, []
+
+    def replace(src, dst, *args, **kwargs):
+        if refused.count(os.fspath(src)) < 2:
+            refused.append(os.fspath(src))
+            raise PermissionError(errno.EACCES, "Access is denied", os.fspath(src), None, os.fspath(dst))
+        return real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", replace)
+    src, out = _src(tmp_path), tmp_path / "o.parquet"
+    manifest = embed_file(str(src), str(out), "review", model=tiny_bert, quiet=True, chunk_rows=10,
+                          cache_dir=str(tmp_path / "cache"))
+    assert manifest["counts"]["rows"] == ROWS and pq.read_table(out).num_rows == ROWS
+    names = {re.sub(r"\d+", "N", Path(p).name) for p in refused}
+    assert {".part-N.parquet.tmp-N", ".state.json.tmp-N", ".o.parquet.manifest.json.tmp-N"} <= names, names
+    assert any(n.startswith(".tmp-") for n in names), names  # a cache shard's
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "in.parquet", "o.parquet", "o.parquet.manifest.json"]

@@ -519,11 +519,9 @@ def test_check_written_refuses_no_files_and_a_wrong_row_count(tmp_path):
 def test_on_windows_replace_output_waits_for_a_file_held_open_for_a_moment(tmp_path, monkeypatch):
     """Ray's and Spark's folder outputs are put in place by two renames, each refused on Windows while another
     process (an antivirus scanning the new files) holds them open: tried again, not failed at the job's end."""
-    import sys
-
     from bertfeat import locks
 
-    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setattr(locks, "WINDOWS", True)
     monkeypatch.setattr(locks, "HELD_OPEN_SECONDS", 1.0)
     out, new = tmp_path / "o", tmp_path / ".o.tmp"
     out.mkdir()
