@@ -205,16 +205,27 @@ def job_lock(paths: OutputPaths):
 def remove_stale_temps(paths: OutputPaths) -> None:
     """Remove what a killed run left beside ``--out``: its joined output and manifest under temp names, and an
     earlier output it had moved aside (:func:`replace_output`). Call it holding the job's lock: then no live job
-    is writing them."""
-    import glob
-
-    out, manifest = glob.escape(paths.out.name), glob.escape(paths.manifest.name)
-    for pattern in (f".{out}.tmp-*", f".{manifest}.tmp-*", f".{out}.old-*"):
-        for f in paths.out.parent.glob(pattern):
-            if f.is_dir() and not f.is_symlink():
-                shutil.rmtree(f, ignore_errors=True)
-            else:
-                _remove(f)
+    is writing them. A name in another case is the killed run's where the file system ignores case (macOS,
+    Windows: ``--out Out.parquet`` is ``out.parquet``), which it does where that case names our lock file too."""
+    out, manifest = paths.out.name, paths.manifest.name
+    starts = (f".{out}.tmp-", f".{manifest}.tmp-", f".{out}.old-")
+    folded = tuple(s.lower() for s in starts)
+    same = SameFiles()
+    try:
+        names = os.listdir(paths.out.parent)
+    except OSError:
+        return
+    for name in names:
+        if not name.startswith(starts):
+            if not name.lower().startswith(folded) or len(name.lower()) != len(name):
+                continue
+            if not same(paths.out.parent / f".{name[1:1 + len(out)]}.lock", paths.lock):
+                continue  # another output's, whose job may be running
+        f = paths.out.parent / name
+        if f.is_dir() and not f.is_symlink():
+            shutil.rmtree(f, ignore_errors=True)
+        else:
+            _remove(f)
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

@@ -541,3 +541,32 @@ def test_on_windows_replace_output_waits_for_a_file_held_open_for_a_moment(tmp_p
     replace_output(new, out)
     assert (out / "part-0.parquet").read_text() == "new" and sorted(p.name for p in tmp_path.iterdir()) == ["o"]
     assert refused == [("o", f".o.old-{os.getpid()}")] * 2 + [(".o.tmp", "o")] * 2
+
+
+def killed_runs_leftovers(folder):
+    for name in (".Out.parquet.tmp-123", ".Out.parquet.manifest.json.tmp-123", ".Out.parquet.old-123",
+                 ".other.parquet.tmp-1"):
+        (folder / name).write_bytes(b"x" * 10)
+
+
+def test_a_killed_runs_temp_files_named_in_another_case_are_removed_where_case_is_ignored(case_insensitive):
+    """On macOS (and Windows) a run of ``--out Out.parquet`` killed and rerun as ``--out out.parquet`` is the same
+    job on the same file, but the rerun looked for the killed run's temp files by name, case and all, and left
+    them (a whole joined output among them) for good."""
+    from bertfeat.output import remove_stale_temps
+
+    killed_runs_leftovers(case_insensitive)
+    paths = OutputPaths(case_insensitive / "out.parquet")
+    with job_lock(paths):
+        remove_stale_temps(paths)
+        assert sorted(p.name for p in case_insensitive.iterdir()) == [".other.parquet.tmp-1", ".out.parquet.lock"]
+
+
+def test_temp_files_of_an_output_named_in_another_case_are_another_jobs_where_case_counts(tmp_path):
+    from bertfeat.output import remove_stale_temps
+
+    killed_runs_leftovers(tmp_path)
+    paths = OutputPaths(tmp_path / "out.parquet")
+    with job_lock(paths):
+        remove_stale_temps(paths)  # Out.parquet is another file, whose job may be running
+        assert len(list(tmp_path.iterdir())) == 5
