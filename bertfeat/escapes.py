@@ -16,7 +16,9 @@ pyarrow, which reads the file, splits a value at every delimiter and line break;
 bytes it is given so that none escaped is left (a backslash and a line break become ``\\n``, a backslash and the
 delimiter a backslash and the unit separator U+001F, which no exporter writes after one), pair by pair, so an
 escaped backslash before a delimiter stays one (``\\\\<tab>`` ends its value); a bare carriage return no line feed
-follows becomes ``\\r`` too, as MySQL escapes none (a text's Windows line break). :func:`decode` then reads each value.
+follows becomes ``\\r`` too, as MySQL escapes none (a text's Windows line break); and where the file's first line ends
+with CRLF (INTO OUTFILE ... LINES TERMINATED BY '\\r\\n', which escapes the CR and no LF), a line feed no carriage
+return comes before becomes ``\\n``. :func:`decode` then reads each value.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ QUOTINGS = ("csv", "none", "backslash")
 # an escape, or a carriage return no line feed follows: MySQL escapes no CR (mysql --batch writes a text's CRLF as a
 # bare CR and \\n, INTO OUTFILE as a bare CR, a backslash and the LF), where pyarrow would end the row
 _PAIR = re.compile(rb"\\(.)|\r(?!\n)", re.S)
+# where lines end with CRLF: also a line feed that ends no CRLF (INTO OUTFILE ... LINES TERMINATED BY '\r\n' escapes
+# the CR of a text's CRLF, and leaves its lone LF as written); a CRLF is matched whole, and kept
+_PAIR_CRLF = re.compile(rb"\\(.)|\r\n|\r(?!\n)|\n", re.S)
 _SEPARATOR = 0x1F  # what stands for an escaped delimiter between the two steps
 _LETTERS = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
 _ESCAPE = re.compile(r"\\(?:([0-7]{1,3})|x([0-9A-Fa-f]{1,2})|(.))", re.S)
@@ -48,7 +53,8 @@ class EscapedBytes:
     break of its own: ``rewrite`` returns the bytes ready so far (a trailing backslash waits for the byte it
     escapes, a trailing carriage return for the byte that tells whether it ends a line), and ``rewrite(b"")`` at the
     end returns what waits. A carriage return no line feed follows is a value's own (escaped as ``\\r``) once the
-    stream has shown a line feed: a file whose lines end with a bare CR keeps them."""
+    stream has shown a line feed: a file whose lines end with a bare CR keeps them. Where the stream's first line feed
+    ends a CRLF, a line feed no (unescaped) carriage return comes before is a value's own too (``\\n``)."""
 
     def __init__(self, delimiter: str):
         self._to = {ord("\n"): b"\\n", ord("\r"): b"\\r", ord(delimiter): b"\\" + bytes([_SEPARATOR])}
@@ -57,6 +63,7 @@ class EscapedBytes:
         self.held = b""
         self._lf_seen = False
         self._cr_from = -1  # past which, in the piece being rewritten, a bare CR is a value's own
+        self._crlf = False  # whether the stream's first line feed ends a CRLF: a lone LF is then a value's own
 
     def rewrite(self, data: bytes) -> bytes:
         if not data:
@@ -76,11 +83,16 @@ class EscapedBytes:
             first = data.find(b"\n")
             self._lf_seen = first >= 0
             self._cr_from = first if self._lf_seen else len(data)
-        return _PAIR.sub(self._pair, data)
+            self._crlf = first > 0 and data[first - 1] == 0x0D  # the header's line end (a held CR is in data)
+        return (_PAIR_CRLF if self._crlf else _PAIR).sub(self._pair, data)
 
     def _pair(self, match: re.Match) -> bytes:
-        if match[1] is None:  # a bare CR
-            return b"\\r" if match.start() > self._cr_from else match[0]
+        if match[1] is None:  # a bare CR, or where lines end with CRLF, a CRLF or a lone LF
+            if match[0] == b"\n":
+                return b"\\n"
+            if match[0] == b"\r":
+                return b"\\r" if match.start() > self._cr_from else match[0]
+            return match[0]
         return self._to.get(match[1][0], match[0])
 
 

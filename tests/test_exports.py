@@ -309,6 +309,30 @@ def test_a_carriage_return_mysql_leaves_unescaped_in_a_value_is_part_of_it(tmp_p
     assert first.rewrite(b"h\ra\rb") + first.rewrite(b"") == b"h\ra\rb"
 
 
+def test_a_mysql_export_whose_lines_end_with_crlf_keeps_each_values_line_feeds(tmp_path):
+    """(found by a CSV writers hunt, 2026-11-27, session 14; named by session 13) MySQL's SELECT ... INTO OUTFILE ...
+    LINES TERMINATED BY '\\r\\n' escapes the first byte of its line end, the CR, and no LF: a text's Windows line
+    break is written as a backslash, a CR and an LF, a text's lone LF as itself. Each LF ended the row: 'Expected 2
+    columns, got 1', after the advice to pass quoting='backslash' had been taken. Where the file's first line ends
+    with CRLF, an LF no CR comes before is part of its value; every CRLF still ends a row."""
+    outfile = tmp_path / "outfile.tsv"  # INTO OUTFILE '/tmp/outfile.tsv' LINES TERMINATED BY '\r\n'
+    outfile.write_bytes(b"id\ttext\r\n1\tline one\\\r\nline two\r\n2\tunix\nbreak\r\n3\ta\\\tb\r\n"
+                        b"4\t\\N\r\n5\tends with \\\\\r\n")
+    assert read(outfile, ["id", "text"], quoting="backslash").to_pydict() == {
+        "id": ["1", "2", "3", "4", "5"],
+        "text": ["line one\r\nline two", "unix\nbreak", "a\tb", None, "ends with \\"]}
+    from bertfeat.escapes import EscapedBytes
+
+    data = outfile.read_bytes()
+    whole = EscapedBytes("\t")
+    want = whole.rewrite(data) + whole.rewrite(b"")
+    for cut in range(len(data) + 1):  # wherever the read pieces are cut
+        stream = EscapedBytes("\t")
+        assert stream.rewrite(data[:cut]) + stream.rewrite(data[cut:]) + stream.rewrite(b"") == want, cut
+    lf = EscapedBytes("\t")  # a file whose first line ends with a lone LF: each LF ends a row, as before
+    assert lf.rewrite(b"h\na\nb\r\nc\\\nd\n") + lf.rewrite(b"") == b"h\na\nb\r\nc\\nd\n"
+
+
 def test_escapes_split_between_read_pieces_are_read_whole():
     from bertfeat.escapes import EscapedBytes
 
