@@ -18,7 +18,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bertfeat import exports, joined
-from bertfeat.csv_stream import _csv_field, _csv_lines, _no_field_limit, open_decompressed
+from bertfeat.csv_stream import (
+    _csv_field, _csv_lines, _no_field_limit, lines_joined_at_lone_cr, open_decompressed, shown_as_written,
+)
 from bertfeat.quotes import open_quote_line
 from bertfeat.sources import _codec
 from bertfeat.utf8 import not_utf8_csv
@@ -76,11 +78,18 @@ class CsvProblems:
         asked again."""
         for backslash in (False, True):
             with self._text() as fh:
-                lines = itertools.islice(fh, self.header_lines, None)
-                if exports.unquoted_rows(lines, len(self.header), backslash)[0]:
+                if exports.unquoted_rows(self._rows_lines(fh), len(self.header), backslash)[0]:
                     raise ValueError(self._rows_joined())
         self._watch_rows = False
         self._counting.quotes.stop_watching()
+
+    def _rows_lines(self, fh):
+        """The lines of the text file ``fh`` after the header, each with its line end, split as the reader splits
+        them: at LF and CRLF, and at a lone CR only where the file's lines end with one
+        (:class:`bertfeat.csv_stream.LoneCR`)."""
+        lines = itertools.islice(fh, self.header_lines, None)
+        lone_cr = self._counting.lone_cr
+        return lines if lone_cr is None or not lone_cr.lines_end_with_lf else lines_joined_at_lone_cr(lines)
 
     def _rows_joined(self) -> str:
         """The refusal of :meth:`_refuse_rows_joined`."""
@@ -120,8 +129,7 @@ class CsvProblems:
         if not any(pc.any(one).as_py() for one in found.values()):
             return
         with self._text() as fh:
-            fits, joined = exports.unquoted_rows(itertools.islice(fh, self.header_lines, None), len(self.header),
-                                                 backslash=True)
+            fits, joined = exports.unquoted_rows(self._rows_lines(fh), len(self.header), backslash=True)
         if not fits or (ends and not joined):  # no such export: its lines are no rows, or its backslash ends a quote
             self._watch_escapes = False
             return
@@ -237,7 +245,7 @@ class CsvProblems:
             return (f"{self.path}: {str(exc).splitlines()[0]} (a type inferred from the start of the file does not "
                     "hold further on); drop infer_types= to read kept columns as written, as text.")
         where = f" at line {line}" if line else ""
-        said = f"{self.path} is malformed{where}: {str(exc).splitlines()[0]}"
+        said = f"{self.path} is malformed{where}: {shown_as_written(str(exc)).splitlines()[0]}"
         footer = self._last_line() if line else None
         if footer and exports.footer_rows(footer[1]) is not None:  # psql -A: a value holding the delimiter, split
             return exports.unaligned_refusal(self.path, said, *footer, self.delimiter)

@@ -1,6 +1,7 @@
 """A CSV file's bytes as bertfeat reads them: decompressed (gzip, bz2, zstd by suffix), counted for a progress
 fraction, and watched on their way to pyarrow (a quote left open or closed early, a run of NUL bytes, a later line
-``sep=;`` of files joined with ``cat``: :class:`_CountingFile`); the delimiter a first line ``sep=;`` declares as
+``sep=;`` of files joined with ``cat``: :class:`_CountingFile`), a lone CR in a value kept from pyarrow's line ends
+(:class:`LoneCR`); the delimiter a first line ``sep=;`` declares as
 Excel reads it; and the lines Python's csv module, which reads the header and finds a problem's line, is given (no
 field size limit, NUL escaped before Python 3.11). :class:`bertfeat.readers.InputReader` reads through these.
 """
@@ -19,6 +20,7 @@ import zlib
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from bertfeat.escapes import EscapedBytes
 from bertfeat.quotes import QuoteScanner
@@ -63,6 +65,90 @@ def open_decompressed(path: Path, raw=None):
     return raw
 
 
+# A lone CR (no LF after it) in a file whose lines end with LF or CRLF is a value's own: Python's csv module and pandas'
+# to_csv quote a value holding a character of their line terminator, and "\n" holds no CR, so they write a text's lone
+# CR unquoted, where pyarrow (which takes a lone CR for a line end everywhere) would end the row. It reaches pyarrow as
+# a pair of noncharacters no text holds (U+FDD0 U+FDD2; a U+FDD0 of the file's own as U+FDD0 U+FDD1), and each value
+# holding one is read back by restore().
+_MARK = "\ufdd0".encode()
+_AS_MARK, _AS_CR = _MARK + "\ufdd1".encode(), _MARK + "\ufdd2".encode()
+_LONE_CR = re.compile(rb"\r(?=[^\n])")  # a CR ending a piece ends the file (or a one-byte read): a line end
+
+
+class LoneCR:
+    """Rewrites a CSV stream (``quoting`` csv or none: ``quotes``, whether ``"`` quotes a value), fed in pieces none of
+    which ends with a CR while more follows, so that a lone CR is no line end for pyarrow where the stream's first line
+    (the header: a line break inside a quoted name is no line end) ends with LF or CRLF; a file whose lines end with a
+    lone CR (Excel for Mac's) is passed as it is. :func:`restore` reads the values back."""
+
+    def __init__(self, quotes: bool = True):
+        self._quotes = quotes
+        self._in_quote = False  # inside a quoted header name, until the header's end is seen
+        self._lines_end_with_lf: bool | None = None  # until the header's end is seen
+        self.marked = False  # whether any value may hold a pair to read back
+
+    @property
+    def lines_end_with_lf(self) -> bool:
+        """Whether the stream's first line ends with LF or CRLF (so far as seen), and so a lone CR is a value's own."""
+        return bool(self._lines_end_with_lf)
+
+    def rewrite(self, data: bytes) -> bytes:
+        if self._lines_end_with_lf is None:
+            first = self._header_end(data)
+            if first is None:
+                return data
+            if first + 1 == len(data) and data[first] == 0x0D:  # a one-byte piece: the next byte tells
+                return data
+            self._lines_end_with_lf = data[first] == 0x0A or data[first + 1:first + 2] == b"\n"
+            if not self._lines_end_with_lf:
+                return data
+            head, data = data[:first + 1], data[first + 1:]
+            return head + self.rewrite(data)
+        if not self._lines_end_with_lf or (b"\r" not in data and _MARK not in data):
+            return data
+        out = _LONE_CR.sub(_AS_CR, data.replace(_MARK, _AS_MARK))
+        self.marked = self.marked or out != data
+        return out
+
+    def _header_end(self, data: bytes) -> int | None:
+        """Where in ``data`` the first line break outside a quoted name is, or None (the quote state carried on)."""
+        for at, byte in enumerate(data):
+            if byte == 0x22 and self._quotes:
+                self._in_quote = not self._in_quote  # a doubled quote toggles twice
+            elif byte in (0x0A, 0x0D) and not self._in_quote:
+                return at
+        return None
+
+
+def restore(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``batch`` with each text value :class:`LoneCR` marked read back as the file wrote it."""
+    columns = []
+    for column in batch.columns:
+        if pa.types.is_string(column.type) and pc.any(pc.match_substring(column, "\ufdd0")).as_py():
+            column = pc.replace_substring(pc.replace_substring(column, "\ufdd0\ufdd2", "\r"), "\ufdd0\ufdd1", "\ufdd0")
+        columns.append(column)
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
+
+
+def lines_joined_at_lone_cr(lines):
+    """``lines`` (of a text file read with ``newline=""``: each ends at LF, CRLF or a lone CR) joined where one ends
+    with a lone CR, as :class:`LoneCR` has pyarrow read them."""
+    held = ""
+    for line in lines:
+        if line.endswith("\r"):
+            held += line
+            continue
+        yield held + line
+        held = ""
+    if held:
+        yield held
+
+
+def shown_as_written(said: str) -> str:
+    """pyarrow's words ``said`` of a row :class:`LoneCR` marked, with each lone CR shown as ``\\r``."""
+    return said.replace("\ufdd0\ufdd2", "\\r").replace("\ufdd0\ufdd1", "\ufdd0")
+
+
 class _CountingFile:
     """A read-only file wrapper over the decompressed stream that counts the compressed bytes read (for a progress
     fraction), and follows whether the stream has ended, whether it ends inside a quoted value, and where a run of
@@ -71,15 +157,20 @@ class _CountingFile:
     No piece it returns ends with ``\r`` while more follows (the ``\r`` waits for the next piece): pyarrow drops a
     ``\n`` that starts a read piece after one that ended with ``\r``, taking the two for a line break split in two
     even inside a quoted value, so a value's CRLF split by the 1 MB read block lost its ``\n`` (apache/arrow#51368).
+    With ``lone_cr``, a lone CR in a file whose lines end with LF reaches pyarrow marked (:class:`LoneCR`; the watchers
+    see the bytes as written): a piece may then be longer than asked, as an escaped export's may, which pyarrow takes.
     """
 
-    def __init__(self, path: Path, delimiter: str, quoting: str = "csv", watch_rows: bool = False):
+    def __init__(self, path: Path, delimiter: str, quoting: str = "csv", watch_rows: bool = False,
+                 lone_cr: bool = False):
         self._raw = open(path, "rb")
         self.size = os.fstat(self._raw.fileno()).st_size
         self._fh = open_decompressed(path, self._raw)
         self.quotes = QuoteScanner(delimiter, watch_rows) if quoting == "csv" else _NoQuotes()
         # a backslash-escaped export: rewritten so that no escaped delimiter or line break ends a value (escapes.py)
         self._escapes = EscapedBytes(delimiter) if quoting == "backslash" else None
+        # with lone_cr, a lone CR in a value is kept from pyarrow's line ends (escaped exports: EscapedBytes keeps it)
+        self.lone_cr = LoneCR(quoting == "csv") if lone_cr and quoting != "backslash" else None
         self.eof = False
         self.closed = False
         self._held = b""  # a trailing b"\r" kept back for the next piece
@@ -120,7 +211,7 @@ class _CountingFile:
             seen = self._line_tail + data
             self.sep_seen = _LATER_SEP_LINE.search(seen) is not None
             self._line_tail = seen[-7:]
-        return data
+        return data if self.lone_cr is None else self.lone_cr.rewrite(data)  # watched as written, offsets the file's
 
     def _next(self, n: int) -> bytes:
         """Up to ``n`` (-1: all the) decompressed bytes, an escaped export's rewritten; b"" only at the end."""

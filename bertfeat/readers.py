@@ -9,8 +9,9 @@ the needed columns re-cut into chunks of at most ``chunk_rows`` rows and ``chunk
 CSV policy (docs/cli.md lists it for users): the delimiter is the one declared (``,``, or tab for ``.tsv``, or
 ``delimiter=``, or a first line ``sep=;`` as Excel reads it); a UTF-8 byte order mark is skipped; every column is read as text unless ``infer_types=True``; an
 unquoted empty field or NA marker is missing, a quoted one is text; a quote left open at the end of the file, and a
-quoted value with more text after its closing quote, are errors naming their lines. Parquet string values must be
-valid UTF-8 (an error names the file, column and row).
+quoted value with more text after its closing quote, are errors naming their lines; a carriage return no line feed
+follows is part of its value where the header's line ends with LF or CRLF (Python's csv module writes it unquoted).
+Parquet string values must be valid UTF-8 (an error names the file, column and row).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from bertfeat.csv_stream import (  # noqa: F401  (NUL_RUN, ZEROS: readers' publi
     _no_field_limit,
     excel_sep_line,
     open_decompressed,
+    restore,
 )
 from bertfeat.escapes import checked, decode
 from bertfeat.schemas import lost_value, may_lose, roomy, widened
@@ -283,7 +285,7 @@ class InputReader(CsvProblems):
         import pyarrow.csv as pcsv
 
         self._counting = _CountingFile(self.files[0], self.delimiter, self.quoting,
-                                       self._watch_rows and self.delimiter == "\t")
+                                       self._watch_rows and self.delimiter == "\t", lone_cr=True)
         read, parse, convert = self._csv_options(block_size)
         return pcsv.open_csv(pa.PythonFile(self._counting, mode="r"), read_options=read, parse_options=parse,
                              convert_options=convert)
@@ -527,6 +529,8 @@ class InputReader(CsvProblems):
                     if self._counting.zeros_at is not None:  # before the rows the zeros are read into
                         raise ValueError(self._zeros())
                     batch = batch.select(self.columns)
+                    if self._counting.lone_cr is not None and self._counting.lone_cr.marked:
+                        batch = restore(batch)
                     if self.quoting == "backslash":
                         batch = _unescaped(batch, self.delimiter, self.path, delivered)
                     if self._watch_escapes and self.delimiter == "\t":  # a database's text export, read as written?

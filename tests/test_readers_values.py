@@ -422,6 +422,39 @@ def test_a_mac_csv_with_lone_cr_line_ends_is_named_by_its_line_and_told_its_enco
             "CSV files as UTF-8: convert the file first, for example with iconv -f cp1252 -t utf-8 (if"), eol
 
 
+@pytest.mark.parametrize("quoting", ["csv", "none", None])
+def test_a_lone_cr_pythons_csv_module_and_pandas_leave_unquoted_is_part_of_its_value(tmp_path, quoting):
+    """(found by a CSV writers hunt, 2026-11-27, session 14) Python's csv module and pandas' to_csv quote a value
+    holding a character of their line terminator, and '\\n' (the default on Linux and macOS) holds no CR: a text's
+    lone carriage return (an old Mac's line break, a web form's) was written unquoted, and read as a line end. A file
+    of several columns was refused 'Expected 3 columns, got 2' with nothing said of why; a file of one column gave two
+    rows for one, silently. A CR no LF follows is now part of its value where the file's first line ends with LF or
+    CRLF; a file whose lines end with a lone CR (Excel for Mac's) is read as before."""
+    texts = ["a\rb", "\rstarts", "two\r\rCRs", "\ufdd0 and \ufdd0\r!", "plain", "quoted, \r too"]
+    # (a CR ending a row's last value is written before the LF that ends the row: read as a CRLF line end, the reading
+    # of a file whose lines end with CRLF; ending any other value, it is kept)
+    frame = pd.DataFrame({"id": [str(i) for i in range(len(texts))], "label": "ends\r", "text": texts})
+    src = tmp_path / "pandas.csv"
+    frame.to_csv(src, index=False, lineterminator="\n")
+    assert b",a\rb\n" in src.read_bytes()  # as pandas writes it: unquoted
+    if quoting == "none":
+        frame.to_csv(src, index=False, lineterminator="\n", sep="\t")  # no value holds a quote or a tab
+        src = src.rename(tmp_path / "pandas.tsv")
+    table, _ = read_all(csv_reader(src, ["id", "label", "text"], quoting=quoting))
+    assert table.column("text").to_pylist() == texts
+    assert table.column("label").to_pylist() == ["ends\r"] * len(texts)
+    one = tmp_path / ("one.tsv" if quoting == "none" else "one.csv")  # a file of one column: no ragged row tells
+    frame[["text"]].to_csv(one, index=False, lineterminator="\n", sep="\t" if quoting == "none" else ",")
+    assert read_all(csv_reader(one, ["text"], quoting=quoting))[0].column("text").to_pylist() == texts
+    crlf = tmp_path / "crlf.csv"  # lines ending with CRLF: a lone CR is a value's own there too
+    crlf.write_bytes(b"id,text\r\n1,a\rb\r\n2,c\r\n")
+    assert read_all(csv_reader(crlf, ["id", "text"], quoting=quoting))[0].column("text").to_pylist() == ["a\rb", "c"]
+    mac = tmp_path / "mac.csv"  # Excel for Mac: lone CR line ends, a cell's line break a quoted LF
+    mac.write_bytes(b'id,text\r1,"two\nlines"\r2,b\r3,c\r')
+    assert read_all(csv_reader(mac, ["id", "text"], quoting="csv" if quoting == "none" else quoting))[0].to_pydict() == {
+        "id": ["1", "2", "3"], "text": ["two\nlines", "b", "c"]}
+
+
 def test_the_lines_of_a_byte_stream_are_split_as_bytes_splitlines_splits_them_whatever_the_pieces():
     from bertfeat.utf8 import _lines
 
