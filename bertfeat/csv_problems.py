@@ -100,6 +100,16 @@ class CsvProblems:
                 "quote. Pass quoting='none', or quoting='backslash' for PostgreSQL's and MySQL's text exports, which "
                 "escape tabs and line breaks; if that value is meant to be quoted, pass quoting='csv'.")
 
+    def _escaped_quote(self) -> str:
+        """The refusal of a file whose quoting was not declared holding a quote after a backslash in a value not quoted
+        (:attr:`bertfeat.quotes.QuoteScanner.escaped_quote`)."""
+        line = self._line_at(self._counting.quotes.escaped_quote, bom=True)
+        return (f"{self.path}: line {line} holds a quote escaped with a backslash (\\\") in a value that is not quoted, "
+                "as pandas' to_csv and Python's csv module write a quote with an escapechar and doublequote off (CSV "
+                "quotes such a value and doubles the quote): read as written the text would keep the backslash. Write "
+                "the file again without an escapechar (or as parquet); if it quotes no value (csv.QUOTE_NONE), pass "
+                "quoting='backslash'; if the backslashes are the texts' own, pass quoting='csv'.")
+
     def _refuse_escapes(self, batch: pa.RecordBatch, delivered: int) -> None:
         """Refuse a text of ``batch`` (the rows before it ``delivered``) of a TSV whose quoting was not declared that
         holds a backslash and an n, t or r: the line break, tab or carriage return of a database's text export
@@ -296,7 +306,8 @@ class CsvProblems:
         return (" A quote there is escaped with a backslash (\\\"), as MySQL's SELECT ... INTO OUTFILE ... ENCLOSED BY "
                 "'\"' writes it (its ESCAPED BY '\\\\' escapes quotes and backslashes), which CSV does not: export the "
                 "query with mysql --batch -e 'SELECT ...' > file.tsv and pass quoting='backslash', or with FIELDS "
-                "ESCAPED BY '' and no quote or backslash in the values.")
+                "ESCAPED BY '' and no quote or backslash in the values. (pandas' to_csv and Python's csv module write "
+                "such quotes with an escapechar and doublequote off: write the file again without an escapechar.)")
 
     def _unquoted_hint(self) -> str:
         """What to do where a quote problem may be a TSV whose values are never quoted, its quoting not declared (a

@@ -162,11 +162,11 @@ class _CountingFile:
     """
 
     def __init__(self, path: Path, delimiter: str, quoting: str = "csv", watch_rows: bool = False,
-                 lone_cr: bool = False):
+                 lone_cr: bool = False, watch_escapes: bool = False):
         self._raw = open(path, "rb")
         self.size = os.fstat(self._raw.fileno()).st_size
         self._fh = open_decompressed(path, self._raw)
-        self.quotes = QuoteScanner(delimiter, watch_rows) if quoting == "csv" else _NoQuotes()
+        self.quotes = QuoteScanner(delimiter, watch_rows, watch_escapes) if quoting == "csv" else _NoQuotes()
         # a backslash-escaped export: rewritten so that no escaped delimiter or line break ends a value (escapes.py)
         self._escapes = EscapedBytes(delimiter) if quoting == "backslash" else None
         # with lone_cr, a lone CR in a value is kept from pyarrow's line ends (escaped exports: EscapedBytes keeps it)
@@ -242,6 +242,7 @@ class _NoQuotes:
     ends_open = False
     closed_early = None
     rows_joined = None
+    escaped_quote = None
 
     def feed(self, data: bytes) -> None:
         pass

@@ -15,6 +15,7 @@ import codecs
 import re
 
 QUOTE = 0x22
+BACKSLASH = 0x5C
 _RECORD_START = re.compile(rb"[\r\n][^\t\r\n]+\t")
 
 
@@ -22,9 +23,10 @@ class QuoteScanner:
     """Feed it the decompressed bytes of a CSV file in order, in pieces of any size; :attr:`ends_open` then says
     whether the file ends inside a quoted value, and :attr:`closed_early` where a quoted value's closing quote was
     followed by something other than a delimiter, a line break or the end of the file (the byte's offset in the
-    stream, BOM excluded; None while there is none). Costs one ``bytes.find`` per quote character."""
+    stream, BOM excluded; None while there is none); with ``watch_escapes``, :attr:`escaped_quote` where a quote after a
+    backslash stands in a value not quoted. Costs one ``bytes.find`` per quote character."""
 
-    def __init__(self, delimiter: str, watch_rows: bool = False):
+    def __init__(self, delimiter: str, watch_rows: bool = False, watch_escapes: bool = False):
         self._field_starts = {ord(delimiter), 0x0A, 0x0D}  # after these bytes a field starts
         self._in_quote = False
         self._quote_ends_piece = False  # inside a quoted value, the last piece ended on a quote: the next byte decides
@@ -38,6 +40,11 @@ class QuoteScanner:
         self._tail = b""  # inside a quoted value: its bytes since its last line break (see _inside)
         self._opened_at = 0
         self.rows_joined: tuple[int, int] | None = None
+        # with watch_escapes (a file whose quoting was not declared): where a quote after a backslash stands in a value
+        # not quoted, as pandas' to_csv(escapechar='\\', doublequote=False) writes a text's quote (offsets as
+        # closed_early's); CSV writers quote such a value and double the quote
+        self._watch_escapes = watch_escapes
+        self.escaped_quote: int | None = None
 
     @property
     def ends_open(self) -> bool:
@@ -80,6 +87,8 @@ class QuoteScanner:
                 prev = data[j - 1] if j else self._prev
                 self._in_quote = prev is None or prev in self._field_starts
                 self._tail, self._opened_at = b"", self._offset + j
+                if prev == BACKSLASH and self._watch_escapes and self.escaped_quote is None:
+                    self.escaped_quote = self._offset + j
             i = j + 1
         self._prev = data[-1]
         self._offset += n

@@ -10,8 +10,9 @@ CSV policy (docs/cli.md lists it for users): the delimiter is the one declared (
 ``delimiter=``, or a first line ``sep=;`` as Excel reads it); a UTF-8 byte order mark is skipped; every column is read as text unless ``infer_types=True``; an
 unquoted empty field or NA marker is missing, a quoted one is text; a quote left open at the end of the file, and a
 quoted value with more text after its closing quote, are errors naming their lines; a carriage return no line feed
-follows is part of its value where the header's line ends with LF or CRLF (Python's csv module writes it unquoted).
-Parquet string values must be valid UTF-8 (an error names the file, column and row).
+follows is part of its value where the header's line ends with LF or CRLF (Python's csv module writes it unquoted);
+where the quoting is not declared, a quote after a backslash in a value not quoted (pandas' to_csv with an escapechar
+and doublequote off) is refused. Parquet string values must be valid UTF-8 (an error names the file, column and row).
 """
 
 from __future__ import annotations
@@ -109,6 +110,8 @@ class InputReader(CsvProblems):
             self.quoting = checked(quoting)
             # a TSV whose quoting was not declared: a quoted value holding a tab after a line break is refused
             self._watch_rows = quoting is None
+            # a file whose quoting was not declared: a quote after a backslash in a value not quoted is refused
+            self._watch_quote_escapes = quoting is None
             self._watch_escapes = quoting is None  # until a text shows the file is no backslash-escaped export
             self.sep_line = excel_sep_line(self.files[0])
             self.delimiter = self._delimiter(delimiter)
@@ -285,7 +288,8 @@ class InputReader(CsvProblems):
         import pyarrow.csv as pcsv
 
         self._counting = _CountingFile(self.files[0], self.delimiter, self.quoting,
-                                       self._watch_rows and self.delimiter == "\t", lone_cr=True)
+                                       self._watch_rows and self.delimiter == "\t", lone_cr=True,
+                                       watch_escapes=self._watch_quote_escapes)
         read, parse, convert = self._csv_options(block_size)
         return pcsv.open_csv(pa.PythonFile(self._counting, mode="r"), read_options=read, parse_options=parse,
                              convert_options=convert)
@@ -309,6 +313,8 @@ class InputReader(CsvProblems):
                     raise ValueError(self._csv_problem(None))
                 if self._counting.quotes.rows_joined is not None:
                     self._refuse_rows_joined()
+                if self._counting.quotes.escaped_quote is not None:  # in the first block: refused before any work
+                    raise ValueError(self._escaped_quote())
                 if self.infer_types:
                     self._counting.close()
                     self._as_written = self._integers_past_int64(schema, block)
@@ -526,6 +532,8 @@ class InputReader(CsvProblems):
                         raise ValueError(self._csv_problem(None))
                     if self._counting.quotes.rows_joined is not None:  # likewise, in a TSV that quotes nothing
                         self._refuse_rows_joined()
+                    if self._counting.quotes.escaped_quote is not None:  # before the texts that would keep \"
+                        raise ValueError(self._escaped_quote())
                     if self._counting.zeros_at is not None:  # before the rows the zeros are read into
                         raise ValueError(self._zeros())
                     batch = batch.select(self.columns)

@@ -727,8 +727,61 @@ def test_a_quote_escaped_with_a_backslash_says_how_to_export_mysql_again(tmp_pat
         "or remove a stray quote at line 3. A quote there is escaped with a backslash (\\\"), as MySQL's SELECT ... "
         "INTO OUTFILE ... ENCLOSED BY '\"' writes it (its ESCAPED BY '\\\\' escapes quotes and backslashes), which CSV "
         "does not: export the query with mysql --batch -e 'SELECT ...' > file.tsv and pass quoting='backslash', or "
-        "with FIELDS ESCAPED BY '' and no quote or backslash in the values.")
+        "with FIELDS ESCAPED BY '' and no quote or backslash in the values. (pandas' to_csv and Python's csv module "
+        "write such quotes with an escapechar and doublequote off: write the file again without an escapechar.)")
     batch = tmp_path / "batch.tsv"  # what the refusal says to do: mysql --batch's output, read with its escapes
     batch.write_bytes(b'id\ttext\n1\t\\N\n2\ta "quoted" word\n')
     assert read(batch, ["id", "text"], quoting="backslash").column("text").to_pylist() == [None, 'a "quoted" word']
 
+
+@pytest.mark.parametrize("sep", [",", "\t", ";"])
+def test_a_quote_escaped_with_a_backslash_in_a_value_not_quoted_is_refused_not_read_with_its_backslash(tmp_path, sep):
+    """(found by a CSV writers hunt, 2026-11-27, session 14) pandas' to_csv(escapechar='\\\\', doublequote=False) and
+    Python's csv module with an escapechar write a text's quote as \\" and quote only a value holding the delimiter or a
+    line break: 'say "hi"' was written unquoted as say \\"hi\\", and read as written, backslashes and all, silently
+    (CSV writers double a quote, and quote the value: no other writes \\" unquoted). Refused where the quoting was not
+    declared, naming the line and what to do; quoting='csv' reads the backslashes as the texts' own, and a file that
+    quotes no value (quoting=csv.QUOTE_NONE) reads right under quoting='backslash'."""
+    import csv
+
+    import pandas as pd
+
+    frame = pd.DataFrame({"id": ["1", "2", "3"], "text": ["plain", 'say "hi"', "C:\\dir"]})
+    src = tmp_path / ("pandas.tsv" if sep == "\t" else "pandas.csv")
+    frame.to_csv(src, index=False, sep=sep, escapechar="\\", doublequote=False)
+    assert b'say \\"hi\\"' in src.read_bytes()
+    delimiter = ";" if sep == ";" else None
+    with pytest.raises(ValueError) as info:
+        read(src, ["id", "text"], delimiter=delimiter)
+    assert str(info.value) == (
+        f"{src}: line 3 holds a quote escaped with a backslash (\\\") in a value that is not quoted, as pandas' "
+        "to_csv and Python's csv module write a quote with an escapechar and doublequote off (CSV quotes such a value "
+        "and doubles the quote): read as written the text would keep the backslash. Write the file again without an "
+        "escapechar (or as parquet); if it quotes no value (csv.QUOTE_NONE), pass quoting='backslash'; if the "
+        "backslashes are the texts' own, pass quoting='csv'.")
+    assert read(src, ["id", "text"], delimiter=delimiter, quoting="csv").column("text").to_pylist() == [
+        "plain", 'say \\"hi\\"', "C:\\\\dir"]  # as written, as asked
+    frame.to_csv(src, index=False, sep=sep, escapechar="\\", quoting=csv.QUOTE_NONE)
+    assert read(src, ["id", "text"], delimiter=delimiter, quoting="backslash").column("text").to_pylist() == [
+        "plain", 'say "hi"', "C:\\dir"]
+    frame.loc[3] = ["4", f'a "b"{sep} c']  # quoted for its delimiter, its quotes escaped: refused as MySQL's, pandas named
+    frame.to_csv(src, index=False, sep=sep, escapechar="\\", doublequote=False)
+    with pytest.raises(ValueError, match=r"write the file again without an escapechar\.\)$"):
+        read(src, ["id", "text"], delimiter=delimiter, quoting="csv")
+    # further into the file than pyarrow reads at the start (read blocks made small): refused before its rows
+    from bertfeat import readers
+
+    far = tmp_path / "far.csv"
+    far.write_text("id,text\n" + "".join(f"{i},row {i}\n" for i in range(20_000)) + 'x,say \\"hi\\"\n')
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(readers, "BLOCK_BYTES", 1 << 12)
+        reader = InputReader(str(far), ["id", "text"], 1000, ["text"])
+        delivered = []
+        with pytest.raises(ValueError, match=r"far.csv: line 20002 holds a quote escaped with a backslash"):
+            for batch in reader.batches():
+                delivered.extend(batch.column("id").to_pylist())
+    assert "x" not in delivered and 0 < len(delivered) < 20_000
+    # a quote after a backslash where CSV writers put one: inside a quoted value, or opening one after a delimiter
+    ok = tmp_path / "ok.csv"
+    ok.write_text('id,text\n1,"a \\"""\n2,\\\n3,"x\\"\n')
+    assert read(ok, ["id", "text"]).column("text").to_pylist() == ['a \\"', "\\", "x\\"]
