@@ -296,18 +296,21 @@ class CsvProblems:
         return None
 
     def _backslash_quote_hint(self, first: int, last: int) -> str | None:
-        """What to do where a quote is escaped with a backslash (\\") on lines ``first`` to ``last``: MySQL's SELECT ...
-        INTO OUTFILE ... ENCLOSED BY '"' escapes quotes, backslashes and NULL (\\N) with its default ESCAPED BY
-        '\\\\', which no CSV reader reads as quotes; None where no such quote is there."""
+        """What to do where a quote is escaped with a backslash (\\") on lines ``first`` to ``last``: R's write.table()
+        writes one so by default (qmethod = "escape"), MySQL's SELECT ... INTO OUTFILE ... ENCLOSED BY '"' with its
+        default ESCAPED BY '\\\\' (quotes, backslashes and NULL, \\N), pandas' to_csv with an escapechar and doublequote
+        off; no CSV reader reads them as quotes. None where no such quote is there."""
         with self._text() as fh:
             lines = [text for number, text in zip(range(1, last + 1), fh) if number >= first]
         if not any('\\"' in text for text in lines):
             return None
-        return (" A quote there is escaped with a backslash (\\\"), as MySQL's SELECT ... INTO OUTFILE ... ENCLOSED BY "
-                "'\"' writes it (its ESCAPED BY '\\\\' escapes quotes and backslashes), which CSV does not: export the "
-                "query with mysql --batch -e 'SELECT ...' > file.tsv and pass quoting='backslash', or with FIELDS "
-                "ESCAPED BY '' and no quote or backslash in the values. (pandas' to_csv and Python's csv module write "
-                "such quotes with an escapechar and doublequote off: write the file again without an escapechar.)")
+        return (" A quote there is escaped with a backslash (\\\"), which CSV does not do (it doubles a quote inside a "
+                "quoted value): R's write.table() writes one so by default (qmethod = \"escape\"): write the file with "
+                "write.csv() or write.table(..., qmethod = \"double\"); MySQL's SELECT ... INTO OUTFILE ... ENCLOSED BY "
+                "'\"' does too (its ESCAPED BY '\\\\' escapes quotes and backslashes): export the query with mysql "
+                "--batch -e 'SELECT ...' > file.tsv and pass quoting='backslash', or with FIELDS ESCAPED BY '' and no "
+                "quote or backslash in the values; so do pandas' to_csv and Python's csv module with an escapechar and "
+                "doublequote off: write the file again without an escapechar.")
 
     def _unquoted_hint(self) -> str:
         """What to do where a quote problem may be a TSV whose values are never quoted, its quoting not declared (a

@@ -724,11 +724,13 @@ def test_a_quote_escaped_with_a_backslash_says_how_to_export_mysql_again(tmp_pat
     with pytest.raises(ValueError) as info:
         read(src, ["id", "text"])
     assert str(info.value).endswith(
-        "or remove a stray quote at line 3. A quote there is escaped with a backslash (\\\"), as MySQL's SELECT ... "
-        "INTO OUTFILE ... ENCLOSED BY '\"' writes it (its ESCAPED BY '\\\\' escapes quotes and backslashes), which CSV "
-        "does not: export the query with mysql --batch -e 'SELECT ...' > file.tsv and pass quoting='backslash', or "
-        "with FIELDS ESCAPED BY '' and no quote or backslash in the values. (pandas' to_csv and Python's csv module "
-        "write such quotes with an escapechar and doublequote off: write the file again without an escapechar.)")
+        "or remove a stray quote at line 3. A quote there is escaped with a backslash (\\\"), which CSV does not do (it "
+        "doubles a quote inside a quoted value): R's write.table() writes one so by default (qmethod = \"escape\"): "
+        "write the file with write.csv() or write.table(..., qmethod = \"double\"); MySQL's SELECT ... INTO OUTFILE ... "
+        "ENCLOSED BY '\"' does too (its ESCAPED BY '\\\\' escapes quotes and backslashes): export the query with mysql "
+        "--batch -e 'SELECT ...' > file.tsv and pass quoting='backslash', or "
+        "with FIELDS ESCAPED BY '' and no quote or backslash in the values; so do pandas' to_csv and Python's csv "
+        "module with an escapechar and doublequote off: write the file again without an escapechar.")
     batch = tmp_path / "batch.tsv"  # what the refusal says to do: mysql --batch's output, read with its escapes
     batch.write_bytes(b'id\ttext\n1\t\\N\n2\ta "quoted" word\n')
     assert read(batch, ["id", "text"], quoting="backslash").column("text").to_pylist() == [None, 'a "quoted" word']
@@ -766,7 +768,7 @@ def test_a_quote_escaped_with_a_backslash_in_a_value_not_quoted_is_refused_not_r
         "plain", 'say "hi"', "C:\\dir"]
     frame.loc[3] = ["4", f'a "b"{sep} c']  # quoted for its delimiter, its quotes escaped: refused as MySQL's, pandas named
     frame.to_csv(src, index=False, sep=sep, escapechar="\\", doublequote=False)
-    with pytest.raises(ValueError, match=r"write the file again without an escapechar\.\)$"):
+    with pytest.raises(ValueError, match=r"write the file again without an escapechar\.$"):
         read(src, ["id", "text"], delimiter=delimiter, quoting="csv")
     # further into the file than pyarrow reads at the start (read blocks made small): refused before its rows
     from bertfeat import readers
@@ -785,3 +787,21 @@ def test_a_quote_escaped_with_a_backslash_in_a_value_not_quoted_is_refused_not_r
     ok = tmp_path / "ok.csv"
     ok.write_text('id,text\n1,"a \\"""\n2,\\\n3,"x\\"\n')
     assert read(ok, ["id", "text"]).column("text").to_pylist() == ['a \\"', "\\", "x\\"]
+
+
+@pytest.mark.parametrize("name", ["write_table.csv", "write_table.tsv"])
+def test_a_quote_rs_write_table_escapes_with_a_backslash_says_how_to_write_it_from_r(tmp_path, name):
+    """(found by a CSV writers hunt, 2026-11-27, session 14) R's write.table() escapes a quote inside a quoted value
+    as \\" by default (qmethod = "escape"; write.csv() doubles it): its file was refused naming MySQL's INTO OUTFILE
+    alone, told to export a query again, with nothing said of R."""
+    sep = "\t" if name.endswith(".tsv") else ","
+    src = tmp_path / name  # write.table(df, name, sep = sep, row.names = FALSE), as R 4 writes it
+    src.write_text(f'"id"{sep}"text"\n1{sep}"plain"\n2{sep}"say \\"hi\\""\n3{sep}"C:\\dir"\n4{sep}NA\n')
+    with pytest.raises(ValueError) as info:
+        read(src, ["id", "text"])
+    said = str(info.value)
+    assert said.startswith(f"{src} is malformed at line 3: a quoted value (opened at line 3) has more text"), said
+    assert ("R's write.table() writes one so by default (qmethod = \"escape\"): write the file with write.csv() or "
+            "write.table(..., qmethod = \"double\")") in said
+    src.write_text(f'"id"{sep}"text"\n1{sep}"plain"\n2{sep}"say ""hi"""\n3{sep}"C:\\dir"\n4{sep}NA\n')  # so written
+    assert read(src, ["id", "text"]).column("text").to_pylist() == ["plain", 'say "hi"', "C:\\dir", None]
