@@ -55,7 +55,7 @@ class CsvProblems:
     def _line_at(self, at: int, bom: bool = False) -> int:
         """The line of the byte at offset ``at`` of the decompressed file (``bom``: an offset that leaves out a UTF-8
         byte order mark, as :class:`bertfeat.quotes.QuoteScanner`'s do)."""
-        line, prev = 1, b""
+        line, prev, lone_cr = 1, b"", self._lone_cr()
         with open_decompressed(self.files[0]) as fh:
             if bom and fh.read(3) != codecs.BOM_UTF8:
                 at -= 3  # none to leave out: the first bytes were read as bytes of the offset
@@ -64,8 +64,8 @@ class CsvProblems:
                 if not piece:
                     break
                 at -= len(piece)
-                # line ends as editors and Python's csv count them: LF, CRLF, a lone CR
-                line += piece.count(b"\n") + piece.count(b"\r") - (prev + piece).count(b"\r\n")
+                # line ends as the reader reads them: LF, CRLF, a lone CR (where the file's lines end with one)
+                line += piece.count(b"\n") + (0 if lone_cr else piece.count(b"\r") - (prev + piece).count(b"\r\n"))
                 prev = piece[-1:]
         return line
 
@@ -83,13 +83,18 @@ class CsvProblems:
         self._watch_rows = False
         self._counting.quotes.stop_watching()
 
+    def _lone_cr(self) -> bool:
+        """Whether the reader reads a lone CR as part of its value (:class:`bertfeat.csv_stream.LoneCR`), so the
+        lines Python's csv module reads must be joined there too."""
+        lone_cr = self._counting.lone_cr if self._counting is not None else None
+        return lone_cr is not None and lone_cr.lines_end_with_lf
+
     def _rows_lines(self, fh):
         """The lines of the text file ``fh`` after the header, each with its line end, split as the reader splits
         them: at LF and CRLF, and at a lone CR only where the file's lines end with one
         (:class:`bertfeat.csv_stream.LoneCR`)."""
         lines = itertools.islice(fh, self.header_lines, None)
-        lone_cr = self._counting.lone_cr
-        return lines if lone_cr is None or not lone_cr.lines_end_with_lf else lines_joined_at_lone_cr(lines)
+        return lines_joined_at_lone_cr(lines) if self._lone_cr() else lines
 
     def _rows_joined(self) -> str:
         """The refusal of :meth:`_refuse_rows_joined`."""
@@ -177,7 +182,7 @@ class CsvProblems:
     def _record_line(self, row: int) -> int:
         """The line where data row ``row`` (counted from 0, the header no row) of the CSV file starts."""
         with self._text() as fh, _no_field_limit():
-            reader = csv.reader(_csv_lines(fh), **self._dialect())
+            reader = csv.reader(_csv_lines(fh, self._lone_cr()), **self._dialect())
             if self.sep_line is not None:
                 next(reader)
             records, last_end = -1, reader.line_num
@@ -198,7 +203,9 @@ class CsvProblems:
 
     def _repeated_header(self) -> str | None:
         """The refusal of a CSV file that repeats its header further on, or None."""
-        found = joined.scan(self._text, self._dialect(), self.sep_line is not None, _csv_lines, _csv_field)
+        lone_cr = self._lone_cr()
+        found = joined.scan(self._text, self._dialect(), self.sep_line is not None,
+                            lambda fh: _csv_lines(fh, lone_cr), lambda field: _csv_field(field, lone_cr))
         return None if found is None else joined.refusal(self.path, *found, self.header)
 
     def _csv_problem(self, exc: Exception | None) -> str:
@@ -208,12 +215,14 @@ class CsvProblems:
         line, row_names, escaped, broken, before = None, False, None, None, None
         try:
             with self._text() as fh, _no_field_limit():
-                reader = csv.reader(_csv_lines(fh), **self._dialect())
+                lone_cr = self._lone_cr()
+                reader = csv.reader(_csv_lines(fh, lone_cr), **self._dialect())
                 if self.sep_line is not None:
                     next(reader)  # Excel's "sep=;" line, no record
                 width, last_end, rows_before = None, reader.line_num, 0
                 try:
                     for row in reader:
+                        row = [_csv_field(field, lone_cr) for field in row]  # as the file holds them, for the words
                         if width is None:
                             width = len(row) if row else None  # blank lines before the header
                         elif len(row) != width and row:
@@ -233,14 +242,14 @@ class CsvProblems:
                 except csv.Error as scan_exc:
                     if "expected after" in str(scan_exc):
                         at = reader.line_num
-                        opened = open_quote_line(self._text, last_end, self.delimiter, until=at)
+                        opened = open_quote_line(self._text, last_end, self.delimiter, until=at, lone_cr=lone_cr)
                         return (f"{self.path} is malformed at line {at}: a quoted value (opened at line {opened}) "
                                 f"has more text after its closing quote ({scan_exc}); quote the whole value and "
                                 f"double each quote inside it (\"\"), or remove a stray quote at line {opened}."
                                 f"{self._backslash_quote_hint(opened, at) or self._unquoted_hint()}")
                     if "end of data" not in str(scan_exc):
                         return f"{self.path} is malformed at line {reader.line_num}: {scan_exc}."
-                    opened = open_quote_line(self._text, last_end, self.delimiter)
+                    opened = open_quote_line(self._text, last_end, self.delimiter, lone_cr=lone_cr)
                     return (f"{self.path} is malformed: a quote opened at line {opened} is never closed, so the rest "
                             "of the file would be one value; close the quote (or double it, \"\", inside a quoted "
                             f"value).{self._unquoted_hint()}")

@@ -265,7 +265,10 @@ def _no_field_limit():
 # characters, none of them a delimiter, quote or line end, so the records and their lines are the same) and the
 # header's names are unescaped.
 _CSV_TAKES_NUL = sys.version_info >= (3, 11)
-_ESC, _ESC_ESC, _ESC_NUL = "\ue000", "\ue000\ue001", "\ue000\ue002"
+_ESC, _ESC_ESC, _ESC_NUL, _ESC_CR = "\ue000", "\ue000\ue001", "\ue000\ue002", "\ue000\ue003"
+_UNESCAPE = re.compile("\ue000([\ue001\ue002\ue003])")
+_UNESCAPED = {"\ue001": _ESC, "\ue002": "\0", "\ue003": "\r"}
+_INNER_CR = re.compile("\r(?=[^\n])")  # a lone CR inside a joined line (one ending the file ends a line)
 
 
 def _first_lines(fh, n: int) -> list[str]:
@@ -280,13 +283,25 @@ def _first_lines(fh, n: int) -> list[str]:
     return lines
 
 
-def _csv_lines(fh):
+def _csv_lines(fh, lone_cr: bool = False):
+    """The lines of the text file ``fh`` (read with ``newline=""``) as Python's csv module is given them: NUL escaped
+    before Python 3.11; with ``lone_cr`` (a file whose lines end with LF or CRLF, :class:`LoneCR`), joined at a lone
+    CR, as the reader joins them, that CR escaped (Python's csv module refuses it in a value not quoted), so that the
+    records and their lines are the reader's (a record "sep=,<CR>,x" is no Excel sep= line)."""
+    if lone_cr:
+        return (_INNER_CR.sub(_ESC_CR, _escaped(line)) for line in lines_joined_at_lone_cr(fh))
     if _CSV_TAKES_NUL:
         return fh
-    return (line.replace(_ESC, _ESC_ESC).replace("\0", _ESC_NUL) for line in fh)
+    return (_escaped(line) for line in fh)
 
 
-def _csv_field(field: str) -> str:
-    if _CSV_TAKES_NUL:
+def _escaped(line: str) -> str:
+    line = line.replace(_ESC, _ESC_ESC)
+    return line if _CSV_TAKES_NUL else line.replace("\0", _ESC_NUL)
+
+
+def _csv_field(field: str, lone_cr: bool = False) -> str:
+    """A field of a record read from :func:`_csv_lines` (with the same ``lone_cr``), as the file holds it."""
+    if _CSV_TAKES_NUL and not lone_cr:
         return field
-    return field.replace(_ESC_NUL, "\0").replace(_ESC_ESC, _ESC)
+    return _UNESCAPE.sub(lambda m: _UNESCAPED[m[1]], field)

@@ -117,18 +117,22 @@ class QuoteScanner:
             self.closed_early = self._offset + k
 
 
-def open_quote_line(opener, record_start: int, delimiter: str, until: int | None = None) -> int:
+def open_quote_line(opener, record_start: int, delimiter: str, until: int | None = None, lone_cr: bool = False) -> int:
     """The line where the quote left open in the record after line ``record_start`` opened (``opener()`` opens the
     file as text, with ``newline=""``); with ``until``, the line where the last quoted value opened before the end
     of line ``until``. Lines end as Python's csv module ends them: at CRLF, a lone CR (old Mac exports) or a lone
-    LF, inside quoted values too."""
+    LF, inside quoted values too; with ``lone_cr`` (a file whose lines end with LF or CRLF, whose reader reads a lone CR
+    as part of its value: :class:`bertfeat.csv_stream.LoneCR`), at LF and CRLF only."""
     line, at_field_start, in_quote, opened, prev_quote, prev_cr = record_start + 1, True, False, None, False, False
     with opener() as fh:
+        skipped = iter(fh.readline, "")
         for _ in range(record_start):
-            fh.readline()
+            text = next(skipped, "")
+            while lone_cr and text.endswith("\r"):  # a lone CR: no line end, the line goes on
+                text = next(skipped, "")
         for ch in iter(lambda: fh.read(1 << 16), ""):
             for c in ch:
-                if c == "\r" or (c == "\n" and not prev_cr):
+                if (c == "\n" and (lone_cr or not prev_cr)) or (c == "\r" and not lone_cr):
                     line += 1
                     if until is not None and line > until:
                         return opened or record_start + 1
@@ -142,5 +146,5 @@ def open_quote_line(opener, record_start: int, delimiter: str, until: int | None
                     at_field_start = prev_quote = False
                     continue
                 prev_quote = False
-                at_field_start = c in (delimiter, "\n", "\r")
+                at_field_start = c in (delimiter, "\n") or (c == "\r" and not lone_cr)
     return opened or record_start + 1

@@ -325,6 +325,13 @@ def test_a_mysql_batch_file_with_a_texts_windows_line_break_read_without_quoting
     assert "Pass quoting='backslash'" in str(info.value)
     assert read(batch, ["id", "text"], quoting="backslash").column("text").to_pylist() == [
         "line one\r\nline two", "plain"]
+    outfile = tmp_path / "outfile.tsv"  # SELECT ... INTO OUTFILE: a lone CR, then a backslash before the LF
+    outfile.write_bytes(b"id\ttext\n1\tline one\r\\\nline two\n2\tplain\n")
+    with pytest.raises(ValueError) as info:
+        read(outfile, ["id", "text"])
+    assert str(info.value).startswith(
+        f"{outfile} is malformed at line 3: CSV parse error: Expected 2 columns, got 1: line two. The line before it ends "
+        "with a backslash ('line one\\r\\\\'), as exports that escape"), str(info.value)
 
 
 def test_a_mysql_export_whose_lines_end_with_crlf_keeps_each_values_line_feeds(tmp_path):

@@ -449,6 +449,17 @@ def test_a_lone_cr_pythons_csv_module_and_pandas_leave_unquoted_is_part_of_its_v
     crlf = tmp_path / "crlf.csv"  # lines ending with CRLF: a lone CR is a value's own there too
     crlf.write_bytes(b"id,text\r\n1,a\rb\r\n2,c\r\n")
     assert read_all(csv_reader(crlf, ["id", "text"], quoting=quoting))[0].column("text").to_pylist() == ["a\rb", "c"]
+    if quoting != "none":  # lines counted as the reader ends them: a lone CR in a value is no line end
+        bad = tmp_path / "bad.csv"
+        bad.write_bytes(b'id,text\n1,a\rb\n2,"c\rd",extra\n')
+        assert refusal(lambda: read_all(csv_reader(bad, ["id", "text"], quoting=quoting))) == (
+            f'{bad} is malformed at line 3: CSV parse error: Expected 2 columns, got 3: 2,"c\\rd",extra')
+        bad.write_bytes(b'id,text\n1,a\rb\n2,"x\ry" z\n3,"open\r\n4,x\n')
+        assert refusal(csv_reader, bad, ["id", "text"], quoting=quoting).startswith(
+            f"{bad} is malformed at line 3: a quoted value (opened at line 3) has more text after its closing quote")
+        bad.write_bytes(b'id,text\n1,a\rb\n2,x\r\n3,"open\rstill\n4,x\n')
+        assert refusal(lambda: read_all(csv_reader(bad, ["id", "text"], quoting=quoting))).startswith(
+            f"{bad} is malformed: a quote opened at line 4 is never closed")
     mac = tmp_path / "mac.csv"  # Excel for Mac: lone CR line ends, a cell's line break a quoted LF
     mac.write_bytes(b'id,text\r1,"two\nlines"\r2,b\r3,c\r')
     assert read_all(csv_reader(mac, ["id", "text"], quoting="csv" if quoting == "none" else quoting))[0].to_pydict() == {
