@@ -1,0 +1,84 @@
+"""bertfeat.readers against the CSV writers users use, each an oracle: pandas' to_csv in each quoting mode and line
+terminator, pyarrow.csv.write_csv, polars' write_csv, an Excel-style export (BOM, ``sep=;``, CRLF, decimal commas).
+Every table they write reads back as written: missing only where the writer wrote a null, or an NA marker unquoted.
+R's writers are in test_exports.py and r-bridge's tests. No model."""
+
+import csv
+import io
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pytest
+
+from bertfeat.readers import CSV_NULLS, InputReader
+
+# texts no writer is kind to: its delimiters, quotes, line breaks of each kind (a lone CR, which pandas writes
+# unquoted), tabs, backslashes (a database export's escapes too), NA markers, spaces, a BOM, formulas; then a null
+TEXTS = ["plain", "a,b", "a;b", 'say "hi"', '"q"', "two\nlines", "crlf\r\nin", "lone\rcr", "ends\r", "tab\there",
+         "back\\slash", "C:\\", "one\\ntwo", "\\N", "NA", "null", "", " sp ", "\ufeffbom", "caf\u00e9 \u4e2d",
+         'x\\"y', "=1+2", "it's", None]
+
+
+def written(null_quoted: bool, markers_quoted: bool, empty_quoted: bool | None = None) -> list:
+    """The texts as a writer's file holds them: a null as an empty text where the writer quotes it (``""``), an NA
+    marker or an empty text as missing where the writer leaves it unquoted (``empty_quoted``: the empty text apart)."""
+    def one(text):
+        if text is None:
+            return "" if null_quoted else None
+        if text == "" and empty_quoted is not None:
+            return "" if empty_quoted else None
+        return None if text in CSV_NULLS and not markers_quoted else text
+    return [one(t) for t in TEXTS]
+
+
+def read_back(path, **kw) -> list:
+    # the text column in the middle: a CR ending a row's last value reads as its CRLF (docs/cli.md), none here
+    reader = InputReader(str(path), ["id", "text", "n"], 7, ["text"], infer_types=False, **kw)
+    table = pa.Table.from_batches(list(reader.batches()), schema=reader.schema)
+    assert table.column("id").to_pylist() == [str(i) for i in range(len(TEXTS))]
+    assert table.column("n").to_pylist() == ["1,5"] * len(TEXTS)  # a decimal comma, kept as written
+    return table.column("text").to_pylist()
+
+
+FRAME = pd.DataFrame({"id": [str(i) for i in range(len(TEXTS))], "text": TEXTS, "n": "1,5"})
+
+
+@pytest.mark.parametrize("sep", [",", "\t", ";"])
+@pytest.mark.parametrize("lineterminator", ["\n", "\r\n"])
+@pytest.mark.parametrize("quoting", [csv.QUOTE_MINIMAL, csv.QUOTE_ALL, csv.QUOTE_NONNUMERIC])
+def test_what_pandas_to_csv_writes_reads_back_as_written(tmp_path, sep, lineterminator, quoting):
+    src = tmp_path / ("pandas.tsv" if sep == "\t" else "pandas.csv")
+    FRAME.to_csv(src, index=False, sep=sep, lineterminator=lineterminator, quoting=quoting)
+    quotes = quoting != csv.QUOTE_MINIMAL
+    assert read_back(src, delimiter=";" if sep == ";" else None) == written(quotes, quotes)
+
+
+@pytest.mark.parametrize("sep", [",", "\t"])
+@pytest.mark.parametrize("style", ["needed", "all_valid"])
+def test_what_pyarrow_write_csv_writes_reads_back_as_written(tmp_path, sep, style):
+    src = tmp_path / ("pyarrow.tsv" if sep == "\t" else "pyarrow.csv")
+    pcsv.write_csv(pa.Table.from_pandas(FRAME, preserve_index=False), src,
+                   pcsv.WriteOptions(quoting_style=style, delimiter=sep))
+    assert read_back(src) == written(False, True)  # pyarrow quotes every text that needs it: "NA" too
+
+
+@pytest.mark.parametrize("sep", [",", "\t"])
+@pytest.mark.parametrize("lineterminator", ["\n", "\r\n"])
+@pytest.mark.parametrize("style", ["necessary", "always", "non_numeric"])
+def test_what_polars_write_csv_writes_reads_back_as_written(tmp_path, sep, lineterminator, style):
+    pl = pytest.importorskip("polars")
+    src = tmp_path / ("polars.tsv" if sep == "\t" else "polars.csv")
+    pl.from_pandas(FRAME).write_csv(src, separator=sep, line_terminator=lineterminator, quote_style=style)
+    # polars quotes an empty text ("") and leaves a null empty; "always" quotes the null too
+    assert read_back(src) == written(style == "always", style != "necessary", empty_quoted=True)
+
+
+def test_an_excel_style_export_reads_back_as_written(tmp_path):
+    """Excel's "CSV UTF-8" where the list separator is ';' (a decimal comma locale): a BOM, a first line sep=;, CRLF
+    line ends, every value holding ';', '"' or a line break quoted."""
+    src = tmp_path / "excel.csv"
+    body = io.StringIO()
+    FRAME.to_csv(body, index=False, sep=";", lineterminator="\r\n")
+    src.write_bytes(("\ufeffsep=;\r\n" + body.getvalue()).encode())
+    assert read_back(src) == written(False, False)
