@@ -82,3 +82,36 @@ def test_an_excel_style_export_reads_back_as_written(tmp_path):
     FRAME.to_csv(body, index=False, sep=";", lineterminator="\r\n")
     src.write_bytes(("\ufeffsep=;\r\n" + body.getvalue()).encode())
     assert read_back(src) == written(False, False)
+
+
+def test_what_rs_write_csv_and_write_table_write_reads_back_as_written(tmp_path):
+    """R's writers, run (skipped without R): write.csv() and write.csv2() quote every text and double a quote, and
+    leave NA unquoted (missing; the text "NA" quoted, a text); write.table(quote = FALSE) as a TSV quotes nothing, so
+    its texts hold no tab or line break here; write.table()'s default escapes a quote as \\" (refused, saying how to
+    write it from R: tests/test_exports.py)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("Rscript") is None:
+        pytest.skip("R is not installed")
+    texts = ["plain", "a,b", "a;b", 'say "hi"', "two\nlines", "crlf\r\nin", "C:\\dir", "\\N", "NA", "", " sp ",
+             "caf\u00e9", None]
+    r_texts = ", ".join("NA" if t is None else '"' + t.replace("\\", "\\\\").replace('"', '\\"').replace(
+        "\n", "\\n").replace("\r", "\\r") + '"' for t in texts)
+    script = (f'df <- data.frame(id = as.character(seq_len({len(texts)})), text = c({r_texts}), n = "1,5", '
+              'stringsAsFactors = FALSE); Encoding(df$text) <- "UTF-8"; '
+              'write.csv(df, "r.csv", row.names = FALSE, fileEncoding = "UTF-8"); '
+              'write.csv2(df, "r2.csv", row.names = FALSE, fileEncoding = "UTF-8"); '
+              'plain <- df[!grepl("[\\t\\n\\r]", df$text) | is.na(df$text), ]; '
+              'write.table(plain, "r.tsv", sep = "\\t", quote = FALSE, row.names = FALSE, fileEncoding = "UTF-8")')
+    subprocess.run(["Rscript", "-e", script], cwd=tmp_path, check=True, capture_output=True, timeout=120)
+    want = [None if t is None else t for t in texts]
+    for name, delimiter in (("r.csv", None), ("r2.csv", ";")):
+        reader = InputReader(str(tmp_path / name), ["id", "text", "n"], 5, ["text"], delimiter=delimiter)
+        table = pa.Table.from_batches(list(reader.batches()), schema=reader.schema)
+        assert table.column("text").to_pylist() == want, name
+        assert table.column("n").to_pylist() == ["1,5"] * len(texts)
+    reader = InputReader(str(tmp_path / "r.tsv"), ["id", "text"], 5, ["text"])
+    got = pa.Table.from_batches(list(reader.batches()), schema=reader.schema).column("text").to_pylist()
+    # unquoted: NA (R's missing) and the text "NA", an empty text and "\\N" alike are missing
+    assert got == [None if t is None or t in CSV_NULLS else t for t in texts if t is None or not set(t) & set("\t\n\r")]
