@@ -212,7 +212,7 @@ class CsvProblems:
         """Find the line of a CSV problem by re-reading with Python's csv module; ``exc`` is pyarrow's error, or None
         for what :class:`bertfeat.quotes.QuoteScanner` found: a quote left open at the end (pyarrow reads that as one
         last value holding the rest of the file) or a quoted value with more text after its closing quote."""
-        line, row_names, escaped, broken, before = None, False, None, None, None
+        line, row_names, escaped, broken, before, lone_lf = None, False, None, None, None, None
         try:
             with self._text() as fh, _no_field_limit():
                 lone_cr = self._lone_cr()
@@ -234,6 +234,7 @@ class CsvProblems:
                             escaped = self._escaped_delimiter(row)
                             ends = self._escaped_delimiter([before[-1], ""]) if before and not escaped else None
                             broken = ends[:-1] if ends else None  # the last field of the record before, a "\"
+                            lone_lf = self._lone_lf_line(last_end, line)
                             break
                         elif row:
                             rows_before += 1
@@ -276,11 +277,33 @@ class CsvProblems:
             said += (f". The line before it ends with a backslash ({broken!r}), as exports that escape their "
                      "delimiters, tabs and line breaks with a backslash write one before a line break inside a value "
                      "(MySQL's INTO OUTFILE, Redshift's UNLOAD ... ESCAPE): pass quoting='backslash'.")
+        elif lone_lf:  # MySQL's INTO OUTFILE ... LINES TERMINATED BY '\r\n': a value's LF as written
+            said += (f". Line {lone_lf} ends with a line feed alone, where the file's lines end with CRLF, as MySQL's "
+                     "SELECT ... INTO OUTFILE ... LINES TERMINATED BY '\\r\\n' writes a line break inside a value (it "
+                     "escapes the CR, not the LF): pass quoting='backslash'; if a line was added with another line "
+                     "end, end it with CRLF as the others.")
         elif row_names:  # the first row one field wider than the header: R's write.table, every row so
             said += (". The header names one column fewer than the rows hold, as R's write.table() writes a data "
                      "frame with its row names: write it with row.names = FALSE (or with write.csv(), which names "
                      "the row names' column \"\").")
         return said
+
+    def _lone_lf_line(self, first: int, last: int) -> int | None:
+        """The first of lines ``first`` to ``last`` (the line ending the record before a ragged one, and the ragged
+        one's) that ends with a line feed alone, in a file whose header line ends with CRLF; None otherwise, or where
+        the file is read as a backslash-escaped export (which reads such a line feed as its value's)."""
+        if self.quoting == "backslash":
+            return None
+        with self._text() as fh:
+            lines = lines_joined_at_lone_cr(fh) if self._lone_cr() else fh
+            for number, text in enumerate(lines, 1):
+                if number == self.header_lines and not text.endswith("\r\n"):
+                    return None
+                if number >= max(first, self.header_lines + 1) and text.endswith("\n") and not text.endswith("\r\n"):
+                    return number
+                if number >= last:
+                    return None
+        return None
 
     def _last_line(self) -> tuple[int, str] | None:
         """``(line, text)`` of the CSV file's last line that is not blank, spaces around it removed, or None."""

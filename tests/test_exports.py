@@ -358,6 +358,29 @@ def test_a_mysql_export_whose_lines_end_with_crlf_keeps_each_values_line_feeds(t
     assert lf.rewrite(b"h\na\nb\r\nc\\\nd\n") + lf.rewrite(b"") == b"h\na\nb\r\nc\\nd\n"
 
 
+@pytest.mark.parametrize("name", ["outfile.tsv", "outfile.csv"])
+def test_a_line_feed_alone_in_a_file_of_crlf_lines_read_without_quoting_says_why_and_what_to_pass(tmp_path, name):
+    """(found by a CSV writers hunt, 2026-11-27, session 14) MySQL's INTO OUTFILE ... LINES TERMINATED BY '\\r\\n'
+    writes a text's lone LF as itself; read without quoting= the LF ended the row: 'Expected 2 columns, got 1' with
+    nothing said of why (quoting='backslash' reads it: the test above)."""
+    sep = "\t" if name.endswith(".tsv") else ","
+    src = tmp_path / name
+    src.write_bytes(f"id{sep}text\r\n1{sep}unix\nbreak\r\n2{sep}b\r\n".encode())
+    with pytest.raises(ValueError) as info:
+        read(src, ["id", "text"])
+    assert str(info.value) == (
+        f"{src} is malformed at line 3: CSV parse error: Expected 2 columns, got 1: break. Line 2 ends with a line feed "
+        "alone, where the file's lines end with CRLF, as MySQL's SELECT ... INTO OUTFILE ... LINES TERMINATED BY "
+        "'\\r\\n' writes a line break inside a value (it escapes the CR, not the LF): pass quoting='backslash'; if a "
+        "line was added with another line end, end it with CRLF as the others.")
+    assert read(src, ["id", "text"], delimiter=sep, quoting="backslash").column("text").to_pylist() == [
+        "unix\nbreak", "b"]
+    src.write_bytes(f"id{sep}text\n1{sep}unix\nbreak\n".encode())  # lines of LF: no such line, nothing said of it
+    with pytest.raises(ValueError) as info:
+        read(src, ["id", "text"])
+    assert str(info.value).endswith("got 1: break"), str(info.value)
+
+
 def test_escapes_split_between_read_pieces_are_read_whole():
     from bertfeat.escapes import EscapedBytes
 
