@@ -199,6 +199,9 @@ class _CountingFile:
             data, self._held = data[:-1], b"\r"
         if not data:
             self.eof = True
+        given = data if self.lone_cr is None else self.lone_cr.rewrite(data)  # deciding the file's line ends first
+        if self.lone_cr is not None and self.lone_cr.lines_end_with_lf:
+            self.quotes.lone_cr_in_values()
         self.quotes.feed(data)
         if self.zeros_at is None and data:
             seen = self._tail + data
@@ -211,7 +214,7 @@ class _CountingFile:
             seen = self._line_tail + data
             self.sep_seen = _LATER_SEP_LINE.search(seen) is not None
             self._line_tail = seen[-7:]
-        return data if self.lone_cr is None else self.lone_cr.rewrite(data)  # watched as written, offsets the file's
+        return given  # watched as written, the offsets the file's
 
     def _next(self, n: int) -> bytes:
         """Up to ``n`` (-1: all the) decompressed bytes, an escaped export's rewritten; b"" only at the end."""
@@ -245,6 +248,9 @@ class _NoQuotes:
     escaped_quote = None
 
     def feed(self, data: bytes) -> None:
+        pass
+
+    def lone_cr_in_values(self) -> None:
         pass
 
 

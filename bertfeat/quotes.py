@@ -28,6 +28,7 @@ class QuoteScanner:
 
     def __init__(self, delimiter: str, watch_rows: bool = False, watch_escapes: bool = False):
         self._field_starts = {ord(delimiter), 0x0A, 0x0D}  # after these bytes a field starts
+        self._opens = self._field_starts  # after these bytes a quote opens a quoted value
         self._in_quote = False
         self._quote_ends_piece = False  # inside a quoted value, the last piece ended on a quote: the next byte decides
         self._prev: int | None = None  # the last byte seen; None at the start of the file
@@ -85,13 +86,18 @@ class QuoteScanner:
                 self._after_closing(data, j + 1)
             else:
                 prev = data[j - 1] if j else self._prev
-                self._in_quote = prev is None or prev in self._field_starts
+                self._in_quote = prev is None or prev in self._opens
                 self._tail, self._opened_at = b"", self._offset + j
                 if prev == BACKSLASH and self._watch_escapes and self.escaped_quote is None:
                     self.escaped_quote = self._offset + j
             i = j + 1
         self._prev = data[-1]
         self._offset += n
+
+    def lone_cr_in_values(self) -> None:
+        """From here on a lone CR is a value's character, no line end (the file's lines end with LF or CRLF:
+        :class:`bertfeat.csv_stream.LoneCR`), so a quote after one opens no quoted value, as for the reader."""
+        self._opens = self._field_starts - {0x0D}
 
     def stop_watching(self) -> None:
         """Watch no more for rows read into a quoted value (the file's quotes are shown to be its own)."""

@@ -460,6 +460,10 @@ def test_a_lone_cr_pythons_csv_module_and_pandas_leave_unquoted_is_part_of_its_v
         bad.write_bytes(b'id,text\n1,a\rb\n2,x\r\n3,"open\rstill\n4,x\n')
         assert refusal(lambda: read_all(csv_reader(bad, ["id", "text"], quoting=quoting))).startswith(
             f"{bad} is malformed: a quote opened at line 4 is never closed")
+    quote = tmp_path / ("quote.tsv" if quoting == "none" else "quote.csv")  # a quote after a lone CR opens no value
+    quote.write_bytes(b'id\ttext\n1\tsaid\r"hi\n2\tb\n'.replace(b"\t", b"\t" if quoting == "none" else b","))
+    assert read_all(csv_reader(quote, ["id", "text"], quoting=quoting))[0].column("text").to_pylist() == [
+        'said\r"hi', "b"]  # (the quote scanner took the CR for a line end: "a quote is left open at the end")
     mac = tmp_path / "mac.csv"  # Excel for Mac: lone CR line ends, a cell's line break a quoted LF
     mac.write_bytes(b'id,text\r1,"two\nlines"\r2,b\r3,c\r')
     assert read_all(csv_reader(mac, ["id", "text"], quoting="csv" if quoting == "none" else quoting))[0].to_pydict() == {
