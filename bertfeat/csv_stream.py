@@ -85,6 +85,7 @@ class LoneCR:
         self._quotes = quotes
         self._in_quote = False  # inside a quoted header name, until the header's end is seen
         self._lines_end_with_lf: bool | None = None  # until the header's end is seen
+        self.crlf = False  # whether the header's line ends with CRLF
         self.marked = False  # whether any value may hold a pair to read back
 
     @property
@@ -99,7 +100,8 @@ class LoneCR:
                 return data
             if first + 1 == len(data) and data[first] == 0x0D:  # a one-byte piece: the next byte tells
                 return data
-            self._lines_end_with_lf = data[first] == 0x0A or data[first + 1:first + 2] == b"\n"
+            self.crlf = data[first] == 0x0D and data[first + 1:first + 2] == b"\n"
+            self._lines_end_with_lf = data[first] == 0x0A or self.crlf
             if not self._lines_end_with_lf:
                 return data
             head, data = data[:first + 1], data[first + 1:]

@@ -698,6 +698,12 @@ def test_a_tsvs_lines_are_read_as_rows_with_no_quotes(text, backslash, read_as):
     """(session 14) The readings a TSV whose quoting was not declared is checked against before it is asked which it
     is: its lines with no quotes, as written or with MySQL's backslash escapes, each row of the header's width."""
     assert exports.unquoted_rows(io.StringIO(text, newline=""), 2, backslash) == read_as
+    # (a CSV writers hunt, 2026-11-27, session 14; hypothesis) where the lines end with LF, a backslash before a CRLF
+    # escapes the CR, and the LF ends the row: "a<CR>", then "b", a row of one value, as MySQL reads it
+    crlf = text.endswith("\r\n")
+    assert exports.unquoted_rows(io.StringIO(text, newline=""), 2, backslash, crlf) == read_as
+    assert exports.unquoted_rows(io.StringIO("1\ta\\\r\nb\n", newline=""), 2, True, crlf=False) == (False, False)
+    assert exports.unquoted_rows(io.StringIO("1\ta\\\r\n2\tb\n", newline=""), 2, True, crlf=False) == (True, False)
 
 
 def test_a_backslash_ending_a_text_is_refused_only_where_mysqls_reading_gives_rows_of_the_headers_width(tmp_path):

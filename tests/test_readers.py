@@ -267,6 +267,9 @@ def _another_reading(data: str, text_col: int) -> bool:
 # a row starting "sep=" then a lone CR: Python's csv module, which looks for a repeated header or Excel's sep= line,
 # read it as the line 'sep=,' (split at the lone CR where the reader does not), and the file was refused
 @example(rows=[["", "", ""], ["sep=", "\r", ""]], quoting=csv.QUOTE_MINIMAL, sep=",", bom=False, writer="csv")
+# a quoted text ending with a backslash and CRLF, in a file of LF lines: MySQL's backslash escapes the CR there, so
+# its LF ends the row (once read as MySQL's escaped line break, two rows joined, and the file refused)
+@example(rows=[["", "\\\r\n", "\\"]], quoting=csv.QUOTE_ALL, sep="\t", bom=False, writer="csv")
 def test_random_tables_read_back_as_pythons_csv_module_reads_them(tmp_path, rows, quoting, sep, bom, writer):
     path = tmp_path / ("p.tsv" if sep == "\t" else "p.csv")
     header = ["id", "label", "text"]
