@@ -54,6 +54,17 @@ def test_what_pandas_to_csv_writes_reads_back_as_written(tmp_path, sep, lineterm
     assert read_back(src, delimiter=";" if sep == ";" else None) == written(quotes, quotes)
 
 
+@pytest.mark.parametrize("lineterminator", ["\n", "\r\n"])
+def test_what_pandas_writes_with_an_escapechar_and_no_quotes_reads_back_under_quoting_backslash(tmp_path,
+                                                                                               lineterminator):
+    """to_csv(sep='\\t', quoting=csv.QUOTE_NONE, escapechar='\\\\'), as MySQL's INTO OUTFILE writes: a backslash
+    before the delimiter, a line break, a quote or a backslash (a text's CR too where the line terminator holds one)."""
+    src = tmp_path / "pandas.tsv"
+    FRAME.to_csv(src, index=False, sep="\t", lineterminator=lineterminator, quoting=csv.QUOTE_NONE, escapechar="\\")
+    # the text \N is written \\N, escaped: a text, where an unescaped \N is the export's null
+    assert read_back(src, quoting="backslash") == [t if t == "\\N" else w for t, w in zip(TEXTS, written(False, False))]
+
+
 @pytest.mark.parametrize("sep", [",", "\t"])
 @pytest.mark.parametrize("style", ["needed", "all_valid"])
 def test_what_pyarrow_write_csv_writes_reads_back_as_written(tmp_path, sep, style):
