@@ -19,11 +19,14 @@ import pyarrow.compute as pc
 
 from bertfeat import exports, joined
 from bertfeat.csv_stream import (
-    _csv_field, _csv_lines, _no_field_limit, lines_joined_at_lone_cr, open_decompressed, shown_as_written,
+    _INNER_CR, _csv_field, _csv_lines, _no_field_limit, lines_joined_at_lone_cr, open_decompressed, shown_as_written,
 )
 from bertfeat.quotes import open_quote_line
 from bertfeat.sources import _codec
 from bertfeat.utf8 import not_utf8_csv
+
+
+_QUOTED = re.compile(r'"[^"]*"')  # a quoted value (a doubled quote inside it: two of them, back to back)
 
 
 class CsvProblems:
@@ -217,7 +220,7 @@ class CsvProblems:
         """Find the line of a CSV problem by re-reading with Python's csv module; ``exc`` is pyarrow's error, or None
         for what :class:`bertfeat.quotes.QuoteScanner` found: a quote left open at the end (pyarrow reads that as one
         last value holding the rest of the file) or a quoted value with more text after its closing quote."""
-        line, row_names, escaped, broken, before, lone_lf = None, False, None, None, None, None
+        line, row_names, escaped, broken, before, lone_lf, lone_cr_at = None, False, None, None, None, None, None
         try:
             with self._text() as fh, _no_field_limit():
                 lone_cr = self._lone_cr()
@@ -240,6 +243,7 @@ class CsvProblems:
                             ends = self._escaped_delimiter([before[-1], ""]) if before and not escaped else None
                             broken = ends[:-1] if ends else None  # the last field of the record before, a "\"
                             lone_lf = self._lone_lf_line(last_end, line)
+                            lone_cr_at = self._lone_cr_line(last_end + 1, line) if lone_cr else None
                             break
                         elif row:
                             rows_before += 1
@@ -252,7 +256,8 @@ class CsvProblems:
                         return (f"{self.path} is malformed at line {at}: a quoted value (opened at line {opened}) "
                                 f"has more text after its closing quote ({scan_exc}); quote the whole value and "
                                 f"double each quote inside it (\"\"), or remove a stray quote at line {opened}."
-                                f"{self._backslash_quote_hint(opened, at) or self._unquoted_hint()}")
+                                f"{self._backslash_quote_hint(opened, at) or self._lone_cr_hint(opened, at)}"
+                                f"{self._unquoted_hint()}")
                     if "end of data" not in str(scan_exc):
                         return f"{self.path} is malformed at line {reader.line_num}: {scan_exc}."
                     opened = open_quote_line(self._text, last_end, self.delimiter, lone_cr=lone_cr)
@@ -282,6 +287,8 @@ class CsvProblems:
             said += (f". The line before it ends with a backslash ({broken!r}), as exports that escape their "
                      "delimiters, tabs and line breaks with a backslash write one before a line break inside a value "
                      "(MySQL's INTO OUTFILE, Redshift's UNLOAD ... ESCAPE): pass quoting='backslash'.")
+        elif lone_cr_at:  # a lone CR read as its value's, where it ended a line (line ends mixed)
+            said += "." + self._lone_cr_hint(lone_cr_at, lone_cr_at)
         elif lone_lf:  # MySQL's INTO OUTFILE ... LINES TERMINATED BY '\r\n': a value's LF as written
             said += (f". Line {lone_lf} ends with a line feed alone, where the file's lines end with CRLF, as MySQL's "
                      "SELECT ... INTO OUTFILE ... LINES TERMINATED BY '\\r\\n' writes a line break inside a value (it "
@@ -292,6 +299,28 @@ class CsvProblems:
                      "frame with its row names: write it with row.names = FALSE (or with write.csv(), which names "
                      "the row names' column \"\").")
         return said
+
+    def _lone_cr_hint(self, first: int, last: int) -> str:
+        """What to do where one of lines ``first`` to ``last`` holds a lone CR the reader read as its value's."""
+        at = self._lone_cr_line(first, last) if self._lone_cr() else None
+        if at is None:
+            return ""
+        return (f" Line {at} holds a carriage return alone, read as part of its value, as Python's csv module and "
+                "pandas write a text's CR (unquoted) where lines end with LF or CRLF, as this file's first line does; "
+                "if it ends a line (line ends mixed by joining or editing files), give every line one end first, for "
+                "example with tr '\\r' '\\n' < in.csv > out.csv (every CR a line end: the blank lines it leaves are "
+                "skipped).")
+
+    def _lone_cr_line(self, first: int, last: int) -> int | None:
+        """The first of lines ``first`` to ``last`` (counted as the reader ends lines: :meth:`_lone_cr`) that holds a
+        lone CR outside a quoted value (one that opens and closes on the line), or None."""
+        with self._text() as fh:
+            for number, text in enumerate(lines_joined_at_lone_cr(fh), 1):
+                if number >= max(first, 1) and _INNER_CR.search(_QUOTED.sub("", text)):
+                    return number
+                if number >= last:
+                    return None
+        return None
 
     def _lone_lf_line(self, first: int, last: int) -> int | None:
         """The first of lines ``first`` to ``last`` (the line ending the record before a ragged one, and the ragged

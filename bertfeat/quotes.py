@@ -118,8 +118,10 @@ class QuoteScanner:
         self._tail = rest if len(rest) <= 4096 else b""
 
     def _after_closing(self, data: bytes, k: int) -> None:
-        """A quoted value closed just before ``data[k]``: only a delimiter or a line break may come next."""
-        if self.closed_early is None and data[k] not in self._field_starts:
+        """A quoted value closed just before ``data[k]``: only a delimiter or a line break may come next (not a lone CR
+        where it is a value's character: :meth:`lone_cr_in_values`; no piece ends with a CR but the file's last)."""
+        lone_cr = data[k] == 0x0D and self._opens is not self._field_starts and data[k + 1:k + 2] not in (b"", b"\n")
+        if self.closed_early is None and (data[k] not in self._field_starts or lone_cr):
             self.closed_early = self._offset + k
 
 

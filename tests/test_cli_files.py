@@ -671,9 +671,10 @@ def test_a_name_that_is_not_utf8_is_refused_early_for_the_output_and_a_parquet_i
     assert pq.read_table("f.parquet").num_rows == 3
 
 
-def test_excel_and_old_mac_exports_of_one_table_embed_as_the_plain_csv_does(tiny_bert, tmp_path):
+def test_excel_and_old_mac_exports_of_one_table_embed_as_the_plain_csv_does(tiny_bert, tmp_path, capsys):
     """(files hunt, 2026-11-26, session 10) one table as Windows, old Mac (a bare CR ends each line, also inside a
-    quoted value), mixed line ends, Excel's 'sep=;' first line after a BOM, blank columns at the right, and a gzip of
+    quoted value), mixed line ends (since session 14 refused, saying how to convert them), Excel's 'sep=;' first line
+    after a BOM, blank columns at the right, and a gzip of
     the old Mac file: every row comes out, in order, with its id and the vectors of the texts pandas reads."""
     import gzip
 
@@ -693,8 +694,6 @@ def test_excel_and_old_mac_exports_of_one_table_embed_as_the_plain_csv_does(tiny
         "plain.csv": table("\n").encode(),
         "windows.csv": table("\r\n", inner="\r\n").encode(),
         "mac.csv": table("\r", inner="\r").encode(),
-        "mixed.csv": b"id,text\r\n1,plain words\n2,\"a, comma\"\r3,\"a \"\"quote\"\" in it\"\r\n4,\"two\r\nlines\"\n"
-                     b"5,sp\xc3\xa9cial\r6,last one",
         "excel.csv": b"\xef\xbb\xbfsep=;\r\n" + table("\r\n", sep=";", inner="\r\n").encode(),
         "blank_columns.csv": table("\r\n", inner="\r\n", tail=",,").encode(),
         "mac.csv.gz": gzip.compress(table("\r", inner="\r").encode()),
@@ -720,6 +719,19 @@ def test_excel_and_old_mac_exports_of_one_table_embed_as_the_plain_csv_does(tiny
         features = got.drop(["id", "text"]).to_pandas().to_numpy()
         np.testing.assert_allclose(features, expected, rtol=1e-5, atol=1e-6, err_msg=name)
         assert got.column_names == outputs["plain.csv"].column_names, name
+    # (CSV writers hunt, 2026-11-27, session 14) line ends mixed, a lone CR ending some lines where the first ends with
+    # CRLF: a lone CR there is read as its value's, as Python's csv module and pandas write a text's CR unquoted, so
+    # the file is refused, naming the line and how to give every line one end; so converted, every row comes out
+    mixed = tmp_path / "mixed.csv"
+    mixed.write_bytes(b"id,text\r\n1,plain words\n2,\"a, comma\"\r3,\"a \"\"quote\"\" in it\"\r\n4,\"two\r\nlines\"\n"
+                      b"5,sp\xc3\xa9cial\r6,last one")
+    out = tmp_path / "mixed.parquet"
+    args = ["--text-col", "text", "--keep-col", "id", "--out", str(out), "--model", tiny_bert, "--quiet"]
+    assert main(["embed", str(mixed), *args]) == 2
+    assert "Line 3 holds a carriage return alone, read as part of its value" in capsys.readouterr().err
+    mixed.write_bytes(mixed.read_bytes().replace(b"\r", b"\n"))  # tr '\r' '\n' < in.csv > out.csv
+    assert main(["embed", str(mixed), *args]) == 0
+    assert pq.read_table(out).column("id").to_pylist() == [str(i) for i in range(1, 7)]
 
 
 def test_every_error_naming_a_place_counts_csv_lines_from_1_as_editors_do_and_rows_from_0(tiny_bert, tmp_path, capsys):

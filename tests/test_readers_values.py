@@ -460,6 +460,17 @@ def test_a_lone_cr_pythons_csv_module_and_pandas_leave_unquoted_is_part_of_its_v
         bad.write_bytes(b'id,text\n1,a\rb\n2,x\r\n3,"open\rstill\n4,x\n')
         assert refusal(lambda: read_all(csv_reader(bad, ["id", "text"], quoting=quoting))).startswith(
             f"{bad} is malformed: a quote opened at line 4 is never closed")
+    if quoting != "none":  # a lone CR that ended a line (line ends mixed): refused, saying so and how to convert
+        hint = ("Line 2 holds a carriage return alone, read as part of its value, as Python's csv module and pandas "
+                "write a text's CR (unquoted) where lines end with LF or CRLF, as this file's first line does; if it "
+                "ends a line (line ends mixed by joining or editing files), give every line one end first, for example "
+                "with tr '\\r' '\\n' < in.csv > out.csv (every CR a line end: the blank lines it leaves are skipped).")
+        mixed = tmp_path / "mixed.csv"
+        mixed.write_bytes(b"id,text\n1,spe\rc,ial\n2,b\n")
+        assert refusal(csv_reader, mixed, ["id", "text"], quoting=quoting) == (
+            f"{mixed} is malformed at line 2: CSV parse error: Expected 2 columns, got 3: 1,spe\\rc,ial. {hint}")
+        mixed.write_bytes(b'text\n"a"\rb\nc\n')  # one column: the quotes were dropped, 'a\rb' read, silently
+        assert refusal(csv_reader, mixed, ["text"], quoting=quoting).endswith(f"at line 2. {hint}")
     quote = tmp_path / ("quote.tsv" if quoting == "none" else "quote.csv")  # a quote after a lone CR opens no value
     quote.write_bytes(b'id\ttext\n1\tsaid\r"hi\n2\tb\n'.replace(b"\t", b"\t" if quoting == "none" else b","))
     assert read_all(csv_reader(quote, ["id", "text"], quoting=quoting))[0].column("text").to_pylist() == [
