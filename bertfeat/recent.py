@@ -12,7 +12,7 @@ def keep_recent(recent: list, item, keep: int) -> None:
     Examples
     --------
     >>> recent = []
-    >>> for item in "abca":
+    >>> for item in "abcaa":
     ...     keep_recent(recent, item, 2)
     >>> recent
     ['c', 'a']

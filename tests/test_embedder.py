@@ -135,6 +135,17 @@ def test_a_long_life_keeps_the_two_models_used_last_not_every_model_ever_used(th
     assert len(counted_loads) == 3  # the second is still loaded
 
 
+def test_a_model_used_again_and_again_keeps_the_other_model_used_last_loaded(three_models, counted_loads):
+    """(found by the mutation testing hunt, 2026-11-27, session 14) A notebook embedding several times with one model
+    after using another: the model used again is moved to the end of the models kept, not added to them once more,
+    which would leave it kept twice and push out the other (a reload of 146 MB a MiniLM the next time it is used).
+    The two models used in turn never showed it: each call put the other in front."""
+    first, second, _ = three_models
+    for model in (first, second, second, second, first, first, second):
+        BertEmbedder(model, device="cpu", dtype="float32").fit_transform(TEXTS)
+    assert len(counted_loads) == 2  # each loaded once, however often it ran in a row
+
+
 def test_a_fitted_estimator_keeps_its_model_loaded(three_models, counted_loads):
     """Three models side by side (a FeatureUnion of three estimators) load once each, however often they run: each
     estimator holds the model it used. Dropped with the estimators, the models go."""
