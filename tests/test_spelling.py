@@ -75,6 +75,14 @@ def parser_of(*command):
     (["embed"], "cache_dir='' is empty; pass a directory path, or cache_dir=None for no cache.",
      "--cache-dir '' is empty; pass a directory path, or no --cache-dir for no cache."),
     (["info"], "cache_dir='/c' is not a cache", "cache_dir='/c' is not a cache"),
+    # (mutation testing hunt, 2026-11-27, session 14) an on/off flag turned off, and one named as its negation; a
+    # command's argument named without a value; a repeated option's value that begins with a dash, which argparse
+    # reads as another option after a space; another program's flag after a word is left as written
+    (["probe"], "with baseline=True and normalize=False", "with no --no-baseline and no --normalize"),
+    (["embed"], "overwrite=False keeps it", "no --overwrite keeps it"),
+    (["info"], "pass model= to describe another", "pass MODEL to describe another"),
+    (["embed"], "text_cols=['-x', 'b'] not found", "--text-col=-x --text-col b not found"),
+    (["embed"], "export it with psql's csv (--csv) output", "export it with psql's csv (--csv) output"),
 ])
 def test_a_python_message_reads_in_the_commands_flags(command, python, cli):
     assert for_command_line(python, parser_of(*command)) == cli
@@ -181,6 +189,22 @@ def test_the_command_lines_quoted_texts_are_quoted_as_a_shell_reads_them():
     said = "column(s) ['year'] not found; 'year' is in the names of folders (year=2024/), not in the files"
     assert for_command_line(said, parser) == "column(s) 'year' not found; 'year' is in the names of folders " \
                                              "(year=2024/), not in the files"
+
+
+def test_a_path_the_locale_could_not_decode_is_given_back_as_its_bytes():
+    """(mutation testing hunt, 2026-11-27, session 14) A file name that is no UTF-8 (a Latin-1 name under a UTF-8
+    locale: Python reads its bytes as surrogates, caf\\udce9) is named in bash's $'...' by its bytes, which bash
+    reads back as those bytes, and a tab or line break as bash writes them; no test read either word for word."""
+    import subprocess
+
+    parser = parser_of("embed")
+    for path, shown in [("/data/caf\udce9.csv", "$'/data/caf\\xe9.csv'"),
+                        ("/d/\udc80\udcff.csv", "$'/d/\\x80\\xff.csv'"),  # the first and last byte so read
+                        ("/data/a\tb\nc\r.csv", "$'/data/a\\tb\\nc\\r.csv'")]:
+        said = for_command_line(f"output {path!r} exists; pass overwrite=True to replace it.", parser)
+        assert said == f"output {shown} exists; pass --overwrite to replace it."
+        read = subprocess.run(["bash", "-c", f"printf '%s' {shown}"], capture_output=True, check=True).stdout
+        assert read == path.encode("utf-8", "surrogateescape"), (path, read)
 
 
 def _command_line_flags() -> set:
