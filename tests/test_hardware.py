@@ -336,8 +336,12 @@ def test_windows_names_the_cpu_from_its_registry_and_its_id_from_the_processor_i
         opened.append((root, path))
         return Key()
 
-    winreg = types.SimpleNamespace(HKEY_LOCAL_MACHINE="HKLM", OpenKey=open_key,
-                                   QueryValueEx=lambda key, name: ("Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz  ", 1))
+    def query(key, name):  # as Windows answers: the value of the key opened, its name read in any case
+        if not isinstance(key, Key) or name.lower() != "processornamestring":
+            raise FileNotFoundError(2, "The system cannot find the file specified")
+        return "Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz  ", 1
+
+    winreg = types.SimpleNamespace(HKEY_LOCAL_MACHINE="HKLM", OpenKey=open_key, QueryValueEx=query)
     monkeypatch.setitem(sys.modules, "winreg", winreg)
     monkeypatch.setattr(platform, "system", lambda: "Windows")
     monkeypatch.setattr(platform, "processor", lambda: "Intel64 Family 6 Model 106 Stepping 6, GenuineIntel")
@@ -377,7 +381,7 @@ def test_a_python_running_under_rosetta_is_told_apart(monkeypatch, system, machi
             pytest.fail("sysctl asked where no Rosetta can run")
         if isinstance(answer, BaseException):
             raise answer
-        return types.SimpleNamespace(stdout=answer, returncode=0)
+        return _as_run_answers(answer, **kwargs)
 
     monkeypatch.setattr(platform, "system", lambda: system)
     monkeypatch.setattr(platform, "machine", lambda: machine)
@@ -439,6 +443,16 @@ INTEL_MAC_SYSCTL = ("machdep.cpu.features: FPU VME DE PSE TSC MSR SSE SSE2 SSE3 
                     "AVX512VBMI AVX512VNNI\n")
 
 
+def _as_run_answers(stdout, capture_output=False, text=False, timeout=None, **kwargs):
+    """What subprocess.run gives back for a command that prints ``stdout``, asked as bertfeat asks (mutation
+    testing hunt, 2026-11-27, session 14: the fakes gave the text whatever was asked, so sysctl's answer asked
+    without capture_output or text, which crashes `bertfeat info` on a Mac, or without a timeout, which a sysctl that
+    never answers hangs, passed): the text only where it is captured, and as bytes unless ``text``."""
+    assert timeout is not None, "a command that never answers would hang the caller"
+    return types.SimpleNamespace(stdout=(stdout if text else stdout.encode()) if capture_output else None,
+                                 returncode=0)
+
+
 def _mac(monkeypatch, machine, sysctl):
     """A Mac (``machine``: arm64 or x86_64) whose sysctl prints ``sysctl`` (an exception: sysctl fails); returns the
     commands run."""
@@ -450,7 +464,7 @@ def _mac(monkeypatch, machine, sysctl):
         asked.append(argv)
         if isinstance(sysctl, BaseException):
             raise sysctl
-        return types.SimpleNamespace(stdout=sysctl, returncode=0)
+        return _as_run_answers(sysctl, **kwargs)
 
     monkeypatch.setattr(platform, "system", lambda: "Darwin")
     monkeypatch.setattr(platform, "machine", lambda: machine)
