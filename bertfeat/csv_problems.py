@@ -373,10 +373,10 @@ class CsvProblems:
         return (" A quote there is escaped with a backslash (\\\"), which CSV does not do (it doubles a quote inside a "
                 "quoted value): R's write.table() writes one so by default (qmethod = \"escape\"): write the file with "
                 "write.csv() or write.table(..., qmethod = \"double\"); MySQL's SELECT ... INTO OUTFILE ... ENCLOSED BY "
-                "'\"' does too (its ESCAPED BY '\\\\' escapes quotes and backslashes): export the query with mysql "
-                "--batch -e 'SELECT ...' > file.tsv and pass quoting='backslash', or with FIELDS ESCAPED BY '' and no "
-                "quote or backslash in the values; so do pandas' to_csv and Python's csv module with an escapechar and "
-                "doublequote off: write the file again without an escapechar.")
+                "'\"' does too (its default ESCAPED BY, a backslash, escapes quotes and backslashes): export the query "
+                "with mysql --batch -e 'SELECT ...' > file.tsv and pass quoting='backslash', or with FIELDS ESCAPED BY '' "
+                "and no quote or backslash in the values; so do pandas' to_csv and Python's csv module with an "
+                "escapechar and doublequote off: write the file again without an escapechar.")
 
     def _unquoted_hint(self) -> str:
         """What to do where a quote problem may be a TSV whose values are never quoted, its quoting not declared (a

@@ -95,14 +95,15 @@ def sh_value(literal: str) -> str:
     ``$'...'`` where it holds a character a line cannot show (a tab, a line break, U+200B). Python's repr differs
     from each where the text holds a backslash (doubled), a ``$`` beside an apostrophe (expanded) or such a
     character (``\\t``, read by a shell as a backslash and a t). Words in quotes that are no Python literal
-    (pyarrow's ``';' expected after '"'``) are left as they are."""
+    (pyarrow's ``';' expected after '"'``), or not as Python writes a text (CSV's doubled quote ``""``: Python writes
+    an empty text ``''``), are left as they are."""
     import ast
 
     try:
         text = ast.literal_eval(literal)
     except (ValueError, SyntaxError):
         return literal
-    if not isinstance(text, str):
+    if not isinstance(text, str) or repr(text) != literal:
         return literal
     if not text.isprintable():
         from bertfeat.inputs import _escaped

@@ -763,8 +763,8 @@ def test_a_quote_escaped_with_a_backslash_says_how_to_export_mysql_again(tmp_pat
         "or remove a stray quote at line 3. A quote there is escaped with a backslash (\\\"), which CSV does not do (it "
         "doubles a quote inside a quoted value): R's write.table() writes one so by default (qmethod = \"escape\"): "
         "write the file with write.csv() or write.table(..., qmethod = \"double\"); MySQL's SELECT ... INTO OUTFILE ... "
-        "ENCLOSED BY '\"' does too (its ESCAPED BY '\\\\' escapes quotes and backslashes): export the query with mysql "
-        "--batch -e 'SELECT ...' > file.tsv and pass quoting='backslash', or "
+        "ENCLOSED BY '\"' does too (its default ESCAPED BY, a backslash, escapes quotes and backslashes): export the "
+        "query with mysql --batch -e 'SELECT ...' > file.tsv and pass quoting='backslash', or "
         "with FIELDS ESCAPED BY '' and no quote or backslash in the values; so do pandas' to_csv and Python's csv "
         "module with an escapechar and doublequote off: write the file again without an escapechar.")
     batch = tmp_path / "batch.tsv"  # what the refusal says to do: mysql --batch's output, read with its escapes

@@ -83,6 +83,18 @@ def parser_of(*command):
     (["info"], "pass model= to describe another", "pass MODEL to describe another"),
     (["embed"], "text_cols=['-x', 'b'] not found", "--text-col=-x --text-col b not found"),
     (["embed"], "export it with psql's csv (--csv) output", "export it with psql's csv (--csv) output"),
+    # a quoted text that is no Python value (Python writes an empty text as ''): CSV's doubled quote, as written
+    (["embed"], "write.csv(), which names the row names' column \"\").", "write.csv(), which names the row names' "
+     "column \"\")."),
+    # the configuration variable and the dotted name or URL query that only end with an option's name
+    (["embed"], "set config.max_length=512, see https://example.org/embed?stride=0&max_length=8",
+     "set config.max_length=512, see https://example.org/embed?stride=0&max_length=8"),
+    (["embed"], "names the same layer twice (as [-1, -1])", "names the same layer twice (as -1,-1)"),
+    # a bare name before a comma, a full stop or the end; a number in exponent form; the API's keep_cols
+    (["embed"], "pass prompt_name=, or prefix=. Or drop infer_types=", "pass --prompt-name, or --prefix. Or drop "
+     "--infer-types"),
+    (["embed"], "gpus_per_worker=1e-05 is not a share", "--gpus-per-worker 1e-05 is not a share"),
+    (["embed"], "keep_cols=['id', 'id'] names a column twice", "--keep-col id --keep-col id names a column twice"),
 ])
 def test_a_python_message_reads_in_the_commands_flags(command, python, cli):
     assert for_command_line(python, parser_of(*command)) == cli
@@ -189,6 +201,31 @@ def test_the_command_lines_quoted_texts_are_quoted_as_a_shell_reads_them():
     said = "column(s) ['year'] not found; 'year' is in the names of folders (year=2024/), not in the files"
     assert for_command_line(said, parser) == "column(s) 'year' not found; 'year' is in the names of folders " \
                                              "(year=2024/), not in the files"
+
+
+def test_the_csv_refusals_tell_a_command_line_user_to_double_quotes_as_csv_does(tiny_bert, files, capsys):
+    """(mutation testing hunt, 2026-11-27, session 14) The refusals of a CSV quote left open or closed early told a
+    command line user to double each quote as '' (the Python message's "" taken for Python's empty text and quoted
+    for a shell), and the refusal of MySQL's \\" wrote its default ESCAPED BY '\\\\' (MySQL's backslash) as
+    '\\', which MySQL reads as a quote escaped, its text never closed."""
+    from bertfeat.cli import main
+
+    src = files / "outfile.csv"
+    src.write_bytes(b'id,text\n1,\\N\n2,"a \\"quoted\\" word"\n')
+    opened = files / "open.csv"
+    opened.write_text('id,text\n1,"open\n2,b\n')
+    said = []
+    for path in (src, opened):
+        assert main(["embed", str(path), "--text-col", "text", "--out", str(files / "o.parquet"), "--model",
+                     tiny_bert, "--quiet"]) == 2
+        said.append(capsys.readouterr().err)
+    assert said[0].endswith(
+        "double each quote inside it (\"\"), or remove a stray quote at line 3. A quote there is escaped with a "
+        "backslash (\\\"), as MySQL's SELECT ... INTO OUTFILE ... ENCLOSED BY '\"' writes it (its default ESCAPED BY, "
+        "a backslash, escapes quotes and backslashes), which CSV does not: export the query with mysql --batch -e "
+        "'SELECT ...' > file.tsv and pass --quoting backslash, or with FIELDS ESCAPED BY '' and no quote or backslash "
+        "in the values.\n"), said[0]
+    assert said[1].endswith("close the quote (or double it, \"\", inside a quoted value).\n"), said[1]
 
 
 def test_a_path_the_locale_could_not_decode_is_given_back_as_its_bytes():
