@@ -220,6 +220,23 @@ def test_a_tsv_that_quotes_nothing_is_refused_where_a_quote_would_join_its_rows(
     assert read(ok, ["id", "text"]).column("text").to_pylist() == ["two\nlines", "a\ttab"]
 
 
+def test_rows_joined_are_refused_where_either_unquoted_reading_gives_rows_and_named_by_line_after_a_bom(tmp_path):
+    """(mutation testing hunt, 2026-11-27, session 14) The rows joined into a quoted value are refused where the
+    file's lines read with no quotes give rows of the header's width as written (a shell's TSV, its line ending with
+    a backslash, as a Windows folder's name does) or read with MySQL's escapes (a tab inside a value escaped): each
+    reading alone passed every test. The lines named count from the file's first line where a UTF-8 byte order
+    mark starts it (PowerShell's Export-Csv writes one): read from the mark, the quote was named at line 1."""
+    refused = "holds a quoted value opened at line 2 that holds a tab after a line break (at line 3), as rows read "
+    for name, body in [("shell.tsv", b'id\ttext\n1\t"C:\\\n2\tand he said no"\n3\tbar\n'),  # as written only
+                       ("outfile.tsv", b'id\ttext\n1\t"a\\\tb\n2\tc"\n'),  # with MySQL's escapes only
+                       ("bom.tsv", b'\xef\xbb\xbfid\ttext\n1\t"Hello world\n2\tand he said no"\n3\tbar\n')]:
+        src = tmp_path / name
+        src.write_bytes(body)
+        with pytest.raises(ValueError) as info:
+            read(src, ["id", "text"])
+        assert str(info.value).startswith(f"{src} {refused}"), (name, str(info.value))
+
+
 def test_a_stray_quote_in_a_tsv_says_how_to_read_a_file_that_quotes_nothing(tmp_path):
     src = tmp_path / "titles.tsv"
     src.write_text('id\ttext\n1\t"Great" product\n2\tfine\n')
