@@ -131,13 +131,15 @@ class CsvProblems:
         read as the end of the row (the rest of the text a row of its own), or before a tab. A text holding a
         backslash no such export writes alone (before another letter: LaTeX's \\alpha, a Windows path's \\Users;
         before x or a digit other than 0, as PostgreSQL's COPY TO writes no octal or hex escape and MySQL's exports
-        only \\0), or a file whose lines read with no quotes and MySQL's escapes are no rows of the header's width
+        only \\0; \\N within a longer text, as they write it only as a whole value, their NULL), or a file whose
+        lines read with no quotes and MySQL's escapes are no rows of the header's width
         (:func:`bertfeat.exports.unquoted_rows`: a value Python's csv module quoted, a backslash ending the file or a
         Python-written TSV's row), or whose text ends with a backslash and no line break is escaped (the backslash
         ends a quoted value), shows the file is no such export, and its backslashes are the texts' own: it is not
         asked again."""
         for name in self.text_cols:
-            own = pc.match_substring_regex(batch.column(name), r"(^|[^\\])(\\\\)*\\[^\\ntrbfvN0]")
+            # (\N alone, the exports' NULL, was read as missing before: here \N is within a longer text)
+            own = pc.match_substring_regex(batch.column(name), r"(^|[^\\])(\\\\)*\\[^\\ntrbfv0]")
             if pc.any(pc.fill_null(own, False)).as_py():
                 self._watch_escapes = False
                 return
