@@ -449,6 +449,31 @@ def test_escapes_read_as_written_are_refused_where_the_quoting_was_not_declared(
                                                                     "saved in C:\\Users\\new"]
 
 
+def test_each_escape_refusal_word_for_word_showing_twenty_characters_either_side(tmp_path):
+    """(mutation testing hunt, 2026-11-27, session 14) The refusals of an escape read as written were read by their
+    first and last words only: the export named, the two characters' and the cut line's words, and the twenty
+    characters shown either side of the escape could change unseen."""
+    src = tmp_path / "copy.tsv"
+    src.write_text("id\ttext\n1\t" + "a" * 30 + "\\r" + "b" * 30 + "\n")
+    with pytest.raises(ValueError) as info:
+        read(src, ["id", "text"])
+    assert str(info.value) == (
+        f"{src}: the text of row 0 in column 'text' holds '\\\\r' (a backslash and 'r': '{'a' * 20}\\\\r{'b' * 20}'), "
+        "as a database's text export writes a line break, a tab or a carriage return inside a value (PostgreSQL's "
+        "\\copy ... TO and COPY ... TO STDOUT, mysql --batch, Snowflake's unloads): read as written it would be "
+        "embedded as those two characters. Pass quoting='backslash' to read the file's escapes (and \\N as missing); "
+        "if the backslashes are the text's own, pass quoting='csv' (or 'none') to read them as written.")
+    outfile = tmp_path / "outfile.tsv"  # MySQL's INTO OUTFILE: a backslash before a line break inside a value
+    outfile.write_text("text\nfine\n" + "c" * 30 + "\\\nrest of it\n")
+    with pytest.raises(ValueError) as info:
+        read(outfile, ["text"])
+    assert str(info.value) == (
+        f"{outfile}: the text of row 1 in column 'text' ends with a backslash ('{'c' * 20}\\\\'), as MySQL's INTO "
+        "OUTFILE writes one before a line break inside a value: read as written the rest of the text would be a row "
+        "of its own. Pass quoting='backslash' to read the file's escapes (and \\N as missing); if the backslashes are "
+        "the text's own, pass quoting='csv' (or 'none') to read them as written.")
+
+
 def test_a_backslash_before_x_or_a_digit_other_than_0_shows_the_texts_own_backslashes(tmp_path):
     """(review of session 12) PostgreSQL's COPY TO writes no octal or hex escape and MySQL's exports only \\0 (NUL),
     so a text holding \\x or \\1 to \\7 alone is no export's: a Windows path (C:\\new\\table\\x.txt) or a regex
