@@ -474,6 +474,16 @@ def test_each_escape_refusal_word_for_word_showing_twenty_characters_either_side
         "the text's own, pass quoting='csv' (or 'none') to read them as written.")
 
 
+def test_a_quoted_text_ending_with_a_backslash_in_any_text_column_shows_the_texts_own(tmp_path):
+    """(mutation testing hunt, 2026-11-27, session 14) A quoted value ending with a backslash (a Windows folder's
+    "C:\\") that escapes no line break shows no export wrote the file, whichever of the text columns holds it; only
+    the last column's was read by a test."""
+    src = tmp_path / "paths.tsv"
+    src.write_text('id\tfolder\tnote\n1\t"C:\\"\tline\\nbreak\n')
+    assert read(src, ["id", "folder", "note"], text_cols=["folder", "note"]).to_pydict() == {
+        "id": ["1"], "folder": ["C:\\"], "note": ["line\\nbreak"]}
+
+
 def test_a_backslash_before_x_or_a_digit_other_than_0_shows_the_texts_own_backslashes(tmp_path):
     """(review of session 12) PostgreSQL's COPY TO writes no octal or hex escape and MySQL's exports only \\0 (NUL),
     so a text holding \\x or \\1 to \\7 alone is no export's: a Windows path (C:\\new\\table\\x.txt) or a regex
