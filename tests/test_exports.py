@@ -484,6 +484,15 @@ def test_a_quoted_text_ending_with_a_backslash_in_any_text_column_shows_the_text
         "id": ["1"], "folder": ["C:\\"], "note": ["line\\nbreak"]}
 
 
+def test_an_escape_in_a_later_text_column_is_refused_naming_that_column(tmp_path):
+    """(mutation testing hunt, 2026-11-27, session 14) Only the first text column's escapes were read by a test."""
+    src = tmp_path / "copy.tsv"
+    src.write_text("id\ttitle\tbody\n1\tfine\tline\\nbreak\n")
+    with pytest.raises(ValueError, match=re.escape(f"{src}: the text of row 0 in column 'body' holds '\\\\n' (a "
+                                                   "backslash and 'n': 'line\\\\nbreak')")):
+        read(src, ["id", "title", "body"], text_cols=["title", "body"])
+
+
 def test_a_backslash_before_x_or_a_digit_other_than_0_shows_the_texts_own_backslashes(tmp_path):
     """(review of session 12) PostgreSQL's COPY TO writes no octal or hex escape and MySQL's exports only \\0 (NUL),
     so a text holding \\x or \\1 to \\7 alone is no export's: a Windows path (C:\\new\\table\\x.txt) or a regex
