@@ -493,6 +493,19 @@ def test_an_escape_in_a_later_text_column_is_refused_naming_that_column(tmp_path
         read(src, ["id", "title", "body"], text_cols=["title", "body"])
 
 
+def test_a_text_showing_its_own_backslashes_ends_the_check_for_the_rest_of_the_file(tmp_path):
+    """(mutation testing hunt, 2026-11-27, session 14) The check ends where a text shows its backslashes are its
+    own, for the blocks read after too: a \\n past the first MiB of a file whose first row holds C:\\Users is the
+    texts' own; watching on, it was refused (no test of it read past one block)."""
+    from bertfeat import readers
+
+    src = tmp_path / "paths.tsv"
+    texts = ["saved in C:\\Users\\me"] + ["plain text " * 20] * 6000 + ["line\\nbreak", "a\\ttab"]
+    src.write_text("id\ttext\n" + "".join(f"{i}\t{t}\n" for i, t in enumerate(texts)))
+    assert src.stat().st_size > readers.BLOCK_BYTES
+    assert read(src, ["id", "text"]).column("text").to_pylist() == texts
+
+
 def test_a_backslash_before_x_or_a_digit_other_than_0_shows_the_texts_own_backslashes(tmp_path):
     """(review of session 12) PostgreSQL's COPY TO writes no octal or hex escape and MySQL's exports only \\0 (NUL),
     so a text holding \\x or \\1 to \\7 alone is no export's: a Windows path (C:\\new\\table\\x.txt) or a regex
