@@ -235,6 +235,12 @@ def test_rows_joined_are_refused_where_either_unquoted_reading_gives_rows_and_na
         with pytest.raises(ValueError) as info:
             read(src, ["id", "text"])
         assert str(info.value).startswith(f"{src} {refused}"), (name, str(info.value))
+    # where the lines read with no quotes are no rows of the header's width, the quotes are the file's own (Python's
+    # csv module quoted a value holding a line break and a tab): read, the lines after the header read to the end
+    own = tmp_path / "python.tsv"
+    own.write_bytes(b'id\ttext\tnote\n1\t"a\nx\tb"\tc\n2\td\te\n')
+    assert read(own, ["id", "text", "note"]).to_pydict() == {"id": ["1", "2"], "text": ["a\nx\tb", "d"],
+                                                            "note": ["c", "e"]}
 
 
 def test_a_stray_quote_in_a_tsv_says_how_to_read_a_file_that_quotes_nothing(tmp_path):
