@@ -73,6 +73,9 @@ def open_decompressed(path: Path, raw=None):
 _MARK = "\ufdd0".encode()
 _AS_MARK, _AS_CR = _MARK + "\ufdd1".encode(), _MARK + "\ufdd2".encode()
 _LONE_CR = re.compile(rb"\r(?=[^\n])")  # a CR ending a piece ends the file (or a one-byte read): a line end
+# the first byte of U+FDD0 in UTF-8: a piece without it holds no mark of its own. Looking for it is one memchr; looking
+# for the three bytes of _MARK in every piece cost 0.03 s a 50 MB file, an eighth of reading one (session 14's review)
+_MARK_LEAD = _MARK[:1]
 
 
 class LoneCR:
@@ -106,9 +109,12 @@ class LoneCR:
                 return data
             head, data = data[:first + 1], data[first + 1:]
             return head + self.rewrite(data)
-        if not self._lines_end_with_lf or (b"\r" not in data and _MARK not in data):
+        if not self._lines_end_with_lf:
             return data
-        out = _LONE_CR.sub(_AS_CR, data.replace(_MARK, _AS_MARK))
+        marks = _MARK_LEAD in data and _MARK in data
+        if not marks and b"\r" not in data:
+            return data
+        out = _LONE_CR.sub(_AS_CR, data.replace(_MARK, _AS_MARK) if marks else data)
         self.marked = self.marked or out != data
         return out
 

@@ -61,12 +61,12 @@ __doc__ = link_docs(__doc__)  # its docs as addresses: an installed bertfeat has
 # \N is the NULL of database text exports: PostgreSQL's COPY text format (\copy t TO 'f.tsv'), MySQL's SELECT ... INTO
 # OUTFILE (quoted CSV too), Hive's text tables, Snowflake's unloads; read as text it was embedded as the text "\N".
 CSV_NULLS = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None", "<NA>", "\\N"]
-# pyarrow parses a CSV in blocks and cannot parse a field longer than one block: the block grows and the read
-# restarts (skipping the rows already delivered) until the longest field fits, up to this bound.
 # Windows' st_ctime is a file's creation time, not its change time, and a file renamed over another, or created
 # where one was just removed, takes that one's creation time (tunnelling): there a file's identity adds its id
 # (st_ino, NTFS's file index, stable and not made up per mount as on FUSE)
 CTIME_IS_CREATION = sys.platform == "win32"
+# pyarrow parses a CSV in blocks and cannot parse a field longer than one block: the block grows and the read
+# restarts (skipping the rows already delivered) until the longest field fits, up to this bound.
 BLOCK_BYTES = 1 << 20
 MAX_BLOCK_BYTES = 1 << 31
 
