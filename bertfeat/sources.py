@@ -159,11 +159,11 @@ def files_under(folder: Path) -> list[Path]:
 
     seen, out = set(), []
     for root, dirs, names in os.walk(folder, onerror=unreadable, followlinks=True):
-        st = os.stat(root)
-        if (st.st_dev, st.st_ino) in seen:
+        key = file_key(root)
+        if key in seen:
             dirs[:] = []
             continue
-        seen.add((st.st_dev, st.st_ino))
+        seen.add(key)
         dirs.sort()  # a folder reached by two links is read under the first name in sorted order
         out += [Path(root) / n for n in sorted(names) if os.path.isfile(os.path.join(root, n))
                 or _dangling(Path(root) / n)]
@@ -198,9 +198,9 @@ def _one_name_each(files: list[Path]) -> list[Path]:
     its rows would be in the output twice."""
     seen, out = set(), []
     for f in files:
-        st = f.stat()
-        if (st.st_dev, st.st_ino) not in seen:
-            seen.add((st.st_dev, st.st_ino))
+        key = file_key(f)
+        if key not in seen:
+            seen.add(key)
             out.append(f)
     return out
 
@@ -229,10 +229,10 @@ def _glob(pattern: str) -> tuple[list[Path], list[Path]]:
     seen, out, folders, todo = set(), [], [], [(root.parts, 0, root)]
     while todo:
         _, at, folder = heapq.heappop(todo)
-        st = os.stat(folder)
-        if (st.st_dev, st.st_ino, at) in seen:
+        key = (file_key(folder), at)
+        if key in seen:
             continue
-        seen.add((st.st_dev, st.st_ino, at))
+        seen.add(key)
         try:
             with os.scandir(folder) as entries:
                 names = sorted(e.name for e in entries)
@@ -552,6 +552,19 @@ def _literal_root(pattern: str) -> Path:
     return Path(*parts) if parts else Path(".")
 
 
+def file_id(st: os.stat_result) -> tuple[int, int] | None:
+    """The file ``st`` is ``os.stat``'s answer for, ``(st_dev, st_ino)``; None where the file system gives no file ids:
+    there ``st_ino`` is 0 for every file (on Windows, a drive of sshfs-win or Google Drive for desktop; Python's docs
+    say an ``st_ino`` identifies a file only "if non-zero", python/cpython#78116), and every file would be one."""
+    return (st.st_dev, st.st_ino) if st.st_ino else None
+
+
+def file_key(path) -> tuple:
+    """What tells the file or folder at ``path`` apart from others reached by other names (links): its
+    :func:`file_id`, or where the file system gives none, its real path (the links resolved)."""
+    return file_id(os.stat(path)) or ("path", os.path.realpath(path))
+
+
 class SameFiles:
     """Whether two resolved paths are one file: by name, and where the second exists by the file it is, as a file
     system that ignores case (macOS's, Windows') takes ``Data.parquet`` for ``data.parquet``, and ``resolve()``
@@ -563,8 +576,7 @@ class SameFiles:
     def _id(self, p: Path):
         if p not in self._ids:
             try:
-                st = os.stat(p)
-                self._ids[p] = (st.st_dev, st.st_ino)
+                self._ids[p] = file_id(os.stat(p))
             except (OSError, ValueError):
                 self._ids[p] = None
         return self._ids[p]

@@ -295,6 +295,27 @@ def case_insensitive(monkeypatch, tmp_path):
 
 
 @pytest.fixture
+def no_file_ids(monkeypatch, tmp_path):
+    """``tmp_path`` on a file system that gives no file ids: ``os.stat`` says ``st_ino`` 0 for every file there, as
+    on Windows for a drive of sshfs-win (WinFsp) or Google Drive for desktop (python/cpython#78116), where Python's
+    docs say an ``st_ino`` identifies a file only "if non-zero"."""
+    root = str(tmp_path)
+
+    def without_id(real):
+        def call(path, *args, **kwargs):
+            st = real(path, *args, **kwargs)
+            if not isinstance(path, (str, os.PathLike)) or not os.fspath(path).startswith(root):
+                return st
+            _, (fields, extra) = st.__reduce__()
+            return os.stat_result((fields[0], 0) + tuple(fields[2:]), extra)
+        return call
+
+    for name in ("stat", "lstat"):
+        monkeypatch.setattr(os, name, without_id(getattr(os, name)))
+    return tmp_path
+
+
+@pytest.fixture
 def progress_bars(monkeypatch):
     """Spy on encode's progress bars: one record per bar made, with ``bar``, ``asked`` (the ``enabled`` encode
     passed) and ``shown`` (whether it showed when made: closing a bar disables it, so read it then)."""

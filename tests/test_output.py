@@ -132,6 +132,30 @@ def test_an_out_naming_the_input_in_another_case_is_the_input_where_the_filesyst
     check_output(OutputPaths(tmp_path / "data2.parquet"), reader(src, inside), True)  # another name is another file
 
 
+def test_where_the_file_system_gives_no_file_ids_an_output_and_its_parts_are_not_the_input(no_file_ids):
+    """(found by a review of session 14's merged work, 2026-11-27, session 14) SameFiles, which tells a file named in
+    another case apart where case is ignored, compared ``(st_dev, st_ino)``, which a file system without file ids
+    gives as ``(drive, 0)`` for every file (sshfs-win, Google Drive for desktop on Windows): a rerun with
+    overwrite=True was refused "out=... is the input file", and a stopped job's resume "out=... holds the input file",
+    its parts' folder taken for each folder above the input. A file id of 0 tells nothing: the names decide."""
+    src = no_file_ids / "data.parquet"
+    pq.write_table(pa.table({"text": ["x"]}), src)
+    out = OutputPaths(no_file_ids / "features.parquet")
+    pq.write_table(pa.table({"f0": [1.0]}), out.out)
+    out.partial.mkdir()  # a stopped job's parts: its resume
+    check_output(out, reader(src), True)
+    refused(FileExistsError, f"output {str(out.out)!r} exists; pass overwrite=True to replace it.", out, reader(src),
+            False)
+    refused(ValueError, f"out={str(src)!r} is the input file; write the features to another path.",
+            OutputPaths(src), reader(src), True)  # by its name
+    (no_file_ids / "in").mkdir()
+    inside = no_file_ids / "in" / "a.parquet"
+    pq.write_table(pa.table({"text": ["x"]}), inside)
+    refused(ValueError, f"out={str(no_file_ids / 'in')!r} holds the input file {str(inside)!r}; write the features "
+            "elsewhere.", OutputPaths(no_file_ids / "in"), reader(inside), True, check=check_folder_output)
+    check_folder_output(OutputPaths(no_file_ids / "feats"), reader(inside), True)
+
+
 def test_the_folder_of_out_must_exist(tmp_path):
     out = tmp_path / "missing" / "f.parquet"
     refused(FileNotFoundError, f"the folder of out={str(out)!r} does not exist; create it first.",

@@ -574,6 +574,32 @@ def test_a_folder_input_leaves_out_the_jobs_own_output_named_in_another_case_whe
     assert len(files) == 3
 
 
+def test_where_the_file_system_gives_no_file_ids_every_file_of_a_folder_or_glob_input_is_read(no_file_ids):
+    """(found by a review of session 14's merged work, 2026-11-27, session 14) bertfeat told files apart by
+    ``(st_dev, st_ino)``, which a file system without file ids gives as ``(drive, 0)`` for every file (on Windows, a
+    drive of sshfs-win or Google Drive for desktop): a folder input read its top folder's files only, every subfolder
+    taken for one already read; a glob kept one file of all it matched (every other one taken for it by a second
+    name); and session 14's SameFiles took each file for the job's own output, leaving every one out. Each ran on, the
+    rows of the files left out missing from the features without a word. A file id of 0 now tells nothing: such files
+    are told apart by their paths, and a link back to a folder still ends the walk."""
+    import os
+
+    from bertfeat.readers import resolve_input
+
+    folder = no_file_ids / "d"
+    for f in ("a.parquet", "b.parquet", "sub/c.parquet", "sub/deeper/d.parquet"):
+        (folder / f).parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({"id": [f], "text": ["x"]}), folder / f)
+    os.symlink(folder, folder / "sub" / "loop")  # back to the top: the walk still ends, nothing read twice
+    assert os.stat(folder / "a.parquet").st_ino == os.stat(folder / "sub").st_ino == 0
+    every = ["a.parquet", "b.parquet", "sub/c.parquet", "sub/deeper/d.parquet"]
+    for named, want in ((folder, every), (folder / "**" / "*.parquet", every), (folder / "*.parquet", every[:2])):
+        _, files = resolve_input(str(named), exclude=[folder / "out.parquet", folder / "out.parquet.partial"])
+        assert [f.relative_to(folder).as_posix() for f in files] == want, named
+    _, files = resolve_input(str(folder), exclude=[folder / "sub"])  # a folder output inside it is still left out
+    assert [f.relative_to(folder).as_posix() for f in files] == every[:2]
+
+
 def test_a_subfolder_that_cannot_be_listed_is_refused_not_left_out(tmp_path, monkeypatch):
     """A folder walk skips a subfolder it cannot list (os.walk and Path.rglob alike, silently): a partition another
     user owns with mode 700 was left out of the job. It is refused now, naming the folder. (Tests run as root, who
