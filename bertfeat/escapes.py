@@ -30,8 +30,10 @@ QUOTINGS = ("csv", "none", "backslash")
 # bare CR and \\n, INTO OUTFILE as a bare CR, a backslash and the LF), where pyarrow would end the row
 _PAIR = re.compile(rb"\\(.)|\r(?!\n)", re.S)
 # where lines end with CRLF: also a line feed that ends no CRLF (INTO OUTFILE ... LINES TERMINATED BY '\r\n' escapes
-# the CR of a text's CRLF, and leaves its lone LF as written); a CRLF is matched whole, and kept
-_PAIR_CRLF = re.compile(rb"\\(.)|\r\n|\r(?!\n)|\n", re.S)
+# the CR of a text's CRLF, and leaves its lone LF as written), after an escaped CR too; a CRLF, each line's end, is no
+# match (matched whole, each a call of _pair, a 50 MB export took 0.21 s to rewrite, 0.16 s so; the lookbehind after
+# the LF, where before it the pattern would lose its first bytes' set and take 0.69 s)
+_PAIR_CRLF = re.compile(rb"\\\r\n|\\(.)|\r(?!\n)|\n(?<!\r\n)", re.S)
 _SEPARATOR = 0x1F  # what stands for an escaped delimiter between the two steps
 _LETTERS = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
 _ESCAPE = re.compile(r"\\(?:([0-7]{1,3})|x([0-9A-Fa-f]{1,2})|(.))", re.S)
@@ -87,13 +89,12 @@ class EscapedBytes:
         return (_PAIR_CRLF if self._crlf else _PAIR).sub(self._pair, data)
 
     def _pair(self, match: re.Match) -> bytes:
-        if match[1] is None:  # a bare CR, or where lines end with CRLF, a CRLF or a lone LF
-            if match[0] == b"\n":
-                return b"\\n"
-            if match[0] == b"\r":
-                return b"\\r" if match.start() > self._cr_from else match[0]
-            return match[0]
-        return self._to.get(match[1][0], match[0])
+        if match[1] is not None:
+            return self._to.get(match[1][0], match[0])
+        if match[0] == b"\r":  # a bare CR
+            return b"\\r" if match.start() > self._cr_from else match[0]
+        # where lines end with CRLF: a lone LF, or an escaped CR and a lone LF
+        return b"\\n" if match[0] == b"\n" else b"\\r\\n"
 
 
 def decode(value: str, delimiter: str) -> str:
