@@ -126,12 +126,32 @@ def check_folder_output(paths: OutputPaths, reader, overwrite: bool) -> None:
 
 
 def replace_output(new: Path, out: Path) -> None:
-    """Put ``new`` at ``out``; an old output is moved aside first and removed only once the new one is in place."""
+    """Put ``new`` (a folder: Ray's and Spark's output) at ``out``; an old output is moved aside first and removed only
+    once the new one is in place, and put back where the new one cannot be. On Windows a file held open in either
+    (a notebook reading the old output, an antivirus the new one) past :data:`bertfeat.locks.HELD_OPEN_SECONDS` is
+    named, saying what to do, as the local engine names its ``out`` held open (:func:`job_os_error`)."""
     old = None
-    if out.exists():
-        old = out.with_name(f".{out.name}.old-{os.getpid()}")
-        locks.retried(os.replace, out, old)
-    locks.retried(os.replace, new, out)
+    try:
+        if out.exists():
+            old = out.with_name(f".{out.name}.old-{os.getpid()}")
+            locks.retried(os.replace, out, old)
+        try:
+            locks.retried(os.replace, new, out)
+        except OSError:
+            if old is not None:
+                with contextlib.suppress(OSError):
+                    os.replace(old, out)
+            raise
+    except PermissionError as exc:
+        if not locks.WINDOWS:
+            raise
+        held = OSError(
+            f"out={str(out)!r} holds a file another program has open (a notebook, an R session or a viewer reading it, "
+            f"an antivirus scanning it), and Windows cannot replace a folder with a file in use ({exc.strerror or exc}); "
+            "close it there, then run the same command again: the texts embedded are kept in the cache, so none is "
+            "embedded again.")
+        held.errno = exc.errno
+        raise held from None
     if old is not None:
         if old.is_dir():
             shutil.rmtree(old)

@@ -286,9 +286,9 @@ def test_replace_output_keeps_the_old_output_when_the_new_one_cannot_be_put_in_p
     out.write_bytes(b"old")
     with pytest.raises(FileNotFoundError):
         replace_output(tmp_path / "never-written", out)
-    # the old output was moved aside, not deleted: it is still on disk under its aside name
-    aside = tmp_path / f".out.old-{os.getpid()}"
-    assert aside.read_bytes() == b"old"
+    # the old output was moved aside, not deleted, and put back where it was (session 14's review: it was left under
+    # its aside name, which the next run removes)
+    assert out.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
 # -- absolute_paths -----------------------------------------------------------------------------------------------
@@ -565,6 +565,46 @@ def test_on_windows_replace_output_waits_for_a_file_held_open_for_a_moment(tmp_p
     replace_output(new, out)
     assert (out / "part-0.parquet").read_text() == "new" and sorted(p.name for p in tmp_path.iterdir()) == ["o"]
     assert refused == [("o", f".o.old-{os.getpid()}")] * 2 + [(".o.tmp", "o")] * 2
+
+
+def test_on_windows_a_folder_output_held_open_is_named_and_kept_as_it_was(tmp_path, monkeypatch):
+    """(found by a review of session 14's merged work, 2026-11-27, session 14) the local engine names an ``--out``
+    another program holds open and says what to do (46b0698), but Ray's and Spark's folder swap, retried alike, let
+    Windows' refusal through bare at the job's end ("[WinError 5] Access is denied: 'o' -> '.o.old-123'"); and where
+    the old output was moved aside and the new one then could not be put in place, ``out`` was left with no output, the
+    old one under a temp name the next run removes. Now the refusal names out= and says to close it there, and the old
+    output is put back."""
+    from bertfeat import locks
+
+    monkeypatch.setattr(locks, "WINDOWS", True)
+    monkeypatch.setattr(locks, "HELD_OPEN_SECONDS", 0.1)
+    out, new = tmp_path / "o", tmp_path / ".o.tmp"
+    real = os.replace
+    for held in ("o", ".o.tmp"):  # a file of the old output held open (a notebook), or of the new (an antivirus)
+        for f, text in ((out, "old"), (new, "new")):
+            f.mkdir(exist_ok=True)
+            (f / "part-0.parquet").write_text(text)
+
+        def replace(src, dst, held=held):
+            if Path(src).name == held:
+                raise PermissionError(errno.EACCES, "Access is denied", os.fspath(src), None, os.fspath(dst))
+            return real(src, dst)
+
+        monkeypatch.setattr(os, "replace", replace)
+        with pytest.raises(OSError) as info:
+            replace_output(new, out)
+        assert str(info.value) == (
+            f"out={str(out)!r} holds a file another program has open (a notebook, an R session or a viewer reading it, "
+            "an antivirus scanning it), and Windows cannot replace a folder with a file in use (Access is denied); "
+            "close it there, then run the same command again: the texts embedded are kept in the cache, so none is "
+            "embedded again."), held
+        monkeypatch.setattr(os, "replace", real)
+        assert (out / "part-0.parquet").read_text() == "old", held
+        assert sorted(p.name for p in tmp_path.iterdir()) == [".o.tmp", "o"], held
+    monkeypatch.setattr(locks, "WINDOWS", False)  # elsewhere a refused rename is the OS's own words
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(PermissionError, match="Access is denied"):
+        replace_output(new, out)
 
 
 def killed_runs_leftovers(folder):
