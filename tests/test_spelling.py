@@ -219,7 +219,7 @@ def test_the_csv_refusals_tell_a_command_line_user_to_double_quotes_as_csv_does(
         assert main(["embed", str(path), "--text-col", "text", "--out", str(files / "o.parquet"), "--model",
                      tiny_bert, "--quiet"]) == 2
         said.append(capsys.readouterr().err)
-    assert said[0].endswith(
+    assert said[0].endswith(  # (the CSV writers hunt's R and pandas hints, merged beside this test, now word for word)
         "double each quote inside it (\"\"), or remove a stray quote at line 3. A quote there is escaped with a "
         "backslash (\\\"), which CSV does not do (it doubles a quote inside a quoted value): R's write.table() writes "
         "one so by default (qmethod = \"escape\"): write the file with write.csv() or write.table(..., qmethod = "
