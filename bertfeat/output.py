@@ -147,9 +147,9 @@ def replace_output(new: Path, out: Path) -> None:
             raise
         held = OSError(
             f"out={str(out)!r} holds a file another program has open (a notebook, an R session or a viewer reading it, "
-            f"an antivirus scanning it), and Windows cannot replace a folder with a file in use ({exc.strerror or exc}); "
-            "close it there, then run the same command again: the texts embedded are kept in the cache, so none is "
-            "embedded again.")
+            "an antivirus scanning it), and Windows cannot replace a folder with a file in use "
+            f"({exc.strerror or exc}); close it there, then run the same command again: the texts embedded are kept "
+            "in the cache, so none is embedded again.")
         held.errno = exc.errno
         raise held from None
     if old is not None:
