@@ -130,11 +130,16 @@ def text_columns(X, columns=None) -> tuple[list[str], list[list], list[str] | No
 
 def column_names(value, parameter: str) -> list:
     """A job's column argument, one name (``'review'``) or several (``['title', 'body']``), as a list; refused,
-    naming ``parameter``, where it is neither (None, a number), which ``list()`` failed on as "'NoneType' object is
-    not iterable". The names themselves are checked against the input's columns later."""
+    naming ``parameter``, where it is neither (None, a number, bytes), which ``list()`` failed on as "'NoneType'
+    object is not iterable" (bytes: read as the names 114, 101, ...), or where it is a set, whose order, which the
+    features' columns would follow, changes from one process to the next. The names themselves are checked against
+    the input's columns later."""
     if isinstance(value, str):
         return [value]
-    if not isinstance(value, Iterable):
+    if isinstance(value, (set, frozenset)):
+        raise TypeError(f"{parameter}={value!r} is not valid: a set has no order, and the features' columns follow the "
+                        "order of the names given; pass a list.")
+    if isinstance(value, (bytes, bytearray)) or not isinstance(value, Iterable):
         raise TypeError(f"{parameter}={value!r} is not valid: expected a column name or a list of column names.")
     return list(value)
 

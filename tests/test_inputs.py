@@ -432,6 +432,27 @@ def test_a_column_of_lists_or_records_is_refused_with_advice_that_embeds_its_ite
         BertEmbedder(tiny_bert, missing="zero").fit_transform(pd.DataFrame({"r": records})["r"].str.get("text")), want)
 
 
+def test_a_column_argument_of_names_in_no_order_is_refused_on_every_engine(tmp_path):
+    """(found by a review of session 14's merged work, 2026-11-27, session 14) inputs.column_names, the split hunt's
+    one check of every engine's column arguments, took anything iterable: a set of names (``text_cols={'title',
+    'body'}``) gave the features' columns, and the kept ones, in the set's order, which for names changes from one
+    Python process to the next (hash randomization), so a rerun wrote its features in another order, or resumed parts
+    of another layout; and bytes (``b'review'``) were taken for the names 114, 101, ... Each is refused now, before
+    any work; the refusal of bytes is the other non-names'."""
+    import pandas as pd
+
+    path = tmp_path / "in.parquet"
+    pd.DataFrame({"review": ["a"], "id": [1]}).to_parquet(path)
+    for engine, call, text_name in _engines():
+        for value in ({"review"}, frozenset({"review"})):
+            for args, name in [((value, ()), text_name), (("review", value), "keep_cols")]:
+                with pytest.raises(TypeError) as info:
+                    call(path, *args)
+                assert str(info.value) == (f"{name}={value!r} is not valid: a set has no order, and the features' "
+                                           "columns follow the order of the names given; pass a list."), engine
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]  # nothing written, nothing started
+
+
 def _engines():
     """Each file and dataset entry point of each engine, with the names of its two column parameters."""
     from bertfeat import files
@@ -454,7 +475,7 @@ def _engines():
         yield "spark.embed_dataframe", lambda path, t, k: spark.embed_dataframe(None, t, keep_cols=k), "text_cols"
 
 
-@pytest.mark.parametrize("value", [None, 5, 1.5])
+@pytest.mark.parametrize("value", [None, 5, 1.5, b"review"])
 def test_a_column_argument_that_is_no_name_nor_names_is_refused_naming_it_on_every_engine(tmp_path, value):
     """(found by the split hunt, 2026-11-27) ``text_cols=None`` (or a number) on every engine, and ``keep_cols=None``,
     failed with Python's "'NoneType' object is not iterable", naming neither the parameter nor what it takes."""
