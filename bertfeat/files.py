@@ -145,7 +145,8 @@ class Progress:
             rate = done / max(now - self.t0, 1e-9)
             eta = f", ETA {_duration((total - done) / rate)}" if total and rate else ""
             pct = f" / {total:,} ({100 * done / total:.1f}%)" if total else ""
-            print(f"bertfeat embed: {done:,}{pct} rows, {rate:,.0f} rows/s{eta}", file=self.stream, flush=True)
+            shown = f"{rate:,.0f}" if rate >= 10 else f"{rate:.2g}"  # a slow run's 0.2 rows/s is no "0 rows/s"
+            print(f"bertfeat embed: {done:,}{pct} rows, {shown} rows/s{eta}", file=self.stream, flush=True)
 
     def close(self) -> None:
         if self.bar is not None:

@@ -100,7 +100,19 @@ def test_progress_lines_come_every_ten_seconds_unless_told(clock):
     assert out.getvalue() == ""
     clock.now += 0.01
     p.update(1)
-    assert out.getvalue() == "bertfeat embed: 2 rows, 0 rows/s\n"
+    assert out.getvalue() == "bertfeat embed: 2 rows, 0.2 rows/s\n"  # a big model on a slow CPU: not "0 rows/s"
+
+
+@pytest.mark.parametrize("rows, seconds, shown", [(1, 40, "0.025"), (37, 10, "3.7"), (95, 10, "9.5"), (100, 10, "10"),
+                                                  (12_345, 10, "1,234")])
+def test_a_progress_lines_rate_keeps_two_digits_below_ten_rows_a_second(clock, rows, seconds, shown):
+    """(session 14) A run slower than a row a second (a large model, long texts in chunk mode, a slow CPU) was
+    reported at "0 rows/s", found by the packaging hunt's 3-text embed; a rate below ten keeps two digits."""
+    out = io.StringIO()
+    p = Progress(None, quiet=False, stream=out)
+    clock.now += seconds
+    p.update(rows)
+    assert out.getvalue() == f"bertfeat embed: {rows:,} rows, {shown} rows/s\n"
 
 
 def test_progress_lines_are_flushed_and_a_rate_needs_no_whole_second(clock):

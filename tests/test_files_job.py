@@ -159,7 +159,7 @@ def test_a_finished_chunk_leaves_no_checkpoint_behind(tiny_bert, tmp_path, monke
 
 # -- progress --------------------------------------------------------------------------------------------------------
 
-_LINE = re.compile(r"bertfeat embed: ([\d,]+)(?: / ([\d,]+) \((\d+\.\d)%\))? rows, [\d,]+ rows/s(?:, ETA \S+)?")
+_LINE = re.compile(r"bertfeat embed: ([\d,]+)(?: / ([\d,]+) \((\d+\.\d)%\))? rows, [\d,.]+ rows/s(?:, ETA \S+)?")
 
 
 def _progress(err: str) -> list[tuple]:
