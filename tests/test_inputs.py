@@ -439,17 +439,25 @@ def test_a_column_argument_of_names_in_no_order_is_refused_on_every_engine(tmp_p
     Python process to the next (hash randomization), so a rerun wrote its features in another order, or resumed parts
     of another layout; and bytes (``b'review'``) were taken for the names 114, 101, ... Each is refused now, before
     any work; the refusal of bytes is the other non-names'."""
+    for value in ({"review"}, frozenset({"review"})):
+        _refused_on_every_engine(tmp_path, value, "is not valid: a set has no order, and the features' columns follow "
+                                                  "the order of the names given; pass a list.")
+
+
+def _refused_on_every_engine(tmp_path, value, said: str) -> None:
+    """``value`` given as each column argument (the text columns, then the kept ones) of each engine's entry point is
+    refused with ``"<parameter>=<value!r> " + said``, before anything is written or started."""
     import pandas as pd
 
     path = tmp_path / "in.parquet"
     pd.DataFrame({"review": ["a"], "id": [1]}).to_parquet(path)
-    for engine, call, text_name in _engines():
-        for value in ({"review"}, frozenset({"review"})):
-            for args, name in [((value, ()), text_name), (("review", value), "keep_cols")]:
-                with pytest.raises(TypeError) as info:
-                    call(path, *args)
-                assert str(info.value) == (f"{name}={value!r} is not valid: a set has no order, and the features' "
-                                           "columns follow the order of the names given; pass a list."), engine
+    engines = list(_engines())
+    assert len(engines) >= 1
+    for engine, call, text_name in engines:
+        for args, name in [((value, ()), text_name), (("review", value), "keep_cols")]:
+            with pytest.raises(TypeError) as info:
+                call(path, *args)
+            assert str(info.value) == f"{name}={value!r} {said}", engine
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]  # nothing written, nothing started
 
 
@@ -479,16 +487,4 @@ def _engines():
 def test_a_column_argument_that_is_no_name_nor_names_is_refused_naming_it_on_every_engine(tmp_path, value):
     """(found by the split hunt, 2026-11-27) ``text_cols=None`` (or a number) on every engine, and ``keep_cols=None``,
     failed with Python's "'NoneType' object is not iterable", naming neither the parameter nor what it takes."""
-    import pandas as pd
-
-    path = tmp_path / "in.parquet"
-    pd.DataFrame({"review": ["a"], "id": [1]}).to_parquet(path)
-    engines = list(_engines())
-    assert len(engines) >= 1
-    for engine, call, text_name in engines:
-        for args, name in [((value, ()), text_name), (("review", value), "keep_cols")]:
-            with pytest.raises(TypeError) as info:
-                call(path, *args)
-            assert str(info.value) == (f"{name}={value!r} is not valid: expected a column name or a list of column "
-                                       "names."), engine
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]  # nothing written, nothing started
+    _refused_on_every_engine(tmp_path, value, "is not valid: expected a column name or a list of column names.")
