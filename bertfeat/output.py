@@ -260,7 +260,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         _remove(tmp)
 
 
-_atomic_write_bytes = atomic_write_bytes  # the name ray.py imports
+_atomic_write_bytes = atomic_write_bytes  # the name ray_files.py and spark.py import (through files)
 
 
 def write_part(path: Path, batch: pa.RecordBatch) -> None:
