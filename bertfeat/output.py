@@ -200,11 +200,14 @@ def job_lock(paths: OutputPaths):
                 f"another bertfeat job ({holder}) is writing out={str(paths.out)!r} (it holds {str(paths.lock)!r}); "
                 "wait for it to finish, or choose another out=."
             ) from None
-        # the holder before us may have removed the file after we opened it: then ours is a stale inode
+        # the holder before us may have removed the file after we opened it: then ours is a stale inode, and we lock
+        # the file a later job would open. A stat that fails otherwise leaves us unsure that we hold this out='s lock:
+        # refuse, saying which file, rather than run beside another job
         try:
-            same = os.stat(paths.lock).st_ino == os.fstat(fd).st_ino
-        except FileNotFoundError:
-            same = False
+            same = locks.still_held(fd, paths.lock)
+        except OSError as exc:
+            locks.release(fd)
+            raise os_error_message(exc, f"the lock file of out={str(paths.out)!r}") from None
         if same:
             break
         locks.release(fd)

@@ -297,9 +297,13 @@ def _flock(path: str, *, exclusive: bool):
                 if exc.errno not in locks.UNSUPPORTED:
                     raise
                 break  # this filesystem does not lock: docs/cache.md says what stays safe
-            with contextlib.suppress(OSError):
-                if os.stat(path).st_ino == os.fstat(fd).st_ino:
+            try:
+                if locks.still_held(fd, path):
                     break
+            except OSError:
+                # unsure whether the file is still the lock others take (a permission lost, an I/O error): keep the
+                # lock held; letting go and opening again ran unlocked where the open failed, and looped where not
+                break
             # `clear` removed the file while we waited: lock the one a later caller will open, if any
             locks.release(fd)
             fd = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import multiprocessing
 import os
@@ -895,6 +896,41 @@ def test_clear_removes_its_lock_files_while_holding_them_and_a_waiter_locks_afre
     finally:
         leave.set()
         thread.join(30)
+
+
+@pytest.mark.skipif(locks.fcntl is None, reason="flock is POSIX")
+def test_a_cache_lock_unsure_it_holds_its_file_keeps_the_lock_it_has(tmp_path, monkeypatch):
+    """Where the stat asking whether the lock file is still the one locked failed other than "gone" (a permission
+    lost, an I/O error), `_flock` let go and opened the file again: looping while the stat kept failing, running
+    unlocked where the open then failed. It now keeps the lock it holds (a file gone, or ESTALE, is locked afresh)."""
+    import fcntl
+
+    path = tmp_path / ".lock"
+    real_stat, real_open, opens = os.stat, os.open, []
+
+    def stat(p, *a, **kw):
+        if os.fspath(p) == str(path):
+            raise PermissionError(errno.EACCES, "Permission denied", str(p))
+        return real_stat(p, *a, **kw)
+
+    def counting_open(p, *a, **kw):
+        if os.fspath(p) == str(path):
+            opens.append(p)
+            if len(opens) > 3:
+                raise RuntimeError("the lock file opened again and again: the lock never held")
+        return real_open(p, *a, **kw)
+
+    monkeypatch.setattr(os, "stat", stat)
+    monkeypatch.setattr(os, "open", counting_open)
+    with cache_module._flock(str(path), exclusive=True):
+        monkeypatch.undo()
+        assert len(opens) == 1
+        fd = os.open(path, os.O_RDWR)
+        try:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
 
 
 @pytest.mark.parametrize("mode", ["stall", "loop"])

@@ -4,6 +4,7 @@ operations in test_cache.py (other processes blocked in /proc/locks) and test_ou
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import threading
@@ -133,3 +134,67 @@ def test_on_windows_clear_removes_its_lock_files_after_letting_go_of_them(tmp_pa
     assert not ns.exists() and windows_locks.held == {}
     assert cache.store(recipe, *workers.rows(range(3))) == 3  # a cleared cache takes new rows, locking afresh
     assert not Cache(tmp_path).lookup(recipe, workers.rows(range(3, 5))[0])[0].any()
+
+
+# -- still_held: is the lock file at this path still the one this process holds? -----------------------------------
+
+def _stat_of(st: os.stat_result, **changed) -> os.stat_result:
+    fields = list(st)
+    for name, value in changed.items():
+        fields[["st_mode", "st_ino", "st_dev"].index(name)] = value
+    return os.stat_result(fields)
+
+
+def test_still_held_compares_device_and_inode_and_says_false_where_the_file_is_gone(tmp_path, monkeypatch):
+    """The `--out` job lock and the cache's locks asked this each in its own way (inode only; one caught a missing
+    file, the other any error). One answer now: the same device and inode; gone (removed, or ESTALE: removed by
+    another NFS client) is not held; any other failure is the caller's to decide."""
+    path = tmp_path / ".lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        assert locks.still_held(fd, path)
+        real_stat = os.stat
+
+        def on_another_device(p, *a, **kw):  # the same inode number on another file system is another file
+            st = real_stat(p, *a, **kw)
+            return _stat_of(st, st_dev=st.st_dev + 1) if os.fspath(p) == str(path) else st
+
+        monkeypatch.setattr(os, "stat", on_another_device)
+        assert not locks.still_held(fd, path)
+        monkeypatch.undo()
+
+        def failing(err):
+            def stat(p, *a, **kw):
+                if os.fspath(p) == str(path):
+                    raise OSError(err, os.strerror(err), str(p))
+                return real_stat(p, *a, **kw)
+            return stat
+
+        monkeypatch.setattr(os, "stat", failing(errno.ESTALE))
+        assert not locks.still_held(fd, path)
+        monkeypatch.setattr(os, "stat", failing(errno.EACCES))
+        with pytest.raises(PermissionError):
+            locks.still_held(fd, path)
+        monkeypatch.undo()
+
+        os.unlink(path)
+        assert not locks.still_held(fd, path)
+        path.write_text("")  # a later caller's new file
+        assert not locks.still_held(fd, path)
+    finally:
+        os.close(fd)
+
+
+def test_still_held_where_the_file_system_gives_no_file_ids_keeps_the_lock_it_has(tmp_path, monkeypatch):
+    """sshfs-win, Google Drive for desktop: `st_ino` is 0 for every file (sources.file_id), so no answer tells two
+    files apart; False there would make a waiter let go and lock again for ever."""
+    path = tmp_path / ".lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    real_stat, real_fstat = os.stat, os.fstat
+    monkeypatch.setattr(os, "stat", lambda p, *a, **kw: _stat_of(real_stat(p, *a, **kw), st_ino=0))
+    monkeypatch.setattr(os, "fstat", lambda f: _stat_of(real_fstat(f), st_ino=0))
+    try:
+        assert locks.still_held(fd, path)
+    finally:
+        monkeypatch.undo()
+        os.close(fd)

@@ -393,6 +393,62 @@ def test_job_lock_retries_when_the_holder_removed_the_file_it_opened(tmp_path, m
     assert not paths.lock.exists()
 
 
+def _lock_stat_fails(monkeypatch, path, err, times):
+    """``os.stat`` of ``path`` raises ``err`` its first ``times`` calls; returns the list of calls made."""
+    real, calls = os.stat, []
+
+    def stat(p, *a, **kw):
+        if os.fspath(p) == str(path):
+            calls.append(p)
+            if len(calls) <= times:
+                raise OSError(err, os.strerror(err), str(p))
+        return real(p, *a, **kw)
+
+    monkeypatch.setattr(os, "stat", stat)
+    return calls
+
+
+@pytest.mark.skipif(locks.fcntl is None, reason="flock is POSIX")
+def test_job_lock_whose_lock_file_nfs_calls_stale_locks_the_file_there_now(tmp_path, monkeypatch):
+    """ESTALE: another NFS client removed the lock file we opened (its job ended). It escaped job_lock as a bare
+    "[Errno 116] Stale file handle" and left the file open and locked for the life of the process (a notebook's
+    next job on this out= was refused as another job's); it is a file gone, as ENOENT: lock the one there now."""
+    import fcntl
+
+    paths = OutputPaths(tmp_path / "f.parquet")
+    calls = _lock_stat_fails(monkeypatch, paths.lock, errno.ESTALE, 1)
+    with job_lock(paths):
+        assert len(calls) == 2  # asked again after locking afresh
+        assert paths.lock.read_text().startswith(f"pid {os.getpid()} ")
+        fd = os.open(paths.lock, os.O_RDWR)
+        try:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+    assert not paths.lock.exists()
+
+
+@pytest.mark.skipif(locks.fcntl is None, reason="flock is POSIX")
+def test_job_lock_unsure_it_holds_the_lock_file_refuses_in_one_line_and_lets_go(tmp_path, monkeypatch):
+    """A stat of the lock file failing otherwise (a permission lost, an I/O error) escaped bare, the file left open
+    and locked until the process ended; it is now one line naming the lock file, and nothing is held."""
+    import fcntl
+
+    paths = OutputPaths(tmp_path / "f.parquet")
+    _lock_stat_fails(monkeypatch, paths.lock, errno.EACCES, 1)
+    with pytest.raises(OSError) as info, job_lock(paths):
+        pass
+    assert str(info.value) == (f"the lock file of out={str(paths.out)!r}: Permission denied; write elsewhere, or fix "
+                               "the permissions.")
+    assert info.value.errno == errno.EACCES
+    fd = os.open(paths.lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free: the refused job let go of it
+    finally:
+        os.close(fd)
+
+
 def test_job_lock_on_an_unwritable_folder_is_one_line(tmp_path, monkeypatch):
     paths = OutputPaths(tmp_path / "f.parquet")
 
