@@ -70,6 +70,15 @@ def plan_workers(node_cpus, node_gpus, num_workers=None, gpus_per_worker=0, cpus
                     cpus -= 1
             else:
                 cpus = _whole(share * 100) / 100
+                if cpus == 0:
+                    # 0.0 asks Ray for no CPU at all: it then places every actor, each with its model copy, on
+                    # whichever node, none bounded by CPUs (a node's memory is what runs out)
+                    raise ValueError(
+                        f"num_workers={num_workers} is too many for the Ray cluster's {sum(spare):g} spare CPU(s) "
+                        "(one per node is kept for reading and writing): they hold at most "
+                        f"{_whole(sum(spare) * 100)} workers, 0.01 CPU each. Pass a smaller num_workers=, or "
+                        "cpus_per_worker= explicitly."
+                    )
         else:
             cpus = float(cpus_per_worker)
     return WorkerPlan(num_workers=int(num_workers), cpus=cpus, gpus=gpus, threads=max(1, int(cpus)), device=device)

@@ -66,6 +66,7 @@ def test_missing_ray_says_how_to_install_it(monkeypatch, tmp_path, capsys):
     ([16, 16], [2, 1], {"gpus_per_worker": 0.75}, (3, 1.0, 0.75, 1, "cuda")),
     ([30], [0], {"num_workers": 100}, (100, 0.29, 0.0, 1, "cpu")),  # 29 spare CPUs: 0.29 each (0.29 * 100 < 29)
     ([30], [0], {"num_workers": 3}, (3, 9.0, 0.0, 9, "cpu")),  # 9.67 each: whole CPUs, rounded down
+    ([4], [0], {"num_workers": 300}, (300, 0.01, 0.0, 1, "cpu")),  # 3 spare CPUs: the most workers, 0.01 each
     # nodes of different sizes: 9 CPUs each (the share) fit the 15 spare of one node once and the 3 of the other
     # never, so one actor waited for a node for good; then two of 7 both went to the big node, the small node idle
     # (14 of 18 spare CPUs used; 15 of 21 on three nodes); now as many actors as fit node by node, of the size that
@@ -94,6 +95,21 @@ def test_worker_plan(nodes, gpus, kwargs, expected):
 def test_worker_plan_errors_say_what_to_do(kwargs, message):
     with pytest.raises(ValueError, match=message):
         bray.plan_workers([8], [0], **kwargs)
+
+
+@pytest.mark.parametrize("nodes, num_workers", [([4], 301), ([4], 1000), ([4, 4], 700)])
+def test_more_workers_than_a_hundredth_of_a_cpu_each_is_refused_not_given_none(nodes, num_workers):
+    """Over 100 workers per spare CPU, the share rounded to 0.0 CPU each, which asks Ray for no CPU: every actor
+    placed at once, each loading its model, wherever Ray likes (one node's memory runs out)."""
+    spare = sum(nodes) - len(nodes)
+    with pytest.raises(ValueError) as info:
+        bray.plan_workers(nodes, [0] * len(nodes), num_workers=num_workers)
+    assert str(info.value) == (
+        f"num_workers={num_workers} is too many for the Ray cluster's {spare} spare CPU(s) (one per node is kept for "
+        f"reading and writing): they hold at most {spare * 100} workers, 0.01 CPU each. Pass a smaller num_workers=, "
+        "or cpus_per_worker= explicitly.")
+    # the user's own share is theirs to choose
+    assert bray.plan_workers(nodes, [0] * len(nodes), num_workers=num_workers, cpus_per_worker=0.001).cpus == 0.001
 
 
 def test_a_one_cpu_cluster_needs_an_explicit_allotment():
