@@ -95,9 +95,7 @@ def get_backend(spec: ModelSpec, device: str, dtype: str, trust_remote_code: boo
     last stay loaded; an older one goes once nothing else holds it (a :class:`~bertfeat.BertEmbedder` holds the one it
     used), and one loaded from a folder's earlier files goes when the folder's new files load.
     """
-    device = device_key(device)
-    # every file hash: a config or tokenizer edited in place must not reuse the model loaded from the old one
-    key = (spec.path, spec.weights_sha256, spec.config_sha256, spec.tokenizer_sha256, device, dtype, trust_remote_code)
+    key = _key(spec, device, dtype, trust_remote_code)
     with _LOCK:
         backend = _REGISTRY.get(key)
         if backend is None:
@@ -105,6 +103,19 @@ def get_backend(spec: ModelSpec, device: str, dtype: str, trust_remote_code: boo
             backend = _REGISTRY[key] = TorchBackend(spec, device, dtype, trust_remote_code)
         _used(backend)
     return backend
+
+
+def loaded_backend(spec: ModelSpec, device: str, dtype: str, trust_remote_code: bool = False):
+    """The backend :func:`get_backend` would give, where this process has it loaded already; else None (nothing
+    loaded)."""
+    with _LOCK:
+        return _REGISTRY.get(_key(spec, device, dtype, trust_remote_code))
+
+
+def _key(spec: ModelSpec, device: str, dtype: str, trust_remote_code: bool) -> tuple:
+    # every file hash: a config or tokenizer edited in place must not reuse the model loaded from the old one
+    return (spec.path, spec.weights_sha256, spec.config_sha256, spec.tokenizer_sha256, device_key(device), dtype,
+            trust_remote_code)
 
 
 def _used(backend: "TorchBackend") -> None:

@@ -823,3 +823,42 @@ def test_info_describes_a_decoder_with_the_pooling_it_runs(tmp_path):
     path = build_tiny_decoder(tmp_path / "llama", corpus=TEXTS)
     info = describe(path, machine=False)
     assert (info["model_type"], info["default_recipe"]["pooling"], info["layers"]) == ("llama", ["mean"], 3)
+
+
+@pytest.mark.parametrize("model_type", [*FAMILIES, "llama", "llama (unlisted)"])
+def test_info_without_the_machine_report_says_what_the_loaded_model_says_loading_only_what_it_must(
+        tiny_encoder, tmp_path, model_type, monkeypatch):
+    """Session 14 made `bertfeat info --no-machine` load the whole backend (the fused pass's set-up included) to ask
+    whether CLS pooling works, which config.json and the tokenizer answer for every family the fused pass runs: it
+    went from 5.3-5.5 s to 6.2-7.0 s. Now the backend is loaded only where the answer needs the model run (a decoder
+    of a family config.json does not name) and the weights are checked alone elsewhere, with the same default
+    pooling and weights count as the loaded model gives, on every family."""
+    import bertfeat.backend as backend_module
+    from bertfeat.cli.info import describe
+    from bertfeat.encode import first_token_fault
+    from tests.tiny_encoders import build_tiny_decoder
+
+    if model_type.startswith("llama"):
+        path = build_tiny_decoder(tmp_path / "llama", corpus=TEXTS)
+        if model_type != "llama":
+            monkeypatch.setattr(models, "_CAUSAL_TYPES", frozenset())
+    else:
+        path = tiny_encoder(model_type)
+    models._describe_cached.cache_clear()
+    clear_backends()
+    loads = []
+    real_init = backend_module.TorchBackend.__init__
+
+    def counting_init(self, *args, **kwargs):
+        loads.append(args)
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(backend_module.TorchBackend, "__init__", counting_init)
+    info = describe(path, machine=False)
+    fused = model_type in FAMILIES and FAMILIES[model_type][1]
+    assert len(loads) == (0 if fused or model_type == "llama" else 1)
+    spec = resolve_model(path)
+    backend = get_backend(spec, "cpu", "float32")
+    want = ["cls", "mean"] if first_token_fault(spec, backend) is None else ["mean"]
+    assert (info["default_recipe"]["pooling"], info["weights_tensors"]) == (want, backend.checked["tensors"])
+    assert (want == ["mean"]) == model_type.startswith("llama")

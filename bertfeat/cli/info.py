@@ -36,24 +36,32 @@ def add_parser(sub) -> None:
 
 
 def describe(model: str = "default", machine: bool = True) -> dict:
-    from bertfeat.backend import get_backend
+    from bertfeat.backend import get_backend, loaded_backend
     from bertfeat.devices import resolve_device
     from bertfeat.embedder import BertEmbedder
     from bertfeat.encode import first_token_fault
+    from bertfeat.model_files import check_model_files
     from bertfeat.models import resolve_model
     from bertfeat.prompts import notes_held
 
     spec = resolve_model(model)
-    # Loads the weights once, on the CPU: a model whose weights do not fit its config is an error here, not a normal
-    # model; the machine report's forward-pass line reads this load, and the default recipe below asks it.
-    backend = get_backend(spec, "cpu", "float32")
     # the default pooling reads the CLS token: for a model where that is refused (a causal decoder, its family named
     # in config.json or found by the loaded model; a tokenizer that puts nothing before the text) the default recipe
     # is mean pooling, which it runs, and not a refusal of info nor a recipe `bertfeat embed` refuses
-    pooling = None if first_token_fault(spec, backend) is None else "mean"
+    fault = first_token_fault(spec)  # config.json and the tokenizer's files
+    backend = loaded_backend(spec, "cpu", "float32")  # one this process loaded already answers at no cost
+    if backend is not None or machine or (fault is None and not _runs_fused(spec)):
+        # Loads the weights once, on the CPU: a model whose weights do not fit its config is an error here, not a
+        # normal model. The machine report's forward-pass line reads this load; and only the loaded model finds a
+        # causal decoder of a family config.json does not name (its first token's probe). A family the fused CPU
+        # pass runs is a bidirectional encoder, whose answer config.json and the tokenizer give: without the
+        # machine report it is not loaded whole (the fused pass's set-up, about a second), its weights checked alone
+        backend = get_backend(spec, "cpu", "float32")
+        fault = first_token_fault(spec, backend)
+    pooling = None if fault is None else "mean"
     with notes_held():  # the notes about prompts and modules not applied: info lists them below
         recipe = BertEmbedder(model, **({"pooling": pooling} if pooling else {})).fit(["x"]).recipe_
-    checked = backend.checked
+    checked = backend.checked if backend is not None else check_model_files(spec)
     return {
         "model": spec.label,
         "path": spec.path,
@@ -81,6 +89,15 @@ def describe(model: str = "default", machine: bool = True) -> dict:
         "default_device": resolve_device("auto"),
         **({"machine": {**_machine(spec), "forward_pass": _forward_pass(backend)}} if machine else {}),
     }
+
+
+def _runs_fused(spec) -> bool:
+    """Whether the fused CPU pass runs this model (:func:`bertfeat.architectures.supports`): a bidirectional encoder
+    by construction, read from config.json alone."""
+    from bertfeat.architectures import supports
+    from bertfeat.model_files import _load_config
+
+    return supports(_load_config(spec.path, False))
 
 
 def _machine(spec) -> dict:
