@@ -229,8 +229,10 @@ class InputReader(CsvProblems):
         if self.kind == "csv" and len(names) == 1:
             other = [d for d in (";", "\t", ",", "|") if d != self.delimiter and d in names[0]]
             if other:
-                return (f" The header reads as one column holding {other[0]!r}: if the file is separated by "
-                        f"{other[0]!r}, pass delimiter={other[0]!r}.")
+                # a tab named in words, not as '\t': the command line's word for it is `tab` (delimiter='\t' below)
+                held, by = ("a tab", "tabs") if other[0] == "\t" else (repr(other[0]), repr(other[0]))
+                return (f" The header reads as one column holding {held}: if the file is separated by {by}, pass "
+                        f"delimiter={other[0]!r}.")
         if self.kind == "csv" and any(n == "\\N" or _NUMBER.fullmatch(n.strip()) for n in names):
             return exports.no_header(self.files[0], self.delimiter, len(names))
         return ""
@@ -261,7 +263,7 @@ class InputReader(CsvProblems):
             return "\t" if stem.endswith(".tsv") else ","
         if not isinstance(declared, str) or len(declared) != 1 or declared in '"\r\n' or not declared.isascii():
             raise ValueError(f"delimiter={declared!r} is not valid: expected one ASCII character other than a quote "
-                             "or a line break (',' or '\\t' or ';').")
+                             "or a line break (',' or ';', or delimiter='\\t' for a tab).")
         return declared
 
     def _csv_options(self, block_size: int = BLOCK_BYTES):

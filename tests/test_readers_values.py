@@ -120,7 +120,7 @@ def test_a_declared_delimiter_is_checked_and_refused_for_parquet(tmp_path):
     for bad in ('"', "\n", "\r", "", ",,", 9):
         assert refusal(csv_reader, src, ["x"], delimiter=bad) == (
             f"delimiter={bad!r} is not valid: expected one ASCII character other than a quote or a line break (',' or "
-            "'\\t' or ';').")
+            "';', or delimiter='\\t' for a tab).")
     for good in ("|", ";", "X", " "):  # any other single character is taken as given
         (tmp_path / "g.csv").write_text(f"x{good}y\n1{good}2\n")
         assert read_all(csv_reader(tmp_path / "g.csv", ["x", "y"], delimiter=good))[0].to_pylist() == [
@@ -1128,8 +1128,7 @@ def test_a_column_not_found_says_what_to_do_when_the_header_shows_why(tmp_path):
     tabs = tmp_path / "tabs.csv"
     tabs.write_text("id\ttext\n1\ta\n")
     assert refusal(csv_reader, tabs, ["text"]).endswith(
-        "The header reads as one column holding '\\t': if the file is separated by '\\t', pass "
-        "delimiter='\\t'.")
+        "The header reads as one column holding a tab: if the file is separated by tabs, pass delimiter='\\t'.")
     commas = tmp_path / "commas.tsv"
     commas.write_text("id,text\n1,a\n")
     assert refusal(csv_reader, commas, ["text"]).endswith(

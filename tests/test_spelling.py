@@ -148,6 +148,26 @@ def test_the_apis_refusals_reach_the_command_line_in_its_flags(tiny_bert, files,
     assert not PYTHON_KEYWORD.search(err) and "[" not in err, err
 
 
+@pytest.mark.parametrize("command", ["embed", "probe"])
+def test_the_command_line_names_a_tab_delimiter_by_its_own_word_tab(tiny_bert, tmp_path, capsys, command):
+    """`--delimiter tab` is the command's word for a tab (its --help: "'tab' or '\\t' for a tab"), yet its refusals
+    wrote one as bash's `$'\\t'`: `--delimiter ab is not valid: ... (',' or $'\\t' or ';')`, and a TSV named .csv
+    "reads as one column holding $'\\t': if the file is separated by $'\\t', pass --delimiter tab". One word now."""
+    from bertfeat.cli import main
+
+    tabs = tmp_path / "tabs.csv"
+    tabs.write_text("id\ttext\ty\n1\ta cat\t0\n2\ta dog\t1\n")
+    args = ["--out", str(tmp_path / "o.parquet"), "--quiet"] if command == "embed" else ["--label-col", "y"]
+    for extra, said in [
+        (["--delimiter", "ab"], "--delimiter ab is not valid: expected one ASCII character other than a quote or a "
+                                "line break (',' or ';', or --delimiter tab for a tab)."),
+        ([], "The header reads as one column holding a tab: if the file is separated by tabs, pass --delimiter tab."),
+    ]:
+        assert main([command, str(tabs), "--text-col", "text", "--model", tiny_bert, *args, *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.rstrip().endswith(said) and "\\t" not in err.replace("$'id\\ttext\\ty'", ""), err
+
+
 def test_the_apis_warnings_reach_the_command_line_in_its_flags(tiny_bert, files, monkeypatch):
     """The warning lines too: `bertfeat embed: warning: model='...' defines prompts ... Pass prompt_name= (or
     prefix=)`."""
