@@ -117,11 +117,12 @@ class CsvProblems:
         """The refusal of a file whose quoting was not declared holding a quote after a backslash in a value not quoted
         (:attr:`bertfeat.quotes.QuoteScanner.escaped_quote`)."""
         line = self._line_at(self._counting.quotes.escaped_quote, bom=True)
-        return (f"{self.path}: line {line} holds a quote escaped with a backslash (\\\") in a value that is not quoted, "
-                "as pandas' to_csv and Python's csv module write a quote with an escapechar and doublequote off (CSV "
-                "quotes such a value and doubles the quote): read as written the text would keep the backslash. Write "
-                "the file again without an escapechar (or as parquet); if it quotes no value (csv.QUOTE_NONE), pass "
-                "quoting='backslash'; if the backslashes are the texts' own, pass quoting='csv'.")
+        return (f"{self.path}: line {line} holds a quote escaped with a backslash (\\\") in a value that is not "
+                "quoted, as pandas' to_csv and Python's csv module write a quote with an escapechar and doublequote "
+                "off (CSV quotes such a value and doubles the quote): read as written the text would keep the "
+                "backslash. Write the file again without an escapechar (or as parquet); if it quotes no value "
+                "(csv.QUOTE_NONE), pass quoting='backslash'; if the backslashes are the texts' own, pass "
+                "quoting='csv'.")
 
     def _refuse_escapes(self, batch: pa.RecordBatch, delivered: int) -> None:
         """Refuse a text of ``batch`` (the rows before it ``delivered``) of a TSV whose quoting was not declared that
@@ -372,13 +373,13 @@ class CsvProblems:
             lines = [text for number, text in zip(range(1, last + 1), fh) if number >= first]
         if not any('\\"' in text for text in lines):
             return None
-        return (" A quote there is escaped with a backslash (\\\"), which CSV does not do (it doubles a quote inside a "
-                "quoted value): R's write.table() writes one so by default (qmethod = \"escape\"): write the file with "
-                "write.csv() or write.table(..., qmethod = \"double\"); MySQL's SELECT ... INTO OUTFILE ... ENCLOSED BY "
-                "'\"' does too (its default ESCAPED BY, a backslash, escapes quotes and backslashes): export the query "
-                "with mysql --batch -e 'SELECT ...' > file.tsv and pass quoting='backslash', or with FIELDS ESCAPED BY '' "
-                "and no quote or backslash in the values; so do pandas' to_csv and Python's csv module with an "
-                "escapechar and doublequote off: write the file again without an escapechar.")
+        return (" A quote there is escaped with a backslash (\\\"), which CSV does not do (it doubles a quote inside "
+                "a quoted value): R's write.table() writes one so by default (qmethod = \"escape\"): write the file "
+                "with write.csv() or write.table(..., qmethod = \"double\"); MySQL's SELECT ... INTO OUTFILE ... "
+                "ENCLOSED BY '\"' does too (its default ESCAPED BY, a backslash, escapes quotes and backslashes): "
+                "export the query with mysql --batch -e 'SELECT ...' > file.tsv and pass quoting='backslash', or with "
+                "FIELDS ESCAPED BY '' and no quote or backslash in the values; so do pandas' to_csv and Python's csv "
+                "module with an escapechar and doublequote off: write the file again without an escapechar.")
 
     def _unquoted_hint(self) -> str:
         """What to do where a quote problem may be a TSV whose values are never quoted, its quoting not declared (a

@@ -32,7 +32,8 @@ _PSQL_CSV = "psql --csv -c 'SELECT ...' > file.csv"
 _SQLITE_CSV = "sqlite3 -csv -header file.db 'SELECT ...' > file.csv"
 
 
-_ESCAPE_OR_TAB = re.compile(r"\\.?|\t", re.S)  # a backslash and the character it escapes (none at a line's end), or a tab
+# a backslash and the character it escapes (none at a line's end), or a tab
+_ESCAPE_OR_TAB = re.compile(r"\\.?|\t", re.S)
 
 
 def unquoted_rows(lines, width: int, backslash: bool, crlf: bool = True) -> tuple[bool, bool]:

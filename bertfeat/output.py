@@ -4,8 +4,9 @@ absolute for a cluster engine's workers.
 
 A job writing ``<out>`` (a symbolic link there followed: :meth:`OutputPaths.of`) owns ``<out>.partial/`` (its
 finished parts, for resume), ``<out>.manifest.json`` and a lock file ``.<out>.lock``, held (:mod:`bertfeat.locks`:
-``flock``, ``msvcrt.locking`` on Windows) for the whole job and removed at its end. A second job on the same ``<out>`` is refused at once with a message naming
-the lock and the process holding it, so two jobs never interleave their parts.
+``flock``, ``msvcrt.locking`` on Windows) for the whole job and removed at its end. A second job on the same
+``<out>`` is refused at once with a message naming the lock and the process holding it, so two jobs never interleave
+their parts.
 """
 
 from __future__ import annotations
@@ -326,7 +327,8 @@ def job_os_error(exc: OSError, paths: OutputPaths) -> OSError:
             new.errno = exc.errno
             return new
     if (locks.WINDOWS and isinstance(exc, PermissionError)
-            and str(paths.out) in (os.fsdecode(exc.filename or ""), os.fsdecode(getattr(exc, "filename2", None) or ""))):
+            and str(paths.out) in (os.fsdecode(exc.filename or ""),
+                                   os.fsdecode(getattr(exc, "filename2", None) or ""))):
         new = OSError(
             f"out={str(paths.out)!r} is held open by another program (a notebook, an R session or a viewer reading "
             f"it), and Windows cannot replace a file in use ({exc.strerror or exc}); close it there, then run the same "

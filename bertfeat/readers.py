@@ -7,12 +7,13 @@ before any work (header, duplicate or absent columns, parquet schemas that disag
 the needed columns re-cut into chunks of at most ``chunk_rows`` rows and ``chunk_chars`` text characters.
 
 CSV policy (docs/cli.md lists it for users): the delimiter is the one declared (``,``, or tab for ``.tsv``, or
-``delimiter=``, or a first line ``sep=;`` as Excel reads it); a UTF-8 byte order mark is skipped; every column is read as text unless ``infer_types=True``; an
-unquoted empty field or NA marker is missing, a quoted one is text; a quote left open at the end of the file, and a
-quoted value with more text after its closing quote, are errors naming their lines; a carriage return no line feed
-follows is part of its value where the header's line ends with LF or CRLF (Python's csv module writes it unquoted);
-where the quoting is not declared, a quote after a backslash in a value not quoted (pandas' to_csv with an escapechar
-and doublequote off) is refused. Parquet string values must be valid UTF-8 (an error names the file, column and row).
+``delimiter=``, or a first line ``sep=;`` as Excel reads it); a UTF-8 byte order mark is skipped; every column is
+read as text unless ``infer_types=True``; an unquoted empty field or NA marker is missing, a quoted one is text; a
+quote left open at the end of the file, and a quoted value with more text after its closing quote, are errors naming
+their lines; a carriage return no line feed follows is part of its value where the header's line ends with LF or
+CRLF (Python's csv module writes it unquoted); where the quoting is not declared, a quote after a backslash in a
+value not quoted (pandas' to_csv with an escapechar and doublequote off) is refused. Parquet string values must be
+valid UTF-8 (an error names the file, column and row).
 """
 
 from __future__ import annotations

@@ -178,8 +178,8 @@ class _NotRemoved(Exception):
 def _remove_all(directory: str, names) -> None:
     """Remove the files ``names`` of ``directory``, all or none: each is first renamed to a temporary shard's name
     (which no reader lists, and which compact removes once this process is gone); where one cannot be renamed
-    (:func:`bertfeat.locks.retried`), those renamed are put back and :class:`_NotRemoved` raised, so nothing was removed. A file
-    already gone is skipped."""
+    (:func:`bertfeat.locks.retried`), those renamed are put back and :class:`_NotRemoved` raised, so nothing was
+    removed. A file already gone is skipped."""
     aside = []
     try:
         for name in names:

@@ -158,8 +158,9 @@ def for_command_line(message: str, parser: argparse.ArgumentParser | None) -> st
     ``--overwrite``, ``stride=None`` as ``no --stride``, ``layers=[-2, -1]`` as ``--layers=-2,-1``, a bare
     ``prefix=`` as ``--prefix``), a list of quoted names as the names, and a name the message gives in both spellings
     said once, as a flag. An alternative that leaves out the command's own argument (``or cache_dir=None for no
-    cache`` to ``bertfeat cache``, whose DIR is the cache) is left out. A name the command has no flag for is left as Python writes it. A quoted text (a path the
-    user pastes back, a column's name) is quoted as a shell reads it (:func:`sh_value`).
+    cache`` to ``bertfeat cache``, whose DIR is the cache) is left out. A name the command has no flag for is left as
+    Python writes it. A quoted text (a path the user pastes back, a column's name) is quoted as a shell reads it
+    (:func:`sh_value`).
 
     Examples
     --------
