@@ -899,18 +899,22 @@ def test_clear_removes_its_lock_files_while_holding_them_and_a_waiter_locks_afre
 
 
 @pytest.mark.skipif(locks.fcntl is None, reason="flock is POSIX")
-def test_a_cache_lock_unsure_it_holds_its_file_keeps_the_lock_it_has(tmp_path, monkeypatch):
+@pytest.mark.parametrize("err, times, opened", [(errno.EACCES, 100, 1), (errno.ESTALE, 1, 2)])
+def test_a_cache_lock_unsure_it_holds_its_file_keeps_the_lock_it_has(tmp_path, monkeypatch, err, times, opened):
     """Where the stat asking whether the lock file is still the one locked failed other than "gone" (a permission
     lost, an I/O error), `_flock` let go and opened the file again: looping while the stat kept failing, running
-    unlocked where the open then failed. It now keeps the lock it holds (a file gone, or ESTALE, is locked afresh)."""
+    unlocked where the open then failed. It now keeps the lock it holds; a file gone (ENOENT, or NFS's ESTALE: another
+    client removed it) is locked afresh, once."""
     import fcntl
 
     path = tmp_path / ".lock"
-    real_stat, real_open, opens = os.stat, os.open, []
+    real_stat, real_open, opens, stats = os.stat, os.open, [], []
 
     def stat(p, *a, **kw):
         if os.fspath(p) == str(path):
-            raise PermissionError(errno.EACCES, "Permission denied", str(p))
+            stats.append(p)
+            if len(stats) <= times:
+                raise OSError(err, os.strerror(err), str(p))
         return real_stat(p, *a, **kw)
 
     def counting_open(p, *a, **kw):
@@ -924,7 +928,7 @@ def test_a_cache_lock_unsure_it_holds_its_file_keeps_the_lock_it_has(tmp_path, m
     monkeypatch.setattr(os, "open", counting_open)
     with cache_module._flock(str(path), exclusive=True):
         monkeypatch.undo()
-        assert len(opens) == 1
+        assert len(opens) == opened
         fd = os.open(path, os.O_RDWR)
         try:
             with pytest.raises(BlockingIOError):
