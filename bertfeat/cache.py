@@ -120,15 +120,16 @@ def open_cache(path, *, create: bool = True) -> "Cache":
                 f"{PICKLED_NOTE}{what_to_do}"
             ) from None
     marker = os.path.join(root, MARKER)
-    if create:
-        if not os.access(root, os.W_OK | os.X_OK):
-            raise CacheError(f"cache_dir={shown!r} ({root}) is not writable by this user. {what_to_do}")
-        if not os.path.exists(marker):
-            try:
-                _write_atomic(marker, json.dumps({"bertfeat_cache_format": CACHE_FORMAT}) + "\n")
-            except OSError as exc:  # a read-only filesystem, or a full disk, passes the access check
-                raise CacheError(f"cache_dir={shown!r} ({root}) cannot be written ({exc.strerror or exc}). "
-                                 f"{what_to_do}") from None
+    # a cache this user may not write to (a team's cache on a read-only mount) is read, not added to (store)
+    unwritable = None if os.access(root, os.W_OK | os.X_OK) else _unwritable(root)
+    if create and not os.path.exists(marker):
+        if unwritable:
+            raise CacheError(f"cache_dir={shown!r} ({root}) {unwritable}. {what_to_do}")
+        try:
+            _write_atomic(marker, json.dumps({"bertfeat_cache_format": CACHE_FORMAT}) + "\n")
+        except OSError as exc:  # a read-only filesystem, or a full disk, passes the access check
+            raise CacheError(f"cache_dir={shown!r} ({root}) cannot be written ({exc.strerror or exc}). "
+                             f"{what_to_do}") from None
     elif not os.path.exists(marker):
         raise CacheError(f"{root} is not a bertfeat cache (it has no {MARKER}); point at the cache_dir you used.")
     _check_cache_format(marker, root)
@@ -144,8 +145,19 @@ def open_cache(path, *, create: bool = True) -> "Cache":
         cache = _OPEN.get(key)
         if cache is None:
             cache = _OPEN[key] = Cache(root)
+        cache.read_only = f"cache_dir={shown!r} ({root}) {unwritable}" if unwritable else None  # as it is now
         keep_recent(_RECENT, cache, CACHES_KEPT)
     return cache
+
+
+def _unwritable(root: str) -> str:
+    """Why this user may not write to the folder ``root`` (which ``os.access`` said): a read-only mount, or its
+    permissions."""
+    try:
+        read_only = bool(os.statvfs(root).f_flag & os.ST_RDONLY)
+    except (AttributeError, OSError):  # Windows has no statvfs
+        read_only = False
+    return "is on a read-only file system" if read_only else "is not writable by this user"
 
 
 # Python's ways to another cache path, in the refusals above: the R package drops them (bertfeat._r.r_advice), where
@@ -207,6 +219,10 @@ class Cache:
         self.row_group_rows = row_group_rows
         self._namespaces: dict[str, _Namespace] = {}
         self._lock = ForkSafeLock()
+        # why this user may not write to the cache, where open_cache found so (a read-only mount): then lookups are
+        # answered and store writes nothing, saying so once (_said_read_only)
+        self.read_only: str | None = None
+        self._said_read_only: str | None = None
 
     def __repr__(self) -> str:
         return f"Cache({self.root!r})"
@@ -242,6 +258,14 @@ class Cache:
         if n_tokens.shape != (len(q),) or n_tokens.dtype.kind not in "iu":
             raise ValueError(f"n_tokens must be {len(q)} integers; got {n_tokens.dtype} {n_tokens.shape}.")
         if not len(q):
+            return 0
+        read_only = self.read_only
+        if read_only is not None:
+            if self._said_read_only != read_only:
+                self._said_read_only = read_only
+                notice(f"bertfeat cache: {read_only}: the vectors it holds are used, and those of texts it does not "
+                       "hold are computed and not stored. To keep them, pass a folder this user may write to as "
+                       "cache_dir= (a copy of this one keeps its vectors).", CacheWarning)
             return 0
         ns = self._namespace(recipe.fingerprint(), n_features)
         try:

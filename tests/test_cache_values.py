@@ -157,6 +157,68 @@ def test_a_directory_that_cannot_be_written_is_refused_with_the_reason(tmp_path,
                              f"{WHAT_TO_DO}"
 
 
+def read_only_mount(monkeypatch):
+    """What a read-only mount (a team cache mounted read-only, a dataset volume) answers, faked (the tests may run as
+    root, who may write anywhere): no write access, and statvfs's read-only flag; nothing bertfeat writes there may
+    land (each write raises EROFS, as the kernel's does)."""
+    def refused(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    real_statvfs = os.statvfs
+    monkeypatch.setattr(os, "access", lambda path, mode: not mode & os.W_OK)
+    monkeypatch.setattr(os, "statvfs", lambda path: os.statvfs_result(
+        tuple(real_statvfs(path))[:8] + (os.ST_RDONLY, real_statvfs(path).f_namemax)))
+    monkeypatch.setattr(pq, "write_table", refused)
+    monkeypatch.setattr(cache_module, "_write_atomic", refused)
+
+
+def test_a_complete_cache_on_a_read_only_mount_answers_and_stores_nothing(tmp_path, monkeypatch):
+    # A team's cache mounted read-only (or a dataset volume holding one) was refused whole, "is not writable by this
+    # user", though nothing needs writing to read it: every run embedded every text again. Now it answers what it
+    # holds, the texts it does not hold are embedded and not stored, and one CacheWarning per process says so.
+    recipe = make_recipe()
+    held = [f"t{i}" for i in range(6)]
+    expected, _ = encode(held + ["new one", "new two"], recipe, CountingBackend)
+    encode(held, recipe, CountingBackend, cache=open_cache(tmp_path / "team"))
+    before = sorted(p.relative_to(tmp_path) for p in (tmp_path / "team").rglob("*"))
+    read_only_mount(monkeypatch)
+    backend = CountingBackend()
+    with pytest.warns(CacheWarning) as record:
+        out, stats = encode(held + ["new one"], recipe, lambda: backend, cache=open_cache(tmp_path / "team"))
+        again, stats_again = encode(held + ["new two"], recipe, lambda: backend,
+                                    cache=open_cache(tmp_path / "team"))
+    np.testing.assert_array_equal(out, expected[:7])
+    np.testing.assert_array_equal(again, expected[[0, 1, 2, 3, 4, 5, 7]])
+    assert backend.tokenized == ["new one", "new two"]  # the six held texts came from the cache, both times
+    assert (stats.cache_hits, stats.cache_new, stats_again.cache_hits, stats_again.cache_new) == (6, 0, 6, 0)
+    assert message_of(record) == (  # one warning for the two calls
+        f"bertfeat cache: cache_dir={str(tmp_path / 'team')!r} ({tmp_path / 'team'}) is on a read-only file system: "
+        "the vectors it holds are used, and those of texts it does not hold are computed and not stored. To keep "
+        "them, pass a folder this user may write to as cache_dir= (a copy of this one keeps its vectors).")
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "team").rglob("*")) == before
+
+
+def test_a_read_only_cache_that_becomes_writable_stores_again(tmp_path, monkeypatch):
+    # the same folder, opened again in one process: its state is looked at each time (a remount, chmod)
+    recipe = make_recipe()
+    open_cache(tmp_path / "team")
+    with monkeypatch.context() as m:
+        read_only_mount(m)
+        with pytest.warns(CacheWarning, match="read-only"):
+            assert encode(["a"], recipe, CountingBackend, cache=open_cache(tmp_path / "team"))[1].cache_new == 0
+    assert encode(["a"], recipe, CountingBackend, cache=open_cache(tmp_path / "team"))[1].cache_new == 1
+    assert encode(["a"], recipe, CountingBackend, cache=open_cache(tmp_path / "team"))[1].cache_hits == 1
+
+
+def test_a_read_only_folder_that_is_no_cache_yet_is_refused_naming_the_read_only_file_system(tmp_path, monkeypatch):
+    (tmp_path / "ro").mkdir()
+    read_only_mount(monkeypatch)
+    with pytest.raises(CacheError) as err:
+        open_cache(tmp_path / "ro")
+    assert str(err.value) == f"cache_dir={str(tmp_path / 'ro')!r} ({tmp_path / 'ro'}) is on a read-only file " \
+                             f"system. {WHAT_TO_DO}"
+
+
 def test_the_marker_file_says_the_format(tmp_path):
     open_cache(tmp_path / "c")
     assert (tmp_path / "c" / "bertfeat-cache.json").read_text() == '{"bertfeat_cache_format": 1}\n'
