@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from bertfeat import locks
+from bertfeat.flush import to_disk
 
 _CURRENT: ContextVar["BatchJournal | None"] = ContextVar("bertfeat_batch_journal", default=None)
 
@@ -104,7 +105,7 @@ class BatchJournal:
             with open(tmp, "wb") as f:
                 np.savez(f, **self._new)
                 f.flush()
-                os.fsync(f.fileno())
+                to_disk(f.fileno(), tmp)
             locks.retried(os.replace, tmp, final)
         finally:
             tmp.unlink(missing_ok=True)

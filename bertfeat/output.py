@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 
 from bertfeat import locks
 from bertfeat.exceptions import NoLockWarning, user_stacklevel
+from bertfeat.flush import to_disk
 from bertfeat.sources import SameFiles, absolute
 
 
@@ -258,7 +259,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         with open(tmp, "wb") as fh:
             fh.write(data)
             fh.flush()
-            os.fsync(fh.fileno())
+            to_disk(fh.fileno(), tmp)
         locks.retried(os.replace, tmp, path)  # Windows: an antivirus may be reading the new file
     finally:
         _remove(tmp)
@@ -281,7 +282,7 @@ def fsync(path: Path) -> None:
     """Flush ``path`` to disk, through a handle that may write it: Windows flushes a file only so (FlushFileBuffers),
     and refuses a read-only one ([Errno 9] Bad file descriptor); POSIX takes either."""
     with open(path, "r+b") as fh:
-        os.fsync(fh.fileno())
+        to_disk(fh.fileno(), path)
 
 
 def _remove(path: Path) -> None:

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bertfeat import locks
+from bertfeat.flush import to_disk
 
 CACHE_FORMAT = 1
 KEY_BYTES = 16
@@ -223,8 +224,12 @@ def _write_atomic(path: str, text: str) -> None:
 
 def _fsync_file(path: str) -> None:
     # through a handle that may write: Windows flushes a file only so (FlushFileBuffers), and refuses a read-only
-    # one ([Errno 9] Bad file descriptor); POSIX takes either
-    _fsync(path, os.O_RDWR)
+    # one ([Errno 9] Bad file descriptor); POSIX takes either. Skipped where the file system cannot flush a file
+    fd = os.open(path, os.O_RDWR)
+    try:
+        to_disk(fd, path)
+    finally:
+        os.close(fd)
 
 
 def _fsync_dir(path: str) -> None:

@@ -194,6 +194,28 @@ def windows_fsync(monkeypatch):
     return flushed
 
 
+def flushes_refused(monkeypatch) -> list:
+    """``os.fsync`` as an SMB/CIFS mount, a VirtualBox shared folder or a FUSE file system without a flush answers it
+    for a file: EINVAL, "this file does not support synchronization" (the bytes written went through); a folder's
+    flush too. Returns the fds refused."""
+    import errno
+
+    refused = []
+
+    def fsync(fd):
+        refused.append(fd)
+        raise OSError(errno.EINVAL, "Invalid argument")
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return refused
+
+
+@pytest.fixture
+def cannot_flush(monkeypatch):
+    """:func:`flushes_refused` for the whole test."""
+    return flushes_refused(monkeypatch)
+
+
 class FakeMsvcrt:
     """``msvcrt.locking`` as Windows runs it: a lock on ``nbytes`` bytes from the file's position, held by that open
     file (another open file of the same file, in this process too, is refused: ``LK_NBLCK`` fails with EACCES at

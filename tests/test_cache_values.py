@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -1260,6 +1261,42 @@ def test_the_cache_writes_and_compacts_where_fsync_needs_a_handle_that_may_write
     found, vectors, n_tokens = Cache(tmp_path).lookup(recipe, keys)
     assert found.all()
     workers.check_found(keys, found, vectors, n_tokens)
+
+
+def test_the_cache_writes_and_compacts_where_the_file_system_cannot_flush_a_file(tmp_path, cannot_flush):
+    """An SMB/CIFS mount, a VirtualBox shared folder or a FUSE file system without a flush answers fsync on a file
+    with EINVAL (the bytes written went through): a cache_dir there stored nothing, a CacheWarning at each call
+    advising free space and permissions, and `bertfeat cache compact` could not write the merged shard."""
+    recipe = recipe16()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no CacheWarning
+        cache = Cache(tmp_path)
+        assert cache.store(recipe, *workers.rows(range(3))) == 3
+        assert cache.store(recipe, *workers.rows(range(3, 5))) == 2
+        result = Cache(tmp_path).compact()[0]
+    assert result.shards_after == 1 and result.rows == 5 and len(cannot_flush) >= 3
+    keys = workers.rows(range(5))[0]
+    found, vectors, n_tokens = Cache(tmp_path).lookup(recipe, keys)
+    assert found.all()
+    workers.check_found(keys, found, vectors, n_tokens)
+    assert [p.name for p in (tmp_path / recipe.fingerprint()).iterdir() if p.name.startswith(".tmp")] == []
+
+
+def test_a_shard_whose_flush_fails_is_not_stored_and_the_warning_names_it(tmp_path, monkeypatch):
+    # EIO at the flush: the bytes did not reach the disk; ENOSPC or EDQUOT, as NFS reports them at the flush
+    recipe = recipe16()
+
+    def fsync(fd):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.warns(CacheWarning) as record:
+        assert Cache(tmp_path).store(recipe, *workers.rows(range(3))) == 0
+    assert re.fullmatch(rf"bertfeat cache: could not write new rows to {re.escape(str(tmp_path / recipe.fingerprint()))} "
+                        rf"\(\[Errno 5\] Input/output error: '{re.escape(str(tmp_path / recipe.fingerprint()))}/"
+                        r"\.tmp-[^']+\.parquet'\); they are not cached\. Check the free space and permissions of the "
+                        r"cache directory\.", message_of(record)), message_of(record)
+    assert list((tmp_path / recipe.fingerprint()).glob("*.parquet")) == []
 
 
 def held_open_on_windows(monkeypatch, held: set, tries: dict | None = None,

@@ -26,7 +26,7 @@ from bertfeat.exceptions import TruncationWarning
 from bertfeat.files import CHUNK_CHARS, embed_file
 from bertfeat.output import OutputPaths
 from bertfeat.readers import InputReader
-from tests.conftest import assert_same_output
+from tests.conftest import assert_same_output, flushes_refused
 from tests.test_cli_files import frame
 
 ROWS = 23  # chunks of 5: 5, 5, 5, 5, 3
@@ -1034,6 +1034,51 @@ def test_a_job_writes_its_output_where_fsync_needs_a_handle_that_may_write(tiny_
     manifest = embed_file(str(src), str(out), "review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=10)
     assert manifest["counts"]["rows"] == ROWS and pq.read_table(out).num_rows == ROWS
     assert len(windows_fsync) >= 4  # three parts and the joined output, each flushed before its rename
+
+
+def test_a_job_writes_its_output_where_the_file_system_cannot_flush_a_file(tiny_bert, tmp_path, monkeypatch):
+    """An SMB/CIFS mount, a VirtualBox shared folder or a FUSE file system without a flush answers fsync on a file
+    with EINVAL (the bytes written went through): every `bertfeat embed` writing there failed at its first part
+    saying "a file: Invalid argument." Each part, checkpoint and the joined output are now written unflushed there."""
+    src = _src(tmp_path)
+    job = dict(input=str(src), text_cols="review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=10,
+               checkpoint_seconds=0)
+    embed_file(out=str(tmp_path / "ref.parquet"), **job)
+    with monkeypatch.context() as m:
+        refused = flushes_refused(m)
+        manifest = embed_file(out=str(tmp_path / "o.parquet"), **job)
+    assert len(refused) >= 4 + 3  # three parts and the joined output, and the checkpoints of each chunk's batches
+    assert manifest["counts"]["rows"] == ROWS
+    assert_same_output(tmp_path / "o.parquet", tmp_path / "ref.parquet")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet", "o.parquet", "o.parquet.manifest.json",
+                                                         "ref.parquet", "ref.parquet.manifest.json"]
+
+
+def test_a_flush_that_fails_fails_the_job_naming_the_file_and_the_rerun_resumes(tiny_bert, tmp_path, monkeypatch):
+    """A flush that fails for want of space (NFS reports a full disk or quota at the flush, not at the write) or with
+    EIO (the bytes did not reach the disk) is no file system that cannot flush: the job stops, naming the file, the
+    parts before it kept, and the same command resumes."""
+    src = _src(tmp_path)
+    out = tmp_path / "o.parquet"
+    job = dict(input=str(src), out=str(out), text_cols="review", model=tiny_bert, quiet=True, chunk_rows=10)
+    real = os.fsync
+
+    def fsync(fd):
+        if ".part-000001.parquet.tmp-" in os.readlink(f"/proc/self/fd/{fd}"):  # the second part's
+            raise OSError(errno.EDQUOT, "Disk quota exceeded")
+        return real(fd)
+
+    with monkeypatch.context() as m:
+        m.setattr(os, "fsync", fsync)
+        with pytest.raises(OSError) as err:
+            embed_file(**job)
+    assert re.fullmatch(rf"'{re.escape(str(out))}\.partial/\.part-000001\.parquet\.tmp-\d+': Disk quota exceeded; "
+                        "the disk quota is exceeded: free some space, then run the same command again to resume\.",
+                        str(err.value)), str(err.value)
+    assert not out.exists()
+    assert sorted(p.name for p in (tmp_path / "o.parquet.partial").iterdir()) == [
+        "part-000000.hashes.npy", "part-000000.json", "part-000000.parquet", "state.json"]
+    assert embed_file(**job)["this_run"]["chunks_resumed"] == 1
 
 
 def out_held_open_on_windows(monkeypatch, out, times=None):

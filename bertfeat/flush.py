@@ -1,0 +1,31 @@
+"""A written file flushed to disk before it is renamed into place, where the file system can flush one.
+
+Every file bertfeat renames into place (a job's parts, checkpoints and output, a cache shard) is flushed first, so a
+power cut leaves the whole file or none. Some file systems cannot flush a file and say so: an SMB/CIFS mount, a
+VirtualBox shared folder and FUSE file systems without a flush answer ``fsync`` with EINVAL ("does not support
+synchronization"), or EOPNOTSUPP or ENOSYS. The bytes written went through, so the file is written unflushed there,
+as a folder's flush is skipped where it cannot be made (:func:`bertfeat.shards._fsync_dir`). Any other failure
+stands, naming the file: EIO (the bytes did not reach the disk), and a full disk or quota, which NFS reports at the
+flush rather than at the write.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+# what fsync answers where the file system cannot flush a file (the bytes written stand)
+CANNOT_FLUSH = frozenset({errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS})
+
+
+def to_disk(fd: int, path) -> None:
+    """``os.fsync(fd)`` of the file ``path``, skipped where the file system cannot flush one (:data:`CANNOT_FLUSH`);
+    a failure raised names ``path``, which fsync's OSError does not."""
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno in CANNOT_FLUSH:
+            return
+        if exc.filename is None:
+            raise OSError(exc.errno, exc.strerror, os.fspath(path)) from None
+        raise
