@@ -383,6 +383,7 @@ def _write_chunk(paths: OutputPaths, k: int, result: pa.RecordBatch, hashes: np.
     tmp = paths.part_hashes(k).with_name(f".{paths.part_hashes(k).name}.tmp-{os.getpid()}.npy")
     try:
         np.save(tmp, hashes)
+        fsync(tmp)  # renamed unflushed, a power cut could leave it empty beside a part that is whole
         locks.retried(os.replace, tmp, paths.part_hashes(k))
         write_part(paths.part(k), result)
         # the stats file is written last: its presence marks the part finished (see resume.finished_parts)

@@ -1,11 +1,11 @@
 """The resume protocol: ``<out>.partial/`` holds the finished parts of a job and a ``state.json`` naming the job.
 
 A job is its input's fingerprint (paths, sizes, mtimes and change times), its chunking and every option.
-A rerun of the same job reuses every part that is complete (its features, stats and text hashes all present and the
-parquet readable); a ``.partial`` folder of any other job (other input, options or chunking) is discarded, so a part
-is never reused at another row offset. A run that put its output in place and was stopped before writing its
-manifest is finished by the next run of the same job from ``finished.json`` (:func:`mark_finished`,
-:func:`finished_output`).
+A rerun of the same job reuses every part that is complete (its features, stats and text hashes all present, and the
+parquet and the hashes readable); a ``.partial`` folder of any other job (other input, options or chunking) is
+discarded, so a part is never reused at another row offset. A run that put its output in place and was stopped
+before writing its manifest is finished by the next run of the same job from ``finished.json``
+(:func:`mark_finished`, :func:`finished_output`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import shutil
 import sys
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 
 from bertfeat.output import OutputPaths, atomic_write_bytes
@@ -58,9 +59,19 @@ def finished_parts(paths: OutputPaths) -> set[int]:
             k = int(f.name[5:11])
         except ValueError:
             continue
-        if paths.part(k).exists() and paths.part_hashes(k).exists() and _readable(paths.part(k)):
+        if _readable_hashes(paths.part_hashes(k)) and _readable(paths.part(k)):
             done.add(k)
     return done
+
+
+def _readable_hashes(path: Path) -> bool:
+    """Whether a part's text hashes can be read: one cut short (a copy, or a power cut on a file system that did not
+    flush it) would fail the job as it joins the parts, at every rerun."""
+    try:
+        hashes = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError):
+        return False
+    return hashes.ndim == 1 and hashes.dtype == np.uint64
 
 
 def _difference(old, new: dict) -> str:

@@ -1292,8 +1292,9 @@ def test_a_shard_whose_flush_fails_is_not_stored_and_the_warning_names_it(tmp_pa
     monkeypatch.setattr(os, "fsync", fsync)
     with pytest.warns(CacheWarning) as record:
         assert Cache(tmp_path).store(recipe, *workers.rows(range(3))) == 0
-    assert re.fullmatch(rf"bertfeat cache: could not write new rows to {re.escape(str(tmp_path / recipe.fingerprint()))} "
-                        rf"\(\[Errno 5\] Input/output error: '{re.escape(str(tmp_path / recipe.fingerprint()))}/"
+    ns = re.escape(str(tmp_path / recipe.fingerprint()))
+    assert re.fullmatch(rf"bertfeat cache: could not write new rows to {ns} "
+                        rf"\(\[Errno 5\] Input/output error: '{ns}/"
                         r"\.tmp-[^']+\.parquet'\); they are not cached\. Check the free space and permissions of the "
                         r"cache directory\.", message_of(record)), message_of(record)
     assert list((tmp_path / recipe.fingerprint()).glob("*.parquet")) == []

@@ -1081,6 +1081,42 @@ def test_a_flush_that_fails_fails_the_job_naming_the_file_and_the_rerun_resumes(
     assert embed_file(**job)["this_run"]["chunks_resumed"] == 1
 
 
+def test_every_file_a_job_renames_into_place_is_flushed_first(tiny_bert, tmp_path, monkeypatch):
+    """A file renamed into place before it is flushed may be there, empty or cut short, after a power cut (or a
+    crash of the NFS client that cached its bytes): each part's text hashes (``.hashes.npy``) were renamed unflushed,
+    beside a part and stats that were flushed."""
+    real_fsync, real_replace, flushed, renamed = os.fsync, os.replace, set(), []
+
+    def fsync(fd):
+        flushed.add(os.readlink(f"/proc/self/fd/{fd}"))
+        return real_fsync(fd)
+
+    def replace(src, dst, *args, **kwargs):
+        renamed.append(os.fspath(src))
+        return real_replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    embed_file(str(_src(tmp_path)), str(tmp_path / "o.parquet"), "review", model=tiny_bert, quiet=True, chunk_rows=10,
+               checkpoint_seconds=0)
+    assert any(".hashes.npy" in f for f in renamed) and any(".journal" in f for f in renamed)
+    assert [f for f in renamed if f not in flushed] == []
+
+
+def test_a_part_whose_hashes_file_was_cut_short_is_embedded_again(tiny_bert, tmp_path, monkeypatch):
+    """A part's ``.hashes.npy`` left empty (renamed unflushed before a power cut, or copied cut short) counted as a
+    finished part, and every rerun then failed as it joined the parts, until the ``.partial`` folder was removed by
+    hand. Now such a part is not finished: the rerun embeds it again."""
+    src, out = _src(tmp_path), tmp_path / "o.parquet"
+    job = dict(input=str(src), text_cols="review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=5)
+    embed_file(out=str(tmp_path / "ref.parquet"), **job)
+    _stopped_in_chunk(monkeypatch, 3, out=str(out), **job)  # chunks 0, 1 and 2 finished
+    OutputPaths(out).part_hashes(1).write_bytes(b"")
+    manifest = embed_file(out=str(out), **job)
+    assert (manifest["this_run"]["chunks_resumed"], manifest["this_run"]["chunks"]) == (2, 3)
+    assert_same_output(out, tmp_path / "ref.parquet")
+
+
 def out_held_open_on_windows(monkeypatch, out, times=None):
     """Windows, where another program (a notebook, an R session, a viewer) holds ``out`` open: replacing it is refused
     with PermissionError 13 (WinError 5, "Access is denied"), naming both paths as Windows does; each time, or the
