@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 from bertfeat import locks
 from bertfeat.counts import DistinctCounter, job_counts, own_passes, text_hashes
 from bertfeat.encode import EncodeStats, reporting
+from bertfeat.flush import naming
 from bertfeat.inputs import column_names
 from bertfeat.hardware import run_facts
 from bertfeat.journal import BatchJournal
@@ -382,7 +383,8 @@ def _write_chunk(paths: OutputPaths, k: int, result: pa.RecordBatch, hashes: np.
     """Write part ``k``: all of it, or (when a write fails or the run is stopped) none of it."""
     tmp = paths.part_hashes(k).with_name(f".{paths.part_hashes(k).name}.tmp-{os.getpid()}.npy")
     try:
-        np.save(tmp, hashes)
+        with naming(tmp):
+            np.save(tmp, hashes)
         fsync(tmp)  # renamed unflushed, a power cut could leave it empty beside a part that is whole
         locks.retried(os.replace, tmp, paths.part_hashes(k))
         write_part(paths.part(k), result)
@@ -432,7 +434,9 @@ def _finish(paths: OutputPaths, n_parts: int, schema: pa.Schema, featurizer, sta
         with pq.ParquetWriter(tmp, schema) as writer:
             for k in range(n_parts):
                 part = pq.read_table(paths.part(k), schema=schema.remove_metadata())
-                writer.write_table(part.replace_schema_metadata(schema.metadata), row_group_size=max(1, part.num_rows))
+                with naming(tmp):
+                    writer.write_table(part.replace_schema_metadata(schema.metadata),
+                                       row_group_size=max(1, part.num_rows))
                 stats = EncodeStats(**json.loads(paths.part_stats(k).read_text()))
                 totals += stats
                 slowest = max(slowest, stats.seconds)

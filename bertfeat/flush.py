@@ -6,11 +6,12 @@ VirtualBox shared folder and FUSE file systems without a flush answer ``fsync`` 
 synchronization"), or EOPNOTSUPP or ENOSYS. The bytes written went through, so the file is written unflushed there,
 as a folder's flush is skipped where it cannot be made (:func:`bertfeat.shards._fsync_dir`). Any other failure
 stands, naming the file: EIO (the bytes did not reach the disk), and a full disk or quota, which NFS reports at the
-flush rather than at the write.
+flush rather than at the write. A failure of the write itself names the file too (:func:`naming`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 
@@ -29,3 +30,16 @@ def to_disk(fd: int, path) -> None:
         if exc.filename is None:
             raise OSError(exc.errno, exc.strerror, os.fspath(path)) from None
         raise
+
+
+@contextlib.contextmanager
+def naming(path):
+    """Name ``path`` in an OSError raised inside that names no file, as a write's and pyarrow's do not: a full disk
+    ("Error writing bytes to file. Detail: [errno 28] No space left on device") is then said of the file being
+    written, so of its disk (the output's, the cache's), not of "a file" (:func:`bertfeat.output.os_error_message`)."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None or exc.errno is None:
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), os.fspath(path)) from exc

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from bertfeat import locks
-from bertfeat.flush import to_disk
+from bertfeat.flush import naming, to_disk
 
 _CURRENT: ContextVar["BatchJournal | None"] = ContextVar("bertfeat_batch_journal", default=None)
 
@@ -102,7 +102,7 @@ class BatchJournal:
         final = self.folder / f"{self._files:06d}-{os.getpid()}.npz"
         tmp = self.folder / f".{final.name}.tmp"
         try:
-            with open(tmp, "wb") as f:
+            with naming(tmp), open(tmp, "wb") as f:
                 np.savez(f, **self._new)
                 f.flush()
                 to_disk(f.fileno(), tmp)

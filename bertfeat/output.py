@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from bertfeat import locks
 from bertfeat.exceptions import NoLockWarning, user_stacklevel
-from bertfeat.flush import to_disk
+from bertfeat.flush import naming, to_disk
 from bertfeat.sources import SameFiles, absolute
 
 
@@ -256,7 +256,7 @@ def remove_stale_temps(paths: OutputPaths) -> None:
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        with open(tmp, "wb") as fh:
+        with naming(tmp), open(tmp, "wb") as fh:
             fh.write(data)
             fh.flush()
             to_disk(fh.fileno(), tmp)
@@ -271,7 +271,8 @@ _atomic_write_bytes = atomic_write_bytes  # the name ray_files.py and spark.py i
 def write_part(path: Path, batch: pa.RecordBatch) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        pq.write_table(pa.Table.from_batches([batch]), tmp, row_group_size=max(1, batch.num_rows))
+        with naming(tmp):
+            pq.write_table(pa.Table.from_batches([batch]), tmp, row_group_size=max(1, batch.num_rows))
         fsync(tmp)
         locks.retried(os.replace, tmp, path)  # Windows: an antivirus may be reading the new file
     finally:

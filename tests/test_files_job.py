@@ -1117,6 +1117,33 @@ def test_a_part_whose_hashes_file_was_cut_short_is_embedded_again(tiny_bert, tmp
     assert_same_output(out, tmp_path / "ref.parquet")
 
 
+@pytest.mark.parametrize("where", ["part", "joined output"])
+def test_a_full_disk_that_names_no_file_is_said_of_the_file_being_written(tiny_bert, tmp_path, monkeypatch, where):
+    """pyarrow's error for a full disk names no file ("[Errno 28] Error writing bytes to file. Detail: [errno 28] No
+    space left on device"), so the job said it of "a file": which disk is full (the output's, the cache's, another
+    the user put the parts on through a link) was left to guess. Now the file being written is named."""
+    src, out = _src(tmp_path), tmp_path / "o.parquet"
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "Error writing bytes to file. Detail: [errno 28] No space left on device")
+
+    if where == "part":
+        monkeypatch.setattr(pq, "write_table", full)
+        named = rf"{re.escape(str(out))}\.partial/\.part-000000\.parquet\.tmp-\d+"
+    else:
+        real = pq.ParquetWriter.write_table
+        monkeypatch.setattr(pq.ParquetWriter, "write_table", lambda self, *args, **kwargs: (
+            full() if os.path.basename(os.fspath(self.where)).startswith(".o.parquet.tmp-") else
+            real(self, *args, **kwargs)))
+        named = rf"{re.escape(str(tmp_path))}/\.o\.parquet\.tmp-\d+"
+    with pytest.raises(OSError) as err:
+        embed_file(str(src), str(out), "review", model=tiny_bert, quiet=True, chunk_rows=10)
+    assert re.fullmatch(rf"'{named}': Error writing bytes to file\. Detail: \[errno 28\] No space left on device; the "
+                        r"disk is full: free some space, then run the same command again to resume\.",
+                        str(err.value)), str(err.value)
+    assert err.value.errno == errno.ENOSPC and not out.exists()
+
+
 def out_held_open_on_windows(monkeypatch, out, times=None):
     """Windows, where another program (a notebook, an R session, a viewer) holds ``out`` open: replacing it is refused
     with PermissionError 13 (WinError 5, "Access is denied"), naming both paths as Windows does; each time, or the
