@@ -220,8 +220,11 @@ def job_lock(paths: OutputPaths):
         yield
         return
     try:
-        os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode())
+        try:  # a disk full to the last block makes the empty file and refuses this line
+            os.ftruncate(fd, 0)
+            os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode())
+        except OSError as exc:
+            raise os_error_message(exc, f"the lock file of out={str(paths.out)!r}") from None
         yield
     finally:
         locks.release(fd, paths.lock)

@@ -467,6 +467,26 @@ def test_job_lock_on_an_unwritable_folder_is_one_line(tmp_path, monkeypatch):
     assert info.value.errno == errno.EACCES
 
 
+def test_job_lock_on_a_full_disk_is_one_line_naming_the_lock_file(tmp_path, monkeypatch):
+    # A disk full to the last block still makes the (empty) lock file, and then refuses its holder line: every engine's
+    # job stopped with a bare "[Errno 28] No space left on device", naming no file and saying nothing to do.
+    paths = OutputPaths(tmp_path / "f.parquet")
+    real = os.write
+
+    def full(fd, data):
+        if os.readlink(f"/proc/self/fd/{fd}") == str(paths.lock):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd, data)
+
+    monkeypatch.setattr(output.os, "write", full)
+    ran = []
+    with pytest.raises(OSError) as info, job_lock(paths):
+        ran.append(True)
+    assert str(info.value) == (f"the lock file of out={str(paths.out)!r}: No space left on device; the disk is full: "
+                               "free some space, then run the same command again to resume.")
+    assert info.value.errno == errno.ENOSPC and ran == [] and sorted(tmp_path.iterdir()) == []
+
+
 # -- atomic writes ------------------------------------------------------------------------------------------------
 
 def test_atomic_write_bytes_writes_whole_and_leaves_no_temp_file(tmp_path):
