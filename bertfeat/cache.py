@@ -20,6 +20,7 @@ ignored, so its texts are recomputed; ``compact`` removes it. See docs/cache.md.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -116,8 +117,8 @@ def open_cache(path, *, create: bool = True) -> "Cache":
             os.makedirs(root, exist_ok=True)
         except OSError as exc:
             raise CacheError(
-                f"cache_dir={shown!r} ({root}) does not exist and cannot be created ({exc.strerror or exc}). "
-                f"{PICKLED_NOTE}{what_to_do}"
+                f"cache_dir={shown!r} ({root}) does not exist and cannot be created ({exc.strerror or exc})"
+                + (_full_disk(exc) or f". {PICKLED_NOTE}{what_to_do}")
             ) from None
     marker = os.path.join(root, MARKER)
     # a cache this user may not write to (a team's cache on a read-only mount) is read, not added to (store)
@@ -128,8 +129,8 @@ def open_cache(path, *, create: bool = True) -> "Cache":
         try:
             _write_atomic(marker, json.dumps({"bertfeat_cache_format": CACHE_FORMAT}) + "\n")
         except OSError as exc:  # a read-only filesystem, or a full disk, passes the access check
-            raise CacheError(f"cache_dir={shown!r} ({root}) cannot be written ({exc.strerror or exc}). "
-                             f"{what_to_do}") from None
+            raise CacheError(f"cache_dir={shown!r} ({root}) cannot be written ({exc.strerror or exc})"
+                             + (_full_disk(exc) or f". {what_to_do}")) from None
     elif not os.path.exists(marker):
         raise CacheError(f"{root} is not a bertfeat cache (it has no {MARKER}); point at the cache_dir you used.")
     _check_cache_format(marker, root)
@@ -148,6 +149,16 @@ def open_cache(path, *, create: bool = True) -> "Cache":
         cache.read_only = f"cache_dir={shown!r} ({root}) {unwritable}" if unwritable else None  # as it is now
         keep_recent(_RECENT, cache, CACHES_KEPT)
     return cache
+
+
+def _full_disk(exc: OSError) -> str | None:
+    """What to do where ``exc`` says the cache's disk is full (or its quota spent): free space there, which another
+    directory only avoids; None otherwise."""
+    if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+        return None
+    full = "its disk is full" if exc.errno == errno.ENOSPC else "its disk quota is exceeded"
+    return (f": {full}. Free some space there, or pass another directory{SET_PARAMS_ASIDE}, or cache_dir=None to run "
+            "without a cache.")
 
 
 def _unwritable(root: str) -> str:

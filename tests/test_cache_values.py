@@ -158,6 +158,28 @@ def test_a_directory_that_cannot_be_written_is_refused_with_the_reason(tmp_path,
                              f"{WHAT_TO_DO}"
 
 
+@pytest.mark.parametrize("code, strerror, where", [(errno.ENOSPC, "No space left on device", "makedirs"),
+                                                     (errno.EDQUOT, "Disk quota exceeded", "marker")])
+def test_a_cache_dir_on_a_full_disk_is_refused_saying_to_free_space(tmp_path, monkeypatch, code, strerror, where):
+    # told to "Pass a writable directory on this machine", and where the folder had to be made that "A pickled
+    # pipeline keeps the cache path of the machine it was fitted on": neither is what is wrong
+    def full(*args, **kwargs):
+        raise OSError(code, strerror)
+
+    monkeypatch.setattr(*(os, "makedirs") if where == "makedirs" else (cache_module, "_write_atomic"), full)
+    root = tmp_path / "c"
+    if where == "marker":
+        root.mkdir()
+    with pytest.raises(CacheError) as err:
+        open_cache(root)
+    did = "does not exist and cannot be created" if where == "makedirs" else "cannot be written"
+    assert str(err.value) == (
+        f"cache_dir={str(root)!r} ({root}) {did} ({strerror}): "
+        f"{'its disk is full' if code == errno.ENOSPC else 'its disk quota is exceeded'}. Free some space there, or "
+        "pass another directory (est.set_params(cache_dir=...), or <step>__cache_dir=... for a Pipeline), or "
+        "cache_dir=None to run without a cache.")
+
+
 def read_only_mount(monkeypatch):
     """What a read-only mount (a team cache mounted read-only, a dataset volume) answers, faked (the tests may run as
     root, who may write anywhere): no write access, and statvfs's read-only flag; nothing bertfeat writes there may
