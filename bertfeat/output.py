@@ -136,13 +136,13 @@ def replace_output(new: Path, out: Path) -> None:
     try:
         if out.exists():
             old = out.with_name(f".{out.name}.old-{os.getpid()}")
-            locks.retried(os.replace, out, old)
+            _move(out, old)
         try:
-            locks.retried(os.replace, new, out)
+            _move(new, out)
         except OSError:
             if old is not None:
                 with contextlib.suppress(OSError):
-                    os.replace(old, out)
+                    _move(old, out)
             raise
     except PermissionError as exc:
         if not locks.WINDOWS:
@@ -159,6 +159,33 @@ def replace_output(new: Path, out: Path) -> None:
             shutil.rmtree(old)
         else:
             old.unlink()
+
+
+# gcsfuse refuses to rename a folder holding more objects than its --rename-dir-limit (0 unless the mount sets it),
+# with EMFILE, "Too many open files" (its internal/fs/fs.go): there a folder is moved file by file, as gcsfuse's own
+# folder rename, where allowed, moves it (object by object, not at once)
+_FOLDER_RENAME_REFUSED = frozenset({errno.EMFILE})
+
+
+def _move(src: Path, dst: Path) -> None:
+    """Rename ``src`` to ``dst``, which does not exist; a folder the file system will not rename is moved file by
+    file (:data:`_FOLDER_RENAME_REFUSED`)."""
+    try:
+        locks.retried(os.replace, src, dst)
+    except OSError as exc:
+        if exc.errno not in _FOLDER_RENAME_REFUSED or src.is_symlink() or not src.is_dir():
+            raise
+        dst.mkdir()
+        for folder, subfolders, names in os.walk(src):
+            within = dst / Path(folder).relative_to(src)
+            for name in subfolders:
+                if (Path(folder) / name).is_symlink():  # not walked into: moved as the link it is
+                    locks.retried(os.replace, Path(folder) / name, within / name)
+                else:
+                    (within / name).mkdir()
+            for name in names:
+                locks.retried(os.replace, Path(folder) / name, within / name)
+        shutil.rmtree(src)  # its folders, emptied
 
 
 def absolute_paths(params: dict) -> dict:

@@ -291,6 +291,47 @@ def test_replace_output_keeps_the_old_output_when_the_new_one_cannot_be_put_in_p
     assert out.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
+def gcsfuse_folder_renames(monkeypatch) -> list:
+    """``os.replace`` as gcsfuse answers it for a folder holding more objects than its ``--rename-dir-limit`` (0
+    unless the mount sets it): EMFILE, "Too many open files" (internal/fs/fs.go); a file, or an empty folder, is
+    renamed. Returns the folders refused."""
+    real, refused = os.replace, []
+
+    def replace(src, dst, *args, **kwargs):
+        if os.path.isdir(src) and os.listdir(src):
+            refused.append(os.fspath(src))
+            raise OSError(errno.EMFILE, "Too many open files")
+        return real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(output.os, "replace", replace)
+    return refused
+
+
+@pytest.mark.parametrize("old", [None, "file", "folder"])
+def test_a_folder_output_is_put_in_place_where_gcsfuse_will_not_rename_a_folder(tmp_path, monkeypatch, old):
+    # Ray's and Spark's output is a folder of parquet files, renamed into place at the end: on a bucket mounted with
+    # gcsfuse (rename-dir-limit 0 by default) every such job embedded its whole input and then failed with "[Errno 24]
+    # Too many open files", which says to raise a limit the job never reached. Now the folder is moved file by file.
+    out = tmp_path / "out"
+    if old == "file":
+        out.write_bytes(b"old")
+    elif old == "folder":
+        (out / "sub").mkdir(parents=True)
+        (out / "sub" / "part.parquet").write_bytes(b"old")
+    made = tmp_path / ".partial" / "data"
+    (made / "year=1").mkdir(parents=True)
+    (made / "part-0.parquet").write_bytes(b"new 0")
+    (made / "year=1" / "part-1.parquet").write_bytes(b"new 1")
+    refused = gcsfuse_folder_renames(monkeypatch)
+    replace_output(made, out)
+    assert str(made) in refused
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == ["part-0.parquet", "year=1",
+                                                                      "year=1/part-1.parquet"]
+    assert (out / "part-0.parquet").read_bytes() == b"new 0"
+    assert (out / "year=1/part-1.parquet").read_bytes() == b"new 1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".partial", "out"] and not made.exists()
+
+
 # -- absolute_paths -----------------------------------------------------------------------------------------------
 
 def test_absolute_paths_makes_the_cache_dir_absolute(tmp_path, monkeypatch):
