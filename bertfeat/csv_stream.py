@@ -90,6 +90,7 @@ class LoneCR:
         self._lines_end_with_lf: bool | None = None  # until the header's end is seen
         self.crlf = False  # whether the header's line ends with CRLF
         self.marked = False  # whether any value may hold a pair to read back
+        self._tail = b""  # the last two bytes rewritten, where a mark of the file's own may have begun
 
     @property
     def lines_end_with_lf(self) -> bool:
@@ -111,6 +112,18 @@ class LoneCR:
             return head + self.rewrite(data)
         if not self._lines_end_with_lf:
             return data
+        # a mark of the file's own split between two pieces (its first bytes already given): escaped after its end,
+        # here, as a whole one is, else a U+FDD0 U+FDD2 of the text came back as a CR (pieces are pyarrow's blocks)
+        split = (self._tail + data[:2]).find(_MARK)
+        end = split + len(_MARK) - len(self._tail)  # where in data the mark ends
+        self._tail = (self._tail + data)[-2:]
+        if 0 <= split and end <= 2:
+            self.marked = True
+            return data[:end] + _AS_MARK[len(_MARK):] + self._rewrite(data[end:])
+        return self._rewrite(data)
+
+    def _rewrite(self, data: bytes) -> bytes:
+        """``data`` with the file's own marks and its lone CRs marked (the stream's line ends are known)."""
         marks = _MARK_LEAD in data and _MARK in data
         if not marks and b"\r" not in data:
             return data

@@ -497,6 +497,31 @@ def test_a_files_own_marks_in_a_piece_with_no_cr_are_read_as_written_beside_a_la
     assert read_all(csv_reader(src, ["text"]))[0].column("text").to_pylist() == texts
 
 
+def test_a_files_own_mark_split_between_read_pieces_is_read_as_written(tmp_path, monkeypatch):
+    """(found by a CSV dialects hunt, 2026-11-27, session 15) LoneCR escaped a U+FDD0 of the file's own only where a
+    read piece held its three bytes whole: one cut by pyarrow's read block after its first or second byte reached
+    pyarrow as written, and once any lone CR had been marked, the text's U+FDD0 U+FDD2 came back as a CR and its
+    U+FDD0 U+FDD1 as U+FDD0, silently. Here each cut of the mark at a 4 KB block's end, and LoneCR fed one, two
+    and three bytes at a time."""
+    monkeypatch.setattr(readers, "BLOCK_BYTES", 1 << 12)
+    for cut in (1, 2):
+        for own in ("x\ufdd0\ufdd2y", "\ufdd0\ufdd1", "\ufdd0"):
+            pad = "p" * ((1 << 12) - len("text\n") - len("\n") - len("x".encode()[:own.startswith("x")]) - cut)
+            texts = [pad, own, "a\rb"]
+            src = tmp_path / "marks.csv"
+            src.write_bytes(("text\n" + "".join(f"{t}\n" for t in texts)).encode())
+            assert src.read_bytes()[(1 << 12) - cut:(1 << 12) - cut + 3] == "\ufdd0".encode()
+            assert read_all(csv_reader(src, ["text"]))[0].column("text").to_pylist() == texts, (cut, own)
+    data = "text\nx\ufdd0\ufdd2y\n\ufdd0\ufdd1\ufdd0\na\rb\n".encode()
+    whole = csv_stream.LoneCR().rewrite(data)
+    for size in (1, 2, 3):
+        cuts = [at for at in range(size, len(data), size) if data[at - 1:at] != b"\r"]  # as _CountingFile cuts
+        pieces = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)])]
+        lone = csv_stream.LoneCR()
+        assert b"".join(lone.rewrite(p) for p in pieces) == whole, size
+    assert whole.count("\ufdd1".encode()) == 4 and whole.count("\ufdd0".encode()) == 4  # 3 escaped, 1 CR
+
+
 def test_the_lines_of_a_byte_stream_are_split_as_bytes_splitlines_splits_them_whatever_the_pieces():
     from bertfeat.utf8 import _lines
 
