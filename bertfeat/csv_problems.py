@@ -118,10 +118,11 @@ class CsvProblems:
         (:attr:`bertfeat.quotes.QuoteScanner.escaped_quote`)."""
         line = self._line_at(self._counting.quotes.escaped_quote, bom=True)
         return (f"{self.path}: line {line} holds a quote escaped with a backslash (\\\") in a value that is not "
-                "quoted, as pandas' to_csv and Python's csv module write a quote with an escapechar and doublequote "
-                "off (CSV quotes such a value and doubles the quote): read as written the text would keep the "
-                "backslash. Write the file again without an escapechar (or as parquet); if it quotes no value "
-                "(csv.QUOTE_NONE), pass quoting='backslash'; if the backslashes are the texts' own, pass "
+                "quoted, as pandas' to_csv and Python's csv module write a quote with an escapechar and doublequote off (CSV "
+                "quotes such a value and doubles the quote): read as written the text would keep the backslash. Pass "
+                "quoting='csv-backslash', which reads a backslash as escaping the next character (those writers escape "
+                "a text's backslash too), or write the file again without an escapechar (or as parquet); if it quotes "
+                "no value (csv.QUOTE_NONE), pass quoting='backslash'; if the backslashes are the texts' own, pass "
                 "quoting='csv'.")
 
     def _refuse_escapes(self, batch: pa.RecordBatch, delivered: int) -> None:
@@ -329,7 +330,7 @@ class CsvProblems:
         """The first of lines ``first`` to ``last`` (the line ending the record before a ragged one, and the ragged
         one's) that ends with a line feed alone, in a file whose header line ends with CRLF; None otherwise, or where
         the file is read as a backslash-escaped export (which reads such a line feed as its value's)."""
-        if self.quoting == "backslash":
+        if self.quoting in ("backslash", "csv-backslash"):
             return None
         with self._text() as fh:
             lines = lines_joined_at_lone_cr(fh) if self._lone_cr() else fh
@@ -368,18 +369,23 @@ class CsvProblems:
         """What to do where a quote is escaped with a backslash (\\") on lines ``first`` to ``last``: R's write.table()
         writes one so by default (qmethod = "escape"), MySQL's SELECT ... INTO OUTFILE ... ENCLOSED BY '"' with its
         default ESCAPED BY '\\\\' (quotes, backslashes and NULL, \\N), pandas' to_csv with an escapechar and doublequote
-        off; no CSV reader reads them as quotes. None where no such quote is there."""
+        off; no CSV reader reads them as quotes (``csv-backslash`` reads MySQL's). None where no such quote is there."""
         with self._text() as fh:
             lines = [text for number, text in zip(range(1, last + 1), fh) if number >= first]
         if not any('\\"' in text for text in lines):
             return None
+        if self.quoting == "csv-backslash":  # read as an escape: the quote closed early follows a text's backslash
+            return (" Under quoting='csv-backslash' a backslash escapes the next character, so a backslash before a "
+                    "quote that closes its value is escaped too (\\\\\"): R's write.table() escapes a quote and no "
+                    "backslash (qmethod = \"escape\"): write the file with write.csv() or write.table(..., qmethod = "
+                    "\"double\") and read it with no quoting.")
         return (" A quote there is escaped with a backslash (\\\"), which CSV does not do (it doubles a quote inside "
-                "a quoted value): R's write.table() writes one so by default (qmethod = \"escape\"): write the file "
-                "with write.csv() or write.table(..., qmethod = \"double\"); MySQL's SELECT ... INTO OUTFILE ... "
-                "ENCLOSED BY '\"' does too (its default ESCAPED BY, a backslash, escapes quotes and backslashes): "
-                "export the query with mysql --batch -e 'SELECT ...' > file.tsv and pass quoting='backslash', or with "
-                "FIELDS ESCAPED BY '' and no quote or backslash in the values; so do pandas' to_csv and Python's csv "
-                "module with an escapechar and doublequote off: write the file again without an escapechar.")
+                "a quoted value): R's write.table() writes one so by default (qmethod = \"escape\"): write the file with "
+                "write.csv() or write.table(..., qmethod = \"double\"); MySQL's SELECT ... INTO OUTFILE ... ENCLOSED BY "
+                "'\"' does too (its default ESCAPED BY, a backslash, escapes quotes and backslashes): pass "
+                "quoting='csv-backslash', which reads its escapes as MySQL's LOAD DATA does; so do pandas' to_csv and "
+                "Python's csv module with an escapechar and doublequote off: write the file again without an "
+                "escapechar.")
 
     def _unquoted_hint(self) -> str:
         """What to do where a quote problem may be a TSV whose values are never quoted, its quoting not declared (a

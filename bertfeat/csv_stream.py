@@ -187,11 +187,15 @@ class _CountingFile:
         self._raw = open(path, "rb")
         self.size = os.fstat(self._raw.fileno()).st_size
         self._fh = open_decompressed(path, self._raw)
-        self.quotes = QuoteScanner(delimiter, watch_rows, watch_escapes) if quoting == "csv" else _NoQuotes()
-        # a backslash-escaped export: rewritten so that no escaped delimiter or line break ends a value (escapes.py)
-        self._escapes = EscapedBytes(delimiter) if quoting == "backslash" else None
+        quoted = quoting in ("csv", "csv-backslash")
+        # (an escaped export's bytes as rewritten, an escaped quote no quote)
+        self.quotes = QuoteScanner(delimiter, watch_rows, watch_escapes) if quoted else _NoQuotes()
+        # a backslash-escaped export: rewritten so that no escaped delimiter, line break or quote ends a value
+        # (escapes.py)
+        escaped = quoting in ("backslash", "csv-backslash")
+        self._escapes = EscapedBytes(delimiter, quoted) if escaped else None
         # with lone_cr, a lone CR in a value is kept from pyarrow's line ends (escaped exports: EscapedBytes keeps it)
-        self.lone_cr = LoneCR(quoting == "csv") if lone_cr and quoting != "backslash" else None
+        self.lone_cr = LoneCR(quoting == "csv") if lone_cr and not escaped else None
         self.eof = False
         self.closed = False
         self._held = b""  # a trailing b"\r" kept back for the next piece

@@ -19,13 +19,24 @@ escaped backslash before a delimiter stays one (``\\\\<tab>`` ends its value); a
 follows becomes ``\\r`` too, as MySQL escapes none (a text's Windows line break); and where the file's first line ends
 with CRLF (INTO OUTFILE ... LINES TERMINATED BY '\\r\\n', which escapes the CR and no LF), a line feed no carriage
 return comes before becomes ``\\n``. :func:`decode` then reads each value.
+
+``csv-backslash`` is CSV's quoting with a backslash escaping the next character, as MySQL's ``SELECT ... INTO OUTFILE
+... FIELDS ENCLOSED BY '"'`` writes with its default ``ESCAPED BY '\\\\'``: a quote, a backslash and a line feed inside
+a quoted value written after a backslash, a NUL as ``\\0``, NULL as ``\\N`` unquoted (Redshift's ``UNLOAD ... ADDQUOTES
+ESCAPE`` writes the same, the delimiter and a CR escaped too). Read as CSV, its texts kept their backslashes
+(``C:\\\\dir`` embedded with two), and a ``\\"`` ended its value. :class:`EscapedBytes` rewrites an escaped quote too
+(a backslash and U+001E), so that pyarrow reads the quotes, and :func:`decode_quoted` reads each value as MySQL's
+``LOAD DATA`` reads it: ``\\0`` a NUL, ``\\b``, ``\\n``, ``\\r``, ``\\t``, ``\\Z`` (Ctrl-Z), any other character after a
+backslash itself (no octal or hex escape: ``\\012`` is a NUL and ``12``). R's ``write.table()`` escapes a quote but
+no backslash (``C:\\dir`` as written, and a text's ``\\"`` as ``\\\\"``, which no reader tells from an escaped
+backslash and a closing quote): no reading reads it right, so its ``\\"`` is refused under ``csv``.
 """
 
 from __future__ import annotations
 
 import re
 
-QUOTINGS = ("csv", "none", "backslash")
+QUOTINGS = ("csv", "none", "backslash", "csv-backslash")
 # an escape, or a carriage return no line feed follows: MySQL escapes no CR (mysql --batch writes a text's CRLF as a
 # bare CR and \\n, INTO OUTFILE as a bare CR, a backslash and the LF), where pyarrow would end the row
 _PAIR = re.compile(rb"\\(.)|\r(?!\n)", re.S)
@@ -35,8 +46,12 @@ _PAIR = re.compile(rb"\\(.)|\r(?!\n)", re.S)
 # the LF, where before it the pattern would lose its first bytes' set and take 0.69 s)
 _PAIR_CRLF = re.compile(rb"\\\r\n|\\(.)|\r(?!\n)|\n(?<!\r\n)", re.S)
 _SEPARATOR = 0x1F  # what stands for an escaped delimiter between the two steps
+_QUOTE = 0x1E  # what stands for an escaped quote between the two steps (csv-backslash): no exporter's after one
 _LETTERS = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
 _ESCAPE = re.compile(r"\\(?:([0-7]{1,3})|x([0-9A-Fa-f]{1,2})|(.))", re.S)
+_ESCAPE_QUOTED = re.compile(r"\\(.)", re.S)
+# MySQL's LOAD DATA: what a backslash and a letter (or 0) stand for; any other character after one is itself
+_LOAD_DATA = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a", chr(_QUOTE): '"'}
 
 
 def checked(quoting) -> str:
@@ -45,8 +60,10 @@ def checked(quoting) -> str:
         return "csv"
     if not isinstance(quoting, str) or quoting not in QUOTINGS:
         raise ValueError(f"quoting={quoting!r} is not valid: expected 'csv' (\" quotes a value, the default), 'none' "
-                         "(no quoting: \" is a plain character) or 'backslash' (no quoting, backslash escapes, \\N "
-                         "missing: PostgreSQL's COPY text format, MySQL's INTO OUTFILE and mysql --batch).")
+                         "(no quoting: \" is a plain character), 'backslash' (no quoting, backslash escapes, \\N "
+                         "missing: PostgreSQL's COPY text format, MySQL's INTO OUTFILE and mysql --batch) or "
+                         "'csv-backslash' (\" quotes a value, backslash escapes, \\N missing: MySQL's INTO OUTFILE "
+                         "... ENCLOSED BY '\"').")
     return quoting
 
 
@@ -58,8 +75,10 @@ class EscapedBytes:
     stream has shown a line feed: a file whose lines end with a bare CR keeps them. Where the stream's first line feed
     ends a CRLF, a line feed no (unescaped) carriage return comes before is a value's own too (``\\n``)."""
 
-    def __init__(self, delimiter: str):
+    def __init__(self, delimiter: str, quoted: bool = False):
         self._to = {ord("\n"): b"\\n", ord("\r"): b"\\r", ord(delimiter): b"\\" + bytes([_SEPARATOR])}
+        if quoted:  # csv-backslash: an escaped quote would end its quoted value for pyarrow
+            self._to[ord('"')] = b"\\" + bytes([_QUOTE])
         if delimiter == "\t":
             self._to[ord("\t")] = b"\\t"
         self.held = b""
@@ -123,3 +142,15 @@ def decode(value: str, delimiter: str) -> str:
     except UnicodeDecodeError as exc:
         raise ValueError(f"holds escaped bytes that are no UTF-8 (the first, {exc.object[exc.start]:#04x}, in "
                          f"{value!r})") from None
+
+
+def decode_quoted(value: str, delimiter: str) -> str:
+    """A value of a quoted export with backslash escapes (``csv-backslash``), as MySQL's LOAD DATA reads it (the
+    module's docstring), after :class:`EscapedBytes`: ``C:\\\\dir`` is ``C:\\dir``, ``say \\"hi\\"`` is ``say "hi"``,
+    ``\\0`` a NUL."""
+
+    def one(m: re.Match) -> str:
+        c = m[1]
+        return delimiter if ord(c) == _SEPARATOR else _LOAD_DATA.get(c, c)
+
+    return _ESCAPE_QUOTED.sub(one, value)

@@ -235,11 +235,13 @@ def embed_file(
         Overrides the CSV delimiter the suffix implies (``,`` for .csv, a tab for .tsv).
     infer_types : bool, default=False
         Guess CSV kept columns' types from the first block; by default they are read as written, as text.
-    quoting : {"csv", "none", "backslash"}, default=None
+    quoting : {"csv", "none", "backslash", "csv-backslash"}, default=None
         How a CSV's values are quoted, which the file cannot tell: ``"`` quotes a value (RFC 4180; None too, and
         then a TSV holding what only an export that quotes nothing writes is refused, saying so); no quoting
-        (every character as written, ``"`` too); or no quoting and backslash escapes (``\\t``, ``\\n``,
-        ``\\\\``, ``\\N`` missing), as PostgreSQL's COPY text format, MySQL's INTO OUTFILE and ``mysql --batch`` write.
+        (every character as written, ``"`` too); no quoting and backslash escapes (``\\t``, ``\\n``,
+        ``\\\\``, ``\\N`` missing), as PostgreSQL's COPY text format, MySQL's INTO OUTFILE and ``mysql --batch`` write;
+        or ``"`` quoting and backslash escapes (``\\"``, ``\\\\``, ``\\N`` missing), as MySQL's INTO OUTFILE ...
+        ENCLOSED BY '"' writes.
     quiet : bool, default=False
         No progress and no summary on stderr.
     progress_every : float, default=10.0

@@ -46,7 +46,7 @@ from bertfeat.csv_stream import (  # noqa: F401  (NUL_RUN, ZEROS: readers' publi
     open_decompressed,
     restore,
 )
-from bertfeat.escapes import checked, decode
+from bertfeat.escapes import checked, decode, decode_quoted
 from bertfeat.schemas import lost_value, may_lose, roomy, widened
 from bertfeat.schemas import refusal as schema_refusal
 from bertfeat.sources import (  # noqa: F401  (readers' public names since before the split)
@@ -274,7 +274,7 @@ class InputReader(CsvProblems):
         # told the names and skips that row: a duplicate name is refused rather than collapsed.
         read = pcsv.ReadOptions(block_size=block_size, column_names=self.header, skip_rows=self.header_lines)
         parse = pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=True,
-                                  quote_char='"' if self.quoting == "csv" else False)
+                                  quote_char='"' if self.quoting in ("csv", "csv-backslash") else False)
         # Text columns are read as text whatever they look like (a column of "1", "2" is still text to embed), and so
         # are kept columns unless asked otherwise: an id "007" or a zip code "02134" must come out as written, and a
         # column that looks numeric for a megabyte must not fail when "A123" comes.
@@ -360,6 +360,8 @@ class InputReader(CsvProblems):
         delimiter, and quotes, none, or none and backslash escapes (``quoting``)."""
         if self.quoting == "csv":
             return {"delimiter": self.delimiter, "strict": True}
+        if self.quoting == "csv-backslash":
+            return {"delimiter": self.delimiter, "strict": True, "escapechar": "\\"}
         return {"delimiter": self.delimiter, "quoting": csv.QUOTE_NONE,
                 "escapechar": "\\" if self.quoting == "backslash" else None}
 
@@ -542,8 +544,8 @@ class InputReader(CsvProblems):
                     batch = batch.select(self.columns)
                     if self._counting.lone_cr is not None and self._counting.lone_cr.marked:
                         batch = restore(batch)
-                    if self.quoting == "backslash":
-                        batch = _unescaped(batch, self.delimiter, self.path, delivered)
+                    if self.quoting in ("backslash", "csv-backslash"):
+                        batch = _unescaped(batch, self.delimiter, self.path, delivered, self.quoting)
                     if self._watch_escapes and self.delimiter == "\t":  # a database's text export, read as written?
                         self._refuse_escapes(batch, delivered)
                     if len(self.header) == 1:  # psql's "(3 rows)": a row of a file of one column, not a ragged one
@@ -644,10 +646,13 @@ def _as_batch(table: pa.Table) -> pa.RecordBatch:
     return table.combine_chunks().to_batches()[0]
 
 
-def _unescaped(batch: pa.RecordBatch, delimiter: str, path, first_row: int) -> pa.RecordBatch:
-    """``batch`` (of the file ``path``, its first row ``first_row``) of a backslash-escaped export with each text
-    value read as its escapes say (:mod:`bertfeat.escapes`); only the values holding a backslash are decoded one by
-    one. A ValueError names the row and column of escaped bytes that are no UTF-8."""
+def _unescaped(batch: pa.RecordBatch, delimiter: str, path, first_row: int,
+               quoting: str = "backslash") -> pa.RecordBatch:
+    """``batch`` (of the file ``path``, its first row ``first_row``) of a backslash-escaped export (``quoting``
+    backslash or csv-backslash) with each text value read as its escapes say (:mod:`bertfeat.escapes`); only the
+    values holding a backslash are decoded one by one. A ValueError names the row and column of escaped bytes that
+    are no UTF-8."""
+    read = decode_quoted if quoting == "csv-backslash" else decode
     columns = []
     for name, column in zip(batch.schema.names, batch.columns):
         if pa.types.is_string(column.type) and pc.any(pc.match_substring(column, "\\")).as_py():
@@ -655,7 +660,7 @@ def _unescaped(batch: pa.RecordBatch, delimiter: str, path, first_row: int) -> p
             for i, v in enumerate(values):
                 if v is not None and "\\" in v:
                     try:
-                        values[i] = decode(v, delimiter)
+                        values[i] = read(v, delimiter)
                     except ValueError as exc:
                         raise ValueError(
                             f"{path}: the text of row {first_row + i:,} in column {name!r} {exc}: under "

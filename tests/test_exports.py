@@ -555,10 +555,12 @@ def test_quoting_is_checked_and_recorded(tmp_path):
             InputReader(str(src), ["text"], 10, ["text"], quoting=given)
         assert str(info.value) == (
             f"quoting={given!r} is not valid: expected 'csv' (\" quotes a value, the default), 'none' (no quoting: \" "
-            "is a plain character) or 'backslash' (no quoting, backslash escapes, \\N missing: PostgreSQL's COPY text "
-            "format, MySQL's INTO OUTFILE and mysql --batch).")
+            "is a plain character), 'backslash' (no quoting, backslash escapes, \\N missing: PostgreSQL's COPY text "
+            "format, MySQL's INTO OUTFILE and mysql --batch) or 'csv-backslash' (\" quotes a value, backslash "
+            "escapes, \\N missing: MySQL's INTO OUTFILE ... ENCLOSED BY '\"').")
     assert InputReader(str(src), ["text"], 10, ["text"]).reading()["quoting"] == "csv"
     assert InputReader(str(src), ["text"], 10, ["text"], quoting="none").reading()["quoting"] == "none"
+    assert InputReader(str(src), ["text"], 10, ["text"], quoting="csv-backslash").reading()["quoting"] == "csv-backslash"
     pq.write_table(pa.table({"text": ["a"]}), tmp_path / "a.parquet")
     with pytest.raises(ValueError, match=r"quoting='none' applies to CSV input only"):
         InputReader(str(tmp_path / "a.parquet"), ["text"], 10, ["text"], quoting="none")
@@ -850,13 +852,11 @@ def test_a_quote_escaped_with_a_backslash_says_how_to_export_mysql_again(tmp_pat
         "or remove a stray quote at line 3. A quote there is escaped with a backslash (\\\"), which CSV does not do (it "
         "doubles a quote inside a quoted value): R's write.table() writes one so by default (qmethod = \"escape\"): "
         "write the file with write.csv() or write.table(..., qmethod = \"double\"); MySQL's SELECT ... INTO OUTFILE ... "
-        "ENCLOSED BY '\"' does too (its default ESCAPED BY, a backslash, escapes quotes and backslashes): export the "
-        "query with mysql --batch -e 'SELECT ...' > file.tsv and pass quoting='backslash', or "
-        "with FIELDS ESCAPED BY '' and no quote or backslash in the values; so do pandas' to_csv and Python's csv "
-        "module with an escapechar and doublequote off: write the file again without an escapechar.")
-    batch = tmp_path / "batch.tsv"  # what the refusal says to do: mysql --batch's output, read with its escapes
-    batch.write_bytes(b'id\ttext\n1\t\\N\n2\ta "quoted" word\n')
-    assert read(batch, ["id", "text"], quoting="backslash").column("text").to_pylist() == [None, 'a "quoted" word']
+        "ENCLOSED BY '\"' does too (its default ESCAPED BY, a backslash, escapes quotes and backslashes): pass "
+        "quoting='csv-backslash', which reads its escapes as MySQL's LOAD DATA does; so do pandas' to_csv and Python's "
+        "csv module with an escapechar and doublequote off: write the file again without an escapechar.")
+    # what the refusal says to do (session 15; before, to export the query again with mysql --batch)
+    assert read(src, ["id", "text"], quoting="csv-backslash").column("text").to_pylist() == [None, 'a "quoted" word']
 
 
 @pytest.mark.parametrize("sep", [",", "\t", ";"])
@@ -881,11 +881,14 @@ def test_a_quote_escaped_with_a_backslash_in_a_value_not_quoted_is_refused_not_r
     assert str(info.value) == (
         f"{src}: line 3 holds a quote escaped with a backslash (\\\") in a value that is not quoted, as pandas' "
         "to_csv and Python's csv module write a quote with an escapechar and doublequote off (CSV quotes such a value "
-        "and doubles the quote): read as written the text would keep the backslash. Write the file again without an "
-        "escapechar (or as parquet); if it quotes no value (csv.QUOTE_NONE), pass quoting='backslash'; if the "
-        "backslashes are the texts' own, pass quoting='csv'.")
+        "and doubles the quote): read as written the text would keep the backslash. Pass quoting='csv-backslash', "
+        "which reads a backslash as escaping the next character (those writers escape a text's backslash too), or "
+        "write the file again without an escapechar (or as parquet); if it quotes no value (csv.QUOTE_NONE), pass "
+        "quoting='backslash'; if the backslashes are the texts' own, pass quoting='csv'.")
     assert read(src, ["id", "text"], delimiter=delimiter, quoting="csv").column("text").to_pylist() == [
         "plain", 'say \\"hi\\"', "C:\\\\dir"]  # as written, as asked
+    assert read(src, ["id", "text"], delimiter=delimiter, quoting="csv-backslash").column("text").to_pylist() == [
+        "plain", 'say "hi"', "C:\\dir"]  # as the frame held them (session 15's reading)
     frame.to_csv(src, index=False, sep=sep, escapechar="\\", quoting=csv.QUOTE_NONE)
     assert read(src, ["id", "text"], delimiter=delimiter, quoting="backslash").column("text").to_pylist() == [
         "plain", 'say "hi"', "C:\\dir"]
@@ -928,3 +931,13 @@ def test_a_quote_rs_write_table_escapes_with_a_backslash_says_how_to_write_it_fr
             "write.table(..., qmethod = \"double\")") in said
     src.write_text(f'"id"{sep}"text"\n1{sep}"plain"\n2{sep}"say ""hi"""\n3{sep}"C:\\dir"\n4{sep}NA\n')  # so written
     assert read(src, ["id", "text"]).column("text").to_pylist() == ["plain", 'say "hi"', "C:\\dir", None]
+
+    # R's writing of the text a\"b, "a\\"b": an escaped backslash and a closing quote under quoting='csv-backslash'
+    src.write_text(f'"id"{sep}"text"\n1{sep}"a\\\\"b"\n')
+    with pytest.raises(ValueError) as info:
+        read(src, ["id", "text"], quoting="csv-backslash")
+    assert str(info.value).endswith(
+        "or remove a stray quote at line 2. Under quoting='csv-backslash' a backslash escapes the next character, so "
+        "a backslash before a quote that closes its value is escaped too (\\\\\"): R's write.table() escapes a quote "
+        "and no backslash (qmethod = \"escape\"): write the file with write.csv() or write.table(..., qmethod = "
+        "\"double\") and read it with no quoting."), str(info.value)

@@ -65,6 +65,72 @@ def test_what_pandas_writes_with_an_escapechar_and_no_quotes_reads_back_under_qu
     assert read_back(src, quoting="backslash") == [t if t == "\\N" else w for t, w in zip(TEXTS, written(False, False))]
 
 
+@pytest.mark.parametrize("sep", [",", "\t", ";"])
+@pytest.mark.parametrize("lineterminator", ["\n", "\r\n"])
+@pytest.mark.parametrize("quoting", [csv.QUOTE_MINIMAL, csv.QUOTE_ALL])
+def test_what_pandas_writes_with_an_escapechar_and_quotes_reads_back_under_quoting_csv_backslash(
+        tmp_path, sep, lineterminator, quoting):
+    """(found by a CSV dialects hunt, 2026-11-27, session 15) to_csv(escapechar='\\\\', doublequote=False), as Python's
+    csv module writes with an escapechar: a quote and a backslash escaped, a value quoted where it holds the
+    delimiter or a line break (the quote escaped inside it too). No quoting read it: as CSV a text kept its escaping
+    backslashes (C:\\\\ embedded as two), or was refused; quoting='csv-backslash' reads it as written."""
+    src = tmp_path / ("pandas.tsv" if sep == "\t" else "pandas.csv")
+    FRAME.to_csv(src, index=False, sep=sep, lineterminator=lineterminator, quoting=quoting, escapechar="\\",
+                 doublequote=False)
+    quotes = quoting != csv.QUOTE_MINIMAL
+    got = read_back(src, quoting="csv-backslash", delimiter=";" if sep == ";" else None)
+    # the text \N is written \\N, escaped: a text, where an unescaped \N would be missing
+    assert got == [t if t == "\\N" else w for t, w in zip(TEXTS, written(quotes, quotes))]
+
+
+def mysql_outfile(texts: list, lines: bytes = b"\n", enclosed: bool = True) -> bytes:
+    """A header and rows (an id, a text, n) as MySQL's SELECT ... INTO OUTFILE ... FIELDS TERMINATED BY ','
+    [OPTIONALLY] ENCLOSED BY '"' LINES TERMINATED BY ``lines`` writes them with its default ESCAPED BY '\\\\' (the
+    byte format of its manual's SELECT ... INTO section, as select_export::send_data writes it): a value enclosed
+    (``enclosed``; OPTIONALLY ENCLOSED leaves the id and n bare), its backslash, quote and the line terminator's
+    first byte written after a backslash, a NUL as \\0, no other character escaped (the comma, a CR where lines end
+    with LF); NULL as \\N, not enclosed. The header is the user's (a UNION's first row), enclosed alike."""
+    def value(v, quoted=True):
+        if v is None:
+            return b"\\N"
+        out = bytearray()
+        for byte in v.encode():
+            if byte == 0:
+                out += b"\\0"
+            elif byte in (ord("\\"), ord('"'), lines[0]):
+                out += b"\\" + bytes([byte])
+            else:
+                out.append(byte)
+        return b'"' + bytes(out) + b'"' if quoted else bytes(out)
+
+    rows = [("id", "text", "n")] + [(str(i), t, "1,5") for i, t in enumerate(texts)]
+    return b"".join(b",".join([value(i, enclosed), value(t), value(n)]) + lines for i, t, n in rows)
+
+
+@pytest.mark.parametrize("lines", [b"\n", b"\r\n"])
+@pytest.mark.parametrize("enclosed", [True, False])
+def test_what_mysql_into_outfile_enclosed_by_a_quote_writes_reads_back_under_quoting_csv_backslash(
+        tmp_path, monkeypatch, lines, enclosed):
+    """(found by a CSV dialects hunt, 2026-11-27, session 15) MySQL's INTO OUTFILE ... ENCLOSED BY '"' escapes a
+    backslash as \\\\ inside a quoted value: a file of it holding no \\" was read as CSV with each backslash doubled
+    (C:\\\\dir embedded as written), silently, its NUL as \\0 and a line break as a backslash and the break. Read
+    under quoting='csv-backslash' as MySQL's LOAD DATA reads it back: every text as the table held it, \\N missing,
+    the text \\N a text; in 1 KB read blocks, so escapes and quotes fall across them."""
+    from bertfeat import readers
+
+    monkeypatch.setattr(readers, "BLOCK_BYTES", 1 << 10)
+    texts = [*TEXTS[:-1], "nul\0byte", "ends\\", '\\"', "x" * 1500 + '"\\', None]
+    src = tmp_path / "outfile.csv"
+    src.write_bytes(mysql_outfile(texts, lines, enclosed))
+    reader = InputReader(str(src), ["id", "text", "n"], 7, ["text"], quoting="csv-backslash")
+    table = pa.Table.from_batches(list(reader.batches()), schema=reader.schema)
+    assert table.column("id").to_pylist() == [str(i) for i in range(len(texts))]
+    assert table.column("n").to_pylist() == ["1,5"] * len(texts)
+    assert table.column("text").to_pylist() == texts
+    with pytest.raises(ValueError, match="pass quoting='csv-backslash'"):  # as CSV: refused at its \"
+        list(InputReader(str(src), ["id", "text"], 7, ["text"]).batches())
+
+
 @pytest.mark.parametrize("sep", [",", "\t"])
 @pytest.mark.parametrize("style", ["needed", "all_valid"])
 def test_what_pyarrow_write_csv_writes_reads_back_as_written(tmp_path, sep, style):

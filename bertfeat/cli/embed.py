@@ -60,7 +60,9 @@ def add_parser(sub) -> None:
     c.add_argument("--quoting", choices=QUOTINGS, default=None,
                    help="how values are quoted: csv (\" quotes a value; the default), none (no quoting: \" is a plain "
                         "character), backslash (no quoting; \\t, \\n, \\\\ escapes and \\N missing, as PostgreSQL's "
-                        "\\copy ... TO, MySQL's INTO OUTFILE and mysql --batch write)")
+                        "\\copy ... TO, MySQL's INTO OUTFILE and mysql --batch write), csv-backslash (\" quotes a "
+                        "value and \\\" in it is a quote, \\\\ a backslash, \\N missing, as MySQL's INTO OUTFILE ... "
+                        "ENCLOSED BY '\"' writes)")
     c.add_argument("--infer-types", action="store_true",
                    help="read kept columns as numbers, booleans, ... where they look like it (default: as written, "
                         "as text, so an id 007 stays 007)")

@@ -40,7 +40,8 @@ def add_parser(sub) -> None:
     p.add_argument("--quoting", choices=QUOTINGS, default=None,
                    help="how a CSV's values are quoted: csv (\" quotes a value; the default), none (no quoting), "
                         "backslash (no quoting; backslash escapes and \\N missing, as PostgreSQL's \\copy ... TO and "
-                        "mysql --batch write)")
+                        "mysql --batch write), csv-backslash (\" quotes a value, backslash escapes and \\N missing, as "
+                        "MySQL's INTO OUTFILE ... ENCLOSED BY '\"' writes)")
     p.add_argument("--model", action="append", default=None, metavar="MODEL",
                    help="'default', a Hugging Face name or a local directory; repeat to compare models in one table "
                         "(default: 'default', the bundled model)")

@@ -468,7 +468,8 @@ issue_python_warnings <- function(warnings) {
 #'   `layers` takes whole numbers as in [bf_embed()] (`layers = c(-1, -2)`), or the command line's string `"-1,-2"`.
 #'   A CSV's reading options too: `delimiter = ";"`, and `quoting = "backslash"` for a database's text export
 #'   (PostgreSQL's `\copy ... TO`, MySQL's `INTO OUTFILE` and `mysql --batch`: backslash escapes, `\N` missing) or
-#'   `quoting = "none"` for a TSV that quotes nothing.
+#'   `quoting = "none"` for a TSV that quotes nothing, `quoting = "csv-backslash"` for MySQL's
+#'   `INTO OUTFILE ... ENCLOSED BY '"'` (quoted values, backslash escapes).
 #'
 #' @return `output`, invisibly. The command's summary of the finished job (rows, dims, texts embedded and from
 #'   the cache, truncated (or, with `long_text = "chunk"`, chunked) and missing texts) comes as a message of class

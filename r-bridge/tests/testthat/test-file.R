@@ -403,3 +403,21 @@ test_that("bf_embed_file() reads a database's text export with quoting = \"backs
   expect_equal(unname(f$x), unname(expected), tolerance = 1e-5)
   expect_true(all(is.na(f$x[2, ])))
 })
+
+test_that("bf_embed_file() reads MySQL's INTO OUTFILE ... ENCLOSED BY '\"' with quoting = \"csv-backslash\"", {
+  # (a CSV dialects hunt, 2026-11-27, session 15) MySQL escapes a backslash and a quote inside a quoted value: read as
+  # CSV its texts kept every escaping backslash, or it was told to export the query again
+  dir <- withr::local_tempdir()
+  input <- file.path(dir, "outfile.csv")
+  writeLines(c('"id","review"', '"1","C:\\\\dir"', '"2","say \\"hi\\""', '"3",\\N'), input)
+  output <- file.path(dir, "features.parquet")
+  err <- expect_error(bf_embed_file(input, output, "review", pooling = "mean", missing = "nan"),
+                      class = "bertfeat_error_cli")
+  expect_match(conditionMessage(err), 'pass quoting = "csv-backslash", which reads its escapes', fixed = TRUE)
+  expect_no_match(conditionMessage(err), "--quoting", fixed = TRUE)
+  suppressMessages(bf_embed_file(input, output, "review", pooling = "mean", missing = "nan", id_col = "id",
+                                 quoting = "csv-backslash"))
+  f <- bf_read_features(output, row_names = "id")
+  expected <- bf_embed(c("C:\\dir", 'say "hi"', NA), pooling = "mean", missing = "nan")
+  expect_equal(unname(f$x), unname(expected), tolerance = 1e-5)
+})
