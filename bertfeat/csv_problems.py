@@ -302,7 +302,15 @@ class CsvProblems:
             said += (". The header names one column fewer than the rows hold, as R's write.table() writes a data "
                      "frame with its row names: write it with row.names = FALSE (or with write.csv(), which names "
                      "the row names' column \"\").")
+        elif line and self.quoting == "csv" and self._quotes_nothing(line):
+            said += split_unquoted(self.delimiter)
         return said
+
+    def _quotes_nothing(self, line: int) -> bool:
+        """Whether lines 1 to ``line`` of the file (counted as the reader ends lines) hold no quote at all."""
+        with self._text() as fh:
+            lines = lines_joined_at_lone_cr(fh) if self._lone_cr() else fh
+            return not any('"' in text for _, text in zip(range(line), lines))
 
     def _lone_cr_hint(self, first: int, last: int) -> str:
         """What to do where one of lines ``first`` to ``last`` holds a lone CR the reader read as its value's."""
@@ -394,6 +402,16 @@ class CsvProblems:
             return ""
         return (" If the file's values are never quoted (a database's or a shell's export), pass quoting='none', "
                 "or quoting='backslash' for PostgreSQL's and MySQL's text exports.")
+
+
+def split_unquoted(delimiter: str) -> str:
+    """What a ragged row says where no value up to its line is quoted (a writer told to quote nothing)."""
+    return (f". No value up to that line is quoted, so where a value there holds the delimiter ({delimiter!r}) or a "
+            "line break, it was split: writers told to quote nothing write such a value as it is (R's write.table() with quote "
+            "= FALSE, polars' write_csv() with the quote style never), and no reader can tell where it ends. Write the "
+            "file again quoting such values (R's write.csv(), or write.table() with its default quote = TRUE; polars' "
+            "write_csv() with its default quote style), or as parquet; or, if the row lacks or has a field too many, "
+            "mend it.")
 
 
 def _long_window(path, exc: Exception) -> str | None:

@@ -12,6 +12,7 @@ import pytest
 
 from bertfeat import exports
 from bertfeat.cli import main
+from bertfeat.csv_problems import split_unquoted
 from bertfeat.readers import InputReader
 
 
@@ -401,7 +402,7 @@ def test_a_line_feed_alone_in_a_file_of_crlf_lines_read_without_quoting_says_why
     src.write_bytes(f"id{sep}text\n1{sep}unix\nbreak\n".encode())  # lines of LF: no such line, nothing said of it
     with pytest.raises(ValueError) as info:
         read(src, ["id", "text"])
-    assert str(info.value).endswith("got 1: break"), str(info.value)
+    assert str(info.value).endswith("got 1: break" + split_unquoted(sep)), str(info.value)  # (session 15's words)
 
 
 def test_escapes_split_between_read_pieces_are_read_whole():
@@ -941,3 +942,38 @@ def test_a_quote_rs_write_table_escapes_with_a_backslash_says_how_to_write_it_fr
         "a backslash before a quote that closes its value is escaped too (\\\\\"): R's write.table() escapes a quote "
         "and no backslash (qmethod = \"escape\"): write the file with write.csv() or write.table(..., qmethod = "
         "\"double\") and read it with no quoting."), str(info.value)
+
+
+@pytest.mark.parametrize("writer", ["write_table_tab", "write_table_comma", "write_table_line_break", "polars_comma",
+                                    "polars_line_break"])
+def test_a_file_that_quotes_nothing_split_at_a_values_delimiter_or_line_break_says_why(tmp_path, writer):
+    """(found by a CSV dialects hunt, 2026-11-27, session 15) R's write.table(quote = FALSE) and polars'
+    write_csv(quote_style='never') write a value holding the delimiter or a line break as it is: the file was refused
+    with pyarrow's bare 'Expected 2 columns, got 3' and nothing said of why or what to do. The refusal now says that
+    no value up to that line is quoted, what that does to such a value, and how to write the file again; a file that
+    quotes a value before its ragged row is told nothing of it."""
+    import polars as pl
+
+    sep = "\t" if writer == "write_table_tab" else ","
+    texts = {"write_table_tab": "has\ttab", "write_table_comma": "a, b", "write_table_line_break": "two\nlines",
+             "polars_comma": "a, b", "polars_line_break": "two\nlines"}
+    src = tmp_path / ("out.tsv" if sep == "\t" else "out.csv")
+    if writer.startswith("polars"):
+        pl.DataFrame({"id": ["1", "2", "3"], "text": ["plain", texts[writer], "c"]}).write_csv(src, quote_style="never")
+    else:  # write.table(df, name, sep = sep, quote = FALSE, row.names = FALSE), as R 4 writes it
+        src.write_text(f"id{sep}text\n1{sep}plain\n2{sep}{texts[writer]}\n3{sep}c\n")
+    assert b'"' not in src.read_bytes()
+    with pytest.raises(ValueError) as info:
+        read(src, ["id", "text"])
+    line, got = (4, "got 1: lines") if writer.endswith("line_break") else (3, f"got 3: 2{sep}{texts[writer]}")
+    assert str(info.value) == (
+        f"{src} is malformed at line {line}: CSV parse error: Expected 2 columns, {got}. No value up to that line is "
+        f"quoted, so where a value there holds the delimiter ({sep!r}) or a line break, it was split: writers told to "
+        "quote nothing write such a value as it is (R's write.table() with quote = FALSE, polars' write_csv() with the "
+        "quote style never), and no reader can tell where it ends. Write the file again quoting such values (R's "
+        "write.csv(), or write.table() with its default quote = TRUE; polars' write_csv() with its default quote "
+        "style), or as parquet; or, if the row lacks or has a field too many, mend it.")
+    src.write_text(f'id{sep}text\n1{sep}"plain"\n2{sep}{texts[writer]}\n3{sep}c\n')  # a quote before: no such hint
+    with pytest.raises(ValueError) as info:
+        read(src, ["id", "text"])
+    assert str(info.value).endswith(got), str(info.value)

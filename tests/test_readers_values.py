@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from bertfeat import csv_stream, readers
+from bertfeat.csv_problems import split_unquoted
 from bertfeat.readers import InputReader, _codec, resolve_input
 from bertfeat.utf8 import plain_text as _plain_text
 
@@ -206,13 +207,14 @@ def test_rows_one_field_wider_than_the_header_as_rs_write_table_writes_them_say_
         f"{row}. The header names one column fewer than the rows hold, as R's "
         "write.table() writes a data frame with its row names: write it with row.names = FALSE (or with "
         "write.csv(), which names the row names' column \"\").")
-    # one row wider further on is a ragged row, no such file: no word of R; nor rows ending with a delimiter
+    # one row wider further on is a ragged row, no such file: no word of R; nor rows ending with a delimiter (of files
+    # that quote nothing: told so, session 15)
     src.write_text(f"id{sep}text\n1{sep}a\n2{sep}b{sep}c\n")
     assert refusal(lambda: read_all(csv_reader(src, ["id", "text"]))) == (
-        f"{src} is malformed at line 3: CSV parse error: Expected 2 columns, got 3: 2{sep}b{sep}c")
+        f"{src} is malformed at line 3: CSV parse error: Expected 2 columns, got 3: 2{sep}b{sep}c{split_unquoted(sep)}")
     src.write_text(f"id{sep}text\n1{sep}a{sep}\n2{sep}b{sep}\n")
     assert refusal(lambda: read_all(csv_reader(src, ["id", "text"]))) == (
-        f"{src} is malformed at line 2: CSV parse error: Expected 2 columns, got 3: 1{sep}a{sep}")
+        f"{src} is malformed at line 2: CSV parse error: Expected 2 columns, got 3: 1{sep}a{sep}{split_unquoted(sep)}")
 
 
 @pytest.mark.parametrize("sep", [",", "\t"])
@@ -232,7 +234,8 @@ def test_a_bad_row_after_the_first_read_block_is_refused_with_its_line(tmp_path)
         fh.write("x,y,z\n")
     reader = csv_reader(src, ["id", "text"], chunk_rows=10_000)
     message, delivered = refusal_while_reading(reader)
-    assert message == f"{src} is malformed at line {n + 2}: CSV parse error: Expected 2 columns, got 3: x,y,z"
+    assert message == (f"{src} is malformed at line {n + 2}: CSV parse error: Expected 2 columns, got 3: x,y,z"
+                       f"{split_unquoted(',')}")  # a file that quotes nothing: told so (session 15)
     assert delivered and sum(delivered) < n  # the refusal came mid-file, as the reading went
     assert reader._counting.closed
 
@@ -1486,7 +1489,8 @@ def test_an_excel_sep_line_first_declares_the_delimiter_and_is_no_header(tmp_pat
     ragged = tmp_path / "ragged.csv"
     ragged.write_bytes(b"sep=;\nid;text;n\n1;a;1\n2;b;2;extra\n")
     assert refusal(csv_reader, ragged, ["id", "text"]) == (
-        f"{ragged} is malformed at line 4: CSV parse error: Expected 3 columns, got 4: 2;b;2;extra")
+        f"{ragged} is malformed at line 4: CSV parse error: Expected 3 columns, got 4: 2;b;2;extra"
+        f"{split_unquoted(';')}")
     stray = tmp_path / "stray.csv"
     stray.write_bytes(b'sep=;\nid;text\n1;"Meh" said I\n2;b\n')
     assert refusal(csv_reader, stray, ["id", "text"]).startswith(
