@@ -55,6 +55,19 @@ class CsvProblems:
                 "cut short where the whole file's room was taken first, or a write cut by a crash, leaves zeros); "
                 "fetch or write it again.")
 
+    def _lone_lf(self) -> str:
+        """The refusal of a file whose lines end with a lone CR holding a line feed outside a quoted value
+        (:attr:`bertfeat.quotes.QuoteScanner.lone_lf`)."""
+        line = self._line_at(self._counting.quotes.lone_lf, bom=True)
+        return (f"{self.path}: line {line} ends with a line feed alone, outside a quoted value, where the file's lines "
+                "end with a carriage return alone (as its first line does): pandas' to_csv() and Python's csv module "
+                "with a line terminator of a lone CR write a text's line break so, unquoted, and line ends mixed by "
+                "joining or editing files leave one; read as a line end it would cut its row in two (in a file of one "
+                "column, one text into two). Write the file again with the default line terminator (a line feed, "
+                "with which those writers quote such a value) or with every value quoted (csv.QUOTE_ALL); if each "
+                "line feed ends a line, give every line one end first, for example with tr '\\r' '\\n' < in.csv > "
+                "out.csv.")
+
     def _line_at(self, at: int, bom: bool = False) -> int:
         """The line of the byte at offset ``at`` of the decompressed file (``bom``: an offset that leaves out a UTF-8
         byte order mark, as :class:`bertfeat.quotes.QuoteScanner`'s do)."""

@@ -97,6 +97,11 @@ class LoneCR:
         """Whether the stream's first line ends with LF or CRLF (so far as seen), and so a lone CR is a value's own."""
         return bool(self._lines_end_with_lf)
 
+    @property
+    def lines_end_with_cr(self) -> bool:
+        """Whether the stream's first line ends with a lone CR (seen so): a line feed then ends no line of the file's."""
+        return self._lines_end_with_lf is False
+
     def rewrite(self, data: bytes) -> bytes:
         if self._lines_end_with_lf is None:
             first = self._header_end(data)
@@ -227,6 +232,8 @@ class _CountingFile:
         given = data if self.lone_cr is None else self.lone_cr.rewrite(data)  # deciding the file's line ends first
         if self.lone_cr is not None and self.lone_cr.lines_end_with_lf:
             self.quotes.lone_cr_in_values()
+        elif self.lone_cr is not None and self.lone_cr.lines_end_with_cr:
+            self.quotes.lf_ends_no_line()
         self.quotes.feed(data)
         if self.zeros_at is None and data:
             seen = self._tail + data
@@ -266,17 +273,28 @@ class _CountingFile:
 
 
 class _NoQuotes:
-    """The quotes of a file read without quoting (``quoting='none'`` or ``'backslash'``): none ever opens."""
+    """The quotes of a file read without quoting (``quoting='none'`` or ``'backslash'``): none ever opens, so every
+    line feed is outside a quoted value (:meth:`bertfeat.quotes.QuoteScanner.lf_ends_no_line`)."""
     ends_open = False
     closed_early = None
     rows_joined = None
     escaped_quote = None
+    lone_lf = None
+    _watch_lf = False
+    _offset = 0  # bytes fed before the current piece, a UTF-8 BOM excluded (as QuoteScanner's offsets)
 
     def feed(self, data: bytes) -> None:
-        pass
+        if not self._offset and data.startswith(b"\xef\xbb\xbf"):
+            self._offset = -3
+        if self._watch_lf and self.lone_lf is None and b"\n" in data:
+            self.lone_lf = self._offset + data.find(b"\n")
+        self._offset += len(data)
 
     def lone_cr_in_values(self) -> None:
         pass
+
+    def lf_ends_no_line(self) -> None:
+        self._watch_lf = True
 
 
 @contextlib.contextmanager

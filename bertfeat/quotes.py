@@ -46,6 +46,10 @@ class QuoteScanner:
         # closed_early's); CSV writers quote such a value and double the quote
         self._watch_escapes = watch_escapes
         self.escaped_quote: int | None = None
+        # where a line feed stands outside a quoted value in a file whose lines end with a lone CR (offsets as
+        # closed_early's): see lf_ends_no_line
+        self._watch_lf = False
+        self.lone_lf: int | None = None
 
     @property
     def ends_open(self) -> bool:
@@ -73,6 +77,10 @@ class QuoteScanner:
             j = data.find(b'"', i)
             if self._in_quote and self._watch and self.rows_joined is None:
                 self._inside(data, i, n if j < 0 else j)
+            if self._watch_lf and not self._in_quote and self.lone_lf is None:
+                k = data.find(b"\n", i, n if j < 0 else j)
+                if k >= 0:
+                    self.lone_lf = self._offset + k
             if j < 0:
                 break
             if self._in_quote:
@@ -98,6 +106,12 @@ class QuoteScanner:
         """From here on a lone CR is a value's character, no line end (the file's lines end with LF or CRLF:
         :class:`bertfeat.csv_stream.LoneCR`), so a quote after one opens no quoted value, as for the reader."""
         self._opens = self._field_starts - {0x0D}
+
+    def lf_ends_no_line(self) -> None:
+        """From here on the file's lines end with a lone CR (its first line's end: Excel for Mac's), so a line feed
+        outside a quoted value is no line end of the file's: :attr:`lone_lf` says where the first one is (pandas'
+        to_csv with a CR line terminator writes a text's LF so, unquoted; mixed line ends leave one)."""
+        self._watch_lf = True
 
     def stop_watching(self) -> None:
         """Watch no more for rows read into a quoted value (the file's quotes are shown to be its own)."""

@@ -318,6 +318,8 @@ class InputReader(CsvProblems):
                     self._refuse_rows_joined()
                 if self._counting.quotes.escaped_quote is not None:  # in the first block: refused before any work
                     raise ValueError(self._escaped_quote())
+                if self._counting.quotes.lone_lf is not None:  # in the first block: refused before any work
+                    raise ValueError(self._lone_lf())
                 if self.infer_types:
                     self._counting.close()
                     self._as_written = self._integers_past_int64(schema, block)
@@ -327,6 +329,8 @@ class InputReader(CsvProblems):
             except pa.ArrowInvalid as exc:
                 if self._counting.zeros_at is not None:
                     raise ValueError(self._zeros()) from None
+                if self._counting.quotes.lone_lf is not None:  # a row cut at a value's line feed: why it is ragged
+                    raise ValueError(self._lone_lf()) from None
                 if "straddl" in str(exc) and block < MAX_BLOCK_BYTES:
                     block *= 8
                     continue
@@ -541,6 +545,8 @@ class InputReader(CsvProblems):
                         raise ValueError(self._escaped_quote())
                     if self._counting.zeros_at is not None:  # before the rows the zeros are read into
                         raise ValueError(self._zeros())
+                    if self._counting.quotes.lone_lf is not None:  # before the rows cut at a value's line feed
+                        raise ValueError(self._lone_lf())
                     batch = batch.select(self.columns)
                     if self._counting.lone_cr is not None and self._counting.lone_cr.marked:
                         batch = restore(batch)
@@ -563,6 +569,8 @@ class InputReader(CsvProblems):
             except pa.ArrowInvalid as exc:
                 if self._counting.zeros_at is not None:  # a row of zeros, too few fields: the zeros are why
                     raise ValueError(self._zeros()) from None
+                if self._counting.quotes.lone_lf is not None:  # a row cut at a value's line feed: why it is ragged
+                    raise ValueError(self._lone_lf()) from None
                 if "straddl" in str(exc) and block < MAX_BLOCK_BYTES:
                     block *= 8
                     continue

@@ -500,6 +500,42 @@ def test_a_files_own_marks_in_a_piece_with_no_cr_are_read_as_written_beside_a_la
     assert read_all(csv_reader(src, ["text"]))[0].column("text").to_pylist() == texts
 
 
+def test_a_line_feed_outside_quotes_in_a_file_of_lone_cr_lines_is_refused_naming_its_line(tmp_path, monkeypatch):
+    """(found by a CSV dialects hunt, 2026-11-27, session 15) pandas' to_csv(lineterminator='\\r') (Python's csv
+    module with that terminator) quotes a value holding a CR and leaves one holding a line feed unquoted: pyarrow
+    ended the row there, so a file of one column read the text 'two\\nlines' as the two texts 'two' and 'lines',
+    silently, and a wider one was refused 'Expected 2 columns, got 1' with nothing said of why. Now refused naming
+    the line, before any row past it is delivered; a line feed inside a quoted value (Excel for Mac's) is read."""
+    texts = ["plain", "two\nlines", "c"]
+    one = tmp_path / "one.csv"
+    pd.DataFrame({"text": texts}).to_csv(one, index=False, lineterminator="\r")
+    assert one.read_bytes() == b"text\rplain\rtwo\nlines\rc\r"
+    said = ("ends with a line feed alone, outside a quoted value, where the file's lines end with a carriage return "
+            "alone (as its first line does): pandas' to_csv() and Python's csv module with a line terminator of a lone "
+            "CR write a text's line break so, unquoted, and line ends mixed by joining or editing files leave one; "
+            "read as a line end it would cut its row in two (in a file of one column, one text into two). Write the "
+            "file again with the default line terminator (a line feed, with which those writers quote such a value) "
+            "or with every value quoted (csv.QUOTE_ALL); if each line feed ends a line, give every line one end first, "
+            "for example with tr '\\r' '\\n' < in.csv > out.csv.")
+    assert refusal(lambda: read_all(csv_reader(one, ["text"]))) == f"{one}: line 3 {said}"
+    wide = tmp_path / "wide.csv"
+    pd.DataFrame({"id": ["1", "2", "3"], "text": texts}).to_csv(wide, index=False, lineterminator="\r")
+    assert refusal(lambda: read_all(csv_reader(wide, ["id", "text"]))) == f"{wide}: line 3 {said}"
+    tsv = tmp_path / "none.tsv"  # quoting none: no value is quoted; after a BOM, the lines the same
+    tsv.write_bytes("\ufeffid\ttext\r1\tplain\r2\tx\ny\r".encode())
+    assert refusal(lambda: read_all(csv_reader(tsv, ["id", "text"], quoting="none"))) == f"{tsv}: line 3 {said}"
+    pd.DataFrame({"text": texts}).to_csv(one, index=False, lineterminator="\r", quoting=1)  # quoted: read
+    assert read_all(csv_reader(one, ["text"]))[0].column("text").to_pylist() == texts
+    monkeypatch.setattr(readers, "BLOCK_BYTES", 1 << 12)  # past the first read blocks: before its rows are delivered
+    far = tmp_path / "far.csv"
+    far.write_bytes(b"id,text\r" + b"".join(b"%d,row %d\r" % (i, i) for i in range(2_000)) + b'x,"q\nq"\ry,a\nb\r')
+    delivered = []
+    with pytest.raises(ValueError) as info:  # (pyarrow may read blocks ahead: then refused at construction)
+        for batch in csv_reader(far, ["id", "text"]).batches():
+            delivered.extend(batch.column("id").to_pylist())
+    assert str(info.value) == f"{far}: line 2004 {said}" and "y" not in delivered
+
+
 def test_a_files_own_mark_split_between_read_pieces_is_read_as_written(tmp_path, monkeypatch):
     """(found by a CSV dialects hunt, 2026-11-27, session 15) LoneCR escaped a U+FDD0 of the file's own only where a
     read piece held its three bytes whole: one cut by pyarrow's read block after its first or second byte reached
