@@ -131,11 +131,11 @@ class CsvProblems:
         (:attr:`bertfeat.quotes.QuoteScanner.escaped_quote`)."""
         line = self._line_at(self._counting.quotes.escaped_quote, bom=True)
         return (f"{self.path}: line {line} holds a quote escaped with a backslash (\\\") in a value that is not "
-                "quoted, as pandas' to_csv and Python's csv module write a quote with an escapechar and doublequote off (CSV "
-                "quotes such a value and doubles the quote): read as written the text would keep the backslash. Pass "
-                "quoting='csv-backslash', which reads a backslash as escaping the next character (those writers escape "
-                "a text's backslash too), or write the file again without an escapechar (or as parquet); if it quotes "
-                "no value (csv.QUOTE_NONE), pass quoting='backslash'; if the backslashes are the texts' own, pass "
+                "quoted, as pandas' to_csv and Python's csv module write a quote with an escapechar and doublequote "
+                "off (CSV quotes such a value and doubles the quote): read as written the text would keep the "
+                "backslash. Pass quoting='csv-backslash', which reads a backslash as escaping the next character "
+                "(those writers escape a text's backslash too), or write the file again without an escapechar (or as "
+                "parquet); if it quotes no value (csv.QUOTE_NONE), pass quoting='backslash'; if the backslashes are the texts' own, pass "
                 "quoting='csv'.")
 
     def _refuse_escapes(self, batch: pa.RecordBatch, delivered: int) -> None:
@@ -269,7 +269,8 @@ class CsvProblems:
                 except csv.Error as scan_exc:
                     if "expected after" in str(scan_exc):
                         at = reader.line_num
-                        opened = open_quote_line(self._text, last_end, self.delimiter, until=at, lone_cr=lone_cr)
+                        opened = open_quote_line(self._text, last_end, self.delimiter, until=at, lone_cr=lone_cr,
+                                                 escapes=self.quoting == "csv-backslash")
                         return (f"{self.path} is malformed at line {at}: a quoted value (opened at line {opened}) "
                                 f"has more text after its closing quote ({scan_exc}); quote the whole value and "
                                 f"double each quote inside it (\"\"), or remove a stray quote at line {opened}."
@@ -277,7 +278,8 @@ class CsvProblems:
                                 f"{self._unquoted_hint()}")
                     if "end of data" not in str(scan_exc):
                         return f"{self.path} is malformed at line {reader.line_num}: {scan_exc}."
-                    opened = open_quote_line(self._text, last_end, self.delimiter, lone_cr=lone_cr)
+                    opened = open_quote_line(self._text, last_end, self.delimiter, lone_cr=lone_cr,
+                                             escapes=self.quoting == "csv-backslash")
                     return (f"{self.path} is malformed: a quote opened at line {opened} is never closed, so the rest "
                             "of the file would be one value; close the quote (or double it, \"\", inside a quoted "
                             f"value).{self._unquoted_hint()}")
@@ -393,17 +395,19 @@ class CsvProblems:
         off; no CSV reader reads them as quotes (``csv-backslash`` reads MySQL's). None where no such quote is there."""
         with self._text() as fh:
             lines = [text for number, text in zip(range(1, last + 1), fh) if number >= first]
-        if not any('\\"' in text for text in lines):
-            return None
-        if self.quoting == "csv-backslash":  # read as an escape: the quote closed early follows a text's backslash
+        if self.quoting == "csv-backslash":  # read as escapes: a quote closed early after an escaped backslash, R's
+            if not any(_ESCAPED_BACKSLASH_QUOTE.search(text) for text in lines):
+                return None
             return (" Under quoting='csv-backslash' a backslash escapes the next character, so a backslash before a "
                     "quote that closes its value is escaped too (\\\\\"): R's write.table() escapes a quote and no "
                     "backslash (qmethod = \"escape\"): write the file with write.csv() or write.table(..., qmethod = "
                     "\"double\") and read it with no quoting.")
+        if not any('\\"' in text for text in lines):
+            return None
         return (" A quote there is escaped with a backslash (\\\"), which CSV does not do (it doubles a quote inside "
-                "a quoted value): R's write.table() writes one so by default (qmethod = \"escape\"): write the file with "
-                "write.csv() or write.table(..., qmethod = \"double\"); MySQL's SELECT ... INTO OUTFILE ... ENCLOSED BY "
-                "'\"' does too (its default ESCAPED BY, a backslash, escapes quotes and backslashes): pass "
+                "a quoted value): R's write.table() writes one so by default (qmethod = \"escape\"): write the file "
+                "with write.csv() or write.table(..., qmethod = \"double\"); MySQL's SELECT ... INTO OUTFILE ... "
+                "ENCLOSED BY '\"' does too (its default ESCAPED BY, a backslash, escapes quotes and backslashes): pass "
                 "quoting='csv-backslash', which reads its escapes as MySQL's LOAD DATA does; so do pandas' to_csv and "
                 "Python's csv module with an escapechar and doublequote off: write the file again without an "
                 "escapechar.")
@@ -417,14 +421,19 @@ class CsvProblems:
                 "or quoting='backslash' for PostgreSQL's and MySQL's text exports.")
 
 
+# an even run of backslashes before a quote: under csv-backslash, escaped backslashes and a quote that closes its value,
+# as R's write.table() writes a text's backslash before a quote (it escapes the quote, not the backslash)
+_ESCAPED_BACKSLASH_QUOTE = re.compile(r'(?<!\\)(?:\\\\)+"')
+
+
 def split_unquoted(delimiter: str) -> str:
     """What a ragged row says where no value up to its line is quoted (a writer told to quote nothing)."""
     return (f". No value up to that line is quoted, so where a value there holds the delimiter ({delimiter!r}) or a "
-            "line break, it was split: writers told to quote nothing write such a value as it is (R's write.table() with quote "
-            "= FALSE, polars' write_csv() with the quote style never), and no reader can tell where it ends. Write the "
-            "file again quoting such values (R's write.csv(), or write.table() with its default quote = TRUE; polars' "
-            "write_csv() with its default quote style), or as parquet; or, if the row lacks or has a field too many, "
-            "mend it.")
+            "line break, it was split: writers told to quote nothing write such a value as it is (R's write.table() "
+            "with quote = FALSE, polars' write_csv() with the quote style never), and no reader can tell where it "
+            "ends. Write the file again quoting such values (R's write.csv(), or write.table() with its default quote "
+            "= TRUE; polars' write_csv() with its default quote style), or as parquet; or, if the row lacks or has a "
+            "field too many, mend it.")
 
 
 def _long_window(path, exc: Exception) -> str | None:

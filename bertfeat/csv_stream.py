@@ -99,7 +99,7 @@ class LoneCR:
 
     @property
     def lines_end_with_cr(self) -> bool:
-        """Whether the stream's first line ends with a lone CR (seen so): a line feed then ends no line of the file's."""
+        """Whether the stream's first line ends with a lone CR (seen so): a line feed ends no line of the file's."""
         return self._lines_end_with_lf is False
 
     def rewrite(self, data: bytes) -> bytes:

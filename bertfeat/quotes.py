@@ -139,13 +139,16 @@ class QuoteScanner:
             self.closed_early = self._offset + k
 
 
-def open_quote_line(opener, record_start: int, delimiter: str, until: int | None = None, lone_cr: bool = False) -> int:
+def open_quote_line(opener, record_start: int, delimiter: str, until: int | None = None, lone_cr: bool = False,
+                    escapes: bool = False) -> int:
     """The line where the quote left open in the record after line ``record_start`` opened (``opener()`` opens the
     file as text, with ``newline=""``); with ``until``, the line where the last quoted value opened before the end
     of line ``until``. Lines end as Python's csv module ends them: at CRLF, a lone CR (old Mac exports) or a lone
     LF, inside quoted values too; with ``lone_cr`` (a file whose lines end with LF or CRLF, whose reader reads a lone CR
-    as part of its value: :class:`bertfeat.csv_stream.LoneCR`), at LF and CRLF only."""
+    as part of its value: :class:`bertfeat.csv_stream.LoneCR`), at LF and CRLF only. With ``escapes``
+    (``quoting='csv-backslash'``), a backslash inside a quoted value escapes the next character, a quote too."""
     line, at_field_start, in_quote, opened, prev_quote, prev_cr = record_start + 1, True, False, None, False, False
+    escaped = False
     with opener() as fh:
         skipped = iter(fh.readline, "")
         for _ in range(record_start):
@@ -160,13 +163,19 @@ def open_quote_line(opener, record_start: int, delimiter: str, until: int | None
                         return opened or record_start + 1
                 prev_cr = c == "\r"
                 if in_quote:
-                    if c == '"':
+                    if escaped:
+                        escaped = False
+                    elif c == "\\" and escapes:
+                        escaped = True
+                    elif c == '"':
                         in_quote, prev_quote = False, True
                     continue
                 if c == '"' and (at_field_start or prev_quote):
                     in_quote, opened = True, line if at_field_start else opened
                     at_field_start = prev_quote = False
                     continue
+                if prev_quote and until is not None and c not in (delimiter, "\n", "\r"):
+                    return opened  # text after a closing quote: the value closed early, not one opened after it
                 prev_quote = False
                 at_field_start = c in (delimiter, "\n") or (c == "\r" and not lone_cr)
     return opened or record_start + 1

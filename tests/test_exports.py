@@ -561,7 +561,8 @@ def test_quoting_is_checked_and_recorded(tmp_path):
             "escapes, \\N missing: MySQL's INTO OUTFILE ... ENCLOSED BY '\"').")
     assert InputReader(str(src), ["text"], 10, ["text"]).reading()["quoting"] == "csv"
     assert InputReader(str(src), ["text"], 10, ["text"], quoting="none").reading()["quoting"] == "none"
-    assert InputReader(str(src), ["text"], 10, ["text"], quoting="csv-backslash").reading()["quoting"] == "csv-backslash"
+    escaped = InputReader(str(src), ["text"], 10, ["text"], quoting="csv-backslash")
+    assert escaped.reading()["quoting"] == "csv-backslash"
     pq.write_table(pa.table({"text": ["a"]}), tmp_path / "a.parquet")
     with pytest.raises(ValueError, match=r"quoting='none' applies to CSV input only"):
         InputReader(str(tmp_path / "a.parquet"), ["text"], 10, ["text"], quoting="none")

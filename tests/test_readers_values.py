@@ -536,6 +536,28 @@ def test_a_line_feed_outside_quotes_in_a_file_of_lone_cr_lines_is_refused_naming
     assert str(info.value) == f"{far}: line 2004 {said}" and "y" not in delivered
 
 
+@pytest.mark.parametrize("quoting", [None, "csv-backslash"])
+def test_a_stray_quote_is_named_at_its_line_not_at_a_quoted_value_after_the_one_it_closed_early(tmp_path, quoting):
+    """(found by a CSV dialects hunt, 2026-11-27, session 15) a stray quote at line 3 ran into line 4's '"3","x"':
+    the value it opened closes at line 4's first quote, with text after it, and the refusal named line 4 as where the
+    value opened and told the user to remove a stray quote there, the line of '"x"', a quoted value after the one
+    closed early (open_quote_line read the whole line). Under quoting='csv-backslash' an escaped quote (\\")
+    before the stray one (here before a comma) opens and closes nothing, and the hint of R's write.table() is given
+    only where a quote follows escaped backslashes (\\\\"), as R writes a text's backslash before a quote."""
+    src = tmp_path / "stray.csv"
+    src.write_text('"id","text"\n"1","a \\"q\\" b"\n"2","open \\", here\n"3","x"\n"4","y"\n' if quoting else
+                   'id,text\n1,a\n2,"open here\n"3","x"\n4,y\n')
+    said = refusal(csv_reader, src, ["id", "text"], quoting=quoting)
+    assert said == (
+        f"{src} is malformed at line 4: a quoted value (opened at line 3) has more text after its closing quote (',' "
+        "expected after '\"'); quote the whole value and double each quote inside it (\"\"), or remove a stray quote "
+        "at line 3."), said
+    if quoting:
+        src.write_text('"id","text"\n"1","R\'s \\\\"q\\""\n')  # R's write.table() of the text R's \"q"
+        assert refusal(csv_reader, src, ["id", "text"], quoting=quoting).endswith(
+            "and read it with no quoting.")
+
+
 def test_a_files_own_mark_split_between_read_pieces_is_read_as_written(tmp_path, monkeypatch):
     """(found by a CSV dialects hunt, 2026-11-27, session 15) LoneCR escaped a U+FDD0 of the file's own only where a
     read piece held its three bytes whole: one cut by pyarrow's read block after its first or second byte reached
