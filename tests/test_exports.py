@@ -842,10 +842,11 @@ def test_psqls_unaligned_output_with_a_value_holding_the_delimiter_says_so(tmp_p
         "quote each value holding a comma and leave out the footer.")
 
 
-def test_a_quote_escaped_with_a_backslash_says_how_to_export_mysql_again(tmp_path):
+def test_a_quote_escaped_with_a_backslash_says_how_to_read_a_mysql_export(tmp_path):
     """(same hunt) MySQL's INTO OUTFILE ... ENCLOSED BY '"' escapes a quote inside a value as \\" (its default
     ESCAPED BY '\\\\'): refused as a quoted value with text after its closing quote, told to double its quotes, with
-    nothing said of MySQL or of how to export it so that bertfeat reads it."""
+    nothing said of MySQL or of how to export it so that bertfeat reads it. (Session 15: told to pass
+    quoting='csv-backslash', which reads it; before, to export the query again with mysql --batch.)"""
     src = tmp_path / "outfile.csv"
     src.write_bytes(b'id,text\n1,\\N\n2,"a \\"quoted\\" word"\n')
     with pytest.raises(ValueError) as info:
