@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bertfeat.escapes import EscapedBytes
-from bertfeat.quotes import QuoteScanner
+from bertfeat.quotes import QuoteScanner, lone_lf
 from bertfeat.sources import _codec
 
 # A run of NUL bytes this long is no text but a file not written whole: a download preallocated at its full size and
@@ -287,7 +287,8 @@ class _NoQuotes:
         if not self._offset and data.startswith(b"\xef\xbb\xbf"):
             self._offset = -3
         if self._watch_lf and self.lone_lf is None and b"\n" in data:
-            self.lone_lf = self._offset + data.find(b"\n")
+            at = lone_lf(data, 0, len(data))
+            self.lone_lf = self._offset + at if at >= 0 else None
         self._offset += len(data)
 
     def lone_cr_in_values(self) -> None:

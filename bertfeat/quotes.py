@@ -78,7 +78,7 @@ class QuoteScanner:
             if self._in_quote and self._watch and self.rows_joined is None:
                 self._inside(data, i, n if j < 0 else j)
             if self._watch_lf and not self._in_quote and self.lone_lf is None:
-                k = data.find(b"\n", i, n if j < 0 else j)
+                k = lone_lf(data, i, n if j < 0 else j)
                 if k >= 0:
                     self.lone_lf = self._offset + k
             if j < 0:
@@ -137,6 +137,15 @@ class QuoteScanner:
         lone_cr = data[k] == 0x0D and self._opens is not self._field_starts and data[k + 1:k + 2] not in (b"", b"\n")
         if self.closed_early is None and (data[k] not in self._field_starts or lone_cr):
             self.closed_early = self._offset + k
+
+
+def lone_lf(data: bytes, start: int, end: int) -> int:
+    """Where in ``data[start:end]`` the first line feed no CR comes before is (a CRLF ends a line in a file of lone-CR
+    lines too, as pyarrow reads it), or -1."""
+    k = data.find(b"\n", start, end)
+    while k > 0 and data[k - 1] == 0x0D:
+        k = data.find(b"\n", k + 1, end)
+    return k
 
 
 def open_quote_line(opener, record_start: int, delimiter: str, until: int | None = None, lone_cr: bool = False,

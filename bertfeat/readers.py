@@ -318,7 +318,7 @@ class InputReader(CsvProblems):
                     self._refuse_rows_joined()
                 if self._counting.quotes.escaped_quote is not None:  # in the first block: refused before any work
                     raise ValueError(self._escaped_quote())
-                if self._counting.quotes.lone_lf is not None:  # in the first block: refused before any work
+                if self._counting.quotes.lone_lf is not None and len(self.header) == 1:  # no ragged row tells
                     raise ValueError(self._lone_lf())
                 if self.infer_types:
                     self._counting.close()
@@ -329,11 +329,11 @@ class InputReader(CsvProblems):
             except pa.ArrowInvalid as exc:
                 if self._counting.zeros_at is not None:
                     raise ValueError(self._zeros()) from None
-                if self._counting.quotes.lone_lf is not None:  # a row cut at a value's line feed: why it is ragged
-                    raise ValueError(self._lone_lf()) from None
                 if "straddl" in str(exc) and block < MAX_BLOCK_BYTES:
                     block *= 8
                     continue
+                if self._counting.quotes.lone_lf is not None:  # a row cut at a value's line feed: why it is ragged
+                    raise ValueError(self._lone_lf()) from None
                 if self._header_may_repeat and self._counting.sep_seen:  # its "sep=;": too few fields for a row
                     self._refuse_repeated_header()
                 raise ValueError(self._csv_problem(exc)) from None
@@ -545,8 +545,8 @@ class InputReader(CsvProblems):
                         raise ValueError(self._escaped_quote())
                     if self._counting.zeros_at is not None:  # before the rows the zeros are read into
                         raise ValueError(self._zeros())
-                    if self._counting.quotes.lone_lf is not None:  # before the rows cut at a value's line feed
-                        raise ValueError(self._lone_lf())
+                    if self._counting.quotes.lone_lf is not None and len(self.header) == 1:  # no ragged row tells
+                        raise ValueError(self._lone_lf())  # before the rows cut at a value's line feed
                     batch = batch.select(self.columns)
                     if self._counting.lone_cr is not None and self._counting.lone_cr.marked:
                         batch = restore(batch)
@@ -569,11 +569,11 @@ class InputReader(CsvProblems):
             except pa.ArrowInvalid as exc:
                 if self._counting.zeros_at is not None:  # a row of zeros, too few fields: the zeros are why
                     raise ValueError(self._zeros()) from None
-                if self._counting.quotes.lone_lf is not None:  # a row cut at a value's line feed: why it is ragged
-                    raise ValueError(self._lone_lf()) from None
                 if "straddl" in str(exc) and block < MAX_BLOCK_BYTES:
                     block *= 8
                     continue
+                if self._counting.quotes.lone_lf is not None:  # a row cut at a value's line feed: why it is ragged
+                    raise ValueError(self._lone_lf()) from None
                 if self._header_may_repeat and self._counting.sep_seen:  # its "sep=;": too few fields for a row
                     self._refuse_repeated_header()
                 raise ValueError(self._csv_problem(exc)) from None

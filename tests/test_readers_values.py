@@ -504,8 +504,10 @@ def test_a_line_feed_outside_quotes_in_a_file_of_lone_cr_lines_is_refused_naming
     """(found by a CSV dialects hunt, 2026-11-27, session 15) pandas' to_csv(lineterminator='\\r') (Python's csv
     module with that terminator) quotes a value holding a CR and leaves one holding a line feed unquoted: pyarrow
     ended the row there, so a file of one column read the text 'two\\nlines' as the two texts 'two' and 'lines',
-    silently, and a wider one was refused 'Expected 2 columns, got 1' with nothing said of why. Now refused naming
-    the line, before any row past it is delivered; a line feed inside a quoted value (Excel for Mac's) is read."""
+    silently, and a wider one was refused 'Expected 2 columns, got 1' with nothing said of why. Now a file of one
+    column is refused naming the line, before any row past it is delivered, and a wider one's ragged row is refused
+    so; a line feed inside a quoted value (Excel for Mac's), or ending a CRLF, is read, and a wider file whose line
+    ends are mixed but whose rows each have the header's width reads as before."""
     texts = ["plain", "two\nlines", "c"]
     one = tmp_path / "one.csv"
     pd.DataFrame({"text": texts}).to_csv(one, index=False, lineterminator="\r")
@@ -526,6 +528,12 @@ def test_a_line_feed_outside_quotes_in_a_file_of_lone_cr_lines_is_refused_naming
     assert refusal(lambda: read_all(csv_reader(tsv, ["id", "text"], quoting="none"))) == f"{tsv}: line 3 {said}"
     pd.DataFrame({"text": texts}).to_csv(one, index=False, lineterminator="\r", quoting=1)  # quoted: read
     assert read_all(csv_reader(one, ["text"]))[0].column("text").to_pylist() == texts
+    # a CRLF ends a line there too, and in a wider file line ends mixed read as before where every row has its width
+    mixed = tmp_path / "mixed.csv"
+    mixed.write_bytes(b"id,text\r1,a\r\n2,b\n3,c\r")
+    assert read_all(csv_reader(mixed, ["id", "text"]))[0].column("text").to_pylist() == ["a", "b", "c"]
+    one.write_bytes(b"text\ra\r\nb\r")
+    assert read_all(csv_reader(one, ["text"]))[0].column("text").to_pylist() == ["a", "b"]
     monkeypatch.setattr(readers, "BLOCK_BYTES", 1 << 12)  # past the first read blocks: before its rows are delivered
     far = tmp_path / "far.csv"
     far.write_bytes(b"id,text\r" + b"".join(b"%d,row %d\r" % (i, i) for i in range(2_000)) + b'x,"q\nq"\ry,a\nb\r')
