@@ -317,8 +317,8 @@ class CsvProblems:
             said += (". The header names one column fewer than the rows hold, as R's write.table() writes a data "
                      "frame with its row names: write it with row.names = FALSE (or with write.csv(), which names "
                      "the row names' column \"\").")
-        elif line and self.quoting == "csv" and self._quotes_nothing(line):
-            said += split_unquoted(self.delimiter)
+        elif line and (self.quoting == "none" or self.quoting == "csv" and self._quotes_nothing(line)):
+            said += split_unquoted(self.delimiter, self.quoting == "none")
         return said
 
     def _quotes_nothing(self, line: int) -> bool:
@@ -426,14 +426,17 @@ class CsvProblems:
 _ESCAPED_BACKSLASH_QUOTE = re.compile(r'(?<!\\)(?:\\\\)+"')
 
 
-def split_unquoted(delimiter: str) -> str:
-    """What a ragged row says where no value up to its line is quoted (a writer told to quote nothing)."""
-    return (f". No value up to that line is quoted, so where a value there holds the delimiter ({delimiter!r}) or a "
-            "line break, it was split: writers told to quote nothing write such a value as it is (R's write.table() "
-            "with quote = FALSE, polars' write_csv() with the quote style never), and no reader can tell where it "
-            "ends. Write the file again quoting such values (R's write.csv(), or write.table() with its default quote "
-            "= TRUE; polars' write_csv() with its default quote style), or as parquet; or, if the row lacks or has a "
-            "field too many, mend it.")
+def split_unquoted(delimiter: str, none: bool = False) -> str:
+    """What a ragged row says where no value up to its line is quoted (a writer told to quote nothing), or where
+    the file is read with no quoting (``none``)."""
+    unquoted = "Under quoting='none' no value is quoted" if none else "No value up to that line is quoted"
+    then = " and read it without quoting='none'" if none else ""
+    return (f". {unquoted}, so where a value there holds the delimiter ({delimiter!r}) or a line break, it was split: "
+            "writers told to quote nothing write such a value as it is (R's write.table() with quote = FALSE, polars' "
+            "write_csv() with the quote style never), and no reader can tell where it ends. Write the file again "
+            "quoting such values (R's write.csv(), or write.table() with its default quote = TRUE; polars' write_csv() "
+            f"with its default quote style){then}, or as parquet; or, if the row lacks or has a field too many, mend "
+            "it.")
 
 
 def _long_window(path, exc: Exception) -> str | None:

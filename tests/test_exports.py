@@ -975,6 +975,16 @@ def test_a_file_that_quotes_nothing_split_at_a_values_delimiter_or_line_break_sa
         "quote style never), and no reader can tell where it ends. Write the file again quoting such values (R's "
         "write.csv(), or write.table() with its default quote = TRUE; polars' write_csv() with its default quote "
         "style), or as parquet; or, if the row lacks or has a field too many, mend it.")
+    if writer == "write_table_tab":  # read with quoting='none' (cut and paste's TSV): told so, whatever it quotes
+        with pytest.raises(ValueError) as info:
+            read(src, ["id", "text"], quoting="none")
+        assert str(info.value).endswith(
+            f"{got}. Under quoting='none' no value is quoted, so where a value there holds the delimiter ('\\t') or a "
+            "line break, it was split: writers told to quote nothing write such a value as it is (R's write.table() "
+            "with quote = FALSE, polars' write_csv() with the quote style never), and no reader can tell where it "
+            "ends. Write the file again quoting such values (R's write.csv(), or write.table() with its default quote "
+            "= TRUE; polars' write_csv() with its default quote style) and read it without quoting='none', or as "
+            "parquet; or, if the row lacks or has a field too many, mend it."), str(info.value)
     src.write_text(f'id{sep}text\n1{sep}"plain"\n2{sep}{texts[writer]}\n3{sep}c\n')  # a quote before: no such hint
     with pytest.raises(ValueError) as info:
         read(src, ["id", "text"])
