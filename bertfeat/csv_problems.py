@@ -135,8 +135,8 @@ class CsvProblems:
                 "off (CSV quotes such a value and doubles the quote): read as written the text would keep the "
                 "backslash. Pass quoting='csv-backslash', which reads a backslash as escaping the next character "
                 "(those writers escape a text's backslash too), or write the file again without an escapechar (or as "
-                "parquet); if it quotes no value (csv.QUOTE_NONE), pass quoting='backslash'; if the backslashes are the texts' own, pass "
-                "quoting='csv'.")
+                "parquet); if it quotes no value (csv.QUOTE_NONE), pass quoting='backslash'; if the backslashes are "
+                "the texts' own, pass quoting='csv'.")
 
     def _refuse_escapes(self, batch: pa.RecordBatch, delivered: int) -> None:
         """Refuse a text of ``batch`` (the rows before it ``delivered``) of a TSV whose quoting was not declared that
