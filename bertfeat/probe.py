@@ -8,6 +8,7 @@ probe costs one embedding pass plus the model fits.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping, Set as AbstractSet
 from dataclasses import dataclass, field
@@ -197,6 +198,23 @@ def _kwargs(d: dict) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in d.items())
 
 
+def _arrays_inside(func):
+    """``func`` run with scikit-learn's ``transform_output`` at "default": the caller's setting
+    (``sklearn.set_config(transform_output="pandas")``, a notebook's first line) is for their own features, while the
+    probe reads its embedding pass and each fold's scaled features as arrays, which a frame is not ("'DataFrame'
+    object has no attribute 'reshape'"). The setting is the caller's again when it returns."""
+
+    @functools.wraps(func)
+    def with_arrays(*args, **kwargs):
+        from sklearn import config_context
+
+        with config_context(transform_output="default"):
+            return func(*args, **kwargs)
+
+    return with_arrays
+
+
+@_arrays_inside
 def probe(
     texts,
     y,

@@ -67,14 +67,16 @@ class BlockScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return out
 
 
-class MissingText(TransformerMixin, BaseEstimator):
+class MissingText(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
     """One column of texts read as :class:`~bertfeat.BertEmbedder` reads it, for a ``TfidfVectorizer`` after it.
 
     A missing text (None, NaN, pd.NA) or a blank one (only whitespace, control, invisible format, private-use or
     replacement characters and combining marks with no letter: :func:`bertfeat.inputs.is_blank`) becomes the empty
     document under ``missing="zero"`` (an all-zero TF-IDF row, as the embedder gives a zero vector), and an error
     naming the row under ``missing="error"``; a value that is no text is refused, as the embedder refuses it.
-    Stateless: ``fit`` only checks the parameter.
+    Stateless: ``fit`` only checks the parameter. Its output is a list of texts for the vectorizer, not features:
+    ``set_output`` and ``sklearn.set_config(transform_output=...)`` leave it a list (a frame of one column would be
+    read by ``TfidfVectorizer`` as the one document holding the column's name).
 
     Parameters
     ----------
@@ -108,6 +110,11 @@ class MissingText(TransformerMixin, BaseEstimator):
 
     def get_feature_names_out(self, input_features=None):
         return np.asarray(input_features if input_features is not None else ["text"], dtype=object)
+
+    def set_output(self, *, transform=None):
+        """Nothing to set: the texts stay a list, the input ``TfidfVectorizer`` reads, whatever ``transform`` asks
+        (a pipeline's or union's ``set_output`` reaches this step too). Returns self."""
+        return self
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

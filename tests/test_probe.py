@@ -444,6 +444,22 @@ def test_each_rows_columns_describe_its_candidate_and_the_model_facts_are_kept(p
         "num_layers": 3, "hidden_size": 32, "texts": len(texts), "unique": len(set(texts)), "cache_hits": 0}
 
 
+
+@pytest.mark.parametrize("output", ["pandas", "polars"])
+def test_the_probe_scores_alike_under_scikit_learns_pandas_or_polars_output(probed, tiny_bert, output):
+    """``sklearn.set_config(transform_output="pandas")`` (or "polars"), a notebook's first line, made the probe's own
+    embedding pass return a frame, and the probe failed after it with "'DataFrame' object has no attribute
+    'reshape'". The setting is the user's for their features; the probe's work inside is its own."""
+    import sklearn
+
+    texts, y, result = probed
+    with sklearn.config_context(transform_output=output):
+        got = probe(texts, y, model=tiny_bert, cv=3, poolings=("mean", "max"))
+        assert sklearn.get_config()["transform_output"] == output  # the caller's setting, as it was
+    columns = ["kind", "candidate", "n_features", "score", "std_err"]
+    pd.testing.assert_frame_equal(got.table[columns], result.table[columns])
+    assert got.recommended == result.recommended
+
 def test_candidate_labels_name_their_aggregation():
     assert Candidate(("mean",), (3, 4, 5, 6)).label(6) == "mean, mean of layers [-4, -3, -2, -1]"
     assert Candidate(("cls", "max"), (5, 6), "concat").label(6) == "cls+max, concat of layers [-2, -1]"
@@ -748,6 +764,31 @@ def test_missing_text_reads_texts_as_bertembedder_does_for_tfidf():
     X = pipe.fit_transform(["good film", None, "good film", "bad film"])
     assert X.shape[0] == 4 and X[1].nnz == 0 and X[0].nnz > 0  # the missing text: an empty row
 
+
+
+@pytest.mark.parametrize("output", ["pandas", "polars"])
+def test_missing_text_gives_tfidf_its_texts_whatever_scikit_learns_output_setting(output):
+    """``sklearn.set_config(transform_output="pandas")``, a notebook's first line, wrapped MissingText's texts in a
+    frame of one column named 'text', which TfidfVectorizer iterates as its column names: one document, the word
+    'text' (pandas: refused "max_df corresponds to < documents than min_df", or a vocabulary of one word where
+    min_df=1; polars: a ShapeError). Its output is texts for the vectorizer, not features: never wrapped."""
+    import sklearn
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.pipeline import make_pipeline
+
+    from bertfeat.union import MissingText, tfidf
+
+    texts = ["good film", None, "good film", "bad film", " ", "a bad bad film"]
+    read = ["good film", "", "good film", "bad film", "", "a bad bad film"]
+    want = tfidf("zero").fit_transform(texts).toarray()
+    with sklearn.config_context(transform_output=output):
+        assert MissingText(missing="zero").fit_transform(texts) == read
+        assert MissingText(missing="zero").fit(texts).transform(pd.Series(texts, name="review")) == read
+        np.testing.assert_array_equal(tfidf("zero").fit_transform(texts).toarray(), want)
+        plain = make_pipeline(MissingText(missing="zero"), TfidfVectorizer()).fit(texts)
+        assert sorted(plain[-1].vocabulary_) == ["bad", "film", "good"]
+    # asked of the step itself (a pipeline's or a union's set_output reaches it): still the texts
+    assert MissingText(missing="zero").set_output(transform=output).fit_transform(texts) == read
 
 @pytest.fixture
 def no_work(monkeypatch):
