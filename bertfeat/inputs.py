@@ -227,7 +227,7 @@ def _pandas_frame(X, columns):
                    "stays missing), or embed the items as texts of their own." if nested == "lists" else
                    "take the field that holds the text first: df[col].struct.field('field').")
             )
-        if (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_datetime64_any_dtype(dtype)) and not s.isna().all():
+        if _numbers_or_times(dtype) and not s.isna().all():
             raise TypeError(
                 f"column {c!r} holds {dtype} values, not text. Embed text columns only (select them with "
                 "columns=, or a ColumnTransformer), or convert with df[col].astype('string') if the values are labels "
@@ -237,6 +237,16 @@ def _pandas_frame(X, columns):
         values.append(s.to_list())
     _check_unique_names(cols, names)
     return names, values, list(X.columns)
+
+
+def _numbers_or_times(dtype) -> bool:
+    """Whether a pandas column of ``dtype`` holds numbers, booleans or times (never text)."""
+    import pandas as pd
+
+    try:
+        return pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_datetime64_any_dtype(dtype)
+    except NotImplementedError:  # pyarrow's string_view and binary_view, for which pandas 3 has no scalar type to ask
+        return False
 
 
 def _arrow_nested(dtype) -> str:

@@ -169,6 +169,25 @@ def test_pandas_frame_refusals_word_for_word(tiny_bert):
     assert X.shape == (1, 128) and not X[0, 64:].any() and X[0, :64].any()
 
 
+
+def test_a_frames_arrow_string_view_column_is_text_and_its_binary_view_column_bytes(tiny_bert):
+    """A pandas column of pyarrow's ``string_view`` (polars' ``to_arrow(compat_level=pl.CompatLevel.newest())`` read
+    ``to_pandas(types_mapper=pd.ArrowDtype)``) failed fit with a bare ``NotImplementedError: string_view``: pandas 3
+    has no scalar type for it, which its ``is_numeric_dtype`` asks. As a Series it was read as text."""
+    import pandas as pd
+    import pyarrow as pa
+
+    texts = ["a cat sat", None, "a dog ran"]
+    view = pd.DataFrame({"body": pd.Series(texts, dtype=pd.ArrowDtype(pa.string_view()))})
+    est = BertEmbedder(tiny_bert, missing="zero", pooling="mean", layers=-1)
+    np.testing.assert_array_equal(est.fit_transform(view), est.fit_transform(pd.DataFrame({"body": texts})))
+    assert est.missing_.ravel().tolist() == [False, True, False]
+    raw = pd.DataFrame({"body": pd.Series([b"a cat"], dtype=pd.ArrowDtype(pa.binary_view()))})
+    with pytest.raises(TypeError) as info:
+        BertEmbedder(tiny_bert).fit_transform(raw)
+    assert str(info.value) == ("row 0 of column 'body' holds bytes, not a string: decode it first (for example "
+                               "b.decode('utf-8')).")
+
 def test_polars_frames_select_refuse_and_name_like_pandas(tiny_bert):
     pl = pytest.importorskip("polars")
 
@@ -328,6 +347,7 @@ def test_a_file_job_naming_a_text_column_twice_is_refused_before_any_work(tiny_b
     with pytest.raises(ValueError, match=r"^columns=\['a', 'a'\] names column 'a' more than once; name each column"):
         embed_file(tmp_path / "in.parquet", tmp_path / "out.parquet", ["a", "a"], model=tiny_bert, quiet=True)
     assert not (tmp_path / "out.parquet").exists()
+
 
 
 def test_arrow_containers_and_lists_of_rows_are_refused_with_what_to_pass(tiny_bert):
