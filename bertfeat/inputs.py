@@ -108,6 +108,12 @@ def text_columns(X, columns=None) -> tuple[list[str], list[list], list[str] | No
         if X.ndim == 2:
             return [f"x{j}" for j in range(X.shape[1])], [X[:, j].tolist() for j in range(X.shape[1])], None
         raise ValueError(f"Expected 1-D or 2-D text input, got an array with shape {X.shape}.")
+    if kind == "scipy" and type(X).__module__.startswith("scipy.sparse"):  # iterated, it gave one matrix a row
+        raise TypeError(
+            f"X is a scipy sparse {type(X).__name__}, numbers (such as a vectorizer's output), and sparse input is not "
+            "supported: bertfeat embeds texts. Pass the texts themselves (a list, an array, a Series, or a DataFrame "
+            "of text columns); in a pipeline, put the embedder before the vectorizer, or beside it in a FeatureUnion."
+        )
     if kind == "pyarrow":  # iterating one gives pyarrow scalars, not strings
         raise TypeError(f"X is a pyarrow {type(X).__name__}; pass X.to_pandas(), whose texts and nulls bertfeat reads "
                         "(nulls follow missing=).")

@@ -350,6 +350,26 @@ def test_a_file_job_naming_a_text_column_twice_is_refused_before_any_work(tiny_b
 
 
 
+def test_a_sparse_matrix_is_refused_at_fit_as_numbers_saying_what_to_pass(tiny_bert):
+    """A scipy sparse matrix (a vectorizer's output, put before the embedder in a pipeline) passed fit, read as a
+    column of one text per row, and transform then refused "row 0 holds csr_matrix <Compressed Sparse Row sparse
+    matrix ..., not a string ... Convert the column to strings first (for example df[col].astype('string'))": advice
+    that would embed each row's repr. Now refused at fit, saying sparse input is numbers, as scikit-learn says it."""
+    sparse = pytest.importorskip("scipy.sparse")
+
+    for X in (sparse.csr_matrix(np.eye(2)), sparse.csr_array(np.eye(2)), sparse.coo_array(np.eye(2))):
+        name = type(X).__name__
+        for call in (BertEmbedder(tiny_bert).fit, BertEmbedder(tiny_bert).fit_transform):
+            with pytest.raises(TypeError) as info:
+                call(X)
+            assert str(info.value) == (
+                f"X is a scipy sparse {name}, numbers (such as a vectorizer's output), and sparse input is not "
+                "supported: bertfeat embeds texts. Pass the texts themselves (a list, an array, a Series, or a "
+                "DataFrame of text columns); in a pipeline, put the embedder before the vectorizer, or beside it in "
+                "a FeatureUnion.")
+    with pytest.raises(TypeError, match=r"^X is a scipy sparse csr_matrix, numbers"):
+        BertEmbedder(tiny_bert).fit(["a cat"]).transform(sparse.csr_matrix(np.eye(1)))
+
 def test_arrow_containers_and_lists_of_rows_are_refused_with_what_to_pass(tiny_bert):
     """(found by a scikit-learn inputs hunt, 2026-11-26) a pyarrow array of strings was refused row by row as
     "row 0 holds StringScalar <pyarrow.StringScalar: 'a cat'>, not a string ... Convert the column to strings first
