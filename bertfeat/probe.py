@@ -198,23 +198,24 @@ def _kwargs(d: dict) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in d.items())
 
 
-def _arrays_inside(func):
-    """``func`` run with scikit-learn's ``transform_output`` at "default": the caller's setting
-    (``sklearn.set_config(transform_output="pandas")``, a notebook's first line) is for their own features, while the
-    probe reads its embedding pass and each fold's scaled features as arrays, which a frame is not ("'DataFrame'
-    object has no attribute 'reshape'"). The setting is the caller's again when it returns."""
+def _settings_of_its_own(func):
+    """``func`` run with scikit-learn's settings that change what its own fits give at their defaults: the caller's
+    (``sklearn.set_config(transform_output="pandas")``, a notebook's first line, or ``enable_metadata_routing=True``)
+    are for their own pipelines, while the probe reads its embedding pass and each fold's scaled features as arrays,
+    which a frame is not ("'DataFrame' object has no attribute 'reshape'"), and hands a regression's ridge its groups
+    as ``<step>__groups``, which a routing Pipeline refuses. The settings are the caller's again when it returns."""
 
     @functools.wraps(func)
-    def with_arrays(*args, **kwargs):
+    def with_own_settings(*args, **kwargs):
         from sklearn import config_context
 
-        with config_context(transform_output="default"):
+        with config_context(transform_output="default", enable_metadata_routing=False):
             return func(*args, **kwargs)
 
-    return with_arrays
+    return with_own_settings
 
 
-@_arrays_inside
+@_settings_of_its_own
 def probe(
     texts,
     y,
