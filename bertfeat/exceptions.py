@@ -48,10 +48,11 @@ class SparkSessionWarning(UserWarning):
 
 def user_stacklevel() -> int:
     """The ``stacklevel`` for a warning raised by the caller of this function that points at the first frame outside
-    bertfeat and scikit-learn, so the warning names the user's line however deep inside bertfeat it was raised (a
-    transform is often reached through set_output's wrapper or a Pipeline, a cache read through encode)."""
+    bertfeat, scikit-learn and joblib, so the warning names the user's line however deep inside bertfeat it was raised
+    (a transform is often reached through set_output's wrapper or a Pipeline, a cache read through encode; a Pipeline
+    fits its steps through joblib's Memory, a union, a ColumnTransformer and cross-validation through its Parallel)."""
     level, frame = 1, sys._getframe(1)
-    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] in ("bertfeat", "sklearn"):
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] in ("bertfeat", "sklearn", "joblib"):
         frame = frame.f_back
         level += 1
     return level

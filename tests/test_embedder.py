@@ -626,6 +626,38 @@ def test_truncation_warning_points_at_the_callers_line(tiny_bert):
         assert mine and mine[0].filename == __file__
 
 
+
+@pytest.mark.parametrize("call", ["pipeline_fit", "union", "column_transformer", "cross_val_score"])
+def test_a_warning_raised_inside_scikit_learns_joblib_calls_points_at_the_callers_line(tiny_bert, call):
+    """make_pipeline(BertEmbedder(), LogisticRegression()).fit(...), the README's first example, fits the embedder
+    through joblib's Memory (Pipeline's cache, even with memory=None), and a union, a ColumnTransformer and
+    cross_val_score through joblib's Parallel: the truncation warning named joblib/memory.py or joblib/parallel.py
+    as where it came from, not the caller's line."""
+    import pandas as pd
+    from sklearn.compose import make_column_transformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import cross_val_score
+    from sklearn.pipeline import make_pipeline, make_union
+
+    long = " ".join(["the quick brown fox jumps over the lazy dog"] * 5)
+    texts, y = [long, "a cat sat", long + " again", "a dog ran"], [0, 1, 0, 1]
+
+    def embedder(**params):
+        return BertEmbedder(tiny_bert, max_length=16, **{"pooling": "mean", "layers": -1, **params})
+
+    calls = {
+        "pipeline_fit": lambda: make_pipeline(embedder(), LogisticRegression()).fit(texts, y),
+        "union": lambda: make_union(embedder(), embedder(pooling="max")).fit_transform(texts),
+        "column_transformer": lambda: make_column_transformer((embedder(), "review")).fit_transform(
+            pd.DataFrame({"review": texts})),
+        "cross_val_score": lambda: cross_val_score(make_pipeline(embedder(), LogisticRegression()), texts, y, cv=2),
+    }
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        calls[call]()
+    mine = [w for w in caught if issubclass(w.category, TruncationWarning)]
+    assert mine and {w.filename for w in mine} == {__file__}, [(w.filename, w.lineno) for w in mine]
+
 # -- the token budget ------------------------------------------------------------------------------------------
 
 
