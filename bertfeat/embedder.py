@@ -319,7 +319,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
                 f"{', '.join(f'{n}={state[n]!r}' for n in unknown)}. They are ignored here, so where one of them "
                 "decided the features they differ from those at fit; load the pipeline with the bertfeat it was "
                 "fitted with (or a newer one).",
-                UserWarning, stacklevel=2,
+                UserWarning, stacklevel=user_stacklevel(),
             )
         if "recipe_" in state and "_recipe_params" not in state:
             # fitted by a version that did not record what its recipe was built from: the parameters pickled are the

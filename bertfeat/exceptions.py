@@ -46,13 +46,18 @@ class SparkSessionWarning(UserWarning):
     stands."""
 
 
+# the packages whose frames lie between a user's line and bertfeat's warning
+_NOT_THE_USERS = ("bertfeat", "sklearn", "joblib", "pickle")
+
+
 def user_stacklevel() -> int:
     """The ``stacklevel`` for a warning raised by the caller of this function that points at the first frame outside
-    bertfeat, scikit-learn and joblib, so the warning names the user's line however deep inside bertfeat it was raised
-    (a transform is often reached through set_output's wrapper or a Pipeline, a cache read through encode; a Pipeline
-    fits its steps through joblib's Memory, a union, a ColumnTransformer and cross-validation through its Parallel)."""
+    bertfeat, scikit-learn, joblib and pickle, so the warning names the user's line however deep inside bertfeat it
+    was raised (a transform is often reached through set_output's wrapper or a Pipeline, a cache read through encode;
+    a Pipeline fits its steps through joblib's Memory, a union, a ColumnTransformer and cross-validation through its
+    Parallel; joblib.load unpickles a fitted model in Python's pickle.py, which calls ``__setstate__``)."""
     level, frame = 1, sys._getframe(1)
-    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] in ("bertfeat", "sklearn", "joblib"):
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] in _NOT_THE_USERS:
         frame = frame.f_back
         level += 1
     return level

@@ -170,12 +170,14 @@ class Recipe:
             object.__setattr__(self, name, value)
         object.__setattr__(self, "_fingerprint", "")
         if pickled != FORMAT_VERSION:
+            from bertfeat.exceptions import user_stacklevel
+
             warnings.warn(
                 f"This embedding recipe was pickled by a bertfeat of embedding format {pickled}, and this bertfeat "
                 f"computes format {FORMAT_VERSION}: for some recipes (see FORMAT_VERSION in bertfeat/recipe.py) its "
                 "features may differ from those at fit. Fit again with this bertfeat, or load the pipeline with the "
                 "bertfeat it was fitted with.",
-                UserWarning, stacklevel=2,
+                UserWarning, stacklevel=user_stacklevel(),
             )
 
     @property

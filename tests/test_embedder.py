@@ -1311,6 +1311,29 @@ def test_a_pickle_of_a_newer_bertfeat_with_parameters_this_one_lacks_says_they_a
         pickle.loads(pickle.dumps(est))
 
 
+
+def test_a_pickle_loaded_by_joblib_warns_at_the_callers_line(tiny_bert, tmp_path):
+    """joblib.load, scikit-learn's own way to load a fitted model, unpickles in Python (pickle.py), and the warnings
+    a loaded pickle gives (parameters of a newer bertfeat; a recipe of another embedding format) named pickle.py's
+    line as where they came from, not the caller's (pickle.loads, which unpickles in C, named the caller's)."""
+    import dataclasses
+
+    import joblib
+
+    from bertfeat.recipe import FORMAT_VERSION
+
+    est = BertEmbedder(tiny_bert).fit(TEXTS)
+    newer = _PickledByAnOlderBertfeat(est, set())
+    newer.state = {**newer.state, "revision": "abc123",
+                   "recipe_": dataclasses.replace(est.recipe_, format_version=FORMAT_VERSION + 1)}
+    joblib.dump(newer, tmp_path / "model.joblib")
+    for load in (lambda: joblib.load(tmp_path / "model.joblib"), lambda: pickle.loads(pickle.dumps(newer))):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            load()
+        said = [w for w in caught if "newer bertfeat" in str(w.message) or "embedding format" in str(w.message)]
+        assert len(said) == 2 and {w.filename for w in said} == {__file__}, [(w.filename, w.lineno) for w in said]
+
 def test_a_pipelines_pickle_does_not_grow_with_the_rows_it_was_fitted_or_used_on(tiny_bert):
     """Pipeline.fit calls the embedder's fit_transform on the training set, and missing_ (which texts of the last
     transform were missing) was pickled with it: a pipeline fitted on 200,000 rows pickled to 202 KB, not the few
