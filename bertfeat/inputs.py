@@ -94,6 +94,12 @@ def text_columns(X, columns=None) -> tuple[list[str], list[list], list[str] | No
         return _pandas_frame(X, columns)
     if kind == "polars" and hasattr(X, "columns"):
         return _polars_frame(X, columns)
+    if kind != "pyarrow" and hasattr(X, "columns") and not isinstance(X, np.ndarray):
+        # a frame of another library (pyspark.pandas, modin, cudf, narwhals): iterated as a list of texts, it gave its
+        # column names
+        how = "X.collect().to_pandas()" if hasattr(X, "collect") and not hasattr(X, "to_pandas") else "X.to_pandas()"
+        raise TypeError(f"X is a {type(X).__module__}.{type(X).__qualname__}, a DataFrame bertfeat does not read (it "
+                        f"reads pandas and polars frames); convert it first, for example with {how}.")
     if columns is not None:
         raise ValueError(
             f"columns={columns!r} selects DataFrame columns, but X is a {type(X).__name__}; pass a DataFrame, "

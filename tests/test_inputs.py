@@ -370,6 +370,39 @@ def test_a_sparse_matrix_is_refused_at_fit_as_numbers_saying_what_to_pass(tiny_b
     with pytest.raises(TypeError, match=r"^X is a scipy sparse csr_matrix, numbers"):
         BertEmbedder(tiny_bert).fit(["a cat"]).transform(sparse.csr_matrix(np.eye(1)))
 
+
+class _OtherLibrarysFrame:
+    """A DataFrame of a library bertfeat does not read (pyspark.pandas, modin, cudf iterate theirs as pandas does: the
+    column names)."""
+
+    columns = ["title"]
+
+    def __iter__(self):
+        return iter(self.columns)
+
+    def __len__(self):
+        return 3
+
+
+def test_a_frame_of_another_library_is_refused_saying_to_convert_it_not_read_as_its_column_names(tiny_bert):
+    """A DataFrame of another library, whose iteration gives its column names, was read as a list of texts: the
+    column name 'title' embedded as the one text of a (1, n) matrix for a frame of 3 rows, silently; a narwhals
+    frame was refused "X is a DataFrame; expected ... or a DataFrame of text columns", which says nothing."""
+    for columns in (None, ["title"]):
+        with pytest.raises(TypeError) as info:
+            BertEmbedder(tiny_bert, columns=columns).fit(_OtherLibrarysFrame())
+        assert str(info.value) == (
+            "X is a tests.test_inputs._OtherLibrarysFrame, a DataFrame bertfeat does not read (it reads pandas and "
+            "polars frames); convert it first, for example with X.to_pandas().")
+    nw = pytest.importorskip("narwhals")
+    import pandas as pd
+
+    df = pd.DataFrame({"title": ["a cat", "a dog"]})
+    with pytest.raises(TypeError, match=r"^X is a narwhals\.dataframe\.DataFrame, a DataFrame bertfeat does not read"):
+        BertEmbedder(tiny_bert).fit(nw.from_native(df))
+    np.testing.assert_array_equal(  # the advice, followed
+        BertEmbedder(tiny_bert).fit_transform(nw.from_native(df).to_pandas()), BertEmbedder(tiny_bert).fit_transform(df))
+
 def test_arrow_containers_and_lists_of_rows_are_refused_with_what_to_pass(tiny_bert):
     """(found by a scikit-learn inputs hunt, 2026-11-26) a pyarrow array of strings was refused row by row as
     "row 0 holds StringScalar <pyarrow.StringScalar: 'a cat'>, not a string ... Convert the column to strings first
