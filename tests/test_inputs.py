@@ -392,7 +392,7 @@ def test_a_frame_of_another_library_is_refused_saying_to_convert_it_not_read_as_
         with pytest.raises(TypeError) as info:
             BertEmbedder(tiny_bert, columns=columns).fit(_OtherLibrarysFrame())
         assert str(info.value) == (
-            "X is a tests.test_inputs._OtherLibrarysFrame, a DataFrame bertfeat does not read (it reads pandas and "
+            f"X is a {__name__}._OtherLibrarysFrame, a DataFrame bertfeat does not read (it reads pandas and "
             "polars frames); convert it first, for example with X.to_pandas().")
     nw = pytest.importorskip("narwhals")
     import pandas as pd
