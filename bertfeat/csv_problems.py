@@ -392,7 +392,8 @@ class CsvProblems:
         """What to do where a quote is escaped with a backslash (\\") on lines ``first`` to ``last``: R's write.table()
         writes one so by default (qmethod = "escape"), MySQL's SELECT ... INTO OUTFILE ... ENCLOSED BY '"' with its
         default ESCAPED BY '\\\\' (quotes, backslashes and NULL, \\N), pandas' to_csv with an escapechar and doublequote
-        off; no CSV reader reads them as quotes (``csv-backslash`` reads MySQL's). None where no such quote is there."""
+        off; no CSV reader reads them as quotes (``csv-backslash`` reads MySQL's and pandas'). None where no such quote
+        is there."""
         with self._text() as fh:
             lines = [text for number, text in zip(range(1, last + 1), fh) if number >= first]
         if self.quoting == "csv-backslash":  # read as escapes: a quote closed early after an escaped backslash, R's
@@ -409,8 +410,8 @@ class CsvProblems:
                 "with write.csv() or write.table(..., qmethod = \"double\"); MySQL's SELECT ... INTO OUTFILE ... "
                 "ENCLOSED BY '\"' does too (its default ESCAPED BY, a backslash, escapes quotes and backslashes): pass "
                 "quoting='csv-backslash', which reads its escapes as MySQL's LOAD DATA does; so do pandas' to_csv and "
-                "Python's csv module with an escapechar and doublequote off: write the file again without an "
-                "escapechar.")
+                "Python's csv module with an escapechar and doublequote off, which escape a text's backslash too: pass "
+                "quoting='csv-backslash' for theirs as well, or write the file again without an escapechar.")
 
     def _unquoted_hint(self) -> str:
         """What to do where a quote problem may be a TSV whose values are never quoted, its quoting not declared (a

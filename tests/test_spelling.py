@@ -245,8 +245,9 @@ def test_the_csv_refusals_tell_a_command_line_user_to_double_quotes_as_csv_does(
         "one so by default (qmethod = \"escape\"): write the file with write.csv() or write.table(..., qmethod = "
         "\"double\"); MySQL's SELECT ... INTO OUTFILE ... ENCLOSED BY '\"' does too (its default ESCAPED BY, a "
         "backslash, escapes quotes and backslashes): pass --quoting csv-backslash, which reads its escapes as MySQL's "
-        "LOAD DATA does; so do pandas' to_csv and Python's csv module with an escapechar and doublequote off: write "
-        "the file again without an escapechar.\n"), said[0]
+        "LOAD DATA does; so do pandas' to_csv and Python's csv module with an escapechar and doublequote off, which "
+        "escape a text's backslash too: pass --quoting csv-backslash for theirs as well, or write the file again "
+        "without an escapechar.\n"), said[0]
     assert said[1].endswith("close the quote (or double it, \"\", inside a quoted value).\n"), said[1]
 
 
