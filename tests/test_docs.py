@@ -458,3 +458,33 @@ def test_every_statement_of_what_keeps_an_embed_dataset_in_order_names_the_rays_
         text = " ".join(text.split())
         said = text.split("order only when", 1)[1][:300]
         assert version in said and "get_current()" in said, (where, said)
+
+
+def _baked_steps():
+    """Each ``step_bert_embed(<column>, ...)`` that an R example of the docs bakes, with the columns the comment on
+    its ``bake(`` line names: (where, column, pooling, names in the comment)."""
+    sources = {"README.md": (ROOT / "README.md").read_text(), "docs/r.md": (ROOT / "docs/r.md").read_text()}
+    sources.update({str(p.relative_to(ROOT)): p.read_text() for p in sorted((ROOT / "r-bridge/R").glob("*.R"))})
+    found = []
+    for where, text in sources.items():
+        for step, rest in re.findall(r"step_bert_embed\((\w+)([^\n]*(?:\n[^\n]*){0,3}?\n[^\n]*bake\([^\n]*)", text):
+            comment = rest.rsplit("bake(", 1)[1].split("#", 1)[1]
+            pooling = re.search(r'pooling = "([\w+]+)"', rest)
+            found.append((where, step, pooling.group(1) if pooling else "cls+mean",
+                          re.findall(r"\b\w+_(?:cls|mean|max)_\d+\b", comment)))
+    return found
+
+
+def test_every_baked_steps_columns_the_docs_name_are_the_ones_its_pooling_makes():
+    """(found by a docs against the program hunt, 2026-11-27, session 15) docs/r.md's recipes step asked for
+    pooling = "mean" and said bake() gives `review_cls_000, ..., review_mean_383`: it gives review_mean_000 to
+    review_mean_383, no CLS column. The first and last columns an R example's comment names are the first and last
+    features of the step's pooling (default "cls+mean") on the default model (the names Python gives)."""
+    from bertfeat.models import resolve_model
+
+    hidden = resolve_model("default").hidden_size
+    steps = _baked_steps()
+    assert {where for where, *_ in steps} >= {"README.md", "docs/r.md", "r-bridge/R/step_bert_embed.R"}, steps
+    for where, column, pooling, named in steps:
+        made = [f"{column}_{p}_{i:03d}" for p in pooling.split("+") for i in range(hidden)]
+        assert named and named[0] == made[0] and named[-1] == made[-1], (where, pooling, named, made[0], made[-1])
