@@ -1,6 +1,7 @@
 # The R calls the docs show take only arguments the functions take. Users copy them from the README, docs/r.md,
 # the examples and the help pages; an argument renamed or dropped would leave a call that fails ("unused argument")
-# or, through a `...`, is refused at run time. Read from the code (parsed, not run: they need models and data).
+# or, through a `...`, is refused at run time. Read from the code (parsed, not run: they need models and data);
+# docs/r.md's quick start and recipes step, which need only the bundled model, are run (the last test).
 
 # the R code of a file: a Markdown file's ```r blocks and its inline `f(...)` code, an Rd file's \examples, an R
 # script whole
@@ -97,4 +98,42 @@ test_that("bf_probe()'s help says what its `...` takes", {
                    fixed = TRUE)[[1]][1]
   named <- regmatches(said, gregexpr("[a-z]+(_[a-z]+)*", said))[[1]]
   expect_setequal(intersect(named, bertfeat:::PROBE_DOTS_PARAMS), bertfeat:::PROBE_DOTS_PARAMS)
+})
+
+test_that("docs/r.md's quick start and recipes step run, giving what their comments say", {
+  # (found by a docs against the program hunt, 2026-11-27, session 15) docs/r.md's step asked for pooling = "mean"
+  # and said bake() gives `score, review_cls_000, ..., review_mean_383`: it gives no CLS column. Its R blocks ran
+  # in no test; these two run on the bundled model, each value a comment states checked against what R gives.
+  root <- repo_root()
+  skip_if(is.null(root), "not run from a bertfeat checkout")
+  doc <- paste(readLines(file.path(root, "docs", "r.md"), warn = FALSE, encoding = "UTF-8"), collapse = "\n")
+  block_after <- function(heading) {
+    rest <- strsplit(doc, heading, fixed = TRUE)[[1]][2]
+    sub("(?s)```.*", "", sub("(?s)^.*?```r\n", "", rest, perl = TRUE), perl = TRUE)
+  }
+  env <- new.env()
+  env$train <- data.frame(score = c(5, 1, 3), review = c("Loved it.", "Dreadful.", "Fine."))
+  env$test <- data.frame(score = 4, review = "Not bad at all.")
+  checked <- 0L
+  for (block in c(block_after("## Quick start"), block_after("### A recipes step"))) {
+    block <- gsub('cache_dir = "~/.cache/bertfeat"', "cache_dir = NULL", block, fixed = TRUE)
+    for (expr in parse(text = block, keep.source = TRUE)) {
+      value <- suppressPackageStartupMessages(eval(expr, env))
+      said <- regmatches(block, regexpr(paste0("\\Q", trimws(deparse(expr)[1]), "\\E[^\n]*#[^\n]*"), block,
+                                        perl = TRUE))
+      if (!length(said)) next
+      comment <- trimws(sub("^[^#]*#", "", said))
+      if (is.data.frame(value)) { # bake() and tidy(): the first columns it names, then "..." or one more, and the last
+        shown <- trimws(strsplit(comment, ",", fixed = TRUE)[[1]])
+        expect_equal(shown[-c(length(shown) - 1L, length(shown))], names(value)[seq_len(length(shown) - 2L)])
+        expect_equal(shown[length(shown)], names(value)[ncol(value)])
+      } else if (is.numeric(value)) {
+        expect_equal(sub(":.*", "", comment), paste(value, collapse = " x "))
+      } else if (is.character(value)) {
+        expect_equal(comment, paste0('"', value, '"', collapse = " "))
+      } else next
+      checked <- checked + 1L
+    }
+  }
+  expect_equal(checked, 5L) # dim, colnames, rownames, bake's and tidy's columns
 })
