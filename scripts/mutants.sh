@@ -69,6 +69,9 @@ recent   | bertfeat/recent.py   | tests/test_docs.py::test_docstring_examples[be
 spelling | bertfeat/spelling.py | tests/test_spelling.py tests/test_docs.py::test_docstring_examples[bertfeat.spelling] tests/test_r_bridge.py::test_python_advice_reaches_r_users_in_r_syntax tests/test_r_bridge.py::test_the_command_lines_errors_reach_bf_embed_file_in_r_syntax tests/test_r_bridge.py::test_argparses_refusals_reach_bf_embed_file_naming_its_arguments_in_r_syntax tests/test_r_bridge.py::test_the_cache_refusals_reach_r_without_the_pickled_pipelines_advice
 os_cpu   | bertfeat/os_cpu.py   | tests/test_hardware.py tests/test_gpu_logic.py::test_the_apple_gpu_asked_for_under_rosetta_is_refused_saying_why
 csv_problems | bertfeat/csv_problems.py | tests/test_exports.py tests/test_joined.py tests/test_readers_values.py tests/test_readers.py
+locks    | bertfeat/locks.py    | tests/test_locks.py tests/test_output.py tests/test_cache_values.py
+links    | bertfeat/links.py    | tests/test_links.py
+ray_plan | bertfeat/ray_plan.py | tests/test_ray_optional.py tests/test_ray_worker.py
 cli      | bertfeat/cli/*.py    | tests/test_cli_options.py tests/test_cli_help.py tests/test_cli.py tests/test_cli_cache.py tests/test_cli_inputs.py tests/test_cli_files.py tests/test_probe.py::test_probe_command tests/test_probe.py::test_probe_command_with_missing_texts tests/test_prompts.py::test_cli_prefix_prompt_name_and_info tests/test_ladder.py::test_bertfeat_info_reports_this_machine tests/test_ladder.py::test_cli_prints_a_slow_dtype_warning_as_one_line tests/test_ladder.py::test_every_device_a_user_can_pass_is_run_or_refused_in_one_line tests/test_ladder.py::test_the_cli_manifest_records_the_machine_it_ran_on --deselect tests/test_cli.py::test_killed_run_resumes_without_redoing_finished_chunks
 "
 

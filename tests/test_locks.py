@@ -198,3 +198,79 @@ def test_still_held_where_the_file_system_gives_no_file_ids_keeps_the_lock_it_ha
     finally:
         monkeypatch.undo()
         os.close(fd)
+
+
+# -- POSIX's flock, called directly (the cache's and the job's locks take it through these calls) ---------------
+
+posix_only = pytest.mark.skipif(locks.fcntl is None, reason="flock is POSIX")
+
+
+def _open(path):
+    return os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+
+
+@posix_only
+def test_shared_locks_are_held_together_and_an_exclusive_one_is_refused_while_they_are(tmp_path):
+    """Readers listing one cache namespace hold shared locks side by side; a compaction's swap (exclusive) waits
+    for them all. Each open file is one holder, as for two processes."""
+    path = tmp_path / ".lock"
+    a, b, c = _open(path), _open(path), _open(path)
+    try:
+        assert locks.lock(a, exclusive=False) is True
+        assert locks.lock(b, exclusive=False, wait=False) is True  # a second reader is not kept waiting
+        assert locks.lock(c, exclusive=True, wait=False) is False  # a writer is, while any reader holds it
+        locks.release(a)
+        assert locks.lock(c, exclusive=True, wait=False) is False
+        locks.release(b)
+        assert locks.lock(c, exclusive=True, wait=False) is True
+        d = _open(path)
+        try:
+            assert locks.lock(d, exclusive=False, wait=False) is False  # and a reader, while a writer holds it
+        finally:
+            os.close(d)
+    finally:
+        locks.release(c)
+
+
+@posix_only
+def test_a_lock_waited_for_is_taken_once_its_holder_lets_go(tmp_path):
+    path = tmp_path / ".lock"
+    holder, waiter = _open(path), _open(path)
+    assert locks.lock(holder)
+    got = {}
+    # a daemon: a holder that never lets go fails the test, not the run's exit
+    thread = threading.Thread(target=lambda: got.setdefault("taken", locks.lock(waiter)), daemon=True)
+    thread.start()
+    try:
+        time.sleep(0.3)
+        assert thread.is_alive() and not got  # waiting, not refused
+    finally:
+        locks.release(holder)
+        thread.join(10)
+    assert got == {"taken": True}
+    locks.release(waiter)
+
+
+@posix_only
+def test_a_lock_file_removed_while_its_job_runs_ends_the_job_without_an_error(tmp_path):
+    """Someone removed `<out>.lock` during the job (a clean-up of the folder): the job's end, which removes it,
+    finds it gone and ends as any other, its lock let go; the next job locks afresh."""
+    paths = OutputPaths(tmp_path / "f.parquet")
+    with job_lock(paths):
+        os.unlink(paths.lock)
+    assert not paths.lock.exists()
+    with job_lock(paths):
+        assert paths.lock.exists()
+    assert not paths.lock.exists()
+
+
+def test_on_windows_a_release_the_os_refuses_to_unlock_still_closes_and_removes_the_file(tmp_path, windows_locks):
+    """Closing the file lets go of its lock too: an unlock Windows refuses (the byte no longer held) fails neither
+    the job's end nor the removal of its lock file."""
+    path = tmp_path / "f.parquet.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)  # opened, its byte never locked: LK_UNLCK is refused
+    locks.release(fd, path)
+    assert [mode for _, mode, _, _ in windows_locks.calls] == [windows_locks.LK_UNLCK]
+    assert not path.exists()
+    with pytest.raises(OSError):  # closed
+        os.fstat(fd)
