@@ -117,6 +117,48 @@ def test_a_one_cpu_cluster_needs_an_explicit_allotment():
         bray.plan_workers([1], [0])
 
 
+@pytest.mark.parametrize("nodes, gpus, kwargs, expected", [
+    # a share of 1 to 2 CPUs: whole CPUs, one each (not 1.5, which the shares' fractions would give)
+    ([16], [0], {"num_workers": 10}, (10, 1.0, 0.0, 1, "cpu")),
+    # fewer whole CPUs each until every actor finds a node: 3 of 2 fit nodes of 3 spare twice, of 1 six times
+    ([4, 4], [0, 0], {"num_workers": 3}, (3, 1.0, 0.0, 1, "cpu")),
+    ([6, 6], [0, 0], {"num_workers": 3}, (3, 2.0, 0.0, 2, "cpu")),  # 3 each fit twice, 2 each four times
+    # nodes of fractional CPUs: one each stays one each, though 1.5 spare a node hold one actor each
+    ([2.5, 2.5], [0, 0], {"num_workers": 3}, (3, 1.0, 0.0, 1, "cpu")),
+    # a fraction of a CPU each is cut to the hundredth below, never above: 8 of 0.88 would need 7.04 of 7 spare
+    ([8], [0], {"num_workers": 8}, (8, 0.87, 0.0, 1, "cpu")),
+    ([2], [0], {"num_workers": 2, "cpus_per_worker": 0.5}, (2, 0.5, 0.0, 1, "cpu")),  # the user's fraction taken
+    # the default pool, node by node: the biggest actor whose fit uses 85% of the spare CPUs, tried size by size
+    ([10, 5], [0, 0], {}, (3, 4.0, 0.0, 4, "cpu")),  # 9 + 4 spare: 2 + 1 of 4 use 12 (3 of 3 would use 9)
+    ([18, 4], [0, 0], {}, (1, 17.0, 0.0, 17, "cpu")),  # 17 of 20 spare is 85% exactly: enough
+    ([4, 2, 2, 2, 2], [0, 0, 0, 0, 0], {}, (7, 1.0, 0.0, 1, "cpu")),  # one of 3 or 2 would use 3 of 7: one CPU each
+])
+def test_worker_plan_at_the_bounds_of_its_arithmetic(nodes, gpus, kwargs, expected):
+    plan = bray.plan_workers(nodes, gpus, **kwargs)
+    assert (plan.num_workers, plan.cpus, plan.gpus, plan.threads, plan.device) == expected
+
+
+def test_worker_plan_refusals_of_the_cluster_word_for_word():
+    with pytest.raises(ValueError) as info:
+        bray.plan_workers([16, 16], [0, 0], gpus_per_worker=0.5)
+    assert str(info.value) == (
+        "gpus_per_worker=0.5 but the Ray cluster has 0 GPU(s). Pass num_workers= explicitly (an autoscaling cluster "
+        "then adds GPU nodes), or gpus_per_worker=0 for CPU workers.")
+    with pytest.raises(ValueError) as info:
+        bray.plan_workers([1, 1.5], [0, 0], num_workers=2)
+    assert str(info.value) == (
+        "the Ray cluster has 2.5 CPU(s), too few to keep one per node for reading and writing; pass cpus_per_worker= "
+        "explicitly (a fraction such as 0.5 lets workers share a CPU).")
+
+
+def test_check_pool_defaults_are_plan_workers_cpu_actors():
+    # the checks a job runs before Ray starts, with plan_workers' own defaults: CPU actors on the CPU
+    from bertfeat.ray_plan import check_pool
+
+    assert check_pool() == "cpu"
+    assert check_pool(gpus_per_worker=1) == "cuda"
+
+
 def test_actor_sets_its_threads_and_embeds_like_the_core(tiny_bert, monkeypatch):
     import torch
 
