@@ -484,3 +484,42 @@ def test_a_cache_of_ones_own_with_lookup_and_store_only_still_works_with_a_prefi
     want, _ = encode(texts + ["g h"], recipe, lambda: counting_backend)
     np.testing.assert_array_equal(again, want)
     np.testing.assert_array_equal(first, want[:3])
+
+
+def test_first_token_fault_reads_the_tokenizer_the_config_and_the_loaded_model_as_documented(monkeypatch):
+    """encode.first_token_fault, the one rule fit, `bertfeat info` and the probe apply to CLS pooling, by value on
+    stand-ins: without a loaded model from the tokenizer's files and config.json alone, with one from its prefix ids
+    and its probe. (Whole models: test_architectures.py, test_prompts.py.)"""
+    from types import SimpleNamespace
+
+    import bertfeat.model_files as model_files
+    from bertfeat.encode import first_token_fault
+
+    def spec(special_first, causal=False):
+        return SimpleNamespace(special_first=special_first, causal=causal)
+
+    assert first_token_fault(spec(True)) is None  # a BERT: [CLS] first, an encoder
+    assert first_token_fault(spec(False)) == "nothing first"  # GPT-2's tokenizer, XLNet's <cls> last
+    assert first_token_fault(spec(False, causal=True)) == "nothing first"  # the tokenizer is read first
+    assert first_token_fault(spec(True, causal=True)) == "causal"  # a BOS token before a decoder's text
+    asked = []
+    for answer in (True, False):  # tokenizer.json does not tell: the tokenizer is asked, with the job's trust
+        monkeypatch.setattr(model_files, "tokenizer_puts_token_first",
+                            lambda s, trust, answer=answer: asked.append((s.special_first, trust)) or answer)
+        assert first_token_fault(spec(None), trust_remote_code=True) == (None if answer else "nothing first")
+        assert first_token_fault(spec(None)) == (None if answer else "nothing first")
+    # the model's own code is run only where the job allowed it: the probe, which takes no trust_remote_code, asks so
+    assert asked == [(None, True), (None, False)] * 2
+    monkeypatch.setattr(model_files, "tokenizer_puts_token_first", lambda *a: pytest.fail("asked with a model"))
+
+    def model(**attrs):
+        return SimpleNamespace(**attrs)
+
+    assert first_token_fault(spec(True), model(prefix=[101])) is None
+    assert first_token_fault(spec(True), model(prefix=[])) == "nothing first"  # the loaded tokenizer puts nothing
+    assert first_token_fault(spec(False), model()) is None  # a backend with no prefix is not judged on it
+    assert first_token_fault(spec(True), model(prefix=[1], first_token_sees_text=False)) == "causal"  # the probe
+    assert first_token_fault(spec(True), model(prefix=[1], first_token_sees_text=True)) is None
+    assert first_token_fault(spec(True, causal=True), model(prefix=[1])) == "causal"
+    assert first_token_fault(None, model(prefix=[1])) is None  # a backend of one's own: no spec
+    assert first_token_fault(None, model(prefix=[])) == "nothing first"
