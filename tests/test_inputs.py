@@ -561,3 +561,26 @@ def test_a_column_argument_that_is_no_name_nor_names_is_refused_naming_it_on_eve
     """(found by the split hunt, 2026-11-27) ``text_cols=None`` (or a number) on every engine, and ``keep_cols=None``,
     failed with Python's "'NoneType' object is not iterable", naming neither the parameter nor what it takes."""
     _refused_on_every_engine(tmp_path, value, "is not valid: expected a column name or a list of column names.")
+
+
+def test_column_names_takes_one_name_or_several_in_their_order_and_refuses_what_is_neither():
+    """inputs.column_names by value: what each engine's column arguments become (the whole jobs: the tests above)."""
+    import pandas as pd
+
+    from bertfeat.inputs import column_names
+
+    assert column_names("review", "text_cols") == ["review"]  # one name, not its letters
+    assert column_names("", "text_cols") == [""]  # a column named "" (an Excel export's unnamed column)
+    assert column_names(["b", "a"], "text_cols") == ["b", "a"]  # in the order given
+    assert column_names(("b", "a"), "keep_cols") == ["b", "a"]
+    assert column_names((), "keep_cols") == []
+    assert column_names(iter(["b", "a"]), "keep_cols") == ["b", "a"]
+    assert column_names(pd.Index(["b", "a"]), "keep_cols") == ["b", "a"]
+    assert column_names({"b": 1, "a": 2}.keys(), "keep_cols") == ["b", "a"]  # a dict's keys keep their order
+    for value, said in [(bytearray(b"review"), "expected a column name or a list of column names."),
+                        (7, "expected a column name or a list of column names."),
+                        ({"a"}, "a set has no order, and the features' columns follow the order of the names given; "
+                                "pass a list.")]:
+        with pytest.raises(TypeError) as info:
+            column_names(value, "keep_cols")
+        assert str(info.value) == f"keep_cols={value!r} is not valid: {said}"
