@@ -26,6 +26,9 @@ from bertfeat.sources import _codec
 from bertfeat.utf8 import not_utf8_csv
 
 
+# "Row #4: ", pyarrow's count of records in its words where it parses on one thread (a one-CPU machine,
+# OMP_NUM_THREADS=1 as Ray sets in its workers), not on several: a quoted value's line breaks make it no line to open
+_PYARROW_ROW = re.compile(r"^(CSV parse error: )Row #\d+: ")
 _QUOTED = re.compile(r'"[^"]*"')  # a quoted value (a doubled quote inside it: two of them, back to back)
 
 
@@ -294,7 +297,10 @@ class CsvProblems:
             return (f"{self.path}: {str(exc).splitlines()[0]} (a type inferred from the start of the file does not "
                     "hold further on); drop infer_types= to read kept columns as written, as text.")
         where = f" at line {line}" if line else ""
-        said = f"{self.path} is malformed{where}: {shown_as_written(str(exc)).splitlines()[0]}"
+        pyarrows = shown_as_written(str(exc)).splitlines()[0]
+        if line:  # pyarrow's own count, where it parses on one thread (one CPU, OMP_NUM_THREADS=1), counts records
+            pyarrows = _PYARROW_ROW.sub(r"\1", pyarrows, count=1)
+        said = f"{self.path} is malformed{where}: {pyarrows}"
         footer = self._last_line() if line else None
         if footer and exports.footer_rows(footer[1]) is not None:  # psql -A: a value holding the delimiter, split
             return exports.unaligned_refusal(self.path, said, *footer, self.delimiter)

@@ -1565,3 +1565,24 @@ def test_an_excel_sep_line_first_declares_the_delimiter_and_is_no_header(tmp_pat
     named = tmp_path / "named.csv"
     named.write_bytes(b"sep=ab,text\n1,a\n")
     assert read_all(csv_reader(named, ["sep=ab", "text"]))[0].to_pylist() == [{"sep=ab": "1", "text": "a"}]
+
+
+@pytest.mark.parametrize("cpus", [1, None])
+def test_a_malformed_row_is_named_by_its_line_alone_on_one_cpu_as_on_several(tmp_path, cpus):
+    """(found by a mutation testing hunt, 2026-11-27, session 15: scripts/mutants.sh runs with OMP_NUM_THREADS=1, and
+    its clean run failed on test_exports.py's word-for-word refusal) pyarrow parses on one thread where it has one
+    CPU (a one-core VM or container, OMP_NUM_THREADS=1, which Ray sets in its workers) and then puts its own count in
+    its words: 'is malformed at line 7: CSV parse error: Row #4: Expected 2 columns, got 3', two numbers for one
+    place, and row 4 is no line to open (it counts records: a quoted value's line breaks are not counted). The line
+    bertfeat names is said alone, on one CPU as on several."""
+    src = tmp_path / "bad.csv"
+    src.write_bytes(b'id,text\n1,"two\nlines"\n2,"three\nline\nvalue"\n3,b,extra\n4,c\n')
+    before = pa.cpu_count()
+    if cpus is not None:
+        pa.set_cpu_count(cpus)
+    try:
+        with pytest.raises(ValueError) as info:
+            read_all(csv_reader(src, ["id", "text"]))
+    finally:
+        pa.set_cpu_count(before)
+    assert str(info.value) == f"{src} is malformed at line 7: CSV parse error: Expected 2 columns, got 3: 3,b,extra"
