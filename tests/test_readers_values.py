@@ -1586,3 +1586,52 @@ def test_a_malformed_row_is_named_by_its_line_alone_on_one_cpu_as_on_several(tmp
     finally:
         pa.set_cpu_count(before)
     assert str(info.value) == f"{src} is malformed at line 7: CSV parse error: Expected 2 columns, got 3: 3,b,extra"
+
+
+def test_lone_cr_decides_the_line_ends_at_the_headers_end_and_marks_only_a_values_lone_cr_whatever_the_pieces():
+    """csv_stream.LoneCR by value, piece by piece, as the counting file hands pyarrow the bytes (whole files: the
+    tests above): where the header's line ends with LF or CRLF a lone CR after it is a value's (a pair pyarrow does
+    not end a row at), a file whose lines end with a lone CR (Excel for Mac's) passes as written, and ``marked`` says
+    whether a batch must be read back."""
+    from bertfeat.csv_stream import _AS_CR, _AS_MARK, LoneCR
+
+    fresh = LoneCR()
+    assert (fresh.lines_end_with_lf, fresh.crlf, fresh.marked) == (False, False, False)  # nothing seen yet
+    lf = LoneCR()
+    assert lf.rewrite(b"id,text\n1,a\rb\n") == b"id,text\n1,a" + _AS_CR + b"b\n"
+    assert (lf.lines_end_with_lf, lf.crlf, lf.marked) == (True, False, True)
+    assert lf.rewrite(b"2,plain\n") == b"2,plain\n" and lf.marked  # marked stays once a value holds a pair
+    crlf = LoneCR()
+    assert crlf.rewrite(b"id,text\r\n1,a\rb\r\n2,c\r\n") == b"id,text\r\n1,a" + _AS_CR + b"b\r\n2,c\r\n"
+    assert (crlf.lines_end_with_lf, crlf.crlf, crlf.marked) == (True, True, True)
+    mac = LoneCR()
+    own = "x\ufdd0\ufdd2y".encode()  # a text of the file's own, noncharacters and all
+    assert mac.rewrite(b"id,text\r1,a\r") == b"id,text\r1,a\r" and mac.rewrite(b"2," + own + b"\r") == b"2," + own + b"\r"
+    assert (mac.lines_end_with_lf, mac.crlf, mac.marked) == (False, False, False)  # read as written, nothing back
+    plain = LoneCR()
+    assert plain.rewrite(b"id,text\n1,a\n") == b"id,text\n1,a\n" and not plain.marked  # no CR, no mark: as written
+    assert plain.rewrite(b"2,end\r") == b"2,end\r" and not plain.marked  # a CR ending the file is a line end
+    mark = LoneCR()
+    assert mark.rewrite(b"t\n" + own + b"\n") == b"t\nx" + _AS_MARK + "\ufdd2y".encode() + b"\n" and mark.marked
+    lead = LoneCR()  # U+FF0C shares U+FDD0's first byte: no mark of the file's own
+    assert lead.rewrite("t\n\uff0c\n".encode()) == "t\n\uff0c\n".encode() and not lead.marked
+    # a header whose quoted name holds a line break ends after the quote; read without quotes, at that break
+    quoted = LoneCR()
+    assert quoted.rewrite(b'"a\rb",text\n1,x\ry\n') == b'"a\rb",text\n1,x' + _AS_CR + b"y\n"
+    assert quoted.lines_end_with_lf
+    doubled = LoneCR()  # a doubled quote inside a quoted name closes nothing
+    assert doubled.rewrite(b'"a""\rb",text\n1,x\ry\n') == b'"a""\rb",text\n1,x' + _AS_CR + b"y\n"
+    unquoted = LoneCR(quotes=False)
+    assert unquoted.rewrite(b'"a\rb"\ttext\n1\tx\ry\n') == b'"a\rb"\ttext\n1\tx\ry\n'
+    assert not unquoted.lines_end_with_lf
+    # the header's end in a later piece; a piece ending at the header's LF decides; one ending with its CR waits for
+    # the byte after it (a one-byte read of the counting file)
+    later = LoneCR()
+    assert later.rewrite(b'"id\r') == b'"id\r' and later.rewrite(b'",te') == b'",te' and not later.lines_end_with_lf
+    assert later.rewrite(b"xt\n1,a\rb\n") == b"xt\n1,a" + _AS_CR + b"b\n" and later.lines_end_with_lf
+    ends = LoneCR()
+    assert ends.rewrite(b"id,text\n") == b"id,text\n" and ends.lines_end_with_lf
+    assert ends.rewrite(b"1,a\rb\n") == b"1,a" + _AS_CR + b"b\n"
+    waits = LoneCR()
+    assert waits.rewrite(b"id,text\r") == b"id,text\r" and not waits.lines_end_with_lf
+    assert waits.rewrite(b"\n1,a\rb\r\n") == b"\n1,a" + _AS_CR + b"b\r\n" and waits.lines_end_with_lf
