@@ -797,6 +797,22 @@ def test_a_tsvs_lines_are_read_as_rows_with_no_quotes(text, backslash, read_as):
     assert exports.unquoted_rows(io.StringIO("1\ta\\\r\n2\tb\n", newline=""), 2, True, crlf=False) == (True, False)
 
 
+@pytest.mark.parametrize("backslash", [False, True])
+@pytest.mark.parametrize("text, read_as", [
+    ("", (True, False)),  # a header alone: no row, none of another width
+    ("\n1\ta\n", (True, False)),  # a blank line before the first row is no row
+    ("1\ta\n\n2\tb\tc\n", (False, False)),  # the rows after a blank line are read too
+    ("1\t\n2\tb\n", (True, False)),  # an empty last value: two values, its tab kept
+    ("1\ta \n", (True, False)),
+    ("1\ta\n \n", (False, False)),  # a line of one space is a row of one value, as the reader reads it
+    ("1\ta\nX\n", (False, False)),
+])
+def test_unquoted_rows_reads_blank_lines_empty_values_and_short_lines_as_the_reader_does(text, backslash, read_as):
+    """exports.unquoted_rows at the edges of a line, with and without MySQL's backslash reading."""
+    for crlf in (True, False):
+        assert exports.unquoted_rows(io.StringIO(text, newline=""), 2, backslash, crlf) == read_as
+
+
 def test_a_backslash_ending_a_text_is_refused_only_where_mysqls_reading_gives_rows_of_the_headers_width(tmp_path):
     """(session 14) A TSV written by Python's csv module whose last text ends with a backslash was refused as MySQL's
     escaped line break (hypothesis found it): none ends a file, and a backslash ending a row further up joins it to
