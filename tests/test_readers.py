@@ -1134,3 +1134,44 @@ def test_a_run_of_nul_bytes_past_the_first_read_block_is_refused_before_its_rows
     # NUL bytes here and there are characters of a text, read as written (a run of 63 too)
     src.write_bytes(b"id,text\n1,a\0b\n2,c" + b"\0" * 63 + b"d\n")
     assert read(src, ["id", "text"])[0].column("text").to_pylist() == ["a\0b", "c" + "\0" * 63 + "d"]
+
+
+def test_same_files_tells_paths_apart_by_name_and_by_the_file_each_is_and_two_missing_files_are_not_one(tmp_path):
+    """sources.SameFiles, file_id and file_key by value (whole inputs and outputs: the case-insensitive and
+    no-file-id tests above): two names of one file are one, two files are two, and a path that names no file (an
+    output not yet written, a name holding a NUL) is no other path's file, not even another missing one's."""
+    import os
+    from types import SimpleNamespace
+
+    from bertfeat.sources import SameFiles, file_id, file_key
+
+    a, b, link = tmp_path / "a.parquet", tmp_path / "b.parquet", tmp_path / "link.parquet"
+    a.write_bytes(b"x")
+    b.write_bytes(b"x")
+    link.symlink_to(a)
+    st = os.stat(a)
+    assert file_id(st) == (st.st_dev, st.st_ino) and file_key(a) == file_key(link) == (st.st_dev, st.st_ino)
+    assert file_id(SimpleNamespace(st_dev=7, st_ino=0)) is None  # no file ids: every file would be one
+    same = SameFiles()
+    assert same(a, a) and same(link, a) and same(a, link)
+    assert not same(a, b)
+    missing, other = tmp_path / "out.parquet", tmp_path / "out.parquet.partial"
+    assert same(missing, missing)  # by name
+    assert not same(missing, other) and not same(other, missing)
+    assert not same(a, missing) and not same(missing, a)
+    assert not same(Path(str(tmp_path / "nul\0.parquet")), Path(str(tmp_path / "nul\0x.parquet")))
+    (tmp_path / "d").mkdir()
+    (tmp_path / "e").symlink_to(tmp_path / "d")
+    assert same.within(tmp_path / "d" / "sub" / "f.parquet", tmp_path / "e")  # at any depth, by the folder it is
+    assert not same.within(a, tmp_path / "d") and not same.within(tmp_path / "d", tmp_path / "d")
+
+
+def test_file_key_is_the_real_path_where_the_file_system_gives_no_file_ids(no_file_ids):
+    from bertfeat.sources import file_key
+
+    a, link = no_file_ids / "a.parquet", no_file_ids / "link.parquet"
+    a.write_bytes(b"x")
+    link.symlink_to(a)
+    (no_file_ids / "b.parquet").write_bytes(b"x")
+    assert file_key(link) == file_key(a) != file_key(no_file_ids / "b.parquet")
+    assert str(a) in file_key(a)
