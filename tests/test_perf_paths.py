@@ -896,3 +896,56 @@ def test_a_child_forked_after_the_users_own_torch_work_runs_torch_on_one_thread_
         "torch.mm(torch.randn(256, 256), torch.randn(256, 256))  # the user's own: a parallel region, 2 cores up\n",
         f"BertEmbedder(model={str(tiny_bert)!r}).fit_transform(['a cat sat', 'on the mat'])\n")
     assert (out.returncode, out.stdout.strip()) == (0, "1"), out.stderr[-2000:]
+
+
+def test_is_oom_reads_each_allocators_out_of_memory_and_nothing_else():
+    """batch_runner._is_oom, which decides between halving a batch and leaving the fused pass, by value: CUDA's and
+    Python's errors, MPS's and torch's CPU allocator's words (a plain RuntimeError), in any case."""
+    import torch
+
+    from bertfeat.batch_runner import _is_oom
+
+    assert _is_oom(torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"))
+    assert _is_oom(MemoryError())
+    assert _is_oom(RuntimeError("MPS backend out of memory (MPS allocated: 9.5 GB, other allocations: 0 bytes)"))
+    assert _is_oom(RuntimeError("[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: can't allocate "
+                                "memory: you tried to allocate 68719476736 bytes."))
+    assert _is_oom(RuntimeError("HIP Out Of Memory"))
+    assert not _is_oom(RuntimeError("mat1 and mat2 shapes cannot be multiplied (4x3 and 4x3)"))
+    assert not _is_oom(ValueError("out of memory"))  # no allocator's: a fault of the pass, not of its size
+    assert not _is_oom(OSError("Cannot allocate memory"))
+
+
+def test_forward_passes_counts_each_arrangement_of_one_model_and_dtype_apart(monkeypatch):
+    from types import SimpleNamespace
+
+    from bertfeat import batch_runner
+    from bertfeat.counts import own_passes
+
+    monkeypatch.setattr(batch_runner, "_PASSES", {})
+    spec = SimpleNamespace(weights_sha256="w", config_sha256="c", tokenizer_sha256="t")
+    other = SimpleNamespace(weights_sha256="w2", config_sha256="c", tokenizer_sha256="t")
+    batch_runner._count_pass(spec, "float32", "onednn-float32")  # before the job: not its own
+    recipe = SimpleNamespace(weights_sha256="w", config_sha256="c", tokenizer_sha256="t", dtype="float32")
+    with own_passes(recipe) as own:  # a job counting its own: this model and dtype only
+        for dtype, rung in [("float32", "onednn-float32"), ("float32", "transformers-float32"),
+                            ("bfloat16", "torch-bfloat16")]:
+            batch_runner._count_pass(spec, dtype, rung)
+        batch_runner._count_pass(other, "float32", "onednn-float32")
+    assert own == {"onednn-float32": 1, "transformers-float32": 1}
+    assert batch_runner.forward_passes("w", "c", "t", "float32") == {"onednn-float32": 2, "transformers-float32": 1}
+    assert batch_runner.forward_passes("w", "c", "t", "bfloat16") == {"torch-bfloat16": 1}
+    assert batch_runner.forward_passes("w2", "c", "t", "float32") == {"onednn-float32": 1}
+    assert batch_runner.forward_passes("w", "c", "t2", "float32") == {}
+
+
+def test_the_batches_queued_are_one_per_worker_and_one_more_or_one_while_memory_is_capped():
+    from types import SimpleNamespace
+
+    from bertfeat.batch_runner import BatchRunner
+
+    runner = BatchRunner.__new__(BatchRunner)
+    runner.memory_cap = SimpleNamespace(capped=False)
+    assert [runner._queue_limit(w) for w in (2, 3, 8)] == [3, 4, 9]
+    runner.memory_cap.capped = True
+    assert [runner._queue_limit(w) for w in (2, 8)] == [1, 1]
