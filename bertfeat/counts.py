@@ -167,18 +167,34 @@ def machines_facts(machines: dict[str, dict]) -> dict:
     return dict(sorted(machines.items()))
 
 
-def keep_note(notes: dict[str, str], host: str, message: str) -> None:
-    """Keep a worker's :class:`~bertfeat.exceptions.SlowDtypeWarning` as ``host``'s, the first there (its workers
-    measure the same CPU)."""
-    notes.setdefault(host, message)
+def driver_says(category: type[Warning]) -> str | None:
+    """The name under which a worker's warning of ``category`` is kept for the driver to say (:func:`keep_note`): a
+    :class:`~bertfeat.exceptions.SlowDtypeWarning` (the dtype asked for runs slow there) or a
+    :class:`~bertfeat.exceptions.CacheWarning` (a read-only cache answers and stores nothing; new vectors could not be
+    written), which the local engine says to its user; None for any other, which the worker warns itself."""
+    from bertfeat.exceptions import CacheWarning, SlowDtypeWarning
+
+    for kind in (SlowDtypeWarning, CacheWarning):
+        if issubclass(category, kind):
+            return kind.__name__
+    return None
 
 
-def say_notes(notes: dict[str, str], worker: str) -> None:
-    """Say on the driver what workers found slow (``host -> message``), once per host: a worker's own warning goes
-    to its log (an executor's, or a quiet Ray job's, which no one reads), never to the user who chose the dtype."""
+def keep_note(notes: dict[tuple[str, str], str], host: str, message: str, kind: str = "SlowDtypeWarning") -> None:
+    """Keep a worker's warning (``kind``: :func:`driver_says`) as ``host``'s, the first of its kind there (its
+    workers measure the same CPU and open the same cache)."""
+    notes.setdefault((host, kind), message)
+
+
+def say_notes(notes: dict[tuple[str, str], str], worker: str) -> None:
+    """Say on the driver what workers found (``(host, kind) -> message``), once per host and kind: a worker's own
+    warning goes to its log (an executor's, or a quiet Ray job's, which no one reads), never to the user who chose
+    the dtype or the cache."""
     import warnings
 
-    from bertfeat.exceptions import SlowDtypeWarning, user_stacklevel
+    from bertfeat import exceptions
+    from bertfeat.exceptions import user_stacklevel
 
-    for host, message in sorted(notes.items()):
-        warnings.warn(f"{message} ({worker} on host {host!r})", SlowDtypeWarning, stacklevel=user_stacklevel())
+    for (host, kind), message in sorted(notes.items()):
+        warnings.warn(f"{message} ({worker} on host {host!r})", getattr(exceptions, kind),
+                      stacklevel=user_stacklevel())

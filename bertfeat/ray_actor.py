@@ -13,8 +13,8 @@ import warnings
 import numpy as np
 import pyarrow as pa
 
-from bertfeat.counts import forward_passes, keep_machine, keep_note, passes_since
-from bertfeat.exceptions import SlowDtypeWarning, TruncationWarning
+from bertfeat.counts import driver_says, forward_passes, keep_machine, keep_note, passes_since
+from bertfeat.exceptions import TruncationWarning
 from bertfeat.files import DistinctCounter
 from bertfeat.worker_recipe import check_fixed_dtype, check_worker_recipe, check_worker_tokenization, libraries
 
@@ -121,10 +121,11 @@ class RayFeaturizer:
         passes = passes_since(before, self.featurizer.recipe) if job else {}
         truncated = [w for w in caught if issubclass(w.category, TruncationWarning)]
         for w in caught:
-            if job and issubclass(w.category, SlowDtypeWarning):  # said by the driver (a quiet job forwards no log)
+            kind = driver_says(w.category) if job else None
+            if kind is not None:  # a slow dtype, a read-only cache: said by the driver (a quiet job forwards no log)
                 import ray
 
-                ray.get(self.collector.add_note.remote(socket.gethostname(), str(w.message)))
+                ray.get(self.collector.add_note.remote(socket.gethostname(), str(w.message), kind))
             elif w not in truncated:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         if truncated and not self.truncation_warned:
@@ -168,7 +169,7 @@ class JobCounts:
         self.distinct = DistinctCounter()
         self.workers: list[dict] = []
         self.machines: dict[str, dict] = {}
-        self.notes: dict[str, str] = {}
+        self.notes: dict[tuple[str, str], str] = {}
         self.mistake: Exception | None = None
 
     def add_worker(self, info: dict) -> None:
@@ -179,11 +180,11 @@ class JobCounts:
         :func:`bertfeat.counts.keep_machine`)."""
         keep_machine(self.machines, host, facts)
 
-    def add_note(self, host: str, message: str) -> None:
-        """A worker's SlowDtypeWarning (:func:`bertfeat.counts.keep_note`), for the driver to say."""
-        keep_note(self.notes, host, message)
+    def add_note(self, host: str, message: str, kind: str) -> None:
+        """A worker's SlowDtypeWarning or CacheWarning (:func:`bertfeat.counts.keep_note`), for the driver to say."""
+        keep_note(self.notes, host, message, kind)
 
-    def notes_report(self) -> dict[str, str]:
+    def notes_report(self) -> dict[tuple[str, str], str]:
         return self.notes
 
     def add_texts(self, hashes: np.ndarray) -> None:

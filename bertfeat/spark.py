@@ -31,10 +31,10 @@ import pyarrow.parquet as pq
 
 from bertfeat import locks
 from bertfeat.arrow import at_input_row, first_refused
-from bertfeat.counts import (add_passes, forward_passes, keep_machine, keep_note, machines_facts, passes_since,
-                             say_notes)
+from bertfeat.counts import (add_passes, driver_says, forward_passes, keep_machine, keep_note, machines_facts,
+                             passes_since, say_notes)
 from bertfeat.encode import EncodeStats
-from bertfeat.exceptions import SlowDtypeWarning, TruncationWarning
+from bertfeat.exceptions import TruncationWarning
 from bertfeat.inputs import column_names
 from bertfeat.sources import FOLDER_OUTPUT, output_path
 from bertfeat.files import (InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary,
@@ -517,8 +517,8 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
             add_passes(passes, s.get("forward_pass", {}))
             if "machine" in s:
                 keep_machine(machines, s["worker"]["host"], s["machine"])
-            for message in s.get("notes", []):
-                keep_note(notes, s["worker"]["host"], message)
+            for kind, message in s.get("notes", []):
+                keep_note(notes, s["worker"]["host"], message, kind)
         manifest = {
             "output": str(paths.out),
             "engine": "spark",
@@ -657,9 +657,10 @@ def _write_partition(batches, spec: dict):
                     result = featurizer(batch)
             except (ValueError, TypeError) as exc:
                 raise _marked(exc, rows) from None
-            for w in caught:  # a slow dtype is said by the driver (an executor's log is read by no one)
-                if issubclass(w.category, SlowDtypeWarning):
-                    notes.append(str(w.message))
+            for w in caught:  # a slow dtype, a read-only cache: said by the driver (an executor's log is unread)
+                kind = driver_says(w.category)
+                if kind is not None:
+                    notes.append([kind, str(w.message)])
                 else:
                     warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
             totals += featurizer.embedder.stats_

@@ -195,6 +195,18 @@ def read_only_mount(monkeypatch):
     monkeypatch.setattr(cache_module, "_write_atomic", refused)
 
 
+def read_only_cache(monkeypatch, root) -> None:
+    """The cache folder ``root`` as a read-only mount answers, and every other path as it is: for a whole job (the
+    engines' tests), whose output must be written. No write access there, and statvfs's read-only flag; bertfeat
+    writes nothing there (a test looks)."""
+    real_access, real_statvfs = os.access, os.statvfs
+    inside = lambda path: os.path.realpath(path).startswith(os.path.realpath(root))  # noqa: E731
+    monkeypatch.setattr(os, "access", lambda path, mode, **kw: (
+        not mode & os.W_OK if inside(path) else real_access(path, mode, **kw)))
+    monkeypatch.setattr(os, "statvfs", lambda path: os.statvfs_result(
+        tuple(real_statvfs(path))[:8] + (os.ST_RDONLY if inside(path) else 0, real_statvfs(path).f_namemax)))
+
+
 def test_a_complete_cache_on_a_read_only_mount_answers_and_stores_nothing(tmp_path, monkeypatch):
     # A team's cache mounted read-only (or a dataset volume holding one) was refused whole, "is not writable by this
     # user", though nothing needs writing to read it: every run embedded every text again. Now it answers what it

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from bertfeat.counts import (
-    DistinctCounter, add_passes, count_own_pass, forward_passes, job_counts, keep_machine, keep_note, machines_facts,
-    own_passes, passes_since, say_notes, text_hashes,
+    DistinctCounter, add_passes, count_own_pass, driver_says, forward_passes, job_counts, keep_machine, keep_note,
+    machines_facts, own_passes, passes_since, say_notes, text_hashes,
 )
 from bertfeat.encode import EncodeStats
-from bertfeat.exceptions import SlowDtypeWarning
+from bertfeat.exceptions import CacheWarning, SlowDtypeWarning
 
 M = 1 << DistinctCounter.P  # 16,384 registers
 
@@ -212,19 +212,30 @@ def test_slow_dtype_notes_are_kept_once_per_host_and_said_by_host_name():
     keep_note(notes, "b", "dtype='bfloat16' runs slower here")
     keep_note(notes, "b", "a second worker's")
     keep_note(notes, "a", "slow on a")
-    assert notes == {"b": "dtype='bfloat16' runs slower here", "a": "slow on a"}
+    keep_note(notes, "b", "cache_dir='/team' is on a read-only file system", "CacheWarning")  # another kind
+    keep_note(notes, "b", "a second worker's cache", "CacheWarning")
+    assert notes == {("b", "SlowDtypeWarning"): "dtype='bfloat16' runs slower here", ("a", "SlowDtypeWarning"):
+                     "slow on a", ("b", "CacheWarning"): "cache_dir='/team' is on a read-only file system"}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         say_notes(notes, "a Spark task")
     assert [(w.category, str(w.message)) for w in caught] == [
         (SlowDtypeWarning, "slow on a (a Spark task on host 'a')"),
+        (CacheWarning, "cache_dir='/team' is on a read-only file system (a Spark task on host 'b')"),
         (SlowDtypeWarning, "dtype='bfloat16' runs slower here (a Spark task on host 'b')"),
     ]
+
+
+def test_the_driver_says_a_workers_slow_dtype_and_cache_warnings_and_no_other():
+    from bertfeat.exceptions import ModelNoteWarning, TruncationWarning
+
+    assert [driver_says(c) for c in (SlowDtypeWarning, CacheWarning, TruncationWarning, ModelNoteWarning,
+                                     UserWarning)] == ["SlowDtypeWarning", "CacheWarning", None, None, None]
 
 
 def test_slow_dtype_notes_point_at_the_callers_line():
     """(Deselected under mutmut, whose trampoline adds a frame outside bertfeat: tests/README.md.)"""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        say_notes({"a": "slow"}, "a Ray worker")
+        say_notes({("a", "SlowDtypeWarning"): "slow"}, "a Ray worker")
     assert [w.filename for w in caught] == [__file__]  # the user's line, not bertfeat's

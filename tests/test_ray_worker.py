@@ -962,6 +962,39 @@ def test_a_slow_dtype_said_where_warnings_are_errors_comes_after_the_output_is_w
     assert pq.read_table(tmp_path / "out").num_rows == 20
 
 
+def test_a_read_only_cache_a_worker_reads_is_said_by_the_driver_even_when_quiet(tiny_bert, fake_ray, quiet_threads,
+                                                                                tmp_path, monkeypatch):
+    """A complete cache on a read-only mount (session 15: read, not refused) is said to the local engine's user, one
+    CacheWarning saying that new texts are not stored and how to keep them. On the Ray engine each worker's went to
+    its own stderr, which a quiet job does not forward: the job stored nothing and said nothing. The driver now says
+    it, once per host, as it says a slow dtype."""
+    from bertfeat.exceptions import CacheWarning
+    from bertfeat.files import embed_file
+    from tests.test_cache_values import read_only_cache
+
+    team = tmp_path / "team"
+    df = frame(20, seed=4)
+    src = write_input(tmp_path, df, files=1)
+    df[:12].to_parquet(tmp_path / "held.parquet")  # a cache that holds 12 of its 20 texts
+    embed_file(tmp_path / "held.parquet", tmp_path / "held-out.parquet", "review", model=tiny_bert, quiet=True,
+               cache_dir=str(team))
+    before = sorted(p.relative_to(team) for p in team.rglob("*"))
+    read_only_cache(monkeypatch, team)
+    ray = fake_ray()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        manifest = bray.embed_parquet(src, tmp_path / "out", "review", batch_rows=5, num_workers=2, model=tiny_bert,
+                                      quiet=True, cache_dir=str(team))
+    assert ray.inits == [{"logging_level": logging.ERROR, "log_to_driver": False}]
+    said = [str(w.message) for w in caught if issubclass(w.category, CacheWarning)]
+    assert said == [f"bertfeat cache: cache_dir={str(team)!r} ({team}) is on a read-only file system: the vectors it "
+                    "holds are used, and those of texts it does not hold are computed and not stored. To keep them, "
+                    "pass a folder this user may write to as cache_dir= (a copy of this one keeps its vectors). "
+                    f"(a Ray worker on host {socket.gethostname()!r})"]
+    assert sorted(p.relative_to(team) for p in team.rglob("*")) == before  # nothing stored
+    assert manifest["counts"]["cache_hits"] > 0 and manifest["counts"]["rows"] == 20
+
+
 def test_a_workers_mistake_fails_the_job_as_the_local_engine_says_it(tiny_bert, fake_ray, quiet_threads, tmp_path):
     df = frame(20)
     df.loc[13, "review"] = None

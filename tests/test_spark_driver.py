@@ -668,7 +668,7 @@ def test_a_slow_dtype_a_task_finds_is_said_by_the_driver_once_per_host(tiny_bert
         warnings.simplefilter("always")
         bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert, dtype="bfloat16",
                            batch_rows=4, quiet=True)
-    assert len(fake.job.stats) == 3 and fake.job.stats[0]["notes"] == [said]  # the task that loaded the model
+    assert len(fake.job.stats) == 3 and fake.job.stats[0]["notes"] == [["SlowDtypeWarning", said]]  # the loading task
     slow = [str(w.message) for w in caught if issubclass(w.category, SlowDtypeWarning)]
     assert slow == [f"{said} (a Spark task on host {socket.gethostname()!r})"]
 
@@ -694,6 +694,40 @@ def test_a_slow_dtype_said_where_warnings_are_errors_comes_after_the_manifest(ti
                                dtype="bfloat16", batch_rows=4, quiet=True)
     manifest = json.loads((tmp_path / "out.manifest.json").read_text())
     assert manifest["counts"]["rows"] == 12 and manifest["provenance"]["dtype"] == "bfloat16"
+
+
+def test_a_read_only_cache_a_task_reads_is_said_by_the_driver_as_the_local_engine_says_it(tiny_bert, tmp_path,
+                                                                                          spark_job, monkeypatch):
+    """A complete cache on a read-only mount (session 15: read, not refused) is said to the local engine's user, one
+    CacheWarning: the texts it does not hold are embedded and not stored, and how to keep them. On the Spark engine
+    each task's CacheWarning went to its executor's log, which no one reads (only a slow dtype was carried to the
+    driver): a job that stored nothing said nothing. The driver now says it, once per host, after the output."""
+    from bertfeat.exceptions import CacheWarning
+    from bertfeat.files import embed_file
+    from tests.test_cache_values import read_only_cache
+
+    team = tmp_path / "team"
+    make_frame(12).to_parquet(tmp_path / "held.parquet")
+    make_frame(16).to_parquet(tmp_path / "in.parquet")  # its first 12 rows are held (the same seed)
+    embed_file(tmp_path / "held.parquet", tmp_path / "held-out.parquet", "review", model=tiny_bert, quiet=True,
+               cache_dir=str(team))
+    before = sorted(p.relative_to(team) for p in team.rglob("*"))
+    read_only_cache(monkeypatch, team)
+    local_said = f"bertfeat cache: cache_dir={str(team)!r} ({team}) is on a read-only file system: the vectors it " \
+                 "holds are used, and those of texts it does not hold are computed and not stored. To keep them, " \
+                 "pass a folder this user may write to as cache_dir= (a copy of this one keeps its vectors)."
+    spark_job()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        manifest = bspark.embed_files(tmp_path / "in.parquet", tmp_path / "out", "review", model=tiny_bert,
+                                      batch_rows=4, quiet=True, cache_dir=str(team))
+    said = [str(w.message) for w in caught if issubclass(w.category, CacheWarning)]
+    assert said == [f"{local_said} (a Spark task on host {socket.gethostname()!r})"]
+    assert sorted(p.relative_to(team) for p in team.rglob("*")) == before  # nothing stored
+    assert manifest["counts"]["cache_hits"] > 0 and manifest["counts"]["rows"] == 16
+    embed_file(tmp_path / "in.parquet", tmp_path / "local.parquet", "review", model=tiny_bert, quiet=True)
+    np.testing.assert_allclose(features(pq.read_table(tmp_path / "out"), 0),  # other batches: float32's last bits
+                               features(pq.read_table(tmp_path / "local.parquet"), 0), rtol=0, atol=1e-6)
 
 
 def test_embed_dataframe_refuses_a_gpu_its_local_session_has_not(tiny_bert):
