@@ -995,6 +995,26 @@ def test_a_read_only_cache_a_worker_reads_is_said_by_the_driver_even_when_quiet(
     assert manifest["counts"]["cache_hits"] > 0 and manifest["counts"]["rows"] == 20
 
 
+def test_every_part_file_a_job_writes_is_flushed_before_its_output_is_put_in_place(tiny_bert, fake_ray, quiet_threads,
+                                                                                   tmp_path, monkeypatch):
+    """The sink wrote each part file and never flushed it, where the local engine and Spark's tasks flush each part
+    before it is put in place: after a power cut (or a crash of the NFS client that cached its bytes) the output
+    folder and its manifest could be there with part files empty or cut short."""
+    real_fsync, flushed = os.fsync, set()
+
+    def fsync(fd):
+        flushed.add(os.readlink(f"/proc/self/fd/{fd}"))
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    fake_ray()
+    src = write_input(tmp_path, frame(20, seed=4), files=2)
+    bray.embed_parquet(src, tmp_path / "out", "review", batch_rows=5, num_workers=2, model=tiny_bert, quiet=True)
+    parts = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert parts and all(p.endswith(".parquet") for p in parts)
+    assert [p for p in parts if str(tmp_path / "out.partial" / "data" / p) not in flushed] == []
+
+
 def test_a_workers_mistake_fails_the_job_as_the_local_engine_says_it(tiny_bert, fake_ray, quiet_threads, tmp_path):
     df = frame(20)
     df.loc[13, "review"] = None
