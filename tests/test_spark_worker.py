@@ -380,10 +380,11 @@ class FakeFeaturizer:
     def __call__(self, batch):
         import warnings
 
-        from bertfeat.exceptions import CacheWarning, TruncationWarning
+        from bertfeat.exceptions import CacheWarning, ModelNoteWarning, TruncationWarning
 
         warnings.warn("2 texts were truncated", TruncationWarning)
         warnings.warn("a cache shard is damaged", CacheWarning)
+        warnings.warn("a note of the model's", ModelNoteWarning)
         n = batch.num_rows if self.n is None else self.n
         return pa.record_batch([pa.array(np.zeros(n, np.float32))], names=["f0"])
 
@@ -397,13 +398,16 @@ class FakeFeaturizer:
 
 
 def test_truncation_is_counted_not_warned_and_other_warnings_pass(tmp_path, in_task, monkeypatch):
+    """A truncation is counted in the manifest; a CacheWarning (as a slow dtype) goes to the driver with the task's
+    counts, which says it (an executor's log is read by no one); any other warning is the task's own."""
     import warnings
 
     monkeypatch.setattr(bspark, "_worker_featurizer", lambda spec: (FakeFeaturizer(), {}))
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        list(bspark._write_partition(iter([rows_batch([1], ["a"], [0])]), spec_for("m", tmp_path)))
-    assert [str(w.message) for w in seen] == ["a cache shard is damaged"]
+        out = list(bspark._write_partition(iter([rows_batch([1], ["a"], [0])]), spec_for("m", tmp_path)))
+    assert [str(w.message) for w in seen] == ["a note of the model's"]
+    assert json.loads(out[-1].column("stats")[0].as_py())["notes"] == [["CacheWarning", "a cache shard is damaged"]]
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
