@@ -16,7 +16,10 @@ import re
 
 QUOTE = 0x22
 BACKSLASH = 0x5C
-_RECORD_START = re.compile(rb"[\r\n][^\t\r\n]+\t")
+# a line break, a first field (4 KiB at most: a first field is short) and a tab: a record's start, inside a quoted value
+FIRST_FIELD = 4095
+_RECORD_START = re.compile(rb"[\r\n][^\t\r\n]{1,%d}\t" % FIRST_FIELD)
+_FIELD = re.compile(rb"[^\t\r\n]*")
 
 
 class QuoteScanner:
@@ -38,7 +41,7 @@ class QuoteScanner:
         # with watch_rows (a TSV whose quoting was not declared): where a quoted value holds a tab after a line break,
         # as rows read into one value do, and where that value opened (offsets as closed_early's); see rows_joined
         self._watch = watch_rows
-        self._tail = b""  # inside a quoted value: its bytes since its last line break (see _inside)
+        self._line: int | None = None  # inside a quoted value: its bytes since its last line break, no tab (_inside)
         self._opened_at = 0
         self.rows_joined: tuple[int, int] | None = None
         # with watch_escapes (a file whose quoting was not declared): where a quote after a backslash stands in a value
@@ -95,7 +98,7 @@ class QuoteScanner:
             else:
                 prev = data[j - 1] if j else self._prev
                 self._in_quote = prev is None or prev in self._opens
-                self._tail, self._opened_at = b"", self._offset + j
+                self._line, self._opened_at = None, self._offset + j
                 if prev == BACKSLASH and self._watch_escapes and self.escaped_quote is None:
                     self.escaped_quote = self._offset + j
             i = j + 1
@@ -120,16 +123,27 @@ class QuoteScanner:
     def _inside(self, data: bytes, start: int, end: int) -> None:
         """Follow ``data[start:end]``, inside a quoted value: a line break, a field and a tab there (a record's start,
         not an indented line, which starts with a tab) are a row read into the value where the file's values are not
-        quoted (a TSV export's ``"Great`` opens no quote). The line since the value's last line break is carried to
-        the next piece (4 KiB of it at most: a first field is short)."""
-        seen = self._tail + data[start:end]
-        found = _RECORD_START.search(seen)
-        if found is not None:
-            self.rows_joined = (self._opened_at, self._offset + start - len(self._tail) + found.end() - 1)
+        quoted (a TSV export's ``"Great`` opens no quote). What the line since the value's last line break holds is
+        carried to the next piece as a count (:data:`FIRST_FIELD` bytes at most: a first field is short), so each
+        byte is looked at once: searching that line again at each quote (a JSON text doubles one every few bytes)
+        searched it hundreds of times over."""
+        if start == end:
             return
-        last = max(seen.rfind(b"\n"), seen.rfind(b"\r"))
-        rest = seen[last:] if last >= 0 else seen if self._tail else b""
-        self._tail = rest if len(rest) <= 4096 else b""
+        if self._line is not None:  # the line goes on from the piece before: its first field, if a tab ends it here
+            run = _FIELD.match(data, start, end).end()
+            field = self._line + run - start
+            if run < end and data[run] == 0x09 and 0 < field <= FIRST_FIELD:
+                self.rows_joined = (self._opened_at, self._offset + run)
+                return
+            self._line = field if run == end and field <= FIRST_FIELD else None
+        found = _RECORD_START.search(data, start, end)
+        if found is not None:
+            self.rows_joined = (self._opened_at, self._offset + found.end() - 1)
+            return
+        last = max(data.rfind(b"\n", start, end), data.rfind(b"\r", start, end))
+        if last >= 0:  # the line after it, if no tab ends it early (an indented line is no record)
+            run = _FIELD.match(data, last + 1, end).end()
+            self._line = end - last - 1 if run == end and end - last - 1 <= FIRST_FIELD else None
 
     def _after_closing(self, data: bytes, k: int) -> None:
         """A quoted value closed just before ``data[k]``: only a delimiter or a line break may come next (not a lone CR
