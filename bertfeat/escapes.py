@@ -18,7 +18,9 @@ delimiter a backslash and the unit separator U+001F, which no exporter writes af
 escaped backslash before a delimiter stays one (``\\\\<tab>`` ends its value); a bare carriage return no line feed
 follows becomes ``\\r`` too, as MySQL escapes none (a text's Windows line break); and where the file's first line ends
 with CRLF (INTO OUTFILE ... LINES TERMINATED BY '\\r\\n', which escapes the CR and no LF), a line feed no carriage
-return comes before becomes ``\\n``. :func:`decode` then reads each value.
+return comes before becomes ``\\n``, as it does where the first line ends with a lone CR (LINES TERMINATED BY '\\r',
+pandas' ``to_csv(lineterminator='\\r')`` with an escapechar, which escape or quote a text's CR and leave its LF as
+written), each bare CR there a line end. :func:`decode` then reads each value.
 
 ``csv-backslash`` is CSV's quoting with a backslash escaping the next character, as MySQL's ``SELECT ... INTO OUTFILE
 ... FIELDS ENCLOSED BY '"'`` writes with its default ``ESCAPED BY '\\\\'``: a quote, a backslash and a line feed inside
@@ -45,6 +47,9 @@ _PAIR = re.compile(rb"\\(.)|\r(?!\n)", re.S)
 # match (matched whole, each a call of _pair, a 50 MB export took 0.21 s to rewrite, 0.16 s so; the lookbehind after
 # the LF, where before it the pattern would lose its first bytes' set and take 0.69 s)
 _PAIR_CRLF = re.compile(rb"\\\r\n|\\(.)|\r(?!\n)|\n(?<!\r\n)", re.S)
+# where lines end with a lone CR (MySQL's LINES TERMINATED BY '\r', pandas' lineterminator='\r', which escape or quote
+# a text's CR and leave its LF as written): a line feed no CR comes before is a value's own, a bare CR each line's end
+_PAIR_CR = re.compile(rb"\\\r\n|\\(.)|\n(?<!\r\n)", re.S)
 _SEPARATOR = 0x1F  # what stands for an escaped delimiter between the two steps
 _QUOTE = 0x1E  # what stands for an escaped quote between the two steps (csv-backslash): no exporter's after one
 _LETTERS = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
@@ -73,7 +78,8 @@ class EscapedBytes:
     escapes, a trailing carriage return for the byte that tells whether it ends a line), and ``rewrite(b"")`` at the
     end returns what waits. A carriage return no line feed follows is a value's own (escaped as ``\\r``) once the
     stream has shown a line feed: a file whose lines end with a bare CR keeps them. Where the stream's first line feed
-    ends a CRLF, a line feed no (unescaped) carriage return comes before is a value's own too (``\\n``)."""
+    ends a CRLF, or its first line (outside a quoted name) ends with a lone CR, a line feed no (unescaped) carriage
+    return comes before is a value's own too (``\\n``)."""
 
     def __init__(self, delimiter: str, quoted: bool = False):
         self._to = {ord("\n"): b"\\n", ord("\r"): b"\\r", ord(delimiter): b"\\" + bytes([_SEPARATOR])}
@@ -85,6 +91,10 @@ class EscapedBytes:
         self._lf_seen = False
         self._cr_from = -1  # past which, in the piece being rewritten, a bare CR is a value's own
         self._crlf = False  # whether the stream's first line feed ends a CRLF: a lone LF is then a value's own
+        # whether the first line (the header) ends with a lone CR, as each line then does: None until its end is seen
+        self._lone_cr: bool | None = None
+        self._quoted = quoted
+        self._header_quote = self._header_escape = False  # inside a quoted name, after a backslash (the header's)
 
     def rewrite(self, data: bytes) -> bytes:
         if not data:
@@ -98,6 +108,10 @@ class EscapedBytes:
             data, self.held = data[:-1], b"\r"  # a bare CR: a line end where a line feed comes next
         else:
             self.held = b""
+        if self._lone_cr is None:
+            self._lone_cr = self._header_ends_with_lone_cr(data)
+        if self._lone_cr:
+            return _PAIR_CR.sub(self._pair, data)
         if self._lf_seen:
             self._cr_from = -1
         else:
@@ -106,6 +120,20 @@ class EscapedBytes:
             self._cr_from = first if self._lf_seen else len(data)
             self._crlf = first > 0 and data[first - 1] == 0x0D  # the header's line end (a held CR is in data)
         return (_PAIR_CRLF if self._crlf else _PAIR).sub(self._pair, data)
+
+    def _header_ends_with_lone_cr(self, data: bytes) -> bool | None:
+        """Whether the stream's first line break outside a quoted name is a lone CR, or None where ``data`` (the
+        bytes after those seen so far, which end with no bare CR while more follows) holds none."""
+        for at, byte in enumerate(data):
+            if self._header_escape:
+                self._header_escape = False
+            elif byte == 0x5C:
+                self._header_escape = True
+            elif byte == 0x22 and self._quoted:
+                self._header_quote = not self._header_quote
+            elif byte in (0x0A, 0x0D) and not self._header_quote:
+                return byte == 0x0D and data[at + 1:at + 2] != b"\n"
+        return None
 
     def _pair(self, match: re.Match) -> bytes:
         if match[1] is not None:

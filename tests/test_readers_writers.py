@@ -132,6 +132,48 @@ def test_what_mysql_into_outfile_enclosed_by_a_quote_writes_reads_back_under_quo
 
 
 @pytest.mark.parametrize("sep", [",", "\t"])
+@pytest.mark.parametrize("quoting", [csv.QUOTE_MINIMAL, csv.QUOTE_ALL, csv.QUOTE_NONE])
+def test_what_pandas_and_mysql_write_with_lines_ending_in_a_lone_cr_reads_back_under_escapes(
+        tmp_path, monkeypatch, sep, quoting):
+    """(found by a CSV dialects hunt, continued, 2026-11-27, session 15) a file whose lines end with a lone CR, from
+    pandas' to_csv(escapechar='\\\\', lineterminator='\\r') or MySQL's INTO OUTFILE ... LINES TERMINATED BY '\\r',
+    which escape a text's CR (or quote it) and write its line feed as it is: under quoting='csv-backslash' and
+    'backslash' every bare CR after that line feed was taken for a value's own, so the rows after it read as one
+    (a file of one column gave ['two', 'lines\\ra "q" b'], two columns two rows where there were three), silently,
+    or were refused with pyarrow's bare width message. A line feed is now a value's own there, as a lone one is in a
+    file of CRLF lines, and each CR a line end; an escaped line feed (a backslash and LF) too, in 1 KB read blocks."""
+    from bertfeat import readers
+
+    three = ["one", "two\nlines", 'a "q" b']  # one column and two: read as ['two', 'lines\ra "q" b'] and 2 rows
+    for frame in (pd.DataFrame({"text": three}), pd.DataFrame({"id": ["0", "1", "2"], "text": three})):
+        short = tmp_path / "short.csv"
+        frame.to_csv(short, index=False, lineterminator="\r", escapechar="\\", doublequote=False)
+        short.write_bytes(short.read_bytes() + (b"3," if "id" in frame else b"") + b"esc\\\naped\r")  # \ and LF
+        reader = InputReader(str(short), list(frame.columns), 7, ["text"], quoting="csv-backslash")
+        table = pa.Table.from_batches(list(reader.batches()), schema=reader.schema)
+        assert table.column("text").to_pylist() == [*three, "esc\naped"]
+    monkeypatch.setattr(readers, "BLOCK_BYTES", 1 << 10)
+    src = tmp_path / ("pandas.tsv" if sep == "\t" else "pandas.csv")
+    escaping = "backslash" if quoting == csv.QUOTE_NONE else "csv-backslash"
+    frame = FRAME.assign(text=[t + "x" * 1500 if t == "plain" else t for t in TEXTS]) if sep == "," else FRAME
+    frame.to_csv(src, index=False, sep=sep, lineterminator="\r", quoting=quoting, escapechar="\\", doublequote=False)
+    assert b"two\nlines" in src.read_bytes()  # the line feed as written, unquoted (QUOTE_ALL: quoted)
+    if quoting == csv.QUOTE_NONE and sep == ",":  # a comma escaped, where "1,5" is read back as written
+        assert b"1\\,5" in src.read_bytes()
+    # the text \\N is written \\\\N, escaped: a text, where an unescaped \\N would be missing
+    quotes = quoting == csv.QUOTE_ALL
+    want = [t if t in ("\\N", "plain" + "x" * 1500) else w
+            for t, w in zip(frame.text.tolist(), written(quotes, quotes))]
+    assert read_back(src, quoting=escaping) == want
+    mysql = tmp_path / "outfile.csv"
+    mysql.write_bytes(mysql_outfile(TEXTS[:-1], b"\r", quoting != csv.QUOTE_MINIMAL))
+    reader = InputReader(str(mysql), ["id", "text", "n"], 7, ["text"], quoting="csv-backslash")
+    table = pa.Table.from_batches(list(reader.batches()), schema=reader.schema)
+    assert table.column("text").to_pylist() == TEXTS[:-1]
+    assert table.column("n").to_pylist() == ["1,5"] * (len(TEXTS) - 1)
+
+
+@pytest.mark.parametrize("sep", [",", "\t"])
 @pytest.mark.parametrize("style", ["needed", "all_valid"])
 @pytest.mark.parametrize("eol", ["\n", "\r"])
 def test_what_pyarrow_write_csv_writes_reads_back_as_written(tmp_path, sep, style, eol):
