@@ -109,7 +109,11 @@ class EscapedBytes:
         else:
             self.held = b""
         if self._lone_cr is None:
-            self._lone_cr = self._header_ends_with_lone_cr(data)
+            end = self._header_end(data)
+            self._lone_cr = None if end is None else data[end] == 0x0D and data[end + 1:end + 2] != b"\n"
+            if self._lone_cr:  # the header's line breaks inside a quoted name are pyarrow's to skip, as written
+                self._cr_from = len(data)
+                return _PAIR.sub(self._pair, data[:end]) + _PAIR_CR.sub(self._pair, data[end:])
         if self._lone_cr:
             return _PAIR_CR.sub(self._pair, data)
         if self._lf_seen:
@@ -121,9 +125,9 @@ class EscapedBytes:
             self._crlf = first > 0 and data[first - 1] == 0x0D  # the header's line end (a held CR is in data)
         return (_PAIR_CRLF if self._crlf else _PAIR).sub(self._pair, data)
 
-    def _header_ends_with_lone_cr(self, data: bytes) -> bool | None:
-        """Whether the stream's first line break outside a quoted name is a lone CR, or None where ``data`` (the
-        bytes after those seen so far, which end with no bare CR while more follows) holds none."""
+    def _header_end(self, data: bytes) -> int | None:
+        """Where in ``data`` (the bytes after those seen so far, which end with no bare CR while more follows) the
+        stream's first line break outside a quoted name is, or None where it holds none."""
         for at, byte in enumerate(data):
             if self._header_escape:
                 self._header_escape = False
@@ -132,7 +136,7 @@ class EscapedBytes:
             elif byte == 0x22 and self._quoted:
                 self._header_quote = not self._header_quote
             elif byte in (0x0A, 0x0D) and not self._header_quote:
-                return byte == 0x0D and data[at + 1:at + 2] != b"\n"
+                return at
         return None
 
     def _pair(self, match: re.Match) -> bytes:
