@@ -97,7 +97,7 @@ class CsvProblems:
         asked again."""
         for backslash in (False, True):
             with self._text() as fh:
-                if exports.unquoted_rows(self._rows_lines(fh), len(self.header), backslash, self._crlf())[0]:
+                if exports.unquoted_rows(self._rows_lines(fh), len(self.header), backslash, self._cr_ends_lines())[0]:
                     raise ValueError(self._rows_joined())
         self._watch_rows = False
         self._counting.quotes.stop_watching()
@@ -108,10 +108,11 @@ class CsvProblems:
         lone_cr = self._counting.lone_cr if self._counting is not None else None
         return lone_cr is not None and lone_cr.lines_end_with_lf
 
-    def _crlf(self) -> bool:
-        """Whether the file's header line ends with CRLF (:class:`bertfeat.csv_stream.LoneCR` saw it)."""
+    def _cr_ends_lines(self) -> bool:
+        """Whether the file's header line ends with CRLF or a lone CR (:class:`bertfeat.csv_stream.LoneCR` saw it),
+        so that a CR is the first byte of each line's end."""
         lone_cr = self._counting.lone_cr if self._counting is not None else None
-        return lone_cr is not None and lone_cr.crlf
+        return lone_cr is not None and (lone_cr.crlf or lone_cr.lines_end_with_cr)
 
     def _rows_lines(self, fh):
         """The lines of the text file ``fh`` after the header, each with its line end, split as the reader splits
@@ -172,7 +173,7 @@ class CsvProblems:
         if not any(pc.any(one).as_py() for one in found.values()):
             return
         with self._text() as fh:
-            fits, joined = exports.unquoted_rows(self._rows_lines(fh), len(self.header), True, self._crlf())
+            fits, joined = exports.unquoted_rows(self._rows_lines(fh), len(self.header), True, self._cr_ends_lines())
         if not fits or (ends and not joined):  # no such export: its lines are no rows, or its backslash ends a quote
             self._watch_escapes = False
             return

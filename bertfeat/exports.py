@@ -36,18 +36,19 @@ _SQLITE_CSV = "sqlite3 -csv -header file.db 'SELECT ...' > file.csv"
 _ESCAPE_OR_TAB = re.compile(r"\\.?|\t", re.S)
 
 
-def unquoted_rows(lines, width: int, backslash: bool, crlf: bool = True) -> tuple[bool, bool]:
+def unquoted_rows(lines, width: int, backslash: bool, cr_ends: bool = True) -> tuple[bool, bool]:
     """How the lines of a TSV (``lines``, its header left out, each with its line end) read where no value is quoted:
     ``(fits, joined)``, whether each row has ``width`` values and ends with a line break (no backslash escaping it),
     and whether a line break was escaped. With ``backslash``, as MySQL's SELECT ... INTO OUTFILE writes them: a
     backslash escapes the character after it, a tab or a line break among them; without, as a TSV that escapes
     neither (a shell's, or one that writes them as two characters: PostgreSQL's COPY, mysql --batch). Where no such
-    reading fits, no such export wrote the file: its quotes and backslashes are the file's own. ``crlf``: whether the
-    file's lines end with CRLF; where they end with LF, a backslash before a CRLF escapes the CR, and the LF ends the
-    row (MySQL escapes the first byte of its line end, and leaves a text's CR as written)."""
+    reading fits, no such export wrote the file: its quotes and backslashes are the file's own. ``cr_ends``: whether
+    the file's lines end with CRLF or a lone CR (a backslash before the CR escapes the line end); where they end with
+    LF, a backslash before a CRLF escapes the CR, and the LF ends the row (MySQL escapes the first byte of its line
+    end, and leaves a text's CR as written)."""
     values, joined, open_row = 1, False, False
     for line in lines:
-        body = line.rstrip("\r\n") if crlf or not backslash else line.removesuffix("\n")
+        body = line.rstrip("\r\n") if cr_ends or not backslash else line.removesuffix("\n")
         if not body.rstrip("\r") and not open_row:
             continue  # a blank line: no row, as the reader skips it
         if backslash:

@@ -481,6 +481,26 @@ def test_each_escape_refusal_word_for_word_showing_twenty_characters_either_side
         "the text's own, pass quoting='csv' (or 'none') to read them as written.")
 
 
+@pytest.mark.parametrize("value_end", [b"\r", b"\r\n"])
+def test_a_backslash_before_a_line_end_of_lone_cr_lines_is_refused_as_in_lf_lines(tmp_path, value_end):
+    """(found by a CSV dialects hunt, continued, 2026-11-27, session 15) MySQL's INTO OUTFILE ... LINES TERMINATED BY
+    '\\r' writes a backslash before a text's CR (the first byte of its line end; before a text's CRLF, the LF left as
+    it is). Read without quoting, a file of one column of it gave the text 'ccc\\' and 'rest of it' as two rows,
+    silently, where the same export of LF lines is refused: the check of a backslash before a line break read a line
+    ending with a lone CR as not ended (exports.unquoted_rows stripped a LF only). Now refused alike, and read under
+    quoting='backslash' as the table held it."""
+    outfile = tmp_path / "outfile.tsv"
+    outfile.write_bytes(b"text\rfine\r" + b"c" * 30 + b"\\" + value_end + b"rest of it\r")
+    with pytest.raises(ValueError) as info:
+        read(outfile, ["text"])
+    assert str(info.value) == (
+        f"{outfile}: the text of row 1 in column 'text' ends with a backslash ('{'c' * 20}\\\\'), as MySQL's INTO "
+        "OUTFILE writes one before a line break inside a value: read as written the rest of the text would be a row "
+        "of its own. Pass quoting='backslash' to read the file's escapes (and \\N as missing); if the backslashes are "
+        "the text's own, pass quoting='csv' (or 'none') to read them as written.")
+    assert read(outfile, ["text"], quoting="backslash").column("text").to_pylist() == [
+        "fine", "c" * 30 + value_end.decode() + "rest of it"]
+
 def test_a_quoted_text_ending_with_a_backslash_in_any_text_column_shows_the_texts_own(tmp_path):
     """(mutation testing hunt, 2026-11-27, session 14) A quoted value ending with a backslash (a Windows folder's
     "C:\\") that escapes no line break shows no export wrote the file, whichever of the text columns holds it; only
@@ -793,8 +813,10 @@ def test_a_tsvs_lines_are_read_as_rows_with_no_quotes(text, backslash, read_as):
     # escapes the CR, and the LF ends the row: "a<CR>", then "b", a row of one value, as MySQL reads it
     crlf = text.endswith("\r\n")
     assert exports.unquoted_rows(io.StringIO(text, newline=""), 2, backslash, crlf) == read_as
-    assert exports.unquoted_rows(io.StringIO("1\ta\\\r\nb\n", newline=""), 2, True, crlf=False) == (False, False)
-    assert exports.unquoted_rows(io.StringIO("1\ta\\\r\n2\tb\n", newline=""), 2, True, crlf=False) == (True, False)
+    assert exports.unquoted_rows(io.StringIO("1\ta\\\r\nb\n", newline=""), 2, True, cr_ends=False) == (False, False)
+    assert exports.unquoted_rows(io.StringIO("1\ta\\\r\n2\tb\n", newline=""), 2, True, cr_ends=False) == (True, False)
+    # (CSV dialects, continued, session 15) where they end with a lone CR, a backslash before it escapes the line end
+    assert exports.unquoted_rows(io.StringIO("1\ta\\\rb\r", newline=""), 2, True, cr_ends=True) == (True, True)
 
 
 @pytest.mark.parametrize("backslash", [False, True])
