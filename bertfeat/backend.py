@@ -95,6 +95,7 @@ def get_backend(spec: ModelSpec, device: str, dtype: str, trust_remote_code: boo
     last stay loaded; an older one goes once nothing else holds it (a :class:`~bertfeat.BertEmbedder` holds the one it
     used), and one loaded from a folder's earlier files goes when the folder's new files load.
     """
+    device = device_key(device)  # "cuda" loads as "cuda:0", the device its key names
     key = _key(spec, device, dtype, trust_remote_code)
     with _LOCK:
         backend = _REGISTRY.get(key)
