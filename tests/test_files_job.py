@@ -1073,7 +1073,7 @@ def test_a_flush_that_fails_fails_the_job_naming_the_file_and_the_rerun_resumes(
         with pytest.raises(OSError) as err:
             embed_file(**job)
     assert re.fullmatch(rf"'{re.escape(str(out))}\.partial/\.part-000001\.parquet\.tmp-\d+': Disk quota exceeded; "
-                        "the disk quota is exceeded: free some space, then run the same command again to resume\.",
+                        r"the disk quota is exceeded: free some space, then run the same command again to resume\.",
                         str(err.value)), str(err.value)
     assert not out.exists()
     assert sorted(p.name for p in (tmp_path / "o.parquet.partial").iterdir()) == [
