@@ -233,8 +233,9 @@ class CsvProblems:
     def _repeated_header(self) -> str | None:
         """The refusal of a CSV file that repeats its header further on, or None."""
         lone_cr = self._lone_cr()
-        found = joined.scan(self._text, self._dialect(), self.sep_line is not None,
-                            lambda fh: _csv_lines(fh, lone_cr), lambda field: _csv_field(field, lone_cr))
+        with _no_field_limit():  # a text past 128 KiB is no problem for pyarrow, so no end of the search
+            found = joined.scan(self._text, self._dialect(), self.sep_line is not None,
+                                lambda fh: _csv_lines(fh, lone_cr), lambda field: _csv_field(field, lone_cr))
         return None if found is None else joined.refusal(self.path, *found, self.header)
 
     def _csv_problem(self, exc: Exception | None) -> str:

@@ -170,3 +170,16 @@ def test_a_text_that_holds_sep_on_a_line_of_its_own_is_read_as_written(tmp_path)
     src.write_bytes(b'id,text\n1,"a\nsep=,"\n2,"sep=x"\n3,c\n')
     assert rows(src, ["id", "text"]) == [{"id": "1", "text": "a\nsep=,"}, {"id": "2", "text": "sep=x"},
                                          {"id": "3", "text": "c"}]
+
+
+def test_a_text_longer_than_pythons_csv_field_limit_hides_no_repeated_header(tmp_path):
+    """(found by a files at scale hunt, 2026-11-27, session 15) The re-read that makes sure of a repeated header ran
+    Python's csv module at its field limit (131,072 characters): a text longer than that, anywhere before the header
+    (or in the rows after a text that is a column's name), ended the re-read as a problem it left to the read proper,
+    which read the header as a row of data, without a word."""
+    src = tmp_path / "all.csv"
+    src.write_text("id,text\n1," + "x" * 200_000 + "\n2,b\nid,text\n3,c\n")
+    for columns in (["id", "text"], ["text"]):
+        assert refusal(src, columns) == (same_order(src, 4), 0)
+    src.write_text("id,text\n1,ID\n2," + "x" * 200_000 + "\n3,c\nid,text\n4,d\n")  # a text that is a name, first
+    assert refusal(src, ["text"])[0] == same_order(src, 5)
