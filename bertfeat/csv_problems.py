@@ -36,7 +36,8 @@ class CsvProblems:
     """The refusals of :class:`bertfeat.readers.InputReader` for a CSV file's problems, each naming the file, the line
     (counted from 1, as editors count) or row (from 0) and what to do. A mixin: it reads the reader's ``path``,
     ``files``, ``delimiter``, ``quoting``, ``header``, ``sep_line``, its stream (``_counting``), what it still
-    watches for (``_watch_rows``, ``_watch_escapes``, ``_header_may_repeat``) and its ``_text()`` and ``_dialect()``."""
+    watches for (``_watch_rows``, ``_watch_escapes``, ``_header_may_repeat`` and how far: ``_header_watch``) and
+    its ``_text()`` and ``_dialect()``."""
 
     def _not_utf8(self) -> str | None:
         with open(self.files[0], "rb") as raw, open_decompressed(self.files[0], raw) as fh:
@@ -223,19 +224,31 @@ class CsvProblems:
                 last_end = reader.line_num
         return last_end
 
-    def _refuse_repeated_header(self) -> None:
-        """Refuse a CSV file that repeats its header further on (files joined with cat); else stop looking."""
-        said = self._repeated_header()
-        if said:
-            raise ValueError(said)
-        self._header_may_repeat = False
+    def _refuse_repeated_header(self, rows: int | None = None) -> None:
+        """Refuse a CSV file that repeats its header within its first ``rows`` rows (all where None), read on from
+        the row the last call stopped at; where the whole file is read and holds none, stop looking."""
+        if self._header_watch is None:
+            self._header_watch = self._header_scan()
+        with _no_field_limit():  # a text past 128 KiB is no problem for pyarrow, so no end of the search
+            found = self._header_watch.until(rows)
+        if found:
+            raise ValueError(joined.refusal(self.path, *found, self.header))
+        if self._header_watch.done:
+            self._header_may_repeat = False
+
+    def _header_scan(self) -> joined.Watch:
+        lone_cr = self._lone_cr()
+        return joined.Watch(self._text, self._dialect(), self.sep_line is not None,
+                            lambda fh: _csv_lines(fh, lone_cr), lambda field: _csv_field(field, lone_cr))
 
     def _repeated_header(self) -> str | None:
-        """The refusal of a CSV file that repeats its header further on, or None."""
-        lone_cr = self._lone_cr()
-        with _no_field_limit():  # a text past 128 KiB is no problem for pyarrow, so no end of the search
-            found = joined.scan(self._text, self._dialect(), self.sep_line is not None,
-                                lambda fh: _csv_lines(fh, lone_cr), lambda field: _csv_field(field, lone_cr))
+        """The refusal of a CSV file that repeats its header anywhere further on, or None."""
+        watch = self._header_scan()
+        try:
+            with _no_field_limit():
+                found = watch.until(None)
+        finally:
+            watch.close()
         return None if found is None else joined.refusal(self.path, *found, self.header)
 
     def _csv_problem(self, exc: Exception | None) -> str:

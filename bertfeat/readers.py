@@ -108,6 +108,7 @@ class InputReader(CsvProblems):
             self.has_rows = self.total_rows > 0  # as a CSV says it (_csv_header): an empty input is refused early
         else:
             self._header_may_repeat = True  # until a row that may repeat it is found to be no header
+            self._header_watch = None  # the rows made sure of so far (joined.Watch), where one may repeat it
             self.quoting = checked(quoting)
             # a TSV whose quoting was not declared: a quoted value holding a tab after a line break is refused
             self._watch_rows = quoting is None
@@ -499,7 +500,12 @@ class InputReader(CsvProblems):
                             rows += b.num_rows
                             yield b if b.schema.equals(self.schema) else _cast_batch(b, self.schema)
             return
-        yield from self._csv_batches()
+        try:
+            yield from self._csv_batches()
+        finally:
+            if self._header_watch is not None:  # read as far as the rows delivered: a next read starts again
+                self._header_watch.close()
+                self._header_watch = None
 
     def _parquet_batch_rows(self, group) -> int:
         """Rows to read at a time from row group ``group`` (its metadata): ``chunk_rows``, fewer where its text
@@ -555,7 +561,7 @@ class InputReader(CsvProblems):
                         self._refuse_footer(batch, delivered)
                     if self._header_may_repeat and (self._counting.sep_seen
                                                     or joined.may_hold_header(batch, self.header)):
-                        self._refuse_repeated_header()  # before the rows that hold it are delivered
+                        self._refuse_repeated_header(delivered + batch.num_rows)  # before they are delivered
                     delivered += batch.num_rows
                     yield batch
                 if self._counting.zeros_at is not None:

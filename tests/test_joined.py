@@ -111,16 +111,16 @@ def test_rows_that_hold_header_names_but_are_no_header_are_read_as_written(tmp_p
 def test_the_file_is_searched_once_whatever_number_of_rows_may_repeat_the_header(tmp_path, monkeypatch):
     src = tmp_path / "a.csv"
     src.write_text("id,text,n\n" + "id,text,0\n" * 5 + "".join(f"{i},t,{i}\n" for i in range(20)) + "id,text,1\n")
-    searched = []
-    real = joined.scan
+    opened = []
+    real = joined.Watch._start
 
-    def counting(*args, **kw):
-        searched.append(1)
-        return real(*args, **kw)
+    def counting(self):
+        opened.append(1)
+        return real(self)
 
-    monkeypatch.setattr(joined, "scan", counting)
+    monkeypatch.setattr(joined.Watch, "_start", counting)
     assert len(rows(src, ["id", "text"], chunk_rows=3)) == 26
-    assert searched == [1]
+    assert opened == [1]
 
 
 @pytest.mark.parametrize("content, columns, line, names", [
