@@ -791,7 +791,9 @@ def test_a_field_bigger_than_the_block_after_rows_were_delivered_restarts_withou
     monkeypatch.setattr(readers, "BLOCK_BYTES", 1 << 16)  # 64 KB blocks: the same logic as at 1 MB, on a small file
     src = tmp_path / "mid.csv"
     n = 100_000  # 1.3 MB of rows, then a 300 KB field: pyarrow fails on it after delivering every row before it,
-    big = "word " * 60_000  # and the read restarts with 512 KB blocks, skipping those rows (several blocks of them)
+    # and the read restarts with 512 KB blocks, skipping those rows (several blocks of them); a field with line breaks
+    # (one without is given to pyarrow whole: test_readers_scale.py)
+    big = "word\n" * 60_000
     with open(src, "w") as fh:
         fh.write("id,text\n")
         fh.writelines(f"{i},row {i}\n" for i in range(n))
