@@ -185,7 +185,7 @@ class _CountingFile:
     even inside a quoted value, so a value's CRLF split by the 1 MB read block lost its ``\n`` (apache/arrow#51368).
     With ``lone_cr``, a lone CR in a file whose lines end with LF reaches pyarrow marked (:class:`LoneCR`; the watchers
     see the bytes as written): a piece may then be longer than asked, as an escaped export's may, which pyarrow takes,
-    and a piece with no line end is read on to one (a long value's: :meth:`_to_a_line_end`).
+    and a piece where no record can end is read on to one where it may (a long value's: :meth:`_to_a_record_end`).
     """
 
     def __init__(self, path: Path, delimiter: str, quoting: str = "csv", watch_rows: bool = False,
@@ -225,8 +225,8 @@ class _CountingFile:
             data = self._held + self._next(-1)
         else:  # n bytes, or more where they hold no line end; a one-byte read gives back the held b"\r" alone
             data = self._held + (self._next(n - len(self._held)) if n > len(self._held) else b"")
-            if n > 1 and data and b"\n" not in data and b"\r" not in data:
-                data = self._to_a_line_end(data, n)
+            if n > 1 and data:
+                data = self._to_a_record_end(data, n)
         self._held = b""
         if len(data) > 1 and data.endswith(b"\r"):  # never a lone b"\r": an empty piece would read as the end
             data, self._held = data[:-1], b"\r"
@@ -251,17 +251,19 @@ class _CountingFile:
             self._line_tail = seen[-7:]
         return given  # watched as written, the offsets the file's
 
-    def _to_a_line_end(self, data: bytes, n: int) -> bytes:
-        """``data``, a piece with no line end, and what follows it up to a piece that has one (or the end): no
-        record ends in a piece without a line end, and pyarrow refuses a record across three pieces, so a long
-        value made the read start again with a block 8 times bigger, for the rest of the file, which pyarrow reads
-        32 blocks ahead (a 25 MB text: 64 MB blocks, memory that grew with the file after it)."""
-        pieces = [data]
+    def _to_a_record_end(self, data: bytes, n: int) -> bytes:
+        """``data``, and where no record can end in it, what follows it up to a piece where one may (or the end):
+        pyarrow refuses a record across three pieces, so a long value made the read start again with a block 8 times
+        bigger, for the rest of the file, which pyarrow reads 32 blocks ahead (a 25 MB text: 64 MB blocks, memory
+        that grew with the file after it). No record ends in a piece without a line end, nor in one inside a quoted
+        value that holds no quote."""
+        pieces, inside = [data], self.quotes.ends_open  # where the piece starts (the quotes are fed up to it)
         while True:
-            more = self._next(n)
-            pieces.append(more)
-            if not more or b"\n" in more or b"\r" in more:
-                return b"".join(pieces)
+            last = pieces[-1]
+            inside = inside and b'"' not in last
+            if not last or (not inside and (b"\n" in last or b"\r" in last)):
+                return b"".join(pieces) if len(pieces) > 1 else data
+            pieces.append(self._next(n))
 
     def _next(self, n: int) -> bytes:
         """Up to ``n`` (-1: all the) decompressed bytes, an escaped export's rewritten; b"" only at the end."""

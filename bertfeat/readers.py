@@ -66,9 +66,10 @@ CSV_NULLS = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None", "<NA>", "\\N
 # where one was just removed, takes that one's creation time (tunnelling): there a file's identity adds its id
 # (st_ino, NTFS's file index, stable and not made up per mount as on FUSE)
 CTIME_IS_CREATION = sys.platform == "win32"
-# pyarrow parses a CSV in blocks and cannot parse a record across more than two: a value without a line break is
-# given whole in one piece (csv_stream._CountingFile), and for one holding line breaks the block grows and the read
-# restarts (skipping the rows already delivered) until the longest field fits, up to this bound.
+# pyarrow parses a CSV in blocks and cannot parse a record across more than two: a long value is given whole in one
+# piece where the stream can tell no record ends in it (csv_stream._CountingFile: no line end, or quoted and no
+# quote), else the block grows and the read restarts (skipping the rows already delivered) until the longest field
+# fits, up to this bound.
 BLOCK_BYTES = 1 << 20
 MAX_BLOCK_BYTES = 1 << 31
 

@@ -118,18 +118,20 @@ def test_a_text_that_is_a_columns_name_is_made_sure_of_reading_no_further_than_i
     assert 0 < sum(delivered) < 99_999 and len(lines) == 100_001
 
 
-def test_a_long_value_without_a_line_break_grows_no_block_for_the_rest_of_the_file(tmp_path, monkeypatch):
+def test_a_long_value_grows_no_block_for_the_rest_of_the_file(tmp_path, monkeypatch):
     """pyarrow refuses a record across three read pieces: a long value made the read start again with a block 8
     times bigger, for the rest of the file, which pyarrow reads 32 blocks ahead (a 25 MB text, then 140 MB of short
-    rows: 64 MB blocks, a peak of 593 MB; 194 MB without the text). A piece with no line end holds no record's end,
-    so the stream reads on to one: one piece holds the value, the rows after it come in blocks as before."""
+    rows: 64 MB blocks, a peak of 593 MB; 194 MB without the text). No record ends in a piece with no line end, nor
+    in one inside a quoted value that holds no quote: the stream reads on to one where a record may end, so one piece
+    holds the value, and the rows after it come in blocks as before."""
     from bertfeat import readers
 
     monkeypatch.setattr(readers, "BLOCK_BYTES", 1 << 16)
     big = "lorem ipsum, dolor " * 50_000  # 950 KB, some 15 blocks
     src = tmp_path / "a.csv"
-    plain = big.replace(",", "")  # and one not quoted
-    src.write_text(f'id,text\n1,"{big}"\n2,{plain}\n' + "".join(f"{i},row {i}\n" for i in range(3, 200_000)))
+    plain, lines = big.replace(",", ""), big.replace(", ", "\r\n")  # one not quoted; one of many lines, quoted
+    src.write_text(f'id,text\n1,"{big}"\n2,{plain}\n3,"{lines}"\n'
+                   + "".join(f"{i},row {i}\n" for i in range(4, 200_000)), newline="")
     blocks, pieces = [], []
     real_open, real_read = InputReader._open_csv, readers._CountingFile.read
     monkeypatch.setattr(InputReader, "_open_csv", lambda self, block=readers.BLOCK_BYTES: (
@@ -137,7 +139,7 @@ def test_a_long_value_without_a_line_break_grows_no_block_for_the_rest_of_the_fi
     monkeypatch.setattr(readers._CountingFile, "read", lambda self, n=-1: pieces.append(real_read(self, n))
                         or pieces[-1])
     table = pa.Table.from_batches(list(csv_reader(src, ["id", "text"]).batches()))
-    assert table.column("text").to_pylist()[:3] == [big, plain, "row 3"] and table.num_rows == 199_999
+    assert table.column("text").to_pylist()[:4] == [big, plain, lines, "row 4"] and table.num_rows == 199_999
     assert blocks == [1 << 16] * 2  # the schema's read and the rows' read: never again with a bigger block
     sizes = [len(p) for p in pieces]
-    assert sorted(sizes)[-2] > len(plain) and sorted(sizes)[-3] <= 1 << 16  # the two values whole, each in one piece
+    assert sorted(sizes)[-3] > len(plain) and sorted(sizes)[-4] <= 1 << 16  # the three values whole, each in one piece
