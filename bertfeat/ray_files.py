@@ -19,6 +19,7 @@ from bertfeat.encode import EncodeStats
 from bertfeat.files import (
     PARQUET_SUFFIXES, InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary, refuse_local_options,
 )
+from bertfeat.flush import naming
 from bertfeat.inputs import column_names
 from bertfeat.output import check_folder_output, fsync, job_lock, remove_stale_temps, replace_output
 from bertfeat.ray_actor import STATS_COL, JobCounts
@@ -186,8 +187,9 @@ def _ordered_parquet_sink(ray, directory: Path):
                     if STATS_COL in table.column_names:  # the counts of the batches these rows came from
                         stats += [s for s in table.column(STATS_COL).to_pylist() if s is not None]
                         table = table.drop_columns([STATS_COL])
-                    writer = writer or pq.ParquetWriter(path, table.schema)
-                    writer.write_table(table)
+                    with naming(path):  # a full disk's error from pyarrow names no file
+                        writer = writer or pq.ParquetWriter(path, table.schema)
+                        writer.write_table(table)
             finally:
                 if writer is not None:
                     writer.close()

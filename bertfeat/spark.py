@@ -35,6 +35,7 @@ from bertfeat.counts import (add_passes, driver_says, forward_passes, keep_machi
                              passes_since, say_notes)
 from bertfeat.encode import EncodeStats
 from bertfeat.exceptions import TruncationWarning
+from bertfeat.flush import naming
 from bertfeat.inputs import column_names
 from bertfeat.sources import FOLDER_OUTPUT, output_path
 from bertfeat.files import (InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary,
@@ -664,8 +665,9 @@ def _write_partition(batches, spec: dict):
                 else:
                     warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
             totals += featurizer.embedder.stats_
-            writer = writer or pq.ParquetWriter(tmp, result.schema)
-            writer.write_batch(result, row_group_size=max(1, result.num_rows))
+            with naming(tmp):  # a full disk's error from pyarrow names no file
+                writer = writer or pq.ParquetWriter(tmp, result.schema)
+                writer.write_batch(result, row_group_size=max(1, result.num_rows))
             hashes = featurizer.text_hashes(batch)
             yield pa.record_batch([pa.nulls(len(hashes), pa.string()), pa.array(hashes.view(np.int64))],
                                   names=["stats", "hash"])

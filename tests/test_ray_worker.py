@@ -10,6 +10,7 @@ computes and hands to Ray is read, in seconds (so that mutation testing can affo
 from __future__ import annotations
 
 import copy
+import errno
 import json
 import logging
 import os
@@ -1387,3 +1388,20 @@ def test_a_quiet_job_that_started_ray_puts_the_ray_loggers_level_back(tiny_bert,
         assert log.level == logging.DEBUG  # the other thread's level stays
     finally:
         log.setLevel(saved)
+
+
+def test_a_full_disk_at_the_sinks_write_is_said_of_the_file_being_written(fake_ray, tmp_path, monkeypatch):
+    # pyarrow's error for a full disk names no file ("[Errno 28] Error writing bytes to file ..."): the local engine's
+    # writes name theirs (flush.naming, session 15), the sink's did not, so a job failed naming no file of the
+    # cluster's (the output's disk, a node's)
+    def full(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "Error writing bytes to file. Detail: [errno 28] No space left on device")
+
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", full)
+    sink = ray_files._ordered_parquet_sink(fake_ray(), tmp_path / "data")
+    with pytest.raises(OSError) as err:
+        sink.write(iter([pa.table({"id": [1]})]), SimpleNamespace(task_idx=7))
+    (written,) = (tmp_path / "data").glob("part-000007-*.parquet")
+    assert (err.value.errno, err.value.filename) == (errno.ENOSPC, str(written))
+    assert str(err.value) == (f"[Errno 28] Error writing bytes to file. Detail: [errno 28] No space left on device: "
+                              f"'{written}'")

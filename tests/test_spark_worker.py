@@ -7,6 +7,7 @@ featurizer a worker keeps between tasks, the input's types restored.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
@@ -291,6 +292,24 @@ def test_a_task_writes_its_part_file_where_fsync_needs_a_handle_that_may_write(t
     out = list(bspark._write_partition(iter([rows_batch([10, 11], ["a cat sat", "a dog ran"], [20, 21])]), spec))
     assert [b.num_rows for b in out] == [2, 1] and len(windows_fsync) == 1
     assert pq.read_table(Path(spec["data_dir"]) / "part-000000.parquet").num_rows == 2
+
+def test_a_full_disk_at_a_tasks_write_is_said_of_its_part_file(tiny_bert, tmp_path, in_task, monkeypatch):
+    """pyarrow's error for a full disk names no file ("[Errno 28] Error writing bytes to file ..."): the local
+    engine's writes name theirs (flush.naming, session 15), a task's did not, so a job failed naming no file."""
+    def full(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "Error writing bytes to file. Detail: [errno 28] No space left on device")
+
+    in_task(FakeTask(partition=2, attempt=0, attempt_id=9, cpus=1))
+    spec = spec_for(tiny_bert, tmp_path)
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", full)
+    with pytest.raises(OSError) as err:
+        list(bspark._write_partition(iter([rows_batch([10], ["a cat sat"], [20])]), spec))
+    tmp = Path(spec["data_dir"]) / ".part-000002.parquet.tmp-9"
+    assert (err.value.errno, err.value.filename) == (errno.ENOSPC, str(tmp))
+    assert str(err.value) == (f"[Errno 28] Error writing bytes to file. Detail: [errno 28] No space left on device: "
+                              f"'{tmp}'")
+    assert list(Path(spec["data_dir"]).iterdir()) == []  # the attempt's temp file removed
+
 
 def test_a_task_writes_its_part_file_and_yields_counts_and_hashes(tiny_bert, tmp_path, in_task):
     in_task(FakeTask(partition=3, attempt=1, attempt_id=77, cpus=2))
