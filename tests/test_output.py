@@ -257,15 +257,20 @@ def test_folder_output_runs_the_common_checks_first(tmp_path):
 
 # -- replace_output -----------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("old", [None, "file", "folder"])
-@pytest.mark.parametrize("new", ["file", "folder"])
-def test_replace_output_puts_the_new_output_in_place_and_leaves_nothing_else(tmp_path, old, new):
-    out = tmp_path / "out"
+def old_output(out: Path, old: str | None) -> Path:
+    """``out`` as an earlier run left it: nothing (None), a ``"file"``, or a ``"folder"`` holding a part."""
     if old == "file":
         out.write_bytes(b"old")
     elif old == "folder":
         (out / "sub").mkdir(parents=True)
         (out / "sub" / "part.parquet").write_bytes(b"old")
+    return out
+
+
+@pytest.mark.parametrize("old", [None, "file", "folder"])
+@pytest.mark.parametrize("new", ["file", "folder"])
+def test_replace_output_puts_the_new_output_in_place_and_leaves_nothing_else(tmp_path, old, new):
+    out = old_output(tmp_path / "out", old)
     made = tmp_path / ".new"
     if new == "file":
         made.write_bytes(b"new")
@@ -312,12 +317,7 @@ def test_a_folder_output_is_put_in_place_where_gcsfuse_will_not_rename_a_folder(
     # Ray's and Spark's output is a folder of parquet files, renamed into place at the end: on a bucket mounted with
     # gcsfuse (rename-dir-limit 0 by default) every such job embedded its whole input and then failed with "[Errno 24]
     # Too many open files", which says to raise a limit the job never reached. Now the folder is moved file by file.
-    out = tmp_path / "out"
-    if old == "file":
-        out.write_bytes(b"old")
-    elif old == "folder":
-        (out / "sub").mkdir(parents=True)
-        (out / "sub" / "part.parquet").write_bytes(b"old")
+    out = old_output(tmp_path / "out", old)
     made = tmp_path / ".partial" / "data"
     (made / "year=1").mkdir(parents=True)
     (made / "part-0.parquet").write_bytes(b"new 0")
