@@ -37,10 +37,11 @@ import pyarrow.parquet as pq
 
 from bertfeat import locks
 from bertfeat.exceptions import CacheError, CacheWarning, notice, user_stacklevel
+from bertfeat.flush import file_to_disk
 from bertfeat.fork_safe import ForkSafeLock
 from bertfeat.recent import keep_recent
 from bertfeat.shards import (  # noqa: F401  (the cache's names for its shard format since before the split)
-    _HOST, _WRITE_OPTIONS, CACHE_FORMAT, KEY_BYTES, _flock, _fsync_dir, _fsync_file, _key_array, _keys_from_column,
+    _HOST, _WRITE_OPTIONS, CACHE_FORMAT, KEY_BYTES, _flock, _fsync_dir, _key_array, _keys_from_column,
     _NotRemoved, _pid_alive, _remove_all, _row_group_rows, _RowGroupWriter, _schema, _shard_table, _shard_time,
     _TempShard, _Unreadable, _vectors_from_column, _write_atomic,
 )
@@ -693,7 +694,7 @@ class _Namespace:
         with _TempShard(self.dir) as tmp:
             pq.write_table(table, tmp.path, row_group_size=_row_group_rows(self.n_features, self.row_group_rows),
                            **_WRITE_OPTIONS)
-            _fsync_file(tmp.path)
+            file_to_disk(tmp.path)
             return tmp.commit()
 
     # -- maintenance --------------------------------------------------------------------------------------------

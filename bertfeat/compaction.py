@@ -17,8 +17,9 @@ import pyarrow.parquet as pq
 from bertfeat.cache import _COMPACT_LOCK_FILE, _LOCK_FILE, _STALE_TMP_SECONDS, _TMP_RE
 from bertfeat import locks
 from bertfeat.exceptions import CacheError
+from bertfeat.flush import file_to_disk
 from bertfeat.shards import (
-    _HOST, _flock, _fsync_file, _NotRemoved, _pid_alive, _remove_all, _row_group_rows, _RowGroupWriter, _shard_time,
+    _HOST, _flock, _NotRemoved, _pid_alive, _remove_all, _row_group_rows, _RowGroupWriter, _shard_time,
     _TempShard, _Unreadable,
 )
 
@@ -106,7 +107,7 @@ def _compact(ns) -> CompactResult:
                 if writer is not None:
                     writer.close()
                     rows = writer.n_rows
-                    _fsync_file(tmp.path)
+                    file_to_disk(tmp.path)
             except (OSError, pa.ArrowException) as exc:  # the merged shard cannot be written: a full disk
                 if writer is not None:
                     writer.abort()

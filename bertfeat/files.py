@@ -29,13 +29,13 @@ import pyarrow.parquet as pq
 from bertfeat import locks
 from bertfeat.counts import DistinctCounter, job_counts, own_passes, text_hashes
 from bertfeat.encode import EncodeStats, reporting
-from bertfeat.flush import naming
+from bertfeat.flush import file_to_disk, naming
 from bertfeat.inputs import column_names
 from bertfeat.hardware import run_facts
 from bertfeat.journal import BatchJournal
 from bertfeat.journal import use as use_journal
 from bertfeat.output import (
-    OutputPaths, _atomic_write_bytes, _Paths, atomic_write_bytes, check_output, fsync, job_lock, job_os_error,
+    OutputPaths, _atomic_write_bytes, _Paths, atomic_write_bytes, check_output, job_lock, job_os_error,
     remove_stale_temps, write_part,
 )
 from bertfeat.links import with_doc_links
@@ -387,7 +387,7 @@ def _write_chunk(paths: OutputPaths, k: int, result: pa.RecordBatch, hashes: np.
     try:
         with naming(tmp):
             np.save(tmp, hashes)
-        fsync(tmp)  # renamed unflushed, a power cut could leave it empty beside a part that is whole
+        file_to_disk(tmp)  # renamed unflushed, a power cut could leave it empty beside a part that is whole
         locks.retried(os.replace, tmp, paths.part_hashes(k))
         write_part(paths.part(k), result)
         # the stats file is written last: its presence marks the part finished (see resume.finished_parts)
@@ -443,7 +443,7 @@ def _finish(paths: OutputPaths, n_parts: int, schema: pa.Schema, featurizer, sta
                 totals += stats
                 slowest = max(slowest, stats.seconds)
                 counter.add(np.load(paths.part_hashes(k)))
-        fsync(tmp)
+        file_to_disk(tmp)
         n_text = len(featurizer.text_cols)
         manifest = {
             "output": str(paths.out),

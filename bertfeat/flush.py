@@ -32,6 +32,16 @@ def to_disk(fd: int, path) -> None:
         raise
 
 
+def file_to_disk(path) -> None:
+    """Flush the written file ``path`` (:func:`to_disk`) through a handle that may write it: Windows flushes a file
+    only so (FlushFileBuffers), and refuses a read-only one ([Errno 9] Bad file descriptor); POSIX takes either."""
+    fd = os.open(path, os.O_RDWR | getattr(os, "O_BINARY", 0))
+    try:
+        to_disk(fd, path)
+    finally:
+        os.close(fd)
+
+
 @contextlib.contextmanager
 def naming(path):
     """Name ``path`` in an OSError raised inside that names no file, as a write's and pyarrow's do not: a full disk

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from bertfeat import locks
 from bertfeat.exceptions import NoLockWarning, user_stacklevel
-from bertfeat.flush import naming, to_disk
+from bertfeat.flush import file_to_disk, naming, to_disk
 from bertfeat.sources import SameFiles, absolute
 
 
@@ -303,17 +303,10 @@ def write_part(path: Path, batch: pa.RecordBatch) -> None:
     try:
         with naming(tmp):
             pq.write_table(pa.Table.from_batches([batch]), tmp, row_group_size=max(1, batch.num_rows))
-        fsync(tmp)
+        file_to_disk(tmp)
         locks.retried(os.replace, tmp, path)  # Windows: an antivirus may be reading the new file
     finally:
         _remove(tmp)
-
-
-def fsync(path: Path) -> None:
-    """Flush ``path`` to disk, through a handle that may write it: Windows flushes a file only so (FlushFileBuffers),
-    and refuses a read-only one ([Errno 9] Bad file descriptor); POSIX takes either."""
-    with open(path, "r+b") as fh:
-        to_disk(fh.fileno(), path)
 
 
 def _remove(path: Path) -> None:

@@ -19,7 +19,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bertfeat import locks
-from bertfeat.flush import to_disk
 
 CACHE_FORMAT = 1
 KEY_BYTES = 16
@@ -222,28 +221,14 @@ def _write_atomic(path: str, text: str) -> None:
             os.unlink(tmp)
 
 
-def _fsync_file(path: str) -> None:
-    # through a handle that may write: Windows flushes a file only so (FlushFileBuffers), and refuses a read-only
-    # one ([Errno 9] Bad file descriptor); POSIX takes either. Skipped where the file system cannot flush a file
-    fd = os.open(path, os.O_RDWR)
-    try:
-        to_disk(fd, path)
-    finally:
-        os.close(fd)
-
-
 def _fsync_dir(path: str) -> None:
     # Makes the rename durable across a power cut; not every platform can open a directory (Windows cannot).
     with contextlib.suppress(OSError):
-        _fsync(path, os.O_RDONLY)
-
-
-def _fsync(path: str, flags: int) -> None:
-    fd = os.open(path, flags)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def _pid_alive(pid: int) -> bool:

@@ -35,12 +35,12 @@ from bertfeat.counts import (add_passes, driver_says, forward_passes, keep_machi
                              passes_since, say_notes)
 from bertfeat.encode import EncodeStats
 from bertfeat.exceptions import TruncationWarning
-from bertfeat.flush import naming
+from bertfeat.flush import file_to_disk, naming
 from bertfeat.inputs import column_names
 from bertfeat.sources import FOLDER_OUTPUT, output_path
 from bertfeat.files import (InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary,
                             refuse_local_options)
-from bertfeat.output import (absolute_paths, check_folder_output, fsync, job_lock, remove_stale_temps,
+from bertfeat.output import (absolute_paths, check_folder_output, job_lock, remove_stale_temps,
                              replace_output)
 from bertfeat.links import link_docs
 from bertfeat.recipe import _is_int
@@ -674,7 +674,7 @@ def _write_partition(batches, spec: dict):
         if writer is not None:
             writer.close()
             writer = None
-            fsync(tmp)  # through a handle that may write: Windows refuses a read-only one
+            file_to_disk(tmp)
             # a retried or speculative attempt writes the same rows under the same name
             locks.retried(os.replace, tmp, final)
     finally:

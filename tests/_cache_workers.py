@@ -82,7 +82,7 @@ def killed_writer_main(root: str, mode: str) -> None:
     batch = 0
     while True:
         if mode == "stall" and batch == 3:
-            real_fsync = cache_module._fsync_file
+            real_fsync = cache_module.file_to_disk
 
             def fsync_then_stall(path):
                 real_fsync(path)
@@ -91,7 +91,7 @@ def killed_writer_main(root: str, mode: str) -> None:
 
                 time.sleep(600)
 
-            cache_module._fsync_file = fsync_then_stall
+            cache_module.file_to_disk = fsync_then_stall
         cache.store(recipe, *rows(range(batch * 2000, (batch + 1) * 2000)))
         print(f"committed {batch}", flush=True)
         batch += 1

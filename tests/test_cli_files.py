@@ -208,7 +208,7 @@ def test_a_failed_final_write_leaves_no_temp_file(tiny_bert, tmp_path, capsys, m
     def full(path):
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
 
-    monkeypatch.setattr(bertfeat.files, "fsync", full)
+    monkeypatch.setattr(bertfeat.files, "file_to_disk", full)
     assert main(["embed", str(src), "--text-col", "review", "--out", str(out), "--model", tiny_bert, "--quiet"]) == 2
     assert "disk is full" in capsys.readouterr().err
     assert not out.exists() and not list(tmp_path.glob(".f.parquet.tmp-*"))
