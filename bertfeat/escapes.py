@@ -68,7 +68,7 @@ def checked(quoting) -> str:
                          "(no quoting: \" is a plain character), 'backslash' (no quoting, backslash escapes, \\N "
                          "missing: PostgreSQL's COPY text format, MySQL's INTO OUTFILE and mysql --batch) or "
                          "'csv-backslash' (\" quotes a value, backslash escapes, \\N missing: MySQL's INTO OUTFILE "
-                         "... ENCLOSED BY '\"').")
+                         "... ENCLOSED BY '\"', and pandas' to_csv and Python's csv module with an escapechar).")
     return quoting
 
 

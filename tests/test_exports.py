@@ -578,7 +578,8 @@ def test_quoting_is_checked_and_recorded(tmp_path):
             f"quoting={given!r} is not valid: expected 'csv' (\" quotes a value, the default), 'none' (no quoting: \" "
             "is a plain character), 'backslash' (no quoting, backslash escapes, \\N missing: PostgreSQL's COPY text "
             "format, MySQL's INTO OUTFILE and mysql --batch) or 'csv-backslash' (\" quotes a value, backslash "
-            "escapes, \\N missing: MySQL's INTO OUTFILE ... ENCLOSED BY '\"').")
+            "escapes, \\N missing: MySQL's INTO OUTFILE ... ENCLOSED BY '\"', and pandas' to_csv and Python's csv "
+            "module with an escapechar).")
     assert InputReader(str(src), ["text"], 10, ["text"]).reading()["quoting"] == "csv"
     assert InputReader(str(src), ["text"], 10, ["text"], quoting="none").reading()["quoting"] == "none"
     escaped = InputReader(str(src), ["text"], 10, ["text"], quoting="csv-backslash")

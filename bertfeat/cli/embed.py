@@ -62,7 +62,7 @@ def add_parser(sub) -> None:
                         "character), backslash (no quoting; \\t, \\n, \\\\ escapes and \\N missing, as PostgreSQL's "
                         "\\copy ... TO, MySQL's INTO OUTFILE and mysql --batch write), csv-backslash (\" quotes a "
                         "value and \\\" in it is a quote, \\\\ a backslash, \\N missing, as MySQL's INTO OUTFILE ... "
-                        "ENCLOSED BY '\"' writes)")
+                        "ENCLOSED BY '\"' and pandas' to_csv and Python's csv module with an escapechar write)")
     c.add_argument("--infer-types", action="store_true",
                    help="read kept columns as numbers, booleans, ... where they look like it (default: as written, "
                         "as text, so an id 007 stays 007)")

@@ -41,7 +41,8 @@ def add_parser(sub) -> None:
                    help="how a CSV's values are quoted: csv (\" quotes a value; the default), none (no quoting), "
                         "backslash (no quoting; backslash escapes and \\N missing, as PostgreSQL's \\copy ... TO and "
                         "mysql --batch write), csv-backslash (\" quotes a value, backslash escapes and \\N missing, as "
-                        "MySQL's INTO OUTFILE ... ENCLOSED BY '\"' writes)")
+                        "MySQL's INTO OUTFILE ... ENCLOSED BY '\"' and pandas' to_csv and Python's csv module with an "
+                        "escapechar write)")
     p.add_argument("--model", action="append", default=None, metavar="MODEL",
                    help="'default', a Hugging Face name or a local directory; repeat to compare models in one table "
                         "(default: 'default', the bundled model)")

@@ -469,7 +469,8 @@ issue_python_warnings <- function(warnings) {
 #'   A CSV's reading options too: `delimiter = ";"`, and `quoting = "backslash"` for a database's text export
 #'   (PostgreSQL's `\copy ... TO`, MySQL's `INTO OUTFILE` and `mysql --batch`: backslash escapes, `\N` missing) or
 #'   `quoting = "none"` for a TSV that quotes nothing, `quoting = "csv-backslash"` for MySQL's
-#'   `INTO OUTFILE ... ENCLOSED BY '"'` (quoted values, backslash escapes).
+#'   `INTO OUTFILE ... ENCLOSED BY '"'` (quoted values, backslash escapes) and for pandas' `to_csv()` and Python's
+#'   csv module with an escapechar.
 #'
 #' @return `output`, invisibly. The command's summary of the finished job (rows, dims, texts embedded and from
 #'   the cache, truncated (or, with `long_text = "chunk"`, chunked) and missing texts) comes as a message of class
