@@ -169,23 +169,41 @@ _FOLDER_RENAME_REFUSED = frozenset({errno.EMFILE})
 
 def _move(src: Path, dst: Path) -> None:
     """Rename ``src`` to ``dst``, which does not exist; a folder the file system will not rename is moved file by
-    file (:data:`_FOLDER_RENAME_REFUSED`)."""
+    file (:data:`_FOLDER_RENAME_REFUSED`), all or nothing (:func:`_move_files`)."""
     try:
         locks.retried(os.replace, src, dst)
     except OSError as exc:
         if exc.errno not in _FOLDER_RENAME_REFUSED or src.is_symlink() or not src.is_dir():
             raise
-        dst.mkdir()
+        _move_files(src, dst)
+
+
+def _move_files(src: Path, dst: Path) -> None:
+    """Move the folder ``src`` to ``dst`` file by file. Where one move fails (a network error), the files moved are
+    put back and the folders made removed before the error is raised, so ``dst`` never holds part of an output (which
+    would look like one) and the caller can put an old output back there."""
+    moved: list[tuple[Path, Path]] = []
+    dst.mkdir()
+    try:
         for folder, subfolders, names in os.walk(src):
             within = dst / Path(folder).relative_to(src)
             for name in subfolders:
                 if (Path(folder) / name).is_symlink():  # not walked into: moved as the link it is
-                    locks.retried(os.replace, Path(folder) / name, within / name)
+                    names.append(name)
                 else:
                     (within / name).mkdir()
             for name in names:
                 locks.retried(os.replace, Path(folder) / name, within / name)
-        shutil.rmtree(src)  # its folders, emptied
+                moved.append((Path(folder) / name, within / name))
+    except OSError:
+        for back, moved_to in reversed(moved):
+            with contextlib.suppress(OSError):
+                os.replace(moved_to, back)
+        for folder, _, _ in sorted(os.walk(dst), reverse=True):  # the deepest first; one still holding a file stays
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
+        raise
+    shutil.rmtree(src)  # its folders, emptied
 
 
 def absolute_paths(params: dict) -> dict:

@@ -332,6 +332,43 @@ def test_a_folder_output_is_put_in_place_where_gcsfuse_will_not_rename_a_folder(
     assert sorted(p.name for p in tmp_path.iterdir()) == [".partial", "out"] and not made.exists()
 
 
+def tree(folder: Path) -> dict:
+    """Every file under ``folder`` (relative name: bytes)."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("failing", ["new", "old"])
+def test_a_folder_moved_file_by_file_that_fails_midway_is_put_back_whole(tmp_path, monkeypatch, failing):
+    # Where gcsfuse renames no folder, the output is moved file by file; one file's move failing there (a network
+    # error, EIO) left --out holding the files moved so far, which looked like an output, the rest in .partial, and the
+    # old output under its aside name (its own move back refused: --out was no longer empty). Now a folder's move is
+    # all or nothing: the files moved are put back, then the old output, and the error is raised.
+    out = old_output(tmp_path / "out", "folder")
+    (out / "sub" / "other.parquet").write_bytes(b"old 2")
+    made = tmp_path / ".partial" / "data"
+    (made / "year=1").mkdir(parents=True)
+    (made / "part-0.parquet").write_bytes(b"new 0")
+    (made / "year=1" / "part-1.parquet").write_bytes(b"new 1")
+    (made / "year=1" / "part-2.parquet").write_bytes(b"new 2")
+    old_files, new_files = tree(out), tree(made)
+    gcsfuse_folder_renames(monkeypatch)
+    gcsfuse, moved = output.os.replace, []
+
+    def replace(src, dst, *args, **kwargs):
+        if os.path.isfile(src) and Path(src).is_relative_to(made if failing == "new" else out):
+            moved.append(src)
+            if len(moved) == 2:  # the second file of the folder: some moved, some not
+                raise OSError(errno.EIO, "Input/output error")
+        return gcsfuse(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(output.os, "replace", replace)
+    with pytest.raises(OSError) as err:
+        replace_output(made, out)
+    assert err.value.errno == errno.EIO and len(moved) == 2
+    assert (tree(out), tree(made)) == (old_files, new_files)  # each folder whole, where it was
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".partial", "out"]
+
+
 # -- absolute_paths -----------------------------------------------------------------------------------------------
 
 def test_absolute_paths_makes_the_cache_dir_absolute(tmp_path, monkeypatch):
