@@ -433,7 +433,9 @@ def _finish(paths: OutputPaths, n_parts: int, schema: pa.Schema, featurizer, sta
     slowest = 0.0
     tmp = paths.tmp(paths.out)
     try:
-        with pq.ParquetWriter(tmp, schema) as writer:
+        with naming(tmp):  # opening writes too (parquet's magic bytes): a full disk fails there
+            writer = pq.ParquetWriter(tmp, schema)
+        with writer:
             for k in range(n_parts):
                 part = pq.read_table(paths.part(k), schema=schema.remove_metadata())
                 with naming(tmp):

@@ -1117,11 +1117,13 @@ def test_a_part_whose_hashes_file_was_cut_short_is_embedded_again(tiny_bert, tmp
     assert_same_output(out, tmp_path / "ref.parquet")
 
 
-@pytest.mark.parametrize("where", ["part", "joined output"])
+@pytest.mark.parametrize("where", ["part", "joined output", "joined output opened"])
 def test_a_full_disk_that_names_no_file_is_said_of_the_file_being_written(tiny_bert, tmp_path, monkeypatch, where):
     """pyarrow's error for a full disk names no file ("[Errno 28] Error writing bytes to file. Detail: [errno 28] No
     space left on device"), so the job said it of "a file": which disk is full (the output's, the cache's, another
-    the user put the parts on through a link) was left to guess. Now the file being written is named."""
+    the user put the parts on through a link) was left to guess. Now the file being written is named. Opening the
+    joined output writes too (parquet's magic bytes), and on a real full tmpfs (less than a page left) fails there,
+    where no file was named yet (session 15's review)."""
     src, out = _src(tmp_path), tmp_path / "o.parquet"
 
     def full(*args, **kwargs):
@@ -1130,6 +1132,12 @@ def test_a_full_disk_that_names_no_file_is_said_of_the_file_being_written(tiny_b
     if where == "part":
         monkeypatch.setattr(pq, "write_table", full)
         named = rf"{re.escape(str(out))}\.partial/\.part-000000\.parquet\.tmp-\d+"
+    elif where == "joined output opened":
+        real_init = pq.ParquetWriter.__init__
+        monkeypatch.setattr(pq.ParquetWriter, "__init__", lambda self, where, *args, **kwargs: (
+            full() if os.path.basename(os.fspath(where)).startswith(".o.parquet.tmp-") else
+            real_init(self, where, *args, **kwargs)))
+        named = rf"{re.escape(str(tmp_path))}/\.o\.parquet\.tmp-\d+"
     else:
         real = pq.ParquetWriter.write_table
         monkeypatch.setattr(pq.ParquetWriter, "write_table", lambda self, *args, **kwargs: (

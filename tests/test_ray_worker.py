@@ -1390,18 +1390,26 @@ def test_a_quiet_job_that_started_ray_puts_the_ray_loggers_level_back(tiny_bert,
         log.setLevel(saved)
 
 
-def test_a_full_disk_at_the_sinks_write_is_said_of_the_file_being_written(fake_ray, tmp_path, monkeypatch):
+@pytest.mark.parametrize("failing", ["__init__", "write_table"])
+def test_a_full_disk_at_the_sinks_write_is_said_of_the_file_being_written(fake_ray, tmp_path, monkeypatch, failing):
     # pyarrow's error for a full disk names no file ("[Errno 28] Error writing bytes to file ..."): the local engine's
     # writes name theirs (flush.naming, session 15), the sink's did not, so a job failed naming no file of the
-    # cluster's (the output's disk, a node's)
-    def full(self, *args, **kwargs):
+    # cluster's (the output's disk, a node's). Opening the file writes too (parquet's magic bytes)
+    opened = []
+
+    def full(self, where, *args, **kwargs):
+        opened.append(os.fspath(self.where if failing == "write_table" else where))
         raise OSError(errno.ENOSPC, "Error writing bytes to file. Detail: [errno 28] No space left on device")
 
-    monkeypatch.setattr(pq.ParquetWriter, "write_table", full)
+    if failing == "write_table":
+        monkeypatch.setattr(pq.ParquetWriter, failing, lambda self, *args, **kwargs: full(self, None))
+    else:
+        monkeypatch.setattr(pq.ParquetWriter, failing, full)
     sink = ray_files._ordered_parquet_sink(fake_ray(), tmp_path / "data")
     with pytest.raises(OSError) as err:
         sink.write(iter([pa.table({"id": [1]})]), SimpleNamespace(task_idx=7))
-    (written,) = (tmp_path / "data").glob("part-000007-*.parquet")
-    assert (err.value.errno, err.value.filename) == (errno.ENOSPC, str(written))
+    (written,) = opened
+    assert os.path.basename(written).startswith("part-000007-") and os.path.dirname(written) == str(tmp_path / "data")
+    assert (err.value.errno, err.value.filename) == (errno.ENOSPC, written)
     assert str(err.value) == (f"[Errno 28] Error writing bytes to file. Detail: [errno 28] No space left on device: "
                               f"'{written}'")

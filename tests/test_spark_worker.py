@@ -293,15 +293,17 @@ def test_a_task_writes_its_part_file_where_fsync_needs_a_handle_that_may_write(t
     assert [b.num_rows for b in out] == [2, 1] and len(windows_fsync) == 1
     assert pq.read_table(Path(spec["data_dir"]) / "part-000000.parquet").num_rows == 2
 
-def test_a_full_disk_at_a_tasks_write_is_said_of_its_part_file(tiny_bert, tmp_path, in_task, monkeypatch):
+@pytest.mark.parametrize("failing", ["__init__", "write_table"])
+def test_a_full_disk_at_a_tasks_write_is_said_of_its_part_file(tiny_bert, tmp_path, in_task, monkeypatch, failing):
     """pyarrow's error for a full disk names no file ("[Errno 28] Error writing bytes to file ..."): the local
-    engine's writes name theirs (flush.naming, session 15), a task's did not, so a job failed naming no file."""
+    engine's writes name theirs (flush.naming, session 15), a task's did not, so a job failed naming no file. Opening
+    the file writes too (parquet's magic bytes), and fails so on a full disk."""
     def full(self, *args, **kwargs):
         raise OSError(errno.ENOSPC, "Error writing bytes to file. Detail: [errno 28] No space left on device")
 
     in_task(FakeTask(partition=2, attempt=0, attempt_id=9, cpus=1))
     spec = spec_for(tiny_bert, tmp_path)
-    monkeypatch.setattr(pq.ParquetWriter, "write_table", full)
+    monkeypatch.setattr(pq.ParquetWriter, failing, full)
     with pytest.raises(OSError) as err:
         list(bspark._write_partition(iter([rows_batch([10], ["a cat sat"], [20])]), spec))
     tmp = Path(spec["data_dir"]) / ".part-000002.parquet.tmp-9"
