@@ -194,6 +194,22 @@ def windows_fsync(monkeypatch):
     return flushed
 
 
+def lock_stat_fails(monkeypatch, path, err, times) -> list:
+    """``os.stat`` of the lock file ``path`` raises ``err`` its first ``times`` calls (NFS's ESTALE, a permission
+    lost), as :func:`bertfeat.locks.still_held` meets them; returns the list of calls made."""
+    real, calls = os.stat, []
+
+    def stat(p, *a, **kw):
+        if os.fspath(p) == str(path):
+            calls.append(p)
+            if len(calls) <= times:
+                raise OSError(err, os.strerror(err), str(p))
+        return real(p, *a, **kw)
+
+    monkeypatch.setattr(os, "stat", stat)
+    return calls
+
+
 def flushes_refused(monkeypatch) -> list:
     """``os.fsync`` as an SMB/CIFS mount, a VirtualBox shared folder or a FUSE file system without a flush answers it
     for a file: EINVAL, "this file does not support synchronization" (the bytes written went through); a folder's

@@ -27,7 +27,7 @@ from bertfeat.encode import encode, text_key
 from bertfeat.exceptions import CacheError, CacheWarning
 from bertfeat.recipe import FORMAT_VERSION
 from tests import _cache_workers as workers
-from tests.conftest import CountingBackend, make_recipe
+from tests.conftest import CountingBackend, lock_stat_fails, make_recipe
 
 REPO = Path(__file__).resolve().parents[1]
 TEXTS = [f"text number {i}" for i in range(40)]
@@ -908,14 +908,7 @@ def test_a_cache_lock_unsure_it_holds_its_file_keeps_the_lock_it_has(tmp_path, m
     import fcntl
 
     path = tmp_path / ".lock"
-    real_stat, real_open, opens, stats = os.stat, os.open, [], []
-
-    def stat(p, *a, **kw):
-        if os.fspath(p) == str(path):
-            stats.append(p)
-            if len(stats) <= times:
-                raise OSError(err, os.strerror(err), str(p))
-        return real_stat(p, *a, **kw)
+    real_open, opens = os.open, []
 
     def counting_open(p, *a, **kw):
         if os.fspath(p) == str(path):
@@ -924,7 +917,7 @@ def test_a_cache_lock_unsure_it_holds_its_file_keeps_the_lock_it_has(tmp_path, m
                 raise RuntimeError("the lock file opened again and again: the lock never held")
         return real_open(p, *a, **kw)
 
-    monkeypatch.setattr(os, "stat", stat)
+    lock_stat_fails(monkeypatch, path, err, times)
     monkeypatch.setattr(os, "open", counting_open)
     with cache_module._flock(str(path), exclusive=True):
         monkeypatch.undo()

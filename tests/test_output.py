@@ -22,6 +22,7 @@ from bertfeat.output import (
     OutputPaths, absolute_paths, atomic_write_bytes, check_folder_output, check_output, check_written, job_lock,
     os_error_message, replace_output, write_part,
 )
+from tests.conftest import lock_stat_fails
 
 
 def reader(*files):
@@ -471,21 +472,6 @@ def test_job_lock_retries_when_the_holder_removed_the_file_it_opened(tmp_path, m
     assert not paths.lock.exists()
 
 
-def _lock_stat_fails(monkeypatch, path, err, times):
-    """``os.stat`` of ``path`` raises ``err`` its first ``times`` calls; returns the list of calls made."""
-    real, calls = os.stat, []
-
-    def stat(p, *a, **kw):
-        if os.fspath(p) == str(path):
-            calls.append(p)
-            if len(calls) <= times:
-                raise OSError(err, os.strerror(err), str(p))
-        return real(p, *a, **kw)
-
-    monkeypatch.setattr(os, "stat", stat)
-    return calls
-
-
 @pytest.mark.skipif(locks.fcntl is None, reason="flock is POSIX")
 def test_job_lock_whose_lock_file_nfs_calls_stale_locks_the_file_there_now(tmp_path, monkeypatch):
     """ESTALE: another NFS client removed the lock file we opened (its job ended). It escaped job_lock as a bare
@@ -494,7 +480,7 @@ def test_job_lock_whose_lock_file_nfs_calls_stale_locks_the_file_there_now(tmp_p
     import fcntl
 
     paths = OutputPaths(tmp_path / "f.parquet")
-    calls = _lock_stat_fails(monkeypatch, paths.lock, errno.ESTALE, 1)
+    calls = lock_stat_fails(monkeypatch, paths.lock, errno.ESTALE, 1)
     with job_lock(paths):
         assert len(calls) == 2  # asked again after locking afresh
         assert paths.lock.read_text().startswith(f"pid {os.getpid()} ")
@@ -514,7 +500,7 @@ def test_job_lock_unsure_it_holds_the_lock_file_refuses_in_one_line_and_lets_go(
     import fcntl
 
     paths = OutputPaths(tmp_path / "f.parquet")
-    _lock_stat_fails(monkeypatch, paths.lock, errno.EACCES, 1)
+    lock_stat_fails(monkeypatch, paths.lock, errno.EACCES, 1)
     with pytest.raises(OSError) as info, job_lock(paths):
         pass
     assert str(info.value) == (f"the lock file of out={str(paths.out)!r}: Permission denied; write elsewhere, or fix "
