@@ -19,9 +19,9 @@ from bertfeat.encode import EncodeStats
 from bertfeat.files import (
     PARQUET_SUFFIXES, InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary, refuse_local_options,
 )
-from bertfeat.flush import naming
+from bertfeat.flush import file_to_disk, naming
 from bertfeat.inputs import column_names
-from bertfeat.output import check_folder_output, fsync, job_lock, remove_stale_temps, replace_output
+from bertfeat.output import check_folder_output, job_lock, remove_stale_temps, replace_output
 from bertfeat.ray_actor import STATS_COL, JobCounts
 from bertfeat.ray_dataset import embed_dataset, require_ray
 from bertfeat.ray_plan import _cluster_nodes, check_pool, plan_workers
@@ -194,7 +194,7 @@ def _ordered_parquet_sink(ray, directory: Path):
                 if writer is not None:
                     writer.close()
             if writer is not None:  # on disk before the folder is put in place, as the other engines' parts are
-                fsync(path)
+                file_to_disk(path)
             if stats:  # beside its file, rewritten with it when Ray retries this write
                 _atomic_write_bytes(_stats_file(path), json.dumps(stats).encode())
 
