@@ -132,14 +132,15 @@ def test_a_long_value_grows_no_block_for_the_rest_of_the_file(tmp_path, monkeypa
     plain, lines = big.replace(",", ""), big.replace(", ", "\r\n")  # one not quoted; one of many lines, quoted
     src.write_text(f'id,text\n1,"{big}"\n2,{plain}\n3,"{lines}"\n'
                    + "".join(f"{i},row {i}\n" for i in range(4, 200_000)), newline="")
-    blocks, pieces = [], []
+    blocks, pieces = [], {}  # pieces: each file object's, in the order the reads opened them
     real_open, real_read = InputReader._open_csv, readers._CountingFile.read
     monkeypatch.setattr(InputReader, "_open_csv", lambda self, block=readers.BLOCK_BYTES: (
-        blocks.append(block), pieces.clear(), real_open(self, block))[2])  # the pieces of the last read
-    monkeypatch.setattr(readers._CountingFile, "read", lambda self, n=-1: pieces.append(real_read(self, n))
-                        or pieces[-1])
+        blocks.append(block), real_open(self, block))[1])
+    # keyed by file: pyarrow's read-ahead of the schema's read may still be reading its file once the rows' is open
+    monkeypatch.setattr(readers._CountingFile, "read", lambda self, n=-1: pieces.setdefault(self, []).append(
+        real_read(self, n)) or pieces[self][-1])
     table = pa.Table.from_batches(list(csv_reader(src, ["id", "text"]).batches()))
     assert table.column("text").to_pylist()[:4] == [big, plain, lines, "row 4"] and table.num_rows == 199_999
     assert blocks == [1 << 16] * 2  # the schema's read and the rows' read: never again with a bigger block
-    sizes = [len(p) for p in pieces]
+    sizes = [len(p) for p in list(pieces.values())[-1]]  # the pieces of the rows' read
     assert sorted(sizes)[-3] > len(plain) and sorted(sizes)[-4] <= 1 << 16  # the three values whole, each in one piece
