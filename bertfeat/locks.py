@@ -22,6 +22,8 @@ import os
 import sys
 import time
 
+from bertfeat.sources import file_id
+
 try:
     import fcntl
 except ImportError:  # Windows
@@ -101,19 +103,17 @@ _GONE = frozenset({errno.ENOENT, getattr(errno, "ESTALE", errno.ENOENT)})
 def still_held(fd: int, path) -> bool:
     """Whether the lock file ``path`` is still the file ``fd`` has open and locks: False where it is gone or is
     another file (a holder before removed it in :func:`release` while this process waited for the lock, and a later
-    caller may have created a new one: lock that one instead). One file by device and inode (:func:`os.path.samestat`);
-    where the file system gives no file ids (``st_ino`` 0 for every file, :func:`bertfeat.sources.file_id`) it cannot
+    caller may have created a new one: lock that one instead). One file by device and inode
+    (:func:`bertfeat.sources.file_id`); where the file system gives no file ids (``st_ino`` 0 for every file) it cannot
     tell, and says True: the lock this process holds is the best it has, where False would retry for ever. Raises
     the OSError of any other failure (a permission lost, an I/O error), for the caller to decide."""
     try:
-        here, held = os.stat(path), os.fstat(fd)
+        here, held = file_id(os.stat(path)), file_id(os.fstat(fd))
     except OSError as exc:
         if exc.errno in _GONE:
             return False
         raise
-    if not (here.st_ino and held.st_ino):
-        return True
-    return os.path.samestat(here, held)
+    return here is None or held is None or here == held
 
 
 def removable_while_held() -> bool:
