@@ -26,6 +26,7 @@ import re
 import sys
 import zlib
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 import pyarrow as pa
@@ -315,14 +316,7 @@ class InputReader(CsvProblems):
                 schema = self._open_csv(block).schema
                 if self._counting.zeros_at is not None:  # in the first block: refused before any work
                     raise ValueError(self._zeros())
-                if self._counting.quotes.closed_early is not None:  # in the first block: refused before any work
-                    raise ValueError(self._csv_problem(None))
-                if self._counting.quotes.rows_joined is not None:
-                    self._refuse_rows_joined()
-                if self._counting.quotes.escaped_quote is not None:  # in the first block: refused before any work
-                    raise ValueError(self._escaped_quote())
-                if self._counting.quotes.lone_lf is not None and len(self.header) == 1:  # no ragged row tells
-                    raise ValueError(self._lone_lf())
+                self._refuse_what_the_stream_saw()  # in the first block: refused before any work
                 if self.infer_types:
                     self._counting.close()
                     self._as_written = self._integers_past_int64(schema, block)
@@ -335,11 +329,7 @@ class InputReader(CsvProblems):
                 if "straddl" in str(exc) and block < MAX_BLOCK_BYTES:
                     block *= 8
                     continue
-                if self._counting.quotes.lone_lf is not None:  # a row cut at a value's line feed: why it is ragged
-                    raise ValueError(self._lone_lf()) from None
-                if self._header_may_repeat and self._counting.sep_seen:  # its "sep=;": too few fields for a row
-                    self._refuse_repeated_header()
-                raise ValueError(self._csv_problem(exc)) from None
+                self._refuse_unparsed(exc)
             except (EOFError, OSError, zlib.error) as exc:  # the decompressor's, within the first block
                 raise ValueError(self._damaged(exc, 0)) from None
             finally:
@@ -509,6 +499,33 @@ class InputReader(CsvProblems):
                 self._header_watch.close()
                 self._header_watch = None
 
+    def _refuse_what_the_stream_saw(self) -> None:
+        """Refuse what the stream's watchers (:class:`bertfeat.csv_stream._CountingFile`) found in the bytes read so
+        far, before the rows it would have read wrong are delivered: a quoted value closed early (rows read into one
+        value), rows joined in a TSV that quotes nothing, a quote escaped with a backslash in a value not quoted (a
+        text that would keep the backslash), a run of NUL bytes (rows of zeros), and in a file of one column a line
+        feed alone where lines end with a CR (one text cut in two: no ragged row tells)."""
+        quotes = self._counting.quotes
+        if quotes.closed_early is not None:
+            raise ValueError(self._csv_problem(None))
+        if quotes.rows_joined is not None:
+            self._refuse_rows_joined()
+        if quotes.escaped_quote is not None:
+            raise ValueError(self._escaped_quote())
+        if self._counting.zeros_at is not None:
+            raise ValueError(self._zeros())
+        if quotes.lone_lf is not None and len(self.header) == 1:
+            raise ValueError(self._lone_lf())
+
+    def _refuse_unparsed(self, exc: pa.ArrowInvalid) -> NoReturn:
+        """Refuse a record pyarrow could not parse (``exc``; its block was big enough), saying why where the stream
+        knows: a row cut at a value's line feed, Excel's ``sep=;`` line of files joined (too few fields for a row)."""
+        if self._counting.quotes.lone_lf is not None:
+            raise ValueError(self._lone_lf()) from None
+        if self._header_may_repeat and self._counting.sep_seen:
+            self._refuse_repeated_header()
+        raise ValueError(self._csv_problem(exc)) from None
+
     def _parquet_batch_rows(self, group) -> int:
         """Rows to read at a time from row group ``group`` (its metadata): ``chunk_rows``, fewer where its text
         columns' bytes per row (uncompressed) say that many rows would hold more than ``chunk_chars`` characters,
@@ -542,16 +559,7 @@ class InputReader(CsvProblems):
                         batch, skip = batch.slice(skip), 0
                     if self._counting.eof and self._counting.quotes.ends_open:
                         raise ValueError(self._csv_problem(None))  # before the last rows, which hold the rest
-                    if self._counting.quotes.closed_early is not None:  # before the rows read into one value
-                        raise ValueError(self._csv_problem(None))
-                    if self._counting.quotes.rows_joined is not None:  # likewise, in a TSV that quotes nothing
-                        self._refuse_rows_joined()
-                    if self._counting.quotes.escaped_quote is not None:  # before the texts that would keep \"
-                        raise ValueError(self._escaped_quote())
-                    if self._counting.zeros_at is not None:  # before the rows the zeros are read into
-                        raise ValueError(self._zeros())
-                    if self._counting.quotes.lone_lf is not None and len(self.header) == 1:  # no ragged row tells
-                        raise ValueError(self._lone_lf())  # before the rows cut at a value's line feed
+                    self._refuse_what_the_stream_saw()  # before the rows it would have read wrong are delivered
                     batch = batch.select(self.columns)
                     if self._counting.lone_cr is not None and self._counting.lone_cr.marked:
                         batch = restore(batch)
@@ -577,11 +585,7 @@ class InputReader(CsvProblems):
                 if "straddl" in str(exc) and block < MAX_BLOCK_BYTES:
                     block *= 8
                     continue
-                if self._counting.quotes.lone_lf is not None:  # a row cut at a value's line feed: why it is ragged
-                    raise ValueError(self._lone_lf()) from None
-                if self._header_may_repeat and self._counting.sep_seen:  # its "sep=;": too few fields for a row
-                    self._refuse_repeated_header()
-                raise ValueError(self._csv_problem(exc)) from None
+                self._refuse_unparsed(exc)
             except (EOFError, OSError, zlib.error) as exc:  # the decompressor's: pyarrow passes them through
                 raise ValueError(self._damaged(exc, delivered)) from None
             finally:
