@@ -115,6 +115,11 @@ class CsvProblems:
         lone_cr = self._counting.lone_cr if self._counting is not None else None
         return lone_cr is not None and (lone_cr.crlf or lone_cr.lines_end_with_cr)
 
+    def _lines(self, fh):
+        """The lines of the text file ``fh``, each with its line end, as the reader ends them: joined at a lone CR
+        where it reads one as part of its value (:meth:`_lone_cr`)."""
+        return lines_joined_at_lone_cr(fh) if self._lone_cr() else fh
+
     def _rows_lines(self, fh):
         """The lines of the text file ``fh`` after the header, each with its line end, split as the reader splits
         them: at LF and CRLF, and at a lone CR only where the file's lines end with one
@@ -345,8 +350,7 @@ class CsvProblems:
     def _quotes_nothing(self, line: int) -> bool:
         """Whether lines 1 to ``line`` of the file (counted as the reader ends lines) hold no quote at all."""
         with self._text() as fh:
-            lines = lines_joined_at_lone_cr(fh) if self._lone_cr() else fh
-            return not any('"' in text for _, text in zip(range(line), lines))
+            return not any('"' in text for _, text in zip(range(line), self._lines(fh)))
 
     def _lone_cr_hint(self, first: int, last: int) -> str:
         """What to do where one of lines ``first`` to ``last`` holds a lone CR the reader read as its value's."""
@@ -363,7 +367,7 @@ class CsvProblems:
         """The first of lines ``first`` to ``last`` (counted as the reader ends lines: :meth:`_lone_cr`) that holds a
         lone CR outside a quoted value (one that opens and closes on the line), or None."""
         with self._text() as fh:
-            for number, text in enumerate(lines_joined_at_lone_cr(fh), 1):
+            for number, text in enumerate(self._lines(fh), 1):
                 if number >= max(first, 1) and _INNER_CR.search(_QUOTED.sub("", text)):
                     return number
                 if number >= last:
@@ -377,8 +381,7 @@ class CsvProblems:
         if self.quoting in ("backslash", "csv-backslash"):
             return None
         with self._text() as fh:
-            lines = lines_joined_at_lone_cr(fh) if self._lone_cr() else fh
-            for number, text in enumerate(lines, 1):
+            for number, text in enumerate(self._lines(fh), 1):
                 if number == self.header_lines and not text.endswith("\r\n"):
                     return None
                 if number >= max(first, self.header_lines + 1) and text.endswith("\n") and not text.endswith("\r\n"):
