@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bertfeat.escapes import EscapedBytes
-from bertfeat.quotes import QuoteScanner, lone_lf
+from bertfeat.quotes import HeaderEnd, QuoteScanner, lone_lf
 from bertfeat.sources import _codec
 
 # A run of NUL bytes this long is no text but a file not written whole: a download preallocated at its full size and
@@ -85,8 +85,7 @@ class LoneCR:
     lone CR (Excel for Mac's) is passed as it is. :func:`restore` reads the values back."""
 
     def __init__(self, quotes: bool = True):
-        self._quotes = quotes
-        self._in_quote = False  # inside a quoted header name, until the header's end is seen
+        self._header = HeaderEnd(quotes)  # until the header's end is seen (a line break in a quoted name is none)
         self._lines_end_with_lf: bool | None = None  # until the header's end is seen
         self.crlf = False  # whether the header's line ends with CRLF
         self.marked = False  # whether any value may hold a pair to read back
@@ -104,7 +103,7 @@ class LoneCR:
 
     def rewrite(self, data: bytes) -> bytes:
         if self._lines_end_with_lf is None:
-            first = self._header_end(data)
+            first = self._header.find(data)
             if first is None:
                 return data
             if first + 1 == len(data) and data[first] == 0x0D:  # a one-byte piece: the next byte tells
@@ -135,15 +134,6 @@ class LoneCR:
         out = _LONE_CR.sub(_AS_CR, data.replace(_MARK, _AS_MARK) if marks else data)
         self.marked = self.marked or out != data
         return out
-
-    def _header_end(self, data: bytes) -> int | None:
-        """Where in ``data`` the first line break outside a quoted name is, or None (the quote state carried on)."""
-        for at, byte in enumerate(data):
-            if byte == 0x22 and self._quotes:
-                self._in_quote = not self._in_quote  # a doubled quote toggles twice
-            elif byte in (0x0A, 0x0D) and not self._in_quote:
-                return at
-        return None
 
 
 def restore(batch: pa.RecordBatch) -> pa.RecordBatch:

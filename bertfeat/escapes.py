@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import re
 
+from bertfeat.quotes import HeaderEnd
+
 QUOTINGS = ("csv", "none", "backslash", "csv-backslash")
 # an escape, or a carriage return no line feed follows: MySQL escapes no CR (mysql --batch writes a text's CRLF as a
 # bare CR and \\n, INTO OUTFILE as a bare CR, a backslash and the LF), where pyarrow would end the row
@@ -93,8 +95,7 @@ class EscapedBytes:
         self._crlf = False  # whether the stream's first line feed ends a CRLF: a lone LF is then a value's own
         # whether the first line (the header) ends with a lone CR, as each line then does: None until its end is seen
         self._lone_cr: bool | None = None
-        self._quoted = quoted
-        self._header_quote = self._header_escape = False  # inside a quoted name, after a backslash (the header's)
+        self._header = HeaderEnd(quoted, escapes=True)  # where the header's line ends (its quoted names' breaks none)
 
     def rewrite(self, data: bytes) -> bytes:
         if not data:
@@ -109,7 +110,7 @@ class EscapedBytes:
         else:
             self.held = b""
         if self._lone_cr is None:
-            end = self._header_end(data)
+            end = self._header.find(data)
             self._lone_cr = None if end is None else data[end] == 0x0D and data[end + 1:end + 2] != b"\n"
             if self._lone_cr:  # the header's line breaks inside a quoted name are pyarrow's to skip, as written
                 self._cr_from = len(data)
@@ -124,20 +125,6 @@ class EscapedBytes:
             self._cr_from = first if self._lf_seen else len(data)
             self._crlf = first > 0 and data[first - 1] == 0x0D  # the header's line end (a held CR is in data)
         return (_PAIR_CRLF if self._crlf else _PAIR).sub(self._pair, data)
-
-    def _header_end(self, data: bytes) -> int | None:
-        """Where in ``data`` (the bytes after those seen so far, which end with no bare CR while more follows) the
-        stream's first line break outside a quoted name is, or None where it holds none."""
-        for at, byte in enumerate(data):
-            if self._header_escape:
-                self._header_escape = False
-            elif byte == 0x5C:
-                self._header_escape = True
-            elif byte == 0x22 and self._quoted:
-                self._header_quote = not self._header_quote
-            elif byte in (0x0A, 0x0D) and not self._header_quote:
-                return at
-        return None
 
     def _pair(self, match: re.Match) -> bytes:
         if match[1] is not None:

@@ -153,6 +153,29 @@ class QuoteScanner:
             self.closed_early = self._offset + k
 
 
+class HeaderEnd:
+    """Where a CSV stream's first line (its header) ends, fed the stream in pieces: the first line break outside a
+    quoted name (``quotes``: whether ``"`` quotes one; a doubled quote toggles twice), a backslash escaping the byte
+    after it where ``escapes`` (an escaped export's). :meth:`find` carries its state from piece to piece."""
+
+    def __init__(self, quotes: bool, escapes: bool = False):
+        self._quotes, self._escapes = quotes, escapes
+        self._in_quote = self._escaped = False
+
+    def find(self, data: bytes) -> int | None:
+        """Where in ``data`` (the bytes after those fed so far) the header's line break is, or None."""
+        for at, byte in enumerate(data):
+            if self._escaped:
+                self._escaped = False
+            elif byte == BACKSLASH and self._escapes:
+                self._escaped = True
+            elif byte == QUOTE and self._quotes:
+                self._in_quote = not self._in_quote
+            elif byte in (0x0A, 0x0D) and not self._in_quote:
+                return at
+        return None
+
+
 def lone_lf(data: bytes, start: int, end: int) -> int:
     """Where in ``data[start:end]`` the first line feed no CR comes before is (a CRLF ends a line in a file of lone-CR
     lines too, as pyarrow reads it), or -1."""
