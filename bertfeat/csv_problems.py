@@ -23,6 +23,7 @@ from bertfeat.csv_stream import (
 )
 from bertfeat.quotes import open_quote_line
 from bertfeat.sources import _codec
+from bertfeat.spelling import delimiter_named
 from bertfeat.utf8 import not_utf8_csv
 
 
@@ -456,12 +457,12 @@ def split_unquoted(delimiter: str, none: bool = False) -> str:
     the file is read with no quoting (``none``)."""
     unquoted = "Under quoting='none' no value is quoted" if none else "No value up to that line is quoted"
     then = " and read it without quoting='none'" if none else ""
-    return (f". {unquoted}, so where a value there holds the delimiter ({delimiter!r}) or a line break, it was split: "
-            "writers told to quote nothing write such a value as it is (R's write.table() with quote = FALSE, polars' "
-            "write_csv() with the quote style never), and no reader can tell where it ends. Write the file again "
-            "quoting such values (R's write.csv(), or write.table() with its default quote = TRUE; polars' write_csv() "
-            f"with its default quote style){then}, or as parquet; or, if the row lacks or has a field too many, mend "
-            "it.")
+    return (f". {unquoted}, so where a value there holds the delimiter ({delimiter_named(delimiter)}) or a line "
+            "break, it was split: writers told to quote nothing write such a value as it is (R's write.table() with "
+            "quote = FALSE, polars' write_csv() with the quote style never), and no reader can tell where it ends. "
+            "Write the file again quoting such values (R's write.csv(), or write.table() with its default quote = "
+            f"TRUE; polars' write_csv() with its default quote style){then}, or as parquet; or, if the row lacks or has "
+            "a field too many, mend it.")
 
 
 def _long_window(path, exc: Exception) -> str | None:

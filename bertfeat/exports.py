@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from bertfeat.spelling import delimiter_named
+
 _FOOTER = re.compile(r"\((\d+) rows?\)")
 # psql's aligned output: a header " id | text " over "----+------" (or "────┼──────" under \pset linestyle unicode)
 _BARS, _CROSSES = "|│┃║", "+┼╋╪╫╬"
@@ -83,7 +85,8 @@ def unaligned_refusal(path, problem: str, line: int, footer: str, delimiter: str
     line) and ends with psql's footer ``footer`` at ``line``: psql's unaligned output quotes no value, so a value
     holding the delimiter was split (not R's row names)."""
     return (f"{problem}. The file ends with psql's row count footer {footer!r} at line {line}: it is psql's unaligned "
-            f"output (psql -A), which quotes no value, so a value holding {delimiter!r} is split into two; {_EXPORT}.")
+            f"output (psql -A), which quotes no value, so a value holding {delimiter_named(delimiter)} is split into "
+            f"two; {_EXPORT}.")
 
 
 def no_header(path, delimiter: str, columns: int) -> str:

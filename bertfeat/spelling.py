@@ -58,6 +58,15 @@ CLI_NAMES = {"batch_rows": "chunk_rows", "checkpoint_seconds": "checkpoint_every
              "text_cols": "text_col", "baseline": "no_baseline", "cache_dir": "dir"}
 # a value the command line takes in a word of its own (--delimiter tab)
 CLI_WORDS = {("delimiter", "\t"): "tab"}
+
+
+def delimiter_named(delimiter: str) -> str:
+    """A CSV file's delimiter as a message names it on every surface: a tab in words, ``a tab`` (the command line's word
+    for it is ``tab``; Python's ``'\\t'`` would read as bash's ``$'\\t'`` there, and as R's ``"\\t"`` in R), any other
+    as Python writes it (``';'``)."""
+    return "a tab" if delimiter == "\t" else repr(delimiter)
+
+
 # a name followed by its flag ("lower cv (--cv)")
 _NAME_ASIDE = re.compile(r"(?<![\w-])([a-z_]+) \((--[a-z][\w-]*)\)")
 # an alternative that leaves an option out ("pass a directory path, or cache_dir=None for no cache")

@@ -1020,7 +1020,8 @@ def test_a_file_that_quotes_nothing_split_at_a_values_delimiter_or_line_break_sa
     line, got = (4, "got 1: lines") if writer.endswith("line_break") else (3, f"got 3: 2{sep}{texts[writer]}")
     assert str(info.value) == (
         f"{src} is malformed at line {line}: CSV parse error: Expected 2 columns, {got}. No value up to that line is "
-        f"quoted, so where a value there holds the delimiter ({sep!r}) or a line break, it was split: writers told to "
+        f"quoted, so where a value there holds the delimiter ({'a tab' if sep == chr(9) else repr(sep)}) or a line "
+        "break, it was split: writers told to "
         "quote nothing write such a value as it is (R's write.table() with quote = FALSE, polars' write_csv() with the "
         "quote style never), and no reader can tell where it ends. Write the file again quoting such values (R's "
         "write.csv(), or write.table() with its default quote = TRUE; polars' write_csv() with its default quote "
@@ -1029,7 +1030,7 @@ def test_a_file_that_quotes_nothing_split_at_a_values_delimiter_or_line_break_sa
         with pytest.raises(ValueError) as info:
             read(src, ["id", "text"], quoting="none")
         assert str(info.value).endswith(
-            f"{got}. Under quoting='none' no value is quoted, so where a value there holds the delimiter ('\\t') or a "
+            f"{got}. Under quoting='none' no value is quoted, so where a value there holds the delimiter (a tab) or a "
             "line break, it was split: writers told to quote nothing write such a value as it is (R's write.table() "
             "with quote = FALSE, polars' write_csv() with the quote style never), and no reader can tell where it "
             "ends. Write the file again quoting such values (R's write.csv(), or write.table() with its default quote "

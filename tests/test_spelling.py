@@ -168,6 +168,35 @@ def test_the_command_line_names_a_tab_delimiter_by_its_own_word_tab(tiny_bert, t
         assert err.rstrip().endswith(said) and "\\t" not in err.replace("$'id\\ttext\\ty'", ""), err
 
 
+@pytest.mark.parametrize("command", ["embed", "probe"])
+def test_every_refusal_that_names_a_delimiter_names_a_tab_in_words(tiny_bert, tmp_path, capsys, command):
+    """(found by a CSV leftovers hunt, 2026-11-27, session 16) session 15 named a tab `tab` in two refusals; two more
+    show the delimiter, by Python's repr: psql's unaligned output split at a value's tab ("a value holding '\\t' is
+    split into two") and a ragged row of a file that quotes nothing ("holds the delimiter ('\\t')"), which the command
+    line wrote as bash's `$'\\t'` beside its own word `tab`, and R as "\\t". Each now says "a tab", on each surface."""
+    from bertfeat._r import r_advice
+    from bertfeat.cli import main
+    from bertfeat.readers import InputReader
+
+    psql = tmp_path / "psql.tsv"  # psql -A -F $'\t': its footer last, a value's tab split
+    psql.write_bytes(b"id\ttext\ty\n1\ta cat\t0\n2\ta\tdog\t1\n3\tan owl\t0\n(3 rows)\n")
+    bare = tmp_path / "bare.tsv"  # R's write.table(sep = "\t", quote = FALSE): a value's tab split
+    bare.write_bytes(b"id\ttext\ty\n1\ta cat\t0\n2\ta\tdog\t1\n3\tan owl\t0\n")
+    args = ["--out", str(tmp_path / "o.parquet"), "--quiet"] if command == "embed" else ["--label-col", "y"]
+    for src, quoting, said in [
+            (psql, [], "which quotes no value, so a value holding a tab is split into two; "),
+            (bare, [], "so where a value there holds the delimiter (a tab) or a line break, it was split: "),
+            (bare, ["--quoting", "none"], "so where a value there holds the delimiter (a tab) or a line break, it "
+                                          "was split: ")]:
+        with pytest.raises(ValueError) as info:
+            list(InputReader(str(src), ["id", "text", "y"], 10, ["text"], quoting="none" if quoting else None).batches())
+        assert said in str(info.value) and said in r_advice(str(info.value)), str(info.value)
+        assert "'\\t'" not in str(info.value) and '"\\t"' not in r_advice(str(info.value))
+        assert main([command, str(src), "--text-col", "text", "--model", tiny_bert, *args, *quoting]) == 2
+        err = capsys.readouterr().err
+        assert said in err and "$'\\t'" not in err, err
+
+
 def test_the_apis_warnings_reach_the_command_line_in_its_flags(tiny_bert, files, monkeypatch):
     """The warning lines too: `bertfeat embed: warning: model='...' defines prompts ... Pass prompt_name= (or
     prefix=)`."""
