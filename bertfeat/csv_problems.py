@@ -62,16 +62,20 @@ class CsvProblems:
 
     def _lone_lf(self) -> str:
         """The refusal of a file whose lines end with a lone CR holding a line feed outside a quoted value
-        (:attr:`bertfeat.quotes.QuoteScanner.lone_lf`)."""
+        (:attr:`bertfeat.quotes.QuoteScanner.lone_lf`), naming the reading that reads it as its value's where the
+        file's backslashes are escapes, or it holds none (pandas' default escapes nothing, doubles a quote)."""
         line = self._line_at(self._counting.quotes.lone_lf, bom=True)
+        escaped = "backslash" if self.quoting == "none" else "csv-backslash"  # (escaped readings see no such line feed)
         return (f"{self.path}: line {line} ends with a line feed alone, outside a quoted value, where the file's lines "
                 "end with a carriage return alone (as its first line does): pandas' to_csv() and Python's csv module "
                 "with a line terminator of a lone CR write a text's line break so, unquoted, and line ends mixed by "
                 "joining or editing files leave one; read as a line end it would cut its row in two (in a file of one "
-                "column, one text into two). Write the file again with the default line terminator (a line feed, "
-                "with which those writers quote such a value) or with every value quoted (csv.QUOTE_ALL); if each "
-                "line feed ends a line, give every line one end first, for example with tr '\\r' '\\n' < in.csv > "
-                "out.csv.")
+                f"column, one text into two). Pass quoting={escaped!r}, which reads such a line feed as part of its "
+                "value, where the file holds no backslash or its backslashes escape the character after them (pandas' "
+                "to_csv() with an escapechar); else write the file again with the default line terminator (a line "
+                "feed, with which those writers quote such a value) or with every value quoted (csv.QUOTE_ALL); if "
+                "each line feed ends a line, give every line one end first, for example with tr '\\r' '\\n' < in.csv "
+                "> out.csv.")
 
     def _line_at(self, at: int, bom: bool = False) -> int:
         """The line of the byte at offset ``at`` of the decompressed file (``bom``: an offset that leaves out a UTF-8
@@ -165,7 +169,7 @@ class CsvProblems:
         asked again."""
         for name in self.text_cols:
             # (\N alone, the exports' NULL, was read as missing before: here \N is within a longer text)
-            own = pc.match_substring_regex(batch.column(name), r"(^|[^\\])(\\\\)*\\[^\\ntrbfv0]")
+            own = pc.match_substring_regex(batch.column(name), r"(^|[^\\])(\\\\)*\\[^\\ntrbfv0\r]")
             if pc.any(pc.fill_null(own, False)).as_py():
                 self._watch_escapes = False
                 return
@@ -173,7 +177,7 @@ class CsvProblems:
         ends = False
         for name in self.text_cols:
             column = batch.column(name)
-            two = pc.fill_null(pc.match_substring_regex(column, r"(^|[^\\])(\\\\)*\\[ntr]"), False)
+            two = pc.fill_null(pc.match_substring_regex(column, r"(^|[^\\])(\\\\)*\\[ntr\r]"), False)
             last = pc.fill_null(pc.match_substring_regex(column, r"(^|[^\\])(\\\\)*\\$"), False)
             ends |= pc.any(last).as_py()
             found[name] = pc.or_(two, last)
@@ -190,12 +194,15 @@ class CsvProblems:
                 continue
             i = int(np.flatnonzero(found[name].to_numpy(zero_copy_only=False))[0])
             value = column[i].as_py()
-            at = re.search(r"(?:^|[^\\])(?:\\\\)*(\\[ntr]|\\\Z)", value, re.S)
+            at = re.search(r"(?:^|[^\\])(?:\\\\)*(\\[ntr\r]|\\\Z)", value, re.S)
             shown = value[max(0, at.start(1) - 20):at.end(1) + 20]
             what = (f"holds {at[1]!r} (a backslash and {at[1][1]!r}: {shown!r}), as a database's text export writes "
                     "a line break, a tab or a carriage return inside a value (PostgreSQL's \\copy ... TO and COPY ... "
                     "TO STDOUT, mysql --batch, Snowflake's unloads): read as written it would be embedded as those two "
-                    "characters" if len(at[1]) == 2 else
+                    "characters" if len(at[1]) == 2 and at[1] != "\\\r" else
+                    f"holds a backslash before a carriage return ({shown!r}), as MySQL's INTO OUTFILE ... LINES "
+                    "TERMINATED BY '\\r\\n' writes a carriage return inside a value (it escapes the first byte of its "
+                    "line end): read as written the text would keep the backslash" if len(at[1]) == 2 else
                     f"ends with a backslash ({shown!r}), as MySQL's INTO OUTFILE writes one before a line break inside "
                     "a value: read as written the rest of the text would be a row of its own" if name == self.header[-1]
                     else f"ends with a backslash ({shown!r}), as MySQL's INTO OUTFILE writes one before a tab inside a "
@@ -461,8 +468,8 @@ def split_unquoted(delimiter: str, none: bool = False) -> str:
             "break, it was split: writers told to quote nothing write such a value as it is (R's write.table() with "
             "quote = FALSE, polars' write_csv() with the quote style never), and no reader can tell where it ends. "
             "Write the file again quoting such values (R's write.csv(), or write.table() with its default quote = "
-            f"TRUE; polars' write_csv() with its default quote style){then}, or as parquet; or, if the row lacks or has "
-            "a field too many, mend it.")
+            f"TRUE; polars' write_csv() with its default quote style){then}, or as parquet; or, if the row lacks or "
+            "has a field too many, mend it.")
 
 
 def _long_window(path, exc: Exception) -> str | None:

@@ -50,7 +50,9 @@ def unquoted_rows(lines, width: int, backslash: bool, cr_ends: bool = True) -> t
     end, and leaves a text's CR as written)."""
     values, joined, open_row = 1, False, False
     for line in lines:
-        body = line.rstrip("\r\n") if cr_ends or not backslash else line.removesuffix("\n")
+        # (where lines end with CR: its own end only, as a backslash and a CR before it are a text's CR, escaped)
+        body = (line.rstrip("\r\n") if not backslash else line.removesuffix("\n") if not cr_ends
+                else line[:-2] if line.endswith("\r\n") else line[:-1] if line.endswith(("\r", "\n")) else line)
         if not body.rstrip("\r") and not open_row:
             continue  # a blank line: no row, as the reader skips it
         if backslash:

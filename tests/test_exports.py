@@ -503,6 +503,42 @@ def test_a_backslash_before_a_line_end_of_lone_cr_lines_is_refused_as_in_lf_line
     assert read(outfile, ["text"], quoting="backslash").column("text").to_pylist() == [
         "fine", "c" * 30 + value_end.decode() + "rest of it"]
 
+
+@pytest.mark.parametrize("columns", [["text"], ["id", "text"], ["id", "text", "n"]])
+def test_a_backslash_before_a_texts_carriage_return_of_crlf_lines_is_refused_not_kept(tmp_path, columns):
+    """(found by a CSV leftovers hunt, 2026-11-27, session 16) MySQL's INTO OUTFILE ... LINES TERMINATED BY '\\r\\n'
+    writes a backslash before a text's CR (the first byte of its line end; the LF of a text's CRLF left as it is).
+    Read without quoting, the CR was read as its value's, as in any CRLF file, and the text kept the backslash
+    ('a\\\\\\rb'), silently: the check of an export's escapes looked for a backslash and a letter, and took a backslash
+    before a CR for the text's own. Now refused, saying what MySQL wrote and to pass quoting='backslash', which reads
+    each text as the table held it; a text ending with its CR too, in the last column (whose backslash and CR come
+    before the row's CRLF, and the check of an export's rows read its line as ended by the backslash)."""
+    texts = ["plain", "a\rb", "ends\r", "c"]
+
+    def escaped(text):  # as INTO OUTFILE escapes a value: a backslash, a tab and a CR after a backslash
+        return text.replace("\\", "\\\\").replace("\t", "\\\t").replace("\r", "\\\r").encode()
+
+    rows = [columns] + [[{"id": str(i), "text": t, "n": "1,5"}[c] for c in columns] for i, t in enumerate(texts)]
+    outfile = tmp_path / "outfile.tsv"
+    outfile.write_bytes(b"".join(b"\t".join(escaped(v) for v in row) + b"\r\n" for row in rows))
+    assert b"a\\\rb" in outfile.read_bytes() and b"ends\\\r" in outfile.read_bytes()
+    with pytest.raises(ValueError) as info:
+        read(outfile, columns, text_cols=["text"])
+    assert str(info.value) == (
+        f"{outfile}: the text of row 1 in column 'text' holds a backslash before a carriage return ('a\\\\\\rb'), as "
+        "MySQL's INTO OUTFILE ... LINES TERMINATED BY '\\r\\n' writes a carriage return inside a value (it escapes the "
+        "first byte of its line end): read as written the text would keep the backslash. Pass quoting='backslash' to "
+        "read the file's escapes (and \\N as missing); if the backslashes are the text's own, pass quoting='csv' (or "
+        "'none') to read them as written.")
+    assert read(outfile, columns, text_cols=["text"], quoting="backslash").column("text").to_pylist() == texts
+    del texts[1]  # a text ending with its CR alone: refused too (the backslash and CR, then the row's CRLF)
+    rows = [columns] + [[{"id": str(i), "text": t, "n": "1,5"}[c] for c in columns] for i, t in enumerate(texts)]
+    outfile.write_bytes(b"".join(b"\t".join(escaped(v) for v in row) + b"\r\n" for row in rows))
+    with pytest.raises(ValueError, match=re.escape("in column 'text' holds a backslash before a carriage return "
+                                                   "('ends\\\\\\r')")):
+        read(outfile, columns, text_cols=["text"])
+
+
 def test_a_quoted_text_ending_with_a_backslash_in_any_text_column_shows_the_texts_own(tmp_path):
     """(mutation testing hunt, 2026-11-27, session 14) A quoted value ending with a backslash (a Windows folder's
     "C:\\") that escapes no line break shows no export wrote the file, whichever of the text columns holds it; only

@@ -515,17 +515,30 @@ def test_a_line_feed_outside_quotes_in_a_file_of_lone_cr_lines_is_refused_naming
     said = ("ends with a line feed alone, outside a quoted value, where the file's lines end with a carriage return "
             "alone (as its first line does): pandas' to_csv() and Python's csv module with a line terminator of a lone "
             "CR write a text's line break so, unquoted, and line ends mixed by joining or editing files leave one; "
-            "read as a line end it would cut its row in two (in a file of one column, one text into two). Write the "
-            "file again with the default line terminator (a line feed, with which those writers quote such a value) "
-            "or with every value quoted (csv.QUOTE_ALL); if each line feed ends a line, give every line one end first, "
-            "for example with tr '\\r' '\\n' < in.csv > out.csv.")
+            "read as a line end it would cut its row in two (in a file of one column, one text into two). Pass "
+            "quoting='csv-backslash', which reads such a line feed as part of its value, where the file holds no "
+            "backslash or its backslashes escape the character after them (pandas' to_csv() with an escapechar); else "
+            "write the file again with the default line terminator (a line feed, with which those writers quote such a "
+            "value) or with every value quoted (csv.QUOTE_ALL); if each line feed ends a line, give every line one end "
+            "first, for example with tr '\\r' '\\n' < in.csv > out.csv.")
     assert refusal(lambda: read_all(csv_reader(one, ["text"]))) == f"{one}: line 3 {said}"
+    # (session 16) the reading it names reads it, as pandas wrote it; so with an escapechar, a text's \ and " escaped
+    assert read_all(csv_reader(one, ["text"], quoting="csv-backslash"))[0].column("text").to_pylist() == texts
     wide = tmp_path / "wide.csv"
-    pd.DataFrame({"id": ["1", "2", "3"], "text": texts}).to_csv(wide, index=False, lineterminator="\r")
+    frame = pd.DataFrame({"id": ["1", "2", "3"], "text": texts})
+    frame.to_csv(wide, index=False, lineterminator="\r")
     assert refusal(lambda: read_all(csv_reader(wide, ["id", "text"]))) == f"{wide}: line 3 {said}"
+    frame.assign(text=["C:\\dir", "two\nlines", 'say "hi"']).to_csv(wide, index=False, lineterminator="\r",
+                                                                     escapechar="\\", doublequote=False)
+    assert refusal(lambda: read_all(csv_reader(wide, ["id", "text"]))) == f"{wide}: line 3 {said}"
+    assert read_all(csv_reader(wide, ["id", "text"], quoting="csv-backslash"))[0].column("text").to_pylist() == [
+        "C:\\dir", "two\nlines", 'say "hi"']
     tsv = tmp_path / "none.tsv"  # quoting none: no value is quoted; after a BOM, the lines the same
     tsv.write_bytes("\ufeffid\ttext\r1\tplain\r2\tx\ny\r".encode())
-    assert refusal(lambda: read_all(csv_reader(tsv, ["id", "text"], quoting="none"))) == f"{tsv}: line 3 {said}"
+    assert refusal(lambda: read_all(csv_reader(tsv, ["id", "text"], quoting="none"))) == f"{tsv}: line 3 {said}".replace(
+        "quoting='csv-backslash'", "quoting='backslash'")
+    assert read_all(csv_reader(tsv, ["id", "text"], quoting="backslash"))[0].column("text").to_pylist() == [
+        "plain", "x\ny"]
     pd.DataFrame({"text": texts}).to_csv(one, index=False, lineterminator="\r", quoting=1)  # quoted: read
     assert read_all(csv_reader(one, ["text"]))[0].column("text").to_pylist() == texts
     # a CRLF ends a line there too, and in a wider file line ends mixed read as before where every row has its width
