@@ -18,9 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bertfeat import exports, joined
-from bertfeat.csv_stream import (
-    _INNER_CR, _csv_field, _csv_lines, _no_field_limit, lines_joined_at_lone_cr, open_decompressed, shown_as_written,
-)
+from bertfeat.csv_stream import _INNER_CR, _csv_field, _csv_lines, _no_field_limit, open_decompressed, shown_as_written
+from bertfeat.line_ends import LineEnds
 from bertfeat.quotes import open_quote_line
 from bertfeat.sources import _codec
 from bertfeat.spelling import delimiter_named
@@ -80,7 +79,7 @@ class CsvProblems:
     def _line_at(self, at: int, bom: bool = False) -> int:
         """The line of the byte at offset ``at`` of the decompressed file (``bom``: an offset that leaves out a UTF-8
         byte order mark, as :class:`bertfeat.quotes.QuoteScanner`'s do)."""
-        line, prev, lone_cr = 1, b"", self._lone_cr()
+        line, prev, lone_cr = 1, b"", self._ends().cr_in_values
         with open_decompressed(self.files[0]) as fh:
             if bom and fh.read(3) != codecs.BOM_UTF8:
                 at -= 3  # none to leave out: the first bytes were read as bytes of the offset
@@ -89,7 +88,7 @@ class CsvProblems:
                 if not piece:
                     break
                 at -= len(piece)
-                # line ends as the reader reads them: LF, CRLF, a lone CR (where the file's lines end with one)
+                # line ends as an editor shows them: LF, CRLF, a lone CR (where the reader ends a line there)
                 line += piece.count(b"\n") + (0 if lone_cr else piece.count(b"\r") - (prev + piece).count(b"\r\n"))
                 prev = piece[-1:]
         return line
@@ -120,17 +119,25 @@ class CsvProblems:
         lone_cr = self._counting.lone_cr if self._counting is not None else None
         return lone_cr is not None and (lone_cr.crlf or lone_cr.lines_end_with_cr)
 
+    def _ends(self) -> LineEnds:
+        """Where the reader ends the file's lines (:mod:`bertfeat.line_ends`), as its stream saw them: a lone CR a
+        value's where the header's line ends with LF or CRLF (:class:`bertfeat.csv_stream.LoneCR`), and in an escaped
+        export a lone LF too where it ends with CRLF or a lone CR (:class:`bertfeat.escapes.EscapedBytes`)."""
+        counting = self._counting
+        if counting is not None and counting.escapes is not None:
+            return counting.escapes.line_ends()
+        return LineEnds(cr_in_values=self._lone_cr())
+
     def _lines(self, fh):
-        """The lines of the text file ``fh``, each with its line end, as the reader ends them: joined at a lone CR
-        where it reads one as part of its value (:meth:`_lone_cr`)."""
-        return lines_joined_at_lone_cr(fh) if self._lone_cr() else fh
+        """The lines of the text file ``fh``, each with its line end, as the reader ends them and an editor numbers
+        them: joined at a lone CR where it reads one as part of its value (:meth:`_ends`)."""
+        return self._ends().lines(fh)
 
     def _rows_lines(self, fh):
         """The lines of the text file ``fh`` after the header, each with its line end, split as the reader splits
         them: at LF and CRLF, and at a lone CR only where the file's lines end with one
         (:class:`bertfeat.csv_stream.LoneCR`)."""
-        lines = itertools.islice(fh, self.header_lines, None)
-        return lines_joined_at_lone_cr(lines) if self._lone_cr() else lines
+        return self._ends().lines(itertools.islice(fh, self.header_lines, None))
 
     def _rows_joined(self) -> str:
         """The refusal of :meth:`_refuse_rows_joined`."""
@@ -225,7 +232,7 @@ class CsvProblems:
     def _record_line(self, row: int) -> int:
         """The line where data row ``row`` (counted from 0, the header no row) of the CSV file starts."""
         with self._text() as fh, _no_field_limit():
-            reader = csv.reader(_csv_lines(fh, self._lone_cr()), **self._dialect())
+            reader = csv.reader(_csv_lines(fh, self._ends()), **self._dialect())
             if self.sep_line is not None:
                 next(reader)
             records, last_end = -1, reader.line_num
@@ -250,9 +257,9 @@ class CsvProblems:
             self._header_may_repeat = False
 
     def _header_scan(self) -> joined.Watch:
-        lone_cr = self._lone_cr()
+        ends = self._ends()
         return joined.Watch(self._text, self._dialect(), self.sep_line is not None,
-                            lambda fh: _csv_lines(fh, lone_cr), lambda field: _csv_field(field, lone_cr))
+                            lambda fh: _csv_lines(fh, ends), lambda field: _csv_field(field, ends.cr_in_values))
 
     def _repeated_header(self) -> str | None:
         """The refusal of a CSV file that repeats its header anywhere further on, or None."""
@@ -271,14 +278,14 @@ class CsvProblems:
         line, row_names, escaped, broken, before, lone_lf, lone_cr_at = None, False, None, None, None, None, None
         try:
             with self._text() as fh, _no_field_limit():
-                lone_cr = self._lone_cr()
-                reader = csv.reader(_csv_lines(fh, lone_cr), **self._dialect())
+                ends = self._ends()
+                reader = csv.reader(_csv_lines(fh, ends), **self._dialect())
                 if self.sep_line is not None:
                     next(reader)  # Excel's "sep=;" line, no record
                 width, last_end, rows_before = None, reader.line_num, 0
                 try:
                     for row in reader:
-                        row = [_csv_field(field, lone_cr) for field in row]  # as the file holds them, for the words
+                        row = [_csv_field(field, ends.cr_in_values) for field in row]  # as the file holds them
                         if width is None:
                             width = len(row) if row else None  # blank lines before the header
                         elif len(row) != width and row:
@@ -291,7 +298,7 @@ class CsvProblems:
                             ends = self._escaped_delimiter([before[-1], ""]) if before and not escaped else None
                             broken = ends[:-1] if ends else None  # the last field of the record before, a "\"
                             lone_lf = self._lone_lf_line(last_end, line)
-                            lone_cr_at = self._lone_cr_line(last_end + 1, line) if lone_cr else None
+                            lone_cr_at = self._lone_cr_line(last_end + 1, line) if self._lone_cr() else None
                             break
                         elif row:
                             rows_before += 1
@@ -300,7 +307,7 @@ class CsvProblems:
                 except csv.Error as scan_exc:
                     if "expected after" in str(scan_exc):
                         at = reader.line_num
-                        opened = open_quote_line(self._text, last_end, self.delimiter, until=at, lone_cr=lone_cr,
+                        opened = open_quote_line(self._text, last_end, self.delimiter, until=at, ends=ends,
                                                  escapes=self.quoting == "csv-backslash")
                         return (f"{self.path} is malformed at line {at}: a quoted value (opened at line {opened}) "
                                 f"has more text after its closing quote ({scan_exc}); quote the whole value and "
@@ -309,7 +316,7 @@ class CsvProblems:
                                 f"{self._unquoted_hint()}")
                     if "end of data" not in str(scan_exc):
                         return f"{self.path} is malformed at line {reader.line_num}: {scan_exc}."
-                    opened = open_quote_line(self._text, last_end, self.delimiter, lone_cr=lone_cr,
+                    opened = open_quote_line(self._text, last_end, self.delimiter, ends=ends,
                                              escapes=self.quoting == "csv-backslash")
                     return (f"{self.path} is malformed: a quote opened at line {opened} is never closed, so the rest "
                             "of the file would be one value; close the quote (or double it, \"\", inside a quoted "
@@ -403,7 +410,7 @@ class CsvProblems:
         last = None
         try:
             with self._text() as fh:
-                for number, text in enumerate(fh, 1):
+                for number, text in enumerate(self._lines(fh), 1):
                     if text.strip():
                         last = (number, text.strip())
         except (OSError, EOFError, UnicodeDecodeError, zlib.error):
@@ -427,7 +434,7 @@ class CsvProblems:
         off; no CSV reader reads them as quotes (``csv-backslash`` reads MySQL's and pandas'). None where no such quote
         is there."""
         with self._text() as fh:
-            lines = [text for number, text in zip(range(1, last + 1), fh) if number >= first]
+            lines = [text for number, text in zip(range(1, last + 1), self._lines(fh)) if number >= first]
         if self.quoting == "csv-backslash":  # read as escapes: a quote closed early after an escaped backslash, R's
             if not any(_ESCAPED_BACKSLASH_QUOTE.search(text) for text in lines):
                 return None

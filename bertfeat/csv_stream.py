@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bertfeat.escapes import EscapedBytes
+from bertfeat.line_ends import LineEnds
 from bertfeat.quotes import HeaderEnd, QuoteScanner, lone_lf
 from bertfeat.sources import _codec
 
@@ -146,20 +147,6 @@ def restore(batch: pa.RecordBatch) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
 
 
-def lines_joined_at_lone_cr(lines):
-    """``lines`` (of a text file read with ``newline=""``: each ends at LF, CRLF or a lone CR) joined where one ends
-    with a lone CR, as :class:`LoneCR` has pyarrow read them."""
-    held = ""
-    for line in lines:
-        if line.endswith("\r"):
-            held += line
-            continue
-        yield held + line
-        held = ""
-    if held:
-        yield held
-
-
 def shown_as_written(said: str) -> str:
     """pyarrow's words ``said`` of a row :class:`LoneCR` marked, with each lone CR shown as ``\\r``."""
     return said.replace("\ufdd0\ufdd2", "\\r").replace("\ufdd0\ufdd1", "\ufdd0")
@@ -189,7 +176,7 @@ class _CountingFile:
         # a backslash-escaped export: rewritten so that no escaped delimiter, line break or quote ends a value
         # (escapes.py)
         escaped = quoting in ("backslash", "csv-backslash")
-        self._escapes = EscapedBytes(delimiter, quoted) if escaped else None
+        self.escapes = EscapedBytes(delimiter, quoted) if escaped else None
         # with lone_cr, a lone CR in a value is kept from pyarrow's line ends (escaped exports: EscapedBytes keeps it)
         self.lone_cr = LoneCR(quoting == "csv") if lone_cr and not escaped else None
         self.eof = False
@@ -257,13 +244,13 @@ class _CountingFile:
 
     def _next(self, n: int) -> bytes:
         """Up to ``n`` (-1: all the) decompressed bytes, an escaped export's rewritten; b"" only at the end."""
-        if self._escapes is None:
+        if self.escapes is None:
             return self._fh.read(n)
         if n < 0:
-            return self._escapes.rewrite(self._fh.read()) + self._escapes.rewrite(b"")
+            return self.escapes.rewrite(self._fh.read()) + self.escapes.rewrite(b"")
         while True:  # a piece that is one backslash waits for the byte it escapes: read on, never b"" before the end
-            data = self._fh.read(max(1, n - len(self._escapes.held)))
-            out = self._escapes.rewrite(data)
+            data = self._fh.read(max(1, n - len(self.escapes.held)))
+            out = self.escapes.rewrite(data)
             if out or not data:
                 return out
 
@@ -340,16 +327,17 @@ def _first_lines(fh, n: int) -> list[str]:
     return lines
 
 
-def _csv_lines(fh, lone_cr: bool = False):
+def _csv_lines(fh, ends: LineEnds = LineEnds()):
     """The lines of the text file ``fh`` (read with ``newline=""``) as Python's csv module is given them: NUL escaped
-    before Python 3.11; with ``lone_cr`` (a file whose lines end with LF or CRLF, :class:`LoneCR`), joined at a lone
-    CR, as the reader joins them, that CR escaped (Python's csv module refuses it in a value not quoted), so that the
-    records and their lines are the reader's (a record "sep=,<CR>,x" is no Excel sep= line)."""
-    if lone_cr:
-        return (_INNER_CR.sub(_ESC_CR, _escaped(line)) for line in lines_joined_at_lone_cr(fh))
-    if _CSV_TAKES_NUL:
-        return fh
-    return (_escaped(line) for line in fh)
+    before Python 3.11; split as the reader splits them (``ends``, :mod:`bertfeat.line_ends`): joined at a lone CR of a
+    value's, that CR escaped (Python's csv module refuses it in a value not quoted), and a value's LF escaped with a
+    backslash, so that the records are the reader's (a record "sep=,<CR>,x" is no Excel sep= line) and their lines
+    an editor's."""
+    if ends.cr_in_values:
+        lines = (_INNER_CR.sub(_ESC_CR, _escaped(line)) for line in ends.lines(fh))
+    else:
+        lines = fh if _CSV_TAKES_NUL else (_escaped(line) for line in fh)
+    return (ends.continued(line) for line in lines) if ends.lf_in_values else lines
 
 
 def _escaped(line: str) -> str:
@@ -358,7 +346,8 @@ def _escaped(line: str) -> str:
 
 
 def _csv_field(field: str, lone_cr: bool = False) -> str:
-    """A field of a record read from :func:`_csv_lines` (with the same ``lone_cr``), as the file holds it."""
+    """A field of a record read from :func:`_csv_lines` (``lone_cr``: its ends' ``cr_in_values``), as the file holds
+    it."""
     if _CSV_TAKES_NUL and not lone_cr:
         return field
     return _UNESCAPE.sub(lambda m: _UNESCAPED[m[1]], field)

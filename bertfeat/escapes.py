@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import re
 
+from bertfeat.line_ends import LineEnds
 from bertfeat.quotes import HeaderEnd
 
 QUOTINGS = ("csv", "none", "backslash", "csv-backslash")
@@ -125,6 +126,11 @@ class EscapedBytes:
             self._cr_from = first if self._lf_seen else len(data)
             self._crlf = first > 0 and data[first - 1] == 0x0D  # the header's line end (a held CR is in data)
         return (_PAIR_CRLF if self._crlf else _PAIR).sub(self._pair, data)
+
+    def line_ends(self) -> LineEnds:
+        """Where the stream's lines end, as rewritten so far: a bare CR is a value's where the header's line ends with
+        LF or CRLF, a lone LF where it ends with CRLF or a lone CR."""
+        return LineEnds(cr_in_values=self._lone_cr is False, lf_in_values=bool(self._crlf or self._lone_cr))
 
     def _pair(self, match: re.Match) -> bytes:
         if match[1] is not None:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import codecs
 import re
 
+from bertfeat.line_ends import LineEnds
+
 QUOTE = 0x22
 BACKSLASH = 0x5C
 # a line break, a first field (4 KiB at most: a first field is short) and a tab: a record's start, inside a quoted value
@@ -185,33 +187,27 @@ def lone_lf(data: bytes, start: int, end: int) -> int:
     return k
 
 
-def open_quote_line(opener, record_start: int, delimiter: str, until: int | None = None, lone_cr: bool = False,
-                    escapes: bool = False) -> int:
+def open_quote_line(opener, record_start: int, delimiter: str, until: int | None = None,
+                    ends: LineEnds = LineEnds(), escapes: bool = False) -> int:
     """The line where the quote left open in the record after line ``record_start`` opened (``opener()`` opens the
     file as text, with ``newline=""``); with ``until``, the line where the last quoted value opened before the end
-    of line ``until``. Lines end as Python's csv module ends them: at CRLF, a lone CR (old Mac exports) or a lone
-    LF, inside quoted values too; with ``lone_cr`` (a file whose lines end with LF or CRLF, whose reader reads a lone CR
-    as part of its value: :class:`bertfeat.csv_stream.LoneCR`), at LF and CRLF only. With ``escapes``
-    (``quoting='csv-backslash'``), a backslash inside a quoted value escapes the next character, a quote too."""
-    line, at_field_start, in_quote, opened, prev_quote, prev_cr = record_start + 1, True, False, None, False, False
-    escaped = False
+    of line ``until``. Lines end as the reader ends them (``ends``, :mod:`bertfeat.line_ends`): at CRLF, a lone LF
+    and a lone CR (old Mac exports), inside quoted values too, but at a lone CR or LF of a value's, and are numbered as
+    an editor numbers them. With ``escapes`` (``quoting='csv-backslash'``), a backslash escapes the next character, a
+    quote or a line end too, inside a quoted value and out."""
+    line, at_field_start, in_quote, opened, prev_quote, escaped = record_start + 1, True, False, None, False, False
     with opener() as fh:
-        skipped = iter(fh.readline, "")
+        lines = iter(ends.lines(fh))
         for _ in range(record_start):
-            text = next(skipped, "")
-            while lone_cr and text.endswith("\r"):  # a lone CR: no line end, the line goes on
-                text = next(skipped, "")
-        for ch in iter(lambda: fh.read(1 << 16), ""):
-            for c in ch:
-                if (c == "\n" and (lone_cr or not prev_cr)) or (c == "\r" and not lone_cr):
-                    line += 1
-                    if until is not None and line > until:
-                        return opened or record_start + 1
-                prev_cr = c == "\r"
+            next(lines, "")
+        for text in lines:
+            body, ended = ends.split(text)
+            for c in body:
+                if escaped:  # the character after a backslash: neither a quote nor the delimiter
+                    escaped = at_field_start = False
+                    continue
                 if in_quote:
-                    if escaped:
-                        escaped = False
-                    elif c == "\\" and escapes:
+                    if c == "\\" and escapes:
                         escaped = True
                     elif c == '"':
                         in_quote, prev_quote = False, True
@@ -220,8 +216,18 @@ def open_quote_line(opener, record_start: int, delimiter: str, until: int | None
                     in_quote, opened = True, line if at_field_start else opened
                     at_field_start = prev_quote = False
                     continue
-                if prev_quote and until is not None and c not in (delimiter, "\n", "\r"):
+                if prev_quote and until is not None and c != delimiter:
                     return opened  # text after a closing quote: the value closed early, not one opened after it
                 prev_quote = False
-                at_field_start = c in (delimiter, "\n") or (c == "\r" and not lone_cr)
+                escaped = c == "\\" and escapes
+                at_field_start = c == delimiter
+            if not ended:
+                continue
+            if escaped:  # a line end after a backslash: its value's, the record goes on
+                escaped = False
+            elif not in_quote:
+                at_field_start, prev_quote = True, False
+            line += 1
+            if until is not None and line > until:
+                return opened or record_start + 1
     return opened or record_start + 1

@@ -579,6 +579,52 @@ def test_a_stray_quote_is_named_at_its_line_not_at_a_quoted_value_after_the_one_
             "and read it with no quoting.")
 
 
+def test_an_escaped_exports_refusals_name_the_line_an_editor_shows_where_a_value_holds_a_line_end(tmp_path):
+    """(found by a CSV leftovers hunt, 2026-11-27, session 16) under quoting='csv-backslash' and 'backslash' the reader
+    reads a value's own line end as MySQL and pandas write it (a LF no CR comes before where lines end with CRLF or a
+    lone CR, a bare CR where they end with LF or CRLF), but the re-reading that finds a problem's line gave Python's
+    csv module the file split at each: the record ended there, so a ragged row was named at the line of the text's
+    second half ('lines', line 3) where the row of three fields is at line 5, and a quote left open after it (or
+    closed early) was "left open at the end of the file". Now every re-reading splits lines as the reader does, and
+    numbers them as an editor shows them (every LF a line; a value's lone CR none, as docs/cli.md says)."""
+    def refused(name, data, quoting):
+        src = tmp_path / name
+        src.write_bytes(data)
+        return refusal(lambda: read_all(csv_reader(src, ["id", "text"], quoting=quoting))), src
+
+    ragged = "CSV parse error: Expected 2 columns, got 3: 3\tx\tz"
+    # MySQL's INTO OUTFILE (no ENCLOSED BY) with LINES TERMINATED BY '\r\n' or '\r': a text's LF as written, its CR
+    # after a backslash; mysql --batch, LF lines: a text's CRLF as a bare CR and \n
+    for name, data, line in [
+            ("crlf.tsv", b"id\ttext\r\n1\ttwo\nlines\r\n2\tok\r\n3\tx\tz\r\n", 5),
+            ("cr.tsv", b"id\ttext\r1\ttwo\nlines\r2\tok\r3\tx\tz\r", 5),
+            ("crlf_in_text.tsv", b"id\ttext\r\n1\ttwo\\\r\nlines\r\n2\tok\r\n3\tx\tz\r\n", 5),
+            ("batch.tsv", b"id\ttext\n1\ta\r\\nb\n2\tok\n3\tx\tz\n", 4)]:
+        said, src = refused(name, data, "backslash")
+        assert said == f"{src} is malformed at line {line}: {ragged}", said
+    # pandas' to_csv(lineterminator='\r', escapechar='\\', doublequote=False), a row then edited by hand
+    frame = pd.DataFrame({"id": ["1", "2"], "text": ["two\nlines", "C:\\dir"]})
+    written = frame.to_csv(index=False, lineterminator="\r", escapechar="\\", doublequote=False).encode()
+    assert written == b"id,text\r1,two\nlines\r2,C:\\\\dir\r"
+    said, src = refused("early.csv", written + b'3,"bad" x"\r4,y\r', "csv-backslash")
+    assert said == (
+        f"{src} is malformed at line 5: a quoted value (opened at line 5) has more text after its closing quote (',' "
+        "expected after '\"'); quote the whole value and double each quote inside it (\"\"), or remove a stray quote "
+        "at line 5."), said
+    said, src = refused("open.csv", written + b'3,"open\r4,y\r', "csv-backslash")
+    assert said == (f"{src} is malformed: a quote opened at line 5 is never closed, so the rest of the file would be "
+                    "one value; close the quote (or double it, \"\", inside a quoted value)."), said
+    # MySQL's INTO OUTFILE ... ENCLOSED BY '"' LINES TERMINATED BY '\r\n': a text's LF as written, inside quotes
+    said, src = refused("enclosed.csv", b'"id","text"\r\n"1","two\nlines"\r\n"2","open\r\n"3","x"\r\n',
+                        "csv-backslash")
+    assert said.startswith(f"{src} is malformed at line 5: a quoted value (opened at line 4) has more text"), said
+    # ... LINES TERMINATED BY '\n': a text's CR as written, inside quotes, a value's (no line, as in a CSV read so)
+    said, src = refused("enclosed_cr.csv", b'"id","text"\n"1","a\rb"\n"2","open\n"3","x"\n', "csv-backslash")
+    assert said.startswith(f"{src} is malformed at line 4: a quoted value (opened at line 3) has more text"), said
+    said, src = refused("enclosed_cr.csv", b'"id","text"\n"1","a\rb"\n"2","open\n', "csv-backslash")
+    assert said.startswith(f"{src} is malformed: a quote opened at line 3 is never closed"), said
+
+
 def test_a_files_own_mark_split_between_read_pieces_is_read_as_written(tmp_path, monkeypatch):
     """(found by a CSV dialects hunt, 2026-11-27, session 15) LoneCR escaped a U+FDD0 of the file's own only where a
     read piece held its three bytes whole: one cut by pyarrow's read block after its first or second byte reached
