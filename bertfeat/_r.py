@@ -24,7 +24,7 @@ import numpy as np
 from bertfeat.embedder import BertEmbedder
 from bertfeat.sources import input_found  # noqa: F401  (R's pre-check of bf_embed_file()'s input)
 from bertfeat.spelling import (PYTHON_WORDS, QUOTED, QUOTED_OR_KEYWORD, QUOTED_TEXT, SCALAR, STRING, STRING_LIST,
-                               without_python_only)
+                               keeping_sql, without_python_only)
 
 
 # How torch was imported in this process: "deepbind" (by this module, inside R), "plain", or None (not yet).
@@ -158,6 +158,10 @@ def r_advice(message: str, names: dict | None = None) -> str:
     >>> r_advice("output 'f.parquet' exists; pass overwrite=True to replace it.")
     'output "f.parquet" exists; pass overwrite = TRUE to replace it.'
     """
+    return keeping_sql(lambda text: _r_advice(text, names), message)
+
+
+def _r_advice(message: str, names: dict | None) -> str:
     message = _CLI_ASIDE.sub("", message)
     for python, spelled in PYTHON_WORDS.items():
         message = message.replace(python, spelled["r"])

@@ -41,6 +41,22 @@ PROBE_POOLINGS_ASIDE = " (to the probe: poolings=('mean', 'max'))"
 PYTHON_ONLY = (SET_PARAMS_ASIDE, PICKLED_NOTE, PROBE_POOLINGS_ASIDE)
 
 
+# a quoted text of SQL's, after MySQL's TERMINATED BY, ENCLOSED BY or ESCAPED BY ('\\r\\n', '"'): typed into the
+# database as written, on every surface (bash's $'\\r\\n' is no SQL)
+_SQL_QUOTED = re.compile(r"(?<= BY )'(?:[^'\\\n]|\\.)*'")
+_SQL_HELD = re.compile("\ue010(\\d+)\ue011")
+
+
+def keeping_sql(render, message: str) -> str:
+    """``render(message)`` (a surface's spelling of it) with each of its quoted texts of SQL kept as written."""
+    held = _SQL_QUOTED.findall(message)
+    if not held:
+        return render(message)
+    at = iter(range(len(held)))
+    rendered = render(_SQL_QUOTED.sub(lambda m: f"\ue010{next(at)}\ue011", message))
+    return _SQL_HELD.sub(lambda m: held[int(m.group(1))], rendered)
+
+
 def without_python_only(message: str) -> str:
     """``message`` less the advice that only a Python user can follow (:data:`PYTHON_ONLY`)."""
     for python in PYTHON_ONLY:
@@ -184,6 +200,10 @@ def for_command_line(message: str, parser: argparse.ArgumentParser | None) -> st
     """
     if parser is None:
         return message
+    return keeping_sql(lambda text: _for_command_line(text, parser), message)
+
+
+def _for_command_line(message: str, parser: argparse.ArgumentParser) -> str:
     message = without_python_only(message)
     message = _NONE_ALTERNATIVE.sub(lambda m: "" if _is_argument(m.group(1), parser) else m.group(0), message)
 

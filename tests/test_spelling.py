@@ -197,6 +197,35 @@ def test_every_refusal_that_names_a_delimiter_names_a_tab_in_words(tiny_bert, tm
         assert said in err and "$'\\t'" not in err, err
 
 
+@pytest.mark.parametrize("command", ["embed", "probe"])
+def test_sql_a_refusal_gives_is_written_as_sql_on_every_surface(tiny_bert, tmp_path, capsys, command):
+    """(found by a CSV leftovers hunt, 2026-11-27, session 16) the refusals that name MySQL's clauses quote SQL's
+    literals (LINES TERMINATED BY '\\r\\n', ENCLOSED BY '"'), which the command line rendered as a shell value, as it
+    renders a quoted path ("LINES TERMINATED BY $'\\r\\n'": no SQL), and R as an R string ("\\r\\n", "\\""). The SQL is
+    now kept as written on each surface; the user's own texts beside it are rendered as before."""
+    from bertfeat._r import r_advice
+    from bertfeat.cli import main
+    from bertfeat.readers import InputReader
+
+    lone_lf = tmp_path / "outfile.tsv"  # INTO OUTFILE ... LINES TERMINATED BY '\r\n': a text's LF as written
+    lone_lf.write_bytes(b"id\ttext\ty\r\n1\ttwo\nlines\t0\r\n2\tok\t1\r\n")
+    cr = tmp_path / "cr.tsv"  # the same export, a text's CR after a backslash
+    cr.write_bytes(b"id\ttext\ty\r\n1\ta\\\rb\t0\r\n2\tok\t1\r\n")
+    escaped = tmp_path / "escaped.csv"  # ... ENCLOSED BY '"': a text's quote after a backslash
+    escaped.write_bytes(b'"id","text","y"\n"1","say \\"hi\\" now","0"\n"2","x" y","1"\n')
+    args = ["--out", str(tmp_path / "o.parquet"), "--quiet"] if command == "embed" else ["--label-col", "y"]
+    for src, sql in [(lone_lf, "LINES TERMINATED BY '\\r\\n' writes"), (cr, "LINES TERMINATED BY '\\r\\n' writes"),
+                     (escaped, "ENCLOSED BY '\"' does too")]:
+        with pytest.raises(ValueError) as info:
+            list(InputReader(str(src), ["id", "text", "y"], 10, ["text"]).batches())
+        assert sql in str(info.value) and sql in r_advice(str(info.value)), r_advice(str(info.value))
+        assert main([command, str(src), "--text-col", "text", "--model", tiny_bert, *args]) == 2
+        err = capsys.readouterr().err
+        assert sql in err and "--quoting" in err, err
+    assert r_advice("pass quoting='csv' for 'f.csv', as MySQL's ENCLOSED BY '\"' and 'x'") == (
+        'pass quoting = "csv" for "f.csv", as MySQL\'s ENCLOSED BY \'"\' and "x"')
+
+
 def test_the_apis_warnings_reach_the_command_line_in_its_flags(tiny_bert, files, monkeypatch):
     """The warning lines too: `bertfeat embed: warning: model='...' defines prompts ... Pass prompt_name= (or
     prefix=)`."""
