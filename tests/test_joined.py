@@ -183,3 +183,20 @@ def test_a_text_longer_than_pythons_csv_field_limit_hides_no_repeated_header(tmp
         assert refusal(src, columns) == (same_order(src, 4), 0)
     src.write_text("id,text\n1,ID\n2," + "x" * 200_000 + "\n3,c\nid,text\n4,d\n")  # a text that is a name, first
     assert refusal(src, ["text"])[0] == same_order(src, 5)
+
+
+@pytest.mark.parametrize("quoting, sep", [("backslash", "\t"), ("csv-backslash", ",")])
+def test_escaped_exports_of_lone_cr_lines_joined_with_cat_are_refused_at_the_second_header(tmp_path, quoting, sep):
+    """(found by a CSV leftovers hunt, 2026-11-27, session 16) two exports of lines ending with a lone CR, each
+    holding a text's line feed as written (MySQL's INTO OUTFILE ... LINES TERMINATED BY '\\r', pandas' to_csv with
+    lineterminator='\\r' and an escapechar), joined with cat: the re-read that makes sure of a repeated header gave
+    Python's csv module the file split at that LF, counted the text's two halves as two rows, and stopped one row
+    short of the second file's header, which was read as a row of data (the text 'text'), without a word. It now
+    splits lines as the reader does (bertfeat.line_ends); the line named is the one an editor shows (the LF ends
+    one)."""
+    one, other = f"id{sep}text\r1{sep}two\nlines\r2{sep}ok\r", f"id{sep}text\r3{sep}z\r"
+    src = tmp_path / ("all.tsv" if sep == "\t" else "all.csv")
+    src.write_bytes((one + other).encode())
+    assert refusal(src, ["id", "text"], quoting=quoting) == (same_order(src, 5), 0)
+    src.write_bytes(one.encode())  # one export alone: read as written
+    assert rows(src, ["id", "text"], quoting=quoting) == [{"id": "1", "text": "two\nlines"}, {"id": "2", "text": "ok"}]
