@@ -134,9 +134,7 @@ class CsvProblems:
         return self._ends().lines(fh)
 
     def _rows_lines(self, fh):
-        """The lines of the text file ``fh`` after the header, each with its line end, split as the reader splits
-        them: at LF and CRLF, and at a lone CR only where the file's lines end with one
-        (:class:`bertfeat.csv_stream.LoneCR`)."""
+        """The lines of the text file ``fh`` after the header, each with its line end, as :meth:`_lines` gives them."""
         return self._ends().lines(itertools.islice(fh, self.header_lines, None))
 
     def _rows_joined(self) -> str:
