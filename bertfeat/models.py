@@ -176,9 +176,16 @@ def _from_hub(name: str) -> Path:
     except ImportError as exc:  # pragma: no cover - huggingface_hub comes with transformers
         raise ModelNotAvailableError(f"model={name!r}: huggingface_hub is not installed to fetch it.") from exc
     try:
-        return Path(snapshot_download(name, allow_patterns=_HUB_PATTERNS, local_files_only=True))
+        cached = Path(snapshot_download(name, allow_patterns=_HUB_PATTERNS, local_files_only=True))
     except Exception:
-        pass
+        cached, lacking = None, []
+    else:
+        # the cache answers for any part of a snapshot (huggingface_hub checks one only against a file list of its
+        # own downloads, and before 1.x not at all): another library may have fetched the files it reads alone
+        # (transformers' AutoTokenizer, AutoConfig), or a download stopped midway; a download completes it
+        lacking = snapshot_lacks(cached)
+        if not lacking:
+            return cached
     # read as huggingface_hub reads it: TRANSFORMERS_OFFLINE counts where HF_HUB_OFFLINE is not set
     variable = "HF_HUB_OFFLINE" if os.environ.get("HF_HUB_OFFLINE") else "TRANSFORMERS_OFFLINE"
     offline = os.environ.get(variable, "").lower() in {"1", "true", "yes", "on"}
@@ -187,6 +194,12 @@ def _from_hub(name: str) -> Path:
         f"tokenizer files and model.safetensors; or, on a machine with network access, run "
         f"`{hub_download_command()} {name}` once so it is in the Hugging Face cache."
     )
+    if offline and cached is not None:
+        raise ModelNotAvailableError(
+            f"model={name!r} is in the Hugging Face cache only in part: its snapshot {cached} lacks "
+            f"{', '.join(lacking)} (another library fetched only the files it reads, or a download stopped midway), "
+            f"and downloads are off ({variable} is set). {fix}"
+        )
     if offline:
         raise ModelNotAvailableError(
             f"model={name!r} is not a local directory and is not in the Hugging Face cache, and downloads are off "
@@ -199,6 +212,37 @@ def _from_hub(name: str) -> Path:
             f"model={name!r} is not a local directory, is not in the Hugging Face cache, and could not be "
             f"downloaded ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}). {fix}"
         ) from exc
+
+
+def snapshot_lacks(root: Path) -> list[str]:
+    """The files a model's description needs that the hub snapshot ``root`` lacks, by their path in it: config.json,
+    the tokenizer's files, the safetensors weights (every shard its index lists), where its modules.json (if any)
+    puts its Transformer and its Pooling's config.json; [] where it holds them (or cannot tell: a damaged
+    modules.json is for the description to name)."""
+    try:
+        entries = st_folder.modules(root, str(root)) or []
+    except ModelNotAvailableError:
+        entries = []
+    sub = entries[0]["path"] if entries and entries[0]["type"].endswith("Transformer") else ""
+    prefix = f"{sub.rstrip('/')}/" if sub else ""
+    encoder = root / sub if sub else root
+    lacking = [] if (encoder / "config.json").is_file() else [prefix + "config.json"]
+    index = encoder / "model.safetensors.index.json"
+    if (encoder / "model.safetensors").is_file():
+        pass
+    elif index.is_file():
+        try:
+            shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            shards = []  # a damaged index: for the description to name
+        lacking += [prefix + s for s in shards if isinstance(s, str) and not (encoder / s).is_file()]
+    else:
+        lacking.append(prefix + "model.safetensors")
+    if not any((encoder / f).is_file() for f in _TOKENIZER_FILES):
+        lacking.append("the tokenizer's files")
+    lacking += [f"{m['path'].rstrip('/')}/config.json" for m in entries[1:]
+                if m["type"].rsplit(".", 1)[-1] == "Pooling" and not (root / m["path"] / "config.json").is_file()]
+    return lacking
 
 
 @functools.lru_cache(maxsize=32)

@@ -391,6 +391,64 @@ def test_a_download_that_fails_is_refused_naming_its_error_word_for_word(monkeyp
     assert refused.value.__cause__ is error
 
 
+# What a snapshot needs: another library may have cached part of it (transformers' AutoTokenizer fetches the
+# tokenizer's files alone, AutoConfig config.json alone), or a download stopped midway, and the cache answers for that
+# part (huggingface_hub checks a snapshot's files only against a file list of its own downloads)
+_ST_MODULES = [{"idx": 0, "name": "0", "path": "0_Transformer", "type": "sentence_transformers.models.Transformer"},
+               {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]
+_INDEX = {"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}
+_SHARD = (2).to_bytes(8, "little") + b"{}"
+_PART_CACHED = [
+    ({}, ["model.safetensors"], "model.safetensors"),  # AutoTokenizer's files and config.json
+    ({}, ["vocab.txt"], "the tokenizer's files"),  # AutoModel's
+    ({}, ["config.json", "model.safetensors"], "config.json, model.safetensors"),  # AutoTokenizer alone
+    ({"model.safetensors": None, "model.safetensors.index.json": _INDEX,
+      **{shard: _SHARD for shard in _INDEX["weight_map"].values()}},
+     ["model-00002-of-00002.safetensors"], "model-00002-of-00002.safetensors"),  # a download stopped between shards
+    ({"modules.json": _ST_MODULES}, ["1_Pooling/config.json"], "1_Pooling/config.json"),
+    ({"modules.json": _ST_MODULES}, ["0_Transformer/model.safetensors"], "0_Transformer/model.safetensors"),
+]
+
+
+def _snapshot(root: Path, files: dict, lacking: list) -> Path:
+    """A hub snapshot folder: :func:`_folder`'s files and ``files``, a sentence-transformers model's Transformer in
+    its subfolder where ``files`` names modules.json; then the files ``lacking`` names taken out."""
+    if "modules.json" in files:
+        _folder(root / "0_Transformer")
+        _write(root / "1_Pooling/config.json", {"pooling_mode_mean_tokens": True})
+        _write(root / "modules.json", files["modules.json"])
+    else:
+        _folder(root, files=files)
+    for name in lacking:
+        (root / name).unlink()
+    return root
+
+
+@pytest.mark.parametrize("files, taken, lacking", _PART_CACHED)
+def test_a_snapshot_the_cache_holds_in_part_is_completed_by_a_download(tmp_path, monkeypatch, files, taken, lacking):
+    part, whole = _snapshot(tmp_path / "part", files, taken), _snapshot(tmp_path / "whole", files, [])
+    hub = _Hub(monkeypatch, part, whole)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)  # (tests/conftest.py sets it)
+    spec = resolve_model("org/model")
+    assert spec.folder == str(whole)
+    assert hub.calls == [("org/model", {"allow_patterns": models._HUB_PATTERNS, "local_files_only": True}),
+                         ("org/model", {"allow_patterns": models._HUB_PATTERNS})]
+
+
+@pytest.mark.parametrize("files, taken, lacking", _PART_CACHED)
+def test_a_snapshot_the_cache_holds_in_part_with_downloads_off_is_refused_naming_what_it_lacks(
+        tmp_path, monkeypatch, files, taken, lacking):
+    part = _snapshot(tmp_path / "part", files, taken)
+    hub = _Hub(monkeypatch, part)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert _refusal(resolve_model, "org/model") == (
+        f"model='org/model' is in the Hugging Face cache only in part: its snapshot {part} lacks {lacking} (another "
+        "library fetched only the files it reads, or a download stopped midway), and downloads are off "
+        "(HF_HUB_OFFLINE is set). " + FIX.format(command=models.hub_download_command(), name="org/model"))
+    assert len(hub.calls) == 1
+
+
 # -- where the tokenizer or the model runs its own code -----------------------------------------------------------
 
 
