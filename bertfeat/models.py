@@ -511,7 +511,13 @@ def _weights_files(root: Path, name: str) -> list[Path]:
     hint = (
         f" It has {others}: bertfeat loads safetensors only, because pickled weights can run code. Convert once "
         "with transformers: AutoModel.from_pretrained(dir).save_pretrained(dir, safe_serialization=True)."
-        if others else ""
+        if others else
+        # a hub model published with pickled weights alone (many older ones): the download fetched none of them
+        " Copy its weights there as model.safetensors (or model.safetensors.index.json and its shards). A model "
+        "published with pickled weights only (pytorch_model.bin, as many older Hugging Face models are) is not "
+        "loaded, because pickled weights can run code: where you trust it, convert it once with transformers, "
+        "AutoModel.from_pretrained(name).save_pretrained(dir, safe_serialization=True) and "
+        "AutoTokenizer.from_pretrained(name).save_pretrained(dir), and pass model=dir."
     )
     raise ModelNotAvailableError(f"model={name!r}: {root} holds no model.safetensors weights.{hint}")
 

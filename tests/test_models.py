@@ -806,7 +806,14 @@ def test_weights_files_are_the_single_file_or_the_shards_its_index_names(tmp_pat
 def test_no_safetensors_is_refused_naming_the_pickles_there(tmp_path):
     from bertfeat.models import _weights_files
 
-    assert _refused(_weights_files, tmp_path, "m") == f"model='m': {tmp_path} holds no model.safetensors weights."
+    # a hub model published with pickled weights only: its download fetched none, so none are there to name
+    assert _refused(_weights_files, tmp_path, "m") == (
+        f"model='m': {tmp_path} holds no model.safetensors weights. Copy its weights there as model.safetensors (or "
+        "model.safetensors.index.json and its shards). A model published with pickled weights only "
+        "(pytorch_model.bin, as many older Hugging Face models are) is not loaded, because pickled weights can run "
+        "code: where you trust it, convert it once with transformers, AutoModel.from_pretrained(name)"
+        ".save_pretrained(dir, safe_serialization=True) and AutoTokenizer.from_pretrained(name).save_pretrained(dir), "
+        "and pass model=dir.")
     for name in ("pytorch_model.bin", "a.bin", "model.pt", "model.pth"):
         (tmp_path / name).write_bytes(b"x")
     assert _refused(_weights_files, tmp_path, "m") == (
