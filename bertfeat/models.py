@@ -510,14 +510,14 @@ def _weights_files(root: Path, name: str) -> list[Path]:
     others = sorted(p.name for p in root.glob("*.bin")) + sorted(p.name for p in root.glob("*.pt*"))
     hint = (
         f" It has {others}: bertfeat loads safetensors only, because pickled weights can run code. Convert once "
-        "with transformers: AutoModel.from_pretrained(dir).save_pretrained(dir, safe_serialization=True)."
+        "with transformers (which saves safetensors): AutoModel.from_pretrained(dir).save_pretrained(dir)."
         if others else
         # a hub model published with pickled weights alone (many older ones): the download fetched none of them
         " Copy its weights there as model.safetensors (or model.safetensors.index.json and its shards). A model "
         "published with pickled weights only (pytorch_model.bin, as many older Hugging Face models are) is not "
         "loaded, because pickled weights can run code: where you trust it, convert it once with transformers, "
-        "AutoModel.from_pretrained(name).save_pretrained(dir, safe_serialization=True) and "
-        "AutoTokenizer.from_pretrained(name).save_pretrained(dir), and pass model=dir."
+        "AutoModel.from_pretrained(name).save_pretrained(dir) and AutoTokenizer.from_pretrained(name)"
+        ".save_pretrained(dir) (transformers saves safetensors), and pass that folder as the model."
     )
     raise ModelNotAvailableError(f"model={name!r}: {root} holds no model.safetensors weights.{hint}")
 
@@ -542,8 +542,9 @@ def _check_safetensors(f: Path, name: str) -> None:
     if problem:
         raise ModelNotAvailableError(
             f"model={name!r}: {f} is not a safetensors file ({problem}; {size} bytes). It may be a renamed pickle "
-            "(.bin) file or a damaged download: download it again, or convert once with transformers: "
-            "AutoModel.from_pretrained(dir).save_pretrained(dir, safe_serialization=True)."
+            "(.bin) file or a damaged download: download it again, or, where it is a pickle, rename it "
+            "pytorch_model.bin and convert once with transformers (which saves safetensors): "
+            "AutoModel.from_pretrained(dir).save_pretrained(dir)."
         )
 
 

@@ -754,8 +754,9 @@ def test_a_safetensors_header_is_checked_at_its_bounds(tmp_path, header, length,
         return
     assert _refused(_check_safetensors, f, "m") == (
         f"model='m': {f} is not a safetensors file ({problem}; {f.stat().st_size} bytes). It may be a renamed pickle "
-        "(.bin) file or a damaged download: download it again, or convert once with transformers: "
-        "AutoModel.from_pretrained(dir).save_pretrained(dir, safe_serialization=True).")
+        "(.bin) file or a damaged download: download it again, or, where it is a pickle, rename it "
+        "pytorch_model.bin and convert once with transformers (which saves safetensors): "
+        "AutoModel.from_pretrained(dir).save_pretrained(dir).")
 
 
 def test_a_safetensors_header_past_100_mib_or_a_file_under_8_bytes_is_refused(tmp_path):
@@ -812,14 +813,35 @@ def test_no_safetensors_is_refused_naming_the_pickles_there(tmp_path):
         "model.safetensors.index.json and its shards). A model published with pickled weights only "
         "(pytorch_model.bin, as many older Hugging Face models are) is not loaded, because pickled weights can run "
         "code: where you trust it, convert it once with transformers, AutoModel.from_pretrained(name)"
-        ".save_pretrained(dir, safe_serialization=True) and AutoTokenizer.from_pretrained(name).save_pretrained(dir), "
-        "and pass model=dir.")
+        ".save_pretrained(dir) and AutoTokenizer.from_pretrained(name).save_pretrained(dir) (transformers saves "
+        "safetensors), and pass that folder as the model.")
     for name in ("pytorch_model.bin", "a.bin", "model.pt", "model.pth"):
         (tmp_path / name).write_bytes(b"x")
     assert _refused(_weights_files, tmp_path, "m") == (
         f"model='m': {tmp_path} holds no model.safetensors weights. It has ['a.bin', 'pytorch_model.bin', 'model.pt', "
         "'model.pth']: bertfeat loads safetensors only, because pickled weights can run code. Convert once with "
-        "transformers: AutoModel.from_pretrained(dir).save_pretrained(dir, safe_serialization=True).")
+        "transformers (which saves safetensors): AutoModel.from_pretrained(dir).save_pretrained(dir).")
+
+
+def test_the_advice_to_convert_pickled_weights_is_python_that_runs_for_r_users_too(tmp_path):
+    """Each refusal of weights that are not safetensors gives the transformers call that converts them: Python code,
+    which R users run in Python too. Written with ``safe_serialization=True``, R's rendering of the message made it
+    ``safe_serialization = TRUE``, a NameError in Python; ``save_pretrained`` writes safetensors by default (from
+    transformers 4.35; bertfeat takes 4.40 on)."""
+    from bertfeat._r import r_advice
+    from bertfeat.models import _check_safetensors, _weights_files
+
+    (tmp_path / "none").mkdir()
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "pytorch_model.bin").write_bytes(b"x")
+    renamed = tmp_path / "renamed" / "model.safetensors"
+    renamed.parent.mkdir()
+    renamed.write_bytes(b"PK\x03\x04 a zip, as torch.save writes")
+    refusals = [_refused(_weights_files, tmp_path / "none", "m"), _refused(_weights_files, tmp_path / "bin", "m"),
+                _refused(_check_safetensors, renamed, "m")]
+    for message in refusals:
+        for said in (message, r_advice(message)):
+            assert "save_pretrained(dir)" in said and "TRUE" not in said and "True" not in said, said
 
 
 @pytest.mark.parametrize("content, length", [
