@@ -258,7 +258,7 @@ def _description(name: str, path: str, trust_remote_code: bool) -> ModelSpec:
     root = st_folder.encoder_folder(top, name, st_modules)
     config_file = root / "config.json"
     if not config_file.is_file():
-        raise ModelNotAvailableError(f"model={name!r}: {root} has no config.json; is it a Hugging Face model directory?")
+        raise ModelNotAvailableError(_no_config(name, root, top))
     config = st_folder.read_json(config_file, name, dict, "the model's configuration")
     if config.get("auto_map") and not trust_remote_code:
         raise ValueError(
@@ -283,7 +283,11 @@ def _description(name: str, path: str, trust_remote_code: bool) -> ModelSpec:
     weights = _weights_files(root, name)
     tok_files = [root / f for f in _TOKENIZER_FILES if (root / f).is_file()]
     if not tok_files:
-        raise ModelNotAvailableError(f"model={name!r}: {root} holds no tokenizer files (tokenizer.json or vocab).")
+        raise ModelNotAvailableError(
+            f"model={name!r}: {root} holds no tokenizer files (tokenizer.json or vocab), as a model saved without its "
+            "tokenizer has none: save the tokenizer the model was trained with there, "
+            "AutoTokenizer.from_pretrained(name).save_pretrained(dir)."
+        )
     st = st_folder.sentence_transformers_config(top, root, st_modules, name)
     max_pos = _first(config, "max_position_embeddings", "n_positions") or 512
     offset = _position_offset(config)
@@ -315,6 +319,33 @@ def _description(name: str, path: str, trust_remote_code: bool) -> ModelSpec:
         causal=_is_causal(config),
         **st_folder.prompts(top, name),
     )
+
+
+def _no_config(name: str, root: Path, top: Path) -> str:
+    """The refusal of a folder without config.json, saying which folder to pass: the model's snapshot where ``root``
+    is the folder the Hugging Face cache keeps a model in (``models--org--name``), the subfolders holding a
+    config.json where the model lies one level down (a zip unpacked into a folder of its own). ``top`` is the folder
+    named, ``root`` the one its modules.json puts its Transformer in (the same for other models)."""
+    if root != top:
+        return (f"model={name!r}: {root}, where {top / 'modules.json'} puts the model's Transformer, has no "
+                "config.json: the copy or download is incomplete. Copy or download the whole model folder.")
+    repo = re.fullmatch(r"models--(.+)", root.name)
+    if repo and (root / "snapshots").is_dir():
+        hub_name = repo.group(1).replace("--", "/")
+        ref = root / "refs" / "main"
+        commit = ref.read_text(encoding="utf-8").strip() if ref.is_file() else ""
+        snapshot = root / "snapshots" / commit
+        where = (f"its snapshot folder, model={str(snapshot)!r}" if commit and snapshot.is_dir() else
+                 f"a snapshot folder under {root / 'snapshots'}")
+        return (f"model={name!r}: {root} is the folder the Hugging Face cache keeps a model in, not a model folder: "
+                f"pass the model's name, model={hub_name!r} (read from this cache), or {where}.")
+    said = f"model={name!r}: {root} has no config.json, so it is no Hugging Face model folder"
+    below = sorted(str(sub) for sub in root.iterdir() if sub.is_dir() and (sub / "config.json").is_file())
+    if below:
+        return (f"{said}; its subfolder{'s' if len(below) > 1 else ''} {', '.join(map(repr, below))} "
+                f"hold{'' if len(below) > 1 else 's'} one: pass the model's own folder.")
+    return (f"{said}: pass the folder that holds the model's config.json, tokenizer files and model.safetensors, as "
+            "save_pretrained() writes them.")
 
 
 def _tokenizer_sha256(files: list[Path], lowercase: bool, code_dir: Path | None = None) -> str:

@@ -222,10 +222,53 @@ def test_a_model_that_is_no_name_is_refused_word_for_word(bad):
 def test_a_folder_without_its_config_or_tokenizer_is_refused_word_for_word(tmp_path):
     root = _folder(tmp_path / "m", files={"config.json": None})
     assert _refusal(resolve_model, str(root)) == (
-        f"model={str(root)!r}: {root} has no config.json; is it a Hugging Face model directory?")
+        f"model={str(root)!r}: {root} has no config.json, so it is no Hugging Face model folder: pass the folder that "
+        "holds the model's config.json, tokenizer files and model.safetensors, as save_pretrained() writes them.")
+    # a fine-tuned model saved without its tokenizer (model.save_pretrained(dir) alone: a common slip)
     root = _folder(tmp_path / "t", files={"vocab.txt": None, "notes.txt": "not a tokenizer"})
     assert _refusal(resolve_model, str(root)) == (
-        f"model={str(root)!r}: {root} holds no tokenizer files (tokenizer.json or vocab).")
+        f"model={str(root)!r}: {root} holds no tokenizer files (tokenizer.json or vocab), as a model saved without "
+        "its tokenizer has none: save the tokenizer the model was trained with there, "
+        "AutoTokenizer.from_pretrained(name).save_pretrained(dir).")
+    # a sentence-transformers model whose Transformer's folder lacks it: an incomplete copy, not another folder
+    root = _folder(tmp_path / "st", files={"config.json": None, "modules.json": [
+        {"idx": 0, "name": "0", "path": "0_Transformer", "type": "sentence_transformers.models.Transformer"}]})
+    (root / "0_Transformer").mkdir()
+    assert _refusal(resolve_model, str(root)) == (
+        f"model={str(root)!r}: {root / '0_Transformer'}, where {root / 'modules.json'} puts the model's Transformer, "
+        "has no config.json: the copy or download is incomplete. Copy or download the whole model folder.")
+
+
+def test_a_folder_holding_the_model_one_level_down_is_refused_naming_where_it_is(tmp_path):
+    """A zip that unpacks into a folder of its own, a download to a parent folder: the model's files are in a
+    subfolder, and the refusal names it (the ones that hold a config.json, in order), rather than ask whether the
+    folder is a model."""
+    for sub in ("b-model", "a-model"):
+        _folder(tmp_path / "unzipped" / sub)
+    (tmp_path / "unzipped" / "notes").mkdir()
+    root = tmp_path / "unzipped"
+    assert _refusal(resolve_model, str(root)) == (
+        f"model={str(root)!r}: {root} has no config.json, so it is no Hugging Face model folder; its subfolders "
+        f"{str(root / 'a-model')!r}, {str(root / 'b-model')!r} hold one: pass the model's own folder.")
+
+
+def test_a_hugging_face_cache_folder_is_refused_naming_the_model_and_its_snapshot(tmp_path):
+    """The folder the Hugging Face cache keeps a model in (``models--org--name``, its files under
+    ``snapshots/<commit>``), which users find on disk and pass: the refusal names the model's hub name, read from that
+    cache, and the snapshot folder ``refs/main`` names."""
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "hub" / "models--sentence-transformers--all-MiniLM-L6-v2"
+    snapshot = _folder(repo / "snapshots" / commit)
+    _write(repo / "refs" / "main", commit)
+    (repo / "blobs").mkdir()
+    assert _refusal(resolve_model, str(repo)) == (
+        f"model={str(repo)!r}: {repo} is the folder the Hugging Face cache keeps a model in, not a model folder: "
+        f"pass the model's name, model='sentence-transformers/all-MiniLM-L6-v2' (read from this cache), or its "
+        f"snapshot folder, model={str(snapshot)!r}.")
+    (repo / "refs" / "main").unlink()  # no ref to follow: the snapshots there are named
+    assert _refusal(resolve_model, str(repo)).endswith(
+        f"pass the model's name, model='sentence-transformers/all-MiniLM-L6-v2' (read from this cache), or a "
+        f"snapshot folder under {repo / 'snapshots'}.")
 
 
 @pytest.mark.parametrize("config", [
