@@ -642,10 +642,12 @@ def first_token_fault(spec, model=None, trust_remote_code: bool = False) -> str 
 
 
 def _tokenizer_puts_token_first(spec, trust_remote_code: bool) -> bool:
-    """Whether the model's tokenizer puts a special token before a text: read from tokenizer.json, or, where that
-    does not tell, asked of the tokenizer (loaded without the weights)."""
-    if spec.special_first is not None:
-        return spec.special_first
+    """Whether the model's tokenizer puts a special token before a text: read from tokenizer.json where its post
+    processor puts one, else asked of the tokenizer (loaded without the weights). A tokenizer class may build its
+    own processor whatever the file says (transformers 5's BertTokenizer puts [CLS] text [SEP] where the file has
+    none), so the file's "nothing first" is only where CLS pooling is refused, and that refusal asks the tokenizer."""
+    if spec.special_first:
+        return True
     from bertfeat.model_files import tokenizer_puts_token_first
 
     return tokenizer_puts_token_first(spec, trust_remote_code)

@@ -498,18 +498,23 @@ def test_first_token_fault_reads_the_tokenizer_the_config_and_the_loaded_model_a
     def spec(special_first, causal=False):
         return SimpleNamespace(special_first=special_first, causal=causal)
 
+    monkeypatch.setattr(model_files, "tokenizer_puts_token_first", lambda *a: pytest.fail("asked past the file"))
     assert first_token_fault(spec(True)) is None  # a BERT: [CLS] first, an encoder
-    assert first_token_fault(spec(False)) == "nothing first"  # GPT-2's tokenizer, XLNet's <cls> last
-    assert first_token_fault(spec(False, causal=True)) == "nothing first"  # the tokenizer is read first
     assert first_token_fault(spec(True, causal=True)) == "causal"  # a BOS token before a decoder's text
     asked = []
-    for answer in (True, False):  # tokenizer.json does not tell: the tokenizer is asked, with the job's trust
-        monkeypatch.setattr(model_files, "tokenizer_puts_token_first",
-                            lambda s, trust, answer=answer: asked.append((s.special_first, trust)) or answer)
-        assert first_token_fault(spec(None), trust_remote_code=True) == (None if answer else "nothing first")
-        assert first_token_fault(spec(None)) == (None if answer else "nothing first")
+    # tokenizer.json does not tell, or says nothing goes first (which a tokenizer class may override: transformers
+    # 5's BertTokenizer builds [CLS] text [SEP] whatever its file says): the tokenizer is asked, with the job's trust
+    for said in (None, False):
+        for answer in (True, False):
+            monkeypatch.setattr(model_files, "tokenizer_puts_token_first",
+                                lambda s, trust, answer=answer: asked.append((s.special_first, trust)) or answer)
+            assert first_token_fault(spec(said), trust_remote_code=True) == (None if answer else "nothing first")
+            assert first_token_fault(spec(said)) == (None if answer else "nothing first")
+            # GPT-2's tokenizer, XLNet's <cls> last: the tokenizer is read before config.json's decoder families
+            assert first_token_fault(spec(said, causal=True)) == ("causal" if answer else "nothing first")
     # the model's own code is run only where the job allowed it: the probe, which takes no trust_remote_code, asks so
-    assert asked == [(None, True), (None, False)] * 2
+    assert asked == ([(None, True), (None, False), (None, False)] * 2
+                     + [(False, True), (False, False), (False, False)] * 2)
     monkeypatch.setattr(model_files, "tokenizer_puts_token_first", lambda *a: pytest.fail("asked with a model"))
 
     def model(**attrs):

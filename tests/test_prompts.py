@@ -428,6 +428,40 @@ def test_the_probe_scores_no_cls_pooling_where_the_tokenizer_puts_nothing_before
     assert set(result.table["pooling"].dropna()) == {"mean", "max", "mean+max"}
 
 
+def test_cls_pooling_follows_what_the_tokenizer_puts_first_where_its_class_overrides_tokenizer_json(tiny_bert,
+                                                                                                  tmp_path):
+    """tokenizer.json's post processor is what most tokenizers put around a text, but a tokenizer class may build its
+    own: transformers 5's BertTokenizer puts [CLS] text [SEP] whatever the file says (a WordPiece trained with the
+    tokenizers library and saved through BertTokenizerFast has none in its file). fit refused CLS pooling, the
+    default cls+mean with it, saying the tokenizer puts no special token before the text, while every text ran with
+    [CLS] first. fit now follows the tokenizer where the file says nothing goes first; where the tokenizer agrees
+    (transformers 4's BertTokenizerFast keeps the file's none), it refuses as before."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from bertfeat.models import resolve_model
+
+    path = tmp_path / "class-builds-its-own"
+    shutil.copytree(tiny_bert, path)
+    spec = json.loads((path / "tokenizer.json").read_text())
+    spec["post_processor"] = None
+    (path / "tokenizer.json").write_text(json.dumps(spec))
+    config = json.loads((path / "tokenizer_config.json").read_text())
+    (path / "tokenizer_config.json").write_text(json.dumps({**config, "tokenizer_class": "BertTokenizer"}))
+    assert resolve_model(str(path)).special_first is False  # what the file says
+    tok = AutoTokenizer.from_pretrained(path)
+    ids = tok(TEXTS[0])["input_ids"]
+    if ids[0] != tok.cls_token_id:  # the tokenizer keeps the file's none: refused as before
+        with pytest.raises(ValueError, match=r"^pooling='cls\+mean' reads the CLS token"):
+            BertEmbedder(str(path)).fit(TEXTS)
+        return
+    got = BertEmbedder(str(path), pooling="cls", layers=-1, device="cpu").fit_transform(TEXTS)
+    model = AutoModel.from_pretrained(path).eval()
+    with torch.inference_mode():
+        want = np.stack([model(**tok(t, return_tensors="pt")).last_hidden_state[0, 0].numpy() for t in TEXTS])
+    np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
+
+
 def test_cls_pooling_is_refused_at_fit_from_tokenizer_json_so_a_warm_cache_cannot_answer(
         bert_with_nothing_before_the_text, tmp_path):
     """The refusal came at the model's load, which a run answered wholly from the cache never reaches: the all-layers
