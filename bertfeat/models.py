@@ -329,6 +329,15 @@ def _no_config(name: str, root: Path, top: Path) -> str:
     if root != top:
         return (f"model={name!r}: {root}, where {top / 'modules.json'} puts the model's Transformer, has no "
                 "config.json: the copy or download is incomplete. Copy or download the whole model folder.")
+    adapter = root / "adapter_config.json"
+    if adapter.is_file():  # a LoRA fine-tune saved by peft: the adapter's weights alone
+        base = st_folder.read_json(adapter, name, dict, "the adapter's settings").get("base_model_name_or_path")
+        named = isinstance(base, str) and base
+        of = f"its base model {base!r}" if named else "its base model (adapter_config.json names none)"
+        return (f"model={name!r}: {root} holds a peft adapter (adapter_config.json), not a whole model: its weights "
+                f"are changes to {of}. Merge them into that model once, PeftModel.from_pretrained("
+                "AutoModel.from_pretrained(base), dir).merge_and_unload().save_pretrained(out), save the tokenizer in "
+                "out too, and pass out as the model.")
     repo = re.fullmatch(r"models--(.+)", root.name)
     if repo and (root / "snapshots").is_dir():
         hub_name = repo.group(1).replace("--", "/")
@@ -539,6 +548,20 @@ def _weights_files(root: Path, name: str) -> list[Path]:
             _check_safetensors(root / s, name)
         return [root / s for s in shards]
     others = sorted(p.name for p in root.glob("*.bin")) + sorted(p.name for p in root.glob("*.pt*"))
+    named = sorted(p.name for p in root.glob("*.safetensors") if p.is_file())
+    shards = [n for n in named if re.fullmatch(r"model-\d+-of-\d+\.safetensors", n)]
+    if shards:  # copied without their index
+        raise ModelNotAvailableError(
+            f"model={name!r}: {root} holds no model.safetensors weights. It has {shards}, shards without "
+            "model.safetensors.index.json, which says which weights each holds: copy the index from where the shards "
+            "came from."
+        )
+    if named and not others:  # a variant's file (model.fp16.safetensors), a file renamed
+        raise ModelNotAvailableError(
+            f"model={name!r}: {root} holds no model.safetensors weights. It has {named}, which transformers does not "
+            "read as the model's weights (it reads model.safetensors, or model.safetensors.index.json and its "
+            "shards): where it holds the whole model, rename it model.safetensors."
+        )
     hint = (
         f" It has {others}: bertfeat loads safetensors only, because pickled weights can run code. Convert once "
         "with transformers (which saves safetensors): AutoModel.from_pretrained(dir).save_pretrained(dir)."

@@ -252,6 +252,40 @@ def test_a_folder_holding_the_model_one_level_down_is_refused_naming_where_it_is
         f"{str(root / 'a-model')!r}, {str(root / 'b-model')!r} hold one: pass the model's own folder.")
 
 
+def test_a_peft_adapter_folder_is_refused_saying_how_to_merge_it_into_its_base_model(tmp_path):
+    """A LoRA fine-tune saved by peft (adapter_config.json, adapter_model.safetensors, often the tokenizer): no
+    config.json, as it holds the adapter's weights alone; the refusal names its base model and how to merge."""
+    root = _folder(tmp_path / "lora", files={
+        "config.json": None, "model.safetensors": None, "adapter_model.safetensors": _SHARD,
+        "adapter_config.json": {"peft_type": "LORA", "base_model_name_or_path": "BAAI/bge-small-en-v1.5"}})
+    assert _refusal(resolve_model, str(root)) == (
+        f"model={str(root)!r}: {root} holds a peft adapter (adapter_config.json), not a whole model: its weights are "
+        "changes to its base model 'BAAI/bge-small-en-v1.5'. Merge them into that model once, "
+        "PeftModel.from_pretrained(AutoModel.from_pretrained(base), dir).merge_and_unload().save_pretrained(out), "
+        "save the tokenizer in out too, and pass out as the model.")
+    _write(root / "adapter_config.json", {"peft_type": "LORA"})  # no base named
+    assert "changes to its base model (adapter_config.json names none)." in _refusal(resolve_model, str(root))
+
+
+def test_weights_in_other_safetensors_files_are_named_with_what_is_missing(tmp_path):
+    """Shards copied without their index (it says which weights each holds), a variant's file
+    (model.fp16.safetensors): transformers, and bertfeat, read model.safetensors or the index alone."""
+    from bertfeat.models import _weights_files
+
+    for shard in _INDEX["weight_map"].values():
+        _write(tmp_path / "shards" / shard, _SHARD)
+    assert _refusal(_weights_files, tmp_path / "shards", "m") == (
+        f"model='m': {tmp_path / 'shards'} holds no model.safetensors weights. It has "
+        "['model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors'], shards without "
+        "model.safetensors.index.json, which says which weights each holds: copy the index from where the shards "
+        "came from.")
+    _write(tmp_path / "variant" / "model.fp16.safetensors", _SHARD)
+    assert _refusal(_weights_files, tmp_path / "variant", "m") == (
+        f"model='m': {tmp_path / 'variant'} holds no model.safetensors weights. It has ['model.fp16.safetensors'], "
+        "which transformers does not read as the model's weights (it reads model.safetensors, or "
+        "model.safetensors.index.json and its shards): where it holds the whole model, rename it model.safetensors.")
+
+
 def test_a_hugging_face_cache_folder_is_refused_naming_the_model_and_its_snapshot(tmp_path):
     """The folder the Hugging Face cache keeps a model in (``models--org--name``, its files under
     ``snapshots/<commit>``), which users find on disk and pass: the refusal names the model's hub name, read from that
