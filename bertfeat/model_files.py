@@ -117,7 +117,8 @@ def load_checked_model(spec: ModelSpec, dtype, tokenizer, trust_remote_code: boo
                       getattr(model, "base_model_prefix", ""))
     rows = _embedding_rows(model)
     if rows is not None:
-        check_vocab_fits(spec.name, len(tokenizer), rows, getattr(model.config, "vocab_size", None))
+        check_vocab_fits(spec.name, len(tokenizer), rows, getattr(model.config, "vocab_size", None),
+                         getattr(tokenizer, "added_tokens_decoder", None))
     check_weights_finite(spec.name, spec.path, encoder.named_parameters())
     return model
 

@@ -742,18 +742,30 @@ def _prefix_hint(missing, unexpected) -> str | None:
     return None
 
 
-def check_vocab_fits(name: str, n_tokens: int, n_embeddings: int, vocab_size) -> None:
+def check_vocab_fits(name: str, n_tokens: int, n_embeddings: int, vocab_size, added: dict | None = None) -> None:
     """Refuse a tokenizer that can produce ids past the model's embedding table (an index error mid-run, or a
-    wrong row on some kernels).
+    wrong row on some kernels). ``added``: the tokens the tokenizer adds beyond its vocabulary, by id
+    (``added_tokens_decoder``), to name those past the table: tokens added after the weights were saved, or special
+    tokens the vocabulary lacks, where the files and weights are one model's.
 
     Examples
     --------
     >>> check_vocab_fits("m", 30522, 30522, 30522)
     """
-    if n_tokens > n_embeddings:
+    if n_tokens <= n_embeddings:
+        return
+    said = (f"model={name!r}: the tokenizer has {n_tokens} tokens, but the model's embedding table has {n_embeddings} "
+            f"rows (config.json vocab_size={vocab_size}), so token ids from {n_embeddings} on have no embedding")
+    past = sorted(i for i in (added or {}) if i >= n_embeddings)
+    if past:
         raise ModelNotAvailableError(
-            f"model={name!r}: the tokenizer has {n_tokens} tokens, but the model's embedding table has "
-            f"{n_embeddings} rows (config.json vocab_size={vocab_size}), so token ids from {n_embeddings} on have no "
-            "embedding. The tokenizer files and the weights come from different models: use the tokenizer saved "
-            "with these weights."
+            f"{said}: {', '.join(repr(str(added[i])) for i in past[:5])}{', ...' if len(past) > 5 else ''} (ids "
+            f"{', '.join(map(str, past[:5]))}{', ...' if len(past) > 5 else ''}), tokens the tokenizer adds beyond "
+            "its vocabulary (tokens added to it after these weights were saved, or special tokens its vocabulary "
+            "lacks). Use the tokenizer saved with these weights, or weights saved after "
+            "model.resize_token_embeddings(len(tokenizer)) and the training of the new rows."
         )
+    raise ModelNotAvailableError(
+        f"{said}. The tokenizer files and the weights come from different models: use the tokenizer saved with these "
+        "weights."
+    )

@@ -254,6 +254,40 @@ def test_tokenizer_larger_than_the_embedding_table_is_refused(tiny_bert, tmp_pat
         _transform(copy)
 
 
+def test_tokens_the_tokenizer_adds_past_the_embedding_table_are_named_with_what_to_do(tiny_bert, tmp_path):
+    """Tokens added to a tokenizer whose model's embeddings were not resized, and a vocabulary without the special
+    tokens its tokenizer puts around a text (transformers adds [CLS] and [SEP] past its end): the tokenizer files and
+    the weights are one model's, where the refusal said they 'come from different models'. It names the tokens."""
+    from transformers import AutoTokenizer
+
+    added = _copy(tiny_bert, tmp_path / "added")
+    tok = AutoTokenizer.from_pretrained(str(added))
+    rows = len(tok)
+    tok.add_tokens(["<e1>", "<e2>"])
+    tok.save_pretrained(str(added))
+    with pytest.raises(ModelNotAvailableError) as refused:
+        _transform(added)
+    assert str(refused.value).endswith(
+        f"so token ids from {rows} on have no embedding: '<e1>', '<e2>' (ids {rows}, {rows + 1}), tokens the tokenizer "
+        "adds beyond its vocabulary (tokens added to it after these weights were saved, or special tokens its "
+        "vocabulary lacks). Use the tokenizer saved with these weights, or weights saved after "
+        "model.resize_token_embeddings(len(tokenizer)) and the training of the new rows.")
+    # a WordPiece vocabulary whose [CLS] and [SEP] are spelled otherwise: the tokenizer adds its own past the table
+    bare = _copy(tiny_bert, tmp_path / "bare")
+    vocab = json.loads((bare / "tokenizer.json").read_text())["model"]["vocab"]
+    renamed = {"[CLS]": "<cls>", "[SEP]": "<sep>"}
+    (bare / "vocab.txt").write_text("\n".join(renamed.get(t, t) for t in sorted(vocab, key=vocab.get)) + "\n")
+    (bare / "tokenizer.json").unlink()
+    config = json.loads((bare / "tokenizer_config.json").read_text())
+    (bare / "tokenizer_config.json").write_text(json.dumps({**config, "tokenizer_class": "BertTokenizer"}))
+    past = sorted(i for i, t in AutoTokenizer.from_pretrained(str(bare)).added_tokens_decoder.items() if i >= rows)
+    if not past:
+        pytest.skip("this transformers adds no token past a vocabulary that lacks its special tokens")
+    with pytest.raises(ModelNotAvailableError, match=r"have no embedding: '\[(CLS|SEP)\]', '\[(CLS|SEP)\]' \(ids "
+                                                     rf"{rows}, {rows + 1}\), tokens the tokenizer adds beyond"):
+        _transform(bare)
+
+
 @pytest.mark.parametrize("content", [b"PK\x03\x04" + b"\0" * 100, b"<html>404</html>", b"\x10\0\0\0\0\0\0\0[1,2]" + b" " * 9])
 def test_weights_that_are_not_safetensors_are_refused_at_resolve(tiny_bert, tmp_path, content):
     copy = _copy(tiny_bert, tmp_path)
@@ -878,6 +912,12 @@ def test_a_vocabulary_past_the_embedding_table_is_refused_word_for_word():
         "model='m': the tokenizer has 101 tokens, but the model's embedding table has 100 rows (config.json "
         "vocab_size=100), so token ids from 100 on have no embedding. The tokenizer files and the weights come from "
         "different models: use the tokenizer saved with these weights.")
+    assert _refused(check_vocab_fits, "m", 103, 100, None, {100: "[CLS]", 102: "<e1>", 99: "kept"}) == (
+        "model='m': the tokenizer has 103 tokens, but the model's embedding table has 100 rows (config.json "
+        "vocab_size=None), so token ids from 100 on have no embedding: '[CLS]', '<e1>' (ids 100, 102), tokens the "
+        "tokenizer adds beyond its vocabulary (tokens added to it after these weights were saved, or special tokens "
+        "its vocabulary lacks). Use the tokenizer saved with these weights, or weights saved after "
+        "model.resize_token_embeddings(len(tokenizer)) and the training of the new rows.")
 
 
 def test_some_names_four_keys_then_how_many_more():
