@@ -101,9 +101,11 @@ def load_checked_model(spec: ModelSpec, dtype, tokenizer, trust_remote_code: boo
     from bertfeat.models import check_vocab_fits, check_weights_fit
 
     # Mis-shaped weights are loaded (as random) and reported rather than raised, so that the one check below names
-    # them along with missing and unused ones; the check refuses the model either way.
+    # them along with missing and unused ones; the check refuses the model either way. No attention maps: bertfeat
+    # reads none, and a config.json asking for them ("output_attentions": true) made transformers 5 refuse the SDPA
+    # kernel asked for below, and transformers 4 keep every layer's maps (batch x heads x tokens^2) on each pass.
     kwargs = dict(_dtype_argument(dtype), use_safetensors=True, trust_remote_code=trust_remote_code,
-                  output_loading_info=True, ignore_mismatched_sizes=True)
+                  output_loading_info=True, ignore_mismatched_sizes=True, output_attentions=False)
     try:
         model, info = AutoModel.from_pretrained(spec.path, attn_implementation="sdpa", **kwargs)
     except (ValueError, ImportError):  # architectures without an SDPA kernel

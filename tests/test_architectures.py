@@ -365,6 +365,32 @@ def test_a_config_that_asks_for_tuples_gives_the_same_vectors(tmp_path, model_ty
         np.testing.assert_allclose(got, want, atol=1e-6, rtol=0)
 
 
+@pytest.mark.parametrize("model_type", ["bert", "electra"])  # the fused CPU pass, and transformers' own
+def test_a_config_that_asks_for_attentions_gives_the_same_vectors_without_computing_them(tmp_path, model_type):
+    # "output_attentions": true in config.json (a model saved after a look at its attention maps): bertfeat asks
+    # transformers for its SDPA kernel, which transformers 5 then refuses to configure ("The `output_attentions`
+    # attribute is not supported when using the `attn_implementation` set to sdpa"), so every fit failed with
+    # huggingface_hub's StrictDataclassClassValidationError, where transformers loads it as asked; transformers 4 ran
+    # it eagerly, keeping every layer's attention maps (batch x heads x tokens^2). bertfeat reads no attention map.
+    import json
+    import shutil
+
+    from bertfeat.backend import loaded_backend
+    from bertfeat.models import resolve_model
+
+    path = build_tiny_encoder(tmp_path / model_type, model_type, corpus=TEXTS)
+    looks = shutil.copytree(path, tmp_path / f"{model_type}-attentions")
+    config = json.loads((looks / "config.json").read_text())
+    (looks / "config.json").write_text(json.dumps({**config, "output_attentions": True, "output_hidden_states": True}))
+    for layers in (-1, [0, -1]):
+        want = BertEmbedder(path, pooling="mean", layers=layers, dtype="float32").fit_transform(TEXTS)
+        got = BertEmbedder(str(looks), pooling="mean", layers=layers, dtype="float32").fit_transform(TEXTS)
+        np.testing.assert_allclose(got, want, atol=1e-6, rtol=0)
+    backend = loaded_backend(resolve_model(str(looks)), "cpu", "float32")
+    if backend.fast is None:  # transformers' own pass (the fused one computes no attention map to keep)
+        assert backend.model.config.output_attentions is False
+
+
 def test_an_albert_with_several_layers_per_group_is_refused_from_its_config_so_cached_runs_refuse_too(tmp_path):
     """The ALBERT above was refused at load only, and a run whose every text is cached never loads the model: a
     cache filled by an older bertfeat (which read state k as layer k) still answered, silently. The config, read
