@@ -315,7 +315,10 @@ def _description(name: str, path: str, trust_remote_code: bool) -> ModelSpec:
         **st,
         revision=revision,
         folder=str(top),
-        special_first=_special_first(root),
+        # read whole here (a file cut short, or a Git LFS pointer, refused naming it, where the tokenizer's load
+        # failed with a bare JSONDecodeError from inside transformers)
+        special_first=_special_first(root, st_folder.read_json(root / "tokenizer.json", name, dict, "the tokenizer")
+                                     if (root / "tokenizer.json").is_file() else None),
         causal=_is_causal(config),
         **st_folder.prompts(top, name),
     )
@@ -379,15 +382,17 @@ def _tokenizer_ships_code(root: Path, name: str) -> bool:
     return f.is_file() and bool(st_folder.read_json(f, name, dict, "the tokenizer's settings").get("auto_map"))
 
 
-def _special_first(root: Path) -> bool | None:
+def _special_first(root: Path, tokenizer: dict | None = None) -> bool | None:
     """Whether the tokenizer of ``root`` puts a special token before a single text, from tokenizer.json's post
-    processor: BERT's and RoBERTa's processors do; a template says so by its first piece; none at all (GPT-2's byte
-    level alone) adds nothing. None where the file is absent or says it otherwise."""
+    processor (``tokenizer``: that file, parsed, where the caller has read it): BERT's and RoBERTa's processors do; a
+    template says so by its first piece; none at all (GPT-2's byte level alone) adds nothing. None where the file is
+    absent or says it otherwise."""
     f = root / "tokenizer.json"
-    if not f.is_file():
+    if tokenizer is None and not f.is_file():
         return None
     try:
-        post = json.loads(f.read_text(encoding="utf-8")).get("post_processor")
+        post = (tokenizer if tokenizer is not None else json.loads(f.read_text(encoding="utf-8"))).get(
+            "post_processor")
     except (OSError, ValueError, AttributeError):
         return None
     processors = post.get("processors", []) if isinstance(post, dict) and post.get("type") == "Sequence" else [post]
@@ -581,6 +586,10 @@ def _check_safetensors(f: Path, name: str) -> None:
     download) here, with its name, rather than as a deserializer message at load time. Reads the header only."""
     size = f.stat().st_size
     with open(f, "rb") as fh:
+        pointer = st_folder.lfs_pointer_refusal(f, name, fh.read(len(st_folder.LFS_POINTER)))
+        if pointer is not None:
+            raise pointer
+        fh.seek(0)
         head = fh.read(8)
         n = int.from_bytes(head, "little") if len(head) == 8 else -1
         problem = None

@@ -16,12 +16,32 @@ from pathlib import Path, PureWindowsPath
 from bertfeat.exceptions import ModelNotAvailableError
 
 
+# What Git LFS leaves in place of a large file where a repository is cloned without git-lfs (a Hugging Face model's
+# weights, and its tokenizer.json on multilingual models): a few lines of text naming the file's content
+LFS_POINTER = b"version https://git-lfs.github.com/spec/"
+
+
+def lfs_pointer_refusal(f: Path, name: str, head: bytes) -> ModelNotAvailableError | None:
+    """The refusal of ``f`` where its first bytes ``head`` are a Git LFS pointer's; None where they are not."""
+    if not head.startswith(LFS_POINTER):
+        return None
+    return ModelNotAvailableError(
+        f"model={name!r}: {f} is a Git LFS pointer ({f.stat().st_size} bytes naming the file's content), not the file "
+        "itself: the model was cloned with git where git-lfs was not installed. Run `git lfs install` and then "
+        "`git lfs pull` in the model's folder, or download the model again."
+    )
+
+
 def read_json(f: Path, name: str, kind: type, what: str):
     """``f`` parsed, where it is JSON of ``kind`` (dict: an object, list: an array); else an error naming the file and
     what is wrong. A model file that cannot be read is never taken as absent: its settings would be replaced by
     defaults, and the model embedded otherwise than its own, silently."""
+    data = f.read_bytes()
+    pointer = lfs_pointer_refusal(f, name, data[:len(LFS_POINTER)])
+    if pointer is not None:
+        raise pointer
     try:
-        value = json.loads(f.read_text(encoding="utf-8"))
+        value = json.loads(data.decode("utf-8"))
     except ValueError as exc:  # a JSONDecodeError, or bytes that are not UTF-8
         problem = f"is not valid JSON ({exc})"
     else:

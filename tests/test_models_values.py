@@ -754,6 +754,36 @@ def test_each_file_a_description_reads_is_refused_naming_the_model(tmp_path):
         _named(_folder(tmp_path / str(i), files=st), files, said)
 
 
+_LFS_POINTER = ("version https://git-lfs.github.com/spec/v1\n"
+                "oid sha256:4b3e0b5e3c1f5f0e4f4b9d8e1f7a9b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a\nsize 90868376\n")
+
+
+@pytest.mark.parametrize("name", ["model.safetensors", "tokenizer.json", "config.json", "tokenizer_config.json"])
+def test_a_git_lfs_pointer_in_place_of_a_models_file_is_refused_saying_to_pull_it(tmp_path, name):
+    """A model cloned with git without git-lfs: its large files (the weights; tokenizer.json too on multilingual
+    models, 17 MB on XLM-R's) are the pointers Git LFS leaves, 130 bytes of text. They were refused as a renamed
+    pickle or a damaged download, and a tokenizer.json pointer failed with a bare JSONDecodeError ('Expecting value:
+    line 1 column 1 (char 0)') from inside transformers, naming no file."""
+    root = _folder(tmp_path / "clone", files={"tokenizer.json": {}, "tokenizer_config.json": {}, name: _LFS_POINTER})
+    assert _refusal(resolve_model, str(root)) == (
+        f"model={str(root)!r}: {root / name} is a Git LFS pointer (133 bytes naming the file's content), not the file "
+        "itself: the model was cloned with git where git-lfs was not installed. Run `git lfs install` and then "
+        "`git lfs pull` in the model's folder, or download the model again.")
+
+
+def test_a_tokenizer_json_that_is_no_json_is_refused_naming_it(tmp_path):
+    """Cut short (a download stopped), or no object: refused naming the file, where the tokenizer's load failed with
+    a bare JSONDecodeError from inside transformers."""
+    root = _folder(tmp_path / "cut", files={"tokenizer.json": '{"version": "1.0", "model": {"vocab": {"a'})
+    assert _refusal(resolve_model, str(root)).startswith(
+        f"model={str(root)!r}: {root / 'tokenizer.json'} is not valid JSON (Unterminated string starting at: line 1 "
+        "column 40 (char 39)). The file is damaged")
+    root = _folder(tmp_path / "list", files={"tokenizer.json": [1]})
+    assert _refusal(resolve_model, str(root)).startswith(
+        f"model={str(root)!r}: {root / 'tokenizer.json'} holds a JSON array where the tokenizer should be a JSON "
+        "object.")
+
+
 def test_a_transformer_in_a_subfolder_is_described_from_there(tmp_path):
     root = _folder(tmp_path / "st", {"model_type": "bert", "num_hidden_layers": 9, "hidden_size": 99}, {
         "modules.json": [{"idx": 0, "name": "0", "path": "0_Transformer",

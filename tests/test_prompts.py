@@ -500,7 +500,7 @@ def test_cls_pooling_is_refused_at_fit_where_tokenizer_json_does_not_tell(bert_w
     import bertfeat.models
     from bertfeat.models import resolve_model
 
-    monkeypatch.setattr(bertfeat.models, "_special_first", lambda root: None)
+    monkeypatch.setattr(bertfeat.models, "_special_first", lambda root, tokenizer=None: None)
     bertfeat.models._describe_cached.cache_clear()
     try:
         path, cache = bert_with_nothing_before_the_text, str(tmp_path / "cache")
