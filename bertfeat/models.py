@@ -282,6 +282,11 @@ def _description(name: str, path: str, trust_remote_code: bool) -> ModelSpec:
     _check_one_state_per_layer(name, config)
     weights = _weights_files(root, name)
     tok_files = [root / f for f in _TOKENIZER_FILES if (root / f).is_file()]
+    for f in tok_files:  # a vocabulary or SentencePiece model a clone without git-lfs left as its pointer
+        with open(f, "rb") as fh:
+            pointer = st_folder.lfs_pointer_refusal(f, name, fh.read(len(st_folder.LFS_POINTER)))
+        if pointer is not None:
+            raise pointer
     if not tok_files:
         raise ModelNotAvailableError(
             f"model={name!r}: {root} holds no tokenizer files (tokenizer.json or vocab), as a model saved without its "
@@ -536,8 +541,9 @@ def _weights_files(root: Path, name: str) -> list[Path]:
         return [single]
     index = root / "model.safetensors.index.json"
     if index.is_file():
+        listed = st_folder.read_json(index, name, dict, "the index of the weights' shards")  # a pointer, no JSON
         try:
-            shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+            shards = sorted(set(listed["weight_map"].values()))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ModelNotAvailableError(
                 f"model={name!r}: {index} is not a valid safetensors index (it needs a 'weight_map' of weight name "

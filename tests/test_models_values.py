@@ -758,13 +758,18 @@ _LFS_POINTER = ("version https://git-lfs.github.com/spec/v1\n"
                 "oid sha256:4b3e0b5e3c1f5f0e4f4b9d8e1f7a9b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a\nsize 90868376\n")
 
 
-@pytest.mark.parametrize("name", ["model.safetensors", "tokenizer.json", "config.json", "tokenizer_config.json"])
+@pytest.mark.parametrize("name", ["model.safetensors", "tokenizer.json", "config.json", "tokenizer_config.json",
+                                  "spm.model", "sentencepiece.bpe.model", "model.safetensors.index.json"])
 def test_a_git_lfs_pointer_in_place_of_a_models_file_is_refused_saying_to_pull_it(tmp_path, name):
     """A model cloned with git without git-lfs: its large files (the weights; tokenizer.json too on multilingual
     models, 17 MB on XLM-R's) are the pointers Git LFS leaves, 130 bytes of text. They were refused as a renamed
     pickle or a damaged download, and a tokenizer.json pointer failed with a bare JSONDecodeError ('Expecting value:
     line 1 column 1 (char 0)') from inside transformers, naming no file."""
-    root = _folder(tmp_path / "clone", files={"tokenizer.json": {}, "tokenizer_config.json": {}, name: _LFS_POINTER})
+    # (a SentencePiece model, DeBERTa-v3's spm.model, XLM-R's: transformers' own load fails on it, "could not parse
+    # ModelProto"; an index: 'not a valid safetensors index')
+    index = {"model.safetensors": None} if name.endswith("index.json") else {}
+    root = _folder(tmp_path / "clone", files={"tokenizer.json": {}, "tokenizer_config.json": {}, **index,
+                                               name: _LFS_POINTER})
     assert _refusal(resolve_model, str(root)) == (
         f"model={str(root)!r}: {root / name} is a Git LFS pointer (133 bytes naming the file's content), not the file "
         "itself: the model was cloned with git where git-lfs was not installed. Run `git lfs install` and then "
