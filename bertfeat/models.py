@@ -246,12 +246,15 @@ def snapshot_lacks(root: Path) -> list[str]:
 
 
 @functools.lru_cache(maxsize=32)
-def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple) -> ModelSpec:
+def _describe_cached(name: str, path: str, trust_remote_code: bool, stamp: tuple,
+                     remote_code: tuple | None = None) -> ModelSpec:
     """:func:`_description`, kept while ``stamp`` (the identity of every file it reads) holds."""
-    return _description(name, path, trust_remote_code)
+    return _description(name, path, trust_remote_code, remote_code)
 
 
-def _description(name: str, path: str, trust_remote_code: bool) -> ModelSpec:
+def _description(name: str, path: str, trust_remote_code: bool, remote_code: tuple | None = None) -> ModelSpec:
+    """The model at ``path`` described; ``remote_code``: the files of code its auto_map keeps in other repositories
+    (:func:`_remote_code`), () where they cannot be had, None where it names none."""
     top = Path(path)
     st_modules = st_folder.modules(top, name)
     # where sentence-transformers reads the encoder from: the model's folder, or its Transformer module's subfolder
@@ -312,7 +315,7 @@ def _description(name: str, path: str, trust_remote_code: bool) -> ModelSpec:
             tok_files, st.get("st_do_lower_case", False),
             # code the tokenizer runs; where the model ships code too, the config's hash holds it already
             root if trust_remote_code and not config.get("auto_map") and _tokenizer_ships_code(root, name) else None),
-        config_sha256=_config_sha256(stable_config, root if config.get("auto_map") else None),
+        config_sha256=_config_sha256(stable_config, root if config.get("auto_map") else None, remote_code),
         num_layers=int(num_layers),
         hidden_size=int(hidden),
         max_length=int(max_length),
@@ -478,8 +481,62 @@ def _describe(name: str, path: str, trust_remote_code: bool) -> ModelSpec:
     root = Path(path)
     # the model's files, and those of the sentence-transformers modules its modules.json names (1_Pooling/...): an
     # edit to any of them is a new description in this process too
-    stamp = tuple((str(f.relative_to(root)), *_identity(f)) for f in _described_files(root))
-    return _describe_cached(name, path, trust_remote_code, stamp)
+    files = _described_files(root)
+    # the code its auto_map keeps in other repositories, as transformers would fetch it to run (never without
+    # trust_remote_code=True, which the description refuses such a model without)
+    remote = _remote_code(files) if trust_remote_code else None
+    stamp = tuple((str(f.relative_to(root)), *_identity(f)) for f in files)
+    stamp += tuple((str(f), *_identity(f)) for f in remote or ())
+    return _describe_cached(name, path, trust_remote_code, stamp, remote)
+
+
+def _remote_code(files: list[Path]) -> tuple | None:
+    """The Python files of the repositories that the auto_map of the model's config.json (``files``: the described
+    files, its Transformer's config among them) names a class in, as ``"org/repo--module.Class"`` (jina-embeddings-v2
+    and nomic-embed-text keep their code so): transformers fetches that code from the hub at the repository's
+    newest revision and runs it, so it decides the vectors as the weights do. Read from the Hugging Face cache, or
+    downloaded there (as the model's load would); () where it cannot be had; None where no repository is named."""
+    repos = set()
+    for f in files:
+        if f.name != "config.json":
+            continue
+        try:
+            auto_map = json.loads(f.read_text(encoding="utf-8")).get("auto_map")
+        except (OSError, ValueError, AttributeError):  # for the description to name
+            continue
+        for ref in (auto_map or {}).values() if isinstance(auto_map, dict) else ():
+            for one in ref if isinstance(ref, list) else [ref]:
+                if isinstance(one, str) and "--" in one:
+                    repos.add(one.split("--", 1)[0])
+    if not repos:
+        return None
+    found = []
+    for repo in sorted(repos):
+        folder = _code_snapshot(repo)
+        if folder is None:
+            return ()
+        found += sorted(folder.glob("*.py"))
+    return tuple(found)
+
+
+def _code_snapshot(repo: str) -> Path | None:
+    """The Hugging Face cache's snapshot of ``repo``'s Python files, downloaded where it has none and downloads are on;
+    None where it cannot be had."""
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
+        return None
+    try:
+        return Path(snapshot_download(repo, allow_patterns=["*.py"], local_files_only=True))
+    except Exception:
+        pass
+    variable = "HF_HUB_OFFLINE" if os.environ.get("HF_HUB_OFFLINE") else "TRANSFORMERS_OFFLINE"
+    if os.environ.get(variable, "").lower() in {"1", "true", "yes", "on"}:
+        return None
+    try:
+        return Path(snapshot_download(repo, allow_patterns=["*.py"]))
+    except Exception:
+        return None
 
 
 def _described_files(root: Path) -> list[Path]:
@@ -617,14 +674,17 @@ def _check_safetensors(f: Path, name: str) -> None:
         )
 
 
-def _config_sha256(stable_config: dict, code_dir: Path | None) -> str:
+def _config_sha256(stable_config: dict, code_dir: Path | None, remote_code: tuple | None = None) -> str:
     """sha256 of the config, and of the modelling code beside it for a model that ships its own (``auto_map``):
-    that code decides the vectors as much as the weights do, so an edit to it must not be answered from the cache.
-    A model without its own code keeps the hash of its config alone."""
+    that code decides the vectors as much as the weights do, so an edit to it must not be answered from the cache;
+    and of the code it keeps in other repositories (``remote_code``, :func:`_remote_code`; where that cannot be had,
+    a mark no earlier fingerprint holds). A model without its own code keeps the hash of its config alone."""
     blob = json.dumps(stable_config, sort_keys=True).encode()
     code = sorted(code_dir.glob("*.py")) if code_dir is not None else []
     if code:
         blob += b"\0" + _hash_files(code).encode()
+    if remote_code is not None:
+        blob += b"\0remote code\0" + (_hash_files(list(remote_code)).encode() if remote_code else b"unavailable")
     return hashlib.sha256(blob).hexdigest()
 
 

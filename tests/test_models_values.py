@@ -529,6 +529,41 @@ def test_a_snapshot_the_cache_holds_in_part_with_downloads_off_is_refused_naming
 # -- where the tokenizer or the model runs its own code -----------------------------------------------------------
 
 
+def test_code_a_model_keeps_in_another_repository_is_in_its_fingerprint(tmp_path, monkeypatch):
+    """config.json's auto_map may name a class in another repository ("org/repo--module.Class": jina-embeddings-v2
+    and nomic-embed-text keep their code so), which transformers fetches from the hub, at that repository's newest
+    revision, and runs: only the Python files beside the model were hashed, so after the code repository moved on
+    (an edit to the modelling code, as those repositories have had) the cache answered with the old code's vectors,
+    silently. Its files are read from the Hugging Face cache (or downloaded there, as transformers would) and hashed;
+    where they cannot be had, the fingerprint is one no earlier cache holds."""
+    code = _write(tmp_path / "code-snapshot" / "modeling_scaled.py", "SCALE = 1.0\n").parent
+    config = {**BERT, "auto_map": {"AutoModel": "org/code--modeling_scaled.ScaledBert",
+                                   "AutoConfig": "org/code--configuration_scaled.ScaledConfig"}}
+    root = _folder(tmp_path / "m", config)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)  # (tests/conftest.py sets it)
+    hub = _Hub(monkeypatch, code, code, OSError("not in the cache"), code)
+    first = resolve_model(str(root), trust_remote_code=True).config_sha256
+    assert hub.calls[0] == ("org/code", {"allow_patterns": ["*.py"], "local_files_only": True})
+    (code / "modeling_scaled.py").write_text("SCALE = 2.0\n")  # the code repository moved on
+    second = resolve_model(str(root), trust_remote_code=True).config_sha256
+    assert second != first
+    # not in the cache: downloaded, as transformers would at the load
+    third = resolve_model(str(root), trust_remote_code=True).config_sha256
+    assert third == second and hub.calls[2:] == [("org/code", {"allow_patterns": ["*.py"], "local_files_only": True}),
+                                                 ("org/code", {"allow_patterns": ["*.py"]})]
+    # cannot be had (offline, not in the cache): a fingerprint of its own, neither the code's nor the config's alone
+    _Hub(monkeypatch, OSError("not in the cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    fourth = resolve_model(str(root), trust_remote_code=True).config_sha256
+    assert fourth not in (first, second, _sha(json.dumps(config, sort_keys=True).encode()))
+    # a model whose code lies beside it keeps its fingerprint (no repository named)
+    beside = _folder(tmp_path / "beside", {**BERT, "auto_map": {"AutoModel": "modeling_scaled.ScaledBert"}})
+    _Hub(monkeypatch)  # asks nothing
+    assert resolve_model(str(beside), trust_remote_code=True).config_sha256 == _sha(
+        json.dumps({**BERT, "auto_map": {"AutoModel": "modeling_scaled.ScaledBert"}}, sort_keys=True).encode())
+
+
 def test_a_tokenizers_own_code_is_in_its_fingerprint_only_under_trust_remote_code(tmp_path):
     root = _folder(tmp_path / "m", files={
         "tokenizer_config.json": {"auto_map": {"AutoTokenizer": [None, "tok.T"]}}, "tok.py": "class T: pass\n",
