@@ -491,14 +491,15 @@ def _describe(name: str, path: str, trust_remote_code: bool) -> ModelSpec:
 
 
 def _remote_code(files: list[Path]) -> tuple | None:
-    """The Python files of the repositories that the auto_map of the model's config.json (``files``: the described
-    files, its Transformer's config among them) names a class in, as ``"org/repo--module.Class"`` (jina-embeddings-v2
-    and nomic-embed-text keep their code so): transformers fetches that code from the hub at the repository's
-    newest revision and runs it, so it decides the vectors as the weights do. Read from the Hugging Face cache, or
-    downloaded there (as the model's load would); () where it cannot be had; None where no repository is named."""
+    """The Python files of the repositories that the auto_map of the model's config.json or tokenizer_config.json
+    (``files``: the described files, its Transformer's among them) names a class in, as ``"org/repo--module.Class"``
+    (jina-embeddings-v2 and nomic-embed-text keep their code so): transformers fetches that code from the hub at the
+    repository's newest revision and runs it, so it decides the vectors as the weights do. Read from the Hugging
+    Face cache, or downloaded there (as the model's load would); () where it cannot be had; None where no repository
+    is named."""
     repos = set()
     for f in files:
-        if f.name != "config.json":
+        if f.name not in ("config.json", "tokenizer_config.json"):  # the model's classes, the tokenizer's
             continue
         try:
             auto_map = json.loads(f.read_text(encoding="utf-8")).get("auto_map")

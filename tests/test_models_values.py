@@ -557,6 +557,14 @@ def test_code_a_model_keeps_in_another_repository_is_in_its_fingerprint(tmp_path
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     fourth = resolve_model(str(root), trust_remote_code=True).config_sha256
     assert fourth not in (first, second, _sha(json.dumps(config, sort_keys=True).encode()))
+    # a tokenizer whose class is kept in another repository too (tokenizer_config.json's auto_map)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    tok = _folder(tmp_path / "tok", files={"tokenizer_config.json": {"auto_map": {
+        "AutoTokenizer": [None, "org/code--tokenization_more.MoreWords"]}}})
+    _Hub(monkeypatch, code, code)
+    before = resolve_model(str(tok), trust_remote_code=True).config_sha256
+    (code / "modeling_scaled.py").write_text("SCALE = 3.0\n")
+    assert resolve_model(str(tok), trust_remote_code=True).config_sha256 != before
     # a model whose code lies beside it keeps its fingerprint (no repository named)
     beside = _folder(tmp_path / "beside", {**BERT, "auto_map": {"AutoModel": "modeling_scaled.ScaledBert"}})
     _Hub(monkeypatch)  # asks nothing
