@@ -401,7 +401,7 @@ def probe(texts, missing_mask, y, params=None):
     if "model" in params:
         params["model"] = _as_list(params["model"])
     try:
-        result, caught = _recording(run_probe, X, np.asarray(_as_list(y)), **params)
+        result, caught = _recording(run_probe, X, _r_labels(y, params.get("task", "auto")), **params)
     except (ValueError, TypeError) as exc:  # a text refused here is named by R's row number, as embed() names it
         from bertfeat.arrow import raise_at_input_row
 
@@ -417,6 +417,19 @@ def probe(texts, missing_mask, y, params=None):
             columns[name] = [float("nan") if v is None or v != v else float(v) for v in values]
     return (columns, result.recommended, result.recommended_kind, result.code(), result.metric, result.task,
             params.get("plot"), result.chance, result.folds, caught)
+
+
+def _r_labels(y, task) -> np.ndarray:
+    """``bf_probe()``'s labels as the probe reads them. R's numbers cross as doubles (so that integer and double read
+    alike: a regression past 10 values, as its help says); whole ones that will be classes cross back as ints, so
+    that a refusal naming a class shows it as R prints it (``2``, not Python's ``2.0``). The classes and the scores
+    are the same either way."""
+    y = np.asarray(_as_list(y))
+    if y.dtype.kind != "f" or task == "regression" or not np.isfinite(y).all() or (np.abs(y) >= 2**53).any():
+        return y
+    if (y != np.round(y)).any() or (task == "auto" and len(np.unique(y)) > 10):
+        return y
+    return y.astype(np.int64)
 
 
 def read_features(path):

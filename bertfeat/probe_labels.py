@@ -82,7 +82,9 @@ def _decimals_as_numbers(y: np.ndarray) -> np.ndarray:
 def _check_numbers(y: np.ndarray, cv: int) -> None:
     """Regression labels: numbers, finite, not all one value, and two in every fold (R^2 of one text is undefined)."""
     if y.dtype.kind not in "biuf":
-        raise ValueError(f"task='regression' needs numeric labels, and y holds {y.dtype} values such as "
+        # numpy's name for a list of strings (<U1) says nothing to a user, nor to an R user
+        what = "strings" if y.dtype.kind == "U" or all(isinstance(v, str) for v in y.tolist()) else f"{y.dtype} values"
+        raise ValueError(f"task='regression' needs numeric labels, and y holds {what} such as "
                          f"{y.tolist()[0]!r}; convert them to numbers, or score them as classes (task='auto').")
     values = y.astype(float)
     bad = np.flatnonzero(~np.isfinite(values))

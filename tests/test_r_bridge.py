@@ -554,3 +554,30 @@ def test_read_features_reads_the_list_layout_as_the_matrix_and_names_of_the_colu
     pq.write_table(table.replace_schema_metadata({b"bertfeat": json.dumps(meta).encode()}), tmp_path / "old.parquet")
     with pytest.raises(ValueError, match="did not record the model's number of layers.*layout='columns'"):
         _r.read_features(str(tmp_path / "old.parquet"))
+
+
+def test_the_probes_refusals_show_rs_whole_numbers_as_r_prints_them_and_its_labels_score_alike(tiny_bert):
+    # bf_probe() sends numbers as doubles (integer and double read alike); a refusal naming a class showed Python's
+    # float, "class(es) 2.0 (2)", where R prints 2
+    texts = [f"the cat sat {i}" for i in range(12)]
+    params = {"model": tiny_bert, "cv": 3, "unions": 0}
+    for task in ("auto", "classification"):
+        with pytest.raises(ValueError, match=r"^class\(es\) 2 \(2\) of the labels y have fewer members than the 3"):
+            _r.probe(texts, [False] * 12, [1.0] * 10 + [2.0] * 2, {**params, "task": task})
+    with pytest.raises(ValueError, match=r"^class\(es\) 1 \(1\) of the labels y have fewer groups holding them"):
+        _r.probe(texts, [False] * 12, [1.0] * 6 + [2.0] * 6, {**params, "cv": 2, "groups": [1.0] * 6 + [2.0] * 5 + [3.0]})
+    # only whole numbers that are classes cross back as ints: a regression, fractions and numbers past 10 values under
+    # task='auto' (a regression) stay doubles, so the task is what bf_probe()'s help says
+    assert _r._r_labels([1.0, 2.0, 2.0], "auto").dtype == np.int64
+    assert _r._r_labels([1.0, 2.0, 2.0], "regression").dtype == np.float64
+    assert _r._r_labels([1.0, 2.5, 2.0], "auto").dtype == np.float64
+    assert _r._r_labels([float(v) for v in range(11)], "auto").dtype == np.float64
+    assert _r._r_labels([float(v) for v in range(11)], "classification").dtype == np.int64
+    assert _r._r_labels(["1", "2"], "auto").tolist() == ["1", "2"]
+    # and they score as the doubles did: the same classes, folds and table
+    y = [float(i % 2) for i in range(12)]
+    run = {"model": tiny_bert, "cv": 2, "unions": 0, "poolings": ["mean"], "max_length": 8}
+    got = _r.probe(texts, [False] * 12, y, run)
+    from bertfeat import probe
+    want = probe(texts, np.asarray(y), **run)
+    assert got[0]["score"] == [float(v) for v in want.table["score"]] and got[4] == want.metric == "roc_auc"

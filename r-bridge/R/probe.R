@@ -102,7 +102,9 @@ bf_probe <- function(x, y, model = "default", cv = 5, unions = 3, baseline = TRU
   }
   # numbers as doubles: an integer vector (read.csv()'s whole numbers) crossed as Python ints, which the probe's
   # task = "auto" reads as classes whatever their count, where the help says numbers past 10 values are a regression
-  y <- if (is.numeric(y)) as.double(y) else as.character(y)
+  # (whole numbers that are classes cross back as ints: bertfeat._r._r_labels); TRUE/FALSE as Python's booleans,
+  # which a refusal shows as TRUE/FALSE (as text, "FALSE")
+  y <- if (is.numeric(y)) as.double(y) else if (is.logical(y)) y else as.character(y)
   if (!is.character(model) || !length(model) || anyNA(model) || any(!nzchar(model))) {
     abort_bf(sprintf("`model` must be a character vector of model names or paths, not %s.", show_value(model)),
              "argument", call = call)

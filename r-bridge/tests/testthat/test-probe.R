@@ -57,6 +57,28 @@ test_that("bf_probe() reads whole numbers as its help says, a regression past 10
   expect_identical(c(p$task, p$metric), c("regression", "r2"))
 })
 
+test_that("bf_probe()'s refusals show R's labels as R prints them", {
+  # whole numbers crossed as doubles (so that integer and double read alike) and came back as Python floats, "class(es)
+  # 2.0 (2)", a logical as the text "FALSE"
+  texts <- paste("text number", 1:12)
+  refusal <- function(y, ...) {
+    conditionMessage(expect_error(bf_probe(texts, y, cv = 3, unions = 0, ...), class = "bertfeat_error_python"))
+  }
+  for (y in list(c(rep(1L, 10), 2L, 2L), c(rep(1, 10), 2, 2))) {
+    expect_match(refusal(y), "^class\\(es\\) 2 \\(2\\) of the labels y have fewer members than the 3")
+  }
+  expect_match(refusal(c(rep(1, 10), 2, 2), task = "classification"), "^class\\(es\\) 2 \\(2\\) of")
+  expect_match(refusal(c(rep(TRUE, 10), FALSE, FALSE)), "^class\\(es\\) FALSE \\(2\\) of")
+  expect_match(refusal(factor(c(rep("a", 10), "b", "b"))), '^class\\(es\\) "b" \\(2\\) of')
+  err <- expect_error(bf_probe(texts, rep(1:2, each = 6), cv = 2, unions = 0, groups = c(rep(1, 6), rep(2, 5), 3)),
+                      class = "bertfeat_error_python")
+  expect_match(conditionMessage(err), "^class\\(es\\) 1 \\(1\\) of the labels y have fewer groups")
+  # texts given as numbers to a regression: named as R names their kind, not numpy's <U1
+  err <- expect_error(bf_probe(texts, rep(c("a", "b"), 6), cv = 2, unions = 0, task = "regression"),
+                      class = "bertfeat_error_python")
+  expect_match(conditionMessage(err), 'needs numeric labels, and y holds strings such as "a"', fixed = TRUE)
+})
+
 test_that("bf_probe() checks its arguments", {
   expect_error(bf_probe(c("a", "b"), 1), class = "bertfeat_error_input")
   expect_error(bf_probe(c("a", "b"), c(1, NA)), class = "bertfeat_error_missing_value")
