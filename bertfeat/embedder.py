@@ -276,12 +276,15 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         return self.fit(X, y).transform(X)
 
     def get_feature_names_out(self, input_features=None):
-        """Names ``{column}_{pooling}_{index}`` (``_l{layer}`` added under ``layer_agg="concat"``), zero-padded."""
+        """Names ``{column}_{pooling}_{index}`` (``_l{layer}`` added under ``layer_agg="concat"``), zero-padded; a
+        pandas MultiIndex column is named by its levels joined by ``_`` (``review_title_mean_000``)."""
+        from bertfeat.inputs import feature_column_name
+
         check_is_fitted(self, "recipe_")
         self._check_same_recipe()
         columns = self.text_columns_
         if input_features is not None:
-            input_features = [str(c) for c in input_features]
+            input_features = [feature_column_name(c) for c in input_features]
             expected = getattr(self, "feature_names_in_", None)
             if (expected is not None and input_features != list(expected)) or len(input_features) != self.n_features_in_:
                 raise ValueError(
@@ -472,6 +475,8 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         )
 
     def _check_same_columns(self, names, all_columns, series=None):
+        from bertfeat.inputs import feature_column_name
+
         fitted = getattr(self, "feature_names_in_", None)
         labels_in = getattr(self, "_column_labels_in", None)
         if labels_in is not None and series is not None and len(labels_in) == 1:
@@ -493,7 +498,8 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
             fitted_order = list(fitted) if fitted is not None else list(self.text_columns_)
             given_order = list(all_columns) if fitted is not None else list(names)
             if given_order != fitted_order and sorted(map(str, given_order)) == sorted(map(str, fitted_order)):
-                label = {str(c): c for c in all_columns}  # shown as X's own labels (0, not '0'), so the advice works
+                # shown as X's own labels (0, not '0'; a MultiIndex's tuples), so the advice works
+                label = {feature_column_name(c): c for c in all_columns}
                 given_order, fitted_order = [label[str(c)] for c in given_order], [label[str(c)] for c in fitted_order]
                 raise ValueError(
                     f"The columns of X ({given_order}) are those seen in fit but in another order ({fitted_order}); "
@@ -656,8 +662,14 @@ def _row_namer(names, n_rows, X):
         hasattr(index, "equals") and len(index) == n_rows and _is_default_index(index)
     )
 
+    # a column named as X labels it (a MultiIndex's tuple), not as its features are named, so that X[col] finds it
+    from bertfeat.inputs import feature_column_name
+
+    labels = {feature_column_name(c): c for c in getattr(X, "columns", ()) if isinstance(c, tuple)}
+
     def row_name(i: int) -> str:
         col, row = names[i // n_rows], i % n_rows
+        col = labels.get(col, col)
         label = index[row] if show_index else None
         # numpy scalars of a numeric index (or a MultiIndex's levels): shown as the number, not np.int64(12)
         if isinstance(label, tuple):

@@ -106,8 +106,8 @@ def text_columns(X, columns=None) -> tuple[list[str], list[list], list[str] | No
             "or leave columns=None for 1-D text input."
         )
     if kind in ("pandas", "polars") and hasattr(X, "name"):  # a Series
-        name = X.name if X.name not in (None, "") else _DEFAULT_NAME
-        return [str(name)], [X.to_list()], None
+        name = X.name if X.name is not None and not (isinstance(X.name, str) and X.name == "") else _DEFAULT_NAME
+        return [feature_column_name(name)], [X.to_list()], None
     if isinstance(X, np.ndarray):
         if X.ndim == 1:
             return [_DEFAULT_NAME], [X.tolist()], None
@@ -138,6 +138,23 @@ def text_columns(X, columns=None) -> tuple[list[str], list[list], list[str] | No
         f"X is a {type(X).__name__}; expected an iterable of texts (list, numpy array, pandas or polars Series) or "
         "a DataFrame of text columns."
     )
+
+
+def feature_column_name(label) -> str:
+    """The name a column's features carry, from its label: ``str(label)``, but a pandas MultiIndex column's levels
+    joined by ``_``, the level pandas pads with ``""`` left out (``('review', 'title')`` -> ``review_title``,
+    ``('note', '')`` -> ``note``). Its repr, ``('review', 'title')``, put quotes, a comma and spaces in every feature
+    name (LightGBM refuses such names). Two columns whose names come out alike are refused
+    (:func:`_check_unique_names`).
+
+    Examples
+    --------
+    >>> [feature_column_name(c) for c in ["review", 0, ("review", "title"), ("note", ""), ("score", 2024)]]
+    ['review', '0', 'review_title', 'note', 'score_2024']
+    """
+    if isinstance(label, tuple):
+        return "_".join(str(level) for level in label if not (isinstance(level, str) and level == ""))
+    return str(label)
 
 
 def column_names(value, parameter: str) -> list:
@@ -245,7 +262,7 @@ def _pandas_frame(X, columns):
                 "columns=, or a ColumnTransformer), or convert with df[col].astype('string') if the values are labels "
                 "(it keeps a missing value missing, where astype(str) makes it the text 'nan')."
             )
-        names.append(str(c))
+        names.append(feature_column_name(c))
         values.append(s.to_list())
     _check_unique_names(cols, names)
     return names, values, list(X.columns)

@@ -711,6 +711,40 @@ def test_feature_names_out_follow_input_features_and_refuse_others(tiny_bert):
     assert sel.get_feature_names_out(["title", "body"])[0] == "body_mean_00"
 
 
+def test_a_multiindex_columns_features_are_named_after_its_levels_joined(tiny_bert):
+    # they were named after the tuple's repr, "('review', 'title')_mean_00": quotes, a comma and spaces in every
+    # name, which LightGBM refuses as a feature name (its JSON characters) and no one can type as a column
+    cols = pd.MultiIndex.from_tuples([("review", "title"), ("review", "body"), ("note", "")])
+    df = pd.DataFrame({c: TEXTS for c in cols})
+    flat = pd.DataFrame({"review_title": TEXTS, "review_body": TEXTS, "note": TEXTS})
+    emb = BertEmbedder(tiny_bert, pooling="mean", layers=-1).set_output(transform="pandas")
+    out, want = emb.fit_transform(df), clone(emb).fit_transform(flat)
+    names = list(emb.get_feature_names_out())
+    assert names[:2] == ["review_title_mean_00", "review_title_mean_01"] and names[32] == "review_body_mean_00"
+    assert names[64] == "note_mean_00"  # the level pandas pads with "" is left out
+    assert names == list(out.columns) == list(want.columns)
+    np.testing.assert_array_equal(out.to_numpy(), want.to_numpy())
+    assert emb.transform(df).shape == (4, 96)  # and transform reads the frame as fit did
+    with pytest.raises(ValueError, match=r"^The columns of X \(\[\('review', 'body'\), \('review', 'title'\), \('note', "
+                       r"''\)\]\) are those seen in fit but in another order"):
+        emb.transform(df[[("review", "body"), ("review", "title"), ("note", "")]])
+    # a refusal naming a row names its column as X labels it, which X[...] finds
+    holed = df.astype(object)
+    holed.iloc[1, 1] = None
+    with pytest.raises(ValueError, match=r"^row 1 of column \('review', 'body'\) is missing"):
+        clone(emb).fit_transform(holed)
+    # one column of it, as a Series or selected by columns=, is named alike
+    one = BertEmbedder(tiny_bert, pooling="mean", layers=-1)
+    assert one.fit(df[("review", "body")]).get_feature_names_out()[0] == "review_body_mean_00"
+    picked = BertEmbedder(tiny_bert, columns=[("review", "body")], pooling="mean", layers=-1).fit(df)
+    assert picked.get_feature_names_out()[0] == "review_body_mean_00"
+    assert list(one.get_feature_names_out([("review", "body")])[:1]) == ["review_body_mean_00"]
+    # two columns whose joined names are alike are refused, as two columns 1 and "1" are
+    twins = pd.DataFrame({("a", "b_c"): TEXTS, ("a_b", "c"): TEXTS})
+    with pytest.raises(ValueError, match="would both name their features 'a_b_c_...'"):
+        BertEmbedder(tiny_bert).fit(twins)
+
+
 def test_concatenated_layer_names_sort_in_feature_order_and_name_their_columns(tiny_bert, tmp_path):
     """A model of 10 or more layers: the layer in a concatenated feature's name is zero-padded (``l02``, ``l10``), so
     names sort in feature order, and each column holds the layer its name says; under 10 layers the names are
