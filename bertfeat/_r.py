@@ -23,8 +23,8 @@ import numpy as np
 
 from bertfeat.embedder import BertEmbedder
 from bertfeat.sources import input_found  # noqa: F401  (R's pre-check of bf_embed_file()'s input)
-from bertfeat.spelling import (PYTHON_WORDS, QUOTED, QUOTED_OR_KEYWORD, QUOTED_TEXT, SCALAR, STRING, STRING_LIST,
-                               keeping_sql, without_python_only)
+from bertfeat.spelling import (NUMBER_LIST, PYTHON_WORDS, QUOTED, QUOTED_OR_KEYWORD, QUOTED_TEXT, SCALAR, STRING,
+                               STRING_LIST, keeping_sql, without_python_only)
 
 
 # How torch was imported in this process: "deepbind" (by this module, inside R), "plain", or None (not yet).
@@ -128,6 +128,8 @@ _CONSTANT = re.compile(r"(?<![\w'\"])(True|False|None)(?![\w'\"])")
 # a quoted text (kept as it is: a path, a prefix or a row's text of the user's, "/runs/None/f.csv", "set a=1"), or
 # a constant, or a name=value
 _QUOTED_OR_CONSTANT = re.compile(rf"""{QUOTED_TEXT}|{_CONSTANT.pattern}""")
+# or a list of numbers standing alone ("the same layer twice (as [6, 5, 6])"), which R writes c(6, 5, 6)
+_QUOTED_OR_NUMBERS = re.compile(rf"""{QUOTED_TEXT}|{NUMBER_LIST.pattern}""")
 
 
 def _r_value(literal: str) -> str:
@@ -153,8 +155,8 @@ def r_advice(message: str, names: dict | None = None) -> str:
     --------
     >>> r_advice("stride=3 applies to long_text='chunk' only; pass long_text='chunk' as well, or leave stride=None.")
     'stride = 3 applies to long_text = "chunk" only; pass long_text = "chunk" as well, or leave stride = NULL.'
-    >>> r_advice("layers=[1, 1] names the same layer twice; pass task='regression' (--task regression).")
-    'layers = c(1, 1) names the same layer twice; pass task = "regression".'
+    >>> r_advice("layers=[1, -1] names the same layer twice (as [1, 1]); pass task='regression' (--task regression).")
+    'layers = c(1, -1) names the same layer twice (as c(1, 1)); pass task = "regression".'
     >>> r_advice("output 'f.parquet' exists; pass overwrite=True to replace it.")
     'output "f.parquet" exists; pass overwrite = TRUE to replace it.'
     """
@@ -174,6 +176,8 @@ def _r_advice(message: str, names: dict | None) -> str:
         return f"`{name}`" if value is None else f"{name} = {_r_value(value)}"
 
     message = QUOTED_OR_KEYWORD.sub(keyword, message)
+    message = _QUOTED_OR_NUMBERS.sub(lambda m: m.group(1) if m.group(1) is not None else
+                                     _r_value(f"[{m.group(2)}]"), message)
     message = STRING_LIST.sub(lambda m: ", ".join(_r_value(s.group(0)) for s in re.finditer(STRING, m.group(0))),
                               message)
     message = _CHOICE_RUN.sub(lambda m: re.sub(STRING, lambda s: _r_value(s.group(0)), m.group(0)), message)

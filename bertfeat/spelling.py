@@ -90,7 +90,7 @@ _NONE_ALTERNATIVE = re.compile(r",? or (?:leave )?([a-z_][a-z0-9_]*)=None\b[^.;:
 # a value the shell reads back as written, unquoted
 _BARE = re.compile(r"(?=.*\w)[\w./:+@%,=~-]+")
 # a list of numbers standing alone ("the same layer twice (as [1, 1])"), as the command line writes one: 1,1
-_NUMBER_LIST = re.compile(r"(?<![\w\]])\[(-?\d+(?:, -?\d+)*)\]")
+NUMBER_LIST = re.compile(r"(?<![\w\]])\[(-?\d+(?:, -?\d+)*)\]")
 
 
 def cli_option(name: str, parser: argparse.ArgumentParser | None):
@@ -220,5 +220,5 @@ def _for_command_line(message: str, parser: argparse.ArgumentParser) -> str:
                                                      or [None])[-1] == m.group(2) else m.group(0), text)
     for python, spelled in PYTHON_WORDS.items():
         text = text.replace(python, spelled["cli"])
-    text = _NUMBER_LIST.sub(lambda m: m.group(1).replace(", ", ","), text)
+    text = NUMBER_LIST.sub(lambda m: m.group(1).replace(", ", ","), text)
     return STRING_LIST.sub(lambda m: ", ".join(s.group(0) for s in re.finditer(STRING, m.group(0)[1:-1])), text)

@@ -237,8 +237,11 @@ def test_run_cli_gives_the_commands_warnings_to_r_as_warnings_not_as_progress_li
 @pytest.mark.parametrize("python, r", [
     ("layers=[9]: layer 9 is out of range; the model has 3 layers, so valid indices are 0..3",
      "layers = 9: layer 9 is out of range; the model has 3 layers, so valid indices are 0..3"),
+    # (scikit-learn and R hunt, session 16) and a list of numbers standing alone as R writes it, not Python's [1, 1]
     ("layers=[1, 1] names the same layer twice (as [1, 1]); name each layer once.",
-     "layers = c(1, 1) names the same layer twice (as [1, 1]); name each layer once."),
+     "layers = c(1, 1) names the same layer twice (as c(1, 1)); name each layer once."),
+    ("layers=[-1, -2, -1] names the same layer twice (as [6, 5, 6]); the text '[1, 2]' and [3]",
+     "layers = c(-1, -2, -1) names the same layer twice (as c(6, 5, 6)); the text \"[1, 2]\" and 3"),
     ("stride=3 applies to long_text='chunk' only (long_text='truncate' embeds one window per text); pass "
      "long_text='chunk' as well, or leave stride=None.",
      'stride = 3 applies to long_text = "chunk" only (long_text = "truncate" embeds one window per text); pass '

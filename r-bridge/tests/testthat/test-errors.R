@@ -108,6 +108,9 @@ test_that("Python's advice reaches R users in R's syntax", {
   err <- expect_error(bf_embed("a", device = "gpu"), class = "bertfeat_error_python")
   expect_match(conditionMessage(err), 'device = "gpu" is not valid: expected "auto", "cpu", "cuda", "cuda:N" or "mps".',
                fixed = TRUE)
+  # the layers resolved, as R writes them, not Python's "(as [6, 5, 6])" (scikit-learn and R hunt, session 16)
+  err <- expect_error(bf_embed("a", layers = c(-1, -2, -1)), class = "bertfeat_error_python")
+  expect_match(conditionMessage(err), "layers = c(-1, -2, -1) names the same layer twice (as c(6, 5, 6));", fixed = TRUE)
 })
 
 test_that("a message quoting one text quotes it as R does", {
