@@ -205,8 +205,10 @@ def _selected(all_columns: list, columns) -> list:
             f"columns={columns!r} is not valid: a {type(columns).__name__} has no fixed order, so the features could "
             f"come out in another order in another process; pass a list, such as columns={sorted(columns, key=str)!r}."
         )
-    # one name (a str, or pandas' default 0, 1, ...) or a list of names
-    one = isinstance(columns, (str, bytes)) or not isinstance(columns, Iterable)
+    # one name (a str, pandas' default 0, 1, ..., or a MultiIndex column's tuple, as X[('review', 'title')] reads it)
+    # or a list of names
+    one = (isinstance(columns, (str, bytes)) or not isinstance(columns, Iterable)
+           or (isinstance(columns, tuple) and columns in all_columns))
     wanted = [columns] if one else list(columns)
     if not one and wanted and all(isinstance(c, (bool, np.bool_)) for c in wanted):
         # a boolean mask, as ColumnTransformer takes: True == 1 would even find a column named 1

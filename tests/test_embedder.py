@@ -738,6 +738,10 @@ def test_a_multiindex_columns_features_are_named_after_its_levels_joined(tiny_be
     assert one.fit(df[("review", "body")]).get_feature_names_out()[0] == "review_body_mean_00"
     picked = BertEmbedder(tiny_bert, columns=[("review", "body")], pooling="mean", layers=-1).fit(df)
     assert picked.get_feature_names_out()[0] == "review_body_mean_00"
+    # and one column's tuple alone is that column, as df[("review", "body")] reads it (it was read as the two names
+    # 'review' and 'body', "not found")
+    one_label = BertEmbedder(tiny_bert, columns=("review", "body"), pooling="mean", layers=-1).fit(df)
+    assert list(one_label.get_feature_names_out()) == list(picked.get_feature_names_out())
     assert list(one.get_feature_names_out([("review", "body")])[:1]) == ["review_body_mean_00"]
     # two columns whose joined names are alike are refused, as two columns 1 and "1" are
     twins = pd.DataFrame({("a", "b_c"): TEXTS, ("a_b", "c"): TEXTS})
