@@ -35,8 +35,8 @@ PROBE_DOTS_PARAMS <- c("max_length", "long_text", "stride", "normalize", "prefix
 #'   `embed_s_per_1k` (the model's embedding seconds per 1,000 texts) and the settings; `recommended`, the
 #'   arguments of [step_bert_embed()] for the recommended row (`model`, `pooling`, `layers`, `missing`,
 #'   `cache_dir`, `options`), `NULL` when TF-IDF alone is recommended; `kind`, the recommended row's kind (for
-#'   `"union"`, add a TF-IDF of the same text, for example with textrecipes, beside the step); `code`, the
-#'   Python code of the recommended features; `metric`; `task`; `plot`, the plot's path; `chance`, the score
+#'   `"union"`, add a TF-IDF of the same text, for example with textrecipes, beside the step; `print()` shows the
+#'   step's call); `code`, the Python code of the recommended features; `metric`; `task`; `plot`, the plot's path; `chance`, the score
 #'   of a model that ignores the texts on the same folds (`name`, `score`, `std_err`: ROC AUC 0.5, the most
 #'   frequent class's share for accuracy, R^2 about 0), which a row must beat to be worth anything; and `folds`,
 #'   what the folds kept together (`n_splits`, `random_state`, `copies_kept_together`: whether some texts were
@@ -169,7 +169,7 @@ print.bertfeat_probe <- function(x, ...) {
       sprintf("; %d groups, each in one fold, joined into %d by copies of a text", folds$n_groups, folds$n_fold_groups))
   cat(sprintf("bertfeat probe: %s, %scross-validated %s%s; recommended (%s):\n", x$task,
               if (is.null(folds)) "" else sprintf("%d-fold ", folds$n_splits), x$metric, kept, x$kind))
-  cat(x$code, "\n")
+  cat(r_recommendation(x), "\n\n")
   print(x$table[, c("rank", "model", "kind", "candidate", "n_features", "score", "std_err")], ...)
   if (!is.null(x$chance)) {
     cat(sprintf("%s: %.4f +/- %.4f\n", x$chance$name, x$chance$score, x$chance$std_err))
@@ -180,6 +180,34 @@ print.bertfeat_probe <- function(x, ...) {
     }
   }
   invisible(x)
+}
+
+# The recommendation as R code for print(): the step_bert_embed() call of `recommended` (it printed `code`, Python's
+# "from bertfeat import BertEmbedder ...", to R users), with the TF-IDF a union or TF-IDF alone adds said in words.
+r_recommendation <- function(x) {
+  tfidf <- paste("a TF-IDF of the same text (word 1-2 grams of at least 2 texts, sublinear tf; for example",
+                 "textrecipes::step_tokenize() and step_tfidf())")
+  if (is.null(x$recommended)) {
+    return(paste("TF-IDF alone:", tfidf))
+  }
+  args <- x$recommended
+  args <- args[!(names(args) %in% c("model", "missing") &
+                   vapply(args, function(v) identical(v, "default") || identical(v, "error"), logical(1)))]
+  if (length(args$options) == 0L) {
+    args$options <- NULL
+  }
+  shown <- vapply(names(args), function(name) paste(name, "=", r_code(args[[name]])), character(1))
+  step <- sprintf("step_bert_embed(<text column>, %s)", paste(shown, collapse = ", "))
+  if (identical(x$kind, "union")) paste0(step, "\nbeside ", tfidf) else step
+}
+
+# `value` (a string, number, logical or named list of those) as R code: c(-4, -3, -2, -1), not deparse()'s -4:-1
+r_code <- function(value) {
+  if (is.list(value)) {
+    return(sprintf("list(%s)", paste(names(value), "=", vapply(value, r_code, character(1)), collapse = ", ")))
+  }
+  items <- if (is.character(value)) encodeString(value, quote = "\"") else format(value, scientific = FALSE, trim = TRUE)
+  if (length(items) == 1L) items else sprintf("c(%s)", paste(items, collapse = ", "))
 }
 
 # the folds' shuffle seed: a negative one passed check_whole() and was refused by Python in its own words

@@ -39,6 +39,12 @@ test_that("bf_probe() returns the Python probe's table as a tibble, and settings
                 long_text = "chunk")
   expect_identical(p$kind, "embedding")
   expect_identical(p$recommended$options$long_text, "chunk")
+  # print() showed `code`, Python's "from bertfeat import BertEmbedder ...", to R users: now the step's call, which
+  # run on the text column gives the recommended features (checked below)
+  shown <- capture.output(print(p))
+  expect_false(any(grepl("BertEmbedder", shown, fixed = TRUE)))
+  call_line <- grep("^step_bert_embed\\(<text column>, ", shown, value = TRUE)
+  expect_length(call_line, 1L)
   train <- data.frame(review = d$texts, label = factor(d$y))
   rec <- do.call(step_bert_embed, c(list(recipes::recipe(label ~ review, data = train), quote(review)),
                                     p$recommended))
@@ -46,6 +52,13 @@ test_that("bf_probe() returns the Python probe's table as a tibble, and settings
   direct <- do.call(bf_embed, c(list(d$texts, model = p$recommended$model, pooling = p$recommended$pooling,
                                      layers = p$recommended$layers, cache_dir = cache), p$recommended$options))
   expect_equal(unname(as.matrix(baked[, -1])), unname(direct), tolerance = 1e-6)
+  printed <- eval(parse(text = paste("recipes::recipe(label ~ review, data = train) |>",
+                                     sub("<text column>", "review", call_line, fixed = TRUE))))
+  expect_identical(recipes::bake(recipes::prep(printed), new_data = NULL), baked)
+  # a union's and TF-IDF's TF-IDF is said in words, as R has no one step for it
+  expect_match(bertfeat:::r_recommendation(list(kind = "union", recommended = list(pooling = "mean", layers = -1L))),
+               '^step_bert_embed\\(<text column>, pooling = "mean", layers = -1\\)\nbeside a TF-IDF of the same text')
+  expect_match(bertfeat:::r_recommendation(list(kind = "tfidf", recommended = NULL)), "^TF-IDF alone: a TF-IDF")
 })
 
 test_that("bf_probe() reads whole numbers as its help says, a regression past 10 values, whether integer or double", {
