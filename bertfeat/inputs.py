@@ -233,9 +233,12 @@ def _check_unique_names(cols: list, names: list) -> None:
     seen = {}
     for c, name in zip(cols, names):
         if name in seen:
+            # a MultiIndex column is renamed by its last level's value (rename with its tuple renames nothing)
+            how = (f"columns={{{c[-1]!r}: ...}}, level={len(c) - 1}" if isinstance(c, tuple) else
+                   f"columns={{{seen[name]!r}: ...}}")
             raise ValueError(
                 f"columns {seen[name]!r} and {c!r} of the DataFrame would both name their features '{name}_...'; "
-                f"rename one of them first (df.rename(columns={{{seen[name]!r}: ...}}))."
+                f"rename one of them first (df.rename({how}))."
             )
         seen[name] = c
 
