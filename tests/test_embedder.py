@@ -753,6 +753,21 @@ def test_a_multiindex_columns_features_are_named_after_its_levels_joined(tiny_be
     assert twins.rename(columns={"c": "d"}, level=1).columns.tolist() == [("a", "b_c"), ("a_b", "d")]
 
 
+@pytest.mark.parametrize("output", ["default", "pandas", "polars"])
+def test_a_transform_of_no_rows_gives_no_rows_of_the_fitted_width_names_and_dtype(tiny_bert, output):
+    # a filter upstream that leaves no rows (a day without reviews) is no error at transform, as in scikit-learn;
+    # fit on no rows is (test_input_containers_are_named_and_refused_word_for_word)
+    df = pd.DataFrame({"title": TEXTS, "body": TEXTS}, index=range(10, 14))
+    emb = BertEmbedder(tiny_bert, pooling="cls+mean", layers=-1).set_output(transform=output).fit(df)
+    out = emb.transform(df.iloc[:0])
+    assert out.shape == (0, 128) and emb.missing_.shape == (0, 2) and emb.stats_.rows == 0
+    if output == "default":
+        assert out.dtype == np.float32
+    else:
+        assert list(out.columns) == list(emb.get_feature_names_out())
+        assert set(map(str, out.dtypes)) == ({"float32"} if output == "pandas" else {"Float32"})
+
+
 def test_concatenated_layer_names_sort_in_feature_order_and_name_their_columns(tiny_bert, tmp_path):
     """A model of 10 or more layers: the layer in a concatenated feature's name is zero-padded (``l02``, ``l10``), so
     names sort in feature order, and each column holds the layer its name says; under 10 layers the names are
