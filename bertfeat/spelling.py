@@ -65,9 +65,11 @@ def without_python_only(message: str) -> str:
 
 
 # Python's words in a message (code, an argument's name in a phrase), as each other surface says them: the probe's
-# labels are y in Python and R, the --label-col column on the command line
+# labels are y in Python and R, the --label-col column on the command line; its texts are x in R, --text-col there
 PYTHON_WORDS = {" (y.astype(str))": {"r": " (as.character(y))", "cli": ""},
-                "the labels y ": {"r": "the labels y ", "cli": "the labels (--label-col) "}}
+                "the labels y ": {"r": "the labels y ", "cli": "the labels (--label-col) "},
+                "check that texts is the column": {"r": "check that `x` is the column",
+                                                   "cli": "check that --text-col names the column"}}
 
 # The Python names of options the command line spells otherwise (the API's argument -> the command's option dest)
 CLI_NAMES = {"batch_rows": "chunk_rows", "checkpoint_seconds": "checkpoint_every", "keep_cols": "keep_col",

@@ -237,7 +237,10 @@ def test_run_cli_gives_the_commands_warnings_to_r_as_warnings_not_as_progress_li
 @pytest.mark.parametrize("python, r", [
     ("layers=[9]: layer 9 is out of range; the model has 3 layers, so valid indices are 0..3",
      "layers = 9: layer 9 is out of range; the model has 3 layers, so valid indices are 0..3"),
-    # (scikit-learn and R hunt, session 16) and a list of numbers standing alone as R writes it, not Python's [1, 1]
+    # (scikit-learn and R hunt, session 16) the probe's texts by bf_probe()'s argument, x, not Python's texts
+    ("all 4 texts are missing or blank, so ...: check that texts is the column of texts you mean, or drop the rows",
+     "all 4 texts are missing or blank, so ...: check that `x` is the column of texts you mean, or drop the rows"),
+    # and a list of numbers standing alone as R writes it, not Python's [1, 1]
     ("layers=[1, 1] names the same layer twice (as [1, 1]); name each layer once.",
      "layers = c(1, 1) names the same layer twice (as c(1, 1)); name each layer once."),
     ("layers=[-1, -2, -1] names the same layer twice (as [6, 5, 6]); the text '[1, 2]' and [3]",

@@ -65,6 +65,9 @@ def parser_of(*command):
      "Pass --task regression, or give the classes as strings to score them as classes."),
     (["probe"], "class(es) 0 (2) of the labels y have fewer members than the 5 folds; lower cv= to at most 2.",
      "class(es) 0 (2) of the labels (--label-col) have fewer members than the 5 folds; lower --cv to at most 2."),
+    # (scikit-learn and R hunt, session 16) the probe's texts by the command's own name, not Python's argument
+    (["probe"], "the probe would rank noise: check that texts is the column of texts you mean, or drop the rows",
+     "the probe would rank noise: check that --text-col names the column of texts you mean, or drop the rows"),
     # what the command has no flag for stays as Python writes it; quoted texts are the user's own words
     (["embed"], "trust_remote_code=True runs the model's code", "trust_remote_code=True runs the model's code"),
     (["embed"], "row 2 ('set missing=None') is blank", "row 2 ('set missing=None') is blank"),
