@@ -185,10 +185,12 @@ print.bertfeat_probe <- function(x, ...) {
 # The recommendation as R code for print(): the step_bert_embed() call of `recommended` (it printed `code`, Python's
 # "from bertfeat import BertEmbedder ...", to R users), with the TF-IDF a union or TF-IDF alone adds said in words.
 r_recommendation <- function(x) {
-  tfidf <- paste("a TF-IDF of the same text (word 1-2 grams of at least 2 texts, sublinear tf; for example",
-                 "textrecipes::step_tokenize() and step_tfidf())")
+  tfidf <- function(which) {
+    paste("a TF-IDF of", which, "(word 1-2 grams of at least 2 texts, sublinear tf; for example",
+          "textrecipes::step_tokenize() and step_tfidf())")
+  }
   if (is.null(x$recommended)) {
-    return(paste("TF-IDF alone:", tfidf))
+    return(tfidf("the text alone"))
   }
   args <- x$recommended
   args <- args[!(names(args) %in% c("model", "missing") &
@@ -198,7 +200,7 @@ r_recommendation <- function(x) {
   }
   shown <- vapply(names(args), function(name) paste(name, "=", r_code(args[[name]])), character(1))
   step <- sprintf("step_bert_embed(<text column>, %s)", paste(shown, collapse = ", "))
-  if (identical(x$kind, "union")) paste0(step, "\nbeside ", tfidf) else step
+  if (identical(x$kind, "union")) paste0(step, "\nbeside ", tfidf("the same text")) else step
 }
 
 # `value` (a string, number, logical or named list of those) as R code: c(-4, -3, -2, -1), not deparse()'s -4:-1

@@ -58,7 +58,7 @@ test_that("bf_probe() returns the Python probe's table as a tibble, and settings
   # a union's and TF-IDF's TF-IDF is said in words, as R has no one step for it
   expect_match(bertfeat:::r_recommendation(list(kind = "union", recommended = list(pooling = "mean", layers = -1L))),
                '^step_bert_embed\\(<text column>, pooling = "mean", layers = -1\\)\nbeside a TF-IDF of the same text')
-  expect_match(bertfeat:::r_recommendation(list(kind = "tfidf", recommended = NULL)), "^TF-IDF alone: a TF-IDF")
+  expect_match(bertfeat:::r_recommendation(list(kind = "tfidf", recommended = NULL)), "^a TF-IDF of the text alone \\(word 1-2 grams")
 })
 
 test_that("bf_probe() reads whole numbers as its help says, a regression past 10 values, whether integer or double", {
