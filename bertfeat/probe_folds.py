@@ -120,6 +120,8 @@ def _check_folds(task: str, y: np.ndarray, folds, grouped: bool = False) -> None
 def _grouped(task, y, cv, random_state, groups, kept=COPIES_KEPT, advice="pass finer groups"):
     from sklearn.model_selection import GroupKFold, PredefinedSplit, StratifiedGroupKFold
 
+    from bertfeat.probe_labels import labels_of, shown_label
+
     n_groups = len(np.unique(groups))
     if n_groups < cv:
         what = "distinct texts" if kept == COPIES_KEPT else "groups"
@@ -127,10 +129,10 @@ def _grouped(task, y, cv, random_state, groups, kept=COPIES_KEPT, advice="pass f
         raise ValueError(f"the texts hold {n_groups} {what}, fewer than the {cv} cross-validation folds ({kept}); "
                          f"lower cv= or {advice}.")
     if task == "classification":
-        per_class = {label: len(np.unique(groups[y == label])) for label in np.unique(y).tolist()}
+        per_class = {label: len(np.unique(groups[y == label])) for label in labels_of(np.unique(y))}
         rare = {label: n for label, n in per_class.items() if n < cv}
         if rare:
-            shown = ", ".join(f"{label!r} ({n})" for label, n in list(rare.items())[:5])
+            shown = ", ".join(f"{shown_label(label)} ({n})" for label, n in list(rare.items())[:5])
             what = "distinct texts" if kept == COPIES_KEPT else "groups holding them"
             raise ValueError(f"class(es) {shown} of the labels y have fewer {what} than the {cv} "
                              f"cross-validation folds ({kept}); lower cv= or drop or merge the rare classes.")

@@ -35,9 +35,9 @@ def _check_labels(y: np.ndarray, task: str, cv: int) -> None:
     except TypeError:
         kinds = sorted({type(v).__name__ for v in y.tolist()})
         raise ValueError(f"the labels y mix types ({', '.join(kinds)}); pass labels of one type.") from None
-    rare = [(v, c) for v, c in zip(values.tolist(), counts.tolist()) if c < cv]
+    rare = [(v, c) for v, c in zip(labels_of(values), counts.tolist()) if c < cv]
     if len(values) >= 2 and rare:
-        shown = ", ".join(f"{v!r} ({c})" for v, c in rare[:5]) + (", ..." if len(rare) > 5 else "")
+        shown = ", ".join(f"{shown_label(v)} ({c})" for v, c in rare[:5]) + (", ..." if len(rare) > 5 else "")
         fewest = int(min(counts))
         raise ValueError(
             f"class(es) {shown} of the labels y have fewer members than the {cv} cross-validation folds, so some "
@@ -56,6 +56,21 @@ def _check_labels(y: np.ndarray, task: str, cv: int) -> None:
             f"the labels y are read as classes ({why}), and {len(fractional)} of them are fractional numbers such as "
             f"{fractional[0]:g}, which scikit-learn's classifiers refuse. Pass task='regression' "
             "to score them as numbers, or give the classes as strings (y.astype(str)) to score them as classes.")
+
+
+def labels_of(values: np.ndarray) -> list:
+    """``values`` as Python objects to show, where ``.tolist()`` would turn a datetime64[ns] into its nanoseconds."""
+    return list(values) if values.dtype.kind in "mM" else values.tolist()
+
+
+def shown_label(v) -> str:
+    """A class as a refusal names it: as Python writes it ('b', 2, 2.0, True), and a time as its text (2020-01-02...),
+    not 1577923200000000000 or Timestamp('2020-01-02 00:00:00')."""
+    import datetime
+
+    if isinstance(v, (np.datetime64, np.timedelta64, datetime.date, datetime.time, datetime.timedelta)):
+        return str(v)
+    return repr(v)
 
 
 def _decimals_as_numbers(y: np.ndarray) -> np.ndarray:

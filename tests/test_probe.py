@@ -680,6 +680,26 @@ def test_rare_classes_and_mixed_label_types_are_refused_saying_what_to_do():
     assert str(info.value) == "the labels y mix types (int, str); pass labels of one type."
 
 
+def test_a_rare_class_that_is_a_time_is_named_as_its_time_not_as_numpy_stores_it():
+    # a datetime64[ns] class was named 1577923200000000000 (its nanoseconds, from .tolist()), a pandas time as
+    # datetime.datetime(2020, 1, 2, 0, 0) or Timestamp('2020-01-02 00:00:00')
+    from bertfeat.probe import _check_labels
+    from bertfeat.probe_folds import COPIES_KEPT, _grouped
+
+    days = ["2020-01-01"] * 10 + ["2020-01-02"] * 2
+    for y in (np.array(days, dtype="datetime64[ns]"), np.asarray(pd.Series(pd.to_datetime(days))),
+              np.array([pd.Timestamp(d) for d in days], dtype=object)):
+        with pytest.raises(ValueError, match=r"^class\(es\) 2020-01-02[ T]00:00:00(\.0+)? \(2\) of the labels y have "):
+            _check_labels(y, "auto", 3)
+        with pytest.raises(ValueError, match=r"^class\(es\) 2020-01-02[ T]00:00:00(\.0+)? \(1\) of the labels y have "):
+            _grouped("classification", y, 2, 0, np.array([0] * 5 + [1] * 5 + [2, 2]), kept=COPIES_KEPT)
+    # other labels as before: a string quoted, a number as Python writes it
+    with pytest.raises(ValueError, match=r"^class\(es\) 'b' \(1\) of the labels"):
+        _check_labels(np.array(["a"] * 4 + ["b"]), "auto", 2)
+    with pytest.raises(ValueError, match=r"^class\(es\) 2\.0 \(1\) of the labels"):
+        _check_labels(np.array([1.0] * 4 + [2.0]), "auto", 2)
+
+
 def test_the_embedding_options_reach_every_row_and_the_recommendation(tiny_bert):
     texts, y = labelled(24, seed=4, own=0.8)
     y = y + np.linspace(0, 0.5, len(y))  # a regression: r2 moves with any change in the features, unlike roc_auc
