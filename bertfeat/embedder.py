@@ -6,6 +6,7 @@ import copy
 import inspect
 import logging
 import os
+import threading
 import warnings
 from collections.abc import Iterator
 
@@ -116,11 +117,13 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
     stats_ : bertfeat.encode.EncodeStats
         Counts of the last ``transform``: rows, distinct texts, cache hits/misses, truncated, chunked, missing.
         A ``transform`` that fails (or is interrupted) leaves no ``stats_`` and no ``missing_``, rather than the
-        call before's.
+        call before's. Called from several threads (a web service's requests), each thread reads those of its own
+        last call; a thread that made none (one that ran ``transform`` in an executor) reads the last call of any
+        thread.
     missing_ : ndarray of bool, shape (n_rows, n_columns)
         Which texts of the last ``transform`` were read as missing (None, NaN, blank, or dropped whole by the
-        tokenizer): the rows ``missing=`` filled. Of a call in this process: not pickled (nor copied by
-        ``copy.deepcopy``).
+        tokenizer): the rows ``missing=`` filled; per thread, as ``stats_``. Of a call in this process: not pickled
+        (nor copied by ``copy.deepcopy``).
 
     Examples
     --------
@@ -227,7 +230,9 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         from bertfeat.inputs import series_label, text_columns
 
         # stats_ and missing_ are the last call's: a call that fails leaves none, not the call before's (read after
-        # the error, they would pass for this one's)
+        # the error, they would pass for this one's); in this thread, and of any thread for one that made no call
+        calls = self.__dict__.get(_CALLS) or self.__dict__.setdefault(_CALLS, threading.local())
+        calls.last = None
         for name in _PER_CALL:
             self.__dict__.pop(name, None)
         check_is_fitted(self, "recipe_")
@@ -246,8 +251,8 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
             missing=self.missing, row_name=row_name, progress=bool(self.progress),
             all_layers=bool(self.cache_all_layers), return_missing=True,
         )
-        self.stats_ = stats
-        self.missing_ = is_missing.reshape(len(names), n_rows).T
+        calls.last = {"stats_": stats, "missing_": is_missing.reshape(len(names), n_rows).T}
+        self.__dict__.update(calls.last)  # the last call of any thread
         if stats.truncated and warn_truncation:
             # a larger max_length is advice only below the model's limit (None: fitted by a bertfeat that kept none)
             limit = getattr(self, "_model_max_length", None)
@@ -295,6 +300,25 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
                 columns = input_features
         return np.asarray([n for c in columns for n in self.recipe_.feature_names(c)], dtype=object)
 
+    @property
+    def stats_(self):
+        return self._of_this_threads_call("stats_")
+
+    @property
+    def missing_(self):
+        return self._of_this_threads_call("missing_")
+
+    def _of_this_threads_call(self, name: str):
+        """``name`` (``stats_``, ``missing_``) of this thread's last transform: another thread's call, made or
+        failed meanwhile, must not answer for it (a web service's request threads share one fitted embedder). A
+        thread that made no call reads the last call of any thread: one that ran ``transform`` in an executor and
+        reads it after. A call that failed leaves none."""
+        last = getattr(self.__dict__.get(_CALLS), "last", _NO_CALL)
+        value = self.__dict__.get(name) if last is _NO_CALL else None if last is None else last[name]
+        if value is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return value
+
     def __getstate__(self):
         # missing_ is of the last transform, not fitted state: Pipeline.fit leaves the training set's mask here, and
         # pickled it made a pipeline fitted on 10M rows carry 10 MB (per text column) of which rows were missing
@@ -302,6 +326,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         # missing_ off the live estimator (joblib.dump or copy.deepcopy of a fitted pipeline lost the caller's mask)
         state = dict(super().__getstate__())
         state.pop("missing_", None)
+        state.pop(_CALLS, None)  # each thread's last call: of this process
         state.pop(_HELD_MODEL, None)  # the model is never pickled (nor copied by copy.deepcopy)
         return state
 
@@ -606,6 +631,9 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
 
 # What each transform sets, of that call alone (not fitted state): removed as a call starts.
 _PER_CALL = ("stats_", "missing_")
+# the attribute holding each thread's last call's _PER_CALL (a threading.local: None after a failed call)
+_CALLS = "_calls"
+_NO_CALL = object()  # this thread made no call
 # the attribute holding the model the last transform used (never pickled)
 _HELD_MODEL = "_model_held"
 

@@ -347,6 +347,84 @@ def test_a_failed_transform_leaves_no_stats_or_mask_of_the_call_before(tiny_bert
     assert est.stats_.rows == 4 and est.missing_.shape == (4, 1)
 
 
+def test_each_thread_reads_the_stats_and_mask_of_its_own_transform(tiny_bert, monkeypatch):
+    # a web service's request threads share one fitted embedder: a request reading stats_ or missing_ after its
+    # transform got another request's (a mask of another length, which rows of its own were missing), or, with the
+    # other's call running, no attribute at all. Each thread now reads its own last call's; a thread that made none
+    # (a caller that ran transform in an executor) reads the last call of any thread, as one thread always did
+    import threading
+
+    import bertfeat.encode
+
+    est = BertEmbedder(tiny_bert, missing="zero").fit(TEXTS)
+    real = bertfeat.encode.encode
+    b_in_call, a_read, b_done = threading.Event(), threading.Event(), threading.Event()
+
+    def encode(*args, **kwargs):
+        if threading.current_thread().name == "b" and not a_read.is_set():
+            b_in_call.set()
+            assert a_read.wait(30)  # B's call is running while A reads
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bertfeat.encode, "encode", encode)
+    seen, errors = {}, []
+
+    def a():
+        try:
+            est.transform(["a cat", None, "a dog"])
+            threading.Thread(target=b, name="b").start()
+            assert b_in_call.wait(30)
+            seen["a, b running"] = (est.stats_.rows, est.stats_.missing, est.missing_.ravel().tolist())
+            a_read.set()
+            assert b_done.wait(30)
+            seen["a, b done"] = (est.stats_.rows, est.stats_.missing, est.missing_.ravel().tolist())
+        except BaseException as exc:  # noqa: BLE001 - read in the test's thread
+            errors.append(exc)
+            a_read.set()
+
+    def b():
+        try:
+            est.transform(["x", "y", None, None, "z"])
+            seen["b"] = (est.stats_.rows, est.stats_.missing, est.missing_.ravel().tolist())
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            b_done.set()
+
+    thread_a = threading.Thread(target=a, name="a")
+    thread_a.start()
+    thread_a.join(60)
+    assert not errors, errors
+    assert seen == {"a, b running": (3, 1, [False, True, False]), "a, b done": (3, 1, [False, True, False]),
+                    "b": (5, 2, [False, False, True, True, False])}
+    # this thread made no call: it reads the last call of any thread (B's)
+    assert (est.stats_.rows, est.missing_.shape) == (5, (5, 1))
+    # a failed call in a thread leaves that thread no stats_, though another thread's call succeeded since
+    failed = {}
+
+    def fails():
+        try:
+            est.transform(["a", 3])
+        except (TypeError, ValueError):
+            refused.set()
+        done.wait(30)
+        failed["has"] = hasattr(est, "stats_"), hasattr(est, "missing_")
+
+    refused, done = threading.Event(), threading.Event()
+    thread = threading.Thread(target=fails)
+    thread.start()
+    assert refused.wait(30)
+    est.transform(["one", "two"])
+    done.set()
+    thread.join(60)
+    assert failed == {"has": (False, False)}
+    assert est.stats_.rows == 2  # this thread's own call
+    # pickled and copied as before: the counts of the last call, never the mask, nor any thread's record
+    again = pickle.loads(pickle.dumps(est))
+    assert again.stats_.rows == 2 and not hasattr(again, "missing_")
+    assert copy.deepcopy(est).stats_.rows == 2
+
+
 # -- missing values ---------------------------------------------------------------------------------------------
 
 
