@@ -3,7 +3,8 @@
 it, held, that no thread there will release: the child's first call that takes it waits forever (a model's load
 holds the backends' lock for seconds). Every lock of bertfeat is a :class:`ForkSafeLock`, which the child gets
 unheld, and, where its owner says what else the child must forget (the calls of the parent's threads it counted),
-that is done then too. bertfeat never forks while holding one of them.
+that is done then too. bertfeat never forks while holding one of them. (The file locks a child would share with its
+parent, the cache's and a job's, it closes as it starts: :func:`bertfeat.locks.open_lock_file`.)
 """
 
 from __future__ import annotations

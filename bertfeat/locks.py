@@ -11,7 +11,9 @@ take them. Windows differs in three ways, each handled here:
 - it cannot remove a file any process holds open: :func:`release` lets go first and then removes the file, where
   POSIX removes it first (a waiter then finds the file it locked gone, and locks the new one).
 
-Both release a lock when its holder dies.
+Both release a lock when its holder dies. A child forked while a lock file is open here (``multiprocessing``'s fork,
+a web server's workers) gets a copy of its descriptor, and a flock lock is let go only once every copy is closed: so
+the child closes its copies as it starts (:func:`open_lock_file`), never holding the parent's locks for its life.
 """
 
 from __future__ import annotations
@@ -46,6 +48,50 @@ HELD_OPEN_SECONDS = 3.0
 WINDOWS = sys.platform == "win32"  # (read at each call, so that tests may set it)
 
 
+# the lock files this process holds open, by descriptor (open_lock_file to close): a forked child closes its copies
+_OPEN_HERE: set[int] = set()
+# those a forked child closed as it started: the parent's, which the child never lets go of or removes (close, release)
+_CLOSED_AT_FORK: set[int] = set()
+
+
+def open_lock_file(path) -> int:
+    """Open the lock file ``path`` (created where missing) for :func:`lock`; give it back with :func:`release` or
+    :func:`close`.
+
+    A child forked while it is open closes its copy as it starts: flock's lock belongs to the open file, which the
+    child shared, so a lock the parent's thread let go of stayed held while the child lived (a fork pool's workers
+    started while a thread compacted a cache or listed its shards: every later compaction, or every process's listing,
+    waited for them to end; a job's out= lock outlived the job killed, refusing the next job as "another bertfeat job
+    ... is writing" while none was). (A fork in another thread between the open and the next line is not covered: a
+    moment.)"""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    _CLOSED_AT_FORK.discard(fd)  # a number the child's fork closed, open again: this one is the child's own
+    _OPEN_HERE.add(fd)
+    return fd
+
+
+def close(fd: int) -> None:
+    """Close a lock file from :func:`open_lock_file` (letting go of its lock, where no other copy holds it); in a
+    forked child, one of the parent's, already closed as the child started, is left."""
+    _OPEN_HERE.discard(fd)
+    if fd in _CLOSED_AT_FORK:
+        _CLOSED_AT_FORK.discard(fd)
+        return
+    os.close(fd)
+
+
+def _close_in_forked_child() -> None:
+    for fd in _OPEN_HERE:
+        with contextlib.suppress(OSError):
+            os.close(fd)  # the child's copy only: the parent's lock stays its own (no LOCK_UN, which would free it)
+    _CLOSED_AT_FORK.update(_OPEN_HERE)
+    _OPEN_HERE.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_in_forked_child)
+
+
 def available() -> bool:
     """Whether this OS has a lock call bertfeat takes (flock or msvcrt.locking)."""
     return fcntl is not None or msvcrt is not None
@@ -76,13 +122,17 @@ def release(fd: int, path=None) -> None:
     """Let go of the lock ``fd`` holds and close it, removing the lock file ``path`` where given: on POSIX before the
     lock is let go (a process that opened the file and waits for it then finds it gone, and locks afresh); on
     Windows after, as a file held open cannot be removed there (one another process holds open, waiting, is left,
-    and that process then holds the lock on it)."""
+    and that process then holds the lock on it). In a forked child, a lock file of the parent's (closed as the child
+    started, :func:`open_lock_file`) is neither removed nor closed: it is the parent's."""
+    if fd in _CLOSED_AT_FORK:
+        close(fd)
+        return
     if fcntl is None and msvcrt is not None:
         try:
             with contextlib.suppress(OSError):  # closing lets go too, but Windows may take its time
                 _at_locked_byte(fd, msvcrt.LK_UNLCK)
         finally:
-            os.close(fd)
+            close(fd)
         if path is not None:
             with contextlib.suppress(OSError):
                 os.unlink(path)
@@ -92,7 +142,7 @@ def release(fd: int, path=None) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(path)
     finally:
-        os.close(fd)
+        close(fd)
 
 
 # what a stat of a lock file raises where the file is gone: removed (ENOENT), or, on NFS, removed by another client

@@ -228,13 +228,13 @@ def job_lock(paths: OutputPaths):
     unlocked = None  # why the filesystem refused to lock, where it did
     while True:
         try:
-            fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT, 0o666)
+            fd = locks.open_lock_file(paths.lock)
         except OSError as exc:
             raise os_error_message(exc, f"the lock file of out={str(paths.out)!r}") from None
         try:
             taken = locks.lock(fd, wait=False)
         except OSError as exc:
-            os.close(fd)
+            locks.close(fd)
             if exc.errno not in locks.UNSUPPORTED:
                 raise os_error_message(exc, f"the lock file of out={str(paths.out)!r}") from None
             _remove(paths.lock)  # this filesystem does not lock (Lustre without -o flock): run unlocked
@@ -242,7 +242,7 @@ def job_lock(paths: OutputPaths):
             break
         if not taken:
             holder = os.read(fd, 200).decode("utf-8", "replace").strip() or "another process"
-            os.close(fd)
+            locks.close(fd)
             raise FileExistsError(
                 f"another bertfeat job ({holder}) is writing out={str(paths.out)!r} (it holds {str(paths.lock)!r}); "
                 "wait for it to finish, or choose another out=."

@@ -275,7 +275,7 @@ def _flock(path: str, *, exclusive: bool):
     fd = None
     if locks.available():
         with contextlib.suppress(OSError):
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+            fd = locks.open_lock_file(path)
     if fd is None:
         yield
         return
@@ -298,7 +298,7 @@ def _flock(path: str, *, exclusive: bool):
             locks.release(fd)
             fd = None
             with contextlib.suppress(OSError):
-                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+                fd = locks.open_lock_file(path)
             if fd is None:  # the namespace itself is gone: there is nothing left to guard
                 break
         yield

@@ -4,6 +4,7 @@ operations in test_cache.py (other processes blocked in /proc/locks) and test_ou
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import socket
@@ -274,3 +275,165 @@ def test_on_windows_a_release_the_os_refuses_to_unlock_still_closes_and_removes_
     assert not path.exists()
     with pytest.raises(OSError):  # closed
         os.fstat(fd)
+
+
+def _lock_files_open_in(pid: int) -> list[str]:
+    """The names of the lock files process ``pid`` holds open (Linux's /proc)."""
+    names = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if target.endswith(".lock") or target.endswith(".lock (deleted)"):
+                names.append(os.path.basename(target))
+    return sorted(names)
+
+
+def _forked_child(started, leave) -> None:
+    started.set()
+    leave.wait(60)
+
+
+forks = pytest.mark.skipif(locks.fcntl is None or not hasattr(os, "register_at_fork")
+                           or not os.path.isdir("/proc/self/fd"), reason="flock, fork and /proc")
+
+
+@forks
+@pytest.mark.parametrize("where, held", [("_copy_rows", [".compact.lock"]),  # the merge: compact's lock
+                                         ("_remove_all", [".compact.lock", ".lock"])])  # the swap: readers' too
+def test_a_child_forked_while_a_thread_compacts_holds_none_of_the_caches_locks(tmp_path, monkeypatch, where, held):
+    """A flock lock belongs to the open file, which a forked child shares, and is let go only once every copy is
+    closed: a fork pool's workers started while a thread compacted the cache held its locks for their lives, so every
+    later compaction and clear (and, forked during the swap, every process's listing of the namespace: every
+    lookup) waited for them to end. The child now closes its copies as it starts; the compaction goes on holding
+    them, and lets go as it ends."""
+    import multiprocessing
+
+    import bertfeat.compaction
+
+    recipe, cache = recipe_and_cache(tmp_path)
+    folder = tmp_path / recipe.fingerprint()
+    inside, go_on = threading.Event(), threading.Event()
+    real = getattr(bertfeat.compaction, where)
+
+    def paused(*args, **kwargs):
+        inside.set()
+        assert go_on.wait(30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bertfeat.compaction, where, paused)
+    result = {}
+    thread = threading.Thread(target=lambda: result.setdefault("shards_after", [r.shards_after for r in cache.compact()]))
+    thread.start()
+    ctx = multiprocessing.get_context("fork")
+    started, leave = ctx.Event(), ctx.Event()
+    child = ctx.Process(target=_forked_child, args=(started, leave), daemon=True)
+    try:
+        assert inside.wait(30)
+        assert _lock_files_open_in(os.getpid()) == held  # the compaction holds them
+        child.start()
+        assert started.wait(30)
+        in_child = _lock_files_open_in(child.pid)
+        for name in held:  # still the compaction's, while it runs
+            fd = _open(folder / name)
+            assert not locks.lock(fd, wait=False), f"{name} let go in the parent by the child's start"
+            locks.release(fd)
+        go_on.set()
+        thread.join(30)
+        free = {}
+        for name in held:  # the compaction ended: another compaction, a clear, a listing takes the lock at once
+            fd = _open(folder / name)
+            free[name] = locks.lock(fd, wait=False)
+            locks.release(fd)
+    finally:
+        go_on.set()
+        leave.set()
+        thread.join(30)
+        child.join(30)
+    assert free == {name: True for name in held}
+    assert in_child == []
+    assert result == {"shards_after": [1]} and child.exitcode == 0
+    assert int(cache.lookup(recipe, workers.rows(range(15))[0])[0].sum()) == 15
+
+
+_KILLED_JOB = """
+import multiprocessing, os, signal, sys, threading
+from pathlib import Path
+from bertfeat.output import OutputPaths, job_lock
+
+def child(pipe):
+    pipe.send(os.getpid())
+    threading.Event().wait(60)
+
+inside = threading.Event()
+
+def job():
+    with job_lock(OutputPaths(Path(sys.argv[1]))):
+        inside.set()
+        threading.Event().wait()
+
+threading.Thread(target=job, daemon=True).start()
+inside.wait()
+ctx = multiprocessing.get_context("fork")
+r, w = ctx.Pipe(duplex=False)
+ctx.Process(target=child, args=(w,)).start()
+print(r.recv(), flush=True)
+os.kill(os.getpid(), signal.SIGKILL)  # the job's process killed (the OOM killer), its fork pool's worker left
+"""
+
+
+@forks
+def test_a_job_killed_after_its_process_forked_leaves_its_out_to_the_next_job(tmp_path):
+    """A job ran in a thread while its process forked a worker (a fork pool), and the process was killed: the worker
+    held the job's lock file, so the next job on that out= was refused, "another bertfeat job (pid <the dead one>) is
+    writing", for as long as the worker lived. The worker now closes it as it starts."""
+    import signal
+    import subprocess
+    import sys
+
+    paths = OutputPaths(tmp_path / "f.parquet")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+    # the worker keeps the pipe of standard output open: its first line is read, not its end
+    killed = subprocess.Popen([sys.executable, "-c", _KILLED_JOB, str(paths.out)], stdout=subprocess.PIPE, text=True,
+                              env=env)
+    worker = int(killed.stdout.readline() or 0)
+    try:
+        assert killed.wait(120) == -signal.SIGKILL and worker
+        assert paths.lock.exists()  # left by the killed job
+        with job_lock(paths):  # taken: no job runs
+            assert paths.lock.read_text() == f"pid {os.getpid()} on {socket.gethostname()}"
+        assert _lock_files_open_in(worker) == []
+    finally:
+        if worker:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(worker, signal.SIGKILL)
+        killed.kill()
+        killed.wait(30)
+        killed.stdout.close()
+    assert not paths.lock.exists()
+
+
+@forks
+def test_a_forked_child_leaves_the_parents_lock_and_its_file_to_the_parent(tmp_path):
+    """In a child forked while its own thread held a lock (its `with` goes on there), the lock file's copy was closed
+    as the child started: the child's release neither removes the parent's lock file nor closes a file of its own
+    that took that descriptor's number since; the parent still holds the lock."""
+    path = tmp_path / ".f.parquet.lock"
+    fd = locks.open_lock_file(path)
+    assert locks.lock(fd)
+    pid = os.fork()
+    if pid == 0:  # the child: only os._exit leaves it (never pytest's own exit)
+        code = 1
+        try:
+            os.dup2(os.open(os.devnull, os.O_RDONLY), fd)  # another file of the child's takes that number
+            locks.release(fd, path)
+            code = 0 if os.path.samestat(os.fstat(fd), os.stat(os.devnull)) and path.exists() else 2
+        finally:
+            os._exit(code)
+    assert os.waitpid(pid, 0)[1] == 0
+    other = _open(path)
+    try:
+        assert not locks.lock(other, wait=False)  # still the parent's
+    finally:
+        os.close(other)
+    locks.release(fd, path)
+    assert not path.exists()
