@@ -49,32 +49,37 @@ def compact(ns) -> CompactResult:
 
 
 def _compact(ns) -> CompactResult:
-    with _flock(os.path.join(ns.dir, _COMPACT_LOCK_FILE), exclusive=True), ns._lock:
-        temp_removed = _remove_stale_temp_files(ns)
-        ns._learn_width(ns._read_recipe())
-        ns.bad.clear()  # look again: a shard is only deleted as corrupt if it still cannot be read
-        ns.denied.clear()
-        ns.refresh()
-        old = dict(ns.shards)
-        bad = ns._present_bad()
-        bytes_before = ns._bytes([s.name for s in old.values()] + bad)
-        result = dict(fingerprint=ns.fingerprint, shards_before=len(old) + len(bad), temp_removed=temp_removed,
-                      bytes_before=bytes_before)
-        canonical = np.ones(len(ns.keys), dtype=bool)
-        canonical[1:] = ns.keys[1:] != ns.keys[:-1]
-        duplicates = int(len(ns.keys) - canonical.sum())
-        if len(old) <= 1 and not duplicates and not bad:
-            return CompactResult(**result, shards_after=len(old), rows=len(ns.keys), duplicates_dropped=0,
-                                 corrupt_removed=[], bytes_after=bytes_before)
-        # The first copy of each key (older shards first) is kept; shards are copied in age order, rows in
-        # their order, so texts written together stay together and lookups keep reading few row groups. A key
-        # counts as kept only once its row is copied: where its first copy's shard turns out unreadable, its next
-        # copy (in a newer shard, copied later) is kept instead, not deleted with the shard it duplicated.
-        # (the index as it is now: a shard found unreadable below is dropped from ns's index as it goes)
-        key_id = np.cumsum(canonical) - 1  # the index is sorted by key: one id per distinct key
-        kept = np.zeros(int(canonical.sum()), dtype=bool)
-        by_shard = np.argsort(ns.shard_of, kind="stable")  # within a shard, in key order
-        sorted_sid, row_of = ns.shard_of[by_shard], ns.row_of.copy()
+    # The namespace's thread lock is held to read the index at the start and for the swap at the end, not while the
+    # shards are merged: the lookups and stores of this process's other threads (a service compacting in a thread of
+    # its own) run beside the merge, as another process's do; the flock on .compact.lock keeps the rest out.
+    with _flock(os.path.join(ns.dir, _COMPACT_LOCK_FILE), exclusive=True):
+        with ns._lock:
+            temp_removed = _remove_stale_temp_files(ns)
+            ns._learn_width(ns._read_recipe())
+            ns.bad.clear()  # look again: a shard is only deleted as corrupt if it still cannot be read
+            ns.denied.clear()
+            ns.refresh()
+            old = dict(ns.shards)
+            bad = ns._present_bad()
+            bytes_before = ns._bytes([s.name for s in old.values()] + bad)
+            result = dict(fingerprint=ns.fingerprint, shards_before=len(old) + len(bad), temp_removed=temp_removed,
+                          bytes_before=bytes_before)
+            canonical = np.ones(len(ns.keys), dtype=bool)
+            canonical[1:] = ns.keys[1:] != ns.keys[:-1]
+            duplicates = int(len(ns.keys) - canonical.sum())
+            if len(old) <= 1 and not duplicates and not bad:
+                return CompactResult(**result, shards_after=len(old), rows=len(ns.keys), duplicates_dropped=0,
+                                     corrupt_removed=[], bytes_after=bytes_before)
+            # The first copy of each key (older shards first) is kept; shards are copied in age order, rows in
+            # their order, so texts written together stay together and lookups keep reading few row groups. A key
+            # counts as kept only once its row is copied: where its first copy's shard turns out unreadable, its
+            # next copy (in a newer shard, copied later) is kept instead, not deleted with the shard it duplicated.
+            # (the index as it is now, copied: other threads change ns's index while the shards are merged, and a
+            # shard found unreadable below is dropped from it as it goes)
+            key_id = np.cumsum(canonical) - 1  # the index is sorted by key: one id per distinct key
+            kept = np.zeros(int(canonical.sum()), dtype=bool)
+            by_shard = np.argsort(ns.shard_of, kind="stable")  # within a shard, in key order
+            sorted_sid, row_of = ns.shard_of[by_shard], ns.row_of.copy()
         duplicates = 0  # counted again below: rows of shards read whole whose key was kept from another row
         with _TempShard(ns.dir) as tmp:
             writer = _RowGroupWriter(tmp.path, ns.fingerprint, ns.n_features,
@@ -95,10 +100,12 @@ def _compact(ns) -> CompactResult:
                     except FileNotFoundError:  # cannot happen while we hold the compaction lock; be safe anyway
                         raise CacheError(f"{shard.path} vanished during compaction; run compact again.") from None
                     except _Unreadable as exc:  # the shard's fault; a failed write is not (below)
-                        ns._mark_bad(shard.name, exc.__cause__)
+                        with ns._lock:
+                            ns._mark_bad(shard.name, exc.__cause__)
                         copied = exc.rows_copied
                     except PermissionError as exc:  # not corrupt: kept, whatever of it was copied
-                        ns._deny(shard.name, exc)
+                        with ns._lock:
+                            ns._deny(shard.name, exc)
                         copied = getattr(exc, "rows_copied", 0)
                     kept[ids[wanted & (rows_at < copied)]] = True
                     if copied == int(shard.rg_starts[-1]):
@@ -116,34 +123,35 @@ def _compact(ns) -> CompactResult:
                     "shard was removed and the cache is as it was. Free some space on its disk (the merged shard "
                     f"needs up to {bytes_before:,} bytes) and run compact again."
                 ) from None
-            bad = ns._present_bad()
-            dead = [s.name for s in old.values() if s.name not in ns.bad and s.name not in ns.denied] + bad
-            with _flock(os.path.join(ns.dir, _LOCK_FILE), exclusive=True):
-                merged = None
-                if rows:
-                    # Named with the time of the oldest shard it replaces, not now: a differing copy of a key
-                    # written while the merge ran must still count as newer than the copy kept here (the copy
-                    # of the oldest shard), in this process, in those that listed the old shards and in new ones.
-                    merged = tmp.commit(min(_shard_time(s.name) for s in old.values()))
-                try:
-                    _remove_all(ns.dir, dead)
-                except _NotRemoved as exc:
-                    # nothing removed: take the merged shard back (no reader has listed it: the lock is held), so
-                    # the cache is as it was, not half compacted (its rows twice)
-                    if merged is not None and exc.put_back:
-                        with contextlib.suppress(OSError):
-                            locks.retried(os.unlink, os.path.join(ns.dir, merged))
-                    raise CacheError(
-                        f"compacting {ns.dir} could not remove the shards it merged: {exc.why()}. No shard was "
-                        f"removed and every cached row is kept; {exc.what_to_do('compact')}"
-                    ) from None
-        ns._forget([sid for sid in old if sid in ns.shards])
-        ns.bad.difference_update(bad)
-        ns.refresh()
-        return CompactResult(
-            **result, shards_after=len(ns.shards), rows=rows, duplicates_dropped=duplicates,
-            corrupt_removed=bad, bytes_after=ns._bytes([s.name for s in ns.shards.values()]),
-        )
+            with ns._lock:  # the swap, and the index brought up to date
+                bad = ns._present_bad()
+                dead = [s.name for s in old.values() if s.name not in ns.bad and s.name not in ns.denied] + bad
+                with _flock(os.path.join(ns.dir, _LOCK_FILE), exclusive=True):
+                    merged = None
+                    if rows:
+                        # Named with the time of the oldest shard it replaces, not now: a differing copy of a key
+                        # written while the merge ran must still count as newer than the copy kept here (the copy
+                        # of the oldest shard), in this process, in those that listed the old shards and in new ones.
+                        merged = tmp.commit(min(_shard_time(s.name) for s in old.values()))
+                    try:
+                        _remove_all(ns.dir, dead)
+                    except _NotRemoved as exc:
+                        # nothing removed: take the merged shard back (no reader has listed it: the lock is held), so
+                        # the cache is as it was, not half compacted (its rows twice)
+                        if merged is not None and exc.put_back:
+                            with contextlib.suppress(OSError):
+                                locks.retried(os.unlink, os.path.join(ns.dir, merged))
+                        raise CacheError(
+                            f"compacting {ns.dir} could not remove the shards it merged: {exc.why()}. No shard was "
+                            f"removed and every cached row is kept; {exc.what_to_do('compact')}"
+                        ) from None
+                ns._forget([sid for sid in old if sid in ns.shards])
+                ns.bad.difference_update(bad)
+                ns.refresh()
+                return CompactResult(
+                    **result, shards_after=len(ns.shards), rows=rows, duplicates_dropped=duplicates,
+                    corrupt_removed=bad, bytes_after=ns._bytes([s.name for s in ns.shards.values()]),
+                )
 
 def _copy_rows(shard, keep: np.ndarray, writer: _RowGroupWriter) -> None:
     """Copy the kept rows of a shard, one row group at a time (checksums verified, so copied rows are sound).

@@ -700,6 +700,61 @@ def test_reader_whose_listing_is_compacted_away_before_it_opens_the_shards_finds
     workers.check_found(keys, found, got, tokens)
 
 
+def test_a_compaction_in_another_thread_lets_lookups_and_stores_run_while_it_merges(tmp_path, monkeypatch):
+    """docs/cache.md: readers take no lock while reading, and a compaction holds a lock only for its swap. In one
+    process (a service compacting its cache in a thread of its own) every lookup and store of that namespace waited
+    for the whole merge, minutes on a big cache: a request stalled until the compaction ended. They now run beside
+    it; a shard stored meanwhile is left alone and keeps its rows."""
+    import threading
+
+    import bertfeat.compaction
+
+    recipe = make_recipe(hidden_size=workers.N_FEATURES)
+    cache = Cache(tmp_path)
+    for start in range(0, 40, 10):
+        cache.store(recipe, *workers.rows(range(start, start + 15)))
+    inside, go_on = threading.Event(), threading.Event()
+    real = bertfeat.compaction._copy_rows
+
+    def paused(*args, **kwargs):
+        inside.set()
+        assert go_on.wait(30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bertfeat.compaction, "_copy_rows", paused)
+    compacted = {}
+    compactor = threading.Thread(target=lambda: compacted.update(result=cache.compact()[0]))
+    compactor.start()
+    during = {}
+
+    def request():
+        during["lookup"] = cache.lookup(recipe, workers.rows(range(50))[0])
+        during["stored"] = cache.store(recipe, *workers.rows(range(50, 65)))
+
+    try:
+        assert inside.wait(30)
+        thread = threading.Thread(target=request)
+        thread.start()
+        thread.join(10)
+        ran_beside = not thread.is_alive()
+    finally:
+        go_on.set()
+        compactor.join(30)
+        thread.join(30)
+    assert ran_beside, "a lookup waited for another thread's whole compaction"
+    found, got, tokens = during["lookup"]
+    assert found.tolist() == [True] * 45 + [False] * 5
+    workers.check_found(workers.rows(range(50))[0], found, got, tokens)
+    assert during["stored"] == 15
+    result = compacted["result"]
+    assert (result.shards_before, result.shards_after, result.rows, result.duplicates_dropped) == (4, 2, 45, 0)
+    keys = workers.rows([*range(45), *range(50, 65)])[0]
+    found, got, tokens = Cache(tmp_path).lookup(recipe, keys)  # a new process: every row, the merged and the new
+    assert found.all()
+    workers.check_found(keys, found, got, tokens)
+    assert len(shards_of(tmp_path, recipe)) == 2
+
+
 # -- several processes at once ---------------------------------------------------------------------------------------
 
 
