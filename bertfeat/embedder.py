@@ -29,6 +29,8 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
     Nothing is trained: ``fit`` only checks the parameters and reads the model's shape. The model loads lazily on
     the first ``transform`` that needs it, once per process, and is never pickled. The estimator holds the model it
     used while it lives; the process keeps the two models used last besides (:data:`bertfeat.backend.MODELS_KEPT`).
+    One fitted estimator may ``transform`` from several threads at once (a web service's requests), each reading its
+    own ``stats_`` and ``missing_``; ``fit`` and ``set_params`` change what those calls read, so run them before.
 
     Parameters
     ----------
