@@ -172,15 +172,18 @@ class InputReader(CsvProblems):
     # -- parquet ---------------------------------------------------------------------------------------------------
 
     def _parquet_schema(self) -> pa.Schema:
-        with _naming_parquet_file(self.files[0]):
-            first = pq.read_schema(self.files[0])
+        schemas = {}
+        for f in self.files:
+            with _naming_parquet_file(f):
+                schemas[f] = pq.read_schema(f)
+        self._refuse_other_jobs_output(schemas)
+        first = schemas[self.files[0]]
         _refuse_duplicates(first.names, str(self.files[0]))
         self._check_columns(first)
         types = {self.files[0]: {c: first.field(c).type for c in self.columns}}  # each file's, of the columns read
         wanted = dict(types[self.files[0]])
         for f in self.files[1:]:
-            with _naming_parquet_file(f):
-                other = pq.read_schema(f)
+            other = schemas[f]
             _refuse_duplicates(other.names, str(f))
             if _compared(other.names, self.columns) != _compared(first.names, self.columns):
                 raise ValueError(f"parquet file {f} has columns {other.names}, unlike {self.files[0]} ({first.names}).")
@@ -199,6 +202,30 @@ class InputReader(CsvProblems):
                         differs = _widening_file(types, c, t, wanted[c])
                         raise ValueError(schema_refusal(c, t, f, types[differs][c], differs, lost, wanted[c]))
         return pa.schema([pa.field(c, roomy(wanted[c])) for c in self.columns])
+
+    def _refuse_other_jobs_output(self, schemas: dict) -> None:
+        """Refuse a folder or glob input that holds, beside the files to embed, what another bertfeat job wrote
+        there (its ``bertfeat`` metadata): an earlier job's out= in the folder, or the parts of one writing there
+        now. A second job on the same input folder (another model, another pooling) was refused "column(s) 'text'
+        not found ...; it has columns 'id', 'text_cls_00', ..." or "has columns [...], unlike ...", its features'
+        names listed and nothing said of why or what to do. (A job leaves out its own out= and parts; an input of
+        bertfeat outputs only is read as any other.)"""
+        made = [f for f, schema in schemas.items() if b"bertfeat" in (schema.metadata or {})]
+        if not made or len(made) == len(schemas):
+            return
+        f = made[0]
+        partial = next((p for p in f.parents if p.name.endswith(".partial")), None)
+        if partial is not None:
+            what = (f"a part of the unfinished bertfeat job writing {str(partial.with_suffix(''))!r} (its .partial "
+                    "folder), whose output will land there too")
+        else:
+            what = "the features a bertfeat job wrote there (its out=)"
+        more = f" (and {len(made) - 1} more such file{'s' if len(made) > 2 else ''})" if len(made) > 1 else ""
+        raise ValueError(
+            f"input {self.path!r} holds {str(f)!r}{more}, {what}, beside the files to embed; it is no input, and its "
+            "columns are another job's. Write each job's out= outside its input folder, and move what is there "
+            "out of it; or name the input files alone with a glob."
+        )
 
     def _check_columns(self, schema: pa.Schema):
         absent = [c for c in self.columns if c not in schema.names]

@@ -1183,3 +1183,43 @@ def test_file_key_is_the_real_path_where_the_file_system_gives_no_file_ids(no_fi
     (no_file_ids / "b.parquet").write_bytes(b"x")
     assert file_key(link) == file_key(a) != file_key(no_file_ids / "b.parquet")
     assert str(a) in file_key(a)
+
+
+def test_an_input_folder_holding_another_jobs_output_or_parts_is_refused_saying_what_they_are(tiny_bert, tmp_path):
+    """Two jobs on one input folder (another model, another pooling), the first's out= in the folder: the second was
+    refused "column(s) 'text' not found in d; it has columns 'id', 'text_cls_00', ..." (the first job's features,
+    named first), or "has columns [...], unlike ...", nothing said of why or what to do; and so while the first job
+    ran, its parts in the folder."""
+    import shutil
+
+    from bertfeat.files import embed_file
+
+    folder = tmp_path / "d"
+    folder.mkdir()
+    for name, texts in (("a.parquet", ["a cat", "a dog"]), ("b.parquet", ["a fish"])):
+        pq.write_table(pa.table({"id": [name] * len(texts), "text": texts}), folder / name)
+    embed_file(str(folder), str(folder / "features.parquet"), "text", keep_cols="id", model=tiny_bert, quiet=True)
+    for given in (str(folder), str(folder / "*.parquet")):
+        with pytest.raises(ValueError) as info:
+            InputReader(given, ["id", "text"], 10, ["text"])
+        assert str(info.value) == (
+            f"input {given!r} holds {str(folder / 'features.parquet')!r}, the features a bertfeat job wrote there (its "
+            "out=), beside the files to embed; it is no input, and its columns are another job's. Write each job's "
+            "out= outside its input folder, and move what is there out of it; or name the input files alone with a "
+            "glob.")
+    # the first job still running: its parts
+    (folder / "large.parquet.partial").mkdir()
+    shutil.move(folder / "features.parquet", folder / "large.parquet.partial" / "part-000000.parquet")
+    shutil.copy(folder / "large.parquet.partial" / "part-000000.parquet",
+                folder / "large.parquet.partial" / "part-000001.parquet")
+    with pytest.raises(ValueError) as info:
+        InputReader(str(folder), ["id", "text"], 10, ["text"])
+    part = folder / "large.parquet.partial" / "part-000000.parquet"
+    assert str(info.value) == (
+        f"input {str(folder)!r} holds {str(part)!r} (and 1 more such file), a part of the unfinished bertfeat job "
+        f"writing {str(folder / 'large.parquet')!r} (its .partial folder), whose output will land there too, beside "
+        "the files to embed; it is no input, and its columns are another job's. Write each job's out= outside its "
+        "input folder, and move what is there out of it; or name the input files alone with a glob.")
+    # read as any other: the input files alone, and an input of outputs only
+    assert InputReader(str(folder / "?.parquet"), ["id", "text"], 10, ["text"]).total_rows == 3
+    assert InputReader(str(folder / "large.parquet.partial"), ["id"], 10, []).total_rows == 6
