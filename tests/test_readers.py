@@ -1199,11 +1199,11 @@ def test_an_input_folder_holding_another_jobs_output_or_parts_is_refused_saying_
     for name, texts in (("a.parquet", ["a cat", "a dog"]), ("b.parquet", ["a fish"])):
         pq.write_table(pa.table({"id": [name] * len(texts), "text": texts}), folder / name)
     embed_file(str(folder), str(folder / "features.parquet"), "text", keep_cols="id", model=tiny_bert, quiet=True)
-    for given in (str(folder), str(folder / "*.parquet")):
+    for named in (str(folder), str(folder / "*.parquet")):
         with pytest.raises(ValueError) as info:
-            InputReader(given, ["id", "text"], 10, ["text"])
+            InputReader(named, ["id", "text"], 10, ["text"])
         assert str(info.value) == (
-            f"input {given!r} holds {str(folder / 'features.parquet')!r}, the features a bertfeat job wrote there (its "
+            f"input {named!r} holds {str(folder / 'features.parquet')!r}, the features a bertfeat job wrote there (its "
             "out=), beside the files to embed; it is no input, and its columns are another job's. Write each job's "
             "out= outside its input folder, and move what is there out of it; or name the input files alone with a "
             "glob.")
