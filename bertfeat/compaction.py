@@ -81,6 +81,10 @@ def _compact(ns) -> CompactResult:
             by_shard = np.argsort(ns.shard_of, kind="stable")  # within a shard, in key order
             sorted_sid, row_of = ns.shard_of[by_shard], ns.row_of.copy()
         duplicates = 0  # counted again below: rows of shards read whole whose key was kept from another row
+        # the shards this compaction finds unreadable, or may not read, as it merges: only its own findings decide
+        # what it deletes as corrupt (other threads' lookups run beside the merge, and a moment's error there marks
+        # a shard for the process, not for deletion)
+        found_bad, found_denied = set(bad), set()
         with _TempShard(ns.dir) as tmp:
             writer = _RowGroupWriter(tmp.path, ns.fingerprint, ns.n_features,
                                      _row_group_rows(ns.n_features, ns.row_group_rows)) if old else None
@@ -102,10 +106,12 @@ def _compact(ns) -> CompactResult:
                     except _Unreadable as exc:  # the shard's fault; a failed write is not (below)
                         with ns._lock:
                             ns._mark_bad(shard.name, exc.__cause__)
+                        found_bad.add(shard.name)
                         copied = exc.rows_copied
                     except PermissionError as exc:  # not corrupt: kept, whatever of it was copied
                         with ns._lock:
                             ns._deny(shard.name, exc)
+                        found_denied.add(shard.name)
                         copied = getattr(exc, "rows_copied", 0)
                     kept[ids[wanted & (rows_at < copied)]] = True
                     if copied == int(shard.rg_starts[-1]):
@@ -124,8 +130,8 @@ def _compact(ns) -> CompactResult:
                     f"needs up to {bytes_before:,} bytes) and run compact again."
                 ) from None
             with ns._lock:  # the swap, and the index brought up to date
-                bad = ns._present_bad()
-                dead = [s.name for s in old.values() if s.name not in ns.bad and s.name not in ns.denied] + bad
+                bad = sorted(n for n in found_bad if os.path.exists(os.path.join(ns.dir, n)))
+                dead = [s.name for s in old.values() if s.name not in found_bad and s.name not in found_denied] + bad
                 with _flock(os.path.join(ns.dir, _LOCK_FILE), exclusive=True):
                     merged = None
                     if rows:

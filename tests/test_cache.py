@@ -755,6 +755,59 @@ def test_a_compaction_in_another_thread_lets_lookups_and_stores_run_while_it_mer
     assert len(shards_of(tmp_path, recipe)) == 2
 
 
+def test_a_shard_another_thread_could_not_read_during_a_compaction_is_not_deleted_by_it(tmp_path, monkeypatch):
+    """A compaction deletes as corrupt only the shards it found unreadable itself (it looks again as it starts). With
+    other threads' lookups running beside the merge, one that failed to read a shard (a moment's I/O error) marked
+    it for the process: the compaction must not take that for its own finding and delete a sound shard's rows."""
+    import threading
+
+    import bertfeat.compaction
+
+    recipe = make_recipe(hidden_size=workers.N_FEATURES)
+    cache = Cache(tmp_path)
+    cache.store(recipe, *workers.rows(range(10)))
+    cache.store(recipe, *workers.rows(range(10, 20)))
+    inside, go_on = threading.Event(), threading.Event()
+    real = bertfeat.compaction._copy_rows
+
+    def paused(*args, **kwargs):
+        inside.set()
+        assert go_on.wait(30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bertfeat.compaction, "_copy_rows", paused)
+    compacted = {}
+    compactor = threading.Thread(target=lambda: compacted.update(result=cache.compact()[0]))
+    compactor.start()
+    try:
+        assert inside.wait(30)
+        Cache(tmp_path).store(recipe, *workers.rows(range(20, 30)))  # another process's shard, new to the merge
+        namespace = cache._namespace(recipe.fingerprint())
+        read_rows = namespace._read_rows
+
+        def failing(shard, rows):
+            if len(rows) == 10 and shard.name == max(shards.name for shards in namespace.shards.values()):
+                raise OSError(errno.EIO, "Input/output error")  # once: a moment's error
+            return read_rows(shard, rows)
+
+        monkeypatch.setattr(namespace, "_read_rows", failing)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", CacheWarning)
+            thread = threading.Thread(target=lambda: cache.lookup(recipe, workers.rows(range(20, 30))[0]))
+            thread.start()
+            thread.join(30)
+        assert [str(w.message).startswith("bertfeat cache: ignoring unreadable shard") for w in caught] == [True]
+        monkeypatch.setattr(namespace, "_read_rows", read_rows)
+    finally:
+        go_on.set()
+        compactor.join(30)
+    assert compacted["result"].corrupt_removed == []
+    keys = workers.rows(range(30))[0]
+    found, got, tokens = Cache(tmp_path).lookup(recipe, keys)
+    assert found.all()
+    workers.check_found(keys, found, got, tokens)
+
+
 # -- several processes at once ---------------------------------------------------------------------------------------
 
 
