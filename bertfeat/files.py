@@ -35,7 +35,7 @@ from bertfeat.hardware import run_facts
 from bertfeat.journal import BatchJournal
 from bertfeat.journal import use as use_journal
 from bertfeat.output import (
-    OutputPaths, _atomic_write_bytes, _Paths, atomic_write_bytes, check_output, job_lock, job_os_error,
+    OutputPaths, _atomic_write_bytes, _Paths, atomic_write_bytes, check_output, job_lock, job_os_error, own_files,
     remove_stale_temps, write_part,
 )
 from bertfeat.links import with_doc_links
@@ -264,7 +264,7 @@ def embed_file(
                                          one_file=True)))
     reader = InputReader(input, keep_cols + text_cols, chunk_rows, text_cols, chunk_chars=chunk_chars,
                          delimiter=delimiter, infer_types=infer_types, quoting=quoting,
-                         exclude=[paths.out, paths.partial])
+                         exclude=own_files(paths, params))
     # checked before any work; an existing --out may be a stopped run's of this very job (decided below)
     check_output(paths, reader, overwrite or (paths.partial / FINISHED).exists(), file_output=True)
     if not reader.has_rows:  # before the model is resolved: torch's import, a hub model's download

@@ -21,7 +21,7 @@ from bertfeat.files import (
 )
 from bertfeat.flush import file_to_disk, naming
 from bertfeat.inputs import column_names
-from bertfeat.output import check_folder_output, job_lock, remove_stale_temps, replace_output
+from bertfeat.output import check_folder_output, job_lock, own_files, remove_stale_temps, replace_output
 from bertfeat.ray_actor import STATS_COL, JobCounts
 from bertfeat.ray_dataset import embed_dataset, require_ray
 from bertfeat.ray_plan import _cluster_nodes, check_pool, plan_workers
@@ -54,7 +54,7 @@ def embed_parquet(input, out, text_col, *, keep_cols=(), layout: str = "columns"
                          "it, or use the local or Spark engine.")
     paths = _Paths.of(Path(output_path(out, "out", "the path of the folder to write",
                                      FOLDER_OUTPUT)))
-    reader = InputReader(input, keep_cols + text_cols, batch_rows, text_cols, exclude=[paths.out, paths.partial])
+    reader = InputReader(input, keep_cols + text_cols, batch_rows, text_cols, exclude=own_files(paths, params))
     if reader.kind != "parquet":
         raise ValueError(
             f"input {reader.path!r} is CSV: the Ray engine reads parquet only. Convert it to parquet first, or use "

@@ -204,27 +204,34 @@ class InputReader(CsvProblems):
         return pa.schema([pa.field(c, roomy(wanted[c])) for c in self.columns])
 
     def _refuse_other_jobs_output(self, schemas: dict) -> None:
-        """Refuse a folder or glob input that holds, beside the files to embed, what another bertfeat job wrote
-        there (its ``bertfeat`` metadata): an earlier job's out= in the folder, or the parts of one writing there
-        now. A second job on the same input folder (another model, another pooling) was refused "column(s) 'text'
-        not found ...; it has columns 'id', 'text_cls_00', ..." or "has columns [...], unlike ...", its features'
-        names listed and nothing said of why or what to do. (A job leaves out its own out= and parts; an input of
-        bertfeat outputs only is read as any other.)"""
-        made = [f for f, schema in schemas.items() if b"bertfeat" in (schema.metadata or {})]
+        """Refuse a folder or glob input that holds, beside the files to embed, what bertfeat wrote there (read from
+        the files' metadata): an earlier job's out= in the folder, the parts of one writing there now, or the shards
+        of a cache whose cache_dir is in the folder. A second job on the same input folder (another model, another
+        pooling), or the same command run again over a cache in its input folder, was refused "column(s) 'text' not
+        found ...; it has columns 'id', 'text_cls_00', ..." (or 'key', 'n_tokens', 'vector'), or "has columns [...],
+        unlike ...", nothing said of why or what to do. (A job leaves out its own out=, parts and cache_dir; an input
+        of such files only is read as any other.)"""
+        made = [f for f, schema in schemas.items()
+                if {b"bertfeat", b"bertfeat.fingerprint"} & set(schema.metadata or {})]
         if not made or len(made) == len(schemas):
             return
         f = made[0]
         partial = next((p for p in f.parents if p.name.endswith(".partial")), None)
-        if partial is not None:
+        if b"bertfeat.fingerprint" in (schemas[f].metadata or {}):
+            what = f"a shard of the bertfeat cache {str(f.parent.parent)!r} (a cache_dir= in the input folder)"
+            to_do = "Put each job's cache_dir= outside its input folder"
+        elif partial is not None:
             what = (f"a part of the unfinished bertfeat job writing {str(partial.with_suffix(''))!r} (its .partial "
                     "folder), whose output will land there too")
+            to_do = "Write each job's out= outside its input folder"
         else:
             what = "the features a bertfeat job wrote there (its out=)"
+            to_do = "Write each job's out= outside its input folder"
         more = f" (and {len(made) - 1} more such file{'s' if len(made) > 2 else ''})" if len(made) > 1 else ""
         raise ValueError(
             f"input {self.path!r} holds {str(f)!r}{more}, {what}, beside the files to embed; it is no input, and its "
-            "columns are another job's. Write each job's out= outside its input folder, and move what is there "
-            "out of it; or name the input files alone with a glob."
+            f"columns are another job's. {to_do}, and move what is there out of it; or name the input files alone "
+            "with a glob."
         )
 
     def _check_columns(self, schema: pa.Schema):

@@ -40,7 +40,7 @@ from bertfeat.inputs import column_names
 from bertfeat.sources import FOLDER_OUTPUT, output_path
 from bertfeat.files import (InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary,
                             refuse_local_options)
-from bertfeat.output import (absolute_paths, check_folder_output, job_lock, remove_stale_temps,
+from bertfeat.output import (absolute_paths, check_folder_output, job_lock, own_files, remove_stale_temps,
                              replace_output)
 from bertfeat.links import link_docs
 from bertfeat.recipe import _is_int
@@ -437,7 +437,7 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
                                      FOLDER_OUTPUT)))
     # CSV kept columns as text unless infer_types, as the local engine reads them (007 stays 007)
     reader = InputReader(input, keep_cols + text_cols, batch_rows, text_cols, delimiter=delimiter,
-                         infer_types=infer_types, quoting=quoting, exclude=[paths.out, paths.partial])
+                         infer_types=infer_types, quoting=quoting, exclude=own_files(paths, params))
     check_folder_output(paths, reader, overwrite)
     if not reader.has_rows:  # a header-only CSV too: before the model is resolved (a hub model's download)
         raise ValueError(f"input {reader.path!r} has no rows to embed.")

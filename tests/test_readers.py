@@ -1223,3 +1223,19 @@ def test_an_input_folder_holding_another_jobs_output_or_parts_is_refused_saying_
     # read as any other: the input files alone, and an input of outputs only
     assert InputReader(str(folder / "?.parquet"), ["id", "text"], 10, ["text"]).total_rows == 3
     assert InputReader(str(folder / "large.parquet.partial"), ["id"], 10, []).total_rows == 6
+    # a cache_dir in the input folder: the job's own is left out (the same command run again was refused "column(s)
+    # 'id', 'text' not found in d; it has columns 'key', 'n_tokens', 'vector'"), another job's refused, saying so
+    shutil.rmtree(folder / "large.parquet.partial")
+    first = embed_file(str(folder), str(tmp_path / "f.parquet"), "text", keep_cols="id", model=tiny_bert, quiet=True,
+                       cache_dir=str(folder / "cache"))
+    again = embed_file(str(folder), str(tmp_path / "f.parquet"), "text", keep_cols="id", model=tiny_bert, quiet=True,
+                       cache_dir=str(folder / "cache"), overwrite=True)
+    assert (first["counts"]["rows"], again["counts"]["rows"], again["counts"]["cache_hits"]) == (3, 3, 3)
+    with pytest.raises(ValueError) as info:
+        embed_file(str(folder), str(tmp_path / "g.parquet"), "text", keep_cols="id", model=tiny_bert, quiet=True)
+    shard = next((folder / "cache").glob("*/shard-*.parquet"))
+    assert str(info.value) == (
+        f"input {str(folder)!r} holds {str(shard)!r}, a shard of the bertfeat cache {str(folder / 'cache')!r} (a "
+        "cache_dir= in the input folder), beside the files to embed; it is no input, and its columns are another "
+        "job's. Put each job's cache_dir= outside its input folder, and move what is there out of it; or name the "
+        "input files alone with a glob.")
