@@ -75,10 +75,10 @@ class OutputPaths:
 _Paths = OutputPaths  # the name ray.py and older callers import
 
 
-def own_files(paths: OutputPaths, params: dict) -> list:
-    """What a job writes that its input, a folder or glob holding it, must not read back: its out= and parts, and its
-    cache_dir (a cache in the input folder, whose shards are parquet files)."""
-    own = [paths.out, paths.partial]
+def own_files(paths: OutputPaths | None, params: dict) -> list:
+    """What a job writes that its input, a folder or glob holding it, must not read back: its out= and parts (where
+    it has one: ``paths``), and its cache_dir (a cache in the input folder, whose shards are parquet files)."""
+    own = [] if paths is None else [paths.out, paths.partial]
     cache_dir = params.get("cache_dir")
     if isinstance(cache_dir, (str, os.PathLike)) and os.fspath(cache_dir).strip() and "://" not in os.fspath(cache_dir):
         own.append(Path(absolute(os.path.expanduser(os.fspath(cache_dir)))))

@@ -147,6 +147,27 @@ def test_probe_command(tiny_bert, tmp_path, capsys):
     assert "column(s) 'nope' not found" in capsys.readouterr().err
 
 
+def test_the_probe_command_run_again_leaves_out_its_cache_in_the_input_folder(tiny_bert, tmp_path, capsys):
+    """`bertfeat probe data --cache-dir data/cache` run again read its cache's shards as input: "column(s) 'text',
+    'label' not found in data; it has columns 'key', 'n_tokens', 'vector'". A job leaves out its own cache_dir, as
+    `bertfeat embed` does."""
+    from bertfeat.cli import main
+
+    texts, y = labelled(40)
+    folder = tmp_path / "data"
+    folder.mkdir()
+    pd.DataFrame({"text": texts, "label": y}).to_parquet(folder / "a.parquet")
+    argv = ["probe", str(folder), "--text-col", "text", "--label-col", "label", "--model", tiny_bert, "--cv", "3",
+            "--unions", "0", "--cache-dir", str(folder / "cache"), "--json", str(tmp_path / "p.json")]
+    assert main(argv) == 0
+    first = json.loads((tmp_path / "p.json").read_text())
+    assert list((folder / "cache").glob("*/shard-*.parquet"))
+    assert main(argv) == 0, capsys.readouterr().err
+    again = json.loads((tmp_path / "p.json").read_text())
+    (first,), (again,) = first["models"].values(), again["models"].values()
+    assert (first["texts"], first["cache_hits"], again["texts"], again["cache_hits"]) == (40, 0, 40, first["unique"])
+
+
 def test_probe_command_with_missing_texts(tiny_bert, tmp_path, capsys):
     from bertfeat.cli import main
 

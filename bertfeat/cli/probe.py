@@ -77,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
     from bertfeat.cli import UsageError
     from bertfeat.cli.embed import _delimiter
     from bertfeat.files import InputReader, resolve_input
+    from bertfeat.output import own_files
     from bertfeat.probe import _check_writable, chance_lines, probe
 
     if args.json:  # written after the work: refused before it
@@ -87,8 +88,9 @@ def run(args: argparse.Namespace) -> int:
     if given and not is_csv:
         raise UsageError(f"{given[0]}= applies to CSV input only, and {args.input!r} is parquet; drop {given[0]}=.")
     columns = list(dict.fromkeys([args.text_col, args.label_col] + ([args.group_col] if args.group_col else [])))
-    reader = InputReader(args.input, columns, 100_000, [args.text_col],
-                         delimiter=_delimiter(args.delimiter), quoting=args.quoting)
+    reader = InputReader(args.input, columns, 100_000, [args.text_col],  # a --cache-dir in the input folder left out
+                         delimiter=_delimiter(args.delimiter), quoting=args.quoting,
+                         exclude=own_files(None, {"cache_dir": args.cache_dir}))
     import pyarrow as pa
 
     table = pa.Table.from_batches(list(reader.batches()), schema=reader.schema)
