@@ -779,7 +779,8 @@ class _Namespace:
     def clear(self) -> None:
         if not os.path.isdir(self.dir):
             return
-        with _flock(os.path.join(self.dir, _COMPACT_LOCK_FILE), exclusive=True), self._lock:
+        with _flock(os.path.join(self.dir, _COMPACT_LOCK_FILE), exclusive=True, waiting=self._waiting("clear")), \
+                self._lock:
             with _flock(os.path.join(self.dir, _LOCK_FILE), exclusive=True):
                 try:  # all or none: a cache half cleared would answer for some texts of the recipe and not others
                     _remove_all(self.dir, [name for name in os.listdir(self.dir)
@@ -802,6 +803,14 @@ class _Namespace:
             self._remove_lock_files()
         with contextlib.suppress(OSError):  # left in place if something else was put there
             os.rmdir(self.dir)
+
+    def _waiting(self, what: str):
+        """What a compaction or a clear says where another process holds ``.compact.lock`` (``_flock``'s
+        ``waiting``): who, and that this one waits for it, rather than seem hung for the merge's length."""
+        def say(holder: str) -> None:
+            notice(f"bertfeat cache: {holder} is compacting or clearing {self.dir} (it holds {_COMPACT_LOCK_FILE}); "
+                   f"this {what} waits for it to end.", CacheWarning)
+        return say
 
     def _remove_lock_files(self) -> None:
         for name in (_LOCK_FILE, _COMPACT_LOCK_FILE):

@@ -52,7 +52,7 @@ def _compact(ns) -> CompactResult:
     # The namespace's thread lock is held to read the index at the start and for the swap at the end, not while the
     # shards are merged: the lookups and stores of this process's other threads (a service compacting in a thread of
     # its own) run beside the merge, as another process's do; the flock on .compact.lock keeps the rest out.
-    with _flock(os.path.join(ns.dir, _COMPACT_LOCK_FILE), exclusive=True):
+    with _flock(os.path.join(ns.dir, _COMPACT_LOCK_FILE), exclusive=True, waiting=ns._waiting("compaction")):
         with ns._lock:
             temp_removed = _remove_stale_temp_files(ns)
             ns._learn_width(ns._read_recipe())

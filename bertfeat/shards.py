@@ -269,9 +269,14 @@ def _windows_pid_alive(pid: int) -> bool:
 
 
 @contextlib.contextmanager
-def _flock(path: str, *, exclusive: bool):
+def _flock(path: str, *, exclusive: bool, waiting=None):
     """An advisory lock on ``path`` (:mod:`bertfeat.locks`; a shared one is exclusive on Windows), waited for; a no-op
-    where the OS has no lock call or the filesystem refuses it, or the lock file cannot be created."""
+    where the OS has no lock call or the filesystem refuses it, or the lock file cannot be created.
+
+    ``waiting`` (for the locks held long: a compaction's, a clear's): called once, with the holder's line ("pid 12 on
+    host", or "another process"), where another holds the lock, before this one waits for it; the lock's holder
+    then writes its own line in the file, and empties it as it lets go. (Waited for without a word, a clear or a
+    second compaction looked hung while a compaction ran in another terminal.)"""
     fd = None
     if locks.available():
         with contextlib.suppress(OSError):
@@ -279,13 +284,19 @@ def _flock(path: str, *, exclusive: bool):
     if fd is None:
         yield
         return
+    says = waiting is not None
     try:
         while True:
             try:
-                locks.lock(fd, exclusive=exclusive)
+                if waiting is None or not locks.lock(fd, exclusive=exclusive, wait=False):
+                    if waiting is not None:
+                        waiting(_holder(fd))
+                        waiting = None  # said once
+                    locks.lock(fd, exclusive=exclusive)
             except OSError as exc:
                 if exc.errno not in locks.UNSUPPORTED:
                     raise
+                says = False
                 break  # this filesystem does not lock: docs/cache.md says what stays safe
             try:
                 if locks.still_held(fd, path):
@@ -300,8 +311,30 @@ def _flock(path: str, *, exclusive: bool):
             with contextlib.suppress(OSError):
                 fd = locks.open_lock_file(path)
             if fd is None:  # the namespace itself is gone: there is nothing left to guard
+                says = False
                 break
+        if says:
+            _write_holder(fd, f"pid {os.getpid()} on {socket.gethostname()}")
         yield
     finally:
         if fd is not None:
+            if says:
+                _write_holder(fd, "")  # let go: the next holder's line, or none, never this one's
             locks.release(fd)
+
+
+def _holder(fd: int) -> str:
+    """The line the holder of the lock file ``fd`` wrote in it (``_flock``), or "another process"."""
+    with contextlib.suppress(OSError):
+        os.lseek(fd, 0, os.SEEK_SET)
+        line = os.read(fd, 200).decode("utf-8", "replace").strip()
+        if line:
+            return line
+    return "another process"
+
+
+def _write_holder(fd: int, line: str) -> None:
+    with contextlib.suppress(OSError):  # a full disk: the line is a courtesy to the next waiter
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, line.encode())

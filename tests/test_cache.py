@@ -948,6 +948,57 @@ def test_cache_operations_wait_for_the_advisory_lock(tmp_path, operation, lock_f
 
 
 @pytest.mark.skipif(locks.fcntl is None, reason="flock is POSIX")
+@pytest.mark.parametrize("operation", ["compact", "clear"])
+def test_a_compaction_or_clear_waiting_for_another_says_who_it_waits_for(tmp_path, operation):
+    """`bertfeat cache clear` or a second `compact` while a compaction ran in another terminal waited for the whole
+    merge without a word, and looked hung. It now says who holds .compact.lock and that it waits; the holder writes
+    its line there as it takes the lock, and empties it as it lets go (never naming a process that ended)."""
+    import threading
+
+    recipe = make_recipe(hidden_size=workers.N_FEATURES)
+    Cache(tmp_path).store(recipe, *workers.rows(range(10)))
+    Cache(tmp_path).store(recipe, *workers.rows(range(5, 15)))
+    folder = tmp_path / recipe.fingerprint()
+    lock = folder / ".compact.lock"
+    done = {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CacheWarning)
+        with holding_flock(lock, exclusive=True):
+            lock.write_text("pid 4242 on elsewhere")
+            thread = threading.Thread(target=lambda: done.update(result=getattr(Cache(tmp_path), operation)()))
+            thread.start()
+            deadline = time.time() + 30
+            while not caught and time.time() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.2)
+            waited = thread.is_alive() and not done
+            lock.write_text("")  # as the holder lets go
+        thread.join(30)
+    assert waited
+    assert [str(w.message) for w in caught] == [
+        f"bertfeat cache: pid 4242 on elsewhere is compacting or clearing {folder} (it holds .compact.lock); this "
+        f"{'compaction' if operation == 'compact' else 'clear'} waits for it to end."]
+    if operation == "compact":
+        assert [r.shards_after for r in done["result"]] == [1] and lock.read_text() == ""
+        # the line is the holder's while it holds the lock
+        seen = []
+        real = cache_module._Namespace.refresh
+
+        def refresh(ns):
+            seen.append(lock.read_text())
+            return real(ns)
+
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(cache_module._Namespace, "refresh", refresh)
+            Cache(tmp_path).compact()
+        import socket
+
+        assert seen[0] == f"pid {os.getpid()} on {socket.gethostname()}" and lock.read_text() == ""
+    else:
+        assert done["result"] == [recipe.fingerprint()] and not folder.exists()
+
+
+@pytest.mark.skipif(locks.fcntl is None, reason="flock is POSIX")
 @pytest.mark.parametrize("lock_file", [".lock", ".compact.lock"])
 def test_clear_removes_its_lock_files_while_holding_them_and_a_waiter_locks_afresh(tmp_path, monkeypatch, lock_file):
     """`clear` removed .lock and .compact.lock after letting go of them: a compaction waiting on the old file then

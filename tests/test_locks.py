@@ -10,6 +10,7 @@ import os
 import socket
 import threading
 import time
+import warnings
 
 import pytest
 
@@ -111,17 +112,23 @@ def test_on_windows_cache_operations_wait_for_the_lock(tmp_path, windows_locks, 
             done["cleared"] = len(other.clear())
 
     thread = threading.Thread(target=run)
-    try:
-        thread.start()
-        time.sleep(0.5)
-        assert thread.is_alive() and not done, f"{operation} ran while {lock_file} was held on Windows"
-        assert any(f != fd and at == LOCKED for f, _, at, _ in fake.calls)  # it is trying the lock
-    finally:
-        fake.locking(fd, fake.LK_UNLCK, 1)
-        os.close(fd)
-        thread.join(30)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            thread.start()
+            time.sleep(0.5)
+            assert thread.is_alive() and not done, f"{operation} ran while {lock_file} was held on Windows"
+            assert any(f != fd and at == LOCKED for f, _, at, _ in fake.calls)  # it is trying the lock
+        finally:
+            fake.locking(fd, fake.LK_UNLCK, 1)
+            os.close(fd)
+            thread.join(30)
     assert done == {"lookup": {"found": 15}, "compact": {"shards_after": [1]}, "clear": {"cleared": 1}}[operation]
     assert fake.held == {}  # every lock let go
+    # a compaction or clear waiting for .compact.lock says so (the holder wrote no line here: "another process")
+    said = [str(w.message).split(" (it holds")[0] for w in caught]
+    assert said == ([f"bertfeat cache: another process is compacting or clearing {path.parent}"]
+                    if lock_file == ".compact.lock" else [])
 
 
 def test_on_windows_clear_removes_its_lock_files_after_letting_go_of_them(tmp_path, windows_locks):
