@@ -700,19 +700,14 @@ def test_reader_whose_listing_is_compacted_away_before_it_opens_the_shards_finds
     workers.check_found(keys, found, got, tokens)
 
 
-def test_a_compaction_in_another_thread_lets_lookups_and_stores_run_while_it_merges(tmp_path, monkeypatch):
-    """docs/cache.md: readers take no lock while reading, and a compaction holds a lock only for its swap. In one
-    process (a service compacting its cache in a thread of its own) every lookup and store of that namespace waited
-    for the whole merge, minutes on a big cache: a request stalled until the compaction ended. They now run beside
-    it; a shard stored meanwhile is left alone and keeps its rows."""
+@contextlib.contextmanager
+def compacting_in_a_thread(cache, monkeypatch):
+    """``cache.compact()`` run in a thread of its own and held inside its merge (at its first copy of rows) while the
+    block runs; yields a dict whose "result" is the compaction's once the block has ended."""
     import threading
 
     import bertfeat.compaction
 
-    recipe = make_recipe(hidden_size=workers.N_FEATURES)
-    cache = Cache(tmp_path)
-    for start in range(0, 40, 10):
-        cache.store(recipe, *workers.rows(range(start, start + 15)))
     inside, go_on = threading.Event(), threading.Event()
     real = bertfeat.compaction._copy_rows
 
@@ -725,22 +720,37 @@ def test_a_compaction_in_another_thread_lets_lookups_and_stores_run_while_it_mer
     compacted = {}
     compactor = threading.Thread(target=lambda: compacted.update(result=cache.compact()[0]))
     compactor.start()
+    try:
+        assert inside.wait(30)
+        yield compacted
+    finally:
+        go_on.set()
+        compactor.join(30)
+
+
+def test_a_compaction_in_another_thread_lets_lookups_and_stores_run_while_it_merges(tmp_path, monkeypatch):
+    """docs/cache.md: readers take no lock while reading, and a compaction holds a lock only for its swap. In one
+    process (a service compacting its cache in a thread of its own) every lookup and store of that namespace waited
+    for the whole merge, minutes on a big cache: a request stalled until the compaction ended. They now run beside
+    it; a shard stored meanwhile is left alone and keeps its rows."""
+    import threading
+
+    recipe = make_recipe(hidden_size=workers.N_FEATURES)
+    cache = Cache(tmp_path)
+    for start in range(0, 40, 10):
+        cache.store(recipe, *workers.rows(range(start, start + 15)))
     during = {}
 
     def request():
         during["lookup"] = cache.lookup(recipe, workers.rows(range(50))[0])
         during["stored"] = cache.store(recipe, *workers.rows(range(50, 65)))
 
-    try:
-        assert inside.wait(30)
+    with compacting_in_a_thread(cache, monkeypatch) as compacted:
         thread = threading.Thread(target=request)
         thread.start()
         thread.join(10)
         ran_beside = not thread.is_alive()
-    finally:
-        go_on.set()
-        compactor.join(30)
-        thread.join(30)
+    thread.join(30)
     assert ran_beside, "a lookup waited for another thread's whole compaction"
     found, got, tokens = during["lookup"]
     assert found.tolist() == [True] * 45 + [False] * 5
@@ -761,26 +771,11 @@ def test_a_shard_another_thread_could_not_read_during_a_compaction_is_not_delete
     it for the process: the compaction must not take that for its own finding and delete a sound shard's rows."""
     import threading
 
-    import bertfeat.compaction
-
     recipe = make_recipe(hidden_size=workers.N_FEATURES)
     cache = Cache(tmp_path)
     cache.store(recipe, *workers.rows(range(10)))
     cache.store(recipe, *workers.rows(range(10, 20)))
-    inside, go_on = threading.Event(), threading.Event()
-    real = bertfeat.compaction._copy_rows
-
-    def paused(*args, **kwargs):
-        inside.set()
-        assert go_on.wait(30)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(bertfeat.compaction, "_copy_rows", paused)
-    compacted = {}
-    compactor = threading.Thread(target=lambda: compacted.update(result=cache.compact()[0]))
-    compactor.start()
-    try:
-        assert inside.wait(30)
+    with compacting_in_a_thread(cache, monkeypatch) as compacted:
         Cache(tmp_path).store(recipe, *workers.rows(range(20, 30)))  # another process's shard, new to the merge
         namespace = cache._namespace(recipe.fingerprint())
         read_rows = namespace._read_rows
@@ -798,9 +793,6 @@ def test_a_shard_another_thread_could_not_read_during_a_compaction_is_not_delete
             thread.join(30)
         assert [str(w.message).startswith("bertfeat cache: ignoring unreadable shard") for w in caught] == [True]
         monkeypatch.setattr(namespace, "_read_rows", read_rows)
-    finally:
-        go_on.set()
-        compactor.join(30)
     assert compacted["result"].corrupt_removed == []
     keys = workers.rows(range(30))[0]
     found, got, tokens = Cache(tmp_path).lookup(recipe, keys)
