@@ -37,13 +37,13 @@ import pyarrow.parquet as pq
 
 from bertfeat import locks
 from bertfeat.exceptions import CacheError, CacheWarning, notice, user_stacklevel
-from bertfeat.flush import file_to_disk
+from bertfeat.flush import atomic_write_bytes, file_to_disk
 from bertfeat.fork_safe import ForkSafeLock
 from bertfeat.recent import keep_recent
 from bertfeat.shards import (  # noqa: F401  (the cache's names for its shard format since before the split)
     _HOST, _WRITE_OPTIONS, CACHE_FORMAT, KEY_BYTES, _flock, _fsync_dir, _key_array, _keys_from_column,
     _NotRemoved, _pid_alive, _remove_all, _row_group_rows, _RowGroupWriter, _schema, _shard_table, _shard_time,
-    _TempShard, _Unreadable, _vectors_from_column, _write_atomic,
+    _TempShard, _Unreadable, _vectors_from_column,
 )
 from bertfeat.links import link_docs
 from bertfeat.sources import absolute, is_url, locale_refusal
@@ -62,8 +62,9 @@ _LOCK_FILE = ".lock"
 _COMPACT_LOCK_FILE = ".compact.lock"
 _SHARD_RE = re.compile(r"^shard-\d{20}-[0-9a-f]{12}\.parquet$")
 _TMP_RE = re.compile(r"^\.tmp-(?P<host>.*)-(?P<pid>\d+)-[0-9a-f]{12}\.parquet$")
-# what a writer killed while writing recipe.json leaves (_write_atomic): no host in its name, so only its age tells
-_RECIPE_TMP_RE = re.compile(r"^recipe\.json\.\d+-[0-9a-f]{8}\.tmp$")
+# what a writer killed while writing recipe.json leaves (_write_atomic; the second name, an older bertfeat's): no host
+# in its name, so only its age tells
+_RECIPE_TMP_RE = re.compile(r"^(\.recipe\.json\.tmp-\d+-[0-9a-f]{8}|recipe\.json\.\d+-[0-9a-f]{8}\.tmp)$")
 _NAMESPACE_RE = re.compile(r"^[0-9a-f]{32}$")
 # A temporary shard older than this is a dead writer's leftover even when its owner cannot be checked (other host).
 _STALE_TMP_SECONDS = 3600
@@ -124,6 +125,11 @@ def open_cache(path, *, create: bool = True) -> "Cache":
     marker = os.path.join(root, MARKER)
     # a cache this user may not write to (a team's cache on a read-only mount) is read, not added to (store)
     unwritable = None if os.access(root, os.W_OK | os.X_OK) else _unwritable(root)
+    if create and not unwritable and _empty(marker):
+        # renamed unflushed by an older bertfeat before a power cut, it says no format; written again where it can
+        # be, else it still marks a cache (_check_cache_format)
+        with contextlib.suppress(OSError):
+            _write_atomic(marker, json.dumps({"bertfeat_cache_format": CACHE_FORMAT}) + "\n")
     if create and not os.path.exists(marker):
         if unwritable:
             raise CacheError(f"cache_dir={shown!r} ({root}) {unwritable}. {what_to_do}")
@@ -150,6 +156,18 @@ def open_cache(path, *, create: bool = True) -> "Cache":
         cache.read_only = f"cache_dir={shown!r} ({root}) {unwritable}" if unwritable else None  # as it is now
         keep_recent(_RECENT, cache, CACHES_KEPT)
     return cache
+
+
+def _write_atomic(path: str, text: str) -> None:
+    """Write the cache's small text file ``path`` (its marker, a ``recipe.json``) whole or not at all, flushed."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def _empty(path: str) -> bool:
+    try:
+        return os.path.getsize(path) == 0
+    except OSError:
+        return False
 
 
 def _full_disk(exc: OSError) -> str | None:
@@ -683,11 +701,14 @@ class _Namespace:
     def _write(self, table: pa.Table, recipe) -> str:
         os.makedirs(self.dir, exist_ok=True)
         recipe_path = os.path.join(self.dir, RECIPE_FILE)
-        if not os.path.exists(recipe_path):
+        # written where there is none, or none that can be read (empty or cut short: renamed unflushed by an older
+        # bertfeat before a power cut), which would else stay so: info would say it is missing for good, compact
+        # take the width from a shard, and no token counts be noted in it
+        if self._read_recipe() is None:
             # under the lock note_tokens writes it with, looking again: a writer that noted token counts in it
             # meanwhile would otherwise lose them to this plain copy
             with _flock(os.path.join(self.dir, _LOCK_FILE), exclusive=True):
-                if not os.path.exists(recipe_path):
+                if self._read_recipe() is None:
                     d = recipe.to_dict()
                     d["n_features"] = recipe.n_features
                     _write_atomic(recipe_path, json.dumps(d, indent=2, sort_keys=True) + "\n")
@@ -734,11 +755,13 @@ class _Namespace:
             self._noted = counts  # true in this process either way, and not written again for every call
 
     def _read_recipe(self) -> dict | None:
+        """``recipe.json`` as written; None where there is none, or it cannot be read or is no JSON object."""
         try:
             with open(os.path.join(self.dir, RECIPE_FILE), encoding="utf-8") as f:
-                return json.load(f)
+                recipe = json.load(f)
         except (OSError, ValueError):
             return None
+        return recipe if isinstance(recipe, dict) else None
 
     def _present_bad(self) -> list[str]:
         return sorted(n for n in self.bad if os.path.exists(os.path.join(self.dir, n)))

@@ -6,7 +6,9 @@ VirtualBox shared folder and FUSE file systems without a flush answer ``fsync`` 
 synchronization"), or EOPNOTSUPP or ENOSYS. The bytes written went through, so the file is written unflushed there,
 as a folder's flush is skipped where it cannot be made (:func:`bertfeat.shards._fsync_dir`). Any other failure
 stands, naming the file: EIO (the bytes did not reach the disk), and a full disk or quota, which NFS reports at the
-flush rather than at the write. A failure of the write itself names the file too (:func:`naming`).
+flush rather than at the write. A failure of the write itself names the file too (:func:`naming`). A small file
+(a manifest, a part's stats, a job's state, the cache's marker and ``recipe.json``) is written so by
+:func:`atomic_write_bytes`.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import uuid
 
 # what fsync answers where the file system cannot flush a file (the bytes written stand)
 CANNOT_FLUSH = frozenset({errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS})
@@ -53,3 +56,24 @@ def naming(path):
         if exc.filename is not None or exc.errno is None:
             raise
         raise OSError(exc.errno, exc.strerror or str(exc), os.fspath(path)) from exc
+
+
+def atomic_write_bytes(path, data: bytes) -> None:
+    """Put ``data`` at ``path`` whole or not at all: written under a temp name beside it
+    (``.<name>.tmp-<pid>-<id>``: two threads of one process write apart), flushed (:func:`to_disk`), renamed into
+    place (on Windows tried again while an antivirus reads the new file: :func:`bertfeat.locks.retried`). Where a
+    step fails the old file stays and the temp file is removed."""
+    from bertfeat import locks
+
+    path = os.fspath(path)
+    folder, name = os.path.split(path)
+    tmp = os.path.join(folder, f".{name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    try:
+        with naming(tmp), open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            to_disk(fh.fileno(), tmp)
+        locks.retried(os.replace, tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from bertfeat import locks
 from bertfeat.exceptions import NoLockWarning, user_stacklevel
-from bertfeat.flush import file_to_disk, naming, to_disk
+from bertfeat.flush import atomic_write_bytes, file_to_disk, naming  # noqa: F401  (output's name, the engines import it)
 from bertfeat.sources import SameFiles, absolute
 
 
@@ -309,18 +309,6 @@ def remove_stale_temps(paths: OutputPaths) -> None:
             shutil.rmtree(f, ignore_errors=True)
         else:
             _remove(f)
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with naming(tmp), open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            to_disk(fh.fileno(), tmp)
-        locks.retried(os.replace, tmp, path)  # Windows: an antivirus may be reading the new file
-    finally:
-        _remove(tmp)
 
 
 _atomic_write_bytes = atomic_write_bytes  # the name ray_files.py and spark.py import (through files)

@@ -1,6 +1,6 @@
 """A cache shard on disk: its parquet schema and format version, reading its key and vector columns, writing it
 in row groups of a fixed size, and the file plumbing the cache's writers share (a temporary shard renamed into place,
-atomic small files, fsync, advisory locks). :mod:`bertfeat.cache` builds namespaces, the key index and compaction
+fsync, advisory locks). :mod:`bertfeat.cache` builds namespaces, the key index and compaction
 on these; nothing here knows about recipes or lookups.
 """
 
@@ -208,17 +208,6 @@ def _remove_all(directory: str, names) -> None:
 def _shard_time(name: str) -> int:
     """The time in a shard's name (``shard-<time>-<id>.parquet``), in nanoseconds."""
     return int(name.split("-")[1])
-
-
-def _write_atomic(path: str, text: str) -> None:
-    tmp = f"{path}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        locks.retried(os.replace, tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
 
 
 def _fsync_dir(path: str) -> None:

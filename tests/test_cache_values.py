@@ -290,6 +290,55 @@ def test_a_marker_of_this_format_or_one_that_cannot_be_read_still_marks_a_cache(
     assert open_cache(tmp_path, create=False).lookup(recipe, workers.rows(range(4))[0])[0].all()
 
 
+def test_the_caches_marker_and_recipe_file_are_flushed_before_they_are_renamed_into_place(tmp_path, monkeypatch):
+    """The marker and ``recipe.json`` were renamed into place unflushed (a shard is flushed first): after a power cut
+    each could be there empty, read as absent, where the shards beside them were whole."""
+    real_fsync, real_replace, flushed, renamed = os.fsync, os.replace, set(), []
+
+    def fsync(fd):
+        flushed.add(os.readlink(f"/proc/self/fd/{fd}"))
+        return real_fsync(fd)
+
+    def replace(src, dst, *args, **kwargs):
+        renamed.append((os.fspath(src), os.path.basename(dst)))
+        return real_replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    recipe = recipe16()
+    open_cache(tmp_path / "c").store(recipe, *workers.rows(range(4)))
+    assert {dst for _, dst in renamed} >= {"bertfeat-cache.json", "recipe.json"}
+    assert [src for src, _ in renamed if src not in flushed] == []
+
+
+@pytest.mark.parametrize("left", ["empty", "cut short"])
+def test_a_recipe_file_a_power_cut_left_unreadable_is_written_again_by_the_next_store(tmp_path, left):
+    """A ``recipe.json`` left empty (renamed unflushed by an older bertfeat before a power cut) or cut short was
+    never written again (a store looked only for the file): ``cache info`` said "(recipe.json missing)" for good,
+    ``compact`` took the vector width from a shard, and the token counts a cache-only run needs were never noted."""
+    recipe = recipe16()
+    Cache(tmp_path).store(recipe, *workers.rows(range(4)))
+    path = tmp_path / recipe.fingerprint() / "recipe.json"
+    whole = json.loads(path.read_text())
+    path.write_text("" if left == "empty" else path.read_text()[:20])
+    Cache(tmp_path).store(recipe, *workers.rows(range(4, 8)))
+    assert json.loads(path.read_text()) == whole
+    info = Cache(tmp_path).info()[0]
+    assert (info.recipe, info.n_features, info.rows) == (whole, F, 8)
+
+
+def test_an_empty_marker_is_written_again_where_the_cache_is_opened_to_be_written(tmp_path):
+    """An empty marker (renamed unflushed by an older bertfeat before a power cut) still marks a cache, but says no
+    format, so a newer bertfeat's cache could not be told from it; opened to be written, it is written again."""
+    recipe = recipe16()
+    Cache(tmp_path).store(recipe, *workers.rows(range(4)))
+    (tmp_path / "bertfeat-cache.json").write_text("")
+    assert open_cache(tmp_path, create=False).lookup(recipe, workers.rows(range(4))[0])[0].all()
+    assert (tmp_path / "bertfeat-cache.json").read_text() == ""  # only looked at: nothing written
+    assert open_cache(tmp_path).lookup(recipe, workers.rows(range(4))[0])[0].all()
+    assert (tmp_path / "bertfeat-cache.json").read_text() == '{"bertfeat_cache_format": 1}\n'
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX")
 def test_a_forked_child_gets_its_own_cache_object(tmp_path):
     parent = open_cache(tmp_path)
@@ -1316,11 +1365,17 @@ def test_the_cache_writes_and_compacts_where_the_file_system_cannot_flush_a_file
     assert [p.name for p in (tmp_path / recipe.fingerprint()).iterdir() if p.name.startswith(".tmp")] == []
 
 
-def test_a_shard_whose_flush_fails_is_not_stored_and_the_warning_names_it(tmp_path, monkeypatch):
-    # EIO at the flush: the bytes did not reach the disk; ENOSPC or EDQUOT, as NFS reports them at the flush
+@pytest.mark.parametrize("whose", ["shard", "recipe.json"])
+def test_a_shard_whose_flush_fails_is_not_stored_and_the_warning_names_it(tmp_path, monkeypatch, whose):
+    # EIO at the flush: the bytes did not reach the disk; ENOSPC or EDQUOT, as NFS reports them at the flush. A first
+    # store writes recipe.json first, flushed too since session 16: a failed flush there names that file
     recipe = recipe16()
+    real_fsync = os.fsync
+    failing = r"\.tmp-[^']+\.parquet" if whose == "shard" else r"\.recipe\.json\.tmp-\d+-[0-9a-f]{8}"
 
     def fsync(fd):
+        if re.fullmatch(failing, os.path.basename(os.readlink(f"/proc/self/fd/{fd}"))) is None:
+            return real_fsync(fd)
         raise OSError(errno.EIO, "Input/output error")
 
     monkeypatch.setattr(os, "fsync", fsync)
@@ -1329,9 +1384,10 @@ def test_a_shard_whose_flush_fails_is_not_stored_and_the_warning_names_it(tmp_pa
     ns = re.escape(str(tmp_path / recipe.fingerprint()))
     assert re.fullmatch(rf"bertfeat cache: could not write new rows to {ns} "
                         rf"\(\[Errno 5\] Input/output error: '{ns}/"
-                        r"\.tmp-[^']+\.parquet'\); they are not cached\. Check the free space and permissions of the "
+                        rf"{failing}'\); they are not cached\. Check the free space and permissions of the "
                         r"cache directory\.", message_of(record)), message_of(record)
-    assert list((tmp_path / recipe.fingerprint()).glob("*.parquet")) == []
+    assert sorted(p.name for p in (tmp_path / recipe.fingerprint()).iterdir()) == (
+        [".lock", "recipe.json"] if whose == "shard" else [".lock"])
 
 
 def held_open_on_windows(monkeypatch, held: set, tries: dict | None = None,
