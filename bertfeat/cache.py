@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bertfeat import locks
-from bertfeat.exceptions import CacheError, CacheWarning, notice, user_stacklevel
+from bertfeat.exceptions import CacheError, CacheWarning, NoLockWarning, notice, user_stacklevel
 from bertfeat.flush import atomic_write_bytes, file_to_disk
 from bertfeat.fork_safe import ForkSafeLock
 from bertfeat.recent import keep_recent
@@ -161,6 +161,22 @@ def open_cache(path, *, create: bool = True) -> "Cache":
 def _write_atomic(path: str, text: str) -> None:
     """Write the cache's small text file ``path`` (its marker, a ``recipe.json``) whole or not at all, flushed."""
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def _unlocked_once(root: str, done: str):
+    """What ``compact`` and ``clear`` call where the filesystem refuses ``flock`` (:func:`bertfeat.shards._flock`):
+    they then run beside whatever else uses the cache, which docs/cache.md asks them not to, so a
+    :class:`NoLockWarning` says so once a call (before any work: where warnings are errors it stops the call), as a
+    job on such a filesystem warns of its ``out=``."""
+    said = []
+
+    def unlocked(why: str) -> None:
+        if not said:
+            said.append(why)
+            warnings.warn(f"the filesystem of the cache {root} does not support flock locks ({why}), so no lock keeps "
+                          f"other jobs off it while it is {done}: run this only while no other job or session uses "
+                          "the cache.", NoLockWarning, stacklevel=user_stacklevel())
+    return unlocked
 
 
 def _empty(path: str) -> bool:
@@ -339,13 +355,15 @@ class Cache:
         of old shards for the merged one happens under a short exclusive lock.
         """
         fps = [fingerprint] if fingerprint else self.fingerprints()
-        return [self._namespace(fp).compact() for fp in fps]
+        unlocked = _unlocked_once(self.root, "compacted")
+        return [self._namespace(fp).compact(unlocked) for fp in fps]
 
     def clear(self, fingerprint: str | None = None) -> list[str]:
         """Delete one namespace, or all of them; returns the fingerprints deleted. The directory stays a cache."""
         fps = [fingerprint] if fingerprint else self.fingerprints()
+        unlocked = _unlocked_once(self.root, "cleared")
         for fp in fps:
-            self._namespace(fp).clear()
+            self._namespace(fp).clear(unlocked)
             with self._lock:
                 self._namespaces.pop(fp, None)
         return fps
@@ -793,18 +811,19 @@ class _Namespace:
                 corrupt=self._present_bad(), temp_files=len(self._temp_files()),
             )
 
-    def compact(self) -> "CompactResult":
-        """Merge this namespace's shards into one (:func:`bertfeat.compaction.compact`)."""
+    def compact(self, unlocked=None) -> "CompactResult":
+        """Merge this namespace's shards into one (:func:`bertfeat.compaction.compact`); ``unlocked``: said where the
+        filesystem takes no lock (:func:`_unlocked_once`)."""
         from bertfeat.compaction import compact
 
-        return compact(self)
+        return compact(self, unlocked)
 
-    def clear(self) -> None:
+    def clear(self, unlocked=None) -> None:
         if not os.path.isdir(self.dir):
             return
-        with _flock(os.path.join(self.dir, _COMPACT_LOCK_FILE), exclusive=True, waiting=self._waiting("clear")), \
-                self._lock:
-            with _flock(os.path.join(self.dir, _LOCK_FILE), exclusive=True):
+        with _flock(os.path.join(self.dir, _COMPACT_LOCK_FILE), exclusive=True, waiting=self._waiting("clear"),
+                    unlocked=unlocked), self._lock:
+            with _flock(os.path.join(self.dir, _LOCK_FILE), exclusive=True, unlocked=unlocked):
                 try:  # all or none: a cache half cleared would answer for some texts of the recipe and not others
                     _remove_all(self.dir, [name for name in os.listdir(self.dir)
                                            if _SHARD_RE.match(name) or name.startswith(".tmp-")

@@ -43,16 +43,18 @@ class CompactResult:
 
 
 
-def compact(ns) -> CompactResult:
+def compact(ns, unlocked=None) -> CompactResult:
+    """Merge the namespace ``ns``'s shards into one; ``unlocked`` is called where the filesystem takes no lock."""
     with ns._said_after():  # the shards set aside are said once the work is done (never stopping it)
-        return _compact(ns)
+        return _compact(ns, unlocked)
 
 
-def _compact(ns) -> CompactResult:
+def _compact(ns, unlocked=None) -> CompactResult:
     # The namespace's thread lock is held to read the index at the start and for the swap at the end, not while the
     # shards are merged: the lookups and stores of this process's other threads (a service compacting in a thread of
     # its own) run beside the merge, as another process's do; the flock on .compact.lock keeps the rest out.
-    with _flock(os.path.join(ns.dir, _COMPACT_LOCK_FILE), exclusive=True, waiting=ns._waiting("compaction")):
+    with _flock(os.path.join(ns.dir, _COMPACT_LOCK_FILE), exclusive=True, waiting=ns._waiting("compaction"),
+               unlocked=unlocked):
         with ns._lock:
             temp_removed = _remove_stale_temp_files(ns)
             ns._learn_width(ns._read_recipe())
@@ -132,7 +134,7 @@ def _compact(ns) -> CompactResult:
             with ns._lock:  # the swap, and the index brought up to date
                 bad = sorted(n for n in found_bad if os.path.exists(os.path.join(ns.dir, n)))
                 dead = [s.name for s in old.values() if s.name not in found_bad and s.name not in found_denied] + bad
-                with _flock(os.path.join(ns.dir, _LOCK_FILE), exclusive=True):
+                with _flock(os.path.join(ns.dir, _LOCK_FILE), exclusive=True, unlocked=unlocked):
                     merged = None
                     if rows:
                         # Named with the time of the oldest shard it replaces, not now: a differing copy of a key

@@ -46,13 +46,15 @@ class SparkSessionWarning(UserWarning):
     stands."""
 
 
-# the packages whose frames lie between a user's line and bertfeat's warning
-_NOT_THE_USERS = ("bertfeat", "sklearn", "joblib", "pickle")
+# the packages whose frames lie between a user's line and bertfeat's warning; contextlib's: a warning raised in
+# bertfeat's own context manager (a job's lock, the cache's) as it is entered (a user's context manager is a frame
+# of the user's module below contextlib's)
+_NOT_THE_USERS = ("bertfeat", "sklearn", "joblib", "pickle", "contextlib")
 
 
 def user_stacklevel() -> int:
     """The ``stacklevel`` for a warning raised by the caller of this function that points at the first frame outside
-    bertfeat, scikit-learn, joblib and pickle, so the warning names the user's line however deep inside bertfeat it
+    bertfeat, scikit-learn, joblib, pickle and contextlib, so the warning names the user's line however deep inside bertfeat it
     was raised (a transform is often reached through set_output's wrapper or a Pipeline, a cache read through encode;
     a Pipeline fits its steps through joblib's Memory, a union, a ColumnTransformer and cross-validation through its
     Parallel; joblib.load unpickles a fitted model in Python's pickle.py, which calls ``__setstate__``)."""

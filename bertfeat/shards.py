@@ -258,9 +258,11 @@ def _windows_pid_alive(pid: int) -> bool:
 
 
 @contextlib.contextmanager
-def _flock(path: str, *, exclusive: bool, waiting=None):
+def _flock(path: str, *, exclusive: bool, waiting=None, unlocked=None):
     """An advisory lock on ``path`` (:mod:`bertfeat.locks`; a shared one is exclusive on Windows), waited for; a no-op
-    where the OS has no lock call or the filesystem refuses it, or the lock file cannot be created.
+    where the OS has no lock call or the filesystem refuses it, or the lock file cannot be created. Where the
+    filesystem refuses it, ``unlocked`` (if given) is called with its reason first: the maintenance that must run
+    alone says so.
 
     ``waiting`` (for the locks held long: a compaction's, a clear's): called once, with the holder's line ("pid 12 on
     host", or "another process"), where another holds the lock, before this one waits for it; the lock's holder
@@ -286,6 +288,8 @@ def _flock(path: str, *, exclusive: bool, waiting=None):
                 if exc.errno not in locks.UNSUPPORTED:
                     raise
                 says = False
+                if unlocked is not None:
+                    unlocked(exc.strerror or str(exc))
                 break  # this filesystem does not lock: docs/cache.md says what stays safe
             try:
                 if locks.still_held(fd, path):

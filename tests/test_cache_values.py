@@ -1613,6 +1613,48 @@ def test_without_a_lock_call_every_operation_still_works(tmp_path, monkeypatch):
     assert cache.clear() == [recipe.fingerprint()] and not (tmp_path / recipe.fingerprint()).exists()
 
 
+def flock_refused(monkeypatch, code: int) -> None:
+    """``flock`` as a filesystem that does not lock answers it (Lustre mounted without -o flock, NFS without its
+    lock daemon, some FUSE filesystems)."""
+    import fcntl
+
+    def refused(fd, operation):
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(fcntl, "flock", refused)
+
+
+@pytest.mark.parametrize("code", [errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOLCK])
+@pytest.mark.parametrize("action", ["compact", "clear"])
+def test_compact_and_clear_where_flock_is_refused_say_once_to_run_them_alone(tmp_path, monkeypatch, code, action):
+    """docs/cache.md says to run compact and clear while no other job uses a cache whose filesystem refuses flock,
+    but they said nothing there, where a job on such a filesystem warns (NoLockWarning): they now warn once a call,
+    before any work (where warnings are errors, that stops the call), and do their work."""
+    from bertfeat.exceptions import NoLockWarning
+
+    recipe, cache = two_shards(tmp_path, 5)
+    other = make_recipe(hidden_size=F, normalize=True)
+    cache.store(other, *workers.rows(range(3)))
+    flock_refused(monkeypatch, code)
+    with pytest.warns(NoLockWarning) as record:
+        done = getattr(Cache(tmp_path), action)()
+    assert [str(r.message) for r in record] == [
+        f"the filesystem of the cache {tmp_path} does not support flock locks ({os.strerror(code)}), so no lock keeps "
+        f"other jobs off it while it is {action}ed: run this only while no other job or session uses the cache."]
+    assert record[0].filename == __file__  # the caller's line
+    if action == "compact":
+        assert sorted((r.shards_after, r.rows) for r in done) == [(1, 3), (1, 10)]
+        assert Cache(tmp_path).lookup(recipe, workers.rows(range(10))[0])[0].all()
+    else:
+        assert sorted(done) == sorted([recipe.fingerprint(), other.fingerprint()])
+        assert Cache(tmp_path).info() == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NoLockWarning)  # before any work: where warnings are errors, nothing is done
+        with pytest.raises(NoLockWarning):
+            two_shards(tmp_path / "again", 5)[1].__getattribute__(action)()
+    assert len(shards(tmp_path / "again", recipe)) == 2
+
+
 def test_reads_after_indexing_reuse_the_footer_read_at_indexing(tmp_path, monkeypatch):
     """A lookup and a compaction open each shard with the footer its index already holds (parsing a footer costs a
     read and a thrift decode per shard per batch)."""

@@ -109,6 +109,30 @@ def test_clear_needs_yes(cache_dir, capsys):
     assert f"{cache_dir}: 0 recipes, 0 rows" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("action", ["compact", "clear"])
+def test_compact_and_clear_where_flock_is_refused_say_to_run_them_alone_in_one_line(cache_dir, capsys, monkeypatch,
+                                                                                     action):
+    """docs/cache.md says to run them while no other job uses a cache whose filesystem refuses flock; they said
+    nothing there. Now one line, once for the two namespaces, and the work is done."""
+    import errno
+    import fcntl
+
+    def refused(fd, operation):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    from bertfeat.exceptions import NoLockWarning
+
+    monkeypatch.setattr(fcntl, "flock", refused)
+    with pytest.warns(NoLockWarning) as record:
+        assert main(["cache", action, str(cache_dir), *(["--yes"] if action == "clear" else [])]) == 0
+    assert [str(r.message) for r in record] == [
+        f"the filesystem of the cache {cache_dir} does not support flock locks (No locks available), so no lock keeps "
+        f"other jobs off it while it is {action}ed: run this only while no other job or session uses the cache."]
+    out = capsys.readouterr().out
+    assert shard_count(cache_dir, MEAN) == (1 if action == "compact" else 0)
+    assert ("cleared 2 namespaces" if action == "clear" else f"{MEAN.fingerprint()}: 2 -> 1 shards") in out
+
+
 def test_clear_one_namespace_by_fingerprint_prefix(cache_dir, capsys):
     assert main(["cache", "clear", str(cache_dir), "--namespace", CHUNKED.fingerprint()[:8]]) == 0
     assert "cleared 1 namespace" in capsys.readouterr().out

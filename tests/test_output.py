@@ -513,6 +513,25 @@ def test_job_lock_unsure_it_holds_the_lock_file_refuses_in_one_line_and_lets_go(
         os.close(fd)
 
 
+def test_job_lock_where_flock_is_refused_warns_at_the_callers_line(tmp_path, monkeypatch):
+    """The NoLockWarning of a job on a filesystem that refuses flock named contextlib.py:137 as its line (raised as
+    the job's lock, a context manager, is entered), not the caller's ``embed_file``."""
+    import fcntl
+
+    from bertfeat.exceptions import NoLockWarning
+
+    def refused(fd, operation):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", refused)
+    with pytest.warns(NoLockWarning) as record:
+        with job_lock(OutputPaths(tmp_path / "o.parquet")):
+            pass
+    assert [(r.filename, str(r.message)) for r in record] == [(__file__, (
+        f"the filesystem of out={str(tmp_path / 'o.parquet')!r} does not support flock locks (No locks available), "
+        "so no lock keeps a second job off this output: run one job per out= at a time."))]
+
+
 def test_job_lock_on_an_unwritable_folder_is_one_line(tmp_path, monkeypatch):
     paths = OutputPaths(tmp_path / "f.parquet")
 
