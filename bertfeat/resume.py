@@ -5,11 +5,13 @@ A rerun of the same job reuses every part that is complete (its features, stats 
 parquet and the hashes readable); a ``.partial`` folder of any other job (other input, options or chunking) is
 discarded, so a part is never reused at another row offset. A run that put its output in place and was stopped
 before writing its manifest is finished by the next run of the same job from ``finished.json``
-(:func:`mark_finished`, :func:`finished_output`).
+(:func:`mark_finished`, :func:`finished_output`), which knows the output by its inode, or where a rename copied it
+(s3fs, gcsfuse) by its bytes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import sys
@@ -107,21 +109,45 @@ FINISHED = "finished.json"
 
 def mark_finished(paths: OutputPaths, state: dict, manifest: dict, joined: Path) -> None:
     """Record, before ``joined`` (the whole output, under its temp name) is renamed to ``--out``, the manifest that
-    goes beside it and which file it is (inode, size, mtime: a rename keeps them, and an earlier output, which
-    exists beside the temp file, cannot share its inode)."""
+    goes beside it and which file it is: its inode, size and mtime, which a rename keeps (and an earlier output,
+    which exists beside the temp file, cannot share its inode); and its bytes' digest, for where a rename copies
+    the file (s3fs and gcsfuse copy an object and remove the first: a new inode, a new mtime)."""
     st = joined.stat()
-    marker = {"state": state, "manifest": manifest, "file": [st.st_ino, st.st_size, st.st_mtime_ns]}
+    marker = {"state": state, "manifest": manifest, "file": [st.st_ino, st.st_size, st.st_mtime_ns],
+              "sha256": _digest(joined)}
     atomic_write_bytes(paths.partial / FINISHED, json.dumps(marker).encode())
 
 
 def finished_output(paths: OutputPaths, state: dict) -> dict | None:
     """The manifest of a run of this job stopped after its output was in place and before its manifest was written
-    beside it; None when ``--out`` is not that run's file (or there was no such run)."""
+    beside it; None when ``--out`` is not that run's file (or there was no such run). That file is the one renamed
+    there (same inode, size and mtime) or, where they differ (a rename that copied it), one of its size and bytes:
+    no other file is given a manifest."""
     try:
         marker = json.loads((paths.partial / FINISHED).read_text())
         st = paths.out.stat()
     except (OSError, ValueError):
         return None
-    if _as_written_now(marker.get("state")) != json.loads(json.dumps(state)) or not paths.out.is_file():
+    if (not isinstance(marker, dict) or _as_written_now(marker.get("state")) != json.loads(json.dumps(state))
+            or not paths.out.is_file()):
         return None
-    return marker["manifest"] if marker.get("file") == [st.st_ino, st.st_size, st.st_mtime_ns] else None
+    recorded = marker.get("file")
+    if recorded == [st.st_ino, st.st_size, st.st_mtime_ns]:
+        return marker["manifest"]
+    if (isinstance(recorded, list) and len(recorded) == 3 and recorded[1] == st.st_size
+            and isinstance(marker.get("sha256"), str)):
+        try:
+            if _digest(paths.out) == marker["sha256"]:
+                return marker["manifest"]
+        except OSError:
+            return None
+    return None
+
+
+def _digest(path: Path) -> str:
+    """The SHA-256 of the file ``path``'s bytes, read 1 MiB at a time (``hashlib.file_digest`` is Python 3.11's)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

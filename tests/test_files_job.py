@@ -799,6 +799,51 @@ def test_a_run_stopped_at_its_manifest_before_the_state_recorded_quoting_is_fini
     assert out.read_bytes() == written and not marker_file.parent.exists()
 
 
+@pytest.mark.parametrize("then", ["rerun", "another file of its size put there"])
+def test_a_run_stopped_at_its_manifest_where_the_rename_copied_the_output_is_finished(tiny_bert, tmp_path,
+                                                                                      monkeypatch, then):
+    """s3fs and gcsfuse rename a file by copying it (a new inode, a new mtime), and finished.json named the output
+    by inode: a run stopped after its output was in place, before its manifest, was refused on rerun ("exists;
+    pass overwrite=True"), its output left without a manifest. Now the output is also known by its bytes' digest,
+    so the rerun writes the manifest; a file of the same size put there meanwhile is still refused, left as it is."""
+    src, out = _src(tmp_path, "csv"), tmp_path / "out.parquet"
+    manifest_path = Path(str(out) + ".manifest.json")
+    job = dict(text_cols="review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=5)
+    real_write, real_replace = files.atomic_write_bytes, os.replace
+
+    def copying_rename(a, b, *args, **kwargs):  # what s3fs and gcsfuse do: copy, then remove the source
+        if Path(b) != out:
+            return real_replace(a, b, *args, **kwargs)
+        shutil.copyfile(a, b)
+        os.unlink(a)
+
+    def killed_at_the_manifest(path, data):
+        if Path(path) == manifest_path:
+            raise KeyboardInterrupt
+        return real_write(path, data)
+
+    monkeypatch.setattr(os, "replace", copying_rename)
+    monkeypatch.setattr(files, "atomic_write_bytes", killed_at_the_manifest)
+    with pytest.raises(KeyboardInterrupt):
+        embed_file(str(src), str(out), **job)
+    monkeypatch.setattr(files, "atomic_write_bytes", real_write)
+    marker_file = tmp_path / "out.parquet.partial" / files.FINISHED
+    assert marker_file.exists() and not manifest_path.exists()
+    written = out.read_bytes()
+    if then == "rerun":
+        manifest = embed_file(str(src), str(out), **job)
+        assert json.loads(manifest_path.read_text()) == manifest and manifest["counts"]["rows"] == ROWS
+        assert out.read_bytes() == written and not marker_file.parent.exists()
+        return
+    other = bytearray(written)
+    other[len(other) // 2] ^= 1
+    out.unlink()
+    out.write_bytes(bytes(other))
+    with pytest.raises(FileExistsError, match="exists; pass overwrite=True"):
+        embed_file(str(src), str(out), **job)
+    assert out.read_bytes() == bytes(other) and not manifest_path.exists()
+
+
 def test_a_missing_file_in_the_first_chunk_is_named_not_blamed_on_a_removed_partial_folder(tiny_bert, tmp_path,
                                                                                           monkeypatch):
     """(found reviewing the merge) a file not found in the first chunk for another reason (a model's weights file
