@@ -41,7 +41,9 @@ from bertfeat.output import (
 from bertfeat.links import with_doc_links
 from bertfeat.readers import CSV_NULLS, CSV_SUFFIXES, PARQUET_SUFFIXES, InputReader, resolve_input
 from bertfeat.sources import FILE_OUTPUT, output_path
-from bertfeat.resume import FINISHED, STATE_VERSION, finished_output, mark_finished, prepare_partial
+from bertfeat.resume import (
+    FINISHED, ROWS_KEY, STATE_VERSION, finished_output, mark_finished, prepare_partial, rows_digest,
+)
 
 __all__ = [
     "CHECKPOINT_SECONDS", "CSV_NULLS", "CSV_SUFFIXES", "PARQUET_SUFFIXES", "STATE_VERSION", "DistinctCounter",
@@ -329,7 +331,8 @@ def _ran_on(featurizer) -> str:
 def _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, progress_every, t0, user_cache,
          checkpoint_seconds):
     progress = Progress(reader.total_rows, quiet, every=progress_every)
-    resumed_rows = batches_resumed = 0
+    resumed_rows = resumed_parts = batches_resumed = 0
+    other_rows = False  # a finished part found made of other rows (said once)
     this_run = EncodeStats()
     # one summary at the end instead of a truncation warning per chunk, asked of the featurizer, not of the process's
     # warnings filters: they are every thread's (catch_warnings puts back the whole list, another thread's changes too)
@@ -340,10 +343,20 @@ def _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, pr
     with own_passes(featurizer.recipe) as passes, contextlib.closing(progress):
         for k, batch in enumerate(reader.batches()):
             first_row, rows_read = rows_read, rows_read + batch.num_rows
-            if k in resumed:
+            digest = rows_digest(batch)
+            if k in resumed and resumed[k] in (None, digest):  # None: a part of an older bertfeat, trusted
                 resumed_rows += batch.num_rows
+                resumed_parts += 1
                 progress.update(batch.num_rows, reader.fraction_done())
                 continue
+            if k in resumed:  # embedded again below, and written over: no longer finished meanwhile
+                paths.part_stats(k).unlink(missing_ok=True)
+            if k in resumed and not other_rows:
+                other_rows = True
+                if not quiet and sys.stderr is not None:
+                    print(f"bertfeat embed: part {k} in {paths.partial} was made of other rows than the input holds "
+                          "there now (another file put at its path with its size and times?); embedding such parts "
+                          "again.", file=sys.stderr)
             journal = BatchJournal(paths.part_journal(k), every=checkpoint_seconds)
             try:
                 with use_journal(journal), reporting(functools.partial(progress.within, rows=batch.num_rows)):
@@ -357,14 +370,15 @@ def _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, pr
             stats = featurizer.embedder.stats_
             this_run += stats
             hashes = featurizer.text_hashes(batch)
-            _write_chunk(paths, k, result, hashes, stats)
+            _write_chunk(paths, k, result.replace_schema_metadata({**(result.schema.metadata or {}),
+                                                                   ROWS_KEY: digest.encode()}), hashes, stats)
             shutil.rmtree(paths.part_journal(k), ignore_errors=True)  # the part holds it all now
             progress.update(batch.num_rows, reader.fraction_done())
     n_parts = k + 1
     if n_parts == 0:
         raise ValueError(f"input {reader.path!r} has no rows to embed.")
     reader.check_unchanged(state["input"])  # parts of one version of it
-    return _finish(paths, n_parts, schema, featurizer, state, resumed_rows, len(resumed), this_run, t0, user_cache,
+    return _finish(paths, n_parts, schema, featurizer, state, resumed_rows, resumed_parts, this_run, t0, user_cache,
                    batches_resumed, checkpoint_seconds, dict(passes))
 
 

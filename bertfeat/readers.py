@@ -137,7 +137,9 @@ class InputReader(CsvProblems):
         per mount, or anew once the kernel forgets the file, so the same untouched file would lose its resume after
         a remount, or fail the job as "changed while read". On Windows, whose st_ctime is the creation time, which a
         file put at the path keeps, the identity is the file's id and that time (:data:`CTIME_IS_CREATION`): a file
-        renamed over it is told apart, one rewritten in place with its size and modification time set back is not."""
+        renamed over it is told apart, one rewritten in place with its size and modification time set back is not. Where
+        the fingerprint cannot tell two files apart (there; on sshfs and gcsfuse, whose change time is the modification
+        time), a resumed job's parts are told apart by their rows (:func:`bertfeat.resume.rows_digest`)."""
         stats = [(f, f.stat()) for f in self.files]
         return {"path": recorded_name(self.path if is_pattern(self.path) else Path(self.path).resolve()),
                 "files": [[recorded_name(f.resolve()), st.st_size, st.st_mtime_ns] for f, st in stats],

@@ -2,7 +2,7 @@
 
 A job is its input's fingerprint (paths, sizes, mtimes and change times), its chunking and every option.
 A rerun of the same job reuses every part that is complete (its features, stats and text hashes all present, and the
-parquet and the hashes readable); a ``.partial`` folder of any other job (other input, options or chunking) is
+parquet and the hashes readable) and made of the rows the rerun reads at its place (:func:`rows_digest`); a ``.partial`` folder of any other job (other input, options or chunking) is
 discarded, so a part is never reused at another row offset. A run that put its output in place and was stopped
 before writing its manifest is finished by the next run of the same job from ``finished.json``
 (:func:`mark_finished`, :func:`finished_output`), which knows the output by its inode, or where a rename copied it
@@ -25,8 +25,13 @@ from bertfeat.output import OutputPaths, atomic_write_bytes
 STATE_VERSION = 2
 
 
-def prepare_partial(paths: OutputPaths, state: dict, quiet: bool = True) -> set[int]:
-    """The indices of the parts an interrupted run of the same job finished; the folder is (re)started otherwise."""
+# a part's parquet metadata key: the digest of the rows it was made of (rows_digest)
+ROWS_KEY = b"bertfeat.rows_sha256"
+
+
+def prepare_partial(paths: OutputPaths, state: dict, quiet: bool = True) -> dict[int, str | None]:
+    """The parts an interrupted run of the same job finished, each index with the digest of the rows it was made of
+    (:func:`rows_digest`; None for a part an older bertfeat wrote); the folder is (re)started otherwise."""
     state_file = paths.partial / "state.json"
     if paths.partial.exists():
         try:
@@ -41,7 +46,7 @@ def prepare_partial(paths: OutputPaths, state: dict, quiet: bool = True) -> set[
         shutil.rmtree(paths.partial)
     paths.partial.mkdir(parents=True)
     atomic_write_bytes(state_file, json.dumps(state, indent=1).encode())
-    return set()
+    return {}
 
 
 def _as_written_now(old):
@@ -54,16 +59,34 @@ def _as_written_now(old):
     return {**old, "reading": {**reading, "quoting": "csv" if reading.get("delimiter") is not None else None}}
 
 
-def finished_parts(paths: OutputPaths) -> set[int]:
-    done = set()
+def finished_parts(paths: OutputPaths) -> dict[int, str | None]:
+    """Each finished part's index and the digest of its rows (:func:`prepare_partial`)."""
+    done = {}
     for f in paths.partial.glob("part-*.json"):
         try:
             k = int(f.name[5:11])
         except ValueError:
             continue
-        if _readable_hashes(paths.part_hashes(k)) and _readable(paths.part(k)):
-            done.add(k)
+        if not _readable_hashes(paths.part_hashes(k)):
+            continue
+        try:
+            written = pq.ParquetFile(paths.part(k)).metadata.metadata or {}
+        except Exception:  # not readable: embedded again
+            continue
+        done[k] = written[ROWS_KEY].decode("ascii", "replace") if ROWS_KEY in written else None
     return done
+
+
+def rows_digest(batch) -> str:
+    """What a part is made of: the SHA-256 of the rows of ``batch`` (a chunk of the input as read: each column's
+    name, type and values). A rerun reads every chunk again, the finished ones too, so it tells the rows a part was
+    made of from others at its place without any more reading: where a file system cannot tell two files apart (sshfs
+    and gcsfuse give the modification time as the change time, so another file put at the input's path with its
+    size and mtime has its fingerprint), a part of other rows is embedded again, never joined to the new rows."""
+    h = hashlib.sha256()
+    for name, column in zip(batch.schema.names, batch.columns):
+        h.update(repr((name, str(column.type), column.to_pylist())).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
 
 
 def _readable_hashes(path: Path) -> bool:
@@ -94,14 +117,6 @@ def _difference(old, new: dict) -> str:
 def _but_identity(fingerprint) -> dict | None:
     """An input's fingerprint without its files' change times (``InputReader.fingerprint``)."""
     return {k: v for k, v in fingerprint.items() if k != "identity"} if isinstance(fingerprint, dict) else None
-
-
-def _readable(part: Path) -> bool:
-    try:
-        pq.ParquetFile(part).metadata
-        return True
-    except Exception:
-        return False
 
 
 FINISHED = "finished.json"

@@ -844,6 +844,58 @@ def test_a_run_stopped_at_its_manifest_where_the_rename_copied_the_output_is_fin
     assert out.read_bytes() == bytes(other) and not manifest_path.exists()
 
 
+class _ChangeTimeIsModificationTime:
+    """``os.stat`` of ``path`` as sshfs and gcsfuse answer it: the change time is the modification time."""
+
+    def __init__(self, st):
+        self._st = st
+
+    def __getattr__(self, name):
+        if name in ("st_ctime", "st_ctime_ns"):
+            name = name.replace("ctime", "mtime")
+        return getattr(self._st, name)
+
+
+@pytest.mark.parametrize("changed", ["no row", "a text of a finished chunk", "an id of a finished chunk",
+                                     "a text of the unfinished chunk"])
+def test_a_file_put_at_the_inputs_path_with_its_size_and_times_resumes_only_the_parts_of_its_own_rows(
+        tiny_bert, tmp_path, monkeypatch, capsys, changed):
+    """On sshfs and gcsfuse, which give the modification time as the change time, another file put at the input's
+    path with its size and mtime (``cp -p``, ``rsync -t``) had the first file's fingerprint, so the rerun resumed
+    the first file's parts: its output mixed two inputs, silently. Each part now records a digest of the rows it
+    was made of, which the rerun reads anyway: a part is resumed only where the rows read now are those rows, and
+    embedded again otherwise. Its output is then the file's now, byte for byte."""
+    src, out = _src(tmp_path, "csv"), tmp_path / "out.parquet"
+    real_stat = os.stat
+    monkeypatch.setattr(os, "stat", lambda path, *args, **kwargs: (
+        _ChangeTimeIsModificationTime(real_stat(path, *args, **kwargs)) if os.fspath(path) == str(src)
+        else real_stat(path, *args, **kwargs)))
+    job = dict(input=str(src), text_cols="review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=5)
+    _stopped_in_chunk(monkeypatch, 3, out=str(out), **job)  # chunks 0, 1 and 2 finished
+    df = pd.read_csv(src, dtype=str)
+    row = 17 if "unfinished" in changed else 7  # chunk 3, or chunk 1
+    if "text" in changed:
+        df.loc[row, "review"] = df.loc[row, "review"][::-1]
+        assert df.loc[row, "review"] != frame(ROWS, seed=3).loc[row, "review"]
+    elif "id" in changed:
+        df.loc[row, "id"] = "9999"
+    st = real_stat(src)
+    df.to_csv(tmp_path / "new.csv", index=False)
+    os.replace(tmp_path / "new.csv", src)  # another file put there, with the first's size and mtime
+    os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (real_stat(src).st_size, real_stat(src).st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    capsys.readouterr()
+    manifest = embed_file(out=str(out), **{**job, "quiet": False})
+    said = [line for line in capsys.readouterr().err.splitlines() if "other rows" in line]
+    embed_file(**{**job, "input": str(src)}, out=str(tmp_path / "ref.parquet"))
+    assert_same_output(out, tmp_path / "ref.parquet")  # the file's now, whole
+    resumed = {"no row": 3, "a text of the unfinished chunk": 3}.get(changed, 2)
+    assert (manifest["this_run"]["chunks_resumed"], manifest["this_run"]["chunks"]) == (resumed, 5 - resumed)
+    assert said == ([] if resumed == 3 else [
+        f"bertfeat embed: part 1 in {out}.partial was made of other rows than the input holds there now (another "
+        "file put at its path with its size and times?); embedding such parts again."])
+
+
 def test_a_missing_file_in_the_first_chunk_is_named_not_blamed_on_a_removed_partial_folder(tiny_bert, tmp_path,
                                                                                           monkeypatch):
     """(found reviewing the merge) a file not found in the first chunk for another reason (a model's weights file
