@@ -67,7 +67,7 @@ def finished_parts(paths: OutputPaths) -> dict[int, str | None]:
             k = int(f.name[5:11])
         except ValueError:
             continue
-        if not _readable_hashes(paths.part_hashes(k)):
+        if not (_readable_stats(f) and _readable_hashes(paths.part_hashes(k))):
             continue
         try:
             written = pq.ParquetFile(paths.part(k)).metadata.metadata or {}
@@ -97,6 +97,21 @@ def _readable_hashes(path: Path) -> bool:
     except (OSError, ValueError, EOFError):
         return False
     return hashes.ndim == 1 and hashes.dtype == np.uint64
+
+
+def _readable_stats(path: Path) -> bool:
+    """Whether a part's stats (which the job's counts add up) can be read, each of them: one left empty or cut short
+    (an older bertfeat's power cut, a copy) failed the job as it joined the parts, deleting every finished part."""
+    from dataclasses import fields
+
+    from bertfeat.encode import EncodeStats
+
+    try:
+        stats = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return (isinstance(stats, dict) and set(stats) == {f.name for f in fields(EncodeStats)}
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in stats.values()))
 
 
 def _difference(old, new: dict) -> str:

@@ -210,7 +210,7 @@ def test_the_summary_of_a_chunk_job_says_how_many_texts_were_chunked():
 
 # -- resume --------------------------------------------------------------------------------------------------------
 
-def _part(paths: OutputPaths, k: int, *, parquet=True, hashes=True, stats=True, readable=True):
+def _part(paths: OutputPaths, k: int, *, parquet=True, hashes=True, stats=True, readable=True, stats_readable=True):
     paths.partial.mkdir(parents=True, exist_ok=True)
     if parquet:
         if readable:
@@ -220,7 +220,7 @@ def _part(paths: OutputPaths, k: int, *, parquet=True, hashes=True, stats=True, 
     if hashes:
         np.save(paths.part_hashes(k), np.zeros(1, np.uint64))
     if stats:
-        paths.part_stats(k).write_text("{}")
+        paths.part_stats(k).write_text(json.dumps(EncodeStats(rows=1).to_dict()) if stats_readable else "{}")
 
 
 def test_a_part_counts_as_finished_only_when_its_stats_hashes_and_readable_parquet_are_all_there(tmp_path):
@@ -230,6 +230,7 @@ def test_a_part_counts_as_finished_only_when_its_stats_hashes_and_readable_parqu
     _part(paths, 2, parquet=False)
     _part(paths, 3, readable=False)
     _part(paths, 4, stats=False)  # the stats file is written last: without it the part is not finished
+    _part(paths, 5, stats_readable=False)  # stats the job's counts cannot add up (session 16)
     _part(paths, 12)
     (paths.partial / "part-abcdef.json").write_text("{}")  # not a part
     # (each with the digest of its rows, None for these: written without one, as an older bertfeat wrote a part)

@@ -1214,6 +1214,23 @@ def test_a_part_whose_hashes_file_was_cut_short_is_embedded_again(tiny_bert, tmp
     assert_same_output(out, tmp_path / "ref.parquet")
 
 
+@pytest.mark.parametrize("left", ["empty", "cut short", "not stats"])
+def test_a_part_whose_stats_file_cannot_be_read_is_embedded_again(tiny_bert, tmp_path, monkeypatch, capsys, left):
+    """A part's stats file (``part-N.json``, whose presence marks it finished) left empty or cut short (by an older
+    bertfeat's power cut, or a copy) counted as finished, and the rerun failed as it joined the parts with a bare
+    "Expecting value: line 1 column 1 (char 0)", and deleted every finished part. Now such a part is not finished:
+    the rerun embeds it again, as a part whose hashes cannot be read."""
+    src, out = _src(tmp_path), tmp_path / "o.parquet"
+    job = dict(input=str(src), text_cols="review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=5)
+    embed_file(out=str(tmp_path / "ref.parquet"), **job)
+    _stopped_in_chunk(monkeypatch, 3, out=str(out), **job)  # chunks 0, 1 and 2 finished
+    stats = OutputPaths(out).part_stats(1)
+    stats.write_text({"empty": "", "cut short": stats.read_text()[:30], "not stats": '{"rows": 5}'}[left])
+    manifest = embed_file(out=str(out), **job)
+    assert (manifest["this_run"]["chunks_resumed"], manifest["this_run"]["chunks"]) == (2, 3)
+    assert_same_output(out, tmp_path / "ref.parquet")
+
+
 @pytest.mark.parametrize("where", ["part", "joined output", "joined output opened"])
 def test_a_full_disk_that_names_no_file_is_said_of_the_file_being_written(tiny_bert, tmp_path, monkeypatch, where):
     """pyarrow's error for a full disk names no file ("[Errno 28] Error writing bytes to file. Detail: [errno 28] No
