@@ -194,6 +194,21 @@ def test_a_cache_dir_whose_name_is_not_utf8_is_refused_before_anything_is_embedd
     assert sorted(os.listdir(tmp_path)) == ["in.csv"]
 
 
+@pytest.mark.parametrize("written", ["[1, 2]", '"mean"', ""])
+def test_info_of_a_recipe_file_that_holds_no_recipe_says_it_is_missing_and_a_store_writes_it_again(cache_dir, capsys,
+                                                                                                 written):
+    """A recipe.json holding JSON that is no object (a list, a string) failed `cache info` with a traceback
+    ("AttributeError: 'list' object has no attribute 'get'"); one left empty (renamed unflushed by an older bertfeat
+    before a power cut) was said missing for good. Now each is said missing, and the next store writes it again."""
+    path = cache_dir / MEAN.fingerprint() / "recipe.json"
+    whole = path.read_text()
+    path.write_text(written)
+    assert main(["cache", "info", str(cache_dir)]) == 0
+    assert f"{MEAN.fingerprint()}  (recipe.json missing)" in capsys.readouterr().out
+    encode(["a text never stored"], MEAN, CountingBackend, cache=Cache(cache_dir))
+    assert path.read_text() == whole
+
+
 def test_info_reports_a_corrupt_shard(cache_dir, capsys):
     shard = sorted((cache_dir / MEAN.fingerprint()).glob("shard-*.parquet"))[0]
     shard.write_bytes(shard.read_bytes()[:50])
