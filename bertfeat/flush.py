@@ -18,6 +18,8 @@ import errno
 import os
 import uuid
 
+from bertfeat import locks
+
 # what fsync answers where the file system cannot flush a file (the bytes written stand)
 CANNOT_FLUSH = frozenset({errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS})
 
@@ -63,8 +65,6 @@ def atomic_write_bytes(path, data: bytes) -> None:
     (``.<name>.tmp-<pid>-<id>``: two threads of one process write apart), flushed (:func:`to_disk`), renamed into
     place (on Windows tried again while an antivirus reads the new file: :func:`bertfeat.locks.retried`). Where a
     step fails the old file stays and the temp file is removed."""
-    from bertfeat import locks
-
     path = os.fspath(path)
     folder, name = os.path.split(path)
     tmp = os.path.join(folder, f".{name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
