@@ -239,6 +239,41 @@ def test_a_part_counts_as_finished_only_when_its_stats_hashes_and_readable_parqu
     assert finished_parts(paths) == {0: None, 12: None, 123_456: None}
 
 
+def test_rows_digest_tells_rows_by_their_values_not_by_how_they_lie_in_memory():
+    """A resumed part is reused only where the chunk read at its place has its rows' digest (session 16): the same
+    rows must give the same digest however the reader holds them (a slice of a bigger batch, pieces joined, a bitmap
+    of no nulls, built anew), or an unchanged input would not resume; any other value, name or type another digest."""
+    from bertfeat.resume import rows_digest
+
+    n = 50
+    vectors = pa.FixedSizeListArray.from_arrays(pa.array(np.arange(n * 4, dtype=np.float32)), 4)
+    batch = pa.RecordBatch.from_pydict({"id": [f"{i:04d}" for i in range(n)], "review": [f"t {i}" for i in range(n)],
+                                        "vec": vectors})
+    digest = rows_digest(batch)
+    # a chunk is a slice of what the reader read, whose other rows (in the same buffers) may be anything: Arrow's stream
+    # format writes the whole data buffer of a text column sliced from its first row, so an id changed in a CSV's row
+    # 7 changed the digest of chunk 0 (rows 0-4), and an unchanged part was embedded again
+    wider = pa.RecordBatch.from_pydict({c: ([f"other {i}" for i in range(3)] + batch.column(c).to_pylist()
+                                            + [f"after {i}" for i in range(3)]) for c in ("id", "review")}
+                                       | {"vec": pa.concat_arrays([vectors.slice(0, 3), vectors, vectors.slice(0, 3)])})
+    longer = pa.Table.from_batches([batch, wider.slice(0, 3)]).combine_chunks().to_batches()[0]
+    joined = pa.Table.from_batches([batch.slice(0, 20), batch.slice(20)]).combine_chunks().to_batches()[0]
+    bitmap = pa.RecordBatch.from_arrays(
+        [pa.array(batch.column(0).to_pylist() + [None]).slice(0, n), batch.column(1), vectors], names=batch.schema.names)
+    assert bitmap.column(0).buffers()[0] is not None and bitmap.column(0).null_count == 0
+    for same in (wider.slice(3, n), longer.slice(0, n), joined, bitmap, pa.RecordBatch.from_pylist(batch.to_pylist(), schema=batch.schema)):
+        assert rows_digest(same) == digest
+    texts = batch.column(1).to_pylist()
+    others = [
+        batch.set_column(1, "review", pa.array(texts[:-1] + ["t 48"])),  # one value
+        batch.set_column(0, "id", pa.array(batch.column(0).to_pylist()[:-1] + [None])),  # a value missing
+        batch.rename_columns(["id", "text", "vec"]),  # a name
+        batch.set_column(0, "id", batch.column(0).cast(pa.large_string())),  # a type
+        batch.slice(1),  # a row fewer
+    ]
+    assert len({rows_digest(b) for b in others} | {digest}) == len(others) + 1
+
+
 def test_a_rerun_of_the_same_job_reuses_its_parts_and_another_job_starts_over_saying_why(tmp_path, capsys):
     paths = OutputPaths(tmp_path / "o.parquet")
     state = {"version": STATE_VERSION, "input": {"path": "a.csv"}, "chunk_rows": 10, "chunk_chars": 100}
