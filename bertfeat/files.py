@@ -14,6 +14,7 @@ Reading is :mod:`bertfeat.readers`; the output checks, atomic writes and the job
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import json
 import os
@@ -332,6 +333,7 @@ def _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, pr
          checkpoint_seconds):
     progress = Progress(reader.total_rows, quiet, every=progress_every)
     resumed_rows = resumed_parts = batches_resumed = 0
+    rows_of = []  # each part's rows' digest, as read by this run (None: an older bertfeat's part, trusted)
     other_rows = False  # a finished part found made of other rows (said once)
     this_run = EncodeStats()
     # one summary at the end instead of a truncation warning per chunk, asked of the featurizer, not of the process's
@@ -344,6 +346,7 @@ def _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, pr
         for k, batch in enumerate(reader.batches()):
             first_row, rows_read = rows_read, rows_read + batch.num_rows
             digest = rows_digest(batch)
+            rows_of.append(resumed[k] if k in resumed and resumed[k] is None else digest)
             if k in resumed and resumed[k] in (None, digest):  # None: a part of an older bertfeat, trusted
                 resumed_rows += batch.num_rows
                 resumed_parts += 1
@@ -379,7 +382,7 @@ def _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, pr
         raise ValueError(f"input {reader.path!r} has no rows to embed.")
     reader.check_unchanged(state["input"])  # parts of one version of it
     return _finish(paths, n_parts, schema, featurizer, state, resumed_rows, resumed_parts, this_run, t0, user_cache,
-                   batches_resumed, checkpoint_seconds, dict(passes))
+                   batches_resumed, checkpoint_seconds, dict(passes), rows_of)
 
 
 def _has_progress(paths: OutputPaths) -> bool:
@@ -439,9 +442,25 @@ def print_summary(manifest: dict, stream=None) -> None:
         print(f"{head}{body}, {c.get(long, 0):,} {long}, {c['missing']:,} missing", file=stream)
 
 
+def _refuse_another_jobs_part(paths: OutputPaths, k: int, digest: str) -> None:
+    """Refuse part ``k`` where its rows are not those this run read at its place: where the filesystem refuses flock
+    (NoLockWarning) a job on another input and the same out= writes its parts into the same ``.partial`` folder, and
+    joined they would put its rows in this output, silently. The parts stay: the rerun, alone, embeds again only
+    those of other rows."""
+    if (pq.read_metadata(paths.part(k)).metadata or {}).get(ROWS_KEY) != digest.encode():
+        # an OSError naming the part: the job's one line (job_os_error), the parts kept for the rerun
+        raise FileExistsError(
+            errno.EEXIST, "another job's part, written while this one ran: its rows are not those this job read there "
+            "(where the filesystem refuses flock no lock keeps a second job off one out=); nothing was put at "
+            f"out={str(paths.out)!r}. Run one job per out= at a time, then run the same command again: only such "
+            "parts are embedded again", str(paths.part(k)))
+
+
 def _finish(paths: OutputPaths, n_parts: int, schema: pa.Schema, featurizer, state: dict, resumed_rows: int,
             resumed_parts: int, this_run: EncodeStats, t0: float, cache_dir, batches_resumed: int,
-            checkpoint_seconds: float, forward_pass: dict | None = None) -> dict:
+            checkpoint_seconds: float, forward_pass: dict | None = None, rows_of: list | None = None) -> dict:
+    """Join the parts into the output, put it in place and write its manifest. ``rows_of``: the digest of each part's
+    rows as this run read them; a part holding others is another job's (:func:`_refuse_another_jobs_part`)."""
     totals = EncodeStats()
     counter = DistinctCounter()
     slowest = 0.0
@@ -451,6 +470,8 @@ def _finish(paths: OutputPaths, n_parts: int, schema: pa.Schema, featurizer, sta
             writer = pq.ParquetWriter(tmp, schema)
         with writer:
             for k in range(n_parts):
+                if rows_of is not None and rows_of[k] is not None:
+                    _refuse_another_jobs_part(paths, k, rows_of[k])
                 part = pq.read_table(paths.part(k), schema=schema.remove_metadata())
                 with naming(tmp):
                     writer.write_table(part.replace_schema_metadata(schema.metadata),

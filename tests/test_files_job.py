@@ -1214,6 +1214,44 @@ def test_a_part_whose_hashes_file_was_cut_short_is_embedded_again(tiny_bert, tmp
     assert_same_output(out, tmp_path / "ref.parquet")
 
 
+def test_a_part_another_job_wrote_meanwhile_is_never_joined_into_the_output(tiny_bert, tmp_path, monkeypatch):
+    """Where the filesystem refuses flock (NoLockWarning) no lock keeps a second job off one out=: a job on another
+    input there writes its parts into the same ``.partial`` folder, and each job joined whatever part files it found,
+    so its output held the other's rows, silently. Each part now carries the digest of its rows: a job joins only
+    parts of the rows it read itself, and stops saying why; the parts are kept, and the rerun, alone, embeds again
+    only the part of other rows."""
+    src, out = _src(tmp_path), tmp_path / "o.parquet"
+    other = tmp_path / "other" / "in.parquet"
+    other.parent.mkdir()
+    frame(ROWS, seed=5).to_parquet(other)
+    job = dict(text_cols="review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=5)
+    embed_file(str(other), str(tmp_path / "other" / "o.parquet"), **job)
+    _stopped_in_chunk(monkeypatch, 4, str(other), str(tmp_path / "other.parquet"), **job)  # its parts 0 to 3
+    theirs = OutputPaths(tmp_path / "other.parquet").part(1)
+    real, calls = _CALL, []
+
+    def featurize(self, batch, first_row=0):  # the other job writes its part 1 while this one embeds its chunk 3
+        calls.append(batch.num_rows)
+        if len(calls) == 4:
+            shutil.copyfile(theirs, OutputPaths(out).part(1))
+        return real(self, batch, first_row)
+
+    monkeypatch.setattr(ArrowFeaturizer, "__call__", featurize)
+    with pytest.raises(OSError) as info:
+        embed_file(str(src), str(out), **job)
+    assert str(info.value) == (
+        f"{str(OutputPaths(out).part(1))!r}: another job's part, written while this one ran: its rows are not those "
+        "this job read there (where the filesystem refuses flock no lock keeps a second job off one out=); nothing was "
+        f"put at out={str(out)!r}. Run one job per out= at a time, then run the same command again: only such parts "
+        "are embedded again.")
+    assert not out.exists()
+    _revive(monkeypatch)
+    manifest = embed_file(str(src), str(out), **job)
+    embed_file(str(src), str(tmp_path / "ref.parquet"), **job)
+    assert_same_output(out, tmp_path / "ref.parquet")
+    assert (manifest["this_run"]["chunks_resumed"], manifest["this_run"]["chunks"]) == (4, 1)
+
+
 @pytest.mark.parametrize("left", ["empty", "cut short", "not stats"])
 def test_a_part_whose_stats_file_cannot_be_read_is_embedded_again(tiny_bert, tmp_path, monkeypatch, capsys, left):
     """A part's stats file (``part-N.json``, whose presence marks it finished) left empty or cut short (by an older
