@@ -289,7 +289,13 @@ def embed_file(
     }
     with job_lock(paths):
         remove_stale_temps(paths)  # what a killed run left beside --out
-        finished = finished_output(paths, state)
+        def rows_now() -> list[str]:  # a reader of its own: the job's reads the input once, from its start
+            again = InputReader(input, keep_cols + text_cols, chunk_rows, text_cols, chunk_chars=chunk_chars,
+                                delimiter=delimiter, infer_types=infer_types, quoting=quoting,
+                                exclude=[paths.out, paths.partial])
+            return [rows_digest(batch) for batch in again.batches()]
+
+        finished = finished_output(paths, state, rows_now)
         if not overwrite and finished is None:
             # --out is not a stopped run's of this job. Checked holding the lock: another job on this --out may have
             # finished since the check above, and its output is not ours to write over
@@ -509,7 +515,7 @@ def _finish(paths: OutputPaths, n_parts: int, schema: pa.Schema, featurizer, sta
             "reading": state["reading"],  # how a CSV was parsed (delimiter, kept-column types): part of what was read
             "cache_dir": None if cache_dir is None else str(cache_dir),
         }
-        mark_finished(paths, state, manifest, tmp)  # a run stopped from here on is finished by the next
+        mark_finished(paths, state, manifest, tmp, rows_of)  # a run stopped from here on is finished by the next
         paths.manifest.unlink(missing_ok=True)  # an earlier output's: never beside features it does not describe
         locks.retried(os.replace, tmp, paths.out)  # Windows: an antivirus may be reading the new file
     finally:

@@ -143,22 +143,25 @@ def _but_identity(fingerprint) -> dict | None:
 FINISHED = "finished.json"
 
 
-def mark_finished(paths: OutputPaths, state: dict, manifest: dict, joined: Path) -> None:
+def mark_finished(paths: OutputPaths, state: dict, manifest: dict, joined: Path, rows: list | None = None) -> None:
     """Record, before ``joined`` (the whole output, under its temp name) is renamed to ``--out``, the manifest that
     goes beside it and which file it is: its inode, size and mtime, which a rename keeps (and an earlier output,
     which exists beside the temp file, cannot share its inode); and its bytes' digest, for where a rename copies
-    the file (s3fs and gcsfuse copy an object and remove the first: a new inode, a new mtime)."""
+    the file (s3fs and gcsfuse copy an object and remove the first: a new inode, a new mtime). ``rows``: the digest
+    of each part's rows (:func:`rows_digest`), which :func:`finished_output` compares with the input's now."""
     st = joined.stat()
     marker = {"state": state, "manifest": manifest, "file": [st.st_ino, st.st_size, st.st_mtime_ns],
-              "sha256": _digest(joined)}
+              "sha256": _digest(joined), "rows": rows}
     atomic_write_bytes(paths.partial / FINISHED, json.dumps(marker).encode())
 
 
-def finished_output(paths: OutputPaths, state: dict) -> dict | None:
+def finished_output(paths: OutputPaths, state: dict, rows_now=None) -> dict | None:
     """The manifest of a run of this job stopped after its output was in place and before its manifest was written
     beside it; None when ``--out`` is not that run's file (or there was no such run). That file is the one renamed
     there (same inode, size and mtime) or, where they differ (a rename that copied it), one of its size and bytes:
-    no other file is given a manifest."""
+    no other file is given a manifest. ``rows_now()`` (the digests of the input's chunks, read again) must give the
+    rows that run's parts were made of: on sshfs and gcsfuse another file put at the input's path with its size and
+    mtime has its fingerprint, and would get the first file's output as its own."""
     try:
         marker = json.loads((paths.partial / FINISHED).read_text())
         st = paths.out.stat()
@@ -168,16 +171,26 @@ def finished_output(paths: OutputPaths, state: dict) -> dict | None:
             or not paths.out.is_file()):
         return None
     recorded = marker.get("file")
-    if recorded == [st.st_ino, st.st_size, st.st_mtime_ns]:
-        return marker["manifest"]
-    if (isinstance(recorded, list) and len(recorded) == 3 and recorded[1] == st.st_size
-            and isinstance(marker.get("sha256"), str)):
-        try:
-            if _digest(paths.out) == marker["sha256"]:
-                return marker["manifest"]
-        except OSError:
+    if recorded != [st.st_ino, st.st_size, st.st_mtime_ns] and not _same_bytes(paths.out, st, marker):
+        return None
+    rows = marker.get("rows")
+    if rows_now is not None and isinstance(rows, list):  # (a marker of an older bertfeat has none)
+        now = rows_now()
+        if len(now) != len(rows) or any(r is not None and r != n for r, n in zip(rows, now)):
             return None
-    return None
+    return marker["manifest"]
+
+
+def _same_bytes(path: Path, st, marker: dict) -> bool:
+    """Whether ``path`` (``st``: its stat) has the size and digest ``marker`` recorded of the joined output."""
+    recorded = marker.get("file")
+    if not (isinstance(recorded, list) and len(recorded) == 3 and recorded[1] == st.st_size
+            and isinstance(marker.get("sha256"), str)):
+        return False
+    try:
+        return _digest(path) == marker["sha256"]
+    except OSError:
+        return False
 
 
 def _digest(path: Path) -> str:

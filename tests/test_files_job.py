@@ -1214,6 +1214,55 @@ def test_a_part_whose_hashes_file_was_cut_short_is_embedded_again(tiny_bert, tmp
     assert_same_output(out, tmp_path / "ref.parquet")
 
 
+@pytest.mark.parametrize("changed", [False, True])
+def test_a_run_stopped_at_its_manifest_is_finished_only_for_the_rows_it_read(tiny_bert, tmp_path, monkeypatch,
+                                                                            changed):
+    """A run stopped after its output was in place, before its manifest, is finished by the rerun without reading
+    anything: on sshfs and gcsfuse (the change time is the modification time) another file put at the input's path
+    with its size and mtime then got the first file's output, with a manifest, as if it were its own, silently. Now
+    finished.json holds the digests of the rows each part was made of, and the rerun reads the input to compare them:
+    the same rows are finished as before; other rows are refused ("exists"), and with overwrite embedded (only the
+    parts of other rows again)."""
+    src, out = _src(tmp_path, "csv"), tmp_path / "out.parquet"
+    manifest_path = Path(str(out) + ".manifest.json")
+    real_stat = os.stat
+    monkeypatch.setattr(os, "stat", lambda path, *args, **kwargs: (
+        _ChangeTimeIsModificationTime(real_stat(path, *args, **kwargs)) if os.fspath(path) == str(src)
+        else real_stat(path, *args, **kwargs)))
+    job = dict(text_cols="review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=5)
+    real_write = files.atomic_write_bytes
+
+    def killed_at_the_manifest(path, data):
+        if Path(path) == manifest_path:
+            raise KeyboardInterrupt
+        return real_write(path, data)
+
+    monkeypatch.setattr(files, "atomic_write_bytes", killed_at_the_manifest)
+    with pytest.raises(KeyboardInterrupt):
+        embed_file(str(src), str(out), **job)
+    monkeypatch.setattr(files, "atomic_write_bytes", real_write)
+    written = out.read_bytes()
+    if changed:
+        df = pd.read_csv(src, dtype=str)
+        df.loc[7, "review"] = df.loc[7, "review"][::-1]
+        st = real_stat(src)
+        df.to_csv(tmp_path / "new.csv", index=False)
+        os.replace(tmp_path / "new.csv", src)
+        os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert real_stat(src).st_size == st.st_size
+        with pytest.raises(FileExistsError, match="exists; pass overwrite=True"):
+            embed_file(str(src), str(out), **job)
+        assert out.read_bytes() == written and not manifest_path.exists()
+        manifest = embed_file(str(src), str(out), **job, overwrite=True)
+        assert (manifest["this_run"]["chunks_resumed"], manifest["this_run"]["chunks"]) == (4, 1)
+    else:
+        manifest = embed_file(str(src), str(out), **job)
+        assert out.read_bytes() == written
+    assert json.loads(manifest_path.read_text()) == manifest
+    embed_file(str(src), str(tmp_path / "ref.parquet"), **job)
+    assert_same_output(out, tmp_path / "ref.parquet")
+
+
 def test_a_part_another_job_wrote_meanwhile_is_never_joined_into_the_output(tiny_bert, tmp_path, monkeypatch):
     """Where the filesystem refuses flock (NoLockWarning) no lock keeps a second job off one out=: a job on another
     input there writes its parts into the same ``.partial`` folder, and each job joined whatever part files it found,
