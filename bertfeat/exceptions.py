@@ -54,10 +54,11 @@ _NOT_THE_USERS = ("bertfeat", "sklearn", "joblib", "pickle", "contextlib")
 
 def user_stacklevel() -> int:
     """The ``stacklevel`` for a warning raised by the caller of this function that points at the first frame outside
-    bertfeat, scikit-learn, joblib, pickle and contextlib, so the warning names the user's line however deep inside bertfeat it
-    was raised (a transform is often reached through set_output's wrapper or a Pipeline, a cache read through encode;
-    a Pipeline fits its steps through joblib's Memory, a union, a ColumnTransformer and cross-validation through its
-    Parallel; joblib.load unpickles a fitted model in Python's pickle.py, which calls ``__setstate__``)."""
+    bertfeat, scikit-learn, joblib, pickle and contextlib, so the warning names the user's line however deep inside
+    bertfeat it was raised (a transform is often reached through set_output's wrapper or a Pipeline, a cache read
+    through encode; a Pipeline fits its steps through joblib's Memory, a union, a ColumnTransformer and
+    cross-validation through its Parallel; joblib.load unpickles a fitted model in Python's pickle.py, which calls
+    ``__setstate__``; a warning raised as bertfeat's own context manager is entered comes through contextlib's)."""
     level, frame = 1, sys._getframe(1)
     while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] in _NOT_THE_USERS:
         frame = frame.f_back

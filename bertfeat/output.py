@@ -25,7 +25,8 @@ import pyarrow.parquet as pq
 
 from bertfeat import locks
 from bertfeat.exceptions import NoLockWarning, user_stacklevel
-from bertfeat.flush import atomic_write_bytes, file_to_disk, naming  # noqa: F401  (output's name, the engines import it)
+# atomic_write_bytes: output's name of it since before flush.py, which the engines import
+from bertfeat.flush import atomic_write_bytes, file_to_disk, naming  # noqa: F401
 from bertfeat.sources import SameFiles, absolute
 
 

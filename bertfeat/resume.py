@@ -2,7 +2,8 @@
 
 A job is its input's fingerprint (paths, sizes, mtimes and change times), its chunking and every option.
 A rerun of the same job reuses every part that is complete (its features, stats and text hashes all present, and the
-parquet and the hashes readable) and made of the rows the rerun reads at its place (:func:`rows_digest`); a ``.partial`` folder of any other job (other input, options or chunking) is
+parquet, the stats and the hashes readable) and made of the rows the rerun reads at its place
+(:func:`rows_digest`); a ``.partial`` folder of any other job (other input, options or chunking) is
 discarded, so a part is never reused at another row offset. A run that put its output in place and was stopped
 before writing its manifest is finished by the next run of the same job from ``finished.json``
 (:func:`mark_finished`, :func:`finished_output`), which knows the output by its inode, or where a rename copied it

@@ -568,7 +568,8 @@ def test_temp_files_are_never_read_and_compact_removes_dead_ones(tmp_path):
     assert not temp.exists()
 
 
-@pytest.mark.parametrize("name", [f".recipe.json.tmp-{os.getpid()}-0123abcd", f"recipe.json.{os.getpid()}-0123abcd.tmp"])
+@pytest.mark.parametrize("name", [f".recipe.json.tmp-{os.getpid()}-0123abcd",
+                                  f"recipe.json.{os.getpid()}-0123abcd.tmp"])
 def test_what_a_writer_killed_while_writing_recipe_json_leaves_is_removed_by_compact_and_clear(tmp_path, name):
     # `recipe.json.<pid>-<id>.tmp` was no temp file to compact and no cache file to clear: it stayed for good, and
     # after a clear it kept the namespace's folder, listed by `cache info` as an empty namespace. (The second name

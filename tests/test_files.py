@@ -259,9 +259,11 @@ def test_rows_digest_tells_rows_by_their_values_not_by_how_they_lie_in_memory():
     longer = pa.Table.from_batches([batch, wider.slice(0, 3)]).combine_chunks().to_batches()[0]
     joined = pa.Table.from_batches([batch.slice(0, 20), batch.slice(20)]).combine_chunks().to_batches()[0]
     bitmap = pa.RecordBatch.from_arrays(
-        [pa.array(batch.column(0).to_pylist() + [None]).slice(0, n), batch.column(1), vectors], names=batch.schema.names)
+        [pa.array(batch.column(0).to_pylist() + [None]).slice(0, n), batch.column(1), vectors],
+        names=batch.schema.names)
     assert bitmap.column(0).buffers()[0] is not None and bitmap.column(0).null_count == 0
-    for same in (wider.slice(3, n), longer.slice(0, n), joined, bitmap, pa.RecordBatch.from_pylist(batch.to_pylist(), schema=batch.schema)):
+    rebuilt = pa.RecordBatch.from_pylist(batch.to_pylist(), schema=batch.schema)
+    for same in (wider.slice(3, n), longer.slice(0, n), joined, bitmap, rebuilt):
         assert rows_digest(same) == digest
     texts = batch.column(1).to_pylist()
     others = [
