@@ -4,6 +4,8 @@ the parameters, the model and the columns on the driver, before any actor starts
 
 from __future__ import annotations
 
+import warnings
+
 import pyarrow as pa
 
 from bertfeat.files import refuse_local_options
@@ -16,6 +18,34 @@ from bertfeat.recipe import _is_int
 from bertfeat.worker_recipe import driver_recipe, fix_auto_dtype
 
 INSTALL_HINT = "pip install 'bertfeat[ray]'"
+
+
+class _Required:
+    """The default of a parameter that must be given, by position or by name (``text_cols``, whose old name
+    ``text_col`` is still read): shown as what it is in ``help()``."""
+
+    def __repr__(self):
+        return "<required>"
+
+
+REQUIRED = _Required()
+
+
+def text_columns(text_cols, params: dict, function: str) -> list:
+    """The text columns of a call of ``function``: ``text_cols``, the name the Spark engine and
+    :func:`bertfeat.files.embed_file` give them, or ``text_col=``, the Ray engine's old name of them, taken out of ``params`` and read with a FutureWarning naming the new one."""
+    if "text_col" not in params:
+        if text_cols is REQUIRED:
+            raise TypeError(f"{function}() missing 1 required argument: 'text_cols' (the text column or columns to "
+                            "embed).")
+        return column_names(text_cols, "text_cols")
+    old = params.pop("text_col")
+    if text_cols is not REQUIRED:
+        raise TypeError(f"{function}() got text_cols={text_cols!r} and text_col={old!r}, its old name: pass "
+                        "text_cols= alone.")
+    warnings.warn(f"text_col= is now text_cols= in {function}(), as in bertfeat.spark and bertfeat.files.embed_file; "
+                  "text_col= will be removed in a future version: pass text_cols=.", FutureWarning, stacklevel=3)
+    return column_names(old, "text_col")
 
 
 def require_ray():
@@ -32,7 +62,7 @@ def require_ray():
 
 
 @with_doc_links
-def embed_dataset(ds, text_col, keep_cols=(), *, num_workers=None, gpus_per_worker=0, cpus_per_worker=None,
+def embed_dataset(ds, text_cols=REQUIRED, keep_cols=(), *, num_workers=None, gpus_per_worker=0, cpus_per_worker=None,
                   batch_rows: int = 10_000, layout: str = "columns", _collector=None, **params):
     """Embed the text column(s) of a Ray Dataset: returns a Dataset of the kept columns followed by the features.
 
@@ -51,8 +81,10 @@ def embed_dataset(ds, text_col, keep_cols=(), *, num_workers=None, gpus_per_work
     ----------
     ds : ray.data.Dataset
         Input with the text column(s) and any kept columns.
-    text_col : str or list of str
-        Text column(s) to embed (features of each, side by side).
+    text_cols : str or list of str
+        Text column(s) to embed (features of each, side by side). The name :mod:`bertfeat.spark` and
+        :func:`bertfeat.files.embed_file` give it; its old name here, ``text_col``, is still read, with a
+        FutureWarning.
     keep_cols : str or list of str
         Columns copied through unchanged, before the features (ids, labels).
     num_workers : int, optional
@@ -83,9 +115,9 @@ def embed_dataset(ds, text_col, keep_cols=(), *, num_workers=None, gpus_per_work
     """
     from bertfeat.arrow import ArrowFeaturizer
 
+    text_cols = text_columns(text_cols, params, "embed_dataset")
     refuse_local_options(params, "ray", reads="dataset")
     ray = require_ray()
-    text_cols = column_names(text_col, "text_col")
     keep_cols = column_names(keep_cols, "keep_cols")
     if not _is_int(batch_rows) or batch_rows < 1:
         raise ValueError(f"batch_rows={batch_rows!r} is not valid: expected a positive number of rows.")

@@ -23,14 +23,14 @@ from bertfeat.flush import file_to_disk, naming
 from bertfeat.inputs import column_names
 from bertfeat.output import check_folder_output, job_lock, own_files, remove_stale_temps, replace_output
 from bertfeat.ray_actor import STATS_COL, JobCounts
-from bertfeat.ray_dataset import embed_dataset, require_ray
+from bertfeat.ray_dataset import REQUIRED, embed_dataset, require_ray, text_columns
 from bertfeat.ray_plan import _cluster_nodes, check_pool, plan_workers
 from bertfeat.ray_session import _job_context, _job_ended, _process_settings, _ray_for_job
 from bertfeat.recipe import _is_int
 from bertfeat.sources import FOLDER_OUTPUT, output_path
 
 
-def embed_parquet(input, out, text_col, *, keep_cols=(), layout: str = "columns", overwrite: bool = False,
+def embed_parquet(input, out, text_cols=REQUIRED, *, keep_cols=(), layout: str = "columns", overwrite: bool = False,
                   batch_rows: int = 10_000, num_workers=None, gpus_per_worker=0, cpus_per_worker=None,
                   preserve_order: bool = True, quiet: bool = False, **params) -> dict:
     """Embed the text columns of parquet input on Ray into a directory of parquet files; returns the manifest.
@@ -42,10 +42,10 @@ def embed_parquet(input, out, text_col, *, keep_cols=(), layout: str = "columns"
     ``<out>.partial/cache`` deduplicates texts across batches and workers, and is kept by an interrupted run, so
     running the same command again embeds only what is left. Other parameters as for :func:`embed_dataset`.
     """
+    text_cols = text_columns(text_cols, params, "embed_parquet")
     refuse_local_options(params, "ray", reads="parquet")
     ray = require_ray()
     t0 = time.perf_counter()
-    text_cols = column_names(text_col, "text_col")
     keep_cols = column_names(keep_cols, "keep_cols")
     if not _is_int(batch_rows) or batch_rows < 1:
         raise ValueError(f"batch_rows={batch_rows!r} is not valid: expected a positive number of rows.")

@@ -545,8 +545,8 @@ def _engines():
         from bertfeat import ray as bray
 
         yield "ray.embed_parquet", lambda path, t, k: bray.embed_parquet(path, path.with_name("o"), t, keep_cols=k), \
-            "text_col"
-        yield "ray.embed_dataset", lambda path, t, k: bray.embed_dataset(None, t, k), "text_col"
+            "text_cols"
+        yield "ray.embed_dataset", lambda path, t, k: bray.embed_dataset(None, t, k), "text_cols"
     with contextlib.suppress(ImportError):
         __import__("pyspark")
         from bertfeat import spark

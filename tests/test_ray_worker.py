@@ -743,6 +743,44 @@ def test_embed_dataset_checks_before_any_actor_starts(tiny_bert, fake_ray):
     assert ray.mapped and not ray.mapped[:-1]
 
 
+def test_the_text_columns_are_text_cols_as_on_spark_and_the_old_text_col_still_works_with_a_future_warning(
+        tiny_bert, fake_ray, tmp_path):
+    """(found by the Ray and Spark hunt, 2026-11-27, session 16) ``ray.embed_dataset`` and ``ray.embed_parquet``
+    took ``text_col=`` where ``spark.embed_dataframe``, ``spark.embed_files`` and ``files.embed_file`` take
+    ``text_cols=``: a call moved from one engine to the other by name failed with "BertEmbedder.__init__() got an
+    unexpected keyword argument". Now ``text_cols`` everywhere; ``text_col=`` is read, with a FutureWarning."""
+    ray = fake_ray()
+    ds = FakeDataset(ray, pa.table({"t": ["a"], "u": ["b"], "k": [1]}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the new name warns of nothing
+        bray.embed_dataset(ds, text_cols=["t", "u"], keep_cols="k", model=tiny_bert)
+    assert ray.mapped[-1]["fn_constructor_kwargs"]["text_cols"] == ["t", "u"]
+    with pytest.warns(FutureWarning) as said:
+        bray.embed_dataset(ds, text_col="u", keep_cols="k", model=tiny_bert)
+    assert ray.mapped[-1]["fn_constructor_kwargs"]["text_cols"] == ["u"]
+    assert [str(w.message) for w in said] == [
+        "text_col= is now text_cols= in embed_dataset(), as in bertfeat.spark and bertfeat.files.embed_file; "
+        "text_col= will be removed in a future version: pass text_cols=."]
+    assert said[0].filename == __file__  # said of the caller's line
+    with pytest.raises(TypeError) as info:
+        bray.embed_dataset(ds, "t", text_col="u", model=tiny_bert)
+    assert str(info.value) == "embed_dataset() got text_cols='t' and text_col='u', its old name: pass text_cols= alone."
+    with pytest.raises(TypeError) as info:
+        bray.embed_dataset(ds, keep_cols="k", model=tiny_bert)
+    assert str(info.value) == ("embed_dataset() missing 1 required argument: 'text_cols' (the text column or columns "
+                               "to embed).")
+    # embed_parquet alike: the column given by either name is the one the job reads (refused here by its name)
+    src = write_input(tmp_path, pd.DataFrame({bray.STATS_COL: ["a"]}), files=1)
+    with pytest.raises(ValueError, match=f"column {bray.STATS_COL!r} has the name the Ray engine carries"):
+        bray.embed_parquet(src, tmp_path / "o", text_cols=bray.STATS_COL, model=tiny_bert)
+    with pytest.warns(FutureWarning, match=r"^text_col= is now text_cols= in embed_parquet\(\)"), \
+            pytest.raises(ValueError, match=f"column {bray.STATS_COL!r} has the name the Ray engine carries"):
+        bray.embed_parquet(src, tmp_path / "o", text_col=bray.STATS_COL, model=tiny_bert)
+    with pytest.warns(FutureWarning), pytest.raises(TypeError, match=r"^text_col=5 is not valid: expected a column"):
+        bray.embed_parquet(src, tmp_path / "o", text_col=5, model=tiny_bert)  # named as the caller named it
+    assert not (tmp_path / "o.partial").exists()
+
+
 def write_input(tmp_path, df, files=2):
     (tmp_path / "in").mkdir()
     step = -(-len(df) // files)
