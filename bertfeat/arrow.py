@@ -287,6 +287,19 @@ def reworded(exc: Exception, message: str) -> Exception:
         return exc
 
 
+def in_a_batch(exc: Exception, batch, keep_cols, sent: str, whole: str) -> Exception:
+    """A mistake the core raised about "row i" of a batch a cluster engine sent a worker, where the whole (a Ray
+    Dataset, a Spark DataFrame) numbers no rows: said to be the batch's row (``sent``: who sent the batch to whom,
+    "Ray sent this worker"; ``whole``: what the batch is of, "Dataset"), with the row's ``keep_cols`` (its id), by
+    which a user finds it. Any other error is returned as it is (also one whose type wants other arguments)."""
+    row = row_named(exc)
+    if row is None or row >= batch.num_rows:
+        return exc
+    kept = ", ".join(f"{c}={batch.column(c)[row].as_py()!r}" for c in keep_cols)
+    return reworded(exc, f"{exc} (row {row} of the batch of {batch.num_rows} rows {sent}, not of the {whole}, which "
+                         "numbers no rows" + (f"; that row has {kept})" if kept else ")"))
+
+
 def at_input_row(exc: Exception, rows) -> Exception:
     """A mistake the core raised about "row i" of a batch, said of the input's row ``rows[i]`` instead: the same
     type and words otherwise. Any other error (a row past ``rows``, or one that is its input's row already) is

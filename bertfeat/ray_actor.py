@@ -99,15 +99,10 @@ class RayFeaturizer:
         try:
             yield
         except (ValueError, TypeError) as exc:
-            from bertfeat.arrow import reworded, row_named
+            from bertfeat.arrow import in_a_batch
 
-            row = row_named(exc)
-            if self.collector is not None or row is None or row >= table.num_rows:
-                raise
-            kept = ", ".join(f"{c}={table.column(c)[row].as_py()!r}" for c in self.featurizer.keep_cols)
-            note = (f" (row {row} of the batch of {table.num_rows} rows Ray sent this worker, not of the Dataset, "
-                    "which numbers no rows" + (f"; that row has {kept})" if kept else ")"))
-            named = reworded(exc, f"{exc}{note}")
+            named = exc if self.collector is not None else in_a_batch(
+                exc, table, self.featurizer.keep_cols, "Ray sent this worker", "Dataset")
             if named is exc:
                 raise
             raise named from None

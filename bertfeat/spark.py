@@ -226,9 +226,22 @@ def _for_spark(batch: pa.RecordBatch) -> pa.RecordBatch:
 
 
 def _embed_partition(batches, spec: dict):
+    """The function of :func:`embed_dataframe`'s ``mapInArrow``. A bad text's "row i" is the i-th of the Arrow
+    batch, and a DataFrame numbers no rows: said so, with the row's kept columns (its id), where the bare "row 0"
+    sent its user to the DataFrame's first row. (A file job's driver names the input's row instead.)"""
+    from bertfeat.arrow import in_a_batch
+
     featurizer, _ = _worker_featurizer(spec)
     for batch in batches:
-        yield _for_spark(featurizer(_renamed(batch, spec.get("names", {}))))
+        batch = _renamed(batch, spec.get("names", {}))
+        try:
+            out = featurizer(batch)
+        except (ValueError, TypeError) as exc:
+            named = in_a_batch(exc, batch, featurizer.keep_cols, "Spark sent this task", "DataFrame")
+            if named is exc:
+                raise
+            raise named from None
+        yield _for_spark(out)
 
 
 # -- the public API ------------------------------------------------------------------------------------------------

@@ -274,6 +274,32 @@ def test_embed_partition_yields_spark_ready_batches(tiny_bert, tmp_path, in_task
     assert len(out) == 2
 
 
+def test_a_bad_text_in_embed_dataframe_is_named_as_its_batchs_row_with_its_kept_columns(tiny_bert, tmp_path, in_task):
+    """(found by the Ray and Spark hunt, 2026-11-27, session 16) ``embed_dataframe`` over a DataFrame whose second
+    row's text is None failed "row 0 of column 'text' is missing (None) ...": the row of the Arrow batch Spark sent
+    the task, said as if it were the DataFrame's (its first row, which is fine), with nothing to find the row by.
+    Ray's ``embed_dataset`` said so, with the row's kept columns, since session 11; now Spark's task says it alike."""
+    in_task(FakeTask(cpus=1))
+    names = {"_bertfeat_col0": "id", "_bertfeat_col1": "text"}  # the names the columns travel under
+    spec = dict(spec_for(tiny_bert, tmp_path), names=names)
+    fine = pa.record_batch([pa.array([1]), pa.array(["a cat"])], names=list(names))
+    bad = pa.record_batch([pa.array([2, 3]), pa.array([None, "a dog"])], names=list(names))
+    out = bspark._embed_partition(iter([fine, bad]), spec)
+    assert next(out).column(0).to_pylist() == [1]
+    with pytest.raises(ValueError) as info:
+        next(out)
+    assert str(info.value).startswith("row 0 ") and "is missing (None) and missing='error'" in str(info.value)
+    assert str(info.value).endswith(" or fill the missing texts first. (row 0 of the batch of 2 rows Spark sent this "
+                                    "task, not of the DataFrame, which numbers no rows; that row has id=2)")
+    bare = dict(spec, keep_cols=[], names={"_bertfeat_col0": "text"})
+    with pytest.raises(ValueError) as info:  # a blank text, without kept columns
+        next(bspark._embed_partition(iter([pa.record_batch([pa.array(["a", " "])], names=["_bertfeat_col0"])]), bare))
+    assert str(info.value).endswith(" (row 1 of the batch of 2 rows Spark sent this task, not of the DataFrame, which "
+                                    "numbers no rows)")
+    with pytest.raises(ValueError, match="^pooling='most' is not valid"):  # no row named: as raised
+        next(bspark._embed_partition(iter([fine]), dict(spec, params={**spec["params"], "pooling": "most"})))
+
+
 # -- one task's part file -------------------------------------------------------------------------------------------
 
 
