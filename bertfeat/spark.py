@@ -304,6 +304,7 @@ def embed_dataframe(sdf, text_cols, *, keep_cols=(), layout: str = "columns", re
     schema = _arrow_schema(sdf.schema)
     _refuse_nested_texts(schema, text_cols)
     checker = _checked_featurizer(text_cols, keep_cols, layout, fixed, schema, master)
+    _refuse_case_twins(keep_cols, checker.output_feature_columns(), sdf.sparkSession)
     provenance = {"bertfeat": json.dumps(checker.provenance())}
     fields = [sdf.schema[c] for c in keep_cols]
     for k, name in enumerate(checker.output_feature_columns()):
@@ -319,6 +320,27 @@ def embed_dataframe(sdf, text_cols, *, keep_cols=(), layout: str = "columns", re
     if resource_profile is None:
         return selected.mapInArrow(partial(_embed_partition, spec=spec), StructType(fields))
     return selected.mapInArrow(partial(_embed_partition, spec=spec), StructType(fields), profile=resource_profile)
+
+
+def _refuse_case_twins(keep_cols, features, session) -> None:
+    """Refuse output columns whose names differ in case only where the session reads names in any case (Spark's
+    default, ``spark.sql.caseSensitive`` false): a kept ``Review_mean_01`` beside the feature ``review_mean_01``
+    (two kept ``Text`` and ``text`` alike) made a DataFrame Spark cannot write (``COLUMN_ALREADY_EXISTS`` at
+    ``write.parquet``) nor select from (``AMBIGUOUS_REFERENCE``). The local engine's output, which pandas and
+    pyarrow read by exact name, keeps both."""
+    if str(session.conf.get("spark.sql.caseSensitive", "false")).lower() == "true":
+        return
+    first: dict = {}
+    for name in [*dict.fromkeys(keep_cols), *features]:
+        first.setdefault(name.lower(), []).append(name)
+    twins = [names for names in first.values() if len(names) > 1]
+    if twins:
+        kept = [n for names in twins for n in names if n in keep_cols]
+        raise ValueError(
+            f"the output's columns {twins} differ in case only, and this Spark session reads column names in any "
+            "case (spark.sql.caseSensitive is false): it could neither write nor select them. Rename the kept "
+            f"column(s) {kept} first."
+        )
 
 
 def _quoted(name: str) -> str:

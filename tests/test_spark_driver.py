@@ -738,6 +738,33 @@ def test_embed_dataframe_refuses_a_gpu_its_local_session_has_not(tiny_bert):
         bspark.embed_dataframe(sdf, "review", keep_cols="id", model=tiny_bert, device="CUDA")
 
 
+def test_embed_dataframe_refuses_a_kept_column_named_like_a_feature_in_another_case_where_spark_reads_any_case(
+        tiny_bert):
+    """(found by the Ray and Spark hunt, 2026-11-27, session 16) a kept ``Review_mean_00`` beside the feature
+    ``review_mean_00``: ``embed_dataframe`` returned a DataFrame that Spark, reading names in any case by default,
+    could not write (``COLUMN_ALREADY_EXISTS`` at ``write.parquet``, the embedding's stage planned and lost) nor
+    select from (``AMBIGUOUS_REFERENCE``). The exact name was refused already; now the name in another case too,
+    before anything runs, unless the session reads names as written."""
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    schema = StructType([StructField("Review_mean_00", LongType()), StructField("review", StringType())])
+    sdf = FakeDataFrame(schema, session=FakeSession(master="local[2]", conf={}))
+    with pytest.raises(ValueError) as info:
+        bspark.embed_dataframe(sdf, "review", keep_cols="Review_mean_00", model=tiny_bert, pooling="mean")
+    assert str(info.value) == (
+        "the output's columns [['Review_mean_00', 'review_mean_00']] differ in case only, and this Spark session "
+        "reads column names in any case (spark.sql.caseSensitive is false): it could neither write nor select them. "
+        "Rename the kept column(s) ['Review_mean_00'] first.")
+    assert sdf.log == []  # nothing mapped
+    exact = FakeDataFrame(schema, session=FakeSession(master="local[2]", conf={"spark.sql.caseSensitive": "true"}))
+    bspark.embed_dataframe(exact, "review", keep_cols="Review_mean_00", model=tiny_bert, pooling="mean")
+    _, _, out = exact.log[-1]  # a session that reads names as written keeps both, as the local engine does
+    assert out.names[:2] == ["Review_mean_00", "review_mean_00"]
+    other = FakeDataFrame(schema, session=FakeSession(master="local[2]", conf={}))
+    bspark.embed_dataframe(other, "review", keep_cols="Review_mean_00", model=tiny_bert, pooling="cls")
+    assert other.log[-1][2].names[:2] == ["Review_mean_00", "review_cls_00"]  # no twin: as before
+
+
 def dataframe_job(tiny_bert, conf, **recipe):
     """The provenance ``embed_dataframe`` writes in the first feature field of a DataFrame of (id, review, title),
     and the function each task runs, as it hands them to ``mapInArrow``."""
