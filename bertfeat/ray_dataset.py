@@ -8,6 +8,7 @@ import warnings
 
 import pyarrow as pa
 
+from bertfeat.engine_options import refuse_other_engines_options
 from bertfeat.files import refuse_local_options
 from bertfeat.inputs import column_names
 from bertfeat.links import with_doc_links
@@ -117,6 +118,7 @@ def embed_dataset(ds, text_cols=REQUIRED, keep_cols=(), *, num_workers=None, gpu
 
     text_cols = text_columns(text_cols, params, "embed_dataset")
     refuse_local_options(params, "ray", reads="dataset")
+    refuse_other_engines_options(params, "ray", "bertfeat.ray.embed_dataset", lazy=True)
     ray = require_ray()
     keep_cols = column_names(keep_cols, "keep_cols")
     if not _is_int(batch_rows) or batch_rows < 1:

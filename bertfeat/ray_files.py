@@ -20,6 +20,7 @@ from bertfeat.files import (
     PARQUET_SUFFIXES, InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary, refuse_local_options,
 )
 from bertfeat.flush import file_to_disk, naming
+from bertfeat.engine_options import refuse_other_engines_options
 from bertfeat.inputs import column_names
 from bertfeat.output import check_folder_output, job_lock, own_files, remove_stale_temps, replace_output
 from bertfeat.ray_actor import STATS_COL, JobCounts
@@ -44,6 +45,7 @@ def embed_parquet(input, out, text_cols=REQUIRED, *, keep_cols=(), layout: str =
     """
     text_cols = text_columns(text_cols, params, "embed_parquet")
     refuse_local_options(params, "ray", reads="parquet")
+    refuse_other_engines_options(params, "ray", "bertfeat.ray.embed_parquet")
     ray = require_ray()
     t0 = time.perf_counter()
     keep_cols = column_names(keep_cols, "keep_cols")

@@ -34,6 +34,7 @@ from bertfeat.arrow import at_input_row, first_refused
 from bertfeat.counts import (add_passes, driver_says, forward_passes, keep_machine, keep_note, machines_facts,
                              passes_since, say_notes)
 from bertfeat.encode import EncodeStats
+from bertfeat.engine_options import refuse_other_engines_options
 from bertfeat.exceptions import TruncationWarning
 from bertfeat.flush import file_to_disk, naming
 from bertfeat.inputs import column_names
@@ -292,6 +293,7 @@ def embed_dataframe(sdf, text_cols, *, keep_cols=(), layout: str = "columns", re
     refuse_local_options(recipe, "spark", reads="dataset",
                          rows="a DataFrame goes to the Spark engine in Arrow batches of "
                          "spark.sql.execution.arrow.maxRecordsPerBatch rows; set that option of the session instead.")
+    refuse_other_engines_options(recipe, "spark", "bertfeat.spark.embed_dataframe", lazy=True)
     require_spark()
     from pyspark.sql.types import ArrayType, FloatType, StructField, StructType
 
@@ -462,6 +464,7 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
     :class:`~bertfeat.BertEmbedder` parameter.
     """
     refuse_local_options(params, "spark")
+    refuse_other_engines_options(params, "spark", "bertfeat.spark.embed_files")
     require_spark()
     t0 = time.perf_counter()
     text_cols = column_names(text_cols, "text_cols")
