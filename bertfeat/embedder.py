@@ -668,7 +668,7 @@ def _model_changed(model, name: str, changed: list[str], now: tuple, fitted: tup
         return text + (f"would not match. The fitted files are still there: set_params(model={fitted[0]!r}) "
                        "(<step>__model= in a Pipeline) to use them, or fit again.")
     if fitted and fitted[1] and now[1]:  # a hub name, whose fitted revision is gone from this machine's cache
-        from bertfeat.models import hub_download_command
+        from bertfeat.hub import hub_download_command
 
         return text + (f"would not match. Download the fitted revision ({hub_download_command()} {model} --revision "
                        f"{fitted[1]}) and pass its folder as model=, or fit again.")

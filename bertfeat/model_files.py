@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 
+from bertfeat.exceptions import ModelNotAvailableError
 from bertfeat.fork_safe import ForkSafeLock
 from bertfeat.models import ModelSpec
 from bertfeat.recent import keep_recent
@@ -95,10 +96,8 @@ def _quiet_transformers():
 
 def load_checked_model(spec: ModelSpec, dtype, tokenizer, trust_remote_code: bool = False):
     """The model's encoder from its safetensors weights, refused (naming the weights) if they do not fit its config
-    or the tokenizer; see :func:`bertfeat.models.check_weights_fit`."""
+    or the tokenizer; see :func:`check_weights_fit`."""
     from transformers import AutoModel
-
-    from bertfeat.models import check_vocab_fits, check_weights_fit
 
     # Mis-shaped weights are loaded (as random) and reported rather than raised, so that the one check below names
     # them along with missing and unused ones; the check refuses the model either way. No attention maps: bertfeat
@@ -144,8 +143,7 @@ def check_weights_finite(name: str, path: str, named_tensors) -> None:
     """
     import torch
 
-    from bertfeat.exceptions import ModelNotAvailableError
-    from bertfeat.models import _UNREAD_MODULES, hub_download_command
+    from bertfeat.hub import hub_download_command
 
     bad = []
     for key, tensor in named_tensors:
@@ -233,3 +231,112 @@ def _special_tokens_around(tokenizer) -> tuple[list[int], list[int]]:
         if full[i : i + len(bare)] == bare:
             return list(full[:i]), list(full[i + len(bare):])
     raise RuntimeError(f"cannot tell which special tokens {type(tokenizer).__name__} adds around a text")
+
+
+# Parts of an encoder that bertfeat never reads (it pools hidden states): their weights may be absent, as many
+# sentence-transformers saves drop the pooler, without changing any feature.
+_UNREAD_MODULES = ("pooler",)
+
+
+def check_weights_fit(name: str, path: str, missing, unexpected, mismatched, encoder_modules,
+                      prefix: str = "") -> None:
+    """Refuse a model whose weights file does not fit its config, naming the weights that do not fit.
+
+    transformers loads such a model anyway, filling what is missing or mis-shaped with random numbers, so every
+    process would compute different features. ``missing``, ``unexpected`` and ``mismatched`` come from
+    ``from_pretrained(..., output_loading_info=True)``; ``encoder_modules`` are the names of the loaded encoder's
+    top-level modules and ``prefix`` the name a task model keeps them under (``"bert"``). Unexpected weights outside
+    those modules belong to heads of another task (BERT's ``cls.``, RoBERTa's ``lm_head.``) and are unused by
+    design; unexpected weights inside them (a layer the config does not have, with or without the prefix) are an
+    error, as are missing weights outside ``pooler``.
+
+    Examples
+    --------
+    >>> check_weights_fit("m", "/m", [], ["cls.predictions.bias"], [], ["embeddings", "encoder", "pooler"])
+    >>> try:
+    ...     check_weights_fit("m", "/m", ["encoder.layer.3.output.dense.weight"], [], [], ["embeddings", "encoder"])
+    ... except ValueError as exc:
+    ...     print(str(exc)[:55])
+    model='m': the weights in /m do not fit its config.json
+    """
+    top = set(encoder_modules)
+
+    def module(key: str) -> str:
+        if prefix and key.startswith(prefix + "."):
+            key = key[len(prefix) + 1:]
+        return key.split(".", 1)[0]
+
+    missing = sorted(k for k in missing if module(k) not in _UNREAD_MODULES)
+    unused = sorted(k for k in unexpected if module(k) in top)
+    mismatched = sorted(mismatched, key=str)
+    if not (missing or unused or mismatched):
+        return
+    parts = []
+    if missing:
+        parts.append(f"{len(missing)} weight(s) the config needs are not in the file ({_some(missing)})")
+    if unused:
+        parts.append(f"{len(unused)} weight(s) in the file are not used by the config ({_some(unused)})")
+    elif unexpected and missing:
+        parts.append(f"the file holds {len(unexpected)} weight(s) under other names ({_some(sorted(unexpected))})")
+    if mismatched:
+        # transformers gives (name, shape in the file, shape for the config), or the name alone (4.5x: 4.57 for one)
+        shown = [k if isinstance(k, str) else f"{k[0]} {tuple(k[1])} in the file, {tuple(k[2])} for the config"
+                 for k in mismatched[:3]]
+        parts.append(f"{len(mismatched)} weight(s) have another shape than the config says ({'; '.join(shown)}"
+                     f"{', ...' if len(mismatched) > 3 else ''})")
+    hint = _prefix_hint(missing, unexpected) or (
+        "Check config.json (num_hidden_layers, hidden_size, intermediate_size, vocab_size) against the weights, or "
+        "re-save the model with transformers' save_pretrained()."
+    )
+    raise ModelNotAvailableError(
+        f"model={name!r}: the weights in {path} do not fit its config.json, so part of the model would be random "
+        f"and the features meaningless: {'; '.join(parts)}. {hint}"
+    )
+
+
+def _some(keys, n: int = 4) -> str:
+    return ", ".join(keys[:n]) + (f", ... ({len(keys) - n} more)" if len(keys) > n else "")
+
+
+def _prefix_hint(missing, unexpected) -> str | None:
+    """When every weight carries one extra prefix (a wrapper module's name), say which."""
+    if not missing or not unexpected:
+        return None
+    want = missing[0]
+    for key in unexpected:
+        if key.endswith("." + want):
+            prefix = key[: -len(want)]
+            if all(prefix + m in set(unexpected) for m in missing):
+                return (f"Every weight name carries the prefix {prefix!r} (as a wrapper module saves them): re-save "
+                        "the inner model with save_pretrained(), or strip the prefix from the keys of the "
+                        "safetensors file.")
+    return None
+
+
+def check_vocab_fits(name: str, n_tokens: int, n_embeddings: int, vocab_size, added: dict | None = None) -> None:
+    """Refuse a tokenizer that can produce ids past the model's embedding table (an index error mid-run, or a
+    wrong row on some kernels). ``added``: the tokens the tokenizer adds beyond its vocabulary, by id
+    (``added_tokens_decoder``), to name those past the table: tokens added after the weights were saved, or special
+    tokens the vocabulary lacks, where the files and weights are one model's.
+
+    Examples
+    --------
+    >>> check_vocab_fits("m", 30522, 30522, 30522)
+    """
+    if n_tokens <= n_embeddings:
+        return
+    said = (f"model={name!r}: the tokenizer has {n_tokens} tokens, but the model's embedding table has {n_embeddings} "
+            f"rows (config.json vocab_size={vocab_size}), so token ids from {n_embeddings} on have no embedding")
+    past = sorted(i for i in (added or {}) if i >= n_embeddings)
+    if past:
+        raise ModelNotAvailableError(
+            f"{said}: {', '.join(repr(str(added[i])) for i in past[:5])}{', ...' if len(past) > 5 else ''} (ids "
+            f"{', '.join(map(str, past[:5]))}{', ...' if len(past) > 5 else ''}), tokens the tokenizer adds beyond "
+            "its vocabulary (tokens added to it after these weights were saved, or special tokens its vocabulary "
+            "lacks). Use the tokenizer saved with these weights, or weights saved after "
+            "model.resize_token_embeddings(len(tokenizer)) and the training of the new rows."
+        )
+    raise ModelNotAvailableError(
+        f"{said}. The tokenizer files and the weights come from different models: use the tokenizer saved with these "
+        "weights."
+    )

@@ -34,9 +34,9 @@ def test_readme_python_block_runs(block, capsys, tmp_path, monkeypatch):
         assert expected in printed, (expected, printed)
 
 
-MODULES = ["bertfeat.batching", "bertfeat.models", "bertfeat.embedder", "bertfeat.encode", "bertfeat.union",
-           "bertfeat.arrow", "bertfeat.inputs", "bertfeat.cache", "bertfeat.tokens", "bertfeat.probe_ridge",
-           "bertfeat.fork_safe", "bertfeat.recent", "bertfeat.spelling"]
+MODULES = ["bertfeat.batching", "bertfeat.models", "bertfeat.model_files", "bertfeat.embedder", "bertfeat.encode",
+           "bertfeat.union", "bertfeat.arrow", "bertfeat.inputs", "bertfeat.cache", "bertfeat.tokens",
+           "bertfeat.probe_ridge", "bertfeat.fork_safe", "bertfeat.recent", "bertfeat.spelling"]
 # each runs a small probe on the bundled model (a few seconds once the model is loaded)
 PROBE_MODULES = ["bertfeat.probe", "bertfeat._r"]
 # every example there needs a cluster (marked +SKIP); only the imports would run (embed_dataset's is in ray_dataset)

@@ -14,7 +14,7 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 
 from bertfeat import BertEmbedder, ModelNotAvailableError, TruncationWarning
-from bertfeat.models import hub_download_command
+from bertfeat.hub import hub_download_command
 
 TEXTS = ["the cat sat on the mat", "a dog ran in the park", "statistics meets text", "glmnet loves features"]
 

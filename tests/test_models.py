@@ -134,15 +134,15 @@ def test_every_file_an_encoders_tokenizer_reads_is_hashed_and_fetched(family):
     import fnmatch
     import importlib
 
-    from bertfeat import models
+    from bertfeat import hub, model_folder
 
     try:
         module = importlib.import_module(f"transformers.models.{family}.tokenization_{family}")
     except ImportError:
         pytest.skip(f"transformers has no tokenizer module for {family}")
     files = sorted(set(module.VOCAB_FILES_NAMES.values()))
-    assert [f for f in files if f not in models._TOKENIZER_FILES] == []
-    assert [f for f in files if not any(fnmatch.fnmatch(f, p) for p in models._HUB_PATTERNS)] == []
+    assert [f for f in files if f not in model_folder._TOKENIZER_FILES] == []
+    assert [f for f in files if not any(fnmatch.fnmatch(f, p) for p in hub._HUB_PATTERNS)] == []
 
 
 def test_a_python_file_beside_a_model_without_its_own_code_changes_nothing(tiny_bert, tmp_path):
@@ -438,7 +438,7 @@ def test_an_older_saves_transformer_settings_file_is_read_as_sentence_transforme
     from sentence_transformers import SentenceTransformer
 
     from bertfeat import BertEmbedder
-    from bertfeat.models import _HUB_PATTERNS
+    from bertfeat.hub import _HUB_PATTERNS
 
     model = _cased_st_model(tiny_bert, tmp_path / "st", do_lower_case=True)
     (model / "sentence_bert_config.json").rename(model / name)
@@ -456,7 +456,9 @@ def test_an_older_saves_transformer_settings_file_is_read_as_sentence_transforme
 
 def test_do_lower_case_is_in_the_fingerprint_and_the_default_models_is_not_changed(tiny_bert, tmp_path):
     from bertfeat import BertEmbedder
-    from bertfeat.models import _TOKENIZER_FILES, _hash_files, resolve_model
+    from bertfeat.model_folder import _TOKENIZER_FILES
+    from bertfeat.model_hashes import _hash_files
+    from bertfeat.models import resolve_model
 
     cased = resolve_model(str(_cased_st_model(tiny_bert, tmp_path / "cased", do_lower_case=False)))
     lowered = resolve_model(str(_cased_st_model(tiny_bert, tmp_path / "lowered", do_lower_case=True)))
@@ -558,12 +560,12 @@ def test_a_transformer_in_a_subfolder_is_read_from_there_as_sentence_transformer
 def test_the_hub_download_takes_a_transformer_subfolders_files():
     import fnmatch
 
-    from bertfeat import models
+    from bertfeat import hub
 
     wanted = ["0_Transformer/config.json", "0_Transformer/model.safetensors", "0_Transformer/tokenizer.json",
               "0_Transformer/vocab.txt", "0_Transformer/tokenizer_config.json", "0_Transformer/special_tokens_map.json",
               "0_Transformer/sentence_bert_config.json", "0_BERT/sentencepiece.bpe.model", "1_Pooling/config.json"]
-    assert [f for f in wanted if not any(fnmatch.fnmatch(f, p) for p in models._HUB_PATTERNS)] == []
+    assert [f for f in wanted if not any(fnmatch.fnmatch(f, p) for p in hub._HUB_PATTERNS)] == []
 
 
 def test_a_model_that_does_not_start_with_a_transformer_is_refused_saying_what_it_starts_with(tiny_bert, tmp_path):
@@ -715,7 +717,7 @@ def test_the_download_advice_names_the_command_the_installed_huggingface_hub_has
     `huggingface-cli download` only before it."""
     from importlib import metadata
 
-    from bertfeat import models
+    from bertfeat import hub
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelNotAvailableError) as info:
@@ -726,7 +728,7 @@ def test_the_download_advice_names_the_command_the_installed_huggingface_hub_has
                              ("0.34.0", "hf download"), ("0.36.2", "hf download"), ("1.0.0", "hf download"),
                              ("2.4.0", "hf download")]:
         monkeypatch.setattr(metadata, "version", lambda name, v=version: v)
-        assert models.hub_download_command() == command, version
+        assert hub.hub_download_command() == command, version
 
 
 # -- bertfeat.models' checks by value, on files and lists alone (no model loads): each refusal word for word, each
@@ -780,7 +782,7 @@ def _safetensors(path, header: bytes, length: int | None = None, tail: bytes = b
     (b'"\xff"', None, b"", "its header is not JSON"),
 ])
 def test_a_safetensors_header_is_checked_at_its_bounds(tmp_path, header, length, tail, problem):
-    from bertfeat.models import _check_safetensors
+    from bertfeat.model_folder import _check_safetensors
 
     f = _safetensors(tmp_path / "model.safetensors", header, length, tail)
     if problem is None:
@@ -794,7 +796,7 @@ def test_a_safetensors_header_is_checked_at_its_bounds(tmp_path, header, length,
 
 
 def test_a_safetensors_header_past_100_mib_or_a_file_under_8_bytes_is_refused(tmp_path):
-    from bertfeat.models import _check_safetensors
+    from bertfeat.model_folder import _check_safetensors
 
     f = tmp_path / "model.safetensors"
     f.write_bytes(b"\x05\0\0")
@@ -811,7 +813,7 @@ def test_a_safetensors_header_past_100_mib_or_a_file_under_8_bytes_is_refused(tm
 
 
 def test_weights_files_are_the_single_file_or_the_shards_its_index_names(tmp_path):
-    from bertfeat.models import _weights_files
+    from bertfeat.model_folder import _weights_files
 
     for s in ("b.safetensors", "a.safetensors"):
         _safetensors(tmp_path / s, b"{}")
@@ -839,7 +841,7 @@ def test_weights_files_are_the_single_file_or_the_shards_its_index_names(tmp_pat
 
 
 def test_no_safetensors_is_refused_naming_the_pickles_there(tmp_path):
-    from bertfeat.models import _weights_files
+    from bertfeat.model_folder import _weights_files
 
     # a hub model published with pickled weights only: its download fetched none, so none are there to name
     assert _refused(_weights_files, tmp_path, "m") == (
@@ -863,7 +865,7 @@ def test_the_advice_to_convert_pickled_weights_is_python_that_runs_for_r_users_t
     ``safe_serialization = TRUE``, a NameError in Python; ``save_pretrained`` writes safetensors by default (from
     transformers 4.35; bertfeat takes 4.40 on)."""
     from bertfeat._r import r_advice
-    from bertfeat.models import _check_safetensors, _weights_files
+    from bertfeat.model_folder import _check_safetensors, _weights_files
 
     (tmp_path / "none").mkdir()
     (tmp_path / "bin").mkdir()
@@ -905,7 +907,7 @@ def test_a_tokenizer_config_that_is_no_object_is_refused():
 
 
 def test_a_vocabulary_past_the_embedding_table_is_refused_word_for_word():
-    from bertfeat.models import check_vocab_fits
+    from bertfeat.model_files import check_vocab_fits
 
     assert check_vocab_fits("m", 100, 100, 100) is None and check_vocab_fits("m", 99, 100, None) is None
     assert _refused(check_vocab_fits, "m", 101, 100, 100) == (
@@ -921,7 +923,7 @@ def test_a_vocabulary_past_the_embedding_table_is_refused_word_for_word():
 
 
 def test_some_names_four_keys_then_how_many_more():
-    from bertfeat.models import _some
+    from bertfeat.model_files import _some
 
     assert _some(["a", "b", "c", "d"]) == "a, b, c, d"
     assert _some(["a", "b", "c", "d", "e", "f"]) == "a, b, c, d, ... (2 more)"
@@ -933,7 +935,7 @@ CHECK = ("Check config.json (num_hidden_layers, hidden_size, intermediate_size, 
 
 
 def test_weights_that_fit_pass_and_unread_or_other_task_weights_are_fine():
-    from bertfeat.models import check_weights_fit
+    from bertfeat.model_files import check_weights_fit
 
     top = ["embeddings", "encoder", "pooler"]
     assert check_weights_fit("m", "/m", [], [], [], top) is None
@@ -944,7 +946,7 @@ def test_weights_that_fit_pass_and_unread_or_other_task_weights_are_fine():
 
 
 def test_weights_that_do_not_fit_are_refused_naming_each_kind_word_for_word():
-    from bertfeat.models import check_weights_fit
+    from bertfeat.model_files import check_weights_fit
 
     top = ["embeddings", "encoder"]
     head = "model='m': the weights in /m do not fit its config.json, so part of the model would be random and the " \
@@ -970,7 +972,7 @@ def test_weights_that_do_not_fit_are_refused_naming_each_kind_word_for_word():
 
 
 def test_weights_under_one_extra_prefix_are_named_with_it():
-    from bertfeat.models import _prefix_hint, check_weights_fit
+    from bertfeat.model_files import _prefix_hint, check_weights_fit
 
     missing = ["embeddings.w", "encoder.w"]
     unexpected = ["model.embeddings.w", "model.encoder.w", "x.embeddings.w"]

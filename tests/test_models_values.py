@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from bertfeat import models
+from bertfeat import model_folder, model_hashes, models
 from bertfeat.exceptions import ModelNotAvailableError
+from bertfeat.hub import _HUB_PATTERNS, hub_download_command
 from bertfeat.models import resolve_model
 
 BERT = {"model_type": "bert", "num_hidden_layers": 3, "hidden_size": 32, "max_position_embeddings": 64}
@@ -203,10 +204,10 @@ def test_the_weights_fingerprint_is_the_single_files_or_the_shards_in_name_order
 
 
 def test_the_tokenizer_fingerprint_takes_every_tokenizer_file_and_nothing_else(tmp_path):
-    files = {name: f"{name}\n" for name in models._TOKENIZER_FILES}
+    files = {name: f"{name}\n" for name in model_folder._TOKENIZER_FILES}
     files.update({"tokenizer.json": {}, "tokenizer_config.json": {"model_max_length": 8}})  # read as JSON too
     root = _folder(tmp_path / "m", files={**files, "notes.txt": "not read", "special_tokens_map.json.bak": "old"})
-    assert resolve_model(str(root)).tokenizer_sha256 == _files_sha(*(root / f for f in models._TOKENIZER_FILES))
+    assert resolve_model(str(root)).tokenizer_sha256 == _files_sha(*(root / f for f in model_folder._TOKENIZER_FILES))
 
 
 # -- refusals ---------------------------------------------------------------------------------------------------------
@@ -270,7 +271,7 @@ def test_a_peft_adapter_folder_is_refused_saying_how_to_merge_it_into_its_base_m
 def test_weights_in_other_safetensors_files_are_named_with_what_is_missing(tmp_path):
     """Shards copied without their index (it says which weights each holds), a variant's file
     (model.fp16.safetensors): transformers, and bertfeat, read model.safetensors or the index alone."""
-    from bertfeat.models import _weights_files
+    from bertfeat.model_folder import _weights_files
 
     for shard in _INDEX["weight_map"].values():
         _write(tmp_path / "shards" / shard, _SHARD)
@@ -425,7 +426,7 @@ def test_a_hub_name_in_the_cache_is_read_from_it_without_a_download(tmp_path, mo
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     spec = resolve_model(model)
     assert (spec.name, spec.path) == (model, str(root))
-    assert hub.calls == [(model, {"allow_patterns": models._HUB_PATTERNS, "local_files_only": True})]
+    assert hub.calls == [(model, {"allow_patterns": _HUB_PATTERNS, "local_files_only": True})]
 
 
 @pytest.mark.parametrize("offline", ["1", "true", "TRUE", "yes", "On"])
@@ -434,7 +435,7 @@ def test_a_hub_name_not_in_the_cache_with_downloads_off_is_refused_word_for_word
     monkeypatch.setenv("HF_HUB_OFFLINE", offline)
     assert _refusal(resolve_model, "org/model") == (
         "model='org/model' is not a local directory and is not in the Hugging Face cache, and downloads are off "
-        "(HF_HUB_OFFLINE is set). " + FIX.format(command=models.hub_download_command(), name="org/model"))
+        "(HF_HUB_OFFLINE is set). " + FIX.format(command=hub_download_command(), name="org/model"))
     assert len(hub.calls) == 1
 
 
@@ -448,8 +449,8 @@ def test_a_hub_name_not_in_the_cache_is_downloaded_with_the_same_files(tmp_path,
     else:
         monkeypatch.setenv("HF_HUB_OFFLINE", offline)
     assert resolve_model("org/model").path == str(root)
-    assert hub.calls == [("org/model", {"allow_patterns": models._HUB_PATTERNS, "local_files_only": True}),
-                         ("org/model", {"allow_patterns": models._HUB_PATTERNS})]
+    assert hub.calls == [("org/model", {"allow_patterns": _HUB_PATTERNS, "local_files_only": True}),
+                         ("org/model", {"allow_patterns": _HUB_PATTERNS})]
 
 
 @pytest.mark.parametrize("error, said", [
@@ -464,7 +465,7 @@ def test_a_download_that_fails_is_refused_naming_its_error_word_for_word(monkeyp
         resolve_model("org/model")
     assert str(refused.value) == (
         f"model='org/model' is not a local directory, is not in the Hugging Face cache, and could not be downloaded "
-        f"({said}). " + FIX.format(command=models.hub_download_command(), name="org/model"))
+        f"({said}). " + FIX.format(command=hub_download_command(), name="org/model"))
     assert refused.value.__cause__ is error
 
 
@@ -509,8 +510,8 @@ def test_a_snapshot_the_cache_holds_in_part_is_completed_by_a_download(tmp_path,
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)  # (tests/conftest.py sets it)
     spec = resolve_model("org/model")
     assert spec.folder == str(whole)
-    assert hub.calls == [("org/model", {"allow_patterns": models._HUB_PATTERNS, "local_files_only": True}),
-                         ("org/model", {"allow_patterns": models._HUB_PATTERNS})]
+    assert hub.calls == [("org/model", {"allow_patterns": _HUB_PATTERNS, "local_files_only": True}),
+                         ("org/model", {"allow_patterns": _HUB_PATTERNS})]
 
 
 @pytest.mark.parametrize("files, taken, lacking", _PART_CACHED)
@@ -522,7 +523,7 @@ def test_a_snapshot_the_cache_holds_in_part_with_downloads_off_is_refused_naming
     assert _refusal(resolve_model, "org/model") == (
         f"model='org/model' is in the Hugging Face cache only in part: its snapshot {part} lacks {lacking} (another "
         "library fetched only the files it reads, or a download stopped midway), and downloads are off "
-        "(HF_HUB_OFFLINE is set). " + FIX.format(command=models.hub_download_command(), name="org/model"))
+        "(HF_HUB_OFFLINE is set). " + FIX.format(command=hub_download_command(), name="org/model"))
     assert len(hub.calls) == 1
 
 
@@ -616,7 +617,7 @@ def test_a_model_that_ships_its_code_has_that_code_in_its_config_fingerprint_not
     blob = json.dumps(config, sort_keys=True).encode() + b"\0" + _files_sha(root / "modeling_x.py").encode()
     assert spec.config_sha256 == _sha(blob)
     assert spec.tokenizer_sha256 == _files_sha(root / "vocab.txt", root / "tokenizer_config.json")
-    assert models._config_sha256(config, tmp_path / "empty") == _sha(json.dumps(config, sort_keys=True).encode())
+    assert model_hashes._config_sha256(config, tmp_path / "empty") == _sha(json.dumps(config, sort_keys=True).encode())
 
 
 # -- what the tokenizer puts before a text, read from tokenizer.json ------------------------------------------------
@@ -676,30 +677,30 @@ def test_special_first_is_unknown_where_tokenizer_json_cannot_say(tmp_path, cont
 
 def test_a_fingerprint_of_files_reads_each_name_and_content_in_order(tmp_path):
     a, b = _write(tmp_path / "a.txt", "one"), _write(tmp_path / "b.txt", "two")
-    assert models._hash_files([a, b]) == _files_sha(a, b) != models._hash_files([b, a])
-    assert models._hash_files([]) == _sha(b"")
+    assert model_hashes._hash_files([a, b]) == _files_sha(a, b) != model_hashes._hash_files([b, a])
+    assert model_hashes._hash_files([]) == _sha(b"")
     c = _write(tmp_path / "c.txt", "one")  # same content, another name
-    assert models._hash_files([c, b]) != models._hash_files([a, b])
+    assert model_hashes._hash_files([c, b]) != model_hashes._hash_files([a, b])
     big = _write(tmp_path / "big.bin", os.urandom((1 << 22) + 5))  # past one read's chunk
-    assert models._file_sha256(big) == _sha(big.read_bytes())
+    assert model_hashes._file_sha256(big) == _sha(big.read_bytes())
     (tmp_path / "link.txt").symlink_to(a)  # a link's own name, its target's content
-    assert models._hash_files([tmp_path / "link.txt"]) == _sha(b"link.txt" + _sha(b"one").encode())
+    assert model_hashes._hash_files([tmp_path / "link.txt"]) == _sha(b"link.txt" + _sha(b"one").encode())
 
 
 def test_a_file_is_read_again_when_its_bytes_may_have_changed_and_not_otherwise(tmp_path):
     f = _write(tmp_path / "w.bin", "abc")
     st = f.stat()
-    assert models._identity(f) == (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    before = models._file_sha256(f)
+    assert model_hashes._identity(f) == (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    before = model_hashes._file_sha256(f)
     time.sleep(0.05)  # past the kernel's clock tick, so that the change time moves
     f.write_text("abd")  # same size; mtime restored: the change time still moves
     os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
-    assert models._file_sha256(f) == _sha(b"abd") != before
+    assert model_hashes._file_sha256(f) == _sha(b"abd") != before
     # the result is kept per (path, identity): a call with one that has not moved is not read again
-    models._sha256_of.cache_clear()
-    models._file_sha256(f)
-    models._file_sha256(f)
-    assert models._sha256_of.cache_info().hits == 1
+    model_hashes._sha256_of.cache_clear()
+    model_hashes._file_sha256(f)
+    model_hashes._file_sha256(f)
+    assert model_hashes._sha256_of.cache_info().hits == 1
 
 
 def test_an_edit_to_any_file_a_description_reads_is_seen_within_the_process(tmp_path):
@@ -878,7 +879,7 @@ def test_the_download_command_is_read_from_huggingface_hubs_own_version(monkeypa
     for installed, command in [("0.33.0", "huggingface-cli download"), ("0.34.0", "hf download"),
                                ("1.2.3", "hf download"), (None, "hf download")]:
         monkeypatch.setattr(metadata, "version", version_of(installed))
-        assert models.hub_download_command() == command, installed
+        assert hub_download_command() == command, installed
 
 
 @pytest.mark.parametrize("hub, transformers, off, said", [
@@ -902,5 +903,5 @@ def test_downloads_are_off_as_huggingface_hub_reads_its_variables_and_the_refusa
         return
     assert _refusal(resolve_model, "org/model") == (
         "model='org/model' is not a local directory and is not in the Hugging Face cache, and downloads are off "
-        f"({said} is set). " + FIX.format(command=models.hub_download_command(), name="org/model"))
+        f"({said} is set). " + FIX.format(command=hub_download_command(), name="org/model"))
     assert len(hub_calls.calls) == 1
