@@ -56,9 +56,8 @@ def _from_hub(name: str) -> Path:
         lacking = snapshot_lacks(cached)
         if not lacking:
             return cached
-    # read as huggingface_hub reads it: TRANSFORMERS_OFFLINE counts where HF_HUB_OFFLINE is not set
-    variable = "HF_HUB_OFFLINE" if os.environ.get("HF_HUB_OFFLINE") else "TRANSFORMERS_OFFLINE"
-    offline = os.environ.get(variable, "").lower() in {"1", "true", "yes", "on"}
+    variable = _downloads_off()
+    offline = variable is not None
     fix = (
         f"Pass model='default' for the bundled all-MiniLM-L6-v2, or a local directory holding config.json, the "
         f"tokenizer files and model.safetensors; or, on a machine with network access, run "
@@ -82,6 +81,13 @@ def _from_hub(name: str) -> Path:
             f"model={name!r} is not a local directory, is not in the Hugging Face cache, and could not be "
             f"downloaded ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}). {fix}"
         ) from exc
+
+
+def _downloads_off() -> str | None:
+    """The variable that turns the hub's downloads off, where one does; None where downloads are on. Read as
+    huggingface_hub reads it: TRANSFORMERS_OFFLINE counts where HF_HUB_OFFLINE is not set."""
+    variable = "HF_HUB_OFFLINE" if os.environ.get("HF_HUB_OFFLINE") else "TRANSFORMERS_OFFLINE"
+    return variable if os.environ.get(variable, "").lower() in {"1", "true", "yes", "on"} else None
 
 
 def snapshot_lacks(root: Path) -> list[str]:
@@ -156,8 +162,7 @@ def _code_snapshot(repo: str) -> Path | None:
         return Path(snapshot_download(repo, allow_patterns=["*.py"], local_files_only=True))
     except Exception:
         pass
-    variable = "HF_HUB_OFFLINE" if os.environ.get("HF_HUB_OFFLINE") else "TRANSFORMERS_OFFLINE"
-    if os.environ.get(variable, "").lower() in {"1", "true", "yes", "on"}:
+    if _downloads_off():
         return None
     try:
         return Path(snapshot_download(repo, allow_patterns=["*.py"]))
