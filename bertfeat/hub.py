@@ -125,9 +125,9 @@ def _remote_code(files: list[Path]) -> tuple | None:
     """The Python files of the repositories that the auto_map of the model's config.json or tokenizer_config.json
     (``files``: the described files, its Transformer's among them) names a class in, as ``"org/repo--module.Class"``
     (jina-embeddings-v2 and nomic-embed-text keep their code so): transformers fetches that code from the hub at the
-    repository's newest revision and runs it, so it decides the vectors as the weights do. Read from the Hugging
-    Face cache, or downloaded there (as the model's load would); () where it cannot be had; None where no repository
-    is named."""
+    repository's newest revision and runs it, so it decides the vectors as the weights do. Read at that revision where
+    downloads are on, from the Hugging Face cache's snapshot where they are off (:func:`_code_snapshot`); () where it
+    cannot be had; None where no repository is named."""
     repos = set()
     for f in files:
         if f.name not in ("config.json", "tokenizer_config.json"):  # the model's classes, the tokenizer's
@@ -152,19 +152,21 @@ def _remote_code(files: list[Path]) -> tuple | None:
 
 
 def _code_snapshot(repo: str) -> Path | None:
-    """The Hugging Face cache's snapshot of ``repo``'s Python files, downloaded where it has none and downloads are on;
-    None where it cannot be had."""
+    """The Hugging Face cache's snapshot of ``repo``'s Python files at the repository's newest revision where downloads
+    are on: transformers asks the hub for that revision at each load and runs it, so the snapshot the cache kept may
+    be older than the code the model runs (the hub is asked, and sends only what changed). The snapshot the cache
+    holds where downloads are off or the hub does not answer (transformers then runs that one); None where neither
+    can be had."""
     try:
         from huggingface_hub import snapshot_download
     except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
         return None
+    if not _downloads_off():
+        try:
+            return Path(snapshot_download(repo, allow_patterns=["*.py"]))
+        except Exception:
+            pass
     try:
         return Path(snapshot_download(repo, allow_patterns=["*.py"], local_files_only=True))
-    except Exception:
-        pass
-    if _downloads_off():
-        return None
-    try:
-        return Path(snapshot_download(repo, allow_patterns=["*.py"]))
     except Exception:
         return None

@@ -535,7 +535,7 @@ def test_code_a_model_keeps_in_another_repository_is_in_its_fingerprint(tmp_path
     and nomic-embed-text keep their code so), which transformers fetches from the hub, at that repository's newest
     revision, and runs: only the Python files beside the model were hashed, so after the code repository moved on
     (an edit to the modelling code, as those repositories have had) the cache answered with the old code's vectors,
-    silently. Its files are read from the Hugging Face cache (or downloaded there, as transformers would) and hashed;
+    silently. Its files are read at the repository's newest revision, as transformers runs them, and hashed;
     where they cannot be had, the fingerprint is one no earlier cache holds."""
     code = _write(tmp_path / "code-snapshot" / "modeling_scaled.py", "SCALE = 1.0\n").parent
     config = {**BERT, "auto_map": {"AutoModel": "org/code--modeling_scaled.ScaledBert",
@@ -543,16 +543,16 @@ def test_code_a_model_keeps_in_another_repository_is_in_its_fingerprint(tmp_path
     root = _folder(tmp_path / "m", config)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)  # (tests/conftest.py sets it)
-    hub = _Hub(monkeypatch, code, code, OSError("not in the cache"), code)
+    hub = _Hub(monkeypatch, code, code, OSError("the hub does not answer"), code)
     first = resolve_model(str(root), trust_remote_code=True).config_sha256
-    assert hub.calls[0] == ("org/code", {"allow_patterns": ["*.py"], "local_files_only": True})
+    assert hub.calls[0] == ("org/code", {"allow_patterns": ["*.py"]})  # its newest revision, which transformers runs
     (code / "modeling_scaled.py").write_text("SCALE = 2.0\n")  # the code repository moved on
     second = resolve_model(str(root), trust_remote_code=True).config_sha256
     assert second != first
-    # not in the cache: downloaded, as transformers would at the load
+    # the hub does not answer: the cache's snapshot, which transformers then runs
     third = resolve_model(str(root), trust_remote_code=True).config_sha256
-    assert third == second and hub.calls[2:] == [("org/code", {"allow_patterns": ["*.py"], "local_files_only": True}),
-                                                 ("org/code", {"allow_patterns": ["*.py"]})]
+    assert third == second and hub.calls[2:] == [("org/code", {"allow_patterns": ["*.py"]}),
+                                                 ("org/code", {"allow_patterns": ["*.py"], "local_files_only": True})]
     # cannot be had (offline, not in the cache): a fingerprint of its own, neither the code's nor the config's alone
     _Hub(monkeypatch, OSError("not in the cache"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -571,6 +571,38 @@ def test_code_a_model_keeps_in_another_repository_is_in_its_fingerprint(tmp_path
     _Hub(monkeypatch)  # asks nothing
     assert resolve_model(str(beside), trust_remote_code=True).config_sha256 == _sha(
         json.dumps({**BERT, "auto_map": {"AutoModel": "modeling_scaled.ScaledBert"}}, sort_keys=True).encode())
+
+
+def test_code_kept_in_another_repository_is_read_at_its_newest_revision_not_the_caches_older_one(tmp_path, monkeypatch):
+    """That code was read from the snapshot the Hugging Face cache kept, where transformers runs the repository's
+    newest revision (it asks the hub at each load, downloads on): after the repository moved on, a run answered wholly
+    from bertfeat's cache (which loads no model, so nothing brought the snapshot up to date) kept the old code's
+    fingerprint and answered with its vectors, silently, and a run that missed wrote the new code's vectors under the
+    old code's fingerprint. Where downloads are on the hub is asked; where they are off, the cache's snapshot is read
+    (transformers runs that one then)."""
+    kept = _write(tmp_path / "kept" / "modeling_scaled.py", "SCALE = 1.0\n").parent
+    newest = _write(tmp_path / "newest" / "modeling_scaled.py", "SCALE = 2.0\n").parent
+    config = {**BERT, "auto_map": {"AutoModel": "org/code--modeling_scaled.ScaledBert"}}
+    root = _folder(tmp_path / "m", config)
+    import huggingface_hub
+
+    calls = []
+
+    def snapshot_download(repo, **kwargs):  # the cache kept an older revision than the hub's newest
+        calls.append((repo, kwargs))
+        return str(kept if kwargs.get("local_files_only") else newest)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    offline = resolve_model(str(root), trust_remote_code=True).config_sha256
+    assert calls == [("org/code", {"allow_patterns": ["*.py"], "local_files_only": True})]
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)  # (tests/conftest.py sets it)
+    online = resolve_model(str(root), trust_remote_code=True).config_sha256
+    assert calls[1:] == [("org/code", {"allow_patterns": ["*.py"]})]
+    stable = json.dumps(config, sort_keys=True).encode() + b"\0remote code\0"
+    assert (offline, online) == (_sha(stable + _files_sha(kept / "modeling_scaled.py").encode()),
+                                 _sha(stable + _files_sha(newest / "modeling_scaled.py").encode()))
 
 
 def test_a_tokenizers_own_code_is_in_its_fingerprint_only_under_trust_remote_code(tmp_path):
