@@ -92,9 +92,10 @@ def _downloads_off() -> str | None:
 
 def snapshot_lacks(root: Path) -> list[str]:
     """The files a model's description needs that the hub snapshot ``root`` lacks, by their path in it: config.json,
-    the tokenizer's files, the safetensors weights (every shard its index lists), where its modules.json (if any)
-    puts its Transformer and its Pooling's config.json; [] where it holds them (or cannot tell: a damaged
-    modules.json is for the description to name)."""
+    the tokenizer's files, the safetensors weights (every shard its index lists; not where it holds pickled weights
+    alone, which no download makes safetensors), where its modules.json (if any) puts its Transformer and its
+    Pooling's config.json; [] where it holds them (or cannot tell: a damaged modules.json is for the description to
+    name)."""
     try:
         entries = st_folder.modules(root, str(root)) or []
     except ModelNotAvailableError:
@@ -112,7 +113,9 @@ def snapshot_lacks(root: Path) -> list[str]:
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             shards = []  # a damaged index: for the description to name
         lacking += [prefix + s for s in shards if isinstance(s, str) and not (encoder / s).is_file()]
-    else:
+    elif not any(encoder.glob("*.bin")) and not any(encoder.glob("*.pt*")):
+        # (pickled weights alone, a model published without safetensors that transformers fetched: no download brings
+        # safetensors, and the description refuses the pickles saying how to convert them)
         lacking.append(prefix + "model.safetensors")
     if not any((encoder / f).is_file() for f in _TOKENIZER_FILES):
         lacking.append("the tokenizer's files")

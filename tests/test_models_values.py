@@ -527,6 +527,28 @@ def test_a_snapshot_the_cache_holds_in_part_with_downloads_off_is_refused_naming
     assert len(hub.calls) == 1
 
 
+@pytest.mark.parametrize("offline", [True, False])
+def test_a_snapshot_holding_pickled_weights_alone_is_refused_for_them_not_sent_to_download_again(
+        tmp_path, monkeypatch, offline):
+    """A hub model published with pickled weights alone (pytorch_model.bin, as many older ones are), which
+    transformers' AutoModel fetched into the cache: with downloads off it was refused as held 'only in part', lacking
+    model.safetensors, with the advice to download it, which brings no safetensors (the hub has none), so the same
+    refusal came back; with downloads on it was downloaded again for nothing. Now the snapshot is read, and refused
+    for its pickled weights, saying how to convert them."""
+    part = _snapshot(tmp_path / "part", {"pytorch_model.bin": b"pickle"}, ["model.safetensors"])
+    hub = _Hub(monkeypatch, part)
+    if offline:
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    else:
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)  # (tests/conftest.py sets it)
+    assert _refusal(resolve_model, "org/model") == (
+        f"model='org/model': {part} holds no model.safetensors weights. It has ['pytorch_model.bin']: bertfeat loads "
+        "safetensors only, because pickled weights can run code. Convert once with transformers (which saves "
+        "safetensors): AutoModel.from_pretrained(dir).save_pretrained(dir).")
+    assert hub.calls == [("org/model", {"allow_patterns": _HUB_PATTERNS, "local_files_only": True})]
+
+
 # -- where the tokenizer or the model runs its own code -----------------------------------------------------------
 
 
