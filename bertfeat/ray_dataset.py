@@ -34,7 +34,8 @@ REQUIRED = _Required()
 
 def text_columns(text_cols, params: dict, function: str) -> list:
     """The text columns of a call of ``function``: ``text_cols``, the name the Spark engine and
-    :func:`bertfeat.files.embed_file` give them, or ``text_col=``, the Ray engine's old name of them, taken out of ``params`` and read with a FutureWarning naming the new one."""
+    :func:`bertfeat.files.embed_file` give them, or ``text_col=``, the Ray engine's old name of them, taken out of
+    ``params`` and read with a FutureWarning naming the new one."""
     if "text_col" not in params:
         if text_cols is REQUIRED:
             raise TypeError(f"{function}() missing 1 required argument: 'text_cols' (the text column or columns to "
