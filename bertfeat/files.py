@@ -40,6 +40,7 @@ from bertfeat.output import (
     remove_stale_temps, write_part,
 )
 from bertfeat.links import with_doc_links
+from bertfeat.worker_recipe import libraries
 from bertfeat.readers import CSV_NULLS, CSV_SUFFIXES, PARQUET_SUFFIXES, InputReader, resolve_input
 from bertfeat.sources import FILE_OUTPUT, output_path
 from bertfeat.resume import (
@@ -509,7 +510,11 @@ def _finish(paths: OutputPaths, n_parts: int, schema: pa.Schema, featurizer, sta
                        "forward_pass": forward_pass or {},
                        # where those passes ran (the machine entry is this host's CPU, also when a GPU ran them);
                        # None when every text came from the cache or a resumed run's parts
-                       "device": _ran_on(featurizer) if forward_pass else None},
+                       "device": _ran_on(featurizer) if forward_pass else None,
+                       # the versions of what tokenized the texts and ran the model (another transformers or
+                       # tokenizers can read the same tokenizer files into other ids, another torch give other last
+                       # bits), as each Ray and Spark worker's entry records its own
+                       "libraries": libraries()},
             "chunk_rows": state["chunk_rows"],
             "chunk_chars": state["chunk_chars"],
             "reading": state["reading"],  # how a CSV was parsed (delimiter, kept-column types): part of what was read

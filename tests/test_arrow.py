@@ -23,6 +23,7 @@ from bertfeat.batching import split_windows
 from bertfeat.files import CHUNK_CHARS, embed_file
 from bertfeat.hardware import cpu_flags
 from bertfeat.models import resolve_model
+from bertfeat.worker_recipe import libraries
 from tests.conftest import shared_scope
 
 LONG = " ".join(["the quick brown fox jumps over the lazy dog"] * 3)
@@ -191,8 +192,8 @@ def test_manifest_field(job, field):
 
 def test_manifest_timing(job):
     timing = job["manifest"]["timing"]
-    assert sorted(timing) == ["checkpoint_seconds", "device", "embed_seconds", "forward_pass", "machine", "seconds",
-                              "slowest_chunk_seconds"]
+    assert sorted(timing) == ["checkpoint_seconds", "device", "embed_seconds", "forward_pass", "libraries", "machine",
+                              "seconds", "slowest_chunk_seconds"]
     assert sum(timing["forward_pass"].values()) >= 1  # which arrangement ran: tests/test_ladder.py
     assert timing["device"] == "cpu"  # where it ran (conftest: no GPU); a GPU's: tests/test_ladder.py
     assert timing["checkpoint_seconds"] == 30.0
@@ -202,6 +203,12 @@ def test_manifest_timing(job):
     # this process ran the model: its threads and the measured matmul rates at the model's shape are there too
     assert {"threads", "matmul_gflops"} <= set(timing["machine"])
     assert sorted(timing["machine"]["matmul_gflops"]) == ["bfloat16", "float32"]
+    # the versions of what tokenized the texts and ran the model, as each Ray and Spark worker's entry records its
+    # own: another transformers, tokenizers or torch can give other ids or other last bits from the same recipe
+    from importlib.metadata import version
+
+    assert timing["libraries"] == libraries() == (f"transformers {version('transformers')}, tokenizers "
+                                                  f"{version('tokenizers')}, torch {version('torch')}")
     # the job's own time, in milliseconds: no more than the call took
     assert timing["seconds"] <= round(job["wall"], 3) + 0.001
     for key in ("seconds", "embed_seconds", "slowest_chunk_seconds"):
