@@ -181,6 +181,66 @@ def test_options_that_do_not_go_together_are_refused_before_any_work(csv_input, 
     assert spy.calls == []
 
 
+GIVEN_TWICE = [
+    # a column option beside the options that take several (--text-col, --keep-col): the first column was not kept
+    ("embed", ["--id-col", "id", "--id-col", "title"], "argument --id-col: given twice, 'id' then 'title', and it "
+     "takes one column: to keep several, pass --keep-col for each"),
+    # probe's --model takes several models, embed's one: the first was never run
+    ("embed", ["--model", "default", "--model", "./e5"], "argument --model: given twice, 'default' then './e5', and "
+     "a job embeds with one model: `bertfeat probe` compares models, --model repeated"),
+    ("embed", ["--pooling", "cls", "--pooling", "mean"], "argument --pooling: given twice, 'cls' then 'mean': "
+     "several poolings are one value, --pooling cls+mean"),
+    ("embed", ["--layers=-1", "--layers=-2"], "argument --layers: given twice, -1 then -2: several layers are one "
+     "value, --layers=-2,-1"),
+    ("embed", ["--out", "b.parquet"], "argument --out: given twice, 'o.parquet' then 'b.parquet': pass it once"),
+    ("embed", ["--device", "cpu", "--device", "cuda"], "argument --device: given twice, 'cpu' then 'cuda': pass it "
+     "once"),
+    # embed's --text-col takes several columns, the probe's one: only the last was scored
+    ("probe", ["--text-col", "title", "--text-col", "body"], "argument --text-col: given twice, 'title' then "
+     "'body', and the probe scores one text column: run it once for each"),
+    ("probe", ["--label-col", "id", "--label-col", "title"], "argument --label-col: given twice, 'id' then "
+     "'title': pass it once"),
+    ("cache", ["--namespace", "3f2a9c", "--namespace", "77aa01"], "argument --namespace: given twice, '3f2a9c' then "
+     "'77aa01': pass it once"),
+]
+
+
+@pytest.mark.parametrize("command, args, message", GIVEN_TWICE, ids=[" ".join(a[:2]) for _, a, _ in GIVEN_TWICE])
+def test_an_option_of_one_value_given_twice_is_refused_not_read_as_its_last(csv_input, monkeypatch, capsys,
+                                                                          command, args, message):
+    """argparse keeps an option's last value: ``--id-col user --id-col item`` wrote only ``item`` beside the
+    features, ``bertfeat embed --model a --model b`` embedded with ``b`` alone, and ``bertfeat probe --text-col
+    title --text-col body`` scored ``body`` alone, without a word, where a sibling option or the other command takes
+    the option repeated for several. Two values of an option that takes one are refused, naming both."""
+    import sys
+
+    import bertfeat.files
+
+    spy = Spy()
+    monkeypatch.setattr(bertfeat.files, "embed_file", spy)
+    monkeypatch.setattr(sys.modules["bertfeat.probe"], "probe", spy)
+    argv = {"embed": ["embed", csv_input, "--text-col", "title", "--out", "o.parquet"],
+            "probe": ["probe", csv_input, "--text-col", "title", "--label-col", "id"],
+            "cache": ["cache", "clear", str(csv_input)]}[command]
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv, *args])
+    assert exit_.value.code == 2
+    prog = "bertfeat cache clear" if command == "cache" else f"bertfeat {command}"
+    assert capsys.readouterr().err == f"{prog}: error: {message} (see {prog} --help)\n"
+    assert spy.calls == []
+
+
+def test_an_option_given_twice_with_the_same_value_is_that_value(csv_input, monkeypatch):
+    import bertfeat.files
+
+    spy = Spy()
+    monkeypatch.setattr(bertfeat.files, "embed_file", spy)
+    assert main(["embed", csv_input, "--text-col", "title", "--out", "o.parquet", "--id-col", "id", "--id-col", "id",
+                 "--device", "cpu", "--device=cpu", "--layers=-2,-1", "--layers=-2,-1"]) == 0
+    (_, kwargs), = spy.calls
+    assert (kwargs["keep_cols"], kwargs["device"], kwargs["layers"]) == (["id"], "cpu", [-2, -1])
+
+
 @pytest.mark.parametrize("engine", [[], ["--engine", "ray"], ["--engine", "spark"]])
 def test_csv_options_with_parquet_input_are_refused(parquet_input, capsys, engine):
     for flag in (["--delimiter", ";"], ["--infer-types"], ["--quoting", "none"]):

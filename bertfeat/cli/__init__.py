@@ -39,10 +39,39 @@ def _on_sigterm(signum, frame):
     raise Terminated()
 
 
+class _StoreOnce(argparse._StoreAction):
+    """argparse's ``store``, refusing a second value: argparse keeps the last, so ``--id-col user --id-col item`` kept
+    ``item`` alone, ``embed --model a --model b`` ran ``b`` alone and ``probe --text-col title --text-col body``
+    scored ``body`` alone, silently, where a sibling option (``--keep-col``, ``--text-col``) or the other command
+    (``probe --model``) takes the option repeated for several. The same value again is that value. ``twice=``: what
+    to pass instead, where a second value is more than a slip."""
+
+    def __init__(self, option_strings, dest, twice: str | None = None, **kwargs):
+        super().__init__(option_strings, dest, **kwargs)
+        self.twice = twice
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = namespace.__dict__.setdefault("_given_once", {})  # the options this parse has met, and their values
+        if self.dest in given and given[self.dest] != values:
+            def shown(value):
+                return repr(value) if isinstance(value, str) else str(value)
+
+            raise argparse.ArgumentError(self, f"given twice, {shown(given[self.dest])} then {shown(values)}"
+                                               + (self.twice or ": pass it once"))
+        given[self.dest] = values
+        super().__call__(parser, namespace, values, option_string)
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse, with a usage mistake in one line (the error and where to read more) instead of the usage block."""
+    """argparse, with a usage mistake in one line (the error and where to read more) instead of the usage block,
+    and an option of one value given two refused (:class:`_StoreOnce`)."""
 
     _argv: list[str] = []
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
 
     def parse_known_args(self, args=None, namespace=None):
         self._argv = list(sys.argv[1:] if args is None else args)  # for error(): what this parser was given
@@ -248,6 +277,7 @@ def _main(argv) -> int:
         command = _command_parser(parser, args)
         message = f"unrecognized arguments: {' '.join(unknown)}"
         command.error(message + command.dash_hint(message, unknown) + _expanded_glob_hint(command, args, unknown))
+    vars(args).pop("_given_once", None)  # the parse's own record (_StoreOnce), no option
     _texts_as_utf8(args)
     command = _command_parser(parser, args)
     with _one_line_warnings(args.command, command):

@@ -70,10 +70,13 @@ HELP = {
 
 def add_recipe_options(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("embedding recipe (as in BertEmbedder)")
-    g.add_argument("--model", default="default", help=HELP["model"])
+    g.add_argument("--model", default="default", help=HELP["model"],
+                   twice=", and a job embeds with one model: `bertfeat probe` compares models, --model repeated")
     g.add_argument("--pooling", default="cls+mean",
-                   help=f"{', '.join(POOLINGS)} or a combination like cls+mean (default: cls+mean)")
+                   help=f"{', '.join(POOLINGS)} or a combination like cls+mean (default: cls+mean)",
+                   twice=": several poolings are one value, --pooling cls+mean")
     g.add_argument("--layers", type=int_list, default=None, metavar="L[,L...]",
+                   twice=": several layers are one value, --layers=-2,-1",
                    help="layer index or comma list; 0 = embeddings, -1 = last (write --layers=-1 or "
                         "--layers=-2,-1); default: the last four layers (all of a model with fewer)")
     g.add_argument("--layer-agg", choices=LAYER_AGGS, default="mean", help=HELP["layer_agg"])

@@ -51,7 +51,8 @@ def add_parser(sub) -> None:
     p.add_argument("--out", required=True, metavar="PATH",
                    help="output parquet file (with --engine ray or spark: a directory of parquet files)")
     keep = p.add_mutually_exclusive_group()
-    keep.add_argument("--id-col", metavar="COL", help="an id column to copy into the output")
+    keep.add_argument("--id-col", metavar="COL", help="an id column to copy into the output",
+                      twice=", and it takes one column: to keep several, pass --keep-col for each")
     keep.add_argument("--keep-col", action="append", default=[], metavar="COL",
                       help="a column to copy into the output (repeat for several)")
     c = p.add_argument_group("CSV input")

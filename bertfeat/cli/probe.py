@@ -29,7 +29,8 @@ def add_parser(sub) -> None:
                        description=DESCRIPTION, epilog=EXAMPLES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("input", metavar="INPUT", help="a CSV file, a parquet file, or a directory or glob of parquet")
-    p.add_argument("--text-col", required=True, metavar="COL", help="the text column")
+    p.add_argument("--text-col", required=True, metavar="COL", help="the text column",
+                   twice=", and the probe scores one text column: run it once for each")
     p.add_argument("--label-col", required=True, metavar="COL", help="classes (logistic) or numbers (ridge)")
     p.add_argument("--group-col", default=None, metavar="COL",
                    help="the group of each text (a customer, a book, a patient): each group's texts fall in one fold, "
