@@ -346,7 +346,10 @@ def probe(
         raise ValueError(f"y={y!r} is not valid: pass the labels themselves, one per text, as a 1-D array, list or "
                          "Series (such as df['label'], not the column's name).")
     if plot:  # a file name must not cost the work: the plot is saved after every fit
-        _check_writable(plot, f"plot={_plain(plot)!r}", plot=True)
+        import os
+
+        given, plot = plot, os.path.expanduser(os.fspath(plot))  # "~/p.png" as model= and cache_dir= read it
+        _check_writable(plot, f"plot={_plain(given)!r}", plot=True)
     from bertfeat.inputs import one_text_column
 
     given, texts = texts, one_text_column(texts, "the probe scores one column of texts", "texts")
@@ -473,12 +476,15 @@ def _reordered(a, b) -> bool:
 
 
 def _check_writable(path, name: str, plot: bool = False) -> None:
-    """Refuse an output file the probe could not write after its work: a missing folder, a format matplotlib lacks."""
+    """Refuse an output file the probe could not write after its work: a folder, a missing folder, a format
+    matplotlib lacks."""
     import os
 
     if os.fspath(path) == "-":  # the Unix name of standard output, which carries the table
         raise ValueError(f"{name} (standard output) cannot be written: the probe writes its {'plot' if plot else 'JSON'} "
                          "to a file; name the file to write (a file named '-' is ./-).")
+    if os.path.isdir(os.fspath(path)):  # open() and savefig() fail on it after the work: "Is a directory"
+        raise ValueError(f"{name} is a folder; name a file in it to write the {'plot' if plot else 'JSON'} to.")
     from bertfeat.sources import absolute
 
     folder = os.path.dirname(absolute(os.fsdecode(os.fspath(path))))  # lnk/.. as the system reads it

@@ -435,6 +435,73 @@ def test_probe_options_reach_probe_and_its_result_is_printed(tmp_path, monkeypat
 
 
 
+@pytest.mark.parametrize("kind", ["csv", "parquet", "folder"])
+def test_probe_refuses_to_write_its_json_over_its_input_or_into_a_folder_before_any_work(tmp_path, monkeypatch,
+                                                                                       capsys, kind):
+    """``bertfeat probe data.csv ... --json data.csv`` (a completion of the wrong name) wrote the JSON over the
+    labelled data after every model had run, the data lost; ``--json reports`` (a folder) or ``--plot figs/`` failed
+    only after the work ("Is a directory"). Each is refused before the input is read, the input left whole."""
+    probe_module = importlib.import_module("bertfeat.probe")  # bertfeat.probe is the function
+
+    frame = pd.DataFrame({"text": ["a b", "c d", "e f", "g h"], "label": [0, 1, 0, 1]})
+    if kind == "csv":
+        given = tmp_path / "d.csv"
+        frame.to_csv(given, index=False)
+        target = given
+    else:
+        given = tmp_path / "d.parquet"
+        frame.to_parquet(given)
+        target = given
+        if kind == "folder":  # a file of a folder input, named by another path (a link into it)
+            given = tmp_path / "data"
+            given.mkdir()
+            target = given / "d.parquet"
+            (tmp_path / "d.parquet").rename(target)
+            (tmp_path / "lnk").symlink_to(given)
+    before = target.read_bytes()
+    spy = Spy(probe_result())
+    monkeypatch.setattr(probe_module, "probe", spy)
+    json_path = target if kind != "folder" else tmp_path / "lnk" / "d.parquet"
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "figs").mkdir()
+    argv = ["probe", str(given), "--text-col", "text", "--label-col", "label"]
+    assert main([*argv, "--json", str(json_path)]) == 2
+    assert capsys.readouterr().err == (f"bertfeat probe: error: --json {str(json_path)!r} is the input file "
+                                       f"{str(target)!r}; write the JSON to another file.\n")
+    assert main([*argv, "--json", str(tmp_path / "reports")]) == 2
+    assert capsys.readouterr().err == (f"bertfeat probe: error: --json {str(tmp_path / 'reports')!r} is a folder; "
+                                       "name a file in it to write the JSON to.\n")
+    assert main([*argv, "--plot", str(tmp_path / "figs") + "/"]) == 2
+    assert capsys.readouterr().err == (f"bertfeat probe: error: --plot {str(tmp_path / 'figs') + '/'!r} is a folder; "
+                                       "name a file in it to write the plot to.\n")
+    assert spy.calls == [] and target.read_bytes() == before
+
+
+def test_probe_writes_its_json_and_plot_given_with_a_tilde_in_the_home_folder(tmp_path, monkeypatch, capsys):
+    """``--json=~/probe.json`` (a ``~`` the shell leaves as written, as after ``=`` or in quotes) was refused before
+    the work, "its folder '.../~' does not exist; create it first", advice that makes a folder named ``~`` in the
+    working directory; INPUT, ``--out``, ``--model`` and ``--cache-dir`` read it as the home folder. So does the
+    Python API's ``plot=``."""
+    probe_module = importlib.import_module("bertfeat.probe")  # bertfeat.probe is the function
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    pd.DataFrame({"text": ["a b", "c d", "e f", "g h"], "label": [0, 1, 0, 1]}).to_csv("d.csv", index=False)
+    spy = Spy(probe_result())
+    monkeypatch.setattr(probe_module, "probe", spy)
+    assert main(["probe", "d.csv", "--text-col", "text", "--label-col", "label", "--json=~/r.json",
+                 "--plot=~/p.png"]) == 0
+    assert json.loads((home / "r.json").read_text())["task"] == "classification"
+    assert spy.calls[0][1]["plot"] == str(home / "p.png")
+    assert not (tmp_path / "~").exists()
+    monkeypatch.undo()  # the real probe: its plot= refused before any work, naming the home folder's missing folder
+    monkeypatch.setenv("HOME", str(home))
+    with pytest.raises(ValueError, match=f"its folder {str(home / 'figs')!r} does not exist"):
+        probe_module.probe(["a b", "c d", "e f", "g h"], [0, 1, 0, 1], plot="~/figs/p.png")
+
+
 def test_probe_reads_a_csv_of_another_delimiter_as_its_refusal_says(tmp_path, monkeypatch, capsys):
     """A ';'-separated CSV (a European Excel export) was refused by the probe with "pass --delimiter ';'", an option
     only embed had: "unrecognized arguments: --delimiter ;". The probe now takes --delimiter as embed does."""

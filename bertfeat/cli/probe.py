@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
 from bertfeat.cli._options import HELP, add_prefix_options, non_negative_int, positive_int, prefix_params, seed
 from bertfeat.escapes import QUOTINGS
@@ -81,8 +82,13 @@ def run(args: argparse.Namespace) -> int:
     from bertfeat.output import own_files
     from bertfeat.probe import _check_writable, chance_lines, probe
 
+    for name in ("json", "plot"):  # --json=~/p.json: a ~ the shell leaves as written is the home folder, as in INPUT
+        if getattr(args, name):
+            setattr(args, name, os.path.expanduser(getattr(args, name)))
     if args.json:  # written after the work: refused before it
         _check_writable(args.json, f"--json {args.json!r}")
+    if args.plot:  # probe() refuses it too, once the input is read
+        _check_writable(args.plot, f"--plot {args.plot!r}", plot=True)
 
     is_csv = resolve_input(args.input)[0] == "csv"
     given = [name for name in ("delimiter", "quoting") if getattr(args, name) is not None]
@@ -92,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
     reader = InputReader(args.input, columns, 100_000, [args.text_col],  # a --cache-dir in the input folder left out
                          delimiter=_delimiter(args.delimiter), quoting=args.quoting,
                          exclude=own_files(None, {"cache_dir": args.cache_dir}))
+    if args.json:
+        _not_an_input(args.json, reader.files)
     import pyarrow as pa
 
     table = pa.Table.from_batches(list(reader.batches()), schema=reader.schema)
@@ -153,6 +161,21 @@ def run(args: argparse.Namespace) -> int:
                        "seconds": result.seconds,
                        "table": records}, fh, indent=2, default=str)
     return 0
+
+
+def _not_an_input(path: str, files) -> None:
+    """Refuse a ``--json`` that is a file of the input (``--json data.csv``, a completion of the wrong name), by name
+    or by the file it is (a link, another case where the file system ignores it): the JSON, written after the work,
+    replaced the labelled data."""
+    from pathlib import Path
+
+    from bertfeat.cli import UsageError
+    from bertfeat.sources import SameFiles, absolute
+
+    same, target = SameFiles(), Path(absolute(path)).resolve()
+    for f in files:
+        if same(Path(f).resolve(), target):
+            raise UsageError(f"--json {path!r} is the input file {str(f)!r}; write the JSON to another file.")
 
 
 def _as_numbers(labels):
