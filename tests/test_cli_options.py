@@ -1001,6 +1001,33 @@ def test_a_commands_return_value_is_the_exit_code(monkeypatch, returned, code):
     assert main(["cache", "info", "x"]) == code
 
 
+def test_a_failure_bertfeat_did_not_foresee_leaves_main_as_itself_for_exit_code_1_and_its_traceback(monkeypatch, capsys):
+    """docs/cli.md's exit codes: 2 for a mistake or a refusal told in one line, 1 for what no message foresaw, with
+    Python's traceback (``sys.exit(main())`` never runs: the interpreter prints it and exits 1), never a one-line
+    'error' that hides a fault, nor 0. The SIGTERM handler is put back either way."""
+    import signal
+    import subprocess
+    import sys
+
+    import bertfeat.cli.cache
+
+    def fails(args):
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    monkeypatch.setattr(bertfeat.cli.cache, "run", fails)
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(RuntimeError, match="illegal memory access"):
+        main(["cache", "info", "x"])
+    assert signal.getsignal(signal.SIGTERM) == before and capsys.readouterr().err == ""
+    # and as a process: `python -m bertfeat` with its command failing so
+    code = ("import sys, bertfeat.cli.cache as c\n"
+            "def fails(args):\n    raise RuntimeError('unforeseen')\n"
+            "c.run = fails\nsys.argv = ['bertfeat', 'cache', 'info', 'x']\nimport runpy\n"
+            "runpy.run_module('bertfeat', run_name='__main__')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stderr.startswith("Traceback") and "RuntimeError: unforeseen" in done.stderr
+
+
 def test_main_runs_outside_the_main_thread_where_no_signal_handler_can_be_set(monkeypatch):
     import signal
     import threading
