@@ -446,8 +446,107 @@ def test_a_config_transformers_cannot_run_is_refused_at_load_saying_so(model_typ
 
     path = build_tiny_encoder(tmp_path / model_type, model_type, corpus=TEXTS, **config)
     with pytest.raises(ModelNotAvailableError, match=r"transformers' forward pass of this model fails on a short "
-                                                     r"probe text \((IndexError|RuntimeError|TypeError): "):
+                                                     r"probe text \((IndexError|RuntimeError|TypeError): ") as refused:
         BertEmbedder(model=path, device="cpu").fit_transform(["a cat"])
+    assert str(refused.value) == _probe_failure(path, refused.value.__cause__)
+
+
+def _probe_failure(name, cause) -> str:
+    """The load's refusal of a model whose forward pass fails on its probe text with ``cause``, word for word."""
+    first = str(cause).splitlines()[0][:200] if str(cause) else ""
+    return (f"model={name!r}: transformers' forward pass of this model fails on a short probe text "
+            f"({type(cause).__name__}: {first}), so no text can be embedded with it: its config.json asks for what "
+            "transformers cannot run with these weights (check it against the config the model was trained with), "
+            "or the model needs more than text as input.")
+
+
+class _ProbedModel:
+    """What :meth:`LoadChecks._check_model_runs` reads, with a model that raises ``raised`` or gives hidden states of
+    the ``lengths`` given (the embeddings' and each layer's, then the last layer's output)."""
+
+    device, config = "cpu", type("Config", (), {"model_type": "funnel"})()
+
+    def __init__(self, raised=None, lengths=(6, 6, 6, 6), last=6, layers=3):
+        from types import SimpleNamespace
+
+        from bertfeat.load_checks import LoadChecks
+
+        self.spec = SimpleNamespace(name="org/model", num_layers=layers)
+        self.raised, self.lengths, self.last, self.calls = raised, lengths, last, []
+        self.check = LoadChecks._check_model_runs.__get__(self)
+
+    def _probe_ids(self):
+        return [[1, 7, 8, 9, 10, 2], [1, 7, 8, 9, 10, 11, 12, 2]]
+
+    def model(self, input_ids, attention_mask, output_hidden_states):
+        from types import SimpleNamespace
+
+        self.calls.append((input_ids.tolist(), attention_mask.tolist(), output_hidden_states))
+        if self.raised is not None:
+            raise self.raised
+        return SimpleNamespace(hidden_states=tuple(torch.zeros(1, n, 4) for n in self.lengths),
+                               last_hidden_state=torch.zeros(1, self.last, 4))
+
+
+@pytest.mark.parametrize("raised", [
+    ValueError("a value this config holds that transformers refuses\nand a second line"),
+    IndexError("index out of range in self " + "x" * 300),
+    TypeError(),
+    RuntimeError("mat1 and mat2 shapes cannot be multiplied (6x32 and 16x32)"),
+])
+def test_a_forward_pass_that_fails_on_the_probe_is_refused_naming_its_errors_first_line(raised):
+    """(a mutation testing hunt, 2026-11-27, session 16) The load's refusal of a model transformers cannot run, word
+    for word, for each error a config makes transformers raise: its first line, cut at 200 characters, or nothing
+    for an error without words; the short probe runs unpadded, all of it attended, every hidden state asked for.
+    Out of memory is the machine's state, not the model's fault, and an error no config causes is no refusal of
+    the model: each is raised as it is."""
+    from bertfeat import ModelNotAvailableError
+
+    probed = _ProbedModel(raised)
+    with pytest.raises(ModelNotAvailableError) as refused:
+        probed.check()
+    assert str(refused.value) == _probe_failure("org/model", raised) and refused.value.__cause__ is raised
+    assert probed.calls == [([[1, 7, 8, 9, 10, 2]], [[1] * 6], True)]
+    if isinstance(raised, IndexError):
+        assert f"(IndexError: index out of range in self {'x' * 173}), so" in str(refused.value)  # 200 of 327
+    for kept in (RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"), MemoryError(), KeyError("k")):
+        with pytest.raises(type(kept)) as met:
+            _ProbedModel(kept).check()
+        assert met.value is kept
+
+
+@pytest.mark.parametrize("lengths, last, layers, refusal", [
+    ((6, 6, 6, 6), 6, 3, None),
+    ((6, 3, 2, 2), 2, 3, "gives hidden states of 2, 3, 6 positions for a probe of 6 tokens"),
+    ((6, 6, 6, 6), 8, 3, "gives hidden states of 6, 8 positions for a probe of 6 tokens"),  # the output alone
+    ((6,) * 7, 6, 3, "gives 7 hidden states for num_hidden_layers=3 (4 expected"),
+    ((6,) * 3, 6, 3, "gives 3 hidden states for num_hidden_layers=3 (4 expected"),
+    ((6,) * 7, 6, 6, None),
+])
+def test_hidden_states_other_than_one_vector_per_token_per_layer_are_refused_word_for_word(lengths, last, layers,
+                                                                                           refusal):
+    """(a mutation testing hunt, 2026-11-27, session 16) The load's two refusals of hidden states bertfeat cannot
+    read, word for word (whole models read their first words only), the last layer's output counted with the
+    others, and a model of one state per layer and per token passed."""
+    from bertfeat import ModelNotAvailableError
+
+    probed = _ProbedModel(lengths=lengths, last=last, layers=layers)
+    if refusal is None:
+        assert probed.check() is None
+        return
+    with pytest.raises(ModelNotAvailableError) as refused:
+        probed.check()
+    if "positions" in refusal:
+        assert str(refused.value) == (
+            f"model='org/model' (funnel) {refusal}, so they do not hold one vector per token of the text (its layers "
+            "change the sequence's length: a Funnel Transformer and CANINE shorten it, a Reformer pads it to its "
+            "attention chunks): bertfeat's pooling (a mask per token) and layers= cannot read them. bertfeat embeds "
+            "with encoders that keep one state per token in every layer.")
+    else:
+        assert str(refused.value) == (
+            f"model='org/model' {refusal}: the embeddings and one per layer), so bertfeat cannot tell which is layer "
+            "k (an ALBERT with inner_group_num > 1 gives one per inner layer). bertfeat embeds with models that give "
+            "one hidden state per layer.")
 
 
 @pytest.mark.parametrize("model_type", ["bert", "roberta", "electra"])  # fused (WordPiece, BPE), transformers' own
@@ -676,6 +775,108 @@ def test_a_load_runs_no_decoder_probe_until_a_recipe_pools_the_cls_token(tiny_en
     assert fused.fast is not None
     check_cls_pooling(("cls", "mean"), fused.spec, fused)
     assert fused.first_token_sees_text is True and len(probes) == 1
+
+
+class _FirstTokenStandIn:
+    """What :meth:`LoadChecks._first_token_probed` reads, with a model that gives the first token of its two probes
+    the states it is handed, and a tokenizer that gives each word an id of its own."""
+
+    device, prefix, suffix, n_special = "cpu", [1], [2], 2
+
+    def __init__(self, *first_states):
+        from types import SimpleNamespace
+
+        from bertfeat.load_checks import LoadChecks
+
+        self.spec, self.probed, self._states = SimpleNamespace(max_length=64), [], iter(first_states)
+        self.probe = LoadChecks._first_token_probed.__get__(self)
+        self._first_token_probes = LoadChecks._first_token_probes.__get__(self)
+        self._probe_content = LoadChecks._probe_content.__get__(self)
+
+    def tokenize(self, texts):
+        return [[sum(map(ord, word)) for word in text.split()] for text in texts]
+
+    def model(self, input_ids, attention_mask, **kwargs):
+        from types import SimpleNamespace
+
+        self.probed.append(input_ids[0].tolist())
+        assert attention_mask.tolist() == torch.ones_like(input_ids).tolist()
+        state = torch.zeros(1, input_ids.shape[1], 3)
+        state[0, 0] = torch.tensor(next(self._states))
+        return SimpleNamespace(last_hidden_state=state)
+
+
+@pytest.mark.parametrize("first, again, sees", [
+    ([0.5, -0.25, 0.0], [0.5 + 1.5e-5, -0.25, 0.0], True),  # below 1, an absolute 1e-5: a change a little past it
+    ([0.5, -0.25, 0.0], [0.5 + 0.8e-5, -0.25, 0.0], False),  # past 1e-5 of 0.5, within 1e-5
+    ([1.0, 0.0, 0.0], [1.0, 1.5e-5, 0.0], True),
+    ([50.0, 3.0, -2.0], [50.0, 3.0 + 4e-4, -2.0], False),  # 1e-5 of the state's largest value: 5e-4 at 50
+    ([50.0, 3.0, -2.0], [50.0, 3.0 + 6e-4, -2.0], True),
+    ([-50.0, 3.0, -2.0], [-50.0, 3.0 + 4e-4, -2.0], False),
+    ([7.0, 7.0, 7.0], [7.0, 7.0, 7.0], False),
+])
+def test_the_decoder_probe_tells_a_first_token_that_sees_the_text_past_float32s_rounding_of_its_state(
+        first, again, sees):
+    """(a mutation testing hunt, 2026-11-27, session 16) The decoder probe reads a first token as seeing the text
+    after it where its last state differs between the two probes by more than float32's rounding of it: 1e-5 of
+    its largest magnitude, and no less than 1e-5. Only whole models read it (the tiny decoder, whose first state
+    does not change at all, and encoders, whose first state changes far past it): no test read the bound itself.
+    The probes share their first (special) token, differ after it, and have one length."""
+    stand_in = _FirstTokenStandIn(first, again)
+    assert stand_in.probe() is sees
+    short, other = stand_in.probed
+    assert len(short) == len(other) and short[0] == other[0] == 1 and short[-1] == other[-1] == 2
+    assert all(a != b for a, b in zip(short[1:-1], other[1:-1]))
+
+
+class _PaddedModel:
+    """What :meth:`LoadChecks._padding_changes_outputs` reads, with a model whose token ``i`` holds ``base * (i + 1)``
+    in every layer, moved by ``seen`` in layer ``layer`` where the batch holds padding."""
+
+    device, prefix, suffix, pad_id = "cpu", [1], [2], 0
+
+    def __init__(self, base, seen, layer=1, content=([7, 8], [7, 8, 9, 10, 11])):
+        from bertfeat.load_checks import LoadChecks
+
+        self.base, self.seen, self.layer, self.content, self.calls = base, seen, layer, content, []
+        self.check = LoadChecks._padding_changes_outputs.__get__(self)
+        self._probe_ids = LoadChecks._probe_ids.__get__(self)
+
+    def _probe_content(self):
+        return [list(words) for words in self.content]
+
+    def model(self, input_ids, attention_mask, output_hidden_states):
+        from types import SimpleNamespace
+
+        self.calls.append((input_ids.tolist(), attention_mask.tolist()))
+        padded = bool((attention_mask == 0).any())
+        states = []
+        for k in range(4):
+            state = self.base * torch.arange(1.0, input_ids.shape[1] + 1)[None, :, None].repeat(1, 1, 3)
+            states.append(state + (self.seen if padded and k == self.layer else 0.0))
+        return SimpleNamespace(hidden_states=tuple(states))
+
+
+@pytest.mark.parametrize("base, seen, changes", [
+    (2.5, 0.0, False),
+    (2.5, 3e-4, False),  # within 1e-4 + 1e-4 of each value (2.5 for the first token: 3.5e-4)
+    (2.5, 5e-4, True),
+    (0.0, 5e-4, True),  # values of 0: the absolute 1e-4 alone
+    (0.0, 0.5e-4, False),
+])
+def test_the_padding_check_compares_every_layer_of_the_short_probe_alone_and_padded_to_float32s_rounding(
+        base, seen, changes):
+    """(a mutation testing hunt, 2026-11-27, session 16) Whether padding changes a text's states, which decides
+    whether each length runs alone (ConvBERT, YOSO), was read through whole models only, whose padding moves their
+    states far past any bound: the bound itself (1e-4 absolute and relative) was read by none. The short probe runs
+    alone, then padded to the long one's length with the pad id and a mask of zeros there, whichever of the two
+    the probes give first; every layer is compared."""
+    for content in (([7, 8], [7, 8, 9, 10, 11]), ([7, 8, 9, 10, 11], [7, 8])):
+        model = _PaddedModel(base, seen, content=content)
+        assert model.check() is changes
+        assert model.calls == [([[1, 7, 8, 2]], [[1, 1, 1, 1]]), ([[1, 7, 8, 2, 0, 0, 0]], [[1, 1, 1, 1, 0, 0, 0]])]
+    assert _PaddedModel(base, seen, layer=3).check() is changes  # the last layer, not only the first compared
+    assert _PaddedModel(base, seen, layer=0).check() is changes
 
 
 def test_the_causal_families_read_from_config_are_decoders_in_transformers():

@@ -304,13 +304,14 @@ def test_a_fast_path_failing_at_the_first_batch_falls_back_once_losing_no_row(ti
 
     backend = fresh_backend(tiny_bert, "float32")
     assert backend.fast is not None
+    rung = backend.rung
     recipe = BertEmbedder(model=tiny_bert, pooling="cls+mean", layers=-1).fit(["x"]).recipe_
     monkeypatch.setattr(backend, "workers", 1)
     calls = []
 
     def fails_on_real_batches(ids, mask, layers):
         calls.append(ids.shape[0])
-        raise RuntimeError("could not create a primitive descriptor (simulated oneDNN failure)")
+        raise RuntimeError("could not create a primitive descriptor (simulated oneDNN failure)\nits second line")
 
     monkeypatch.setattr(backend, "fast", fails_on_real_batches)
     rows = []
@@ -322,7 +323,10 @@ def test_a_fast_path_failing_at_the_first_batch_falls_back_once_losing_no_row(ti
     assert backend.fast is None and backend.rung == "transformers-float32"
     assert sum(rows) == len(set(TEXTS))  # every distinct text sent once: none lost, none repeated
     np.testing.assert_allclose(got, reference(tiny_bert, TEXTS), atol=1e-5, rtol=0)
-    assert any("failed on a batch" in r.getMessage() for r in caplog.records)
+    # said once, word for word (a mutation testing hunt, session 16: only its three words were read)
+    assert [r.getMessage() for r in caplog.records if "failed on a batch" in r.getMessage()] == [
+        f"bertfeat: the fast CPU path ({rung}) failed on a batch (RuntimeError: could not create a primitive "
+        "descriptor (simulated oneDNN failure)) that the transformers forward pass runs; using that from now on"]
 
 
 def test_a_batch_the_cpu_has_no_memory_for_is_halved_and_the_fast_path_kept(tiny_bert, monkeypatch, caplog):
@@ -524,7 +528,9 @@ def test_float32_never_measures_or_warns(tiny_bert, monkeypatch):
 def test_bf16_this_cpu_cannot_run_at_all_is_one_clear_error(tiny_bert, tmp_path, monkeypatch, failure):
     """The bottom rung (transformers in bf16) raising is a ValueError naming the CPU and the fix, not a raw crash.
     (Found reviewing session 8's merge) A machine out of memory during that one-text trial is no fault of the dtype:
-    it was told "dtype='bfloat16' cannot run on this CPU ... pass dtype='float32'"; torch's own error is raised."""
+    it was told "dtype='bfloat16' cannot run on this CPU ... pass dtype='float32'"; torch's own error is raised.
+    (A mutation testing hunt, session 16) The refusal is read word for word, with the CPU's instruction sets and
+    without any, and the trial is read to run as the batches do, padded with its mask."""
     import json
     import shutil
 
@@ -535,12 +541,15 @@ def test_bf16_this_cpu_cannot_run_at_all_is_one_clear_error(tiny_bert, tmp_path,
     (path / "config.json").write_text(json.dumps(config))
     real_load = TorchBackend._load_model
 
+    trials = []
+
     def load(self, dtype):
         model = real_load(self, dtype)
         forward = model.forward
 
         def bf16_missing(**kw):
             if _cpu_autocast_dtype() == torch.bfloat16:
+                trials.append(kw)
                 raise RuntimeError(failure)
             return forward(**kw)
 
@@ -550,14 +559,27 @@ def test_bf16_this_cpu_cannot_run_at_all_is_one_clear_error(tiny_bert, tmp_path,
     monkeypatch.setattr(TorchBackend, "_load_model", load)
     import bertfeat.load_checks
 
-    # the CPU itself runs no bfloat16 (a product under autocast fails too): else the model's code is named instead
-    monkeypatch.setattr(bertfeat.load_checks, "_autocast_runs_on_cpu", lambda dtype: False)
+    # the CPU itself runs no bfloat16 (a product under autocast fails too): else the model's code is named instead;
+    # the check is asked about the dtype the trial ran in
+    asked = []
+    monkeypatch.setattr(bertfeat.load_checks, "_autocast_runs_on_cpu", lambda dtype: asked.append(dtype) and False)
     if "allocate" in failure:
         with pytest.raises(RuntimeError, match="can't allocate memory"):
             TorchBackend(resolve_model(str(path)), "cpu", "bfloat16")
         return
-    with pytest.raises(ValueError, match=r"dtype='bfloat16' cannot run on this CPU .*dtype='float32'"):
-        TorchBackend(resolve_model(str(path)), "cpu", "bfloat16")
+    monkeypatch.setattr(hardware, "cpu_model", lambda: "AMD EPYC 7551 32-Core Processor")
+    for flags, listed in ((["avx2", "fma", "f16c"], "avx2, fma, f16c"), ([], "none reported")):
+        monkeypatch.setattr(hardware, "cpu_flags", lambda flags=flags: flags)
+        with pytest.raises(ValueError) as refused:
+            TorchBackend(resolve_model(str(path)), "cpu", "bfloat16")
+        assert str(refused.value) == (f"dtype='bfloat16' cannot run on this CPU (AMD EPYC 7551 32-Core Processor; "
+                                      f"instruction sets: {listed}): {failure}. Pass dtype='float32', the fast mode "
+                                      "here.")
+    assert asked == [torch.bfloat16, torch.bfloat16]
+    # the trial is a batch as the model will run them: the probes padded to one length, with their attention mask
+    ids, mask = trials[-1]["input_ids"], trials[-1].get("attention_mask")
+    assert mask is not None and mask.shape == ids.shape == (2, ids.shape[1])
+    assert mask[0].tolist() != mask[1].tolist() and set(mask.flatten().tolist()) == {0, 1}
 
 
 def _cpu_autocast_dtype():
@@ -567,45 +589,50 @@ def _cpu_autocast_dtype():
     return torch.get_autocast_cpu_dtype() if torch.is_autocast_cpu_enabled() else None
 
 
-@pytest.mark.parametrize("failure", ["\"addmm_impl_cpu_\" not implemented for 'Half'",
-                                     "Currently, AutocastCPU only support Bfloat16 as the autocast_cpu_dtype"])
+@pytest.mark.parametrize("dtype, failure, lacks, advice", [
+    ("float16", "\"addmm_impl_cpu_\" not implemented for 'Half'", "kernels", "'bfloat16' or 'float32'"),
+    ("float16", "Currently, AutocastCPU only support Bfloat16 as the autocast_cpu_dtype", "autocast",
+     "'bfloat16' or 'float32'"),
+    ("bfloat16", "\"addmm_impl_cpu_\" not implemented for 'BFloat16'", "kernels", "'float32'"),
+])
 def test_float16_that_this_torch_has_not_on_cpu_is_blamed_on_torch_not_the_cpu(tiny_bert, tmp_path, monkeypatch,
-                                                                                  failure):
+                                                                                  dtype, failure, lacks, advice):
     """(found by a dependency floors hunt, 2026-11-27, session 11) torch 2.1 (inside torch>=2.1) runs no float16
     product on CPU and its CPU autocast takes bfloat16 only (its two errors, faked here where torch has both), so
     dtype='float16' failed on every CPU, told "cannot run on this CPU (AMD EPYC; instruction sets: ... f16c,
-    avx512f ...)" with nothing of torch: the cause is the torch release, and bfloat16 runs there."""
+    avx512f ...)" with nothing of torch: the cause is the torch release, and bfloat16 runs there. A torch without
+    a bfloat16 kernel is told to pass float32 only, and each says whether torch lacks the kernels or the autocast
+    (a mutation testing hunt, session 16: no test read the advice for bfloat16 or which of the two was named)."""
     import json
-    import re
     import shutil
 
     path = tmp_path / "no-fast-path"
     shutil.copytree(tiny_bert, path)
     config = json.loads((path / "config.json").read_text())
-    config["hidden_act"] = "gelu_new"  # no fast path: the transformers model runs in float16 (autocast)
+    config["hidden_act"] = "gelu_new"  # no fast path: the transformers model runs in that dtype (autocast)
     (path / "config.json").write_text(json.dumps(config))
     real_load = TorchBackend._load_model
 
-    def load(self, dtype):
-        model = real_load(self, dtype)
+    def load(self, weights_dtype):
+        model = real_load(self, weights_dtype)
         forward = model.forward
 
-        def fp16_missing(**kw):
-            if _cpu_autocast_dtype() == torch.float16:
+        def missing(**kw):
+            if _cpu_autocast_dtype() == getattr(torch, dtype):
                 raise RuntimeError(failure)
             return forward(**kw)
 
-        model.forward = fp16_missing
+        model.forward = missing
         return model
 
     monkeypatch.setattr(TorchBackend, "_load_model", load)
     with pytest.raises(ValueError) as refused:
-        TorchBackend(resolve_model(str(path)), "cpu", "float16")
+        TorchBackend(resolve_model(str(path)), "cpu", dtype)
     message = str(refused.value)
-    assert message.startswith(f"dtype='float16' cannot run on CPU with torch {torch.__version__}, which has no "
-                              "float16 ")
-    assert message.endswith("the CPU is not the cause. Pass dtype='bfloat16' or 'float32', or install a newer torch.")
-    assert "this CPU" not in message and re.search(r"\((\"addmm_impl_cpu_\"|Currently, AutocastCPU)", message)
+    assert message == (f"dtype={dtype!r} cannot run on CPU with torch {torch.__version__}, which has no {dtype} "
+                       f"{lacks} there ({failure}); the CPU is not the cause. Pass dtype={advice}, or install a newer "
+                       "torch.")
+    assert "this CPU" not in message
 
 
 def test_bf16_on_this_cpu_agrees_with_float32_and_warns_only_if_slower(tiny_bert):
