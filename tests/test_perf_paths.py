@@ -478,6 +478,88 @@ def test_other_runtime_errors_are_not_mistaken_for_oom(tiny_backend, monkeypatch
     assert calls == [2]
 
 
+class _Runner:
+    """A :class:`~bertfeat.batch_runner.BatchRunner` whose one pass (``_forward``) gives each row its tokens' sum and
+    ``skip``, records the lengths it ran, and runs out of memory past ``memory`` padded tokens."""
+
+    n_special = 2
+
+    def __init__(self, one_length_per_pass=False, memory=None, device="cpu"):
+        from bertfeat.batch_runner import BatchRunner
+
+        self.one_length_per_pass, self.memory, self.device = one_length_per_pass, memory, device
+        self.memory_cap, self.passes, self.released = MemoryCap(), [], 0
+        for name in ("forward", "_by_length", "_halves"):
+            setattr(self, name, getattr(BatchRunner, name).__get__(self))
+
+    def _release_memory(self):
+        self.released += 1
+
+    def _forward(self, units, pooling, layer_groups, skip=0):
+        assert (pooling, layer_groups) == (("mean",), ((3,),))
+        self.passes.append(units.length.tolist())
+        if self.memory is not None and len(units) * (int(units.length.max()) + 2) > self.memory:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        return np.array([[[sum(row), skip]] for row in units.tolist()], dtype=np.float32)
+
+
+UNITS = [[5, 6, 7], [8], [9, 10], [11, 12, 13], [14]]
+SUMS = [[[18.0, 1.0]], [[8.0, 1.0]], [[19.0, 1.0]], [[36.0, 1.0]], [[14.0, 1.0]]]
+
+
+def test_a_batch_runs_each_length_alone_where_padding_changes_states_and_keeps_its_order():
+    """(a mutation testing hunt, 2026-11-27, session 16) ``forward`` of a model that sees its padding (ConvBERT,
+    YOSO) runs each length in a pass of its own and puts the rows back in the batch's order; a batch of one length,
+    or one row, is one pass. Only whole ConvBERT models read it, in test_architectures.py."""
+    runner = _Runner(one_length_per_pass=True)
+    np.testing.assert_array_equal(runner.forward(UNITS, ("mean",), ((3,),), skip=1), SUMS)
+    assert runner.passes == [[1, 1], [2], [3, 3]]
+    runner.passes.clear()
+    assert runner.forward([[5, 6], [7, 8]], ("mean",), ((3,),), skip=1).tolist() == [[[11.0, 1.0]], [[15.0, 1.0]]]
+    assert runner.forward([[5, 6, 7]], ("mean",), ((3,),), skip=1).tolist() == [[[18.0, 1.0]]]
+    assert runner.forward([[5, 6], [7]], ("mean",), ((3,),), skip=1).tolist() == [[[11.0, 1.0]], [[7.0, 1.0]]]
+    assert runner.passes == [[2, 2], [3], [1], [2]]
+    runner = _Runner()
+    np.testing.assert_array_equal(runner.forward(UNITS, ("mean",), ((3,),), skip=1), SUMS)
+    assert runner.passes == [[3, 1, 2, 3, 1]]
+
+
+def test_a_batch_out_of_memory_is_halved_down_to_what_fits_and_the_size_that_fitted_is_kept():
+    """(a mutation testing hunt, 2026-11-27, session 16) ``forward``'s halving, by value: a batch of 5 rows padded
+    to 3 + 2 specials (25 tokens) runs out where 9 fit: its memory is given back and it is halved, the cap set to
+    2 rows of that length (10 tokens), which run out too (5 now); each half is halved before it runs where it is
+    over the cap, down to one row. Every row comes back once, in order, with the pass's ``skip``; a later batch is
+    split to the cap before it runs, and one row that runs out is raised."""
+    runner = _Runner(memory=9)
+    np.testing.assert_array_equal(runner.forward(UNITS, ("mean",), ((3,),), skip=1), SUMS)
+    assert runner.passes == [[3, 1, 2, 3, 1], [3, 1], [3], [1], [2], [3], [1]]
+    assert (runner.memory_cap.limit, runner.memory_cap.failed_at, runner.released) == (5, 10, 2)
+    runner.passes.clear()
+    np.testing.assert_array_equal(runner.forward(UNITS[1:4], ("mean",), ((3,),), skip=1), SUMS[1:4])
+    assert runner.passes == [[1], [2], [3]] and runner.released == 2  # 15 padded tokens over 5: halved first
+    with pytest.raises(torch.cuda.OutOfMemoryError):  # one row that does not fit: nothing left to halve
+        _Runner(memory=4).forward([[5, 6, 7]], ("mean",), ((3,),))
+
+
+@pytest.mark.parametrize("device, emptied", [("cuda:1", "cuda"), ("mps", "mps"), ("cpu", None)])
+def test_a_failed_batchs_memory_is_given_back_to_the_gpus_allocator(device, emptied, monkeypatch):
+    """(a mutation testing hunt, 2026-11-27, session 16) After a batch runs out of memory its tensors are collected
+    and the allocator's cached blocks emptied, on CUDA and on Apple's GPU, so that the halves have the memory the
+    failed batch held; no test read it (CPU runs only)."""
+    import gc
+
+    from bertfeat.batch_runner import BatchRunner
+
+    calls = []
+    monkeypatch.setattr(gc, "collect", lambda *a: calls.append("gc") or 0)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: calls.append("cuda"))
+    monkeypatch.setattr(torch.mps, "empty_cache", lambda: calls.append("mps"))
+    runner = BatchRunner.__new__(BatchRunner)
+    runner.device = device
+    runner._release_memory()
+    assert calls == ["gc"] + ([emptied] if emptied else [])
+
+
 # -- sizing -------------------------------------------------------------------------------------------------------
 
 
