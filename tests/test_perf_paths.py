@@ -512,8 +512,11 @@ def test_a_batch_runs_each_length_alone_where_padding_changes_states_and_keeps_i
     YOSO) runs each length in a pass of its own and puts the rows back in the batch's order; a batch of one length,
     or one row, is one pass. Only whole ConvBERT models read it, in test_architectures.py."""
     runner = _Runner(one_length_per_pass=True)
-    np.testing.assert_array_equal(runner.forward(UNITS, ("mean",), ((3,),), skip=1), SUMS)
-    assert runner.passes == [[1, 1], [2], [3, 3]]
+    got = runner.forward(UNITS, ("mean",), ((3,),), skip=1)
+    np.testing.assert_array_equal(got, SUMS)
+    assert got.dtype == np.float32 and runner.passes == [[1, 1], [2], [3, 3]]  # the features' dtype, not numpy's
+    assert runner.forward([[5, 6], [7]], ("mean",), ((3,),)).tolist() == [[[11.0, 0.0]], [[7.0, 0.0]]]  # skip 0
+    runner.passes.clear()
     runner.passes.clear()
     assert runner.forward([[5, 6], [7, 8]], ("mean",), ((3,),), skip=1).tolist() == [[[11.0, 1.0]], [[15.0, 1.0]]]
     assert runner.forward([[5, 6, 7]], ("mean",), ((3,),), skip=1).tolist() == [[[18.0, 1.0]]]
@@ -537,8 +540,32 @@ def test_a_batch_out_of_memory_is_halved_down_to_what_fits_and_the_size_that_fit
     runner.passes.clear()
     np.testing.assert_array_equal(runner.forward(UNITS[1:4], ("mean",), ((3,),), skip=1), SUMS[1:4])
     assert runner.passes == [[1], [2], [3]] and runner.released == 2  # 15 padded tokens over 5: halved first
+    runner.passes.clear()  # one row over the cap is tried as it is: nothing to halve it into
+    assert runner.forward([[5, 6, 7, 8]], ("mean",), ((3,),)).tolist() == [[[26.0, 0.0]]] and runner.passes == [[4]]
     with pytest.raises(torch.cuda.OutOfMemoryError):  # one row that does not fit: nothing left to halve
         _Runner(memory=4).forward([[5, 6, 7]], ("mean",), ((3,),))
+
+
+@pytest.mark.parametrize("dtype, warned", [("bfloat16", 1), ("float16", 1), ("float32", 0)])
+def test_leaving_the_fused_pass_in_a_low_dtype_warns_where_transformers_pass_is_slower(dtype, warned, caplog):
+    """(a mutation testing hunt, 2026-11-27, session 16) A backend that leaves the fused pass for transformers' pass
+    runs on it, named so, for its life; in bfloat16 or float16 that pass may be slower than float32 here, so it is
+    measured and said (:meth:`LoadChecks._warn_if_slow`) as at a load; float32 has nothing to compare."""
+    import logging
+    from types import SimpleNamespace
+
+    from bertfeat.batch_runner import BatchRunner
+
+    said = []
+    runner = SimpleNamespace(rung=f"onednn-{dtype}", dtype=dtype, torch_dtype=getattr(torch, dtype), fast=object(),
+                             model=None, _warn_if_slow=lambda: said.append(dtype))
+    with caplog.at_level(logging.WARNING, logger="bertfeat"):
+        BatchRunner._stay_on(runner, "the model", "RuntimeError: x", "that the transformers forward pass runs")
+    assert (runner.model, runner.fast, runner.rung) == ("the model", None, f"transformers-{dtype}")
+    assert len(said) == warned
+    assert [r.getMessage() for r in caplog.records] == [
+        f"bertfeat: the fast CPU path (onednn-{dtype}) failed on a batch (RuntimeError: x) that the transformers "
+        "forward pass runs; using that from now on"]
 
 
 @pytest.mark.parametrize("device, emptied", [("cuda:1", "cuda"), ("mps", "mps"), ("cpu", None)])
