@@ -1,6 +1,6 @@
 """Compaction of a cache namespace: its shards merged into one, keeping the first copy of each key (the copy of the
 shard of the oldest name), dropping corrupt shards and dead writers' temporary files. Called by
-:meth:`bertfeat.cache.Cache.compact` on a namespace's index (:class:`bertfeat.cache._Namespace`); see docs/cache.md.
+:meth:`bertfeat.cache.Cache.compact` on a namespace's index (:class:`bertfeat.namespace._Namespace`); see docs/cache.md.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bertfeat.cache import _COMPACT_LOCK_FILE, _LOCK_FILE, _STALE_TMP_SECONDS, _TMP_RE
+from bertfeat.namespace import _COMPACT_LOCK_FILE, _LOCK_FILE, _STALE_TMP_SECONDS, _TMP_RE
 from bertfeat import locks
 from bertfeat.exceptions import CacheError
 from bertfeat.flush import file_to_disk

@@ -1,7 +1,7 @@
 """A cache shard on disk: its parquet schema and format version, reading its key and vector columns, writing it
 in row groups of a fixed size, and the file plumbing the cache's writers share (a temporary shard renamed into place,
-fsync, advisory locks). :mod:`bertfeat.cache` builds namespaces, the key index and compaction
-on these; nothing here knows about recipes or lookups.
+fsync, advisory locks). :mod:`bertfeat.namespace` builds a recipe's namespace and its key index,
+and :mod:`bertfeat.compaction` the merge, on these; nothing here knows about recipes or lookups.
 """
 
 from __future__ import annotations

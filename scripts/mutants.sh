@@ -59,6 +59,7 @@ architectures | bertfeat/architectures.py | tests/test_architectures.py::test_su
 counts   | bertfeat/counts.py   | tests/test_counts.py tests/test_ray_worker.py tests/test_files_job.py --deselect tests/test_counts.py::test_slow_dtype_notes_point_at_the_callers_line
 shards   | bertfeat/shards.py   | tests/test_cache.py tests/test_cache_values.py --deselect tests/test_cache_values.py::test_cache_warnings_point_at_the_callers_line
 compaction | bertfeat/compaction.py | tests/test_cache.py tests/test_cache_values.py tests/test_cli_cache.py --deselect tests/test_cache_values.py::test_cache_warnings_point_at_the_callers_line
+namespace | bertfeat/namespace.py | tests/test_cache.py tests/test_cache_values.py tests/test_cli_cache.py --deselect tests/test_cache_values.py::test_cache_warnings_point_at_the_callers_line
 models   | bertfeat/models.py   | tests/test_models_values.py tests/test_models.py tests/test_prompts.py tests/test_worker_recipe.py
 devices  | bertfeat/devices.py  | tests/test_gpu_logic.py tests/test_embedder.py tests/test_ladder.py::test_every_device_a_user_can_pass_is_run_or_refused_in_one_line
 model_files | bertfeat/model_files.py | tests/test_models.py tests/test_worker_recipe.py tests/test_cli_options.py tests/test_ladder.py::test_two_loads_at_once_leave_transformers_logging_as_the_user_set_it tests/test_ladder.py::test_a_child_forked_during_a_load_logs_as_the_user_set_it

@@ -75,6 +75,7 @@ def killed_writer_main(root: str, mode: str) -> None:
     kill is sure to land inside a write.
     """
     import bertfeat.cache as cache_module
+    import bertfeat.namespace as namespace_module
     from tests.conftest import make_recipe
 
     recipe = make_recipe(hidden_size=N_FEATURES)
@@ -82,7 +83,7 @@ def killed_writer_main(root: str, mode: str) -> None:
     batch = 0
     while True:
         if mode == "stall" and batch == 3:
-            real_fsync = cache_module.file_to_disk
+            real_fsync = namespace_module.file_to_disk
 
             def fsync_then_stall(path):
                 real_fsync(path)
@@ -91,7 +92,7 @@ def killed_writer_main(root: str, mode: str) -> None:
 
                 time.sleep(600)
 
-            cache_module.file_to_disk = fsync_then_stall
+            namespace_module.file_to_disk = fsync_then_stall
         cache.store(recipe, *rows(range(batch * 2000, (batch + 1) * 2000)))
         print(f"committed {batch}", flush=True)
         batch += 1
@@ -130,8 +131,9 @@ def first_store_held(root: str, recipe, held, go) -> None:
     """Store the first rows of ``recipe``'s namespace, stopping just before recipe.json is written (``held`` set)
     until ``go``: a first writer slow between seeing no recipe.json and writing one."""
     from bertfeat import cache as cache_module
+    from bertfeat import namespace as namespace_module
 
-    real = cache_module._write_atomic
+    real = namespace_module._write_atomic
 
     def write_atomic(path, text):
         if path.endswith("recipe.json"):
@@ -139,5 +141,5 @@ def first_store_held(root: str, recipe, held, go) -> None:
             go.wait(30)
         real(path, text)
 
-    cache_module._write_atomic = write_atomic
+    namespace_module._write_atomic = write_atomic
     cache_module.Cache(root).store(recipe, *rows(range(5)))

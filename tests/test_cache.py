@@ -1196,7 +1196,7 @@ def test_a_second_ctrl_c_while_the_finished_texts_are_written_stops_that_too(tmp
         raise KeyboardInterrupt("the second Ctrl-C (simulated)")
 
     cache = Cache(tmp_path)
-    monkeypatch.setattr(cache_module.pq, "write_table", interrupted)
+    monkeypatch.setattr(pq, "write_table", interrupted)
     texts = [f"text {i} " * (i % 6 + 1) for i in range(60)]
     stops = _StopsAtBatch(at=5, stop=KeyboardInterrupt)
     with pytest.raises(KeyboardInterrupt, match="second") as info:

@@ -24,6 +24,7 @@ import pytest
 
 from bertfeat import cache as cache_module
 from bertfeat import locks
+from bertfeat import namespace as namespace_module
 from bertfeat import shards as shard_module
 from bertfeat.cache import Cache, _key_array, open_cache
 from bertfeat.cli import main
@@ -192,7 +193,8 @@ def read_only_mount(monkeypatch):
     monkeypatch.setattr(os, "statvfs", lambda path: os.statvfs_result(
         tuple(real_statvfs(path))[:8] + (os.ST_RDONLY, real_statvfs(path).f_namemax)))
     monkeypatch.setattr(pq, "write_table", refused)
-    monkeypatch.setattr(cache_module, "_write_atomic", refused)
+    monkeypatch.setattr(cache_module, "_write_atomic", refused)  # the marker
+    monkeypatch.setattr(namespace_module, "_write_atomic", refused)  # a recipe.json
 
 
 def read_only_cache(monkeypatch, root) -> None:
@@ -558,8 +560,8 @@ def test_a_recipe_file_that_does_not_name_its_namespace_sets_no_width(tmp_path, 
 def test_a_key_count_that_disagrees_with_the_footer_is_reported(tmp_path, monkeypatch):
     recipe = recipe16()
     Cache(tmp_path).store(recipe, *workers.rows(range(4)))
-    real = cache_module._keys_from_column
-    monkeypatch.setattr(cache_module, "_keys_from_column", lambda column: real(column)[:3])
+    real = namespace_module._keys_from_column
+    monkeypatch.setattr(namespace_module, "_keys_from_column", lambda column: real(column)[:3])
     with pytest.warns(CacheWarning) as record:
         found, _, _ = Cache(tmp_path).lookup(recipe, workers.rows(range(4))[0])
     assert "(ValueError: 3 keys for 4 rows)" in message_of(record)
@@ -732,7 +734,7 @@ def test_a_store_stopped_half_way_leaves_no_temp_file_and_no_lock(tmp_path, monk
         real(table.slice(0, 1), where, **kwargs)  # a part of the shard on disk
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cache_module.pq, "write_table", interrupted)
+    monkeypatch.setattr(pq, "write_table", interrupted)
     with pytest.raises(KeyboardInterrupt):
         cache.store(recipe, keys, vectors, tokens)
     monkeypatch.undo()
@@ -786,7 +788,7 @@ def test_a_shard_named_older_that_lands_later_sorts_only_the_copies_of_its_keys(
             sorted_sizes.append(max(len(x) for x in a) if isinstance(a, tuple) else len(a))
             return _real(a, *args, **kwargs)
 
-        monkeypatch.setattr(cache_module.np, name, spy)
+        monkeypatch.setattr(namespace_module.np, name, spy)
     write_copy(tmp_path, recipe, list(range(5000, 5010)) + list(range(6000, 6010)), shard_name(3), 1)
     keys, vectors, _ = workers.rows(range(5000, 5010))
     found, got, _ = reader.lookup(recipe, keys)
@@ -816,7 +818,7 @@ def test_a_shard_this_user_may_not_read_is_recomputed_but_never_deleted_as_corru
             raise PermissionError(13, "Permission denied", str(theirs))
         return real(source, *args, **kwargs)
 
-    monkeypatch.setattr(cache_module.pq, "ParquetFile", open_as_another_user)
+    monkeypatch.setattr(pq, "ParquetFile", open_as_another_user)
     mine = Cache(tmp_path)
     with pytest.warns(CacheWarning) as record:
         found, _, _ = mine.lookup(recipe, workers.rows(range(20))[0])
@@ -883,7 +885,7 @@ def test_a_shard_that_becomes_unreadable_during_a_compaction_is_kept(tmp_path, m
             raise PermissionError(13, "Permission denied", str(theirs))
         return real(source, *args, **kwargs)
 
-    monkeypatch.setattr(cache_module.pq, "ParquetFile", denied_once_indexed)
+    monkeypatch.setattr(pq, "ParquetFile", denied_once_indexed)
     with pytest.warns(CacheWarning, match="cannot read shard .* It is not corrupt") as said:
         result = Cache(tmp_path).compact()[0]
     assert [str(w.message) for w in said] == [
