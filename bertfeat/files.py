@@ -293,7 +293,7 @@ def embed_file(
         def rows_now() -> list[str]:  # a reader of its own: the job's reads the input once, from its start
             again = InputReader(input, keep_cols + text_cols, chunk_rows, text_cols, chunk_chars=chunk_chars,
                                 delimiter=delimiter, infer_types=infer_types, quoting=quoting,
-                                exclude=[paths.out, paths.partial])
+                                exclude=own_files(paths, params))  # what the job's reader leaves out
             return [rows_digest(batch) for batch in again.batches()]
 
         finished = finished_output(paths, state, rows_now)

@@ -1489,3 +1489,35 @@ def test_on_windows_a_job_whose_new_files_are_held_for_a_moment_completes(tiny_b
     assert {".part-N.parquet.tmp-N", ".state.json.tmp-N", ".o.parquet.manifest.json.tmp-N"} <= names, names
     assert any(n.startswith(".tmp-") for n in names), names  # a cache shard's
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "in.parquet", "o.parquet", "o.parquet.manifest.json"]
+
+
+def test_a_run_stopped_at_its_manifest_with_its_cache_in_the_input_folder_is_finished(tiny_bert, tmp_path,
+                                                                                    monkeypatch):
+    """(found by a review of session 16's file work, 2026-11-27, session 16) The rerun of a run stopped after its
+    output was in place, before its manifest, reads the input again to compare its rows (4a3576d) with a reader of
+    its own, which left out the job's out= and parts but not its cache_dir (da43c69's own_files): with the cache in
+    the input folder, that reader read the cache's shards as input and the rerun failed ("column(s) ... not found"),
+    the output left without a manifest at every rerun. It leaves out what the job's reader leaves out now."""
+    data = tmp_path / "data"
+    data.mkdir()
+    frame(ROWS, seed=3).to_parquet(data / "in.parquet")
+    out = tmp_path / "out.parquet"
+    manifest_path = Path(str(out) + ".manifest.json")
+    job = dict(text_cols="review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=5,
+               cache_dir=str(data / "cache"))
+    real_write = files.atomic_write_bytes
+
+    def killed_at_the_manifest(path, data):
+        if Path(path) == manifest_path:
+            raise KeyboardInterrupt
+        return real_write(path, data)
+
+    monkeypatch.setattr(files, "atomic_write_bytes", killed_at_the_manifest)
+    with pytest.raises(KeyboardInterrupt):
+        embed_file(str(data), str(out), **job)
+    monkeypatch.setattr(files, "atomic_write_bytes", real_write)
+    assert any((data / "cache").rglob("*.parquet"))  # the cache's shards, beside the input
+    written = out.read_bytes()
+    manifest = embed_file(str(data), str(out), **job)
+    assert json.loads(manifest_path.read_text()) == manifest and manifest["counts"]["rows"] == ROWS
+    assert out.read_bytes() == written and not (tmp_path / "out.parquet.partial").exists()
