@@ -275,7 +275,8 @@ def _flock(path: str, *, exclusive: bool, waiting=None, unlocked=None):
     if fd is None:
         yield
         return
-    says = waiting is not None
+    tells = waiting is not None  # a lock held long: its holder writes its line in the file
+    says = unsupported = False  # says: this caller holds the lock and wrote its line (never before it holds it)
     try:
         while True:
             try:
@@ -287,7 +288,7 @@ def _flock(path: str, *, exclusive: bool, waiting=None, unlocked=None):
             except OSError as exc:
                 if exc.errno not in locks.UNSUPPORTED:
                     raise
-                says = False
+                unsupported = True
                 if unlocked is not None:
                     unlocked(exc.strerror or str(exc))
                 break  # this filesystem does not lock: docs/cache.md says what stays safe
@@ -304,9 +305,11 @@ def _flock(path: str, *, exclusive: bool, waiting=None, unlocked=None):
             with contextlib.suppress(OSError):
                 fd = locks.open_lock_file(path)
             if fd is None:  # the namespace itself is gone: there is nothing left to guard
-                says = False
                 break
-        if says:
+        if fd is not None and tells and not unsupported:
+            # held: the line is this caller's now (a waiter stopped before it held the lock, Ctrl-C at the notice,
+            # emptied the holder's line as it went)
+            says = True
             _write_holder(fd, f"pid {os.getpid()} on {socket.gethostname()}")
         yield
     finally:

@@ -993,6 +993,34 @@ def test_a_compaction_or_clear_waiting_for_another_says_who_it_waits_for(tmp_pat
 
 
 @pytest.mark.skipif(locks.fcntl is None, reason="flock is POSIX")
+@pytest.mark.parametrize("operation", ["compact", "clear"])
+def test_a_compaction_or_clear_stopped_while_it_waits_leaves_the_holders_line(tmp_path, monkeypatch, operation):
+    """(found by a review of session 16's file work, 2026-11-27, session 16) A compaction or clear that waited for
+    another's .compact.lock and was stopped before it held it (Ctrl-C at the "waits for it to end" it said, as one
+    does at what looks hung) emptied the lock file as it went, as if it had held the lock: the holder's line was gone
+    while the holder still compacted, and the next waiter said "another process is compacting". Only the holder
+    empties its line now."""
+    recipe = make_recipe(hidden_size=workers.N_FEATURES)
+    Cache(tmp_path).store(recipe, *workers.rows(range(10)))
+    Cache(tmp_path).store(recipe, *workers.rows(range(5, 15)))
+    lock = tmp_path / recipe.fingerprint() / ".compact.lock"
+    real_lock = locks.lock
+
+    def interrupted(fd, *, exclusive=True, wait=True):  # Ctrl-C while it waits for the holder
+        if wait:
+            raise KeyboardInterrupt
+        return real_lock(fd, exclusive=exclusive, wait=wait)
+
+    monkeypatch.setattr(locks, "lock", interrupted)
+    with holding_flock(lock, exclusive=True), warnings.catch_warnings():
+        warnings.simplefilter("ignore", CacheWarning)
+        lock.write_text("pid 4242 on elsewhere")
+        with pytest.raises(KeyboardInterrupt):
+            getattr(Cache(tmp_path), operation)()
+        assert lock.read_text() == "pid 4242 on elsewhere"
+
+
+@pytest.mark.skipif(locks.fcntl is None, reason="flock is POSIX")
 @pytest.mark.parametrize("lock_file", [".lock", ".compact.lock"])
 def test_clear_removes_its_lock_files_while_holding_them_and_a_waiter_locks_afresh(tmp_path, monkeypatch, lock_file):
     """`clear` removed .lock and .compact.lock after letting go of them: a compaction waiting on the old file then
