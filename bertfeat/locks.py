@@ -80,6 +80,12 @@ def close(fd: int) -> None:
     os.close(fd)
 
 
+def closed_at_fork(fd: int) -> bool:
+    """Whether ``fd`` is a lock file of the parent's that this forked child closed as it started: its number may
+    name a file of the child's own since, so nothing is written through it (``shards._flock``'s holder line)."""
+    return fd in _CLOSED_AT_FORK
+
+
 def _close_in_forked_child() -> None:
     for fd in _OPEN_HERE:
         with contextlib.suppress(OSError):

@@ -314,7 +314,7 @@ def _flock(path: str, *, exclusive: bool, waiting=None, unlocked=None):
         yield
     finally:
         if fd is not None:
-            if says:
+            if says and not locks.closed_at_fork(fd):  # a forked child's: the parent's line, in the parent's file
                 _write_holder(fd, "")  # let go: the next holder's line, or none, never this one's
             locks.release(fd)
 

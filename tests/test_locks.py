@@ -444,3 +444,32 @@ def test_a_forked_child_leaves_the_parents_lock_and_its_file_to_the_parent(tmp_p
         os.close(other)
     locks.release(fd, path)
     assert not path.exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or locks.fcntl is None, reason="fork and flock are POSIX")
+def test_a_child_forked_inside_a_held_lock_never_writes_through_its_closed_descriptor(tmp_path):
+    """(found by a review of session 16's file work, 2026-11-27, session 16) A child forked while this process held
+    .compact.lock (its line written there) closes its copy of the lock file as it starts (8d211ac); a child leaving
+    the block then emptied 'its' line through that descriptor's number, which the child may have given to a file of
+    its own meanwhile: that file was cut to nothing. The child leaves the parent's lock file alone, line and all."""
+    from bertfeat.shards import _flock
+
+    lock, victim = tmp_path / ".compact.lock", tmp_path / "precious.txt"
+    victim.write_text("precious")
+
+    def held_and_forked():
+        with _flock(str(lock), exclusive=True, waiting=lambda holder: None):
+            (lock_fd,) = [fd for fd in locks._OPEN_HERE]
+            pid = os.fork()
+            if pid == 0:  # the child opens files of its own: the lock's closed number comes back to one of them
+                opened = [os.open(victim, os.O_RDWR) for _ in range(64)]
+                if lock_fd not in opened:
+                    os._exit(2)
+            return pid
+
+    pid = held_and_forked()
+    if pid == 0:
+        os._exit(0 if victim.read_text() == "precious" else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0 and victim.read_text() == "precious"
+    assert lock.read_text() == ""  # the parent let go, emptying its own line
