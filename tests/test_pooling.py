@@ -293,3 +293,52 @@ def test_windows_are_those_of_transformers_overflowing_tokens_with_the_same_stri
     theirs = tok(text, max_length=max_length, stride=stride, truncation=True, return_overflowing_tokens=True)
     ours = [content[a:b] for a, b in split_windows(len(content), max_length - 2, stride)]
     assert [ids[1:-1] for ids in theirs["input_ids"]] == ours
+
+
+@pytest.fixture(scope="module")
+def fused_and_not(tmp_path_factory):
+    """A tiny encoder of each family the fused CPU pass runs (BERT, RoBERTa, DistilBERT, MPNet) and of one it does
+    not (ELECTRA), each with its transformers model for :func:`reference_vector`."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from tests.tiny_encoders import build_tiny_encoder
+
+    root = tmp_path_factory.mktemp("fused")
+    out = {}
+    for family in ("bert", "roberta", "distilbert", "mpnet", "electra"):
+        path = build_tiny_encoder(root / family, family)
+        out[family] = (path, AutoTokenizer.from_pretrained(path),
+                       AutoModel.from_pretrained(path, attn_implementation="eager").eval())
+    return out
+
+
+@pytest.mark.parametrize("family", ["bert", "roberta", "distilbert", "mpnet", "electra"])
+@pytest.mark.parametrize("max_length, stride", [(4, 0), (4, 1), (5, 0), (5, 2), (7, 4)])
+def test_tiny_windows_at_every_length_around_them_give_the_reference_on_fused_and_unfused_families(
+        fused_and_not, family, max_length, stride):
+    """Windows of 2 to 5 text tokens, stride 0 up to its largest, texts one token under, at and over a window and
+    up to several windows, in one batch with a one-token text (padding beside every length), every pooling and the
+    first, a middle and the last layer: bertfeat (the fused CPU pass on the first four families, transformers' on
+    ELECTRA) against :func:`reference_vector`, each window run alone through transformers (checked 2026-11-27,
+    session 16: all within 1e-5)."""
+    import warnings
+
+    from bertfeat import backend
+
+    path, tok, model = fused_and_not[family]
+    n_layers = model.config.num_hidden_layers
+    window = max_length - 2
+    texts = [" ".join(["the"] * n) for n in range(1, 3 * window + 2)] + ["naïve café 东京"]
+    est = BertEmbedder(path, pooling="cls+mean+max", layers=[0, 1, -1], layer_agg="concat", max_length=max_length,
+                       long_text="chunk", stride=stride, dtype="float32")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = est.fit_transform(texts)
+    fused = [b.fast is not None for b in backend._REGISTRY.values() if getattr(b, "spec", None) is not None
+             and str(b.spec.path) == str(path)]
+    assert fused == [family != "electra"]  # the pass this test means to check is the one that ran
+    assert [len(tok(t, add_special_tokens=False)["input_ids"]) for t in texts[:-1]] == list(range(1, 3 * window + 2))
+    for i, text in enumerate(texts):
+        want = reference_vector(tok, model, text, "", ["cls", "mean", "max"], [0, 1, n_layers], "concat", max_length,
+                                "chunk", stride, False)
+        np.testing.assert_allclose(got[i], want, atol=1e-5, rtol=0, err_msg=f"{family} {text!r}")
