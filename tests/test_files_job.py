@@ -771,14 +771,10 @@ def test_a_run_stopped_before_the_state_recorded_quoting_resumes(tiny_bert, tmp_
             assert embed_file(str(src), str(out), **job, quoting=quoting)["counts"]["rows_resumed"] == resumed
 
 
-def test_a_run_stopped_at_its_manifest_before_the_state_recorded_quoting_is_finished(tiny_bert, tmp_path,
-                                                                                    monkeypatch):
-    """The same for a run stopped after its output was in place, before its manifest: its finished.json names a
-    state with no ``quoting``. The rerun was refused ("exists; pass --overwrite"); now it writes the manifest and
-    leaves the output as it was."""
-    src, out = _src(tmp_path, "csv"), tmp_path / "out.parquet"
+def _stopped_before_its_manifest(monkeypatch, source: str, out: Path, **job) -> None:
+    """``embed_file(source, out, **job)`` stopped (KeyboardInterrupt stands in for SIGKILL) as it writes its manifest:
+    the output in place, its finished.json written, no manifest."""
     manifest_path = Path(str(out) + ".manifest.json")
-    job = dict(text_cols="review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=5)
     real_write = files.atomic_write_bytes
 
     def killed_at_the_manifest(path, data):
@@ -788,8 +784,19 @@ def test_a_run_stopped_at_its_manifest_before_the_state_recorded_quoting_is_fini
 
     monkeypatch.setattr(files, "atomic_write_bytes", killed_at_the_manifest)
     with pytest.raises(KeyboardInterrupt):
-        embed_file(str(src), str(out), **job)
+        embed_file(source, str(out), **job)
     monkeypatch.setattr(files, "atomic_write_bytes", real_write)
+
+
+def test_a_run_stopped_at_its_manifest_before_the_state_recorded_quoting_is_finished(tiny_bert, tmp_path,
+                                                                                    monkeypatch):
+    """The same for a run stopped after its output was in place, before its manifest: its finished.json names a
+    state with no ``quoting``. The rerun was refused ("exists; pass --overwrite"); now it writes the manifest and
+    leaves the output as it was."""
+    src, out = _src(tmp_path, "csv"), tmp_path / "out.parquet"
+    manifest_path = Path(str(out) + ".manifest.json")
+    job = dict(text_cols="review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=5)
+    _stopped_before_its_manifest(monkeypatch, str(src), out, **job)
     marker_file = tmp_path / "out.parquet.partial" / files.FINISHED
     marker = json.loads(marker_file.read_text())
     marker_file.write_text(json.dumps({**marker, "state": _written_before_quoting_was_recorded(marker["state"])}))
@@ -809,7 +816,7 @@ def test_a_run_stopped_at_its_manifest_where_the_rename_copied_the_output_is_fin
     src, out = _src(tmp_path, "csv"), tmp_path / "out.parquet"
     manifest_path = Path(str(out) + ".manifest.json")
     job = dict(text_cols="review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=5)
-    real_write, real_replace = files.atomic_write_bytes, os.replace
+    real_replace = os.replace
 
     def copying_rename(a, b, *args, **kwargs):  # what s3fs and gcsfuse do: copy, then remove the source
         if Path(b) != out:
@@ -817,16 +824,8 @@ def test_a_run_stopped_at_its_manifest_where_the_rename_copied_the_output_is_fin
         shutil.copyfile(a, b)
         os.unlink(a)
 
-    def killed_at_the_manifest(path, data):
-        if Path(path) == manifest_path:
-            raise KeyboardInterrupt
-        return real_write(path, data)
-
     monkeypatch.setattr(os, "replace", copying_rename)
-    monkeypatch.setattr(files, "atomic_write_bytes", killed_at_the_manifest)
-    with pytest.raises(KeyboardInterrupt):
-        embed_file(str(src), str(out), **job)
-    monkeypatch.setattr(files, "atomic_write_bytes", real_write)
+    _stopped_before_its_manifest(monkeypatch, str(src), out, **job)
     marker_file = tmp_path / "out.parquet.partial" / files.FINISHED
     assert marker_file.exists() and not manifest_path.exists()
     written = out.read_bytes()
@@ -1230,17 +1229,7 @@ def test_a_run_stopped_at_its_manifest_is_finished_only_for_the_rows_it_read(tin
         _ChangeTimeIsModificationTime(real_stat(path, *args, **kwargs)) if os.fspath(path) == str(src)
         else real_stat(path, *args, **kwargs)))
     job = dict(text_cols="review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=5)
-    real_write = files.atomic_write_bytes
-
-    def killed_at_the_manifest(path, data):
-        if Path(path) == manifest_path:
-            raise KeyboardInterrupt
-        return real_write(path, data)
-
-    monkeypatch.setattr(files, "atomic_write_bytes", killed_at_the_manifest)
-    with pytest.raises(KeyboardInterrupt):
-        embed_file(str(src), str(out), **job)
-    monkeypatch.setattr(files, "atomic_write_bytes", real_write)
+    _stopped_before_its_manifest(monkeypatch, str(src), out, **job)
     written = out.read_bytes()
     if changed:
         df = pd.read_csv(src, dtype=str)
@@ -1505,17 +1494,7 @@ def test_a_run_stopped_at_its_manifest_with_its_cache_in_the_input_folder_is_fin
     manifest_path = Path(str(out) + ".manifest.json")
     job = dict(text_cols="review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=5,
                cache_dir=str(data / "cache"))
-    real_write = files.atomic_write_bytes
-
-    def killed_at_the_manifest(path, data):
-        if Path(path) == manifest_path:
-            raise KeyboardInterrupt
-        return real_write(path, data)
-
-    monkeypatch.setattr(files, "atomic_write_bytes", killed_at_the_manifest)
-    with pytest.raises(KeyboardInterrupt):
-        embed_file(str(data), str(out), **job)
-    monkeypatch.setattr(files, "atomic_write_bytes", real_write)
+    _stopped_before_its_manifest(monkeypatch, str(data), out, **job)
     assert any((data / "cache").rglob("*.parquet"))  # the cache's shards, beside the input
     written = out.read_bytes()
     manifest = embed_file(str(data), str(out), **job)
