@@ -47,7 +47,8 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         datasets (docs/defaults.md).
     layers : int, list of int or None, default=None
         Hidden layers to read: 0 is the embedding output, 1..L the transformer layers, negatives count from the
-        last (-1 is the last layer). None is the last four transformer layers (all of them if the model has fewer).
+        last (-1 is the last layer); a tuple, range or numpy array of ints is read as its list. None is the last
+        four transformer layers (all of them if the model has fewer).
     layer_agg : {"mean", "concat"}, default="mean"
         How several layers combine: their pooled vectors averaged, or concatenated.
     max_length : int, default=None

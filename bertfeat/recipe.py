@@ -83,7 +83,8 @@ def default_layers(num_layers: int) -> tuple[int, ...]:
 
 
 def parse_layers(layers, num_layers: int, layer_agg: str = "mean") -> tuple[int, ...]:
-    """Turn ``layers`` (an int or a list of ints, negative counting from the last) into absolute indices.
+    """Turn ``layers`` (an int or a list of ints, negative counting from the last; a numpy array of ints is read as its
+    list) into absolute indices.
 
     Index 0 is the embedding output and ``num_layers`` the last transformer layer, as in Hugging Face's
     ``hidden_states``. ``None`` is :func:`default_layers`. With ``layer_agg="mean"`` the order does not matter and
@@ -93,22 +94,25 @@ def parse_layers(layers, num_layers: int, layer_agg: str = "mean") -> tuple[int,
     if layers is None:
         return default_layers(num_layers)
     valid = f"valid indices are 0..{num_layers} (0 is the embedding output) or -{num_layers + 1}..-1"
+    given = layers
+    if getattr(layers, "ndim", None) in (0, 1) and hasattr(layers, "tolist"):  # a numpy array: read as its list
+        layers = layers.tolist()
     items = [layers] if _is_int(layers) else layers
     if isinstance(layers, str) or not isinstance(items, (list, tuple, range)) or not all(_is_int(i) for i in items):
         raise ValueError(
-            f"layers={layers!r} is not valid: expected an int, a list of ints, or None (the last four layers, or all "
+            f"layers={given!r} is not valid: expected an int, a list of ints, or None (the last four layers, or all "
             f"of a model with fewer); {valid}."
         )
     if len(items) == 0:
-        raise ValueError(f"layers={layers!r} is empty: name at least one layer; {valid}.")
+        raise ValueError(f"layers={given!r} is empty: name at least one layer; {valid}.")
     out = []
     for i in items:
         i = int(i)
         if not -(num_layers + 1) <= i <= num_layers:
-            raise ValueError(f"layers={layers!r}: layer {i} is out of range; the model has {num_layers} layers, so {valid}.")
+            raise ValueError(f"layers={given!r}: layer {i} is out of range; the model has {num_layers} layers, so {valid}.")
         out.append(i % (num_layers + 1))
     if len(set(out)) != len(out):
-        raise ValueError(f"layers={layers!r} names the same layer twice (as {out}); name each layer once.")
+        raise ValueError(f"layers={given!r} names the same layer twice (as {out}); name each layer once.")
     return tuple(sorted(out)) if layer_agg == "mean" else tuple(out)
 
 

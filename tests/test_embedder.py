@@ -846,6 +846,25 @@ def test_a_transform_of_no_rows_gives_no_rows_of_the_fitted_width_names_and_dtyp
         assert set(map(str, out.dtypes)) == ({"float32"} if output == "pandas" else {"Float32"})
 
 
+def test_a_numpy_array_of_layers_embeds_as_its_list(tiny_bert):
+    """BertEmbedder(layers=np.arange(-2, 0)) (a grid built with numpy) was refused at fit; now the same vectors,
+    names and fingerprint as layers=[-2, -1], and it clones and pickles."""
+    import pickle
+
+    import numpy as np
+    from sklearn.base import clone
+
+    from bertfeat import BertEmbedder
+
+    texts = ["a short text", "another one, longer than the first"]
+    as_list = BertEmbedder(model=tiny_bert, layers=[-2, -1], layer_agg="concat").fit(texts)
+    as_array = clone(BertEmbedder(model=tiny_bert, layers=np.arange(-2, 0), layer_agg="concat")).fit(texts)
+    np.testing.assert_array_equal(as_array.transform(texts), as_list.transform(texts))
+    assert list(as_array.get_feature_names_out()) == list(as_list.get_feature_names_out())
+    assert as_array.recipe_.fingerprint() == as_list.recipe_.fingerprint()
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(as_array)).transform(texts), as_list.transform(texts))
+
+
 def test_concatenated_layer_names_sort_in_feature_order_and_name_their_columns(tiny_bert, tmp_path):
     """A model of 10 or more layers: the layer in a concatenated feature's name is zero-padded (``l02``, ``l10``), so
     names sort in feature order, and each column holds the layer its name says; under 10 layers the names are

@@ -53,6 +53,20 @@ def test_parse_layers_rejects(bad):
         parse_layers(bad, 6)
 
 
+def test_parse_layers_reads_a_numpy_array_of_ints_as_its_list():
+    """``layers=np.arange(-4, 0)`` (a grid of layer sets built with numpy, an R vector reaching Python as an array) was
+    refused "expected an int, a list of ints", where a tuple, a range and a list of numpy ints were read: a 1-D
+    array of ints is read as its list, the same layers and fingerprint; floats and a 2-D array are still refused."""
+    import numpy as np
+
+    assert parse_layers(np.arange(-4, 0), 6) == parse_layers([-4, -3, -2, -1], 6) == (3, 4, 5, 6)
+    assert parse_layers(np.array([6, 1], dtype=np.int32), 6, "concat") == (6, 1)
+    assert parse_layers(np.array(2), 6) == (2,)  # a 0-d array of an int: that int
+    for bad in (np.array([1.0, 2.0]), np.array([[1, 2]]), np.array([], dtype=int), np.array([True, False])):
+        with pytest.raises(ValueError, match="layers="):
+            parse_layers(bad, 6)
+
+
 def test_every_key_field_changes_the_fingerprint():
     base = make_recipe()
     changes = dict(
