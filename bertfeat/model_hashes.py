@@ -72,11 +72,13 @@ def _identity(f: Path) -> tuple:
 
 @functools.lru_cache(maxsize=64)
 def _sha256_of(path: str, ino: int, size: int, mtime_ns: int, ctime_ns: int) -> str:
-    """:func:`_read_sha256`, kept while the file's identity holds."""
-    return _read_sha256(path)
+    """:func:`read_sha256`, kept while the file's identity holds."""
+    return read_sha256(path)
 
 
-def _read_sha256(path: str) -> str:
+def read_sha256(path) -> str:
+    """The SHA-256 of the file ``path``'s bytes, read 4 MiB at a time, uncached (:mod:`bertfeat.resume` reads a
+    finished output's with it; ``hashlib.file_digest`` is Python 3.11's)."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 22), b""):

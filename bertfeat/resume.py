@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from bertfeat.model_hashes import read_sha256
 from bertfeat.output import OutputPaths, atomic_write_bytes
 
 STATE_VERSION = 2
@@ -152,7 +153,7 @@ def mark_finished(paths: OutputPaths, state: dict, manifest: dict, joined: Path,
     of each part's rows (:func:`rows_digest`), which :func:`finished_output` compares with the input's now."""
     st = joined.stat()
     marker = {"state": state, "manifest": manifest, "file": [st.st_ino, st.st_size, st.st_mtime_ns],
-              "sha256": _digest(joined), "rows": rows}
+              "sha256": read_sha256(joined), "rows": rows}
     atomic_write_bytes(paths.partial / FINISHED, json.dumps(marker).encode())
 
 
@@ -189,15 +190,6 @@ def _same_bytes(path: Path, st, marker: dict) -> bool:
             and isinstance(marker.get("sha256"), str)):
         return False
     try:
-        return _digest(path) == marker["sha256"]
+        return read_sha256(path) == marker["sha256"]
     except OSError:
         return False
-
-
-def _digest(path: Path) -> str:
-    """The SHA-256 of the file ``path``'s bytes, read 1 MiB at a time (``hashlib.file_digest`` is Python 3.11's)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
