@@ -266,9 +266,10 @@ def embed_file(
                          "after every batch).")
     paths = OutputPaths.of(Path(output_path(out, "out", "the path of the parquet file to write", FILE_OUTPUT,
                                          one_file=True)))
-    reader = InputReader(input, keep_cols + text_cols, chunk_rows, text_cols, chunk_chars=chunk_chars,
-                         delimiter=delimiter, infer_types=infer_types, quoting=quoting,
-                         exclude=own_files(paths, params))
+    read_input = functools.partial(InputReader, input, keep_cols + text_cols, chunk_rows, text_cols,
+                                   chunk_chars=chunk_chars, delimiter=delimiter, infer_types=infer_types,
+                                   quoting=quoting, exclude=own_files(paths, params))
+    reader = read_input()
     # checked before any work; an existing --out may be a stopped run's of this very job (decided below)
     check_output(paths, reader, overwrite or (paths.partial / FINISHED).exists(), file_output=True)
     if not reader.has_rows:  # before the model is resolved: torch's import, a hub model's download
@@ -290,11 +291,8 @@ def embed_file(
     }
     with job_lock(paths):
         remove_stale_temps(paths)  # what a killed run left beside --out
-        def rows_now() -> list[str]:  # a reader of its own: the job's reads the input once, from its start
-            again = InputReader(input, keep_cols + text_cols, chunk_rows, text_cols, chunk_chars=chunk_chars,
-                                delimiter=delimiter, infer_types=infer_types, quoting=quoting,
-                                exclude=own_files(paths, params))  # what the job's reader leaves out
-            return [rows_digest(batch) for batch in again.batches()]
+        def rows_now() -> list[str]:  # a reader of its own, as the job's: that one reads the input once, from its start
+            return [rows_digest(batch) for batch in read_input().batches()]
 
         finished = finished_output(paths, state, rows_now)
         if not overwrite and finished is None:
