@@ -250,10 +250,11 @@ class Cache:
         """What a run that had the tokenizer noted beside ``recipe``'s namespace (:meth:`note_tokens`), or {}."""
         return self._namespace(recipe.fingerprint(), recipe.n_features).tokens_noted()
 
-    def note_tokens(self, recipe, **counts: int) -> None:
-        """Keep token ``counts`` only the tokenizer tells (``prefix_tokens``, ``n_special``) in the recipe.json of
+    def note_tokens(self, recipe, *, n_special: int, prefix_tokens: int) -> None:
+        """Keep the token counts only the tokenizer tells (``n_special``, ``prefix_tokens``) in the recipe.json of
         ``recipe``'s namespace, where it exists, so a run the cache answers whole need not load the model to learn
         them; a namespace that cannot be written is left as it is (they are learnt again)."""
+        counts = {"n_special": n_special, "prefix_tokens": prefix_tokens}
         self._namespace(recipe.fingerprint(), recipe.n_features).note_tokens(recipe, counts)
 
     def store(self, recipe, keys, vectors, n_tokens) -> int:

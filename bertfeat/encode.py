@@ -159,8 +159,9 @@ def encode(
     ``lookup(recipe, keys) -> (found_mask, vectors, n_tokens)`` and ``store(recipe, keys, vectors, n_tokens) -> int``,
     where ``n_tokens`` is each text's full token count, special tokens included (under ``long_text="truncate"``,
     ``max_length + 1`` for a longer text: only its head is tokenized, :func:`bertfeat.tokens.head_tokens`).
-    ``tokens_noted(recipe)`` and ``note_tokens(recipe, **counts)`` (:class:`bertfeat.cache.Cache`'s) are optional:
-    without them a run with a prefix that the cache answers whole may load the model to count the prefix's tokens.
+    ``tokens_noted(recipe)`` and ``note_tokens(recipe, *, n_special, prefix_tokens)`` (:class:`bertfeat.cache.Cache`'s)
+    are optional: without them a run with a prefix that the cache answers whole may load the model to count the
+    prefix's tokens.
 
     With ``all_layers=True`` the texts are embedded (and cached) under ``recipe.all_layers()`` and this recipe's
     features are derived from those (:func:`derive`), so every pooling/layers choice shares one forward pass.

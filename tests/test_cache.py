@@ -1231,3 +1231,17 @@ def test_a_second_ctrl_c_while_the_finished_texts_are_written_stops_that_too(tmp
         encode(texts, make_recipe(), lambda: stops, cache=cache, batch_tokens=64)
     assert "stopped at a batch" in str(info.value.__context__)
     assert not [p for p in tmp_path.rglob("*") if p.name.startswith(".tmp") or p.name.startswith("shard-")]
+
+
+def test_note_tokens_names_a_count_left_out(tmp_path):
+    # Cache.note_tokens(recipe, prefix_tokens=1) without n_special raised a bare KeyError('n_special') from inside the
+    # namespace; a cache another tool drives says which count it needs, and an unknown count is not dropped silently.
+    cache = Cache(tmp_path)
+    recipe = make_recipe(hidden_size=4)
+    cache.store(recipe, [text_key("a")], np.ones((1, recipe.n_features), np.float32), np.array([3]))
+    with pytest.raises(TypeError, match="n_special"):
+        cache.note_tokens(recipe, prefix_tokens=1)
+    with pytest.raises(TypeError, match="n_specials"):
+        cache.note_tokens(recipe, n_specials=2, prefix_tokens=1)
+    cache.note_tokens(recipe, n_special=2, prefix_tokens=1)
+    assert Cache(tmp_path).tokens_noted(recipe) == {"n_special": 2, "prefix_tokens": 1}
