@@ -462,6 +462,41 @@ def test_cls_pooling_follows_what_the_tokenizer_puts_first_where_its_class_overr
     np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
 
 
+def test_cls_pooling_asks_a_tokenizer_class_that_builds_its_own_first_token_before_a_warm_cache_answers(tmp_path):
+    """The other way round: tokenizer.json's template puts <s> first, but transformers 5's GPTNeoXTokenizer (as
+    Llama's, Gemma's, Cohere's: classes whose first token is their add_bos_token setting) rebuilds the processor
+    and puts nothing there. fit trusted the file and allowed CLS pooling; the load refused it, but a run the cache
+    answered whole never loads: the all-layers rows a pooling='mean' run stored hold CLS blocks of the text's first
+    word, and pooling='cls' read them without a word. fit now asks such a class's tokenizer (no weights loaded)."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from bertfeat.backend import clear_backends
+    from bertfeat.models import resolve_model
+    from tests.tiny_encoders import build_tiny_encoder
+
+    path = build_tiny_encoder(tmp_path / "neox-tokenizer", "roberta")
+    settings = json.loads((tmp_path / "neox-tokenizer" / "tokenizer_config.json").read_text())
+    (tmp_path / "neox-tokenizer" / "tokenizer_config.json").write_text(
+        json.dumps({**settings, "tokenizer_class": "GPTNeoXTokenizer"}))
+    assert json.loads((tmp_path / "neox-tokenizer" / "tokenizer.json").read_text())["post_processor"]["single"][0] == {
+        "SpecialToken": {"id": "<s>", "type_id": 0}}  # what the file says
+    assert resolve_model(path).special_first is None  # the file does not decide for this class
+    tok = AutoTokenizer.from_pretrained(path)
+    cache = str(tmp_path / "cache")
+    BertEmbedder(path, pooling="mean", cache_dir=cache, cache_all_layers=True).fit_transform(TEXTS)
+    clear_backends()
+    if tok(TEXTS[0])["input_ids"][0] != tok.bos_token_id:  # transformers 5: nothing first
+        with pytest.raises(ValueError, match=r"^pooling='cls' reads the CLS token, .*puts no special token before"):
+            BertEmbedder(path, pooling="cls", cache_dir=cache, cache_all_layers=True).fit(TEXTS)
+        return
+    got = BertEmbedder(path, pooling="cls", layers=-1, cache_dir=cache, cache_all_layers=True).fit_transform(TEXTS)
+    model = AutoModel.from_pretrained(path).eval()
+    with torch.inference_mode():
+        want = np.stack([model(**tok(t, return_tensors="pt")).last_hidden_state[0, 0].numpy() for t in TEXTS])
+    np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
+
+
 def test_cls_pooling_is_refused_at_fit_from_tokenizer_json_so_a_warm_cache_cannot_answer(
         bert_with_nothing_before_the_text, tmp_path):
     """The refusal came at the model's load, which a run answered wholly from the cache never reaches: the all-layers
