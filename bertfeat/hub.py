@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bertfeat import st_folder
 from bertfeat.exceptions import ModelNotAvailableError
-from bertfeat.model_folder import _TOKENIZER_FILES
+from bertfeat.model_folder import _TOKENIZER_FILES, variant_advice
 
 # What a model directory needs for bertfeat: config, tokenizer files and safetensors weights.
 _HUB_PATTERNS = [
@@ -64,10 +64,15 @@ def _from_hub(name: str) -> Path:
         f"`{hub_download_command()} {name}` once so it is in the Hugging Face cache."
     )
     if offline and cached is not None:
+        # a variant's weights alone (from_pretrained(name, variant="fp16") fetches no others): where the repository
+        # has no model.safetensors either, the download the fix advises brings none
+        variants = sorted(f.name for f in [*cached.glob("model.*.safetensors"), *cached.glob("*/model.*.safetensors")])
+        held = (f" It holds {variants}, a variant's weights, which transformers does not read as the model's: "
+                f"{variant_advice(name, variants)}" if variants else "")
         raise ModelNotAvailableError(
             f"model={name!r} is in the Hugging Face cache only in part: its snapshot {cached} lacks "
             f"{', '.join(lacking)} (another library fetched only the files it reads, or a download stopped midway), "
-            f"and downloads are off ({variable} is set). {fix}"
+            f"and downloads are off ({variable} is set). {fix}{held}"
         )
     if offline:
         raise ModelNotAvailableError(

@@ -108,15 +108,20 @@ def _weights_files(root: Path, name: str) -> list[Path]:
             "model.safetensors.index.json, which says which weights each holds: copy the index from where the shards "
             "came from."
         )
+    hub = hub_snapshot_of(root)
     if named and not others:  # a variant's file (model.fp16.safetensors), a file renamed
-        raise ModelNotAvailableError(
-            f"model={name!r}: {root} holds no model.safetensors weights. It has {named}, which transformers does not "
-            "read as the model's weights (it reads model.safetensors, or model.safetensors.index.json and its "
-            "shards): where it holds the whole model, rename it model.safetensors."
-        )
+        said = (f"model={name!r}: {root} holds no model.safetensors weights. It has {named}, which transformers does "
+                "not read as the model's weights (it reads model.safetensors, or model.safetensors.index.json and its "
+                "shards)")
+        raise ModelNotAvailableError(f"{said}: {variant_advice(hub, named)}" if hub else
+                                     f"{said}: where it holds the whole model, rename it model.safetensors.")
     hint = (
-        f" It has {others}: bertfeat loads safetensors only, because pickled weights can run code. Convert once "
-        "with transformers (which saves safetensors): AutoModel.from_pretrained(dir).save_pretrained(dir)."
+        f" It has {others}: bertfeat loads safetensors only, because pickled weights can run code. " + (
+            f"{root} is the Hugging Face cache's copy of {hub!r}, which the cache keeps as it is: where you trust the "
+            f"model, convert it once into a folder of your own with transformers (which saves safetensors), "
+            f"{_save_into_out(hub)}." if hub else
+            "Convert once with transformers (which saves safetensors): AutoModel.from_pretrained(dir)"
+            ".save_pretrained(dir).")
         if others else
         # a hub model published with pickled weights alone (many older ones): the download fetched none of them
         " Copy its weights there as model.safetensors (or model.safetensors.index.json and its shards). A model "
@@ -126,6 +131,35 @@ def _weights_files(root: Path, name: str) -> list[Path]:
         ".save_pretrained(dir) (transformers saves safetensors), and pass that folder as the model."
     )
     raise ModelNotAvailableError(f"model={name!r}: {root} holds no model.safetensors weights.{hint}")
+
+
+def hub_snapshot_of(root: Path) -> str | None:
+    """The hub name of the model whose Hugging Face cache snapshot ``root`` is (``models--org--name/snapshots/<commit>``,
+    or its Transformer's subfolder there); None for a folder of the user's own. The cache keeps a snapshot as the hub
+    has it (its files are links to blobs it shares), so a refusal sends the user to a folder of their own."""
+    for folder in (root, root.parent):
+        repo = re.fullmatch(r"models--(.+)", folder.parent.parent.name)
+        if folder.parent.name == "snapshots" and repo:
+            return repo.group(1).replace("--", "/")
+    return None
+
+
+def variant_advice(hub: str, variants: list[str]) -> str:
+    """What to do with a hub model whose weights the cache holds as a variant's file alone (``model.fp16.safetensors``,
+    which ``from_pretrained(name, variant="fp16")`` fetches): load that variant and save it into a folder of one's own."""
+    found = [m.group(1) for v in variants if (m := re.fullmatch(r"model\.(.+)\.safetensors", v))]
+    if not found:  # not a variant's name: no from_pretrained reads it
+        return ("the Hugging Face cache keeps the files as the hub has them: copy the snapshot into a folder of your "
+                "own (its files are links: copy what they point to) and, where the file holds the whole model, "
+                "rename it model.safetensors there.")
+    return ("where the repository publishes no model.safetensors, load the variant and save it into a folder of your "
+            f"own once with transformers, {_save_into_out(hub, f', variant={found[0]!r}')} (the Hugging Face cache "
+            "keeps the snapshot as the hub has it).")
+
+
+def _save_into_out(hub: str, variant: str = "") -> str:
+    return (f"AutoModel.from_pretrained({hub!r}{variant}).save_pretrained(out) and AutoTokenizer.from_pretrained("
+            f"{hub!r}).save_pretrained(out), and pass out as the model")
 
 
 def _check_safetensors(f: Path, name: str) -> None:

@@ -534,8 +534,9 @@ def test_a_snapshot_holding_pickled_weights_alone_is_refused_for_them_not_sent_t
     transformers' AutoModel fetched into the cache: with downloads off it was refused as held 'only in part', lacking
     model.safetensors, with the advice to download it, which brings no safetensors (the hub has none), so the same
     refusal came back; with downloads on it was downloaded again for nothing. Now the snapshot is read, and refused
-    for its pickled weights, saying how to convert them."""
-    part = _snapshot(tmp_path / "part", {"pytorch_model.bin": b"pickle"}, ["model.safetensors"])
+    for its pickled weights, saying how to convert them: into a folder of the user's own (the advice named the
+    snapshot's, `from_pretrained(dir).save_pretrained(dir)`, which wrote into the cache's copy of the hub's files)."""
+    part = _snapshot(_cache_snapshot(tmp_path), {"pytorch_model.bin": b"pickle"}, ["model.safetensors"])
     hub = _Hub(monkeypatch, part)
     if offline:
         monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -544,9 +545,59 @@ def test_a_snapshot_holding_pickled_weights_alone_is_refused_for_them_not_sent_t
         monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)  # (tests/conftest.py sets it)
     assert _refusal(resolve_model, "org/model") == (
         f"model='org/model': {part} holds no model.safetensors weights. It has ['pytorch_model.bin']: bertfeat loads "
-        "safetensors only, because pickled weights can run code. Convert once with transformers (which saves "
-        "safetensors): AutoModel.from_pretrained(dir).save_pretrained(dir).")
+        f"safetensors only, because pickled weights can run code. {part} is the Hugging Face cache's copy of "
+        "'org/model', which the cache keeps as it is: where you trust the model, convert it once into a folder of "
+        "your own with transformers (which saves safetensors), AutoModel.from_pretrained('org/model')"
+        ".save_pretrained(out) and AutoTokenizer.from_pretrained('org/model').save_pretrained(out), and pass out as "
+        "the model.")
     assert hub.calls == [("org/model", {"allow_patterns": _HUB_PATTERNS, "local_files_only": True})]
+
+
+def _cache_snapshot(tmp_path: Path) -> Path:
+    """Where the Hugging Face cache keeps 'org/model''s snapshot."""
+    return tmp_path / "hub" / "models--org--model" / "snapshots" / ("0123456789abcdef" * 3)[:40]
+
+
+_VARIANT_ADVICE = (
+    "where the repository publishes no model.safetensors, load the variant and save it into a folder of your own "
+    "once with transformers, AutoModel.from_pretrained('org/model', variant='fp16').save_pretrained(out) and "
+    "AutoTokenizer.from_pretrained('org/model').save_pretrained(out), and pass out as the model (the Hugging Face "
+    "cache keeps the snapshot as the hub has it).")
+
+
+def test_a_snapshot_holding_a_variants_weights_alone_is_refused_saying_how_to_load_the_variant(tmp_path, monkeypatch):
+    """A hub repository whose weights the cache holds as a variant's file alone (model.fp16.safetensors, which
+    `from_pretrained(name, variant="fp16")` fetches, and all some repositories publish): with downloads off it was
+    held 'only in part' with the advice to download it, which brings no model.safetensors where the repository has
+    none (the same refusal came back); with downloads on, after a download that brought none, the advice was to rename
+    the file model.safetensors inside the Hugging Face cache's snapshot. Now each says how to load the variant into a
+    folder of the user's own; the download's advice stays, for a repository that has model.safetensors too."""
+    part = _snapshot(_cache_snapshot(tmp_path), {"model.fp16.safetensors": _SHARD}, ["model.safetensors"])
+    hub = _Hub(monkeypatch, part)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert _refusal(resolve_model, "org/model") == (
+        f"model='org/model' is in the Hugging Face cache only in part: its snapshot {part} lacks model.safetensors "
+        "(another library fetched only the files it reads, or a download stopped midway), and downloads are off "
+        "(HF_HUB_OFFLINE is set). " + FIX.format(command=hub_download_command(), name="org/model") + " It holds "
+        "['model.fp16.safetensors'], a variant's weights, which transformers does not read as the model's: "
+        + _VARIANT_ADVICE)
+    assert len(hub.calls) == 1
+    hub = _Hub(monkeypatch, part, part)  # the download brings no model.safetensors: the repository has none
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)  # (tests/conftest.py sets it)
+    assert _refusal(resolve_model, "org/model") == (
+        f"model='org/model': {part} holds no model.safetensors weights. It has ['model.fp16.safetensors'], which "
+        "transformers does not read as the model's weights (it reads model.safetensors, or "
+        "model.safetensors.index.json and its shards): " + _VARIANT_ADVICE)
+    assert len(hub.calls) == 2
+    from bertfeat.model_folder import _weights_files  # a file of no variant's name, which no from_pretrained reads
+
+    (part / "model.fp16.safetensors").rename(part / "weights.safetensors")
+    assert _refusal(_weights_files, part, "org/model").endswith(
+        "['weights.safetensors'], which transformers does not read as the model's weights (it reads model.safetensors, "
+        "or model.safetensors.index.json and its shards): the Hugging Face cache keeps the files as the hub has them: "
+        "copy the snapshot into a folder of your own (its files are links: copy what they point to) and, where the "
+        "file holds the whole model, rename it model.safetensors there.")
 
 
 # -- where the tokenizer or the model runs its own code -----------------------------------------------------------
