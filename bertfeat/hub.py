@@ -1,5 +1,6 @@
 """A Hugging Face model name to its snapshot folder in the Hugging Face cache: read from the cache where it holds the
-whole snapshot, completed or fetched by a download where downloads are on, refused naming what is missing and the
+whole snapshot, completed or fetched by a download where downloads are on (one fetched file by file, which may lack
+a sentence-transformers model's modules.json and pooling, downloaded once), refused naming what is missing and the
 download command where they are off; and the code a model's auto_map keeps in other hub repositories, for its
 fingerprint. Used by :mod:`bertfeat.models`; imports no torch.
 """
@@ -54,8 +55,13 @@ def _from_hub(name: str) -> Path:
         # own downloads, and before 1.x not at all): another library may have fetched the files it reads alone
         # (transformers' AutoTokenizer, AutoConfig), or a download stopped midway; a download completes it
         lacking = snapshot_lacks(cached)
-        if not lacking:
+        if not lacking and not (_fetched_file_by_file(name, cached) and _downloads_off() is None):
             return cached
+        if not lacking:  # it may lack sentence-transformers files no check can name: the download brings any there are
+            try:
+                return Path(snapshot_download(name, allow_patterns=_HUB_PATTERNS))
+            except Exception:
+                return cached  # (as transformers would read it)
     variable = _downloads_off()
     offline = variable is not None
     fix = (
@@ -93,6 +99,26 @@ def _downloads_off() -> str | None:
     huggingface_hub reads it: TRANSFORMERS_OFFLINE counts where HF_HUB_OFFLINE is not set."""
     variable = "HF_HUB_OFFLINE" if os.environ.get("HF_HUB_OFFLINE") else "TRANSFORMERS_OFFLINE"
     return variable if os.environ.get(variable, "").lower() in {"1", "true", "yes", "on"} else None
+
+
+def _fetched_file_by_file(name: str, snapshot: Path) -> bool:
+    """Whether the hub snapshot ``snapshot`` of ``name`` holds no modules.json and may lack it: a sentence-transformers
+    model's snapshot that transformers' ``from_pretrained`` fetched (config.json, the weights, the tokenizer, file by
+    file) lacks its modules.json, 1_Pooling/ and sentence_bert_config.json, and read so it was a plain model, silently
+    (its do_lower_case, include_prompt and prompts lost). huggingface_hub keeps the repository's file list beside a
+    snapshot it downloaded whole (and checks the snapshot against it); without that list (or without a huggingface_hub
+    that tells, before 1.x: False, as before) the snapshot may lack files."""
+    if (snapshot / "modules.json").is_file():
+        return False
+    try:
+        from huggingface_hub import get_cached_repo_tree
+    except ImportError:
+        return False
+    try:
+        get_cached_repo_tree(name, revision=snapshot.name)
+    except Exception:  # CachedRepoTreeNotFoundError: no file list kept for this snapshot
+        return True
+    return False
 
 
 def snapshot_lacks(root: Path) -> list[str]:

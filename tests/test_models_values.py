@@ -403,13 +403,22 @@ def test_default_is_the_bundled_packages_folder_and_its_absence_says_what_to_ins
 
 
 class _Hub:
-    """snapshot_download as huggingface_hub gives it, answering each try from a list: a path, or an exception."""
+    """snapshot_download as huggingface_hub gives it, answering each try from a list: a path, or an exception; and
+    get_cached_repo_tree, which finds the repository's file list kept beside a snapshot it downloaded whole unless
+    ``listed=False`` (a snapshot transformers' from_pretrained fetched file by file)."""
 
-    def __init__(self, monkeypatch, *answers):
+    def __init__(self, monkeypatch, *answers, listed: bool = True):
         import huggingface_hub
 
         self.answers, self.calls = list(answers), []
         monkeypatch.setattr(huggingface_hub, "snapshot_download", self)
+
+        def tree(name, revision=None):
+            if not listed:
+                raise LookupError(f"no tree listing cached for {name} at {revision}")  # CachedRepoTreeNotFoundError
+            return []
+
+        monkeypatch.setattr(huggingface_hub, "get_cached_repo_tree", tree, raising=False)
 
     def __call__(self, name, **kwargs):
         self.calls.append((name, kwargs))
@@ -551,6 +560,40 @@ def test_a_snapshot_holding_pickled_weights_alone_is_refused_for_them_not_sent_t
         ".save_pretrained(out) and AutoTokenizer.from_pretrained('org/model').save_pretrained(out), and pass out as "
         "the model.")
     assert hub.calls == [("org/model", {"allow_patterns": _HUB_PATTERNS, "local_files_only": True})]
+
+
+@pytest.mark.parametrize("offline", [True, False])
+def test_a_snapshot_fetched_file_by_file_gets_the_sentence_transformers_files_it_lacks(tmp_path, monkeypatch, offline):
+    """A sentence-transformers model whose snapshot transformers' from_pretrained fetched (config.json, the weights,
+    the tokenizer, file by file) lacks modules.json, 1_Pooling/ and sentence_bert_config.json, which no check can
+    name, and was read as a plain model with downloads on, never downloaded: its sentence_bert_config.json's
+    do_lower_case was lost (capitals read as [UNK] on a cased tokenizer, silently). With downloads on, a snapshot
+    without modules.json of which huggingface_hub keeps no file list is downloaded once (which keeps that list); with
+    them off it is read as it is, no hub to ask."""
+    part = _snapshot(_cache_snapshot(tmp_path / "part"), {}, [])
+    whole = _snapshot(_cache_snapshot(tmp_path / "whole"), {}, [])
+    _write(whole / "modules.json", [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                                    {"idx": 1, "name": "1", "path": "1_Pooling",
+                                     "type": "sentence_transformers.models.Pooling"}])
+    _write(whole / "1_Pooling/config.json", {"pooling_mode_mean_tokens": True})
+    _write(whole / "sentence_bert_config.json", {"max_seq_length": 32, "do_lower_case": True})
+    hub = _Hub(monkeypatch, part, whole, listed=False)
+    if offline:
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    else:
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)  # (tests/conftest.py sets it)
+    spec = resolve_model("org/model")
+    if offline:
+        assert (spec.folder, spec.st_pooling, spec.st_do_lower_case) == (str(part), None, False)
+        assert len(hub.calls) == 1
+        return
+    assert (spec.folder, spec.st_pooling, spec.st_do_lower_case) == (str(whole), ("mean",), True)
+    assert spec.tokenizer_sha256 != resolve_model(str(part)).tokenizer_sha256  # lowercasing is in the fingerprint
+    assert hub.calls == [("org/model", {"allow_patterns": _HUB_PATTERNS, "local_files_only": True}),
+                         ("org/model", {"allow_patterns": _HUB_PATTERNS})]
+    hub = _Hub(monkeypatch, part, whole)  # a snapshot whose file list huggingface_hub keeps: no download
+    assert resolve_model("org/model").folder == str(part) and len(hub.calls) == 1
 
 
 def _cache_snapshot(tmp_path: Path) -> Path:
