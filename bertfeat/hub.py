@@ -48,8 +48,14 @@ def _from_hub(name: str) -> Path:
         raise ModelNotAvailableError(f"model={name!r}: huggingface_hub is not installed to fetch it.") from exc
     try:
         cached = Path(snapshot_download(name, allow_patterns=_HUB_PATTERNS, local_files_only=True))
-    except Exception:
-        cached, lacking = None, []
+    except Exception as exc:
+        # huggingface_hub (2.x) refuses a snapshot that the repository's file list it keeps finds incomplete
+        # (IncompleteSnapshotError), saying where it is: that part is in the cache, and may hold all bertfeat reads
+        partial = getattr(exc, "snapshot_path", None)
+        cached = Path(partial) if isinstance(partial, str) and Path(partial).is_dir() else None
+        lacking = snapshot_lacks(cached) if cached is not None else []
+        if cached is not None and not lacking and _downloads_off() is not None:
+            return cached  # it lacks files bertfeat does not read (another variant's weights, say)
     else:
         # the cache answers for any part of a snapshot (huggingface_hub checks one only against a file list of its
         # own downloads, and before 1.x not at all): another library may have fetched the files it reads alone

@@ -536,6 +536,38 @@ def test_a_snapshot_the_cache_holds_in_part_with_downloads_off_is_refused_naming
     assert len(hub.calls) == 1
 
 
+def _incomplete(snapshot: Path) -> Exception:
+    """huggingface_hub's refusal of a snapshot the repository's file list it keeps finds incomplete (2.x)."""
+    try:
+        from huggingface_hub.errors import IncompleteSnapshotError
+    except ImportError:
+        class IncompleteSnapshotError(OSError):  # the same shape, for a huggingface_hub without it
+            def __init__(self, message, snapshot_path):
+                super().__init__(message)
+                self.snapshot_path = snapshot_path
+    return IncompleteSnapshotError("The cached snapshot for 'org/model' is incomplete", snapshot_path=str(snapshot))
+
+
+def test_a_snapshot_huggingface_hub_finds_incomplete_is_named_as_held_in_part_or_read_where_it_holds_the_model(
+        tmp_path, monkeypatch):
+    """huggingface_hub 2.x keeps a repository's file list beside a snapshot it downloaded and, with downloads off,
+    refuses the snapshot where a file of that list is missing (IncompleteSnapshotError): bertfeat took that for no
+    snapshot at all, 'is not in the Hugging Face cache', where it held the model but for a shard (a download stopped
+    midway), and refused one that held all it reads but for a file it never reads (another variant's weights). Now
+    the first is named as held in part, with what it lacks; the second is read."""
+    files, taken, lacking = _PART_CACHED[3]  # a download stopped between shards
+    part = _snapshot(tmp_path / "part", files, taken)
+    hub = _Hub(monkeypatch, _incomplete(part))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert _refusal(resolve_model, "org/model") == (
+        f"model='org/model' is in the Hugging Face cache only in part: its snapshot {part} lacks {lacking} (another "
+        "library fetched only the files it reads, or a download stopped midway), and downloads are off "
+        "(HF_HUB_OFFLINE is set). " + FIX.format(command=hub_download_command(), name="org/model"))
+    whole = _snapshot(tmp_path / "whole", {}, [])  # all it reads; model.fp16.safetensors, listed too, not fetched
+    hub = _Hub(monkeypatch, _incomplete(whole))
+    assert resolve_model("org/model").folder == str(whole) and len(hub.calls) == 1
+
+
 @pytest.mark.parametrize("offline", [True, False])
 def test_a_snapshot_holding_pickled_weights_alone_is_refused_for_them_not_sent_to_download_again(
         tmp_path, monkeypatch, offline):
