@@ -52,8 +52,8 @@ class ModelSpec:
     prompts: tuple[tuple[str, str], ...] = ()
     default_prompt_name: str | None = None
     # Whether the tokenizer puts a special token before a text (BERT's [CLS]), read from tokenizer.json without
-    # loading it; None where that file does not tell, or its class builds the first token itself (_BOS_SETTING_CLASSES:
-    # the tokenizer is then asked at fit where CLS pooling is, and the load-time check decides)
+    # loading it; None where that file does not tell, or its class builds the first token itself (_BOS_SETTING_CLASSES,
+    # or a class it ships as code: the tokenizer is then asked at fit where CLS pooling is, and the load decides)
     special_first: bool | None = None
     # sentence_bert_config.json's do_lower_case: sentence-transformers lowercases every text (its prompt with it)
     # before the tokenizer, whether or not the tokenizer is cased; bertfeat does the same (bertfeat.tokens)
@@ -211,7 +211,7 @@ def _description(name: str, path: str, trust_remote_code: bool, remote_code: tup
         folder=str(top),
         # read whole here (a file cut short, or a Git LFS pointer, refused naming it, where the tokenizer's load
         # failed with a bare JSONDecodeError from inside transformers)
-        special_first=None if _class_builds_its_first_token(root, name) else _special_first(
+        special_first=None if _class_builds_its_first_token(root, name, trust_remote_code) else _special_first(
             root, st_folder.read_json(root / "tokenizer.json", name, dict, "the tokenizer")
             if (root / "tokenizer.json").is_file() else None),
         causal=_is_causal(config),
@@ -233,13 +233,16 @@ _BOS_SETTING_CLASSES = frozenset(f"{family}Tokenizer{fast}" for family in (
     "GPTNeoX", "GPT2", "Llama", "CodeLlama", "Gemma", "Cohere", "Splinter") for fast in ("", "Fast"))
 
 
-def _class_builds_its_first_token(root: Path, name: str) -> bool:
-    """Whether tokenizer_config.json names a class of :data:`_BOS_SETTING_CLASSES`, for which tokenizer.json does
-    not tell what goes before a text (the tokenizer is asked, without the weights, where it matters)."""
+def _class_builds_its_first_token(root: Path, name: str, trust_remote_code: bool = False) -> bool:
+    """Whether tokenizer_config.json names a class of :data:`_BOS_SETTING_CLASSES`, or one the model ships as code
+    (its ``auto_map``, run under trust_remote_code=True, may build any processor), for which tokenizer.json does not
+    tell what goes before a text (the tokenizer is asked, without the weights, where it matters)."""
     f = root / "tokenizer_config.json"
     if not f.is_file():
         return False
-    return st_folder.read_json(f, name, dict, "the tokenizer's settings").get("tokenizer_class") in _BOS_SETTING_CLASSES
+    settings = st_folder.read_json(f, name, dict, "the tokenizer's settings")
+    return settings.get("tokenizer_class") in _BOS_SETTING_CLASSES or (
+        trust_remote_code and bool(settings.get("auto_map")))
 
 
 def _special_first(root: Path, tokenizer: dict | None = None) -> bool | None:

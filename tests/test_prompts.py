@@ -497,6 +497,38 @@ def test_cls_pooling_asks_a_tokenizer_class_that_builds_its_own_first_token_befo
     np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
 
 
+def test_cls_pooling_asks_a_tokenizer_that_ships_its_own_code_before_a_warm_cache_answers(tiny_bert, tmp_path,
+                                                                                            monkeypatch):
+    """The same from a tokenizer class the model ships as code (tokenizer_config.json's auto_map, run under
+    trust_remote_code=True), which builds its own post processor: tokenizer.json says [CLS] goes first, the class
+    puts nothing there. fit allowed CLS pooling and the all-layers rows of a pooling='mean' run answered it (the
+    text's first word's state), silently; now the tokenizer is asked at fit."""
+    from bertfeat.backend import clear_backends
+    from bertfeat.models import resolve_model
+
+    monkeypatch.setenv("HF_MODULES_CACHE", str(tmp_path / "modules"))  # transformers copies the code there
+    path = shutil.copytree(tiny_bert, tmp_path / "ships-its-tokenizer")
+    settings = json.loads((path / "tokenizer_config.json").read_text())
+    (path / "tokenizer_config.json").write_text(json.dumps(
+        {**settings, "auto_map": {"AutoTokenizer": [None, "tokenization_last.SepLast"]}}))
+    (path / "tokenization_last.py").write_text(
+        "from tokenizers import processors\nfrom transformers import PreTrainedTokenizerFast\n\n\n"
+        "class SepLast(PreTrainedTokenizerFast):\n"  # (an __init__ of its own makes transformers 5 add <s> and </s>)
+        "    def __call__(self, *args, **kwargs):\n"
+        "        sep = self.convert_tokens_to_ids('[SEP]')\n"
+        "        self._tokenizer.post_processor = processors.TemplateProcessing(\n"
+        "            single='$A [SEP]', pair='$A [SEP] $B:1 [SEP]:1', special_tokens=[('[SEP]', sep)])\n"
+        "        return super().__call__(*args, **kwargs)\n")
+    assert resolve_model(str(path), trust_remote_code=True).special_first is None  # the file does not decide
+    assert resolve_model(str(path)).special_first is True  # (without the code, transformers would not run it)
+    cache = str(tmp_path / "cache")
+    BertEmbedder(str(path), pooling="mean", cache_dir=cache, cache_all_layers=True,
+                 trust_remote_code=True).fit_transform(TEXTS)
+    clear_backends()
+    with pytest.raises(ValueError, match=r"^pooling='cls' reads the CLS token, .*puts no special token before"):
+        BertEmbedder(str(path), pooling="cls", cache_dir=cache, cache_all_layers=True, trust_remote_code=True).fit(TEXTS)
+
+
 def test_cls_pooling_is_refused_at_fit_from_tokenizer_json_so_a_warm_cache_cannot_answer(
         bert_with_nothing_before_the_text, tmp_path):
     """The refusal came at the model's load, which a run answered wholly from the cache never reaches: the all-layers
