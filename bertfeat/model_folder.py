@@ -183,6 +183,17 @@ def _check_safetensors(f: Path, name: str) -> None:
                     problem = "its header is not a JSON object"
             except (UnicodeDecodeError, ValueError):
                 problem = "its header is not JSON"
+    hub = hub_snapshot_of(f.parent)
+    if problem and hub:  # the cache's copy: a download keeps its blob, and nothing may be written into the snapshot
+        from bertfeat.hub import hub_download_command
+
+        cached = next(p for p in f.parents if p.name == "models--" + hub.replace("/", "--"))
+        raise ModelNotAvailableError(
+            f"model={name!r}: {f} is not a safetensors file ({problem}; {size} bytes). It may be a damaged download: "
+            f"the Hugging Face cache's copy of {hub!r} is damaged, and a download keeps the files the cache holds, so "
+            f"delete {cached} (the cache's folder of the model) and download it again, "
+            f"`{hub_download_command()} {hub}`."
+        )
     if problem:
         raise ModelNotAvailableError(
             f"model={name!r}: {f} is not a safetensors file ({problem}; {size} bytes). It may be a renamed pickle "

@@ -628,6 +628,23 @@ def test_a_snapshot_fetched_file_by_file_gets_the_sentence_transformers_files_it
     assert resolve_model("org/model").folder == str(part) and len(hub.calls) == 1
 
 
+def test_a_damaged_weights_file_in_the_hugging_face_cache_is_refused_saying_to_download_it_again(tmp_path):
+    """A weights file in the Hugging Face cache that is no safetensors (a download cut short, an HTML error page)
+    was told, as one in a folder of the user's own, to be renamed pytorch_model.bin and converted with
+    `from_pretrained(dir).save_pretrained(dir)`: into the cache's snapshot, whose files link to blobs the cache shares
+    (a download again brings nothing while the damaged blob is there). Now the cache's folder of the model is named,
+    to delete before downloading it again."""
+    from bertfeat.hub import hub_download_command
+    from bertfeat.model_folder import _weights_files
+
+    snapshot = _folder(_cache_snapshot(tmp_path), files={"model.safetensors": b"<html>504 Gateway Time-out</html>"})
+    said = _refusal(_weights_files, snapshot, "org/model")
+    assert said.endswith(
+        "It may be a damaged download: the Hugging Face cache's copy of 'org/model' is damaged, and a download keeps "
+        f"the files the cache holds, so delete {tmp_path / 'hub' / 'models--org--model'} (the cache's folder of the "
+        f"model) and download it again, `{hub_download_command()} org/model`."), said
+
+
 def _cache_snapshot(tmp_path: Path) -> Path:
     """Where the Hugging Face cache keeps 'org/model''s snapshot."""
     return tmp_path / "hub" / "models--org--model" / "snapshots" / ("0123456789abcdef" * 3)[:40]
