@@ -8,7 +8,8 @@ Read as CSV, such a file's value beginning with ``"`` joined the rows up to the 
 and its escapes were embedded as two characters (``\\n`` for a line break). Under ``backslash`` a value is read as
 PostgreSQL's ``COPY FROM`` reads its text format: ``\\b \\f \\n \\r \\t \\v``, ``\\`` and 1 to 3 octal digits
 (``\\0``, MySQL's NUL) or ``\\x`` and 1 or 2 hex digits, each a byte of the file's UTF-8 text (``caf\\303\\251`` is
-``café``), ``\\N`` alone as a missing value (:data:`bertfeat.readers.CSV_NULLS` holds it), and any other character
+``café``), ``\\N`` alone as a missing value (:data:`bertfeat.readers.ESCAPED_NULLS` holds it, with ``NULL`` and an
+empty field: an ``NA`` or ``None`` is a text there), and any other character
 after a backslash as itself: a backslash, a quote, and the delimiter or a line break that MySQL's INTO OUTFILE and
 Redshift's ESCAPE write after one, which are part of the value, not its end.
 

@@ -8,7 +8,8 @@ the needed columns re-cut into chunks of at most ``chunk_rows`` rows and ``chunk
 
 CSV policy (docs/cli.md lists it for users): the delimiter is the one declared (``,``, or tab for ``.tsv``, or
 ``delimiter=``, or a first line ``sep=;`` as Excel reads it); a UTF-8 byte order mark is skipped; every column is
-read as text unless ``infer_types=True``; an unquoted empty field or NA marker is missing, a quoted one is text; a
+read as text unless ``infer_types=True``; an unquoted empty field or NA marker is missing, a quoted one is text
+(under ``quoting='backslash'``: an empty field, ``\\N`` and ``NULL`` only, a database's NULL); a
 quote left open at the end of the file, and a quoted value with more text after its closing quote, are errors naming
 their lines; a carriage return no line feed follows is part of its value where the header's line ends with LF or
 CRLF (Python's csv module writes it unquoted); where the quoting is not declared, a quote after a backslash in a
@@ -63,6 +64,10 @@ __doc__ = link_docs(__doc__)  # its docs as addresses: an installed bertfeat has
 # \N is the NULL of database text exports: PostgreSQL's COPY text format (\copy t TO 'f.tsv'), MySQL's SELECT ... INTO
 # OUTFILE (quoted CSV too), Hive's text tables, Snowflake's unloads; read as text it was embedded as the text "\N".
 CSV_NULLS = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None", "<NA>", "\\N"]
+# Under quoting='backslash' a file's writer has a NULL of its own and writes every other value as its text (PostgreSQL's
+# COPY text format: \N, and 'NA', 'None' or 'N/A' are texts, a country code or a survey's answer): \N, the word NULL
+# (mysql --batch writes NULL so) and an empty field (Redshift's UNLOAD ... ESCAPE) are missing there, no other marker.
+ESCAPED_NULLS = ["", "NULL", "\\N"]
 # Windows' st_ctime is a file's creation time, not its change time, and a file renamed over another, or created
 # where one was just removed, takes that one's creation time (tunnelling): there a file's identity adds its id
 # (st_ino, NTFS's file index, stable and not made up per mount as on FUSE)
@@ -319,11 +324,13 @@ class InputReader(CsvProblems):
         # are kept columns unless asked otherwise: an id "007" or a zip code "02134" must come out as written, and a
         # column that looks numeric for a megabyte must not fail when "A123" comes.
         # Missing: an unquoted empty field or NA marker (as pandas and R write them); a quoted value is always text,
-        # so R's write.csv keeps the string "NA" (quoted) apart from a missing NA (unquoted).
+        # so R's write.csv keeps the string "NA" (quoted) apart from a missing NA (unquoted); under quoting='backslash'
+        # the export's own NULL only (ESCAPED_NULLS).
         as_text = [*self.text_cols, *self._as_written] if self.infer_types else self.columns
         convert = pcsv.ConvertOptions(include_columns=self.columns,
                                       column_types={c: pa.string() for c in as_text},
-                                      null_values=CSV_NULLS, strings_can_be_null=True,
+                                      null_values=ESCAPED_NULLS if self.quoting == "backslash" else CSV_NULLS,
+                                      strings_can_be_null=True,
                                       quoted_strings_can_be_null=False)
         return read, parse, convert
 

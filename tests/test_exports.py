@@ -53,6 +53,32 @@ def test_a_database_exports_null_marker_is_missing_never_embedded_as_a_text(tiny
     assert json.loads((tmp_path / "f.parquet.manifest.json").read_text())["counts"]["missing"] == 1
 
 
+def test_a_text_such_as_na_or_none_in_a_database_text_export_is_a_text_under_quoting_backslash(tmp_path):
+    """(found by a CSV writers hunt, 2026-11-27, session 17) PostgreSQL's COPY text format writes NULL as \\N and
+    nothing else, and every other value as its text: under quoting='backslash' an unquoted NA, N/A, NaN, nan, null,
+    None or <NA> was read as missing (CSV's markers, which every value of such a file is unquoted for), so a country
+    code 'NA' (Namibia) was kept as null and a survey's answer 'None' or 'N/A' was missing (a zero vector under
+    missing='zero'), silently. Now \\N is missing there, and NULL, as mysql --batch writes NULL, and an empty field
+    (Redshift's UNLOAD ... ESCAPE writes NULL so); the rest are texts. Read as CSV (the default quoting), R's
+    write.csv() NA stays missing."""
+    src = tmp_path / "copy.tsv"  # \copy t TO 'copy.tsv' WITH (HEADER), as PostgreSQL 15 wrote it
+    src.write_text("id\tcountry\ttxt\n1\tNA\tN/A\n2\t\\N\t\\N\n3\t\tNone\n4\tNULL\tsay \"hi\", ok\n5\tnan\ttwo\\nlines\n"
+                   "6\t<NA>\tback\\\\slash \\\\N\n7\t\\\\N\tNaN\n8\tnull\tnull\n9\tNone\t<NA>\n")
+    assert read(src, ["id", "country", "txt"], quoting="backslash").to_pydict() == {
+        "id": [str(i) for i in range(1, 10)],
+        "country": ["NA", None, None, None, "nan", "<NA>", "\\N", "null", "None"],
+        "txt": ["N/A", None, "None", 'say "hi", ok', "two\nlines", "back\\slash \\N", "NaN", "null", "<NA>"]}
+    batch = tmp_path / "batch.tsv"  # mysql --batch -e 'SELECT id, text FROM posts': NULL as the word
+    batch.write_text("id\ttext\n1\tNULL\n2\tNA\n3\tNone\n")
+    assert read(batch, ["id", "text"], quoting="backslash").column("text").to_pylist() == [None, "NA", "None"]
+    unload = tmp_path / "unload.csv"  # UNLOAD ... DELIMITER '|' ESCAPE: NULL as an empty field
+    unload.write_text("id|text\n1|\n2|N/A\n")
+    assert read(unload, ["id", "text"], delimiter="|", quoting="backslash").column("text").to_pylist() == [None, "N/A"]
+    r_csv = tmp_path / "r.csv"  # R's write.csv(): NA unquoted is missing, "NA" quoted the text, as before
+    r_csv.write_text('"id","text"\n"1",NA\n"2","NA"\n"3",N/A\n')
+    assert read(r_csv, ["id", "text"]).column("text").to_pylist() == [None, "NA", None]
+
+
 @pytest.mark.parametrize("body, columns, line, footer", [
     ("id,text\n1,a cat\n2,a dog\n3,the mat\n(3 rows)\n\n", ["id", "text"], 5, "(3 rows)"),  # psql -A -F, -c '...'
     ("text\na cat\na dog\n(2 rows)\n", ["text"], 4, "(2 rows)"),  # one column: read as a row before
