@@ -159,11 +159,13 @@ class CsvProblems:
                 "the texts' own, pass quoting='csv'.")
 
     def _refuse_escapes(self, batch: pa.RecordBatch, delivered: int) -> None:
-        """Refuse a text of ``batch`` (the rows before it ``delivered``) of a TSV whose quoting was not declared that
-        holds a backslash and an n, t or r: the line break, tab or carriage return of a database's text export
-        (PostgreSQL's COPY text format, mysql --batch), which read as written would be embedded as two characters;
-        or that ends with a backslash, which MySQL's INTO OUTFILE writes before a line break inside a value, there
-        read as the end of the row (the rest of the text a row of its own), or before a tab. A text holding a
+        """Refuse a text of ``batch`` (the rows before it ``delivered``) of a file whose quoting was not declared that
+        holds a backslash and an n, t or r in a TSV: the line break, tab or carriage return of a database's text
+        export (PostgreSQL's COPY text format, mysql --batch), which read as written would be embedded as two
+        characters; or, whatever its delimiter (MySQL's INTO OUTFILE ... FIELDS TERMINATED BY ','), a backslash
+        before a carriage return (INTO OUTFILE ... LINES TERMINATED BY '\\r\\n' escapes a text's CR so), or that ends
+        with a backslash, which INTO OUTFILE writes before a line break inside a value, there read as the end of the
+        row (the rest of the text a row of its own), or before the delimiter. A text holding a
         backslash no such export writes alone (before another letter: LaTeX's \\alpha, a Windows path's \\Users;
         before x or a digit other than 0, as PostgreSQL's COPY TO writes no octal or hex escape and MySQL's exports
         only \\0; \\N within a longer text, as they write it only as a whole value, their NULL), or a file whose
@@ -180,16 +182,20 @@ class CsvProblems:
                 return
         found = {}  # each text column's texts holding a backslash and n, t or r, or ending with one
         ends = False
+        # (no export but a TSV writes a line break, tab or CR as a backslash and a letter: in a comma file, where a
+        # text's own "\\n" is common (code, JSON's strings), a backslash before the CR itself only)
+        escaped = r"[ntr\r]" if self.delimiter == "\t" else r"\r"
         for name in self.text_cols:
             column = batch.column(name)
-            two = pc.fill_null(pc.match_substring_regex(column, r"(^|[^\\])(\\\\)*\\[ntr\r]"), False)
+            two = pc.fill_null(pc.match_substring_regex(column, r"(^|[^\\])(\\\\)*\\" + escaped), False)
             last = pc.fill_null(pc.match_substring_regex(column, r"(^|[^\\])(\\\\)*\\$"), False)
             ends |= pc.any(last).as_py()
             found[name] = pc.or_(two, last)
         if not any(pc.any(one).as_py() for one in found.values()):
             return
         with self._text() as fh:
-            fits, joined = exports.unquoted_rows(self._rows_lines(fh), len(self.header), True, self._cr_ends_lines())
+            fits, joined = exports.unquoted_rows(self._rows_lines(fh), len(self.header), True, self._cr_ends_lines(),
+                                                 self.delimiter)
         if not fits or (ends and not joined):  # no such export: its lines are no rows, or its backslash ends a quote
             self._watch_escapes = False
             return
@@ -199,7 +205,7 @@ class CsvProblems:
                 continue
             i = int(np.flatnonzero(found[name].to_numpy(zero_copy_only=False))[0])
             value = column[i].as_py()
-            at = re.search(r"(?:^|[^\\])(?:\\\\)*(\\[ntr\r]|\\\Z)", value, re.S)
+            at = re.search(r"(?:^|[^\\])(?:\\\\)*(\\" + escaped + r"|\\\Z)", value, re.S)
             shown = value[max(0, at.start(1) - 20):at.end(1) + 20]
             what = (f"holds {at[1]!r} (a backslash and {at[1][1]!r}: {shown!r}), as a database's text export writes "
                     "a line break, a tab or a carriage return inside a value (PostgreSQL's \\copy ... TO and COPY ... "
@@ -210,8 +216,9 @@ class CsvProblems:
                     "line end): read as written the text would keep the backslash" if len(at[1]) == 2 else
                     f"ends with a backslash ({shown!r}), as MySQL's INTO OUTFILE writes one before a line break inside "
                     "a value: read as written the rest of the text would be a row of its own" if name == self.header[-1]
-                    else f"ends with a backslash ({shown!r}), as MySQL's INTO OUTFILE writes one before a tab inside a "
-                    "value: read as written the rest of the text would be the next column's value")
+                    else f"ends with a backslash ({shown!r}), as MySQL's INTO OUTFILE writes one before "
+                    f"{delimiter_named(self.delimiter)} inside a value: read as written the rest of the text would be "
+                    "the next column's value")
             raise ValueError(
                 f"{self.path}: the text of row {delivered + i:,} in column {name!r} {what}. Pass "
                 "quoting='backslash' to read the file's escapes (and \\N as missing); if the backslashes are the "

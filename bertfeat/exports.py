@@ -34,20 +34,19 @@ _PSQL_CSV = "psql --csv -c 'SELECT ...' > file.csv"
 _SQLITE_CSV = "sqlite3 -csv -header file.db 'SELECT ...' > file.csv"
 
 
-# a backslash and the character it escapes (none at a line's end), or a tab
-_ESCAPE_OR_TAB = re.compile(r"\\.?|\t", re.S)
-
-
-def unquoted_rows(lines, width: int, backslash: bool, cr_ends: bool = True) -> tuple[bool, bool]:
-    """How the lines of a TSV (``lines``, its header left out, each with its line end) read where no value is quoted:
-    ``(fits, joined)``, whether each row has ``width`` values and ends with a line break (no backslash escaping it),
-    and whether a line break was escaped. With ``backslash``, as MySQL's SELECT ... INTO OUTFILE writes them: a
-    backslash escapes the character after it, a tab or a line break among them; without, as a TSV that escapes
-    neither (a shell's, or one that writes them as two characters: PostgreSQL's COPY, mysql --batch). Where no such
-    reading fits, no such export wrote the file: its quotes and backslashes are the file's own. ``cr_ends``: whether
-    the file's lines end with CRLF or a lone CR (a backslash before the CR escapes the line end); where they end with
-    LF, a backslash before a CRLF escapes the CR, and the LF ends the row (MySQL escapes the first byte of its line
-    end, and leaves a text's CR as written)."""
+def unquoted_rows(lines, width: int, backslash: bool, cr_ends: bool = True,
+                  delimiter: str = "\t") -> tuple[bool, bool]:
+    """How the lines of a TSV (``lines``, its header left out, each with its line end; another ``delimiter``'s file
+    alike) read where no value is quoted: ``(fits, joined)``, whether each row has ``width`` values and ends with a
+    line break (no backslash escaping it), and whether a line break was escaped. With ``backslash``, as MySQL's SELECT
+    ... INTO OUTFILE writes them: a backslash escapes the character after it, the delimiter or a line break among
+    them; without, as a TSV that escapes neither (a shell's, or one that writes them as two characters: PostgreSQL's
+    COPY, mysql --batch). Where no such reading fits, no such export wrote the file: its quotes and backslashes are
+    the file's own. ``cr_ends``: whether the file's lines end with CRLF or a lone CR (a backslash before the CR
+    escapes the line end); where they end with LF, a backslash before a CRLF escapes the CR, and the LF ends the row
+    (MySQL escapes the first byte of its line end, and leaves a text's CR as written)."""
+    # a backslash and the character it escapes (none at a line's end), or the delimiter
+    escape_or_delimiter = re.compile(r"\\.?|" + re.escape(delimiter), re.S)
     values, joined, open_row = 1, False, False
     for line in lines:
         # (where lines end with CR: its own end only, as a backslash and a CR before it are a text's CR, escaped)
@@ -56,13 +55,13 @@ def unquoted_rows(lines, width: int, backslash: bool, cr_ends: bool = True) -> t
         if not body.rstrip("\r") and not open_row:
             continue  # a blank line: no row, as the reader skips it
         if backslash:
-            tokens = _ESCAPE_OR_TAB.findall(body)
-            values += tokens.count("\t")
+            tokens = escape_or_delimiter.findall(body)
+            values += tokens.count(delimiter)
             if tokens and tokens[-1] == "\\":  # a backslash before the line break (or ending the file)
                 joined = open_row = True
                 continue
         else:
-            values += body.count("\t")
+            values += body.count(delimiter)
         if values != width:
             return False, joined
         values, open_row = 1, False

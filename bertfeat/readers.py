@@ -608,7 +608,7 @@ class InputReader(CsvProblems):
                         batch = restore(batch)
                     if self.quoting in ("backslash", "csv-backslash"):
                         batch = _unescaped(batch, self.delimiter, self.path, delivered, self.quoting)
-                    if self._watch_escapes and self.delimiter == "\t":  # a database's text export, read as written?
+                    if self._watch_escapes:  # a database's text export, read as written?
                         self._refuse_escapes(batch, delivered)
                     if len(self.header) == 1:  # psql's "(3 rows)": a row of a file of one column, not a ragged one
                         self._refuse_footer(batch, delivered)

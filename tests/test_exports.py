@@ -62,8 +62,8 @@ def test_a_text_such_as_na_or_none_in_a_database_text_export_is_a_text_under_quo
     (Redshift's UNLOAD ... ESCAPE writes NULL so); the rest are texts. Read as CSV (the default quoting), R's
     write.csv() NA stays missing."""
     src = tmp_path / "copy.tsv"  # \copy t TO 'copy.tsv' WITH (HEADER), as PostgreSQL 15 wrote it
-    src.write_text("id\tcountry\ttxt\n1\tNA\tN/A\n2\t\\N\t\\N\n3\t\tNone\n4\tNULL\tsay \"hi\", ok\n5\tnan\ttwo\\nlines\n"
-                   "6\t<NA>\tback\\\\slash \\\\N\n7\t\\\\N\tNaN\n8\tnull\tnull\n9\tNone\t<NA>\n")
+    src.write_text("id\tcountry\ttxt\n1\tNA\tN/A\n2\t\\N\t\\N\n3\t\tNone\n4\tNULL\tsay \"hi\", ok\n"
+                   "5\tnan\ttwo\\nlines\n6\t<NA>\tback\\\\slash \\\\N\n7\t\\\\N\tNaN\n8\tnull\tnull\n9\tNone\t<NA>\n")
     assert read(src, ["id", "country", "txt"], quoting="backslash").to_pydict() == {
         "id": [str(i) for i in range(1, 10)],
         "country": ["NA", None, None, None, "nan", "<NA>", "\\N", "null", "None"],
@@ -563,6 +563,54 @@ def test_a_backslash_before_a_texts_carriage_return_of_crlf_lines_is_refused_not
     with pytest.raises(ValueError, match=re.escape("in column 'text' holds a backslash before a carriage return "
                                                    "('ends\\\\\\r')")):
         read(outfile, columns, text_cols=["text"])
+
+
+@pytest.mark.parametrize("lines", ["\n", "\r\n"])
+@pytest.mark.parametrize("columns", [["text"], ["id", "text"], ["id", "text", "n"]])
+def test_mysqls_comma_separated_outfile_read_without_quoting_is_refused_where_its_escapes_would_cut_or_stay(
+        tmp_path, lines, columns):
+    """(found by a CSV writers hunt, 2026-11-27, session 17) MySQL's SELECT ... INTO OUTFILE 'f.csv' FIELDS
+    TERMINATED BY ',' (no ENCLOSED BY: no value quoted) writes a backslash before a text's comma, backslash and the
+    first byte of its line end. Read without quoting, the check of an export's escapes looked at TSVs only, so in a
+    comma file a text's CR escaped before CRLF lines kept the backslash ('a\\\\\\rb'), and a text's line break escaped
+    (LF lines; CRLF lines, its CR) cut a file of one column's text into two rows ('two\\\\' and 'lines'), silently,
+    where the same bytes named .tsv were refused. Now refused alike, pointing to quoting='backslash', which reads each
+    text as the table held it; a text's own backslash-n (two characters, which MySQL never writes in a comma file) is
+    read as written."""
+    def escaped(text):  # as INTO OUTFILE escapes a value: a backslash, the delimiter, its line end's first byte
+        return text.replace("\\", "\\\\").replace(",", "\\,").replace(lines[0], "\\" + lines[0])
+
+    texts = ["plain", "two\nlines" if lines == "\n" else "a\rb", "c:\\dir"]
+    if columns != ["id", "text"]:  # (there a row cut by it, ragged, would be refused before the CR is looked at)
+        texts.insert(2, "win\r\nline")
+    if "n" in columns:  # (a comma escaped cuts a row: refused, ragged, as ever)
+        texts[-1] += ", too"
+    rows = [columns] + [[{"id": str(i), "text": t, "n": "1,5"}[c] for c in columns] for i, t in enumerate(texts)]
+    outfile = tmp_path / "outfile.csv"
+    outfile.write_bytes("".join(",".join(escaped(v) for v in row) + lines for row in rows).encode())
+    assert b"\\" + lines[0].encode() in outfile.read_bytes() and b'"' not in outfile.read_bytes()
+    if columns == ["text"] or columns == ["id", "text"] and lines == "\r\n":  # else cut rows, ragged
+        with pytest.raises(ValueError) as info:
+            read(outfile, columns, text_cols=["text"])
+        said = ("ends with a backslash ('two\\\\'), as MySQL's INTO OUTFILE writes one before a line break inside a "
+                "value: read as written the rest of the text would be a row of its own" if lines == "\n" else
+                "holds a backslash before a carriage return ('a\\\\\\rb'), as MySQL's INTO OUTFILE ... LINES "
+                "TERMINATED BY '\\r\\n' writes a carriage return inside a value (it escapes the first byte of its "
+                "line end): read as written the text would keep the backslash")
+        assert str(info.value) == (
+            f"{outfile}: the text of row 1 in column 'text' {said}. Pass quoting='backslash' to read the file's "
+            "escapes (and \\N as missing); if the backslashes are the text's own, pass quoting='csv' (or 'none') to "
+            "read them as written.")
+    else:  # a wider file's rows cut where a comma or line end is escaped, and refused so (session 12)
+        with pytest.raises(ValueError, match="pass quoting='backslash'"):
+            read(outfile, columns, text_cols=["text"])
+    got = read(outfile, columns, text_cols=["text"], quoting="backslash")
+    assert got.column("text").to_pylist() == texts
+    if "n" in columns:
+        assert got.column("n").to_pylist() == ["1,5"] * len(texts)
+    one = tmp_path / "one.csv"  # a text's own backslash-n in a file of one column, never MySQL's in a comma file
+    one.write_bytes(f"text{lines}plain{lines}print('a\\nb'){lines}".encode())
+    assert read(one, ["text"]).column("text").to_pylist() == ["plain", "print('a\\nb')"]
 
 
 def test_a_quoted_text_ending_with_a_backslash_in_any_text_column_shows_the_texts_own(tmp_path):
