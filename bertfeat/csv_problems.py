@@ -368,9 +368,11 @@ class CsvProblems:
         return said
 
     def _quotes_nothing(self, line: int) -> bool:
-        """Whether lines 1 to ``line`` of the file (counted as the reader ends lines) hold no quote at all."""
+        """Whether lines 1 to ``line`` of the file (counted as the reader ends lines) quote no value: none begins
+        with a quote (a quote inside a text, a 12" pizza, quotes nothing; read as written, as CSV reads it)."""
+        opens = re.compile(f'(?:^|{re.escape(self.delimiter)})"')
         with self._text() as fh:
-            return not any('"' in text for _, text in zip(range(line), self._lines(fh)))
+            return not any(opens.search(text) for _, text in zip(range(line), self._lines(fh)))
 
     def _lone_cr_hint(self, first: int, last: int) -> str:
         """What to do where one of lines ``first`` to ``last`` holds a lone CR the reader read as its value's."""

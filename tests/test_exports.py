@@ -1150,3 +1150,26 @@ def test_a_file_that_quotes_nothing_split_at_a_values_delimiter_or_line_break_sa
     with pytest.raises(ValueError) as info:
         read(src, ["id", "text"])
     assert str(info.value).endswith(got), str(info.value)
+
+
+@pytest.mark.parametrize("sep", [",", "\t"])
+def test_a_file_that_quotes_nothing_says_why_where_a_text_holds_a_quote_inside_it(tmp_path, sep):
+    """(found by a CSV writers hunt, 2026-11-27, session 17) session 15 told a file that quotes nothing (polars'
+    write_csv(quote_style='never'), R's write.table(quote = FALSE)) why its row was ragged only where the file held no
+    quote at all: a review's 'a 12" pizza' or 'said "hi"' before the split row, a quote inside a text and no value
+    quoted, left the bare 'Expected 2 columns, got 3'. A value that begins with a quote is what quotes it."""
+    import polars as pl
+
+    src = tmp_path / ("out.tsv" if sep == "\t" else "out.csv")
+    split = "a\tb" if sep == "\t" else "a, b"
+    texts = ['a 12" pizza "hot" ok', split, "c"]
+    pl.DataFrame({"id": ["1", "2", "3"], "text": texts}).write_csv(src, quote_style="never", separator=sep)
+    assert src.read_bytes().count(b'"') == 3
+    with pytest.raises(ValueError) as info:
+        read(src, ["id", "text"])
+    assert str(info.value) == (
+        f"{src} is malformed at line 3: CSV parse error: Expected 2 columns, got 3: 2{sep}{split}" + split_unquoted(sep))
+    src.write_text(f'id{sep}text\n1{sep}"a 12"" pizza"\n2{sep}{split}\n3{sep}c\n')  # a quoted value: no such hint
+    with pytest.raises(ValueError) as info:
+        read(src, ["id", "text"])
+    assert str(info.value).endswith(f"Expected 2 columns, got 3: 2{sep}{split}"), str(info.value)
