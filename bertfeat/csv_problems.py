@@ -241,8 +241,8 @@ class CsvProblems:
             if self.sep_line is not None:
                 next(reader)
             records, last_end = -1, reader.line_num
-            for record in reader:
-                if record:
+            for record in reader:  # a blank line is a row in a file of one column, as the reader reads it
+                if record or records >= 0 and len(self.header) == 1:
                     if records == row:
                         return last_end + 1
                     records += 1

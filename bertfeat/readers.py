@@ -9,7 +9,8 @@ the needed columns re-cut into chunks of at most ``chunk_rows`` rows and ``chunk
 CSV policy (docs/cli.md lists it for users): the delimiter is the one declared (``,``, or tab for ``.tsv``, or
 ``delimiter=``, or a first line ``sep=;`` as Excel reads it); a UTF-8 byte order mark is skipped; every column is
 read as text unless ``infer_types=True``; an unquoted empty field or NA marker is missing, a quoted one is text
-(under ``quoting='backslash'``: an empty field, ``\\N`` and ``NULL`` only, a database's NULL); a
+(under ``quoting='backslash'``: an empty field, ``\\N`` and ``NULL`` only, a database's NULL); a blank line
+in a file of one column is a row whose value is missing (elsewhere skipped); a
 quote left open at the end of the file, and a quoted value with more text after its closing quote, are errors naming
 their lines; a carriage return no line feed follows is part of its value where the header's line ends with LF or
 CRLF (Python's csv module writes it unquoted); where the quoting is not declared, a quote after a backslash in a
@@ -318,8 +319,12 @@ class InputReader(CsvProblems):
         # The header is read (by Python's csv, BOM skipped) and checked before pyarrow sees the file, so pyarrow is
         # told the names and skips that row: a duplicate name is refused rather than collapsed.
         read = pcsv.ReadOptions(block_size=block_size, column_names=self.header, skip_rows=self.header_lines)
+        # In a file of one column a blank line after the header is a row whose value is missing: polars' and pyarrow's
+        # write_csv, PostgreSQL's COPY (CSV and text) and psql -A write a null (COPY's text format and psql an empty
+        # text too) so, and skipping it moved every later row's features onto the row before, silently.
         parse = pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=True,
-                                  quote_char='"' if self.quoting in ("csv", "csv-backslash") else False)
+                                  quote_char='"' if self.quoting in ("csv", "csv-backslash") else False,
+                                  ignore_empty_lines=len(self.header) != 1)
         # Text columns are read as text whatever they look like (a column of "1", "2" is still text to embed), and so
         # are kept columns unless asked otherwise: an id "007" or a zip code "02134" must come out as written, and a
         # column that looks numeric for a megabyte must not fail when "A123" comes.

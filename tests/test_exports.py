@@ -82,7 +82,7 @@ def test_a_text_such_as_na_or_none_in_a_database_text_export_is_a_text_under_quo
 @pytest.mark.parametrize("body, columns, line, footer", [
     ("id,text\n1,a cat\n2,a dog\n3,the mat\n(3 rows)\n\n", ["id", "text"], 5, "(3 rows)"),  # psql -A -F, -c '...'
     ("text\na cat\na dog\n(2 rows)\n", ["text"], 4, "(2 rows)"),  # one column: read as a row before
-    ("text\na cat\n\n(1 row)\n", ["text"], 4, "(1 row)"),  # the line of the footer, after a blank line
+    ("text\na cat\n\n(2 rows)\n", ["text"], 4, "(2 rows)"),  # after a null, a blank line psql counts (session 17)
     ("id|text\n1|a cat\n(1 row)\n", ["id", "text"], 3, "(1 row)"),  # psql -A's own separator, --delimiter '|'
 ])
 def test_psqls_row_count_footer_is_refused_naming_its_line(tmp_path, body, columns, line, footer):

@@ -5,6 +5,7 @@ R's writers are in test_exports.py and r-bridge's tests. No model."""
 
 import csv
 import io
+import re
 
 import pandas as pd
 import pyarrow as pa
@@ -203,6 +204,45 @@ def test_what_polars_write_csv_writes_reads_back_as_written(tmp_path, sep, linet
     # polars quotes an empty text ("") and leaves a null empty; "always" quotes the null too
     assert read_back(src) == written(style == "always", style != "necessary", empty_quoted=True)
 
+
+
+@pytest.mark.parametrize("lineterminator", ["\n", "\r\n"])
+def test_a_null_in_a_file_of_one_column_is_a_row_where_its_writer_wrote_a_blank_line(tmp_path, lineterminator):
+    """(found by a CSV writers hunt, 2026-11-27, session 17) in a file of one column, polars' and pyarrow's
+    write_csv and PostgreSQL's COPY ... (FORMAT csv) write a null as a blank line (COPY's text format an empty text
+    too, psql -A both), and read it back so; the reader skipped blank lines, so each such row was dropped and every
+    later text's features moved onto the row before, silently (5 rows read as 4, or 3 as in the table below), and
+    psql's footer '(5 rows)' no longer matched the rows read, so it was embedded as a text. Now a blank line after
+    the header of a file of one column is a row whose value is missing; a wider file's blank lines are skipped as
+    before (no row of its width)."""
+    pl = pytest.importorskip("polars")
+    texts = ["a", None, "b", "", "c", None]
+    src = tmp_path / "polars.csv"
+    pl.DataFrame({"text": texts}).write_csv(src, line_terminator=lineterminator)
+    assert src.read_bytes().count((lineterminator * 2).encode()) == 2  # its nulls, as blank lines
+    want = texts  # each null a row, missing; the empty text quoted (blank: missing when embedded, as ever)
+    assert InputReader(str(src), ["text"], 4, ["text"]).schema.names == ["text"]
+    for path in (src, tmp_path / "pyarrow.csv"):
+        if path.name == "pyarrow.csv":
+            pcsv.write_csv(pa.table({"text": texts}), path)
+        reader = InputReader(str(path), ["text"], 4, ["text"])
+        assert [t for b in reader.batches() for t in b.column("text").to_pylist()] == want, path.name
+    copy_csv = tmp_path / "copy.csv"  # \copy one TO 'copy.csv' WITH (FORMAT csv, HEADER), PostgreSQL 15
+    copy_csv.write_text("txt\na\n\nb\n\"\"\nc\n")
+    reader = InputReader(str(copy_csv), ["txt"], 4, ["txt"])
+    assert [t for b in reader.batches() for t in b.column("txt").to_pylist()] == ["a", None, "b", "", "c"]
+    copy_text = tmp_path / "copy.tsv"  # \copy one TO 'copy.tsv' WITH (HEADER): NULL as \N, the empty text blank
+    copy_text.write_text("txt\na\n\\N\nb\n\nc\n")
+    reader = InputReader(str(copy_text), ["txt"], 4, ["txt"], quoting="backslash")
+    assert [t for b in reader.batches() for t in b.column("txt").to_pylist()] == ["a", None, "b", None, "c"]
+    psql = tmp_path / "psql.csv"  # psql -A -c 'SELECT txt AS text FROM one': its footer counts the blank rows
+    psql.write_text("text\na\n\nb\n\nc\n(5 rows)\n\n")  # (a blank line after it, as psql -A -c writes)
+    with pytest.raises(ValueError, match=re.escape("holds psql's row count footer '(5 rows)' at line 7 (psql")):
+        list(InputReader(str(psql), ["text"], 4, ["text"]).batches())
+    wide = tmp_path / "wide.csv"  # a wider file: a blank line is no row, skipped as before
+    wide.write_text("id,text\n1,a\n\n2,b\n\n")
+    reader = InputReader(str(wide), ["id", "text"], 4, ["text"])
+    assert [t for b in reader.batches() for t in b.column("id").to_pylist()] == ["1", "2"]
 
 def test_an_excel_style_export_reads_back_as_written(tmp_path):
     """Excel's "CSV UTF-8" where the list separator is ';' (a decimal comma locale): a BOM, a first line sep=;, CRLF
