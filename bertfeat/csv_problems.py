@@ -382,8 +382,11 @@ class CsvProblems:
         return (f" Line {at} holds a carriage return alone, read as part of its value, as Python's csv module and "
                 "pandas write a text's CR (unquoted) where lines end with LF or CRLF, as this file's first line does; "
                 "if it ends a line (line ends mixed by joining or editing files), give every line one end first, for "
-                "example with tr '\\r' '\\n' < in.csv > out.csv (every CR a line end: the blank lines it leaves are "
-                "skipped).")
+                + ("example with tr '\\r' '\\n' < in.csv > out.csv (every CR a line end: the blank lines it leaves are "
+                   "skipped)." if len(self.header) > 1 else  # there a blank line is a row whose value is missing
+                   "example with perl -pe 's/\\r\\n?/\\n/g' < in.csv > out.csv (each CRLF and each CR alone one line "
+                   "end; tr '\\r' '\\n' would leave a blank line for each CRLF, in a file of one column a row whose "
+                   "value is missing)."))
 
     def _lone_cr_line(self, first: int, last: int) -> int | None:
         """The first of lines ``first`` to ``last`` (counted as the reader ends lines: :meth:`_lone_cr`) that holds a
