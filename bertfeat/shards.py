@@ -179,30 +179,46 @@ def _remove_all(directory: str, names) -> None:
     """Remove the files ``names`` of ``directory``, all or none: each is first renamed to a temporary shard's name
     (which no reader lists, and which compact removes once this process is gone); where one cannot be renamed
     (:func:`bertfeat.locks.retried`), those renamed are put back and :class:`_NotRemoved` raised, so nothing was
-    removed. A file already gone is skipped."""
-    aside = []
+    removed. A file already gone is skipped. Stopped while it renames (Ctrl-C: KeyboardInterrupt, or any other
+    exception), it puts those renamed back too before the exception goes on: removed, they would leave the namespace
+    half cleared, serving some of its texts and not others."""
+    aside = []  # (name, temporary name); noted before its rename, so an interrupt just after it still puts it back
     try:
         for name in names:
             path = os.path.join(directory, name)
             tmp = os.path.join(directory, f".tmp-{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:12]}.parquet")
+            aside.append((path, tmp))
             try:
                 locks.retried(os.replace, path, tmp)
             except FileNotFoundError:
+                aside.pop()
                 continue
             except PermissionError as exc:
-                put_back = True
-                for path_, tmp_ in reversed(aside):
-                    try:
-                        locks.retried(os.replace, tmp_, path_)
-                    except OSError:
-                        put_back = False
-                aside = []
+                aside.pop()
+                put_back, aside = _put_back(aside), []
                 raise _NotRemoved(path, put_back) from exc
-            aside.append((path, tmp))
+    except BaseException:
+        _put_back(aside)
+        aside = []
+        raise
     finally:
         for _, tmp in aside:
             with contextlib.suppress(OSError):  # left as a temp file: compact removes it
                 locks.retried(os.unlink, tmp)
+
+
+def _put_back(aside) -> bool:
+    """Rename the files :func:`_remove_all` set aside to their names again, last first; whether all of them were. A
+    temporary name that is not there was never renamed to (the rename was stopped before it)."""
+    put_back = True
+    for path, tmp in reversed(aside):
+        try:
+            locks.retried(os.replace, tmp, path)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            put_back = False
+    return put_back
 
 
 def _shard_time(name: str) -> int:

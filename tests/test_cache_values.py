@@ -1553,6 +1553,55 @@ def test_clear_while_a_writer_commits_its_temp_file(tmp_path, monkeypatch):
     assert not ns.exists()
 
 
+@pytest.mark.parametrize("action", ["clear", "compact"])
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_clear_or_compact_stopped_by_ctrl_c_while_it_renames_leaves_every_file_in_place(tmp_path, monkeypatch,
+                                                                                          action, when):
+    """Ctrl-C (KeyboardInterrupt) at the second of the renames that set a namespace's files aside (before that
+    rename, or after it but before it was noted) removed the files already renamed, the namespace half cleared: the
+    next lookup served some of the recipe's texts and not others, `cache info` said its recipe missing, and a shard
+    renamed in the last window stayed as a temp file, its rows lost to the next compact. Now those renamed are put
+    back before the interrupt goes on: every file is where it was, every row found with its vector, and the next
+    call finishes the work."""
+    recipe, cache = three_shards(tmp_path)
+    ns = tmp_path / recipe.fingerprint()
+    keys, _, _ = workers.rows(range(14))
+    before = sorted(p.name for p in ns.iterdir() if p.name not in (".compact.lock", ".lock"))
+    real, calls = os.replace, []
+
+    def stopped_at_the_second(src, dst, *args, **kwargs):
+        if os.path.basename(os.fspath(dst)).startswith(".tmp-") and os.path.dirname(os.fspath(src)) == str(ns):
+            calls.append(src)
+            if len(calls) == 2:
+                if when == "after":
+                    real(src, dst, *args, **kwargs)
+                raise KeyboardInterrupt
+        return real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", stopped_at_the_second)
+    with pytest.raises(KeyboardInterrupt):
+        getattr(cache, action)()
+    monkeypatch.setattr(os, "replace", real)
+    after = sorted(p.name for p in ns.iterdir() if p.name not in (".compact.lock", ".lock"))
+    shards_after = [n for n in after if n.startswith("shard-")]
+    if action == "clear":
+        assert after == before
+    else:  # the merged shard beside the old ones: every row twice until the next compact
+        assert set(before) <= set(after) and len(shards_after) == 4 and not [n for n in after if n.startswith(".tmp")]
+    for reader in (cache, Cache(tmp_path)):
+        found, vectors, n_tokens = reader.lookup(recipe, keys)
+        assert found.all()
+        workers.check_found(keys, found, vectors, n_tokens)
+    info = Cache(tmp_path).info()[0]
+    assert (info.recipe["fingerprint"], info.rows, info.temp_files) == (recipe.fingerprint(), 14, 0)
+    if action == "clear":
+        _compacted_or_cleared(action, tmp_path, recipe)
+    else:
+        result = Cache(tmp_path).compact()[0]
+        assert (result.shards_before, result.shards_after, result.rows) == (4, 1, 14)
+        workers.check_found(keys, *Cache(tmp_path).lookup(recipe, keys))
+
+
 # -- listing and naming namespaces ----------------------------------------------------------------------------------
 
 
