@@ -20,7 +20,7 @@ from bertfeat.exceptions import CacheError
 from bertfeat.flush import file_to_disk
 from bertfeat.shards import (
     _HOST, _flock, _NotRemoved, _pid_alive, _remove_all, _row_group_rows, _RowGroupWriter, _shard_time,
-    _TempShard, _Unreadable,
+    _TempShard, _Unreadable, being_written,
 )
 
 
@@ -200,7 +200,10 @@ def _remove_stale_temp_files(ns) -> int:
             old = now - os.path.getmtime(path) > _STALE_TMP_SECONDS
         except FileNotFoundError:
             continue
-        dead_here = m is not None and m["host"] == _HOST and not _pid_alive(int(m["pid"]))
+        # this host's name, no process of its pid here, and no writer's lock on it (another container of this
+        # host's name: its pids are not this one's)
+        dead_here = (m is not None and m["host"] == _HOST and not _pid_alive(int(m["pid"]))
+                     and not being_written(path))
         if old or dead_here:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)

@@ -131,8 +131,10 @@ class _TempShard:
         self.dir = directory
         self.path = os.path.join(directory, f".tmp-{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:12]}.parquet")
         self.committed = False
+        self._fd = None
 
     def __enter__(self) -> "_TempShard":
+        self._fd = _held_by_its_writer(self.path)
         return self
 
     def commit(self, time_ns: int | None = None) -> str:
@@ -143,13 +145,62 @@ class _TempShard:
         # atomic: readers see the whole shard or none of it (Windows: tried again while an antivirus reads it)
         locks.retried(os.replace, self.path, os.path.join(self.dir, name))
         self.committed = True
+        self._let_go()
         _fsync_dir(self.dir)
         return name
 
     def __exit__(self, *exc) -> None:
-        if not self.committed:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.path)
+        try:
+            if not self.committed:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.path)
+        finally:
+            self._let_go()
+
+    def _let_go(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            with contextlib.suppress(OSError):
+                locks.close(fd)
+
+
+def _held_by_its_writer(path: str) -> int | None:
+    """Create the temp file ``path`` locked by its writer (the descriptor, closed at commit or exit; None where no
+    lock is taken). Its name's host and pid tell a compaction whether its writer is gone, but containers run with
+    ``--network host`` share the hostname and not their process ids: the lock tells across them
+    (:func:`being_written`). POSIX only: Windows locks a byte of the file, which the writer's own writes could meet,
+    and its process ids are the machine's."""
+    if locks.fcntl is None:  # Windows (msvcrt): no lock on temp files, and a file held open cannot be renamed
+        return None
+    try:
+        fd = locks.open_lock_file(path)
+    except OSError:
+        return None  # the write that follows says why
+    with contextlib.suppress(OSError):  # a filesystem that does not lock: the name alone tells, as before
+        locks.lock(fd, exclusive=True, wait=False)
+    return fd
+
+
+def being_written(path: str) -> bool:
+    """Whether a writer holds the temp file ``path`` (:class:`_TempShard`) now, which its name's host and pid cannot
+    tell where they are another container's: its lock is held, or the file is empty (created, not yet locked or
+    written: a dead writer's empty file waits for the hour that removes any temp file). False where this cannot be
+    told (no flock, as on Windows; a filesystem that does not lock, a file this user may not open to lock), where the name decides."""
+    if locks.fcntl is None:  # Windows (msvcrt): no lock on temp files, and a file held open cannot be renamed
+        return False
+    try:
+        fd = os.open(path, os.O_RDWR)  # NFS locks a file open for writing only
+    except OSError:
+        return False
+    try:
+        try:
+            if not locks.lock(fd, exclusive=True, wait=False):
+                return True
+        except OSError:
+            return False
+        return os.fstat(fd).st_size == 0
+    finally:
+        os.close(fd)
 
 
 class _NotRemoved(Exception):

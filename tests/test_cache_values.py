@@ -1225,6 +1225,40 @@ def test_compact_removes_only_the_temp_files_of_dead_or_long_gone_writers(tmp_pa
         live.wait()
 
 
+def test_a_live_writers_temp_file_is_kept_by_a_compaction_that_cannot_see_its_process(tmp_path, monkeypatch):
+    """Containers run with `--network host` share the hostname and not their process ids: a compaction in one
+    judged a live writer's temp file in another dead (its pid is no process there) and deleted it under the writer,
+    whose store wrote it again once and, deleted again, cached nothing ("could not write new rows ... No such file
+    or directory ... Check the free space and permissions"). Now a writer holds a lock on its temp file while it
+    writes, and a temp file whose lock is held is kept, whatever its name says."""
+    from bertfeat import compaction as compaction_module
+
+    recipe = recipe16()
+    cache = Cache(tmp_path)
+    cache.store(recipe, *workers.rows(range(3)))
+    monkeypatch.setattr(compaction_module, "_pid_alive", lambda pid: False)  # the other container's view
+    real, results = namespace_module.file_to_disk, []
+
+    def compacted_meanwhile(path):
+        results.append(Cache(tmp_path).compact()[0])
+        return real(path)
+
+    monkeypatch.setattr(namespace_module, "file_to_disk", compacted_meanwhile)
+    open_before = set(locks._OPEN_HERE)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)
+        assert cache.store(recipe, *workers.rows(range(3, 6))) == 3
+    assert [r.temp_removed for r in results] == [0]
+    assert locks._OPEN_HERE == open_before  # the temp file's lock let go with it
+    keys = workers.rows(range(6))[0]
+    found, vectors, n_tokens = Cache(tmp_path).lookup(recipe, keys)
+    assert found.all()
+    workers.check_found(keys, found, vectors, n_tokens)
+    monkeypatch.setattr(namespace_module, "file_to_disk", real)
+    dead = temp_file(tmp_path / recipe.fingerprint(), cache_module._HOST, 1, 5, time.time())  # its writer gone
+    assert Cache(tmp_path).compact()[0].temp_removed == 1 and not dead.exists()
+
+
 def test_a_temp_file_that_vanishes_meanwhile_does_not_stop_the_cleanup(tmp_path, monkeypatch):
     recipe = recipe16()
     Cache(tmp_path).store(recipe, *workers.rows(range(3)))
