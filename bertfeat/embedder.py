@@ -30,7 +30,10 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
     the first ``transform`` that needs it, once per process, and is never pickled. The estimator holds the model it
     used while it lives; the process keeps the two models used last besides (:data:`bertfeat.backend.MODELS_KEPT`).
     One fitted estimator may ``transform`` from several threads at once (a web service's requests), each reading its
-    own ``stats_`` and ``missing_``; ``fit`` and ``set_params`` change what those calls read, so run them before.
+    own ``stats_`` and ``missing_``; ``fit`` and ``set_params`` change what those calls read, so run them before (a
+    call that a ``fit`` in another thread overtakes keeps the model and recipe it started with, and raises
+    ``ValueError`` where that fit changed the recipe or the columns rather than return features the estimator no
+    longer describes).
 
     Parameters
     ----------
@@ -241,6 +244,10 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         check_is_fitted(self, "recipe_")
         self._check_runtime_params()
         self._check_same_recipe()
+        # the fit this call embeds by, read once: a fit in another thread meanwhile (which the docstring asks to run
+        # before) must not lend this call its model, loaded lazily mid-call, whose vectors would be cached under
+        # this recipe's key, nor its width or names (refused below)
+        recipe, fitted_columns, model = self.recipe_, self.text_columns_, self.model
         names, values, all_columns = text_columns(X, self.columns)
         self._check_same_columns(names, all_columns, series_label(X))
         n_rows = len(values[0]) if values else 0
@@ -248,23 +255,24 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
         row_name = _row_namer(names, n_rows, X)
         cache = self._cache()
         if cache is not None:  # refused as a call without the cache would be, where the cache could answer it whole
-            self._model_as_fitted()
+            self._model_as_fitted(recipe, model)
         out, stats, is_missing = encode(
-            flat, self.recipe_, self._backend_loader(), cache=cache, batch_tokens=self.batch_tokens,
+            flat, recipe, self._backend_loader(recipe, model), cache=cache, batch_tokens=self.batch_tokens,
             missing=self.missing, row_name=row_name, progress=bool(self.progress),
             all_layers=bool(self.cache_all_layers), return_missing=True,
         )
+        self._check_not_fitted_meanwhile(recipe, fitted_columns)
         calls.last = {"stats_": stats, "missing_": is_missing.reshape(len(names), n_rows).T}
         self.__dict__.update(calls.last)  # the last call of any thread
         if stats.truncated and warn_truncation:
             # a larger max_length is advice only below the model's limit (None: fitted by a bertfeat that kept none)
             limit = getattr(self, "_model_max_length", None)
             larger = (" (max_length is already the model's limit)" if limit is not None and
-                      self.recipe_.max_length >= limit else
+                      recipe.max_length >= limit else
                       ", or a larger max_length (up to the model's limit" + (f" of {limit})" if limit else ")"))
             warnings.warn(
                 f"{stats.truncated} of {stats.rows - stats.missing} texts were longer than max_length="
-                f"{self.recipe_.max_length} tokens and were truncated. Pass long_text='chunk' to embed them in "
+                f"{recipe.max_length} tokens and were truncated. Pass long_text='chunk' to embed them in "
                 f"full{larger}.",
                 TruncationWarning,
                 stacklevel=user_stacklevel(),
@@ -273,7 +281,7 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
             logger.info("bertfeat cache: %d hits, %d misses, %d new rows", stats.cache_hits, stats.cache_misses,
                         stats.cache_new)
         # columns side by side: (n_columns * n_rows, F) -> (n_rows, n_columns * F)
-        f = self.recipe_.n_features
+        f = recipe.n_features
         features = out.reshape(len(names), n_rows, f).transpose(1, 0, 2).reshape(n_rows, len(names) * f)
         return _with_series_index(self, X, features)
 
@@ -502,6 +510,20 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
             f"does not refit); call fit again after changing {' and '.join(changed)}."
         )
 
+    def _check_not_fitted_meanwhile(self, recipe, fitted_columns) -> None:
+        """Refuse a transform's output where the estimator was fitted again while it ran (another thread) to another
+        recipe or other columns: its features, the old fit's, would pass for the new fit's (scikit-learn's
+        ``set_output`` names them after the call from the estimator as it is then)."""
+        now = self.__dict__.get("recipe_")
+        if now is recipe or (now is not None and now.fingerprint() == recipe.fingerprint()
+                             and list(self.__dict__.get("text_columns_", ())) == list(fitted_columns)):
+            return
+        raise ValueError(
+            f"this {type(self).__name__} was fitted again while this transform ran, so its output, the features of "
+            "the recipe it started with, would pass for the new fit's; run fit and set_params before the "
+            "transforms that use them, or give each thread an estimator of its own (sklearn.base.clone)."
+        )
+
     def _check_same_columns(self, names, all_columns, series=None):
         from bertfeat.inputs import feature_column_name
 
@@ -567,16 +589,19 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
                 "columns in the same order."
             )
 
-    def _backend_loader(self):
-        """A callable that loads (or reuses) the model, checking it is still the one the recipe was fitted with."""
-        recipe, device, trust = self.recipe_, self.device, self.trust_remote_code
+    def _backend_loader(self, recipe=None, model=None):
+        """A callable that loads (or reuses) the model, checking it is still the one the recipe was fitted with;
+        ``recipe`` and ``model`` (default: the estimator's now) those a transform read as it started."""
+        recipe = self.recipe_ if recipe is None else recipe
+        model = self.model if model is None else model
+        device, trust = self.device, self.trust_remote_code
         as_fitted = self._model_as_fitted
 
         def load():
             from bertfeat.backend import get_backend
             from bertfeat.devices import resolve_device
 
-            backend = get_backend(as_fitted(), resolve_device(device), recipe.dtype, trust)
+            backend = get_backend(as_fitted(recipe, model), resolve_device(device), recipe.dtype, trust)
             # held while this estimator lives: the process keeps only the models used last (backend.MODELS_KEPT), and
             # estimators used side by side (a FeatureUnion of three models) must not load theirs again on each call
             self.__dict__[_HELD_MODEL] = backend
@@ -584,11 +609,13 @@ class BertEmbedder(TransformerMixin, BaseEstimator):
 
         return load
 
-    def _model_as_fitted(self):
+    def _model_as_fitted(self, recipe=None, model=None):
         """The model resolved from its files now, refused where those differ from the files at fit: checked before
         every model load, and before a transform the cache may answer whole (whose answer must not depend on the
-        cache: without it, the same call would be refused)."""
-        recipe, model, trust = self.recipe_, self.model, self.trust_remote_code
+        cache: without it, the same call would be refused). ``recipe`` and ``model``: as :meth:`_backend_loader`."""
+        recipe = self.recipe_ if recipe is None else recipe
+        model = self.model if model is None else model
+        trust = self.trust_remote_code
         fitted_dir, name = getattr(self, "_model_dir_in_fit", None), type(self).__name__
         fitted_files = getattr(self, "_model_files_in_fit", None)  # None: pickled by a version that did not record it
 

@@ -347,6 +347,59 @@ def test_a_failed_transform_leaves_no_stats_or_mask_of_the_call_before(tiny_bert
     assert est.stats_.rows == 4 and est.missing_.shape == (4, 1)
 
 
+def test_a_fit_in_another_thread_during_a_transform_never_mixes_two_recipes_in_its_output_or_cache(tiny_bert, tmp_path,
+                                                                                                  monkeypatch):
+    # the docstring asks for fit and set_params before the transforms, but a service that refits beside its requests
+    # got, from a transform that was running: the vectors of the fit's new model (loaded lazily, mid-call) pooled and
+    # cached under the old recipe's key, so every later call of the old recipe, in any process, read the other model's
+    # vectors from the cache; and columns named after the new recipe (set_output's names are read after the call).
+    # Now the call keeps the recipe and model it started with, and refuses its output if the estimator was fitted again
+    # meanwhile, saying why; the cache holds the old recipe's own vectors only
+    import threading
+
+    import bertfeat.encode
+    from tests.conftest import build_tiny_bert
+
+    other = build_tiny_bert(tmp_path / "other", seed=1)
+    cache = str(tmp_path / "cache")
+    texts = ["a cat sat", "a dog ran"]
+    want = BertEmbedder(tiny_bert, pooling="cls").fit(TEXTS).transform(texts)
+    est = BertEmbedder(tiny_bert, pooling="cls", cache_dir=cache).set_output(transform="pandas").fit(TEXTS)
+    real = bertfeat.encode.encode
+    in_call, refitted = threading.Event(), threading.Event()
+
+    def encode(*args, **kwargs):
+        if threading.current_thread().name == "request":
+            in_call.set()
+            assert refitted.wait(30)  # the model is not loaded yet: encode loads it for the texts the cache lacks
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bertfeat.encode, "encode", encode)
+    result = {}
+
+    def request():
+        try:
+            result["out"] = est.transform(texts)
+        except BaseException as exc:  # noqa: BLE001 - read in the test's thread
+            result["error"] = exc
+
+    thread = threading.Thread(target=request, name="request")
+    thread.start()
+    assert in_call.wait(30)
+    est.set_params(model=other, pooling="mean").fit(TEXTS)
+    refitted.set()
+    thread.join(30)
+    assert "out" not in result, "a transform raced by a fit returned an output"
+    assert str(result["error"]) == (
+        "this BertEmbedder was fitted again while this transform ran, so its output, the features of the recipe it "
+        "started with, would pass for the new fit's; run fit and set_params before the transforms that use them, or "
+        "give each thread an estimator of its own (sklearn.base.clone).")
+    monkeypatch.setattr(bertfeat.encode, "encode", real)
+    again = BertEmbedder(tiny_bert, pooling="cls", cache_dir=cache).fit(TEXTS)
+    np.testing.assert_array_equal(again.transform(texts), want)  # the cache kept the old recipe's own vectors
+    assert list(est.transform(texts).columns) == list(est.get_feature_names_out())  # the new fit, whole
+
+
 def test_each_thread_reads_the_stats_and_mask_of_its_own_transform(tiny_bert, monkeypatch):
     # a web service's request threads share one fitted embedder: a request reading stats_ or missing_ after its
     # transform got another request's (a mask of another length, which rows of its own were missing), or, with the
