@@ -297,8 +297,8 @@ def embed_dataframe(sdf, text_cols, *, keep_cols=(), layout: str = "columns", re
     require_spark()
     from pyspark.sql.types import ArrayType, FloatType, StructField, StructType
 
-    text_cols = column_names(text_cols, "text_cols")
-    keep_cols = column_names(keep_cols, "keep_cols")
+    text_cols = _as_spark_reads(column_names(text_cols, "text_cols"), "text_cols", sdf)
+    keep_cols = _as_spark_reads(column_names(keep_cols, "keep_cols"), "keep_cols", sdf)
     master = lambda: master_of(sdf.sparkSession)  # noqa: E731
     _check_device(recipe.get("device", "auto"), master)  # before a task is asked for its dtype
     # the metadata is the driver's, written before any task runs: its dtype="auto" must be what the tasks run
@@ -324,13 +324,45 @@ def embed_dataframe(sdf, text_cols, *, keep_cols=(), layout: str = "columns", re
     return selected.mapInArrow(partial(_embed_partition, spec=spec), StructType(fields), profile=resource_profile)
 
 
+def _reads_any_case(session) -> bool:
+    """Whether ``session`` reads column names in any case: Spark's default, ``spark.sql.caseSensitive`` false."""
+    return str(session.conf.get("spark.sql.caseSensitive", "false")).lower() != "true"
+
+
+def _as_spark_reads(names: list, what: str, sdf) -> list:
+    """The DataFrame's own names of the columns ``names`` (``what``: ``text_cols`` or ``keep_cols``) name, as its
+    session reads them: in any case by default (``embed_dataframe(sdf, "REVIEW")`` was refused "not found" beside a
+    column ``review`` that Spark itself would select), and a name two columns answer to (``Text`` beside ``text``,
+    which failed with Spark's own ``AMBIGUOUS_REFERENCE``) refused naming both. A name no column answers to is left
+    for the featurizer's refusal, which lists the columns. A column named twice is refused (two kept ``id`` made an
+    output schema of two ``id`` fields for batches holding one)."""
+    any_case = _reads_any_case(sdf.sparkSession)
+    columns = list(sdf.schema.names)
+    resolved = []
+    for name in names:
+        found = [c for c in columns if (c.lower() == name.lower() if any_case else c == name)]
+        if len(found) > 1:
+            raise ValueError(
+                f"{what}={name!r} names the columns {found} of this DataFrame, which differ in case only, and this "
+                "Spark session reads column names in any case (spark.sql.caseSensitive is false), so it cannot tell "
+                "which is meant. Set spark.conf.set('spark.sql.caseSensitive', 'true') to read names as written, or "
+                "drop or rename one of them first."
+            )
+        resolved.append(found[0] if found else name)
+    twice = [c for c in dict.fromkeys(resolved) if resolved.count(c) > 1]
+    if twice:
+        how = " (this Spark session reads column names in any case)" if any_case else ""
+        raise ValueError(f"{what}={names!r} names column {twice[0]!r} more than once{how}; name each column once.")
+    return resolved
+
+
 def _refuse_case_twins(keep_cols, features, session) -> None:
     """Refuse output columns whose names differ in case only where the session reads names in any case (Spark's
     default, ``spark.sql.caseSensitive`` false): a kept ``Review_mean_01`` beside the feature ``review_mean_01``
     (two kept ``Text`` and ``text`` alike) made a DataFrame Spark cannot write (``COLUMN_ALREADY_EXISTS`` at
     ``write.parquet``) nor select from (``AMBIGUOUS_REFERENCE``). The local engine's output, which pandas and
     pyarrow read by exact name, keeps both."""
-    if str(session.conf.get("spark.sql.caseSensitive", "false")).lower() == "true":
+    if not _reads_any_case(session):
         return
     first: dict = {}
     for name in [*dict.fromkeys(keep_cols), *features]:

@@ -765,6 +765,49 @@ def test_embed_dataframe_refuses_a_kept_column_named_like_a_feature_in_another_c
     assert other.log[-1][2].names[:2] == ["Review_mean_00", "review_cls_00"]  # no twin: as before
 
 
+def test_embed_dataframe_reads_column_names_in_any_case_as_the_session_does(tiny_bert):
+    """(found by the file systems and engines hunt, 2026-11-27, session 17) Spark reads column names in any case by
+    default (``spark.sql.caseSensitive`` false), but ``embed_dataframe(sdf, "REVIEW")`` was refused "column(s)
+    ['REVIEW'] not found; the input has columns ['id', 'review', 'title']", and a DataFrame holding ``Text`` beside
+    ``text`` failed at Spark's ``selectExpr`` with its own ``AMBIGUOUS_REFERENCE``. Now a name is read as the session
+    reads it: in any case, the DataFrame's own name then naming the output's columns; a name two columns answer to
+    is refused naming both and what to do; a session reading names as written reads them so."""
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    sdf = FakeDataFrame(spark_schema(), session=FakeSession(master="local[2]", conf={}))
+    bspark.embed_dataframe(sdf, "REVIEW", keep_cols="Id", model=tiny_bert, pooling="cls")
+    (_, cols), (_, _, out) = sdf.log
+    assert cols == ("`id` AS _bertfeat_col0", "`review` AS _bertfeat_col1")
+    assert out.names[:2] == ["id", "review_cls_00"] and out["id"].dataType == LongType()
+    exact = FakeDataFrame(spark_schema(), session=FakeSession(master="local[2]",
+                                                              conf={"spark.sql.caseSensitive": "true"}))
+    with pytest.raises(ValueError, match=r"^column\(s\) \['REVIEW'\] not found; the input has columns "):
+        bspark.embed_dataframe(exact, "REVIEW", keep_cols="id", model=tiny_bert)
+    twins = StructType([StructField("id", LongType()), StructField("Text", StringType()),
+                        StructField("text", StringType())])
+    sdf = FakeDataFrame(twins, session=FakeSession(master="local[2]", conf={}))
+    for text_cols, keep_cols, said in [("text", "id", "text_cols='text'"), ("id", ["TEXT"], "keep_cols='TEXT'")]:
+        with pytest.raises(ValueError) as info:
+            bspark.embed_dataframe(sdf, text_cols, keep_cols=keep_cols, model=tiny_bert)
+        assert str(info.value) == (
+            f"{said} names the columns ['Text', 'text'] of this DataFrame, which differ in case only, and this Spark "
+            "session reads column names in any case (spark.sql.caseSensitive is false), so it cannot tell which is "
+            "meant. Set spark.conf.set('spark.sql.caseSensitive', 'true') to read names as written, or drop or "
+            "rename one of them first.")
+    assert sdf.log == []  # nothing selected or mapped
+    sdf = FakeDataFrame(spark_schema(), session=FakeSession(master="local[2]", conf={}))
+    with pytest.raises(ValueError) as info:  # a column named twice: an output schema of two id fields
+        bspark.embed_dataframe(sdf, "review", keep_cols=["id", "ID"], model=tiny_bert)
+    assert str(info.value) == ("keep_cols=['id', 'ID'] names column 'id' more than once (this Spark session reads "
+                               "column names in any case); name each column once.")
+    assert sdf.log == []
+    exact = FakeDataFrame(twins, session=FakeSession(master="local[2]", conf={"spark.sql.caseSensitive": "true"}))
+    bspark.embed_dataframe(exact, "text", keep_cols=["id", "Text"], model=tiny_bert, pooling="cls")
+    (_, cols), (_, _, out) = exact.log
+    assert cols == ("`id` AS _bertfeat_col0", "`Text` AS _bertfeat_col1", "`text` AS _bertfeat_col2")
+    assert out.names[:3] == ["id", "Text", "text_cls_00"]
+
+
 def dataframe_job(tiny_bert, conf, **recipe):
     """The provenance ``embed_dataframe`` writes in the first feature field of a DataFrame of (id, review, title),
     and the function each task runs, as it hands them to ``mapInArrow``."""
