@@ -291,8 +291,13 @@ def embed_file(
     }
     with job_lock(paths):
         remove_stale_temps(paths)  # what a killed run left beside --out
-        def rows_now() -> list[str]:  # a reader of its own, as the job's: that one reads the input once, from its start
-            return [rows_digest(batch) for batch in read_input().batches()]
+        def rows_now() -> list[str] | None:  # a reader of its own, as the job's: that reads the input once, from its start
+            try:
+                return [rows_digest(batch) for batch in read_input().batches()]
+            except (OSError, ValueError, TypeError, pa.ArrowException):
+                # not the rows that run read (its reader read them all): --out is refused as any other run's, and
+                # with overwrite the job's own reading says what is wrong with the input
+                return None
 
         finished = finished_output(paths, state, rows_now)
         if not overwrite and finished is None:

@@ -163,7 +163,8 @@ def finished_output(paths: OutputPaths, state: dict, rows_now=None) -> dict | No
     there (same inode, size and mtime) or, where they differ (a rename that copied it), one of its size and bytes:
     no other file is given a manifest. ``rows_now()`` (the digests of the input's chunks, read again) must give the
     rows that run's parts were made of: on sshfs and gcsfuse another file put at the input's path with its size and
-    mtime has its fingerprint, and would get the first file's output as its own."""
+    mtime has its fingerprint, and would get the first file's output as its own; None from it: one that cannot
+    be read now."""
     try:
         marker = json.loads((paths.partial / FINISHED).read_text())
         st = paths.out.stat()
@@ -177,8 +178,8 @@ def finished_output(paths: OutputPaths, state: dict, rows_now=None) -> dict | No
         return None
     rows = marker.get("rows")
     if rows_now is not None and isinstance(rows, list):  # (a marker of an older bertfeat has none)
-        now = rows_now()
-        if len(now) != len(rows) or any(r is not None and r != n for r, n in zip(rows, now)):
+        now = rows_now()  # None: the input cannot be read now, so it is not the rows that run read
+        if now is None or len(now) != len(rows) or any(r is not None and r != n for r, n in zip(rows, now)):
             return None
     return marker["manifest"]
 

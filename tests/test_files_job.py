@@ -1252,6 +1252,41 @@ def test_a_run_stopped_at_its_manifest_is_finished_only_for_the_rows_it_read(tin
     assert_same_output(out, tmp_path / "ref.parquet")
 
 
+def test_a_run_stopped_at_its_manifest_whose_input_now_cannot_be_read_is_refused_as_the_job_refuses(
+        tiny_bert, tmp_path, monkeypatch):
+    """(found by the file systems and engines hunt, 2026-11-27, session 17) The sibling of the test above where the
+    file put at the input's path with its size and mtime (sshfs, gcsfuse) is one the reader refuses (a row of three
+    fields, past the first MiB): the rerun, reading it again only to compare its rows with those the stopped run's output was made of,
+    failed with the reader's own error, as if this job were reading it to embed it, before the job's own handling
+    of an --out it did not write. Now an input that cannot be read so is not the rows that run read: refused as any
+    other ("exists; pass overwrite=True"), the output left; with overwrite the job reads it, and says what is wrong
+    with it."""
+    src, out = tmp_path / "in.csv", tmp_path / "out.parquet"
+    # rows of 100 kB: the line made malformed below lies past the first MiB, which the job's reader reads as it opens
+    pd.DataFrame({"id": range(12), "review": [f"a cat number {i}" for i in range(12)],
+                  "notes": ["x" * 100_000] * 12}).to_csv(src, index=False)
+    manifest_path = Path(str(out) + ".manifest.json")
+    real_stat = os.stat
+    monkeypatch.setattr(os, "stat", lambda path, *args, **kwargs: (
+        _ChangeTimeIsModificationTime(real_stat(path, *args, **kwargs)) if os.fspath(path) == str(src)
+        else real_stat(path, *args, **kwargs)))
+    job = dict(text_cols="review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=5)
+    _stopped_before_its_manifest(monkeypatch, str(src), out, **job)
+    written = out.read_bytes()
+    st = real_stat(src)
+    lines = src.read_bytes().split(b"\n")
+    assert lines[12].startswith(b"11,a cat")
+    lines[12] = lines[12].replace(b"a cat", b"a,cat")  # row 11: a field too many, the same size
+    src.write_bytes(b"\n".join(lines))
+    os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert real_stat(src).st_size == st.st_size
+    with pytest.raises(FileExistsError, match="exists; pass overwrite=True"):
+        embed_file(str(src), str(out), **job)
+    assert out.read_bytes() == written and not manifest_path.exists()
+    with pytest.raises(ValueError, match="is malformed at line 13"):  # the job's own reading of it says what is wrong
+        embed_file(str(src), str(out), **job, overwrite=True)
+
+
 def test_a_part_another_job_wrote_meanwhile_is_never_joined_into_the_output(tiny_bert, tmp_path, monkeypatch):
     """Where the filesystem refuses flock (NoLockWarning) no lock keeps a second job off one out=: a job on another
     input there writes its parts into the same ``.partial`` folder, and each job joined whatever part files it found,
