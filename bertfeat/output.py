@@ -127,8 +127,21 @@ def check_output(paths: OutputPaths, reader, overwrite: bool, *, file_output: bo
 
 def check_folder_output(paths: OutputPaths, reader, overwrite: bool) -> None:
     """:func:`check_output` for an output folder (the cluster engines'): ``overwrite`` replaces only a folder of
-    parquet files, never one holding anything else."""
-    check_output(paths, reader, overwrite)
+    parquet files, never one holding anything else. A folder left without its manifest by a run stopped after
+    moving it into place (its work folder, and so its cache, kept until the manifest is written) is refused saying
+    so, and what to do."""
+    try:
+        check_output(paths, reader, overwrite)
+    except FileExistsError:
+        if (overwrite or not paths.out.is_dir() or paths.manifest.exists() or paths.partial.is_symlink()
+                or not paths.partial.is_dir()):
+            raise
+        raise FileExistsError(
+            f"output {str(paths.out)!r} exists without its manifest ({paths.manifest.name}), and {paths.partial.name} "
+            "beside it holds the work of the run that wrote it: that run stopped after putting the output in place, "
+            "before writing its manifest. Pass overwrite=True to write both again: the texts it embedded come from "
+            "its cache, so the model runs for none of them where the job is the same."
+        ) from None
     if overwrite and paths.out.is_dir():
         others = [p.name for p in paths.out.rglob("*") if p.is_file() and not p.name.endswith(".parquet")]
         if others:

@@ -138,7 +138,6 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
     reader.check_unchanged(fingerprint)
     paths.manifest.unlink(missing_ok=True)  # an earlier output's: never beside features it does not describe
     replace_output(data_dir, paths.out)
-    shutil.rmtree(paths.partial, ignore_errors=True)
     manifest = {
         "output": str(paths.out),
         "engine": "ray",
@@ -156,6 +155,8 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
         "ray": {**asdict(plan), "files": len(files), "preserve_order": preserve_order, "workers": workers},
     }
     _atomic_write_bytes(paths.manifest, json.dumps(manifest, indent=2).encode())
+    # removed only now: a run stopped before its manifest leaves its cache for the rerun (check_folder_output)
+    shutil.rmtree(paths.partial, ignore_errors=True)
     if not quiet:
         print_summary(manifest)
     # said once the output is whole: where warnings are errors, it stops nothing half-way

@@ -572,7 +572,6 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
         reader.check_unchanged(fingerprint)
         paths.manifest.unlink(missing_ok=True)  # an earlier output's: never beside features it does not describe
         replace_output(data_dir, paths.out)
-        shutil.rmtree(paths.partial, ignore_errors=True)
         parts = sorted((json.loads(s) for s in result["stats"]), key=lambda s: s["partition"])
         totals = EncodeStats()
         for s in parts:
@@ -610,6 +609,8 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
                       "workers": workers},
         }
         _atomic_write_bytes(paths.manifest, json.dumps(manifest, indent=2).encode())
+        # removed only now: a run stopped before its manifest leaves its cache for the rerun (check_folder_output)
+        shutil.rmtree(paths.partial, ignore_errors=True)
         if not quiet:
             print_summary(manifest)
         # said once the output is whole: where warnings are errors, it stops nothing half-way

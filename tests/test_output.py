@@ -8,6 +8,7 @@ import errno
 import json
 import os
 import re
+import shutil
 import socket
 from ast import literal_eval
 from pathlib import Path
@@ -48,6 +49,34 @@ def test_the_paths_beside_out(tmp_path, monkeypatch):
     assert paths.part_stats(7) == tmp_path / "f.parquet.partial" / "part-000007.json"
     assert paths.part_hashes(7) == tmp_path / "f.parquet.partial" / "part-000007.hashes.npy"
     assert paths.part_journal(123456) == tmp_path / "f.parquet.partial" / "part-123456.journal"
+
+
+def test_a_folder_output_stopped_before_its_manifest_is_refused_saying_so_and_what_to_do(tmp_path):
+    """(found by the file systems and engines hunt, 2026-11-27, session 17) Ray's and Spark's jobs move their
+    output folder into place, then write its manifest: a run stopped between the two left the folder without it,
+    and the rerun was refused "exists; pass overwrite=True to replace it", as if it were any other output (and the
+    run's cache, in its work folder, was removed before the manifest was written, so overwrite ran the model again
+    for every text). Now the work folder goes only after the manifest, and such an output is refused saying what
+    happened and that overwrite takes the texts from the cache."""
+    out = tmp_path / "feats"
+    out.mkdir()
+    (out / "part-00000.parquet").write_bytes(b"PAR1")
+    paths = OutputPaths(out)
+    (paths.partial / "cache").mkdir(parents=True)
+    src = reader(tmp_path / "in.parquet")
+    refused(FileExistsError, f"output {str(out)!r} exists without its manifest (feats.manifest.json), and "
+            "feats.partial beside it holds the work of the run that wrote it: that run stopped after putting the "
+            "output in place, before writing its manifest. Pass overwrite=True to write both again: the texts it "
+            "embedded come from its cache, so the model runs for none of them where the job is the same.",
+            paths, src, False, check=check_folder_output)
+    check_folder_output(paths, src, True)
+    paths.manifest.write_text("{}")  # a finished output: the usual refusal
+    refused(FileExistsError, f"output {str(out)!r} exists; pass overwrite=True to replace it.", paths, src, False,
+            check=check_folder_output)
+    paths.manifest.unlink()
+    shutil.rmtree(paths.partial)  # no work folder: not known as a stopped run's
+    refused(FileExistsError, f"output {str(out)!r} exists; pass overwrite=True to replace it.", paths, src, False,
+            check=check_folder_output)
 
 
 # -- check_output: each refusal whole, and what is not refused ----------------------------------------------------

@@ -918,6 +918,36 @@ def test_an_input_rewritten_while_ray_read_it_fails_the_job_and_puts_nothing_in_
                                                  (src / "0.parquet").stat().st_mtime_ns]
 
 
+def test_a_job_stopped_before_its_manifest_is_refused_saying_so_and_overwrite_takes_its_texts_from_the_cache(
+        tiny_bert, fake_ray, quiet_threads, tmp_path, monkeypatch):
+    """(found by the file systems and engines hunt, 2026-11-27, session 17) Spark's twin
+    (test_spark_driver.py's): a job stopped after moving its output folder into place, before its manifest, was
+    refused "exists" on rerun, its cache removed, so overwrite embedded every text again. Now the rerun says what
+    happened, and with overwrite takes every text from the cache."""
+    src = write_input(tmp_path, frame(12, seed=2), files=1)
+    fake_ray()
+    out, manifest_path = tmp_path / "out", tmp_path / "out.manifest.json"
+    real = ray_files._atomic_write_bytes
+
+    def stopped_at_the_manifest(path, data):
+        if Path(path) == manifest_path:
+            raise KeyboardInterrupt
+        return real(path, data)
+
+    monkeypatch.setattr(ray_files, "_atomic_write_bytes", stopped_at_the_manifest)
+    with pytest.raises(KeyboardInterrupt):
+        bray.embed_parquet(src, out, "review", model=tiny_bert, quiet=True)
+    monkeypatch.setattr(ray_files, "_atomic_write_bytes", real)
+    written = pq.read_table(out)
+    assert not manifest_path.exists() and (tmp_path / "out.partial" / "cache").is_dir()
+    with pytest.raises(FileExistsError, match=r"exists without its manifest \(out\.manifest\.json\), and out\.partial"):
+        bray.embed_parquet(src, out, "review", model=tiny_bert, quiet=True)
+    manifest = bray.embed_parquet(src, out, "review", model=tiny_bert, quiet=True, overwrite=True)
+    assert manifest["counts"]["embedded"] == 0 and manifest["counts"]["cache_hits"] > 0  # the model ran for none
+    assert json.loads(manifest_path.read_text()) == manifest and not (tmp_path / "out.partial").exists()
+    assert pq.read_table(out).equals(written)
+
+
 def test_an_output_folder_that_is_a_symlink_is_replaced_where_it_points_and_the_link_stays(tiny_bert, fake_ray,
                                                                                           quiet_threads, tmp_path):
     """``--out`` a link to a folder on a bigger disk: the job failed at its very end, renaming its folder over the

@@ -517,6 +517,41 @@ def test_an_existing_output_is_replaced_only_when_asked(tiny_bert, tmp_path, spa
     assert pq.read_table(tmp_path / "out").num_rows == 12
 
 
+def test_a_job_stopped_before_its_manifest_is_refused_saying_so_and_overwrite_takes_its_texts_from_the_cache(
+        tiny_bert, tmp_path, spark_job, monkeypatch):
+    """(found by the file systems and engines hunt, 2026-11-27, session 17) A job stopped after moving its output
+    folder into place, before its manifest: the rerun was refused "exists; pass overwrite=True to replace it", as for
+    any other output, and the job's cache had been removed with its work folder before the manifest, so overwrite
+    embedded every text again. Now the work folder goes after the manifest: the rerun says what happened, and with
+    overwrite takes every text from the cache."""
+    make_frame(12).to_parquet(tmp_path / "in.parquet")
+    spark_job()
+    out = tmp_path / "out"
+    manifest_path = tmp_path / "out.manifest.json"
+    real = bspark._atomic_write_bytes
+
+    def stopped_at_the_manifest(path, data):
+        if Path(path) == manifest_path:
+            raise KeyboardInterrupt
+        return real(path, data)
+
+    monkeypatch.setattr(bspark, "_atomic_write_bytes", stopped_at_the_manifest)
+    with pytest.raises(KeyboardInterrupt):
+        bspark.embed_files(tmp_path / "in.parquet", out, "review", model=tiny_bert, quiet=True)
+    monkeypatch.setattr(bspark, "_atomic_write_bytes", real)
+    written = pq.read_table(out)
+    assert not manifest_path.exists() and (tmp_path / "out.partial" / "cache").is_dir()
+    with pytest.raises(FileExistsError) as info:
+        bspark.embed_files(tmp_path / "in.parquet", out, "review", model=tiny_bert, quiet=True)
+    assert str(info.value).startswith(f"output {str(out)!r} exists without its manifest (out.manifest.json), and "
+                                      "out.partial beside it holds the work of the run that wrote it")
+    manifest = bspark.embed_files(tmp_path / "in.parquet", out, "review", model=tiny_bert, quiet=True,
+                                  overwrite=True)
+    assert manifest["counts"]["embedded"] == 0 and manifest["counts"]["cache_hits"] > 0  # the model ran for none
+    assert json.loads(manifest_path.read_text()) == manifest and not (tmp_path / "out.partial").exists()
+    assert pq.read_table(out).equals(written)
+
+
 def test_an_output_another_job_put_in_place_while_the_model_loaded_is_not_replaced(tiny_bert, tmp_path, spark_job,
                                                                                      monkeypatch):
     """--out was checked before the model loaded and the lock taken after: a job on the same --out that finished
