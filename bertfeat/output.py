@@ -138,9 +138,9 @@ def check_folder_output(paths: OutputPaths, reader, overwrite: bool) -> None:
             raise
         raise FileExistsError(
             f"output {str(paths.out)!r} exists without its manifest ({paths.manifest.name}), and {paths.partial.name} "
-            "beside it holds the work of the run that wrote it: that run stopped after putting the output in place, "
-            "before writing its manifest. Pass overwrite=True to write both again: the texts it embedded come from "
-            "its cache, so the model runs for none of them where the job is the same."
+            "beside it holds the work of a run on this out= stopped before writing it (as it put its output in "
+            "place). Pass overwrite=True to write both again: the texts that run embedded come from its cache, so "
+            "the same job runs the model for none of them."
         ) from None
     if overwrite and paths.out.is_dir():
         others = [p.name for p in paths.out.rglob("*") if p.is_file() and not p.name.endswith(".parquet")]

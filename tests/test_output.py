@@ -65,9 +65,9 @@ def test_a_folder_output_stopped_before_its_manifest_is_refused_saying_so_and_wh
     (paths.partial / "cache").mkdir(parents=True)
     src = reader(tmp_path / "in.parquet")
     refused(FileExistsError, f"output {str(out)!r} exists without its manifest (feats.manifest.json), and "
-            "feats.partial beside it holds the work of the run that wrote it: that run stopped after putting the "
-            "output in place, before writing its manifest. Pass overwrite=True to write both again: the texts it "
-            "embedded come from its cache, so the model runs for none of them where the job is the same.",
+            "feats.partial beside it holds the work of a run on this out= stopped before writing it (as it put its "
+            "output in place). Pass overwrite=True to write both again: the texts that run embedded come from its "
+            "cache, so the same job runs the model for none of them.",
             paths, src, False, check=check_folder_output)
     check_folder_output(paths, src, True)
     paths.manifest.write_text("{}")  # a finished output: the usual refusal

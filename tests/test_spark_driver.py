@@ -544,7 +544,8 @@ def test_a_job_stopped_before_its_manifest_is_refused_saying_so_and_overwrite_ta
     with pytest.raises(FileExistsError) as info:
         bspark.embed_files(tmp_path / "in.parquet", out, "review", model=tiny_bert, quiet=True)
     assert str(info.value).startswith(f"output {str(out)!r} exists without its manifest (out.manifest.json), and "
-                                      "out.partial beside it holds the work of the run that wrote it")
+                                      "out.partial beside it holds the work of a run on this out= stopped before "
+                                      "writing it")
     manifest = bspark.embed_files(tmp_path / "in.parquet", out, "review", model=tiny_bert, quiet=True,
                                   overwrite=True)
     assert manifest["counts"]["embedded"] == 0 and manifest["counts"]["cache_hits"] > 0  # the model ran for none
