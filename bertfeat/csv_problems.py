@@ -81,10 +81,12 @@ class CsvProblems:
         byte order mark, as :class:`bertfeat.quotes.QuoteScanner`'s do)."""
         line, prev, lone_cr = 1, b"", self._ends().cr_in_values
         with open_decompressed(self.files[0]) as fh:
-            if bom and fh.read(3) != codecs.BOM_UTF8:
-                at -= 3  # none to leave out: the first bytes were read as bytes of the offset
+            # none to leave out: the first bytes are the offset's, and their line ends count ("t\n", a header of one
+            # letter, was counted no line)
+            head = fh.read(len(codecs.BOM_UTF8)) if bom else b""
+            head = b"" if head == codecs.BOM_UTF8 else head[:max(at, 0)]
             while at > 0:
-                piece = fh.read(min(at, 1 << 20))
+                piece, head = head or fh.read(min(at, 1 << 20)), b""
                 if not piece:
                     break
                 at -= len(piece)

@@ -563,6 +563,33 @@ def test_a_line_feed_outside_quotes_in_a_file_of_lone_cr_lines_is_refused_naming
     assert str(info.value) == f"{far}: line 2004 {said}" and "y" not in delivered
 
 
+@pytest.mark.parametrize("header", ["t", "id", "text"])
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"], ids=["", "bom"])
+@pytest.mark.parametrize("compress", [None, gzip.compress], ids=["", "gz"])
+def test_a_problem_is_named_at_the_editors_line_whatever_the_headers_length(tmp_path, header, bom, compress):
+    """(found by a review of session 16's CSV work, 2026-11-27, session 17) the refusals that name a line from a byte's
+    offset (a quote escaped with a backslash in a value not quoted, a lone-CR file's line feed outside quotes) read the
+    file's first 3 bytes to leave out a byte order mark, and where there was none counted no line end in them: a file
+    of one column whose header line is under 3 bytes with its end ("t\n", "id\n", "t\r\n", "t\r") was named one
+    line short (line 3 for the editor's 4). Each is named at the line an editor shows, with a BOM or without, as
+    written or gzipped."""
+    def editors_line(data: bytes, marker: str) -> int:
+        lines = data.decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        return next(number for number, text in enumerate(lines, 1) if marker in text)
+
+    for end in ("\n", "\r\n"):
+        data = bom + (header + end + end.join(["hello", "world", 'say \\"hi\\" there', "more"]) + end).encode()
+        src = tmp_path / ("escaped.csv" + (".gz" if compress else ""))
+        src.write_bytes(compress(data) if compress else data)
+        said = refusal(lambda: read_all(csv_reader(src, [header])))
+        assert said.startswith(f"{src}: line {editors_line(data, 'say')} holds a quote escaped with a backslash"), said
+    data = bom + (header + "\rhello\rwor\nld\rmore\r").encode()  # pandas' to_csv(lineterminator='\r')'s text LF
+    src = tmp_path / ("lone_cr.csv" + (".gz" if compress else ""))
+    src.write_bytes(compress(data) if compress else data)
+    said = refusal(lambda: read_all(csv_reader(src, [header])))
+    assert said.startswith(f"{src}: line {editors_line(data, 'wor')} ends with a line feed alone"), said
+
+
 @pytest.mark.parametrize("quoting", [None, "csv-backslash"])
 def test_a_stray_quote_is_named_at_its_line_not_at_a_quoted_value_after_the_one_it_closed_early(tmp_path, quoting):
     """(found by a CSV dialects hunt, 2026-11-27, session 15) a stray quote at line 3 ran into line 4's '"3","x"':
