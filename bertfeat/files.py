@@ -177,6 +177,8 @@ _CLUSTER_OPTIONS = {  # a cluster engine's own option given to embed_file -> wha
     "cpus_per_worker": "it is bertfeat.ray.embed_parquet's",
     "preserve_order": "it is bertfeat.ray.embed_parquet's; the local engine keeps the input's order",
     "master": "it is bertfeat.spark.embed_files'",
+    "resource_profile": "it is bertfeat.spark.embed_dataframe's; the local engine runs on this machine, on the device= "
+                        "it is given",
 }
 
 

@@ -71,3 +71,49 @@ def test_an_engines_own_options_and_bertembedder_parameters_pass():
     refuse_other_engines_options({"batch_rows": 5}, "spark", "bertfeat.spark.embed_files")  # a file job's own
     refuse_other_engines_options({"num_workers": 2}, "ray", "bertfeat.ray.embed_parquet")
     refuse_other_engines_options({"quiet": True, "overwrite": True}, "ray", "bertfeat.ray.embed_parquet")
+
+
+def test_an_option_of_the_engines_other_function_is_refused_saying_what_does_its_work(tmp_path):
+    """(found by a review of session 16's engine work, 2026-11-27, session 17) the refusals above covered the other
+    engine's options and a file job's quiet=/overwrite=/batch_rows=, not the options of the same engine's other
+    function: ``ray.embed_dataset(ds, "t", preserve_order=False)`` (embed_parquet's) started Ray, then failed with
+    "BertEmbedder.__init__() got an unexpected keyword argument 'preserve_order'"; ``spark.embed_dataframe(sdf, "t",
+    master="local[2]")`` (embed_files') and ``spark.embed_files(..., resource_profile=p)`` (embed_dataframe's) the
+    same, the latter after reading its input; ``files.embed_file(..., resource_profile=p)`` too. Each is refused by
+    name, before anything is read or started, saying what does its work there."""
+    said = {}
+    for name, call in _calls():
+        options = {"bertfeat.ray.embed_dataset": {"preserve_order": False},
+                   "bertfeat.spark.embed_dataframe": {"master": "local[2]"},
+                   "bertfeat.spark.embed_files": {"resource_profile": object()}}.get(name, {})
+        for option, value in options.items():
+            with pytest.raises(TypeError) as info:
+                call(tmp_path, model="default", **{option: value})
+            said[name] = str(info.value)
+    assert not any(tmp_path.iterdir())  # nothing read, written or started
+    if "bertfeat.ray.embed_dataset" in said:
+        assert said["bertfeat.ray.embed_dataset"] == (
+            "preserve_order= is not an option of bertfeat.ray.embed_dataset: it is bertfeat.ray.embed_parquet's; the "
+            "Dataset it returns keeps the rows' order where its DataContext has execution_options.preserve_order = "
+            "True: set that; drop preserve_order=.")
+    if "bertfeat.spark.embed_dataframe" in said:
+        assert said["bertfeat.spark.embed_dataframe"] == (
+            "master= is not an option of bertfeat.spark.embed_dataframe: it is bertfeat.spark.embed_files'; the "
+            "DataFrame runs on the session that made it: start that session on the master "
+            "(SparkSession.builder.master(...)); drop master=.")
+    if "bertfeat.spark.embed_files" in said:
+        assert said["bertfeat.spark.embed_files"] == (
+            "resource_profile= is not an option of bertfeat.spark.embed_files: it is "
+            "bertfeat.spark.embed_dataframe's; a file job's tasks get GPUs as the session gives every task "
+            "(spark.executor.resource.gpu.amount, spark.task.resource.gpu.amount); drop resource_profile=.")
+    # and the local engine's, the mirror (it refused the other cluster options already)
+    from bertfeat.files import embed_file
+
+    src = tmp_path / "in.csv"
+    src.write_text("t\na\n")
+    with pytest.raises(TypeError) as info:
+        embed_file(str(src), str(tmp_path / "o.parquet"), "t", resource_profile=object())
+    assert str(info.value) == ("resource_profile= is not an option of the local engine (bertfeat.files.embed_file): "
+                               "it is bertfeat.spark.embed_dataframe's; the local engine runs on this machine, on the "
+                               "device= it is given.")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]
