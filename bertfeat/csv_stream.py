@@ -337,7 +337,20 @@ def _csv_lines(fh, ends: LineEnds = LineEnds()):
         lines = (_INNER_CR.sub(_ESC_CR, _escaped(line)) for line in ends.lines(fh))
     else:
         lines = fh if _CSV_TAKES_NUL else (_escaped(line) for line in fh)
-    return (ends.continued(line) for line in lines) if ends.lf_in_values else lines
+    return _continued_but_last(lines, ends) if ends.lf_in_values else lines
+
+
+def _continued_but_last(lines, ends: LineEnds):
+    """``lines``, each carried on past a value's line end (:meth:`bertfeat.line_ends.LineEnds.continued`) but the
+    file's last: the end of the file ends its record, as the reader ends it (carried on into nothing, Python's csv
+    module said "unexpected end of data", read as a quote left open, in a file that may hold none)."""
+    held = None
+    for line in lines:
+        if held is not None:
+            yield ends.continued(held)
+        held = line
+    if held is not None:
+        yield held
 
 
 def _escaped(line: str) -> str:

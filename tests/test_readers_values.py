@@ -659,6 +659,24 @@ def test_an_escaped_exports_refusals_name_the_line_an_editor_shows_where_a_value
 
 
 @pytest.mark.parametrize("quoting", ["backslash", "csv-backslash"])
+def test_an_escaped_export_whose_last_line_ends_with_a_values_line_feed_is_named_at_its_ragged_row(tmp_path, quoting):
+    """(found by a review of session 16's CSV work, 2026-11-27, session 17) where the header's line ends with CRLF (a
+    header typed in a Windows editor before rows a Linux export wrote) a LF alone is a value's under an escaped reading
+    (as MySQL's INTO OUTFILE ... LINES TERMINATED BY '\\r\\n' writes a text's), so the rows run into one, too wide;
+    the re-reading that names its line carried the file's last line on past its LF too (line_ends' continued), into
+    the end of the file, and under 'csv-backslash' Python's csv module said "unexpected end of data": refused as "a
+    quote opened at line 2 is never closed" in a file that holds no quote. The last line ends the last record, as the
+    reader ends it: named at its line."""
+    for data, line in [(b"id\ttext\r\n1\ta\n2\tb\n", 3), (b"id\ttext\r\n1\ta\n2\tb\n3\tc", 4),
+                       (b"id\ttext\r1\ta\n2\tb\n", 3)]:
+        src = tmp_path / "mixed.tsv"
+        src.write_bytes(data)
+        said = refusal(lambda: read_all(csv_reader(src, ["id", "text"], quoting=quoting)))
+        assert said.startswith(f"{src} is malformed at line {line}: CSV parse error: Expected 2 columns, got "), said
+        assert "quote" not in said
+
+
+@pytest.mark.parametrize("quoting", ["backslash", "csv-backslash"])
 def test_a_ragged_row_of_any_escaped_export_is_named_at_the_line_an_editor_shows(tmp_path, quoting):
     """(session 16, the test above as a property) MySQL's INTO OUTFILE, without ENCLOSED BY ('backslash') and with it
     ('csv-backslash'), of random texts of line breaks of each kind, tabs, commas, quotes and backslashes, in lines
