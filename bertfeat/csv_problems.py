@@ -283,6 +283,7 @@ class CsvProblems:
         for what :class:`bertfeat.quotes.QuoteScanner` found: a quote left open at the end (pyarrow reads that as one
         last value holding the rest of the file) or a quoted value with more text after its closing quote."""
         line, row_names, escaped, broken, before, lone_lf, lone_cr_at = None, False, None, None, None, None, None
+        value_lf = None
         try:
             with self._text() as fh, _no_field_limit():
                 ends = self._ends()
@@ -305,6 +306,7 @@ class CsvProblems:
                             ends = self._escaped_delimiter([before[-1], ""]) if before and not escaped else None
                             broken = ends[:-1] if ends else None  # the last field of the record before, a "\"
                             lone_lf = self._lone_lf_line(last_end, line)
+                            value_lf = self._value_lf_line(last_end + 1, line - 1)
                             lone_cr_at = self._lone_cr_line(last_end + 1, line) if self._lone_cr() else None
                             break
                         elif row:
@@ -361,6 +363,8 @@ class CsvProblems:
                      "SELECT ... INTO OUTFILE ... LINES TERMINATED BY '\\r\\n' writes a line break inside a value (it "
                      "escapes the CR, not the LF): pass quoting='backslash'; if a line was added with another line "
                      "end, end it with CRLF as the others.")
+        elif value_lf:  # an escaped reading's value LF, where line ends are mixed: rows read into one
+            said += self._value_lf_hint(*value_lf)
         elif row_names:  # the first row one field wider than the header: R's write.table, every row so
             said += (". The header names one column fewer than the rows hold, as R's write.table() writes a data "
                      "frame with its row names: write it with row.names = FALSE (or with write.csv(), which names "
@@ -416,6 +420,39 @@ class CsvProblems:
                 if number >= last:
                     return None
         return None
+
+    def _value_lf_line(self, first: int, last: int) -> tuple[int, str] | None:
+        """Under quoting='backslash' or 'csv-backslash', where the header's line ends with CRLF or a lone CR (a line
+        feed alone is then a value's: :attr:`bertfeat.line_ends.LineEnds.lf_in_values`), the first of lines ``first``
+        to ``last`` (a ragged record's, but its last) that ends with a line feed alone outside a quoted value, and the
+        header's line end; None otherwise."""
+        if self.quoting not in ("backslash", "csv-backslash") or not self._ends().lf_in_values or first > last:
+            return None
+        quotes = 0  # under csv-backslash, the quotes (not escaped) since the record began: a LF inside one is a text's
+        with self._text() as fh:
+            for number, text in enumerate(self._lines(fh), 1):
+                if number == self.header_lines:
+                    header_end = "CRLF" if text.endswith("\r\n") else "a carriage return alone"
+                if number < max(first, self.header_lines + 1):
+                    continue
+                if self.quoting == "csv-backslash":
+                    quotes += _ESCAPED_CHARACTER.sub("", text).count('"')
+                if text.endswith("\n") and not text.endswith("\r\n") and quotes % 2 == 0:
+                    return number, header_end
+                if number >= last:
+                    return None
+        return None
+
+    def _value_lf_hint(self, line: int, header_end: str) -> str:
+        """What a ragged row says where line ``line`` ends with a line feed the escaped reading reads as its value's
+        (:meth:`_value_lf_line`)."""
+        fix = ("sed 's/\\r$//' < in.csv > out.csv" if header_end == "CRLF" else
+               "tr '\\r' '\\n' < in.csv > out.csv (every CR a line end: the blank lines it leaves are skipped)")
+        return (f". Line {line} ends with a line feed alone, where the file's first line ends with {header_end}: under "
+                f"quoting={self.quoting!r} such a line feed is part of its value, as MySQL's SELECT ... INTO OUTFILE "
+                "... LINES TERMINATED BY writes a line break inside a value, so the lines after it were read into its "
+                "row; if each line feed ends a line (line ends mixed by joining or editing files), give every line one "
+                f"end first, for example with {fix}.")
 
     def _last_line(self) -> tuple[int, str] | None:
         """``(line, text)`` of the CSV file's last line that is not blank, spaces around it removed, or None."""
@@ -476,6 +513,8 @@ class CsvProblems:
 # an even run of backslashes before a quote: under csv-backslash, escaped backslashes and a quote that closes its value,
 # as R's write.table() writes a text's backslash before a quote (it escapes the quote, not the backslash)
 _ESCAPED_BACKSLASH_QUOTE = re.compile(r'(?<!\\)(?:\\\\)+"')
+# a backslash and the character it escapes (csv-backslash): no quote of the value's own
+_ESCAPED_CHARACTER = re.compile(r"\\.", re.S)
 
 
 def split_unquoted(delimiter: str, none: bool = False) -> str:

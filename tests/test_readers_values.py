@@ -677,6 +677,40 @@ def test_an_escaped_export_whose_last_line_ends_with_a_values_line_feed_is_named
 
 
 @pytest.mark.parametrize("quoting", ["backslash", "csv-backslash"])
+def test_rows_an_escaped_reading_runs_into_one_at_a_line_feed_alone_are_told_the_line_ends_are_mixed(tmp_path, quoting):
+    """(found by a review of session 16's CSV work, 2026-11-27, session 17) PostgreSQL's \\copy ... TO writes no header
+    (before 15) and ends lines with LF; a header typed before it in a Windows editor ends with CRLF, and under
+    quoting='backslash' (as the docs advise for such an export) a LF alone is then a value's, as MySQL's INTO OUTFILE
+    ... LINES TERMINATED BY '\\r\\n' writes a text's: the rows ran into one, refused "Expected 2 columns, got 3"
+    with R's write.table() row names for why (a file of one row too wide) or nothing, never the line ends. Now the
+    line that ends with a LF alone is named, what the reading makes of it, and what to do; a ragged row of an export
+    whose lines each end with CRLF is told nothing of line ends."""
+    for name, data, ragged, first in [
+            ("windows_header.tsv", b"id\ttext\r\n1\ta\n2\tb\n3\tc\n", 4, 2),
+            ("appended.tsv", b"id\ttext\r\n1\ta\r\n2\tb\r\n3\tc\n4\td\r\n", 5, 4),
+            ("lone_cr_header.tsv", b"id\ttext\r1\ta\n2\tb\n", 3, 2)]:
+        src = tmp_path / name
+        src.write_bytes(data)
+        said = refusal(lambda: read_all(csv_reader(src, ["id", "text"], quoting=quoting)))
+        crlf = data.startswith(b"id\ttext\r\n")
+        header_end = "CRLF" if crlf else "a carriage return alone"
+        fix = ("sed 's/\\r$//' < in.csv > out.csv" if crlf else
+               "tr '\\r' '\\n' < in.csv > out.csv (every CR a line end: the blank lines it leaves are skipped)")
+        assert said.startswith(f"{src} is malformed at line {ragged}: CSV parse error: Expected 2 columns, got "), said
+        assert said.endswith(
+            f". Line {first} ends with a line feed alone, where the file's first line ends with {header_end}: under "
+            f"quoting={quoting!r} such a line feed is part of its value, as MySQL's SELECT ... INTO OUTFILE ... LINES "
+            "TERMINATED BY writes a line break inside a value, so the lines after it were read into its row; if each "
+            "line feed ends a line (line ends mixed by joining or editing files), give every line one end first, for "
+            f"example with {fix}."), said
+        assert "row names" not in said
+    src = tmp_path / "mysql.tsv"  # each line ends with CRLF: a ragged row is a ragged row
+    src.write_bytes(b"id\ttext\r\n1\ttwo\nlines\r\n2\tx\ty\r\n")
+    said = refusal(lambda: read_all(csv_reader(src, ["id", "text"], quoting=quoting)))
+    assert said == f"{src} is malformed at line 4: CSV parse error: Expected 2 columns, got 3: 2\tx\ty", said
+
+
+@pytest.mark.parametrize("quoting", ["backslash", "csv-backslash"])
 def test_a_ragged_row_of_any_escaped_export_is_named_at_the_line_an_editor_shows(tmp_path, quoting):
     """(session 16, the test above as a property) MySQL's INTO OUTFILE, without ENCLOSED BY ('backslash') and with it
     ('csv-backslash'), of random texts of line breaks of each kind, tabs, commas, quotes and backslashes, in lines
