@@ -446,13 +446,35 @@ class CsvProblems:
     def _value_lf_hint(self, line: int, header_end: str) -> str:
         """What a ragged row says where line ``line`` ends with a line feed the escaped reading reads as its value's
         (:meth:`_value_lf_line`)."""
-        fix = ("sed 's/\\r$//' < in.csv > out.csv" if header_end == "CRLF" else
-               "tr '\\r' '\\n' < in.csv > out.csv (every CR a line end: the blank lines it leaves are skipped)")
         return (f". Line {line} ends with a line feed alone, where the file's first line ends with {header_end}: under "
                 f"quoting={self.quoting!r} such a line feed is part of its value, as MySQL's SELECT ... INTO OUTFILE "
                 "... LINES TERMINATED BY writes a line break inside a value, so the lines after it were read into its "
                 "row; if each line feed ends a line (line ends mixed by joining or editing files), give every line one "
-                f"end first, for example with {fix}.")
+                f"end first, for example with {_one_line_end(header_end)}.")
+
+    def _ends_with_value_lf(self) -> bool:
+        """Whether the escaped export read ends with a line feed its reading reads as a value's
+        (:attr:`bertfeat.escapes.EscapedBytes.ends_with_value_lf`)."""
+        escapes = self._counting.escapes if self._counting is not None else None
+        return escapes is not None and escapes.ends_with_value_lf
+
+    def _last_line_run_on(self) -> str:
+        """The refusal of an escaped export whose last line ends with a line feed alone where its first ends with
+        CRLF or a lone CR (:meth:`_ends_with_value_lf`), naming the lines read into its last row."""
+        start = number = self.header_lines + 1
+        header_end = "CRLF"
+        with self._text() as fh:
+            for number, text in enumerate(self._lines(fh), 1):
+                if number == self.header_lines:
+                    header_end = "CRLF" if text.endswith("\r\n") else "a carriage return alone"
+                if number >= self.header_lines and text.endswith("\r\n" if header_end == "CRLF" else "\r"):
+                    start = number + 1  # a row ends here: the last begins on the next line
+        return (f"{self.path}: its last line ends with a line feed alone, where its first line ends with {header_end}, "
+                "as an export that ends lines so ends every line, the last too: under "
+                f"quoting={self.quoting!r} a line feed alone is part of its value, as MySQL's SELECT ... INTO OUTFILE "
+                f"... LINES TERMINATED BY writes a line break inside a value, so lines {start} to {number} would be "
+                "read as one row. If each line feed ends a line (line ends mixed by joining or editing files), give "
+                f"every line one end first, for example with {_one_line_end(header_end)}.")
 
     def _last_line(self) -> tuple[int, str] | None:
         """``(line, text)`` of the CSV file's last line that is not blank, spaces around it removed, or None."""
@@ -513,6 +535,12 @@ class CsvProblems:
 # an even run of backslashes before a quote: under csv-backslash, escaped backslashes and a quote that closes its value,
 # as R's write.table() writes a text's backslash before a quote (it escapes the quote, not the backslash)
 _ESCAPED_BACKSLASH_QUOTE = re.compile(r'(?<!\\)(?:\\\\)+"')
+def _one_line_end(header_end: str) -> str:
+    """A command that gives every line of a file one line end, where its first line ends with ``header_end``."""
+    return ("sed 's/\\r$//' < in.csv > out.csv" if header_end == "CRLF" else
+            "tr '\\r' '\\n' < in.csv > out.csv (every CR a line end: the blank lines it leaves are skipped)")
+
+
 # a backslash and the character it escapes (csv-backslash): no quote of the value's own
 _ESCAPED_CHARACTER = re.compile(r"\\.", re.S)
 

@@ -98,8 +98,25 @@ class EscapedBytes:
         # whether the first line (the header) ends with a lone CR, as each line then does: None until its end is seen
         self._lone_cr: bool | None = None
         self._header = HeaderEnd(quoted, escapes=True)  # where the header's line ends (its quoted names' breaks none)
+        self._last = b""  # the stream's last bytes (ends_with_value_lf)
 
     def rewrite(self, data: bytes) -> bytes:
+        if data:
+            self._last = (self._last + data)[-64:]
+        return self._rewrite(data)
+
+    @property
+    def ends_with_value_lf(self) -> bool:
+        """Whether the stream so far ends with a line feed alone (no CR before it, no backslash) where such a line feed
+        is a value's (lines end with CRLF or a lone CR): an export that ends its lines so ends its last line so too,
+        and a file whose lines after a CRLF header end with LF alone (mixed by joining or editing) is read as one row
+        from its last CRLF on."""
+        last = self._last
+        if not (self._crlf or self._lone_cr) or not last.endswith(b"\n") or last.endswith(b"\r\n"):
+            return False
+        return (len(last) - 1 - len(last[:-1].rstrip(b"\\"))) % 2 == 0
+
+    def _rewrite(self, data: bytes) -> bytes:
         if not data:
             out, self.held = self.held, b""
             return out

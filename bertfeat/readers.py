@@ -607,6 +607,8 @@ class InputReader(CsvProblems):
                         batch, skip = batch.slice(skip), 0
                     if self._counting.eof and self._counting.quotes.ends_open:
                         raise ValueError(self._csv_problem(None))  # before the last rows, which hold the rest
+                    if self._counting.eof and self._ends_with_value_lf():
+                        raise ValueError(self._last_line_run_on())  # before the last row, which holds those lines
                     self._refuse_what_the_stream_saw()  # before the rows it would have read wrong are delivered
                     batch = batch.select(self.columns)
                     if self._counting.lone_cr is not None and self._counting.lone_cr.marked:
@@ -626,6 +628,8 @@ class InputReader(CsvProblems):
                     raise ValueError(self._zeros())
                 if self._counting.quotes.ends_open:
                     raise ValueError(self._csv_problem(None))
+                if self._ends_with_value_lf():
+                    raise ValueError(self._last_line_run_on())
                 return
             except pa.ArrowInvalid as exc:
                 if self._counting.zeros_at is not None:  # a row of zeros, too few fields: the zeros are why

@@ -711,6 +711,39 @@ def test_rows_an_escaped_reading_runs_into_one_at_a_line_feed_alone_are_told_the
 
 
 @pytest.mark.parametrize("quoting", ["backslash", "csv-backslash"])
+def test_a_file_of_one_column_whose_last_line_ends_with_a_line_feed_alone_is_refused_not_read_as_one_text(
+        tmp_path, quoting):
+    """(found by a review of session 16's CSV work, 2026-11-27, session 17) the test above's file of one column: no row
+    comes out too wide, and its rows were read as one text ('a\\nb\\nc\\n' for the three), silently. An export that
+    ends its lines with CRLF or a lone CR ends its last line so too: a file whose last line ends with a LF alone is
+    refused, before that row is delivered, naming the lines read into it; MySQL's own, a text's LF inside, is read."""
+    for data, lines, crlf in [(b"text\r\na\nb\nc\n", "2 to 4", True), (b"text\r\nok\r\na\nb\n", "3 to 4", True),
+                              (b"text\ra\nb\n", "2 to 3", False)]:
+        src = tmp_path / "one.csv"
+        src.write_bytes(data)
+        delivered = []
+
+        def read_on():
+            for batch in csv_reader(src, ["text"], chunk_rows=1, quoting=quoting).batches():
+                delivered.extend(batch.column("text").to_pylist())
+
+        said = refusal(read_on)
+        header_end, fix = (("CRLF", "sed 's/\\r$//' < in.csv > out.csv") if crlf else (
+            "a carriage return alone",
+            "tr '\\r' '\\n' < in.csv > out.csv (every CR a line end: the blank lines it leaves are skipped)"))
+        assert said == (
+            f"{src}: its last line ends with a line feed alone, where its first line ends with {header_end}, as an "
+            f"export that ends lines so ends every line, the last too: under quoting={quoting!r} a line feed alone is "
+            "part of its value, as MySQL's SELECT ... INTO OUTFILE ... LINES TERMINATED BY writes a line break inside "
+            f"a value, so lines {lines} would be read as one row. If each line feed ends a line (line ends mixed by "
+            f"joining or editing files), give every line one end first, for example with {fix}."), said
+        assert all("\n" not in text for text in delivered)
+    src = tmp_path / "mysql.csv"  # MySQL's INTO OUTFILE ... LINES TERMINATED BY '\r\n': a text's LF as written
+    src.write_bytes(b"text\r\ntwo\nlines\r\nok\r\n")
+    assert read_all(csv_reader(src, ["text"], quoting=quoting))[0].column("text").to_pylist() == ["two\nlines", "ok"]
+
+
+@pytest.mark.parametrize("quoting", ["backslash", "csv-backslash"])
 def test_a_ragged_row_of_any_escaped_export_is_named_at_the_line_an_editor_shows(tmp_path, quoting):
     """(session 16, the test above as a property) MySQL's INTO OUTFILE, without ENCLOSED BY ('backslash') and with it
     ('csv-backslash'), of random texts of line breaks of each kind, tabs, commas, quotes and backslashes, in lines
