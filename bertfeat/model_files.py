@@ -29,21 +29,38 @@ def load_tokenizer(spec: ModelSpec, trust_remote_code: bool = False) -> tuple:
     model's sentence-transformers config says so), loaded once per process for the same tokenizer files and shared
     by every caller: the worker's tokenization check and the model's backend. Neither changes them after. The
     :data:`_TOKENIZERS_KEPT` used last are kept."""
-    from transformers import AutoTokenizer
-
     key = (spec.path, spec.tokenizer_sha256, spec.st_do_lower_case, trust_remote_code)
     with _TOKENIZERS_LOCK:
         found = _kept_tokenizer(key)
     if found is not None:
         return found
-    with _quiet_transformers():
-        tokenizer = AutoTokenizer.from_pretrained(spec.path, trust_remote_code=trust_remote_code)
+    tokenizer = _auto_tokenizer(spec.path, spec.name, trust_remote_code)
     loaded = (tokenizer, ContentTokenizer(tokenizer, lowercase=spec.st_do_lower_case))
     with _TOKENIZERS_LOCK:
         found = _kept_tokenizer(key)  # two threads loading at once: both take the first kept
         if found is None:
             keep_recent(_TOKENIZERS, (key, loaded), _TOKENIZERS_KEPT)
     return found or loaded
+
+
+def _auto_tokenizer(path: str, name: str, trust_remote_code: bool):
+    """transformers' tokenizer of the model folder ``path`` (the model ``name``); a folder holding the tokenizer's
+    settings but no vocabulary refused saying so, where transformers said "Couldn't instantiate the backend tokenizer"
+    and to install sentencepiece or tiktoken, which cannot help there."""
+    from pathlib import Path
+
+    from transformers import AutoTokenizer
+
+    from bertfeat.model_folder import no_vocabulary
+
+    try:
+        with _quiet_transformers():
+            return AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+    except ValueError as exc:
+        refusal = no_vocabulary(Path(path), name) if "instantiate the backend tokenizer" in str(exc) else None
+        if refusal is None:
+            raise
+        raise ModelNotAvailableError(refusal) from None
 
 
 def _kept_tokenizer(key: tuple) -> tuple | None:
@@ -171,10 +188,9 @@ def check_model_files(spec: ModelSpec, trust_remote_code: bool = False) -> dict:
     :class:`~bertfeat.exceptions.ModelNotAvailableError` naming the weights that do not fit.
     """
     import torch
-    from transformers import AutoTokenizer
 
+    tokenizer = _auto_tokenizer(spec.path, spec.name, trust_remote_code)
     with _quiet_transformers():
-        tokenizer = AutoTokenizer.from_pretrained(spec.path, trust_remote_code=trust_remote_code)
         model = load_checked_model(spec, torch.float32, tokenizer, trust_remote_code)
     return _checked_counts(model, tokenizer)
 
@@ -210,15 +226,12 @@ def tokenizer_puts_token_first(spec: ModelSpec, trust_remote_code: bool = False)
     """Whether the model's tokenizer puts a special token before a text, asked of the tokenizer itself (no weights
     loaded): for a model whose tokenizer.json does not tell (``spec.special_first`` None), so that ``pooling="cls"``
     is judged at fit, before a run answered wholly from the cache, which never loads the model."""
-    return _puts_token_first(spec.path, spec.tokenizer_sha256, trust_remote_code)
+    return _puts_token_first(spec.path, spec.tokenizer_sha256, trust_remote_code, spec.name)
 
 
 @functools.lru_cache(maxsize=16)
-def _puts_token_first(path: str, tokenizer_sha256: str, trust_remote_code: bool) -> bool:
-    from transformers import AutoTokenizer
-
-    with _quiet_transformers():
-        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+def _puts_token_first(path: str, tokenizer_sha256: str, trust_remote_code: bool, name: str) -> bool:
+    tokenizer = _auto_tokenizer(path, name, trust_remote_code)
     return bool(_special_tokens_around(tokenizer)[0])
 
 

@@ -39,6 +39,23 @@ def _tokenizer_files(root: Path, name: str) -> list[Path]:
     return tok_files
 
 
+# the tokenizer's settings, which hold no vocabulary (_TOKENIZER_FILES' others hold one)
+_TOKENIZER_SETTINGS = ("tokenizer_config.json", "special_tokens_map.json", "added_tokens.json")
+
+
+def no_vocabulary(root: Path, name: str) -> str | None:
+    """The refusal of a folder holding the tokenizer's settings but no vocabulary (a copy of the *.json files alone
+    leaves vocab.txt behind), where transformers cannot build its tokenizer; None where it holds one."""
+    present = sorted(f for f in _TOKENIZER_FILES if (root / f).is_file())
+    if not present or any(f not in _TOKENIZER_SETTINGS for f in present):
+        return None
+    return (f"model={name!r}: {root} holds the tokenizer's settings ({', '.join(present)}) but no vocabulary for it to "
+            "read (tokenizer.json, vocab.txt, vocab.json and merges.txt, or a SentencePiece model such as "
+            "spiece.model), as a copy of the *.json files alone or a download stopped midway leaves: copy the "
+            "tokenizer's files from where the model came from, or save them there, "
+            "AutoTokenizer.from_pretrained(name).save_pretrained(dir).")
+
+
 def _no_config(name: str, root: Path, top: Path) -> str:
     """The refusal of a folder without config.json, saying which folder to pass: the model's snapshot where ``root``
     is the folder the Hugging Face cache keeps a model in (``models--org--name``), the subfolders holding a

@@ -986,3 +986,29 @@ def test_weights_under_one_extra_prefix_are_named_with_it():
     assert _refused(check_weights_fit, "m", "/m", missing, unexpected, [], ["embeddings", "encoder"]).endswith(
         "; the file holds 3 weight(s) under other names (model.embeddings.w, model.encoder.w, x.embeddings.w). "
         + hint)
+
+
+@pytest.mark.parametrize("pooling", ["cls", "mean"])
+def test_a_folder_with_the_tokenizers_settings_but_no_vocabulary_is_refused_naming_what_it_lacks(
+        tiny_bert, tmp_path, pooling):
+    """(found by a review of session 16's models work, 2026-11-27, session 17) tokenizer_config.json counts among the
+    tokenizer's files, so a folder holding it (and special_tokens_map.json) without the vocabulary (a copy of the
+    *.json files alone leaves vocab.txt behind; a download stopped between them) passed the check of what a model
+    folder must hold, and transformers then failed with "Couldn't instantiate the backend tokenizer ... You need to
+    have sentencepiece or tiktoken installed", advice that cannot help. Now refused naming the folder, what it holds and
+    what it lacks, where the tokenizer first loads (pooling='cls' asks it at fit, 'mean' at transform)."""
+    from bertfeat import BertEmbedder
+
+    folder = tmp_path / "copied"
+    folder.mkdir()
+    for name in ("config.json", "model.safetensors", "tokenizer_config.json"):
+        shutil.copy(os.path.join(tiny_bert, name), folder / name)
+    (folder / "special_tokens_map.json").write_text(json.dumps({"cls_token": "[CLS]", "sep_token": "[SEP]"}))
+    with pytest.raises(ModelNotAvailableError) as info:
+        BertEmbedder(str(folder), pooling=pooling).fit_transform(["a cat", "a dog"])
+    assert str(info.value) == (
+        f"model={str(folder)!r}: {folder} holds the tokenizer's settings (special_tokens_map.json, "
+        "tokenizer_config.json) but no vocabulary for it to read (tokenizer.json, vocab.txt, vocab.json and "
+        "merges.txt, or a SentencePiece model such as spiece.model), as a copy of the *.json files alone or a "
+        "download stopped midway leaves: copy the tokenizer's files from where the model came from, or save them "
+        "there, AutoTokenizer.from_pretrained(name).save_pretrained(dir).")
