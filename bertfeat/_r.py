@@ -382,22 +382,24 @@ def run_cli(args, on_line=None) -> tuple[int, str, str, str, list]:
 def probe(texts, missing_mask, y, params=None):
     """Run :func:`bertfeat.probe` for R's ``bf_probe()``: the table as columns R turns into a tibble.
 
-    Returns ``(columns, recommended, kind, code, metric, task, plot, chance, folds, warnings)``: ``columns`` maps each
-    table column to a list of floats (NaN where empty) or strings ("" where empty, NA in R), ``recommended`` the
-    BertEmbedder keyword arguments of the recommended row (None for TF-IDF alone), ``chance`` the score of a model
-    that ignores the texts (``ProbeResult.chance``), ``folds`` what the folds kept together (``ProbeResult.folds``),
-    ``warnings`` as in :func:`embed`.
+    Returns ``(columns, recommended, kind, code, metric, task, plot, chance, folds, notes, left_out, warnings)``:
+    ``columns`` maps each table column to a list of floats (NaN where empty) or strings ("" where empty, NA in R),
+    ``recommended`` the BertEmbedder keyword arguments of the recommended row (None for TF-IDF alone), ``chance`` the
+    score of a model that ignores the texts (``ProbeResult.chance``), ``folds`` what the folds kept together
+    (``ProbeResult.folds``), ``notes`` the lines Python prints under the table (:func:`bertfeat.probe_chance.
+    chance_lines`: the candidates left out, chance, the note when no row beats chance clearly), ``left_out``
+    ``ProbeResult.left_out``, ``warnings`` as in :func:`embed`.
 
     Examples
     --------
     >>> import pandas as pd
     >>> df = pd.read_csv("data/fine_foods.csv.gz").head(40)
-    >>> cols, rec, kind, code, metric, task, plot, chance, folds, warns = probe(
+    >>> cols, rec, kind, code, metric, task, plot, chance, folds, notes, left_out, warns = probe(
     ...     df["review"].tolist(), [False] * 40, df["score"].tolist(), {"cv": 2, "unions": 1, "poolings": ["mean"]})
     >>> metric, "candidate" in cols, len(cols["score"]) == len(cols["rank"]), chance["score"], folds["n_splits"]
     ('roc_auc', True, True, 0.5, 2)
     """
-    from bertfeat.probe import probe as run_probe
+    from bertfeat.probe import chance_lines, probe as run_probe
 
     X = _build_input([texts], [missing_mask], None)
     _import_torch()
@@ -420,7 +422,7 @@ def probe(texts, missing_mask, y, params=None):
         else:
             columns[name] = [float("nan") if v is None or v != v else float(v) for v in values]
     return (columns, result.recommended, result.recommended_kind, result.code(), result.metric, result.task,
-            params.get("plot"), result.chance, result.folds, caught)
+            params.get("plot"), result.chance, result.folds, chance_lines(result), result.left_out, caught)
 
 
 def _r_labels(y, task) -> np.ndarray:

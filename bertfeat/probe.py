@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from bertfeat.probe_chance import CONSTANT_WHY, chance_bar, chance_lines, chance_score, constant, std_err
 from bertfeat.probe_folds import _check_folds, _check_groups, _fold_groups, _grouped, _text_groups, groups_kept
 from bertfeat.probe_labels import _check_label_types, _check_labels, _decimals_as_numbers, _task
 
@@ -92,7 +93,12 @@ class ProbeResult:
     :meth:`estimator` gives it as an unfitted transformer and :meth:`code` as Python code. ``chance`` is the score
     of a model that ignores the texts on the same folds (``name``, ``score``, ``std_err``): ROC AUC 0.5, the most
     frequent class's share for accuracy (0.60 for a 10-class task whose majority class holds 60% of the texts), R^2
-    about 0; a row is worth something only by how far it beats it.
+    about 0; a row is worth something only by how far it beats it. ``chance["beaten"]`` says whether the best row
+    beats it clearly, scoring above ``chance["bar"]`` (:func:`bertfeat.probe_chance.chance_bar`: chance plus
+    ``2 * sqrt(2 ln k)`` standard errors for a table of k rows; the best of k rows scored on noise lands about
+    ``sqrt(2 ln k)`` above chance, and a fold standard error understates a score's spread); where it does not, the
+    table reads as noise. ``left_out`` lists the candidates not scored, each with why (features the same for every
+    text, such as the embedding layer's CLS vector, score chance whatever the labels).
     """
 
     table: "object"  # pandas.DataFrame
@@ -112,6 +118,7 @@ class ProbeResult:
     random_state: int = 0  # the folds' shuffle seed
     chance: dict | None = None  # the score of a model that ignores the texts, on the same folds
     folds: dict = field(default_factory=dict)  # what the folds kept together: see probe()'s Returns
+    left_out: list = field(default_factory=list)  # candidates not scored, each with why: see probe()'s Returns
 
     def _row(self, rank=None):
         rank = self.recommended_rank if rank is None else rank
@@ -178,20 +185,6 @@ class ProbeResult:
         out = (f"ProbeResult({self.task}, metric={self.metric}, recommended={self.recommended_kind} "
                f"{self.recommended})\n{self.table[cols].head(10).to_string(index=False)}")
         return out + "".join(f"\n{line}" for line in chance_lines(self))
-
-
-def chance_lines(result) -> list[str]:
-    """The chance reference as printed beside the table, and a note when no row clearly beats it: a 10-class
-    accuracy of 0.60 reads as a fair model until one sees that always answering the majority class scores 0.60."""
-    if result.chance is None:
-        return []
-    chance, best = result.chance, result.table.iloc[0]
-    lines = [f"{chance['name']}: {chance['score']:.4f} +/- {chance['std_err']:.4f}"]
-    if best["score"] - best["std_err"] <= chance["score"]:
-        lines.append(f"note: no row scores more than one standard error above chance (the best, rank 1, "
-                     f"{best['score']:.4f} +/- {best['std_err']:.4f}): these texts may not predict these labels, "
-                     "and the recommendation is then noise.")
-    return lines
 
 
 def _kwargs(d: dict) -> str:
@@ -315,7 +308,10 @@ def probe(
         ``copies_kept_together``: whether some texts were copies of others, each kept in one fold, False where every
         text is distinct; ``n_groups``: the groups given, None without ``groups``, and ``n_fold_groups``: the units
         the folds kept whole, groups joined by copies), ``chance`` (the score of a model that
-        ignores the texts, on the same folds: the reference every score is read against) and the costs.
+        ignores the texts, on the same folds: the reference every score is read against; ``beaten``, whether the
+        best row scores above ``bar``, what the best of the table's rows seldom passes on labels the texts do not
+        predict), ``left_out`` (candidates not scored: those whose features are the same for every text, which score
+        chance whatever the labels, each with ``model``, ``candidate`` and ``why``) and the costs.
 
     Examples
     --------
@@ -408,7 +404,7 @@ def probe(
     t1 = time.perf_counter()
     tfidf_folds = _tfidf_folds(texts, folds, missing) if need_tfidf else None
     t_fits += time.perf_counter() - t1
-    rows, model_info, seconds = [], {}, {}
+    rows, model_info, seconds, left_out = [], {}, {}, []
     for name in models:
         t0 = time.perf_counter()
         blocks, run[name], info = _embed_all_layers(texts, name, run[name], dict(
@@ -423,6 +419,10 @@ def probe(
         model_rows = []
         for cand in default_candidates(info["num_layers"], run[name]):
             X = candidate_features(blocks, run[name], cand, normalize)
+            if constant(X):  # scores chance whatever the labels; on noise the smallest-row rule could pick it
+                left_out.append({"model": name, "candidate": label(cand.label(info["num_layers"])),
+                                 "why": CONSTANT_WHY})
+                continue
             scores = np.asarray([_fit_score(scoring["embedding"](), X[tr], y[tr], X[te], y[te], scoring["metric"],
                                             _inner(scoring, tr)) for tr, te in folds])
             params = {"model": name, **cand.params(info["num_layers"]), **shared}
@@ -448,8 +448,13 @@ def probe(
         rows.append(_table_row(None, "tfidf", "TF-IDF (1-2 grams)", None, _tfidf_width(tfidf_folds), scores, np.nan,
                                None))
         base = {"name": "TF-IDF (1-2 grams) baseline", "score": float(scores.mean()),
-                "std_err": float(_std_err(scores))}
+                "std_err": std_err(scores)}
     seconds["fits"] = round(t_fits, 2)
+    if not rows:  # every candidate left out, no TF-IDF row: nothing was scored
+        raise ValueError(f"every candidate's features are the same for every text ({len(left_out)} candidates, "
+                         f"{len(texts)} texts), so none can score more than chance: the model reads these texts alike, "
+                         "as texts truncated to the same first tokens (pass long_text='chunk' to embed them whole) or "
+                         "texts of characters its tokenizer does not know; or drop baseline=False to score TF-IDF.")
 
     table = pd.DataFrame(rows).sort_values(["score", "n_features"], ascending=[False, True]).reset_index(drop=True)
     table.insert(0, "rank", np.arange(1, len(table) + 1))
@@ -457,13 +462,17 @@ def probe(
     within = table[table["score"] >= best["score"] - best["std_err"]]
     rec = within.sort_values(["n_features", "score"], ascending=[True, False]).iloc[0]
     first = model_info[models[0]]
+    chance = chance_score(task, y, folds, scoring["metric"])
+    verdict = chance_bar(table, chance)
+    chance.update(beaten=verdict["beaten"], bar=verdict["bar"])
     result = ProbeResult(
         table=table, metric=scoring["metric"], task=task,
         recommended=None if rec["params"] is None else dict(rec["params"]),
         best=None if best["params"] is None else dict(best["params"]), num_layers=first["num_layers"],
         baseline=base, seconds=seconds, recommended_kind=rec["kind"], recommended_rank=int(rec["rank"]),
         models=model_info, cv=scoring["splitter"], classifier_params=scoring["classifier_params"], missing=missing,
-        random_state=int(random_state), chance=_chance(task, y, folds, scoring["metric"]), folds=fold_facts,
+        random_state=int(random_state), chance=chance, folds=fold_facts,
+        left_out=left_out,
     )
     if plot:
         result.plot(plot)
@@ -602,13 +611,9 @@ def _table_row(model, kind, label, cand, n_features, scores, s_per_1k, params) -
         "pooling": None if cand is None else "+".join(cand.pooling),
         "layer": cand.layers[0] if cand is not None and len(cand.layers) == 1 else None,
         "n_layers": None if cand is None else len(cand.layers),
-        "n_features": int(n_features), "score": float(scores.mean()), "std_err": float(_std_err(scores)),
+        "n_features": int(n_features), "score": float(scores.mean()), "std_err": std_err(scores),
         "embed_s_per_1k": s_per_1k, "params": params,
     }
-
-
-def _std_err(scores: np.ndarray) -> float:
-    return scores.std(ddof=1) / np.sqrt(len(scores))
 
 
 C_EMBEDDING = 0.05
@@ -659,24 +664,6 @@ def _scorer(task, y, cv, random_state, groups=None, grouped=None) -> dict:
     return {"metric": metric, "splitter": splitter, "classifier_params": params, "inner_groups": inner,
             "embedding": lambda: make_pipeline(*_linear_model(task, "embedding", params)),
             "sparse": lambda: make_pipeline(*_linear_model(task, "sparse", params))}
-
-
-CHANCE_NAMES = {"roc_auc": "chance (every text scored alike)",
-                "accuracy": "chance (always the training folds' most frequent class)",
-                "r2": "chance (always the training folds' mean label)"}
-
-
-def _chance(task, y, folds, metric) -> dict:
-    """The score of a model that ignores the texts, on the probe's folds: what a row must beat to say anything. ROC
-    AUC's is 0.5 whatever the balance of the classes; accuracy's is the share of the most frequent class (0.60 where
-    it holds 60% of the texts), R^2's about 0 (a little below, the training folds' mean missing each test fold's)."""
-    from sklearn.dummy import DummyClassifier, DummyRegressor
-
-    X = np.zeros((len(y), 1))
-    scores = np.asarray([_fit_score(DummyClassifier(strategy="prior") if task == "classification"
-                                    else DummyRegressor(), X[train], y[train], X[test], y[test], metric)
-                         for train, test in folds])
-    return {"name": CHANCE_NAMES[metric], "score": float(scores.mean()), "std_err": float(_std_err(scores))}
 
 
 def _tfidf_width(tfidf_folds) -> int:

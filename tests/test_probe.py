@@ -9,6 +9,7 @@ import pytest
 
 from bertfeat import BertEmbedder
 from bertfeat.probe import Candidate, candidate_features, default_candidates, probe
+from bertfeat.probe_chance import CONSTANT_WHY
 from tests.conftest import shared_scope
 
 WORDS_POS = "lovely delightful wonderful charming great superb".split()
@@ -73,8 +74,10 @@ def test_probe_runs_one_embedding_pass_and_ranks_candidates(tiny_bert, monkeypat
     t = result.table
     assert_ranked(t)
     assert (t["score"] == t["score"].iloc[0]).sum() > 1  # ties at the top: their order (fewer features first) shows
-    assert (t["std_err"] >= 0).all() and len(t) == len(default_candidates(3)) + 3 + 1  # + 3 unions + TF-IDF
-    assert t["kind"].value_counts().to_dict() == {"embedding": len(default_candidates(3)), "union": 3, "tfidf": 1}
+    # every candidate but cls of layer 0, one vector for every text (left out, saying why), + 3 unions + TF-IDF
+    assert (t["std_err"] >= 0).all() and len(t) == len(default_candidates(3)) - 1 + 3 + 1
+    assert t["kind"].value_counts().to_dict() == {"embedding": len(default_candidates(3)) - 1, "union": 3, "tfidf": 1}
+    assert [left["candidate"] for left in result.left_out] == ["cls, layer 0"]
     assert result.metric == "roc_auc" and 0.5 < t["score"].iloc[0] <= 1.0
     assert result.baseline["score"] > 0.5
     best = t.iloc[0]
@@ -140,7 +143,7 @@ def test_probe_command(tiny_bert, tmp_path, capsys):
     assert code == 0 and "recommended:" in out and "roc_auc" in out
     assert "features = " in out and "import" in out  # the recommendation as Python code
     report = json.loads((tmp_path / "p.json").read_text())
-    assert report["code"] in out and len(report["table"]) == len(default_candidates(3)) + 3 + 1
+    assert report["code"] in out and len(report["table"]) == len(default_candidates(3)) - 1 + 3 + 1  # less cls, layer 0
     assert (tmp_path / "p.png").exists()
     assert main(["probe", str(tmp_path / "d.csv"), "--text-col", "text", "--label-col", "nope",
                  "--model", tiny_bert]) == 2
@@ -957,7 +960,9 @@ def test_the_probe_with_every_default(capfd):
     assert (result.cv.n_splits, result.cv.shuffle, result.cv.random_state) == (5, True, 0)
     assert list(result.models) == ["default"] and result.num_layers == 6 and result.task == "classification"
     t = result.table
-    assert t["kind"].value_counts().to_dict() == {"embedding": len(default_candidates(6)), "union": 3, "tfidf": 1}
+    # every candidate but cls of layer 0, the embedding layer's one CLS vector for every text (left out, saying why)
+    assert t["kind"].value_counts().to_dict() == {"embedding": len(default_candidates(6)) - 1, "union": 3, "tfidf": 1}
+    assert result.left_out == [{"model": "default", "candidate": "cls, layer 0", "why": CONSTANT_WHY}]
     for row in t.to_dict("records"):
         if row["kind"] != "tfidf":  # only what the candidate sets, and the model: every other option at its default
             assert set(row["params"]) == {"model", "pooling", "layers", "layer_agg"}, row["params"]
@@ -1776,24 +1781,28 @@ def test_every_score_comes_with_the_chance_a_model_ignoring_the_texts_scores(tin
     if metric == "accuracy":
         assert result.chance["score"] == pytest.approx(0.6, abs=0.01)
         assert result.chance["name"] == "chance (always the training folds' most frequent class)"
-    best = result.table.iloc[0]
-    assert best["score"] - best["std_err"] <= result.chance["score"]  # noise texts: nothing beats chance
+    assert result.chance["beaten"] is False  # noise texts: nothing beats chance (tests/test_probe_chance.py)
+    assert result.table.iloc[0]["score"] <= result.chance["bar"]
     assert f"{result.chance['name']}: {score:.4f} +/- {std_err:.4f}" in repr(result)
-    assert "no row scores more than one standard error above chance" in repr(result)
+    assert "\nnote: no row beats chance clearly: the best, rank 1, scores" in repr(result)
 
     pd.DataFrame({"text": texts, "label": labels}).to_csv(tmp_path / "d.csv", index=False)
     assert main(["probe", str(tmp_path / "d.csv"), "--text-col", "text", "--label-col", "label", "--model", tiny_bert,
                  "--unions", "0", "--json", str(tmp_path / "p.json")]) == 0
     out = capsys.readouterr().out
     assert f"{result.chance['name']}: {score:.4f} +/- {std_err:.4f}\n" in out
-    assert "note: no row scores more than one standard error above chance" in out
-    assert json.loads((tmp_path / "p.json").read_text())["chance"] == pytest.approx(result.chance)
+    assert "\nnote: no row beats chance clearly: the best, rank 1, scores" in out
+    saved = json.loads((tmp_path / "p.json").read_text())["chance"]  # the command's table: every pooling, its bar
+    assert {k: saved[k] for k in ("name", "score", "std_err")} == pytest.approx(
+        {k: result.chance[k] for k in ("name", "score", "std_err")})
+    assert saved["beaten"] is False and saved["bar"] > saved["score"]
 
 
 def test_no_note_of_chance_where_the_best_row_beats_it(probed, tiny_bert):
     texts, y, result = probed
-    assert result.chance == {"name": "chance (every text scored alike)", "score": 0.5, "std_err": 0.0}
-    assert result.table.iloc[0]["score"] - result.table.iloc[0]["std_err"] > 0.5
+    assert result.chance == {"name": "chance (every text scored alike)", "score": 0.5, "std_err": 0.0,
+                             "beaten": True, "bar": pytest.approx(result.chance["bar"])}
+    assert result.table.iloc[0]["score"] > result.chance["bar"] > 0.5
     assert repr(result).endswith("\nchance (every text scored alike): 0.5000 +/- 0.0000")
 
 

@@ -121,7 +121,9 @@ def test_describe_and_probe_return_their_warnings_for_r(tiny_bert, tmp_path):
         _, _, warns, *_ = _r.describe(["review"], {"model": str(prompted)})
         assert [w[0] for w in warns] == ["ModelNoteWarning"] and "defines prompts" in warns[0][1]
         long = "the quick brown fox jumps over the lazy dog " * 4
-        texts = [long + str(i) for i in range(8)]
+        # each its own first word: cut to 8 tokens, texts alike but for their ends read alike, every candidate one
+        # vector for every text, which the probe refuses (session 17)
+        texts = [f"{word} {long}" for word in "lovely delightful wonderful charming dull tedious awful boring".split()]
         *_, warns = _r.probe(texts, [False] * 8, [0, 1] * 4, {"model": tiny_bert, "max_length": 8, "cv": 2,
                                                               "unions": 0, "baseline": False})
     assert "TruncationWarning" in [w[0] for w in warns]

@@ -157,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
                        "recommended": result.recommended,
                        "recommended_kind": result.recommended_kind, "code": result.code(), "missing": result.missing,
                        "models": result.models, "best": result.best, "baseline": result.baseline,
-                       "chance": result.chance,
+                       "chance": result.chance, "left_out": result.left_out,
                        "seconds": result.seconds,
                        "table": records}, fh, indent=2, default=str)
     return 0

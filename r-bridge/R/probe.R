@@ -38,7 +38,12 @@ PROBE_DOTS_PARAMS <- c("max_length", "long_text", "stride", "normalize", "prefix
 #'   `"union"`, add a TF-IDF of the same text, for example with textrecipes, beside the step; `print()` shows the
 #'   step's call); `code`, the Python code of the recommended features; `metric`; `task`; `plot`, the plot's path; `chance`, the score
 #'   of a model that ignores the texts on the same folds (`name`, `score`, `std_err`: ROC AUC 0.5, the most
-#'   frequent class's share for accuracy, R^2 about 0), which a row must beat to be worth anything; and `folds`,
+#'   frequent class's share for accuracy, R^2 about 0), which a row must beat to be worth anything, and `beaten`,
+#'   whether the best row scores above `bar`, chance plus `2 * sqrt(2 * log(k))` standard errors for a table of k
+#'   rows, which the best of k rows seldom passes on labels the texts do not predict (else `print()` notes that the
+#'   recommendation may be noise); `notes`, the lines printed under the table; `left_out`, the candidates not
+#'   scored, each with `model`, `candidate` and `why` (features the same for every text, such as the embedding
+#'   layer's CLS vector, score chance whatever the labels); and `folds`,
 #'   what the folds kept together (`n_splits`, `random_state`, `copies_kept_together`: whether some texts were
 #'   copies of others, each kept in one fold, `FALSE` where every text is distinct; `n_groups`: the groups given,
 #'   `NULL` without `groups`, and `n_fold_groups`: the units kept whole, groups joined by copies of a text).
@@ -131,7 +136,8 @@ bf_probe <- function(x, y, model = "default", cv = 5, unions = 3, baseline = TRU
   mask <- is.na(texts)
   texts[mask] <- ""
   res <- with_python_errors(python_module(call = call)$probe(texts, mask, y, params), call = call)
-  issue_python_warnings(res[[10]])
+  # the warnings come last (an older bertfeat._r gave 10 values, without `notes` and `left_out`)
+  issue_python_warnings(res[[length(res)]])
   columns <- res[[1]]
   table <- tibble::as_tibble(lapply(columns, function(v) {
     v <- unlist(v)
@@ -143,7 +149,9 @@ bf_probe <- function(x, y, model = "default", cv = 5, unions = 3, baseline = TRU
   }
   structure(
     list(table = table, recommended = step_arguments(res[[2]]), kind = res[[3]], code = res[[4]],
-         metric = res[[5]], task = res[[6]], plot = res[[7]], chance = res[[8]], folds = res[[9]]),
+         metric = res[[5]], task = res[[6]], plot = res[[7]], chance = res[[8]], folds = res[[9]],
+         notes = if (length(res) >= 12L) as.character(unlist(res[[10]])) else character(0),
+         left_out = if (length(res) >= 12L) res[[11]] else list()),
     class = "bertfeat_probe"
   )
 }
@@ -171,13 +179,12 @@ print.bertfeat_probe <- function(x, ...) {
               if (is.null(folds)) "" else sprintf("%d-fold ", folds$n_splits), x$metric, kept, x$kind))
   cat(r_recommendation(x), "\n\n")
   print(x$table[, c("rank", "model", "kind", "candidate", "n_features", "score", "std_err")], ...)
-  if (!is.null(x$chance)) {
+  # Python's own lines (chance, the candidates left out, the note when no row beats chance clearly): the same words
+  # as its print and the command line's
+  if (length(x$notes)) {
+    cat(x$notes, sep = "\n")
+  } else if (!is.null(x$chance)) { # an older bertfeat._r gave no notes
     cat(sprintf("%s: %.4f +/- %.4f\n", x$chance$name, x$chance$score, x$chance$std_err))
-    best <- x$table[1, ]
-    if (best$score - best$std_err <= x$chance$score) {
-      cat("note: no row scores more than one standard error above chance: these texts may not predict these labels,",
-          "and the recommendation is then noise.\n")
-    }
   }
   invisible(x)
 }

@@ -135,6 +135,28 @@ test_that("the probe's Python warnings come back as classed R warnings", {
   expect_s3_class(p, "bertfeat_probe")
 })
 
+test_that("bf_probe() prints Python's lines under the table: chance, the candidates left out, the note of noise", {
+  # R's print judged chance by its own bar (the best row one standard error above it), which on noise labels said
+  # nothing most of the time, and knew nothing of the candidates left out (session 17)
+  d <- probe_texts(24)
+  noise <- rep(c("a", "b", "b", "a"), 6) # labels the texts' words do not follow
+  p <- bf_probe(d$texts, noise, cv = 2, unions = 0)
+  ref <- reticulate::import("bertfeat", convert = FALSE)$probe(as.list(d$texts), as.list(noise), cv = 2L, unions = 0L)
+  lines <- unlist(reticulate::import("bertfeat.probe_chance")$chance_lines(ref))
+  expect_identical(p$notes, lines)
+  expect_identical(p$notes[1], paste("left out: cls, layer 0 (its features are the same for every text, so it scores",
+                                     "chance whatever the labels)"))
+  expect_identical(p$left_out[[1]]$candidate, "cls, layer 0")
+  expect_false("cls, layer 0" %in% p$table$candidate)
+  expect_identical(p$chance$beaten, reticulate::py_to_r(ref$chance)$beaten)
+  expect_equal(p$chance$bar, reticulate::py_to_r(ref$chance)$bar)
+  # the note, where the best row does not clear the bar, in Python's words
+  expect_identical(length(lines), if (p$chance$beaten) 2L else 3L)
+  if (!p$chance$beaten) expect_match(lines[3], "^note: no row beats chance clearly: the best, rank 1, scores ")
+  printed <- capture.output(print(p))
+  expect_identical(utils::tail(printed, length(lines)), lines)
+})
+
 test_that("bf_probe() keeps each of its groups in one fold, draws its folds from random_state and gives chance", {
   # no way to keep a group's texts (a customer's reviews) in one fold, and random_state only through `...` (session 11)
   d <- probe_texts(24)
