@@ -71,10 +71,15 @@ def test_the_bar_grows_with_the_rows_and_a_typical_rows_standard_error():
     assert chance_bar(table.head(1), {"score": 0.5, "std_err": 0.0})["margin"] == 2.0  # a table of one row
 
 
-def test_constant_features_are_those_of_every_text_alike():
-    assert constant(np.ones((5, 3))) and constant(np.zeros((0, 3)))
-    x = np.ones((5, 3), dtype=np.float32)
-    x[4, 2] = np.nextafter(np.float32(1), np.float32(2))  # one bit in one cell: a text told apart
+def test_constant_features_are_those_of_every_text_alike_up_to_float32_rounding():
+    assert constant(np.ones((5, 3))) and constant(np.zeros((0, 3))) and constant(np.zeros((5, 3)))
+    x = np.full((5, 3), 6.33, dtype=np.float32)
+    x[4, 2] = np.nextafter(np.float32(6.33), np.float32(7))  # a last bit another batch's kernel may round otherwise
+    assert constant(x)  # the scaler would blow it up to unit variance: noise
+    x[4, 2] = 6.331  # a text told apart
+    assert not constant(x)
+    x = np.zeros((5, 3), dtype=np.float32)
+    x[2, 0] = 1e-3  # one text's value where the others are zero (a missing text's zero vector, the other way round)
     assert not constant(x)
 
 
@@ -115,3 +120,22 @@ def test_every_candidate_the_same_for_every_text_is_refused_not_ranked(tiny_bert
     with pytest.raises(ValueError, match=r"^every candidate's features are the same for every text \(\d+ candidates, "
                                          r"20 texts\), so none can score more than chance"):
         probe(texts, [0, 1] * 10, model=tiny_bert, cv=2, baseline=False, unions=0)
+
+
+def test_a_bar_no_score_can_reach_says_so():
+    """With few texts, a fold standard error is large and the bar passes the metric's top (1.0): the note says that no
+    score can clear it, not only that the best did not."""
+    from bertfeat.probe import ProbeResult
+    from bertfeat.probe_chance import chance_lines
+
+    table = pd.DataFrame({"score": [0.9, 0.7, 0.6], "std_err": [0.2, 0.25, 0.3]})
+    chance = {"name": "chance (every text scored alike)", "score": 0.5, "std_err": 0.0}
+    result = ProbeResult(table=table, metric="roc_auc", task="classification", recommended=None, best=None,
+                         num_layers=3, chance=chance)
+    bar = 0.5 + 2 * math.sqrt(2 * math.log(3)) * 0.25
+    assert chance_lines(result) == [
+        "chance (every text scored alike): 0.5000 +/- 0.0000",
+        f"note: no row beats chance clearly: the best, rank 1, scores 0.9000, not above {bar:.4f}, chance plus 3.0 "
+        "standard errors of 0.2500 (the best of 3 rows scored on labels the texts do not predict seldom passes it; no "
+        "score can, with so few texts): these texts may not predict these labels, and the recommendation is then "
+        "noise."]
