@@ -265,6 +265,47 @@ def test_sigterm_is_handled_like_ctrl_c_and_the_resumed_summary_says_what_this_r
     assert f"this run embedded {run['rows']:,} rows" in err and f"resumed {run['rows_resumed']:,} rows" in err
 
 
+def _stopped_mid_job(proc, partial: Path, parts: int = 1) -> None:
+    """Wait until ``proc`` (an embed) has finished ``parts`` parts in ``partial`` and is still running."""
+    deadline = time.time() + 300
+    while not (partial / f"part-{parts - 1:06d}.json").exists():
+        assert proc.poll() is None, "the run finished before it could be stopped"
+        assert time.time() < deadline
+        time.sleep(0.01)
+
+
+def test_sighup_stops_like_sigterm_keeping_the_work_and_nohup_runs_on(tiny_bert, tmp_path):
+    """A closed terminal or a dropped ssh connection sends SIGHUP, whose default ends the process at once: the
+    batches since the last checkpoint lost. Now it stops as SIGTERM does, one line, exit 129 (128 + SIGHUP), the
+    finished parts kept for the rerun; under ``nohup`` (SIGHUP ignored) the job runs on to its end."""
+    src = tmp_path / "in.parquet"
+    frame(600, seed=4).to_parquet(src)
+    args = [src, "--text-col", "review", "--id-col", "id", "--model", tiny_bert, "--chunk-rows", "20",
+            "--batch-tokens", "256", "--quiet"]
+    out = tmp_path / "f.parquet"
+    proc = run_cli("embed", *args, "--out", out)
+    partial = tmp_path / "f.parquet.partial"
+    _stopped_mid_job(proc, partial, parts=2)
+    proc.send_signal(signal.SIGHUP)
+    _, err = proc.communicate(timeout=120)
+    assert (proc.returncode, err) == (129, "bertfeat embed: hung up (SIGHUP); run the same command again to resume\n")
+    assert not out.exists() and not list(tmp_path.glob(".*tmp-*"))
+    finished = len(list(partial.glob("part-*.json")))
+    assert finished >= 2
+    again = run_cli("embed", *args, "--out", out)
+    _, err = again.communicate(timeout=600)
+    assert again.returncode == 0, err
+    assert json.loads((tmp_path / "f.parquet.manifest.json").read_text())["this_run"]["chunks_resumed"] == finished
+
+    nohup = tmp_path / "nohup.parquet"
+    proc = run_cli("embed", *args, "--out", nohup, preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    _stopped_mid_job(proc, tmp_path / "nohup.parquet.partial")
+    proc.send_signal(signal.SIGHUP)
+    _, err = proc.communicate(timeout=600)
+    assert (proc.returncode, err) == (0, "")
+    assert_same_output(nohup, out)
+
+
 class _Killed(KeyboardInterrupt):
     pass
 

@@ -1001,6 +1001,36 @@ def test_a_commands_return_value_is_the_exit_code(monkeypatch, returned, code):
     assert main(["cache", "info", "x"]) == code
 
 
+@pytest.mark.parametrize("before", ["default", "ignored"])
+def test_sighup_is_handled_as_sigterm_unless_nohup_ignores_it_and_is_put_back(monkeypatch, capsys, csv_input, before):
+    import signal
+
+    import bertfeat.cli as cli
+    import bertfeat.files
+
+    seen = []
+
+    def hung_up(*args, **kwargs):
+        seen.append(signal.getsignal(signal.SIGHUP))
+        if seen[0] == signal.SIG_IGN:
+            return {}
+        cli._on_sigterm(signal.SIGHUP, None)
+
+    monkeypatch.setattr(bertfeat.files, "embed_file", hung_up)
+    handler = signal.SIG_IGN if before == "ignored" else signal.SIG_DFL
+    was = signal.signal(signal.SIGHUP, handler)
+    try:
+        code = main(["embed", csv_input, "--text-col", "title", "--out", "o.parquet", "--quiet"])
+        assert signal.getsignal(signal.SIGHUP) == handler  # the handler main() set is taken back
+    finally:
+        signal.signal(signal.SIGHUP, was)
+    if before == "ignored":  # nohup: the job runs on, its handler left as nohup set it
+        assert seen == [signal.SIG_IGN]
+    else:
+        assert code == 129 and seen == [cli._on_sigterm]
+        assert capsys.readouterr().err == "bertfeat embed: hung up (SIGHUP); run the same command again to resume\n"
+
+
 def test_a_failure_bertfeat_did_not_foresee_leaves_main_as_itself_for_exit_code_1_and_its_traceback(monkeypatch, capsys):
     """docs/cli.md's exit codes: 2 for a mistake or a refusal told in one line, 1 for what no message foresaw, with
     Python's traceback (``sys.exit(main())`` never runs: the interpreter prints it and exits 1), never a one-line

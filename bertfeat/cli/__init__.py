@@ -34,9 +34,28 @@ class UsageError(Exception):
 class Terminated(KeyboardInterrupt):
     """SIGTERM (what schedulers and ``kill`` send), handled like Ctrl-C: cleanup runs, then one line."""
 
+    signal_name, how, code = "SIGTERM", "terminated", 143
+
+
+class HungUp(Terminated):
+    """SIGHUP (the terminal closed, an ssh connection dropped), handled as SIGTERM is: Python's default ends the
+    process at once, losing the batches since the last checkpoint."""
+
+    signal_name, how, code = "SIGHUP", "hung up", 129
+
 
 def _on_sigterm(signum, frame):
-    raise Terminated()
+    raise HungUp() if signum == getattr(signal, "SIGHUP", None) else Terminated()
+
+
+def _stop_signals() -> list:
+    """The signals a command stops on cleanly: SIGTERM, and SIGHUP unless ignored (``nohup`` ignores it for a job
+    meant to outlive its terminal: it runs on)."""
+    stops = [signal.SIGTERM]
+    hangup = getattr(signal, "SIGHUP", None)  # none on Windows
+    if hangup is not None and signal.getsignal(hangup) != signal.SIG_IGN:
+        stops.append(hangup)
+    return stops
 
 
 class _StoreOnce(argparse._StoreAction):
@@ -289,9 +308,10 @@ def _run_command(args: argparse.Namespace, command: argparse.ArgumentParser) -> 
     (:func:`_spelled`: the API's messages name its keyword arguments)."""
     from bertfeat.exceptions import CacheError  # a --cache-dir that cannot be used is the caller's to fix
 
-    previous = None
+    previous = {}
     with contextlib.suppress(ValueError):  # only the main thread may set a handler
-        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+        for stop in _stop_signals():
+            previous[stop] = signal.signal(stop, _on_sigterm)
     try:
         code = int(args.func(args) or 0)
         if sys.stdout is not None:  # None: standard output closed (>&-, a daemon), where print writes nothing
@@ -315,13 +335,15 @@ def _run_command(args: argparse.Namespace, command: argparse.ArgumentParser) -> 
               f"error, PYTHONWARNINGS): {_spelled(_one_line(exc), command)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
-        how = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+        how = f"{exc.how} ({exc.signal_name})" if isinstance(exc, Terminated) else "interrupted"
         hint = "; run the same command again to resume" if args.command == "embed" else ""
-        print(f"bertfeat {args.command}: {how}{hint}", file=sys.stderr)
-        return 143 if isinstance(exc, Terminated) else 130
+        with contextlib.suppress(OSError, ValueError):  # after a hangup, a terminal gone may refuse the line (EIO)
+            print(f"bertfeat {args.command}: {how}{hint}", file=sys.stderr)
+        return exc.code if isinstance(exc, Terminated) else 130
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for stop, handler in previous.items():
+            if handler is not None:
+                signal.signal(stop, handler)
 
 
 # options whose values are text compared with a file's column names or fed to the model, never file names
