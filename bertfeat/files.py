@@ -42,7 +42,7 @@ from bertfeat.output import (
 from bertfeat.links import with_doc_links
 from bertfeat.worker_recipe import libraries
 from bertfeat.readers import CSV_NULLS, CSV_SUFFIXES, PARQUET_SUFFIXES, InputReader, resolve_input
-from bertfeat.sources import FILE_OUTPUT, output_path
+from bertfeat.sources import FILE_OUTPUT, output_path, recorded_path
 from bertfeat.resume import (
     FINISHED, ROWS_KEY, STATE_VERSION, finished_output, mark_finished, prepare_partial, rows_digest,
 )
@@ -495,7 +495,7 @@ def _finish(paths: OutputPaths, n_parts: int, schema: pa.Schema, featurizer, sta
         file_to_disk(tmp)
         n_text = len(featurizer.text_cols)
         manifest = {
-            "output": str(paths.out),
+            "output": recorded_path(paths.out),
             "engine": "local",
             "input": state["input"],
             "provenance": featurizer.provenance(),
@@ -523,7 +523,7 @@ def _finish(paths: OutputPaths, n_parts: int, schema: pa.Schema, featurizer, sta
             "chunk_rows": state["chunk_rows"],
             "chunk_chars": state["chunk_chars"],
             "reading": state["reading"],  # how a CSV was parsed (delimiter, kept-column types): part of what was read
-            "cache_dir": None if cache_dir is None else str(cache_dir),
+            "cache_dir": recorded_path(cache_dir),
         }
         mark_finished(paths, state, manifest, tmp, rows_of)  # a run stopped from here on is finished by the next
         paths.manifest.unlink(missing_ok=True)  # an earlier output's: never beside features it does not describe

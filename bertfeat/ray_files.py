@@ -28,7 +28,7 @@ from bertfeat.ray_dataset import REQUIRED, embed_dataset, require_ray, text_colu
 from bertfeat.ray_plan import _cluster_nodes, check_pool, plan_workers
 from bertfeat.ray_session import _job_context, _job_ended, _process_settings, _ray_for_job
 from bertfeat.recipe import _is_int
-from bertfeat.sources import FOLDER_OUTPUT, output_path
+from bertfeat.sources import FOLDER_OUTPUT, output_path, recorded_path
 
 
 def embed_parquet(input, out, text_cols=REQUIRED, *, keep_cols=(), layout: str = "columns", overwrite: bool = False,
@@ -139,7 +139,7 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
     paths.manifest.unlink(missing_ok=True)  # an earlier output's: never beside features it does not describe
     replace_output(data_dir, paths.out)
     manifest = {
-        "output": str(paths.out),
+        "output": recorded_path(paths.out),
         "engine": "ray",
         "input": fingerprint,
         "provenance": provenance,
@@ -151,7 +151,7 @@ def _embed_parquet_job(ray, t0, input, paths, reader, text_cols, keep_cols, layo
                    # batches written (a batch Ray retries counted once)
                    "machine": machines_facts(machines), "forward_pass": passes},
         "chunk_rows": batch_rows,
-        "cache_dir": None if user_cache is None else str(user_cache),
+        "cache_dir": recorded_path(user_cache),
         "ray": {**asdict(plan), "files": len(files), "preserve_order": preserve_order, "workers": workers},
     }
     _atomic_write_bytes(paths.manifest, json.dumps(manifest, indent=2).encode())

@@ -147,7 +147,10 @@ class InputReader(CsvProblems):
         the fingerprint cannot tell two files apart (there; on sshfs and gcsfuse, whose change time is the modification
         time), a resumed job's parts are told apart by their rows (:func:`bertfeat.resume.rows_digest`)."""
         stats = [(f, f.stat()) for f in self.files]
-        return {"path": recorded_name(self.path if is_pattern(self.path) else Path(self.path).resolve()),
+        # a pattern made absolute, as the manifest's other paths (named from any folder), but not resolved: a * may
+        # match a link, which resolving would make another path
+        path = os.path.abspath(self.path) if is_pattern(self.path) else Path(self.path).resolve()
+        return {"path": recorded_name(path),
                 "files": [[recorded_name(f.resolve()), st.st_size, st.st_mtime_ns] for f, st in stats],
                 "identity": [[st.st_ino, st.st_ctime_ns] if CTIME_IS_CREATION else st.st_ctime_ns for _, st in stats]}
 

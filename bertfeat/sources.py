@@ -103,6 +103,19 @@ def recorded_name(path) -> str:
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
+def recorded_path(path) -> str | None:
+    """``path`` (the input, a glob of it, ``--out``, ``--cache-dir``) as a manifest records it: absolute, links
+    followed (:func:`recorded_name` of it), so that every path of one manifest names its file from any folder. The
+    output was recorded as typed (``f.parquet``) beside the input's absolute path, which named nothing once the
+    manifest was read from another folder. A URL (a Spark cluster's ``cache_dir``) is kept as given; None stays
+    None."""
+    if path is None:
+        return None
+    if is_url(str(path)):
+        return str(path)
+    return recorded_name(Path(path).resolve())
+
+
 def input_path(path) -> str:
     path = path_text(path, "input", "the path of a CSV or parquet file, a folder or a glob")
     if path == "-":  # the Unix name of standard input, whatever lies in the folder

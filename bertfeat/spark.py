@@ -38,7 +38,7 @@ from bertfeat.engine_options import refuse_other_engines_options
 from bertfeat.exceptions import TruncationWarning
 from bertfeat.flush import file_to_disk, naming
 from bertfeat.inputs import column_names
-from bertfeat.sources import FOLDER_OUTPUT, output_path
+from bertfeat.sources import FOLDER_OUTPUT, output_path, recorded_path
 from bertfeat.files import (InputReader, _atomic_write_bytes, _Paths, job_counts, print_summary,
                             refuse_local_options)
 from bertfeat.output import (absolute_paths, check_folder_output, job_lock, own_files, remove_stale_temps,
@@ -590,7 +590,7 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
             for kind, message in s.get("notes", []):
                 keep_note(notes, s["worker"]["host"], message, kind)
         manifest = {
-            "output": str(paths.out),
+            "output": recorded_path(paths.out),
             "engine": "spark",
             "input": fingerprint,
             "provenance": provenance,
@@ -602,7 +602,7 @@ def embed_files(input, out, text_cols, *, keep_cols=(), layout: str = "columns",
                        "machine": machines_facts(machines), "forward_pass": passes},
             "chunk_rows": batch_rows,
             "reading": reader.reading(),
-            "cache_dir": None if user_cache is None else str(user_cache),
+            "cache_dir": recorded_path(user_cache),
             "spark": {"master": master_url, "task_cpus": task_cpus, "partitions": partitions, "files": len(written),
                       "csv_staged": reader.kind == "csv", "staged": read_schema is None,
                       "retried_tasks": sum(s["attempt"] > 0 for s in parts),

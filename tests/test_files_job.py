@@ -376,6 +376,26 @@ def test_each_part_becomes_one_row_group_whatever_its_size(tmp_path):
 
 # -- paths as Python users pass them ---------------------------------------------------------------------------------
 
+def test_the_manifest_names_every_path_absolute_so_it_reads_the_same_from_any_folder(tiny_bert, tmp_path, monkeypatch):
+    """The manifest recorded ``output`` (and ``cache_dir``, and a glob input) as typed, relative to a folder it does
+    not name, beside the input's absolute path: read after a ``cd`` (or by a pipeline elsewhere) it named no file.
+    Now each is absolute, links followed, as the input file is."""
+    (tmp_path / "data").mkdir()
+    frame(3).to_parquet(tmp_path / "data" / "a.parquet")
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "work").symlink_to(real)  # a folder reached through a link: recorded where it lies
+    monkeypatch.chdir(tmp_path)
+    manifest = embed_file("data/*.parquet", "work/f.parquet", "review", model=tiny_bert, quiet=True,
+                          cache_dir="work/cache")
+    assert manifest["output"] == str(real / "f.parquet") and manifest["cache_dir"] == str(real / "cache")
+    assert manifest["input"]["path"] == str(tmp_path / "data" / "*.parquet")
+    assert manifest["input"]["files"][0][0] == str(tmp_path / "data" / "a.parquet")
+    monkeypatch.chdir(real)
+    assert json.loads((real / "f.parquet.manifest.json").read_text()) == manifest
+    assert Path(manifest["output"]).is_file() and Path(manifest["cache_dir"]).is_dir()
+
+
 def test_paths_may_be_path_objects(tiny_bert, tmp_path):
     src = _src(tmp_path, "csv", n=3)
     by_str = embed_file(str(src), str(tmp_path / "a.parquet"), "review", model=tiny_bert, quiet=True)
