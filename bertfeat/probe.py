@@ -485,8 +485,8 @@ def _reordered(a, b) -> bool:
 
 
 def _check_writable(path, name: str, plot: bool = False) -> None:
-    """Refuse an output file the probe could not write after its work: a folder, a missing folder, a format
-    matplotlib lacks."""
+    """Refuse an output file the probe could not write after its work: a folder, a missing or read-only folder, a
+    format matplotlib lacks."""
     import os
 
     if os.fspath(path) == "-":  # the Unix name of standard output, which carries the table
@@ -499,6 +499,9 @@ def _check_writable(path, name: str, plot: bool = False) -> None:
     folder = os.path.dirname(absolute(os.fsdecode(os.fspath(path))))  # lnk/.. as the system reads it
     if not os.path.isdir(folder):
         raise ValueError(f"{name} cannot be written: its folder {folder!r} does not exist; create it first.")
+    if not os.access(folder, os.W_OK):  # else "[Errno 30] Read-only file system" after the work
+        raise PermissionError(f"{name} cannot be written: its folder {folder!r} is not writable (read-only filesystem "
+                              f"or no permission); write the {'plot' if plot else 'JSON'} elsewhere.")
     suffix = os.path.splitext(os.fspath(path))[1].lower()
     if plot and suffix:
         from matplotlib.backend_bases import FigureCanvasBase

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 
 import pandas as pd
 import pytest
@@ -434,6 +435,50 @@ def test_probe_options_reach_probe_and_its_result_is_printed(tmp_path, monkeypat
     assert json.loads(saved["table"][0]["params"]) == dict(model="m/a", pooling="cls", layers=6)
 
 
+
+
+def test_probe_refuses_one_file_for_its_json_and_its_plot_before_any_work(tmp_path, monkeypatch, capsys):
+    """``--json p.png --plot p.png`` (or two names of one file) wrote the plot, then the JSON over it, after the
+    work: one of the two reports lost. Now refused before the input is read."""
+    probe_module = importlib.import_module("bertfeat.probe")
+    pd.DataFrame({"text": ["a b", "c d", "e f", "g h"], "label": [0, 1, 0, 1]}).to_csv(tmp_path / "d.csv", index=False)
+    spy = Spy(probe_result())
+    monkeypatch.setattr(probe_module, "probe", spy)
+    monkeypatch.chdir(tmp_path)
+    argv = ["probe", "d.csv", "--text-col", "text", "--label-col", "label"]
+    for json_path, plot in (("r.png", "r.png"), ("r.png", "./r.png"), (str(tmp_path / "r.svg"), "r.svg")):
+        assert main([*argv, "--json", json_path, "--plot", plot]) == 2
+        assert capsys.readouterr().err == (f"bertfeat probe: error: --json {json_path!r} and --plot {plot!r} name "
+                                           "one file; write the JSON and the plot to two files.\n")
+    assert spy.calls == [] and sorted(os.listdir(tmp_path)) == ["d.csv"]
+
+
+def test_probe_writes_its_json_whole_or_not_at_all(tmp_path, monkeypatch, capsys):
+    """The JSON was written into the file as it was encoded: stopped midway (Ctrl-C, a full disk, a crash), it left
+    half a JSON under the name a script then parses, an earlier run's report lost. Now it is put in place whole."""
+    import json as json_module
+
+    probe_module = importlib.import_module("bertfeat.probe")
+    pd.DataFrame({"text": ["a b", "c d", "e f", "g h"], "label": [0, 1, 0, 1]}).to_csv(tmp_path / "d.csv", index=False)
+    monkeypatch.setattr(probe_module, "probe", Spy(probe_result()))
+    report = tmp_path / "p.json"
+    report.write_text('{"earlier": "run"}')
+    encode = json_module.JSONEncoder.iterencode
+
+    def stopped(self, o, *args, **kwargs):  # Ctrl-C after the first pieces of the JSON
+        for n, piece in enumerate(encode(self, o, *args, **kwargs)):
+            if n == 20:
+                raise KeyboardInterrupt
+            yield piece
+
+    monkeypatch.setattr(json_module.JSONEncoder, "iterencode", stopped)
+    argv = ["probe", str(tmp_path / "d.csv"), "--text-col", "text", "--label-col", "label", "--json", str(report)]
+    assert main(argv) == 130
+    assert report.read_text() == '{"earlier": "run"}' and sorted(os.listdir(tmp_path)) == ["d.csv", "p.json"]
+    monkeypatch.setattr(json_module.JSONEncoder, "iterencode", encode)
+    assert main(argv) == 0
+    assert json_module.loads(report.read_text())["recommended"] == dict(model="m/b", pooling="mean", layers=5)
+    assert sorted(os.listdir(tmp_path)) == ["d.csv", "p.json"]
 
 @pytest.mark.parametrize("kind", ["csv", "parquet", "folder"])
 def test_probe_refuses_to_write_its_json_over_its_input_or_into_a_folder_before_any_work(tmp_path, monkeypatch,

@@ -1737,6 +1737,36 @@ def test_output_files_that_cannot_be_written_are_refused_before_any_work(tiny_be
         "does not exist; create it first.")
 
 
+def test_output_files_in_a_read_only_folder_are_refused_before_any_work(tiny_bert, no_work, tmp_path, capsys,
+                                                                       monkeypatch):
+    """A --json or a plot in a folder that cannot be written (a read-only mount, a folder of another user) failed
+    after the embedding pass and every fit, with "[Errno 30] Read-only file system" (the work lost for a file name),
+    where ``bertfeat embed`` refuses such an --out before its work."""
+    import os
+
+    from bertfeat.cli import main
+
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    real_access = os.access  # root writes a folder of mode 555: the refusal is os.access's, as on a read-only mount
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if os.fspath(p) == str(ro) else real_access(p, mode,
+                                                                                                           **kw))
+    texts, y = labelled(12)
+    with pytest.raises(PermissionError) as info:
+        probe(texts, y, model=tiny_bert, cv=2, plot=str(ro / "p.png"))
+    assert str(info.value) == (f"plot={str(ro / 'p.png')!r} cannot be written: its folder {str(ro)!r} is not writable "
+                               "(read-only filesystem or no permission); write the plot elsewhere.")
+    pd.DataFrame({"text": texts, "label": y}).to_csv(tmp_path / "d.csv", index=False)
+    for flag, what in (("--json", "JSON"), ("--plot", "plot")):
+        path = str(ro / f"p.{'json' if flag == '--json' else 'png'}")
+        assert main(["probe", str(tmp_path / "d.csv"), "--text-col", "text", "--label-col", "label", "--model",
+                     tiny_bert, "--cv", "2", flag, path]) == 2
+        assert capsys.readouterr().err == (f"bertfeat probe: error: {flag} {path!r} cannot be written: its folder "
+                                           f"{str(ro)!r} is not writable (read-only filesystem or no permission); "
+                                           f"write the {what} elsewhere.\n")
+    assert os.listdir(ro) == []
+
+
 def _chance_by_hand(metric, y, folds):
     """A model that ignores the texts, scored by hand on each fold: the training part's most frequent class (accuracy),
     one score for every text (ROC AUC), the training part's mean label (R^2)."""

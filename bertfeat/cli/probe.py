@@ -79,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
     from bertfeat.cli import UsageError
     from bertfeat.cli.embed import _delimiter
     from bertfeat.files import InputReader, resolve_input
+    from bertfeat.flush import atomic_write_bytes
     from bertfeat.output import own_files
     from bertfeat.probe import _check_writable, chance_lines, probe
 
@@ -89,6 +90,9 @@ def run(args: argparse.Namespace) -> int:
         _check_writable(args.json, f"--json {args.json!r}")
     if args.plot:  # probe() refuses it too, once the input is read
         _check_writable(args.plot, f"--plot {args.plot!r}", plot=True)
+    if args.json and args.plot and _one_file(args.json, args.plot):  # the JSON, written last, replaced the plot
+        raise UsageError(f"--json {args.json!r} and --plot {args.plot!r} name one file; write the JSON and the plot "
+                         "to two files.")
 
     is_csv = resolve_input(args.input)[0] == "csv"
     given = [name for name in ("delimiter", "quoting") if getattr(args, name) is not None]
@@ -151,16 +155,25 @@ def run(args: argparse.Namespace) -> int:
         # what the scores were measured with, so that they can be measured again: the folds (their seed; copies of a
         # text and the groups of --group-col kept together), the linear models' settings and the TF-IDF's
         folds = {**result.folds, "group_col": args.group_col}
-        with open(args.json, "w") as fh:
-            json.dump({"task": result.task, "metric": result.metric, "folds": folds,
-                       "linear_model": result.classifier_params, "tfidf": TFIDF_PARAMS,
-                       "recommended": result.recommended,
-                       "recommended_kind": result.recommended_kind, "code": result.code(), "missing": result.missing,
-                       "models": result.models, "best": result.best, "baseline": result.baseline,
-                       "chance": result.chance, "left_out": result.left_out,
-                       "seconds": result.seconds,
-                       "table": records}, fh, indent=2, default=str)
+        report = json.dumps({"task": result.task, "metric": result.metric, "folds": folds,
+                             "linear_model": result.classifier_params, "tfidf": TFIDF_PARAMS,
+                             "recommended": result.recommended, "recommended_kind": result.recommended_kind,
+                             "code": result.code(), "missing": result.missing, "models": result.models,
+                             "best": result.best, "baseline": result.baseline, "chance": result.chance,
+                             "left_out": result.left_out, "seconds": result.seconds, "table": records}, indent=2, default=str)
+        # whole or not at all: a stop midway (Ctrl-C, a full disk) left half a JSON that a script then parsed
+        atomic_write_bytes(args.json, report.encode())
     return 0
+
+
+def _one_file(one: str, other: str) -> bool:
+    """Whether two output paths name one file: by name, or by the file it is (a link, another case where the file
+    system ignores it)."""
+    from pathlib import Path
+
+    from bertfeat.sources import SameFiles, absolute
+
+    return SameFiles()(Path(absolute(one)).resolve(), Path(absolute(other)).resolve())
 
 
 def _not_an_input(path: str, files) -> None:
