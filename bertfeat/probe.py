@@ -499,7 +499,8 @@ def _check_writable(path, name: str, plot: bool = False) -> None:
     folder = os.path.dirname(absolute(os.fsdecode(os.fspath(path))))  # lnk/.. as the system reads it
     if not os.path.isdir(folder):
         raise ValueError(f"{name} cannot be written: its folder {folder!r} does not exist; create it first.")
-    if not os.access(folder, os.W_OK):  # else "[Errno 30] Read-only file system" after the work
+    given = os.fspath(path)  # a file there (/dev/stdout, a report of one's own) may be written where the folder is not
+    if not os.access(folder, os.W_OK) and not (os.path.exists(given) and os.access(given, os.W_OK)):
         raise PermissionError(f"{name} cannot be written: its folder {folder!r} is not writable (read-only filesystem "
                               f"or no permission); write the {'plot' if plot else 'JSON'} elsewhere.")
     suffix = os.path.splitext(os.fspath(path))[1].lower()

@@ -453,6 +453,33 @@ def test_probe_refuses_one_file_for_its_json_and_its_plot_before_any_work(tmp_pa
     assert spy.calls == [] and sorted(os.listdir(tmp_path)) == ["d.csv"]
 
 
+def test_probe_writes_its_json_through_a_link_and_into_a_pipe_as_a_stream(tmp_path, monkeypatch, capsys):
+    """The JSON put in place whole (a rename) must not replace what a --json names that is no plain file: a link
+    (``reports/latest.json`` pointing at a dated file) is written through and stays, and a named pipe (or
+    ``/dev/stdout`` into ``| jq``, ``/dev/null``: run as root, a rename over it replaced the device) is written to as
+    a stream."""
+    import threading
+
+    probe_module = importlib.import_module("bertfeat.probe")
+    pd.DataFrame({"text": ["a b", "c d", "e f", "g h"], "label": [0, 1, 0, 1]}).to_csv(tmp_path / "d.csv", index=False)
+    monkeypatch.setattr(probe_module, "probe", Spy(probe_result()))
+    argv = ["probe", str(tmp_path / "d.csv"), "--text-col", "text", "--label-col", "label", "--json"]
+    (tmp_path / "dated.json").write_text("{}")
+    (tmp_path / "latest.json").symlink_to(tmp_path / "dated.json")
+    assert main([*argv, str(tmp_path / "latest.json")]) == 0
+    assert (tmp_path / "latest.json").is_symlink()
+    assert json.loads((tmp_path / "dated.json").read_text())["task"] == "classification"
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    read = []
+    reader = threading.Thread(target=lambda: read.append(pipe.read_text()), daemon=True)
+    reader.start()
+    assert main([*argv, str(pipe)]) == 0
+    reader.join(timeout=30)
+    assert json.loads(read[0])["task"] == "classification"
+    assert pipe.is_fifo() and sorted(os.listdir(tmp_path)) == ["d.csv", "dated.json", "latest.json", "pipe"]
+
+
 def test_probe_writes_its_json_whole_or_not_at_all(tmp_path, monkeypatch, capsys):
     """The JSON was written into the file as it was encoded: stopped midway (Ctrl-C, a full disk, a crash), it left
     half a JSON under the name a script then parses, an earlier run's report lost. Now it is put in place whole."""

@@ -1743,6 +1743,7 @@ def test_output_files_in_a_read_only_folder_are_refused_before_any_work(tiny_ber
     after the embedding pass and every fit, with "[Errno 30] Read-only file system" (the work lost for a file name),
     where ``bertfeat embed`` refuses such an --out before its work."""
     import os
+    import sys
 
     from bertfeat.cli import main
 
@@ -1765,6 +1766,8 @@ def test_output_files_in_a_read_only_folder_are_refused_before_any_work(tiny_ber
                                            f"{str(ro)!r} is not writable (read-only filesystem or no permission); "
                                            f"write the {what} elsewhere.\n")
     assert os.listdir(ro) == []
+    (ro / "own.json").write_text("{}")  # a file one may write in a folder one may not (and /dev/stdout): written
+    sys.modules["bertfeat.probe"]._check_writable(str(ro / "own.json"), "--json")
 
 
 def _chance_by_hand(metric, y, folds):

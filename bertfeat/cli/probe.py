@@ -79,7 +79,6 @@ def run(args: argparse.Namespace) -> int:
     from bertfeat.cli import UsageError
     from bertfeat.cli.embed import _delimiter
     from bertfeat.files import InputReader, resolve_input
-    from bertfeat.flush import atomic_write_bytes
     from bertfeat.output import own_files
     from bertfeat.probe import _check_writable, chance_lines, probe
 
@@ -160,10 +159,24 @@ def run(args: argparse.Namespace) -> int:
                              "recommended": result.recommended, "recommended_kind": result.recommended_kind,
                              "code": result.code(), "missing": result.missing, "models": result.models,
                              "best": result.best, "baseline": result.baseline, "chance": result.chance,
-                             "left_out": result.left_out, "seconds": result.seconds, "table": records}, indent=2, default=str)
-        # whole or not at all: a stop midway (Ctrl-C, a full disk) left half a JSON that a script then parsed
-        atomic_write_bytes(args.json, report.encode())
+                             "left_out": result.left_out, "seconds": result.seconds, "table": records},
+                            indent=2, default=str)
+        _write_json(args.json, report)
     return 0
+
+
+def _write_json(path: str, report: str) -> None:
+    """Put the JSON at ``path`` whole or not at all (a stop midway, Ctrl-C or a full disk, left half a JSON that a
+    script then parsed), through a link (the file it points to replaced, the link kept); what is no plain file (a
+    named pipe, ``/dev/stdout`` into ``| jq``, ``/dev/null``) is written to as a stream: a rename would replace it."""
+    from bertfeat.flush import atomic_write_bytes
+
+    target = os.path.realpath(path)
+    if os.path.exists(path) and (not os.path.isfile(path) or not os.access(os.path.dirname(target), os.W_OK)):
+        with open(path, "w") as fh:  # (a file of one's own in a folder one cannot write: written in place too)
+            fh.write(report)
+    else:
+        atomic_write_bytes(target, report.encode())
 
 
 def _one_file(one: str, other: str) -> bool:
