@@ -132,10 +132,34 @@ def input_path(path) -> str:
     return path
 
 
+def _not_a_file(path: str) -> str | None:
+    """What ``path`` (links followed: ``/dev/stdout``) is where it is neither a file nor a folder, else None."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    for test, what in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return what
+    return None
+
+
+# an output's names of data formats other than parquet (and CSV, above): what a reader of that format expects there
+_OTHER_FORMATS = {".feather": "an Arrow IPC (Feather) file", ".arrow": "an Arrow IPC (Feather) file",
+                  ".ipc": "an Arrow IPC (Feather) file", ".orc": "an ORC file", ".avro": "an Avro file",
+                  ".json": "a JSON file", ".jsonl": "a JSON Lines file", ".ndjson": "a JSON Lines file",
+                  ".xlsx": "an Excel workbook", ".xlsm": "an Excel workbook", ".xls": "an Excel workbook"}
+
+
 def output_path(path, name: str, expected: str, writes: str, *, one_file: bool = False) -> str:
     """The path of a job's parquet output as text (else a TypeError saying ``expected``). Refused, naming ``name``
     and saying what bertfeat ``writes`` there: ``-`` (the Unix name of standard output), a name with a CSV suffix
-    (parquet bytes under it would be read as CSV, failing or reading garbage), and with ``one_file`` (the local
+    (parquet bytes under it would be read as CSV, failing or reading garbage) or another data format's (Feather,
+    JSON, ORC, Avro, Excel: :data:`_OTHER_FORMATS`), a device, named pipe or socket (a rename into place would
+    replace it), and with ``one_file`` (the local
     engine's output) a path ending with a slash, which names a folder (``pathlib`` would drop the slash and write a
     file of the folder's name)."""
     path = path_text(path, name, expected)
@@ -146,10 +170,17 @@ def output_path(path, name: str, expected: str, writes: str, *, one_file: bool =
         raise ValueError(f"{name} {path!r} is a URL, but bertfeat writes {writes}, with ordinary file calls; pass the "
                          f"path of {_MOUNT}")
     utf8_path(path, name, f"writes {writes},")
+    what = _not_a_file(path)
+    if what:  # os.replace over it: /dev/null a regular file for the whole machine, run as root
+        raise ValueError(f"{name} {path!r} is {what}, not a file: bertfeat writes its output under another name and "
+                         "renames it into place, which would replace it; name a file to write (to discard the "
+                         "features, one in a folder of mktemp -d).")
     named_csv = next((s for s in CSV_SUFFIXES[::-1] if path.lower().endswith(s)), None)
-    if named_csv:
-        raise ValueError(f"{name} {path!r} is named as a CSV file, but bertfeat writes {writes}; name it "
-                         f"{path[:-len(named_csv)]}.parquet and read it with pandas.read_parquet, "
+    other = next(((s, what) for s, what in _OTHER_FORMATS.items() if path.lower().endswith(s)), None)
+    if named_csv or other:  # parquet bytes under the name: read_csv, read_feather, a JSON reader fail or read garbage
+        suffix, what = (named_csv, "a CSV file") if named_csv else other
+        raise ValueError(f"{name} {path!r} is named as {what}, but bertfeat writes {writes}; name it "
+                         f"{path[:-len(suffix)]}.parquet and read it with pandas.read_parquet, "
                          "polars.read_parquet or R's arrow::read_parquet.")
     if one_file and path.endswith(tuple({"/", os.sep})):
         raise ValueError(f"{name} {path!r} ends with a slash, naming a folder, but bertfeat writes {writes}; name "

@@ -554,6 +554,54 @@ def test_the_python_api_refuses_an_output_named_as_a_csv_file_as_the_command_lin
     assert sorted(os.listdir(tmp_path)) == ["in.parquet"]
 
 
+@pytest.mark.parametrize("engine", ["local", "ray", "spark"])
+@pytest.mark.parametrize("out, what", [("features.feather", "an Arrow IPC (Feather) file"),
+                                       ("features.arrow", "an Arrow IPC (Feather) file"),
+                                       ("features.JSON", "a JSON file"), ("features.jsonl", "a JSON Lines file"),
+                                       ("features.orc", "an ORC file"), ("features.xlsx", "an Excel workbook")])
+def test_an_output_named_as_another_data_format_is_refused_as_a_csv_name_is(tiny_bert, tmp_path, engine, out, what,
+                                                                            capsys):
+    """``--out features.feather`` (or .arrow, .json, .orc, .xlsx) wrote parquet bytes under that name, silently:
+    ``pandas.read_feather`` and R's ``arrow::read_feather`` of it fail ("Not an Arrow file"), a JSON reader reads
+    garbage. Refused before any work, as a name with a CSV suffix is, saying the name to give."""
+    frame(3).to_parquet(tmp_path / "in.parquet")
+    stem = str(tmp_path / out.rsplit(".", 1)[0])
+    said = (f"{str(tmp_path / out)!r} is named as {what}, but bertfeat writes parquet, "
+            f"{'one file' if engine == 'local' else 'a folder of files'} with its manifest beside it; name it "
+            f"{stem}.parquet and read it with pandas.read_parquet, polars.read_parquet or R's arrow::read_parquet.")
+    assert main(["embed", str(tmp_path / "in.parquet"), "--text-col", "review", "--out", str(tmp_path / out),
+                 "--model", tiny_bert, "--engine", engine]) == 2
+    assert capsys.readouterr().err == f"bertfeat embed: error: --out {said}\n"
+    assert sorted(os.listdir(tmp_path)) == ["in.parquet"]
+
+
+@pytest.mark.parametrize("engine", ["local", "ray", "spark"])
+def test_an_output_that_is_a_device_or_a_pipe_is_refused_not_replaced(tiny_bert, tmp_path, engine, capsys):
+    """``--out /dev/null`` (a dry run, a benchmark) was "exists; pass --overwrite", and with --overwrite, run as root
+    (a container, CI), the parquet file was renamed over the device: /dev/null became a regular file for every
+    program of the machine. A named pipe (or /dev/stdout into a pipe) was replaced so too. Refused before any work,
+    whatever overwrite says; a link to one alike. (The test uses a pipe, and a device of its own where it runs as
+    root, never /dev/null: a regression must not break the machine.)"""
+    frame(3).to_parquet(tmp_path / "in.parquet")
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "link").symlink_to(tmp_path / "pipe")
+    cases = [("pipe", "a named pipe"), ("link", "a named pipe")]
+    if os.geteuid() == 0:
+        os.mknod(tmp_path / "null", 0o666 | __import__("stat").S_IFCHR, os.makedev(1, 3))
+        cases.append(("null", "a character device"))
+    for name, what in cases:
+        out = str(tmp_path / name)
+        assert main(["embed", str(tmp_path / "in.parquet"), "--text-col", "review", "--out", out, "--model", tiny_bert,
+                     "--engine", engine, "--overwrite"]) == 2
+        assert capsys.readouterr().err == (
+            f"bertfeat embed: error: --out {out!r} is {what}, not a file: bertfeat writes its output under another "
+            "name and renames it into place, which would replace it; name a file to write (to discard the features, "
+            "one in a folder of mktemp -d).\n")
+    assert (tmp_path / "pipe").is_fifo() and (tmp_path / "link").is_symlink()
+    assert os.geteuid() != 0 or (tmp_path / "null").is_char_device()
+    assert sorted(os.listdir(tmp_path)) == sorted(["in.parquet", "pipe", "link"] + ["null"] * (os.geteuid() == 0))
+
+
 @pytest.mark.parametrize("out", ["features/", "features//", "new/"])
 def test_an_output_ending_with_a_slash_is_refused_by_the_local_engine_which_writes_one_file(tiny_bert, tmp_path,
                                                                                            capsys, out):
