@@ -1103,6 +1103,20 @@ def test_sighup_is_handled_as_sigterm_unless_nohup_ignores_it_and_is_put_back(mo
         assert capsys.readouterr().err == "bertfeat embed: hung up (SIGHUP); run the same command again to resume\n"
 
 
+def test_sighup_held_by_a_handler_python_did_not_set_is_left_to_it(monkeypatch):
+    """Where the process is R's (``bf_embed_file()`` runs the command in it), SIGHUP may hold R's own handler, which
+    Python reports as None and cannot put back: the command leaves it as it is, SIGTERM still handled."""
+    import signal
+
+    import bertfeat.cli as cli
+
+    real = signal.getsignal
+    monkeypatch.setattr(signal, "getsignal", lambda signum: None if signum == signal.SIGHUP else real(signum))
+    assert cli._stop_signals() == [signal.SIGTERM]
+    monkeypatch.setattr(signal, "getsignal", lambda signum: signal.SIG_DFL)
+    assert cli._stop_signals() == [signal.SIGTERM, signal.SIGHUP]
+
+
 def test_a_failure_bertfeat_did_not_foresee_leaves_main_as_itself_for_exit_code_1_and_its_traceback(monkeypatch, capsys):
     """docs/cli.md's exit codes: 2 for a mistake or a refusal told in one line, 1 for what no message foresaw, with
     Python's traceback (``sys.exit(main())`` never runs: the interpreter prints it and exits 1), never a one-line

@@ -50,10 +50,11 @@ def _on_sigterm(signum, frame):
 
 def _stop_signals() -> list:
     """The signals a command stops on cleanly: SIGTERM, and SIGHUP unless ignored (``nohup`` ignores it for a job
-    meant to outlive its terminal: it runs on)."""
+    meant to outlive its terminal: it runs on) or held by a handler Python did not set, which it could not put back
+    (R's own, where R's ``bf_embed_file()`` runs the command in its process)."""
     stops = [signal.SIGTERM]
     hangup = getattr(signal, "SIGHUP", None)  # none on Windows
-    if hangup is not None and signal.getsignal(hangup) != signal.SIG_IGN:
+    if hangup is not None and signal.getsignal(hangup) not in (signal.SIG_IGN, None):
         stops.append(hangup)
     return stops
 
