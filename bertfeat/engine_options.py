@@ -41,6 +41,12 @@ _FILE_JOBS = {  # a file job's option given to a lazy API -> why it has none
 }
 
 
+def what_engine_takes(option: str, engine: str) -> str:
+    """What the ``engine`` engine (``"ray"`` or ``"spark"``) takes in place of the other engine's ``option``, without
+    whose option it is (the command line's refusal has said so): "Spark runs as many tasks at once as ..."."""
+    return (_TO_SPARK if engine == "spark" else _TO_RAY)[option].split("; ", 1)[1]
+
+
 def refuse_other_engines_options(params: dict, engine: str, function: str, lazy: bool = False) -> None:
     """Refuse the other cluster engine's options given to ``function`` of the ``engine`` engine (``"ray"`` or
     ``"spark"``), and with ``lazy`` a file job's options (else the lazy API's), by name and with what to do

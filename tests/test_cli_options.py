@@ -155,11 +155,17 @@ EMBED_REFUSALS = [
     (["--checkpoint-every", "5", "--engine", "spark"], "--checkpoint-every applies to the local engine only (--engine "
      "spark reads its input in batches of --chunk-rows rows); drop --checkpoint-every."),
     (["--master", "local[2]"], "--master applies to --engine spark only; add --engine spark or drop --master."),
-    (["--master", "local[2]", "--engine", "ray"], "--master applies to --engine spark only; add --engine spark or "
-     "drop --master."),
+    # where another engine is given, "add --engine spark" said to switch engines: now what that engine takes instead
+    (["--master", "local[2]", "--engine", "ray"], "--master applies to --engine spark only, not --engine ray (the Ray "
+     "engine joins the cluster RAY_ADDRESS names, or the one this process joined with ray.init(address=...)); drop "
+     "--master."),
     (["--num-workers", "2"], "--num-workers applies to --engine ray only; add --engine ray or drop --num-workers."),
     (["--cpus-per-worker", "2", "--gpus-per-worker", "1", "--engine", "spark"], "--gpus-per-worker applies to "
-     "--engine ray only; add --engine ray or drop --gpus-per-worker."),
+     "--engine ray only, not --engine spark (Spark gives a task a GPU through its resource scheduling "
+     "(spark.executor.resource.gpu.amount, spark.task.resource.gpu.amount)); drop --gpus-per-worker."),
+    (["--num-workers", "2", "--engine", "spark"], "--num-workers applies to --engine ray only, not --engine spark "
+     "(Spark runs as many tasks at once as its executors have cores (spark.executor.instances, spark.executor.cores): "
+     "set those on the session); drop --num-workers."),
     (["--cpus-per-worker", "2"], "--cpus-per-worker applies to --engine ray only; add --engine ray or drop "
      "--cpus-per-worker."),
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 from bertfeat.cli._options import add_recipe_options, positive_int, recipe_params
+from bertfeat.engine_options import what_engine_takes
 from bertfeat.escapes import QUOTINGS
 from bertfeat.links import docs_url
 
@@ -146,11 +147,18 @@ def run(args: argparse.Namespace) -> int:
     given = [name for name, on in csv_options.items() if on]
     if given and resolve_input(args.input)[0] != "csv":
         raise UsageError(f"{given[0]}= applies to CSV input only, and {args.input!r} is parquet; drop {given[0]}=.")
+    # where the other cluster engine is given, "add engine='spark'" would say to switch: say what that one takes
+    if args.master is not None and args.engine == "ray":
+        raise UsageError("master= applies to engine='spark' only, not engine='ray' "
+                         f"({what_engine_takes('master', 'ray')}); drop master=.")
     if args.master is not None and args.engine != "spark":
         raise UsageError("master= applies to engine='spark' only; add engine='spark' or drop master=.")
     if args.engine == "ray":
         return _run_ray(args, keep, params)
     given = [name for name in RAY_FLAGS if getattr(args, name) is not None]
+    if given and args.engine == "spark":
+        raise UsageError(f"{given[0]}= applies to engine='ray' only, not engine='spark' "
+                         f"({what_engine_takes(given[0], 'spark')}); drop {given[0]}=.")
     if given:
         raise UsageError(f"{given[0]}= applies to engine='ray' only; add engine='ray' or drop {given[0]}=.")
     if args.engine == "spark":
