@@ -107,6 +107,14 @@ def _downloads_off() -> str | None:
     return variable if os.environ.get(variable, "").lower() in {"1", "true", "yes", "on"} else None
 
 
+def load_options() -> dict:
+    """transformers' ``from_pretrained`` arguments that make its loads follow bertfeat's reading of downloads: where
+    they are off, ``local_files_only``. huggingface_hub reads HF_HUB_OFFLINE once, at its import, and bertfeat at each
+    resolve: set after that import (a notebook's ``os.environ``), transformers would fetch and run the hub's newest
+    code for a model that keeps it in another repository, where bertfeat fingerprinted the cache's copy."""
+    return {"local_files_only": True} if _downloads_off() else {}
+
+
 def _fetched_file_by_file(name: str, snapshot: Path) -> bool:
     """Whether the hub snapshot ``snapshot`` of ``name`` holds no modules.json and may lack it: a sentence-transformers
     model's snapshot that transformers' ``from_pretrained`` fetched (config.json, the weights, the tokenizer, file by

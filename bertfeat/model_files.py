@@ -51,11 +51,12 @@ def _auto_tokenizer(path: str, name: str, trust_remote_code: bool):
 
     from transformers import AutoTokenizer
 
+    from bertfeat.hub import load_options
     from bertfeat.model_folder import no_vocabulary
 
     try:
         with _quiet_transformers():
-            return AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+            return AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code, **load_options())
     except ValueError as exc:
         refusal = no_vocabulary(Path(path), name) if "instantiate the backend tokenizer" in str(exc) else None
         if refusal is None:
@@ -116,12 +117,14 @@ def load_checked_model(spec: ModelSpec, dtype, tokenizer, trust_remote_code: boo
     or the tokenizer; see :func:`check_weights_fit`."""
     from transformers import AutoModel
 
+    from bertfeat.hub import load_options
+
     # Mis-shaped weights are loaded (as random) and reported rather than raised, so that the one check below names
     # them along with missing and unused ones; the check refuses the model either way. No attention maps: bertfeat
     # reads none, and a config.json asking for them ("output_attentions": true) made transformers 5 refuse the SDPA
     # kernel asked for below, and transformers 4 keep every layer's maps (batch x heads x tokens^2) on each pass.
     kwargs = dict(_dtype_argument(dtype), use_safetensors=True, trust_remote_code=trust_remote_code,
-                  output_loading_info=True, ignore_mismatched_sizes=True, output_attentions=False)
+                  output_loading_info=True, ignore_mismatched_sizes=True, output_attentions=False, **load_options())
     try:
         model, info = AutoModel.from_pretrained(spec.path, attn_implementation="sdpa", **kwargs)
     except (ValueError, ImportError):  # architectures without an SDPA kernel
@@ -219,7 +222,9 @@ def _embedding_rows(model) -> int | None:
 def _load_config(path: str, trust_remote_code: bool):
     from transformers import AutoConfig
 
-    return AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
+    from bertfeat.hub import load_options
+
+    return AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code, **load_options())
 
 
 def tokenizer_puts_token_first(spec: ModelSpec, trust_remote_code: bool = False) -> bool:

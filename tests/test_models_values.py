@@ -1102,3 +1102,38 @@ def test_downloads_are_off_as_huggingface_hub_reads_its_variables_and_the_refusa
         "model='org/model' is not a local directory and is not in the Hugging Face cache, and downloads are off "
         f"({said} is set). " + FIX.format(command=hub_download_command(), name="org/model"))
     assert len(hub_calls.calls) == 1
+
+
+@pytest.mark.parametrize("off", [True, False])
+def test_transformers_loads_nothing_from_the_hub_where_bertfeat_read_downloads_off(tiny_bert, monkeypatch, off):
+    # huggingface_hub reads HF_HUB_OFFLINE once, at its import; bertfeat reads it at each resolve. Set in a running
+    # process after that import (a notebook's os.environ), bertfeat fingerprinted the code a model keeps in another
+    # repository at the cache's copy while transformers, still online to itself, fetched and ran the hub's newest:
+    # vectors of new code kept under the old code's key. Now the loads are told local_files_only where bertfeat read
+    # downloads off, so transformers runs what was fingerprinted.
+    import torch
+    import transformers
+
+    from bertfeat import model_files
+
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    if off:
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    else:
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    asked = []
+    for cls in (transformers.AutoTokenizer, transformers.AutoConfig, transformers.AutoModel):
+        load = cls.from_pretrained
+
+        def spy(*args, _load=load, _name=cls.__name__, **kwargs):
+            asked.append((_name, kwargs.get("local_files_only", False)))
+            return _load(*args, **kwargs)
+
+        monkeypatch.setattr(cls, "from_pretrained", spy)
+    spec = resolve_model(str(tiny_bert))
+    tokenizer = model_files._auto_tokenizer(spec.path, spec.name, False)
+    model_files._load_config(spec.path, False)
+    model_files.load_checked_model(spec, torch.float32, tokenizer)
+    # (AutoModel asks AutoConfig again inside, with the arguments it was given)
+    assert {name for name, _ in asked} == {"AutoTokenizer", "AutoConfig", "AutoModel"}
+    assert [name for name, local in asked if local != off] == []
