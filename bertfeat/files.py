@@ -341,6 +341,9 @@ def _ran_on(featurizer) -> str:
     return device_key(resolve_device(featurizer.embedder.device))
 
 
+_NO_PART = object()  # no finished part of a stopped run at this chunk's number
+
+
 def _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, progress_every, t0, user_cache,
          checkpoint_seconds):
     progress = Progress(reader.total_rows, quiet, every=progress_every)
@@ -358,20 +361,22 @@ def _run(paths, reader, featurizer, schema, state, resumed, text_cols, quiet, pr
         for k, batch in enumerate(reader.batches()):
             first_row, rows_read = rows_read, rows_read + batch.num_rows
             digest = rows_digest(batch)
-            rows_of.append(resumed[k] if k in resumed and resumed[k] is None else digest)
-            if k in resumed and resumed[k] in (None, digest):  # None: a part of an older bertfeat, trusted
+            # the digest of the rows a stopped run's finished part k holds: None for an older bertfeat's part
+            # (trusted), _NO_PART where there is none
+            held = resumed.get(k, _NO_PART)
+            rows_of.append(None if held is None else digest)
+            if held is None or held == digest:
                 resumed_rows += batch.num_rows
                 resumed_parts += 1
                 progress.update(batch.num_rows, reader.fraction_done())
                 continue
-            if k in resumed:  # embedded again below, and written over: no longer finished meanwhile
-                paths.part_stats(k).unlink(missing_ok=True)
-            if k in resumed and not other_rows:
-                other_rows = True
-                if not quiet and sys.stderr is not None:
+            if held is not _NO_PART:  # made of other rows: embedded again below, and written over
+                paths.part_stats(k).unlink(missing_ok=True)  # no longer finished meanwhile
+                if not other_rows and not quiet and sys.stderr is not None:
                     print(f"bertfeat embed: part {k} in {paths.partial} was made of other rows than the input holds "
                           "there now (another file put at its path with its size and times?); embedding such parts "
                           "again.", file=sys.stderr)
+                other_rows = True
             journal = BatchJournal(paths.part_journal(k), every=checkpoint_seconds)
             try:
                 with use_journal(journal), reporting(functools.partial(progress.within, rows=batch.num_rows)):
