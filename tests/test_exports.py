@@ -1078,6 +1078,33 @@ def test_a_quote_escaped_with_a_backslash_in_a_value_not_quoted_is_refused_not_r
     assert read(ok, ["id", "text"]).column("text").to_pylist() == ['a \\"', "\\", "x\\"]
 
 
+@pytest.mark.parametrize("before, names, end", [
+    ("", ["t"], "\n"), ("", ["id"], "\n"), ("", ["id", "text"], "\n"), ("\n\n", ["id", "text"], "\n"),
+    ("\n", ["a", "t"], "\n"), ("\r\n", ["t"], "\r\n"), ("\ufeff\n", ["t"], "\n"), ("\ufeff", ["id"], "\n")])
+def test_the_line_a_refusal_names_counts_blank_lines_before_the_header_and_a_header_of_one_or_two_letters(
+        tmp_path, before, names, end):
+    """(found by a mutation testing hunt, 2026-11-27, session 17) The line of a quote escaped with a backslash, and
+    of rows read into one value, was counted from the problem's byte offset after a byte order mark was looked for in
+    the file's first three bytes: where there was none, the line ends among those three bytes were never counted, so a
+    file opening with blank lines (which the reader skips) or with a header of one or two letters ("t", "id") was told
+    a line one or two before the one holding the problem."""
+    blank = before.count("\n")
+
+    def row(value):
+        return ",".join(["1"] * (len(names) - 1) + [value])
+
+    src = tmp_path / "data.csv"
+    src.write_bytes((before + ",".join(names) + end + row("plain") + end + row('say \\"hi\\"') + end).encode())
+    with pytest.raises(ValueError, match=rf"data.csv: line {blank + 3} holds a quote escaped with a backslash"):
+        read(src, names)
+    if len(names) == 2:  # rows read into one value: the line of its quote and the line of its tab
+        tsv = tmp_path / "data.tsv"
+        tsv.write_bytes((before + "\t".join(names) + end + '1\t"a' + end + 'b\tc"' + end + "2\tx" + end).encode())
+        with pytest.raises(ValueError, match=rf"data.tsv holds a quoted value opened at line {blank + 2} that holds a "
+                                             rf"tab after a line break \(at line {blank + 3}\)"):
+            read(tsv, names)
+
+
 @pytest.mark.parametrize("name", ["write_table.csv", "write_table.tsv"])
 def test_a_quote_rs_write_table_escapes_with_a_backslash_says_how_to_write_it_from_r(tmp_path, name):
     """(found by a CSV writers hunt, 2026-11-27, session 14) R's write.table() escapes a quote inside a quoted value
