@@ -205,7 +205,8 @@ class BatchRunner:
                 except RuntimeError as exc:
                     if _is_oom(exc):
                         raise
-                    failure = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+                    said = str(exc).strip().splitlines()
+                    failure = type(exc).__name__ + (f": {said[0][:200]}" if said else "")  # the warning's words
             elif needed == [self.spec.num_layers]:
                 out = model(input_ids=input_ids, attention_mask=attention)
                 hidden = {self.spec.num_layers: out.last_hidden_state}

@@ -587,6 +587,201 @@ def test_a_failed_batchs_memory_is_given_back_to_the_gpus_allocator(device, empt
     assert calls == ["gc"] + ([emptied] if emptied else [])
 
 
+def _counted(backend):
+    from bertfeat.batch_runner import forward_passes
+
+    spec = backend.spec
+    return forward_passes(spec.weights_sha256, spec.config_sha256, spec.tokenizer_sha256, backend.dtype)
+
+
+def _new_passes(before, after):
+    return {k: n - before.get(k, 0) for k, n in after.items() if n != before.get(k, 0)}
+
+
+def test_one_pass_gives_the_fused_pass_the_padded_batch_and_each_layer_needed_once_in_order(tiny_backend, monkeypatch):
+    """(a mutation testing hunt, 2026-11-27, session 17) ``_forward`` by value: the fused pass is given ``[CLS] +
+    tokens + [SEP]`` right-padded with the pad id and its mask, the layers the groups need once each, in order; the
+    pooled blocks are its states' (``skip`` passed on); the pass is counted as the rung the fused pass names, or the
+    backend's where it names none. Only whole jobs read it, by their vectors."""
+    from bertfeat.pooling import pool_blocks
+
+    backend, real, seen = tiny_backend, tiny_backend.fast, []
+
+    def fast(ids, mask, layers):
+        seen.append((ids.tolist(), mask.tolist(), layers))
+        return real(ids, mask, layers)
+
+    monkeypatch.setattr(backend, "fast", fast)
+    (cls,), (sep,), pad = backend.prefix, backend.suffix, backend.pad_id
+    before = _counted(backend)
+    got = backend._forward([[7, 8], [9]], ("mean", "cls"), ((3, 1), (1,)), 1)
+    ids, mask = [[cls, 7, 8, sep], [cls, 9, sep, pad]], [[1, 1, 1, 1], [1, 1, 1, 0]]
+    assert seen == [(ids, mask, [1, 3])] and pad != sep
+    with torch.inference_mode():
+        hidden = real(torch.tensor(ids), torch.tensor(mask), [1, 3])
+        want = pool_blocks(hidden, torch.tensor(mask), ("mean", "cls"), ((3, 1), (1,)), 1).numpy()
+    assert got.dtype == np.float32 and got.shape == (2, 4, 32)
+    np.testing.assert_array_equal(got, want)
+    assert _new_passes(before, _counted(backend)) == {backend.rung: 1}
+    fast.rung = "onednn-float32-of-its-own"
+    before = _counted(backend)
+    backend._forward([[7]], ("mean",), ((3,),))
+    assert _new_passes(before, _counted(backend)) == {"onednn-float32-of-its-own": 1}
+
+
+class _States(torch.nn.Module if torch else object):
+    """A transformers model whose hidden state of layer i holds i at every position, whose last hidden state holds 100
+    where its last entry of ``hidden_states`` holds 99 (a state before a final norm), and which records its calls."""
+
+    def __init__(self, layers=3, hidden=4):
+        super().__init__()
+        self.layers, self.hidden, self.calls = layers, hidden, []
+
+    def forward(self, input_ids, attention_mask, **kwargs):
+        from types import SimpleNamespace
+
+        self.calls.append((input_ids.tolist(), attention_mask.tolist(), kwargs))
+        full = torch.ones(*input_ids.shape, self.hidden)
+        states = tuple(full * i for i in range(self.layers)) + (full * 99,)
+        return SimpleNamespace(last_hidden_state=full * 100, hidden_states=states)
+
+
+def test_the_transformers_pass_asks_for_every_hidden_state_only_where_a_layer_before_the_last_is_pooled(
+        tiny_backend, monkeypatch):
+    """(a mutation testing hunt, 2026-11-27, session 17) On the transformers forward pass ``_forward`` asks the model
+    for its hidden states only where a group needs a layer before the last (else it keeps every layer's states for
+    nothing), and reads the last layer from ``last_hidden_state`` either way (ModernBERT gives the state before its
+    final norm as the last of ``hidden_states``); a trial model runs the pass in place of the fused pass and of the
+    backend's model. Each pass is counted as ``transformers-<dtype>``."""
+    backend, model = tiny_backend, _States()
+    monkeypatch.setattr(backend, "fast", None)
+    monkeypatch.setattr(backend, "model", model)
+    (cls,), (sep,) = backend.prefix, backend.suffix
+    before = _counted(backend)
+    assert backend._forward([[7, 8]], ("mean",), ((3,),)).tolist() == [[[100.0] * 4]]
+    assert model.calls == [([[cls, 7, 8, sep]], [[1, 1, 1, 1]], {})]
+    got = backend._forward([[7, 8], [9]], ("mean",), ((1,), (3,), (3, 2)))
+    assert got.tolist() == [[[1.0] * 4, [100.0] * 4, [51.0] * 4]] * 2
+    assert model.calls[1][2] == {"output_hidden_states": True}
+    assert _new_passes(before, _counted(backend)) == {"transformers-float32": 2}
+    trial = _States()
+    monkeypatch.setattr(backend, "fast", lambda *a: pytest.fail("the fused pass ran a trial's batch"))
+    assert backend._forward([[7]], ("mean",), ((3,),), trial=trial).tolist() == [[[100.0] * 4]]
+    assert len(trial.calls) == 1 and len(model.calls) == 2
+
+
+@pytest.mark.parametrize("message, failure", [
+    ("x" * 250 + "\nits second line", "RuntimeError: " + "x" * 200), ("", "RuntimeError"),
+    ("could not create a primitive", "RuntimeError: could not create a primitive")])
+def test_a_fused_pass_failing_on_a_batch_leaves_it_naming_the_errors_first_line(tiny_backend, monkeypatch, message,
+                                                                                failure):
+    """(a mutation testing hunt, 2026-11-27, session 17) A failure of the fused pass (not for memory) hands the batch,
+    as it was given, to ``_leave_fast_path`` with the error's type and the first 200 characters of its first line (the
+    warning's words), or its type alone where it says nothing (it was 'RuntimeError: ', a colon before nothing); out
+    of memory is raised for ``forward`` to halve the batch, the fused pass kept."""
+    backend, left = tiny_backend, []
+
+    def fails(ids, mask, layers):
+        raise RuntimeError(message)
+
+    def leave(fast, failure, units, pooling, layer_groups, skip=0):
+        left.append((fast, failure, units, pooling, layer_groups, skip))
+        return "what the transformers pass gave"
+
+    monkeypatch.setattr(backend, "fast", fails)
+    monkeypatch.setattr(backend, "_leave_fast_path", leave)
+    assert backend._forward([[7, 8], [9]], ("mean",), ((3,),), 1) == "what the transformers pass gave"
+    assert left == [(fails, failure, [[7, 8], [9]], ("mean",), ((3,),), 1)]
+    monkeypatch.setattr(backend, "fast", lambda *a: (_ for _ in ()).throw(RuntimeError("CUDA out of memory.")))
+    with pytest.raises(RuntimeError, match="out of memory"):
+        backend._forward([[7]], ("mean",), ((3,),))
+    assert len(left) == 1
+
+
+class _Leaving:
+    """A :class:`~bertfeat.batch_runner.BatchRunner` for ``_leave_fast_path``: it records the model it loads and checks,
+    the passes it runs and whether it stays on the transformers pass."""
+
+    def __init__(self, dtype="float32", fast="the fused pass", trial_fails=None):
+        import threading
+
+        from bertfeat.batch_runner import BatchRunner
+
+        self.torch_dtype, self.fast, self.device, self.trial_fails = getattr(torch, dtype), fast, "cpu:0", trial_fails
+        self._fallback_lock, self.log = threading.Lock(), []
+        self._leave_fast_path = BatchRunner._leave_fast_path.__get__(self)
+
+    def _load_model(self, dtype):
+        self.log.append(("load", dtype))
+        return self
+
+    def to(self, device):
+        self.log.append(("to", device))
+        return "the trial model"
+
+    def _check_dtype_runs(self, model):
+        self.log.append(("check", model))
+
+    def _forward(self, units, pooling, layer_groups, skip=0, trial=None):
+        self.log.append(("pass", units, pooling, layer_groups, skip, trial))
+        if trial is not None and self.trial_fails:
+            raise self.trial_fails
+        return "its vectors"
+
+    def _stay_on(self, model, failure, how):
+        self.log.append(("stay on", model, failure, how))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_leaving_the_fused_pass_loads_the_model_once_in_float32_and_stays_on_it_only_where_it_runs_the_batch(dtype):
+    """(a mutation testing hunt, 2026-11-27, session 17) ``_leave_fast_path`` by value: the transformers model is
+    loaded in float32 (a low dtype runs as autocast over it) on the backend's device, checked where the dtype is low,
+    runs the failed batch with its pooling, groups and ``skip``, and is stayed on where it runs it or has no memory
+    for it (then raised, for ``forward`` to halve); a batch it fails too is raised, the fused pass kept. Where another
+    worker thread left the fused pass meanwhile, the batch runs on what it left it for, and nothing is loaded. Only
+    whole models read it, with their default ``skip`` of 0 and no second worker."""
+    checked = [("check", "the trial model")] if dtype != "float32" else []
+    runner = _Leaving(dtype)
+    assert runner._leave_fast_path("the fused pass", "RuntimeError: x", "units", "pooling", "groups", 2) == "its vectors"
+    assert runner.log == [("load", torch.float32), ("to", "cpu:0"), *checked,
+                          ("pass", "units", "pooling", "groups", 2, "the trial model"),
+                          ("stay on", "the trial model", "RuntimeError: x", "that the transformers forward pass runs")]
+    runner = _Leaving(dtype, trial_fails=RuntimeError("DefaultCPUAllocator: can't allocate memory"))
+    with pytest.raises(RuntimeError, match="allocate"):
+        runner._leave_fast_path("the fused pass", "RuntimeError: x", "units", "pooling", "groups", 2)
+    assert runner.log[-1] == ("stay on", "the trial model", "RuntimeError: x",
+                              "that the transformers forward pass has no memory for at once")
+    runner = _Leaving(dtype, trial_fails=RuntimeError("the batch's own fault"))
+    with pytest.raises(RuntimeError, match="own fault"):
+        runner._leave_fast_path("the fused pass", "RuntimeError: x", "units", "pooling", "groups", 2)
+    assert not any(entry[0] == "stay on" for entry in runner.log)
+    runner = _Leaving(dtype, fast=None)  # another worker left it first
+    assert runner._leave_fast_path("the fused pass", "RuntimeError: x", "units", "pooling", "groups", 2) == "its vectors"
+    assert runner.log == [("pass", "units", "pooling", "groups", 2, None)]
+
+
+def _autocast_on_cpu():
+    return torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+def test_the_transformers_pass_on_cpu_runs_a_low_dtype_as_autocast_and_the_fused_pass_sets_its_own(dtype):
+    """(a mutation testing hunt, 2026-11-27, session 17) ``_numerics`` on CPU: the transformers pass in bfloat16 or
+    float16 runs under CPU autocast in that dtype (over float32 weights), in float32 under none; the fused pass, which
+    sets its own arithmetic, under none in any dtype. Only whole low-precision jobs read it, by their tolerance."""
+    from types import SimpleNamespace
+
+    from bertfeat.batch_runner import BatchRunner
+
+    runner = SimpleNamespace(device="cpu", torch_dtype=getattr(torch, dtype))
+    off = _autocast_on_cpu()
+    with BatchRunner._numerics(runner):
+        assert _autocast_on_cpu() == ((True, getattr(torch, dtype)) if dtype != "float32" else off)
+    assert _autocast_on_cpu() == off
+    with BatchRunner._numerics(runner, fast="the fused pass"):
+        assert _autocast_on_cpu() == off
+
+
 # -- sizing -------------------------------------------------------------------------------------------------------
 
 
