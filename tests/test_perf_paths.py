@@ -602,7 +602,8 @@ def test_one_pass_gives_the_fused_pass_the_padded_batch_and_each_layer_needed_on
     """(a mutation testing hunt, 2026-11-27, session 17) ``_forward`` by value: the fused pass is given ``[CLS] +
     tokens + [SEP]`` right-padded with the pad id and its mask, the layers the groups need once each, in order; the
     pooled blocks are its states' (``skip`` passed on); the pass is counted as the rung the fused pass names, or the
-    backend's where it names none. Only whole jobs read it, by their vectors."""
+    backend's where it names none; in a low dtype it runs under no autocast (it sets its own arithmetic). Only whole
+    jobs read it, by their vectors."""
     from bertfeat.pooling import pool_blocks
 
     backend, real, seen = tiny_backend, tiny_backend.fast, []
@@ -627,6 +628,10 @@ def test_one_pass_gives_the_fused_pass_the_padded_batch_and_each_layer_needed_on
     before = _counted(backend)
     backend._forward([[7]], ("mean",), ((3,),))
     assert _new_passes(before, _counted(backend)) == {"onednn-float32-of-its-own": 1}
+    monkeypatch.setattr(backend, "torch_dtype", torch.bfloat16)  # the fused pass sets its own arithmetic: no autocast
+    monkeypatch.setattr(backend, "fast", lambda ids, mask, layers: pytest.fail("autocast") if _autocast_on_cpu()[0]
+                        else real(ids, mask, layers))
+    backend._forward([[7]], ("mean",), ((3,),))
 
 
 class _States(torch.nn.Module if torch else object):
@@ -758,6 +763,39 @@ def test_leaving_the_fused_pass_loads_the_model_once_in_float32_and_stays_on_it_
     runner = _Leaving(dtype, fast=None)  # another worker left it first
     assert runner._leave_fast_path("the fused pass", "RuntimeError: x", "units", "pooling", "groups", 2) == "its vectors"
     assert runner.log == [("pass", "units", "pooling", "groups", 2, None)]
+
+
+_CALLERS = __import__("contextvars").ContextVar("callers", default="no caller's context")
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_batches_run_in_order_with_their_skip_in_the_callers_context_on_any_number_of_workers(
+        tiny_backend, monkeypatch, workers):
+    """(a mutation testing hunt, 2026-11-27, session 17) ``forward_batches`` passes each batch's pooling, groups and
+    ``skip`` (a prompt left out of pooling) to ``forward`` on one worker or several, yields in the batches' order,
+    and runs each in a copy of the caller's context (where a job counts its own passes); a batch already token
+    sequences is not copied. Only whole jobs with a prompt read the skip, outside this file."""
+    from bertfeat.batch_runner import _as_token_seqs
+    from bertfeat.batching import TokenSeqs
+
+    seen = []
+
+    def forward(units, pooling, layer_groups, skip=0):
+        seen.append((units, pooling, layer_groups, skip, _CALLERS.get()))
+        return units
+
+    monkeypatch.setattr(tiny_backend, "forward", forward)
+    monkeypatch.setattr(tiny_backend, "workers", workers)
+    batches = [[[5, 6]], [[7]], [[8, 9, 10]]]
+    token = _CALLERS.set("the caller's")
+    try:
+        got = list(tiny_backend.forward_batches(batches, ("mean",), ((3,),), skip=2))
+    finally:
+        _CALLERS.reset(token)
+    assert got == batches
+    assert sorted(seen, key=lambda call: batches.index(call[0])) == [(b, ("mean",), ((3,),), 2, "the caller's") for b in batches]
+    seqs = TokenSeqs.from_lists([[5, 6], [7]])
+    assert _as_token_seqs(seqs) is seqs and _as_token_seqs([[5, 6], [7]]).tolist() == [[5, 6], [7]]
 
 
 def _autocast_on_cpu():
