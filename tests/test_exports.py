@@ -101,6 +101,37 @@ def test_psqls_row_count_footer_is_refused_naming_its_line(tmp_path, body, colum
         "remove that line).")
 
 
+@pytest.mark.parametrize("body, quoting, line", [
+    ("text\na cat\n(1 row)\n\na dog\n", None, 3),  # rows after it: two outputs joined, or a query's output edited
+    ("sep=,\ntext\na cat\n(1 row)\na dog\n", None, 4),  # Excel's sep= line, no record
+    ('text\n"a cat\n(1 row)\na dog\n', "none", 3),  # no quotes: a quote opens no value in the lines counted
+    ("text\na\rb\n(1 row)\na dog\n", None, 3),  # a lone CR read as its value's, as the reader reads it
+    ('text\na\rb\n"c\nd"\n(2 rows)\nmore\n', None, 5),  # and a value over two lines after it
+])
+def test_a_footer_before_more_rows_is_named_by_its_own_line_as_the_reader_reads_the_file(tmp_path, body, quoting,
+                                                                                        line):
+    """(a mutation testing hunt, 2026-11-27, session 17) The footer's line was read only where it was the file's last
+    record, where the end of the count gives the same line whatever rows it counted: the header, Excel's sep= line,
+    the file's quoting and its lone CRs counted otherwise all passed."""
+    src = tmp_path / "psql.csv"
+    src.write_bytes(body.encode())
+    with pytest.raises(ValueError, match=rf"holds psql's row count footer '\(\d rows?\)' at line {line} \("):
+        read(src, ["text"], **({"quoting": quoting} if quoting else {}))
+
+
+@pytest.mark.parametrize("body, line", [
+    ('id,text\n1,a\rb\n2,say \\"hi\\"\n', 3),  # a lone CR read as its value's is no line end
+    ('text,id\n\\"hi\\",1\n', 2),  # the problem the first byte of its line
+])
+def test_the_line_of_an_escaped_quote_counts_the_line_ends_the_reader_reads(tmp_path, body, line):
+    """(a mutation testing hunt, 2026-11-27, session 17) The line named counts the line ends the reader ends rows at,
+    up to the problem's first byte, which may follow one."""
+    src = tmp_path / "data.csv"
+    src.write_bytes(body.encode())
+    with pytest.raises(ValueError, match=rf"data.csv: line {line} holds a quote escaped with a backslash"):
+        read(src, ["text"])
+
+
 def test_a_text_that_only_looks_like_a_footer_is_read_as_a_text(tmp_path):
     src = tmp_path / "one.csv"  # not the count of the rows before it: a text, as written
     src.write_text("text\na cat\n(3 rows)\n(1 row)\n")
