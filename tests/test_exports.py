@@ -132,6 +132,17 @@ def test_the_line_of_an_escaped_quote_counts_the_line_ends_the_reader_reads(tmp_
         read(src, ["text"])
 
 
+def test_a_quote_never_closed_is_named_by_the_line_it_opens_a_value_at_after_the_files_delimiter(tmp_path):
+    """(a mutation testing hunt, 2026-11-27, session 17) A quote opens a value only at its start, after the file's
+    delimiter: where a record's first quote closed and a later one, on its next line, never did, that line is named.
+    No test read the delimiter there: each quote left open was on its record's first line, the line named where no
+    quote is found."""
+    src = tmp_path / "open.csv"
+    src.write_text('id;text;more\n1;a;b\n2;"two\nlines";"open\n3;x;y\n')
+    with pytest.raises(ValueError, match=r'open.csv is malformed: a quote opened at line 4 is never closed, so '):
+        read(src, ["id", "text", "more"], delimiter=";")
+
+
 def test_a_text_that_only_looks_like_a_footer_is_read_as_a_text(tmp_path):
     src = tmp_path / "one.csv"  # not the count of the rows before it: a text, as written
     src.write_text("text\na cat\n(3 rows)\n(1 row)\n")
@@ -929,13 +940,14 @@ def test_a_backslash_before_a_line_break_is_refused_where_the_quoting_was_not_de
         "quoting='backslash'")
     assert read(one, ["text"], quoting="backslash").column("text").to_pylist() == ["first", "two\nlines"]
     two = tmp_path / "two.tsv"
-    two.write_bytes(b"id\ttext\n1\ttwo\\\nlines\n")
-    with pytest.raises(ValueError) as info:
-        read(two, ["id", "text"])
-    assert str(info.value).endswith(
-        "The line before it ends with a backslash ('two\\\\'), as exports that escape their delimiters, tabs and line "
-        "breaks with a backslash write one before a line break inside a value (MySQL's INTO OUTFILE, Redshift's "
-        "UNLOAD ... ESCAPE): pass quoting='backslash'.")
+    for header, row in ((b"id\ttext", b"1\t"), (b"id\tx\ttext", b"1\ta\t")):  # the last value, of any number
+        two.write_bytes(header + b"\n" + row + b"two\\\nlines\n")
+        with pytest.raises(ValueError) as info:
+            read(two, header.decode().split("\t"))
+        assert str(info.value).endswith(
+            "The line before it ends with a backslash ('two\\\\'), as exports that escape their delimiters, tabs and "
+            "line breaks with a backslash write one before a line break inside a value (MySQL's INTO OUTFILE, "
+            "Redshift's UNLOAD ... ESCAPE): pass quoting='backslash'.")
 
 
 @pytest.mark.parametrize("text, backslash, read_as", [
