@@ -716,6 +716,7 @@ def test_a_backslash_before_the_delimiter_is_not_taken_for_r_row_names(tmp_path)
     with pytest.raises(ValueError) as info:
         read(src, ["id", "text"], delimiter="|")
     assert "write.table" not in str(info.value)
+    assert str(info.value).startswith(f"{src} is malformed at line 2: ")  # the hint added to the problem's words
     assert str(info.value).endswith(
         "A backslash comes before the delimiter there ('a\\\\|b'), as exports that escape their delimiters, tabs and "
         "line breaks with a backslash write them (MySQL's INTO OUTFILE, Redshift's UNLOAD ... ESCAPE, PostgreSQL's "
