@@ -459,22 +459,28 @@ class CsvProblems:
         return escapes is not None and escapes.ends_with_value_lf
 
     def _last_line_run_on(self) -> str:
-        """The refusal of an escaped export whose last line ends with a line feed alone where its first ends with
-        CRLF or a lone CR (:meth:`_ends_with_value_lf`), naming the lines read into its last row."""
+        """The refusal of an escaped export whose last line ends with a line feed alone, or with no line end after
+        one, where its first ends with CRLF or a lone CR (:meth:`_ends_with_value_lf`), naming the lines read into its
+        last row."""
         start = number = self.header_lines + 1
-        header_end = "CRLF"
+        header_end, text = "CRLF", ""
         with self._text() as fh:
             for number, text in enumerate(self._lines(fh), 1):
                 if number == self.header_lines:
                     header_end = "CRLF" if text.endswith("\r\n") else "a carriage return alone"
                 if number >= self.header_lines and text.endswith("\r\n" if header_end == "CRLF" else "\r"):
                     start = number + 1  # a row ends here: the last begins on the next line
-        return (f"{self.path}: its last line ends with a line feed alone, where its first line ends with {header_end}, "
+        ends = ("ends with a line feed alone" if text.endswith(("\n", "\r")) else
+                "holds no line end and comes after a line feed alone")
+        return (f"{self.path}: its last line {ends}, where its first line ends with {header_end}, "
                 "as an export that ends lines so ends every line, the last too: under "
                 f"quoting={self.quoting!r} a line feed alone is part of its value, as MySQL's SELECT ... INTO OUTFILE "
                 f"... LINES TERMINATED BY writes a line break inside a value, so lines {start} to {number} would be "
                 "read as one row. If each line feed ends a line (line ends mixed by joining or editing files), give "
-                f"every line one end first, for example with {_one_line_end(header_end)}.")
+                f"every line one end first, for example with {_one_line_end(header_end)}"
+                + ("." if text.endswith(("\n", "\r")) else
+                   "; if it is such an export whose last line end was cut off, end its last line as the others end, "
+                   f"for example with printf '{_END_TYPED[header_end]}' >> in.csv."))
 
     def _last_line(self) -> tuple[int, str] | None:
         """``(line, text)`` of the CSV file's last line that is not blank, spaces around it removed, or None."""
@@ -535,6 +541,10 @@ class CsvProblems:
 # an even run of backslashes before a quote: under csv-backslash, escaped backslashes and a quote that closes its value,
 # as R's write.table() writes a text's backslash before a quote (it escapes the quote, not the backslash)
 _ESCAPED_BACKSLASH_QUOTE = re.compile(r'(?<!\\)(?:\\\\)+"')
+# a line end as printf types it, where a file's first line ends with CRLF or a lone CR
+_END_TYPED = {"CRLF": "\\r\\n", "a carriage return alone": "\\r"}
+
+
 def _one_line_end(header_end: str) -> str:
     """A command that gives every line of a file one line end, where its first line ends with ``header_end``."""
     return ("sed 's/\\r$//' < in.csv > out.csv" if header_end == "CRLF" else

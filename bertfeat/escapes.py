@@ -99,6 +99,11 @@ class EscapedBytes:
         self._lone_cr: bool | None = None
         self._header = HeaderEnd(quoted, escapes=True)  # where the header's line ends (its quoted names' breaks none)
         self._last = b""  # the stream's last bytes (ends_with_value_lf)
+        # whether a line feed read as a value's came after the stream's last line end (ends_with_value_lf)
+        self._lf_unended = False
+        self._lf_at = -1  # where, in the piece being rewritten, the last line feed read as a value's is
+        self._line_end = -1  # where, in the piece being rewritten, its last line end is
+        self._offset = 0  # where in the piece the part being rewritten starts
 
     def rewrite(self, data: bytes) -> bytes:
         if data:
@@ -108,15 +113,27 @@ class EscapedBytes:
     @property
     def ends_with_value_lf(self) -> bool:
         """Whether the stream so far ends with a line feed alone (no CR before it, no backslash) where such a line feed
-        is a value's (lines end with CRLF or a lone CR): an export that ends its lines so ends its last line so too,
-        and a file whose lines after a CRLF header end with LF alone (mixed by joining or editing) is read as one row
-        from its last CRLF on."""
+        is a value's (lines end with CRLF or a lone CR), or ends with no line end after such a line feed: an export
+        that ends its lines so ends its last line so too, and a file whose lines after a CRLF header end with LF alone
+        (mixed by joining or editing) is read as one row from its last CRLF on."""
         last = self._last
-        if not (self._crlf or self._lone_cr) or not last.endswith(b"\n") or last.endswith(b"\r\n"):
+        if not (self._crlf or self._lone_cr):
+            return False
+        if last and not last.endswith((b"\n", b"\r")):
+            return self._lf_unended  # no line end at all after the last: an editor's save, never such an export's
+        if not last.endswith(b"\n") or last.endswith(b"\r\n"):
             return False
         return (len(last) - 1 - len(last[:-1].rstrip(b"\\"))) % 2 == 0
 
     def _rewrite(self, data: bytes) -> bytes:
+        out = self._rewrite_piece(data)
+        if self._crlf or self._lone_cr:  # a line end after the piece's last value's line feed ends that line
+            self._lf_unended = self._lf_at > self._line_end or self._lf_unended and self._line_end < 0
+        self._lf_at = -1
+        return out
+
+    def _rewrite_piece(self, data: bytes) -> bytes:
+        self._line_end = -1  # where, in the piece, its last line end is (an escaped CR's among them: fewer refused)
         if not data:
             out, self.held = self.held, b""
             return out
@@ -133,8 +150,15 @@ class EscapedBytes:
             self._lone_cr = None if end is None else data[end] == 0x0D and data[end + 1:end + 2] != b"\n"
             if self._lone_cr:  # the header's line breaks inside a quoted name are pyarrow's to skip, as written
                 self._cr_from = len(data)
-                return _PAIR.sub(self._pair, data[:end]) + _PAIR_CR.sub(self._pair, data[end:])
+                self._line_end = data.rfind(b"\r")
+                head = _PAIR.sub(self._pair, data[:end])
+                self._offset = end
+                try:
+                    return head + _PAIR_CR.sub(self._pair, data[end:])
+                finally:
+                    self._offset = 0
         if self._lone_cr:
+            self._line_end = data.rfind(b"\r")
             return _PAIR_CR.sub(self._pair, data)
         if self._lf_seen:
             self._cr_from = -1
@@ -143,6 +167,7 @@ class EscapedBytes:
             self._lf_seen = first >= 0
             self._cr_from = first if self._lf_seen else len(data)
             self._crlf = first > 0 and data[first - 1] == 0x0D  # the header's line end (a held CR is in data)
+        self._line_end = data.rfind(b"\r\n")
         return (_PAIR_CRLF if self._crlf else _PAIR).sub(self._pair, data)
 
     def line_ends(self) -> LineEnds:
@@ -156,6 +181,7 @@ class EscapedBytes:
         if match[0] == b"\r":  # a bare CR
             return b"\\r" if match.start() > self._cr_from else match[0]
         # where lines end with CRLF: a lone LF, or an escaped CR and a lone LF
+        self._lf_at = match.end() - 1 + self._offset
         return b"\\n" if match[0] == b"\n" else b"\\r\\n"
 
 

@@ -746,6 +746,44 @@ def test_a_file_of_one_column_whose_last_line_ends_with_a_line_feed_alone_is_ref
 
 
 @pytest.mark.parametrize("quoting", ["backslash", "csv-backslash"])
+def test_a_file_of_one_column_whose_last_line_has_no_end_after_a_line_feed_alone_is_refused_not_read_as_one_text(
+        tmp_path, quoting):
+    """(found by a review of session 17's CSV work, 2026-11-27, session 17) the test above's refusal looked at the last
+    byte only: the same file with no line end after its last line (an editor's save, a header typed before rows
+    pasted in) was read as one text ('a\nb\nc' for the three), silently. No export that ends its lines with CRLF or a
+    lone CR leaves its last line without one, so a last line holding a line feed alone and no end is refused as the
+    test above's is; a last line with no end and no such line feed (an export's last row, its end cut) is read."""
+    for data, lines, crlf in [(b"text\r\na\nb\nc", "2 to 4", True), (b"text\r\nok\r\na\nb", "3 to 4", True),
+                              (b"text\ra\nb\nc", "2 to 4", False)]:
+        for name, write in [("one.csv", Path.write_bytes), ("one.csv.gz", lambda p, d: p.write_bytes(gzip.compress(d)))]:
+            src = tmp_path / name
+            write(src, data)
+            delivered = []
+
+            def read_on():
+                for batch in csv_reader(src, ["text"], chunk_rows=1, quoting=quoting).batches():
+                    delivered.extend(batch.column("text").to_pylist())
+
+            said = refusal(read_on)
+            header_end, typed = ("CRLF", "\\r\\n") if crlf else ("a carriage return alone", "\\r")
+            assert said.startswith(
+                f"{src}: its last line holds no line end and comes after a line feed alone, where its first line "
+                f"ends with {header_end}, as an export that ends lines so ends every line, the last too: under "
+                f"quoting={quoting!r} a line feed alone is part of its value, as MySQL's SELECT ... INTO OUTFILE ... "
+                f"LINES TERMINATED BY writes a line break inside a value, so lines {lines} would be read as one "
+                "row. If each line feed ends a line"), said
+            assert said.endswith(f"; if it is such an export whose last line end was cut off, end its last line as "
+                                 f"the others end, for example with printf '{typed}' >> "
+                                 "in.csv."), said
+            assert all("\n" not in text for text in delivered), delivered
+    for data, want in [(b"text\r\ntwo\nlines\r\nok", ["two\nlines", "ok"]), (b"text\r\na\r\nb", ["a", "b"]),
+                       (b"text\ra\rb", ["a", "b"]), (b"text\r\na\r\nb\\\nc", ["a", "b\nc"])]:
+        src = tmp_path / "export.csv"  # no line feed alone in its last line, or one escaped: read as before
+        src.write_bytes(data)
+        assert read_all(csv_reader(src, ["text"], quoting=quoting))[0].column("text").to_pylist() == want, data
+
+
+@pytest.mark.parametrize("quoting", ["backslash", "csv-backslash"])
 def test_a_ragged_row_of_any_escaped_export_is_named_at_the_line_an_editor_shows(tmp_path, quoting):
     """(session 16, the test above as a property) MySQL's INTO OUTFILE, without ENCLOSED BY ('backslash') and with it
     ('csv-backslash'), of random texts of line breaks of each kind, tabs, commas, quotes and backslashes, in lines
