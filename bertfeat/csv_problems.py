@@ -388,11 +388,7 @@ class CsvProblems:
         return (f" Line {at} holds a carriage return alone, read as part of its value, as Python's csv module and "
                 "pandas write a text's CR (unquoted) where lines end with LF or CRLF, as this file's first line does; "
                 "if it ends a line (line ends mixed by joining or editing files), give every line one end first, for "
-                + ("example with tr '\\r' '\\n' < in.csv > out.csv (every CR a line end: the blank lines it leaves are "
-                   "skipped)." if len(self.header) > 1 else  # there a blank line is a row whose value is missing
-                   "example with perl -pe 's/\\r\\n?/\\n/g' < in.csv > out.csv (each CRLF and each CR alone one line "
-                   "end; tr '\\r' '\\n' would leave a blank line for each CRLF, in a file of one column a row whose "
-                   "value is missing)."))
+                f"example with {_one_line_end('a carriage return alone', len(self.header) == 1)}.")
 
     def _lone_cr_line(self, first: int, last: int) -> int | None:
         """The first of lines ``first`` to ``last`` (counted as the reader ends lines: :meth:`_lone_cr`) that holds a
@@ -450,7 +446,7 @@ class CsvProblems:
                 f"quoting={self.quoting!r} such a line feed is part of its value, as MySQL's SELECT ... INTO OUTFILE "
                 "... LINES TERMINATED BY writes a line break inside a value, so the lines after it were read into its "
                 "row; if each line feed ends a line (line ends mixed by joining or editing files), give every line one "
-                f"end first, for example with {_one_line_end(header_end)}.")
+                f"end first, for example with {_one_line_end(header_end, len(self.header) == 1)}.")
 
     def _ends_with_value_lf(self) -> bool:
         """Whether the escaped export read ends with a line feed its reading reads as a value's
@@ -477,7 +473,7 @@ class CsvProblems:
                 f"quoting={self.quoting!r} a line feed alone is part of its value, as MySQL's SELECT ... INTO OUTFILE "
                 f"... LINES TERMINATED BY writes a line break inside a value, so lines {start} to {number} would be "
                 "read as one row. If each line feed ends a line (line ends mixed by joining or editing files), give "
-                f"every line one end first, for example with {_one_line_end(header_end)}"
+                f"every line one end first, for example with {_one_line_end(header_end, len(self.header) == 1)}"
                 + ("." if text.endswith(("\n", "\r")) else
                    "; if it is such an export whose last line end was cut off, end its last line as the others end, "
                    f"for example with printf '{_END_TYPED[header_end]}' >> in.csv."))
@@ -545,10 +541,15 @@ _ESCAPED_BACKSLASH_QUOTE = re.compile(r'(?<!\\)(?:\\\\)+"')
 _END_TYPED = {"CRLF": "\\r\\n", "a carriage return alone": "\\r"}
 
 
-def _one_line_end(header_end: str) -> str:
-    """A command that gives every line of a file one line end, where its first line ends with ``header_end``."""
-    return ("sed 's/\\r$//' < in.csv > out.csv" if header_end == "CRLF" else
-            "tr '\\r' '\\n' < in.csv > out.csv (every CR a line end: the blank lines it leaves are skipped)")
+def _one_line_end(header_end: str, one_column: bool) -> str:
+    """A command that gives every line of a file one line end, where its first line ends with ``header_end``: in a
+    file of one column, where a blank line is a row whose value is missing, none that leaves one for a CRLF."""
+    if header_end == "CRLF":
+        return "sed 's/\\r$//' < in.csv > out.csv"
+    if not one_column:
+        return "tr '\\r' '\\n' < in.csv > out.csv (every CR a line end: the blank lines it leaves are skipped)"
+    return ("perl -pe 's/\\r\\n?/\\n/g' < in.csv > out.csv (each CRLF and each CR alone one line end; tr '\\r' '\\n' "
+            "would leave a blank line for each CRLF, in a file of one column a row whose value is missing)")
 
 
 # a backslash and the character it escapes (csv-backslash): no quote of the value's own
