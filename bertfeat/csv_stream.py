@@ -159,7 +159,8 @@ class _CountingFile:
 
     No piece it returns ends with ``\r`` while more follows (the ``\r`` waits for the next piece): pyarrow drops a
     ``\n`` that starts a read piece after one that ended with ``\r``, taking the two for a line break split in two
-    even inside a quoted value, so a value's CRLF split by the 1 MB read block lost its ``\n`` (apache/arrow#51368).
+    even inside a quoted value, so a value's CRLF split by the 1 MB read block lost its ``\n`` (apache/arrow#51368);
+    an escaped export's piece may, where :class:`~bertfeat.escapes.EscapedBytes` holds back the next byte, a CR.
     With ``lone_cr``, a lone CR in a file whose lines end with LF reaches pyarrow marked (:class:`LoneCR`; the watchers
     see the bytes as written): a piece may then be longer than asked, as an escaped export's may, which pyarrow takes,
     and a piece where no record can end is read on to one where it may (a long value's: :meth:`_to_a_record_end`).
@@ -205,7 +206,10 @@ class _CountingFile:
             if n > 1 and data:
                 data = self._to_a_record_end(data, n)
         self._held = b""
-        if len(data) > 1 and data.endswith(b"\r"):  # never a lone b"\r": an empty piece would read as the end
+        # never a lone b"\r": an empty piece would read as the end. An escaped export's rewriting holds back a CR
+        # that a LF may follow itself, and held here too, a header's CR before a blank line ('t\r\r', a file of one
+        # column and a missing row) left pyarrow a first piece with no line end to skip the header at
+        if len(data) > 1 and data.endswith(b"\r") and self.escapes is None:
             data, self._held = data[:-1], b"\r"
         if not data:
             self.eof = True

@@ -444,7 +444,9 @@ class InputReader(CsvProblems):
                         break
                 # pyarrow's skip_rows counts physical lines, and a quoted header name may span several
                 self.header_lines = reader.line_num
-                self.has_rows = _more_than_line_ends(fh)
+                # a blank line after the header of a file of one column is a row whose value is missing (polars'
+                # write_csv of a column of nulls writes only such lines), elsewhere no row
+                self.has_rows = _more_than_line_ends(fh) if len(first or ()) != 1 else fh.read(1) != ""
         except csv.Error as exc:
             raise ValueError(f"{self.path} has a malformed header: {exc}.") from None
         except (EOFError, zlib.error) as exc:  # a compressed file cut short or damaged

@@ -244,6 +244,33 @@ def test_a_null_in_a_file_of_one_column_is_a_row_where_its_writer_wrote_a_blank_
     reader = InputReader(str(wide), ["id", "text"], 4, ["text"])
     assert [t for b in reader.batches() for t in b.column("id").to_pylist()] == ["1", "2"]
 
+def test_a_file_of_one_column_whose_every_row_is_null_has_those_rows_not_none(tmp_path):
+    """(found by a review of session 17's CSV work, 2026-11-27, session 17) the test above reads a blank line after the
+    header of a file of one column as a row whose value is missing, but a file holding nothing else (polars' and
+    pyarrow's write_csv of a column whose values are all null: 'text\\n\\n' for one) was refused 'has no rows to
+    embed', where polars reads one row and the rule read 'text\\n\\na\\n' as two. Now such a file has its rows,
+    each missing; a header alone (or a wider file's blank lines) still has none."""
+    pl = pytest.importorskip("polars")
+    for nulls in (1, 2, 3):
+        for lineterminator in ("\n", "\r\n"):
+            src = tmp_path / "nulls.csv"
+            pl.DataFrame({"text": pl.Series([None] * nulls, dtype=pl.String)}).write_csv(
+                src, line_terminator=lineterminator)
+            assert pl.read_csv(src)["text"].to_list() == [None] * nulls
+            reader = InputReader(str(src), ["text"], 2, ["text"])
+            assert reader.has_rows
+            assert [t for b in reader.batches() for t in b.column("text").to_pylist()] == [None] * nulls
+    for quoting in ("csv", "backslash", "csv-backslash"):  # the same with lines that end with a lone CR
+        src = tmp_path / "cr.csv"
+        src.write_bytes(b"text\r\r")  # (escaped, its header's CR was held back from pyarrow's first piece)
+        assert [t for b in InputReader(str(src), ["text"], 2, ["text"], quoting=quoting).batches()
+                for t in b.column("text").to_pylist()] == [None], quoting
+    for body in ("text\n", "text", "id,text\n\n\n"):  # no row: refused early, 'has no rows to embed'
+        src = tmp_path / "none.csv"
+        src.write_text(body)
+        assert not InputReader(str(src), ["text"], 2, ["text"]).has_rows, body
+
+
 def test_an_excel_style_export_reads_back_as_written(tmp_path):
     """Excel's "CSV UTF-8" where the list separator is ';' (a decimal comma locale): a BOM, a first line sep=;, CRLF
     line ends, every value holding ';', '"' or a line break quoted."""
