@@ -93,5 +93,7 @@ def chance_lines(result) -> list[str]:
                      f"{verdict['bar']:.4f}, chance plus {verdict['margin']:.1f} standard errors of "
                      f"{verdict['std_err']:.4f} (the best of {verdict['rows']} rows scored on labels the texts do not predict seldom passes "
                      f"it{'; no score can, with so few texts' if verdict['bar'] >= 1 else ''}): these texts may not "
-                     "predict these labels, and the recommendation is then noise.")
+                     "predict these labels, and the recommendation is then noise; or they predict them too weakly to "
+                     "show with this many texts (a real but weak signal falls under the bar on some draws of texts "
+                     "and folds): more labelled texts would tell the two apart.")
     return lines

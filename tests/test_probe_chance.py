@@ -36,7 +36,9 @@ def test_noise_labels_get_the_note_though_the_best_of_many_rows_lands_above_chan
     note = (f"note: no row beats chance clearly: the best, rank 1, scores {t.iloc[0]['score']:.4f}, not above "
             f"{result.chance['bar']:.4f}, chance plus {2 * math.sqrt(2 * math.log(len(t))):.1f} standard errors of "
             f"{np.median(t['std_err']):.4f} (the best of {len(t)} rows scored on labels the texts do not predict "
-            "seldom passes it): these texts may not predict these labels, and the recommendation is then noise.")
+            "seldom passes it): these texts may not predict these labels, and the recommendation is then noise; or "
+            "they predict them too weakly to show with this many texts (a real but weak signal falls under the bar on "
+            "some draws of texts and folds): more labelled texts would tell the two apart.")
     assert repr(result).endswith("\n" + note)
     if seed in (1, 3, 5):  # where the old bar said nothing
         assert _old_bar_beaten(result)
@@ -138,4 +140,5 @@ def test_a_bar_no_score_can_reach_says_so():
         f"note: no row beats chance clearly: the best, rank 1, scores 0.9000, not above {bar:.4f}, chance plus 3.0 "
         "standard errors of 0.2500 (the best of 3 rows scored on labels the texts do not predict seldom passes it; no "
         "score can, with so few texts): these texts may not predict these labels, and the recommendation is then "
-        "noise."]
+        "noise; or they predict them too weakly to show with this many texts (a real but weak signal falls under the "
+        "bar on some draws of texts and folds): more labelled texts would tell the two apart."]
