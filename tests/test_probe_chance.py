@@ -85,6 +85,29 @@ def test_constant_features_are_those_of_every_text_alike_up_to_float32_rounding(
     assert not constant(x)
 
 
+def test_a_layer_norms_output_rounded_otherwise_is_constant_where_a_column_is_near_zero():
+    """(found by a review of session 17's probe work, 2026-11-27, session 17) the rounding above was judged column by
+    column, each against its own largest value: a LayerNorm's output (the embedding layer's CLS vector) has columns
+    near zero, where its scale and shift nearly cancel, and there a last bit rounded otherwise is a large share of the
+    value. Measured on the bundled model: its embedding layer's CLS vector computed by two float32 LayerNorms summing in
+    other orders differed in 346 of 384 columns by up to 4.8e-7, and 37 columns moved more than 1e-6 of their own
+    value (up to 3.2e-4), so the candidate counted as scored, its rounding blown up to unit variance. The rounding is
+    now judged against the features' largest value; a text told apart by 1e-4 is still no constant."""
+    rng = np.random.default_rng(0)
+    normed = rng.standard_normal(384).astype(np.float32)
+    gamma = (1 + 0.1 * rng.standard_normal(384)).astype(np.float32)
+    beta = (0.5 * rng.standard_normal(384)).astype(np.float32)
+    rstd = np.float32(2.7)
+    one = normed * rstd * gamma + beta  # float32 throughout
+    other = normed * np.nextafter(rstd, np.float32(3)) * gamma + beta  # the last bit of its 1/std rounded otherwise
+    x = np.stack([one] * 4 + [other] * 4)
+    assert (one != other).sum() > 100
+    assert (np.ptp(x, axis=0) > 1e-6 * np.abs(x).max(axis=0)).any()  # a column near zero, as the bundled model's
+    assert constant(x)
+    x[3, 7] += 1e-4  # one text told apart
+    assert not constant(x)
+
+
 def test_a_candidate_whose_features_are_the_same_for_every_text_is_left_out_saying_why(tiny_bert, tmp_path, capsys):
     """The embedding layer's CLS vector is one vector for every text (the same token at the same position), so `cls,
     layer 0` scored chance whatever the labels, and on noise, where every row scores about chance, the rule of the
