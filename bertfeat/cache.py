@@ -312,8 +312,11 @@ class Cache:
         return matches[0]
 
     def info(self) -> list[NamespaceInfo]:
-        """One :class:`NamespaceInfo` per namespace (this reads every shard's key column)."""
-        return [self._namespace(fp).info() for fp in self.fingerprints()]
+        """One :class:`NamespaceInfo` per namespace (this reads every shard's key column). A folder that holds nothing
+        of one (no shard, no recipe.json: what a clear stopped half way leaves once it is ended) is left out, as the
+        folder a clear removes is."""
+        infos = (self._namespace(fp).info() for fp in self.fingerprints())
+        return [i for i in infos if i.shards or i.corrupt or i.recipe is not None]
 
     def compact(self, fingerprint: str | None = None) -> list["CompactResult"]:
         """Merge each namespace's shards into one, dropping duplicates, corrupt shards and dead writers' temp files.

@@ -6,6 +6,7 @@ shard of the oldest name), dropping corrupt shards and dead writers' temporary f
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 from dataclasses import asdict, dataclass
@@ -14,13 +15,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bertfeat.namespace import _COMPACT_LOCK_FILE, _LOCK_FILE, _STALE_TMP_SECONDS, _TMP_RE
+from bertfeat.namespace import (
+    _COMPACT_LOCK_FILE, _LOCK_FILE, _STALE_TMP_SECONDS, _TMP_RE, SWAP_FILE, _write_atomic,
+)
 from bertfeat import locks
 from bertfeat.exceptions import CacheError
 from bertfeat.flush import file_to_disk
 from bertfeat.shards import (
-    _HOST, _flock, _NotRemoved, _pid_alive, _remove_all, _row_group_rows, _RowGroupWriter, _shard_time,
-    _TempShard, _Unreadable, being_written,
+    _HOST, _flock, _fsync_dir, _NotRemoved, _pid_alive, _remove_all, _row_group_rows, _RowGroupWriter, _shard_time,
+    _shard_name, _TempShard, _Unreadable, being_written,
 )
 
 
@@ -56,6 +59,8 @@ def _compact(ns, unlocked=None) -> CompactResult:
     with _flock(os.path.join(ns.dir, _COMPACT_LOCK_FILE), exclusive=True, waiting=ns._waiting("compaction"),
                unlocked=unlocked):
         with ns._lock:
+            ns._finish_clear()  # a clear stopped half way: ended first, so nothing it meant to remove is merged
+            _finish_swap(ns)
             temp_removed = _remove_stale_temp_files(ns)
             ns._learn_width(ns._read_recipe())
             ns.bad.clear()  # look again: a shard is only deleted as corrupt if it still cannot be read
@@ -135,24 +140,40 @@ def _compact(ns, unlocked=None) -> CompactResult:
                 bad = sorted(n for n in found_bad if os.path.exists(os.path.join(ns.dir, n)))
                 dead = [s.name for s in old.values() if s.name not in found_bad and s.name not in found_denied] + bad
                 with _flock(os.path.join(ns.dir, _LOCK_FILE), exclusive=True, unlocked=unlocked):
-                    merged = None
+                    swap = os.path.join(ns.dir, SWAP_FILE)
                     if rows:
                         # Named with the time of the oldest shard it replaces, not now: a differing copy of a key
                         # written while the merge ran must still count as newer than the copy kept here (the copy
                         # of the oldest shard), in this process, in those that listed the old shards and in new ones.
-                        merged = tmp.commit(min(_shard_time(s.name) for s in old.values()))
+                        name = _shard_name(min(_shard_time(s.name) for s in old.values()))
+                        # noted before the merged shard goes in place: killed from then on (SIGKILL, a power loss),
+                        # readers that find it leave the old shards out, and the next compaction removes them
+                        _write_atomic(swap, json.dumps({"merged": name, "replaces": dead}) + "\n")
+                        _fsync_dir(ns.dir)
                     try:
+                        if rows:
+                            tmp.commit(name=name)
                         _remove_all(ns.dir, dead)
-                    except _NotRemoved as exc:
-                        # nothing removed: take the merged shard back (no reader has listed it: the lock is held), so
-                        # the cache is as it was, not half compacted (its rows twice)
-                        if merged is not None and exc.put_back:
+                    except BaseException as exc:
+                        # nothing removed (_remove_all put back what it had renamed): take the merged shard back (no
+                        # reader has listed it: the lock is held), so the cache is as it was, not half compacted (its
+                        # rows twice); where an old shard is not back, the merged shard and the note stay
+                        back = all(os.path.exists(os.path.join(ns.dir, n)) for n in dead)
+                        if rows and back and (not isinstance(exc, _NotRemoved) or exc.put_back):
+                            with contextlib.suppress(FileNotFoundError):
+                                locks.retried(os.unlink, os.path.join(ns.dir, name))
+                        if not (rows and os.path.exists(os.path.join(ns.dir, name))):
                             with contextlib.suppress(OSError):
-                                locks.retried(os.unlink, os.path.join(ns.dir, merged))
+                                locks.retried(os.unlink, swap)
+                        if not isinstance(exc, _NotRemoved):
+                            raise
                         raise CacheError(
                             f"compacting {ns.dir} could not remove the shards it merged: {exc.why()}. No shard was "
                             f"removed and every cached row is kept; {exc.what_to_do('compact')}"
                         ) from None
+                    if rows:
+                        with contextlib.suppress(FileNotFoundError):
+                            locks.retried(os.unlink, swap)
                 ns._forget([sid for sid in old if sid in ns.shards])
                 ns.bad.difference_update(bad)
                 ns.refresh()
@@ -160,6 +181,27 @@ def _compact(ns, unlocked=None) -> CompactResult:
                     **result, shards_after=len(ns.shards), rows=rows, duplicates_dropped=duplicates,
                     corrupt_removed=bad, bytes_after=ns._bytes([s.name for s in ns.shards.values()]),
                 )
+
+
+def _finish_swap(ns) -> None:
+    """End the swap of a compaction killed in it (compacting.json is there; called holding .compact.lock): where its
+    merged shard is in place the shards it replaces are removed, and the note goes either way."""
+    swap = os.path.join(ns.dir, SWAP_FILE)
+    if not os.path.exists(swap):
+        return
+    with _flock(os.path.join(ns.dir, _LOCK_FILE), exclusive=True):
+        try:
+            names = set(os.listdir(ns.dir))
+        except FileNotFoundError:
+            return
+        for name in ns._replaced(names):
+            with contextlib.suppress(FileNotFoundError):
+                locks.retried(os.unlink, os.path.join(ns.dir, name))
+        _fsync_dir(ns.dir)
+        with contextlib.suppress(FileNotFoundError):
+            locks.retried(os.unlink, swap)
+    ns.refresh()
+
 
 def _copy_rows(shard, keep: np.ndarray, writer: _RowGroupWriter) -> None:
     """Copy the kept rows of a shard, one row group at a time (checksums verified, so copied rows are sound).

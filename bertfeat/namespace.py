@@ -31,7 +31,7 @@ from bertfeat.flush import atomic_write_bytes, file_to_disk
 from bertfeat.fork_safe import ForkSafeLock
 from bertfeat.shards import (
     _WRITE_OPTIONS, KEY_BYTES, _flock, _keys_from_column, _NotRemoved, _remove_all, _row_group_rows, _shard_table,
-    _TempShard, _vectors_from_column,
+    _TempShard, _fsync_dir, _vectors_from_column,
 )
 
 if TYPE_CHECKING:  # compaction imports this module's names: imported when compact is called
@@ -43,11 +43,21 @@ RECIPE_FILE = "recipe.json"
 _NOTED = ("n_special", "prefix_tokens")
 _LOCK_FILE = ".lock"
 _COMPACT_LOCK_FILE = ".compact.lock"
+# A clear notes itself here before it touches a file, and removes it last: a clear killed half way (SIGKILL, a power
+# loss) would else leave the namespace half cleared, answering for some of its texts and not others. While it is
+# there every reader sees no shard, and the next store, compact, info or clear ends the removal (_finish_clear).
+CLEARING_FILE = "clearing.json"
+# A compaction notes its swap here (the merged shard, the shards it replaces) before the merged shard goes in place,
+# and removes it once they are gone: a compaction killed in its swap would else leave the merged shard beside the
+# old ones, every row twice. Where the merged shard is in place, readers leave the shards it replaces out
+# (_replaced), and the next compact removes them.
+SWAP_FILE = "compacting.json"
 _SHARD_RE = re.compile(r"^shard-\d{20}-[0-9a-f]{12}\.parquet$")
 _TMP_RE = re.compile(r"^\.tmp-(?P<host>.*)-(?P<pid>\d+)-[0-9a-f]{12}\.parquet$")
-# what a writer killed while writing recipe.json leaves (_write_atomic; the second name, an older bertfeat's): no host
-# in its name, so only its age tells
-_RECIPE_TMP_RE = re.compile(r"^(\.recipe\.json\.tmp-\d+-[0-9a-f]{8}|recipe\.json\.\d+-[0-9a-f]{8}\.tmp)$")
+# what a writer killed while writing recipe.json, clearing.json or compacting.json leaves (_write_atomic; the last
+# name, an older bertfeat's): no host in its name, so only its age tells
+_RECIPE_TMP_RE = re.compile(
+    r"^(\.(recipe|clearing|compacting)\.json\.tmp-\d+-[0-9a-f]{8}|recipe\.json\.\d+-[0-9a-f]{8}\.tmp)$")
 # A temporary shard older than this is a dead writer's leftover even when its owner cannot be checked (other host).
 _STALE_TMP_SECONDS = 3600
 # Rows of keys read at a time when a shard is indexed (1 MiB of keys).
@@ -145,9 +155,54 @@ class _Namespace:
             return set()
         with _flock(os.path.join(self.dir, _LOCK_FILE), exclusive=False):
             try:
-                return {name for name in os.listdir(self.dir) if _SHARD_RE.match(name)}
+                listed = os.listdir(self.dir)
             except FileNotFoundError:
                 return set()
+            if CLEARING_FILE in listed:  # a clear stopped half way: cleared, for every reader
+                return set()
+            names = {name for name in listed if _SHARD_RE.match(name)}
+            if SWAP_FILE in listed:
+                names -= self._replaced(names)
+            return names
+
+    def _replaced(self, names) -> set[str]:
+        """The shards a compaction killed in its swap replaced, where its merged shard is among ``names`` (in place):
+        their rows are all in it. None where it is not (killed before the merged shard went in place: the old shards
+        hold every row), or compacting.json cannot be read."""
+        try:
+            with open(os.path.join(self.dir, SWAP_FILE), encoding="utf-8") as f:
+                swap = json.load(f)
+            merged, replaced = swap["merged"], swap["replaces"]
+        except (OSError, ValueError, TypeError, KeyError):
+            return set()
+        if not isinstance(merged, str) or merged not in names or not isinstance(replaced, list):
+            return set()
+        return {name for name in replaced if isinstance(name, str) and name != merged}
+
+    def _finish_clear(self) -> None:
+        """End the removal of a clear stopped half way (clearing.json is there): its shards, recipe.json and the
+        note itself go; the temporary files (the dead clear's renamed files among them) are a compaction's to remove,
+        as a live writer's may be among them. Called with the namespace's thread lock held. Where a file cannot be
+        removed (a read-only cache) the note stays, and readers keep seeing the namespace cleared."""
+        if not os.path.exists(os.path.join(self.dir, CLEARING_FILE)):
+            return
+        with _flock(os.path.join(self.dir, _LOCK_FILE), exclusive=True):
+            try:
+                listed = os.listdir(self.dir)
+            except FileNotFoundError:
+                return
+            if CLEARING_FILE not in listed:
+                return
+            for name in listed:
+                if _SHARD_RE.match(name) or name in (RECIPE_FILE, SWAP_FILE) or _RECIPE_TMP_RE.match(name):
+                    with contextlib.suppress(FileNotFoundError):
+                        locks.retried(os.unlink, os.path.join(self.dir, name))
+            _fsync_dir(self.dir)  # the files are gone on disk before the note that says to remove them
+            with contextlib.suppress(FileNotFoundError):
+                locks.retried(os.unlink, os.path.join(self.dir, CLEARING_FILE))
+        self._forget(list(self.shards))
+        self.bad.clear()
+        self._noted = None
 
     def _open(self, name: str):
         """Read a shard's footer and key column: returns (_Shard, keys), or None if it is gone or unreadable."""
@@ -414,6 +469,7 @@ class _Namespace:
 
     def _write(self, table: pa.Table, recipe) -> str:
         os.makedirs(self.dir, exist_ok=True)
+        self._finish_clear()  # a shard written before would be removed with the cleared ones
         recipe_path = os.path.join(self.dir, RECIPE_FILE)
         # written where there is none, or none that can be read (empty or cut short: renamed unflushed by an older
         # bertfeat before a power cut), which would else stay so: info would say it is missing for good, compact
@@ -495,6 +551,8 @@ class _Namespace:
             self.n_features = recipe["n_features"]
 
     def info(self) -> NamespaceInfo:
+        with self._lock, contextlib.suppress(OSError):  # a read-only cache: seen cleared all the same
+            self._finish_clear()
         recipe = self._read_recipe()
         self._learn_width(recipe)
         with self._said_after(), self._lock:
@@ -520,15 +578,31 @@ class _Namespace:
         with _flock(os.path.join(self.dir, _COMPACT_LOCK_FILE), exclusive=True, waiting=self._waiting("clear"),
                     unlocked=unlocked), self._lock:
             with _flock(os.path.join(self.dir, _LOCK_FILE), exclusive=True, unlocked=unlocked):
-                try:  # all or none: a cache half cleared would answer for some texts of the recipe and not others
+                # all or none: a cache half cleared would answer for some texts of the recipe and not others. Stopped
+                # by an exception, the files renamed aside are put back (_remove_all) and the note removed; killed
+                # (SIGKILL, a power loss), the note stays, and the namespace reads as cleared (CLEARING_FILE).
+                marker = os.path.join(self.dir, CLEARING_FILE)
+                noted = not os.path.exists(marker)  # this clear's own note (else a stopped clear's, ended here)
+                if noted:
+                    _write_atomic(marker, json.dumps({"clearing": self.fingerprint}) + "\n")
+                    _fsync_dir(self.dir)
+                try:
                     _remove_all(self.dir, [name for name in os.listdir(self.dir)
                                            if _SHARD_RE.match(name) or name.startswith(".tmp-")
-                                           or name == RECIPE_FILE or _RECIPE_TMP_RE.match(name)])
+                                           or name in (RECIPE_FILE, SWAP_FILE) or _RECIPE_TMP_RE.match(name)])
                 except _NotRemoved as exc:
+                    if noted:
+                        self._unnote(marker)
                     raise CacheError(
                         f"clearing {self.dir} could not remove its files: {exc.why()}. Nothing was removed; "
                         f"{exc.what_to_do('clear')}"
                     ) from None
+                except BaseException:
+                    if noted:
+                        self._unnote(marker)
+                    raise
+                with contextlib.suppress(FileNotFoundError):
+                    locks.retried(os.unlink, marker)
                 # Removed while still held: a process waiting on them then finds them gone and locks afresh
                 # (_flock). Removed after, a waiter would hold a lock file nobody else can see. Windows cannot
                 # remove a file held open: there they go after (below), unless a waiter holds one open.
@@ -541,6 +615,12 @@ class _Namespace:
             self._remove_lock_files()
         with contextlib.suppress(OSError):  # left in place if something else was put there
             os.rmdir(self.dir)
+
+    @staticmethod
+    def _unnote(marker: str) -> None:
+        """Remove a clear's note where the clear put every file back: left, it would hide them all."""
+        with contextlib.suppress(FileNotFoundError):
+            locks.retried(os.unlink, marker)
 
     def _waiting(self, what: str):
         """What a compaction or a clear says where another process holds ``.compact.lock`` (``_flock``'s

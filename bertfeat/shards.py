@@ -137,11 +137,12 @@ class _TempShard:
         self._fd = _held_by_its_writer(self.path)
         return self
 
-    def commit(self, time_ns: int | None = None) -> str:
+    def commit(self, time_ns: int | None = None, *, name: str | None = None) -> str:
         """Rename the shard into place as ``shard-<time>-<id>.parquet``; ``time_ns`` (default: now) is the time its
-        name gives it, which decides which copy of a key answers (the oldest name). The id keeps names unique."""
-        stamp = time.time_ns() if time_ns is None else int(time_ns)
-        name = f"shard-{stamp:020d}-{uuid.uuid4().hex[:12]}.parquet"
+        name gives it, which decides which copy of a key answers (the oldest name). The id keeps names unique.
+        ``name``: one :func:`_shard_name` gave beforehand (a compaction notes it before its swap)."""
+        if name is None:
+            name = _shard_name(time_ns)
         # atomic: readers see the whole shard or none of it (Windows: tried again while an antivirus reads it)
         locks.retried(os.replace, self.path, os.path.join(self.dir, name))
         self.committed = True
@@ -270,6 +271,12 @@ def _put_back(aside) -> bool:
         except OSError:
             put_back = False
     return put_back
+
+
+def _shard_name(time_ns: int | None = None) -> str:
+    """A new shard's name: ``shard-<time>-<id>.parquet``, ``time_ns`` defaulting to now, the id unique."""
+    stamp = time.time_ns() if time_ns is None else int(time_ns)
+    return f"shard-{stamp:020d}-{uuid.uuid4().hex[:12]}.parquet"
 
 
 def _shard_time(name: str) -> int:

@@ -933,7 +933,8 @@ def test_a_lookup_after_info_on_an_empty_namespace(tmp_path):
     recipe = recipe16()
     (tmp_path / recipe.fingerprint()).mkdir()
     cache = Cache(tmp_path)
-    assert cache.info()[0].n_features is None
+    assert cache.info() == []  # a folder that holds nothing is no namespace to list
+    assert cache._namespace(recipe.fingerprint()).info().n_features is None
     found, got, tokens = cache.lookup(recipe, workers.rows(range(3))[0])
     assert found.tolist() == [False] * 3 and got.shape == (0, F)
     cache.store(recipe, *workers.rows(range(3)))
@@ -1596,7 +1597,8 @@ def test_a_clear_or_compact_stopped_by_ctrl_c_while_it_renames_leaves_every_file
     next lookup served some of the recipe's texts and not others, `cache info` said its recipe missing, and a shard
     renamed in the last window stayed as a temp file, its rows lost to the next compact. Now those renamed are put
     back before the interrupt goes on: every file is where it was, every row found with its vector, and the next
-    call finishes the work."""
+    call finishes the work. A compaction also took its merged shard back: left beside the old ones, every row was
+    stored twice until the next compact (found by a cache crash consistency hunt, 2026-11-27, session 17)."""
     recipe, cache = three_shards(tmp_path)
     ns = tmp_path / recipe.fingerprint()
     keys, _, _ = workers.rows(range(14))
@@ -1617,11 +1619,7 @@ def test_a_clear_or_compact_stopped_by_ctrl_c_while_it_renames_leaves_every_file
         getattr(cache, action)()
     monkeypatch.setattr(os, "replace", real)
     after = sorted(p.name for p in ns.iterdir() if p.name not in (".compact.lock", ".lock"))
-    shards_after = [n for n in after if n.startswith("shard-")]
-    if action == "clear":
-        assert after == before
-    else:  # the merged shard beside the old ones: every row twice until the next compact
-        assert set(before) <= set(after) and len(shards_after) == 4 and not [n for n in after if n.startswith(".tmp")]
+    assert after == before
     for reader in (cache, Cache(tmp_path)):
         found, vectors, n_tokens = reader.lookup(recipe, keys)
         assert found.all()
@@ -1631,8 +1629,7 @@ def test_a_clear_or_compact_stopped_by_ctrl_c_while_it_renames_leaves_every_file
     if action == "clear":
         _compacted_or_cleared(action, tmp_path, recipe)
     else:
-        result = Cache(tmp_path).compact()[0]
-        assert (result.shards_before, result.shards_after, result.rows) == (4, 1, 14)
+        _compacted_or_cleared(action, tmp_path, recipe)
         workers.check_found(keys, *Cache(tmp_path).lookup(recipe, keys))
 
 
