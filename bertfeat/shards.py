@@ -30,6 +30,8 @@ _WRITE_OPTIONS = dict(
     write_statistics=False,  # min/max of hashes prune nothing; the key index does that
     write_page_checksum=True,  # so a flipped bit in a data page is caught on read, not returned as a vector
 )
+# how long a writer tries for the lock on its new temp file, which a compaction's look may hold for a moment
+_TEMP_LOCK_SECONDS = 2.0
 _HOST = re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname()) or "host"
 
 
@@ -177,8 +179,14 @@ def _held_by_its_writer(path: str) -> int | None:
         fd = locks.open_lock_file(path)
     except OSError:
         return None  # the write that follows says why
+    # tried again for a while: a compaction asking whether the file is being written (being_written) holds its lock
+    # for a moment, and a writer refused it then wrote on unlocked, its file deleted under it by a later compaction
+    # that cannot see its process. Not waited for without end: a fork of the compacting process in that moment
+    # holds its copy of the probe's lock while the child lives.
+    deadline = time.monotonic() + _TEMP_LOCK_SECONDS
     with contextlib.suppress(OSError):  # a filesystem that does not lock: the name alone tells, as before
-        locks.lock(fd, exclusive=True, wait=False)
+        while not locks.lock(fd, exclusive=True, wait=False) and time.monotonic() < deadline:
+            time.sleep(0.01)
     return fd
 
 

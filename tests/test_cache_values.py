@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import tracemalloc
 import warnings
@@ -1258,6 +1259,51 @@ def test_a_live_writers_temp_file_is_kept_by_a_compaction_that_cannot_see_its_pr
     monkeypatch.setattr(namespace_module, "file_to_disk", real)
     dead = temp_file(tmp_path / recipe.fingerprint(), cache_module._HOST, 1, 5, time.time())  # its writer gone
     assert Cache(tmp_path).compact()[0].temp_removed == 1 and not dead.exists()
+
+
+@pytest.mark.skipif(locks.fcntl is None, reason="temp files are locked where flock is (POSIX)")
+def test_a_writer_whose_lock_a_compaction_probes_at_that_moment_still_holds_it(tmp_path, monkeypatch):
+    """A compaction asks whether a temp file is being written by taking its lock for a moment (being_written). A
+    writer that tried its lock in that moment, just after creating its file, was refused it and wrote on unlocked
+    (the refusal went unread), so a later compaction in a container that cannot see its process (the test above)
+    deleted the file under it: its rows not cached. Now the writer waits out the probe and holds its lock."""
+    from bertfeat import compaction as compaction_module
+
+    recipe = recipe16()
+    cache = Cache(tmp_path)
+    cache.store(recipe, *workers.rows(range(3)))
+    monkeypatch.setattr(compaction_module, "_pid_alive", lambda pid: False)  # the other container's view
+    real_open, probes = locks.open_lock_file, []
+
+    def probed_as_created(path):
+        fd = real_open(path)  # the writer's file, created and not yet locked
+        if not os.path.basename(path).startswith(".tmp-"):
+            return fd  # a lock file
+        probe = os.open(path, os.O_RDWR)  # a compaction's being_written, holding the lock as the writer locks
+        assert locks.lock(probe, exclusive=True, wait=False)
+        probes.append(compaction_module.being_written(path))  # empty: taken as being written
+        let_go = threading.Timer(0.2, os.close, (probe,))  # the probe lets go a moment later
+        let_go.start()
+        probes.append(let_go)
+        return fd
+
+    monkeypatch.setattr(shard_module.locks, "open_lock_file", probed_as_created)
+    real_flush, results = namespace_module.file_to_disk, []
+
+    def compacted_meanwhile(path):
+        probes[-1].join()  # the probe is over: a compaction now finds the file written and its pid gone
+        results.append(Cache(tmp_path).compact()[0])
+        return real_flush(path)
+
+    monkeypatch.setattr(namespace_module, "file_to_disk", compacted_meanwhile)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)
+        assert cache.store(recipe, *workers.rows(range(3, 6))) == 3
+    assert probes[0] is True and [r.temp_removed for r in results] == [0]
+    keys = workers.rows(range(6))[0]
+    found, vectors, n_tokens = Cache(tmp_path).lookup(recipe, keys)
+    assert found.all()
+    workers.check_found(keys, found, vectors, n_tokens)
 
 
 def test_a_temp_file_that_vanishes_meanwhile_does_not_stop_the_cleanup(tmp_path, monkeypatch):
