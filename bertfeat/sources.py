@@ -151,17 +151,25 @@ def _not_a_file(path: str) -> str | None:
 _OTHER_FORMATS = {".feather": "an Arrow IPC (Feather) file", ".arrow": "an Arrow IPC (Feather) file",
                   ".ipc": "an Arrow IPC (Feather) file", ".orc": "an ORC file", ".avro": "an Avro file",
                   ".json": "a JSON file", ".jsonl": "a JSON Lines file", ".ndjson": "a JSON Lines file",
-                  ".xlsx": "an Excel workbook", ".xlsm": "an Excel workbook", ".xls": "an Excel workbook"}
+                  ".xlsx": "an Excel workbook", ".xlsm": "an Excel workbook", ".xls": "an Excel workbook",
+                  # and the files embeddings are kept in otherwise: R's readRDS said 'unknown input format' of a
+                  # features.rds (bf_embed_file()'s out=), numpy.load, pickle, torch.load, h5py fail alike
+                  ".rds": "an R data file", ".rda": "an R data file", ".rdata": "an R data file",
+                  ".npy": "a NumPy array file", ".npz": "a NumPy array file", ".pkl": "a Python pickle",
+                  ".pickle": "a Python pickle", ".pt": "a PyTorch file", ".pth": "a PyTorch file",
+                  ".h5": "an HDF5 file", ".hdf5": "an HDF5 file"}
+# a JSON file compressed as a CSV may be (features.json.gz): named so, it is no parquet file either
+_OTHER_FORMATS.update({f"{s}{codec}": _OTHER_FORMATS[s] for s in (".json", ".jsonl", ".ndjson")
+                       for codec in (".gz", ".bz2", ".zst")})
 
 
 def output_path(path, name: str, expected: str, writes: str, *, one_file: bool = False) -> str:
     """The path of a job's parquet output as text (else a TypeError saying ``expected``). Refused, naming ``name``
     and saying what bertfeat ``writes`` there: ``-`` (the Unix name of standard output), a name with a CSV suffix
     (parquet bytes under it would be read as CSV, failing or reading garbage) or another data format's (Feather,
-    JSON, ORC, Avro, Excel: :data:`_OTHER_FORMATS`), a device, named pipe or socket (a rename into place would
-    replace it), and with ``one_file`` (the local
-    engine's output) a path ending with a slash, which names a folder (``pathlib`` would drop the slash and write a
-    file of the folder's name)."""
+    JSON, ORC, Avro, Excel, R's, NumPy's, a pickle: :data:`_OTHER_FORMATS`), a device, named pipe or socket (a rename
+    into place would replace it), and with ``one_file`` (the local engine's output) a path ending with a slash,
+    which names a folder (``pathlib`` would drop the slash and write a file of the folder's name)."""
     path = path_text(path, name, expected)
     if path == "-":
         raise ValueError(f"{name} '-' (standard output) cannot be written: bertfeat writes {writes}, put in place "

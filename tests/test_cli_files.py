@@ -558,14 +558,21 @@ def test_the_python_api_refuses_an_output_named_as_a_csv_file_as_the_command_lin
 @pytest.mark.parametrize("out, what", [("features.feather", "an Arrow IPC (Feather) file"),
                                        ("features.arrow", "an Arrow IPC (Feather) file"),
                                        ("features.JSON", "a JSON file"), ("features.jsonl", "a JSON Lines file"),
-                                       ("features.orc", "an ORC file"), ("features.xlsx", "an Excel workbook")])
+                                       ("features.orc", "an ORC file"), ("features.xlsx", "an Excel workbook"),
+                                       ("features.rds", "an R data file"), ("features.RData", "an R data file"),
+                                       ("features.npy", "a NumPy array file"), ("features.pkl", "a Python pickle"),
+                                       ("features.pt", "a PyTorch file"), ("features.h5", "an HDF5 file"),
+                                       ("features.json.gz", "a JSON file"),
+                                       ("features.jsonl.zst", "a JSON Lines file")])
 def test_an_output_named_as_another_data_format_is_refused_as_a_csv_name_is(tiny_bert, tmp_path, engine, out, what,
                                                                             capsys):
     """``--out features.feather`` (or .arrow, .json, .orc, .xlsx) wrote parquet bytes under that name, silently:
     ``pandas.read_feather`` and R's ``arrow::read_feather`` of it fail ("Not an Arrow file"), a JSON reader reads
-    garbage. Refused before any work, as a name with a CSV suffix is, saying the name to give."""
+    garbage. Refused before any work, as a name with a CSV suffix is, saying the name to give. So are the names of
+    the formats embeddings are kept in otherwise (R's ``readRDS`` said 'unknown input format' of ``features.rds``;
+    ``numpy.load``, ``pickle``, ``torch.load``, ``h5py``) and a compressed JSON's (``.json.gz``)."""
     frame(3).to_parquet(tmp_path / "in.parquet")
-    stem = str(tmp_path / out.rsplit(".", 1)[0])
+    stem = str(tmp_path / out.split(".", 1)[0])
     said = (f"{str(tmp_path / out)!r} is named as {what}, but bertfeat writes parquet, "
             f"{'one file' if engine == 'local' else 'a folder of files'} with its manifest beside it; name it "
             f"{stem}.parquet and read it with pandas.read_parquet, polars.read_parquet or R's arrow::read_parquet.")
