@@ -255,11 +255,11 @@ def _remove_all(directory: str, names) -> None:
                 continue
             except PermissionError as exc:
                 aside.pop()
-                put_back, aside = _put_back(aside), []
-                raise _NotRemoved(path, put_back) from exc
+                undo, aside = aside, []  # (a second interrupt out of the put-back: nothing left to remove below)
+                raise _NotRemoved(path, _put_back(undo)) from exc
     except BaseException:
-        _put_back(aside)
-        aside = []
+        undo, aside = aside, []
+        _put_back(undo)
         raise
     finally:
         for _, tmp in aside:
@@ -269,15 +269,26 @@ def _remove_all(directory: str, names) -> None:
 
 def _put_back(aside) -> bool:
     """Rename the files :func:`_remove_all` set aside to their names again, last first; whether all of them were. A
-    temporary name that is not there was never renamed to (the rename was stopped before it)."""
-    put_back = True
-    for path, tmp in reversed(aside):
+    temporary name that is not there was never renamed to (the rename was stopped before it), or is back already.
+
+    A second interrupt meanwhile (Ctrl-C again, where a namespace of thousands of shards on NFS takes seconds to put
+    back, a round trip a rename) goes on once every file is back: stopped there, the files not yet put back were
+    removed as cleared, the namespace half cleared after all."""
+    put_back, stopped, todo = True, None, list(reversed(aside))
+    while todo:
+        path, tmp = todo[-1]
         try:
             locks.retried(os.replace, tmp, path)
         except FileNotFoundError:
-            continue
+            pass
         except OSError:
             put_back = False
+        except KeyboardInterrupt as exc:  # before the rename or after it: tried again (after: not there, so done)
+            stopped = exc
+            continue
+        todo.pop()
+    if stopped is not None:
+        raise stopped
     return put_back
 
 

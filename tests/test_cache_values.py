@@ -1679,6 +1679,40 @@ def test_a_clear_or_compact_stopped_by_ctrl_c_while_it_renames_leaves_every_file
         workers.check_found(keys, *Cache(tmp_path).lookup(recipe, keys))
 
 
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_second_ctrl_c_while_a_clear_puts_its_files_back_still_puts_every_one_back(tmp_path, monkeypatch, when):
+    """The put-back of the test above is renames, one a file: slow where the cache has thousands of shards on NFS
+    (a round trip each), where a user presses Ctrl-C again. A second KeyboardInterrupt there (before a put-back's
+    rename, or after it) ended the put-back, and the files not yet put back were then deleted as if cleared: the
+    namespace half cleared after all. Now the put-back finishes first, then the interrupt goes on."""
+    recipe, cache = three_shards(tmp_path)
+    ns = tmp_path / recipe.fingerprint()
+    keys, _, _ = workers.rows(range(14))
+    before = sorted(p.name for p in ns.iterdir() if p.name not in (".compact.lock", ".lock"))
+    real, aside, back = os.replace, [], []
+
+    def stopped_twice(src, dst, *args, **kwargs):
+        if os.path.dirname(os.fspath(src)) == str(ns):
+            going_aside = os.path.basename(os.fspath(dst)).startswith(".tmp-")
+            if going_aside or os.path.exists(src):  # (the fourth, stopped before its rename, has nothing to put back)
+                (aside if going_aside else back).append(src)
+            if going_aside and len(aside) == 4 or not going_aside and len(back) == 1:
+                if not going_aside and when == "after":
+                    real(src, dst, *args, **kwargs)
+                raise KeyboardInterrupt
+        return real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", stopped_twice)
+    with pytest.raises(KeyboardInterrupt):
+        cache.clear()
+    monkeypatch.setattr(os, "replace", real)
+    assert len(back) == 3 + (when == "before")  # each of the three set aside put back (the one stopped: again)
+    assert sorted(p.name for p in ns.iterdir() if p.name not in (".compact.lock", ".lock")) == before
+    found, vectors, n_tokens = Cache(tmp_path).lookup(recipe, keys)
+    assert found.all()
+    workers.check_found(keys, found, vectors, n_tokens)
+
+
 # -- listing and naming namespaces ----------------------------------------------------------------------------------
 
 
