@@ -1123,6 +1123,31 @@ def test_sighup_held_by_a_handler_python_did_not_set_is_left_to_it(monkeypatch):
     assert cli._stop_signals() == [signal.SIGTERM, signal.SIGHUP]
 
 
+def test_sigterm_held_by_a_handler_python_did_not_set_is_left_to_it_and_never_replaced(monkeypatch, csv_input):
+    """The sibling of the test above: SIGTERM held by a host's own handler (Python reports None; an R front end or
+    an application that embeds Python and runs the command in its process) was replaced by the command's and, as
+    Python cannot put back a handler it did not set, never put back: after the command a SIGTERM to the host only
+    set Python's flag, the host's own shutdown gone for good. Now it is left to the host, as SIGHUP is; where
+    Python's or the default holds it (Rscript's: the default), the command handles it as before."""
+    import signal
+
+    import bertfeat.cli as cli
+    import bertfeat.files
+
+    real_get, real_set, set_here = signal.getsignal, signal.signal, []
+    monkeypatch.setattr(signal, "getsignal",
+                        lambda signum: None if signum == signal.SIGTERM else real_get(signum))
+    monkeypatch.setattr(signal, "signal", lambda signum, handler: set_here.append(signum) or real_set(signum, handler))
+    monkeypatch.setattr(bertfeat.files, "embed_file", lambda *args, **kwargs: {})
+    was = real_set(signal.SIGHUP, signal.SIG_DFL)
+    try:
+        assert cli._stop_signals() == [signal.SIGHUP]
+        assert main(["embed", csv_input, "--text-col", "title", "--out", "o.parquet", "--quiet"]) == 0
+    finally:
+        real_set(signal.SIGHUP, was)
+    assert signal.SIGTERM not in set_here and set_here == [signal.SIGHUP, signal.SIGHUP]  # set, then put back
+
+
 def test_a_failure_bertfeat_did_not_foresee_leaves_main_as_itself_for_exit_code_1_and_its_traceback(monkeypatch, capsys):
     """docs/cli.md's exit codes: 2 for a mistake or a refusal told in one line, 1 for what no message foresaw, with
     Python's traceback (``sys.exit(main())`` never runs: the interpreter prints it and exits 1), never a one-line

@@ -50,9 +50,12 @@ def _on_sigterm(signum, frame):
 
 def _stop_signals() -> list:
     """The signals a command stops on cleanly: SIGTERM, and SIGHUP unless ignored (``nohup`` ignores it for a job
-    meant to outlive its terminal: it runs on) or held by a handler Python did not set, which it could not put back
-    (R's own, where R's ``bf_embed_file()`` runs the command in its process)."""
-    stops = [signal.SIGTERM]
+    meant to outlive its terminal: it runs on); neither where a handler Python did not set holds it, which Python
+    could not put back after (a host's own, where the host runs the command in its process: an R front end's, where
+    R's ``bf_embed_file()`` does; Rscript's are the defaults), the host's own handling of it gone for good."""
+    stops = []
+    if signal.getsignal(signal.SIGTERM) is not None:
+        stops.append(signal.SIGTERM)
     hangup = getattr(signal, "SIGHUP", None)  # none on Windows
     if hangup is not None and signal.getsignal(hangup) not in (signal.SIG_IGN, None):
         stops.append(hangup)
