@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 import uuid
 
 from bertfeat import locks
@@ -60,16 +61,20 @@ def naming(path):
         raise OSError(exc.errno, exc.strerror or str(exc), os.fspath(path)) from exc
 
 
-def atomic_write_bytes(path, data: bytes) -> None:
+def atomic_write_bytes(path, data: bytes, *, keep_mode: bool = False) -> None:
     """Put ``data`` at ``path`` whole or not at all: written under a temp name beside it
     (``.<name>.tmp-<pid>-<id>``: two threads of one process write apart), flushed (:func:`to_disk`), renamed into
     place (on Windows tried again while an antivirus reads the new file: :func:`bertfeat.locks.retried`). Where a
-    step fails the old file stays and the temp file is removed."""
+    step fails the old file stays and the temp file is removed. ``keep_mode``: the file replaced keeps its
+    permissions (a user's own file, group-writable, which the new file would else take from the umask)."""
     path = os.fspath(path)
     folder, name = os.path.split(path)
     tmp = os.path.join(folder, f".{name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
         with naming(tmp), open(tmp, "wb") as fh:
+            if keep_mode:
+                with contextlib.suppress(OSError):  # none there yet (the umask's), or a mode this user may not give
+                    os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))
             fh.write(data)
             fh.flush()
             to_disk(fh.fileno(), tmp)

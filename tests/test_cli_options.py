@@ -8,6 +8,7 @@ import argparse
 import importlib
 import json
 import os
+import stat
 
 import pandas as pd
 import pytest
@@ -484,6 +485,26 @@ def test_probe_writes_its_json_through_a_link_and_into_a_pipe_as_a_stream(tmp_pa
     reader.join(timeout=30)
     assert json.loads(read[0])["task"] == "classification"
     assert pipe.is_fifo() and sorted(os.listdir(tmp_path)) == ["d.csv", "dated.json", "latest.json", "pipe"]
+
+
+def test_probe_replacing_its_json_keeps_the_files_permissions(tmp_path, monkeypatch, capsys):
+    """The JSON put in place whole (a rename of a new file) took the new file's permissions: a report a team shares
+    (group-writable, 0o664, under a umask of 0o022) became 0o644, so the next teammate's run was refused, where
+    open(path, 'w') had kept its mode. Now the file replaced keeps its mode; a new one takes the umask's."""
+    probe_module = importlib.import_module("bertfeat.probe")
+    pd.DataFrame({"text": ["a b", "c d", "e f", "g h"], "label": [0, 1, 0, 1]}).to_csv(tmp_path / "d.csv", index=False)
+    monkeypatch.setattr(probe_module, "probe", Spy(probe_result()))
+    argv = ["probe", str(tmp_path / "d.csv"), "--text-col", "text", "--label-col", "label", "--json"]
+    shared, new = tmp_path / "shared.json", tmp_path / "new.json"
+    shared.write_text("{}")
+    os.chmod(shared, 0o664)
+    umask = os.umask(0o022)
+    try:
+        assert main([*argv, str(shared)]) == 0 and main([*argv, str(new)]) == 0
+    finally:
+        os.umask(umask)
+    assert json.loads(shared.read_text())["task"] == "classification"
+    assert (stat.S_IMODE(shared.stat().st_mode), stat.S_IMODE(new.stat().st_mode)) == (0o664, 0o644)
 
 
 def test_probe_writes_its_json_whole_or_not_at_all(tmp_path, monkeypatch, capsys):

@@ -176,7 +176,7 @@ def _write_json(path: str, report: str) -> None:
         with open(path, "w") as fh:  # (a file of one's own in a folder one cannot write: written in place too)
             fh.write(report)
     else:
-        atomic_write_bytes(target, report.encode())
+        atomic_write_bytes(target, report.encode(), keep_mode=True)  # as open(path, "w") kept it
 
 
 def _one_file(one: str, other: str) -> bool:
