@@ -487,6 +487,36 @@ def test_probe_writes_its_json_through_a_link_and_into_a_pipe_as_a_stream(tmp_pa
     assert pipe.is_fifo() and sorted(os.listdir(tmp_path)) == ["d.csv", "dated.json", "latest.json", "pipe"]
 
 
+@pytest.mark.parametrize("stdout", ["file", "pipe"])
+def test_probe_json_to_dev_stdout_is_written_after_the_table_not_over_it(tmp_path, stdout):
+    """``--json /dev/stdout > report.txt``: the JSON, put in place whole, was renamed over the file the shell had
+    opened for standard output, so the table printed before it, and the lines after, went to a file no longer there:
+    report.txt held the JSON alone. Into a pipe it was written through a second open of /dev/stdout, ahead of the
+    table still in Python's buffer. Now a --json that is standard output's file is written to standard output, after
+    the table, as a terminal shows it."""
+    import subprocess
+    import sys
+
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    pd.DataFrame({"text": ["a b", "c d", "e f", "g h"], "label": [0, 1, 0, 1]}).to_csv(tmp_path / "d.csv", index=False)
+    code = ("import importlib, sys; from tests.test_cli_options import Spy, probe_result; "
+            "importlib.import_module('bertfeat.probe').probe = Spy(probe_result()); from bertfeat.cli import main; "
+            f"sys.exit(main(['probe', {str(tmp_path / 'd.csv')!r}, '--text-col', 'text', '--label-col', 'label', "
+            "'--json', '/dev/stdout']))")
+    env = dict(os.environ, PYTHONPATH=repo)
+    if stdout == "file":
+        with open(tmp_path / "report.txt", "w") as out:
+            subprocess.run([sys.executable, "-c", code], stdout=out, cwd=repo, env=env, check=True, timeout=120)
+        got = (tmp_path / "report.txt").read_text()
+    else:
+        got = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, cwd=repo, env=env, check=True,
+                             text=True, timeout=120).stdout
+    assert got.startswith("bertfeat probe: ")  # the table first
+    report = json.loads(got[got.index("\n{") + 1:])  # then the JSON, whole
+    assert report["task"] == "classification"
+    assert sorted(os.listdir(tmp_path)) == ["d.csv"] + (["report.txt"] if stdout == "file" else [])
+
+
 def test_probe_replacing_its_json_keeps_the_files_permissions(tmp_path, monkeypatch, capsys):
     """The JSON put in place whole (a rename of a new file) took the new file's permissions: a report a team shares
     (group-writable, 0o664, under a umask of 0o022) became 0o644, so the next teammate's run was refused, where

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 
 from bertfeat.cli._options import HELP, add_prefix_options, non_negative_int, positive_int, prefix_params, seed
 from bertfeat.escapes import QUOTINGS
@@ -168,15 +169,30 @@ def run(args: argparse.Namespace) -> int:
 def _write_json(path: str, report: str) -> None:
     """Put the JSON at ``path`` whole or not at all (a stop midway, Ctrl-C or a full disk, left half a JSON that a
     script then parsed), through a link (the file it points to replaced, the link kept); what is no plain file (a
-    named pipe, ``/dev/stdout`` into ``| jq``, ``/dev/null``) is written to as a stream: a rename would replace it."""
+    named pipe, ``/dev/null``) is written to as a stream: a rename would replace it; standard output's own file
+    (``/dev/stdout``, into a file, a pipe or a terminal) through standard output, after the table."""
     from bertfeat.flush import atomic_write_bytes
 
+    if _standard_output(path):  # /dev/stdout > report.txt: renamed over, the shell's file (and the table) was lost
+        sys.stdout.write(report)
+        sys.stdout.flush()
+        return
     target = os.path.realpath(path)
     if os.path.exists(path) and (not os.path.isfile(path) or not os.access(os.path.dirname(target), os.W_OK)):
         with open(path, "w") as fh:  # (a file of one's own in a folder one cannot write: written in place too)
             fh.write(report)
     else:
         atomic_write_bytes(target, report.encode(), keep_mode=True)  # as open(path, "w") kept it
+
+
+def _standard_output(path: str) -> bool:
+    """Whether ``path`` is the file standard output writes to (``/dev/stdout``, ``/dev/fd/1``, or a name of that file):
+    written there after the table, not put in place by a rename."""
+    try:
+        here, there = os.fstat(sys.stdout.fileno()), os.stat(path)
+    except (AttributeError, OSError, ValueError):  # no standard output (closed), or not a file's (a test's capture)
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
 def _one_file(one: str, other: str) -> bool:
