@@ -84,9 +84,12 @@ bf_probe <- function(x, y, model = "default", cv = 5, unions = 3, baseline = TRU
     abort_bf(sprintf("`y` must be a vector of %d labels (one per text; factor, character, logical or numeric), not %s of length %d.",
                      length(texts), describe_class(y), length(y)), "input", call = call)
   }
-  if (anyNA(y)) {
-    abort_bf(sprintf("`y` has %d missing labels (the first in row %d); drop those rows first.", sum(is.na(y)),
-                     which(is.na(y))[1]), "missing_value", call = call)
+  # a factor with NA as a level (addNA(), factor(exclude = NULL), forcats::fct_na_value_to_level()) is not is.na()
+  # there, and its as.character() NA reached Python as the text "NA": a class of its own, silently
+  y_missing <- is.na(if (is.factor(y)) as.character(y) else y)
+  if (any(y_missing)) {
+    abort_bf(sprintf("`y` has %d missing labels (the first in row %d); drop those rows first.", sum(y_missing),
+                     which(y_missing)[1]), "missing_value", call = call)
   }
   if (is.numeric(y) && any(is.infinite(y))) { # here, or Python names the row counting from 0
     first <- which(is.infinite(y))[1]
@@ -98,9 +101,10 @@ bf_probe <- function(x, y, model = "default", cv = 5, unions = 3, baseline = TRU
       abort_bf(sprintf("`groups` must be a vector of %d groups (one per text, such as the customer of each review), not %s of length %d.",
                        length(texts), describe_class(groups), length(groups)), "input", call = call)
     }
-    if (anyNA(groups)) {
+    groups_missing <- is.na(if (is.factor(groups)) as.character(groups) else groups) # an NA level too, as for `y`
+    if (any(groups_missing)) {
       abort_bf(sprintf("`groups` has %d missing value(s) (the first in row %d); the folds keep each group's texts together and cannot place a text of no group: fill them (a text alone in its group can take a group of its own, such as its row number) or drop those rows first.",
-                       sum(is.na(groups)), which(is.na(groups))[1]), "missing_value", call = call)
+                       sum(groups_missing), which(groups_missing)[1]), "missing_value", call = call)
     }
     # as Python reads them: a factor by its labels, whole numbers as doubles (1L and 1 one group)
     groups <- as.list(if (is.numeric(groups)) as.double(groups) else as.character(groups))

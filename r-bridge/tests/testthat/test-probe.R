@@ -101,6 +101,17 @@ test_that("bf_probe() checks its arguments", {
   expect_error(bf_probe(c("a", "b"), c(1, 2), colour = "red"), class = "bertfeat_error_argument")
 })
 
+test_that("a factor with NA as a level (addNA(), factor(exclude = NULL)) has missing labels and groups, not a class \"NA\"", {
+  # is.na() of such a factor is FALSE, and as.character() gives NA, which reticulate hands Python as the text "NA":
+  # the missing labels were a class of their own, and the missing groups one group, silently
+  y <- addNA(factor(c("good", "bad", NA, "good", "bad", NA)))
+  err <- expect_error(bf_probe(letters[1:6], y), class = "bertfeat_error_missing_value")
+  expect_match(conditionMessage(err), "`y` has 2 missing labels (the first in row 3)", fixed = TRUE)
+  g <- factor(c("u1", "u1", "u2", NA, "u3", "u3"), exclude = NULL)
+  err <- expect_error(bf_probe(letters[1:6], rep(c("good", "bad"), 3), groups = g), class = "bertfeat_error_missing_value")
+  expect_match(conditionMessage(err), "`groups` has 1 missing value(s) (the first in row 4)", fixed = TRUE)
+})
+
 test_that("prefix and prompt_name reach the Python BertEmbedder", {
   texts <- c("The cat sat on the mat.", "Stocks fell sharply.")
   m <- bf_embed(texts, prefix = "query: ")
