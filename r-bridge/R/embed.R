@@ -165,7 +165,16 @@ text_input <- function(x, columns = NULL, where = "`x`", call = rlang::caller_en
     abort_bf(
       c(
         sprintf("`x` must be a character vector or a data frame of text columns, not %s.", describe_class(x)),
-        i = if (is.numeric(x) || is.logical(x)) "Convert with as.character() if the values are labels."
+        # a matrix of texts (stringr::str_match(), str_split_fixed()): its columns; a list (jsonlite, purrr): one text
+        # per element, NA where it holds none (unlist() would drop a NULL and move every row after it)
+        i = if (is.matrix(x) && (is.character(x) || is.factor(x))) {
+          "Pass as.data.frame(x) to embed its columns side by side, or x[, j] for one of them."
+        } else if (is.list(x) && !is.object(x)) {
+          paste("Make it a character vector with one text per element and NA where one has none, for example",
+                "vapply(x, function(v) if (length(v) == 1L) as.character(v) else NA_character_, \"\").")
+        } else if (is.numeric(x) || is.logical(x)) {
+          "Convert with as.character() if the values are labels."
+        }
       ),
       "input", call = call
     )
@@ -213,8 +222,12 @@ frame_input <- function(x, columns, where, call) {
   }
   col_names <- names(x)
   if (anyNA(col_names) || any(!nzchar(col_names)) || anyDuplicated(col_names)) {
-    abort_bf(sprintf("The columns of %s need unique, non-empty names: they name the features.", where), "input",
-             call = call)
+    abort_bf(
+      c(sprintf("The columns of %s need unique, non-empty names: they name the features. %s.", where,
+                unnamed_columns(col_names)),
+        i = "Name each column once, for example with names(x) <- make.names(names(x), unique = TRUE)."),
+      "input", call = call
+    )
   }
   col_names <- utf8_names(col_names, where, call = call)
   row_names <- row.names(x)
@@ -228,6 +241,26 @@ frame_input <- function(x, columns, where, call) {
     utf8_texts(v, sprintf("column `%s`", name), row_names, call = call)
   })
   list(columns = values, names = col_names, row_names = row_names)
+}
+
+# Which columns have no name, and which share one (the first such name): "Column 1 has no name; columns 2, 3 are
+# named `b`", so that a wide frame's culprits need no search.
+unnamed_columns <- function(col_names) {
+  blank <- is.na(col_names) | !nzchar(col_names)
+  empty <- which(blank)
+  named <- col_names[!blank]
+  twice <- unique(named[duplicated(named)])
+  plural <- function(at) if (length(at) > 1L) "columns" else "column"
+  parts <- c(
+    if (length(empty)) sprintf("%s %s %s no name", plural(empty), paste(empty, collapse = ", "),
+                               if (length(empty) > 1L) "have" else "has"),
+    if (length(twice)) {
+      at <- which(col_names == twice[1])
+      sprintf("columns %s are named `%s`", paste(at, collapse = ", "), twice[1])
+    }
+  )
+  parts <- paste(parts, collapse = "; ")
+  paste0(toupper(substr(parts, 1L, 1L)), substring(parts, 2L))
 }
 
 check_text_column <- function(v, name, where, call) {

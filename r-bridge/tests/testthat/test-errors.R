@@ -184,6 +184,29 @@ test_that("whole numbers beyond R's integer range are argument errors quoting th
   expect_error(bf_embed("the dog", layers = c(-1, 3e9)), class = "bertfeat_error_argument")
 })
 
+test_that("a character matrix, a list or a data frame of unnamed columns as `x` is refused saying what to pass", {
+  # each was refused with no word of what to do: a character matrix (what stringr::str_match() gives) "not a
+  # character matrix", a list "not a list", and unnamed or twice-named columns without saying which
+  m <- matrix(c("a cat", "the dog", "sat", "ran"), nrow = 2, dimnames = list(NULL, c("subject", "verb")))
+  err <- expect_error(bf_embed(m), class = "bertfeat_error_input")
+  expect_match(conditionMessage(err), "Pass as.data.frame(x) to embed its columns side by side, or x[, j] for one of them.",
+               fixed = TRUE)
+  expect_identical(colnames(bf_embed(as.data.frame(m), pooling = "mean"))[c(1, 385)],
+                   c("subject_mean_000", "verb_mean_000"))
+  err <- expect_error(bf_embed(list("a cat", NULL, c("x", "y"))), class = "bertfeat_error_input")
+  advice <- "vapply(x, function(v) if (length(v) == 1L) as.character(v) else NA_character_, \"\")"
+  expect_match(conditionMessage(err), advice, fixed = TRUE)
+  x <- list("a cat", NULL, c("x", "y"))
+  expect_identical(eval(parse(text = advice)[[1]]), c("a cat", NA, NA)) # one row per element, a missing one NA
+  df <- data.frame("a cat", "the dog", "sat", check.names = FALSE)
+  names(df) <- c("", "b", "b")
+  err <- expect_error(bf_embed(df), class = "bertfeat_error_input")
+  expect_match(conditionMessage(err), "The columns of `x` need unique, non-empty names: they name the features. Column 1 has no name; columns 2, 3 are named `b`.",
+               fixed = TRUE)
+  expect_match(conditionMessage(err), "Name each column once, for example with names(x) <- make.names(names(x), unique = TRUE).",
+               fixed = TRUE)
+})
+
 test_that("a column named twice in `columns` is refused, not embedded again under a name it does not have", {
   # data.frame's `[` renamed the copy `a.1`, so the features came back as a_... and a.1_..., silently
   df <- data.frame(a = c("a cat", "a dog"), b = c("x", "y"))
