@@ -498,6 +498,7 @@ issue_python_warnings <- function(warnings) {
 #' @param ... Further options of `bertfeat embed`, as `name = value`: `max_length = 256` becomes
 #'   `--max-length=256`; `TRUE` passes a bare flag and `FALSE` or `NULL` passes nothing. `keep_col` takes a
 #'   character vector, the columns copied into the output (`keep_col = c("id", "label")`); `id_col` one column.
+#'   A CSV's kept columns are copied as their text unless `infer_types = TRUE` (numbers, booleans and dates as such).
 #'   `layers` takes whole numbers as in [bf_embed()] (`layers = c(-1, -2)`), or the command line's string `"-1,-2"`.
 #'   A CSV's reading options too: `delimiter = ";"`, and `quoting = "backslash"` for a database's text export
 #'   (PostgreSQL's `\copy ... TO`, MySQL's `INTO OUTFILE` and `mysql --batch`: backslash escapes, `\N` missing) or

@@ -17,7 +17,9 @@
 #'     dates as Date, times as POSIXct (a time without a zone in the session's, as [as.POSIXct()] reads its text),
 #'     anything else (decimals) as its text; missing values `NA`; a list column (tags a pandas frame wrote as
 #'     lists) as a list column of such vectors (`NULL` for a missing row), a struct as a data frame column, bytes as
-#'     raw vectors, as the arrow R package reads them;
+#'     raw vectors, as the arrow R package reads them. These are a parquet input's types: a CSV's kept columns are
+#'     its text, as written, unless [bf_embed_file()] was given `infer_types = TRUE` (`007` stays `"007"`, a score
+#'     `"4.5"`);
 #'   * `provenance`: the run's recipe as written in the file (model, its sha256, pooling, layers, dims, ...).
 #'
 #'   A file written with `layout = "list"` gives the same matrix, named as the default layout names its

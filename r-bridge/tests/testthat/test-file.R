@@ -294,6 +294,35 @@ test_that("bf_read_features() reads bf_embed_file()'s output into R: the feature
   expect_error(bf_read_features(input), class = "bertfeat_error_input")
 })
 
+test_that("a CSV's kept columns come back as text unless infer_types = TRUE, as docs/r.md says", {
+  # docs/r.md said kept columns come "whole numbers as integer, ... booleans as logical, dates as Date" after an example
+  # on a CSV, whose kept columns the command line reads as text by default: glmnet on such a score stops with
+  # "non-numeric argument to binary operator"
+  dir <- withr::local_tempdir()
+  input <- file.path(dir, "reviews.csv")
+  utils::write.csv(data.frame(id = c("007", "012"), review = c("Loved it.", "Dreadful."), score = c(4.5, 1),
+                              day = as.Date(c("2026-11-26", "2026-11-27")), ok = c(TRUE, FALSE)),
+                   input, row.names = FALSE)
+  as_text <- file.path(dir, "text.parquet")
+  suppressMessages(bf_embed_file(input, as_text, "review", pooling = "mean", keep_col = c("id", "score", "day", "ok")))
+  expect_identical(bf_read_features(as_text)$data,
+                   tibble::tibble(id = c("007", "012"), score = c("4.5", "1"), day = c("2026-11-26", "2026-11-27"),
+                                  ok = c("TRUE", "FALSE")))
+  typed <- file.path(dir, "typed.parquet")
+  suppressMessages(bf_embed_file(input, typed, "review", pooling = "mean", keep_col = c("id", "score", "day", "ok"),
+                                 infer_types = TRUE))
+  expect_identical(bf_read_features(typed)$data,
+                   tibble::tibble(id = c(7L, 12L), score = c(4.5, 1), day = as.Date(c("2026-11-26", "2026-11-27")),
+                                  ok = c(TRUE, FALSE)))
+  docs <- file.path(repo_root() %||% skip("not run from the source tree"), "docs", "r.md")
+  said <- gsub("\\s+", " ", paste(readLines(docs, encoding = "UTF-8"), collapse = " "))
+  expect_match(said, "A CSV's kept columns are its text, as written (`007` stays `007`), unless `infer_types = TRUE`",
+               fixed = TRUE)
+  help <- paste(capture.output(tools::Rd2txt(tools::Rd_db("bertfeat")[["bf_read_features.Rd"]],
+                                             options = list(underline_titles = FALSE))), collapse = " ")
+  expect_match(gsub("\\s+", " ", help), "a CSV's kept columns are its text, as written, unless .?bf_embed_file\\(\\).? was given .?infer_types = TRUE.?")
+})
+
 test_that("bf_read_features() gives kept list, struct and bytes columns as R values, not Python's text of them", {
   # a list column (tags a pandas frame wrote as lists) came as the text "['x', 'y']", a struct as "{'a': 1, ...}"
   dir <- withr::local_tempdir()
