@@ -515,17 +515,20 @@ def _kept_for_r(name, column):
     return (name, *_r_values(column))
 
 
+# the counts per second of arrow's time units
+_PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
+
+
 def _r_values(column) -> tuple[str, object]:
     """``(kind, values)``: how R reads a pyarrow column. ``kind`` is "logical", "integer" (whole numbers within R's
     integer range), "double" (other numbers, and whole numbers past R's integers that a double holds exactly),
-    "date" (days since 1970-01-01) or "character" (text, and anything else as its text: decimals, whole numbers
-    past 2**53, which a double would change), with ``values`` one per row, None where missing; "datetime" (``[zone,
-    seconds since 1970 UTC]``, or ``["", texts]`` for a time without a zone, a wall clock); or, as the arrow R
-    package reads them, "list"
-    (a list column: per row the ``(kind, values)`` of its items, None where missing; a map is a list of
-    key/value structs), "struct" (``(field names, (kind, values) per field, rows)``, a data frame column; a
-    missing row is missing in every field) or "raw" (bytes, per row a list of byte values). A list read as its
-    Python repr ("['x', 'y']") was a text R cannot take apart."""
+    "date" (days since 1970-01-01), "duration" (seconds, R's difftime) or "character" (text, and anything else as
+    its text: decimals, whole numbers past 2**53, which a double would change), with ``values`` one per row, None
+    where missing; "datetime" (``[zone, seconds since 1970 UTC]``, or ``["", texts]`` for a time without a zone, a
+    wall clock); or, as the arrow R package reads them, "list" (a list column: per row the ``(kind, values)`` of
+    its items, None where missing; a map is a list of key/value structs), "struct" (``(field names, (kind, values)
+    per field, rows)``, a data frame column; a missing row is missing in every field) or "raw" (bytes, per row a list
+    of byte values). A list read as its Python repr ("['x', 'y']") was a text R cannot take apart."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -554,10 +557,14 @@ def _r_values(column) -> tuple[str, object]:
     if pa.types.is_timestamp(t):
         if t.tz is None:  # a wall clock: its text, which R reads in the session's zone as as.POSIXct() reads it
             return "datetime", ["", pc.cast(column, pa.string()).to_pylist()]
-        per_second = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[t.unit]
+        per_second = _PER_SECOND[t.unit]
         seconds = [None if v is None else v / per_second for v in pc.cast(column, pa.int64()).to_pylist()]
         # a zone as an offset (+01:00) is no zone R knows: the same instants, in UTC
         return "datetime", ["UTC" if t.tz[:1] in "+-" else t.tz, seconds]
+    if pa.types.is_duration(t):  # R's difftime in seconds, as the arrow R package reads it (its text was the count
+        # in its unit, "5000000" for 5 s in microseconds)
+        per_second = _PER_SECOND[t.unit]
+        return "duration", [None if v is None else v / per_second for v in pc.cast(column, pa.int64()).to_pylist()]
     values = column.to_pylist()
     if is_bytes_type(t):  # a dictionary of them too: cast to text, bytes that are not UTF-8 came as "b'\\xff'"
         return "raw", [None if v is None else list(v) for v in values]

@@ -476,6 +476,21 @@ def test_kept_columns_reach_r_as_values_r_holds_exactly():
     assert kind([decimal.Decimal("1.10")]) == ("character", ["1.10"])
 
 
+def test_a_kept_duration_reaches_r_as_seconds_not_the_text_of_its_count():
+    """A duration column (pandas' timedelta64, an R difftime the arrow package wrote) reached R as the text of its
+    count in its unit, "5000000" for 5 seconds in microseconds, a number with no unit; now seconds, which R holds as a
+    difftime, as the arrow R package reads it."""
+    import datetime
+
+    import pyarrow as pa
+
+    for unit, scale in [("s", 1), ("ms", 10**3), ("us", 10**6), ("ns", 10**9)]:
+        column = pa.chunked_array([pa.array([5 * scale, None, -scale // 2 if scale > 1 else -2], pa.duration(unit))])
+        assert _r._kept_for_r("c", column) == ("c", "duration", [5.0, None, -0.5 if scale > 1 else -2.0])
+    days = pa.chunked_array([pa.array([datetime.timedelta(days=2, microseconds=3)])])
+    assert _r._kept_for_r("c", days) == ("c", "duration", [172800.000003])
+
+
 def test_kept_list_struct_and_binary_columns_reach_r_as_values_not_python_reprs():
     """A kept list column (tags a pandas frame wrote as lists) reached R as the text of Python's repr, "['x', 'y']",
     a struct as "{'a': 1, 'b': 'u'}" and bytes as the text "b'\\xff'" (api hunt, 2026-11-26, session 10): now each row

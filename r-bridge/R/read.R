@@ -15,11 +15,11 @@
 #'   * `data`: a tibble of the kept columns: text as character, whole numbers as integer (as double past R's
 #'     integers, as character past 2^53, which a double would change), other numbers as double, booleans as logical,
 #'     dates as Date, times as POSIXct (a time without a zone in the session's, as [as.POSIXct()] reads its text),
-#'     anything else (decimals) as its text; missing values `NA`; a list column (tags a pandas frame wrote as
-#'     lists) as a list column of such vectors (`NULL` for a missing row), a struct as a data frame column, bytes as
-#'     raw vectors, as the arrow R package reads them. These are a parquet input's types: a CSV's kept columns are
-#'     its text, as written, unless [bf_embed_file()] was given `infer_types = TRUE` (`007` stays `"007"`, a score
-#'     `"4.5"`);
+#'     durations as difftime in seconds, anything else (decimals) as its text; missing values `NA`; a list column
+#'     (tags a pandas frame wrote as lists) as a list column of such vectors (`NULL` for a missing row), a struct as
+#'     a data frame column, bytes as raw vectors, as the arrow R package reads them. These are a parquet input's
+#'     types: a CSV's kept columns are its text, as written, unless [bf_embed_file()] was given
+#'     `infer_types = TRUE` (`007` stays `"007"`, a score `"4.5"`);
 #'   * `provenance`: the run's recipe as written in the file (model, its sha256, pooling, layers, dims, ...).
 #'
 #'   A file written with `layout = "list"` gives the same matrix, named as the default layout names its
@@ -92,6 +92,7 @@ r_value <- function(kind, values) {
       tibble::new_tibble(fields, nrow = as.integer(values[[3]]))
     },
     date = structure(r_vector("double", values), class = "Date"),
+    duration = as.difftime(r_vector("double", values), units = "secs"),
     # a time without a zone is a wall clock, read in the session's zone as as.POSIXct() reads its text
     datetime = if (identical(values[[1]], "")) {
       as.POSIXct(r_vector("character", values[[2]]), tz = "", format = "%Y-%m-%d %H:%M:%OS")

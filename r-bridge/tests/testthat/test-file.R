@@ -345,6 +345,21 @@ test_that("bf_read_features() gives kept list, struct and bytes columns as R val
   expect_error(bf_read_features(output, row_names = "st"), class = "bertfeat_error_argument")
 })
 
+test_that("bf_read_features() gives a kept duration as a difftime in seconds, not the text of its count", {
+  # a pandas timedelta64 column (an R difftime the arrow package wrote) came as "1500000": microseconds, no unit said
+  dir <- withr::local_tempdir()
+  input <- file.path(dir, "calls.parquet")
+  table <- reticulate::py_eval(paste0(
+    "__import__('pyarrow').table({'review': ['a cat sat', 'stocks fell', 'a dog'], 'wait': __import__('pyarrow')",
+    ".array([1500000, None, 90000000], __import__('pyarrow').duration('us'))})"), convert = FALSE)
+  reticulate::import("pyarrow.parquet")$write_table(table, input)
+  output <- file.path(dir, "features.parquet")
+  suppressMessages(bf_embed_file(input, output, "review", pooling = "mean", keep_col = "wait"))
+  wait <- bf_read_features(output)$data$wait
+  expect_identical(wait, as.difftime(c(1.5, NA, 90), units = "secs"))
+  expect_identical(format(wait[3] + as.POSIXct("2026-11-27 10:00:00", tz = "UTC")), "2026-11-27 10:01:30")
+})
+
 test_that("bf_read_features() gives Date and POSIXct id columns back as R wrote them, not arrow's text", {
   # a POSIXct id written by write.csv() as "2024-01-01 10:00:00" came back as the text "2024-01-01 10:00:00.000000000":
   # merge() on it matched no row, and row_names named the rows otherwise; a Date came back as text
