@@ -271,6 +271,9 @@ check_text_column <- function(v, name, where, call) {
       "input", call = call
     )
   }
+  if (length(dim(v)) == 1L && is.atomic(v)) { # a 1-d array (tapply(), table(), array()): one value per row
+    v <- if (is.factor(v)) factor(as.vector(v), levels = levels(v)) else as.vector(v)
+  }
   if (!is.null(dim(v))) { # a matrix column (df$m <- matrix(...)): as.character() would spread it over more rows
     abort_bf(
       c(sprintf("Column `%s` of %s is a %s matrix, not one text per row.", name, where,

@@ -178,6 +178,20 @@ test_that("a matrix column of a data frame is refused, not spread over more rows
   expect_error(bf_embed(df2, missing = "zero"), class = "bertfeat_error_input")
 })
 
+test_that("a one-dimensional array column (tapply(), array()) is one text per row, embedded, not refused as a matrix", {
+  # it was "Column `t` of `x` is a 2 matrix, not one text per row", advising cbind() with as.data.frame()
+  texts <- c("a cat sat", "the dog ran")
+  df <- data.frame(id = 1:2)
+  df$t <- tapply(texts, c("x", "y"), identity)
+  expect_identical(dim(df$t), 2L)
+  expected <- bf_embed(data.frame(t = texts), pooling = "mean")
+  expect_identical(bf_embed(df, columns = "t", pooling = "mean"), expected)
+  expect_identical(bf_embed(tibble::tibble(t = array(texts)), pooling = "mean"), expected)
+  rec <- recipes::prep(step_bert_embed(recipes::recipe(~ t, data = df[c("id", "t")]), t, pooling = "mean"))
+  expect_identical(unname(as.matrix(recipes::bake(rec, new_data = df[c("id", "t")])[colnames(expected)])),
+                   unname(expected))
+})
+
 test_that("whole numbers beyond R's integer range are argument errors quoting the value", {
   err <- expect_error(bf_embed("the dog", max_length = 3e9), class = "bertfeat_error_argument")
   expect_match(conditionMessage(err), "`max_length` must be a whole number, not 3e+09", fixed = TRUE)
