@@ -282,7 +282,9 @@ check_text_column <- function(v, name, where, call) {
       "input", call = call
     )
   }
-  if (is.list(v)) { # as.character() would turn a NULL element (a missing value) into the text "NULL"
+  # as.character() would turn a NULL element (a missing value) into the text "NULL"; a POSIXlt is a list of its fields
+  # underneath, a time, refused below as a POSIXct is
+  if (is.list(v) && !inherits(v, "POSIXlt")) {
     abort_bf(
       c(sprintf("Column `%s` of %s is a list, not text.", name, where),
         i = sprintf("Make it a character column with one text per row and NA where a row has none, for example with vapply(x[[\"%s\"]], function(v) if (length(v) == 1L) as.character(v) else NA_character_, \"\").",

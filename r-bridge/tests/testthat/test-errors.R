@@ -308,6 +308,13 @@ test_that("a list column is refused with advice that keeps a missing text missin
   err <- expect_error(bf_embed(packed, columns = "d"), class = "bertfeat_error_input")
   expect_match(conditionMessage(err), "Column `d` of `x` is a data frame of 2 columns, not one text per row.",
                fixed = TRUE)
+  # a POSIXlt column (a list of its fields underneath) was "a list", with the vapply() advice, which runs over its
+  # 11 fields, not its 2 rows: it is a time, refused as a POSIXct or Date column is
+  df <- data.frame(id = 1:2)
+  df$when <- as.POSIXlt(c("2026-11-27 10:00:00", "2026-11-27 11:00:00"), tz = "UTC")
+  err <- expect_error(bf_embed(df, columns = "when"), class = "bertfeat_error_input")
+  expect_match(conditionMessage(err), "Column `when` of `x` is a POSIXlt object, not text.", fixed = TRUE)
+  expect_match(conditionMessage(err), "convert with as.character() if the values are labels", fixed = TRUE)
 })
 
 test_that("a string option that is not UTF-8 is refused, and one marked latin1 or bytes is read as UTF-8", {
