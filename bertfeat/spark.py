@@ -297,8 +297,10 @@ def embed_dataframe(sdf, text_cols, *, keep_cols=(), layout: str = "columns", re
     require_spark()
     from pyspark.sql.types import ArrayType, FloatType, StructField, StructType
 
-    text_cols = _as_spark_reads(column_names(text_cols, "text_cols"), "text_cols", sdf)
-    keep_cols = _as_spark_reads(column_names(keep_cols, "keep_cols"), "keep_cols", sdf)
+    # both arguments' values judged before the DataFrame is asked anything
+    text_cols, keep_cols = column_names(text_cols, "text_cols"), column_names(keep_cols, "keep_cols")
+    text_cols = _as_spark_reads(text_cols, "text_cols", sdf)
+    keep_cols = _as_spark_reads(keep_cols, "keep_cols", sdf)
     master = lambda: master_of(sdf.sparkSession)  # noqa: E731
     _check_device(recipe.get("device", "auto"), master)  # before a task is asked for its dtype
     # the metadata is the driver's, written before any task runs: its dtype="auto" must be what the tasks run
