@@ -293,7 +293,8 @@ def embed_file(
     }
     with job_lock(paths):
         remove_stale_temps(paths)  # what a killed run left beside --out
-        def rows_now() -> list[str] | None:  # a reader of its own, as the job's: that reads the input once, from its start
+        # a reader of its own, as the job's: that reads the input once, from its start
+        def rows_now() -> list[str] | None:
             try:
                 return [rows_digest(batch) for batch in read_input().batches()]
             except (OSError, ValueError, TypeError, pa.ArrowException):

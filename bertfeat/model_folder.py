@@ -151,8 +151,8 @@ def _weights_files(root: Path, name: str) -> list[Path]:
 
 
 def hub_snapshot_of(root: Path) -> str | None:
-    """The hub name of the model whose Hugging Face cache snapshot ``root`` is (``models--org--name/snapshots/<commit>``,
-    or its Transformer's subfolder there); None for a folder of the user's own. The cache keeps a snapshot as the hub
+    """The hub name of the model whose Hugging Face cache snapshot ``root`` is
+    (``models--org--name/snapshots/<commit>``, or its Transformer's subfolder there); None for a folder of the user's own. The cache keeps a snapshot as the hub
     has it (its files are links to blobs it shares), so a refusal sends the user to a folder of their own."""
     for folder in (root, root.parent):
         repo = re.fullmatch(r"models--(.+)", folder.parent.parent.name)
@@ -162,8 +162,9 @@ def hub_snapshot_of(root: Path) -> str | None:
 
 
 def variant_advice(hub: str, variants: list[str]) -> str:
-    """What to do with a hub model whose weights the cache holds as a variant's file alone (``model.fp16.safetensors``,
-    which ``from_pretrained(name, variant="fp16")`` fetches): load that variant and save it into a folder of one's own."""
+    """What to do with a hub model whose weights the cache holds as a variant's file alone
+    (``model.fp16.safetensors``, which ``from_pretrained(name, variant="fp16")`` fetches): load that variant and save
+    it into a folder of one's own."""
     found = [m.group(1) for v in variants if (m := re.fullmatch(r"model\.(.+)\.safetensors", v))]
     if not found:  # not a variant's name: no from_pretrained reads it
         return ("the Hugging Face cache keeps the files as the hub has them: copy the snapshot into a folder of your "

@@ -91,10 +91,11 @@ def chance_lines(result) -> list[str]:
     lines.append(f"{chance['name']}: {chance['score']:.4f} +/- {chance['std_err']:.4f}")
     verdict = chance_bar(result.table, chance)
     if not verdict["beaten"]:
+        none_can = "; no score can, with so few texts" if verdict["bar"] >= 1 else ""
         lines.append(f"note: no row beats chance clearly: the best, rank 1, scores {best['score']:.4f}, not above "
                      f"{verdict['bar']:.4f}, chance plus {verdict['margin']:.1f} standard errors of "
-                     f"{verdict['std_err']:.4f} (the best of {verdict['rows']} rows scored on labels the texts do not predict seldom passes "
-                     f"it{'; no score can, with so few texts' if verdict['bar'] >= 1 else ''}): these texts may not "
+                     f"{verdict['std_err']:.4f} (the best of {verdict['rows']} rows scored on labels the texts do not "
+                     f"predict seldom passes it{none_can}): these texts may not "
                      "predict these labels, and the recommendation is then noise; or they predict them too weakly to "
                      "show with this many texts (a real but weak signal falls under the bar on some draws of texts "
                      "and folds): more labelled texts would tell the two apart.")

@@ -194,7 +194,8 @@ def being_written(path: str) -> bool:
     """Whether a writer holds the temp file ``path`` (:class:`_TempShard`) now, which its name's host and pid cannot
     tell where they are another container's: its lock is held, or the file is empty (created, not yet locked or
     written: a dead writer's empty file waits for the hour that removes any temp file). False where this cannot be
-    told (no flock, as on Windows; a filesystem that does not lock, a file this user may not open to lock), where the name decides."""
+    told (no flock, as on Windows; a filesystem that does not lock, a file this user may not open to lock), where the
+    name decides."""
     if locks.fcntl is None:  # Windows (msvcrt): no lock on temp files, and a file held open cannot be renamed
         return False
     try:

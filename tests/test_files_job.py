@@ -863,6 +863,16 @@ def test_a_run_stopped_at_its_manifest_where_the_rename_copied_the_output_is_fin
     assert out.read_bytes() == bytes(other) and not manifest_path.exists()
 
 
+def _stat_as_sshfs(monkeypatch, src):
+    """Make ``os.stat`` of ``src`` answer as on sshfs and gcsfuse (:class:`_ChangeTimeIsModificationTime`); returns
+    the real ``os.stat``."""
+    real_stat = os.stat
+    monkeypatch.setattr(os, "stat", lambda path, *args, **kwargs: (
+        _ChangeTimeIsModificationTime(real_stat(path, *args, **kwargs)) if os.fspath(path) == str(src)
+        else real_stat(path, *args, **kwargs)))
+    return real_stat
+
+
 class _ChangeTimeIsModificationTime:
     """``os.stat`` of ``path`` as sshfs and gcsfuse answer it: the change time is the modification time."""
 
@@ -885,10 +895,7 @@ def test_a_file_put_at_the_inputs_path_with_its_size_and_times_resumes_only_the_
     was made of, which the rerun reads anyway: a part is resumed only where the rows read now are those rows, and
     embedded again otherwise. Its output is then the file's now, byte for byte."""
     src, out = _src(tmp_path, "csv"), tmp_path / "out.parquet"
-    real_stat = os.stat
-    monkeypatch.setattr(os, "stat", lambda path, *args, **kwargs: (
-        _ChangeTimeIsModificationTime(real_stat(path, *args, **kwargs)) if os.fspath(path) == str(src)
-        else real_stat(path, *args, **kwargs)))
+    real_stat = _stat_as_sshfs(monkeypatch, src)
     job = dict(input=str(src), text_cols="review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=5)
     _stopped_in_chunk(monkeypatch, 3, out=str(out), **job)  # chunks 0, 1 and 2 finished
     df = pd.read_csv(src, dtype=str)
@@ -1244,10 +1251,7 @@ def test_a_run_stopped_at_its_manifest_is_finished_only_for_the_rows_it_read(tin
     parts of other rows again)."""
     src, out = _src(tmp_path, "csv"), tmp_path / "out.parquet"
     manifest_path = Path(str(out) + ".manifest.json")
-    real_stat = os.stat
-    monkeypatch.setattr(os, "stat", lambda path, *args, **kwargs: (
-        _ChangeTimeIsModificationTime(real_stat(path, *args, **kwargs)) if os.fspath(path) == str(src)
-        else real_stat(path, *args, **kwargs)))
+    real_stat = _stat_as_sshfs(monkeypatch, src)
     job = dict(text_cols="review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=5)
     _stopped_before_its_manifest(monkeypatch, str(src), out, **job)
     written = out.read_bytes()
@@ -1286,10 +1290,7 @@ def test_a_run_stopped_at_its_manifest_whose_input_now_cannot_be_read_is_refused
     pd.DataFrame({"id": range(12), "review": [f"a cat number {i}" for i in range(12)],
                   "notes": ["x" * 100_000] * 12}).to_csv(src, index=False)
     manifest_path = Path(str(out) + ".manifest.json")
-    real_stat = os.stat
-    monkeypatch.setattr(os, "stat", lambda path, *args, **kwargs: (
-        _ChangeTimeIsModificationTime(real_stat(path, *args, **kwargs)) if os.fspath(path) == str(src)
-        else real_stat(path, *args, **kwargs)))
+    real_stat = _stat_as_sshfs(monkeypatch, src)
     job = dict(text_cols="review", keep_cols="id", model=tiny_bert, quiet=True, chunk_rows=5)
     _stopped_before_its_manifest(monkeypatch, str(src), out, **job)
     written = out.read_bytes()
