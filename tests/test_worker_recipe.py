@@ -11,6 +11,7 @@ import pytest
 
 import bertfeat.worker_recipe as wr
 from bertfeat import __version__
+from bertfeat.hub import load_options
 from tests.conftest import make_recipe
 
 HOST = socket.gethostname()
@@ -210,14 +211,15 @@ def test_the_probe_ids_are_the_named_models_read_as_the_embedder_reads_it(tiny_b
     monkeypatch.setattr(bertfeat.model_files, "ContentTokenizer", Content)  # the loader the model's backend shares
     bertfeat.backend.clear_backends()  # no tokenizer kept from an earlier test
     digest = wr.tokenization({})
-    assert seen == [("model", "default", False), ("tokenizer", spec.path, {"trust_remote_code": False}),
-                    ("lowercase", True)]
+    # (local_files_only where downloads are off, as the tests run: bertfeat.hub.load_options)
+    assert seen == [("model", "default", False),
+                    ("tokenizer", spec.path, {"trust_remote_code": False, **load_options()}), ("lowercase", True)]
     ids = Content(real_load(spec.path), lowercase=True)(bertfeat.tokens.PROBES)
     assert digest == hashlib.sha256(json.dumps([list(map(int, x)) for x in ids]).encode()).hexdigest()
     seen.clear()
     assert wr.tokenization({"model": "my-model", "trust_remote_code": True}) == digest
-    assert seen == [("model", "my-model", True), ("tokenizer", spec.path, {"trust_remote_code": True}),
-                    ("lowercase", True)]
+    assert seen == [("model", "my-model", True),
+                    ("tokenizer", spec.path, {"trust_remote_code": True, **load_options()}), ("lowercase", True)]
 
 
 def test_a_driver_that_sent_no_probe_ids_has_its_workers_tokenize_nothing(monkeypatch):
