@@ -283,7 +283,7 @@ class CsvProblems:
         for what :class:`bertfeat.quotes.QuoteScanner` found: a quote left open at the end (pyarrow reads that as one
         last value holding the rest of the file) or a quoted value with more text after its closing quote."""
         line, row_names, escaped, broken, before, lone_lf, lone_cr_at = None, False, None, None, None, None, None
-        value_lf = None
+        value_lf, spaces_only = None, False
         try:
             with self._text() as fh, _no_field_limit():
                 ends = self._ends()
@@ -298,6 +298,8 @@ class CsvProblems:
                             width = len(row) if row else None  # blank lines before the header
                         elif len(row) != width and row:
                             line = reader.line_num
+                            # a line of spaces or tabs alone (an edit by hand): a record of one value, no blank line
+                            spaces_only = len(row) == 1 and not row[0].strip(" \t")
                             if len(row) == 1 and exports.footer_rows(row[0]) is not None:
                                 return exports.footer_refusal(self.path, line, row[0])
                             # (not a last field left empty: a delimiter ending each row, "1,a,", is no row name)
@@ -348,7 +350,10 @@ class CsvProblems:
         footer = self._last_line() if line else None
         if footer and exports.footer_rows(footer[1]) is not None:  # psql -A: a value holding the delimiter, split
             return exports.unaligned_refusal(self.path, said, *footer, self.delimiter)
-        if escaped:  # MySQL's INTO OUTFILE, Redshift's UNLOAD ... ESCAPE: not R's row names
+        if spaces_only:
+            said += (f". Line {line} holds only spaces or tabs, no row of the header's {width} columns: remove it (an "
+                     "empty line is skipped, a line of spaces is a row of one value).")
+        elif escaped:  # MySQL's INTO OUTFILE, Redshift's UNLOAD ... ESCAPE: not R's row names
             said += (f". A backslash comes before the delimiter there ({escaped!r}), as exports that escape their "
                      "delimiters, tabs and line breaks with a backslash write them (MySQL's INTO OUTFILE, "
                      "Redshift's UNLOAD ... ESCAPE, PostgreSQL's COPY text format): pass quoting='backslash'.")

@@ -1905,3 +1905,19 @@ def test_lone_cr_decides_the_line_ends_at_the_headers_end_and_marks_only_a_value
     waits = LoneCR()
     assert waits.rewrite(b"id,text\r") == b"id,text\r" and not waits.lines_end_with_lf
     assert waits.rewrite(b"\n1,a\rb\r\n") == b"\n1,a" + _AS_CR + b"b\r\n" and waits.lines_end_with_lf
+
+
+@pytest.mark.parametrize("spaces", ["   ", "\t", " \t "])
+def test_a_line_of_spaces_in_a_file_of_several_columns_is_refused_naming_it_not_the_quoting(tmp_path, spaces):
+    """(found by session 17's review of its CSV work, left; mended after) a line holding only spaces or tabs between
+    rows (an edit by hand, a text editor's indentation kept) is a record of one field: refused 'Expected 2 columns, got
+    1' and told that no value up to it is quoted and to write the file again quoting values, which cannot help. Now
+    the line is named as a line of spaces, to remove; an empty line is skipped as before."""
+    src = tmp_path / "r.csv"
+    src.write_text(f"id,text\n1,a cat\n{spaces}\n2,a dog\n")
+    assert refusal(lambda: read_all(csv_reader(src, ["id", "text"]))) == (
+        f"{src} is malformed at line 3: CSV parse error: Expected 2 columns, got 1: {spaces}. Line 3 holds only spaces "
+        "or tabs, no row of the header's 2 columns: remove it (an empty line is skipped, a line of spaces is a row "
+        "of one value).")
+    src.write_text("id,text\n1,a cat\n\n2,a dog\n")
+    assert read_all(csv_reader(src, ["id", "text"]))[0].column("text").to_pylist() == ["a cat", "a dog"]
