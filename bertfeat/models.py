@@ -219,11 +219,17 @@ def _description(name: str, path: str, trust_remote_code: bool, remote_code: tup
     )
 
 
+def _tokenizer_settings(root: Path, name: str) -> dict:
+    """The tokenizer's settings, tokenizer_config.json of ``root`` read whole ({} where there is none; one that is no
+    JSON object refused naming the model ``name``)."""
+    f = root / "tokenizer_config.json"
+    return st_folder.read_json(f, name, dict, "the tokenizer's settings") if f.is_file() else {}
+
+
 def _tokenizer_ships_code(root: Path, name: str) -> bool:
     """Whether the tokenizer names its own class in tokenizer_config.json (``auto_map``), which transformers runs
     from the model's Python files under trust_remote_code=True."""
-    f = root / "tokenizer_config.json"
-    return f.is_file() and bool(st_folder.read_json(f, name, dict, "the tokenizer's settings").get("auto_map"))
+    return bool(_tokenizer_settings(root, name).get("auto_map"))
 
 
 # Tokenizer classes whose first token is their own add_bos_token setting, not tokenizer.json's post processor: each
@@ -237,10 +243,7 @@ def _class_builds_its_first_token(root: Path, name: str, trust_remote_code: bool
     """Whether tokenizer_config.json names a class of :data:`_BOS_SETTING_CLASSES`, or one the model ships as code
     (its ``auto_map``, run under trust_remote_code=True, may build any processor), for which tokenizer.json does not
     tell what goes before a text (the tokenizer is asked, without the weights, where it matters)."""
-    f = root / "tokenizer_config.json"
-    if not f.is_file():
-        return False
-    settings = st_folder.read_json(f, name, dict, "the tokenizer's settings")
+    settings = _tokenizer_settings(root, name)
     return settings.get("tokenizer_class") in _BOS_SETTING_CLASSES or (
         trust_remote_code and bool(settings.get("auto_map")))
 
@@ -398,9 +401,5 @@ def _first(config: dict, *keys):
 
 
 def _tokenizer_max_length(root: Path, name: str) -> int | None:
-    f = root / "tokenizer_config.json"
-    if f.is_file():
-        v = st_folder.read_json(f, name, dict, "the tokenizer's settings").get("model_max_length")
-        if isinstance(v, int) and 0 < v < 1_000_000:
-            return v
-    return None
+    v = _tokenizer_settings(root, name).get("model_max_length")
+    return v if isinstance(v, int) and 0 < v < 1_000_000 else None
