@@ -61,7 +61,7 @@ def _from_hub(name: str) -> Path:
         # own downloads, and before 1.x not at all): another library may have fetched the files it reads alone
         # (transformers' AutoTokenizer, AutoConfig), or a download stopped midway; a download completes it
         lacking = snapshot_lacks(cached)
-        if not lacking and not (_fetched_file_by_file(name, cached) and _downloads_off() is None):
+        if not lacking and not (_downloads_off() is None and _fetched_file_by_file(name, cached)):
             return cached
         if not lacking:  # it may lack sentence-transformers files no check can name: the download brings any there are
             try:
