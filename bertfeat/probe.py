@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bertfeat.probe_chance import CONSTANT_WHY, chance_bar, chance_lines, chance_score, constant, std_err
+from bertfeat.probe_chance import (
+    CONSTANT_WHY, chance_bar, chance_lines, chance_score, constant, fit_score, std_err,
+)
 from bertfeat.probe_folds import _check_folds, _check_groups, _fold_groups, _grouped, _text_groups, groups_kept
 from bertfeat.probe_labels import _check_label_types, _check_labels, _decimals_as_numbers, _task
 
@@ -423,7 +425,7 @@ def probe(
                 left_out.append({"model": name, "candidate": label(cand.label(info["num_layers"])),
                                  "why": CONSTANT_WHY})
                 continue
-            scores = np.asarray([_fit_score(scoring["embedding"](), X[tr], y[tr], X[te], y[te], scoring["metric"],
+            scores = np.asarray([fit_score(scoring["embedding"](), X[tr], y[tr], X[te], y[te], scoring["metric"],
                                             _inner(scoring, tr)) for tr, te in folds])
             params = {"model": name, **cand.params(info["num_layers"]), **shared}
             model_rows.append((cand, _table_row(name, "embedding", label(cand.label(info["num_layers"])), cand,
@@ -441,7 +443,7 @@ def probe(
     base = None
     if baseline:
         t1 = time.perf_counter()
-        scores = np.asarray([_fit_score(scoring["sparse"](), t_train, y[train], t_test, y[test], scoring["metric"],
+        scores = np.asarray([fit_score(scoring["sparse"](), t_train, y[train], t_test, y[test], scoring["metric"],
                                         _inner(scoring, train))
                              for (train, test), (t_train, t_test) in zip(folds, tfidf_folds)])
         t_fits += time.perf_counter() - t1
@@ -680,14 +682,6 @@ def _inner(scoring, train):
     return None if scoring["inner_groups"] is None else scoring["inner_groups"][train]
 
 
-def _fit_score(model, X_train, y_train, X_test, y_test, metric, groups=None) -> float:
-    """``groups``: the training rows' groups, for a regression's ridge (its alpha chosen leaving each out together)."""
-    from sklearn.metrics import get_scorer
-
-    model.fit(X_train, y_train, **({} if groups is None else {f"{model.steps[-1][0]}__groups": groups}))
-    return float(get_scorer(metric)(model, X_test, y_test))
-
-
 def _tfidf_folds(texts, folds, missing) -> list:
     """Each fold's TF-IDF, its vocabulary and weights learned from the fold's training texts only.
 
@@ -719,7 +713,7 @@ def union_scores(X, y, folds, tfidf_folds, scoring) -> np.ndarray:
     scores = []
     for (train, test), (t_train, t_test) in zip(folds, tfidf_folds):
         scaler = BlockScaler().fit(X[train])
-        scores.append(_fit_score(scoring["sparse"](), stack(t_train, scaler.transform(X[train])), y[train],
+        scores.append(fit_score(scoring["sparse"](), stack(t_train, scaler.transform(X[train])), y[train],
                                  stack(t_test, scaler.transform(X[test])), y[test], scoring["metric"],
                                  _inner(scoring, train)))
     return np.asarray(scores)

@@ -37,17 +37,25 @@ def std_err(scores: np.ndarray) -> float:
     return float(np.std(scores, ddof=1) / np.sqrt(len(scores)))
 
 
+def fit_score(model, X_train, y_train, X_test, y_test, metric, groups=None) -> float:
+    """One fold's score, each row's and chance's: ``model`` fitted on the training rows, scored by ``metric`` on the
+    test rows. ``groups``: the training rows' groups, for a regression's ridge (its alpha chosen leaving each out
+    together)."""
+    from sklearn.metrics import get_scorer
+
+    model.fit(X_train, y_train, **({} if groups is None else {f"{model.steps[-1][0]}__groups": groups}))
+    return float(get_scorer(metric)(model, X_test, y_test))
+
+
 def chance_score(task, y, folds, metric) -> dict:
     """The score of a model that ignores the texts, on the probe's folds: what a row must beat to say anything. ROC
     AUC's is 0.5 whatever the balance of the classes; accuracy's is the share of the most frequent class (0.60 where
     it holds 60% of the texts), R^2's about 0 (a little below, the training folds' mean missing each test fold's)."""
     from sklearn.dummy import DummyClassifier, DummyRegressor
-    from sklearn.metrics import get_scorer
 
     X = np.zeros((len(y), 1))
-    scorer = get_scorer(metric)
-    scores = np.asarray([scorer((DummyClassifier(strategy="prior") if task == "classification" else DummyRegressor())
-                                .fit(X[train], y[train]), X[test], y[test]) for train, test in folds])
+    scores = np.asarray([fit_score(DummyClassifier(strategy="prior") if task == "classification" else DummyRegressor(),
+                                   X[train], y[train], X[test], y[test], metric) for train, test in folds])
     return {"name": CHANCE_NAMES[metric], "score": float(scores.mean()), "std_err": std_err(scores)}
 
 
