@@ -18,8 +18,16 @@ os.environ.pop("SLURM_CPUS_PER_TASK", None)
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+import tqdm  # noqa: E402
 
 from bertfeat.recipe import Recipe  # noqa: E402
+
+# tqdm's monitor thread (started by the first progress bar, Ray Data's or bertfeat's own, and waking every 10 s)
+# allocates Python objects while the tests that measure memory start and stop tracemalloc; CPython 3.11's
+# tracemalloc races with another thread allocating then (python/cpython#128679), and a whole-suite run crashed once
+# so (a segfault at test_readers_scale.py's first tracemalloc.start(), after the Ray tests, session 17). No test
+# needs the monitor: it only shortens a bar's refresh interval after a long stall.
+tqdm.tqdm.monitor_interval = 0
 
 
 def shared_scope(fixture_name: str, config) -> str:
